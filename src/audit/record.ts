@@ -1,0 +1,36 @@
+import type { PriceInput, PriceEvaluation } from '../pricing/index.js';
+import { canonicalJson, sha256 } from './canonical.js';
+import { evaluatorVersions } from './versions.js';
+
+type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
+
+/** A price evaluation as an auditor reads it: what went in, what the rules saw and decided, what came out. */
+export interface PriceRecord {
+  kind: 'quote_price';
+  id: string;
+  evaluated_at: string;
+  snapshot_hash: string;
+  versions: Record<string, string>;
+  input: PriceInput;
+  facts: Record<string, unknown>;
+  trace: Priced['trace'];
+  output: Priced['output'];
+  output_hash: string;
+}
+
+export function priceRecord(id: string, snapshotHash: string, input: PriceInput, evaluation: Priced, evaluatedAt: Date): { record: PriceRecord; text: string; hash: string } {
+  const record: PriceRecord = {
+    kind: 'quote_price',
+    id,
+    evaluated_at: evaluatedAt.toISOString(),
+    snapshot_hash: snapshotHash,
+    versions: { ...evaluatorVersions },
+    input,
+    facts: evaluation.facts,
+    trace: evaluation.trace,
+    output: evaluation.output,
+    output_hash: sha256(canonicalJson(evaluation.output)),
+  };
+  const text = canonicalJson(record);
+  return { record, text, hash: sha256(text) };
+}

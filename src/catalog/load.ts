@@ -1,0 +1,73 @@
+import { createAjv, schemaProblems, type ValidateFunction } from '../schema/ajv.js';
+import { parametersSchema } from './parameters.js';
+import { catalogFileSchema, productFileSchema } from './schemas.js';
+import { SourceFile, type Diagnostic } from './source.js';
+import type { Catalog, CatalogProduct, CatalogSettings, ParameterDescriptor, Product } from './types.js';
+
+const ajv = createAjv();
+const validateCatalogFile = ajv.compile<CatalogSettings>(catalogFileSchema);
+const validateProductFile = ajv.compile<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(productFileSchema);
+
+export const CATALOG_FILE = 'catalog/catalog.yaml';
+
+/** Builds the catalog from its files (path → text, paths like catalog/products/x.yaml), or says file:line:column what is wrong. */
+export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const settingsFile = files.find((f) => f.path === CATALOG_FILE);
+  if (!settingsFile) return { diagnostics: [{ file: CATALOG_FILE, line: 1, column: 1, message: 'the catalog settings file is missing' }] };
+  const settings = validated(settingsFile, validateCatalogFile, diagnostics);
+
+  const products: CatalogProduct[] = [];
+  for (const file of files.filter((f) => f.path.startsWith('catalog/products/'))) {
+    const product = validated(file, validateProductFile, diagnostics);
+    if (!product) continue;
+    const expectedPath = `catalog/products/${product.id}.yaml`;
+    if (file.path !== expectedPath) diagnostics.push(file.at('/id', `product ${product.id} must live in ${expectedPath}`));
+    checkDescriptors(file, product, diagnostics);
+    const { unlisted_parameters: unlisted = {}, ...published } = product;
+    for (const name of Object.keys(unlisted)) {
+      if (name in published.parameters) diagnostics.push(file.at(`/unlisted_parameters/${name}`, `${name} is already a published parameter`, 'key'));
+    }
+    products.push({ product: published, acceptedParameters: { ...published.parameters, ...unlisted }, file: file.path });
+  }
+  if (!settings) return { diagnostics };
+
+  const byId = new Map(products.map((p) => [p.product.id, p]));
+  settings.products.forEach((id, i) => {
+    if (!byId.has(id)) diagnostics.push(settingsFile.at(`/products/${i}`, `no file catalog/products/${id}.yaml for listed product ${id}`));
+  });
+  for (const p of products) {
+    if (!settings.products.includes(p.product.id)) {
+      diagnostics.push({ file: p.file, line: 1, column: 1, message: `product ${p.product.id} is not listed under products in ${CATALOG_FILE}` });
+    }
+  }
+  if (diagnostics.length) return { diagnostics };
+  const ordered = settings.products.map((id) => byId.get(id)!);
+  return { catalog: { settings, products: ordered, byId: new Map(ordered.map((p) => [p.product.id, p])) }, diagnostics };
+}
+
+function validated<T>(file: SourceFile, validate: ValidateFunction<T>, out: Diagnostic[]): T | undefined {
+  if (file.syntaxErrors.length) { out.push(...file.syntaxErrors); return undefined; }
+  if (validate(file.value)) return file.value as T;
+  for (const p of schemaProblems(validate.errors as never)) out.push(file.at(p.pointer, p.message, p.atKey ? 'key' : 'value'));
+  return undefined;
+}
+
+function checkDescriptors(file: SourceFile, product: Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }, out: Diagnostic[]): void {
+  for (const group of ['parameters', 'unlisted_parameters'] as const) {
+    for (const [name, d] of Object.entries(product[group] ?? {})) {
+      const at = `/${group}/${name}`;
+      if (d.minimum !== undefined && d.maximum !== undefined && d.minimum > d.maximum) out.push(file.at(`${at}/minimum`, `minimum ${d.minimum} is above maximum ${d.maximum}`));
+      if (d.default !== undefined) {
+        const check = ajv.compile(parametersSchema({ [name]: { ...d, default: undefined } }));
+        if (!check({ [name]: d.default })) out.push(file.at(`${at}/default`, `default ${JSON.stringify(d.default)} is not a valid ${d.type} within the bounds`));
+      }
+    }
+  }
+  const pricing = product.pricing;
+  if (product.billing_type === 'quote' && pricing.currency === 'USDC') {
+    if (pricing.decimals !== 6) out.push(file.at('/pricing/decimals', 'USDC prices must declare decimals: 6'));
+    if (product.pricing_status === 'approved' && pricing.quote_ttl_seconds === undefined) out.push(file.at('/pricing', 'approved quotable USDC products need quote_ttl_seconds'));
+  }
+  if (product.pricing_status !== pricing.pricing_status) out.push(file.at('/pricing/pricing_status', `pricing.pricing_status (${pricing.pricing_status}) differs from the product's pricing_status (${product.pricing_status})`));
+}

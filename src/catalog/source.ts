@@ -1,0 +1,58 @@
+import { LineCounter, parseDocument, isMap, isSeq, isPair, isScalar, type Node } from 'yaml';
+
+export interface Diagnostic {
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+export function formatDiagnostic(d: Diagnostic): string {
+  return `${d.file}:${d.line}:${d.column}: ${d.message}`;
+}
+
+/** A catalog or rules file as text, parsed with positions so errors can name file:line:column. JSON files parse as YAML too. */
+export class SourceFile {
+  readonly value: unknown;
+  readonly syntaxErrors: Diagnostic[];
+  private readonly lines = new LineCounter();
+  private readonly document;
+
+  constructor(readonly path: string, readonly text: string) {
+    this.document = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
+    this.syntaxErrors = [...this.document.errors, ...this.document.warnings].map((e) => {
+      const [line, column] = e.linePos?.[0] ? [e.linePos[0].line, e.linePos[0].col] : [1, 1];
+      return { file: path, line, column, message: e.message.split('\n')[0] };
+    });
+    this.value = this.syntaxErrors.length ? undefined : this.document.toJS();
+  }
+
+  /** Diagnostic at the node a JSON pointer names, or at its key when `at` is 'key'; falls back to the nearest existing parent. */
+  at(pointer: string, message: string, at: 'value' | 'key' = 'value'): Diagnostic {
+    const segments = pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    let node: unknown = this.document.contents;
+    let offset = (node as Node | null)?.range?.[0] ?? 0;
+    for (const segment of segments) {
+      const found = child(node, segment);
+      if (!found) break;
+      node = found.value;
+      offset = (at === 'key' && segment === segments[segments.length - 1] ? found.keyOffset : undefined)
+        ?? (found.value as Node | null)?.range?.[0] ?? offset;
+    }
+    const { line, col } = this.lines.linePos(offset);
+    return { file: this.path, line, column: col, message };
+  }
+}
+
+function child(node: unknown, segment: string): { value: unknown; keyOffset?: number } | undefined {
+  if (isMap(node)) {
+    const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === segment);
+    if (!pair) return undefined;
+    return { value: pair.value, keyOffset: (pair.key as Node).range?.[0] };
+  }
+  if (isSeq(node)) {
+    const item = node.items[Number(segment)];
+    return item === undefined ? undefined : { value: item };
+  }
+  return undefined;
+}

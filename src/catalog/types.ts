@@ -1,0 +1,54 @@
+export type ParameterType = 'number' | 'integer' | 'boolean' | 'string' | 'url' | 'duration' | 'quantity';
+
+export interface ParameterDescriptor {
+  type: ParameterType;
+  required: boolean;
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  description?: string;
+}
+
+/** A product exactly as the API publishes it (spec 2.1). */
+export interface Product {
+  id: string;
+  name: string;
+  type: string;
+  billing_type: 'subscription' | 'quote' | 'one_time';
+  status: 'available' | 'ready' | 'pending' | 'planned' | 'disabled';
+  pricing_status: 'approved' | 'pending';
+  visibility?: { human: boolean; agent: boolean };
+  orderable: { human: boolean; agent: boolean };
+  description?: string;
+  pricing: Record<string, unknown> & { basis: string; currency: string; model?: string; quote_ttl_seconds?: number; formula?: string; transfer_policy?: string };
+  parameters: Record<string, ParameterDescriptor>;
+  limits: Record<string, unknown>;
+  fulfillment?: Record<string, unknown>;
+  payment: { human: string[]; machine: string[]; machine_payment_available: boolean };
+}
+
+/** A product plus what only the service needs to know about it. */
+export interface CatalogProduct {
+  product: Product;
+  /** Parameters accepted in quotes and orders: the published ones plus unlisted ones (spec 2.3, instant-stream transfer_gb). */
+  acceptedParameters: Record<string, ParameterDescriptor>;
+  file: string;
+}
+
+export interface CatalogSettings {
+  catalog_version: number;
+  service: string;
+  provider: string;
+  region: string;
+  human_checkout: boolean;
+  panel_provider: string;
+  order_limits: { currency: string; minimum: string; maximum: string };
+  exchange_rates: Record<string, string>;
+  products: string[];
+}
+
+export interface Catalog {
+  settings: CatalogSettings;
+  products: CatalogProduct[];
+  byId: Map<string, CatalogProduct>;
+}

@@ -1,0 +1,116 @@
+import { once } from 'node:events';
+import { readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { AuditLog } from '../audit/index.js';
+import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
+import { API_PREFIX, createApp, type CheckoutStatus } from '../http/index.js';
+import { ApiKeys } from '../keys/index.js';
+import type { Logger } from '../log/index.js';
+import { LiveSnapshot } from '../pricing/index.js';
+import { QuoteService } from '../quotes/index.js';
+import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
+import type { Config } from './config.js';
+import { DataDirLock } from './data-dir-lock.js';
+import { serviceVersion } from './version.js';
+
+export interface RunningService {
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+const checkout: CheckoutStatus = {
+  available: false,
+  configured: false,
+  protocol: 'x402',
+  network: 'eip155:8453',
+  reason: 'machine payment (x402) is not set up on this deployment yet, so POST /orders answers 503',
+};
+
+/** Brings up everything on embedded defaults (or DATABASE_URL): PostgreSQL, migrations, catalog with hot reload, HTTP. */
+export async function serve(config: Config, log: Logger): Promise<RunningService> {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const step of cleanup.reverse()) await step().catch((err) => log.error({ err }, 'shutdown step failed'));
+  };
+  try {
+    const lock = await DataDirLock.acquire(config.dataDir);
+    cleanup.push(() => lock.release());
+
+    let pg: RunningPostgres | undefined;
+    if (!config.databaseUrl) {
+      pg = await startEmbeddedPostgres(config.dataDir, (line) => log.info({ component: 'postgres' }, line));
+      cleanup.push(() => pg!.stop());
+    }
+    const databaseUrl = config.databaseUrl ?? pg!.url;
+    const db = new Database(databaseUrl);
+    cleanup.push(() => db.close());
+    const applied = await migrate(db);
+    if (applied.length) log.info({ migrations: applied }, 'migrations applied');
+
+    const live = await LiveSnapshot.open(config.catalogDir, config.rulesDir);
+    cleanup.push(async () => live.close());
+    const audit = new AuditLog(db);
+    await audit.saveSnapshot(live.current);
+    live.on('reloaded', (snapshot) => {
+      log.info({ content_hash: snapshot.hash }, 'catalog reloaded');
+      audit.saveSnapshot(snapshot).catch((err) => log.error({ err }, 'could not store the reloaded snapshot'));
+    });
+    live.on('rejected', (diagnostics: Diagnostic[]) => {
+      log.warn({ errors: diagnostics.map(formatDiagnostic) }, 'catalog edit rejected; still serving the last good version');
+    });
+    live.watch();
+
+    const keys = new ApiKeys(db);
+    const app = createApp({
+      live,
+      keys,
+      quotes: new QuoteService(db, live, audit),
+      checkout,
+      version: serviceVersion,
+      checkHealth: () => checkDatabase(db),
+      logError: (fields, message) => log.error(fields, message),
+    });
+    const server = app.listen(config.port, config.host);
+    await once(server, 'listening');
+    server.requestTimeout = 30_000;
+    server.headersTimeout = 10_000;
+    server.keepAliveTimeout = 5_000;
+    cleanup.push(() => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+      setTimeout(() => server.closeAllConnections(), 2000).unref();
+    }));
+
+    const { port } = server.address() as AddressInfo;
+    const baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
+    await lock.update({ base_url: baseUrl, ...(pg && { database_url: databaseUrl }) });
+    if (!config.production) await writeDevFile(config, keys, baseUrl);
+    log.info({ base_url: baseUrl, content_hash: live.current.hash }, 'serving');
+    return { baseUrl, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+async function checkDatabase(db: Database) {
+  const started = performance.now();
+  try {
+    await db.query('SELECT 1');
+    return { database: { ok: true, latency_ms: Math.round((performance.now() - started) * 100) / 100 } };
+  } catch (e) {
+    return { database: { ok: false, error: (e as Error).message } };
+  }
+}
+
+/** Development mode: a working agent API key in DATA_DIR/dev.json, so a newcomer can call the API at once. */
+async function writeDevFile(config: Config, keys: ApiKeys, baseUrl: string): Promise<void> {
+  const file = join(config.dataDir, 'dev.json');
+  let previous: { api_key?: string } = {};
+  try {
+    previous = JSON.parse(await readFile(file, 'utf8'));
+  } catch { /* first start */ }
+  const apiKey = previous.api_key && (await keys.verify(previous.api_key)) ? previous.api_key : (await keys.create('development')).token;
+  await writeFile(file, `${JSON.stringify({ base_url: baseUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
+}

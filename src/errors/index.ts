@@ -1,0 +1,1 @@
+export { ApiError } from './api-error.js';

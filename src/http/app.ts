@@ -1,0 +1,42 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { ApiKeys } from '../keys/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
+import type { QuoteService } from '../quotes/index.js';
+import type { CheckoutStatus } from './discovery-documents.js';
+import { discoveryRoutes, type HealthReport } from './discovery.js';
+import { errorDocuments, type ErrorLogger } from './error-document.js';
+import { openApiDocument } from './openapi.js';
+import { orderRoutes } from './orders.js';
+import { quoteRoutes } from './quotes.js';
+import { requestId } from './request-id.js';
+
+export const API_PREFIX = '/api/v1';
+
+export interface AppDeps {
+  live: LiveSnapshot;
+  keys: ApiKeys;
+  quotes: QuoteService;
+  checkout: CheckoutStatus;
+  version: string;
+  checkHealth: () => Promise<HealthReport>;
+  logError: ErrorLogger;
+}
+
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  const router = new Router({ prefix: API_PREFIX });
+  discoveryRoutes(router, deps);
+  quoteRoutes(router, deps);
+  orderRoutes(router, deps);
+  router.get('/openapi.json', (ctx) => {
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = openApiDocument(deps.live.current, deps.version);
+  });
+  app.use(requestId);
+  app.use(errorDocuments(deps.logError));
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

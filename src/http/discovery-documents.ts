@@ -1,0 +1,77 @@
+import type { Snapshot } from '../pricing/index.js';
+
+export interface CheckoutStatus {
+  available: boolean;
+  configured: boolean;
+  protocol: 'x402';
+  network: string;
+  reason?: string;
+}
+
+export interface DiscoveryDocuments {
+  products: Buffer;
+  product: Map<string, Buffer>;
+  pricing: Buffer;
+  availability: Buffer;
+}
+
+const cache = new WeakMap<Snapshot, DiscoveryDocuments>();
+
+/** The discovery bodies only change with the snapshot: serialise them once per snapshot. */
+export function discoveryDocuments(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments {
+  let documents = cache.get(snapshot);
+  if (!documents) {
+    documents = build(snapshot, checkout);
+    cache.set(snapshot, documents);
+  }
+  return documents;
+}
+
+function build(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments {
+  const { settings, products } = snapshot.catalog;
+  const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+  const published = products.map((p) => p.product);
+
+  const prices = published.map((p) => ({
+    product_id: p.id,
+    name: p.name,
+    status: p.status,
+    in_preparation: p.status === 'planned' || p.status === 'pending',
+    ...p.pricing,
+    pricing_status: p.pricing_status,
+  }));
+  const currencies = [...new Set(published.map((p) => p.pricing.currency))].sort();
+
+  const availability = published.map((p) => {
+    const verdict = snapshot.verdicts.get(p.id)!;
+    const orderable = verdict.notOrderable.length === 0;
+    return {
+      product_id: p.id,
+      status: p.status,
+      pricing_status: p.pricing_status,
+      agent_orderable: orderable,
+      available_now: orderable,
+      pricing: p.pricing,
+      parameters: p.parameters,
+      limits: p.limits,
+      fulfillment: p.fulfillment ?? {},
+      reason: orderable
+        ? checkout.configured ? 'Agents can order this product now.' : `Agents can order this product; machine payment on this deployment: ${checkout.reason}`
+        : verdict.notOrderable.map((r) => r.reason).join(' '),
+    };
+  });
+
+  return {
+    products: json({ ok: true, catalog_version: settings.catalog_version, count: published.length, products: published }),
+    product: new Map(published.map((p) => [p.id, json({ ok: true, product: p })])),
+    pricing: json({ ok: true, currency: currencies.length === 1 ? currencies[0] : null, currencies, prices }),
+    availability: json({
+      ok: true,
+      provider: settings.provider,
+      region: settings.region,
+      human_checkout: settings.human_checkout,
+      agent_checkout: checkout,
+      products: availability,
+    }),
+  };
+}

@@ -1,0 +1,55 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { ApiError } from '../errors/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
+import { discoveryDocuments, type CheckoutStatus } from './discovery-documents.js';
+import { productIdPattern } from './schemas.js';
+
+export interface HealthReport { database: { ok: boolean; latency_ms?: number; error?: string } }
+
+export interface DiscoveryDeps {
+  live: LiveSnapshot;
+  checkout: CheckoutStatus;
+  version: string;
+  checkHealth: () => Promise<HealthReport>;
+}
+
+const productId = new RegExp(productIdPattern);
+
+export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
+  const documents = () => discoveryDocuments(deps.live.current, deps.checkout);
+  const send = (ctx: Context, body: Buffer) => {
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = body;
+  };
+
+  router.get('/health', async (ctx) => {
+    const snapshot = deps.live.current;
+    const checks = await deps.checkHealth();
+    const healthy = Object.values(checks).every((c) => c.ok);
+    ctx.body = {
+      ok: true,
+      service: snapshot.catalog.settings.service,
+      version: deps.version,
+      status: healthy ? 'ok' : 'degraded',
+      provider: snapshot.catalog.settings.provider,
+      machine_payment: deps.checkout,
+      catalog: {
+        catalog_version: snapshot.catalog.settings.catalog_version,
+        content_hash: snapshot.hash,
+        reload_errors: deps.live.lastDiagnostics.length,
+      },
+      checks,
+      links: { openapi: '/api/v1/openapi.json', products: '/api/v1/products', pricing: '/api/v1/pricing', availability: '/api/v1/availability' },
+    };
+  });
+  router.get('/products', (ctx) => send(ctx, documents().products));
+  router.get('/products/:product_id', (ctx) => {
+    const id = ctx.params.product_id;
+    const body = productId.test(id) ? documents().product.get(id) : undefined;
+    if (!body) throw new ApiError(404, 'product_not_found', `There is no product ${JSON.stringify(id).slice(0, 100)}. GET /api/v1/products lists every product id.`);
+    send(ctx, body);
+  });
+  router.get('/pricing', (ctx) => send(ctx, documents().pricing));
+  router.get('/availability', (ctx) => send(ctx, documents().availability));
+}

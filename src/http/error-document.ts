@@ -1,0 +1,44 @@
+import type { Context, Next } from 'koa';
+import { ApiError } from '../errors/index.js';
+
+export interface ErrorLogger { (fields: Record<string, unknown>, message: string): void }
+
+/** Turns every failure into the error document of spec 2.8; an unexpected failure is logged and answered 500, retryable. */
+export function errorDocuments(logError: ErrorLogger) {
+  return async function errorDocument(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'route_not_found', `There is no ${ctx.method} ${ctx.path}. GET /api/v1/openapi.json lists every operation.`);
+      if (ctx.status === 405 && !ctx.state.errorSent) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`);
+    } catch (e) {
+      const error = asApiError(e);
+      if (!(e instanceof ApiError) && error.status >= 500) logError({ err: e, request_id: ctx.state.requestId, path: ctx.path }, 'request failed');
+      sendError(ctx, error);
+    }
+  };
+}
+
+export function sendError(ctx: Context, error: ApiError): void {
+  ctx.status = error.status;
+  for (const [name, value] of Object.entries(error.options.headers ?? {})) ctx.set(name, value);
+  ctx.state.errorSent = true;
+  ctx.body = {
+    ok: false,
+    error: {
+      code: error.code,
+      message: error.message,
+      retryable: error.retryable,
+      request_id: ctx.state.requestId,
+      ...(error.options.details !== undefined && { details: error.options.details }),
+    },
+  };
+}
+
+function asApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  const status = (e as { status?: number; expose?: boolean }).status;
+  if (status && status >= 400 && status < 500) {
+    return new ApiError(status, 'bad_request', `The request could not be read (${(e as Error).message}). Send a well-formed HTTP request with a JSON body.`);
+  }
+  return new ApiError(500, 'internal_error', 'Something went wrong on our side; nothing was charged. Retry the same request (with the same Idempotency-Key) in a few seconds.', { retryable: true, headers: { 'Retry-After': '2' } });
+}

@@ -1,0 +1,3 @@
+export { createApp, API_PREFIX, type AppDeps } from './app.js';
+export type { CheckoutStatus } from './discovery-documents.js';
+export type { HealthReport } from './discovery.js';

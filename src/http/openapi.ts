@@ -1,0 +1,117 @@
+import { parametersSchema } from '../catalog/index.js';
+import type { Snapshot } from '../pricing/index.js';
+import { errorSchema, idempotencyKeyPattern, orderRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
+
+const cache = new WeakMap<Snapshot, Buffer>();
+
+const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const ok = (description: string, schema: unknown) => ({ description, content: { 'application/json': { schema } } });
+const idempotencyHeader = (required: boolean) => ({
+  name: 'Idempotency-Key', in: 'header', required,
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: idempotencyKeyPattern },
+  description: required
+    ? 'Required. A new unique value (e.g. a UUID) per purchase. Reuse the same Idempotency-Key when you retry the same purchase: you get the same order back and are never charged twice.'
+    : 'Optional. Reuse the same key when you retry: the same body returns the same quote; a different body with the same key is refused with 409.',
+});
+
+/** OpenAPI 3.1, generated from the schemas the server validates with and the catalog being served. */
+export function openApiDocument(snapshot: Snapshot, version: string): Buffer {
+  let doc = cache.get(snapshot);
+  if (!doc) {
+    doc = Buffer.from(JSON.stringify(build(snapshot, version)));
+    cache.set(snapshot, doc);
+  }
+  return doc;
+}
+
+function build(snapshot: Snapshot, version: string) {
+  const { order_limits: limits } = snapshot.catalog.settings;
+  const quotable = snapshot.catalog.products.filter((p) => !snapshot.verdicts.get(p.product.id)!.rejection);
+  const parameterSchemas = Object.fromEntries(quotable.map((p) => [`Parameters_${p.product.id.replace(/-/g, '_')}`, {
+    ...parametersSchema(p.acceptedParameters),
+    description: `parameters for product_id "${p.product.id}"`,
+  }]));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Agent Audio Infrastructure API',
+      version: '1.0.0',
+      'x-service-version': version,
+      description: 'Buy live audio streams and temporary AutoDJ as a software agent and pay with x402 v2 (USDC on Base). '
+        + 'Typical flow: GET /products → POST /quotes (exact USDC price) → POST /orders (answers 402 with PAYMENT-REQUIRED; pay and send the same request again with PAYMENT-SIGNATURE and the same Idempotency-Key). '
+        + 'Every error is {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
+    },
+    servers: [{ url: '/api/v1' }],
+    tags: [
+      { name: 'Discovery', description: 'Catalog, prices, availability and quotes.' },
+      { name: 'Orders', description: 'Orders secured by a bearer key and confirmed by x402 v2 payment.' },
+      { name: 'Services', description: 'State, usage and life cycle of a provisioned service.' },
+    ],
+    components: {
+      securitySchemes: { agentApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'agent-api-key', description: 'Send "Authorization: Bearer <AGENT_API_KEY>".' } },
+      schemas: {
+        Error: errorSchema,
+        Product: productSchema,
+        QuoteRequest: { ...quoteRequestSchema, description: `product_id is one of: ${quotable.map((p) => p.product.id).join(', ')}; parameters follow the matching Parameters_* schema.` },
+        QuoteResponse: quoteResponseSchema,
+        OrderRequest: orderRequestSchema,
+        ...parameterSchemas,
+      },
+    },
+    paths: {
+      '/health': { get: { tags: ['Discovery'], operationId: 'getHealth', summary: 'Service health, version, catalog hash and dependency checks.', responses: { 200: ok('Health', { type: 'object' }) } } },
+      '/products': { get: { tags: ['Discovery'], operationId: 'listProducts', summary: 'Every product with its parameters, limits and payment methods.', responses: { 200: ok('ProductList', { type: 'object', properties: { ok: { const: true }, catalog_version: { type: 'integer' }, count: { type: 'integer' }, products: { type: 'array', items: { $ref: '#/components/schemas/Product' } } } }) } } },
+      '/products/{product_id}': {
+        get: {
+          tags: ['Discovery'], operationId: 'getProduct', summary: 'One product.',
+          parameters: [{ name: 'product_id', in: 'path', required: true, schema: { type: 'string', pattern: productIdPattern } }],
+          responses: { 200: ok('Product', { type: 'object', properties: { ok: { const: true }, product: { $ref: '#/components/schemas/Product' } } }), 404: error('No such product: list them with GET /products.') },
+        },
+      },
+      '/pricing': { get: { tags: ['Discovery'], operationId: 'getPricing', summary: 'Current prices and products in preparation.', responses: { 200: ok('Pricing', { type: 'object' }) } } },
+      '/availability': { get: { tags: ['Discovery'], operationId: 'getAvailability', summary: 'Which products an agent can order now, and whether machine checkout is configured.', responses: { 200: ok('Availability', { type: 'object' }) } } },
+      '/quotes': {
+        post: {
+          tags: ['Discovery'], operationId: 'createQuote',
+          summary: 'Exact USDC price of a configuration, with breakdown and expiry. Creates no order.',
+          description: 'Amounts are decimal strings (amount) and integer strings of atomic units (amount_atomic, 6 decimals). Each price line is rounded up to a whole atomic unit.',
+          security: [{ agentApiKey: [] }],
+          parameters: [idempotencyHeader(false)],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/QuoteRequest' } } } },
+          responses: {
+            200: ok('The quote', { $ref: '#/components/schemas/QuoteResponse' }),
+            401: error('Missing or invalid API key.'),
+            404: error('Unknown product.'),
+            409: error('The product cannot be quoted now (planned, pricing pending) or the Idempotency-Key was used for another body.'),
+            413: error('Body too large.'),
+            415: error('Body is not JSON.'),
+            422: error('Invalid parameters: error.details lists each with a JSON pointer.'),
+          },
+        },
+      },
+      '/orders': {
+        post: {
+          tags: ['Orders'], operationId: 'createOrder',
+          summary: 'Order a product and pay with x402 v2.',
+          description: 'First call without PAYMENT-SIGNATURE: the answer is 402 with a PAYMENT-REQUIRED header (Base64 JSON, x402 v2). Sign the payment with your wallet and send the same request again, with the same Idempotency-Key, adding the PAYMENT-SIGNATURE header. Nothing is provisioned before the payment is verified and settled. While machine payment is not configured on a deployment this answers 503.',
+          security: [{ agentApiKey: [] }],
+          'x-payment-info': { protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: limits.currency, minimum: limits.minimum, maximum: limits.maximum, network: 'eip155:8453', asset: 'USDC' },
+          parameters: [
+            idempotencyHeader(true),
+            { name: 'PAYMENT-SIGNATURE', in: 'header', required: false, schema: { type: 'string' }, description: 'x402 v2 payment payload, Base64-encoded JSON, built from the PAYMENT-REQUIRED of the 402 answer.' },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/OrderRequest' } } } },
+          responses: {
+            200: { description: 'Paid and provisioned. PAYMENT-RESPONSE holds the x402 settlement.', headers: { 'PAYMENT-RESPONSE': { schema: { type: 'string' } } }, content: { 'application/json': { schema: { type: 'object' } } } },
+            400: error('Idempotency-Key missing or malformed.'),
+            401: error('Missing or invalid API key.'),
+            402: { description: 'Payment required: pay as described in PAYMENT-REQUIRED and repeat the request.', headers: { 'PAYMENT-REQUIRED': { schema: { type: 'string' } } }, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+            409: error('Conflict of state or idempotency.'),
+            422: error('Invalid order request.'),
+            503: error('Machine payment not configured on this deployment, or a dependency is briefly unavailable (retryable).'),
+          },
+        },
+      },
+    },
+  };
+}

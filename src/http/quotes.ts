@@ -1,0 +1,22 @@
+import type Router from '@koa/router';
+import type { ApiKeys } from '../keys/index.js';
+import type { QuoteService } from '../quotes/index.js';
+import { idempotencyKey } from './idempotency-key.js';
+import { bodyReader } from './request-body.js';
+import { quoteRequestSchema } from './schemas.js';
+
+const readQuoteRequest = bodyReader<{ product_id: string; parameters?: Record<string, unknown> }>(quoteRequestSchema, 'quote request');
+
+export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: QuoteService }): void {
+  router.post('/quotes', async (ctx) => {
+    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    const idempotency = idempotencyKey(ctx, false);
+    const body = await readQuoteRequest(ctx);
+    const { quote, replayed } = await deps.quotes.create({
+      apiKeyId: key.id,
+      idempotencyKey: idempotency,
+      input: { product_id: body.product_id, parameters: body.parameters ?? {} },
+    });
+    ctx.body = { ok: true, quote, ...(idempotency !== undefined && { idempotency: { key: idempotency, replayed } }) };
+  });
+}

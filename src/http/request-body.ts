@@ -1,0 +1,17 @@
+import type { Context } from 'koa';
+import { ApiError } from '../errors/index.js';
+import { createAjv, schemaProblems } from '../schema/ajv.js';
+import { readJsonObject } from './json-body.js';
+
+const ajv = createAjv({ useDefaults: true });
+
+/** A body reader for one request schema: 422 with one JSON pointer per problem. */
+export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
+  const validate = ajv.compile<T>(schema);
+  return async (ctx: Context): Promise<T> => {
+    const body = await readJsonObject(ctx);
+    if (validate(body)) return body as T;
+    const details = schemaProblems(validate.errors).map(({ pointer, code, message }) => ({ pointer, code, message }));
+    throw new ApiError(422, 'invalid_request', `The ${what} body is not valid: ${details.map((d) => `${d.pointer || '/'} ${d.message}`).join('; ')}. Fix it as listed in error.details; GET /api/v1/openapi.json describes it.`, { details });
+  };
+}

@@ -1,0 +1,114 @@
+/** Request and response schemas: the server validates with the request ones and /openapi.json publishes all of them. */
+
+export const productIdPattern = '^[a-z0-9][a-z0-9-]{1,80}$';
+export const idempotencyKeyPattern = '^[\\x21-\\x7E]{1,255}$';
+
+export const quoteRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['product_id'],
+  properties: {
+    product_id: { type: 'string', maxLength: 200, description: 'Id of a quotable product, e.g. "instant-stream". GET /products lists them.' },
+    parameters: { type: 'object', description: 'Technical parameters of the product as described in its parameters map (GET /products/{product_id}). Numbers must be JSON numbers, not strings.' },
+  },
+};
+
+export const errorSchema = {
+  type: 'object',
+  required: ['ok', 'error'],
+  properties: {
+    ok: { const: false },
+    error: {
+      type: 'object',
+      required: ['code', 'message', 'retryable', 'request_id'],
+      properties: {
+        code: { type: 'string', description: 'Stable machine-readable reason, e.g. invalid_parameters, product_not_found, idempotency_key_reused.' },
+        message: { type: 'string', description: 'What went wrong and what to do next.' },
+        retryable: { type: 'boolean', description: 'True when the same request may succeed if repeated later (reuse the same Idempotency-Key).' },
+        request_id: { type: 'string' },
+        details: { type: 'array', items: { type: 'object', properties: { pointer: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } } }, description: 'One entry per problem, with a JSON pointer into the request body.' },
+      },
+    },
+  },
+};
+
+const booleanPair = { type: 'object', required: ['human', 'agent'], properties: { human: { type: 'boolean' }, agent: { type: 'boolean' } } };
+
+export const productSchema = {
+  type: 'object',
+  required: ['id', 'name', 'type', 'billing_type', 'status', 'pricing_status', 'orderable', 'pricing', 'parameters', 'limits', 'payment'],
+  properties: {
+    id: { type: 'string', pattern: productIdPattern },
+    name: { type: 'string' },
+    type: { type: 'string' },
+    billing_type: { enum: ['subscription', 'quote', 'one_time'] },
+    status: { enum: ['available', 'ready', 'pending', 'planned', 'disabled'] },
+    pricing_status: { enum: ['approved', 'pending'] },
+    visibility: booleanPair,
+    orderable: booleanPair,
+    description: { type: 'string' },
+    pricing: { type: 'object', required: ['basis', 'currency'], description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
+    parameters: {
+      type: 'object',
+      additionalProperties: {
+        type: 'object',
+        required: ['type', 'required'],
+        properties: { type: { type: 'string' }, required: { type: 'boolean' }, default: {}, minimum: { type: 'number' }, maximum: { type: 'number' } },
+      },
+    },
+    limits: { type: 'object' },
+    fulfillment: { type: 'object' },
+    payment: { type: 'object' },
+  },
+};
+
+export const quoteResponseSchema = {
+  type: 'object',
+  required: ['ok', 'quote'],
+  properties: {
+    ok: { const: true },
+    quote: {
+      type: 'object',
+      required: ['id', 'product', 'configuration', 'price', 'currency', 'breakdown', 'expires_at_quote'],
+      properties: {
+        id: { type: 'string', description: 'Stable across retries with the same Idempotency-Key. Put it in metadata.quote_id of POST /orders to lock this price until expires_at_quote.' },
+        product: { type: 'object' },
+        configuration: { type: 'object', description: 'The parameters as they will be provisioned, defaults filled in.' },
+        price: {
+          type: 'object',
+          required: ['amount', 'amount_atomic', 'currency', 'decimals'],
+          properties: {
+            amount: { type: 'string', pattern: '^[0-9]+(?:\\.[0-9]+)?$' },
+            amount_atomic: { type: 'string', pattern: '^[0-9]+$' },
+            currency: { const: 'USDC' },
+            decimals: { const: 6 },
+          },
+        },
+        currency: { const: 'USDC' },
+        breakdown: { type: 'array', items: { type: 'object', description: 'One price component: code, quantity, unit, rate, rate_atomic, amount_atomic (each line rounded up to a whole atomic unit).' } },
+        formula: { type: 'string' },
+        transfer_policy: { type: 'string' },
+        expires_at_quote: { type: 'string', format: 'date-time' },
+        pricing_status: { enum: ['approved', 'pending'] },
+        agent_orderable: { type: 'boolean' },
+      },
+    },
+    idempotency: { type: 'object', properties: { key: { type: 'string' }, replayed: { type: 'boolean' } } },
+  },
+};
+
+export const orderRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['product_id', 'email', 'station_name'],
+  properties: {
+    product_id: { type: 'string', maxLength: 200 },
+    billing: { enum: ['monthly', 'annual', 'one_time', 'quote'], default: 'one_time' },
+    quantity: { type: 'integer', minimum: 1, maximum: 1, default: 1 },
+    contact_name: { type: 'string', maxLength: 120 },
+    email: { type: 'string', format: 'email', maxLength: 254 },
+    station_name: { type: 'string', maxLength: 120 },
+    parameters: { type: 'object' },
+    metadata: { type: 'object', additionalProperties: { type: 'string', maxLength: 200 }, maxProperties: 50 },
+  },
+};

@@ -1,0 +1,1 @@
+export { ApiKeys, type ApiKey } from './api-keys.js';

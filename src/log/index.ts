@@ -1,0 +1,1 @@
+export { jsonLogger, type Logger, type Fields } from './logger.js';

@@ -1,0 +1,60 @@
+import { loadCatalog, parametersSchema, SourceFile, type Catalog, type CatalogProduct, type Diagnostic } from '../catalog/index.js';
+import { compileRules, type CompiledRules, type NotOrderableReason, type Rejection, type StageOutcome } from '../rules/index.js';
+import { createAjv, type ValidateFunction } from '../schema/ajv.js';
+import { checkPriceBounds } from './bounds.js';
+import { snapshotHash, type SnapshotFiles } from './files.js';
+
+export interface ProductVerdict {
+  /** Why the product cannot be quoted at all (the first rejection by sequence), if so. */
+  rejection?: Rejection;
+  notOrderable: NotOrderableReason[];
+  outcome: StageOutcome;
+}
+
+/** One immutable version of catalog + rules, ready to price; identified by its content hash. */
+export interface Snapshot {
+  hash: string;
+  files: SnapshotFiles;
+  catalog: Catalog;
+  rules: CompiledRules;
+  verdicts: Map<string, ProductVerdict>;
+  validators: Map<string, ValidateFunction>;
+}
+
+const ajv = createAjv({ useDefaults: true });
+
+export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: Snapshot; diagnostics: Diagnostic[] }> {
+  const sources = Object.keys(files).sort().map((path) => new SourceFile(path, files[path]));
+  const { catalog, diagnostics: catalogDiagnostics } = loadCatalog(sources.filter((s) => s.path.startsWith('catalog/')));
+  const { rules, diagnostics: ruleDiagnostics } = compileRules(sources.filter((s) => s.path.startsWith('rules/')));
+  const diagnostics = [...catalogDiagnostics, ...ruleDiagnostics];
+  if (!catalog || !rules || diagnostics.length) return { diagnostics };
+
+  const verdicts = new Map<string, ProductVerdict>();
+  const validators = new Map<string, ValidateFunction>();
+  for (const entry of catalog.products) {
+    verdicts.set(entry.product.id, await judgeProduct(entry, catalog, rules));
+    validators.set(entry.product.id, ajv.compile(parametersSchema(entry.acceptedParameters)));
+  }
+  const snapshot: Snapshot = { hash: snapshotHash(files), files, catalog, rules, verdicts, validators };
+
+  const source = (path: string) => sources.find((s) => s.path === path)!;
+  for (const entry of catalog.products) {
+    const verdict = verdicts.get(entry.product.id)!;
+    if (entry.product.orderable.agent && verdict.notOrderable.length) {
+      diagnostics.push(source(entry.file).at('/orderable/agent',
+        `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ${verdict.notOrderable.map((r) => r.code).join(', ')}`));
+    }
+  }
+  diagnostics.push(...(await checkPriceBounds(snapshot)).map((p) => source(p.file).at(p.pointer, p.message)));
+  return diagnostics.length ? { diagnostics } : { snapshot, diagnostics };
+}
+
+async function judgeProduct(entry: CatalogProduct, catalog: Catalog, rules: CompiledRules): Promise<ProductVerdict> {
+  const outcome = await rules.product.evaluate({ product: entry.product, settings: catalog.settings }, decimalsOf(entry));
+  return { rejection: outcome.rejections[0], notOrderable: outcome.notOrderable, outcome };
+}
+
+export function decimalsOf(entry: CatalogProduct): number {
+  return Number(entry.product.pricing.decimals ?? 6);
+}

@@ -1,0 +1,1 @@
+export { QuoteService, type QuoteRequest, type QuoteResult } from './quote-service.js';

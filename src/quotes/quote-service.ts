@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
+import { ApiError } from '../errors/index.js';
+import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput } from '../pricing/index.js';
+import type { Database } from '../store/index.js';
+
+export interface QuoteRequest {
+  apiKeyId: string;
+  idempotencyKey?: string;
+  input: PriceInput;
+}
+
+export interface QuoteResult {
+  quote: Record<string, unknown>;
+  replayed: boolean;
+}
+
+type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
+
+/** Validate → evaluate → record (audit + quote, one round trip) → respond. A quote creates no order. */
+export class QuoteService {
+  constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {}
+
+  async create(request: QuoteRequest): Promise<QuoteResult> {
+    const requestHash = sha256(canonicalJson(request.input));
+    if (request.idempotencyKey) {
+      const [existing] = await this.db.query<{ request_hash: string; response: string }>(
+        'SELECT request_hash, response FROM quotes WHERE api_key_id = $1 AND idempotency_key = $2', [request.apiKeyId, request.idempotencyKey]);
+      if (existing) return replay(existing, requestHash);
+    }
+
+    const snapshot = this.live.current;
+    const evaluation = await evaluatePrice(snapshot, request.input);
+    const priced = accepted(evaluation, request.input.product_id);
+    await this.audit.saveSnapshot(snapshot);
+
+    const createdAt = this.now();
+    const evaluationId = `ev_${randomBytes(12).toString('base64url')}`;
+    const quote = quoteDocument(`qt_${randomBytes(16).toString('base64url')}`, priced, evaluationId, snapshot.hash, createdAt);
+    const { text, hash } = priceRecord(evaluationId, snapshot.hash, request.input, priced, createdAt);
+    const response = JSON.stringify(quote);
+    const [row] = await this.db.query<{ created: boolean; request_hash: string; response: string }>(
+      'SELECT * FROM record_quote($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)',
+      [quote.id, request.apiKeyId, request.idempotencyKey ?? null, requestHash, priced.output.product_id, priced.output.configuration,
+        priced.output.total_atomic, response, quote.expires_at_quote, evaluationId, snapshot.hash, text, hash]);
+    if (!row.created) return replay(row, requestHash);
+    return { quote, replayed: false };
+  }
+}
+
+function replay(existing: { request_hash: string; response: string }, requestHash: string): QuoteResult {
+  if (existing.request_hash !== requestHash) {
+    throw new ApiError(409, 'idempotency_key_reused',
+      'This Idempotency-Key was already used for a different quote request. Use a new Idempotency-Key for a new request, or repeat the original body to get the original quote back.');
+  }
+  return { quote: JSON.parse(existing.response), replayed: true };
+}
+
+function accepted(evaluation: PriceEvaluation, productId: string): Priced {
+  switch (evaluation.outcome) {
+    case 'priced':
+      return evaluation;
+    case 'unknown_product':
+      throw new ApiError(404, 'product_not_found', `There is no product ${productId}. List the products with GET /products and use one of their ids.`);
+    case 'rejected': {
+      const { status, code, message, pointer } = evaluation.rejection;
+      const details = evaluation.problems ?? (pointer ? [{ pointer, code, message }] : undefined);
+      throw new ApiError(status, code, message, { details: details?.map(({ pointer: p, code: c, message: m }) => ({ pointer: p, code: c, message: m })) });
+    }
+  }
+}
+
+function quoteDocument(id: string, priced: Priced, evaluationId: string, snapshotHash: string, createdAt: Date) {
+  const { product, output } = priced;
+  const ttl = Number(product.pricing.quote_ttl_seconds ?? 300);
+  return {
+    id,
+    product: { id: product.id, name: product.name, type: product.type, billing_type: product.billing_type, pricing_model: product.pricing.model },
+    configuration: output.configuration,
+    price: { amount: output.amount, amount_atomic: output.total_atomic, currency: 'USDC' as const, decimals: 6 as const },
+    currency: 'USDC' as const,
+    breakdown: output.lines,
+    formula: product.pricing.formula,
+    transfer_policy: product.pricing.transfer_policy,
+    created_at: createdAt.toISOString(),
+    expires_at_quote: new Date(createdAt.getTime() + ttl * 1000).toISOString(),
+    pricing_status: product.pricing_status,
+    agent_orderable: output.agent_orderable,
+    ...(output.agent_orderable ? {} : { agent_orderable_reasons: output.not_orderable_reasons }),
+    audit: { evaluation_id: evaluationId, catalog_hash: snapshotHash },
+  };
+}

@@ -1,0 +1,97 @@
+import type { RuleResult } from 'json-rules-engine';
+import { Decimal, atomicToAmount, plain, toDecimal } from './decimal.js';
+import { deriveFact } from './derived-facts.js';
+import { EnginePool } from './engine-pool.js';
+import { readPath } from './path.js';
+import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpec, StageOutcome, TraceEntry } from './types.js';
+
+export class RuleEvaluationError extends Error {}
+
+/** One stage of rules (product or quote): rules decide, this class does the arithmetic. */
+export class Stage {
+  private readonly pool: EnginePool;
+
+  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[]) {
+    this.pool = new EnginePool(rules);
+  }
+
+  async evaluate(baseFacts: Record<string, unknown>, decimals: number): Promise<StageOutcome> {
+    const facts: Record<string, unknown> = { ...baseFacts };
+    for (const spec of this.derivedFacts) facts[spec.name] = deriveFact(spec, facts);
+    const result = await this.pool.run(facts);
+
+    const fired = [...result.results].sort(bySequenceThenName);
+    const rejections: Rejection[] = [];
+    const notOrderable: NotOrderableReason[] = [];
+    const lines: PriceLine[] = [];
+    for (const r of fired) {
+      const p = r.event!.params as Record<string, unknown>;
+      switch (r.event!.type) {
+        case 'reject':
+          rejections.push(withoutUndefined({ status: p.status as 409 | 422, code: String(p.code), message: fill(String(p.message), facts), pointer: p.pointer as string | undefined }));
+          break;
+        case 'not_orderable':
+          notOrderable.push({ code: String(p.code), reason: fill(String(p.reason), facts) });
+          break;
+        case 'price_line':
+          lines.push(priceLine(r.name as string, p, decimals));
+          break;
+      }
+    }
+    const total = rejections.length ? null : lines.reduce((sum, l) => sum.plus(l.amount_atomic), new Decimal(0));
+    return {
+      facts,
+      trace: [...result.results, ...result.failureResults].map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
+      rejections,
+      notOrderable,
+      lines,
+      total_atomic: total === null ? null : plain(total),
+    };
+  }
+}
+
+function priceLine(rule: string, p: Record<string, unknown>, decimals: number): PriceLine {
+  const quantity = toDecimal(p.quantity ?? '0');
+  const rate = toDecimal(p.rate_atomic);
+  if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
+  if (!rate || !rate.isInteger() || rate.isNegative()) throw new RuleEvaluationError(`rule ${rule}: rate_atomic ${JSON.stringify(p.rate_atomic)} is not a whole number of atomic units`);
+  const amount = quantity.times(rate).ceil();
+  return withoutUndefined({
+    code: String(p.code),
+    item: p.item === undefined ? undefined : String(p.item),
+    quantity: plain(quantity),
+    unit: String(p.unit),
+    rate: atomicToAmount(rate, decimals),
+    rate_atomic: plain(rate),
+    amount_atomic: plain(amount),
+    amount: atomicToAmount(amount, decimals),
+  });
+}
+
+/** Replaces ${fact.path} in a rule's message with the value it names. */
+function fill(template: string, facts: Record<string, unknown>): string {
+  return template.replace(/\$\{([a-z_]+)(?:\.([a-z0-9_.]+))?\}/gi, (_, fact: string, path?: string) => {
+    const value = readPath(facts[fact], path ?? '');
+    return value === undefined || value === null ? '' : String(value);
+  });
+}
+
+function traceEntry(r: RuleResult): TraceEntry {
+  const json = r.toJSON(false);
+  return withoutUndefined({ rule: String(json.name), result: Boolean(json.result), conditions: json.conditions, event: json.result ? json.event : undefined });
+}
+
+function bySequenceThenName(a: RuleResult, b: RuleResult): number {
+  const sa = Number((a.event?.params as Record<string, unknown>)?.sequence ?? 0);
+  const sb = Number((b.event?.params as Record<string, unknown>)?.sequence ?? 0);
+  return sa - sb || compareText(String(a.name), String(b.name));
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
+  return value;
+}

