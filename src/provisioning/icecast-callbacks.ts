@@ -1,0 +1,194 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+import { ICECAST_CALLBACK_ACTIONS, type IcecastCallbackAction } from './icecast-config.js';
+
+// Icecast posts a form for each callback (fields seen on 2.4.4):
+//   stream_auth      action mount ip server port user pass
+//   mount_add/remove action mount server port
+//   listener_add     action server port client mount(+query) user pass ip agent
+//   listener_remove  the same + duration (seconds)
+// It accepts only when the answer carries `icecast-auth-user: 1`; any other answer, a 500 or no
+// answer at all is a refusal, so errors thrown by the decider fail closed.
+
+export interface Decision {
+  accept: boolean;
+  /** Shown by Icecast in its log; keep it short, it travels as a header. */
+  message?: string;
+  /** Icecast disconnects an accepted listener after this many seconds. */
+  timeLimitSeconds?: number;
+}
+
+export interface SourceAuthRequest { mount: string; user: string; pass: string; ip: string }
+export interface ListenerAuthRequest {
+  mount: string;
+  /** The query string the listener put after the mount, e.g. a token. */
+  query: Record<string, string>;
+  clientId: string;
+  ip: string;
+  userAgent: string;
+  /** HTTP Basic credentials the listener sent, '' when none. */
+  user: string;
+  pass: string;
+}
+export interface ListenerLeftEvent { mount: string; query: Record<string, string>; clientId: string; ip: string; durationSeconds: number }
+export interface MountEvent { mount: string }
+
+/** What the caller decides; provisioning's data plane knows nothing about orders or the database. */
+export interface MountDecider {
+  authorizeSource(request: SourceAuthRequest): Decision | Promise<Decision>;
+  authorizeListener(request: ListenerAuthRequest): Decision | Promise<Decision>;
+  listenerLeft(event: ListenerLeftEvent): void | Promise<void>;
+  mountAdded(event: MountEvent): void | Promise<void>;
+  mountRemoved(event: MountEvent): void | Promise<void>;
+}
+
+const MOUNT_PATH = /^\/[A-Za-z0-9._~!$&'()*+,;=:@%\/-]{1,255}$/;
+
+/** Splits `/mount?token=x` into the mount and its query; null when the mount is not a plain path. */
+export function parseMount(raw: string): { mount: string; query: Record<string, string> } | null {
+  const q = raw.indexOf('?');
+  const mount = q === -1 ? raw : raw.slice(0, q);
+  if (!MOUNT_PATH.test(mount) || mount.split('/').some((segment) => segment === '..' || segment === '.')) return null;
+  const query = Object.fromEntries(new URLSearchParams(q === -1 ? '' : raw.slice(q + 1)));
+  return { mount, query };
+}
+
+function isAction(action: string): action is IcecastCallbackAction {
+  return (ICECAST_CALLBACK_ACTIONS as readonly string[]).includes(action);
+}
+
+const refuse = (message: string): Decision => ({ accept: false, message });
+const ACCEPTED: Decision = { accept: true };
+
+/** Turns one Icecast callback into a call on the decider. Decider errors propagate (the caller answers 500). */
+export async function handleIcecastCallback(
+  action: string,
+  form: Record<string, string>,
+  decider: MountDecider,
+): Promise<Decision> {
+  if (!isAction(action)) return refuse('unknown action');
+  if (form.action !== undefined && form.action !== action) return refuse('action mismatch');
+  const parsed = parseMount(form.mount ?? '');
+  if (!parsed) return refuse('invalid mount');
+  const { mount, query } = parsed;
+  const text = (name: string) => form[name] ?? '';
+
+  switch (action) {
+    case 'stream_auth':
+      // A source sending a query string is not one of ours.
+      if (Object.keys(query).length > 0) return refuse('invalid mount');
+      return decider.authorizeSource({ mount, user: text('user'), pass: text('pass'), ip: text('ip') });
+    case 'listener_add': {
+      const clientId = text('client');
+      if (!/^\d+$/.test(clientId)) return refuse('invalid client id');
+      return decider.authorizeListener({
+        mount, query, clientId, ip: text('ip'), userAgent: text('agent'), user: text('user'), pass: text('pass'),
+      });
+    }
+    case 'listener_remove': {
+      const durationSeconds = Number.parseInt(text('duration'), 10);
+      await decider.listenerLeft({
+        mount, query, clientId: text('client'), ip: text('ip'),
+        durationSeconds: Number.isFinite(durationSeconds) ? durationSeconds : 0,
+      });
+      return ACCEPTED;
+    }
+    case 'mount_add':
+      await decider.mountAdded({ mount });
+      return ACCEPTED;
+    case 'mount_remove':
+      await decider.mountRemoved({ mount });
+      return ACCEPTED;
+  }
+}
+
+/** The response headers that tell Icecast the decision. */
+export function icecastResponseHeaders(decision: Decision): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (decision.accept) {
+    headers['icecast-auth-user'] = '1';
+    const limit = decision.timeLimitSeconds;
+    if (limit !== undefined && Number.isFinite(limit)) headers['icecast-auth-timelimit'] = String(Math.max(1, Math.floor(limit)));
+  }
+  if (decision.message) {
+    const safe = decision.message.replace(/[^\x20-\x7e]/g, ' ').trim().slice(0, 200);
+    if (safe) headers['icecast-auth-message'] = safe;
+  }
+  return headers;
+}
+
+/** True when an Authorization header carries exactly these Basic credentials. */
+export function hasBasicCredentials(header: string | undefined, expected: { user: string; password: string }): boolean {
+  const given = Buffer.from(header ?? '');
+  const wanted = Buffer.from(`Basic ${Buffer.from(`${expected.user}:${expected.password}`).toString('base64')}`);
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+export interface CallbackServerOptions {
+  decider: MountDecider;
+  host?: string;
+  port?: number;
+  /** Require the credentials configured as IcecastConfigOptions.callbackAuth. */
+  auth?: { user: string; password: string };
+  onError?: (error: unknown) => void;
+}
+
+export interface CallbackServer {
+  /** Pass this as callbackBaseUrl: callbacks arrive at `${url}/icecast/<action>`. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const MAX_FORM_BYTES = 16 * 1024;
+
+/** Reads Icecast's form-encoded callback body (also usable with Koa's ctx.req). */
+export function readCallbackForm(req: http.IncomingMessage): Promise<Record<string, string>> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_FORM_BYTES) req.destroy(new Error('callback form too large'));
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')))));
+    req.on('error', reject);
+  });
+}
+
+/** A bare node:http server for the callbacks, for tests and until the main app mounts the handler. */
+export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
+  const { decider, host = '127.0.0.1', port = 0, auth, onError = (e) => console.error('icecast callback failed:', e) } = options;
+
+  const server = http.createServer(async (req, res) => {
+    const match = /^\/icecast\/([a-z_]+)$/.exec(req.url ?? '');
+    if (req.method !== 'POST' || !match) return void res.writeHead(404).end();
+    if (auth && !hasBasicCredentials(req.headers.authorization, auth)) return void res.writeHead(401).end();
+    try {
+      const decision = await handleIcecastCallback(match[1], await readCallbackForm(req), decider);
+      res.writeHead(200, icecastResponseHeaders(decision)).end();
+    } catch (error) {
+      onError(error);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    }
+  });
+  // Icecast opens a new connection per callback; don't keep idle ones around.
+  server.keepAliveTimeout = 1000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const actualPort = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host}:${actualPort}`,
+    port: actualPort,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}

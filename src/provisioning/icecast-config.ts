@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+
+/** The Icecast URL-auth callbacks we configure, in the order Icecast documents them. */
+export const ICECAST_CALLBACK_ACTIONS = [
+  'stream_auth',
+  'mount_add',
+  'mount_remove',
+  'listener_add',
+  'listener_remove',
+] as const;
+export type IcecastCallbackAction = (typeof ICECAST_CALLBACK_ACTIONS)[number];
+
+export interface IcecastConfigOptions {
+  host: string;
+  port: number;
+  adminUser: string;
+  adminPassword: string;
+  /** Callbacks go to `${callbackBaseUrl}/icecast/<action>`. */
+  callbackBaseUrl: string;
+  /** Holds the pid file, access.log and error.log. Must be writable by the Icecast user. */
+  dir: string;
+  maxClients: number;
+  maxSources: number;
+  /** Sent by Icecast as HTTP Basic credentials on every callback, so the callback route can refuse strangers. */
+  callbackAuth?: { user: string; password: string };
+  /** Where the Debian package keeps web/ and admin/ (the XSL templates admin and status pages need). */
+  shareDir?: string;
+}
+
+export function icecastCallbackUrl(callbackBaseUrl: string, action: IcecastCallbackAction): string {
+  return `${callbackBaseUrl.replace(/\/+$/, '')}/icecast/${action}`;
+}
+
+export function escapeXml(value: string | number): string {
+  return String(value)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
+}
+
+const randomSecret = () => randomBytes(24).toString('base64url');
+
+/** Builds icecast.xml: loopback only, every mount governed by URL auth through the default mount. */
+export function buildIcecastConfig(o: IcecastConfigOptions): string {
+  const shareDir = o.shareDir ?? '/usr/share/icecast2';
+  const x = escapeXml;
+  const option = (name: string, value: string) => `      <option name="${x(name)}" value="${x(value)}"/>`;
+  const authOptions = [
+    ...ICECAST_CALLBACK_ACTIONS.map((a) => option(a, icecastCallbackUrl(o.callbackBaseUrl, a))),
+    option('auth_header', 'icecast-auth-user: 1'),
+    option('timelimit_header', 'icecast-auth-timelimit:'),
+    ...(o.callbackAuth ? [option('username', o.callbackAuth.user), option('password', o.callbackAuth.password)] : []),
+  ];
+
+  // The global source and relay passwords are never used (stream_auth replaces the source one and
+  // we run no relays) but Icecast ships "hackme" defaults, so they get unguessable values.
+  return `<icecast>
+  <location>loopback</location>
+  <hostname>${x(o.host)}</hostname>
+  <limits>
+    <clients>${x(o.maxClients)}</clients>
+    <sources>${x(o.maxSources)}</sources>
+    <queue-size>524288</queue-size>
+    <client-timeout>30</client-timeout>
+    <header-timeout>15</header-timeout>
+    <source-timeout>10</source-timeout>
+    <burst-on-connect>1</burst-on-connect>
+    <burst-size>65535</burst-size>
+  </limits>
+  <authentication>
+    <source-password>${x(randomSecret())}</source-password>
+    <relay-password>${x(randomSecret())}</relay-password>
+    <admin-user>${x(o.adminUser)}</admin-user>
+    <admin-password>${x(o.adminPassword)}</admin-password>
+  </authentication>
+  <listen-socket>
+    <port>${x(o.port)}</port>
+    <bind-address>${x(o.host)}</bind-address>
+  </listen-socket>
+  <mount type="default">
+    <public>0</public>
+    <hidden>1</hidden>
+    <authentication type="url">
+${authOptions.join('\n')}
+    </authentication>
+  </mount>
+  <fileserve>0</fileserve>
+  <paths>
+    <basedir>${x(shareDir)}</basedir>
+    <logdir>${x(o.dir)}</logdir>
+    <pidfile>${x(join(o.dir, 'icecast.pid'))}</pidfile>
+    <webroot>${x(join(shareDir, 'web'))}</webroot>
+    <adminroot>${x(join(shareDir, 'admin'))}</adminroot>
+  </paths>
+  <logging>
+    <accesslog>access.log</accesslog>
+    <errorlog>error.log</errorlog>
+    <loglevel>3</loglevel>
+    <!-- logsize is in KiB; archived logs keep a date stamp instead of overwriting .old, so no access line is lost -->
+    <logsize>1048576</logsize>
+    <logarchive>1</logarchive>
+  </logging>
+  <security>
+    <chroot>0</chroot>
+  </security>
+</icecast>
+`;
+}

@@ -1,0 +1,276 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { chown, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildIcecastConfig } from './icecast-config.js';
+import { IcecastAdmin } from './icecast-admin.js';
+
+export interface IcecastSupervisorOptions {
+  /**
+   * Config, pid file and logs go here; created and handed to `runAsUser` when we are root
+   * (its parent directories must let that user through).
+   */
+  dataDir: string;
+  callbackBaseUrl: string;
+  callbackAuth?: { user: string; password: string };
+  host?: string;
+  /** Default: a free loopback port, kept across restarts. */
+  port?: number;
+  maxClients?: number;
+  maxSources?: number;
+  /** Raised as far as the hard limit allows; every listener and source is a file descriptor. */
+  openFiles?: number;
+  /** Icecast refuses to run as root; this user runs it when we are root. */
+  runAsUser?: string;
+  binary?: string;
+  startTimeoutMs?: number;
+  /** SIGKILL follows SIGTERM after this long. Icecast has no durable state, so this can be short. */
+  stopTimeoutMs?: number;
+  restartDelayMs?: { min: number; max: number };
+}
+
+export interface IcecastStartedEvent { pid: number; port: number; startMs: number }
+export interface IcecastExitedEvent { pid: number; code: number | null; signal: NodeJS.Signals | null }
+
+export type IcecastSupervisorEvents = {
+  /** The first start after start(). */
+  started: [IcecastStartedEvent];
+  /** Icecast died or was stopped. */
+  exited: [IcecastExitedEvent];
+  /** Icecast is back after a crash, on the same port and credentials, with no mounts: sources must reconnect. */
+  restarted: [IcecastStartedEvent & { attempt: number }];
+  restartFailed: [Error];
+};
+
+const execFileAsync = promisify(execFile);
+
+// Raise the open-files limit ($0), then exec the rest so that Icecast keeps this process id.
+const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$0" 2>/dev/null || ulimit -n "$(ulimit -H -n)"; exec "$@"';
+
+/** A run of Icecast that counts as healthy enough to reset the restart backoff. */
+const HEALTHY_RUN_MS = 30_000;
+
+export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
+  readonly host: string;
+  readonly adminUser = 'admin';
+  private currentPort = 0;
+  private adminClient?: IcecastAdmin;
+  private adminPassword = '';
+  private child?: ChildProcess;
+  private childExited?: Promise<void>;
+  private outputTail = '';
+  private launching = false;
+  /** True before start() and after stop(): nothing is restarted. */
+  private stopped = true;
+  private restartTimer?: NodeJS.Timeout;
+  private restartAttempt = 0;
+  private launchedAt = 0;
+  private owner?: { uid: number; gid: number };
+
+  constructor(private readonly options: IcecastSupervisorOptions) {
+    super();
+    this.host = options.host ?? '127.0.0.1';
+  }
+
+  get port(): number {
+    return this.currentPort;
+  }
+
+  /** Admin API client; its credentials stay valid across restarts. */
+  get admin(): IcecastAdmin {
+    if (!this.adminClient) throw new Error('icecast supervisor not started');
+    return this.adminClient;
+  }
+
+  get baseUrl(): string {
+    return `http://${this.host}:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get configPath(): string {
+    return join(this.options.dataDir, 'icecast.xml');
+  }
+
+  get accessLogPath(): string {
+    return join(this.options.dataDir, 'access.log');
+  }
+
+  get errorLogPath(): string {
+    return join(this.options.dataDir, 'error.log');
+  }
+
+  async start(): Promise<void> {
+    if (!this.stopped) throw new Error('icecast supervisor already started');
+    this.stopped = false;
+    this.restartAttempt = 0;
+    try {
+      this.owner = await this.runAsIds();
+      await mkdir(this.options.dataDir, { recursive: true, mode: 0o750 });
+      if (this.owner) await chown(this.options.dataDir, this.owner.uid, this.owner.gid);
+      this.adminPassword = randomBytes(18).toString('base64url');
+      this.emit('started', await this.launchOnSomePort());
+    } catch (error) {
+      this.stopped = true;
+      throw error;
+    }
+  }
+
+  // A free port can be taken between our probe and Icecast's bind: then Icecast exits and we pick another.
+  private async launchOnSomePort(): Promise<IcecastStartedEvent> {
+    for (let attempt = 1; ; attempt++) {
+      this.currentPort = this.options.port ?? (await freePort(this.host));
+      this.adminClient = new IcecastAdmin({ baseUrl: this.baseUrl, user: this.adminUser, password: this.adminPassword });
+      await this.writeConfig();
+      try {
+        return await this.launch();
+      } catch (error) {
+        if (this.options.port !== undefined || attempt >= 3 || this.stopped) throw error;
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    await this.killChild();
+  }
+
+  private async runAsIds(): Promise<{ uid: number; gid: number } | undefined> {
+    if (process.getuid?.() !== 0) return undefined;
+    const user = this.options.runAsUser ?? 'icecast2';
+    const id = async (flag: string) => Number((await execFileAsync('id', [flag, user])).stdout.trim());
+    return { uid: await id('-u'), gid: await id('-g') };
+  }
+
+  private async writeConfig(): Promise<void> {
+    const config = buildIcecastConfig({
+      host: this.host,
+      port: this.port,
+      adminUser: this.adminUser,
+      adminPassword: this.adminPassword,
+      callbackBaseUrl: this.options.callbackBaseUrl,
+      callbackAuth: this.options.callbackAuth,
+      dir: this.options.dataDir,
+      maxClients: this.options.maxClients ?? 1000,
+      maxSources: this.options.maxSources ?? 100,
+    });
+    await writeFile(this.configPath, config, { mode: 0o600 });
+    if (this.owner) await chown(this.configPath, this.owner.uid, this.owner.gid);
+  }
+
+  private command(): string[] {
+    // setpriv --pdeathsig makes the kernel kill Icecast when we die, however we die. It must come
+    // after the user switch (a credential change clears it), which setpriv does in the same step.
+    const { owner } = this;
+    const switchUser = owner ? [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--init-groups'] : [];
+    return [
+      'sh', '-c', RAISE_LIMIT_AND_EXEC, String(this.options.openFiles ?? 65536),
+      'setpriv', ...switchUser, '--pdeathsig', 'SIGKILL', '--',
+      this.options.binary ?? 'icecast2', '-c', this.configPath,
+    ];
+  }
+
+  /** Starts Icecast and waits until its admin API answers; on failure the process is gone when this throws. */
+  private async launch(): Promise<IcecastStartedEvent> {
+    const began = performance.now();
+    const [file, ...args] = this.command();
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    this.outputTail = '';
+    this.launching = true;
+    const keepTail = (chunk: Buffer) => { this.outputTail = (this.outputTail + chunk.toString()).slice(-4000); };
+    child.stdout!.on('data', keepTail);
+    child.stderr!.on('data', keepTail);
+    this.childExited = new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', (error) => { keepTail(Buffer.from(String(error))); resolve(); });
+    });
+    child.once('exit', (code, signal) => this.onExit(child, code, signal));
+
+    try {
+      await this.waitUntilAnswering(child);
+    } catch (error) {
+      await this.killChild();
+      throw new Error(`${(error as Error).message}\n${await this.diagnostics()}`);
+    } finally {
+      this.launching = false;
+    }
+    this.launchedAt = Date.now();
+    return { pid: child.pid!, port: this.port, startMs: Math.round(performance.now() - began) };
+  }
+
+  private async waitUntilAnswering(child: ChildProcess): Promise<void> {
+    const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000);
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`icecast exited while starting (code ${child.exitCode}, signal ${child.signalCode})`);
+      }
+      try {
+        await this.admin.listMounts();
+        return;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`icecast did not answer on ${this.baseUrl} in time`);
+      await sleep(25);
+    }
+  }
+
+  private async diagnostics(): Promise<string> {
+    const errorLog = await readFile(this.errorLogPath, 'utf8').catch(() => '');
+    return `icecast output: ${this.outputTail.trim() || '(none)'}\nerror.log tail: ${errorLog.slice(-2000).trim() || '(none)'}`;
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child !== this.child) return;
+    this.child = undefined;
+    this.emit('exited', { pid: child.pid ?? 0, code, signal });
+    if (this.stopped || this.launching) return; // stop() or launch() handles it
+    if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    const { min, max } = this.options.restartDelayMs ?? { min: 100, max: 10_000 };
+    const delay = Math.min(max, min * 2 ** this.restartAttempt);
+    const attempt = ++this.restartAttempt;
+    this.restartTimer = setTimeout(async () => {
+      try {
+        const started = await this.launch();
+        if (this.stopped) return;
+        this.emit('restarted', { ...started, attempt });
+      } catch (error) {
+        if (this.stopped) return;
+        this.emit('restartFailed', error as Error);
+        this.scheduleRestart();
+      }
+    }, delay);
+  }
+
+  private async killChild(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const escalate = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 500);
+    await this.childExited;
+    clearTimeout(escalate);
+  }
+}
+
+async function freePort(host: string): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -1,0 +1,41 @@
+export {
+  buildIcecastConfig,
+  icecastCallbackUrl,
+  escapeXml,
+  ICECAST_CALLBACK_ACTIONS,
+  type IcecastCallbackAction,
+  type IcecastConfigOptions,
+} from './icecast-config.js';
+export {
+  IcecastSupervisor,
+  type IcecastSupervisorOptions,
+  type IcecastSupervisorEvents,
+  type IcecastStartedEvent,
+  type IcecastExitedEvent,
+} from './icecast-supervisor.js';
+export {
+  IcecastAdmin,
+  IcecastAdminError,
+  parseXml,
+  type IcecastAdminOptions,
+  type MountSummary,
+  type MountStats,
+  type ListenerInfo,
+  type XmlElement,
+} from './icecast-admin.js';
+export {
+  handleIcecastCallback,
+  icecastResponseHeaders,
+  hasBasicCredentials,
+  parseMount,
+  readCallbackForm,
+  startCallbackServer,
+  type Decision,
+  type MountDecider,
+  type SourceAuthRequest,
+  type ListenerAuthRequest,
+  type ListenerLeftEvent,
+  type MountEvent,
+  type CallbackServer,
+  type CallbackServerOptions,
+} from './icecast-callbacks.js';

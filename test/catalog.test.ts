@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { cli, copyCatalog } from './support/service.js';
+
+type Copy = Awaited<ReturnType<typeof copyCatalog>>;
+let copy: Copy;
+const originals = new Map<string, string>();
+
+before(async () => { copy = await copyCatalog(); });
+after(async () => { await copy.remove(); });
+
+/** Applies an edit to one file, runs `catalog check`, restores the file. */
+async function checkWith(file: string, edit: (text: string) => string) {
+  const path = join(copy.dir, file);
+  if (!originals.has(path)) originals.set(path, await readFile(path, 'utf8'));
+  const original = originals.get(path)!;
+  const edited = edit(original);
+  assert.notEqual(edited, original, 'the edit must change the file');
+  await writeFile(path, edited);
+  try {
+    return await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+  } finally {
+    await writeFile(path, original);
+  }
+}
+
+function lineOf(text: string, needle: string): number {
+  return text.split('\n').findIndex((l) => l.includes(needle)) + 1;
+}
+
+describe('catalog check', () => {
+  test('the shipped catalog and rules are valid', async () => {
+    const result = await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /catalog_version 2, 9 products, content hash sha256:[0-9a-f]{64}: ok/);
+  });
+
+  test('a wrong type names file, line and column', async () => {
+    const file = 'catalog/products/instant-stream.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('per_hour_atomic: "20000"', 'per_hour_atomic: 20000'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`^catalog/products/instant-stream\\.yaml:${lineOf(text, 'per_hour_atomic')}:20: must be string`, 'm'));
+  });
+
+  test('an unknown key is reported at the key', async () => {
+    const file = 'catalog/products/event-stream.yaml';
+    const result = await checkWith(file, (t) => t.replace('pricing_status: approved\nvisibility', 'pricing_status: approved\nvisibilty: { human: true, agent: true }\nvisibility'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^catalog\/products\/event-stream\.yaml:7:1: visibilty is not allowed here$/m);
+  });
+
+  test('a YAML syntax error is reported with its position', async () => {
+    const result = await checkWith('catalog/products/temporary-autodj.yaml', (t) => t.replace('name: Temporary AutoDJ', 'name: [Temporary AutoDJ'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^catalog\/products\/temporary-autodj\.yaml:\d+:\d+: /m);
+  });
+
+  test('a rule with an unknown operator is reported in its JSON file', async () => {
+    const file = 'rules/pricing.json';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('"operator": "in"', '"operator": "within"'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`^rules/pricing\\.json:${lineOf(text, '"operator": "in"')}:\\d+: unknown operator within`, 'm'));
+  });
+
+  test('a price that leaves the order limits is refused', async () => {
+    const result = await checkWith('catalog/products/instant-stream.yaml', (t) => t.replace('base_atomic: "250000"', 'base_atomic: "240000"'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /instant-stream\.yaml:\d+:\d+: the cheapest configuration .* costs 0\.26, below the order minimum 0\.27/);
+    const dear = await checkWith('catalog/products/event-stream.yaml', (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "15001"'));
+    assert.equal(dear.code, 1);
+    assert.match(dear.stderr, /event-stream\.yaml:\d+:\d+: the dearest configuration .* costs 16\.1501, above the order maximum 16\.15/);
+  });
+
+  test('an agent-orderable product must be visible, approved and paid with x402', async () => {
+    const file = 'catalog/products/radio-local.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('orderable: { human: true, agent: false }', 'orderable: { human: true, agent: true }'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`^catalog/products/radio-local\\.yaml:${lineOf(text, 'orderable:')}:\\d+: an agent-orderable product .*no_machine_payment`, 'm'));
+  });
+
+  test('a product file not listed in catalog.yaml is refused', async () => {
+    const result = await checkWith('catalog/catalog.yaml', (t) => t.replace('  - audio-storage-api\n', ''));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /audio-storage-api\.yaml:1:1: product audio-storage-api is not listed/);
+  });
+});

@@ -1,0 +1,401 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  buildIcecastConfig,
+  handleIcecastCallback,
+  icecastResponseHeaders,
+  IcecastSupervisor,
+  parseMount,
+  parseXml,
+  startCallbackServer,
+  type CallbackServer,
+  type Decision,
+  type ListenerAuthRequest,
+  type ListenerLeftEvent,
+  type MountDecider,
+  type SourceAuthRequest,
+} from '../src/provisioning/index.js';
+
+// ---------- pieces that need no Icecast ----------
+
+describe('icecast config', () => {
+  it('escapes values and sends every callback to the base URL', () => {
+    const xml = buildIcecastConfig({
+      host: '127.0.0.1', port: 8000, adminUser: 'admin', adminPassword: 'a<b&"c\'',
+      callbackBaseUrl: 'http://127.0.0.1:9000/internal/', dir: '/tmp/ice', maxClients: 10, maxSources: 2,
+    });
+    assert.match(xml, /<admin-password>a&lt;b&amp;&quot;c&apos;<\/admin-password>/);
+    for (const action of ['stream_auth', 'mount_add', 'mount_remove', 'listener_add', 'listener_remove']) {
+      assert.ok(xml.includes(`<option name="${action}" value="http://127.0.0.1:9000/internal/icecast/${action}"/>`), action);
+    }
+    assert.ok(xml.includes('<option name="auth_header" value="icecast-auth-user: 1"/>'));
+    assert.ok(xml.includes('<option name="timelimit_header" value="icecast-auth-timelimit:"/>'));
+    assert.ok(xml.includes('<logdir>/tmp/ice</logdir>') && xml.includes('<accesslog>access.log</accesslog>'));
+    assert.ok(!xml.includes('hackme'));
+    // The generated file is well-formed XML.
+    assert.equal(parseXml(xml).name, 'icecast');
+  });
+});
+
+describe('icecast callbacks without icecast', () => {
+  const calls: unknown[] = [];
+  const decider: MountDecider = {
+    authorizeSource: (r) => { calls.push(['source', r]); return { accept: r.pass === 'ok' }; },
+    authorizeListener: (r) => { calls.push(['listener', r]); return { accept: true, timeLimitSeconds: 12.7 }; },
+    listenerLeft: (e) => { calls.push(['left', e]); },
+    mountAdded: (e) => { calls.push(['added', e]); },
+    mountRemoved: (e) => { calls.push(['removed', e]); },
+  };
+
+  it('parses mounts with their query and refuses odd paths', () => {
+    assert.deepEqual(parseMount('/abc?token=x%20y&b=2'), { mount: '/abc', query: { token: 'x y', b: '2' } });
+    assert.deepEqual(parseMount('/a/b.mp3'), { mount: '/a/b.mp3', query: {} });
+    for (const bad of ['', 'abc', '/', '/a/../b', '/a b', '/a\nb', `/${'x'.repeat(300)}`]) assert.equal(parseMount(bad), null, bad);
+  });
+
+  it('maps forms onto the decider and refuses what it does not know', async () => {
+    const listener = { action: 'listener_add', server: '127.0.0.1', port: '8000', client: '7', mount: '/abc?token=t', user: '', pass: '', ip: '127.0.0.1', agent: 'ua' };
+    assert.deepEqual(await handleIcecastCallback('listener_add', listener, decider), { accept: true, timeLimitSeconds: 12.7 });
+    assert.deepEqual(calls.at(-1), ['listener', { mount: '/abc', query: { token: 't' }, clientId: '7', ip: '127.0.0.1', userAgent: 'ua', user: '', pass: '' }]);
+    assert.equal((await handleIcecastCallback('stream_auth', { action: 'stream_auth', mount: '/abc', user: 'source', pass: 'no', ip: '1.2.3.4' }, decider)).accept, false);
+    assert.equal((await handleIcecastCallback('stream_auth', { mount: '/abc?x=1', user: 'source', pass: 'ok' }, decider)).accept, false);
+    assert.equal((await handleIcecastCallback('listener_remove', { ...listener, action: 'listener_remove', duration: '42' }, decider)).accept, true);
+    assert.deepEqual(calls.at(-1), ['left', { mount: '/abc', query: { token: 't' }, clientId: '7', ip: '127.0.0.1', durationSeconds: 42 }]);
+    assert.deepEqual(await handleIcecastCallback('nope', { mount: '/abc' }, decider), { accept: false, message: 'unknown action' });
+    assert.deepEqual(await handleIcecastCallback('listener_add', { ...listener, action: 'stream_auth' }, decider), { accept: false, message: 'action mismatch' });
+    assert.deepEqual(await handleIcecastCallback('mount_add', { mount: '../x' }, decider), { accept: false, message: 'invalid mount' });
+  });
+
+  it('turns decisions into Icecast headers', () => {
+    assert.deepEqual(icecastResponseHeaders({ accept: true, timeLimitSeconds: 12.7 }), { 'icecast-auth-user': '1', 'icecast-auth-timelimit': '12' });
+    assert.deepEqual(icecastResponseHeaders({ accept: false, message: 'no\r\nX-Evil: 1' }), { 'icecast-auth-message': 'no  X-Evil: 1' });
+  });
+
+  it('answers over HTTP and checks the callback credentials', async () => {
+    const server = await startCallbackServer({ decider, auth: { user: 'ice', password: 'pw' } });
+    try {
+      const post = (path: string, body: string, authorization?: string) => fetch(server.url + path, {
+        method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
+      });
+      const good = `Basic ${Buffer.from('ice:pw').toString('base64')}`;
+      const accepted = await post('/icecast/stream_auth', 'action=stream_auth&mount=%2fabc&user=source&pass=ok', good);
+      assert.equal(accepted.status, 200);
+      assert.equal(accepted.headers.get('icecast-auth-user'), '1');
+      const refused = await post('/icecast/stream_auth', 'action=stream_auth&mount=%2fabc&user=source&pass=no', good);
+      assert.equal(refused.headers.get('icecast-auth-user'), null);
+      assert.equal((await post('/icecast/stream_auth', 'mount=%2fabc&pass=ok')).status, 401);
+      assert.equal((await post('/elsewhere', '', good)).status, 404);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('admin XML reader', () => {
+  it('reads elements, attributes, entities and mixed-case names', () => {
+    const root = parseXml('<?xml version="1.0"?>\n<icestats><source mount="/a&amp;b"><Listeners>2</Listeners><x/><t><![CDATA[<raw>]]></t><n>&lt;&#65;&#x42;</n></source></icestats>\n');
+    const source = root.children[0];
+    assert.equal(source.attributes.mount, '/a&b');
+    assert.deepEqual(source.children.map((c) => [c.name, c.text]), [['Listeners', '2'], ['x', ''], ['t', '<raw>'], ['n', '<AB']]);
+    assert.throws(() => parseXml('<a><b></a>'));
+    assert.throws(() => parseXml('<a>'));
+  });
+});
+
+// ---------- end to end with the real icecast2 and ffmpeg ----------
+
+const missing = ['icecast2', 'ffmpeg', 'setpriv'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
+const skip = missing.length ? `${missing.join(', ')} not installed: run scripts/install-system-deps.sh` : false;
+
+const MOUNT = '/test-abc';
+const OTHER_MOUNT = '/test-other';
+
+/** An in-memory decider: two known mounts, at most two listeners each, a time limit per listener. */
+class TestDecider implements MountDecider {
+  readonly mounts = new Map([
+    [MOUNT, { user: 'source', pass: 's3cret' }],
+    [OTHER_MOUNT, { user: 'source', pass: 'other-pass' }],
+  ]);
+  readonly maxListeners = 2;
+  timeLimitSeconds = 600;
+  readonly listeners = new Map<string, Set<string>>();
+  readonly sourceRequests: Array<SourceAuthRequest & { decision: Decision }> = [];
+  readonly listenerRequests: Array<ListenerAuthRequest & { at: number; decision: Decision }> = [];
+  readonly left: Array<ListenerLeftEvent & { at: number }> = [];
+  readonly added: string[] = [];
+  readonly removed: string[] = [];
+
+  authorizeSource(r: SourceAuthRequest): Decision {
+    const known = this.mounts.get(r.mount);
+    const decision = known && known.user === r.user && known.pass === r.pass ? { accept: true } : { accept: false, message: 'bad source credentials' };
+    this.sourceRequests.push({ ...r, decision });
+    return decision;
+  }
+
+  authorizeListener(r: ListenerAuthRequest): Decision {
+    const current = this.listeners.get(r.mount) ?? new Set<string>();
+    let decision: Decision;
+    if (!this.mounts.has(r.mount)) decision = { accept: false, message: 'unknown mount' };
+    else if (current.size >= this.maxListeners) decision = { accept: false, message: 'listener limit reached' };
+    else {
+      current.add(r.clientId);
+      this.listeners.set(r.mount, current);
+      decision = { accept: true, timeLimitSeconds: this.timeLimitSeconds };
+    }
+    this.listenerRequests.push({ ...r, at: Date.now(), decision });
+    return decision;
+  }
+
+  listenerLeft(e: ListenerLeftEvent): void {
+    this.listeners.get(e.mount)?.delete(e.clientId);
+    this.left.push({ ...e, at: Date.now() });
+  }
+
+  mountAdded(e: { mount: string }): void { this.added.push(e.mount); }
+  mountRemoved(e: { mount: string }): void { this.removed.push(e.mount); }
+}
+
+interface Listener {
+  status: number;
+  contentType: string | undefined;
+  headersAfterMs: number;
+  received(): Buffer;
+  ended: Promise<void>;
+  close(): void;
+}
+
+function connectListener(url: string): Promise<Listener> {
+  const began = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { 'user-agent': 'icecast-test' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const ended = new Promise<void>((done) => { res.once('close', () => done()); });
+      resolve({
+        status: res.statusCode ?? 0,
+        contentType: res.headers['content-type'],
+        headersAfterMs: Math.round(performance.now() - began),
+        received: () => Buffer.concat(chunks),
+        ended,
+        close: () => req.destroy(),
+      });
+    });
+    req.once('error', reject);
+  });
+}
+
+function startFfmpegSource(url: string): ChildProcess {
+  return spawn('ffmpeg', [
+    '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
+    '-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url,
+  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return Promise.race([
+    once(child, 'exit').then(([code]) => code as number | null),
+    sleep(timeoutMs, undefined, { ref: false }).then(() => { throw new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`); }),
+  ]);
+}
+
+/** Does an MPEG audio frame header (11 sync bits) appear in these bytes? */
+function hasMpegFrame(bytes: Buffer): boolean {
+  for (let i = 0; i + 1 < bytes.length; i++) if (bytes[i] === 0xff && (bytes[i + 1] & 0xe0) === 0xe0) return true;
+  return false;
+}
+
+/** Gone, or a zombie nobody has reaped yet (containers' init may not reap). */
+function processGone(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+describe('icecast end to end', { skip }, () => {
+  const decider = new TestDecider();
+  const processes: ChildProcess[] = [];
+  const listeners: Listener[] = [];
+  let callbacks: CallbackServer;
+  let supervisor: IcecastSupervisor;
+  let dataDir: string;
+  let source: ChildProcess;
+  let streamUrl: string;
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'icecast-test-'));
+    await chmod(dataDir, 0o755); // the icecast2 user must be able to reach its data dir inside
+    callbacks = await startCallbackServer({ decider });
+    supervisor = new IcecastSupervisor({ dataDir: join(dataDir, 'icecast'), callbackBaseUrl: callbacks.url, maxClients: 50, maxSources: 5 });
+    const started = once(supervisor, 'started');
+    await supervisor.start();
+    const [{ startMs }] = await started;
+    console.log(`icecast answered ${startMs} ms after spawn, on ${supervisor.baseUrl}`);
+    streamUrl = `${supervisor.baseUrl}${MOUNT}`;
+
+    source = startFfmpegSource(`icecast://source:s3cret@127.0.0.1:${supervisor.port}${MOUNT}`);
+    processes.push(source);
+    const sourceBegan = performance.now();
+    await waitFor('the mount to go live', async () => (await supervisor.admin.listMounts()).some((m) => m.mount === MOUNT));
+    console.log(`${MOUNT} live ${Math.round(performance.now() - sourceBegan)} ms after ffmpeg started`);
+  }, { timeout: 30_000 });
+
+  after(async () => {
+    for (const listener of listeners) listener.close();
+    for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await supervisor?.stop();
+    await callbacks?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('refuses a source with a wrong password', { timeout: 20_000 }, async () => {
+    const impostor = startFfmpegSource(`icecast://source:wrong@127.0.0.1:${supervisor.port}${OTHER_MOUNT}`);
+    processes.push(impostor);
+    let stderr = '';
+    impostor.stderr!.on('data', (chunk) => { stderr += chunk; });
+    assert.notEqual(await exitOf(impostor, 10_000), 0);
+    assert.match(stderr, /401|Unauthorized|authorization failed/i);
+    assert.ok(decider.sourceRequests.some((r) => r.mount === OTHER_MOUNT && r.pass === 'wrong' && !r.decision.accept));
+    assert.ok(!(await supervisor.admin.listMounts()).some((m) => m.mount === OTHER_MOUNT));
+    assert.ok(decider.sourceRequests.some((r) => r.mount === MOUNT && r.decision.accept));
+    assert.deepEqual(decider.added, [MOUNT]);
+  });
+
+  it('streams MP3 to two listeners', { timeout: 20_000 }, async () => {
+    for (let i = 0; i < 2; i++) {
+      const requested = Date.now();
+      const listener = await connectListener(streamUrl);
+      listeners.push(listener);
+      assert.equal(listener.status, 200);
+      assert.equal(listener.contentType, 'audio/mpeg');
+      const call = decider.listenerRequests.at(-1)!;
+      console.log(`listener ${i + 1}: response headers after ${listener.headersAfterMs} ms (callback reached the decider after ${call.at - requested} ms)`);
+    }
+    for (const listener of listeners) {
+      await waitFor('MP3 bytes', () => listener.received().length >= 8000);
+      assert.ok(hasMpegFrame(listener.received()), 'an MPEG audio frame header');
+    }
+  });
+
+  it('refuses a third listener', { timeout: 10_000 }, async () => {
+    const third = await connectListener(streamUrl);
+    third.close();
+    assert.equal(third.status, 401);
+    assert.deepEqual(decider.listenerRequests.at(-1)!.decision, { accept: false, message: 'listener limit reached' });
+    assert.equal(decider.listeners.get(MOUNT)!.size, 2);
+  });
+
+  it('reports two listeners in the admin stats', { timeout: 20_000 }, async () => {
+    const stats = await waitFor('stats with two listeners', async () => {
+      const [mount] = await supervisor.admin.stats(MOUNT);
+      return mount?.listeners === 2 && mount.totalBytesRead > 0 ? mount : undefined;
+    });
+    assert.equal(stats.mount, MOUNT);
+    assert.equal(stats.sourceIp, '127.0.0.1');
+    assert.ok(stats.listenerPeak >= 2);
+    assert.ok(stats.streamStart instanceof Date && Math.abs(Date.now() - stats.streamStart.getTime()) < 60_000);
+    const clients = await supervisor.admin.listClients(MOUNT);
+    assert.deepEqual(new Set(clients.map((c) => c.id)), decider.listeners.get(MOUNT));
+    assert.ok(clients.every((c) => c.ip === '127.0.0.1' && c.userAgent === 'icecast-test'));
+    assert.equal(await supervisor.admin.updateMetadata(MOUNT, 'Sine & friends – 440 Hz'), true);
+  });
+
+  it('kills one listener and cuts off a time-limited one', { timeout: 20_000 }, async () => {
+    const [first] = await supervisor.admin.listClients(MOUNT);
+    assert.equal(await supervisor.admin.killClient(MOUNT, first.id), true);
+    assert.equal(await supervisor.admin.killClient(MOUNT, '999999'), false);
+    await waitFor('listener_remove for the killed listener', () => decider.left.some((e) => e.clientId === first.id));
+    assert.equal(decider.listeners.get(MOUNT)!.size, 1);
+
+    // Icecast checks the limit against a whole-second clock: a limit of N cuts after N-1 to N seconds.
+    decider.timeLimitSeconds = 3;
+    const began = Date.now();
+    const limited = await connectListener(streamUrl);
+    listeners.push(limited);
+    assert.equal(limited.status, 200);
+    const limitedId = decider.listenerRequests.at(-1)!.clientId;
+    await limited.ended;
+    const cutAfterMs = Date.now() - began;
+    assert.ok(cutAfterMs >= 2000 && cutAfterMs < 7000, `cut off after ${cutAfterMs} ms`);
+    const left = await waitFor('listener_remove for the limited listener', () => decider.left.find((e) => e.clientId === limitedId));
+    assert.ok(left.durationSeconds >= 2 && left.durationSeconds <= 6, `duration ${left.durationSeconds}`);
+    assert.ok(limited.received().length > 8000);
+  });
+
+  it('disconnects the source on killSource', { timeout: 20_000 }, async () => {
+    assert.equal(await supervisor.admin.killSource(MOUNT), true);
+    assert.notEqual(await exitOf(source, 10_000), 0);
+    await waitFor('mount_remove', () => decider.removed.includes(MOUNT));
+    assert.ok(!(await supervisor.admin.listMounts()).some((m) => m.mount === MOUNT));
+    assert.equal(await supervisor.admin.killSource(MOUNT), false);
+    await Promise.all(listeners.map((l) => l.ended));
+  });
+
+  it('writes an access log with per-listener bytes into its data dir', { timeout: 10_000 }, async () => {
+    const log = await waitFor('access log lines', async () => {
+      const text = await readFile(supervisor.accessLogPath, 'utf8').catch(() => '');
+      return text.split('\n').filter((line) => line.includes(`"GET ${MOUNT} `) && line.includes(' 200 ')).length >= 3 ? text : undefined;
+    });
+    // e.g. 127.0.0.1 - - [date] "GET /test-abc HTTP/1.1" 200 28244 "-" "icecast-test" 3
+    const bytes = [...log.matchAll(new RegExp(`"GET ${MOUNT} HTTP/1\\.1" 200 (\\d+) "[^"]*" "icecast-test" (\\d+)`, 'g'))].map((m) => Number(m[1]));
+    assert.equal(bytes.length, 3);
+    assert.ok(bytes.every((b) => b > 8000), String(bytes));
+  });
+
+  it('restarts icecast after it is killed', { timeout: 20_000 }, async () => {
+    const oldPid = supervisor.pid!;
+    const port = supervisor.port;
+    const exited = once(supervisor, 'exited');
+    const restarted = once(supervisor, 'restarted');
+    const began = performance.now();
+    process.kill(oldPid, 'SIGKILL');
+    const [exit] = await exited;
+    assert.equal(exit.signal, 'SIGKILL');
+    const [event] = await restarted;
+    console.log(`restarted ${Math.round(performance.now() - began)} ms after SIGKILL (icecast answered ${event.startMs} ms after spawn)`);
+    assert.equal(event.port, port);
+    assert.notEqual(event.pid, oldPid);
+    assert.equal(supervisor.pid, event.pid);
+    assert.deepEqual(await supervisor.admin.listMounts(), []);
+  });
+
+  it('does not outlive a parent that is killed', { timeout: 20_000 }, async () => {
+    const script = join(dataDir, 'orphan.mts');
+    const index = new URL('../src/provisioning/index.ts', import.meta.url).pathname;
+    await writeFile(script, `
+      import { IcecastSupervisor } from ${JSON.stringify(index)};
+      const s = new IcecastSupervisor({ dataDir: ${JSON.stringify(join(dataDir, 'orphan'))}, callbackBaseUrl: 'http://127.0.0.1:9' });
+      await s.start();
+      console.log('pid', s.pid);
+    `);
+    const parent = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    processes.push(parent);
+    let out = '';
+    parent.stdout!.on('data', (chunk) => { out += chunk; });
+    const pid = Number(await waitFor('the child icecast pid', () => /pid (\d+)/.exec(out)?.[1]));
+    assert.ok(!processGone(pid));
+    parent.kill('SIGKILL');
+    await waitFor('icecast to die with its parent', () => processGone(pid), 5000);
+    assert.ok(existsSync(join(dataDir, 'orphan', 'icecast.xml')));
+  });
+});

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { cli, request, startService, type Service } from './support/service.js';
+
+const started: Service[] = [];
+after(async () => { await Promise.all(started.map((s) => s.stop('SIGKILL'))); });
+
+async function start(env: Record<string, string> = {}, dataDir?: string) {
+  const service = await startService(env, { dataDir });
+  started.push(service);
+  return service;
+}
+
+function isAlive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+async function postgresPid(dataDir: string): Promise<number> {
+  return Number((await readFile(join(dataDir, 'pg/postmaster.pid'), 'utf8')).split('\n')[0]);
+}
+
+const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
+
+describe('serve', () => {
+  test('refuses a second serve on the same DATA_DIR, stops cleanly on SIGTERM and keeps the dev key', async () => {
+    const first = await start();
+    const pgPid = await postgresPid(first.dataDir);
+    assert.ok(isAlive(pgPid));
+
+    const second = await cli(['serve'], { DATA_DIR: first.dataDir, PORT: '0' }, 30_000);
+    assert.notEqual(second.code, 0);
+    assert.match(second.stderr, /another serve \(pid \d+\) is already using DATA_DIR/);
+    assert.equal((await request(first, 'POST', '/quotes', { body: instant })).status, 200, 'the first one is untouched');
+
+    assert.equal(await first.stop('SIGTERM'), 0);
+    for (let i = 0; i < 50 && isAlive(pgPid); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(isAlive(pgPid), false, 'PostgreSQL stopped with serve');
+
+    const again = await start({}, first.dataDir);
+    assert.equal(again.apiKey, first.apiKey, 'the development key survives a restart');
+    assert.equal((await request(again, 'POST', '/quotes', { body: instant })).status, 200);
+    await again.stop();
+  });
+
+  test('recovers the embedded PostgreSQL left behind by a killed serve', async () => {
+    const first = await start();
+    const pgPid = await postgresPid(first.dataDir);
+    await first.stop('SIGKILL');
+    const next = await start({}, first.dataDir);
+    assert.equal(isAlive(pgPid), false, 'the orphan was stopped');
+    assert.equal((await request(next, 'POST', '/quotes', { body: instant })).status, 200);
+    await next.stop();
+  });
+
+  test('with DATABASE_URL a second instance shares the database and the idempotency scope', async () => {
+    const first = await start();
+    const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
+    const second = await start({ DATABASE_URL: lock.database_url });
+    assert.equal((await request(second, 'GET', '/health', { auth: false })).body.checks.database.ok, true);
+    const pgPid = await postgresPid(first.dataDir);
+
+    const key = `two-instances-${Date.now()}`;
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      request({ baseUrl: (i % 2 ? first : second).baseUrl, apiKey: first.apiKey }, 'POST', '/quotes', { body: instant, headers: { 'idempotency-key': key } })));
+    assert.deepEqual(answers.map((a) => a.status), Array(10).fill(200));
+    assert.equal(new Set(answers.map((a) => a.body.quote.id)).size, 1);
+    assert.equal(answers.filter((a) => !a.body.idempotency.replayed).length, 1);
+
+    await second.stop();
+    assert.ok(isAlive(pgPid), 'an instance on DATABASE_URL does not own PostgreSQL');
+    await first.stop();
+  });
+});

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = fileURLToPath(new URL('../../', import.meta.url));
+const bin = join(root, 'bin/agent-audio.mjs');
+
+export interface CliResult { code: number | null; stdout: string; stderr: string }
+
+/** Runs the CLI as a user would, with the given environment on top of this process's. */
+export function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cli ${args.join(' ')} timed out\n${stderr}`)); }, timeoutMs);
+    child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+  });
+}
+
+/** A copy of catalog/ and rules/ that a test may edit. */
+export async function copyCatalog(): Promise<{ dir: string; catalogDir: string; rulesDir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'audio-catalog-'));
+  await cp(join(root, 'catalog'), join(dir, 'catalog'), { recursive: true });
+  await cp(join(root, 'rules'), join(dir, 'rules'), { recursive: true });
+  return { dir, catalogDir: join(dir, 'catalog'), rulesDir: join(dir, 'rules'), remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface Service {
+  baseUrl: string;
+  apiKey: string;
+  dataDir: string;
+  env: Record<string, string>;
+  process: ChildProcess;
+  output(): string;
+  cli(args: string[]): Promise<CliResult>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `serve` in its own process on a fresh DATA_DIR and a free loopback port. */
+export async function startService(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<Service> {
+  const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'audio-data-'));
+  const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
+  const child = spawn(process.execPath, [bin, 'serve'], { cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stderr!.on('data', (d) => { output += d; });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
+    child.stdout!.on('data', (d) => {
+      const m = /serving on (\S+)/.exec(String(d));
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`serve exited with ${code}:\n${output}`)); });
+  });
+  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')) as { api_key: string };
+  let stopped: Promise<number | null> | undefined;
+  return {
+    baseUrl,
+    apiKey: dev.api_key,
+    dataDir,
+    env: fullEnv,
+    process: child,
+    output: () => output,
+    cli: (args) => cli(args, fullEnv),
+    stop(signal = 'SIGTERM') {
+      if (!stopped) {
+        child.kill(signal);
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        stopped = exited.finally(() => clearTimeout(timer));
+      }
+      return stopped;
+    },
+  };
+}
+
+export interface JsonResponse { status: number; headers: Headers; body: any }
+
+export async function request(service: Pick<Service, 'baseUrl' | 'apiKey'>, method: string, path: string, options: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; auth?: boolean } = {}): Promise<JsonResponse> {
+  const headers: Record<string, string> = { ...(options.auth !== false && { authorization: `Bearer ${service.apiKey}` }), ...options.headers };
+  let body: string | Buffer | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(service.baseUrl + path, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
