@@ -103,6 +103,15 @@ describe('pricing rules', () => {
     assert.equal(await codes('nope'), 'unknown_product');
   });
 
+  test('subscriptions are priced for orders from their EUR price through the catalog exchange rate', async () => {
+    const monthly = priced(await evaluatePrice(snapshot, { product_id: 'radio-directo', parameters: {}, billing: 'monthly' }));
+    assert.deepEqual(monthly.lines.map((l) => [l.code, l.quantity, l.unit, l.rate_atomic, l.amount_atomic]), [['subscription_month', '6.9', 'EUR', '1080000', '7452000']]);
+    const annual = priced(await evaluatePrice(snapshot, { product_id: 'radio-directo', parameters: {}, billing: 'annual' }));
+    assert.equal(annual.total_atomic, '74520000');
+    const quoted = await evaluatePrice(snapshot, { product_id: 'instant-stream', parameters: { duration_hours: 1, ...stream }, billing: 'monthly' });
+    assert.equal(quoted.outcome === 'rejected' && quoted.rejection.code, 'billing_not_supported');
+  });
+
   test('orderability: the orderable products are exactly those of the spec', () => {
     const orderable = [...snapshot.verdicts].filter(([, v]) => v.notOrderable.length === 0).map(([id]) => id);
     assert.deepEqual(orderable, ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj']);

@@ -26,7 +26,7 @@ export function openApiDocument(snapshot: Snapshot, version: string): Buffer {
 
 function build(snapshot: Snapshot, version: string) {
   const { order_limits: limits } = snapshot.catalog.settings;
-  const quotable = snapshot.catalog.products.filter((p) => !snapshot.verdicts.get(p.product.id)!.rejection);
+  const quotable = snapshot.catalog.products.filter((p) => !snapshot.verdicts.get(p.product.id)!.rejection && p.product.billing_type !== 'subscription');
   const parameterSchemas = Object.fromEntries(quotable.map((p) => [`Parameters_${p.product.id.replace(/-/g, '_')}`, {
     ...parametersSchema(p.acceptedParameters),
     description: `parameters for product_id "${p.product.id}"`,

@@ -13,7 +13,7 @@ export async function checkPriceBounds(snapshot: Snapshot): Promise<BoundProblem
   const { minimum, maximum } = snapshot.catalog.settings.order_limits;
   const problems: BoundProblem[] = [];
   for (const entry of snapshot.catalog.products) {
-    if (snapshot.verdicts.get(entry.product.id)!.rejection) continue;
+    if (snapshot.verdicts.get(entry.product.id)!.rejection || entry.product.billing_type === 'subscription') continue;
     let cheapest: { total: Decimal; parameters: Record<string, unknown> } | undefined;
     let dearest: typeof cheapest;
     for (const parameters of configurations(entry, thresholds(snapshot, entry))) {

@@ -6,6 +6,8 @@ import { decimalsOf, type Snapshot } from './snapshot.js';
 export interface PriceInput {
   product_id: string;
   parameters: Record<string, unknown>;
+  /** How the order is billed; quotes leave it out (billing "quote"). */
+  billing?: 'one_time' | 'quote' | 'monthly' | 'annual';
 }
 
 /** Everything that depends only on the input and the snapshot: what an auditor replays byte for byte. */
@@ -52,7 +54,8 @@ export async function evaluatePrice(snapshot: Snapshot, input: PriceInput): Prom
   for (const name of Object.keys(entry.acceptedParameters)) if (name in params) configuration[name] = params[name];
 
   const product = entry.product;
-  const outcome = await snapshot.rules.quote.evaluate({ product, settings: snapshot.catalog.settings, params: configuration }, decimalsOf(entry));
+  const facts = { product, settings: snapshot.catalog.settings, params: configuration, billing: input.billing ?? 'quote' };
+  const outcome = await snapshot.rules.quote.evaluate(facts, decimalsOf(entry));
   if (outcome.rejections.length) return { outcome: 'rejected', rejection: outcome.rejections[0] };
 
   return {

@@ -7,7 +7,7 @@ import type { DerivedFactSpec, RuleDocument, RuleSpec } from './types.js';
 
 const validateDocument = createAjv().compile<RuleDocument>(ruleDocumentSchema);
 
-const baseFacts = { product: ['product', 'settings'], quote: ['product', 'settings', 'params'] };
+const baseFacts = { product: ['product', 'settings'], quote: ['product', 'settings', 'params', 'billing'] };
 
 export interface CompiledRules {
   product: Stage;
@@ -47,6 +47,9 @@ export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diag
       ruleNames.set(rule.name, file.path);
       checkConditions(rule.conditions, `/rules/${i}/conditions`, facts, file, diagnostics);
       checkFactRefs(rule.event.params, `/rules/${i}/event/params`, facts, file, diagnostics);
+      if (rule.event.type === 'price_line' && ('rate' in rule.event.params) === ('rate_atomic' in rule.event.params)) {
+        diagnostics.push(file.at(`/rules/${i}/event/params`, 'a price_line needs exactly one of rate_atomic (atomic units) and rate (whole currency units)'));
+      }
       stage.rules.push(rule);
     });
   }

@@ -56,8 +56,8 @@ export const ruleDocumentSchema = {
               properties: {
                 type: { const: 'price_line' },
                 params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'unit', 'quantity', 'rate_atomic'],
-                  properties: { sequence, code: { type: 'string' }, unit: { type: 'string' }, item: { oneOf: [{ type: 'string' }, factRef] }, quantity: decimalOrRef, rate_atomic: decimalOrRef },
+                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'unit', 'quantity'],
+                  properties: { sequence, code: { type: 'string' }, unit: { type: 'string' }, item: { oneOf: [{ type: 'string' }, factRef] }, quantity: decimalOrRef, rate_atomic: decimalOrRef, rate: decimalOrRef },
                 },
               },
             },

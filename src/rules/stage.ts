@@ -52,9 +52,11 @@ export class Stage {
 
 function priceLine(rule: string, p: Record<string, unknown>, decimals: number): PriceLine {
   const quantity = toDecimal(p.quantity ?? '0');
-  const rate = toDecimal(p.rate_atomic);
   if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
-  if (!rate || !rate.isInteger() || rate.isNegative()) throw new RuleEvaluationError(`rule ${rule}: rate_atomic ${JSON.stringify(p.rate_atomic)} is not a whole number of atomic units`);
+  const rate = p.rate_atomic !== undefined ? toDecimal(p.rate_atomic) : toDecimal(p.rate)?.times(new Decimal(10).pow(decimals));
+  if (!rate || rate.isNegative() || (p.rate_atomic !== undefined && !rate.isInteger())) {
+    throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
+  }
   const amount = quantity.times(rate).ceil();
   return withoutUndefined({
     code: String(p.code),
