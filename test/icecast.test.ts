@@ -1,13 +1,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   buildIcecastConfig,
   handleIcecastCallback,
@@ -23,6 +21,7 @@ import {
   type MountDecider,
   type SourceAuthRequest,
 } from '../src/provisioning/index.js';
+import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 
 // ---------- pieces that need no Icecast ----------
 
@@ -161,66 +160,6 @@ class TestDecider implements MountDecider {
 
   mountAdded(e: { mount: string }): void { this.added.push(e.mount); }
   mountRemoved(e: { mount: string }): void { this.removed.push(e.mount); }
-}
-
-interface Listener {
-  status: number;
-  contentType: string | undefined;
-  headersAfterMs: number;
-  received(): Buffer;
-  ended: Promise<void>;
-  close(): void;
-}
-
-function connectListener(url: string): Promise<Listener> {
-  const began = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers: { 'user-agent': 'icecast-test' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      const ended = new Promise<void>((done) => { res.once('close', () => done()); });
-      resolve({
-        status: res.statusCode ?? 0,
-        contentType: res.headers['content-type'],
-        headersAfterMs: Math.round(performance.now() - began),
-        received: () => Buffer.concat(chunks),
-        ended,
-        close: () => req.destroy(),
-      });
-    });
-    req.once('error', reject);
-  });
-}
-
-function startFfmpegSource(url: string): ChildProcess {
-  return spawn('ffmpeg', [
-    '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
-    '-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return Promise.race([
-    once(child, 'exit').then(([code]) => code as number | null),
-    sleep(timeoutMs, undefined, { ref: false }).then(() => { throw new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`); }),
-  ]);
-}
-
-/** Does an MPEG audio frame header (11 sync bits) appear in these bytes? */
-function hasMpegFrame(bytes: Buffer): boolean {
-  for (let i = 0; i + 1 < bytes.length; i++) if (bytes[i] === 0xff && (bytes[i + 1] & 0xe0) === 0xe0) return true;
-  return false;
 }
 
 /** Gone, or a zombie nobody has reaped yet (containers' init may not reap). */

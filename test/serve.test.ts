@@ -54,6 +54,20 @@ describe('serve', () => {
     await next.stop();
   });
 
+  test('in production without payment configuration, orders answer 503 and availability says why', async () => {
+    const prod = await start({ AUDIO_API_ENV: 'production' });
+    const { api_key: apiKey } = JSON.parse((await prod.cli(['keys', 'create', '--name', 'prod'])).stdout);
+    const agent = { baseUrl: prod.baseUrl, apiKey };
+    const availability = await request(agent, 'GET', '/availability', { auth: false });
+    assert.equal(availability.body.agent_checkout.configured, false);
+    assert.match(availability.body.agent_checkout.reason, /X402_PAY_TO/);
+    const order = await request(agent, 'POST', '/orders', { body: { product_id: 'instant-stream', email: 'a@example.com', station_name: 'x', parameters: instant.parameters }, headers: { 'idempotency-key': 'k1' } });
+    assert.equal(order.status, 503);
+    assert.equal(order.body.error.code, 'machine_payment_not_configured');
+    assert.equal(order.body.error.retryable, true);
+    await prod.stop();
+  });
+
   test('with DATABASE_URL a second instance shares the database and the idempotency scope', async () => {
     const first = await start();
     const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));

@@ -6,7 +6,7 @@ type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
 
 /** A price evaluation as an auditor reads it: what went in, what the rules saw and decided, what came out. */
 export interface PriceRecord {
-  kind: 'quote_price';
+  kind: 'quote_price' | 'order_price';
   id: string;
   evaluated_at: string;
   snapshot_hash: string;
@@ -18,9 +18,9 @@ export interface PriceRecord {
   output_hash: string;
 }
 
-export function priceRecord(id: string, snapshotHash: string, input: PriceInput, evaluation: Priced, evaluatedAt: Date): { record: PriceRecord; text: string; hash: string } {
+export function priceRecord(id: string, snapshotHash: string, input: PriceInput, evaluation: Priced, evaluatedAt: Date, kind: PriceRecord['kind'] = 'quote_price'): { record: PriceRecord; text: string; hash: string } {
   const record: PriceRecord = {
-    kind: 'quote_price',
+    kind,
     id,
     evaluated_at: evaluatedAt.toISOString(),
     snapshot_hash: snapshotHash,

@@ -4,28 +4,24 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { API_PREFIX, createApp, type CheckoutStatus } from '../http/index.js';
+import { API_PREFIX, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
+import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
+import { IcecastDecider, ServiceRecords } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { payments } from './payments.js';
+import { streaming } from './streaming.js';
 import { serviceVersion } from './version.js';
 
 export interface RunningService {
   baseUrl: string;
   stop(): Promise<void>;
 }
-
-const checkout: CheckoutStatus = {
-  available: false,
-  configured: false,
-  protocol: 'x402',
-  network: 'eip155:8453',
-  reason: 'machine payment (x402) is not set up on this deployment yet, so POST /orders answers 503',
-};
 
 /** Brings up everything on embedded defaults (or DATABASE_URL): PostgreSQL, migrations, catalog with hot reload, HTTP. */
 export async function serve(config: Config, log: Logger): Promise<RunningService> {
@@ -62,6 +58,24 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.watch();
 
     const keys = new ApiKeys(db);
+    const pay = await payments({ production: config.production, dataDir: config.dataDir, log });
+    cleanup.push(() => pay.stop());
+    const stream = streaming(config.dataDir, log);
+    cleanup.push(() => stream.stop());
+
+    let baseUrl = '';
+    const services = new ServiceRecords(db, stream, () => baseUrl);
+    const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
+    let orders: OrderService | undefined;
+    let recovery: OrderRecovery | undefined;
+    if (pay.gateway && pay.ledger && stream.available) {
+      const store = new OrderStore(db);
+      const leaseSeconds = Number(process.env.ORDER_LEASE_SECONDS ?? 30);
+      const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log };
+      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000 });
+      recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
+    }
+
     const app = createApp({
       live,
       keys,
@@ -70,6 +84,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       version: serviceVersion,
       checkHealth: () => checkDatabase(db),
       logError: (fields, message) => log.error(fields, message),
+      orders,
+      services,
+      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log), credentials: stream.callbackCredentials } }),
     });
     const server = app.listen(config.port, config.host);
     await once(server, 'listening');
@@ -83,9 +100,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     }));
 
     const { port } = server.address() as AddressInfo;
-    const baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
+    baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
+    await stream.start(`http://127.0.0.1:${port}${ICECAST_CALLBACK_PREFIX}`);
+    if (recovery) {
+      recovery.start();
+      cleanup.push(() => recovery!.stop());
+    }
     await lock.update({ base_url: baseUrl, ...(pg && { database_url: databaseUrl }) });
-    if (!config.production) await writeDevFile(config, keys, baseUrl);
+    if (!config.production) await writeDevFile(config, keys, { base_url: baseUrl, ...pay.dev });
     log.info({ base_url: baseUrl, content_hash: live.current.hash }, 'serving');
     return { baseUrl, stop };
   } catch (e) {
@@ -105,12 +127,12 @@ async function checkDatabase(db: Database) {
 }
 
 /** Development mode: a working agent API key in DATA_DIR/dev.json, so a newcomer can call the API at once. */
-async function writeDevFile(config: Config, keys: ApiKeys, baseUrl: string): Promise<void> {
+async function writeDevFile(config: Config, keys: ApiKeys, fields: { base_url: string } & Record<string, unknown>): Promise<void> {
   const file = join(config.dataDir, 'dev.json');
   let previous: { api_key?: string } = {};
   try {
     previous = JSON.parse(await readFile(file, 'utf8'));
   } catch { /* first start */ }
   const apiKey = previous.api_key && (await keys.verify(previous.api_key)) ? previous.api_key : (await keys.create('development')).token;
-  await writeFile(file, `${JSON.stringify({ base_url: baseUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
+  await writeFile(file, `${JSON.stringify({ ...fields, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
 }

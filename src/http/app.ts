@@ -2,12 +2,17 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { ApiKeys } from '../keys/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
+import type { OrderService } from '../orders/index.js';
+import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
+import type { ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
 import { openApiDocument } from './openapi.js';
+import { icecastCallbackRoutes } from './icecast-callbacks.js';
 import { orderRoutes } from './orders.js';
+import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
 import { requestId } from './request-id.js';
 
@@ -21,6 +26,9 @@ export interface AppDeps {
   version: string;
   checkHealth: () => Promise<HealthReport>;
   logError: ErrorLogger;
+  orders?: OrderService;
+  services?: ServiceRecords;
+  icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -30,12 +38,14 @@ export function createApp(deps: AppDeps): Koa {
   discoveryRoutes(router, deps);
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
+  serviceRoutes(router, deps);
   router.get('/openapi.json', (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = openApiDocument(deps.live.current, deps.version);
   });
   app.use(requestId);
   app.use(errorDocuments(deps.logError));
+  if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;

@@ -1,23 +1,49 @@
 import type Router from '@koa/router';
 import { ApiError } from '../errors/index.js';
 import type { ApiKeys } from '../keys/index.js';
+import type { OrderRequest, OrderService } from '../orders/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { bodyReader } from './request-body.js';
 import { orderRequestSchema } from './schemas.js';
 
-const readOrderRequest = bodyReader(orderRequestSchema, 'order request');
+const readOrderRequest = bodyReader<OrderRequest>(orderRequestSchema, 'order request');
+const orderId = /^ra_[a-zA-Z0-9_-]{8,120}$/;
 
-/** POST /orders while machine payment is not configured on this deployment: authenticated, validated, then 503 (spec 5.5). */
-export function orderRoutes(router: Router, deps: { keys: ApiKeys; checkout: CheckoutStatus }): void {
+export interface OrderRouteDeps {
+  keys: ApiKeys;
+  checkout: CheckoutStatus;
+  /** Absent while machine payment is not configured: POST /orders then answers 503 (spec 5.5). */
+  orders?: OrderService;
+}
+
+export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
   router.post('/orders', async (ctx) => {
-    await deps.keys.authenticate(ctx.get('Authorization') || undefined);
-    idempotencyKey(ctx, true);
-    await readOrderRequest(ctx);
-    if (!deps.checkout.configured) {
+    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    const idempotency = idempotencyKey(ctx, true)!;
+    const request = await readOrderRequest(ctx);
+    if (!deps.orders) {
       throw new ApiError(503, 'machine_payment_not_configured',
         `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
         { retryable: true, headers: { 'Retry-After': '3600' } });
     }
+    const placed = await deps.orders.place({
+      apiKeyId: key.id,
+      idempotencyKey: idempotency,
+      request,
+      paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
+      resourceUrl: `${ctx.protocol}://${ctx.host}${ctx.path}`,
+    });
+    ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
+    ctx.set('Access-Control-Expose-Headers', 'PAYMENT-RESPONSE, PAYMENT-REQUIRED');
+    ctx.body = placed.body;
+  });
+
+  router.get('/orders/:order_id', async (ctx) => {
+    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    const id = ctx.params.order_id;
+    const found = orderId.test(id) && deps.orders ? await deps.orders.get(key.id, id) : undefined;
+    if (!found) throw new ApiError(404, 'order_not_found', 'There is no order with this id for your API key. Use the order.id returned by POST /orders.');
+    ctx.body = { ok: true, ...found };
   });
 }

@@ -51,8 +51,9 @@ export class Database {
 function translate(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   const err = e as { code?: string; message?: string };
-  const connectionLost = !err.code || unavailableCodes.test(err.code) || /ECONNREFUSED|ECONNRESET|timeout|terminat/i.test(err.message ?? '');
-  if (connectionLost && !(e instanceof TypeError)) {
+  const connectionLost = (err.code !== undefined && (unavailableCodes.test(err.code) || /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(err.code)))
+    || /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(err.message ?? '');
+  if (connectionLost) {
     return new ApiError(503, 'store_unavailable', 'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same Idempotency-Key) in a few seconds.', { retryable: true, headers: { 'Retry-After': '2' } });
   }
   return e;

@@ -15,8 +15,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
   const databaseDir = join(dataDir, 'pg');
   const credentialsFile = join(dataDir, 'pg-credentials.json');
   await mkdir(dataDir, { recursive: true });
-  // As root, PostgreSQL runs as the user "postgres", which must be able to pass through DATA_DIR.
-  if (process.getuid?.() === 0) await chmod(dataDir, ((await stat(dataDir)).mode & 0o777) | 0o711);
+  await allowTraversal(dataDir);
   await stopOrphan(databaseDir);
 
   const initialised = existsSync(join(databaseDir, 'PG_VERSION'));
@@ -49,6 +48,11 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
   }
   const url = `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`;
   return { url, stop: () => pg.stop() };
+}
+
+/** As root, PostgreSQL and Icecast run as their own users, which must be able to pass through DATA_DIR. */
+export async function allowTraversal(dir: string): Promise<void> {
+  if (process.getuid?.() === 0) await chmod(dir, ((await stat(dir)).mode & 0o777) | 0o711);
 }
 
 /** A PostgreSQL left running by a serve that was killed holds the data directory: stop it before starting a new one. */

@@ -57,7 +57,7 @@ export async function startService(env: Record<string, string> = {}, options: { 
     });
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`serve exited with ${code}:\n${output}`)); });
   });
-  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')) as { api_key: string };
+  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8').catch(() => '{"api_key": ""}')) as { api_key: string };
   let stopped: Promise<number | null> | undefined;
   return {
     baseUrl,
@@ -87,7 +87,7 @@ export async function request(service: Pick<Service, 'baseUrl' | 'apiKey'>, meth
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(service.baseUrl + path, { method, headers, body });
+  const response = await fetch(service.baseUrl + path, { method, headers, body: body as BodyInit | undefined });
   const text = await response.text();
   let parsed: unknown = text;
   try { parsed = JSON.parse(text); } catch { /* not JSON */ }

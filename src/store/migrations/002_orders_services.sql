@@ -3,7 +3,9 @@
 CREATE TABLE orders (
   id               text PRIMARY KEY,
   api_key_id       text NOT NULL REFERENCES api_keys (id),
-  idempotency_key  text NOT NULL,
+  -- Set to NULL (kept in released_idempotency_key) when a payment failed without charging, so the agent can retry with the same key.
+  idempotency_key  text,
+  released_idempotency_key text,
   request_hash     text NOT NULL,
   product_id       text NOT NULL,
   billing          text NOT NULL,

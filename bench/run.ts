@@ -1,0 +1,153 @@
+/**
+ * npm run bench — in one run: the quote-evaluation micro-benchmark, then HTTP load (autocannon) on the real
+ * service and on a bare Koa baseline, each server in a process of its own, cases one after the other.
+ * Prints the tables and writes them to docs/benchmarks.md (skip that with --no-write-docs).
+ * Options: --duration <s> (8, measured per case), --warmup <s> (2), --rounds <n> (2 alternating slices), --connections <n> (32), --calls <n> (50000), --warmup-calls <n> (5000).
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startService, type Service } from '../test/support/service.js';
+import { startBareKoa, type ChildServer } from './child-server.js';
+import { writeDocsSection } from './docs.js';
+import { compareLoad, type LoadTarget } from './http-load.js';
+import { instantStreamInput, runMicro } from './micro.js';
+import { machineLine, reportTables, type HttpResults, type Machine } from './report.js';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '32' },
+    calls: { type: 'string', default: '50000' },
+    'warmup-calls': { type: 'string', default: '5000' },
+    'write-docs': { type: 'boolean', default: true },
+    'no-write-docs': { type: 'boolean', default: false },
+  },
+});
+const durationSeconds = Number(args.duration);
+const warmupSeconds = Number(args.warmup);
+const connections = Number(args.connections);
+const rounds = Number(args.rounds);
+const writeDocs = args['write-docs'] && !args['no-write-docs'];
+
+/** The whole run stays under 3 minutes: past this, the load stops and everything is shut down. */
+const DEADLINE_MS = 170_000;
+
+const startedAt = Date.now();
+const abort = new AbortController();
+const deadline = setTimeout(() => abort.abort(new Error(`the benchmark ran past ${DEADLINE_MS / 1000} s; stopping`)), DEADLINE_MS);
+deadline.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort.abort(new Error(`interrupted by ${signal}`)));
+
+const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}\n`);
+
+const machine: Machine = {
+  date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  cores: availableParallelism(),
+  loadAverage: loadavg(),
+  node: process.version,
+  cpu: cpus()[0]?.model.trim() ?? 'unknown CPU',
+};
+console.log(`Machine: ${machineLine(machine)}`);
+
+let service: Service | undefined;
+let bare: ChildServer | undefined;
+let scratch: string | undefined;
+let exitCode = 0;
+try {
+  log(`micro-benchmark: ${args['warmup-calls']} warm-up + ${args.calls} measured calls per case`);
+  const micro = await runMicro(root, Number(args['warmup-calls']), Number(args.calls));
+  abort.signal.throwIfAborted();
+
+  log('starting the service (embedded PostgreSQL on a temporary DATA_DIR)');
+  service = await startService();
+  abort.signal.throwIfAborted();
+  const products = Buffer.from(await (await expectOk(fetch(`${service.baseUrl}/products`))).arrayBuffer());
+  scratch = await mkdtemp(join(tmpdir(), 'audio-bench-'));
+  const productsFile = join(scratch, 'products.json');
+  await writeFile(productsFile, products);
+
+  log('starting the bare Koa baseline');
+  bare = await startBareKoa(root, productsFile);
+  abort.signal.throwIfAborted();
+
+  const quoteBody = JSON.stringify(instantStreamInput);
+  const json = { 'content-type': 'application/json' };
+  const targets = {
+    bareGet: { url: `${bare.baseUrl}/products`, method: 'GET' },
+    serviceGet: { url: `${service.baseUrl}/products`, method: 'GET' },
+    barePost: { url: `${bare.baseUrl}/echo`, method: 'POST', headers: json, body: quoteBody },
+    servicePost: { url: `${service.baseUrl}/quotes`, method: 'POST', headers: { ...json, authorization: `Bearer ${service.apiKey}` }, body: quoteBody },
+  } satisfies Record<string, LoadTarget>;
+
+  // Sanity: same /products bytes on both servers, and one good POST on each, before any load.
+  const bareProducts = Buffer.from(await (await expectOk(fetch(targets.bareGet.url))).arrayBuffer());
+  assert.ok(bareProducts.equals(products), 'the bare Koa GET /products does not serve the same bytes as the service');
+  const quote = await (await expectOk(send(targets.servicePost))).text();
+  const echo = await (await expectOk(send(targets.barePost))).text();
+  log(`GET /products ${products.length} B on both; POST /quotes answers ${quote.length} B, POST /echo ${echo.length} B`);
+
+  const settings = { connections, warmupSeconds, durationSeconds, rounds, signal: abort.signal };
+  const compare = async (label: string, baseline: LoadTarget, baselinePid: number, subject: LoadTarget, subjectPid: number) => {
+    log(`load: ${label}: ${warmupSeconds} s warm-up each, then ${rounds} × ${durationSeconds / rounds} s alternating (bare, service)`);
+    const [b, s] = await compareLoad([{ target: baseline, pid: baselinePid }, { target: subject, pid: subjectPid }], {
+      ...settings,
+      onSlice: (i, round) => log(`  round ${round + 1}: ${i === 0 ? 'bare Koa' : 'service'} ${(i === 0 ? baseline : subject).method} ${(i === 0 ? baseline : subject).url}`),
+    });
+    for (const r of [b, s]) if (r.non2xx || r.errors) log(`  warning: ${r.non2xx} non-2xx responses and ${r.errors} errors`);
+    return [b, s] as const;
+  };
+  const [bareGet, serviceGet] = await compare('GET /products', targets.bareGet, bare.pid, targets.serviceGet, service.process.pid!);
+  const [barePost, servicePost] = await compare('JSON POST', targets.barePost, bare.pid, targets.servicePost, service.process.pid!);
+  const http: HttpResults = { connections, durationSeconds, bareGet, serviceGet, barePost, servicePost };
+
+  machine.loadAverageAfter = loadavg();
+  const tables = reportTables(micro, http);
+  console.log(`\nMachine: ${machineLine(machine)}\n\n${tables}\n`);
+
+  if (writeDocs) {
+    await writeDocsSection(join(root, 'docs/benchmarks.md'), [
+      '## Latest run',
+      '',
+      `${machineLine(machine)}.`,
+      '',
+      tables,
+      '',
+      'Method:',
+      `- Micro-benchmark: \`openSnapshot(readSnapshotFiles('catalog', 'rules'))\` once, then \`await evaluatePrice(...)\` ${args['warmup-calls']} times to warm up and ${args.calls} times measured, each call timed alone with \`process.hrtime.bigint()\`. The baseline is the same instant-stream price (250000 + ceil(3 × 20000) + ceil(0 × 15000) atomic) in plain decimal.js, timed by the same loop; run.ts checks both give 310000.`,
+      `- HTTP: autocannon (programmatic, in the bench process), ${connections} connections, pipelining 1, one load at a time. Per pair (bare Koa, service): ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s (${durationSeconds} s measured per case), so changes in the machine's other load hit both alike. Service: \`node bin/agent-audio.mjs serve\` via test/support/service.ts (temporary DATA_DIR, embedded PostgreSQL); POST /quotes sends the instant-stream body with the bearer key and no Idempotency-Key, so each request stores a quote and an audit record. Baseline: bench/bare-koa.ts (Koa, no router or middleware) in its own process, serving the byte-identical GET /products body and a POST /echo that parses the JSON body and answers ~1.1 kB of JSON.`,
+      '- req/s counts 2xx responses; p50/p99 come from autocannon\'s per-response timings (sub-millisecond). CPU is from /proc: the server process, its children (PostgreSQL backends) and the bench process (autocannon), in cores busy. Load generator, servers and PostgreSQL share the 2 cores with whatever else runs (see load average), so absolute numbers move between runs; the ratios move less.',
+    ].join('\n'));
+    log('wrote docs/benchmarks.md');
+  }
+} catch (e) {
+  exitCode = 1;
+  console.error(`bench failed: ${(e as Error).stack ?? e}`);
+  if (service && !abort.signal.aborted) console.error(`service output (tail):\n${service.output().slice(-2000)}`);
+} finally {
+  await bare?.stop().catch((e) => console.error('could not stop bare Koa', e));
+  if (service) {
+    await service.stop().catch((e) => console.error('could not stop the service', e));
+    await rm(service.dataDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+  if (scratch) await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+  clearTimeout(deadline);
+  log(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+}
+process.exit(exitCode);
+
+async function expectOk(response: Promise<Response>): Promise<Response> {
+  const r = await response;
+  if (!r.ok) throw new Error(`${r.url} answered ${r.status}: ${await r.text()}`);
+  return r;
+}
+
+function send(target: LoadTarget): Promise<Response> {
+  return fetch(target.url, { method: target.method, headers: target.headers, body: target.body });
+}

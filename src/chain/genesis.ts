@@ -1,0 +1,24 @@
+import { writeFile } from 'node:fs/promises';
+import { numberToHex } from 'viem';
+import { DEV_ETH_BALANCE } from './accounts.js';
+import type { Artifacts } from './contracts.js';
+import type { ChainState } from './state.js';
+import { MULTICALL3_ADDRESS, tokenStorage, USDC_ADDRESS } from './token.js';
+
+/**
+ * Writes a state file for `anvil --load-state`: the contracts' code, the token's storage and the
+ * dev accounts' nonces, but no blocks, so the chain restarts at block 0 (anvil slows down as blocks
+ * pile up) with the ledger intact. It does the work of anvil_setCode/anvil_setStorageAt in one load.
+ */
+export async function writeAnvilGenesis(path: string, state: ChainState, artifacts: Artifacts): Promise<void> {
+  const contract = (code: string, storage: Record<string, string>) => ({ nonce: 0, balance: '0x0', code, storage });
+  const accounts: Record<string, unknown> = {
+    [USDC_ADDRESS]: contract(artifacts.contracts.FiatTokenV2.deployedBytecode, tokenStorage(state)),
+    [MULTICALL3_ADDRESS]: contract(artifacts.contracts.Multicall3.deployedBytecode, {}),
+  };
+  for (const [address, nonce] of Object.entries(state.accountNonces)) {
+    accounts[address] = { nonce, balance: numberToHex(DEV_ETH_BALANCE), code: '0x', storage: {} };
+  }
+  const genesis = { block: null, best_block_number: null, blocks: [], transactions: [], accounts };
+  await writeFile(path, JSON.stringify(genesis));
+}

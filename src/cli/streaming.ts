@@ -1,0 +1,44 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { Logger } from '../log/index.js';
+import { IcecastSupervisor } from '../provisioning/index.js';
+import { allowTraversal } from '../store/index.js';
+import { mkdir } from 'node:fs/promises';
+
+export interface Streaming {
+  available: boolean;
+  reason?: string;
+  callbackCredentials: { user: string; password: string };
+  publicUrl(): string;
+  /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
+  start(callbackBaseUrl: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The Icecast data plane, supervised by serve; unavailable (with the reason) when icecast2 is not installed. */
+export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv = process.env): Streaming {
+  const callbackCredentials = { user: 'icecast', password: randomBytes(18).toString('base64url') };
+  const installed = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
+  let supervisor: IcecastSupervisor | undefined;
+  return {
+    available: installed,
+    reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
+    callbackCredentials,
+    publicUrl: () => env.ICECAST_PUBLIC_URL ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
+    async start(callbackBaseUrl) {
+      if (!installed) return;
+      await mkdir(dataDir, { recursive: true });
+      await allowTraversal(dataDir);
+      supervisor = new IcecastSupervisor({ dataDir: join(dataDir, 'icecast'), callbackBaseUrl, callbackAuth: callbackCredentials });
+      supervisor.on('exited', (e) => log.warn({ component: 'icecast', ...e }, 'icecast exited'));
+      supervisor.on('restarted', (e) => log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'));
+      supervisor.on('restartFailed', (err) => log.error({ component: 'icecast', err }, 'icecast could not be restarted'));
+      await supervisor.start();
+      log.info({ component: 'icecast', url: supervisor.baseUrl }, 'icecast started');
+    },
+    async stop() {
+      await supervisor?.stop();
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import type { Logger } from '../log/index.js';
+import { Decimal } from '../rules/index.js';
+import type { AuthorizationLedger, PaymentGateway, PaymentPayload, PaymentRequirements } from '../payments/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
+import type { ServiceRecords } from '../services/index.js';
+import type { Database } from '../store/index.js';
+import type { OrderRow, OrderStore } from './order-store.js';
+
+export interface AdvanceDeps {
+  db: Database;
+  orders: OrderStore;
+  services: ServiceRecords;
+  gateway: PaymentGateway;
+  ledger: AuthorizationLedger;
+  live: LiveSnapshot;
+  log: Logger;
+}
+
+/** The settlement outcome could not be learned (facilitator or chain unreachable): the order stays settling for recovery. */
+export class SettlementPending extends Error {}
+
+/** A definite refusal: the payment was not taken. */
+export class PaymentNotTaken extends Error {
+  constructor(readonly reason: string, message: string) {
+    super(message);
+  }
+}
+
+/**
+ * Moves one order as far as it can go: settling → provisioning → active. The only code that changes an order's state,
+ * called by the request that claimed it and by the recovery loop. Never charges twice: an authorization that the
+ * token already reports as used counts as settled.
+ */
+export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<OrderRow> {
+  let current = order;
+  if (current.state === 'settling') {
+    await settle(current, deps, origin);
+    current = (await deps.orders.byId(current.id))!;
+  }
+  if (current.state === 'provisioning') {
+    await provision(current, deps);
+    current = (await deps.orders.byId(current.id))!;
+  }
+  return current;
+}
+
+async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<void> {
+  const payload = order.payment as unknown as PaymentPayload;
+  const requirements = order.requirements as unknown as PaymentRequirements;
+
+  if (origin === 'recovery' && (await usedOnChain(order, deps))) return recordSettledFromChain(order, deps);
+  if (origin === 'recovery' && BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000)) {
+    await deps.orders.failedUnpaid(order.id, 'the payment authorization expired before it could be settled; nothing was charged');
+    return;
+  }
+
+  let result;
+  try {
+    result = await deps.gateway.settle(payload, requirements);
+  } catch (e) {
+    deps.log.warn({ order_id: order.id, err: e }, 'settlement outcome unknown');
+    if (await usedOnChain(order, deps).catch(() => false)) return recordSettledFromChain(order, deps);
+    throw new SettlementPending((e as Error).message);
+  }
+  if (result.success) {
+    await deps.orders.settled(order.id, { ...result });
+    deps.log.info({ order_id: order.id, transaction: result.transaction }, 'settled');
+    return;
+  }
+  // A refusal may hide an earlier attempt of ours that went through (e.g. "authorization is used"): ask the token.
+  if (await usedOnChain(order, deps)) return recordSettledFromChain(order, deps);
+  const reason = result.errorReason ?? 'settlement_failed';
+  await deps.orders.failedUnpaid(order.id, `${reason}: ${result.errorMessage ?? ''}`.trim());
+  throw new PaymentNotTaken(reason, result.errorMessage ?? reason);
+}
+
+async function usedOnChain(order: OrderRow, deps: AdvanceDeps): Promise<boolean> {
+  return deps.ledger.isUsed(order.payer, order.nonce);
+}
+
+async function recordSettledFromChain(order: OrderRow, deps: AdvanceDeps): Promise<void> {
+  const transaction = await deps.ledger.transactionOf(order.payer, order.nonce).catch(() => undefined);
+  await deps.orders.settled(order.id, { success: true, transaction: transaction ?? '', network: order.network, payer: order.payer, recovered: true });
+  deps.log.info({ order_id: order.id, transaction }, 'settlement found on chain');
+}
+
+async function provision(order: OrderRow, deps: AdvanceDeps): Promise<void> {
+  const product = deps.live.current.catalog.byId.get(order.product_id)?.product;
+  const limits = product?.billing_type === 'subscription' ? { ...product.limits } : { ...order.configuration };
+  const expiresAt = expiryOf(order);
+  await deps.db.transaction(async (client) => {
+    await deps.services.createForOrder(client, order, limits, expiresAt);
+    await deps.orders.activate(client, order.id);
+  });
+  deps.log.info({ order_id: order.id }, 'provisioned');
+}
+
+/** Paid time + duration: fractional hours to the millisecond, whole calendar months or years for subscriptions. */
+function expiryOf(order: OrderRow): Date | null {
+  const start = order.settled_at ?? new Date();
+  const hours = order.configuration.duration_hours;
+  if (typeof hours === 'number') return new Date(start.getTime() + new Decimal(String(hours)).times(3_600_000).floor().toNumber());
+  const end = new Date(start);
+  if (order.billing === 'monthly') end.setUTCMonth(end.getUTCMonth() + 1);
+  else if (order.billing === 'annual') end.setUTCFullYear(end.getUTCFullYear() + 1);
+  else return null;
+  return end;
+}

@@ -1,0 +1,5 @@
+export { OrderService, type PlaceOrder, type PlacedOrder } from './order-service.js';
+export { OrderStore } from './order-store.js';
+export { OrderRecovery } from './recovery.js';
+export type { OrderRequest } from './order-price.js';
+export type { AdvanceDeps } from './advance.js';

@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto';
+import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
+import { ApiError } from '../errors/index.js';
+import { PaymentGateway, type SettleResponse } from '../payments/index.js';
+import { atomicToAmount } from '../rules/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
+import type { ServiceRecords } from '../services/index.js';
+import type { Database } from '../store/index.js';
+import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
+import { priceOrder, type OrderRequest } from './order-price.js';
+import type { OrderRow, OrderStore } from './order-store.js';
+
+export interface PlaceOrder {
+  apiKeyId: string;
+  idempotencyKey: string;
+  request: OrderRequest;
+  paymentSignature?: string;
+  resourceUrl: string;
+}
+
+export interface PlacedOrder {
+  body: { ok: true; order: Record<string, unknown>; service: unknown; idempotent_replay: boolean };
+  paymentResponse: string;
+}
+
+export interface OrderServiceOptions {
+  leaseSeconds: number;
+  /** How long a repeat waits for the first request with the same key before answering 409 idempotency_in_progress. */
+  waitForInFlightMs: number;
+}
+
+/** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
+export class OrderService {
+  constructor(
+    private readonly db: Database,
+    private readonly live: LiveSnapshot,
+    private readonly audit: AuditLog,
+    private readonly orders: OrderStore,
+    private readonly services: ServiceRecords,
+    private readonly gateway: PaymentGateway,
+    private readonly deps: AdvanceDeps,
+    private readonly options: OrderServiceOptions,
+  ) {}
+
+  async place(input: PlaceOrder): Promise<PlacedOrder> {
+    const requestHash = sha256(canonicalJson(input.request));
+    const existing = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
+    if (existing) return this.repeat(existing, requestHash);
+
+    const snapshot = this.live.current;
+    const { priced, amountAtomic, quoteId } = await priceOrder(snapshot, input.request, input.apiKeyId, this.db);
+    const requirements = await this.gateway.requirements(amountAtomic);
+    const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
+    const paymentRequired = async (code: string, message: string, status = 402) => {
+      const header = await this.gateway.paymentRequiredHeader(requirements, resource, message);
+      return new ApiError(status, code, message, { headers: { 'PAYMENT-REQUIRED': header } });
+    };
+
+    if (!input.paymentSignature) {
+      throw await paymentRequired('payment_required',
+        `Pay ${atomicToAmount(amountAtomic, 6)} USDC (${amountAtomic} atomic units) as described in the PAYMENT-REQUIRED header, then send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE. Nothing has been ordered yet.`);
+    }
+    const decoded = this.gateway.decode(input.paymentSignature);
+    if (!decoded) {
+      throw await paymentRequired('payment_invalid', 'PAYMENT-SIGNATURE is not a Base64-encoded x402 v2 payment payload. Build it from the PAYMENT-REQUIRED header of this answer with an x402 client and retry.');
+    }
+    const { payload, authorization } = decoded;
+    if (!this.gateway.matches(requirements, payload)) {
+      throw await paymentRequired('payment_mismatch',
+        `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
+    }
+    const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
+    if (usedBy) return this.paidBy(usedBy, input, requestHash);
+    const verification = await this.gateway.verify(payload, requirements);
+    if (!verification.isValid) {
+      // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
+      const claimedMeanwhile = await this.orders.byAuthorization(authorization.from, authorization.nonce);
+      if (claimedMeanwhile) return this.paidBy(claimedMeanwhile, input, requestHash);
+      throw await paymentRequired('payment_rejected',
+        `The payment was refused (${verification.invalidReason ?? 'invalid'}${verification.invalidMessage ? `: ${verification.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
+    }
+
+    await this.audit.saveSnapshot(snapshot);
+    const evaluationId = `ev_${randomBytes(12).toString('base64url')}`;
+    const record = priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters: input.request.parameters ?? {}, billing: input.request.billing }, priced, new Date(), 'order_price');
+    let claimed: OrderRow | undefined;
+    try {
+      claimed = await this.orders.claim({
+        id: `ra_${randomBytes(18).toString('base64url')}`,
+        api_key_id: input.apiKeyId,
+        idempotency_key: input.idempotencyKey,
+        request_hash: requestHash,
+        product_id: priced.output.product_id,
+        billing: input.request.billing,
+        request: input.request as unknown as Record<string, unknown>,
+        configuration: priced.output.configuration,
+        amount_atomic: amountAtomic,
+        quote_id: quoteId ?? null,
+        evaluation_id: evaluationId,
+        network: requirements.network,
+        asset: requirements.asset,
+        pay_to: requirements.payTo,
+        payer: authorization.from.toLowerCase(),
+        nonce: authorization.nonce.toLowerCase(),
+        valid_before: String(authorization.validBefore),
+        payment: payload as unknown as Record<string, unknown>,
+        requirements: requirements as unknown as Record<string, unknown>,
+      }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds);
+    } catch (e) {
+      if ((e as { code?: string }).code === '23505') {
+        throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
+      }
+      throw e;
+    }
+    if (!claimed) {
+      const winner = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
+      if (winner) return this.repeat(winner, requestHash);
+      throw new ApiError(409, 'idempotency_in_progress', 'Another request with this Idempotency-Key just finished without charging. Retry this same request.', { retryable: true, headers: { 'Retry-After': '1' } });
+    }
+
+    try {
+      const done = await advance(claimed, this.deps, 'request');
+      return await this.respond(done, false);
+    } catch (e) {
+      if (e instanceof PaymentNotTaken) {
+        throw await paymentRequired('payment_failed', `Settlement failed (${e.reason}); nothing was charged. Sign a new payment and retry with the same Idempotency-Key.`);
+      }
+      if (e instanceof SettlementPending) {
+        throw new ApiError(503, 'settlement_pending',
+          'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
+          { retryable: true, headers: { 'Retry-After': '5' } });
+      }
+      throw e;
+    }
+  }
+
+  async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {
+    const order = await this.orders.byId(orderId);
+    if (!order || order.api_key_id !== apiKeyId) return undefined;
+    const service = await this.services.forOrder(order.id);
+    return { order: orderDocument(order), service: service ? this.services.document(service) : null };
+  }
+
+  /** The authorization already pays for an order: this request's own (a concurrent retry) or another one. */
+  private paidBy(order: OrderRow, input: PlaceOrder, requestHash: string): Promise<PlacedOrder> {
+    if (order.api_key_id === input.apiKeyId && order.idempotency_key === input.idempotencyKey) return this.repeat(order, requestHash);
+    throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
+  }
+
+  /** A request with a key that is already bound: same body → the same order (possibly after waiting), other body → 409. */
+  private async repeat(existing: OrderRow, requestHash: string): Promise<PlacedOrder> {
+    if (existing.request_hash !== requestHash) {
+      throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key already belongs to an order with a different body. Use a new Idempotency-Key for a new order, or repeat the original body to get that order back.');
+    }
+    const deadline = Date.now() + this.options.waitForInFlightMs;
+    let order: OrderRow | undefined = existing;
+    while (order && order.state !== 'active' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      order = await this.orders.byId(existing.id);
+    }
+    if (order?.state === 'active') return this.respond(order, true);
+    if (order?.state === 'failed') {
+      throw new ApiError(409, 'idempotency_in_progress', 'The earlier attempt with this key failed without charging; retry now with a new payment.', { retryable: true, headers: { 'Retry-After': '1' } });
+    }
+    throw new ApiError(409, 'idempotency_in_progress', 'An order with this Idempotency-Key is still being paid or provisioned. Retry this same request in a moment to get it; you will not be charged twice.',
+      { retryable: true, headers: { 'Retry-After': '1' } });
+  }
+
+  private async respond(order: OrderRow, replay: boolean): Promise<PlacedOrder> {
+    const service = await this.services.forOrder(order.id);
+    if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
+    return {
+      body: { ok: true, order: orderDocument(order), service: this.services.document(service), idempotent_replay: replay },
+      paymentResponse: PaymentGateway.responseHeader(settlementOf(order)),
+    };
+  }
+}
+
+function settlementOf(order: OrderRow): SettleResponse {
+  const s = order.settlement as Partial<SettleResponse> | null;
+  return { success: true, transaction: s?.transaction ?? '', network: (s?.network ?? order.network) as SettleResponse['network'], payer: s?.payer ?? order.payer };
+}
+
+function orderDocument(order: OrderRow): Record<string, unknown> {
+  return {
+    id: order.id,
+    status: order.state,
+    product_id: order.product_id,
+    billing: order.billing,
+    configuration: order.configuration,
+    amount: { amount: atomicToAmount(order.amount_atomic, 6), amount_atomic: order.amount_atomic, currency: 'USDC', decimals: 6 },
+    quote_id: order.quote_id,
+    payment: { protocol: 'x402', network: order.network, payer: order.payer, transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null },
+    created_at: order.created_at.toISOString(),
+    settled_at: order.settled_at?.toISOString() ?? null,
+  };
+}

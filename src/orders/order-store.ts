@@ -1,0 +1,106 @@
+import type { Client, Database } from '../store/index.js';
+
+export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed';
+
+export interface OrderRow {
+  id: string;
+  api_key_id: string;
+  idempotency_key: string | null;
+  request_hash: string;
+  product_id: string;
+  billing: string;
+  request: Record<string, unknown>;
+  configuration: Record<string, unknown>;
+  amount_atomic: string;
+  quote_id: string | null;
+  evaluation_id: string | null;
+  network: string;
+  asset: string;
+  pay_to: string;
+  payer: string;
+  nonce: string;
+  valid_before: string;
+  payment: Record<string, unknown>;
+  requirements: Record<string, unknown>;
+  state: OrderState;
+  settlement: Record<string, unknown> | null;
+  failure: string | null;
+  created_at: Date;
+  settled_at: Date | null;
+}
+
+export interface AuditEntry { id: string; kind: string; snapshotHash: string; text: string; hash: string }
+
+const keyTaken = new Error('idempotency key taken');
+
+export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
+
+/** Orders in PostgreSQL. Every state change is committed before the side effect that follows it. */
+export class OrderStore {
+  constructor(private readonly db: Database) {}
+
+  async byKey(apiKeyId: string, idempotencyKey: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE api_key_id = $1 AND idempotency_key = $2', [apiKeyId, idempotencyKey]);
+    return row;
+  }
+
+  async byId(id: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE id = $1', [id]);
+    return row;
+  }
+
+  async byAuthorization(payer: string, nonce: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE payer = $1 AND nonce = $2', [payer.toLowerCase(), nonce.toLowerCase()]);
+    return row;
+  }
+
+  /**
+   * Claims the Idempotency-Key for a verified payment: the order starts in "settling" with a lease held by the caller.
+   * Undefined when another request holds the key; throws code 23505 on the (payer, nonce) constraint.
+   */
+  async claim(order: NewOrder, record: AuditEntry, leaseSeconds: number): Promise<OrderRow | undefined> {
+    const columns = Object.keys(order);
+    const values = Object.values(order);
+    try {
+      return await this.db.transaction(async (client) => {
+        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [record.id, record.kind, record.snapshotHash, record.text, record.hash]);
+        const { rows: [row] } = await client.query(
+          `INSERT INTO orders (${columns.join(', ')}, state, lease_until)
+           VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling', now() + make_interval(secs => $${columns.length + 1}))
+           ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *`,
+          [...values, leaseSeconds]);
+        if (!row) throw keyTaken;
+        return row as OrderRow;
+      });
+    } catch (e) {
+      if (e === keyTaken) return undefined;
+      throw e;
+    }
+  }
+
+  async settled(id: string, settlement: Record<string, unknown>): Promise<void> {
+    await this.db.query(
+      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling'", [id, settlement]);
+  }
+
+  /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */
+  async failedUnpaid(id: string, reason: string): Promise<void> {
+    await this.db.query(
+      `UPDATE orders SET state = 'failed', failure = $2, released_idempotency_key = idempotency_key, idempotency_key = NULL, lease_until = NULL, updated_at = now()
+       WHERE id = $1 AND state = 'settling'`, [id, reason]);
+  }
+
+  async activate(client: Client, id: string): Promise<void> {
+    await client.query("UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning'", [id]);
+  }
+
+  /** Takes leases on unfinished orders whose lease ran out (a crashed or slow instance); safe across instances. */
+  async leaseStale(limit: number, leaseSeconds: number): Promise<string[]> {
+    const rows = await this.db.query<{ id: string }>(
+      `UPDATE orders SET lease_until = now() + make_interval(secs => $2), attempts = attempts + 1
+       WHERE id IN (SELECT id FROM orders WHERE state IN ('settling', 'provisioning') AND (lease_until IS NULL OR lease_until < now())
+                    ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING id`, [limit, leaseSeconds]);
+    return rows.map((r) => r.id);
+  }
+}

@@ -1,0 +1,44 @@
+import type { Logger } from '../log/index.js';
+import { advance, type AdvanceDeps } from './advance.js';
+import type { OrderStore } from './order-store.js';
+
+/**
+ * Finishes orders a request could not: a crash between states, an unknown settlement outcome, a failed provisioning.
+ * Runs at start and then periodically; leases (FOR UPDATE SKIP LOCKED) keep instances from working on the same order.
+ */
+export class OrderRecovery {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+
+  constructor(private readonly orders: OrderStore, private readonly deps: AdvanceDeps, private readonly log: Logger, private readonly options: { intervalMs: number; leaseSeconds: number }) {}
+
+  start(): void {
+    const tick = () => {
+      this.running = this.runOnce().catch((err) => this.log.error({ err }, 'order recovery failed')).finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, this.options.intervalMs);
+      });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  async runOnce(): Promise<number> {
+    const ids = await this.orders.leaseStale(10, this.options.leaseSeconds);
+    for (const id of ids) {
+      const order = await this.orders.byId(id);
+      if (!order) continue;
+      try {
+        const result = await advance(order, this.deps, 'recovery');
+        this.log.info({ order_id: id, state: result.state }, 'order recovered');
+      } catch (err) {
+        this.log.warn({ order_id: id, err }, 'order still unfinished; will retry');
+      }
+    }
+    return ids.length;
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+}

@@ -1,0 +1,101 @@
+import { x402Facilitator } from '@x402/core/facilitator';
+import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
+import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse } from '@x402/core/types';
+import { toFacilitatorEvmSigner } from '@x402/evm';
+import { registerExactEvmScheme } from '@x402/evm/exact/facilitator';
+import { createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { createNonceManager, jsonRpc } from 'viem/nonce';
+
+/** In-process facilitator that settles with its own key over an RPC endpoint (the embedded anvil by default). */
+export interface EmbeddedFacilitatorConfig {
+  mode: 'embedded';
+  rpcUrl: string;
+  chainId: number;
+  /** Pays the gas of settlements. */
+  privateKey: Hex;
+  /** Receipt polling; anvil mines within a few ms, so short is cheap and saves latency. */
+  pollingIntervalMs?: number;
+  /** Awaited after every successful settlement, before settle() resolves (e.g. chain.checkpoint). */
+  onSettled?: (result: SettleResponse) => Promise<void> | void;
+}
+
+export interface RemoteFacilitatorConfig {
+  mode: 'remote';
+  url: string;
+  timeoutMs?: number;
+}
+
+export type FacilitatorConfig = EmbeddedFacilitatorConfig | RemoteFacilitatorConfig;
+
+export interface Facilitator extends FacilitatorClient {
+  mode: FacilitatorConfig['mode'];
+}
+
+/** The parts of an embedded chain (src/chain) that an embedded facilitator needs. */
+export interface FacilitatorChain {
+  rpcUrl: string;
+  chainId: number;
+  accounts: { facilitator: { privateKey: Hex } };
+  checkpoint(): Promise<void>;
+}
+
+/** Settles as the chain's facilitator dev account and makes each settlement durable before answering. */
+export function embeddedFacilitatorConfig(chain: FacilitatorChain): EmbeddedFacilitatorConfig {
+  return {
+    mode: 'embedded',
+    rpcUrl: chain.rpcUrl,
+    chainId: chain.chainId,
+    privateKey: chain.accounts.facilitator.privateKey,
+    onSettled: () => chain.checkpoint(),
+  };
+}
+
+export function createFacilitator(config: FacilitatorConfig): Facilitator {
+  if (config.mode === 'remote') {
+    const client = new HTTPFacilitatorClient({ url: config.url, timeoutMs: config.timeoutMs });
+    return {
+      mode: 'remote',
+      verify: (payload, requirements) => client.verify(payload, requirements),
+      settle: (payload, requirements) => client.settle(payload, requirements),
+      getSupported: () => client.getSupported(),
+    };
+  }
+  return createEmbeddedFacilitator(config);
+}
+
+type SignerSource = Parameters<typeof toFacilitatorEvmSigner>[0];
+
+function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitator {
+  const pollingInterval = config.pollingIntervalMs ?? 10;
+  const chain = defineChain({
+    id: config.chainId,
+    name: `eip155:${config.chainId}`,
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [config.rpcUrl] } },
+  });
+  // Its own nonce manager: viem's shared one caches nonces per address and chain id across clients.
+  const account = privateKeyToAccount(config.privateKey, {
+    nonceManager: createNonceManager({ source: jsonRpc() }),
+  });
+  const client = createWalletClient({ account, chain, transport: http(config.rpcUrl), pollingInterval }).extend(
+    publicActions,
+  );
+  const network: Network = `eip155:${config.chainId}`;
+  const facilitator = new x402Facilitator();
+  // viem's verifyTypedData takes a stricter parameter union than x402's structural signer type.
+  const signerSource = { ...client, address: account.address } as unknown as SignerSource;
+  registerExactEvmScheme(facilitator, { signer: toFacilitatorEvmSigner(signerSource), networks: network });
+
+  return {
+    mode: 'embedded',
+    verify: (payload: PaymentPayload, requirements: PaymentRequirements) => facilitator.verify(payload, requirements),
+    settle: async (payload: PaymentPayload, requirements: PaymentRequirements) => {
+      const result = await facilitator.settle(payload, requirements);
+      if (result.success) await config.onSettled?.(result);
+      return result;
+    },
+    // The in-process facilitator answers synchronously, with `network` typed as a plain string.
+    getSupported: async () => facilitator.getSupported() as SupportedResponse,
+  };
+}

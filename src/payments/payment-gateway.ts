@@ -1,0 +1,87 @@
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
+import { registerExactEvmScheme } from '@x402/evm/exact/server';
+
+export type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse };
+
+export interface PaymentTerms {
+  network: `${string}:${string}`;
+  /** The USDC contract the payment is made in. */
+  asset: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+}
+
+/** What one x402 v2 "exact" payment looks like when it is authorised by EIP-3009. */
+export interface Authorization { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }
+
+/**
+ * The x402 resource-server side of a purchase, built on @x402/core: requirements for an exact amount,
+ * the PAYMENT-REQUIRED header, decoding PAYMENT-SIGNATURE, verify and settle through the facilitator.
+ */
+export class PaymentGateway {
+  private readonly server: x402ResourceServer;
+  private ready?: Promise<void>;
+
+  constructor(facilitator: FacilitatorClient, readonly terms: PaymentTerms) {
+    this.server = registerExactEvmScheme(new x402ResourceServer(facilitator), { networks: [terms.network] });
+  }
+
+  /** Asks the facilitator what it supports; retried on the next use when it fails. */
+  initialize(): Promise<void> {
+    this.ready ??= this.server.initialize().catch((e) => {
+      this.ready = undefined;
+      throw e;
+    });
+    return this.ready;
+  }
+
+  async requirements(amountAtomic: string): Promise<PaymentRequirements> {
+    await this.initialize();
+    const [requirements] = await this.server.buildPaymentRequirements({
+      scheme: 'exact',
+      network: this.terms.network,
+      payTo: this.terms.payTo,
+      maxTimeoutSeconds: this.terms.maxTimeoutSeconds,
+      price: { amount: amountAtomic, asset: this.terms.asset, extra: { name: 'USD Coin', version: '2' } },
+    });
+    return requirements;
+  }
+
+  async paymentRequiredHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
+    const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error);
+    return encodePaymentRequiredHeader(required);
+  }
+
+  /** The payment payload of a PAYMENT-SIGNATURE header, or undefined when it is not Base64 JSON of the right shape. */
+  decode(header: string): { payload: PaymentPayload; authorization: Authorization } | undefined {
+    try {
+      const payload = decodePaymentSignatureHeader(header);
+      const authorization = (payload.payload as { authorization?: Authorization } | undefined)?.authorization;
+      if (payload.x402Version !== 2 || !authorization || typeof authorization.from !== 'string' || typeof authorization.nonce !== 'string') return undefined;
+      return { payload, authorization };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** True when the payment accepted exactly these requirements (amount, asset, payTo, network, scheme). */
+  matches(requirements: PaymentRequirements, payload: PaymentPayload): boolean {
+    return this.server.findMatchingRequirements([requirements], payload) !== undefined;
+  }
+
+  async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    await this.initialize();
+    return this.server.verifyPayment(payload, requirements);
+  }
+
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    await this.initialize();
+    return this.server.settlePayment(payload, requirements);
+  }
+
+  static responseHeader(settlement: SettleResponse): string {
+    return encodePaymentResponseHeader(settlement);
+  }
+}

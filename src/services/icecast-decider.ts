@@ -1,0 +1,58 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Logger } from '../log/index.js';
+import type { Decision, MountDecider } from '../provisioning/index.js';
+import type { Database } from '../store/index.js';
+import type { ServiceRow } from './service-records.js';
+
+const refuse = (message: string): Decision => ({ accept: false, message });
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Answers Icecast's URL-auth callbacks from the service records: the order's own source credentials, its listener cap and expiry. */
+export class IcecastDecider implements MountDecider {
+  constructor(private readonly db: Database, private readonly log: Logger) {}
+
+  private async live(mount: string): Promise<ServiceRow | undefined> {
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
+      "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now())", [mount]);
+    return row;
+  }
+
+  async authorizeSource({ mount, user, pass }: { mount: string; user: string; pass: string }): Promise<Decision> {
+    const service = await this.live(mount);
+    if (!service) return refuse('no active service on this mount');
+    if (!sameSecret(user, service.source_user) || !sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
+    return { accept: true };
+  }
+
+  async authorizeListener({ mount, clientId, ip }: { mount: string; clientId: string; ip: string }): Promise<Decision> {
+    return this.db.transaction(async (client) => {
+      const { rows: [service] } = await client.query(
+        "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now()) FOR UPDATE", [mount]);
+      if (!service) return refuse('no active stream on this mount');
+      const max = Number((service as ServiceRow).limits.max_listeners ?? (service as ServiceRow).limits.listeners ?? (service as ServiceRow).limits.max_concurrent_listeners ?? 0);
+      const { rows: [{ count }] } = await client.query('SELECT count(*)::int AS count FROM listeners WHERE service_id = $1', [service.id]);
+      if (count >= max) return refuse(`this stream is full (${max} listeners)`);
+      await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);
+      const expiresAt = (service as ServiceRow).expires_at;
+      return { accept: true, ...(expiresAt && { timeLimitSeconds: Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000)) }) };
+    });
+  }
+
+  async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
+    await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id = $2', [mount, clientId]);
+  }
+
+  async mountAdded({ mount }: { mount: string }): Promise<void> {
+    this.log.info({ mount }, 'source connected');
+  }
+
+  async mountRemoved({ mount }: { mount: string }): Promise<void> {
+    this.log.info({ mount }, 'source disconnected');
+    await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);
+  }
+}

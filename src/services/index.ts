@@ -1,0 +1,2 @@
+export { ServiceRecords, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
+export { IcecastDecider } from './icecast-decider.js';

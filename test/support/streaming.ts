@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface Listener {
+  status: number;
+  contentType: string | undefined;
+  headersAfterMs: number;
+  received(): Buffer;
+  ended: Promise<void>;
+  close(): void;
+}
+
+export function connectListener(url: string): Promise<Listener> {
+  const began = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { 'user-agent': 'icecast-test' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const ended = new Promise<void>((done) => { res.once('close', () => done()); });
+      resolve({
+        status: res.statusCode ?? 0,
+        contentType: res.headers['content-type'],
+        headersAfterMs: Math.round(performance.now() - began),
+        received: () => Buffer.concat(chunks),
+        ended,
+        close: () => req.destroy(),
+      });
+    });
+    req.once('error', reject);
+  });
+}
+
+export function startFfmpegSource(url: string): ChildProcess {
+  return spawn('ffmpeg', [
+    '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
+    '-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url,
+  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+export function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return Promise.race([
+    once(child, 'exit').then(([code]) => code as number | null),
+    sleep(timeoutMs, undefined, { ref: false }).then(() => { throw new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`); }),
+  ]);
+}
+
+/** Does an MPEG audio frame header (11 sync bits) appear in these bytes? */
+export function hasMpegFrame(bytes: Buffer): boolean {
+  for (let i = 0; i + 1 < bytes.length; i++) if (bytes[i] === 0xff && (bytes[i + 1] & 0xe0) === 0xe0) return true;
+  return false;
+}
+
