@@ -4,6 +4,7 @@ import type { AuthorizationLedger, PaymentGateway, PaymentPayload, PaymentRequir
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { ServiceRecords } from '../services/index.js';
 import type { Database } from '../store/index.js';
+import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 
 export interface AdvanceDeps {
@@ -63,7 +64,9 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
     throw new SettlementPending((e as Error).message);
   }
   if (result.success) {
+    crashPoint('after_chain_settle');
     await deps.orders.settled(order.id, { ...result });
+    crashPoint('after_settled');
     deps.log.info({ order_id: order.id, transaction: result.transaction }, 'settled');
     return;
   }

@@ -7,6 +7,7 @@ import type { LiveSnapshot } from '../pricing/index.js';
 import type { ServiceRecords } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
+import { crashPoint } from './crash-point.js';
 import { priceOrder, type OrderRequest } from './order-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 
@@ -118,8 +119,10 @@ export class OrderService {
       throw new ApiError(409, 'idempotency_in_progress', 'Another request with this Idempotency-Key just finished without charging. Retry this same request.', { retryable: true, headers: { 'Retry-After': '1' } });
     }
 
+    crashPoint('after_claim');
     try {
       const done = await advance(claimed, this.deps, 'request');
+      crashPoint('after_provision');
       return await this.respond(done, false);
     } catch (e) {
       if (e instanceof PaymentNotTaken) {

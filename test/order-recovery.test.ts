@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { request, startService, type Service } from './support/service.js';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
+
+const running: Service[] = [];
+after(async () => { await Promise.all(running.map((s) => s.stop('SIGKILL'))); });
+
+const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Crash FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const fast = { ORDER_LEASE_SECONDS: '1', ORDER_RECOVERY_INTERVAL_MS: '200' };
+
+async function start(dataDir: string, env: Record<string, string>) {
+  const service = await startService({ ...fast, ...env }, { dataDir });
+  running.push(service);
+  return service;
+}
+
+/** Repeats the request until it stops being "in progress" (or a dependency is briefly away). */
+async function retryUntilSettled(service: Service, key: string, signature: string) {
+  for (let i = 0; i < 100; i++) {
+    const response = await request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+    if (!response.body.error?.retryable) return response;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('the order never settled');
+}
+
+describe('an instance killed (SIGKILL) between two steps of an order', () => {
+  for (const point of ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision']) {
+    test(`${point}: after a restart the retry gets the order, charged exactly once`, async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), 'audio-crash-'));
+      const doomed = await start(dataDir, { ORDER_CRASH_AT: point });
+      const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const key = `crash-${point}`;
+      const ask = await request(doomed, 'POST', '/orders', { body, headers: { 'idempotency-key': key } });
+      const header = ask.headers.get('payment-required')!;
+      const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
+      const sellerBefore = await wallet.balanceOf(asset, payTo);
+      const signature = await wallet.pay(header);
+
+      await assert.rejects(request(doomed, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } }), 'the instance dies mid-order');
+      assert.equal(await doomed.stop(), null, 'killed by a signal');
+
+      const revived = await start(dataDir, {});
+      const revivedDev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+      const chain = new TestWallet(dev.buyer.private_key, revivedDev.chain.rpc_url);
+      const response = await retryUntilSettled(revived, key, signature);
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      assert.equal(response.body.idempotent_replay, true, 'the order the killed instance began');
+      assert.equal(response.body.service.status, 'active');
+      assert.equal(decodePaymentResponseHeader(response.headers.get('payment-response')!).success, true);
+      // The buyer's test wallet is topped up on every start, so the seller's side tells what moved.
+      assert.equal(await chain.balanceOf(asset, payTo) - sellerBefore, 270000n, 'charged exactly once');
+
+      const again = await request(revived, 'POST', '/orders', { body, headers: { 'idempotency-key': `${key}-other`, 'payment-signature': signature } });
+      assert.equal(again.status, 409);
+      assert.equal(again.body.error.code, 'payment_already_used');
+      await revived.stop();
+    });
+  }
+});
