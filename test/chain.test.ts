@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -188,6 +190,15 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     settledPayment = payment;
   });
 
+  test('a settlement is saved to the data dir by the time settle() resolves', T, async () => {
+    const accepted = requirements(payTo, 1_234n);
+    const payment = await signPayment(buyer, accepted);
+    assert.equal((await facilitator.settle(payment, accepted)).success, true);
+    const journal = await readFile(join(dataDir, 'chain-state.jsonl'), 'utf8');
+    assert.ok(journal.includes(nonceOf(payment)), 'the used nonce is in the journal');
+    assert.ok(journal.includes(`"${payTo}":"${await chain.usdcBalance(payTo)}"`), 'the new payee balance is in the journal');
+  });
+
   test('a replayed payment is refused as a used nonce', T, async () => {
     const verified = await facilitator.verify(settledPayment, settledPayment.accepted);
     assert.equal(verified.isValid, false);
@@ -297,6 +308,52 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     assert.equal(settled.success, true, settled.errorReason);
     assert.equal(await chain.usdcBalance(payTo), payToBefore + 150_000n);
     assert.equal(await chain.authorizationState(buyer.address, nonceOf(payment)), true);
+  });
+
+  test('concurrent settlements all land, each with its own transaction', T, async () => {
+    const accepted = requirements(payTo, 2_000n);
+    const payments = await Promise.all(Array.from({ length: 5 }, () => signPayment(buyer, accepted)));
+    const payToBefore = await chain.usdcBalance(payTo);
+    const results = await Promise.all(payments.map((payment) => facilitator.settle(payment, accepted)));
+    assert.deepEqual(
+      results.map((result) => result.success),
+      [true, true, true, true, true],
+    );
+    assert.equal(new Set(results.map((result) => result.transaction)).size, 5);
+    assert.equal(await chain.usdcBalance(payTo), payToBefore + 10_000n);
+  });
+
+  test('remote mode reaches a facilitator over HTTP with the same calls', T, async () => {
+    const server = createServer(async (request, response) => {
+      let body = '';
+      for await (const chunk of request) body += chunk;
+      const { paymentPayload, paymentRequirements } = body ? JSON.parse(body) : ({} as Record<string, never>);
+      const answer =
+        request.url === '/verify'
+          ? await facilitator.verify(paymentPayload, paymentRequirements)
+          : request.url === '/settle'
+            ? await facilitator.settle(paymentPayload, paymentRequirements)
+            : await facilitator.getSupported();
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const remote = createFacilitator({ mode: 'remote', url: `http://127.0.0.1:${port}`, timeoutMs: 10_000 });
+      assert.equal(remote.mode, 'remote');
+      const accepted = requirements(payTo, 3_000n);
+      const payment = await signPayment(buyer, accepted);
+      const payToBefore = await chain.usdcBalance(payTo);
+      assert.equal((await remote.verify(payment, accepted)).isValid, true);
+      const settled = await remote.settle(payment, accepted);
+      assert.equal(settled.success, true, settled.errorReason);
+      assert.equal(await chain.usdcBalance(payTo), payToBefore + 3_000n);
+      assert.equal((await remote.verify(payment, accepted)).invalidReason, 'invalid_exact_evm_nonce_already_used');
+      assert.ok((await remote.getSupported()).kinds.some((kind) => kind.network === NETWORK));
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   test('getSupported lists exact on eip155:8453 with the facilitator signer', T, async () => {

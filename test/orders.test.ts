@@ -3,7 +3,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { request, startService, type JsonResponse, type Service } from './support/service.js';
+import { request, root, runNode, startService, type JsonResponse, type Service } from './support/service.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 
@@ -212,6 +212,14 @@ describe('a paid order', () => {
     for (const b of busy) assert.equal(b.body.error.retryable, true);
     assert.equal(before - await wallet.balanceOf(asset, dev.buyer.address), 270000n, 'charged exactly once');
   });
+});
+
+test('npm run demo buys a 1-hour instant-stream with the official x402 client', async () => {
+  const demo = await runNode(['--import', 'tsx', join(root, 'scripts/demo.ts')], { DATA_DIR: service.dataDir });
+  assert.equal(demo.code, 0, demo.stderr);
+  assert.match(demo.stdout, /^order {6}ra_\S+ paid 0\.27 USDC \(transaction 0x[0-9a-f]{64}\)$/m);
+  assert.match(demo.stdout, /^listen {5}http:\/\/127\.0\.0\.1:\d+\/live-/m);
+  assert.match(demo.stdout, /^broadcast {2}icecast:\/\/source:/m);
 });
 
 describe('the bought stream', { skip: !hasStreaming && 'icecast2 and ffmpeg are not installed' }, () => {

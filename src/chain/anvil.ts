@@ -96,6 +96,7 @@ export async function startAnvil(options: AnvilOptions, timeoutMs = 15_000): Pro
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const pgid = child.pid!;
+  child.stdin!.on('error', () => undefined); // EPIPE when the watchdog is already gone
   liveGroups.add(pgid);
   killLiveGroupsOnExit();
   let stderr = '';

@@ -1,10 +1,9 @@
 import type { Address } from 'viem';
-import { startEmbeddedChain, type EmbeddedChain } from '../chain/index.js';
+import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, PaymentGateway } from '../payments/index.js';
 
-const BASE_USDC = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 /** What `dev.json`'s buyer holds after every start: enough for many demo purchases. */
 const DEV_BUYER_FUNDS = 1_000_000_000n;
 
@@ -31,7 +30,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
     if (missing.length) {
       return { checkout: { available: false, configured: false, protocol: 'x402', network, reason: `machine payment is not configured for production: set ${missing.join(', ')}` }, stop: async () => {} };
     }
-    const asset = env.X402_ASSET ?? BASE_USDC;
+    const asset = env.X402_ASSET ?? USDC_ADDRESS;
     const facilitator = createFacilitator({ mode: 'remote', url: env.X402_FACILITATOR_URL! });
     return {
       checkout: { available: true, configured: true, protocol: 'x402', network },
@@ -40,6 +39,8 @@ export async function payments(options: { production: boolean; dataDir: string; 
       stop: async () => {},
     };
   }
+
+  if (env.CHAIN_RPC_URL) return attachToChain(env.CHAIN_RPC_URL, Number(env.DEV_FACILITATOR_ACCOUNT ?? 4), maxTimeoutSeconds);
 
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
@@ -63,5 +64,21 @@ export async function payments(options: { production: boolean; dataDir: string; 
       buyer: { address: chain.accounts.buyer.address, private_key: chain.accounts.buyer.privateKey },
     },
     stop: () => chain.stop(),
+  };
+}
+
+/**
+ * Development with several instances: attach to the embedded chain another instance started (CHAIN_RPC_URL).
+ * Each instance settles from its own dev account (DEV_FACILITATOR_ACCOUNT) so their transaction nonces never clash.
+ */
+function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSeconds: number): Payments {
+  const network = `eip155:${EMBEDDED_CHAIN_ID}` as const;
+  const facilitator = createFacilitator({ mode: 'embedded', rpcUrl, chainId: EMBEDDED_CHAIN_ID, privateKey: DEV_ACCOUNTS[facilitatorAccount].privateKey });
+  return {
+    checkout: { available: true, configured: true, protocol: 'x402', network, reason: `development: attached to the local chain at ${rpcUrl}` },
+    gateway: new PaymentGateway(facilitator, { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds }),
+    ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS),
+    dev: { chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID }, buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey } },
+    stop: async () => {},
   };
 }

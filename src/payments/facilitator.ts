@@ -16,6 +16,8 @@ export interface EmbeddedFacilitatorConfig {
   privateKey: Hex;
   /** Receipt polling; anvil mines within a few ms, so short is cheap and saves latency. */
   pollingIntervalMs?: number;
+  /** Give up waiting for a settlement receipt after this long (the facilitator then reports it pending). */
+  confirmationTimeoutMs?: number;
   /** Awaited after every successful settlement, before settle() resolves (e.g. chain.checkpoint). */
   onSettled?: (result: SettleResponse) => Promise<void> | void;
 }
@@ -85,7 +87,8 @@ function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitat
   const facilitator = new x402Facilitator();
   // viem's verifyTypedData takes a stricter parameter union than x402's structural signer type.
   const signerSource = { ...client, address: account.address } as unknown as SignerSource;
-  registerExactEvmScheme(facilitator, { signer: toFacilitatorEvmSigner(signerSource), networks: network });
+  const signer = toFacilitatorEvmSigner(signerSource, { confirmationTimeoutMs: config.confirmationTimeoutMs ?? 30_000 });
+  registerExactEvmScheme(facilitator, { signer, networks: network });
 
   return {
     mode: 'embedded',

@@ -11,13 +11,18 @@ export interface CliResult { code: number | null; stdout: string; stderr: string
 
 /** Runs the CLI as a user would, with the given environment on top of this process's. */
 export function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return runNode([bin, ...args], env, timeoutMs);
+}
+
+/** Runs node with these arguments in the project folder and collects its output. */
+export function runNode(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`cli ${args.join(' ')} timed out\n${stderr}`)); }, timeoutMs);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`node ${args.join(' ')} timed out\n${stderr}`)); }, timeoutMs);
     child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
   });
 }
