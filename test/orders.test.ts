@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { request, root, runNode, startService, type JsonResponse, type Service } from './support/service.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { DEV_ACCOUNTS } from '../src/chain/index.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 
 const hasStreaming = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0;
@@ -191,8 +192,24 @@ describe('a paid order', () => {
     for (const garbage of ['not base64!', Buffer.from('{"x402Version":2}').toString('base64'), Buffer.from('[]').toString('base64')]) {
       assertError(await post(order(), { 'idempotency-key': newKey(), 'payment-signature': garbage }), 402, 'payment_invalid');
     }
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const expired = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await wallet.payWithValidity(header, 0n, now - 60n) });
+    assertError(expired, 402, 'payment_rejected');
+    const notYetValid = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await wallet.payWithValidity(header, now + 3600n, now + 7200n) });
+    assertError(notYetValid, 402, 'payment_rejected');
+    const broke = new TestWallet(DEV_ACCOUNTS[5].privateKey, dev.chain.rpc_url);
+    const underFunded = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await broke.pay(header) });
+    assertError(underFunded, 402, 'payment_rejected');
+    assert.match(underFunded.body.error.message, /insufficient/i);
     const dearer = await post(order({ parameters: { duration_hours: 5, max_listeners: 2, bitrate_kbps: 64 } }), { 'idempotency-key': newKey(), 'payment-signature': await wallet.pay(header) });
     assertError(dearer, 402, 'payment_mismatch');
+
+    // None of the refused attempts bound its key or provisioned anything: the key still takes a good payment.
+    const retryKey = newKey();
+    assertError(await post(order(), { 'idempotency-key': retryKey, 'payment-signature': await broke.pay(header) }), 402, 'payment_rejected');
+    const good = await post(order(), { 'idempotency-key': retryKey, 'payment-signature': await wallet.pay(header) });
+    assert.equal(good.status, 200);
+    assert.equal(good.body.idempotent_replay, false);
   });
 
   test('50 identical paid requests at once settle once and create one service', async () => {

@@ -12,8 +12,10 @@ export interface PriceRecord {
   snapshot_hash: string;
   versions: Record<string, string>;
   input: PriceInput;
+  /** The facts the quote rules saw, except product and settings: those are in the snapshot the record names. */
   facts: Record<string, unknown>;
-  trace: Priced['trace'];
+  /** The quote-stage rule trace, sorted by rule name (the product stage depends on the snapshot alone). */
+  trace: Priced['trace']['quote'];
   output: Priced['output'];
   output_hash: string;
 }
@@ -26,11 +28,16 @@ export function priceRecord(id: string, snapshotHash: string, input: PriceInput,
     snapshot_hash: snapshotHash,
     versions: { ...evaluatorVersions },
     input,
-    facts: evaluation.facts,
-    trace: evaluation.trace,
+    facts: withoutSnapshotFacts(evaluation.facts),
+    trace: evaluation.trace.quote,
     output: evaluation.output,
     output_hash: sha256(canonicalJson(evaluation.output)),
   };
   const text = canonicalJson(record);
   return { record, text, hash: sha256(text) };
+}
+
+function withoutSnapshotFacts(facts: Record<string, unknown>): Record<string, unknown> {
+  const { product, settings, ...rest } = facts;
+  return { product_id: (product as { id: string }).id, ...rest };
 }

@@ -34,7 +34,7 @@ export class Replayer {
     if (evaluation.outcome !== 'priced') return { ...report, problem: `the replay was ${evaluation.outcome}` };
     const replayedText = canonicalJson(evaluation.output);
     report.replayed_output_hash = sha256(replayedText);
-    report.trace_identical = canonicalJson(evaluation.trace) === canonicalJson(record.trace);
+    report.trace_identical = canonicalJson(evaluation.trace.quote) === canonicalJson(record.trace);
     report.identical = replayedText === canonicalJson(record.output) && report.replayed_output_hash === record.output_hash && report.trace_identical;
     return report;
   }

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
+import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
@@ -82,12 +82,12 @@ export class OrderService {
     }
 
     await this.audit.saveSnapshot(snapshot);
-    const evaluationId = `ev_${randomBytes(12).toString('base64url')}`;
+    const evaluationId = randomId('ev_', 12);
     const record = priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters: input.request.parameters ?? {}, billing: input.request.billing }, priced, new Date(), 'order_price');
     let claimed: OrderRow | undefined;
     try {
       claimed = await this.orders.claim({
-        id: `ra_${randomBytes(18).toString('base64url')}`,
+        id: randomId('ra_', 18),
         api_key_id: input.apiKeyId,
         idempotency_key: input.idempotencyKey,
         request_hash: requestHash,

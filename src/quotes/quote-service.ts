@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
+import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
 import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput } from '../pricing/index.js';
 import type { Database } from '../store/index.js';
+import { BatchWriter } from './batch-writer.js';
 
 export interface QuoteRequest {
   apiKeyId: string;
@@ -18,8 +19,33 @@ export interface QuoteResult {
 type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
 
 /** Validate → evaluate → record (audit + quote, one round trip) → respond. A quote creates no order. */
+interface QuoteWrite {
+  id: string;
+  api_key_id: string;
+  idempotency_key: string | null;
+  request_hash: string;
+  product_id: string;
+  configuration: Record<string, unknown>;
+  amount_atomic: string;
+  response: string;
+  expires_at: string;
+  evaluation_id: string;
+  snapshot_hash: string;
+  record: string;
+  record_hash: string;
+}
+
+type WriteResult = { created: boolean; request_hash: string; response: string };
+
 export class QuoteService {
-  constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {}
+  private readonly writer: BatchWriter<QuoteWrite, WriteResult>;
+
+  constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {
+    this.writer = new BatchWriter<QuoteWrite, WriteResult>(async (items) => {
+      const rows = await this.db.query<WriteResult & { idx: number }>('SELECT * FROM record_quotes($1)', [JSON.stringify(items)]);
+      return items.map((_, i) => rows.find((r) => r.idx === i)!);
+    });
+  }
 
   async create(request: QuoteRequest): Promise<QuoteResult> {
     const requestHash = sha256(canonicalJson(request.input));
@@ -35,14 +61,24 @@ export class QuoteService {
     await this.audit.saveSnapshot(snapshot);
 
     const createdAt = this.now();
-    const evaluationId = `ev_${randomBytes(12).toString('base64url')}`;
-    const quote = quoteDocument(`qt_${randomBytes(16).toString('base64url')}`, priced, evaluationId, snapshot.hash, createdAt);
+    const evaluationId = randomId('ev_', 12);
+    const quote = quoteDocument(randomId('qt_'), priced, evaluationId, snapshot.hash, createdAt);
     const { text, hash } = priceRecord(evaluationId, snapshot.hash, request.input, priced, createdAt);
-    const response = JSON.stringify(quote);
-    const [row] = await this.db.query<{ created: boolean; request_hash: string; response: string }>(
-      'SELECT * FROM record_quote($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)',
-      [quote.id, request.apiKeyId, request.idempotencyKey ?? null, requestHash, priced.output.product_id, priced.output.configuration,
-        priced.output.total_atomic, response, quote.expires_at_quote, evaluationId, snapshot.hash, text, hash]);
+    const row = await this.writer.write({
+      id: quote.id,
+      api_key_id: request.apiKeyId,
+      idempotency_key: request.idempotencyKey ?? null,
+      request_hash: requestHash,
+      product_id: priced.output.product_id,
+      configuration: priced.output.configuration,
+      amount_atomic: priced.output.total_atomic,
+      response: JSON.stringify(quote),
+      expires_at: quote.expires_at_quote,
+      evaluation_id: evaluationId,
+      snapshot_hash: snapshot.hash,
+      record: text,
+      record_hash: hash,
+    });
     if (!row.created) return replay(row, requestHash);
     return { quote, replayed: false };
   }

@@ -18,6 +18,18 @@ export function plain(value: Decimal): string {
   return value.toFixed();
 }
 
+const scales = new Map<number, Decimal>();
+
+/** 10^decimals: how many atomic units make one whole unit of a currency. */
+export function scale(decimals: number): Decimal {
+  let value = scales.get(decimals);
+  if (!value) {
+    value = new Decimal(10).pow(decimals);
+    scales.set(decimals, value);
+  }
+  return value;
+}
+
 export function atomicToAmount(atomic: string | Decimal, decimals: number): string {
-  return plain(new Decimal(atomic).dividedBy(new Decimal(10).pow(decimals)));
+  return plain(new Decimal(atomic).dividedBy(scale(decimals)));
 }

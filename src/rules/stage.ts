@@ -1,6 +1,7 @@
 import type { RuleResult } from 'json-rules-engine';
-import { Decimal, atomicToAmount, plain, toDecimal } from './decimal.js';
+import { Decimal, atomicToAmount, plain, scale, toDecimal } from './decimal.js';
 import { deriveFact } from './derived-facts.js';
+import { applicableRules } from './applicable-rules.js';
 import { EnginePool } from './engine-pool.js';
 import { readPath } from './path.js';
 import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpec, StageOutcome, TraceEntry } from './types.js';
@@ -9,16 +10,15 @@ export class RuleEvaluationError extends Error {}
 
 /** One stage of rules (product or quote): rules decide, this class does the arithmetic. */
 export class Stage {
-  private readonly pool: EnginePool;
+  /** One pool per product: only the rules that can apply to it (see applicableRules). */
+  private readonly pools = new Map<string, EnginePool>();
 
-  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[]) {
-    this.pool = new EnginePool(rules);
-  }
+  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[]) {}
 
-  async evaluate(baseFacts: Record<string, unknown>, decimals: number): Promise<StageOutcome> {
+  async evaluate(baseFacts: { product: { id: string }; settings: unknown } & Record<string, unknown>, decimals: number): Promise<StageOutcome> {
     const facts: Record<string, unknown> = { ...baseFacts };
     for (const spec of this.derivedFacts) facts[spec.name] = deriveFact(spec, facts);
-    const result = await this.pool.run(facts);
+    const result = await this.poolFor(baseFacts.product, baseFacts.settings).run(facts);
 
     const fired = [...result.results].sort(bySequenceThenName);
     const rejections: Rejection[] = [];
@@ -48,12 +48,21 @@ export class Stage {
       total_atomic: total === null ? null : plain(total),
     };
   }
+
+  private poolFor(product: { id: string }, settings: unknown): EnginePool {
+    let pool = this.pools.get(product.id);
+    if (!pool) {
+      pool = new EnginePool(applicableRules(this.rules, { product, settings }));
+      this.pools.set(product.id, pool);
+    }
+    return pool;
+  }
 }
 
 function priceLine(rule: string, p: Record<string, unknown>, decimals: number): PriceLine {
   const quantity = toDecimal(p.quantity ?? '0');
   if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
-  const rate = p.rate_atomic !== undefined ? toDecimal(p.rate_atomic) : toDecimal(p.rate)?.times(new Decimal(10).pow(decimals));
+  const rate = p.rate_atomic !== undefined ? toDecimal(p.rate_atomic) : toDecimal(p.rate)?.times(scale(decimals));
   if (!rate || rate.isNegative() || (p.rate_atomic !== undefined && !rate.isInteger())) {
     throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
   }

@@ -15,9 +15,11 @@ export class TestWallet {
   readonly client: x402Client;
   readonly address: Address;
   private readonly chain;
+  private readonly account;
 
   constructor(privateKey: `0x${string}`, rpcUrl: string) {
     const account = privateKeyToAccount(privateKey);
+    this.account = account;
     this.address = account.address;
     this.client = registerExactEvmScheme(new x402Client(), { signer: account });
     this.client.setSpendControls({ maxAmountPerPayment: '$20' });
@@ -40,6 +42,31 @@ export class TestWallet {
     const required: PaymentRequired = decodePaymentRequiredHeader(requiredHeader);
     const payload = await this.client.createPaymentPayload(required);
     tamper?.(payload);
+    return encodePaymentSignatureHeader(payload);
+  }
+
+  /** A payment whose EIP-3009 authorization is validly signed but with other validity times (e.g. already expired). */
+  async payWithValidity(requiredHeader: string, validAfter: bigint, validBefore: bigint): Promise<string> {
+    const required: PaymentRequired = decodePaymentRequiredHeader(requiredHeader);
+    const payload = await this.client.createPaymentPayload(required);
+    const authorization = (payload.payload as { authorization: Record<string, string> }).authorization;
+    authorization.validAfter = validAfter.toString();
+    authorization.validBefore = validBefore.toString();
+    const accepted = payload.accepted;
+    (payload.payload as { signature: string }).signature = await this.account.signTypedData({
+      domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: accepted.asset as Address },
+      types: {
+        TransferWithAuthorization: [
+          { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' },
+          { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
+        ],
+      },
+      primaryType: 'TransferWithAuthorization',
+      message: {
+        from: authorization.from as Address, to: authorization.to as Address, value: BigInt(authorization.value),
+        validAfter, validBefore, nonce: authorization.nonce as `0x${string}`,
+      },
+    });
     return encodePaymentSignatureHeader(payload);
   }
 
