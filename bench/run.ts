@@ -3,6 +3,9 @@
  * service and on a bare Koa baseline, each server in a process of its own, cases one after the other.
  * Prints the tables and writes them to docs/benchmarks.md (skip that with --no-write-docs).
  * Options: --duration <s> (8, measured per case), --warmup <s> (2), --rounds <n> (2 alternating slices), --connections <n> (32), --calls <n> (50000), --warmup-calls <n> (5000).
+ * Then the order benchmarks (bench/orders.ts): the 402 path vs @x402/express, paid purchases/s vs a bare facilitator,
+ * settle latency before and after mining blocks. Options: --purchases <c:n,...> (1:60,8:200), --settle-samples <n> (30),
+ * --mine-blocks <n> (2000), --no-orders (skip them).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -16,6 +19,8 @@ import { writeDocsSection } from './docs.js';
 import { compareLoad, type LoadTarget } from './http-load.js';
 import { instantStreamInput, runMicro } from './micro.js';
 import { machineLine, reportTables, type HttpResults, type Machine } from './report.js';
+import { runOrdersBench } from './orders.js';
+import { ordersTables, writeOrdersDocsSection } from './orders-report.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const { values: args } = parseArgs({
@@ -28,6 +33,10 @@ const { values: args } = parseArgs({
     'warmup-calls': { type: 'string', default: '5000' },
     'write-docs': { type: 'boolean', default: true },
     'no-write-docs': { type: 'boolean', default: false },
+    purchases: { type: 'string', default: '1:60,8:200' },
+    'settle-samples': { type: 'string', default: '30' },
+    'mine-blocks': { type: 'string', default: '2000' },
+    'no-orders': { type: 'boolean', default: false },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -36,8 +45,8 @@ const connections = Number(args.connections);
 const rounds = Number(args.rounds);
 const writeDocs = args['write-docs'] && !args['no-write-docs'];
 
-/** The whole run stays under 3 minutes: past this, the load stops and everything is shut down. */
-const DEADLINE_MS = 170_000;
+/** The whole run stays under 4 minutes: past this, the load stops and everything is shut down. */
+const DEADLINE_MS = 230_000;
 
 const startedAt = Date.now();
 const abort = new AbortController();
@@ -125,6 +134,34 @@ try {
       '- req/s counts 2xx responses; p50/p99 come from autocannon\'s per-response timings (sub-millisecond). CPU is from /proc: the server process, its children (PostgreSQL backends) and the bench process (autocannon), in cores busy. Load generator, servers and PostgreSQL share the 2 cores with whatever else runs (see load average), so absolute numbers move between runs; the ratios move less.',
     ].join('\n'));
     log('wrote docs/benchmarks.md');
+  }
+
+  if (!args['no-orders']) {
+    const purchases = args.purchases.split(',').map((pair) => {
+      const [concurrency, count] = pair.split(':').map(Number);
+      return { concurrency, count };
+    });
+    const orders = await runOrdersBench({
+      root, service, signal: abort.signal, log, connections, warmupSeconds, durationSeconds, rounds, purchases,
+      settleSamples: Number(args['settle-samples']), mineBlocks: Number(args['mine-blocks']),
+    });
+    const ordersText = ordersTables(orders);
+    console.log(`\nOrders, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${ordersText}\n`);
+    if (writeDocs) {
+      await writeOrdersDocsSection(join(root, 'docs/benchmarks.md'), [
+        '## Orders: 402 path, paid purchases, chain slowdown',
+        '',
+        `${machineLine({ ...machine, loadAverageAfter: loadavg() })}.`,
+        '',
+        ordersText,
+        '',
+        'Method (bench/orders.ts, run by `npm run bench` after the cases above, on the same service process):',
+        `- 402 path: autocannon, ${connections} connections, pipelining 1, ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s per contender; only 402 answers are counted and timed. Both get the same request: POST /orders with the instant-stream order body, bearer key and one fixed Idempotency-Key (a 402 binds no key), no PAYMENT-SIGNATURE. Service: the real route (authentication, Idempotency-Key, body validation, key lookup in PostgreSQL, pricing, requirements, PAYMENT-REQUIRED). Reference: bench/x402-express-ref.ts in its own process, Express 5 with only \`paymentMiddleware\` from @x402/express protecting \`POST /orders\` at $0.27 (exact, eip155:8453, the service's payTo, 300 s), over an \`x402ResourceServer\` whose facilitator is a local stub that answers getSupported (the only facilitator call of the 402 path, once at start); as in the package's quick start it has no body parser, so the reference never reads the body. Before the load, bench/orders.ts checks both ask for identical terms (270000 atomic USDC at the Base USDC address, same payTo, network, timeout, extra).`,
+        `- Paid purchases: before each concurrency level, every purchase gets its own Idempotency-Key, its own 402 and its own PAYMENT-SIGNATURE from the official x402 client (test/support/wallet.ts, dev.json's buyer); then complete paid POST /orders (verify, claim, settle on the embedded chain, provision) run with 1 or 8 in flight, success = 200 with an active order. Bare facilitator: \`createFacilitator({mode: 'embedded', rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4]})\` in the bench process on the service's anvil (its own gas account, so no nonce clash with the service's facilitator, account 0), no onSettled hook, doing verify then settle of payments signed the same way for the same requirements, with the same concurrency and count. The two alternate in ${Math.max(1, rounds)} parts (service, bare, service, bare, …); per second = successes / wall time of the timed runs. 3 untimed warm-up purchases and bare settles first.`,
+        `- Chain slowdown: the bare facilitator, sequentially, verify then settle (settle timed alone) of ${args['settle-samples']} pre-signed payments (+3 discarded) at the chain's height after the purchases, then \`anvil_mine\` of ${args['mine-blocks']} empty blocks in one JSON-RPC call, a 1.5 s pause (the service's 1 s ledger checkpoint reads the new blocks), and the same again.`,
+      ].join('\n'));
+      log('wrote the orders section of docs/benchmarks.md');
+    }
   }
 } catch (e) {
   exitCode = 1;
