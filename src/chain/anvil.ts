@@ -11,6 +11,8 @@ export interface AnvilOptions {
   chainId: number;
   /** A state file in anvil's dump format to start from (see genesis.ts). */
   loadStateFile?: string;
+  /** Further command-line options for anvil. */
+  extraArgs?: string[];
   onUnexpectedExit?: (code: number | null) => void;
 }
 
@@ -90,6 +92,7 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
 export async function startAnvil(options: AnvilOptions, timeoutMs = 15_000): Promise<AnvilProcess> {
   const args = ['--host', options.host, '--port', String(options.port), '--chain-id', String(options.chainId)];
   if (options.loadStateFile) args.push('--load-state', options.loadStateFile);
+  if (options.extraArgs) args.push(...options.extraArgs);
   // detached: its own process group, so stop() can kill watchdog and anvil together by group id.
   const child = spawn('sh', ['-c', WATCHDOG, anvilBinary(), ...args], {
     detached: true,

@@ -32,6 +32,8 @@ export interface EmbeddedChainOptions {
   port?: number;
   /** How often the ledger is also saved without being asked (ms). */
   checkpointIntervalMs?: number;
+  /** Further anvil options (experiments). */
+  anvilArgs?: string[];
   /** Called if anvil dies while the chain has not been stopped. */
   onUnexpectedExit?: (code: number | null) => void;
 }
@@ -87,6 +89,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       port,
       chainId: EMBEDDED_CHAIN_ID,
       loadStateFile: genesisFile,
+      extraArgs: options.anvilArgs,
       onUnexpectedExit: options.onUnexpectedExit,
     });
   } catch (error) {

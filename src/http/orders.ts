@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { ApiError } from '../errors/index.js';
-import type { ApiKeys } from '../keys/index.js';
+import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { OrderRequest, OrderService } from '../orders/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
@@ -19,7 +19,8 @@ export interface OrderRouteDeps {
 
 export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
   router.post('/orders', async (ctx) => {
-    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    const authorization = ctx.get('Authorization') || undefined;
+    const key = await deps.keys.authenticateForWrite(authorization);
     const idempotency = idempotencyKey(ctx, true)!;
     const request = await readOrderRequest(ctx);
     if (!deps.orders) {
@@ -33,6 +34,8 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
       request,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${ctx.protocol}://${ctx.host}${ctx.path}`,
+    }).catch((e) => {
+      throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
     ctx.set('Access-Control-Expose-Headers', 'PAYMENT-RESPONSE, PAYMENT-REQUIRED');

@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { ApiKeys } from '../keys/index.js';
+import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { bodyReader } from './request-body.js';
@@ -9,13 +9,16 @@ const readQuoteRequest = bodyReader<{ product_id: string; parameters?: Record<st
 
 export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: QuoteService }): void {
   router.post('/quotes', async (ctx) => {
-    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    const authorization = ctx.get('Authorization') || undefined;
+    const key = await deps.keys.authenticateForWrite(authorization);
     const idempotency = idempotencyKey(ctx, false);
     const body = await readQuoteRequest(ctx);
     const { quote, replayed } = await deps.quotes.create({
       apiKeyId: key.id,
       idempotencyKey: idempotency,
       input: { product_id: body.product_id, parameters: body.parameters ?? {} },
+    }).catch((e) => {
+      throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });
     ctx.body = { ok: true, quote, ...(idempotency !== undefined && { idempotency: { key: idempotency, replayed } }) };
   });

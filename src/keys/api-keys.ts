@@ -12,6 +12,9 @@ function hashSecret(secret: string): Buffer {
 
 /** Agent API keys: "aak_<id>_<secret>". Only a hash of the secret is stored; the token is shown once. */
 export class ApiKeys {
+  /** Tokens this process has verified, for operations whose write checks revocation itself. */
+  private readonly verified = new Map<string, ApiKey>();
+
   constructor(private readonly db: Database) {}
 
   async create(name: string): Promise<{ key: ApiKey; token: string }> {
@@ -43,13 +46,48 @@ export class ApiKeys {
 
   /** Resolves the Authorization header to a key, or throws the 401 error document. */
   async authenticate(authorization: string | undefined): Promise<ApiKey> {
-    const bearer = /^Bearer +(\S+)\s*$/i.exec(authorization ?? '');
-    const key = bearer ? await this.verify(bearer[1]) : undefined;
-    if (key) return key;
-    throw new ApiError(401, authorization ? 'invalid_api_key' : 'authentication_required',
+    const token = bearerToken(authorization);
+    const key = token ? await this.verify(token) : undefined;
+    if (key) {
+      this.remember(token!, key);
+      return key;
+    }
+    throw unauthorized(authorization);
+  }
+
+  /**
+   * Like authenticate, but a token this process already verified is not looked up again. Only for operations whose
+   * database write refuses a revoked key in the same statement (quotes, order claims), so revocation still acts at once.
+   */
+  async authenticateForWrite(authorization: string | undefined): Promise<ApiKey> {
+    const token = bearerToken(authorization);
+    return (token && this.verified.get(token)) || this.authenticate(authorization);
+  }
+
+  /** The write found the key revoked: forget it and answer 401. */
+  revokedDuringRequest(authorization: string | undefined): ApiError {
+    const token = bearerToken(authorization);
+    if (token) this.verified.delete(token);
+    return unauthorized(authorization);
+  }
+
+  private remember(token: string, key: ApiKey): void {
+    if (this.verified.size >= 10_000) this.verified.clear();
+    this.verified.set(token, key);
+  }
+}
+
+/** Thrown by a write that found the caller's key revoked since it was checked. */
+export class KeyRevoked extends Error {}
+
+function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer +(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+}
+
+function unauthorized(authorization: string | undefined): ApiError {
+  return new ApiError(401, authorization ? 'invalid_api_key' : 'authentication_required',
       authorization
         ? 'The API key is not valid or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
         : 'This operation needs an agent API key: send it as "Authorization: Bearer <key>".',
       { headers: { 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' } });
-  }
 }

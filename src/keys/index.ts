@@ -1,1 +1,1 @@
-export { ApiKeys, type ApiKey } from './api-keys.js';
+export { ApiKeys, KeyRevoked, type ApiKey } from './api-keys.js';

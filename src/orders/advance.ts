@@ -2,7 +2,7 @@ import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
 import type { AuthorizationLedger, PaymentGateway, PaymentPayload, PaymentRequirements } from '../payments/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
-import type { ServiceRecords } from '../services/index.js';
+import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
@@ -32,27 +32,21 @@ export class PaymentNotTaken extends Error {
  * called by the request that claimed it and by the recovery loop. Never charges twice: an authorization that the
  * token already reports as used counts as settled.
  */
-export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<OrderRow> {
+export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<{ order: OrderRow; service?: ServiceRow }> {
   let current = order;
-  if (current.state === 'settling') {
-    await settle(current, deps, origin);
-    current = (await deps.orders.byId(current.id))!;
-  }
-  if (current.state === 'provisioning') {
-    await provision(current, deps);
-    current = (await deps.orders.byId(current.id))!;
-  }
-  return current;
+  if (current.state === 'settling') current = await settle(current, deps, origin);
+  if (current.state === 'provisioning') return provision(current, deps);
+  return { order: current };
 }
 
-async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<void> {
+async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<OrderRow> {
   const payload = order.payment as unknown as PaymentPayload;
   const requirements = order.requirements as unknown as PaymentRequirements;
 
   if (origin === 'recovery' && (await usedOnChain(order, deps))) return recordSettledFromChain(order, deps);
   if (origin === 'recovery' && BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000)) {
     await deps.orders.failedUnpaid(order.id, 'the payment authorization expired before it could be settled; nothing was charged');
-    return;
+    return (await deps.orders.byId(order.id))!;
   }
 
   let result;
@@ -65,10 +59,10 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   }
   if (result.success) {
     crashPoint('after_chain_settle');
-    await deps.orders.settled(order.id, { ...result });
+    const settled = await deps.orders.settled(order.id, { ...result });
     crashPoint('after_settled');
     deps.log.info({ order_id: order.id, transaction: result.transaction }, 'settled');
-    return;
+    return settled;
   }
   // A refusal may hide an earlier attempt of ours that went through (e.g. "authorization is used"): ask the token.
   if (await usedOnChain(order, deps)) return recordSettledFromChain(order, deps);
@@ -81,21 +75,24 @@ async function usedOnChain(order: OrderRow, deps: AdvanceDeps): Promise<boolean>
   return deps.ledger.isUsed(order.payer, order.nonce);
 }
 
-async function recordSettledFromChain(order: OrderRow, deps: AdvanceDeps): Promise<void> {
+async function recordSettledFromChain(order: OrderRow, deps: AdvanceDeps): Promise<OrderRow> {
   const transaction = await deps.ledger.transactionOf(order.payer, order.nonce).catch(() => undefined);
-  await deps.orders.settled(order.id, { success: true, transaction: transaction ?? '', network: order.network, payer: order.payer, recovered: true });
+  const settled = await deps.orders.settled(order.id, { success: true, transaction: transaction ?? '', network: order.network, payer: order.payer, recovered: true });
   deps.log.info({ order_id: order.id, transaction }, 'settlement found on chain');
+  return settled;
 }
 
-async function provision(order: OrderRow, deps: AdvanceDeps): Promise<void> {
+async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
   const product = deps.live.current.catalog.byId.get(order.product_id)?.product;
   const limits = product?.billing_type === 'subscription' ? { ...product.limits } : { ...order.configuration };
   const expiresAt = expiryOf(order);
-  await deps.db.transaction(async (client) => {
-    await deps.services.createForOrder(client, order, limits, expiresAt);
-    await deps.orders.activate(client, order.id);
+  const done = await deps.db.transaction(async (client) => {
+    const service = await deps.services.createForOrder(client, order, limits, expiresAt);
+    const active = await deps.orders.activate(client, order.id);
+    return { order: active ?? order, service };
   });
   deps.log.info({ order_id: order.id }, 'provisioned');
+  return done;
 }
 
 /** Paid time + duration: fractional hours to the millisecond, whole calendar months or years for subscriptions. */

@@ -4,7 +4,7 @@ import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
-import type { ServiceRecords } from '../services/index.js';
+import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { crashPoint } from './crash-point.js';
@@ -123,7 +123,7 @@ export class OrderService {
     try {
       const done = await advance(claimed, this.deps, 'request');
       crashPoint('after_provision');
-      return await this.respond(done, false);
+      return await this.respond(done.order, false, done.service);
     } catch (e) {
       if (e instanceof PaymentNotTaken) {
         throw await paymentRequired('payment_failed', `Settlement failed (${e.reason}); nothing was charged. Sign a new payment and retry with the same Idempotency-Key.`);
@@ -169,8 +169,8 @@ export class OrderService {
       { retryable: true, headers: { 'Retry-After': '1' } });
   }
 
-  private async respond(order: OrderRow, replay: boolean): Promise<PlacedOrder> {
-    const service = await this.services.forOrder(order.id);
+  private async respond(order: OrderRow, replay: boolean, provisioned?: ServiceRow): Promise<PlacedOrder> {
+    const service = provisioned ?? await this.services.forOrder(order.id);
     if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
     return {
       body: { ok: true, order: orderDocument(order), service: this.services.document(service), idempotent_replay: replay },

@@ -1,3 +1,4 @@
+import { KeyRevoked } from '../keys/index.js';
 import type { Client, Database } from '../store/index.js';
 
 export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed';
@@ -40,7 +41,9 @@ export class OrderStore {
   constructor(private readonly db: Database) {}
 
   async byKey(apiKeyId: string, idempotencyKey: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE api_key_id = $1 AND idempotency_key = $2', [apiKeyId, idempotencyKey]);
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
+      `SELECT o.* FROM orders o JOIN api_keys k ON k.id = o.api_key_id AND k.revoked_at IS NULL
+       WHERE o.api_key_id = $1 AND o.idempotency_key = $2`, [apiKeyId, idempotencyKey]);
     return row;
   }
 
@@ -63,6 +66,9 @@ export class OrderStore {
     const values = Object.values(order);
     try {
       return await this.db.transaction(async (client) => {
+        // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
+        const { rows: active } = await client.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE', [order.api_key_id]);
+        if (!active.length) throw new KeyRevoked();
         await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [record.id, record.kind, record.snapshotHash, record.text, record.hash]);
         const { rows: [row] } = await client.query(
           `INSERT INTO orders (${columns.join(', ')}, state, lease_until)
@@ -78,9 +84,11 @@ export class OrderStore {
     }
   }
 
-  async settled(id: string, settlement: Record<string, unknown>): Promise<void> {
-    await this.db.query(
-      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling'", [id, settlement]);
+  /** Records the settlement; the order as it is now (unchanged if it had already left "settling"). */
+  async settled(id: string, settlement: Record<string, unknown>): Promise<OrderRow> {
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
+      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *", [id, settlement]);
+    return row ?? (await this.byId(id))!;
   }
 
   /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */
@@ -90,8 +98,9 @@ export class OrderStore {
        WHERE id = $1 AND state = 'settling'`, [id, reason]);
   }
 
-  async activate(client: Client, id: string): Promise<void> {
-    await client.query("UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning'", [id]);
+  async activate(client: Client, id: string): Promise<OrderRow | undefined> {
+    const { rows: [row] } = await client.query("UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning' RETURNING *", [id]);
+    return row as OrderRow | undefined;
   }
 
   /** Takes leases on unfinished orders whose lease ran out (a crashed or slow instance); safe across instances. */

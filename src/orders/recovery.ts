@@ -28,7 +28,7 @@ export class OrderRecovery {
       if (!order) continue;
       try {
         const result = await advance(order, this.deps, 'recovery');
-        this.log.info({ order_id: id, state: result.state }, 'order recovered');
+        this.log.info({ order_id: id, state: result.order.state }, 'order recovered');
       } catch (err) {
         this.log.warn({ order_id: id, err }, 'order still unfinished; will retry');
       }

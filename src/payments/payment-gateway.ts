@@ -23,6 +23,8 @@ export interface Authorization { from: string; to: string; value: string; validA
 export class PaymentGateway {
   private readonly server: x402ResourceServer;
   private ready?: Promise<void>;
+  /** Requirements and PAYMENT-REQUIRED headers depend only on the amount and resource: built once each. */
+  private readonly built = new Map<string, Promise<PaymentRequirements | string>>();
 
   constructor(facilitator: FacilitatorClient, readonly terms: PaymentTerms) {
     this.server = registerExactEvmScheme(new x402ResourceServer(facilitator), { networks: [terms.network] });
@@ -37,7 +39,27 @@ export class PaymentGateway {
     return this.ready;
   }
 
-  async requirements(amountAtomic: string): Promise<PaymentRequirements> {
+  requirements(amountAtomic: string): Promise<PaymentRequirements> {
+    return this.memo(`requirements\n${amountAtomic}`, () => this.buildRequirements(amountAtomic)) as Promise<PaymentRequirements>;
+  }
+
+  paymentRequiredHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
+    const key = `header\n${requirements.amount}\n${resource.url}\n${resource.description}\n${error}`;
+    return this.memo(key, () => this.buildHeader(requirements, resource, error)) as Promise<string>;
+  }
+
+  private memo(key: string, build: () => Promise<PaymentRequirements | string>): Promise<PaymentRequirements | string> {
+    let value = this.built.get(key);
+    if (!value) {
+      if (this.built.size >= 1000) this.built.clear();
+      value = build();
+      value.catch(() => this.built.delete(key));
+      this.built.set(key, value);
+    }
+    return value;
+  }
+
+  private async buildRequirements(amountAtomic: string): Promise<PaymentRequirements> {
     await this.initialize();
     const [requirements] = await this.server.buildPaymentRequirements({
       scheme: 'exact',
@@ -49,7 +71,7 @@ export class PaymentGateway {
     return requirements;
   }
 
-  async paymentRequiredHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
+  private async buildHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
     const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error);
     return encodePaymentRequiredHeader(required);
   }

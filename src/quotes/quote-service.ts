@@ -2,6 +2,7 @@ import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/inde
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
 import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput } from '../pricing/index.js';
+import { KeyRevoked } from '../keys/index.js';
 import type { Database } from '../store/index.js';
 import { BatchWriter } from './batch-writer.js';
 
@@ -35,7 +36,7 @@ interface QuoteWrite {
   record_hash: string;
 }
 
-type WriteResult = { created: boolean; request_hash: string; response: string };
+type WriteResult = { created: boolean; revoked: boolean; request_hash: string; response: string };
 
 export class QuoteService {
   private readonly writer: BatchWriter<QuoteWrite, WriteResult>;
@@ -51,7 +52,8 @@ export class QuoteService {
     const requestHash = sha256(canonicalJson(request.input));
     if (request.idempotencyKey) {
       const [existing] = await this.db.query<{ request_hash: string; response: string }>(
-        'SELECT request_hash, response FROM quotes WHERE api_key_id = $1 AND idempotency_key = $2', [request.apiKeyId, request.idempotencyKey]);
+        `SELECT q.request_hash, q.response FROM quotes q JOIN api_keys k ON k.id = q.api_key_id AND k.revoked_at IS NULL
+         WHERE q.api_key_id = $1 AND q.idempotency_key = $2`, [request.apiKeyId, request.idempotencyKey]);
       if (existing) return replay(existing, requestHash);
     }
 
@@ -79,6 +81,7 @@ export class QuoteService {
       record: text,
       record_hash: hash,
     });
+    if (row.revoked) throw new KeyRevoked();
     if (!row.created) return replay(row, requestHash);
     return { quote, replayed: false };
   }

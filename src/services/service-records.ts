@@ -38,7 +38,7 @@ export class ServiceRecords {
   /** Creates the service of a paid order inside the caller's transaction; a second call for the same order returns the first service. */
   async createForOrder(client: Client, order: { id: string; api_key_id: string; product_id: string }, limits: Record<string, unknown>, expiresAt: Date | null): Promise<ServiceRow> {
     const id = randomId('svc_');
-    const mount = randomId('/live-', 9).replace(/[-_]/g, 'x');
+    const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const inserted = await client.query(
       `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at)
        VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8) ON CONFLICT (order_id) DO NOTHING RETURNING *`,

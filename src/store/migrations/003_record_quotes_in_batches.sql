@@ -1,6 +1,6 @@
 -- Quotes are recorded in batches: one call, one chain-head lock and one head update for many quotes.
 -- Idempotency keys are locked first, in a fixed order, so concurrent batches cannot deadlock.
-CREATE FUNCTION record_quotes(p_quotes jsonb) RETURNS TABLE (idx integer, created boolean, id text, request_hash text, response text)
+CREATE FUNCTION record_quotes(p_quotes jsonb) RETURNS TABLE (idx integer, created boolean, revoked boolean, id text, request_hash text, response text)
 LANGUAGE plpgsql AS $$
 DECLARE
   q jsonb;
@@ -19,10 +19,16 @@ BEGIN
   next_seq := head.seq;
   next_chain := head.chain_hash;
   FOR q IN SELECT * FROM jsonb_array_elements(p_quotes) LOOP
+    -- The caller may have checked the key from a cache: a key revoked since then records nothing.
+    IF NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = q->>'api_key_id' AND k.revoked_at IS NULL) THEN
+      RETURN QUERY SELECT i, false, true, NULL::text, NULL::text, NULL::text;
+      i := i + 1;
+      CONTINUE;
+    END IF;
     IF q->>'idempotency_key' IS NOT NULL THEN
       SELECT * INTO existing FROM quotes x WHERE x.api_key_id = q->>'api_key_id' AND x.idempotency_key = q->>'idempotency_key';
       IF FOUND THEN
-        RETURN QUERY SELECT i, false, existing.id, existing.request_hash, existing.response;
+        RETURN QUERY SELECT i, false, false, existing.id, existing.request_hash, existing.response;
         i := i + 1;
         CONTINUE;
       END IF;
@@ -35,7 +41,7 @@ BEGIN
     INSERT INTO quotes (id, api_key_id, idempotency_key, request_hash, product_id, configuration, amount_atomic, response, evaluation_id, expires_at)
     VALUES (q->>'id', q->>'api_key_id', q->>'idempotency_key', q->>'request_hash', q->>'product_id', q->'configuration',
             (q->>'amount_atomic')::numeric, q->>'response', q->>'evaluation_id', (q->>'expires_at')::timestamptz);
-    RETURN QUERY SELECT i, true, q->>'id', q->>'request_hash', q->>'response';
+    RETURN QUERY SELECT i, true, false, q->>'id', q->>'request_hash', q->>'response';
     i := i + 1;
   END LOOP;
   UPDATE audit_head SET seq = next_seq, chain_hash = next_chain;
