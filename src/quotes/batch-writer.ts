@@ -1,22 +1,23 @@
 /**
- * Groups concurrent writes: the first write goes at once; writes that arrive while it is in flight wait and go
- * together in the next call. Under load this turns N round trips and N lock acquisitions into one.
+ * Groups concurrent writes: a write goes at once while fewer than maxInFlight calls are under way; writes that
+ * arrive meanwhile wait and go together in the next call. Under load this turns N round trips and N lock
+ * acquisitions into a few.
  */
 export class BatchWriter<Item, Result> {
   private queue: { item: Item; resolve: (r: Result) => void; reject: (e: unknown) => void }[] = [];
-  private flushing = false;
+  private inFlight = 0;
 
-  constructor(private readonly writeAll: (items: Item[]) => Promise<Result[]>, private readonly maxBatch = 256) {}
+  constructor(private readonly writeAll: (items: Item[]) => Promise<Result[]>, private readonly maxInFlight = 2, private readonly maxBatch = 256) {}
 
   write(item: Item): Promise<Result> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.flushing) void this.flush();
+      if (this.inFlight < this.maxInFlight) void this.flush();
     });
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
+    this.inFlight++;
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {
@@ -26,6 +27,6 @@ export class BatchWriter<Item, Result> {
         for (const b of batch) b.reject(e);
       }
     }
-    this.flushing = false;
+    this.inFlight--;
   }
 }
