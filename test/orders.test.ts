@@ -3,6 +3,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { request, root, runNode, startService, type JsonResponse, type Service } from './support/service.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { DEV_ACCOUNTS } from '../src/chain/index.js';
@@ -106,6 +107,17 @@ describe('POST /orders without payment', () => {
     assert.equal(decodePaymentRequiredHeader(locked.headers.get('payment-required')!).accepts[0].amount, q.body.quote.price.amount_atomic);
     assertError(await post(order({ metadata: { quote_id: q.body.quote.id } }), { 'idempotency-key': newKey() }), 409, 'quote_mismatch');
     assertError(await post(order({ metadata: { quote_id: 'qt_unknown' } }), { 'idempotency-key': newKey() }), 422, 'quote_not_found');
+
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const db = new pg.Client({ connectionString: lock.database_url });
+    await db.connect();
+    try {
+      await db.query("UPDATE quotes SET expires_at = now() - interval '1 second' WHERE id = $1", [q.body.quote.id]);
+    } finally {
+      await db.end();
+    }
+    const expired = await post(order({ parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 }, metadata: { quote_id: q.body.quote.id } }), { 'idempotency-key': newKey() });
+    assertError(expired, 409, 'quote_expired');
   });
 });
 
