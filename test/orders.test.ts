@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { request, root, runNode, startService, type JsonResponse, type Service } from './support/service.js';
+import { buy } from './support/purchase.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { DEV_ACCOUNTS } from '../src/chain/index.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
@@ -50,15 +51,7 @@ function assertError(response: JsonResponse, status: number, code: string) {
   assert.ok(response.body.error.request_id);
 }
 
-async function paidOrder(body: Record<string, unknown>, key: string, sent: string[] = []) {
-  const pay = wallet.payingFetch(sent);
-  const response = await pay(`${service.baseUrl}/orders`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${service.apiKey}`, 'idempotency-key': key },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, headers: response.headers, body: await response.json() as any };
-}
+const paidOrder = (body: Record<string, unknown>, key: string, sent: string[] = []) => buy(service, wallet, body, key, sent);
 
 describe('POST /orders without payment', () => {
   test('answers 402 with x402 v2 PAYMENT-REQUIRED and binds nothing', async () => {

@@ -3,26 +3,50 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
+  hexToBigInt,
+  hexToNumber,
   http,
+  numberToHex,
+  parseEventLogs,
   publicActions,
+  toEventSelector,
   type Address,
   type Chain,
   type Hex,
   type PublicClient,
+  type RpcBlock,
+  type RpcLog,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { DEV_ACCOUNTS, DEV_ROLES, type DevAccounts } from './accounts.js';
 import { startAnvil } from './anvil.js';
+import { coalesce } from './coalesce.js';
 import { loadArtifacts } from './contracts.js';
 import { writeAnvilGenesis } from './genesis.js';
+import { rpc, rpcBatch } from './rpc.js';
 import { isEmptyDelta, mergeDelta, StateJournal, type StateDelta } from './state.js';
-import { MULTICALL3_ADDRESS, readLedgerDelta, tokenAbi, USDC_ADDRESS } from './token.js';
+import { ledgerDelta, ledgerEvents, MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS } from './token.js';
 
 export { DEV_ACCOUNTS, DEV_ROLES, type DevAccount, type DevAccounts } from './accounts.js';
 export { MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS, USDC_DECIMALS, USDC_NAME, USDC_VERSION } from './token.js';
 
 export const EMBEDDED_CHAIN_ID = 8453;
+
+/**
+ * anvil options that keep it fast over a long uptime (measured: settle latency and anvil_mine, see
+ * docs/benchmarks.md). anvil recomputes the whole state root for every block, so its cost per block
+ * follows the number of storage slots in the state: from Prague on, the EIP-2935 history contract
+ * stores one block hash per block (up to 8191 of them), which made every block, and so every settle,
+ * slower as the chain grew. Cancun is the newest hardfork without it (the contracts are compiled for
+ * it). --prune-history keeps only the last 16 states in memory (reads a few blocks behind the head
+ * still work) and none on disk: by default anvil writes every older state to ~/.foundry/anvil/tmp,
+ * a few hundred kB per block, and leaves the files behind when it is killed.
+ */
+export const EMBEDDED_ANVIL_ARGS: readonly string[] = ['--hardfork', 'cancun', '--prune-history', '16'];
+
+/** Above this many new blocks (anvil_mine), a checkpoint asks the dev accounts' counts instead of reading every block. */
+const MAX_BLOCKS_READ = 64n;
 
 export interface EmbeddedChainOptions {
   /** Holds chain-state.jsonl (the ledger that survives restarts) and anvil-genesis.json. */
@@ -32,8 +56,8 @@ export interface EmbeddedChainOptions {
   port?: number;
   /** How often the ledger is also saved without being asked (ms). */
   checkpointIntervalMs?: number;
-  /** Further anvil options (experiments). */
-  anvilArgs?: string[];
+  /** anvil options instead of EMBEDDED_ANVIL_ARGS (for comparisons). */
+  anvilArgs?: readonly string[];
   /** Called if anvil dies while the chain has not been stopped. */
   onUnexpectedExit?: (code: number | null) => void;
 }
@@ -56,7 +80,10 @@ export interface EmbeddedChain {
   authorizationState(authorizer: Address, nonce: Hex): Promise<boolean>;
   /** Mints the shortfall so that `address` holds at least `minimumAtomic`; returns the new balance. */
   ensureFunded(address: Address, minimumAtomic: bigint): Promise<bigint>;
-  /** Saves every ledger change mined so far to the data dir; resolves once it is on disk. */
+  /**
+   * Saves every ledger change mined so far to the data dir; resolves once it is on disk. Concurrent
+   * calls share the work: one round of reads and one journal append serves every caller that came before it.
+   */
   checkpoint(): Promise<void>;
   /** Checkpoints, then stops anvil. Idempotent. */
   stop(): Promise<void>;
@@ -89,7 +116,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       port,
       chainId: EMBEDDED_CHAIN_ID,
       loadStateFile: genesisFile,
-      extraArgs: options.anvilArgs,
+      extraArgs: [...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS)],
       onUnexpectedExit: options.onUnexpectedExit,
     });
   } catch (error) {
@@ -97,10 +124,9 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     throw error;
   }
   const viemChain = localViemChain(EMBEDDED_CHAIN_ID, anvil.rpcUrl);
-  // batch: the reads of one checkpoint travel in a single HTTP request.
   const publicClient = createPublicClient({
     chain: viemChain,
-    transport: http(anvil.rpcUrl, { batch: true }),
+    transport: http(anvil.rpcUrl),
     pollingInterval: 10,
   }) as PublicClient;
   const minter = createWalletClient({
@@ -110,28 +136,62 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     pollingInterval: 10,
   }).extend(publicActions);
 
+  const devAddresses = new Map(DEV_ACCOUNTS.map(({ address }) => [address.toLowerCase(), address]));
+  const ledgerTopics = [ledgerEvents.map((event) => toEventSelector(event))];
+
+  // Everything up to syncedBlock is in the journal (and in `state`). Each round reads the head first, so a
+  // round that starts after a caller's transaction was mined covers it (see coalesce). Two JSON-RPC round
+  // trips: the head, then the token's events and the new blocks' transactions (whose senders and nonces give
+  // the dev accounts' transaction counts without reading state).
   let syncedBlock = 0n;
-  let queue: Promise<void> = Promise.resolve();
   const syncLedger = async (): Promise<void> => {
-    const latest = await publicClient.getBlockNumber({ cacheTime: 0 });
-    if (latest <= syncedBlock) return;
-    const [ledger, nonces] = await Promise.all([
-      readLedgerDelta(publicClient, syncedBlock + 1n, latest, state),
-      Promise.all(
-        DEV_ACCOUNTS.map((account) => publicClient.getTransactionCount({ address: account.address, blockNumber: latest })),
-      ),
+    const head = hexToBigInt((await rpc(anvil.rpcUrl, 'eth_blockNumber')) as Hex);
+    if (head <= syncedBlock) return;
+    const fromBlock = syncedBlock + 1n;
+    const getLogs = {
+      method: 'eth_getLogs',
+      params: [{ address: USDC_ADDRESS, topics: ledgerTopics, fromBlock: numberToHex(fromBlock), toBlock: numberToHex(head) }],
+    };
+    // After a long run of blocks (anvil_mine) the counts are asked instead of reading every block. 'latest'
+    // may be past the head: a count ahead of the saved ledger is harmless (counts only grow, and the next
+    // checkpoint saves what those transactions did), and it needs no old state from anvil.
+    const readBlocks = head - fromBlock < MAX_BLOCKS_READ;
+    const [logs, ...rest] = await rpcBatch(anvil.rpcUrl, [
+      getLogs,
+      ...(readBlocks
+        ? Array.from({ length: Number(head - fromBlock) + 1 }, (_, i) => ({
+            method: 'eth_getBlockByNumber',
+            params: [numberToHex(fromBlock + BigInt(i)), true],
+          }))
+        : DEV_ACCOUNTS.map(({ address }) => ({ method: 'eth_getTransactionCount', params: [address, 'latest'] }))),
     ]);
-    const delta: StateDelta = { ...ledger, accountNonces: {} };
-    DEV_ACCOUNTS.forEach(({ address }, i) => {
-      if (nonces[i] !== (state.accountNonces[address] ?? 0)) delta.accountNonces![address] = nonces[i];
-    });
+    const counts: Record<string, number> = {};
+    if (readBlocks) {
+      for (const [i, block] of (rest as Array<RpcBlock<'latest', true> | null>).entries()) {
+        if (!block) throw new Error(`block ${fromBlock + BigInt(i)} is missing (head ${head})`);
+        for (const tx of block.transactions) {
+          const sender = devAddresses.get(tx.from.toLowerCase());
+          if (sender) counts[sender] = Math.max(counts[sender] ?? 0, hexToNumber(tx.nonce) + 1);
+        }
+      }
+    } else {
+      DEV_ACCOUNTS.forEach(({ address }, i) => (counts[address] = hexToNumber(rest[i] as Hex)));
+    }
+    // In chain order (as nodes answer anyway): an Approval's value replaces the one before it.
+    const position = (log: RpcLog) => hexToBigInt(log.blockNumber!) * 1_000_000n + hexToBigInt(log.logIndex!);
+    const ordered = (logs as RpcLog[]).sort((a, b) => (position(a) < position(b) ? -1 : position(a) > position(b) ? 1 : 0));
+    const events = parseEventLogs({ abi: ledgerEvents, logs: ordered, strict: true });
+    const delta: StateDelta = { ...ledgerDelta(events, state), accountNonces: {} };
+    for (const [address, count] of Object.entries(counts)) {
+      if (count > (state.accountNonces[address] ?? 0)) delta.accountNonces![address] = count;
+    }
     if (!isEmptyDelta(delta)) {
       await journal.append(delta);
       mergeDelta(state, delta);
     }
-    syncedBlock = latest;
+    syncedBlock = head;
   };
-  const checkpoint = (): Promise<void> => (queue = queue.catch(() => undefined).then(syncLedger));
+  const checkpoint = coalesce(syncLedger);
   const timer = setInterval(() => checkpoint().catch(() => undefined), checkpointIntervalMs);
   timer.unref();
 

@@ -7,7 +7,6 @@ import {
   zeroAddress,
   type Address,
   type Hex,
-  type PublicClient,
 } from 'viem';
 import type { ChainState, StateDelta } from './state.js';
 
@@ -38,7 +37,8 @@ export const tokenAbi = parseAbi([
   'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
 ]);
 
-const ledgerEvents = tokenAbi.filter((item) => item.type === 'event');
+/** The events of the token that change the ledger (Mint is not among them: its Transfer says the same). */
+export const ledgerEvents = tokenAbi.filter((item) => item.type === 'event');
 
 // Storage slots of FiatTokenV2.sol's state variables, in declaration order.
 const BALANCES_SLOT = 0n;
@@ -72,45 +72,44 @@ export function tokenStorage(state: ChainState): Record<Hex, Hex> {
   return storage;
 }
 
+/** A decoded event of the token, as eth_getLogs with `ledgerEvents` returns it. */
+export type LedgerEvent =
+  | { eventName: 'Transfer'; args: { from: Address; to: Address; value: bigint } }
+  | { eventName: 'Approval'; args: { owner: Address; spender: Address; value: bigint } }
+  | { eventName: 'AuthorizationUsed' | 'AuthorizationCanceled'; args: { authorizer: Address; nonce: Hex } };
+
 /**
- * What changed in the ledger between two blocks, read from the token's events and then its
- * storage at toBlock. Storage written behind the token's back (anvil_setStorageAt) is not seen.
+ * The ledger change made by the token's events of some new blocks (in chain order), as absolute values
+ * to merge into `known`, the ledger before those blocks. FiatTokenV2 emits an event for every change
+ * to its state: Transfer (from the zero address for a mint), Approval (also for what transferFrom
+ * leaves), AuthorizationUsed and AuthorizationCanceled, so no storage needs to be read. Storage written
+ * behind the token's back (anvil_setStorageAt) is not seen.
  */
-export async function readLedgerDelta(
-  client: PublicClient,
-  fromBlock: bigint,
-  toBlock: bigint,
-  known: ChainState,
-): Promise<StateDelta> {
-  const logs = await client.getLogs({ address: USDC_ADDRESS, events: ledgerEvents, fromBlock, toBlock, strict: true });
-  const holders = new Set<Address>();
-  const pairs = new Map<string, [Address, Address]>();
+export function ledgerDelta(events: readonly LedgerEvent[], known: ChainState): StateDelta {
+  const balances: Record<string, bigint> = {};
+  const balanceOf = (holder: Address): bigint => (balances[holder] ??= BigInt(known.balances[holder] ?? 0));
+  let totalSupply = BigInt(known.totalSupply);
+  const allowances: Record<string, Record<string, string>> = {};
   const authorizations: Record<string, string[]> = {};
-  for (const log of logs) {
-    if (log.eventName === 'Transfer') {
-      holders.add(log.args.from).add(log.args.to);
-    } else if (log.eventName === 'Approval') {
-      pairs.set(`${log.args.owner}/${log.args.spender}`, [log.args.owner, log.args.spender]);
+  for (const event of events) {
+    if (event.eventName === 'Transfer') {
+      const { value } = event.args;
+      const [from, to] = [getAddress(event.args.from), getAddress(event.args.to)];
+      if (from === zeroAddress) totalSupply += value;
+      else balances[from] = balanceOf(from) - value;
+      if (to === zeroAddress) totalSupply -= value;
+      else balances[to] = balanceOf(to) + value;
+    } else if (event.eventName === 'Approval') {
+      (allowances[getAddress(event.args.owner)] ??= {})[getAddress(event.args.spender)] = event.args.value.toString();
     } else {
-      (authorizations[getAddress(log.args.authorizer)] ??= []).push(log.args.nonce);
+      (authorizations[getAddress(event.args.authorizer)] ??= []).push(event.args.nonce);
     }
   }
-  holders.delete(zeroAddress);
-  if (logs.length === 0) return {};
-
-  const at = { address: USDC_ADDRESS, abi: tokenAbi, blockNumber: toBlock } as const;
-  const [totalSupply, balances, allowances] = await Promise.all([
-    client.readContract({ ...at, functionName: 'totalSupply' }),
-    Promise.all([...holders].map((holder) => client.readContract({ ...at, functionName: 'balanceOf', args: [holder] }))),
-    Promise.all(
-      [...pairs.values()].map((pair) => client.readContract({ ...at, functionName: 'allowance', args: pair })),
-    ),
-  ]);
-  const delta: StateDelta = { balances: {}, allowances: {}, authorizations };
+  const delta: StateDelta = { balances: {}, allowances, authorizations };
+  for (const [holder, balance] of Object.entries(balances)) {
+    if (balance < 0n) throw new Error(`the token's events take ${holder} below zero: the chain and the saved ledger disagree`);
+    delta.balances![holder] = balance.toString();
+  }
   if (totalSupply.toString() !== known.totalSupply) delta.totalSupply = totalSupply.toString();
-  [...holders].forEach((holder, i) => (delta.balances![getAddress(holder)] = balances[i].toString()));
-  [...pairs.values()].forEach(([owner, spender], i) => {
-    (delta.allowances![getAddress(owner)] ??= {})[getAddress(spender)] = allowances[i].toString();
-  });
   return delta;
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { IcecastDecider, ServiceRecords } from '../services/index.js';
+import { IcecastDecider, MediaLibrary, ServiceRecords } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -65,6 +65,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
 
     let baseUrl = '';
     const services = new ServiceRecords(db, stream, () => baseUrl);
+    const media = new MediaLibrary(db, join(config.dataDir, 'media'));
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
     let orders: OrderService | undefined;
     let recovery: OrderRecovery | undefined;
@@ -86,6 +87,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       logError: (fields, message) => log.error(fields, message),
       orders,
       services,
+      media,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log), credentials: stream.callbackCredentials } }),
     });
     const server = app.listen(config.port, config.host);

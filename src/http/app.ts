@@ -5,7 +5,7 @@ import type { LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
-import type { ServiceRecords } from '../services/index.js';
+import type { MediaLibrary, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
@@ -28,6 +28,7 @@ export interface AppDeps {
   logError: ErrorLogger;
   orders?: OrderService;
   services?: ServiceRecords;
+  media?: MediaLibrary;
   icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
 }
 

@@ -112,3 +112,13 @@ export const orderRequestSchema = {
     metadata: { type: 'object', additionalProperties: { type: 'string', maxLength: 200 }, maxProperties: 50 },
   },
 };
+
+export const playlistSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['playlist'],
+  properties: {
+    playlist: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 128 }, description: 'Uploaded file names in play order.' },
+    shuffle: { type: 'boolean', description: 'Play the playlist in a new random order each round.' },
+  },
+};

@@ -1,16 +1,83 @@
 import type Router from '@koa/router';
+import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import type { ApiKeys } from '../keys/index.js';
-import type { ServiceRecords } from '../services/index.js';
+import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
+import { bodyReader } from './request-body.js';
+import { playlistSchema } from './schemas.js';
 
 const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
+const readPlaylist = bodyReader<{ playlist: string[]; shuffle?: boolean }>(playlistSchema, 'playlist');
 
-export function serviceRoutes(router: Router, deps: { keys: ApiKeys; services?: ServiceRecords }): void {
-  router.get('/services/:service_id', async (ctx) => {
+export interface ServiceRouteDeps {
+  keys: ApiKeys;
+  services?: ServiceRecords;
+  media?: MediaLibrary;
+}
+
+/** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
+export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
+  const owned = async (ctx: Context): Promise<ServiceRow> => {
     const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
     const id = ctx.params.service_id;
     const service = serviceId.test(id) && deps.services ? await deps.services.owned(key.id, id) : undefined;
     if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
-    ctx.body = { ok: true, service: deps.services!.document(service) };
+    return service;
+  };
+  const withStorage = (service: ServiceRow) => {
+    if (!deps.media || !service.limits.storage_mb) {
+      throw new ApiError(409, 'storage_not_included', 'This service has no AutoDJ storage. Storage comes with temporary-autodj, and with event-stream ordered with autodj: true.');
+    }
+    if (service.status !== 'active') throw new ApiError(409, 'service_not_active', `The service is ${service.status}; files can only be changed while it is active.`);
+    return deps.media;
+  };
+
+  router.get('/services/:service_id', async (ctx) => {
+    const service = await owned(ctx);
+    ctx.body = { ok: true, service: deps.services!.document(service), ...(service.status_reason && { status_reason: service.status_reason }) };
+  });
+
+  router.get('/services/:service_id/usage', async (ctx) => {
+    const service = await owned(ctx);
+    ctx.body = { ok: true, usage: await deps.services!.usage(service, deps.media) };
+  });
+
+  router.get('/services/:service_id/files', async (ctx) => {
+    const service = await owned(ctx);
+    ctx.body = { ok: true, files: deps.media ? await deps.media.list(service.id) : [], playlist: service.playlist ?? [], shuffle: service.shuffle };
+  });
+
+  router.put('/services/:service_id/files/:name', async (ctx) => {
+    const service = await owned(ctx);
+    const media = withStorage(service);
+    const length = ctx.get('Content-Length');
+    const file = await media.upload(service, ctx.params.name, ctx.req, length ? Number(length) : undefined).catch((e) => {
+      if (e instanceof ApiError && e.status === 413) ctx.set('Connection', 'close');
+      throw e;
+    });
+    ctx.status = 201;
+    ctx.body = { ok: true, file };
+  });
+
+  router.delete('/services/:service_id/files/:name', async (ctx) => {
+    const service = await owned(ctx);
+    if (!(await withStorage(service).remove(service.id, ctx.params.name))) {
+      throw new ApiError(404, 'file_not_found', `There is no file ${ctx.params.name.slice(0, 128)} on this service. GET /services/{service_id}/files lists them.`);
+    }
+    ctx.body = { ok: true, deleted: ctx.params.name };
+  });
+
+  router.put('/services/:service_id/playlist', async (ctx) => {
+    const service = await owned(ctx);
+    const media = withStorage(service);
+    const { playlist, shuffle } = await readPlaylist(ctx);
+    const names = new Set((await media.list(service.id)).map((f) => f.name));
+    const missing = playlist.filter((n) => !names.has(n));
+    if (missing.length) {
+      throw new ApiError(422, 'unknown_files', `The playlist names files that are not uploaded: ${missing.join(', ')}. Upload them first with PUT /services/{service_id}/files/{name}.`,
+        { details: missing.map((n) => ({ pointer: `/playlist/${playlist.indexOf(n)}`, code: 'unknown_file', message: `${n} is not uploaded` })) });
+    }
+    const updated = await deps.services!.setPlaylist(service.id, playlist, shuffle ?? service.shuffle);
+    ctx.body = { ok: true, playlist: updated.playlist, shuffle: updated.shuffle };
   });
 }

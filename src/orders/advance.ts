@@ -85,6 +85,7 @@ async function recordSettledFromChain(order: OrderRow, deps: AdvanceDeps): Promi
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
   const product = deps.live.current.catalog.byId.get(order.product_id)?.product;
   const limits = product?.billing_type === 'subscription' ? { ...product.limits } : { ...order.configuration };
+  if (limits.autodj === true && limits.storage_mb === undefined && product?.limits.autodj_storage_mb !== undefined) limits.storage_mb = product.limits.autodj_storage_mb;
   const expiresAt = expiryOf(order);
   const done = await deps.db.transaction(async (client) => {
     const service = await deps.services.createForOrder(client, order, limits, expiresAt);

@@ -39,3 +39,12 @@ export {
   type CallbackServer,
   type CallbackServerOptions,
 } from './icecast-callbacks.js';
+export {
+  AutoDj,
+  PlayOrder,
+  type AutoDjOptions,
+  type AutoDjEvents,
+  type AutoDjTrack,
+  type EncoderExit,
+} from './autodj.js';
+export { probeTrack, type TrackInfo } from './track-decoder.js';

@@ -7,17 +7,19 @@ import type { DerivedFactSpec, RuleDocument, RuleSpec } from './types.js';
 
 const validateDocument = createAjv().compile<RuleDocument>(ruleDocumentSchema);
 
-const baseFacts = { product: ['product', 'settings'], quote: ['product', 'settings', 'params', 'billing'] };
+const baseFacts = {
+  product: ['product', 'settings'],
+  quote: ['product', 'settings', 'params', 'billing'],
+  lifecycle: ['service', 'usage', 'product', 'settings'],
+};
+type StageName = keyof typeof baseFacts;
 
-export interface CompiledRules {
-  product: Stage;
-  quote: Stage;
-}
+export type CompiledRules = Record<StageName, Stage>;
 
 /** Validates rule files and builds one Stage per stage; errors name file:line:column. */
 export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
-  const collected = { product: { rules: [] as RuleSpec[], derived: [] as DerivedFactSpec[] }, quote: { rules: [] as RuleSpec[], derived: [] as DerivedFactSpec[] } };
+  const collected = Object.fromEntries(Object.keys(baseFacts).map((stage) => [stage, { rules: [] as RuleSpec[], derived: [] as DerivedFactSpec[] }])) as Record<StageName, { rules: RuleSpec[]; derived: DerivedFactSpec[] }>;
   const ruleNames = new Map<string, string>();
 
   const documents: { file: SourceFile; doc: RuleDocument }[] = [];
@@ -26,7 +28,7 @@ export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diag
     if (validateDocument(file.value)) { documents.push({ file, doc: file.value as RuleDocument }); continue; }
     for (const p of schemaProblems(validateDocument.errors)) diagnostics.push(file.at(p.pointer, p.message, p.atKey ? 'key' : 'value'));
   }
-  const factsOf = (stage: 'product' | 'quote') => new Set([
+  const factsOf = (stage: StageName) => new Set([
     ...baseFacts[stage],
     ...documents.filter((d) => d.doc.stage === stage).flatMap((d) => (d.doc.derived_facts ?? []).map((f) => f.name)),
   ]);
@@ -56,10 +58,7 @@ export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diag
   if (diagnostics.length) return { diagnostics };
   return {
     diagnostics,
-    rules: {
-      product: new Stage(collected.product.rules, collected.product.derived),
-      quote: new Stage(collected.quote.rules, collected.quote.derived),
-    },
+    rules: Object.fromEntries(Object.entries(collected).map(([stage, c]) => [stage, new Stage(c.rules, c.derived)])) as CompiledRules,
   };
 }
 

@@ -14,7 +14,7 @@ export const ruleDocumentSchema = {
   required: ['stage', 'rules'],
   properties: {
     description: { type: 'string' },
-    stage: { enum: ['product', 'quote'] },
+    stage: { enum: ['product', 'quote', 'lifecycle'] },
     derived_facts: {
       type: 'array',
       items: {
@@ -68,6 +68,36 @@ export const ruleDocumentSchema = {
                 params: {
                   type: 'object', additionalProperties: false, required: ['sequence', 'status', 'code', 'message'],
                   properties: { sequence, status: { enum: [409, 422] }, code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' }, message: { type: 'string' }, pointer: { type: 'string' } },
+                },
+              },
+            },
+            {
+              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              properties: {
+                type: { const: 'transition' },
+                params: {
+                  type: 'object', additionalProperties: false, required: ['sequence', 'to', 'reason'],
+                  properties: {
+                    sequence,
+                    to: { enum: ['active', 'suspended', 'expired', 'failed'] },
+                    reason: { type: 'string' },
+                    actions: { type: 'array', uniqueItems: true, items: { enum: ['disconnect_source', 'disconnect_listeners', 'stop_autodj'] } },
+                  },
+                },
+              },
+            },
+            {
+              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              properties: {
+                type: { const: 'enforce' },
+                params: {
+                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'reason', 'actions'],
+                  properties: {
+                    sequence,
+                    code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' },
+                    reason: { type: 'string' },
+                    actions: { type: 'array', uniqueItems: true, items: { enum: ['disconnect_source', 'disconnect_listeners', 'stop_autodj'] } },
+                  },
                 },
               },
             },

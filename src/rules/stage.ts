@@ -4,7 +4,7 @@ import { deriveFact } from './derived-facts.js';
 import { applicableRules } from './applicable-rules.js';
 import { EnginePool } from './engine-pool.js';
 import { readPath } from './path.js';
-import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpec, StageOutcome, TraceEntry } from './types.js';
+import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpec, ServiceAction, ServiceDecision, StageOutcome, TraceEntry } from './types.js';
 
 export class RuleEvaluationError extends Error {}
 
@@ -15,7 +15,7 @@ export class Stage {
 
   constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[]) {}
 
-  async evaluate(baseFacts: { product: { id: string }; settings: unknown } & Record<string, unknown>, decimals: number): Promise<StageOutcome> {
+  async evaluate(baseFacts: { product?: { id: string }; settings: unknown } & Record<string, unknown>, decimals: number): Promise<StageOutcome> {
     const facts: Record<string, unknown> = { ...baseFacts };
     for (const spec of this.derivedFacts) facts[spec.name] = deriveFact(spec, facts);
     const result = await this.poolFor(baseFacts.product, baseFacts.settings).run(facts);
@@ -23,6 +23,7 @@ export class Stage {
     const fired = [...result.results].sort(bySequenceThenName);
     const rejections: Rejection[] = [];
     const notOrderable: NotOrderableReason[] = [];
+    const decisions: ServiceDecision[] = [];
     const lines: PriceLine[] = [];
     for (const r of fired) {
       const p = r.event!.params as Record<string, unknown>;
@@ -36,6 +37,10 @@ export class Stage {
         case 'price_line':
           lines.push(priceLine(r.name as string, p, decimals));
           break;
+        case 'transition':
+        case 'enforce':
+          decisions.push(withoutUndefined({ kind: r.event!.type, to: p.to as string | undefined, code: p.code as string | undefined, reason: fill(String(p.reason), facts), actions: (p.actions ?? []) as ServiceAction[] }));
+          break;
       }
     }
     const total = rejections.length ? null : lines.reduce((sum, l) => sum.plus(l.amount_atomic), new Decimal(0));
@@ -44,16 +49,18 @@ export class Stage {
       trace: [...result.results, ...result.failureResults].map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
       rejections,
       notOrderable,
+      decisions,
       lines,
       total_atomic: total === null ? null : plain(total),
     };
   }
 
-  private poolFor(product: { id: string }, settings: unknown): EnginePool {
-    let pool = this.pools.get(product.id);
+  private poolFor(product: { id: string } | undefined, settings: unknown): EnginePool {
+    const key = product?.id ?? '';
+    let pool = this.pools.get(key);
     if (!pool) {
-      pool = new EnginePool(applicableRules(this.rules, { product, settings }));
-      this.pools.set(product.id, pool);
+      pool = new EnginePool(applicableRules(this.rules, product ? { product, settings } : { settings }));
+      this.pools.set(key, pool);
     }
     return pool;
   }

@@ -11,12 +11,12 @@ export interface DerivedFactSpec {
 export interface RuleSpec {
   name: string;
   conditions: Record<string, unknown>;
-  event: { type: 'price_line' | 'reject' | 'not_orderable'; params: Record<string, unknown> };
+  event: { type: 'price_line' | 'reject' | 'not_orderable' | 'transition' | 'enforce'; params: Record<string, unknown> };
 }
 
 export interface RuleDocument {
   description?: string;
-  stage: 'product' | 'quote';
+  stage: 'product' | 'quote' | 'lifecycle';
   derived_facts?: DerivedFactSpec[];
   rules: RuleSpec[];
 }
@@ -35,6 +35,10 @@ export interface PriceLine {
 export interface Rejection { status: 409 | 422; code: string; message: string; pointer?: string }
 export interface NotOrderableReason { code: string; reason: string }
 
+export type ServiceAction = 'disconnect_source' | 'disconnect_listeners' | 'stop_autodj';
+/** A life-cycle decision: move the service to another status, or act on it without changing its status. */
+export interface ServiceDecision { kind: 'transition' | 'enforce'; to?: string; code?: string; reason: string; actions: ServiceAction[] }
+
 export interface TraceEntry { rule: string; result: boolean; conditions: unknown; event?: unknown }
 
 /** What a stage decided: everything an auditor needs to replay it. */
@@ -43,6 +47,7 @@ export interface StageOutcome {
   trace: TraceEntry[];
   rejections: Rejection[];
   notOrderable: NotOrderableReason[];
+  decisions: ServiceDecision[];
   lines: PriceLine[];
   total_atomic: string | null;
 }

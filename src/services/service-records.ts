@@ -13,6 +13,11 @@ export interface ServiceRow {
   source_password: string;
   limits: Record<string, unknown>;
   expires_at: Date | null;
+  icecast_url: string | null;
+  status_reason: string | null;
+  usage: Record<string, unknown>;
+  playlist: string[] | null;
+  shuffle: boolean;
 }
 
 /** The service record of spec 2.7 (no other properties). */
@@ -40,9 +45,10 @@ export class ServiceRecords {
     const id = randomId('svc_');
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const inserted = await client.query(
-      `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at)
-       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8) ON CONFLICT (order_id) DO NOTHING RETURNING *`,
-      [id, order.id, order.api_key_id, order.product_id, mount, randomBytes(18).toString('base64url'), limits, expiresAt]);
+      `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at, icecast_url, playlist, shuffle)
+       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8, $9, $10, $11) ON CONFLICT (order_id) DO NOTHING RETURNING *`,
+      [id, order.id, order.api_key_id, order.product_id, mount, randomBytes(18).toString('base64url'), limits, expiresAt,
+        this.streaming.publicUrl(), JSON.stringify(playlistOf(limits)), limits.shuffle === true]);
     if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;
     return (await client.query('SELECT * FROM services WHERE order_id = $1', [order.id])).rows[0] as ServiceRow;
   }
@@ -53,13 +59,51 @@ export class ServiceRecords {
     return row;
   }
 
+  async setPlaylist(serviceId: string, playlist: string[], shuffle: boolean): Promise<ServiceRow> {
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
+      'UPDATE services SET playlist = $2, shuffle = $3, updated_at = now() WHERE id = $1 RETURNING *', [serviceId, JSON.stringify(playlist), shuffle]);
+    return row;
+  }
+
+  /** What the service used so far, as the life-cycle worker last measured it, plus time and storage. */
+  async usage(service: ServiceRow, media?: { usedBytes(id: string): Promise<number> }): Promise<Record<string, unknown>> {
+    const measured = service.usage ?? {};
+    const events = await this.db.query('SELECT at, kind, from_status, to_status, code, reason FROM service_events WHERE service_id = $1 ORDER BY id DESC LIMIT 20', [service.id]);
+    const [{ connected }] = await this.db.query<{ connected: number }>('SELECT count(*)::int AS connected FROM listeners WHERE service_id = $1', [service.id]);
+    const remaining = service.expires_at ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000)) : null;
+    const storageMb = service.limits.storage_mb;
+    return {
+      service_id: service.id,
+      status: service.status,
+      status_reason: service.status_reason,
+      listeners: { current: measured.listeners ?? connected, peak: measured.peak_listeners ?? connected, admitted_now: connected },
+      listener_hours: measured.listener_hours ?? '0',
+      bytes: { sent_to_listeners: measured.bytes_sent ?? 0, read_from_source: measured.bytes_read ?? 0 },
+      transfer: {
+        used_gb: measured.transfer_used_gb ?? '0',
+        included_gb: String(service.limits.transfer_gb ?? 0),
+        policy: 'estimated_included_limit',
+        note: Number(service.limits.transfer_gb ?? 0) > 0
+          ? 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.'
+          : 'No transfer was bought: usage is reported, not limited.',
+      },
+      source: { connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null },
+      time: { expires_at: service.expires_at?.toISOString() ?? null, remaining_seconds: remaining },
+      ...(storageMb !== undefined && media && {
+        storage: { used_mb: Math.round((await media.usedBytes(service.id)) / 1024 / 1024 * 1000) / 1000, bought_mb: storageMb },
+      }),
+      measured_at: measured.measured_at ?? null,
+      events,
+    };
+  }
+
   async forOrder(orderId: string): Promise<ServiceRow | undefined> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE order_id = $1', [orderId]);
     return row;
   }
 
   document(service: ServiceRow): ServiceDocument {
-    const base = new URL(this.streaming.publicUrl());
+    const base = new URL(service.icecast_url ?? this.streaming.publicUrl());
     const credentials = `${encodeURIComponent(service.source_user)}:${encodeURIComponent(service.source_password)}`;
     return {
       service_id: service.id,
@@ -77,4 +121,9 @@ export class ServiceRecords {
       },
     };
   }
+}
+
+/** The order's playlist parameter: file names separated by newlines or commas, in play order. */
+function playlistOf(limits: Record<string, unknown>): string[] {
+  return typeof limits.playlist === 'string' ? limits.playlist.split(/[\n,]/).map((n) => n.trim()).filter(Boolean) : [];
 }

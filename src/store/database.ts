@@ -43,6 +43,15 @@ export class Database {
     }
   }
 
+  /** A connection of its own, for session state such as an advisory lock held while this instance lives. */
+  async dedicated(): Promise<Client> {
+    try {
+      return await this.pool.connect();
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
   close(): Promise<void> {
     return this.pool.end();
   }

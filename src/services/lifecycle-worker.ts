@@ -1,0 +1,188 @@
+import type { Logger } from '../log/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
+import type { IcecastAdmin } from '../provisioning/index.js';
+import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
+import type { Client, Database } from '../store/index.js';
+import type { ServiceRow } from './service-records.js';
+
+/** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
+export interface MountUsage {
+  listeners: number;
+  peakListeners: number;
+  listenerSeconds: number;
+  bytesSent: number;
+  bytesRead: number;
+  sourceConnected: boolean;
+  sourceSince: string | null;
+  sourceKbps: number | null;
+  sourceOverBitrate: boolean;
+}
+
+export interface UsageMeter {
+  /** Reads Icecast once; false when it could not be read (the last known usage then stands). */
+  poll(): Promise<boolean>;
+  usage(service: ServiceRow): MountUsage | undefined;
+}
+
+export interface AutoDjControl {
+  stop(serviceId: string): Promise<void>;
+}
+
+export interface LifecycleDeps {
+  db: Database;
+  live: LiveSnapshot;
+  icecastUrl: () => string;
+  admin: () => IcecastAdmin | undefined;
+  meter: UsageMeter;
+  autodj?: AutoDjControl;
+  log: Logger;
+  intervalMs: number;
+}
+
+const GB = new Decimal(1_000_000_000);
+
+/**
+ * Runs the life-cycle rules (rules/lifecycle.json) over the services of one Icecast, about once a second, and carries
+ * out what they decide. One instance per Icecast leads (a PostgreSQL advisory lock held on its own connection);
+ * when it dies its connection closes and another instance takes over.
+ */
+export class LifecycleWorker {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+  private leaderConnection?: Client;
+
+  constructor(private readonly deps: LifecycleDeps) {}
+
+  start(): void {
+    const loop = () => {
+      this.running = this.tick().catch((err) => this.deps.log.error({ err }, 'life-cycle tick failed')).finally(() => {
+        if (this.timer) this.timer = setTimeout(loop, this.deps.intervalMs);
+      });
+    };
+    this.timer = setTimeout(loop, 0);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+    this.leaderConnection?.release(true);
+    this.leaderConnection = undefined;
+  }
+
+  /** One pass; returns the decisions carried out (for tests and logs). */
+  async tick(): Promise<{ service: string; decision: ServiceDecision }[]> {
+    if (!(await this.lead())) return [];
+    const fresh = await this.deps.meter.poll();
+    const services = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
+      "SELECT * FROM services WHERE icecast_url = $1 AND status IN ('active', 'suspended')", [this.deps.icecastUrl()]);
+    const done: { service: string; decision: ServiceDecision }[] = [];
+    for (const service of services) {
+      const usage = fresh ? this.deps.meter.usage(service) : undefined;
+      const usageFacts = usageFactsOf(service, usage);
+      if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFacts]);
+      const snapshot = this.deps.live.current;
+      const outcome = await snapshot.rules.lifecycle.evaluate({
+        service: serviceFacts(service),
+        usage: usageFacts,
+        product: snapshot.catalog.byId.get(service.product_id)?.product ?? { id: service.product_id },
+        settings: snapshot.catalog.settings,
+      }, 6);
+      for (const decision of outcome.decisions) {
+        if (await this.apply(service, decision)) done.push({ service: service.id, decision });
+        if (decision.kind === 'transition') break;
+      }
+    }
+    return done;
+  }
+
+  private async lead(): Promise<boolean> {
+    if (this.leaderConnection) return true;
+    const connection = await this.deps.db.dedicated();
+    const { rows: [{ locked }] } = await connection.query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [this.deps.icecastUrl()]);
+    if (!locked) {
+      connection.release();
+      return false;
+    }
+    connection.on('error', () => { this.leaderConnection = undefined; });
+    this.leaderConnection = connection;
+    return true;
+  }
+
+  private async apply(service: ServiceRow, decision: ServiceDecision): Promise<boolean> {
+    if (decision.kind === 'transition') {
+      const changed = await this.deps.db.transaction(async (client) => {
+        const { rows } = await client.query('UPDATE services SET status = $3, status_reason = $4, updated_at = now() WHERE id = $1 AND status = $2 RETURNING id',
+          [service.id, service.status, decision.to, decision.reason]);
+        if (rows.length) {
+          await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
+            [service.id, 'transition', service.status, decision.to, decision.reason]);
+        }
+        return rows.length === 1;
+      });
+      if (!changed) return false;
+      this.deps.log.info({ service_id: service.id, from: service.status, to: decision.to, reason: decision.reason }, 'service status changed');
+      await this.act(service, decision.actions);
+      return true;
+    }
+    const acted = await this.act(service, decision.actions);
+    if (acted) {
+      await this.deps.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [service.id, 'enforce', decision.code, decision.reason]);
+      await this.deps.db.query('UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1', [service.id, decision.reason]);
+      this.deps.log.info({ service_id: service.id, code: decision.code, reason: decision.reason }, 'enforced');
+    }
+    return acted;
+  }
+
+  /** Carries out actions; true when at least one changed something. */
+  private async act(service: ServiceRow, actions: ServiceAction[]): Promise<boolean> {
+    const admin = this.deps.admin();
+    let changed = false;
+    for (const action of actions) {
+      try {
+        if (action === 'stop_autodj' && this.deps.autodj) await this.deps.autodj.stop(service.id);
+        if (action === 'disconnect_source' && admin) changed = (await admin.killSource(service.mount)) || changed;
+        if (action === 'disconnect_listeners') {
+          if (admin) for (const client of await admin.listClients(service.mount).catch(() => [])) changed = (await admin.killClient(service.mount, client.id)) || changed;
+          await this.deps.db.query('DELETE FROM listeners WHERE service_id = $1', [service.id]);
+        }
+      } catch (err) {
+        this.deps.log.warn({ service_id: service.id, action, err }, 'action failed; retried on the next pass');
+      }
+    }
+    return changed;
+  }
+}
+
+function serviceFacts(service: ServiceRow): Record<string, unknown> {
+  const expiresAt = service.expires_at;
+  return {
+    id: service.id,
+    status: service.status,
+    product_id: service.product_id,
+    expires_at: expiresAt?.toISOString() ?? null,
+    expired: expiresAt ? expiresAt.getTime() <= Date.now() : false,
+    bitrate_kbps: service.limits.bitrate_kbps ?? null,
+    autodj: service.limits.autodj === true || service.product_id === 'temporary-autodj',
+  };
+}
+
+/** Usage as the rules read it: amounts as decimal strings. Without a fresh reading, the last persisted one. */
+function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined): Record<string, unknown> {
+  const previous = service.usage ?? {};
+  if (!usage) return { ...previous, transfer_included_gb: String(service.limits.transfer_gb ?? 0), source_over_bitrate: false };
+  return {
+    listeners: usage.listeners,
+    peak_listeners: usage.peakListeners,
+    listener_hours: new Decimal(usage.listenerSeconds).dividedBy(3600).toDecimalPlaces(6).toFixed(),
+    bytes_sent: usage.bytesSent,
+    bytes_read: usage.bytesRead,
+    transfer_used_gb: new Decimal(usage.bytesSent).dividedBy(GB).toFixed(),
+    transfer_included_gb: String(service.limits.transfer_gb ?? 0),
+    source_connected: usage.sourceConnected,
+    source_since: usage.sourceSince,
+    source_kbps: usage.sourceKbps,
+    source_over_bitrate: usage.sourceOverBitrate,
+    measured_at: new Date().toISOString(),
+  };
+}
