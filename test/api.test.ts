@@ -84,6 +84,9 @@ describe('discovery', () => {
     assert.equal(body.catalog.catalog_version, 2);
     assert.match(body.catalog.content_hash, /^sha256:[0-9a-f]{64}$/);
     assert.equal(body.checks.database.ok, true);
+    assert.equal(body.checks.chain.ok, true, 'the embedded chain answers');
+    assert.match(body.checks.chain.block, /^\d+$/);
+    assert.equal(typeof body.checks.icecast.ok, 'boolean');
     const check = await service.cli(['catalog', 'check']);
     assert.ok(check.stdout.includes(body.catalog.content_hash), 'same hash as catalog check');
   });
@@ -327,5 +330,37 @@ describe('hot reload and audit replay', () => {
     } finally {
       await client.end();
     }
+  });
+});
+
+describe('limits', () => {
+  test('headers too large get an error document, not a bare status line', async () => {
+    const { request: raw } = await import('node:http');
+    const url = new URL(service.baseUrl);
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = raw({ host: url.hostname, port: url.port, path: '/api/v1/products', headers: { 'x-big': 'a'.repeat(20_000) } }, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(answer.status, 431);
+    const doc = JSON.parse(answer.body);
+    assert.equal(doc.ok, false);
+    assert.equal(doc.error.code, 'headers_too_large');
+  });
+
+  test('an API key past its rate gets 429 with Retry-After', async () => {
+    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'hasty'])).stdout);
+    const hasty = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
+    const answers = await Promise.all(Array.from({ length: 260 }, () => request(hasty, 'POST', '/quotes', { body: { product_id: 'no-such-product' } })));
+    const limited = answers.filter((a) => a.status === 429);
+    assert.ok(limited.length > 0, 'some requests are limited');
+    assert.ok(answers.filter((a) => a.status === 404).length >= 190, 'the burst allowance passes');
+    assert.equal(limited[0].body.error.code, 'rate_limited');
+    assert.equal(limited[0].body.error.retryable, true);
+    assert.ok(Number(limited[0].headers.get('retry-after')) >= 1);
   });
 });

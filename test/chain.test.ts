@@ -11,10 +11,23 @@ import { fileURLToPath } from 'node:url';
 import { x402Client } from '@x402/core/client';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
-import { BaseError, ContractFunctionRevertedError, domainSeparator, toHex, type Address, type Hex } from 'viem';
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createWalletClient,
+  domainSeparator,
+  http,
+  toHex,
+  zeroAddress,
+  type Address,
+  type Hex,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { coalesce } from '../src/chain/coalesce.js';
 import { compileContracts, currentSourceHash, readCommittedArtifacts } from '../src/chain/contracts.js';
 import { DEV_ACCOUNTS, startEmbeddedChain, tokenAbi, type EmbeddedChain } from '../src/chain/index.js';
+import { emptyState, mergeDelta, type ChainState, type StateDelta } from '../src/chain/state.js';
+import { ledgerDelta, type LedgerEvent } from '../src/chain/token.js';
 import { createFacilitator, embeddedFacilitatorConfig, type Facilitator } from '../src/payments/facilitator.js';
 
 const USDC: Address = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
@@ -426,4 +439,280 @@ test('anvil does not outlive a parent killed with SIGKILL', T, async () => {
     parent.kill('SIGKILL');
     await rm(dataDir, { recursive: true, force: true });
   }
+});
+
+test('ledgerDelta turns the token events of new blocks into the new absolute ledger values', () => {
+  const [a, b, c] = DEV_ACCOUNTS.map((account) => account.address);
+  const known: ChainState = { ...emptyState(), totalSupply: '1000', balances: { [a]: '1000' }, allowances: { [a]: { [c]: '5' } } };
+  const nonce1 = toHex(1n, { size: 32 });
+  const nonce2 = toHex(2n, { size: 32 });
+  const events: LedgerEvent[] = [
+    { eventName: 'Transfer', args: { from: zeroAddress, to: b, value: 500n } },
+    { eventName: 'Transfer', args: { from: a, to: b, value: 300n } },
+    { eventName: 'AuthorizationUsed', args: { authorizer: a, nonce: nonce1 } },
+    { eventName: 'Approval', args: { owner: a, spender: c, value: 100n } },
+    { eventName: 'Transfer', args: { from: a, to: c, value: 40n } },
+    { eventName: 'Approval', args: { owner: a, spender: c, value: 60n } },
+    { eventName: 'AuthorizationCanceled', args: { authorizer: b, nonce: nonce2 } },
+  ];
+  assert.deepEqual(ledgerDelta(events, known), {
+    totalSupply: '1500',
+    balances: { [a]: '660', [b]: '800', [c]: '40' },
+    allowances: { [a]: { [c]: '60' } },
+    authorizations: { [a]: [nonce1], [b]: [nonce2] },
+  });
+  assert.deepEqual(ledgerDelta([], known), { balances: {}, allowances: {}, authorizations: {} });
+  assert.throws(() => ledgerDelta([{ eventName: 'Transfer', args: { from: b, to: a, value: 1n } }], known), /below zero/);
+});
+
+test('coalesce: callers share the waiting round, never the running one, and rounds never overlap', async () => {
+  let running = 0;
+  let rounds = 0;
+  let fail = false;
+  const gates: Array<() => void> = [];
+  const round = coalesce(async () => {
+    assert.equal(running++, 0, 'two rounds overlap');
+    rounds++;
+    await new Promise<void>((resolve) => gates.push(resolve));
+    running--;
+    if (fail) throw new Error('round failed');
+  });
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+  const first = round();
+  await tick();
+  assert.equal(rounds, 1, 'the first call starts a round at once');
+  // Called while round 1 runs: its reading may predate their changes, so they wait for round 2, together.
+  const later = [round(), round(), round()];
+  assert.equal(later[0], later[1]);
+  assert.equal(later[1], later[2]);
+  assert.notEqual(later[0], first);
+  await tick();
+  assert.equal(rounds, 1, 'round 2 waits for round 1');
+  gates.shift()!();
+  await first;
+  await tick();
+  assert.equal(rounds, 2);
+  const third = round();
+  assert.notEqual(third, later[0], 'a call during round 2 gets round 3');
+  fail = true;
+  gates.shift()!();
+  await Promise.all(later.map((p) => assert.rejects(p, /round failed/)));
+  await tick();
+  assert.equal(rounds, 3, 'a failed round does not stop the next');
+  fail = false;
+  gates.shift()!();
+  await third;
+  assert.equal(rounds, 3);
+});
+
+/** The ledger as the journal on disk has it. */
+async function journalState(dataDir: string): Promise<{ state: ChainState; lines: StateDelta[] }> {
+  const lines = (await readFile(join(dataDir, 'chain-state.jsonl'), 'utf8'))
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as StateDelta);
+  const state = emptyState();
+  for (const line of lines) mergeDelta(state, line);
+  return { state, lines };
+}
+
+/** The chain's own values for everything a saved ledger names (plus the dev accounts' transaction counts). */
+async function chainValues(chain: EmbeddedChain, saved: ChainState) {
+  const read = chain.publicClient;
+  const at = { address: USDC, abi: tokenAbi } as const;
+  const holders = Object.keys(saved.balances).sort() as Address[];
+  const pairs = Object.entries(saved.allowances).flatMap(([owner, spenders]) =>
+    Object.keys(spenders).map((spender) => [owner, spender] as [Address, Address]),
+  );
+  const nonces = Object.entries(saved.authorizations).flatMap(([authorizer, list]) =>
+    list.map((nonce) => [authorizer, nonce] as [Address, Hex]),
+  );
+  return {
+    totalSupply: (await read.readContract({ ...at, functionName: 'totalSupply' })).toString(),
+    balances: Object.fromEntries(
+      await Promise.all(
+        holders.map(async (h) => [h, (await read.readContract({ ...at, functionName: 'balanceOf', args: [h] })).toString()]),
+      ),
+    ),
+    allowances: await Promise.all(
+      pairs.map(async (pair) => `${pair.join('/')}=${await read.readContract({ ...at, functionName: 'allowance', args: pair })}`),
+    ),
+    usedNonces: (await Promise.all(nonces.map((pair) => chain.authorizationState(...pair)))).filter((used) => used).length,
+    accountNonces: await Promise.all(DEV_ACCOUNTS.map(({ address }) => read.getTransactionCount({ address }))),
+  };
+}
+
+function savedValues(saved: ChainState) {
+  return {
+    totalSupply: saved.totalSupply,
+    balances: Object.fromEntries(Object.keys(saved.balances).sort().map((h) => [h, saved.balances[h]])),
+    allowances: Object.entries(saved.allowances).flatMap(([owner, spenders]) =>
+      Object.entries(spenders).map(([spender, value]) => `${owner}/${spender}=${value}`),
+    ),
+    usedNonces: Object.values(saved.authorizations).flat().length,
+    accountNonces: DEV_ACCOUNTS.map(({ address }) => saved.accountNonces[address] ?? 0),
+  };
+}
+
+describe('checkpoint journal', { timeout: 240_000 }, () => {
+  let dataDir: string;
+  let chain: EmbeddedChain;
+  /** Settles from dev account 4 and does not checkpoint: the tests do. */
+  let bare: Facilitator;
+  let buyer: PrivateKeyAccount;
+  let payTo: Address;
+  const settledNonces: Array<[Address, Hex]> = [];
+
+  const rpc = async (method: string, params: unknown[]) => {
+    const response = await fetch(chain.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    return ((await response.json()) as { result: unknown }).result;
+  };
+  const settleBare = async (payer: PrivateKeyAccount, amount: bigint) => {
+    const accepted = requirements(payTo, amount);
+    const payment = await signPayment(payer, accepted);
+    const settled = await bare.settle(payment, accepted);
+    assert.equal(settled.success, true, settled.errorReason);
+    settledNonces.push([payer.address, nonceOf(payment)]);
+    return payment;
+  };
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'chain-journal-'));
+    // No timer checkpoints in the way: every checkpoint here is one the test asks for.
+    chain = await startEmbeddedChain({ dataDir, checkpointIntervalMs: 3_600_000 });
+    bare = createFacilitator({ mode: 'embedded', rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4].privateKey });
+    buyer = privateKeyToAccount(chain.accounts.buyer.privateKey);
+    payTo = chain.accounts.payTo.address;
+    await chain.ensureFunded(buyer.address, 100_000_000n);
+  });
+
+  after(async () => {
+    await chain?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('a checkpoint appends exactly the ledger change of the new blocks, and nothing when there is none', T, async () => {
+    await chain.checkpoint();
+    const before = (await journalState(dataDir)).lines.length;
+    const payment = await settleBare(buyer, 12_345n);
+    await chain.checkpoint();
+    const { lines } = await journalState(dataDir);
+    assert.equal(lines.length, before + 1);
+    assert.deepEqual(lines.at(-1), {
+      balances: { [buyer.address]: String(await chain.usdcBalance(buyer.address)), [payTo]: String(await chain.usdcBalance(payTo)) },
+      allowances: {},
+      authorizations: { [buyer.address]: [nonceOf(payment)] },
+      accountNonces: { [DEV_ACCOUNTS[4].address]: await chain.publicClient.getTransactionCount({ address: DEV_ACCOUNTS[4].address }) },
+    });
+
+    await chain.checkpoint();
+    await rpc('anvil_mine', ['0x5']);
+    await chain.checkpoint();
+    assert.equal((await journalState(dataDir)).lines.length, before + 1, 'no new ledger change, no new line');
+  });
+
+  test('concurrent checkpoints each cover what was mined before they were called, in fewer appends', T, async () => {
+    const before = (await journalState(dataDir)).lines.length;
+    const payments = await Promise.all(Array.from({ length: 12 }, () => signPayment(buyer, requirements(payTo, 1_000n))));
+    const appendsSeen = await Promise.all(
+      payments.map(async (payment) => {
+        const settled = await bare.settle(payment, payment.accepted);
+        assert.equal(settled.success, true, settled.errorReason);
+        settledNonces.push([buyer.address, nonceOf(payment)]);
+        await chain.checkpoint();
+        const { state, lines } = await journalState(dataDir);
+        assert.ok(state.authorizations[buyer.address].includes(nonceOf(payment)), 'the settled nonce is on disk when checkpoint() resolves');
+        return lines.length;
+      }),
+    );
+    const after = await journalState(dataDir);
+    assert.ok(after.lines.length - before <= 12);
+    assert.deepEqual(savedValues(after.state), await chainValues(chain, after.state));
+    // Not asserted (timing): how many of the 12 settles one append served.
+    console.log(`# 12 concurrent settle+checkpoint: ${after.lines.length - before} journal appends (${[...new Set(appendsSeen)].length} distinct)`);
+
+    const many = await Promise.all(Array.from({ length: 20 }, () => chain.checkpoint()));
+    assert.equal(many.length, 20);
+    assert.equal((await journalState(dataDir)).lines.length, after.lines.length);
+  });
+
+  test('approvals, transferFrom, cancelations, mints and long runs of empty blocks are saved', T, async () => {
+    const spender = DEV_ACCOUNTS[5];
+    const abi = readCommittedArtifacts()!.contracts.FiatTokenV2.abi;
+    const walletOf = (key: Hex) => createWalletClient({ account: privateKeyToAccount(key), chain: chain.viemChain, transport: http(chain.rpcUrl) });
+    const send = async (key: Hex, functionName: string, args: readonly unknown[]) => {
+      const hash = await walletOf(key).writeContract({ address: USDC, abi, functionName, args });
+      const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
+      assert.equal(receipt.status, 'success');
+    };
+    await send(chain.accounts.buyer.privateKey, 'approve', [spender.address, 1_000n]);
+    await send(spender.privateKey, 'transferFrom', [buyer.address, payTo, 400n]);
+    const canceled = toHex(randomBytes(32));
+    const signature = await buyer.signTypedData({
+      domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: USDC },
+      types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+      primaryType: 'CancelAuthorization',
+      message: { authorizer: buyer.address, nonce: canceled },
+    });
+    await send(spender.privateKey, 'cancelAuthorization', [buyer.address, canceled, signature]);
+    settledNonces.push([buyer.address, canceled]);
+    const newcomer = privateKeyToAccount(generatePrivateKey());
+    await send(chain.accounts.minter.privateKey, 'mint', [newcomer.address, 777n]);
+    await settleBare(buyer, 5n);
+    // More new blocks than a checkpoint reads one by one: the counts are then asked for.
+    await rpc('anvil_mine', ['0x96']);
+    await settleBare(buyer, 6n);
+    await chain.checkpoint();
+
+    const { state } = await journalState(dataDir);
+    assert.equal(state.allowances[buyer.address][spender.address], '600');
+    assert.equal(state.balances[newcomer.address], '777');
+    assert.ok(state.authorizations[buyer.address].includes(canceled));
+    assert.equal(state.accountNonces[spender.address], 2);
+    assert.deepEqual(savedValues(state), await chainValues(chain, state));
+  });
+
+  test('a restart after many settles restores the same balances, allowances, used nonces and counts', T, async () => {
+    const payers = [buyer, privateKeyToAccount(generatePrivateKey()), privateKeyToAccount(generatePrivateKey())];
+    for (const payer of payers.slice(1)) await chain.ensureFunded(payer.address, 1_000_000n);
+    const hooked = createFacilitator(embeddedFacilitatorConfig(chain));
+    const jobs = Array.from({ length: 48 }, (_, i) => ({ payer: payers[i % payers.length], amount: BigInt(1_000 + i) }));
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < jobs.length) {
+          const { payer, amount } = jobs[next++];
+          const accepted = requirements(payTo, amount);
+          const payment = await signPayment(payer, accepted);
+          const settled = await (next % 2 ? hooked : bare).settle(payment, accepted);
+          assert.equal(settled.success, true, settled.errorReason);
+          settledNonces.push([payer.address, nonceOf(payment)]);
+        }
+      }),
+    );
+    await chain.checkpoint();
+    const saved = (await journalState(dataDir)).state;
+    const beforeStop = await chainValues(chain, saved);
+    assert.deepEqual(savedValues(saved), beforeStop);
+
+    await chain.stop();
+    chain = await startEmbeddedChain({ dataDir, checkpointIntervalMs: 3_600_000 });
+    bare = createFacilitator({ mode: 'embedded', rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4].privateKey });
+    assert.ok((await chain.publicClient.getBlockNumber()) < 5n, 'the restarted chain starts fresh');
+    assert.deepEqual(await chainValues(chain, saved), beforeStop);
+    const used = await Promise.all(settledNonces.map(([authorizer, nonce]) => chain.authorizationState(authorizer, nonce)));
+    assert.equal(used.filter((u) => u).length, settledNonces.length, 'every used or canceled nonce is still used');
+    assert.equal(await chain.authorizationState(buyer.address, toHex(randomBytes(32))), false);
+
+    // The restarted chain keeps journaling from block 1.
+    const payment = await settleBare(payers[1], 1n);
+    await chain.checkpoint();
+    const { state } = await journalState(dataDir);
+    assert.ok(state.authorizations[payers[1].address].includes(nonceOf(payment)));
+    assert.deepEqual(savedValues(state), await chainValues(chain, state));
+  });
 });

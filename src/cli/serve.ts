@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { API_PREFIX, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
+import { answerClientErrors, API_PREFIX, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
@@ -83,14 +83,20 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       quotes: new QuoteService(db, live, audit),
       checkout,
       version: serviceVersion,
-      checkHealth: () => checkDatabase(db),
+      checkHealth: async () => ({
+        ...(await checkDatabase(db)),
+        ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
+        icecast: await stream.health(),
+      }),
       logError: (fields, message) => log.error(fields, message),
       orders,
       services,
       media,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log), credentials: stream.callbackCredentials } }),
+      rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     const server = app.listen(config.port, config.host);
+    answerClientErrors(server);
     await once(server, 'listening');
     server.requestTimeout = 30_000;
     server.headersTimeout = 10_000;
@@ -119,12 +125,17 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
 }
 
 async function checkDatabase(db: Database) {
+  return { database: await timed(() => db.query('SELECT 1').then(() => ({}))) };
+}
+
+/** A dependency check: ok and how long it took, or the error it gave. */
+async function timed(check: () => Promise<Record<string, unknown>>): Promise<{ ok: boolean } & Record<string, unknown>> {
   const started = performance.now();
   try {
-    await db.query('SELECT 1');
-    return { database: { ok: true, latency_ms: Math.round((performance.now() - started) * 100) / 100 } };
+    const details = await Promise.race([check(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2000).unref())]);
+    return { ok: true, latency_ms: Math.round((performance.now() - started) * 100) / 100, ...details };
   } catch (e) {
-    return { database: { ok: false, error: (e as Error).message } };
+    return { ok: false, error: (e as Error).message };
   }
 }
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
-import { IcecastSupervisor } from '../provisioning/index.js';
+import { IcecastSupervisor, type IcecastAdmin } from '../provisioning/index.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 
@@ -11,6 +11,9 @@ export interface Streaming {
   reason?: string;
   callbackCredentials: { user: string; password: string };
   publicUrl(): string;
+  admin(): IcecastAdmin | undefined;
+  /** Whether Icecast answers its admin API now. */
+  health(): Promise<{ ok: boolean; error?: string; url?: string }>;
   /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
   start(callbackBaseUrl: string): Promise<void>;
   stop(): Promise<void>;
@@ -26,6 +29,16 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
     callbackCredentials,
     publicUrl: () => env.ICECAST_PUBLIC_URL ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
+    admin: () => supervisor?.admin,
+    async health() {
+      if (!supervisor) return { ok: false, error: installed ? 'not started' : 'icecast2 is not installed' };
+      try {
+        await supervisor.admin.listMounts();
+        return { ok: true, url: supervisor.baseUrl };
+      } catch (e) {
+        return { ok: false, error: (e as Error).message };
+      }
+    },
     async start(callbackBaseUrl) {
       if (!installed) return;
       await mkdir(dataDir, { recursive: true });

@@ -14,6 +14,7 @@ import { icecastCallbackRoutes } from './icecast-callbacks.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
+import { rateLimit, type RateLimits } from './rate-limit.js';
 import { requestId } from './request-id.js';
 
 export const API_PREFIX = '/api/v1';
@@ -30,6 +31,7 @@ export interface AppDeps {
   services?: ServiceRecords;
   media?: MediaLibrary;
   icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
+  rateLimits?: RateLimits;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -47,6 +49,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId);
   app.use(errorDocuments(deps.logError));
   if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());
+  if (deps.rateLimits) app.use(rateLimit(deps.rateLimits));
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;

@@ -5,7 +5,7 @@ import type { LiveSnapshot } from '../pricing/index.js';
 import { discoveryDocuments, type CheckoutStatus } from './discovery-documents.js';
 import { productIdPattern } from './schemas.js';
 
-export interface HealthReport { database: { ok: boolean; latency_ms?: number; error?: string } }
+export type HealthReport = Record<string, { ok: boolean } & Record<string, unknown>>;
 
 export interface DiscoveryDeps {
   live: LiveSnapshot;

@@ -14,6 +14,11 @@ export class AuthorizationLedger {
     this.client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
   }
 
+  /** The chain's latest block number; throws when the RPC endpoint does not answer. */
+  latestBlock(): Promise<bigint> {
+    return this.client.getBlockNumber({ cacheTime: 0 });
+  }
+
   isUsed(authorizer: string, nonce: string): Promise<boolean> {
     return this.client.readContract({ address: this.token, abi, functionName: 'authorizationState', args: [authorizer as Address, nonce as Hex] });
   }

@@ -48,3 +48,28 @@ export {
   type EncoderExit,
 } from './autodj.js';
 export { probeTrack, type TrackInfo } from './track-decoder.js';
+export {
+  AccessLogReader,
+  parseAccessLogLine,
+  parseClfDate,
+  defaultIsMount,
+  type AccessLogEntry,
+  type AccessLogPosition,
+  type AccessLogReaderOptions,
+  type AccessLogReadStats,
+} from './access-log.js';
+export {
+  MountMeter,
+  type MountSnapshot,
+  type MountCounters,
+  type MountMeterState,
+  type MountMeterOptions,
+  type MeterPoll,
+} from './mount-meter.js';
+export {
+  SourceRateMonitor,
+  allowedBytesPerSecond,
+  type SourceRateOptions,
+  type SourceRate,
+  type OverLimit,
+} from './source-rate.js';

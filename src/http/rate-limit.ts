@@ -1,0 +1,49 @@
+import type { Context, Next } from 'koa';
+import { ApiError } from '../errors/index.js';
+
+export interface RateLimits {
+  /** Requests per second allowed to one client address (0: no limit); bursts up to twice that. */
+  perIp: number;
+  /** Requests per second allowed to one API key (0: no limit); bursts up to twice that. */
+  perKey: number;
+}
+
+class Buckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(private readonly rate: number) {}
+
+  /** Seconds to wait before this key may ask again, 0 when it may go now. */
+  take(key: string, now: number): number {
+    const burst = this.rate * 2;
+    const bucket = this.buckets.get(key) ?? { tokens: burst, at: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * this.rate);
+    bucket.at = now;
+    if (this.buckets.size > 100_000) this.buckets.clear();
+    this.buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil((1 - bucket.tokens) / this.rate);
+  }
+}
+
+/**
+ * Token buckets per client address and per API key (the bearer token as sent, before it is checked), in this
+ * instance's memory: with N instances behind one address a client gets up to N times the rate.
+ */
+export function rateLimit(limits: RateLimits) {
+  const byIp = limits.perIp > 0 ? new Buckets(limits.perIp) : undefined;
+  const byKey = limits.perKey > 0 ? new Buckets(limits.perKey) : undefined;
+  return async function limitRate(ctx: Context, next: Next): Promise<void> {
+    const now = Date.now();
+    const token = /^Bearer +(\S{1,200})/i.exec(ctx.get('Authorization'))?.[1];
+    const wait = Math.max(byIp?.take(ctx.ip, now) ?? 0, token && byKey ? byKey.take(token, now) : 0);
+    if (wait > 0) {
+      throw new ApiError(429, 'rate_limited', `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same Idempotency-Key for orders.`,
+        { retryable: true, headers: { 'Retry-After': String(wait) } });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,294 @@
+// Per-mount usage counters that survive source reconnects and restarts of our process.
+//
+// Icecast's /admin/stats counters (total_bytes_sent/read) belong to one source session: they start at 0
+// when a source connects and vanish with it, and Icecast refreshes them every ~5 s. The meter adds up
+// per-session deltas, so its totals only grow; what a session did after its last refresh is never
+// reported by Icecast and is not counted (at most ~5 s of traffic per session).
+//
+// Listener time comes from the access log (exact whole seconds per finished listener) plus the
+// `Connected` seconds of listeners still connected (listclients). Without an access log the meter
+// integrates listeners × time between polls instead.
+//
+// State is plain JSON (toJSON / the `state` option), including the access-log position, so persisting
+// it in one write keeps counters and log position consistent.
+
+import { AccessLogReader, type AccessLogEntry, type AccessLogPosition } from './access-log.js';
+import type { IcecastAdmin, ListenerInfo, MountStats } from './icecast-admin.js';
+
+export interface MountSnapshot {
+  mount: string;
+  /** Listeners now (listclients when polled, else the stats count). */
+  listeners: number;
+  /** Highest listener count seen (ours and Icecast's listener_peak), across sessions. */
+  peakListeners: number;
+  /** Finished listeners' seconds (access log) + connected listeners' seconds so far. */
+  listenerSeconds: number;
+  /** Cumulative bytes sent to listeners, across source sessions (stats deltas; lags ~5 s). */
+  bytesSent: number;
+  /** Cumulative bytes read from sources, across source sessions (stats deltas; lags ~5 s). */
+  bytesRead: number;
+  sourceConnected: boolean;
+  /** stream_start of the current (or last) source session, ISO 8601. */
+  sourceSince: string | null;
+  /** Source sessions seen (a reconnect starts a new one). */
+  sourceSessions: number;
+  /** Finished listeners seen in the access log, and the exact bytes Icecast wrote to them. */
+  finishedListeners: number;
+  finishedListenerBytes: number;
+  /** When the mount was last present in /admin/stats, ISO 8601. */
+  lastSeenAt: string | null;
+}
+
+interface SessionState {
+  /** stream_start ISO, or null when Icecast did not give one. */
+  streamStart: string | null;
+  totalBytesSent: number;
+  totalBytesRead: number;
+}
+
+export interface MountCounters {
+  bytesSent: number;
+  bytesRead: number;
+  peakListeners: number;
+  /** Access-log seconds of finished listeners (or, without access log, integrated listener seconds). */
+  closedListenerSeconds: number;
+  finishedListeners: number;
+  finishedListenerBytes: number;
+  sourceSessions: number;
+  session: SessionState | null;
+  sourceConnected: boolean;
+  listeners: number;
+  lastSeenAt: string | null;
+}
+
+export interface MountMeterState {
+  version: 1;
+  /** Position of the access log up to which finished listeners are counted. */
+  accessLog: AccessLogPosition | null;
+  /** Time of the last stats observation (ms since epoch), for integration. */
+  lastPollAt: number | null;
+  mounts: Record<string, MountCounters>;
+}
+
+export interface MountMeterOptions {
+  /** Needed for poll(); the observe*() methods work without it. */
+  admin?: Pick<IcecastAdmin, 'stats' | 'listClients'>;
+  /** Icecast's access.log (IcecastSupervisor.accessLogPath): exact listener seconds and bytes. */
+  accessLogPath?: string;
+  /** Or a reader of your own (its position is saved in the state). */
+  accessLog?: AccessLogReader;
+  /** Restored state (from toJSON()). */
+  state?: MountMeterState;
+  /** Ask listclients for each mount with listeners on every poll (connected seconds). Default true. */
+  listClients?: boolean;
+  now?: () => number;
+}
+
+export interface MeterPoll {
+  at: number;
+  /** The raw stats of this poll (feed them to a SourceRateMonitor). */
+  stats: MountStats[];
+  /** Access-log entries counted by this poll (listeners that finished). */
+  entries: AccessLogEntry[];
+  snapshots: MountSnapshot[];
+}
+
+const emptyCounters = (): MountCounters => ({
+  bytesSent: 0,
+  bytesRead: 0,
+  peakListeners: 0,
+  closedListenerSeconds: 0,
+  finishedListeners: 0,
+  finishedListenerBytes: 0,
+  sourceSessions: 0,
+  session: null,
+  sourceConnected: false,
+  listeners: 0,
+  lastSeenAt: null,
+});
+
+export class MountMeter {
+  private readonly admin?: Pick<IcecastAdmin, 'stats' | 'listClients'>;
+  readonly accessLog: AccessLogReader | null;
+  private readonly askClients: boolean;
+  private readonly now: () => number;
+  private readonly mounts = new Map<string, MountCounters>();
+  /** Connected listeners' seconds from the last listclients per mount; not persisted (they reach the log). */
+  private readonly liveSeconds = new Map<string, number>();
+  private lastPollAt: number | null;
+  /** The access-log position matching the counted entries (the reader may be ahead during a poll). */
+  private logPosition: AccessLogPosition | null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: MountMeterOptions = {}) {
+    this.admin = options.admin;
+    this.askClients = options.listClients ?? true;
+    this.now = options.now ?? Date.now;
+    const state = options.state;
+    if (state && state.version !== 1) throw new Error(`unknown mount meter state version ${String(state.version)}`);
+    this.accessLog = options.accessLog
+      ?? (options.accessLogPath ? new AccessLogReader({ path: options.accessLogPath, start: state?.accessLog ?? undefined }) : null);
+    this.lastPollAt = state?.lastPollAt ?? null;
+    this.logPosition = this.accessLog?.position ?? null;
+    for (const [mount, counters] of Object.entries(state?.mounts ?? {})) {
+      this.mounts.set(mount, { ...emptyCounters(), ...counters, session: counters.session ? { ...counters.session } : null });
+    }
+  }
+
+  /**
+   * One round: new access-log lines, /admin/stats, then listclients for mounts with listeners (log before
+   * clients, so a listener that leaves in between is briefly counted nowhere, never twice).
+   * Calls are serialized.
+   */
+  poll(): Promise<MeterPoll> {
+    const run = this.queue.then(() => this.pollNow());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async pollNow(): Promise<MeterPoll> {
+    const admin = this.admin;
+    if (!admin) throw new Error('MountMeter.poll() needs options.admin');
+    const entries = this.accessLog ? await this.accessLog.read() : [];
+    const position = this.accessLog?.position ?? null;
+    let stats: MountStats[];
+    try {
+      stats = await admin.stats();
+    } catch (error) {
+      this.ingest(entries, position); // what was read is counted whatever happens to the rest
+      throw error;
+    }
+    const at = this.now();
+    const clients = new Map<string, ListenerInfo[] | null>();
+    if (this.askClients) {
+      const wanted = stats.filter((s) => s.listeners > 0 || (this.liveSeconds.get(s.mount) ?? 0) > 0);
+      await Promise.all(wanted.map(async (s) => {
+        clients.set(s.mount, await admin.listClients(s.mount).catch(() => null));
+      }));
+    }
+    // Applied together, so that no snapshot sees a listener both in the log and among the connected.
+    this.ingest(entries, position);
+    this.observeStats(stats, at);
+    for (const [mount, list] of clients) {
+      if (list) this.observeClients(mount, list);
+      else this.liveSeconds.delete(mount); // unknown: rather count nothing than twice
+    }
+    return { at, stats, entries, snapshots: this.snapshot() };
+  }
+
+  /**
+   * Counts finished listeners (access-log entries of kind listener with a 2xx status). `position` is the
+   * access-log position just after these entries; toJSON() saves it.
+   */
+  ingest(entries: readonly AccessLogEntry[], position?: AccessLogPosition | null): void {
+    if (position !== undefined) this.logPosition = position ? { ...position } : null;
+    for (const e of entries) {
+      if (e.kind !== 'listener' || e.status < 200 || e.status > 299) continue;
+      const c = this.counters(e.mount);
+      c.finishedListeners++;
+      c.finishedListenerBytes += e.bytes;
+      if (this.accessLog) c.closedListenerSeconds += e.durationSeconds;
+    }
+  }
+
+  /** Feeds one /admin/stats answer (every live mount). Mounts missing from it have no source now. */
+  observeStats(stats: readonly MountStats[], at: number = this.now()): void {
+    const dt = this.lastPollAt === null ? 0 : Math.max(0, (at - this.lastPollAt) / 1000);
+    const seen = new Set<string>();
+    for (const s of stats) {
+      seen.add(s.mount);
+      const c = this.counters(s.mount);
+      // Without the access log: integrate the listeners counted at the previous poll over the interval.
+      if (!this.accessLog) c.closedListenerSeconds += c.listeners * dt;
+      const streamStart = s.streamStart && !Number.isNaN(s.streamStart.getTime()) ? s.streamStart.toISOString() : null;
+      const prev = c.session;
+      const newSession = prev === null
+        || prev.streamStart !== streamStart
+        || s.totalBytesSent < prev.totalBytesSent
+        || s.totalBytesRead < prev.totalBytesRead;
+      if (newSession) {
+        // A new source session counts from 0: what the old one did after its last refresh is lost.
+        c.bytesSent += s.totalBytesSent;
+        c.bytesRead += s.totalBytesRead;
+        c.sourceSessions++;
+      } else {
+        c.bytesSent += s.totalBytesSent - prev.totalBytesSent;
+        c.bytesRead += s.totalBytesRead - prev.totalBytesRead;
+      }
+      c.session = { streamStart, totalBytesSent: s.totalBytesSent, totalBytesRead: s.totalBytesRead };
+      c.sourceConnected = true;
+      // listclients (when asked) replaces this with the exact count right after.
+      c.listeners = s.listeners;
+      c.peakListeners = Math.max(c.peakListeners, s.listeners, s.listenerPeak);
+      c.lastSeenAt = new Date(at).toISOString();
+    }
+    for (const [mount, c] of this.mounts) {
+      if (seen.has(mount)) continue;
+      if (!this.accessLog) c.closedListenerSeconds += c.listeners * dt;
+      c.sourceConnected = false;
+      c.listeners = 0;
+      this.liveSeconds.delete(mount);
+    }
+    this.lastPollAt = at;
+  }
+
+  /** Feeds one listclients answer for `mount`. */
+  observeClients(mount: string, clients: readonly ListenerInfo[]): void {
+    const c = this.counters(mount);
+    c.listeners = clients.length;
+    c.peakListeners = Math.max(c.peakListeners, clients.length);
+    if (this.accessLog) this.liveSeconds.set(mount, clients.reduce((sum, l) => sum + l.connectedSeconds, 0));
+  }
+
+  snapshot(): MountSnapshot[];
+  snapshot(mount: string): MountSnapshot | undefined;
+  snapshot(mount?: string): MountSnapshot[] | MountSnapshot | undefined {
+    if (mount !== undefined) {
+      const c = this.mounts.get(mount);
+      return c ? this.toSnapshot(mount, c) : undefined;
+    }
+    return [...this.mounts].map(([m, c]) => this.toSnapshot(m, c));
+  }
+
+  /** Plain JSON to persist; pass it back as `state`. */
+  toJSON(): MountMeterState {
+    return {
+      version: 1,
+      accessLog: this.logPosition ? { ...this.logPosition } : null,
+      lastPollAt: this.lastPollAt,
+      mounts: Object.fromEntries([...this.mounts].map(([m, c]) => [m, { ...c, session: c.session ? { ...c.session } : null }])),
+    };
+  }
+
+  /** Drops a mount's counters (e.g. once its usage has been billed and the mount retired). */
+  forget(mount: string): boolean {
+    this.liveSeconds.delete(mount);
+    return this.mounts.delete(mount);
+  }
+
+  private counters(mount: string): MountCounters {
+    let c = this.mounts.get(mount);
+    if (!c) {
+      c = emptyCounters();
+      this.mounts.set(mount, c);
+    }
+    return c;
+  }
+
+  private toSnapshot(mount: string, c: MountCounters): MountSnapshot {
+    return {
+      mount,
+      listeners: c.listeners,
+      peakListeners: c.peakListeners,
+      listenerSeconds: c.closedListenerSeconds + (c.sourceConnected ? this.liveSeconds.get(mount) ?? 0 : 0),
+      bytesSent: c.bytesSent,
+      bytesRead: c.bytesRead,
+      sourceConnected: c.sourceConnected,
+      sourceSince: c.session?.streamStart ?? null,
+      sourceSessions: c.sourceSessions,
+      finishedListeners: c.finishedListeners,
+      finishedListenerBytes: c.finishedListenerBytes,
+      lastSeenAt: c.lastSeenAt,
+    };
+  }
+}
