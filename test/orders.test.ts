@@ -244,6 +244,20 @@ test('npm run demo buys a 1-hour instant-stream with the official x402 client', 
   assert.match(demo.stdout, /^broadcast {2}icecast:\/\/source:/m);
 });
 
+test('logs carry request and order ids, never secrets; /metrics counts what happened', async () => {
+  const { body } = await paidOrder(order({ station_name: 'Logged FM' }), newKey());
+  const logs = service.output();
+  assert.match(logs, new RegExp(`"order_id":"${body.order.id}"`));
+  assert.match(logs, /"request_id":"req_/);
+  const password = new URL(body.service.broadcast_url.replace(/^icecast:/, 'http:')).password;
+  for (const secret of [service.apiKey, dev.buyer.private_key, dev.buyer.private_key.slice(2), password]) assert.ok(!logs.includes(secret), 'a secret reached the logs');
+  const metrics = await (await fetch(new URL('/metrics', service.baseUrl))).text();
+  assert.match(metrics, /^http_requests_total\{route="\/api\/v1\/orders",method="POST",status="200"\} [1-9]/m);
+  assert.match(metrics, /^settlements_total\{result="settled"\} [1-9]/m);
+  assert.match(metrics, /^orders\{state="active"\} [1-9]/m);
+  assert.match(metrics, /^services\{status="active"\} [1-9]/m);
+});
+
 describe('the bought stream', { skip: !hasStreaming && 'icecast2 and ffmpeg are not installed' }, () => {
   test('accepts its own source only, serves listeners up to max_listeners', async () => {
     const { body } = await paidOrder(order({ station_name: 'Live FM' }), newKey());

@@ -8,6 +8,7 @@ import { answerClientErrors, API_PREFIX, createApp, ICECAST_CALLBACK_PREFIX, typ
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
+import { Metrics } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { IcecastDecider, MediaLibrary, ServiceRecords } from '../services/index.js';
@@ -64,6 +65,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     cleanup.push(() => stream.stop());
 
     let baseUrl = '';
+    const metrics = new Metrics(db);
     const services = new ServiceRecords(db, stream, () => baseUrl);
     const media = new MediaLibrary(db, join(config.dataDir, 'media'));
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
@@ -72,7 +74,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     if (pay.gateway && pay.ledger && stream.available) {
       const store = new OrderStore(db);
       const leaseSeconds = Number(process.env.ORDER_LEASE_SECONDS ?? 30);
-      const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log };
+      const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
       orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000 });
       recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
     }
@@ -93,6 +95,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       services,
       media,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log), credentials: stream.callbackCredentials } }),
+      metrics,
+      log,
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     const server = app.listen(config.port, config.host);

@@ -1,6 +1,8 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { ApiKeys } from '../keys/index.js';
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../observability/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { MountDecider } from '../provisioning/index.js';
@@ -32,6 +34,8 @@ export interface AppDeps {
   media?: MediaLibrary;
   icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
   rateLimits?: RateLimits;
+  metrics?: Metrics;
+  log?: Logger;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -47,6 +51,15 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = openApiDocument(deps.live.current, deps.version);
   });
   app.use(requestId);
+  if (deps.metrics && deps.log) {
+    app.use(deps.metrics.middleware(deps.log));
+    const metrics = deps.metrics;
+    app.use(async (ctx, next) => {
+      if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
+      ctx.type = metrics.registry.contentType;
+      ctx.body = await metrics.registry.metrics();
+    });
+  }
   app.use(errorDocuments(deps.logError));
   if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());
   if (deps.rateLimits) app.use(rateLimit(deps.rateLimits));

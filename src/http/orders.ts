@@ -37,6 +37,7 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });
+    ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
     ctx.set('Access-Control-Expose-Headers', 'PAYMENT-RESPONSE, PAYMENT-REQUIRED');
     ctx.body = placed.body;

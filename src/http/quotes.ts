@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
 import { KeyRevoked, type ApiKeys } from '../keys/index.js';
+import type { Metrics } from '../observability/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { bodyReader } from './request-body.js';
@@ -7,7 +8,7 @@ import { quoteRequestSchema } from './schemas.js';
 
 const readQuoteRequest = bodyReader<{ product_id: string; parameters?: Record<string, unknown> }>(quoteRequestSchema, 'quote request');
 
-export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: QuoteService }): void {
+export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: QuoteService; metrics?: Metrics }): void {
   router.post('/quotes', async (ctx) => {
     const authorization = ctx.get('Authorization') || undefined;
     const key = await deps.keys.authenticateForWrite(authorization);
@@ -20,6 +21,7 @@ export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: Quote
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });
+    if (!replayed) deps.metrics?.quotes.inc({ product: body.product_id });
     ctx.body = { ok: true, quote, ...(idempotency !== undefined && { idempotency: { key: idempotency, replayed } }) };
   });
 }

@@ -1,3 +1,5 @@
+import { pino } from 'pino';
+
 export type Fields = Record<string, unknown>;
 
 export interface Logger {
@@ -6,12 +8,16 @@ export interface Logger {
   error(fields: Fields, message: string): void;
 }
 
-/** One JSON object per line on stderr, so stdout stays free for command output. */
+/** Anything that could carry a secret is replaced before it is written, wherever it appears. */
+const secrets = ['api_key', 'private_key', 'privateKey', 'password', 'pass', 'secret', 'authorization', 'database_url', 'broadcast_url', 'source_password', 'payment_signature'];
+
+/** JSON lines on stderr (pino), so stdout stays free for command output. */
 export function jsonLogger(base: Fields = {}): Logger {
-  const write = (level: string) => (fields: Fields, message: string) => {
-    const entry: Fields = { time: new Date().toISOString(), level, msg: message, ...base, ...fields };
-    if (entry.err instanceof Error) entry.err = { message: entry.err.message, stack: entry.err.stack };
-    process.stderr.write(`${JSON.stringify(entry)}\n`);
-  };
-  return { info: write('info'), warn: write('warn'), error: write('error') };
+  return pino({
+    base,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    messageKey: 'msg',
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: [...secrets, ...secrets.map((s) => `*.${s}`), ...secrets.map((s) => `*.*.${s}`)], censor: '[redacted]' },
+  }, pino.destination({ fd: 2, sync: false }));
 }

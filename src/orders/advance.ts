@@ -8,6 +8,7 @@ import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 
 export interface AdvanceDeps {
+  metrics?: { settlements: { inc(labels: { result: string }): void }; provisioningFailures: { inc(): void } };
   db: Database;
   orders: OrderStore;
   services: ServiceRecords;
@@ -54,9 +55,11 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
     result = await deps.gateway.settle(payload, requirements);
   } catch (e) {
     deps.log.warn({ order_id: order.id, err: e }, 'settlement outcome unknown');
+    deps.metrics?.settlements.inc({ result: 'unknown' });
     if (await usedOnChain(order, deps).catch(() => false)) return recordSettledFromChain(order, deps);
     throw new SettlementPending((e as Error).message);
   }
+  deps.metrics?.settlements.inc({ result: result.success ? 'settled' : 'refused' });
   if (result.success) {
     crashPoint('after_chain_settle');
     const settled = await deps.orders.settled(order.id, { ...result });
@@ -91,6 +94,9 @@ async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: O
     const service = await deps.services.createForOrder(client, order, limits, expiresAt);
     const active = await deps.orders.activate(client, order.id);
     return { order: active ?? order, service };
+  }).catch((e) => {
+    deps.metrics?.provisioningFailures.inc();
+    throw e;
   });
   deps.log.info({ order_id: order.id }, 'provisioned');
   return done;

@@ -63,6 +63,8 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
   private restartAttempt = 0;
   private restartTimer?: NodeJS.Timeout;
   private playing?: AutoDjTrack;
+  /** Picked and being decoded, not on air yet: stop() gives these back so they play after start(). */
+  private readonly pickedAhead = new Set<string>();
 
   constructor(private readonly options: AutoDjOptions) {
     super();
@@ -109,6 +111,8 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     clearTimeout(this.restartTimer);
     this.pacer.stop();
     this.playing = undefined;
+    for (const path of this.pickedAhead) this.order.putBack(path);
+    this.pickedAhead.clear();
     this.stopping = Promise.all([
       this.feeding,
       terminate(this.decoder, 'SIGKILL'),
@@ -158,16 +162,29 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     let failuresInARow = 0;
     while (this.running) {
       const playlist = await Promise.resolve(this.options.playlist()).catch(() => []);
-      const path = this.running ? this.order.next(playlist) : undefined;
-      if (path !== undefined && await this.play(path)) {
+      if (!this.running) break;
+      const path = this.order.next(playlist);
+      if (path === undefined) {
+        await this.idle();
+        continue;
+      }
+      this.pickedAhead.add(path);
+      if (await this.play(path)) {
         failuresInARow = 0;
         continue;
       }
-      if (path !== undefined && ++failuresInARow < playlist.length) continue;
-      // Nothing playable: the pacer sends silence meanwhile.
-      failuresInARow = 0;
-      await sleep(IDLE_POLL_MS, undefined, { signal: this.abort.signal }).catch(() => {});
+      this.pickedAhead.delete(path);
+      // Every file failed in a row: wait rather than spin through ffprobe.
+      if (++failuresInARow >= playlist.length) {
+        failuresInARow = 0;
+        await this.idle();
+      }
     }
+  }
+
+  /** Waits before reading the playlist again; the pacer sends silence meanwhile. */
+  private idle(): Promise<void> {
+    return sleep(IDLE_POLL_MS, undefined, { signal: this.abort.signal }).catch(() => {});
   }
 
   /** Decodes one file into the pacer; false when it produced no audio. */
@@ -206,6 +223,7 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
   }
 
   private announce(track: AutoDjTrack): void {
+    this.pickedAhead.delete(track.path);
     this.playing = track;
     this.emit('track', track);
     if (!this.options.onTrack) return;
@@ -237,6 +255,11 @@ export class PlayOrder {
       this.last = path;
     }
     return path;
+  }
+
+  /** Makes a picked file unplayed again, e.g. when it never went on air. */
+  putBack(path: string): void {
+    this.played.delete(path);
   }
 }
 

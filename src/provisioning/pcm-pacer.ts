@@ -89,6 +89,10 @@ export class PcmPacer {
       due = this.silence.length;
     }
     const parts: Buffer[] = [];
+    const flush = () => {
+      if (parts.length > 0) this.sink(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+      parts.length = 0;
+    };
     // Leave a trailing partial frame queued until the rest of it arrives.
     const takeable = Math.min(due, this.alignDown(this.queuedBytes));
     let taken = 0;
@@ -96,6 +100,7 @@ export class PcmPacer {
       const head = this.queue[0];
       if (typeof head === 'function') {
         this.queue.shift();
+        flush(); // what comes before the mark is written before it fires
         head();
         continue;
       }
@@ -112,7 +117,7 @@ export class PcmPacer {
       this.silenceBytes += due - taken;
     }
     this.written += due;
-    this.sink(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+    flush();
     if (this.queuedBytes <= this.highWaterBytes) this.releaseWaiters();
   }
 

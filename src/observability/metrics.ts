@@ -1,0 +1,59 @@
+import type { Context, Next } from 'koa';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Logger } from '../log/index.js';
+import type { Database } from '../store/index.js';
+
+/** Prometheus metrics of one instance; gauges read from PostgreSQL when scraped, so they are the same on every instance. */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  private readonly latency = new Histogram({
+    name: 'http_request_duration_seconds', help: 'HTTP request latency by route and method', labelNames: ['route', 'method'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
+  });
+  readonly quotes = new Counter({ name: 'quotes_total', help: 'Quotes answered, by product', labelNames: ['product'], registers: [this.registry] });
+  readonly settlements = new Counter({ name: 'settlements_total', help: 'Settlement attempts by result', labelNames: ['result'], registers: [this.registry] });
+  readonly provisioningFailures = new Counter({ name: 'provisioning_failures_total', help: 'Provisioning attempts that failed (retried by recovery)', registers: [this.registry] });
+
+  constructor(db: Database) {
+    const registry = this.registry;
+    new Gauge({
+      name: 'orders', help: 'Orders by state', labelNames: ['state'], registers: [registry],
+      async collect() {
+        for (const state of ['settling', 'provisioning', 'active', 'failed']) this.set({ state }, 0);
+        for (const row of await db.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM orders GROUP BY state')) this.set({ state: row.state }, row.n);
+      },
+    });
+    new Gauge({
+      name: 'services', help: 'Services by status', labelNames: ['status'], registers: [registry],
+      async collect() {
+        for (const row of await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM services GROUP BY status')) this.set({ status: row.status }, row.n);
+      },
+    });
+    new Gauge({
+      name: 'icecast_listeners', help: 'Listeners admitted on Icecast mounts', registers: [registry],
+      async collect() {
+        const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM listeners');
+        this.set(row.n);
+      },
+    });
+  }
+
+  /** Counts and times every request, and writes one log line per request with its request id (and order id). */
+  middleware(log: Logger) {
+    return async (ctx: Context, next: Next): Promise<void> => {
+      const started = process.hrtime.bigint();
+      try {
+        await next();
+      } finally {
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+        this.requests.inc({ route, method: ctx.method, status: ctx.status });
+        this.latency.observe({ route, method: ctx.method }, seconds);
+        if (ctx.status >= 500 || ctx.state.orderId || ctx.method !== 'GET') {
+          log.info({ request_id: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
+        }
+      }
+    };
+  }
+}
