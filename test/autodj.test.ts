@@ -42,6 +42,8 @@ describe('autodj play order', () => {
     for (const round of rounds) assert.deepEqual([...round].sort(), list);
     assert.ok(new Set(rounds.map((r) => r.join())).size > 1, 'rounds differ');
     for (let i = 1; i < rounds.length; i++) assert.notEqual(rounds[i][0], rounds[i - 1].at(-1));
+    assert.deepEqual([1, 2, 3].map(() => order.next(['/x'])), ['/x', '/x', '/x']);
+    assert.deepEqual([1, 2].map(() => order.next(['/y', '/y'])), ['/y', '/y']);
   });
 });
 
@@ -306,6 +308,18 @@ describe('autodj end to end', { skip }, () => {
     await waitFor('the mount to be live again', () => isLive(MOUNT));
     console.log(`after killsource: encoder exited in ${exitedMs} ms (code ${exit.code}: ${exit.stderr.split('\n').at(-1)}), mount live again after ${Math.round(performance.now() - began)} ms`);
     await listener.ended; // killsource drops the listeners too
+  });
+
+  it('reconnects after icecast itself restarts', { timeout: 20_000 }, async () => {
+    const icecastBack = once(supervisor, 'restarted');
+    const encoderExited = once(dj, 'encoderExited');
+    const began = performance.now();
+    process.kill(supervisor.pid!, 'SIGKILL');
+    await encoderExited;
+    const [{ startMs }] = await icecastBack;
+    const icecastMs = Math.round(performance.now() - began);
+    await waitFor('the mount to be live again', () => isLive(MOUNT), 15_000);
+    console.log(`icecast SIGKILLed: back after ${icecastMs} ms (${startMs} ms to answer), mount live again after ${Math.round(performance.now() - began)} ms`);
   });
 
   it('stops and starts quickly, leaving no ffmpeg behind', { timeout: 20_000 }, async () => {

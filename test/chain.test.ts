@@ -676,6 +676,37 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     assert.deepEqual(savedValues(state), await chainValues(chain, state));
   });
 
+  test('checkpoints racing with settles neither lose nor double a change', T, async () => {
+    let done = false;
+    let rounds = 0;
+    const spin = async () => {
+      while (!done) {
+        await chain.checkpoint();
+        rounds++;
+      }
+    };
+    const spinners = [spin(), spin()];
+    const payments = await Promise.all(Array.from({ length: 30 }, (_, i) => signPayment(buyer, requirements(payTo, 100n + BigInt(i)))));
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        while (next < payments.length) {
+          const payment = payments[next++];
+          const settled = await bare.settle(payment, payment.accepted);
+          assert.equal(settled.success, true, settled.errorReason);
+          settledNonces.push([buyer.address, nonceOf(payment)]);
+        }
+      }),
+    );
+    done = true;
+    await Promise.all(spinners);
+    await chain.checkpoint();
+    assert.ok(rounds > 10, `only ${rounds} checkpoints ran alongside the settles`);
+    const { state } = await journalState(dataDir);
+    assert.deepEqual(savedValues(state), await chainValues(chain, state));
+    for (const payment of payments) assert.ok(state.authorizations[buyer.address].includes(nonceOf(payment)));
+  });
+
   test('a restart after many settles restores the same balances, allowances, used nonces and counts', T, async () => {
     const payers = [buyer, privateKeyToAccount(generatePrivateKey()), privateKeyToAccount(generatePrivateKey())];
     for (const payer of payers.slice(1)) await chain.ensureFunded(payer.address, 1_000_000n);

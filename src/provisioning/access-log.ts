@@ -24,8 +24,8 @@ export interface AccessLogEntry {
   /** HTTP Basic user the client sent (`source` for sources), null for `-`. */
   user: string | null;
   method: string;
-  /** `listener` for GET, `source` for PUT/SOURCE. */
-  kind: 'listener' | 'source';
+  /** `listener` for GET, `source` for PUT/SOURCE, `other` for anything else (HEAD, OPTIONS…). */
+  kind: 'listener' | 'source' | 'other';
   status: number;
   /** Bytes Icecast wrote to the socket, response headers included. */
   bytes: number;
@@ -114,7 +114,7 @@ export function parseAccessLogLine(line: string): Omit<AccessLogEntry, 'offset' 
     ip,
     user: user === '-' ? null : user,
     method,
-    kind: method === 'GET' ? 'listener' : 'source',
+    kind: method === 'GET' ? 'listener' : method === 'PUT' || method === 'SOURCE' ? 'source' : 'other',
     status: Number(status),
     bytes: bytes === '-' ? 0 : Number(bytes),
     referer: referer === '-' ? null : referer,
@@ -276,7 +276,7 @@ export class AccessLogReader {
     const wanted = parsed !== null
       && this.isMount(parsed.mount)
       && (this.includeFailed || (parsed.status >= 200 && parsed.status < 300))
-      && (parsed.kind === 'listener' || (this.includeSources && (parsed.method === 'PUT' || parsed.method === 'SOURCE')));
+      && (parsed.kind === 'listener' || (this.includeSources && parsed.kind === 'source'));
     if (!wanted) {
       stats.skipped++;
       this.totals.skipped++;

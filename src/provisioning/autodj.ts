@@ -116,12 +116,12 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     this.stopping = Promise.all([
       this.feeding,
       terminate(this.decoder, 'SIGKILL'),
-      // SIGTERM lets ffmpeg close the source connection cleanly; it takes a few ms.
       terminate(this.encoder, 'SIGTERM'),
     ]).then(() => { this.stopping = undefined; });
     return this.stopping;
   }
 
+  // While no encoder runs (between restarts) the audio is dropped: the playlist keeps time, like a radio.
   private writeToEncoder(pcm: Buffer): void {
     const stdin = this.encoder?.child.stdin;
     if (stdin?.writable && stdin.writableLength < MAX_ENCODER_BACKLOG) stdin.write(pcm);
@@ -131,7 +131,8 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     const { ffmpeg = 'ffmpeg', bitrateKbps, sourceUrl } = this.options;
     const child = spawn(ffmpeg, [
       '-nostdin', '-hide_banner', '-loglevel', 'error',
-      ...PCM_ARGS, '-i', 'pipe:0',
+      // Without these ffmpeg reads ~1 s of input before connecting; the format is known anyway.
+      '-probesize', '32', '-analyzeduration', '0', ...PCM_ARGS, '-i', 'pipe:0',
       '-c:a', 'libmp3lame', '-b:a', `${bitrateKbps}k`, '-content_type', 'audio/mpeg', '-f', 'mp3', sourceUrl,
     ], { stdio: ['pipe', 'ignore', 'pipe'] });
     child.stdin!.on('error', () => {}); // EPIPE when it dies: handled on exit
@@ -246,8 +247,9 @@ export class PlayOrder {
     let candidates = playlist.filter((path) => !this.played.has(path));
     if (candidates.length === 0) {
       this.played.clear();
+      candidates = [...playlist];
       // A shuffled round does not open with the track that closed the previous one.
-      candidates = this.shuffle && playlist.length > 1 ? playlist.filter((path) => path !== this.last) : [...playlist];
+      if (this.shuffle && candidates.some((path) => path !== this.last)) candidates = candidates.filter((path) => path !== this.last);
     }
     const path = this.shuffle ? candidates[Math.floor(this.random() * candidates.length)] : candidates[0];
     if (path !== undefined) {
@@ -273,6 +275,9 @@ function exitOf(child: ChildProcess): Running['exited'] {
 async function terminate(running: Running | undefined, signal: NodeJS.Signals): Promise<void> {
   if (!running) return;
   const { child } = running;
+  // The encoder blocks reading its stdin, where a signal does not interrupt it; end of input does,
+  // and lets it close the source connection cleanly.
+  child.stdin?.end();
   if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   const escalate = setTimeout(() => child.kill('SIGKILL'), 1000);
   await running.exited;

@@ -106,3 +106,18 @@ export function deepNesting(depth: number, shape: 'array' | 'object' | 'mixed', 
   const half = Math.floor(depth / 2);
   return new Raw('[{"a":'.repeat(half) + leaf + '}]'.repeat(half));
 }
+
+/** The path of the member reached by these keys (the last member with each key), if there is one. */
+export function memberPath(node: JsonNode, keys: string[]): JsonPath | undefined {
+  const path: JsonPath = [];
+  let current: JsonNode = node;
+  for (const key of keys) {
+    if (!(current instanceof Obj)) return undefined;
+    let index = -1;
+    current.pairs.forEach(([k], i) => { if (k === key) index = i; });
+    if (index < 0) return undefined;
+    path.push(index);
+    current = current.pairs[index][1];
+  }
+  return path;
+}
