@@ -679,7 +679,8 @@ describe('fuzz', () => {
       const headers: [string, HeaderValue][] = [['Authorization', `Bearer ${service.apiKey}`], ...header('Content-Type', body.contentType), ['Idempotency-Key', key], ...header('X-Request-Id', v.requestId)];
       // Koa's request.type: the Content-Type up to ";", as sent (case and blanks kept); JSON is application/json or *+json.
       const type = (body.contentType ?? '').replace(/^[ \t]+|[ \t]+$/g, '').split(';')[0];
-      const jsonType = type === 'application/json' || type.endsWith('+json');
+      // Media types are case-insensitive (RFC 9110): APPLICATION/JSON is JSON.
+      const jsonType = type.toLowerCase() === 'application/json' || type.toLowerCase().endsWith('+json');
       const exact = !jsonType ? { status: 415, codes: ['unsupported_media_type'] } : body.bytes.length > MAX_BODY ? { status: 413, codes: ['body_too_large'] } : undefined;
       const got = await probe(tally, { method: 'POST', path: v.target, headers, body: body.bytes, framing: body.framing }, {
         allow: v.target === '/quotes' ? [200, 404, 409, 413, 415, 422] : [402, 404, 409, 413, 415, 422],
@@ -906,7 +907,8 @@ describe('fuzz', () => {
     const noHostAnswer = { ...answer(noHost.status, noHost.headers, noHost.body, 'raw'), ...(noHost.problem && { problem: noHost.problem }) };
     tally.note(noHostAnswer);
     const noHostRequest: FuzzRequest = { method: 'GET', path: '/health (HTTP/1.1 without Host)' };
-    try { tally.report(noHostRequest, violations(noHostRequest, noHostAnswer, { allow: [400] }), noHostAnswer); } catch (e) { if (!(e instanceof Violation)) throw e; }
+    // Without Host the request is still answered by the API itself (serve turns off Node's bare 400).
+    try { tally.report(noHostRequest, violations(noHostRequest, noHostAnswer, { allow: [200] }), noHostAnswer); } catch (e) { if (!(e instanceof Violation)) throw e; }
 
     // One refused quote must not fail the quotes written in the same batch.
     // Quotes are written in batches (src/quotes/batch-writer.ts): a burst of 40 with a bad one every 8 shares batches.

@@ -43,6 +43,8 @@ async function withDatabase<T>(config: Config, work: (db: Awaited<ReturnType<typ
 const commands: Record<string, Command> = {
   async serve(config) {
     const log = jsonLogger({ service: 'agent-audio-api' });
+    // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not die of it.
+    process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     const service = await serve(config, log);
     print(`serving on ${service.baseUrl}`);
     await new Promise<void>((resolve) => {

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { createServer } from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -99,7 +100,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       log,
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
-    const server = app.listen(config.port, config.host);
+    // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
+    const server = createServer({ requireHostHeader: false }, app.callback()).listen(config.port, config.host);
     answerClientErrors(server);
     await once(server, 'listening');
     server.requestTimeout = 30_000;

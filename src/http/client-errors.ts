@@ -12,6 +12,11 @@ const answers: Record<string, [number, string, string]> = {
  * error document instead of a bare status line or a dropped connection.
  */
 export function answerClientErrors(server: Server): void {
+  server.on('connect', (_req, socket: Socket) => {
+    const requestId = randomId('req_', 12);
+    const body = JSON.stringify({ ok: false, error: { code: 'method_not_allowed', message: 'CONNECT is not supported: this is an HTTP API, not a proxy.', retryable: false, request_id: requestId } });
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`);
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET')) {
       socket.destroy();

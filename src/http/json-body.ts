@@ -1,13 +1,14 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import { Decimal } from '../rules/index.js';
+import { unsafeJson } from '../schema/json-limits.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Reads a JSON object body: 415 for another content type, 413 above the limit, 422 for bad UTF-8 or JSON, or a non-object. */
 export async function readJsonObject(ctx: Context): Promise<Record<string, unknown>> {
-  const type = ctx.request.type;
+  const type = ctx.request.type.toLowerCase();
   if (type !== 'application/json' && !type.endsWith('+json')) {
     throw new ApiError(415, 'unsupported_media_type', `The body must be JSON sent with "Content-Type: application/json" (got ${type ? `"${type}"` : 'none'}).`);
   }
@@ -38,6 +39,8 @@ export async function readJsonObject(ctx: Context): Promise<Record<string, unkno
   if (inexact) {
     throw new ApiError(422, 'number_not_exact', `The number ${inexact.slice(0, 40)} cannot be read exactly (it has too many significant digits or is out of range). Send numbers with at most 15 significant digits.`);
   }
+  const unsafe = unsafeJson(value);
+  if (unsafe) throw new ApiError(422, 'invalid_json', `The body cannot be accepted: ${unsafe}. Send plain JSON text.`);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ApiError(422, 'invalid_json', 'The body must be one JSON object, for example {"product_id": "instant-stream", "parameters": {...}}.');
   }

@@ -77,6 +77,8 @@ export class OrderService {
       // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
       const claimedMeanwhile = await this.orders.byAuthorization(authorization.from, authorization.nonce);
       if (claimedMeanwhile) return this.paidBy(claimedMeanwhile, input, requestHash);
+      // The facilitator reports an unreachable chain as an invalid payment: tell the agent to retry instead.
+      await this.deps.ledger.latestBlock().catch((e) => { throw PaymentGateway.unavailable(e); });
       throw await paymentRequired('payment_rejected',
         `The payment was refused (${verification.invalidReason ?? 'invalid'}${verification.invalidMessage ? `: ${verification.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
     }

@@ -2,6 +2,9 @@ import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymen
 import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/server';
+import { ApiError } from '../errors/index.js';
+import { unsafeJson } from '../schema/json-limits.js';
+import { isExactEvmPayment } from './payment-shape.js';
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse };
 
@@ -34,7 +37,7 @@ export class PaymentGateway {
   initialize(): Promise<void> {
     this.ready ??= this.server.initialize().catch((e) => {
       this.ready = undefined;
-      throw e;
+      throw unavailable(e);
     });
     return this.ready;
   }
@@ -80,9 +83,8 @@ export class PaymentGateway {
   decode(header: string): { payload: PaymentPayload; authorization: Authorization } | undefined {
     try {
       const payload = decodePaymentSignatureHeader(header);
-      const authorization = (payload.payload as { authorization?: Authorization } | undefined)?.authorization;
-      if (payload.x402Version !== 2 || !authorization || typeof authorization.from !== 'string' || typeof authorization.nonce !== 'string') return undefined;
-      return { payload, authorization };
+      if (!isExactEvmPayment(payload) || unsafeJson(payload)) return undefined;
+      return { payload, authorization: (payload.payload as { authorization: Authorization }).authorization };
     } catch {
       return undefined;
     }
@@ -95,7 +97,7 @@ export class PaymentGateway {
 
   async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     await this.initialize();
-    return this.server.verifyPayment(payload, requirements);
+    return this.server.verifyPayment(payload, requirements).catch((e) => { throw unavailable(e); });
   }
 
   async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
@@ -103,7 +105,18 @@ export class PaymentGateway {
     return this.server.settlePayment(payload, requirements);
   }
 
+  static unavailable(cause: unknown): ApiError {
+    return unavailable(cause);
+  }
+
   static responseHeader(settlement: SettleResponse): string {
     return encodePaymentResponseHeader(settlement);
   }
+}
+
+/** The facilitator or the chain did not answer: nothing was charged, the same request may be retried. */
+function unavailable(cause: unknown): ApiError {
+  return new ApiError(503, 'payment_network_unavailable',
+    `The payment network did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}). Nothing was charged: retry the same request with the same Idempotency-Key in a few seconds.`,
+    { retryable: true, headers: { 'Retry-After': '5' } });
 }

@@ -24,7 +24,9 @@ export class BatchWriter<Item, Result> {
         const results = await this.writeAll(batch.map((b) => b.item));
         batch.forEach((b, i) => b.resolve(results[i]));
       } catch (e) {
-        for (const b of batch) b.reject(e);
+        if (batch.length === 1) batch[0].reject(e);
+        // One bad write must not fail the others that happened to share its batch: write them one by one.
+        else await Promise.all(batch.map((b) => this.writeAll([b.item]).then(([r]) => b.resolve(r), b.reject)));
       }
     }
     this.inFlight--;

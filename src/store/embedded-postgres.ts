@@ -11,7 +11,7 @@ export interface RunningPostgres {
 }
 
 /** Real PostgreSQL from npm binaries, data in dataDir/pg, listening on loopback only, fsync on. */
-export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}, options: { port?: number } = {}): Promise<RunningPostgres> {
   const databaseDir = join(dataDir, 'pg');
   const credentialsFile = join(dataDir, 'pg-credentials.json');
   await mkdir(dataDir, { recursive: true });
@@ -27,7 +27,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
     : { user: 'audio', password: randomBytes(24).toString('base64url') };
   if (!initialised) await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
 
-  const port = await freePort();
+  const port = options.port ?? await freePort();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

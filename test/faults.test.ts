@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
+import { freePort, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
+import { buy } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+/** These tests drive load from one address; the per-client rate limits are tested elsewhere. */
+const unlimited = { RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' };
+after(async () => {
+  for (const step of cleanup.reverse()) await step().catch(() => {});
+});
+
+const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
+const orderBody = { ...instant, email: 'agent@example.com', station_name: 'Fault FM' };
+
+function isErrorDocument(body: any, requestId: string | null): boolean {
+  return body?.ok === false && typeof body.error?.code === 'string' && typeof body.error?.retryable === 'boolean' && body.error.request_id === requestId;
+}
+
+describe('faults', () => {
+  test('PostgreSQL stopped and restarted under load: retryable 503s, nothing half-written, recovery without restart', async () => {
+    const pgDir = await mkdtemp(join(tmpdir(), 'audio-pg-'));
+    const port = await freePort();
+    let pg: RunningPostgres = await startEmbeddedPostgres(pgDir, () => {}, { port });
+    cleanup.push(() => pg.stop());
+    const service = await startService({ ...unlimited, DATABASE_URL: pg.url });
+    cleanup.push(() => service.stop());
+
+    const statuses = new Map<number, number>();
+    let running = true;
+    const load = (async () => {
+      while (running) {
+        const answer = await request(service, 'POST', '/quotes', { body: instant }).catch(() => undefined);
+        if (!answer) continue;
+        statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        assert.ok(answer.status === 200 || answer.status === 503, `unexpected ${answer.status}: ${JSON.stringify(answer.body)}`);
+        if (answer.status === 503) {
+          assert.ok(isErrorDocument(answer.body, answer.headers.get('x-request-id')));
+          assert.equal(answer.body.error.retryable, true);
+        }
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    await pg.stop();
+    await new Promise((r) => setTimeout(r, 1500));
+    pg = await startEmbeddedPostgres(pgDir, () => {}, { port });
+    await new Promise((r) => setTimeout(r, 1500));
+    running = false;
+    await load;
+
+    assert.ok((statuses.get(503) ?? 0) > 0, `the outage was seen: ${JSON.stringify([...statuses])}`);
+    assert.ok((statuses.get(200) ?? 0) > 0);
+    const after = await request(service, 'POST', '/quotes', { body: instant });
+    assert.equal(after.status, 200, 'the service recovered without a restart');
+    const health = await request(service, 'GET', '/health', { auth: false });
+    assert.equal(health.body.checks.database.ok, true);
+    const verify = await service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, `the audit chain is intact: ${verify.stderr}`);
+  });
+
+  test('chain unreachable: a retryable error, nothing provisioned; the same request succeeds once it is back', async () => {
+    const owner = await startService(unlimited);
+    cleanup.push(() => owner.stop());
+    const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
+    const chainDir = await mkdtemp(join(tmpdir(), 'audio-chain-'));
+    const chainPort = await freePort();
+    let chain: EmbeddedChain = await startEmbeddedChain({ dataDir: chainDir, port: chainPort });
+    cleanup.push(() => chain.stop());
+    await chain.ensureFunded(chain.accounts.buyer.address, 10_000_000n);
+    const attached = await startService({ ...unlimited, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: chain.rpcUrl, DEV_FACILITATOR_ACCOUNT: '5' });
+    cleanup.push(() => attached.stop());
+    const agent = { baseUrl: attached.baseUrl, apiKey: owner.apiKey };
+    const wallet = new TestWallet(chain.accounts.buyer.privateKey, chain.rpcUrl);
+
+    const key = `chain-down-${Date.now()}`;
+    const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
+    const header = ask.headers.get('payment-required')!;
+    const { payTo, asset } = decodePaymentRequiredHeader(header).accepts[0];
+    const signature = await wallet.pay(header);
+    const sellerBefore = await chain.usdcBalance(payTo as `0x${string}`);
+
+    await chain.stop();
+    const down = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+    assert.equal(down.status, 503, JSON.stringify(down.body));
+    assert.ok(isErrorDocument(down.body, down.headers.get('x-request-id')));
+    assert.equal(down.body.error.retryable, true);
+    const health = await request(agent, 'GET', '/health', { auth: false });
+    assert.equal(health.body.checks.chain.ok, false, '/health says the chain is away');
+
+    chain = await startEmbeddedChain({ dataDir: chainDir, port: chainPort });
+    let answer;
+    for (let i = 0; i < 50; i++) {
+      answer = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+      if (!answer.body.error?.retryable) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(answer!.status, 200, JSON.stringify(answer!.body));
+    assert.equal(await chain.usdcBalance(payTo as `0x${string}`) - sellerBefore, 270000n, 'paid once');
+    void asset;
+  });
+
+  test('a killed instance with 20 purchases in flight: every paid authorization has exactly one service, nothing unpaid', async () => {
+    const owner = await startService(unlimited);
+    cleanup.push(() => owner.stop());
+    const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
+    const dev = JSON.parse(await readFile(join(owner.dataDir, 'dev.json'), 'utf8'));
+    const attachEnv = { ...unlimited, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '6', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '200' };
+    const doomed = await startService(attachEnv);
+    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const agent = { baseUrl: doomed.baseUrl, apiKey: owner.apiKey };
+
+    const purchases = [];
+    for (let i = 0; i < 20; i++) {
+      const key = `inflight-${Date.now()}-${i}`;
+      const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
+      purchases.push({ key, signature: await wallet.pay(ask.headers.get('payment-required')!) });
+    }
+    const { payTo, asset } = decodePaymentRequiredHeader((await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': 'probe' } })).headers.get('payment-required')!).accepts[0];
+    const sellerBefore = await wallet.balanceOf(asset, payTo);
+
+    const inFlight = purchases.map((p) => request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } }).catch(() => undefined));
+    await new Promise((r) => setTimeout(r, 150));
+    await doomed.stop('SIGKILL');
+    await Promise.all(inFlight);
+
+    const revived = await startService(attachEnv);
+    cleanup.push(() => revived.stop());
+    const survivor = { baseUrl: revived.baseUrl, apiKey: owner.apiKey };
+    const outcomes = [];
+    for (const p of purchases) {
+      let answer;
+      for (let i = 0; i < 100; i++) {
+        answer = await request(survivor, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } });
+        if (!answer.body.error?.retryable) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      outcomes.push(answer!);
+    }
+    const served = outcomes.filter((o) => o.status === 200);
+    assert.deepEqual(outcomes.filter((o) => o.status !== 200).map((o) => o.body.error?.code), [], 'every signed purchase completes on retry');
+    assert.equal(new Set(served.map((o) => o.body.service.service_id)).size, 20, 'one service per purchase');
+    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n * 20n, 'each paid exactly once');
+  });
+});
