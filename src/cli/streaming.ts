@@ -12,6 +12,7 @@ export interface Streaming {
   callbackCredentials: { user: string; password: string };
   publicUrl(): string;
   admin(): IcecastAdmin | undefined;
+  accessLogPath(): string | undefined;
   /** Whether Icecast answers its admin API now. */
   health(): Promise<{ ok: boolean; error?: string; url?: string }>;
   /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
@@ -30,6 +31,7 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
     callbackCredentials,
     publicUrl: () => env.ICECAST_PUBLIC_URL ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
     admin: () => supervisor?.admin,
+    accessLogPath: () => supervisor?.accessLogPath,
     async health() {
       if (!supervisor) return { ok: false, error: installed ? 'not started' : 'icecast2 is not installed' };
       try {

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from '../log/index.js';
 import type { Decision, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
+import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
 import type { ServiceRow } from './service-records.js';
 
 const refuse = (message: string): Decision => ({ accept: false, message });
@@ -14,7 +15,7 @@ function sameSecret(a: string, b: string): boolean {
 
 /** Answers Icecast's URL-auth callbacks from the service records: the order's own source credentials, its listener cap and expiry. */
 export class IcecastDecider implements MountDecider {
-  constructor(private readonly db: Database, private readonly log: Logger) {}
+  constructor(private readonly db: Database, private readonly log: Logger, private readonly autodj?: AutoDjManager) {}
 
   private async live(mount: string): Promise<ServiceRow | undefined> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
@@ -25,7 +26,13 @@ export class IcecastDecider implements MountDecider {
   async authorizeSource({ mount, user, pass }: { mount: string; user: string; pass: string }): Promise<Decision> {
     const service = await this.live(mount);
     if (!service) return refuse('no active service on this mount');
-    if (!sameSecret(user, service.source_user) || !sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
+    if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
+    if (user === AUTODJ_USER && this.autodj && AutoDjManager.wanted(service)) {
+      return this.autodj.isLive(service.id) ? refuse('the live encoder holds the mount') : { accept: true };
+    }
+    if (!sameSecret(user, service.source_user)) return refuse('wrong source credentials');
+    // The service's own encoder wins the mount: AutoDJ (if any) steps aside before Icecast checks the mount is free.
+    if (this.autodj && AutoDjManager.wanted(service)) await this.autodj.yieldTo(service.id);
     return { accept: true };
   }
 
@@ -53,6 +60,8 @@ export class IcecastDecider implements MountDecider {
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
     this.log.info({ mount }, 'source disconnected');
+    const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
+    if (service) this.autodj?.mountFreed(service.id);
     await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);
   }
 }

@@ -2,3 +2,5 @@ export { ServiceRecords, type ServiceRow, type ServiceDocument, type StreamingEn
 export { IcecastDecider } from './icecast-decider.js';
 export { MediaLibrary, quotaOf, type MediaFile } from './media-library.js';
 export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl } from './lifecycle-worker.js';
+export { IcecastUsageMeter } from './icecast-usage-meter.js';
+export { AutoDjManager, AUTODJ_USER } from './autodj-manager.js';

@@ -26,6 +26,7 @@ export interface UsageMeter {
 
 export interface AutoDjControl {
   stop(serviceId: string): Promise<void>;
+  sync(services: ServiceRow[]): Promise<void>;
 }
 
 export interface LifecycleDeps {
@@ -77,6 +78,7 @@ export class LifecycleWorker {
     const services = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE icecast_url = $1 AND status IN ('active', 'suspended')", [this.deps.icecastUrl()]);
     const done: { service: string; decision: ServiceDecision }[] = [];
+    if (fresh) await this.reconcileListeners(services);
     for (const service of services) {
       const usage = fresh ? this.deps.meter.usage(service) : undefined;
       const usageFacts = usageFactsOf(service, usage);
@@ -93,7 +95,24 @@ export class LifecycleWorker {
         if (decision.kind === 'transition') break;
       }
     }
+    const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
+      "SELECT * FROM services WHERE icecast_url = $1 AND status = 'active'", [this.deps.icecastUrl()]) : services.filter((s) => s.status === 'active');
+    await this.deps.autodj?.sync(stillActive);
     return done;
+  }
+
+  /** Listener rows whose listener_remove callback was lost (service down, Icecast restarted) are dropped. */
+  private async reconcileListeners(services: ServiceRow[]): Promise<void> {
+    const admin = this.deps.admin();
+    if (!admin) return;
+    const mounts = await admin.listMounts().catch(() => undefined);
+    if (!mounts) return;
+    const live = new Set(mounts.map((m) => m.mount));
+    for (const service of services) {
+      const connected = live.has(service.mount) ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id) : [];
+      if (connected === undefined) continue;
+      await this.deps.db.query('DELETE FROM listeners WHERE service_id = $1 AND NOT (client_id = ANY($2::text[]))', [service.id, connected]);
+    }
   }
 
   private async lead(): Promise<boolean> {

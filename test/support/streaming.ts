@@ -32,10 +32,10 @@ export function connectListener(url: string): Promise<Listener> {
   });
 }
 
-export function startFfmpegSource(url: string): ChildProcess {
+export function startFfmpegSource(url: string, kbps = 64): ChildProcess {
   return spawn('ffmpeg', [
     '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
-    '-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url,
+    '-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-content_type', 'audio/mpeg', '-f', 'mp3', url,
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
 }
 

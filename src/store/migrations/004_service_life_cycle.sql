@@ -31,3 +31,10 @@ CREATE TABLE service_files (
   created_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (service_id, name)
 );
+
+-- The usage meter of each Icecast (cumulative counters, access-log position), kept across restarts.
+CREATE TABLE meter_state (
+  icecast_url text PRIMARY KEY,
+  state       jsonb NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);

@@ -1,0 +1,94 @@
+import type { Logger } from '../log/index.js';
+import { AutoDj, type IcecastAdmin } from '../provisioning/index.js';
+import type { Database } from '../store/index.js';
+import type { MediaLibrary } from './media-library.js';
+import type { ServiceRow } from './service-records.js';
+
+/** The source user AutoDJ connects as; the service's own encoder uses "source" and takes over from it. */
+export const AUTODJ_USER = 'autodj';
+
+/**
+ * One AutoDJ per active AutoDJ service on this instance's Icecast: temporary-autodj always, event-stream with
+ * autodj: true while no live encoder is connected. It plays the playlist (or every uploaded file) and updates the
+ * mount's metadata on each track.
+ */
+export class AutoDjManager {
+  private readonly running = new Map<string, AutoDj>();
+  /** Services whose live encoder holds the mount (and since when): AutoDJ waits until it leaves. */
+  private readonly liveSources = new Map<string, number>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly media: MediaLibrary,
+    private readonly icecastUrl: () => string,
+    private readonly admin: () => IcecastAdmin | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  static wanted(service: ServiceRow): boolean {
+    return service.status === 'active' && (service.product_id === 'temporary-autodj' || service.limits.autodj === true);
+  }
+
+  /** Starts what should run and stops what should not; called on every life-cycle pass. */
+  async sync(services: ServiceRow[]): Promise<void> {
+    const wanted = new Map(services.filter((s) => AutoDjManager.wanted(s) && !this.liveSources.has(s.id)).map((s) => [s.id, s]));
+    for (const id of this.running.keys()) if (!wanted.has(id)) await this.stop(id);
+    for (const service of wanted.values()) if (!this.running.has(service.id)) this.start(service);
+  }
+
+  /** The service's own encoder asks for the mount: AutoDJ steps aside first, so Icecast can give it the mount. */
+  async yieldTo(serviceId: string): Promise<void> {
+    this.liveSources.set(serviceId, Date.now());
+    await this.stop(serviceId);
+  }
+
+  isLive(serviceId: string): boolean {
+    return this.liveSources.has(serviceId);
+  }
+
+  /**
+   * Icecast reports that the mount has no source any more. Right after a yield that is AutoDJ's own disconnect,
+   * so the live encoder keeps the turn; later it is the live encoder leaving, and AutoDJ takes over again.
+   */
+  mountFreed(serviceId: string): void {
+    const since = this.liveSources.get(serviceId);
+    if (since !== undefined && Date.now() - since > 2000) this.liveSources.delete(serviceId);
+  }
+
+  async stop(serviceId: string): Promise<void> {
+    const dj = this.running.get(serviceId);
+    this.running.delete(serviceId);
+    await dj?.stop();
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((id) => this.stop(id)));
+  }
+
+  private start(service: ServiceRow): void {
+    const base = new URL(this.icecastUrl());
+    const dj = new AutoDj({
+      sourceUrl: `icecast://${AUTODJ_USER}:${encodeURIComponent(service.source_password)}@${base.host}${service.mount}`,
+      bitrateKbps: Number(service.limits.bitrate_kbps ?? 128),
+      shuffle: service.shuffle,
+      playlist: () => this.playlist(service.id),
+      onTrack: async (track) => {
+        const song = [track.artist, track.title].filter(Boolean).join(' - ') || track.path.split('/').pop()!;
+        await this.admin()?.updateMetadata(service.mount, song).catch(() => false);
+      },
+    });
+    dj.on('trackError', ({ path, error }) => this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'));
+    dj.on('encoderExited', ({ code }) => this.log.info({ service_id: service.id, code }, 'AutoDJ encoder exited; restarting'));
+    dj.start();
+    this.running.set(service.id, dj);
+    this.log.info({ service_id: service.id }, 'AutoDJ started');
+  }
+
+  /** The current playlist as file paths: the chosen order, or every uploaded file by name. */
+  private async playlist(serviceId: string): Promise<string[]> {
+    const [row] = await this.db.query<{ playlist: string[] | null }>('SELECT playlist FROM services WHERE id = $1', [serviceId]);
+    const files = (await this.media.list(serviceId)).map((f) => f.name);
+    const chosen = (row?.playlist ?? []).filter((name) => files.includes(name));
+    return (chosen.length ? chosen : files).map((name) => this.media.pathOf(serviceId, name));
+  }
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buy } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { shortLivedCatalog } from './support/short-catalog.js';
+import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { TestWallet } from './support/wallet.js';
+
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+
+let service: Service;
+let wallet: TestWallet;
+let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
+const processes: ChildProcess[] = [];
+const listeners: Listener[] = [];
+
+before(async () => {
+  if (skip) return;
+  catalog = await shortLivedCatalog();
+  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250' });
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+});
+after(async () => {
+  for (const l of listeners) l.close();
+  for (const p of processes) p.kill('SIGKILL');
+  await service?.stop();
+  await catalog?.remove();
+});
+
+const stream = (parameters: Record<string, unknown>, product = 'instant-stream') =>
+  buy(service, wallet, { product_id: product, email: 'ops@example.com', station_name: 'Cycle FM', parameters }).then((r) => {
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.service as { service_id: string; stream_url: string; broadcast_url: string; expires_at: string };
+  });
+
+function source(url: string, kbps = 64): ChildProcess {
+  const child = startFfmpegSource(url, kbps);
+  processes.push(child);
+  return child;
+}
+
+async function listen(url: string): Promise<Listener> {
+  const listener = await waitFor('the mount to go live', async () => {
+    const l = await connectListener(url).catch(() => undefined);
+    if (l?.status === 200) return l;
+    l?.close();
+    return undefined;
+  }, 20_000);
+  listeners.push(listener);
+  return listener;
+}
+
+const usage = async (id: string) => (await request(service, 'GET', `/services/${id}/usage`)).body.usage;
+
+describe('service life cycle', { skip }, () => {
+  test('at expires_at the source and the listeners are cut, new connections refused, status expired', async () => {
+    const svc = await stream({ duration_hours: 0.003, max_listeners: 2, bitrate_kbps: 64 });
+    const encoder = source(svc.broadcast_url);
+    const listener = await listen(svc.stream_url);
+    await waitFor('audio', () => hasMpegFrame(listener.received()), 10_000);
+    const untilExpiry = Date.parse(svc.expires_at) - Date.now();
+    assert.ok(untilExpiry > 0 && untilExpiry < 11_000, `expires in ${untilExpiry} ms`);
+
+    assert.notEqual(await exitOf(encoder, untilExpiry + 8000), null, 'the source was disconnected');
+    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000))]);
+    const record = await request(service, 'GET', `/services/${svc.service_id}`);
+    assert.equal(record.body.service.status, 'expired');
+    assert.match(record.body.status_reason, /paid time ended/);
+    const late = await connectListener(svc.stream_url).catch(() => undefined);
+    assert.notEqual(late?.status, 200, 'no listener after expiry');
+    late?.close();
+    const again = source(svc.broadcast_url);
+    assert.notEqual(await exitOf(again, 15_000), 0, 'no source after expiry');
+    const events = (await usage(svc.service_id)).events;
+    assert.ok(events.some((e: any) => e.kind === 'transition' && e.to_status === 'expired'));
+  });
+
+  test('a source above the bought bitrate is disconnected, with the reason on record', async () => {
+    const svc = await stream({ duration_hours: 0.02, max_listeners: 2, bitrate_kbps: 32 });
+    const loud = source(svc.broadcast_url, 128);
+    assert.notEqual(await exitOf(loud, 30_000), null, 'the over-bitrate source was disconnected');
+    const record = await request(service, 'GET', `/services/${svc.service_id}`);
+    assert.equal(record.body.service.status, 'active', 'the service itself stays active');
+    assert.match(record.body.status_reason, /above the 32 kbps bought/);
+    assert.ok((await usage(svc.service_id)).events.some((e: any) => e.code === 'source_over_bitrate'));
+  });
+
+  test('usage counts the bytes the listeners actually received', async () => {
+    const svc = await stream({ duration_hours: 0.05, max_listeners: 3, bitrate_kbps: 64 });
+    source(svc.broadcast_url);
+    const a = await listen(svc.stream_url);
+    const b = await listen(svc.stream_url);
+    await new Promise((r) => setTimeout(r, 4000));
+    a.close();
+    b.close();
+    await Promise.all([a.ended, b.ended]);
+    const received = a.received().length + b.received().length;
+    const measured = await waitFor('usage to catch up', async () => {
+      const u = await usage(svc.service_id);
+      return Math.abs(u.bytes.sent_to_listeners - received) <= 6000 ? u : undefined;
+    }, 20_000).catch(async () => usage(svc.service_id));
+    assert.ok(Math.abs(measured.bytes.sent_to_listeners - received) <= 6000, `usage ${measured.bytes.sent_to_listeners} B vs received ${received} B`);
+    assert.ok(measured.bytes.read_from_source > 0);
+    assert.equal(measured.source.connected, true);
+    assert.ok(measured.listeners.peak >= 2);
+  });
+
+  test('AutoDJ plays an uploaded file; after Icecast is killed the mount comes back', async () => {
+    const svc = await stream({ duration_hours: 1, bitrate_kbps: 64, storage_mb: 5 }, 'temporary-autodj');
+    const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=4', '-metadata', 'title=Loop', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
+    const upload = await request(service, 'PUT', `/services/${svc.service_id}/files/loop.mp3`, { rawBody: song, headers: { 'content-type': 'audio/mpeg' } });
+    assert.equal(upload.status, 201);
+    const listener = await listen(svc.stream_url);
+    await waitFor('AutoDJ audio', () => hasMpegFrame(listener.received()) && listener.received().length > 16_000, 15_000);
+
+    const icecast = spawnSync('pgrep', ['-f', `icecast2 -c ${join(service.dataDir, 'icecast')}`]).stdout.toString().trim().split('\n').filter(Boolean);
+    assert.ok(icecast.length > 0, 'found the Icecast process');
+    for (const pid of icecast) process.kill(Number(pid), 'SIGKILL');
+    await Promise.race([listener.ended, new Promise((r) => setTimeout(r, 5000))]);
+    const back = await listen(svc.stream_url);
+    await waitFor('AutoDJ audio after the restart', () => hasMpegFrame(back.received()) && back.received().length > 8000, 20_000);
+  });
+});
