@@ -1,6 +1,6 @@
 import { parametersSchema } from '../catalog/index.js';
 import type { Snapshot } from '../pricing/index.js';
-import { errorSchema, idempotencyKeyPattern, orderRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
+import { errorSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
 
 const cache = new WeakMap<Snapshot, Buffer>();
 
@@ -55,6 +55,7 @@ function build(snapshot: Snapshot, version: string) {
         QuoteRequest: { ...quoteRequestSchema, description: `product_id is one of: ${quotable.map((p) => p.product.id).join(', ')}; parameters follow the matching Parameters_* schema.` },
         QuoteResponse: quoteResponseSchema,
         OrderRequest: orderRequestSchema,
+        Playlist: playlistSchema,
         ...parameterSchemas,
       },
     },
@@ -111,6 +112,54 @@ function build(snapshot: Snapshot, version: string) {
             503: error('Machine payment not configured on this deployment, or a dependency is briefly unavailable (retryable).'),
           },
         },
+      },
+      '/orders/{order_id}': {
+        get: {
+          tags: ['Orders'], operationId: 'getOrder', summary: 'An order of yours, with its service.', security: [{ agentApiKey: [] }],
+          parameters: [{ name: 'order_id', in: 'path', required: true, schema: { type: 'string', pattern: '^ra_[a-zA-Z0-9_-]{8,120}$' } }],
+          responses: { 200: ok('The order and its service', { type: 'object' }), 401: error('Missing or invalid API key.'), 404: error('No such order for this API key.') },
+        },
+      },
+      ...servicePaths(),
+    },
+  };
+}
+
+function servicePaths() {
+  const id = { name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' }, description: 'service.service_id from your order.' };
+  const name = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._ ()-]{0,127}$' } };
+  const owner = { security: [{ agentApiKey: [] }], tags: ['Services'] };
+  const notFound = error('No such service for this API key (another key\'s service looks the same as none).');
+  return {
+    '/services/{service_id}': {
+      get: { ...owner, operationId: 'getService', summary: 'The service record: status, stream and broadcast URLs, limits, expiry; status_reason when something was enforced.', parameters: [id], responses: { 200: ok('ServiceResponse', { type: 'object' }), 404: notFound } },
+    },
+    '/services/{service_id}/usage': {
+      get: {
+        ...owner, operationId: 'getServiceUsage', parameters: [id],
+        summary: 'What the service used: listeners (current, peak), listener-hours, bytes to listeners and from the source, transfer used vs included, source connected since, time remaining, storage used vs bought, recent life-cycle events.',
+        description: 'Measured from Icecast about once a second; byte counters lag up to ~5 s. With transfer bought, the service is suspended when listeners use more than it.',
+        responses: { 200: ok('UsageResponse', { type: 'object' }), 404: notFound },
+      },
+    },
+    '/services/{service_id}/files': {
+      get: { ...owner, operationId: 'listServiceFiles', summary: 'Uploaded AutoDJ files, the playlist and shuffle.', parameters: [id], responses: { 200: ok('Files', { type: 'object' }), 404: notFound } },
+    },
+    '/services/{service_id}/files/{name}': {
+      put: {
+        ...owner, operationId: 'uploadServiceFile', parameters: [id, name],
+        summary: 'Upload an audio file for AutoDJ (temporary-autodj, or event-stream ordered with autodj: true). The body is the file itself.',
+        description: 'Counted against storage_mb while it streams in: an upload that does not fit is refused with 413 and nothing is kept. Files are checked with ffprobe: a file without audio is refused with 422. Uploading the same name replaces the file.',
+        requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } }, 'audio/*': { schema: { type: 'string', format: 'binary' } } } },
+        responses: { 201: ok('The stored file', { type: 'object' }), 404: notFound, 409: error('The service has no storage or is not active.'), 413: error('Does not fit in the storage bought.'), 422: error('Not audio, empty, or a bad file name.') },
+      },
+      delete: { ...owner, operationId: 'deleteServiceFile', summary: 'Delete an uploaded file.', parameters: [id, name], responses: { 200: ok('Deleted', { type: 'object' }), 404: error('No such file or service.') } },
+    },
+    '/services/{service_id}/playlist': {
+      put: {
+        ...owner, operationId: 'setServicePlaylist', parameters: [id], summary: 'Set the AutoDJ play order (uploaded file names) and shuffle; takes effect at the next track.',
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Playlist' } } } },
+        responses: { 200: ok('The playlist', { type: 'object' }), 404: notFound, 422: error('A name is not an uploaded file: error.details points at it.') },
       },
     },
   };

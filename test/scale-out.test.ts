@@ -10,13 +10,16 @@ after(async () => {
   for (const s of running.reverse()) await s.stop();
 });
 
-test('50 identical paid requests split across two instances on one PostgreSQL settle once', async () => {
+test('three instances on one PostgreSQL behave as one: 50 identical paid requests settle once, revocation acts everywhere', async () => {
   const first = await startService();
   running.push(first);
   const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
   const dev = JSON.parse(await readFile(join(first.dataDir, 'dev.json'), 'utf8'));
   const second = await startService({ DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' });
   running.push(second);
+  const third = await startService({ DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '7' });
+  running.push(third);
+  const instances = [first, second, third];
 
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const body = { product_id: 'event-stream', email: 'agent@example.com', station_name: 'Two FM', parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 96 } };
@@ -29,7 +32,7 @@ test('50 identical paid requests split across two instances on one PostgreSQL se
   const sellerBefore = await wallet.balanceOf(asset, payTo);
 
   const answers = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-    request({ baseUrl: (i % 2 ? first : second).baseUrl, apiKey: first.apiKey }, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } })));
+    request({ baseUrl: instances[i % 3].baseUrl, apiKey: first.apiKey }, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } })));
   const ok = answers.filter((a) => a.status === 200);
   const unexpected = answers.filter((a) => a.status !== 200 && a.body.error?.code !== 'idempotency_in_progress');
   assert.deepEqual(unexpected.map((a) => a.body), []);
@@ -39,6 +42,19 @@ test('50 identical paid requests split across two instances on one PostgreSQL se
   assert.equal(ok.filter((a) => !a.body.idempotent_replay).length, 1);
   assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 310000n, 'one settlement');
 
-  const replayOnOther = await request({ baseUrl: second.baseUrl, apiKey: first.apiKey }, 'GET', `/orders/${ok[0].body.order.id}`);
-  assert.equal(replayOnOther.status, 200);
+  for (const instance of instances) {
+    const seen = await request({ baseUrl: instance.baseUrl, apiKey: first.apiKey }, 'GET', `/orders/${ok[0].body.order.id}`);
+    assert.equal(seen.status, 200);
+  }
+
+  // A key used on every instance (so each has it verified), revoked through one: refused at once by all three.
+  const created = JSON.parse((await first.cli(['keys', 'create', '--name', 'roaming'])).stdout);
+  const quote = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
+  for (const instance of instances) assert.equal((await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/quotes', { body: quote })).status, 200);
+  assert.equal((await third.cli(['keys', 'revoke', created.id])).code, 0);
+  for (const instance of instances) {
+    const refused = await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/quotes', { body: quote });
+    assert.equal(refused.status, 401, instance.baseUrl);
+    assert.equal((await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'GET', `/orders/${ok[0].body.order.id}`)).status, 401);
+  }
 });
