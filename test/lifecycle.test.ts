@@ -89,6 +89,22 @@ describe('service life cycle', { skip }, () => {
     assert.ok((await usage(svc.service_id)).events.some((e: any) => e.code === 'source_over_bitrate'));
   });
 
+  test('bought transfer used up: suspended, source and listeners cut', async () => {
+    const svc = await stream({ duration_hours: 0.05, max_listeners: 2, bitrate_kbps: 64, transfer_gb: 0.00003 });
+    const encoder = source(svc.broadcast_url);
+    const listener = await listen(svc.stream_url);
+    assert.notEqual(await exitOf(encoder, 30_000), null, 'the source was disconnected');
+    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000))]);
+    const record = await request(service, 'GET', `/services/${svc.service_id}`);
+    assert.equal(record.body.service.status, 'suspended');
+    assert.match(record.body.status_reason, /more than the 0\.00003 GB bought/);
+    const u = await usage(svc.service_id);
+    assert.ok(Number(u.transfer.used_gb) > 0.00003);
+    const refused = await connectListener(svc.stream_url).catch(() => undefined);
+    assert.notEqual(refused?.status, 200, 'a suspended stream admits nobody');
+    refused?.close();
+  });
+
   test('usage counts the bytes the listeners actually received', async () => {
     const svc = await stream({ duration_hours: 0.05, max_listeners: 3, bitrate_kbps: 64 });
     source(svc.broadcast_url);
@@ -107,6 +123,24 @@ describe('service life cycle', { skip }, () => {
     assert.ok(measured.bytes.read_from_source > 0);
     assert.equal(measured.source.connected, true);
     assert.ok(measured.listeners.peak >= 2);
+  });
+
+  test('event-stream with autodj: AutoDJ fills the mount and yields to the live encoder, then takes over again', async () => {
+    const svc = await stream({ duration_hours: 1, max_listeners: 5, bitrate_kbps: 64, autodj: true }, 'event-stream');
+    const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=3', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
+    assert.equal((await request(service, 'PUT', `/services/${svc.service_id}/files/fill.mp3`, { rawBody: song, headers: { 'content-type': 'audio/mpeg' } })).status, 201);
+    const filler = await listen(svc.stream_url);
+    await waitFor('AutoDJ audio', () => hasMpegFrame(filler.received()), 15_000);
+
+    const live = source(svc.broadcast_url);
+    await new Promise((r) => setTimeout(r, 4000));
+    assert.equal(live.exitCode, null, 'the live encoder got the mount and keeps it');
+    const onLive = await listen(svc.stream_url);
+    await waitFor('live audio', () => hasMpegFrame(onLive.received()), 10_000);
+
+    live.kill('SIGKILL');
+    const back = await listen(svc.stream_url);
+    await waitFor('AutoDJ audio again', () => hasMpegFrame(back.received()) && back.received().length > 8000, 20_000);
   });
 
   test('AutoDJ plays an uploaded file; after Icecast is killed the mount comes back', async () => {
