@@ -6,6 +6,8 @@
  * Then the order benchmarks (bench/orders.ts): the 402 path vs @x402/express, paid purchases/s vs a bare facilitator,
  * settle latency before and after mining blocks. Options: --purchases <c:n,...> (1:60,8:200), --settle-samples <n> (30),
  * --mine-blocks <n> (2000), --no-orders (skip them).
+ * Then the streaming benchmark (bench/streaming.ts): Icecast auth-callback throughput and concurrent mounts with listeners.
+ * Options: --streaming-mounts <k,...> (20,40), --no-streaming (skip it).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -21,6 +23,7 @@ import { instantStreamInput, runMicro } from './micro.js';
 import { machineLine, reportTables, type HttpResults, type Machine } from './report.js';
 import { runOrdersBench } from './orders.js';
 import { ordersTables, writeOrdersDocsSection } from './orders-report.js';
+import { runStreamingSection } from './streaming-section.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const { values: args } = parseArgs({
@@ -37,6 +40,8 @@ const { values: args } = parseArgs({
     'settle-samples': { type: 'string', default: '30' },
     'mine-blocks': { type: 'string', default: '2000' },
     'no-orders': { type: 'boolean', default: false },
+    'no-streaming': { type: 'boolean', default: false },
+    'streaming-mounts': { type: 'string', default: '20,40' },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -46,7 +51,7 @@ const rounds = Number(args.rounds);
 const writeDocs = args['write-docs'] && !args['no-write-docs'];
 
 /** The whole run stays under 4 minutes: past this, the load stops and everything is shut down. */
-const DEADLINE_MS = 230_000;
+const DEADLINE_MS = 230_000 + (args['no-streaming'] ? 0 : 90_000);
 
 const startedAt = Date.now();
 const abort = new AbortController();
@@ -163,6 +168,9 @@ try {
       ].join('\n'));
       log('wrote the orders section of docs/benchmarks.md');
     }
+  }
+  if (!args['no-streaming']) {
+    await runStreamingSection({ root, service, scratch, signal: abort.signal, log, machine, writeDocs, mounts: args['streaming-mounts'] });
   }
 } catch (e) {
   exitCode = 1;

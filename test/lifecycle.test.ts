@@ -3,11 +3,11 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buy } from './support/purchase.js';
+import { buy, payFor } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
+import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
 
@@ -103,6 +103,40 @@ describe('service life cycle', { skip }, () => {
     const refused = await connectListener(svc.stream_url).catch(() => undefined);
     assert.notEqual(refused?.status, 200, 'a suspended stream admits nobody');
     refused?.close();
+
+    const resumed = await payFor(service, wallet, `/services/${svc.service_id}/upgrade`, { product_id: 'event-stream' });
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.equal(resumed.body.service.status, 'active', 'an upgrade ends the suspension');
+    source(svc.broadcast_url);
+    await listen(svc.stream_url);
+  });
+
+  test('an upgrade is paid with x402, keeps the listener connected and resumes a suspended service', async () => {
+    const svc = await stream({ duration_hours: 0.05, max_listeners: 2, bitrate_kbps: 64 });
+    source(svc.broadcast_url);
+    const listener = await listen(svc.stream_url);
+    await waitFor('audio', () => listener.received().length > 8000, 10_000);
+
+    const ask = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': `up-${svc.service_id}` } });
+    assert.equal(ask.status, 402);
+    assert.equal(decodePaymentRequiredHeader(ask.headers.get('payment-required')!).accepts[0].amount, '270000', 'same formula: the order minimum');
+    const wrong = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, { body: { product_id: 'temporary-autodj' }, headers: { 'idempotency-key': `up2-${svc.service_id}` } });
+    assert.equal(wrong.status, 409);
+    assert.equal(wrong.body.error.code, 'upgrade_not_possible');
+
+    const before = listener.received().length;
+    const upgraded = await payFor(service, wallet, `/services/${svc.service_id}/upgrade`, { product_id: 'event-stream' }, `up-${svc.service_id}`);
+    assert.equal(upgraded.status, 200, JSON.stringify(upgraded.body));
+    assert.equal(upgraded.body.service.service_id, svc.service_id);
+    assert.equal(upgraded.body.service.stream_url, svc.stream_url);
+    assert.equal(upgraded.body.service.expires_at, svc.expires_at, 'the paid time is unchanged');
+    assert.equal((await request(service, 'GET', `/services/${svc.service_id}`)).body.status_reason, 'Upgraded from instant-stream to event-stream.');
+    await waitFor('audio after the upgrade', () => listener.received().length > before + 16_000, 10_000);
+    assert.equal(listener.status, 200);
+
+    const replay = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': `up-${svc.service_id}` } });
+    assert.equal(replay.status, 200);
+    assert.equal(replay.body.idempotent_replay, true);
   });
 
   test('usage counts the bytes the listeners actually received', async () => {

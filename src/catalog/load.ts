@@ -41,6 +41,11 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
       diagnostics.push({ file: p.file, line: 1, column: 1, message: `product ${p.product.id} is not listed under products in ${CATALOG_FILE}` });
     }
   }
+  for (const [from, targets] of Object.entries(settings.upgrades ?? {})) {
+    for (const to of [from, ...targets]) {
+      if (!byId.has(to)) diagnostics.push(settingsFile.at(`/upgrades/${from}`, `upgrade path names unknown product ${to}`));
+    }
+  }
   if (diagnostics.length) return { diagnostics };
   const ordered = settings.products.map((id) => byId.get(id)!);
   return { catalog: { settings, products: ordered, byId: new Map(ordered.map((p) => [p.product.id, p])) }, diagnostics };

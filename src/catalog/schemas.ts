@@ -121,5 +121,6 @@ export const catalogFileSchema = {
     },
     exchange_rates: { type: 'object', propertyNames: { pattern: '^[A-Z]{3,5}_[A-Z]{3,5}$' }, additionalProperties: decimalString },
     products: { type: 'array', uniqueItems: true, minItems: 1, items: identifier },
+    upgrades: { type: 'object', propertyNames: identifier, additionalProperties: { type: 'array', uniqueItems: true, items: identifier } },
   },
 };

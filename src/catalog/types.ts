@@ -45,6 +45,8 @@ export interface CatalogSettings {
   order_limits: { currency: string; minimum: string; maximum: string };
   exchange_rates: Record<string, string>;
   products: string[];
+  /** Upgrade paths: a service of the key's product can become one of the listed products. */
+  upgrades?: Record<string, string[]>;
 }
 
 export interface Catalog {

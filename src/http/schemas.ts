@@ -122,3 +122,10 @@ export const playlistSchema = {
     shuffle: { type: 'boolean', description: 'Play the playlist in a new random order each round.' },
   },
 };
+
+export const upgradeRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['product_id'],
+  properties: { product_id: { type: 'string', maxLength: 200, description: 'The product the service becomes, e.g. "event-stream" for an instant-stream.' } },
+};

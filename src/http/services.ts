@@ -2,9 +2,11 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import type { ApiKeys } from '../keys/index.js';
+import type { OrderService } from '../orders/index.js';
 import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
 import { bodyReader } from './request-body.js';
-import { playlistSchema } from './schemas.js';
+import { idempotencyKey } from './idempotency-key.js';
+import { playlistSchema, upgradeRequestSchema } from './schemas.js';
 
 const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
 const readPlaylist = bodyReader<{ playlist: string[]; shuffle?: boolean }>(playlistSchema, 'playlist');
@@ -13,7 +15,10 @@ export interface ServiceRouteDeps {
   keys: ApiKeys;
   services?: ServiceRecords;
   media?: MediaLibrary;
+  orders?: OrderService;
 }
+
+const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
 
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
@@ -35,6 +40,24 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   router.get('/services/:service_id', async (ctx) => {
     const service = await owned(ctx);
     ctx.body = { ok: true, service: deps.services!.document(service), ...(service.status_reason && { status_reason: service.status_reason }) };
+  });
+
+  router.post('/services/:service_id/upgrade', async (ctx) => {
+    const service = await owned(ctx);
+    const idempotency = idempotencyKey(ctx, true)!;
+    const { product_id: productId } = await readUpgrade(ctx);
+    if (!deps.orders) throw new ApiError(503, 'machine_payment_not_configured', 'Machine payment is not configured on this deployment, so upgrades cannot be paid. Check agent_checkout in GET /api/v1/availability.', { retryable: true });
+    const placed = await deps.orders.place({
+      apiKeyId: service.api_key_id,
+      idempotencyKey: idempotency,
+      request: { upgrade_of: service.id, product_id: productId },
+      upgradeOf: service,
+      paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
+      resourceUrl: `${ctx.protocol}://${ctx.host}${ctx.path}`,
+    });
+    ctx.state.orderId = placed.body.order.id;
+    ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
+    ctx.body = placed.body;
   });
 
   router.get('/services/:service_id/usage', async (ctx) => {

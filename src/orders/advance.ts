@@ -91,7 +91,9 @@ async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: O
   if (limits.autodj === true && limits.storage_mb === undefined && product?.limits.autodj_storage_mb !== undefined) limits.storage_mb = product.limits.autodj_storage_mb;
   const expiresAt = expiryOf(order);
   const done = await deps.db.transaction(async (client) => {
-    const service = await deps.services.createForOrder(client, order, limits, expiresAt);
+    const service = order.upgrade_of
+      ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
+      : await deps.services.createForOrder(client, order, limits, expiresAt);
     const active = await deps.orders.activate(client, order.id);
     return { order: active ?? order, service };
   }).catch((e) => {

@@ -9,12 +9,16 @@ import type { Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { crashPoint } from './crash-point.js';
 import { priceOrder, type OrderRequest } from './order-price.js';
+import { priceUpgrade } from './upgrade-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 
 export interface PlaceOrder {
   apiKeyId: string;
   idempotencyKey: string;
-  request: OrderRequest;
+  /** The order request, or for an upgrade { upgrade_of, product_id }. */
+  request: OrderRequest | { upgrade_of: string; product_id: string };
+  /** The service an upgrade applies to. */
+  upgradeOf?: ServiceRow;
   paymentSignature?: string;
   resourceUrl: string;
 }
@@ -49,7 +53,10 @@ export class OrderService {
     if (existing) return this.repeat(existing, requestHash);
 
     const snapshot = this.live.current;
-    const { priced, amountAtomic, quoteId } = await priceOrder(snapshot, input.request, input.apiKeyId, this.db);
+    const { priced, amountAtomic, quoteId } = input.upgradeOf
+      ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id)
+      : await priceOrder(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
+    const billing = 'billing' in input.request ? input.request.billing : 'one_time';
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
     const paymentRequired = async (code: string, message: string, status = 402) => {
@@ -85,7 +92,8 @@ export class OrderService {
 
     await this.audit.saveSnapshot(snapshot);
     const evaluationId = randomId('ev_', 12);
-    const record = priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters: input.request.parameters ?? {}, billing: input.request.billing }, priced, new Date(), 'order_price');
+    const parameters = input.upgradeOf ? priced.output.configuration : (input.request as OrderRequest).parameters ?? {};
+    const record = priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters, billing }, priced, new Date(), 'order_price');
     let claimed: OrderRow | undefined;
     try {
       claimed = await this.orders.claim({
@@ -94,8 +102,9 @@ export class OrderService {
         idempotency_key: input.idempotencyKey,
         request_hash: requestHash,
         product_id: priced.output.product_id,
-        billing: input.request.billing,
+        billing,
         request: input.request as unknown as Record<string, unknown>,
+        upgrade_of: input.upgradeOf?.id ?? null,
         configuration: priced.output.configuration,
         amount_atomic: amountAtomic,
         quote_id: quoteId ?? null,
@@ -142,7 +151,7 @@ export class OrderService {
   async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {
     const order = await this.orders.byId(orderId);
     if (!order || order.api_key_id !== apiKeyId) return undefined;
-    const service = await this.services.forOrder(order.id);
+    const service = order.upgrade_of ? await this.services.byId(order.upgrade_of) : await this.services.forOrder(order.id);
     return { order: orderDocument(order), service: service ? this.services.document(service) : null };
   }
 
@@ -172,7 +181,7 @@ export class OrderService {
   }
 
   private async respond(order: OrderRow, replay: boolean, provisioned?: ServiceRow): Promise<PlacedOrder> {
-    const service = provisioned ?? await this.services.forOrder(order.id);
+    const service = provisioned ?? (order.upgrade_of ? await this.services.byId(order.upgrade_of) : await this.services.forOrder(order.id));
     if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
     return {
       body: { ok: true, order: orderDocument(order), service: this.services.document(service), idempotent_replay: replay },

@@ -14,6 +14,7 @@ export interface OrderRow {
   configuration: Record<string, unknown>;
   amount_atomic: string;
   quote_id: string | null;
+  upgrade_of: string | null;
   evaluation_id: string | null;
   network: string;
   asset: string;

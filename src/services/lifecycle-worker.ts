@@ -196,7 +196,7 @@ function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined): Recor
     listener_hours: new Decimal(usage.listenerSeconds).dividedBy(3600).toDecimalPlaces(6).toFixed(),
     bytes_sent: usage.bytesSent,
     bytes_read: usage.bytesRead,
-    transfer_used_gb: new Decimal(usage.bytesSent).dividedBy(GB).toFixed(),
+    transfer_used_gb: Decimal.max(0, new Decimal(usage.bytesSent).minus(service.transfer_offset_bytes ?? 0)).dividedBy(GB).toFixed(),
     transfer_included_gb: String(service.limits.transfer_gb ?? 0),
     source_connected: usage.sourceConnected,
     source_since: usage.sourceSince,

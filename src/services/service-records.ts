@@ -18,6 +18,7 @@ export interface ServiceRow {
   usage: Record<string, unknown>;
   playlist: string[] | null;
   shuffle: boolean;
+  transfer_offset_bytes: string;
 }
 
 /** The service record of spec 2.7 (no other properties). */
@@ -95,6 +96,28 @@ export class ServiceRecords {
       measured_at: measured.measured_at ?? null,
       events,
     };
+  }
+
+  async byId(serviceId: string): Promise<ServiceRow | undefined> {
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE id = $1', [serviceId]);
+    return row;
+  }
+
+  /**
+   * A paid upgrade: the service becomes the new product with the new limits (its paid time unchanged), its bought
+   * transfer counts again from now, and a suspension ends. Icecast is not touched: the source and listeners stay.
+   */
+  async applyUpgrade(client: Client, serviceId: string, productId: string, configuration: Record<string, unknown>): Promise<ServiceRow> {
+    const { rows: [before] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+    const limits = { ...configuration, duration_hours: (before as ServiceRow).limits.duration_hours };
+    const reason = `Upgraded from ${(before as ServiceRow).product_id} to ${productId}.`;
+    const { rows: [after] } = await client.query(
+      `UPDATE services SET product_id = $2, limits = $3, status = 'active', status_reason = $4,
+         transfer_offset_bytes = coalesce((usage->>'bytes_sent')::bigint, 0), updated_at = now()
+       WHERE id = $1 RETURNING *`, [serviceId, productId, limits, reason]);
+    await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
+      [serviceId, 'upgrade', (before as ServiceRow).status, 'active', reason]);
+    return after as ServiceRow;
   }
 
   async forOrder(orderId: string): Promise<ServiceRow | undefined> {
