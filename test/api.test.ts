@@ -100,7 +100,7 @@ describe('discovery', () => {
     assert.deepEqual(body.components.schemas.QuoteRequest.required, ['product_id']);
     assert.deepEqual(body.components.schemas.Parameters_temporary_autodj.required, ['duration_hours', 'bitrate_kbps', 'storage_mb']);
     assert.equal(body.components.schemas.Parameters_instant_stream.properties.transfer_gb.maximum, 100);
-    for (const path of ['/orders/{order_id}', '/services/{service_id}', '/services/{service_id}/usage', '/services/{service_id}/files/{name}', '/services/{service_id}/playlist']) assert.ok(body.paths[path], path);
+    for (const path of ['/orders/{order_id}', '/services/{service_id}', '/services/{service_id}/upgrade', '/services/{service_id}/usage', '/services/{service_id}/files/{name}', '/services/{service_id}/playlist']) assert.ok(body.paths[path], path);
     assert.deepEqual(body.paths['/services/{service_id}/usage'].get.tags, ['Services']);
   });
 

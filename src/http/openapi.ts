@@ -1,6 +1,6 @@
 import { parametersSchema } from '../catalog/index.js';
 import type { Snapshot } from '../pricing/index.js';
-import { errorSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
+import { errorSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, upgradeRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
 
 const cache = new WeakMap<Snapshot, Buffer>();
 
@@ -56,6 +56,7 @@ function build(snapshot: Snapshot, version: string) {
         QuoteResponse: quoteResponseSchema,
         OrderRequest: orderRequestSchema,
         Playlist: playlistSchema,
+        UpgradeRequest: upgradeRequestSchema,
         ...parameterSchemas,
       },
     },
@@ -120,12 +121,12 @@ function build(snapshot: Snapshot, version: string) {
           responses: { 200: ok('The order and its service', { type: 'object' }), 401: error('Missing or invalid API key.'), 404: error('No such order for this API key.') },
         },
       },
-      ...servicePaths(),
+      ...servicePaths(limits.currency),
     },
   };
 }
 
-function servicePaths() {
+function servicePaths(snapshotCurrency: string) {
   const id = { name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' }, description: 'service.service_id from your order.' };
   const name = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._ ()-]{0,127}$' } };
   const owner = { security: [{ agentApiKey: [] }], tags: ['Services'] };
@@ -133,6 +134,16 @@ function servicePaths() {
   return {
     '/services/{service_id}': {
       get: { ...owner, operationId: 'getService', summary: 'The service record: status, stream and broadcast URLs, limits, expiry; status_reason when something was enforced.', parameters: [id], responses: { 200: ok('ServiceResponse', { type: 'object' }), 404: notFound } },
+    },
+    '/services/{service_id}/upgrade': {
+      post: {
+        ...owner, operationId: 'upgradeService', parameters: [id, { name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: 'A new value per upgrade; reuse it when you retry the same upgrade.' }, { name: 'PAYMENT-SIGNATURE', in: 'header', required: false, schema: { type: 'string' } }],
+        summary: 'Turn the service into another product for the rest of its paid time (e.g. instant-stream → event-stream), paid with x402 exactly like an order.',
+        description: 'First call: 402 with PAYMENT-REQUIRED. The price is the target product for the remaining time (its transfer renewed) minus the unused current time, at least the order minimum. Applied without disconnecting the source or listeners; a suspended service becomes active again.',
+        'x-payment-info': { protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: snapshotCurrency, network: 'eip155:8453' },
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/UpgradeRequest' } } } },
+        responses: { 200: ok('The order and the upgraded service; PAYMENT-RESPONSE holds the settlement.', { type: 'object' }), 402: error('Payment required: pay as described in PAYMENT-REQUIRED and repeat.'), 404: notFound, 409: error('This upgrade is not possible (see message) or the Idempotency-Key was used for another request.') },
+      },
     },
     '/services/{service_id}/usage': {
       get: {
