@@ -1,22 +1,15 @@
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
-import type { IcecastAdmin } from '../provisioning/index.js';
+import type { IcecastAdmin, MountSnapshot } from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import type { ServiceRow } from './service-records.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
-export interface MountUsage {
-  listeners: number;
-  peakListeners: number;
-  listenerSeconds: number;
-  bytesSent: number;
-  bytesRead: number;
-  sourceConnected: boolean;
-  sourceSince: string | null;
+export type MountUsage = Pick<MountSnapshot, 'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'> & {
   sourceKbps: number | null;
   sourceOverBitrate: boolean;
-}
+};
 
 export interface UsageMeter {
   /** Reads Icecast once; false when it could not be read (the last known usage then stands). */
