@@ -127,13 +127,14 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
         }
       }));
       const seconds = (performance.now() - started) / 1000;
-      await sleep(1000); // the last mount_remove callbacks
+      const drained = await drain(origin, o.signal); // Icecast's queue of mount_add / mount_remove callbacks
+      o.log(`    ${latencies.length} answers in ${seconds.toFixed(1)} s; Icecast's callback queue drained ${drained.toFixed(1)} s later`);
       sources.push(admissionRun(`source PUT, ${parallel} mount${parallel > 1 ? 's' : ''} in parallel`, latencies, admitted, refused, seconds, diff(before, await callbackMetrics(origin))));
     }
 
     // ---- 1b. listener admissions ------------------------------------------------------------------------------------
     o.log(`  listener admissions: ${o.listenerBurst} listeners at once on a mount with max_listeners ${o.listenerCap}`);
-    const wideSource = await connectSource(sourceTarget(wide.broadcast_url));
+    const wideSource = await connectSource(sourceTarget(wide.broadcast_url), 30_000);
     if (!wideSource.admitted) throw new Error(`the source for the listener test was refused: ${wideSource.statusLine}`);
     wideSource.socket.on('error', () => undefined);
     const stopWide = pumpSource(wideSource.socket, bytes, frames, BYTES_PER_SECOND);
@@ -146,6 +147,7 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
     const lSeconds = (Math.max(...answers.map((a) => a.at)) - lStarted) / 1000;
     const lMetrics = diff(lBefore, await callbackMetrics(origin));
     for (const a of answers) a.close();
+    o.log(`    ${answers.length} answers in ${lSeconds.toFixed(2)} s, ${answers.filter((a) => a.status === 200).length} admitted`);
     const lRefused: Record<string, number> = {};
     for (const a of answers) if (a.status !== 200) lRefused[a.status ? String(a.status) : `error ${a.error}`] = (lRefused[a.status ? String(a.status) : `error ${a.error}`] ?? 0) + 1;
     const listeners = admissionRun(`listener GET, ${o.listenerBurst} at once, max_listeners ${o.listenerCap}`, answers.map((a) => a.at - lStarted), answers.filter((a) => a.status === 200).length, lRefused, lSeconds, lMetrics);
@@ -248,6 +250,21 @@ async function waitLive(url: string, signal: AbortSignal): Promise<void> {
     if (Date.now() > deadline) throw new Error(`${url} did not go live (last answer ${l.status || l.error})`);
     await sleep(200);
   }
+}
+
+/** Waits until the service's callback count has not moved for 1 s (at most 30 s); returns the seconds waited. */
+async function drain(origin: string, signal: AbortSignal): Promise<number> {
+  const started = performance.now();
+  let last = -1;
+  let stableSince = performance.now();
+  while (performance.now() - started < 30_000) {
+    signal.throwIfAborted();
+    const { count } = await callbackMetrics(origin);
+    if (count !== last) { last = count; stableSince = performance.now(); }
+    else if (performance.now() - stableSince >= 1000) break;
+    await sleep(200);
+  }
+  return (stableSince - started) / 1000;
 }
 
 /** Count and total seconds of the service's callback requests, from its /metrics histogram. */

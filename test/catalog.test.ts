@@ -83,6 +83,12 @@ describe('catalog check', () => {
     assert.match(result.stderr, new RegExp(`^catalog/products/radio-local\\.yaml:${lineOf(text, 'orderable:')}:\\d+: an agent-orderable product .*no_machine_payment`, 'm'));
   });
 
+  test('a price rule that cannot price a product is reported, not a crash', async () => {
+    const result = await checkWith('catalog/products/event-stream.yaml', (t) => t.replace('  per_gb_atomic: "15000"\n', ''));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^catalog\/products\/event-stream\.yaml:\d+:\d+: a price rule cannot price this product: rule transfer: rate undefined/m);
+  });
+
   test('a product file not listed in catalog.yaml is refused', async () => {
     const result = await checkWith('catalog/catalog.yaml', (t) => t.replace('  - audio-storage-api\n', ''));
     assert.equal(result.code, 1);

@@ -2,6 +2,7 @@ import { canonicalJson } from '../audit/index.js';
 import { ApiError } from '../errors/index.js';
 import { evaluatePrice, type PriceEvaluation, type Snapshot } from '../pricing/index.js';
 import { Decimal } from '../rules/index.js';
+import { refusedUrlParameters } from '../ssrf/index.js';
 import type { Database } from '../store/index.js';
 
 export interface OrderRequest {
@@ -38,6 +39,11 @@ export async function priceOrder(snapshot: Snapshot, request: OrderRequest, apiK
     const { status, code, message, pointer } = evaluation.rejection;
     const details = evaluation.problems ?? (pointer ? [{ pointer, code, message }] : undefined);
     throw new ApiError(status, code, message, { details: details?.map(({ pointer: p, code: c, message: m }) => ({ pointer: p, code: c, message: m })) });
+  }
+
+  const refused = await refusedUrlParameters(evaluation.product, evaluation.output.configuration);
+  if (refused.length) {
+    throw new ApiError(422, 'url_not_allowed', `${refused.map((r) => r.message).join('; ')}. Give a public http or https URL without credentials.`, { details: refused });
   }
 
   let amountAtomic = evaluation.output.total_atomic;

@@ -1,5 +1,5 @@
 import type { CatalogProduct } from '../catalog/index.js';
-import { Decimal, readPath as readPathOf } from '../rules/index.js';
+import { Decimal, readPath as readPathOf, RuleEvaluationError } from '../rules/index.js';
 import { evaluatePrice } from './evaluate.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -16,12 +16,22 @@ export async function checkPriceBounds(snapshot: Snapshot): Promise<BoundProblem
     if (snapshot.verdicts.get(entry.product.id)!.rejection || entry.product.billing_type === 'subscription') continue;
     let cheapest: { total: Decimal; parameters: Record<string, unknown> } | undefined;
     let dearest: typeof cheapest;
+    let broken: string | undefined;
     for (const parameters of configurations(entry, thresholds(snapshot, entry))) {
-      const evaluation = await evaluatePrice(snapshot, { product_id: entry.product.id, parameters });
+      const evaluation = await evaluatePrice(snapshot, { product_id: entry.product.id, parameters }).catch((e: Error) => {
+        if (!(e instanceof RuleEvaluationError)) throw e;
+        broken = e.message;
+        return undefined;
+      });
+      if (!evaluation) break;
       if (evaluation.outcome !== 'priced') continue;
       const total = new Decimal(evaluation.output.amount);
       if (!cheapest || total.lessThan(cheapest.total)) cheapest = { total, parameters };
       if (!dearest || total.greaterThan(dearest.total)) dearest = { total, parameters };
+    }
+    if (broken) {
+      problems.push({ file: entry.file, pointer: '/pricing', message: `a price rule cannot price this product: ${broken}` });
+      continue;
     }
     if (!cheapest || !dearest) {
       problems.push({ file: entry.file, pointer: '/parameters', message: 'no valid configuration of this product can be priced' });

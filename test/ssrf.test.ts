@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { nonPublicAddress, publicHttpOnly, RefusedUrl, safeGet, type Resolver } from '../src/ssrf/index.js';
+import { copyCatalog, request, startService, type Service } from './support/service.js';
+
+describe('URL policy public_http_https_only', () => {
+  test('only public addresses pass', () => {
+    for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255',
+      '::1', '::', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:8.8.8.8', 'fe80::1', 'fc00::1', 'fd12::1', 'ff02::1', '2001:db8::1', '64:ff9b::7f00:1']) {
+      assert.ok(nonPublicAddress(address), `${address} is refused`);
+    }
+    for (const address of ['8.8.8.8', '93.184.216.34', '1.1.1.1', '2606:4700:4700::1111']) assert.equal(nonPublicAddress(address), undefined, address);
+  });
+
+  test('scheme, credentials and every resolved address are checked', async () => {
+    const dns: Record<string, string[]> = { 'stream.example': ['93.184.216.34'], 'inside.example': ['10.0.0.5'], 'mixed.example': ['93.184.216.34', '127.0.0.1'], 'v6.example': ['::ffff:169.254.169.254'] };
+    const policy = publicHttpOnly({ resolve: async (host) => { if (!dns[host]) throw new Error('NXDOMAIN'); return dns[host]; } });
+    assert.equal(await policy.refuse('https://stream.example/live.mp3'), undefined);
+    assert.equal(await policy.refuse('http://93.184.216.34:8000/live'), undefined);
+    const refused = {
+      'ftp://stream.example/x': /only http and https/,
+      'file:///etc/passwd': /only http and https/,
+      'http://user:secret@stream.example/': /credentials/,
+      'http://inside.example/': /not a public address/,
+      'http://mixed.example/': /127\.0\.0\.1/,
+      'http://v6.example/': /IPv4-mapped/,
+      'http://[::1]:8000/': /not a public address/,
+      'http://169.254.169.254/latest/meta-data/': /not a public address/,
+      'http://nowhere.example/': /does not resolve/,
+      'not a url': /not an absolute URL/,
+    };
+    for (const [url, reason] of Object.entries(refused)) assert.match((await policy.refuse(url)) ?? 'allowed', reason, url);
+  });
+
+  describe('at connect time and on redirects', () => {
+    const servers: http.Server[] = [];
+    after(() => { for (const s of servers) s.close(); });
+    async function serve(host: string, handler: http.RequestListener): Promise<number> {
+      const server = http.createServer(handler).listen(0, host);
+      servers.push(server);
+      await once(server, 'listening');
+      return (server.address() as AddressInfo).port;
+    }
+    // Only 127.0.0.2 counts as "public" here, so every request stays on this machine.
+    const onlyTwo = (address: string) => (address === '127.0.0.2' ? undefined : `${address} is not allowed`);
+
+    test('a redirect to a forbidden address is refused', async () => {
+      const inner = await serve('127.0.0.1', (_req, res) => res.end('secret'));
+      const outer = await serve('127.0.0.2', (_req, res) => { res.writeHead(302, { location: `http://127.0.0.1:${inner}/admin` }); res.end(); });
+      const policy = publicHttpOnly({ resolve: async () => ['127.0.0.2'], checkAddress: onlyTwo });
+      await assert.rejects(safeGet(`http://127.0.0.2:${outer}/stream`, policy), (e: Error) => e instanceof RefusedUrl && /127\.0\.0\.1/.test(e.message));
+      const fine = await safeGet(`http://127.0.0.2:${outer}/stream`.replace('/stream', '/'), publicHttpOnly({ resolve: async () => ['127.0.0.2'], checkAddress: () => undefined }));
+      fine.resume();
+    });
+
+    test('a name that resolves differently when connecting (DNS rebinding) is refused', async () => {
+      const port = await serve('127.0.0.1', (_req, res) => res.end('secret'));
+      let calls = 0;
+      const rebinding: Resolver = async () => (calls++ === 0 ? ['127.0.0.2'] : ['127.0.0.1']);
+      const policy = publicHttpOnly({ resolve: rebinding, checkAddress: onlyTwo });
+      await assert.rejects(safeGet(`http://relay.test:${port}/stream`, policy), (e: Error) => /at connect time/.test(e.message));
+      assert.equal(calls, 2, 'checked once before and once while connecting');
+    });
+  });
+});
+
+describe('streaming-boost-relay made orderable in a test catalog', () => {
+  let service: Service;
+  let catalog: Awaited<ReturnType<typeof copyCatalog>>;
+  before(async () => {
+    catalog = await copyCatalog();
+    const file = join(catalog.catalogDir, 'products/streaming-boost-relay.yaml');
+    const text = await readFile(file, 'utf8');
+    await writeFile(file, text
+      .replace('status: pending\npricing_status: pending', 'status: ready\npricing_status: approved')
+      .replace('orderable: { human: false, agent: false }', 'orderable: { human: false, agent: true }')
+      .replace(/pricing:\n  basis: quote\n  model: granular\n  currency: USDC\n  decimals: 6\n  pricing_status: pending/, 'pricing:\n  basis: quote\n  model: formula\n  currency: USDC\n  decimals: 6\n  base_atomic: "250000"\n  per_hour_atomic: "20000"\n  per_gb_atomic: "15000"\n  pricing_status: approved\n  quote_ttl_seconds: 300')
+      .replace('listeners: { type: integer, required: true }', 'listeners: { type: integer, required: true, minimum: 1, maximum: 50 }')
+      .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'));
+    service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+  });
+  after(async () => {
+    await service?.stop();
+    await catalog?.remove();
+  });
+
+  test('orders with a source URL that is not public http(s) are refused with a pointer, before any payment', async () => {
+    const order = (url: string) => request(service, 'POST', '/orders', {
+      body: { product_id: 'streaming-boost-relay', email: 'r@example.com', station_name: 'Relay', parameters: { duration_hours: 1, listeners: 5, bitrate_kbps: 64, source_stream_url: url } },
+      headers: { 'idempotency-key': `relay-${Math.random()}` },
+    });
+    for (const url of ['http://127.0.0.1:8000/live', 'http://localhost:8000/live', 'http://10.0.0.1/live', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/x',
+      'http://user:pw@8.8.8.8/live', 'ftp://8.8.8.8/live', 'http://100.64.1.1/x', 'http://224.0.0.1/x']) {
+      const answer = await order(url);
+      assert.equal(answer.status, 422, `${url}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error.code, 'url_not_allowed');
+      assert.equal(answer.body.error.details[0].pointer, '/parameters/source_stream_url');
+      assert.equal(answer.headers.get('payment-required'), null, 'no payment is asked for');
+    }
+    const publicIp = await order('http://8.8.8.8:8000/live');
+    assert.equal(publicIp.status, 402, 'a public address is accepted and priced (nothing connects to it here)');
+  });
+});
