@@ -106,7 +106,7 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
 
     // ---- 1a. source admissions --------------------------------------------------------------------------------------
     const sources: AdmissionRun[] = [];
-    for (const parallel of [1, o.sourceParallel]) {
+    for (const parallel of [...new Set([1, o.sourceParallel])]) {
       o.signal.throwIfAborted();
       o.log(`  source admissions: connect + disconnect for ${o.sourceSeconds} s on ${parallel} mount(s) in parallel`);
       const before = await callbackMetrics(origin);

@@ -79,6 +79,19 @@ describe('service life cycle', { skip }, () => {
     assert.ok(events.some((e: any) => e.kind === 'transition' && e.to_status === 'expired'));
   });
 
+  test('a burst of listeners never exceeds max_listeners, also while the worker reconciles', async () => {
+    const svc = await stream({ duration_hours: 0.05, max_listeners: 5, bitrate_kbps: 64 });
+    source(svc.broadcast_url);
+    listeners.push(await listen(svc.stream_url));
+    const burst = await Promise.all(Array.from({ length: 40 }, () => connectListener(svc.stream_url).catch(() => undefined)));
+    for (const l of burst) if (l) listeners.push(l);
+    assert.equal(burst.filter((l) => l?.status === 200).length, 4, 'one was already connected: four more, no more');
+    await new Promise((r) => setTimeout(r, 1500));
+    const late = await connectListener(svc.stream_url).catch(() => undefined);
+    assert.notEqual(late?.status, 200, 'still full after the worker reconciled');
+    late?.close();
+  });
+
   test('a source above the bought bitrate is disconnected, with the reason on record', async () => {
     const svc = await stream({ duration_hours: 0.02, max_listeners: 2, bitrate_kbps: 32 });
     const loud = source(svc.broadcast_url, 128);

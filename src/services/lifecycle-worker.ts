@@ -104,7 +104,9 @@ export class LifecycleWorker {
     for (const service of services) {
       const connected = live.has(service.mount) ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id) : [];
       if (connected === undefined) continue;
-      await this.deps.db.query('DELETE FROM listeners WHERE service_id = $1 AND NOT (client_id = ANY($2::text[]))', [service.id, connected]);
+      // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale.
+      await this.deps.db.query(
+        "DELETE FROM listeners WHERE service_id = $1 AND connected_at < now() - interval '10 seconds' AND NOT (client_id = ANY($2::text[]))", [service.id, connected]);
     }
   }
 
