@@ -6,7 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { nonPublicAddress, publicHttpOnly, RefusedUrl, safeGet, type Resolver } from '../src/ssrf/index.js';
+import { spawnSync } from 'node:child_process';
+import { buy } from './support/purchase.js';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
+import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
+import { TestWallet } from './support/wallet.js';
+
+const hasStreaming = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0;
 
 describe('URL policy public_http_https_only', () => {
   test('only public addresses pass', () => {
@@ -82,7 +88,8 @@ describe('streaming-boost-relay made orderable in a test catalog', () => {
       .replace(/pricing:\n  basis: quote\n  model: granular\n  currency: USDC\n  decimals: 6\n  pricing_status: pending/, 'pricing:\n  basis: quote\n  model: formula\n  currency: USDC\n  decimals: 6\n  base_atomic: "250000"\n  per_hour_atomic: "20000"\n  per_gb_atomic: "15000"\n  pricing_status: approved\n  quote_ttl_seconds: 300')
       .replace('listeners: { type: integer, required: true }', 'listeners: { type: integer, required: true, minimum: 1, maximum: 50 }')
       .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'));
-    service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+    // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
+    service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2', LIFECYCLE_INTERVAL_MS: '250' });
   });
   after(async () => {
     await service?.stop();
@@ -104,5 +111,54 @@ describe('streaming-boost-relay made orderable in a test catalog', () => {
     }
     const publicIp = await order('http://8.8.8.8:8000/live');
     assert.equal(publicIp.status, 402, 'a public address is accepted and priced (nothing connects to it here)');
+  });
+
+  test('a paid relay pulls its upstream into the mount; a redirect to a forbidden address is refused when connecting', { skip: !hasStreaming && 'icecast2 and ffmpeg are not installed' }, async () => {
+    const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=30', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
+    const inner = http.createServer((_req, res) => res.end('internal')).listen(0, '127.0.0.1');
+    await once(inner, 'listening');
+    const upstream = http.createServer((req, res) => {
+      if (req.url === '/moved') {
+        res.writeHead(302, { location: `http://127.0.0.1:${(inner.address() as AddressInfo).port}/admin` });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'audio/mpeg' });
+      let offset = 0;
+      const pace = setInterval(() => {
+        if (offset >= song.length) { clearInterval(pace); res.end(); return; }
+        res.write(song.subarray(offset, offset += 1600));
+      }, 200);
+      res.on('close', () => clearInterval(pace));
+    }).listen(0, '127.0.0.2');
+    await once(upstream, 'listening');
+    const port = (upstream.address() as AddressInfo).port;
+    try {
+      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const relayOrder = (url: string) => buy(service, wallet, { product_id: 'streaming-boost-relay', email: 'r@example.com', station_name: 'Relay', parameters: { duration_hours: 1, listeners: 5, bitrate_kbps: 64, source_stream_url: url } });
+
+      const relayed = await relayOrder(`http://127.0.0.2:${port}/live.mp3`);
+      assert.equal(relayed.status, 200, JSON.stringify(relayed.body));
+      const listener = await waitFor('the relayed mount', async () => {
+        const l = await connectListener(relayed.body.service.stream_url).catch(() => undefined);
+        if (l?.status === 200) return l;
+        l?.close();
+        return undefined;
+      }, 20_000);
+      await waitFor('relayed audio', () => hasMpegFrame(listener.received()) && listener.received().length > 4000, 15_000);
+      listener.close();
+
+      const redirected = await relayOrder(`http://127.0.0.2:${port}/moved`);
+      assert.equal(redirected.status, 200, 'the first hop is public, so the order is taken');
+      const events = await waitFor('the refusal on record', async () => {
+        const u = (await request(service, 'GET', `/services/${redirected.body.service.service_id}/usage`)).body.usage;
+        return u.events.some((e: any) => e.code === 'relay_url_refused') ? u.events : undefined;
+      }, 15_000);
+      assert.match(events.find((e: any) => e.code === 'relay_url_refused').reason, /127\.0\.0\.1/);
+    } finally {
+      upstream.close();
+      inner.close();
+    }
   });
 });

@@ -12,7 +12,7 @@ import { LiveSnapshot } from '../pricing/index.js';
 import { Metrics } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, ServiceRecords } from '../services/index.js';
+import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, ServiceRecords } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -70,6 +70,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const services = new ServiceRecords(db, stream, () => baseUrl);
     const media = new MediaLibrary(db, join(config.dataDir, 'media'));
     const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
+    const relays = new RelayManager(db, () => stream.publicUrl(), log);
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
     let orders: OrderService | undefined;
     let recovery: OrderRecovery | undefined;
@@ -123,14 +124,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     }
     if (stream.available) {
       const worker = new LifecycleWorker({
-        db, live, log, autodj,
+        db, live, log, autodj, relays,
         icecastUrl: () => stream.publicUrl(),
         admin: () => stream.admin(),
         meter: new IcecastUsageMeter(db, () => stream.publicUrl(), () => stream.admin(), () => stream.accessLogPath(), log),
         intervalMs: Number(process.env.LIFECYCLE_INTERVAL_MS ?? 1000),
       });
       worker.start();
-      cleanup.push(async () => { await worker.stop(); await autodj.stopAll(); });
+      cleanup.push(async () => { await worker.stop(); await autodj.stopAll(); await relays.stopAll(); });
     }
     await lock.update({ base_url: baseUrl, ...(pg && { database_url: databaseUrl }) });
     if (!config.production) await writeDevFile(config, keys, { base_url: baseUrl, ...pay.dev });

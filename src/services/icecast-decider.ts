@@ -3,6 +3,7 @@ import type { Logger } from '../log/index.js';
 import type { Decision, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
+import { RELAY_USER, RelayManager } from './relay-manager.js';
 import type { ServiceRow } from './service-records.js';
 
 const refuse = (message: string): Decision => ({ accept: false, message });
@@ -27,6 +28,7 @@ export class IcecastDecider implements MountDecider {
     const service = await this.live(mount);
     if (!service) return refuse('no active service on this mount');
     if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
+    if (user === RELAY_USER) return RelayManager.wanted(service) ? { accept: true } : refuse('this service has no relay');
     if (user === AUTODJ_USER && this.autodj && AutoDjManager.wanted(service)) {
       return this.autodj.isLive(service.id) ? refuse('the live encoder holds the mount') : { accept: true };
     }

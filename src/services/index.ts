@@ -4,3 +4,4 @@ export { MediaLibrary, quotaOf, type MediaFile } from './media-library.js';
 export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl } from './lifecycle-worker.js';
 export { IcecastUsageMeter } from './icecast-usage-meter.js';
 export { AutoDjManager, AUTODJ_USER } from './autodj-manager.js';
+export { RelayManager, RELAY_USER } from './relay-manager.js';

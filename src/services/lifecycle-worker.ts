@@ -29,6 +29,7 @@ export interface LifecycleDeps {
   admin: () => IcecastAdmin | undefined;
   meter: UsageMeter;
   autodj?: AutoDjControl;
+  relays?: { sync(services: ServiceRow[]): Promise<void>; stop(serviceId: string): Promise<void> };
   log: Logger;
   intervalMs: number;
 }
@@ -91,6 +92,7 @@ export class LifecycleWorker {
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE icecast_url = $1 AND status = 'active'", [this.deps.icecastUrl()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
+    await this.deps.relays?.sync(stillActive);
     return done;
   }
 
@@ -155,6 +157,7 @@ export class LifecycleWorker {
     for (const action of actions) {
       try {
         if (action === 'stop_autodj' && this.deps.autodj) await this.deps.autodj.stop(service.id);
+        if (action === 'disconnect_source') await this.deps.relays?.stop(service.id);
         if (action === 'disconnect_source' && admin) changed = (await admin.killSource(service.mount)) || changed;
         if (action === 'disconnect_listeners') {
           if (admin) for (const client of await admin.listClients(service.mount).catch(() => [])) changed = (await admin.killClient(service.mount, client.id)) || changed;

@@ -48,7 +48,16 @@ export function publicHttpOnly(options: { resolve?: Resolver; checkAddress?: Add
   };
 }
 
-export const policies: Record<string, () => UrlPolicy> = { public_http_https_only: () => publicHttpOnly() };
+/**
+ * Policies by the name a product's fulfillment gives. SSRF_TEST_PUBLIC_ADDRESSES (tests only: this machine has no
+ * public network) lists addresses to treat as public, e.g. 127.0.0.2 for a stand-in upstream.
+ */
+export const policies: Record<string, () => UrlPolicy> = {
+  public_http_https_only: () => {
+    const standIns = new Set((process.env.SSRF_TEST_PUBLIC_ADDRESSES ?? '').split(',').filter(Boolean));
+    return publicHttpOnly(standIns.size ? { checkAddress: (a) => (standIns.has(a) ? undefined : nonPublicAddress(a)) } : {});
+  },
+};
 
 /** Problems with a product's url parameters under the policy its fulfillment names (ssrf_protection), one per parameter. */
 export async function refusedUrlParameters(
