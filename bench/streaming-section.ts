@@ -17,7 +17,8 @@ export async function runStreamingSection(o: { root: string; service: Service; s
     root: o.root, service: o.service, signal: o.signal, log: o.log, scratch: o.scratch,
     points: o.mounts.split(',').map(Number).filter((k) => k > 0), listenersPerMount: 5, holdSeconds: 10,
     // Several mounts cycling sources at once made Icecast 2.4.4 stall for minutes afterwards: one at a time here.
-    listenerBurst: 200, listenerCap: 50, sourceSeconds: 4, sourceParallel: 1,
+    // Icecast listens with a backlog of 5: a burst much larger than the cap spends minutes in SYN retries.
+    listenerBurst: 60, listenerCap: 50, sourceSeconds: 4, sourceParallel: 1,
   });
   const text = streamingTables(r);
   const machine = machineLine({ ...o.machine, loadAverageAfter: loadavg() });

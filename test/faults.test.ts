@@ -105,46 +105,46 @@ describe('faults', () => {
     void asset;
   });
 
-  test('a killed instance with 20 purchases in flight: every paid authorization has exactly one service, nothing unpaid', async () => {
+  test('an instance killed at each order state boundary with 20 purchases in flight: each paid authorization has exactly one service, nothing unpaid', async () => {
     const owner = await startService(unlimited);
     cleanup.push(() => owner.stop());
     const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(owner.dataDir, 'dev.json'), 'utf8'));
     const attachEnv = { ...unlimited, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '6', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '200' };
-    const doomed = await startService(attachEnv);
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const agent = { baseUrl: doomed.baseUrl, apiKey: owner.apiKey };
-
-    const purchases = [];
-    for (let i = 0; i < 20; i++) {
-      const key = `inflight-${Date.now()}-${i}`;
-      const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
-      purchases.push({ key, signature: await wallet.pay(ask.headers.get('payment-required')!) });
-    }
-    const { payTo, asset } = decodePaymentRequiredHeader((await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': 'probe' } })).headers.get('payment-required')!).accepts[0];
-    const sellerBefore = await wallet.balanceOf(asset, payTo);
-
-    const inFlight = purchases.map((p) => request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } }).catch(() => undefined));
-    await new Promise((r) => setTimeout(r, 150));
-    await doomed.stop('SIGKILL');
-    await Promise.all(inFlight);
-
     const revived = await startService(attachEnv);
     cleanup.push(() => revived.stop());
-    const survivor = { baseUrl: revived.baseUrl, apiKey: owner.apiKey };
-    const outcomes = [];
-    for (const p of purchases) {
-      let answer;
-      for (let i = 0; i < 100; i++) {
-        answer = await request(survivor, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } });
-        if (!answer.body.error?.retryable) break;
-        await new Promise((r) => setTimeout(r, 200));
+
+    for (const point of ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision']) {
+      // The first of the 20 purchases to reach this point kills the instance; the others are wherever they are.
+      const doomed = await startService({ ...attachEnv, DEV_FACILITATOR_ACCOUNT: '8', ORDER_CRASH_AT: point });
+      const agent = { baseUrl: doomed.baseUrl, apiKey: owner.apiKey };
+      const purchases = [];
+      for (let i = 0; i < 20; i++) {
+        const key = `inflight-${point}-${i}`;
+        const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
+        purchases.push({ key, signature: await wallet.pay(ask.headers.get('payment-required')!) });
       }
-      outcomes.push(answer!);
+      const { payTo, asset } = decodePaymentRequiredHeader((await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': 'probe' } })).headers.get('payment-required')!).accepts[0];
+      const sellerBefore = await wallet.balanceOf(asset, payTo);
+
+      await Promise.all(purchases.map((p) => request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } }).catch(() => undefined)));
+      assert.equal(await doomed.stop('SIGKILL'), null, `${point}: the instance killed itself`);
+
+      const survivor = { baseUrl: revived.baseUrl, apiKey: owner.apiKey };
+      const outcomes: Awaited<ReturnType<typeof request>>[] = [];
+      for (const p of purchases) {
+        let answer;
+        for (let i = 0; i < 100; i++) {
+          answer = await request(survivor, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } });
+          if (!answer.body.error?.retryable) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        outcomes.push(answer!);
+      }
+      assert.deepEqual(outcomes.filter((o) => o.status !== 200).map((o) => o.body.error?.code), [], `${point}: every signed purchase completes on retry`);
+      assert.equal(new Set(outcomes.map((o) => o.body.service.service_id)).size, 20, `${point}: one service per purchase`);
+      assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n * 20n, `${point}: each paid exactly once`);
     }
-    const served = outcomes.filter((o) => o.status === 200);
-    assert.deepEqual(outcomes.filter((o) => o.status !== 200).map((o) => o.body.error?.code), [], 'every signed purchase completes on retry');
-    assert.equal(new Set(served.map((o) => o.body.service.service_id)).size, 20, 'one service per purchase');
-    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n * 20n, 'each paid exactly once');
   });
 });
