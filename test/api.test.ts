@@ -354,6 +354,22 @@ describe('limits', () => {
     assert.equal(doc.error.code, 'headers_too_large');
   });
 
+  test('a client that sends its headers too slowly gets a 408 error document', { timeout: 30_000 }, async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(service.baseUrl);
+    const socket = connect(Number(url.port), url.hostname);
+    socket.write('GET /api/v1/products HTTP/1.1\r\nHost: x\r\n');
+    const started = Date.now();
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (d) => { text += d; });
+      socket.on('close', () => resolve(text));
+    });
+    assert.match(answer, /^HTTP\/1\.1 408/);
+    assert.equal(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).error.code, 'request_timeout');
+    assert.ok(Date.now() - started < 20_000);
+  });
+
   test('an API key past its rate gets 429 with Retry-After', async () => {
     const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'hasty'])).stdout);
     const hasty = { baseUrl: service.baseUrl, apiKey: created.api_key as string };

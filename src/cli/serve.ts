@@ -103,7 +103,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
-    const server = createServer({ requireHostHeader: false }, app.callback()).listen(config.port, config.host);
+    const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, app.callback()).listen(config.port, config.host);
     answerClientErrors(server);
     await once(server, 'listening');
     server.requestTimeout = 30_000;
