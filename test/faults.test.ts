@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
 import { freePort, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
 import { buy } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
+import { request, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -25,7 +24,7 @@ function isErrorDocument(body: any, requestId: string | null): boolean {
 
 describe('faults', () => {
   test('PostgreSQL stopped and restarted under load: retryable 503s, nothing half-written, recovery without restart', async () => {
-    const pgDir = await mkdtemp(join(tmpdir(), 'audio-pg-'));
+    const pgDir = await scratchDir('audio-pg-');
     const port = await freePort();
     let pg: RunningPostgres = await startEmbeddedPostgres(pgDir, () => {}, { port });
     cleanup.push(() => pg.stop());
@@ -68,7 +67,7 @@ describe('faults', () => {
     const owner = await startService(unlimited);
     cleanup.push(() => owner.stop());
     const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
-    const chainDir = await mkdtemp(join(tmpdir(), 'audio-chain-'));
+    const chainDir = await scratchDir('audio-chain-');
     const chainPort = await freePort();
     let chain: EmbeddedChain = await startEmbeddedChain({ dataDir: chainDir, port: chainPort });
     cleanup.push(() => chain.stop());

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { request, startService, type Service } from './support/service.js';
+import { request, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 
 const running: Service[] = [];
@@ -31,7 +30,7 @@ async function retryUntilSettled(service: Service, key: string, signature: strin
 describe('an instance killed (SIGKILL) between two steps of an order', () => {
   for (const point of ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision']) {
     test(`${point}: after a restart the retry gets the order, charged exactly once`, async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'audio-crash-'));
+      const dataDir = await scratchDir('audio-crash-');
       const doomed = await start(dataDir, { ORDER_CRASH_AT: point });
       const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
       const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);

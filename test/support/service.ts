@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,9 +28,21 @@ export function runNode(args: string[], env: Record<string, string> = {}, timeou
   });
 }
 
+const scratchDirs = new Set<string>();
+process.once('exit', () => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A new folder under the system's temporary folder, removed when this test process exits. */
+export async function scratchDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  scratchDirs.add(dir);
+  return dir;
+}
+
 /** A copy of catalog/ and rules/ that a test may edit. */
 export async function copyCatalog(): Promise<{ dir: string; catalogDir: string; rulesDir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'audio-catalog-'));
+  const dir = await scratchDir('audio-catalog-');
   await cp(join(root, 'catalog'), join(dir, 'catalog'), { recursive: true });
   await cp(join(root, 'rules'), join(dir, 'rules'), { recursive: true });
   return { dir, catalogDir: join(dir, 'catalog'), rulesDir: join(dir, 'rules'), remove: () => rm(dir, { recursive: true, force: true }) };
@@ -48,7 +61,7 @@ export interface Service {
 
 /** Starts `serve` in its own process on a fresh DATA_DIR and a free loopback port. */
 export async function startService(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<Service> {
-  const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'audio-data-'));
+  const dataDir = options.dataDir ?? await scratchDir('audio-data-');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
   const child = spawn(process.execPath, [bin, 'serve'], { cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
