@@ -1,6 +1,11 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { ChildServer } from './child-server.js';
+
+export interface ChildServer {
+  baseUrl: string;
+  pid: number;
+  stop(): Promise<void>;
+}
 
 /**
  * Starts a bench server script (node --import tsx <root>/<script> ...args) in a process of its own and waits for its

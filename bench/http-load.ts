@@ -12,6 +12,8 @@ export interface LoadTarget {
 /** A server under test: where to send the load, and its process (whose CPU use, and its children's, is reported). */
 export interface Contender {
   target: LoadTarget;
+  /** The status every answer should have (402 for an unpaid POST /orders); by default any 2xx. */
+  expectStatus?: number;
   pid?: number;
 }
 
@@ -26,11 +28,13 @@ export interface LoadSettings {
 }
 
 export interface LoadResult {
+  /** Answers with the expected status, per second. */
   reqPerSec: number;
   p50Ms: number;
   p99Ms: number;
   requests: number;
-  non2xx: number;
+  /** Answers with another status. */
+  unexpected: number;
   errors: number;
   /** Cores used while measured (1 = one core busy), when measurable: server process, its children, load generator. */
   cpu?: { server: number; children: number; loader: number };
@@ -39,11 +43,11 @@ export interface LoadResult {
 /**
  * Loads contenders one at a time, never two at once: a discarded warm-up for each, then `rounds` measured slices
  * in turn (A B A B …), so slow drifts in the machine's other load hit every contender alike.
- * Latencies are recorded per 2xx response from autocannon's own timings (sub-millisecond, unlike its histogram).
+ * Latencies are recorded per expected answer from autocannon's own timings (sub-millisecond, unlike its histogram).
  */
 export async function compareLoad(contenders: Contender[], settings: LoadSettings): Promise<LoadResult[]> {
-  for (const c of contenders) await cannon(c.target, settings.connections, settings.warmupSeconds, settings.signal);
-  const totals = contenders.map(() => ({ ok: 0, requests: 0, non2xx: 0, errors: 0, seconds: 0, latencies: [] as number[], server: 0, children: 0, loader: 0, cpuKnown: true }));
+  for (const c of contenders) await cannon(c, settings.connections, settings.warmupSeconds, settings.signal);
+  const totals = contenders.map(() => ({ ok: 0, requests: 0, unexpected: 0, errors: 0, seconds: 0, latencies: [] as number[], server: 0, children: 0, loader: 0, cpuKnown: true }));
   const slice = settings.durationSeconds / settings.rounds;
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, c] of contenders.entries()) {
@@ -52,15 +56,15 @@ export async function compareLoad(contenders: Contender[], settings: LoadSetting
       const before = c.pid ? await treeCpu(c.pid) : undefined;
       const loaderBefore = process.cpuUsage();
       const started = process.hrtime.bigint();
-      const result = await cannon(c.target, settings.connections, slice, settings.signal, t.latencies);
+      const run = await cannon(c, settings.connections, slice, settings.signal, t.latencies);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const loader = process.cpuUsage(loaderBefore);
       const after = c.pid ? await treeCpu(c.pid) : undefined;
       t.seconds += seconds;
-      t.requests += result.requests.total;
-      t.ok += result.requests.total - result.non2xx;
-      t.non2xx += result.non2xx;
-      t.errors += result.errors;
+      t.requests += run.result.requests.total;
+      t.ok += run.expected;
+      t.unexpected += run.unexpected;
+      t.errors += run.result.errors;
       t.loader += (loader.user + loader.system) / 1e6;
       if (before && after) addCpu(t, before, after);
       else t.cpuKnown = false;
@@ -73,7 +77,7 @@ export async function compareLoad(contenders: Contender[], settings: LoadSetting
       p50Ms: percentile(sorted, 0.5),
       p99Ms: percentile(sorted, 0.99),
       requests: t.requests,
-      non2xx: t.non2xx,
+      unexpected: t.unexpected,
       errors: t.errors,
       cpu: t.cpuKnown ? { server: t.server / t.seconds, children: t.children / t.seconds, loader: t.loader / t.seconds } : undefined,
     };
@@ -85,9 +89,13 @@ function addCpu(t: { server: number; children: number }, before: TreeCpu, after:
   t.children += Math.max(0, after.descendants - before.descendants);
 }
 
-/** One autocannon run, pipelining 1; pushes the latency (ms) of every 2xx response to `latencies` if given. */
-function cannon(target: LoadTarget, connections: number, duration: number, signal: AbortSignal, latencies?: number[]): Promise<autocannon.Result> {
+/** One autocannon run, pipelining 1, counting answers by status; latencies (ms) of expected answers go to `latencies`. */
+function cannon(contender: Contender, connections: number, duration: number, signal: AbortSignal, latencies?: number[]): Promise<{ result: autocannon.Result; expected: number; unexpected: number }> {
   signal.throwIfAborted();
+  const { target, expectStatus } = contender;
+  const isExpected = (status: number) => (expectStatus === undefined ? status >= 200 && status < 300 : status === expectStatus);
+  let expected = 0;
+  let unexpected = 0;
   return new Promise((resolve, reject) => {
     const onAbort = () => { instance.stop(); reject(signal.reason); };
     const instance = autocannon(
@@ -95,13 +103,16 @@ function cannon(target: LoadTarget, connections: number, duration: number, signa
       (err, result) => {
         signal.removeEventListener('abort', onAbort);
         if (err) reject(err);
-        else resolve(result);
+        else resolve({ result, expected, unexpected });
       });
-    if (latencies) {
-      instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
-        if (status >= 200 && status < 300) latencies.push(ms);
-      });
-    }
+    instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+      if (isExpected(status)) {
+        expected++;
+        latencies?.push(ms);
+      } else {
+        unexpected++;
+      }
+    });
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }

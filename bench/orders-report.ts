@@ -1,6 +1,6 @@
 import { writeMarkedSection } from './docs.js';
 import type { OrdersResults, PurchaseRun } from './orders.js';
-import type { StatusLoadResult } from './status-load.js';
+import type { LoadResult } from './http-load.js';
 
 export const ordersTargets = {
   /** Service 402 req/s over the @x402/express reference's. */
@@ -15,8 +15,8 @@ const verdict = (ok: boolean) => (ok ? 'met' : '**MISSED**');
 export function ordersTables(r: OrdersResults): string {
   const { reference, service } = r.paywall;
   const paywallRatio = service.reqPerSec / reference.reqPerSec;
-  const loadRow = (name: string, x: StatusLoadResult, bytes: number, vs?: StatusLoadResult) =>
-    `| ${name} | ${Math.round(x.reqPerSec)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.requests} | ${x.wrongStatus} / ${x.errors} | ${bytes} | ${cpu(x)} | ${vs ? ratio(x.reqPerSec / vs.reqPerSec) : '—'} |`;
+  const loadRow = (name: string, x: LoadResult, bytes: number, vs?: LoadResult) =>
+    `| ${name} | ${Math.round(x.reqPerSec)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.requests} | ${x.unexpected} / ${x.errors} | ${bytes} | ${cpu(x)} | ${vs ? ratio(x.reqPerSec / vs.reqPerSec) : '—'} |`;
 
   const purchaseRow = (name: string, x: PurchaseRun, vs?: PurchaseRun) =>
     `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${x.failed ? `${x.failed} (${Object.entries(x.failures).map(([k, n]) => `${n}× ${k}`).join(', ')})` : '0'} | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${vs ? ratio(x.perSecond / vs.perSecond) : '—'} |`;
@@ -65,7 +65,7 @@ export function writeOrdersDocsSection(file: string, section: string): Promise<v
   return writeMarkedSection(file, 'bench/orders.ts', section);
 }
 
-function cpu(r: StatusLoadResult): string {
+function cpu(r: LoadResult): string {
   if (!r.cpu) return 'n/a';
   return `${r.cpu.server.toFixed(2)} / ${r.cpu.children.toFixed(2)} / ${r.cpu.loader.toFixed(2)}`;
 }

@@ -16,10 +16,10 @@ import { DEV_ACCOUNTS } from '../src/chain/accounts.js';
 import { createFacilitator, type Facilitator } from '../src/payments/index.js';
 import type { Service } from '../test/support/service.js';
 import { TestWallet } from '../test/support/wallet.js';
-import { startChildScript } from './child-script.js';
-import type { ChildServer } from './child-server.js';
+import { startChildScript, type ChildServer } from './child-script.js';
 import { percentile } from './percentile.js';
-import { compareStatusLoad, type StatusLoadResult } from './status-load.js';
+import { compareLoad, type LoadResult } from './http-load.js';
+import { pool } from './pool.js';
 
 export interface OrdersBenchOptions {
   root: string;
@@ -63,7 +63,7 @@ export interface SettleSample {
 export interface OrdersResults {
   connections: number;
   durationSeconds: number;
-  paywall: { reference: StatusLoadResult; service: StatusLoadResult; referenceBytes: number; serviceBytes: number };
+  paywall: { reference: LoadResult; service: LoadResult; referenceBytes: number; serviceBytes: number };
   purchases: Array<{ concurrency: number; service: PurchaseRun; bare: PurchaseRun }>;
   slowdown: { before: SettleSample; after: SettleSample; mined: number; mineMs: number };
 }
@@ -129,7 +129,7 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
     o.log(`402 on both for ${accept.amount} atomic to ${accept.payTo}; PAYMENT-REQUIRED ${serviceHeader.length} B + body ${serviceBody.length} B (service), ${refHeader.length} B + ${refBody.length} B (reference)`);
 
     o.log(`load: 402 path: ${o.warmupSeconds} s warm-up each, then ${o.rounds} × ${o.durationSeconds / o.rounds} s alternating (reference, service)`);
-    const [ref, svc] = await compareStatusLoad([
+    const [ref, svc] = await compareLoad([
       { target: refTarget, expectStatus: 402, pid: reference.pid },
       { target: serviceTarget, expectStatus: 402, pid: o.service.process.pid },
     ], {
@@ -140,7 +140,7 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
       signal: o.signal,
       onSlice: (i, round) => o.log(`  round ${round + 1}: ${i === 0 ? '@x402/express reference' : 'service'} POST /orders (402)`),
     });
-    for (const r of [ref, svc]) if (r.wrongStatus || r.errors) o.log(`  warning: ${r.wrongStatus} answers other than 402 and ${r.errors} errors`);
+    for (const r of [ref, svc]) if (r.unexpected || r.errors) o.log(`  warning: ${r.unexpected} answers other than 402 and ${r.errors} errors`);
     serviceAlive();
     paywall = { reference: ref, service: svc, referenceBytes: refHeader.length + refBody.length, serviceBytes: serviceHeader.length + serviceBody.length };
   } finally {
@@ -307,20 +307,6 @@ async function timedPool<T>(items: T[], concurrency: number, work: (item: T) => 
     }
   });
   run.seconds += (performance.now() - started) / 1000;
-}
-
-/** Maps `items` through `fn` with at most `concurrency` in flight; results keep the items' order. */
-async function pool<T, R>(items: T[], concurrency: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  return results;
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {

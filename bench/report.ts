@@ -41,7 +41,7 @@ export function reportTables(micro: MicroResults, http: HttpResults): string {
   const times = (t: TimingStats) => `${(t.medianUs / base).toFixed(1)}×`;
 
   const httpRow = (name: string, r: LoadResult, vs?: LoadResult) =>
-    `| ${name} | ${Math.round(r.reqPerSec)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.requests} | ${r.non2xx} / ${r.errors} | ${cpu(r)} | ${vs ? pct(r.reqPerSec / vs.reqPerSec) : '—'} |`;
+    `| ${name} | ${Math.round(r.reqPerSec)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.requests} | ${r.unexpected} / ${r.errors} | ${cpu(r)} | ${vs ? pct(r.reqPerSec / vs.reqPerSec) : '—'} |`;
 
   const getRatio = http.serviceGet.reqPerSec / http.bareGet.reqPerSec;
   const postRatio = http.servicePost.reqPerSec / http.barePost.reqPerSec;

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startService, type Service } from '../test/support/service.js';
-import { startBareKoa, type ChildServer } from './child-server.js';
+import { startChildScript, type ChildServer } from './child-script.js';
 import { writeDocsSection } from './docs.js';
 import { compareLoad, type LoadTarget } from './http-load.js';
 import { instantStreamInput, runMicro } from './micro.js';
@@ -89,7 +89,7 @@ try {
   await writeFile(productsFile, products);
 
   log('starting the bare Koa baseline');
-  bare = await startBareKoa(root, productsFile);
+  bare = await startChildScript(root, 'bench/bare-koa.ts', [productsFile]);
   abort.signal.throwIfAborted();
 
   const quoteBody = JSON.stringify(instantStreamInput);
@@ -115,7 +115,7 @@ try {
       ...settings,
       onSlice: (i, round) => log(`  round ${round + 1}: ${i === 0 ? 'bare Koa' : 'service'} ${(i === 0 ? baseline : subject).method} ${(i === 0 ? baseline : subject).url}`),
     });
-    for (const r of [b, s]) if (r.non2xx || r.errors) log(`  warning: ${r.non2xx} non-2xx responses and ${r.errors} errors`);
+    for (const r of [b, s]) if (r.unexpected || r.errors) log(`  warning: ${r.unexpected} non-2xx responses and ${r.errors} errors`);
     return [b, s] as const;
   };
   const [bareGet, serviceGet] = await compare('GET /products', targets.bareGet, bare.pid, targets.serviceGet, service.process.pid!);

@@ -19,6 +19,7 @@ import { hasMpegFrame } from '../test/support/streaming.js';
 import { TestWallet } from '../test/support/wallet.js';
 import { connectSource, mp3FrameOffsets, pumpSource, sourceTarget } from './icecast-source.js';
 import { percentile } from './percentile.js';
+import { pool } from './pool.js';
 
 export interface StreamingOptions {
   root: string;
@@ -345,15 +346,3 @@ function stopProcess(child: ChildProcess): Promise<void> {
   return exited.finally(() => clearTimeout(timer));
 }
 
-async function pool<T, R>(items: T[], concurrency: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  return results;
-}

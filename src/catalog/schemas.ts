@@ -25,6 +25,15 @@ const booleanPair = {
   properties: { human: { type: 'boolean' }, agent: { type: 'boolean' } },
 };
 
+/** The product fields whose values the catalog and the API documents share. */
+export const productStateSchemas = {
+  billing_type: { enum: ['subscription', 'quote', 'one_time'] },
+  status: { enum: ['available', 'ready', 'pending', 'planned', 'disabled'] },
+  pricing_status: { enum: ['approved', 'pending'] },
+  visibility: booleanPair,
+  orderable: booleanPair,
+};
+
 export const productFileSchema = {
   $id: 'product-file',
   type: 'object',
@@ -34,11 +43,7 @@ export const productFileSchema = {
     id: identifier,
     name: { type: 'string', minLength: 1 },
     type: { enum: ['radio_streaming_subscription', 'instant_stream', 'event_stream', 'streaming_boost_relay', 'temporary_autodj', 'temporary_audio', 'audio_storage_api'] },
-    billing_type: { enum: ['subscription', 'quote', 'one_time'] },
-    status: { enum: ['available', 'ready', 'pending', 'planned', 'disabled'] },
-    pricing_status: { enum: ['approved', 'pending'] },
-    visibility: booleanPair,
-    orderable: booleanPair,
+    ...productStateSchemas,
     description: { type: 'string' },
     pricing: {
       type: 'object',

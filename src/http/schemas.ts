@@ -1,3 +1,5 @@
+import { productStateSchemas } from '../catalog/index.js';
+
 /** Request and response schemas: the server validates with the request ones and /openapi.json publishes all of them. */
 
 export const productIdPattern = '^[a-z0-9][a-z0-9-]{1,80}$';
@@ -32,7 +34,6 @@ export const errorSchema = {
   },
 };
 
-const booleanPair = { type: 'object', required: ['human', 'agent'], properties: { human: { type: 'boolean' }, agent: { type: 'boolean' } } };
 
 export const productSchema = {
   type: 'object',
@@ -41,11 +42,7 @@ export const productSchema = {
     id: { type: 'string', pattern: productIdPattern },
     name: { type: 'string' },
     type: { type: 'string' },
-    billing_type: { enum: ['subscription', 'quote', 'one_time'] },
-    status: { enum: ['available', 'ready', 'pending', 'planned', 'disabled'] },
-    pricing_status: { enum: ['approved', 'pending'] },
-    visibility: booleanPair,
-    orderable: booleanPair,
+    ...productStateSchemas,
     description: { type: 'string' },
     pricing: { type: 'object', required: ['basis', 'currency'], description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
     parameters: {
