@@ -97,6 +97,11 @@ describe('discovery', () => {
     const order = body.paths['/orders'].post;
     assert.deepEqual({ ...order['x-payment-info'] }, { protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15', network: 'eip155:8453', asset: 'USDC' });
     assert.match(order.parameters[0].description, /Reuse the same Idempotency-Key when you retry/);
+    // Spec 5.4: POST /orders declares no security requirement of its own, describes the bearer key and answers 401.
+    assert.equal(order.security, undefined);
+    assert.match(order.description, /Authorization: Bearer <AGENT_API_KEY>/);
+    assert.ok(order.responses[401] && order.responses[404] && order.responses[422]);
+    assert.deepEqual(body.paths['/quotes'].post.security, [{ agentApiKey: [] }]);
     assert.deepEqual(body.components.schemas.QuoteRequest.required, ['product_id']);
     assert.deepEqual(body.components.schemas.Parameters_temporary_autodj.required, ['duration_hours', 'bitrate_kbps', 'storage_mb']);
     assert.equal(body.components.schemas.Parameters_instant_stream.properties.transfer_gb.maximum, 100);
@@ -166,7 +171,11 @@ describe('POST /quotes', () => {
     assertErrorDocument(await request(service, 'POST', '/quotes', { rawBody: JSON.stringify({ ...instant, pad: 'x'.repeat(1024 * 1024) }), headers: { 'content-type': 'application/json' } }), 413, 'body_too_large');
     assertErrorDocument(await quote({ product_id: 'instant-stream', parameters: { __proto__: { admin: true }, constructor: {} } }), 422, 'invalid_parameters');
     assertErrorDocument(await quote({ product_id: 'instant-stream', parameters: { duration_hours: 1e308, max_listeners: 1, bitrate_kbps: 16 } }), 422, 'invalid_parameters');
-    assertErrorDocument(await quote(instant, { 'idempotency-key': 'k'.repeat(256) }), 400, 'idempotency_key_invalid');
+    assertErrorDocument(await quote(instant, { 'idempotency-key': 'k'.repeat(256) }), 422, 'idempotency_key_invalid');
+    assertErrorDocument(await quote(instant, { 'idempotency-key': 'clé' }), 422, 'idempotency_key_invalid');
+    const spaced = await quote(instant, { 'idempotency-key': 'retry of order 7' });
+    assert.equal(spaced.status, 200);
+    assert.equal(spaced.body.idempotency.key, 'retry of order 7');
     const raw = (duration: string) => request(service, 'POST', '/quotes', { rawBody: `{"product_id":"instant-stream","parameters":{"duration_hours":${duration},"max_listeners":1,"bitrate_kbps":16}}`, headers: { 'content-type': 'application/json' } });
     assertErrorDocument(await raw('1.0000000000000000001'), 422, 'number_not_exact');
     assertErrorDocument(await raw('1e400'), 422, 'number_not_exact');

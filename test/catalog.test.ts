@@ -52,6 +52,14 @@ describe('catalog check', () => {
     assert.match(result.stderr, /^catalog\/products\/event-stream\.yaml:7:1: visibilty is not allowed here$/m);
   });
 
+  test('a fulfillment provider must be the panel provider or the operator', async () => {
+    const file = 'catalog/products/audio-storage-api.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('provider: agent-audio', 'provider: someone-else'));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`^catalog/products/audio-storage-api\\.yaml:${lineOf(text, 'provider: agent-audio')}:\\d+: fulfillment provider someone-else is neither the panel provider \\(streaming-panel\\) nor the operator \\(agent-audio\\)`, 'm'));
+  });
+
   test('a YAML syntax error is reported with its position', async () => {
     const result = await checkWith('catalog/products/temporary-autodj.yaml', (t) => t.replace('name: Temporary AutoDJ', 'name: [Temporary AutoDJ'));
     assert.equal(result.code, 1);

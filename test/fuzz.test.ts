@@ -38,7 +38,7 @@ const PREFIX = '/api/v1';
 const MAX_BODY = 64 * 1024;
 const DOCUMENTED_503 = new Set(['machine_payment_not_configured', 'store_unavailable', 'settlement_pending']);
 const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
+const IDEMPOTENCY_KEY = /^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/;
 
 function positiveInt(text: string | undefined, fallback: number): number {
   const n = Number(text);
@@ -576,7 +576,7 @@ const idempotencyHeader: fc.Arbitrary<string | undefined> = fc.oneof(
   { weight: 1, arbitrary: unicodeText(40) },
 );
 
-/** Node trims blanks; the key must then be 1..255 visible ASCII characters (characters above U+00FF arrive as UTF-8 bytes). */
+/** Node trims blanks; the key must then be 1..255 printable ASCII characters, spaces only inside (characters above U+00FF arrive as UTF-8 bytes). */
 function keySeen(value: string | undefined): { present: boolean; valid: boolean; key?: string } {
   if (value === undefined) return { present: false, valid: false };
   const trimmed = value.replace(/^[ \t]+|[ \t]+$/g, '');
@@ -708,7 +708,7 @@ describe('fuzz', () => {
         : !authOk ? { status: 401, codes: ['authentication_required', 'invalid_api_key'] }
           : keyJoined ? (key.valid ? { status: 400 } : undefined)
             : v.target === '/orders' && !key.valid ? { status: 400, codes: ['idempotency_key_missing'] }
-              : v.target === '/quotes' && key.present && !key.valid ? { status: 400, codes: ['idempotency_key_invalid'] }
+              : v.target === '/quotes' && key.present && !key.valid ? { status: 422, codes: ['idempotency_key_invalid'] }
                 : undefined;
       const body = Buffer.from(JSON.stringify(v.target === '/quotes' ? v.quote : v.order));
       const got = await probe(tally, { method: 'POST', path: v.target, headers, body }, {

@@ -88,6 +88,9 @@ describe('POST /orders without payment', () => {
     assertError(await post(order({ product_id: 'radio-local', parameters: {}, billing: 'monthly' }), { 'idempotency-key': newKey() }), 409, 'product_not_orderable');
     assertError(await post(order({ product_id: 'radio-directo', parameters: {}, billing: 'annual' }), { 'idempotency-key': newKey() }), 409, 'amount_out_of_range');
     assertError(await post(order({ billing: 'monthly' }), { 'idempotency-key': newKey() }), 422, 'billing_not_supported');
+    const withoutBilling = await post(order({ product_id: 'radio-directo', parameters: {} }), { 'idempotency-key': newKey() });
+    assertError(withoutBilling, 422, 'billing_not_supported');
+    assert.equal(withoutBilling.body.error.details[0].pointer, '/billing');
     const monthly = await post(order({ product_id: 'radio-directo', parameters: {}, billing: 'monthly' }), { 'idempotency-key': newKey() });
     assertError(monthly, 402, 'payment_required');
     assert.equal(decodePaymentRequiredHeader(monthly.headers.get('payment-required')!).accepts[0].amount, '7452000');

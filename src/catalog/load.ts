@@ -24,6 +24,10 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
     const expectedPath = `catalog/products/${product.id}.yaml`;
     if (file.path !== expectedPath) diagnostics.push(file.at('/id', `product ${product.id} must live in ${expectedPath}`));
     checkDescriptors(file, product, diagnostics);
+    const provider = product.fulfillment?.provider;
+    if (settings && provider !== undefined && provider !== settings.panel_provider && provider !== settings.provider) {
+      diagnostics.push(file.at('/fulfillment/provider', `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) nor the operator (${settings.provider}) named in ${CATALOG_FILE}`));
+    }
     const { unlisted_parameters: unlisted = {}, ...published } = product;
     for (const name of Object.keys(unlisted)) {
       if (name in published.parameters) diagnostics.push(file.at(`/unlisted_parameters/${name}`, `${name} is already a published parameter`, 'key'));

@@ -87,7 +87,7 @@ function build(snapshot: Snapshot, version: string) {
             409: error('The product cannot be quoted now (planned, pricing pending) or the Idempotency-Key was used for another body.'),
             413: error('Body too large.'),
             415: error('Body is not JSON.'),
-            422: error('Invalid parameters: error.details lists each with a JSON pointer.'),
+            422: error('Invalid parameters (error.details lists each with a JSON pointer) or a malformed Idempotency-Key.'),
           },
         },
       },
@@ -95,8 +95,8 @@ function build(snapshot: Snapshot, version: string) {
         post: {
           tags: ['Orders'], operationId: 'createOrder',
           summary: 'Order a product and pay with x402 v2.',
-          description: 'First call without PAYMENT-SIGNATURE: the answer is 402 with a PAYMENT-REQUIRED header (Base64 JSON, x402 v2). Sign the payment with your wallet and send the same request again, with the same Idempotency-Key, adding the PAYMENT-SIGNATURE header. Nothing is provisioned before the payment is verified and settled. While machine payment is not configured on a deployment this answers 503.',
-          security: [{ agentApiKey: [] }],
+          // Spec 5.4: no security requirement of its own; the bearer key is described, and 401 stands for it.
+          description: 'Protected by your agent API key (send "Authorization: Bearer <AGENT_API_KEY>", as for POST /quotes) and confirmed by x402 v2 payment. First call without PAYMENT-SIGNATURE: the answer is 402 with a PAYMENT-REQUIRED header (Base64 JSON, x402 v2). Sign the payment with your wallet and send the same request again, with the same Idempotency-Key, adding the PAYMENT-SIGNATURE header. Nothing is provisioned before the payment is verified and settled. While machine payment is not configured on a deployment this answers 503.',
           'x-payment-info': { protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: limits.currency, minimum: limits.minimum, maximum: limits.maximum, network: 'eip155:8453', asset: 'USDC' },
           parameters: [
             idempotencyHeader(true),
@@ -108,8 +108,11 @@ function build(snapshot: Snapshot, version: string) {
             400: error('Idempotency-Key missing or malformed.'),
             401: error('Missing or invalid API key.'),
             402: { description: 'Payment required: pay as described in PAYMENT-REQUIRED and repeat the request.', headers: { 'PAYMENT-REQUIRED': { schema: { type: 'string' } } }, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+            404: error('Unknown product: list them with GET /products.'),
             409: error('Conflict of state or idempotency.'),
-            422: error('Invalid order request.'),
+            413: error('Body too large.'),
+            415: error('Body is not JSON.'),
+            422: error('Invalid order request: error.details lists each problem with a JSON pointer.'),
             503: error('Machine payment not configured on this deployment, or a dependency is briefly unavailable (retryable).'),
           },
         },

@@ -3,7 +3,8 @@ import { productStateSchemas } from '../catalog/index.js';
 /** Request and response schemas: the server validates with the request ones and /openapi.json publishes all of them. */
 
 export const productIdPattern = '^[a-z0-9][a-z0-9-]{1,80}$';
-export const idempotencyKeyPattern = '^[\\x21-\\x7E]{1,255}$';
+/** 1..255 printable ASCII characters, spaces allowed inside (HTTP drops them at either end). */
+export const idempotencyKeyPattern = '^[\\x21-\\x7E](?:[\\x20-\\x7E]{0,253}[\\x21-\\x7E])?$';
 
 export const quoteRequestSchema = {
   type: 'object',
@@ -106,7 +107,7 @@ export const orderRequestSchema = {
     email: { type: 'string', format: 'email', maxLength: 254 },
     station_name: { type: 'string', maxLength: 120 },
     parameters: { type: 'object' },
-    metadata: { type: 'object', additionalProperties: { type: 'string', maxLength: 200 }, maxProperties: 50 },
+    metadata: { type: 'object', additionalProperties: { type: 'string', maxLength: 200 } },
   },
 };
 
