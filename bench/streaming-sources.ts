@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { connectSource, mp3FrameOffsets, pumpSource, sourceTarget } from './icecast-source.js';
+import { pool } from './pool.js';
 
 const [file, rate, ...urls] = process.argv.slice(2);
 const bytes = readFileSync(file);
@@ -14,7 +15,8 @@ const sent = { bytes: 0 };
 const stops: Array<() => void> = [];
 let refused = 0;
 let closed = 0;
-const answers = await Promise.all(urls.map((u) => connectSource(sourceTarget(u)).catch(() => undefined)));
+// A few at a time: Icecast listens with a backlog of 5, and connections beyond it wait for SYN retries (1 s, 3 s, …).
+const answers = await pool(urls, 4, (u) => connectSource(sourceTarget(u)).catch(() => undefined));
 for (const a of answers) {
   if (!a?.admitted) { refused++; a?.socket.destroy(); continue; }
   a.socket.on('error', () => undefined);
