@@ -7,7 +7,7 @@
  * settle latency before and after mining blocks. Options: --purchases <c:n,...> (1:60,8:200), --settle-samples <n> (30),
  * --mine-blocks <n> (2000), --no-orders (skip them).
  * Then the streaming benchmark (bench/streaming.ts): Icecast auth-callback throughput and concurrent mounts with listeners.
- * Options: --streaming-mounts <k,...> (20), --no-streaming (skip it).
+ * Options: --streaming-mounts <k,...> (20,100), --no-streaming (skip it).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     'mine-blocks': { type: 'string', default: '2000' },
     'no-orders': { type: 'boolean', default: false },
     'no-streaming': { type: 'boolean', default: false },
-    'streaming-mounts': { type: 'string', default: '20' },
+    'streaming-mounts': { type: 'string', default: '20,100' },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -50,8 +50,12 @@ const connections = Number(args.connections);
 const rounds = Number(args.rounds);
 const writeDocs = args['write-docs'] && !args['no-write-docs'];
 
-/** The whole run stays under 4 minutes: past this, the load stops and everything is shut down. */
-const DEADLINE_MS = 230_000 + (args['no-streaming'] ? 0 : 90_000);
+/**
+ * Past this the load stops and everything is shut down: 230 s for the HTTP and order parts, and for streaming a
+ * minute plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
+ */
+const streamingBudgetMs = 60_000 + args['streaming-mounts'].split(',').map(Number).filter((k) => k > 0).reduce((sum, k) => sum + 15_000 + k * 600, 0);
+const DEADLINE_MS = 230_000 + (args['no-streaming'] ? 0 : streamingBudgetMs);
 
 const startedAt = Date.now();
 const abort = new AbortController();
@@ -80,8 +84,9 @@ try {
   abort.signal.throwIfAborted();
 
   log('starting the service (embedded PostgreSQL on a temporary DATA_DIR)');
-  // Throughput is what is measured here: the per-client rate limits would cap it.
-  service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' });
+  // Throughput is what is measured here: the per-client rate limits would cap it. The order benchmarks buy a few
+  // hundred one-hour streams and the streaming one as many mounts as it measures: room for all of them.
+  service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0', ICECAST_MAX_SOURCES: '2000', ICECAST_MAX_LISTENERS: '100000' });
   abort.signal.throwIfAborted();
   const products = Buffer.from(await (await expectOk(fetch(`${service.baseUrl}/products`))).arrayBuffer());
   scratch = await mkdtemp(join(tmpdir(), 'audio-bench-'));

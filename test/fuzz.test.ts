@@ -36,7 +36,7 @@ const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 const KEEP_GOING = process.env.FUZZ_KEEP_GOING === '1';
 const PREFIX = '/api/v1';
 const MAX_BODY = 64 * 1024;
-const DOCUMENTED_503 = new Set(['machine_payment_not_configured', 'store_unavailable', 'settlement_pending']);
+const DOCUMENTED_503 = new Set(['machine_payment_not_configured', 'store_unavailable', 'settlement_pending', 'capacity_exhausted']);
 const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/;
 

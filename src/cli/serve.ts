@@ -12,7 +12,7 @@ import { LiveSnapshot } from '../pricing/index.js';
 import { Metrics } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, ServiceRecords } from '../services/index.js';
+import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, ServiceRecords, StreamCapacity } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -78,7 +78,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       const store = new OrderStore(db);
       const leaseSeconds = Number(process.env.ORDER_LEASE_SECONDS ?? 30);
       const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
-      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000 });
+      const capacity = new StreamCapacity(db, stream, stream.limits);
+      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000, capacity });
       recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
     }
 

@@ -9,6 +9,8 @@ import { mkdir } from 'node:fs/promises';
 export interface Streaming {
   available: boolean;
   reason?: string;
+  /** What Icecast is configured to carry; orders beyond it are refused (services/stream-capacity.ts). */
+  limits: { sources: number; listeners: number };
   callbackCredentials: { user: string; password: string };
   publicUrl(): string;
   admin(): IcecastAdmin | undefined;
@@ -24,10 +26,12 @@ export interface Streaming {
 export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv = process.env): Streaming {
   const callbackCredentials = { user: 'icecast', password: randomBytes(18).toString('base64url') };
   const installed = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
+  const limits = { sources: positiveInteger(env, 'ICECAST_MAX_SOURCES', 100), listeners: positiveInteger(env, 'ICECAST_MAX_LISTENERS', 5000) };
   let supervisor: IcecastSupervisor | undefined;
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
+    limits,
     callbackCredentials,
     publicUrl: () => env.ICECAST_PUBLIC_URL ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
     admin: () => supervisor?.admin,
@@ -45,7 +49,11 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
       if (!installed) return;
       await mkdir(dataDir, { recursive: true });
       await allowTraversal(dataDir);
-      supervisor = new IcecastSupervisor({ dataDir: join(dataDir, 'icecast'), callbackBaseUrl, callbackAuth: callbackCredentials });
+      // Icecast counts sources, listeners and our own admin requests as clients.
+      supervisor = new IcecastSupervisor({
+        dataDir: join(dataDir, 'icecast'), callbackBaseUrl, callbackAuth: callbackCredentials,
+        maxSources: limits.sources, maxClients: limits.sources + limits.listeners + 50,
+      });
       supervisor.on('exited', (e) => log.warn({ component: 'icecast', ...e }, 'icecast exited'));
       supervisor.on('restarted', (e) => log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'));
       supervisor.on('restartFailed', (err) => log.error({ component: 'icecast', err }, 'icecast could not be restarted'));
@@ -56,4 +64,11 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
       await supervisor?.stop();
     },
   };
+}
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  if (!/^[1-9][0-9]{0,6}$/.test(text)) throw new Error(`${name} must be a whole number from 1 to 9999999, not ${JSON.stringify(text)}`);
+  return Number(text);
 }

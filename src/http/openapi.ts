@@ -113,7 +113,7 @@ function build(snapshot: Snapshot, version: string) {
             413: error('Body too large.'),
             415: error('Body is not JSON.'),
             422: error('Invalid order request: error.details lists each problem with a JSON pointer.'),
-            503: error('Machine payment not configured on this deployment, or a dependency is briefly unavailable (retryable).'),
+            503: error('Machine payment not configured on this deployment, no free stream slot or listener places (capacity_exhausted: retry later or ask for fewer listeners), or a dependency briefly unavailable (retryable).'),
           },
         },
       },

@@ -6,6 +6,7 @@ import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
+import { serviceLimitsOf } from './service-limits.js';
 
 export interface AdvanceDeps {
   metrics?: { settlements: { inc(labels: { result: string }): void }; provisioningFailures: { inc(): void } };
@@ -86,9 +87,7 @@ async function recordSettledFromChain(order: OrderRow, deps: AdvanceDeps): Promi
 }
 
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
-  const product = deps.live.current.catalog.byId.get(order.product_id)?.product;
-  const limits = product?.billing_type === 'subscription' ? { ...product.limits } : { ...order.configuration };
-  if (limits.autodj === true && limits.storage_mb === undefined && product?.limits.autodj_storage_mb !== undefined) limits.storage_mb = product.limits.autodj_storage_mb;
+  const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
   const expiresAt = expiryOf(order);
   const done = await deps.db.transaction(async (client) => {
     const service = order.upgrade_of

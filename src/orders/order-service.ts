@@ -4,13 +4,14 @@ import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
-import type { ServiceRecords, ServiceRow } from '../services/index.js';
-import type { Database } from '../store/index.js';
+import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
+import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { crashPoint } from './crash-point.js';
 import { priceOrder, type OrderRequest } from './order-price.js';
 import { priceUpgrade } from './upgrade-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
+import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
 export interface PlaceOrder {
   apiKeyId: string;
@@ -30,6 +31,8 @@ export interface PlacedOrder {
 
 export interface OrderServiceOptions {
   leaseSeconds: number;
+  /** The Icecast this instance provisions on; without it (no streaming) nothing is counted. */
+  capacity?: StreamCapacity;
   /** How long a repeat waits for the first request with the same key before answering 409 idempotency_in_progress. */
   waitForInFlightMs: number;
 }
@@ -57,6 +60,8 @@ export class OrderService {
       ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id)
       : await priceOrder(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
     const billing = 'billing' in input.request ? input.request.billing : 'one_time';
+    const load = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
+    await this.admit(load);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
     const paymentRequired = async (code: string, message: string, status = 402) => {
@@ -117,7 +122,8 @@ export class OrderService {
         valid_before: String(authorization.validBefore),
         payment: payload as unknown as Record<string, unknown>,
         requirements: requirements as unknown as Record<string, unknown>,
-      }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds);
+      }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
+      (client) => this.admit(load, client));
     } catch (e) {
       if ((e as { code?: string }).code === '23505') {
         throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
@@ -146,6 +152,25 @@ export class OrderService {
       }
       throw e;
     }
+  }
+
+  /**
+   * Never sells a stream that does not fit on this instance's Icecast: checked before asking for money, and again
+   * when the key is claimed, under a lock, so that two buyers of the last place cannot both pay for it.
+   */
+  private async admit(load: StreamLoad, client?: Client): Promise<void> {
+    const capacity = this.options.capacity;
+    if (!capacity || (load.sources === 0 && load.listeners === 0)) return;
+    if (client) await capacity.lock(client);
+    const pending = { sources: 0, listeners: 0 };
+    for (const order of await this.orders.inFlight(client)) {
+      const limits = serviceLimitsOf(this.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
+      // An upgrade in flight: its whole new listener count, as the service it replaces is not looked up here.
+      const added = streamLoadOf(limits, order.upgrade_of ? { limits: {} } : undefined);
+      pending.sources += added.sources;
+      pending.listeners += added.listeners;
+    }
+    await capacity.admit(load, pending, client);
   }
 
   async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {

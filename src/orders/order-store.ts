@@ -58,11 +58,19 @@ export class OrderStore {
     return row;
   }
 
+  /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
+  async inFlight(client?: Client): Promise<Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>> {
+    const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning')
+                 AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
+    return (client ? (await client.query(sql)).rows : await this.db.query(sql)) as Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>;
+  }
+
   /**
    * Claims the Idempotency-Key for a verified payment: the order starts in "settling" with a lease held by the caller.
-   * Undefined when another request holds the key; throws code 23505 on the (payer, nonce) constraint.
+   * `admit` runs first in the same transaction (it may refuse by throwing). Undefined when another request holds the
+   * key; throws code 23505 on the (payer, nonce) constraint.
    */
-  async claim(order: NewOrder, record: AuditEntry, leaseSeconds: number): Promise<OrderRow | undefined> {
+  async claim(order: NewOrder, record: AuditEntry, leaseSeconds: number, admit?: (client: Client) => Promise<void>): Promise<OrderRow | undefined> {
     const columns = Object.keys(order);
     const values = Object.values(order);
     try {
@@ -70,6 +78,7 @@ export class OrderStore {
         // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
         const { rows: active } = await client.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE', [order.api_key_id]);
         if (!active.length) throw new KeyRevoked();
+        await admit?.(client);
         await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [record.id, record.kind, record.snapshotHash, record.text, record.hash]);
         const { rows: [row] } = await client.query(
           `INSERT INTO orders (${columns.join(', ')}, state, lease_until)

@@ -4,7 +4,7 @@ import type { Decision, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
 import { RELAY_USER, RelayManager } from './relay-manager.js';
-import type { ServiceRow } from './service-records.js';
+import { listenerCapOf, type ServiceRow } from './service-records.js';
 
 const refuse = (message: string): Decision => ({ accept: false, message });
 
@@ -43,7 +43,7 @@ export class IcecastDecider implements MountDecider {
       const { rows: [service] } = await client.query(
         "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now()) FOR UPDATE", [mount]);
       if (!service) return refuse('no active stream on this mount');
-      const max = Number((service as ServiceRow).limits.max_listeners ?? (service as ServiceRow).limits.listeners ?? (service as ServiceRow).limits.max_concurrent_listeners ?? 0);
+      const max = listenerCapOf((service as ServiceRow).limits);
       const { rows: [{ count }] } = await client.query('SELECT count(*)::int AS count FROM listeners WHERE service_id = $1', [service.id]);
       if (count >= max) return refuse(`this stream is full (${max} listeners)`);
       await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);

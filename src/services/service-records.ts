@@ -37,6 +37,11 @@ export interface StreamingEndpoint {
   publicUrl(): string;
 }
 
+/** How many listeners a service was sold, whichever way its product names it. */
+export function listenerCapOf(limits: Record<string, unknown>): number {
+  return Number(limits.max_listeners ?? limits.listeners ?? limits.max_concurrent_listeners ?? 0);
+}
+
 /** What an order turns into: a mount with its own source credentials, limits and expiry. */
 export class ServiceRecords {
   constructor(private readonly db: Database, private readonly streaming: StreamingEndpoint, private readonly apiBaseUrl: () => string) {}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { request, startService, type JsonResponse, type Service } from './support/service.js';
+import { buy } from './support/purchase.js';
+import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+
+// A deployment whose Icecast carries 2 streams and 25 listeners: no stream or listener place is sold beyond that.
+let service: Service;
+let wallet: TestWallet;
+let buyer: string;
+
+before(async () => {
+  service = await startService({ ICECAST_MAX_SOURCES: '2', ICECAST_MAX_LISTENERS: '25' });
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  buyer = dev.buyer.address;
+});
+after(async () => { await service?.stop(); });
+
+const order = (maxListeners: number) => ({
+  product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Capacity FM',
+  parameters: { duration_hours: 1, max_listeners: maxListeners, bitrate_kbps: 64 },
+});
+let keys = 0;
+const newKey = () => `capacity-${process.pid}-${keys++}`;
+const post = (body: unknown, key: string, signature?: string) =>
+  request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) } });
+
+function assertExhausted(response: JsonResponse, pattern: RegExp) {
+  assert.equal(response.status, 503, JSON.stringify(response.body));
+  assert.equal(response.body.error.code, 'capacity_exhausted');
+  assert.equal(response.body.error.retryable, true);
+  assert.match(response.body.error.message, pattern);
+  assert.match(response.body.error.message, /Nothing was charged/);
+  assert.equal(response.headers.get('retry-after'), '300');
+  assert.equal(response.headers.get('payment-required'), null, 'no payment is asked for what cannot be delivered');
+}
+
+describe('stream capacity', () => {
+  test('Icecast is configured with the same limits', async () => {
+    const config = await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8');
+    assert.match(config, /<sources>2<\/sources>/);
+    assert.match(config, /<clients>77<\/clients>/);
+  });
+
+  test('listener places: an order that would overbook them is refused before payment, a smaller one fits', async () => {
+    assert.equal((await buy(service, wallet, order(20), newKey())).status, 200);
+    assertExhausted(await post(order(10), newKey()), /5 of its 25 listener places free, fewer than the 10 asked/);
+    assert.equal((await post(order(2), newKey())).status, 402);
+  });
+
+  test('two buyers of the last stream slot: one gets it, the other is refused and not charged', async () => {
+    const asset = decodePaymentRequiredHeader((await post(order(2), newKey())).headers.get('payment-required')!).accepts[0].asset;
+    // Both see a free slot and sign a payment for it; then both pay at once.
+    const attempts = await Promise.all([newKey(), newKey()].map(async (key) => {
+      const required = (await post(order(2), key)).headers.get('payment-required');
+      assert.ok(required, 'the last slot is still offered');
+      return { key, signature: await wallet.pay(required) };
+    }));
+    const before = await wallet.balanceOf(asset, buyer);
+    const answers = await Promise.all(attempts.map((a) => post(order(2), a.key, a.signature)));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 503], JSON.stringify(answers.map((a) => a.body)));
+    assertExhausted(answers.find((a) => a.status === 503)!, /All 2 stream slots of this deployment are taken/);
+    assert.equal(before - await wallet.balanceOf(asset, buyer), BigInt(answers.find((a) => a.status === 200)!.body.order.amount.amount_atomic));
+  });
+
+  test('once full, an order is refused at once, with nothing asked or charged', async () => {
+    assertExhausted(await post(order(1), newKey()), /All 2 stream slots of this deployment are taken/);
+    const availability = await request(service, 'GET', '/availability', { auth: false });
+    assert.equal(availability.status, 200);
+  });
+});
