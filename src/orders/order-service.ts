@@ -39,6 +39,8 @@ export interface OrderServiceOptions {
 
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
 export class OrderService {
+  private recentLoad?: { at: number; load: Promise<StreamLoad> };
+
   constructor(
     private readonly db: Database,
     private readonly live: LiveSnapshot,
@@ -60,8 +62,8 @@ export class OrderService {
       ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id)
       : await priceOrder(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
     const billing = 'billing' in input.request ? input.request.billing : 'one_time';
-    const load = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
-    await this.admit(load);
+    const demand = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
+    await this.admit(demand);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
     const paymentRequired = async (code: string, message: string, status = 402) => {
@@ -123,7 +125,8 @@ export class OrderService {
         payment: payload as unknown as Record<string, unknown>,
         requirements: requirements as unknown as Record<string, unknown>,
       }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
-      (client) => this.admit(load, client));
+      (client) => this.admit(demand, client));
+      this.recentLoad = undefined; // this instance's own sale is seen at once; other instances' within a second
     } catch (e) {
       if ((e as { code?: string }).code === '23505') {
         throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
@@ -155,22 +158,36 @@ export class OrderService {
   }
 
   /**
-   * Never sells a stream that does not fit on this instance's Icecast: checked before asking for money, and again
-   * when the key is claimed, under a lock, so that two buyers of the last place cannot both pay for it.
+   * Never sells a stream that does not fit on this instance's Icecast: checked before asking for money (against a
+   * count at most a second old), and exactly when the key is claimed, under a lock, so that two buyers of the last
+   * place cannot both pay for it.
    */
-  private async admit(load: StreamLoad, client?: Client): Promise<void> {
+  private async admit(demand: StreamLoad, client?: Client): Promise<void> {
     const capacity = this.options.capacity;
-    if (!capacity || (load.sources === 0 && load.listeners === 0)) return;
-    if (client) await capacity.lock(client);
-    const pending = { sources: 0, listeners: 0 };
+    if (!capacity || (demand.sources === 0 && demand.listeners === 0)) return;
+    if (client) {
+      await capacity.lock(client);
+      return capacity.admit(demand, await this.streamLoad(capacity, client));
+    }
+    if (!this.recentLoad || Date.now() - this.recentLoad.at > 1000) {
+      const load = this.streamLoad(capacity);
+      load.catch(() => { this.recentLoad = undefined; });
+      this.recentLoad = { at: Date.now(), load };
+    }
+    capacity.admit(demand, await this.recentLoad.load);
+  }
+
+  /** What this Icecast carries now, plus what paid orders not provisioned yet will add to it. */
+  private async streamLoad(capacity: StreamCapacity, client?: Client): Promise<StreamLoad> {
+    const load = await capacity.inUse(client);
     for (const order of await this.orders.inFlight(client)) {
       const limits = serviceLimitsOf(this.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
       // An upgrade in flight: its whole new listener count, as the service it replaces is not looked up here.
       const added = streamLoadOf(limits, order.upgrade_of ? { limits: {} } : undefined);
-      pending.sources += added.sources;
-      pending.listeners += added.listeners;
+      load.sources += added.sources;
+      load.listeners += added.listeners;
     }
-    await capacity.admit(load, pending, client);
+    return load;
   }
 
   async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {

@@ -10,8 +10,8 @@ export interface StreamLoad {
 
 /**
  * A stream is sold only while it fits on its Icecast: Icecast refuses sources and listeners beyond its configured
- * limits, so a stream sold past them could not connect, or its buyer's listeners could not. In use = the services
- * on this Icecast that may still stream, plus what paid orders not provisioned yet will add (the caller's `pending`).
+ * limits, so a stream sold past them could not connect, or its buyer's listeners could not. What counts: the
+ * services on this Icecast that may still stream, plus what paid orders not provisioned yet will add (the caller's).
  */
 export class StreamCapacity {
   constructor(private readonly db: Database, private readonly streaming: StreamingEndpoint, readonly limits: StreamLoad) {}
@@ -21,19 +21,22 @@ export class StreamCapacity {
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [this.streaming.publicUrl()]);
   }
 
-  /** Throws 503 capacity_exhausted unless `demand` fits beside the services on this Icecast and `pending`. */
-  async admit(demand: StreamLoad, pending: StreamLoad, client?: Client): Promise<void> {
+  /** The services on this Icecast that may still stream: one source each, and the listener places they were sold. */
+  async inUse(client?: Client): Promise<StreamLoad> {
     const sql = `SELECT limits FROM services WHERE icecast_url = $1 AND status IN ('pending', 'provisioning', 'active', 'suspended')
                  AND (expires_at IS NULL OR expires_at > now())`;
     const params = [this.streaming.publicUrl()];
     const rows = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{ limits: Record<string, unknown> }>;
-    const sources = rows.length + pending.sources;
-    const listeners = rows.reduce((sum, r) => sum + listenerCapOf(r.limits), 0) + pending.listeners;
-    if (demand.sources > 0 && sources + demand.sources > this.limits.sources) {
+    return { sources: rows.length, listeners: rows.reduce((sum, r) => sum + listenerCapOf(r.limits), 0) };
+  }
+
+  /** Throws 503 capacity_exhausted unless `demand` fits beside `load` (what is in use and spoken for). */
+  admit(demand: StreamLoad, load: StreamLoad): void {
+    if (demand.sources > 0 && load.sources + demand.sources > this.limits.sources) {
       throw exhausted(`All ${this.limits.sources} stream slots of this deployment are taken`);
     }
-    if (demand.listeners > 0 && listeners + demand.listeners > this.limits.listeners) {
-      const free = Math.max(0, this.limits.listeners - listeners);
+    if (demand.listeners > 0 && load.listeners + demand.listeners > this.limits.listeners) {
+      const free = Math.max(0, this.limits.listeners - load.listeners);
       throw exhausted(`This deployment has ${free} of its ${this.limits.listeners} listener places free, fewer than the ${demand.listeners} asked`);
     }
   }
