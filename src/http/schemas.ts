@@ -35,7 +35,6 @@ export const errorSchema = {
   },
 };
 
-
 export const productSchema = {
   type: 'object',
   required: ['id', 'name', 'type', 'billing_type', 'status', 'pricing_status', 'orderable', 'pricing', 'parameters', 'limits', 'payment'],
