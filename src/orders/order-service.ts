@@ -177,10 +177,14 @@ export class OrderService {
     capacity.admit(demand, await this.recentLoad.load);
   }
 
-  /** What this Icecast carries now, plus what paid orders not provisioned yet will add to it. */
+  /**
+   * What this Icecast carries now, plus what paid orders not provisioned yet will add to it. Orders first: one
+   * provisioned between the two reads is then counted twice (for a moment, on the safe side) instead of not at all.
+   */
   private async streamLoad(capacity: StreamCapacity, client?: Client): Promise<StreamLoad> {
+    const inFlight = await this.orders.inFlight(client);
     const load = await capacity.inUse(client);
-    for (const order of await this.orders.inFlight(client)) {
+    for (const order of inFlight) {
       const limits = serviceLimitsOf(this.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
       // An upgrade in flight: its whole new listener count, as the service it replaces is not looked up here.
       const added = streamLoadOf(limits, order.upgrade_of ? { limits: {} } : undefined);
