@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { request, startService, type JsonResponse, type Service } from './support/service.js';
 import { buy } from './support/purchase.js';
+import { shortLivedCatalog } from './support/short-catalog.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 // A deployment whose Icecast carries 2 streams and 25 listeners: no stream or listener place is sold beyond that.
@@ -70,5 +71,25 @@ describe('stream capacity', () => {
     assertExhausted(await post(order(1), newKey()), /All 2 stream slots of this deployment are taken/);
     const availability = await request(service, 'GET', '/availability', { auth: false });
     assert.equal(availability.status, 200);
+  });
+
+  test('a stream that expires gives its place back', { timeout: 120_000 }, async () => {
+    const catalog = await shortLivedCatalog();
+    const single = await startService({ ICECAST_MAX_SOURCES: '1', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+    try {
+      const dev = JSON.parse(await readFile(join(single.dataDir, 'dev.json'), 'utf8'));
+      const payer = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const brief = { ...order(1), parameters: { duration_hours: 0.002, max_listeners: 1, bitrate_kbps: 64 } };
+      const bought = await buy(single, payer, brief, newKey());
+      assert.equal(bought.status, 200, JSON.stringify(bought.body));
+      const ask = (key: string) => request(single, 'POST', '/orders', { body: brief, headers: { 'idempotency-key': key } });
+      assertExhausted(await ask(newKey()), /All 1 stream slots/);
+      const left = new Date(bought.body.service.expires_at).getTime() - Date.now();
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, left) + 1500));
+      assert.equal((await ask(newKey())).status, 402, 'the expired stream no longer holds the slot');
+    } finally {
+      await single.stop();
+      await catalog.remove();
+    }
   });
 });
