@@ -15,12 +15,37 @@ export class Database {
     this.pool.on('error', () => { /* an idle client lost its connection; the next query reconnects */ });
   }
 
+  private readonly statementNames = new Map<string, string>();
+
+  /**
+   * A statement with parameters is prepared once per connection under a name, then only bound and run: PostgreSQL
+   * does not parse and plan it again, which is most of its work for the small queries of a request.
+   */
   async query<T extends Row = Row>(sql: string, params: unknown[] = []): Promise<T[]> {
+    const name = params.length > 0 ? this.statementName(sql) : undefined;
     try {
-      return (await this.pool.query(sql, params)).rows as T[];
+      return (await this.pool.query({ name, text: sql, values: params })).rows as T[];
     } catch (e) {
+      // 0A000 "cached plan must not change result type": another instance migrated a table since it was prepared.
+      if (name && (e as { code?: string }).code === '0A000') {
+        try {
+          return (await this.pool.query(sql, params)).rows as T[];
+        } catch (again) {
+          throw translate(again);
+        }
+      }
       throw translate(e);
     }
+  }
+
+  /** Names for at most 500 distinct statements (the code has a few dozen); any beyond run unnamed. */
+  private statementName(sql: string): string | undefined {
+    let name = this.statementNames.get(sql);
+    if (!name && this.statementNames.size < 500) {
+      name = `s${this.statementNames.size + 1}`;
+      this.statementNames.set(sql, name);
+    }
+    return name;
   }
 
   async transaction<T>(work: (client: Client) => Promise<T>): Promise<T> {
