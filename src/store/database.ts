@@ -16,6 +16,7 @@ export class Database {
   }
 
   private readonly statementNames = new Map<string, string>();
+  private statementsNamed = 0;
 
   /**
    * A statement with parameters is prepared once per connection under a name, then only bound and run: PostgreSQL
@@ -27,7 +28,9 @@ export class Database {
       return (await this.pool.query({ name, text: sql, values: params })).rows as T[];
     } catch (e) {
       // 0A000 "cached plan must not change result type": another instance migrated a table since it was prepared.
+      // Run it unprepared now, and prepare it afresh under a new name next time.
       if (name && (e as { code?: string }).code === '0A000') {
+        this.statementNames.delete(sql);
         try {
           return (await this.pool.query(sql, params)).rows as T[];
         } catch (again) {
@@ -42,7 +45,7 @@ export class Database {
   private statementName(sql: string): string | undefined {
     let name = this.statementNames.get(sql);
     if (!name && this.statementNames.size < 500) {
-      name = `s${this.statementNames.size + 1}`;
+      name = `s${++this.statementsNamed}`;
       this.statementNames.set(sql, name);
     }
     return name;
