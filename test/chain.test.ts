@@ -16,6 +16,8 @@ import {
   ContractFunctionRevertedError,
   createWalletClient,
   domainSeparator,
+  pad,
+  toEventSelector,
   http,
   toHex,
   zeroAddress,
@@ -381,13 +383,17 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     const facilitatorNonce = await chain.publicClient.getTransactionCount({ address: chain.accounts.facilitator.address });
     assert.ok(facilitatorNonce >= 2);
     const oldPid = chain.pid;
+    const oldHeight = await chain.publicClient.getBlockNumber();
 
     await chain.stop();
     assert.throws(() => process.kill(oldPid, 0), 'anvil should be gone after stop()');
     chain = await startEmbeddedChain({ dataDir });
     facilitator = createFacilitator(embeddedFacilitatorConfig(chain));
 
-    assert.ok((await chain.publicClient.getBlockNumber()) < 5n, 'the restarted chain starts fresh');
+    assert.equal(chain.firstLiveBlock, oldHeight + 1n, 'block numbers go on after the saved height');
+    assert.ok((await chain.publicClient.getBlockNumber()) < oldHeight + 5n, 'the restarted node starts with no old blocks');
+    const used = chain.archivedLogs({ fromBlock: 0n, toBlock: oldHeight, topics: [null, pad(buyer.address), nonceOf(settledPayment)] });
+    assert.equal(used.length, 1, 'the settlement\'s AuthorizationUsed log is kept in the history');
     assert.deepEqual(await Promise.all(holders.map((holder) => chain.usdcBalance(holder))), balances);
     assert.equal(await chain.authorizationState(buyer.address, nonceOf(settledPayment)), true);
     assert.equal(
@@ -602,17 +608,24 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     await chain.checkpoint();
     const { lines } = await journalState(dataDir);
     assert.equal(lines.length, before + 1);
-    assert.deepEqual(lines.at(-1), {
+    const { logs, ...values } = lines.at(-1)!;
+    assert.deepEqual(values, {
       balances: { [buyer.address]: String(await chain.usdcBalance(buyer.address)), [payTo]: String(await chain.usdcBalance(payTo)) },
       allowances: {},
       authorizations: { [buyer.address]: [nonceOf(payment)] },
       accountNonces: { [DEV_ACCOUNTS[4].address]: await chain.publicClient.getTransactionCount({ address: DEV_ACCOUNTS[4].address }) },
+      height: String(await chain.publicClient.getBlockNumber()),
     });
+    assert.deepEqual(logs!.map((log) => log.topics[0]), ['AuthorizationUsed', 'Transfer'].map((name) => toEventSelector(tokenAbi.find((i) => i.type === 'event' && i.name === name)!)),
+      'the settlement\'s logs are kept');
 
     await chain.checkpoint();
     await rpc('anvil_mine', ['0x5']);
     await chain.checkpoint();
-    assert.equal((await journalState(dataDir)).lines.length, before + 1, 'no new ledger change, no new line');
+    const last = (await journalState(dataDir)).lines;
+    assert.equal(last.length, before + 2, 'blocks without a ledger change add one line');
+    assert.deepEqual(last.at(-1), { balances: {}, allowances: {}, authorizations: {}, accountNonces: {}, height: String(await chain.publicClient.getBlockNumber()), logs: [] },
+      'only the new height: a restarted node goes on after it');
   });
 
   test('concurrent checkpoints each cover what was mined before they were called, in fewer appends', T, async () => {
@@ -730,10 +743,13 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     const beforeStop = await chainValues(chain, saved);
     assert.deepEqual(savedValues(saved), beforeStop);
 
+    const height = await chain.publicClient.getBlockNumber();
     await chain.stop();
     chain = await startEmbeddedChain({ dataDir, checkpointIntervalMs: 3_600_000 });
     bare = createFacilitator({ mode: 'embedded', rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4].privateKey });
-    assert.ok((await chain.publicClient.getBlockNumber()) < 5n, 'the restarted chain starts fresh');
+    assert.equal(chain.firstLiveBlock, height + 1n, 'block numbers go on after the saved height');
+    assert.equal(chain.archivedLogs({ fromBlock: 0n, toBlock: height, topics: [['AuthorizationUsed', 'AuthorizationCanceled'].map((e) => toEventSelector(`event ${e}(address indexed authorizer, bytes32 indexed nonce)`))] }).length,
+      settledNonces.length, 'the log of every used or canceled nonce is kept in the history');
     assert.deepEqual(await chainValues(chain, saved), beforeStop);
     const used = await Promise.all(settledNonces.map(([authorizer, nonce]) => chain.authorizationState(authorizer, nonce)));
     assert.equal(used.filter((u) => u).length, settledNonces.length, 'every used or canceled nonce is still used');

@@ -26,10 +26,11 @@ import { coalesce } from './coalesce.js';
 import { loadArtifacts } from './contracts.js';
 import { writeAnvilGenesis } from './genesis.js';
 import { rpcBatch } from './rpc.js';
-import { isEmptyDelta, mergeDelta, StateJournal, type StateDelta } from './state.js';
+import { isEmptyDelta, mergeDelta, StateJournal, type ArchivedLog, type StateDelta } from './state.js';
 import { ledgerDelta, ledgerEvents, MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS } from './token.js';
 
 export { DEV_ACCOUNTS, DEV_ROLES, type DevAccount, type DevAccounts } from './accounts.js';
+export type { ArchivedLog } from './state.js';
 export { MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS, USDC_DECIMALS, USDC_NAME, USDC_VERSION } from './token.js';
 
 export const EMBEDDED_CHAIN_ID = 8453;
@@ -87,6 +88,10 @@ export interface EmbeddedChain {
    * calls share the work: one round of reads and one journal append serves every caller that came before it.
    */
   checkpoint(): Promise<void>;
+  /** The first block of this run of the node: earlier blocks are gone from it, their token logs are in `archivedLogs`. */
+  firstLiveBlock: bigint;
+  /** The token's logs of blocks before `firstLiveBlock`, kept across restarts as a real chain keeps its history. */
+  archivedLogs(filter: { fromBlock: bigint; toBlock: bigint; topics: Array<Hex | Hex[] | null> }): ArchivedLog[];
   /** Checkpoints, then stops anvil. Idempotent. */
   stop(): Promise<void>;
 }
@@ -110,6 +115,9 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
   const { journal, state } = await StateJournal.open(join(dataDir, 'chain-state.jsonl'));
   const genesisFile = join(dataDir, 'anvil-genesis.json');
   await writeAnvilGenesis(genesisFile, state, loadArtifacts());
+  // Block numbers go on from the last saved block, so heights recorded before a restart still mean the same block.
+  const firstLiveBlock = BigInt(state.height) === 0n ? 0n : BigInt(state.height) + 1n;
+  const history = state.logs.filter((log) => BigInt(log.blockNumber) < firstLiveBlock);
 
   let anvil;
   try {
@@ -118,7 +126,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       port,
       chainId: EMBEDDED_CHAIN_ID,
       loadStateFile: genesisFile,
-      extraArgs: [...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS)],
+      extraArgs: [...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS), ...(firstLiveBlock > 0n ? ['--number', String(firstLiveBlock)] : [])],
       onUnexpectedExit: options.onUnexpectedExit,
     });
   } catch (error) {
@@ -147,7 +155,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
   // starts, so it covers every transaction mined before its callers called (see coalesce). The ledger
   // change comes from the token's events; the dev accounts' transaction counts from the senders and
   // nonces of the new blocks' transactions, so no state is read.
-  let syncedBlock = 0n;
+  let syncedBlock = firstLiveBlock;
   const syncLedger = async (): Promise<void> => {
     const next = syncedBlock + 1n;
     // One round trip in the usual case: the head, and the next block with its receipts (and so its logs),
@@ -211,7 +219,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     const position = (log: RpcLog) => hexToBigInt(log.blockNumber!) * 1_000_000n + hexToBigInt(log.logIndex!);
     logs.sort((a, b) => (position(a) < position(b) ? -1 : position(a) > position(b) ? 1 : 0));
     const events = parseEventLogs({ abi: ledgerEvents, logs, strict: true });
-    const delta: StateDelta = { ...ledgerDelta(events, state), accountNonces: {} };
+    const delta: StateDelta = { ...ledgerDelta(events, state), accountNonces: {}, height: head.toString(), logs: logs.map(archived) };
     for (const [address, count] of Object.entries(counts)) {
       if (count > (state.accountNonces[address] ?? 0)) delta.accountNonces![address] = count;
     }
@@ -278,6 +286,19 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
         return minimumAtomic;
       })),
     checkpoint,
+    firstLiveBlock,
+    archivedLogs: (filter) => history.filter((log) => {
+      const block = BigInt(log.blockNumber);
+      return block >= filter.fromBlock && block <= filter.toBlock && filter.topics.every((wanted, i) =>
+        wanted === null || (Array.isArray(wanted) ? wanted : [wanted]).some((t) => t.toLowerCase() === log.topics[i]?.toLowerCase()));
+    }),
     stop,
+  };
+}
+
+function archived(log: RpcLog): ArchivedLog {
+  return {
+    address: log.address, topics: log.topics, data: log.data, blockNumber: log.blockNumber!, blockHash: log.blockHash!,
+    transactionHash: log.transactionHash!, logIndex: log.logIndex!,
   };
 }

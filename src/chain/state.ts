@@ -12,22 +12,39 @@ export interface ChainState {
   /** authorizer -> nonces that are used or canceled */
   authorizations: Record<string, string[]>;
   accountNonces: Record<string, number>;
+  /** The last block whose effects are saved here: a restarted node continues after it. */
+  height: string;
+  /** The token's logs of every saved block (the chain's history, which a restarted node no longer has). */
+  logs: ArchivedLog[];
 }
 
-/** A change to merge: maps overwrite per key, `authorizations` are appended. */
+/** A token log as eth_getLogs returns it. */
+export interface ArchivedLog {
+  address: string;
+  topics: string[];
+  data: string;
+  blockNumber: string;
+  blockHash: string;
+  transactionHash: string;
+  logIndex: string;
+}
+
+/** A change to merge: maps overwrite per key, `authorizations` and `logs` are appended. */
 export type StateDelta = Partial<ChainState>;
 
 export function emptyState(): ChainState {
-  return { totalSupply: '0', balances: {}, allowances: {}, authorizations: {}, accountNonces: {} };
+  return { totalSupply: '0', balances: {}, allowances: {}, authorizations: {}, accountNonces: {}, height: '0', logs: [] };
 }
 
 export function isEmptyDelta(delta: StateDelta): boolean {
   const maps = [delta.balances, delta.allowances, delta.authorizations, delta.accountNonces];
-  return delta.totalSupply === undefined && maps.every((map) => map === undefined || Object.keys(map).length === 0);
+  return delta.totalSupply === undefined && delta.height === undefined && !delta.logs?.length && maps.every((map) => map === undefined || Object.keys(map).length === 0);
 }
 
 export function mergeDelta(state: ChainState, delta: StateDelta): ChainState {
   if (delta.totalSupply !== undefined) state.totalSupply = delta.totalSupply;
+  if (delta.height !== undefined) state.height = delta.height;
+  if (delta.logs) state.logs.push(...delta.logs);
   Object.assign(state.balances, delta.balances);
   Object.assign(state.accountNonces, delta.accountNonces);
   for (const [owner, spenders] of Object.entries(delta.allowances ?? {})) {

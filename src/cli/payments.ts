@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
-import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, PaymentGateway } from '../payments/index.js';
+import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, PaymentGateway, type TokenLog } from '../payments/index.js';
 
 /** What `dev.json`'s buyer holds after every start: enough for many demo purchases. */
 const DEV_BUYER_FUNDS = 1_000_000_000n;
@@ -35,7 +35,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
     return {
       checkout: { available: true, configured: true, protocol: 'x402', network },
       gateway: new PaymentGateway(facilitator, { network, asset, payTo: env.X402_PAY_TO!, maxTimeoutSeconds }),
-      ledger: new AuthorizationLedger(env.X402_RPC_URL!, asset as Address),
+      ledger: new AuthorizationLedger(env.X402_RPC_URL!, asset as Address, { windowBlocks: Number(env.X402_LOG_WINDOW_BLOCKS ?? 2000) }),
       stop: async () => {},
     };
   }
@@ -58,7 +58,9 @@ export async function payments(options: { production: boolean; dataDir: string; 
       reason: `development: an embedded local chain (chain id ${chain.chainId}) with test USDC; see dev.json for a funded buyer wallet`,
     },
     gateway: new PaymentGateway(facilitator, { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds }),
-    ledger: new AuthorizationLedger(chain.rpcUrl, chain.usdcAddress),
+    ledger: new AuthorizationLedger(chain.rpcUrl, chain.usdcAddress, {
+      archive: { firstLiveBlock: chain.firstLiveBlock, logs: (filter) => chain.archivedLogs(filter) as TokenLog[] },
+    }),
     dev: {
       chain: { rpc_url: chain.rpcUrl, chain_id: chain.chainId },
       buyer: { address: chain.accounts.buyer.address, private_key: chain.accounts.buyer.privateKey },

@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
-import type { AuthorizationLedger, PaymentGateway, PaymentPayload, PaymentRequirements } from '../payments/index.js';
+import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence, PaymentGateway, PaymentPayload, PaymentRequirements } from '../payments/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
@@ -30,9 +30,11 @@ export class PaymentNotTaken extends Error {
 }
 
 /**
- * Moves one order as far as it can go: settling → provisioning → active. The only code that changes an order's state,
- * called by the request that claimed it and by the recovery loop. Never charges twice: an authorization that the
- * token already reports as used counts as settled.
+ * Moves one order as far as it can go: settling → provisioning → active, or failed when the payment was not taken.
+ * The only code that changes an order's state, called by the request that claimed it and by the recovery loop.
+ * An order counts as paid only on proof: the token's AuthorizationUsed log for its authorization in a transaction that
+ * also moved exactly its amount from the payer to the seller. Never charges twice: a settlement is sent only while the
+ * authorization is unused.
  */
 export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<{ order: OrderRow; service?: ServiceRow }> {
   let current = order;
@@ -45,10 +47,12 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   const payload = order.payment as unknown as PaymentPayload;
   const requirements = order.requirements as unknown as PaymentRequirements;
 
-  if (origin === 'recovery' && (await usedOnChain(order, deps))) return recordSettledFromChain(order, deps);
-  if (origin === 'recovery' && BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000)) {
-    await deps.orders.failedUnpaid(order.id, 'the payment authorization expired before it could be settled; nothing was charged');
-    return (await deps.orders.byId(order.id))!;
+  if (origin === 'recovery') {
+    const before = await findOnChain(order, deps);
+    if (before.kind !== 'unused') return conclude(order, before, deps);
+    if (BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000)) {
+      return fail(order, 'authorization_expired', 'the payment authorization expired before it could be settled', deps);
+    }
   }
 
   let result;
@@ -57,33 +61,64 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   } catch (e) {
     deps.log.warn({ order_id: order.id, err: e }, 'settlement outcome unknown');
     deps.metrics?.settlements.inc({ result: 'unknown' });
-    if (await usedOnChain(order, deps).catch(() => false)) return recordSettledFromChain(order, deps);
+    const found = await findOnChain(order, deps).catch(() => undefined);
+    if (found && found.kind !== 'unused') return conclude(order, found, deps);
     throw new SettlementPending((e as Error).message);
   }
   deps.metrics?.settlements.inc({ result: result.success ? 'settled' : 'refused' });
-  if (result.success) {
-    crashPoint('after_chain_settle');
-    const settled = await deps.orders.settled(order.id, { ...result });
-    crashPoint('after_settled');
-    deps.log.info({ order_id: order.id, transaction: result.transaction }, 'settled');
-    return settled;
-  }
-  // A refusal may hide an earlier attempt of ours that went through (e.g. "authorization is used"): ask the token.
-  if (await usedOnChain(order, deps)) return recordSettledFromChain(order, deps);
+  if (result.success) crashPoint('after_chain_settle');
+  // The facilitator's word is checked against the chain: its transaction first, else a search from the claim.
+  const evidence = (result.success && result.transaction
+    ? await deps.ledger.evidenceOfTransaction(result.transaction, expectedPayment(order)).catch(() => undefined)
+    : undefined) ?? await findOnChain(order, deps).catch(() => ({ kind: 'not_visible_yet' } as const));
+  if (evidence.kind !== 'unused') return conclude(order, evidence, deps);
+  if (result.success) throw new SettlementPending(`the facilitator reported transaction ${result.transaction}, which the chain does not show yet`);
   const reason = result.errorReason ?? 'settlement_failed';
-  await deps.orders.failedUnpaid(order.id, `${reason}: ${result.errorMessage ?? ''}`.trim());
-  throw new PaymentNotTaken(reason, result.errorMessage ?? reason);
+  return fail(order, reason, result.errorMessage ?? reason, deps);
 }
 
-async function usedOnChain(order: OrderRow, deps: AdvanceDeps): Promise<boolean> {
-  return deps.ledger.isUsed(order.payer, order.nonce);
+function expectedPayment(order: OrderRow): ExpectedPayment {
+  return {
+    payer: order.payer, nonce: order.nonce, payTo: order.pay_to, amount: order.amount_atomic,
+    // Legacy orders claimed before heights were recorded: the last day of Base blocks (2 s each).
+    fromBlock: order.claim_block !== null ? BigInt(order.claim_block) : -1n,
+  };
 }
 
-async function recordSettledFromChain(order: OrderRow, deps: AdvanceDeps): Promise<OrderRow> {
-  const transaction = await deps.ledger.transactionOf(order.payer, order.nonce).catch(() => undefined);
-  const settled = await deps.orders.settled(order.id, { success: true, transaction: transaction ?? '', network: order.network, payer: order.payer, recovered: true });
-  deps.log.info({ order_id: order.id, transaction }, 'settlement found on chain');
-  return settled;
+async function findOnChain(order: OrderRow, deps: AdvanceDeps): Promise<PaymentEvidence> {
+  const expected = expectedPayment(order);
+  if (expected.fromBlock < 0n) {
+    const latest = await deps.ledger.latestBlock();
+    expected.fromBlock = latest > 43_200n ? latest - 43_200n : 0n;
+  }
+  return deps.ledger.evidence(expected);
+}
+
+/** Records what the chain proved: paid (→ provisioning), or not paid and never will be (→ failed). */
+async function conclude(order: OrderRow, evidence: Exclude<PaymentEvidence, { kind: 'unused' }>, deps: AdvanceDeps): Promise<OrderRow> {
+  switch (evidence.kind) {
+    case 'paid': {
+      const settled = await deps.orders.settled(order.id, { success: true, transaction: evidence.proof.transaction, network: order.network, payer: order.payer, proof: evidence.proof });
+      crashPoint('after_settled');
+      deps.log.info({ order_id: order.id, transaction: evidence.proof.transaction, block: evidence.proof.block_number }, 'settled: transfer proven on chain');
+      return settled;
+    }
+    case 'canceled':
+      return fail(order, 'authorization_canceled',
+        `the payer cancelled this payment authorization on chain (cancelAuthorization in transaction ${evidence.transaction}, block ${evidence.block_number}) before it was settled`, deps);
+    case 'spent_elsewhere':
+      return fail(order, 'authorization_spent_elsewhere', evidence.transaction
+        ? `this payment authorization was used by transaction ${evidence.transaction} (block ${evidence.block_number}) for another transfer than ${order.amount_atomic} atomic USDC to ${order.pay_to}`
+        : 'this payment authorization was used or cancelled before this order was claimed', deps);
+    case 'not_visible_yet':
+      throw new SettlementPending('the authorization is used on chain but its transaction is not visible yet');
+  }
+}
+
+async function fail(order: OrderRow, reason: string, message: string, deps: AdvanceDeps): Promise<never> {
+  await deps.orders.failedUnpaid(order.id, `${reason}: ${message}`);
+  deps.log.info({ order_id: order.id, reason }, 'order failed: payment not taken');
+  throw new PaymentNotTaken(reason, message);
 }
 
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {

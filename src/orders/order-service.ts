@@ -7,11 +7,17 @@ import type { LiveSnapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
-import { crashPoint } from './crash-point.js';
+import { crashPoint, pausePoint } from './crash-point.js';
 import { priceOrder, type OrderRequest } from './order-price.js';
 import { priceUpgrade } from './upgrade-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
+
+/** How much later than now + maxTimeoutSeconds an authorization may expire: clocks of payer and service differ. */
+export const VALID_BEFORE_SLACK_SECONDS = 30;
+const REORG_MARGIN_BLOCKS = 5n;
+
+type PaymentRequiredError = (code: string, message: string, status?: number) => Promise<ApiError>;
 
 export interface PlaceOrder {
   apiKeyId: string;
@@ -84,18 +90,30 @@ export class OrderService {
       throw await paymentRequired('payment_mismatch',
         `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
     }
+    const latestAccepted = BigInt(Math.floor(Date.now() / 1000) + requirements.maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS);
+    if (BigInt(authorization.validBefore) > latestAccepted) {
+      throw await paymentRequired('payment_rejected',
+        `The payment authorization is valid until ${authorization.validBefore}, later than this service accepts (now + maxTimeoutSeconds ${requirements.maxTimeoutSeconds} s + ${VALID_BEFORE_SLACK_SECONDS} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${requirements.maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`);
+    }
     const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
-    if (usedBy) return this.paidBy(usedBy, input, requestHash);
-    const verification = await this.gateway.verify(payload, requirements);
+    if (usedBy) return this.paidBy(usedBy, input, requestHash, paymentRequired);
+    // The chain's height before the payment can be used: its proof will be searched from there (a few blocks earlier, for reorgs).
+    const [verification, heightAtVerify] = await Promise.all([
+      this.gateway.verify(payload, requirements),
+      this.deps.ledger.latestBlock().catch((e: unknown) => e as Error),
+    ]);
     if (!verification.isValid) {
       // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
       const claimedMeanwhile = await this.orders.byAuthorization(authorization.from, authorization.nonce);
-      if (claimedMeanwhile) return this.paidBy(claimedMeanwhile, input, requestHash);
+      if (claimedMeanwhile) return this.paidBy(claimedMeanwhile, input, requestHash, paymentRequired);
       // The facilitator reports an unreachable chain as an invalid payment: tell the agent to retry instead.
       await this.deps.ledger.latestBlock().catch((e) => { throw PaymentGateway.unavailable(e); });
       throw await paymentRequired('payment_rejected',
         `The payment was refused (${verification.invalidReason ?? 'invalid'}${verification.invalidMessage ? `: ${verification.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
     }
+
+    if (heightAtVerify instanceof Error) throw PaymentGateway.unavailable(heightAtVerify);
+    const claimBlock = heightAtVerify > REORG_MARGIN_BLOCKS ? heightAtVerify - REORG_MARGIN_BLOCKS : 0n;
 
     await this.audit.saveSnapshot(snapshot);
     const evaluationId = randomId('ev_', 12);
@@ -122,6 +140,7 @@ export class OrderService {
         payer: authorization.from.toLowerCase(),
         nonce: authorization.nonce.toLowerCase(),
         valid_before: String(authorization.validBefore),
+        claim_block: claimBlock.toString(),
         payment: payload as unknown as Record<string, unknown>,
         requirements: requirements as unknown as Record<string, unknown>,
       }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
@@ -140,14 +159,13 @@ export class OrderService {
     }
 
     crashPoint('after_claim');
+    await pausePoint('after_claim');
     try {
       const done = await advance(claimed, this.deps, 'request');
       crashPoint('after_provision');
       return await this.respond(done.order, false, done.service);
     } catch (e) {
-      if (e instanceof PaymentNotTaken) {
-        throw await paymentRequired('payment_failed', `Settlement failed (${e.reason}); nothing was charged. Sign a new payment and retry with the same Idempotency-Key.`);
-      }
+      if (e instanceof PaymentNotTaken) throw await paymentRequired('payment_failed', notTakenMessage(`${e.reason}: ${e.message}`));
       if (e instanceof SettlementPending) {
         throw new ApiError(503, 'settlement_pending',
           'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
@@ -202,7 +220,8 @@ export class OrderService {
   }
 
   /** The authorization already pays for an order: this request's own (a concurrent retry) or another one. */
-  private paidBy(order: OrderRow, input: PlaceOrder, requestHash: string): Promise<PlacedOrder> {
+  private async paidBy(order: OrderRow, input: PlaceOrder, requestHash: string, paymentRequired: PaymentRequiredError): Promise<PlacedOrder> {
+    if (order.state === 'failed') throw await paymentRequired('payment_failed', notTakenMessage(order.failure ?? 'settlement_failed'));
     if (order.api_key_id === input.apiKeyId && order.idempotency_key === input.idempotencyKey) return this.repeat(order, requestHash);
     throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
   }
@@ -236,6 +255,11 @@ export class OrderService {
   }
 }
 
+/** What an agent reads when its payment was not taken: why, and what to do. */
+function notTakenMessage(failure: string): string {
+  return `The payment was not taken (${failure}). Nothing was charged and nothing was ordered. Sign a new payment (a new authorization) for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`;
+}
+
 function settlementOf(order: OrderRow): SettleResponse {
   const s = order.settlement as Partial<SettleResponse> | null;
   return { success: true, transaction: s?.transaction ?? '', network: (s?.network ?? order.network) as SettleResponse['network'], payer: s?.payer ?? order.payer };
@@ -250,7 +274,13 @@ function orderDocument(order: OrderRow): Record<string, unknown> {
     configuration: order.configuration,
     amount: { amount: atomicToAmount(order.amount_atomic, 6), amount_atomic: order.amount_atomic, currency: 'USDC', decimals: 6 },
     quote_id: order.quote_id,
-    payment: { protocol: 'x402', network: order.network, payer: order.payer, transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null },
+    payment: {
+      protocol: 'x402', network: order.network, payer: order.payer,
+      transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null,
+      block_number: (order.settlement as { proof?: { block_number?: string } } | null)?.proof?.block_number ?? null,
+    },
+    evaluation_id: order.evaluation_id,
+    failure: order.failure,
     created_at: order.created_at.toISOString(),
     settled_at: order.settled_at?.toISOString() ?? null,
   };

@@ -22,6 +22,8 @@ export interface OrderRow {
   payer: string;
   nonce: string;
   valid_before: string;
+  /** The chain's height when the payment was verified; proof of payment is searched from there. */
+  claim_block: string | null;
   payment: Record<string, unknown>;
   requirements: Record<string, unknown>;
   state: OrderState;
@@ -41,11 +43,18 @@ export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'crea
 export class OrderStore {
   constructor(private readonly db: Database) {}
 
+  /**
+   * The order bound to this key, read in the same statement that checks the API key: a key revoked on any instance
+   * is refused here (KeyRevoked), before a replay could hand out a paid order's credentials.
+   */
   async byKey(apiKeyId: string, idempotencyKey: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
-      `SELECT o.* FROM orders o JOIN api_keys k ON k.id = o.api_key_id AND k.revoked_at IS NULL
-       WHERE o.api_key_id = $1 AND o.idempotency_key = $2`, [apiKeyId, idempotencyKey]);
-    return row;
+    const [row] = await this.db.query<OrderRow & { key_revoked: boolean } & Record<string, unknown>>(
+      `SELECT k.revoked_at IS NOT NULL AS key_revoked, o.* FROM api_keys k
+       LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = $2 WHERE k.id = $1`, [apiKeyId, idempotencyKey]);
+    if (!row || row.key_revoked) throw new KeyRevoked();
+    if (row.id === null) return undefined;
+    const { key_revoked: _, ...order } = row;
+    return order as OrderRow;
   }
 
   async byId(id: string): Promise<OrderRow | undefined> {

@@ -1,5 +1,5 @@
 import type { Logger } from '../log/index.js';
-import { advance, type AdvanceDeps } from './advance.js';
+import { advance, PaymentNotTaken, type AdvanceDeps } from './advance.js';
 import type { OrderStore } from './order-store.js';
 
 /**
@@ -30,6 +30,7 @@ export class OrderRecovery {
         const result = await advance(order, this.deps, 'recovery');
         this.log.info({ order_id: id, state: result.order.state }, 'order recovered');
       } catch (err) {
+        if (err instanceof PaymentNotTaken) continue; // failed for good, and logged as such
         this.log.warn({ order_id: id, err }, 'order still unfinished; will retry');
       }
     }

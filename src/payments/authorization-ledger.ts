@@ -1,16 +1,71 @@
-import { createPublicClient, http, parseAbi, parseAbiItem, type Address, type Hex } from 'viem';
+import { createPublicClient, getAddress, http, pad, parseAbi, toEventSelector, type Address, type Hex } from 'viem';
 
-const abi = parseAbi(['function authorizationState(address authorizer, bytes32 nonce) view returns (bool)']);
-const authorizationUsed = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)');
+const abi = parseAbi([
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+]);
+const AUTHORIZATION_USED = toEventSelector(abi[1]);
+const AUTHORIZATION_CANCELED = toEventSelector(abi[2]);
+const TRANSFER = toEventSelector(abi[3]);
+
+/** A log of the token as eth_getLogs returns it. */
+export interface TokenLog {
+  address: Hex;
+  topics: Hex[];
+  data: Hex;
+  blockNumber: Hex;
+  blockHash: Hex;
+  transactionHash: Hex;
+  logIndex: Hex;
+}
+
+export interface LogFilter { fromBlock: bigint; toBlock: bigint; topics: Array<Hex | Hex[] | null> }
 
 /**
- * Reads the token contract itself: whether an EIP-3009 authorization was used, and in which transaction.
- * This is how an order whose settlement outcome is unknown (crash, timeout) learns whether it was paid.
+ * Where logs of blocks before the live chain's first block are kept (the embedded chain restarts its node but keeps
+ * its history); a remote RPC needs none.
+ */
+export interface LogArchive {
+  /** The first block the live node has; older blocks are answered from the archive. */
+  firstLiveBlock: bigint;
+  logs(filter: LogFilter): TokenLog[];
+}
+
+/** The payment an order expects: this authorization moving exactly `amount` from `payer` to `payTo`. */
+export interface ExpectedPayment { payer: string; nonce: string; payTo: string; amount: string; fromBlock: bigint }
+
+/** The token's own logs that prove a payment, as an auditor can check them on any node. */
+export interface TransferProof {
+  transaction: Hex;
+  block_number: string;
+  block_hash: Hex;
+  logs: Array<{ address: Hex; topics: Hex[]; data: Hex; log_index: string }>;
+}
+
+/**
+ * What the chain says about an authorization. Only `paid` is a payment: `authorizationState` is also true for an
+ * authorization that was cancelled or spent on another transfer.
+ */
+export type PaymentEvidence =
+  | { kind: 'paid'; proof: TransferProof }
+  | { kind: 'canceled'; transaction: Hex; block_number: string }
+  | { kind: 'spent_elsewhere'; transaction?: Hex; block_number?: string }
+  | { kind: 'unused' }
+  /** Used, but its log is not visible yet (a node behind another): ask again later. */
+  | { kind: 'not_visible_yet' };
+
+/**
+ * Reads the token contract itself: whether an EIP-3009 authorization paid what an order expects, proven by its logs.
+ * This is how every order learns whether it was paid: after a settlement, after an unknown outcome, after a crash.
+ * Log searches start at the block height recorded when the order was claimed and go in bounded windows, as remote
+ * RPC providers refuse wide ranges.
  */
 export class AuthorizationLedger {
   private readonly client;
 
-  constructor(rpcUrl: string, private readonly token: Address) {
+  constructor(rpcUrl: string, private readonly token: Address, private readonly options: { windowBlocks?: number; archive?: LogArchive } = {}) {
     this.client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
   }
 
@@ -23,8 +78,67 @@ export class AuthorizationLedger {
     return this.client.readContract({ address: this.token, abi, functionName: 'authorizationState', args: [authorizer as Address, nonce as Hex] });
   }
 
-  async transactionOf(authorizer: string, nonce: string): Promise<string | undefined> {
-    const logs = await this.client.getLogs({ address: this.token, event: authorizationUsed, args: { authorizer: authorizer as Address, nonce: nonce as Hex }, fromBlock: 0n });
-    return logs[0]?.transactionHash ?? undefined;
+  /** The evidence of a transaction that claims to have settled this payment (the facilitator's answer). */
+  async evidenceOfTransaction(transaction: string, expected: ExpectedPayment): Promise<PaymentEvidence | undefined> {
+    const receipt = await this.client.getTransactionReceipt({ hash: transaction as Hex }).catch(() => undefined);
+    if (!receipt || receipt.status !== 'success') return undefined;
+    const logs: TokenLog[] = receipt.logs.map((l) => ({
+      address: l.address, topics: l.topics as Hex[], data: l.data, blockNumber: `0x${l.blockNumber.toString(16)}`, blockHash: l.blockHash,
+      transactionHash: l.transactionHash, logIndex: `0x${l.logIndex.toString(16)}`,
+    }));
+    const used = logs.find((l) => this.isAuthorizationLog(l, AUTHORIZATION_USED, expected));
+    return used ? this.judge(used, logs, expected) : undefined;
+  }
+
+  /** Searches the chain for what became of the authorization since `expected.fromBlock`. */
+  async evidence(expected: ExpectedPayment): Promise<PaymentEvidence> {
+    const [used, latest] = await Promise.all([this.isUsed(expected.payer, expected.nonce), this.latestBlock()]);
+    if (!used) return { kind: 'unused' };
+    const topics = [[AUTHORIZATION_USED, AUTHORIZATION_CANCELED], pad(getAddress(expected.payer)), expected.nonce as Hex];
+    const window = BigInt(this.options.windowBlocks ?? 2000);
+    for (let from = expected.fromBlock; from <= latest; from += window) {
+      const to = from + window - 1n < latest ? from + window - 1n : latest;
+      const [found] = await this.logs({ fromBlock: from, toBlock: to, topics });
+      if (!found) continue;
+      if (found.topics[0] === AUTHORIZATION_CANCELED) return { kind: 'canceled', transaction: found.transactionHash, block_number: BigInt(found.blockNumber).toString() };
+      const block = BigInt(found.blockNumber);
+      const transfers = await this.logs({ fromBlock: block, toBlock: block, topics: [TRANSFER] });
+      return this.judge(found, transfers.filter((l) => l.transactionHash === found.transactionHash), expected);
+    }
+    return { kind: 'not_visible_yet' };
+  }
+
+  /** Paid only when the same transaction moved exactly the expected amount from the payer to the seller. */
+  private judge(used: TokenLog, transactionLogs: TokenLog[], expected: ExpectedPayment): PaymentEvidence {
+    const transfer = transactionLogs.find((l) =>
+      l.address.toLowerCase() === this.token.toLowerCase() && l.topics[0] === TRANSFER
+      && l.topics[1]?.toLowerCase() === pad(getAddress(expected.payer)).toLowerCase()
+      && l.topics[2]?.toLowerCase() === pad(getAddress(expected.payTo)).toLowerCase()
+      && BigInt(l.data) === BigInt(expected.amount));
+    const block_number = BigInt(used.blockNumber).toString();
+    if (!transfer) return { kind: 'spent_elsewhere', transaction: used.transactionHash, block_number };
+    const entry = (l: TokenLog) => ({ address: l.address, topics: l.topics, data: l.data, log_index: BigInt(l.logIndex).toString() });
+    return { kind: 'paid', proof: { transaction: used.transactionHash, block_number, block_hash: used.blockHash, logs: [entry(used), entry(transfer)] } };
+  }
+
+  private isAuthorizationLog(log: TokenLog, topic: Hex, expected: ExpectedPayment): boolean {
+    return log.address.toLowerCase() === this.token.toLowerCase() && log.topics[0] === topic
+      && log.topics[1]?.toLowerCase() === pad(getAddress(expected.payer)).toLowerCase()
+      && log.topics[2]?.toLowerCase() === expected.nonce.toLowerCase();
+  }
+
+  /** The token's logs in a range: blocks before the live node's first block from the archive, the rest from the node. */
+  private async logs(filter: LogFilter): Promise<TokenLog[]> {
+    const archive = this.options.archive;
+    const archived = archive && filter.fromBlock < archive.firstLiveBlock
+      ? archive.logs({ ...filter, toBlock: filter.toBlock < archive.firstLiveBlock ? filter.toBlock : archive.firstLiveBlock - 1n })
+      : [];
+    const liveFrom = archive && filter.fromBlock < archive.firstLiveBlock ? archive.firstLiveBlock : filter.fromBlock;
+    if (liveFrom > filter.toBlock) return archived;
+    const live = await this.client.request({
+      method: 'eth_getLogs',
+      params: [{ address: this.token, topics: filter.topics, fromBlock: `0x${liveFrom.toString(16)}`, toBlock: `0x${filter.toBlock.toString(16)}` }],
+    }) as unknown as TokenLog[];
+    return [...archived, ...live];
   }
 }

@@ -3,12 +3,22 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePayment
 import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
-import { createPublicClient, http, parseAbi, type Address } from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, parseAbi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 
 export { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader };
 
-const erc20 = parseAbi(['function balanceOf(address) view returns (uint256)']);
+const erc20 = parseAbi([
+  'function balanceOf(address) view returns (uint256)',
+  'function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)',
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+]);
+const transferTypes = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
 
 /** An agent's wallet on the local chain, paying with the official x402 client. */
 export class TestWallet {
@@ -17,7 +27,10 @@ export class TestWallet {
   private readonly chain;
   private readonly account;
 
+  private readonly rpcUrl: string;
+
   constructor(privateKey: `0x${string}`, rpcUrl: string) {
+    this.rpcUrl = rpcUrl;
     const account = privateKeyToAccount(privateKey);
     this.account = account;
     this.address = account.address;
@@ -55,12 +68,7 @@ export class TestWallet {
     const accepted = payload.accepted;
     (payload.payload as { signature: string }).signature = await this.account.signTypedData({
       domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: accepted.asset as Address },
-      types: {
-        TransferWithAuthorization: [
-          { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' },
-          { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
-        ],
-      },
+      types: transferTypes,
       primaryType: 'TransferWithAuthorization',
       message: {
         from: authorization.from as Address, to: authorization.to as Address, value: BigInt(authorization.value),
@@ -70,7 +78,47 @@ export class TestWallet {
     return encodePaymentSignatureHeader(payload);
   }
 
+  /** The buyer who lies: cancels the authorization of a payment it has sent (EIP-3009 cancelAuthorization), on chain. */
+  async cancel(signature: string): Promise<'mined' | 'reverted'> {
+    const { asset, nonce } = authorizationOf(signature);
+    const cancelSignature = await this.account.signTypedData({
+      domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: asset },
+      types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+      primaryType: 'CancelAuthorization',
+      message: { authorizer: this.address, nonce },
+    });
+    return this.send(asset, 'cancelAuthorization', [this.address, nonce, cancelSignature]);
+  }
+
+  /** The buyer who lies: spends the same authorization nonce on another transfer (to `to`, of `value`), on chain. */
+  async spendNonceElsewhere(signature: string, to: Address, value: bigint): Promise<'mined' | 'reverted'> {
+    const { asset, nonce } = authorizationOf(signature);
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 600);
+    const transferSignature = await this.account.signTypedData({
+      domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: asset },
+      types: transferTypes,
+      primaryType: 'TransferWithAuthorization',
+      message: { from: this.address, to, value, validAfter: 0n, validBefore, nonce },
+    });
+    return this.send(asset, 'transferWithAuthorization', [this.address, to, value, 0n, validBefore, nonce, transferSignature]);
+  }
+
+  private async send(token: Address, functionName: 'cancelAuthorization' | 'transferWithAuthorization', args: readonly unknown[]): Promise<'mined' | 'reverted'> {
+    const chain = defineChain({ id: 8453, name: 'local', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [this.rpcUrl] } } });
+    const wallet = createWalletClient({ account: this.account, chain, transport: http(this.rpcUrl), pollingInterval: 20 });
+    // Sent without simulation, as an attacker would: a revert is an answer too.
+    const hash = await wallet.writeContract({ address: token, abi: erc20, functionName, args: args as never, gas: 200_000n });
+    const receipt = await this.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    return receipt.status === 'success' ? 'mined' : 'reverted';
+  }
+
   balanceOf(token: string, owner: string): Promise<bigint> {
     return this.chain.readContract({ address: token as Address, abi: erc20, functionName: 'balanceOf', args: [owner as Address] });
   }
+}
+
+/** The token and nonce a PAYMENT-SIGNATURE header authorizes. */
+export function authorizationOf(signature: string): { asset: Address; nonce: Hex; from: Address } {
+  const payload = JSON.parse(Buffer.from(signature, 'base64').toString('utf8')) as { accepted: { asset: Address }; payload: { authorization: { nonce: Hex; from: Address } } };
+  return { asset: payload.accepted.asset, nonce: payload.payload.authorization.nonce, from: payload.payload.authorization.from };
 }

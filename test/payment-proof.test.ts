@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { request, scratchDir, startService, type Service } from './support/service.js';
+import { authorizationOf, decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+
+// A buyer who lies: it signs a payment, sends the order, and then cancels the authorization on chain, or spends its
+// nonce on another transfer. authorizationState(payer, nonce) is then true although nothing was paid.
+
+const running: Service[] = [];
+after(async () => { await Promise.all(running.map((s) => s.stop('SIGKILL'))); });
+
+const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Proof FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const PRICE = 270000n;
+const elsewhere = '0x000000000000000000000000000000000000dEaD';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function start(env: Record<string, string>, dataDir?: string) {
+  const service = await startService(env, { dataDir });
+  running.push(service);
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  return { service, wallet: new TestWallet(dev.buyer.private_key, dev.chain.rpc_url) };
+}
+
+async function offer(service: Service, wallet: TestWallet, key: string) {
+  const ask = await request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key } });
+  assert.equal(ask.status, 402);
+  const header = ask.headers.get('payment-required')!;
+  const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
+  return { header, asset, payTo, signature: await wallet.pay(header), sellerBefore: await wallet.balanceOf(asset, payTo) };
+}
+
+function order(service: Service, key: string, signature: string) {
+  return request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+}
+
+/** Repeats the paid request until it stops being "in progress" (recovery finishing the order). */
+async function settledAnswer(service: Service, key: string, signature: string) {
+  for (let i = 0; i < 150; i++) {
+    const response = await order(service, key, signature);
+    if (!response.body.error?.retryable) return response;
+    await sleep(200);
+  }
+  throw new Error('the order never concluded');
+}
+
+const lies = {
+  cancel: { act: (w: TestWallet, signature: string) => w.cancel(signature), reason: /authorization_canceled/ },
+  spend: { act: (w: TestWallet, signature: string) => w.spendNonceElsewhere(signature, elsewhere, 1n), reason: /authorization_spent_elsewhere/ },
+};
+
+describe('an order is paid only on proof of transfer', () => {
+  for (const [lie, { act, reason }] of Object.entries(lies)) {
+    test(`${lie} between verify and settle: the order fails unpaid, the agent is told why, nothing is charged`, async () => {
+      const { service, wallet } = await start({ ORDER_PAUSE_AT: 'after_claim:1500' });
+      const paid = await offer(service, wallet, `lie-${lie}`);
+      const pending = order(service, `lie-${lie}`, paid.signature);
+      await sleep(500); // the order is claimed and waits before settling
+      assert.equal(await act(wallet, paid.signature), 'mined', 'the buyer consumed its authorization');
+
+      const response = await pending;
+      assert.equal(response.status, 402, JSON.stringify(response.body));
+      assert.equal(response.body.error.code, 'payment_failed');
+      assert.match(response.body.error.message, reason);
+      assert.equal(response.body.service, undefined, 'no stream handed out');
+      assert.equal(await wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore, 'the seller received nothing');
+
+      const again = await order(service, `lie-${lie}`, paid.signature);
+      assert.equal(again.status, 402, 'the same dead authorization never buys the order');
+      assert.match(again.body.error.message, reason);
+
+      // The key was released: a real payment with the same key buys the order.
+      const honest = await order(service, `lie-${lie}`, await wallet.pay(paid.header));
+      assert.equal(honest.status, 200, JSON.stringify(honest.body));
+      assert.match(honest.body.order.payment.transaction, /^0x[0-9a-f]{64}$/);
+      assert.equal(await wallet.balanceOf(paid.asset, paid.payTo) - paid.sellerBefore, PRICE);
+    });
+  }
+
+  test('a cancel racing the order at several delays: either paid in full or not charged at all', async () => {
+    const { service, wallet } = await start({});
+    for (const delay of [0, 5, 15, 25, 50, 100]) {
+      const paid = await offer(service, wallet, `race-${delay}`);
+      const pending = order(service, `race-${delay}`, paid.signature);
+      await sleep(delay);
+      const cancel = await wallet.cancel(paid.signature);
+      const response = await pending;
+      const received = await wallet.balanceOf(paid.asset, paid.payTo) - paid.sellerBefore;
+      if (response.status === 200) {
+        assert.equal(received, PRICE, `delay ${delay} ms: a stream handed out must have been paid`);
+        assert.equal(cancel, 'reverted');
+      } else {
+        assert.equal(response.status, 402, `delay ${delay} ms: ${JSON.stringify(response.body)}`);
+        assert.equal(received, 0n, `delay ${delay} ms: refused and charged`);
+        assert.equal(cancel, 'mined');
+      }
+    }
+  });
+
+  test('an authorization valid for longer than maxTimeoutSeconds is refused before anything is claimed', async () => {
+    const { service, wallet } = await start({});
+    const paid = await offer(service, wallet, 'forever');
+    const forever = await wallet.payWithValidity(paid.header, 0n, 2n ** 255n);
+    const response = await order(service, 'forever', forever);
+    assert.equal(response.status, 402, JSON.stringify(response.body));
+    assert.equal(response.body.error.code, 'payment_rejected');
+    assert.match(response.body.error.message, /validBefore/);
+    assert.equal(await wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore);
+    assert.equal((await wallet.cancel(forever)), 'mined', 'the authorization was never used');
+  });
+
+  for (const [lie, { act, reason }] of Object.entries(lies)) {
+    test(`${lie} after the claim, then SIGKILL: recovery finds no transfer and fails the order unpaid`, async () => {
+      const dataDir = await scratchDir('audio-proof-');
+      // Paused long enough to be killed before settling; its own recovery loop does not come round again.
+      const doomed = await start({ ORDER_PAUSE_AT: 'after_claim:20000', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '600000' }, dataDir);
+      const paid = await offer(doomed.service, doomed.wallet, `kill-${lie}`);
+      const pending = order(doomed.service, `kill-${lie}`, paid.signature).catch(() => undefined);
+      await sleep(500);
+      assert.equal(await act(doomed.wallet, paid.signature), 'mined');
+      // The chain's ledger is saved about once a second: wait until the consumed nonce is in it, as a real chain keeps it.
+      const { nonce } = authorizationOf(paid.signature);
+      for (let i = 0; i < 50 && !(await readFile(join(dataDir, 'chain-state.jsonl'), 'utf8')).toLowerCase().includes(nonce.toLowerCase()); i++) await sleep(100);
+      assert.equal(await doomed.service.stop('SIGKILL'), null);
+      await pending;
+
+      const revived = await start({ ORDER_LEASE_SECONDS: '1', ORDER_RECOVERY_INTERVAL_MS: '200' }, dataDir);
+      const response = await settledAnswer(revived.service, `kill-${lie}`, paid.signature);
+      assert.equal(response.status, 402, JSON.stringify(response.body));
+      assert.equal(response.body.error.code, 'payment_failed');
+      assert.match(response.body.error.message, reason);
+      assert.equal(await revived.wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore, 'the seller received nothing');
+      assert.match(revived.service.output(), /order failed: payment not taken/);
+    });
+  }
+});
