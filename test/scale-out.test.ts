@@ -76,8 +76,19 @@ test('three instances on one PostgreSQL behave as one: 50 identical paid request
   const created = JSON.parse((await first.cli(['keys', 'create', '--name', 'roaming'])).stdout);
   const quote = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
   for (const instance of instances) assert.equal((await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/quotes', { body: quote })).status, 200);
+  // It also bought an order, and replayed that order on every instance (so each has seen key and order).
+  const roamingBody = { ...body, station_name: 'Roaming FM' };
+  const roamingAsk = await request({ baseUrl: first.baseUrl, apiKey: created.api_key }, 'POST', '/orders', { body: roamingBody, headers: { 'idempotency-key': 'roaming' } });
+  const roamingPaid = { 'idempotency-key': 'roaming', 'payment-signature': await wallet.pay(roamingAsk.headers.get('payment-required')!) };
+  assert.equal((await request({ baseUrl: first.baseUrl, apiKey: created.api_key }, 'POST', '/orders', { body: roamingBody, headers: roamingPaid })).status, 200);
+  for (const instance of instances) assert.equal((await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/orders', { body: roamingBody, headers: roamingPaid })).status, 200);
   assert.equal((await third.cli(['keys', 'revoke', created.id])).code, 0);
   for (const instance of instances) {
+    const replay = await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/orders', { body: roamingBody, headers: roamingPaid });
+    assert.equal(replay.status, 401, `a revoked key's idempotent replay hands out no credentials (${instance.baseUrl})`);
+    assert.equal(replay.body.service, undefined);
+    const unpaid = await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/orders', { body: roamingBody, headers: { 'idempotency-key': 'roaming-2' } });
+    assert.equal(unpaid.status, 401, `an unpaid order with a revoked key gets 401, not 402 (${instance.baseUrl})`);
     const refused = await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'POST', '/quotes', { body: quote });
     assert.equal(refused.status, 401, instance.baseUrl);
     assert.equal((await request({ baseUrl: instance.baseUrl, apiKey: created.api_key }, 'GET', `/orders/${ok[0].body.order.id}`)).status, 401);
