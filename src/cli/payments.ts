@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
-import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, PaymentGateway, type TokenLog } from '../payments/index.js';
+import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, OfferReceipts, PaymentGateway, type OperatorKey, type TokenLog } from '../payments/index.js';
 
 /** What `dev.json`'s buyer holds after every start: enough for many demo purchases. */
 const DEV_BUYER_FUNDS = 1_000_000_000n;
@@ -20,8 +20,9 @@ export interface Payments {
  * Machine payment: in production a remote facilitator named by the environment; in development an embedded
  * anvil chain with our USDC contract and the official facilitator in-process. Same gateway either way.
  */
-export async function payments(options: { production: boolean; dataDir: string; log: Logger; env?: NodeJS.ProcessEnv }): Promise<Payments> {
+export async function payments(options: { production: boolean; dataDir: string; log: Logger; env?: NodeJS.ProcessEnv; operatorKey?: OperatorKey }): Promise<Payments> {
   const env = options.env ?? process.env;
+  const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, Number(env.X402_MAX_TIMEOUT_SECONDS ?? 300));
   const network = (env.X402_NETWORK ?? 'eip155:8453') as `${string}:${string}`;
   const maxTimeoutSeconds = Number(env.X402_MAX_TIMEOUT_SECONDS ?? 300);
 
@@ -34,13 +35,13 @@ export async function payments(options: { production: boolean; dataDir: string; 
     const facilitator = createFacilitator({ mode: 'remote', url: env.X402_FACILITATOR_URL! });
     return {
       checkout: { available: true, configured: true, protocol: 'x402', network },
-      gateway: new PaymentGateway(facilitator, { network, asset, payTo: env.X402_PAY_TO!, maxTimeoutSeconds }),
+      gateway: new PaymentGateway(facilitator, { network, asset, payTo: env.X402_PAY_TO!, maxTimeoutSeconds }, receipts),
       ledger: new AuthorizationLedger(env.X402_RPC_URL!, asset as Address, { windowBlocks: Number(env.X402_LOG_WINDOW_BLOCKS ?? 2000) }),
       stop: async () => {},
     };
   }
 
-  if (env.CHAIN_RPC_URL) return attachToChain(env.CHAIN_RPC_URL, Number(env.DEV_FACILITATOR_ACCOUNT ?? 4), maxTimeoutSeconds);
+  if (env.CHAIN_RPC_URL) return attachToChain(env.CHAIN_RPC_URL, Number(env.DEV_FACILITATOR_ACCOUNT ?? 4), maxTimeoutSeconds, receipts);
 
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
@@ -57,7 +58,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
       network: chain.network,
       reason: `development: an embedded local chain (chain id ${chain.chainId}) with test USDC; see dev.json for a funded buyer wallet`,
     },
-    gateway: new PaymentGateway(facilitator, { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds }),
+    gateway: new PaymentGateway(facilitator, { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds }, receipts),
     ledger: new AuthorizationLedger(chain.rpcUrl, chain.usdcAddress, {
       archive: { firstLiveBlock: chain.firstLiveBlock, logs: (filter) => chain.archivedLogs(filter) as TokenLog[] },
     }),
@@ -73,12 +74,12 @@ export async function payments(options: { production: boolean; dataDir: string; 
  * Development with several instances: attach to the embedded chain another instance started (CHAIN_RPC_URL).
  * Each instance settles from its own dev account (DEV_FACILITATOR_ACCOUNT) so their transaction nonces never clash.
  */
-function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSeconds: number): Payments {
+function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSeconds: number, receipts?: OfferReceipts): Payments {
   const network = `eip155:${EMBEDDED_CHAIN_ID}` as const;
   const facilitator = createFacilitator({ mode: 'embedded', rpcUrl, chainId: EMBEDDED_CHAIN_ID, privateKey: DEV_ACCOUNTS[facilitatorAccount].privateKey });
   return {
     checkout: { available: true, configured: true, protocol: 'x402', network, reason: `development: attached to the local chain at ${rpcUrl}` },
-    gateway: new PaymentGateway(facilitator, { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds }),
+    gateway: new PaymentGateway(facilitator, { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds }, receipts),
     ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS),
     dev: { chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID }, buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey } },
     stop: async () => {},

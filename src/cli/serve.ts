@@ -1,3 +1,4 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -60,7 +61,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.watch();
 
     const keys = new ApiKeys(db);
-    const pay = await payments({ production: config.production, dataDir: config.dataDir, log });
+    const { privateKey: TEMP_KEY, publicKey: TEMP_PUB } = generateKeyPairSync('ed25519');
+    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: { publicKey: TEMP_PUB, signBytes: (d) => sign(null, d, TEMP_KEY) } });
     cleanup.push(() => pay.stop());
     const stream = streaming(config.dataDir, log);
     cleanup.push(() => stream.stop());

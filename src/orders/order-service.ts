@@ -61,7 +61,7 @@ export class OrderService {
   async place(input: PlaceOrder): Promise<PlacedOrder> {
     const requestHash = sha256(canonicalJson(input.request));
     const existing = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
-    if (existing) return this.repeat(existing, requestHash);
+    if (existing) return this.repeat(existing, requestHash, input.resourceUrl);
 
     const snapshot = this.live.current;
     const { priced, amountAtomic, quoteId } = input.upgradeOf
@@ -154,7 +154,7 @@ export class OrderService {
     }
     if (!claimed) {
       const winner = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
-      if (winner) return this.repeat(winner, requestHash);
+      if (winner) return this.repeat(winner, requestHash, input.resourceUrl);
       throw new ApiError(409, 'idempotency_in_progress', 'Another request with this Idempotency-Key just finished without charging. Retry this same request.', { retryable: true, headers: { 'Retry-After': '1' } });
     }
 
@@ -163,7 +163,7 @@ export class OrderService {
     try {
       const done = await advance(claimed, this.deps, 'request');
       crashPoint('after_provision');
-      return await this.respond(done.order, false, done.service);
+      return await this.respond(done.order, false, input.resourceUrl, done.service);
     } catch (e) {
       if (e instanceof PaymentNotTaken) throw await paymentRequired('payment_failed', notTakenMessage(`${e.reason}: ${e.message}`));
       if (e instanceof SettlementPending) {
@@ -222,12 +222,12 @@ export class OrderService {
   /** The authorization already pays for an order: this request's own (a concurrent retry) or another one. */
   private async paidBy(order: OrderRow, input: PlaceOrder, requestHash: string, paymentRequired: PaymentRequiredError): Promise<PlacedOrder> {
     if (order.state === 'failed') throw await paymentRequired('payment_failed', notTakenMessage(order.failure ?? 'settlement_failed'));
-    if (order.api_key_id === input.apiKeyId && order.idempotency_key === input.idempotencyKey) return this.repeat(order, requestHash);
+    if (order.api_key_id === input.apiKeyId && order.idempotency_key === input.idempotencyKey) return this.repeat(order, requestHash, input.resourceUrl);
     throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
   }
 
   /** A request with a key that is already bound: same body → the same order (possibly after waiting), other body → 409. */
-  private async repeat(existing: OrderRow, requestHash: string): Promise<PlacedOrder> {
+  private async repeat(existing: OrderRow, requestHash: string, resourceUrl: string): Promise<PlacedOrder> {
     if (existing.request_hash !== requestHash) {
       throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key already belongs to an order with a different body. Use a new Idempotency-Key for a new order, or repeat the original body to get that order back.');
     }
@@ -237,7 +237,7 @@ export class OrderService {
       await new Promise((r) => setTimeout(r, 50));
       order = await this.orders.byId(existing.id);
     }
-    if (order?.state === 'active') return this.respond(order, true);
+    if (order?.state === 'active') return this.respond(order, true, resourceUrl);
     if (order?.state === 'failed') {
       throw new ApiError(409, 'idempotency_in_progress', 'The earlier attempt with this key failed without charging; retry now with a new payment.', { retryable: true, headers: { 'Retry-After': '1' } });
     }
@@ -245,12 +245,21 @@ export class OrderService {
       { retryable: true, headers: { 'Retry-After': '1' } });
   }
 
-  private async respond(order: OrderRow, replay: boolean, provisioned?: ServiceRow): Promise<PlacedOrder> {
-    const service = provisioned ?? (order.upgrade_of ? await this.services.byId(order.upgrade_of) : await this.services.forOrder(order.id));
+  private async respond(order: OrderRow, replay: boolean, resourceUrl: string, provisioned?: ServiceRow): Promise<PlacedOrder> {
+    const [service, evaluation] = await Promise.all([
+      provisioned ?? (order.upgrade_of ? this.services.byId(order.upgrade_of) : this.services.forOrder(order.id)),
+      this.gateway.receipts && order.evaluation_id ? this.audit.get(order.evaluation_id) : undefined,
+    ]);
     if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
+    const settlement = settlementOf(order);
+    const extensions = await this.gateway.receipts?.receipt({
+      resourceUrl, payer: settlement.payer ?? order.payer, network: settlement.network, transaction: settlement.transaction,
+      issuedAt: order.settled_at ?? order.created_at, orderId: order.id, evaluationId: order.evaluation_id,
+      evaluationHash: evaluation?.record_hash ?? null, amountAtomic: order.amount_atomic,
+    });
     return {
       body: { ok: true, order: orderDocument(order), service: this.services.document(service), idempotent_replay: replay },
-      paymentResponse: PaymentGateway.responseHeader(settlementOf(order)),
+      paymentResponse: PaymentGateway.responseHeader({ ...settlement, ...(extensions && { extensions }) }),
     };
   }
 }

@@ -5,6 +5,7 @@ import { registerExactEvmScheme } from '@x402/evm/exact/server';
 import { ApiError } from '../errors/index.js';
 import { unsafeJson } from '../schema/json-limits.js';
 import { isExactEvmPayment } from './payment-shape.js';
+import type { OfferReceipts } from './receipts.js';
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse };
 
@@ -29,8 +30,9 @@ export class PaymentGateway {
   /** Requirements and PAYMENT-REQUIRED headers depend only on the amount and resource: built once each. */
   private readonly built = new Map<string, Promise<PaymentRequirements | string>>();
 
-  constructor(facilitator: FacilitatorClient, readonly terms: PaymentTerms) {
+  constructor(facilitator: FacilitatorClient, readonly terms: PaymentTerms, readonly receipts?: OfferReceipts) {
     this.server = registerExactEvmScheme(new x402ResourceServer(facilitator), { networks: [terms.network] });
+    if (receipts) this.server.registerExtension(receipts.extension());
   }
 
   /** Asks the facilitator what it supports; retried on the next use when it fails. */
@@ -47,7 +49,8 @@ export class PaymentGateway {
   }
 
   paymentRequiredHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
-    const key = `header\n${requirements.amount}\n${resource.url}\n${resource.description}\n${error}`;
+    // Signed offers expire: a header is rebuilt every minute, so an offer has most of its validity left.
+    const key = `header\n${requirements.amount}\n${resource.url}\n${resource.description}\n${error}\n${this.receipts ? Math.floor(Date.now() / 60_000) : ''}`;
     return this.memo(key, () => this.buildHeader(requirements, resource, error)) as Promise<string>;
   }
 
@@ -75,7 +78,7 @@ export class PaymentGateway {
   }
 
   private async buildHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
-    const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error);
+    const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error, this.receipts?.declaration());
     return encodePaymentRequiredHeader(required);
   }
 
@@ -109,7 +112,7 @@ export class PaymentGateway {
     return unavailable(cause);
   }
 
-  static responseHeader(settlement: SettleResponse): string {
+  static responseHeader(settlement: SettleResponse & { extensions?: Record<string, unknown> }): string {
     return encodePaymentResponseHeader(settlement);
   }
 }
