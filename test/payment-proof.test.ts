@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { startRangeLimitedRpc } from './support/rpc-proxy.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { authorizationOf, decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
@@ -9,7 +10,15 @@ import { authorizationOf, decodePaymentRequiredHeader, TestWallet } from './supp
 // nonce on another transfer. authorizationState(payer, nonce) is then true although nothing was paid.
 
 const running: Service[] = [];
-after(async () => { await Promise.all(running.map((s) => s.stop('SIGKILL'))); });
+const proxies: Array<{ close(): Promise<void> }> = [];
+after(async () => { await Promise.all([...running.map((s) => s.stop('SIGKILL')), ...proxies.map((p) => p.close())]); });
+
+/** Reads go through an RPC endpoint that refuses log ranges wider than 3 blocks, as remote providers refuse wide ones. */
+async function narrowRpc() {
+  const rpc = await startRangeLimitedRpc(3);
+  proxies.push(rpc);
+  return { rpc, env: { X402_RPC_URL: rpc.url, X402_LOG_WINDOW_BLOCKS: '3' } };
+}
 
 const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Proof FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
 const PRICE = 270000n;
@@ -20,7 +29,7 @@ async function start(env: Record<string, string>, dataDir?: string) {
   const service = await startService(env, { dataDir });
   running.push(service);
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  return { service, wallet: new TestWallet(dev.buyer.private_key, dev.chain.rpc_url) };
+  return { service, rpcUrl: dev.chain.rpc_url as string, wallet: new TestWallet(dev.buyer.private_key, dev.chain.rpc_url) };
 }
 
 async function offer(service: Service, wallet: TestWallet, key: string) {
@@ -53,7 +62,11 @@ const lies = {
 describe('an order is paid only on proof of transfer', () => {
   for (const [lie, { act, reason }] of Object.entries(lies)) {
     test(`${lie} between verify and settle: the order fails unpaid, the agent is told why, nothing is charged`, async () => {
-      const { service, wallet } = await start({ ORDER_PAUSE_AT: 'after_claim:1500' });
+      const { rpc, env: reads } = await narrowRpc();
+      const { service, wallet, rpcUrl } = await start({ ...reads, ORDER_PAUSE_AT: 'after_claim:1500' });
+      rpc.setUpstream(rpcUrl);
+      // A chain with a past: the proof must be searched from the claim height, not from block 0.
+      await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x40'] }) });
       const paid = await offer(service, wallet, `lie-${lie}`);
       const pending = order(service, `lie-${lie}`, paid.signature);
       await sleep(500); // the order is claimed and waits before settling
@@ -65,6 +78,9 @@ describe('an order is paid only on proof of transfer', () => {
       assert.match(response.body.error.message, reason);
       assert.equal(response.body.service, undefined, 'no stream handed out');
       assert.equal(await wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore, 'the seller received nothing');
+      assert.equal(rpc.refused, 0, 'no log search wider than the provider allows');
+      assert.ok(rpc.ranges.length >= 2, `the search went window by window from the claim height (${rpc.ranges.length} windows)`);
+      assert.ok(rpc.ranges.every(([from]) => from >= 60n), `no search from before the claim (${rpc.ranges.map(([f, t]) => `${f}-${t}`)})`);
 
       const again = await order(service, `lie-${lie}`, paid.signature);
       assert.equal(again.status, 402, 'the same dead authorization never buys the order');
@@ -113,8 +129,10 @@ describe('an order is paid only on proof of transfer', () => {
   for (const [lie, { act, reason }] of Object.entries(lies)) {
     test(`${lie} after the claim, then SIGKILL: recovery finds no transfer and fails the order unpaid`, async () => {
       const dataDir = await scratchDir('audio-proof-');
+      const { rpc, env: reads } = await narrowRpc();
       // Paused long enough to be killed before settling; its own recovery loop does not come round again.
-      const doomed = await start({ ORDER_PAUSE_AT: 'after_claim:20000', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '600000' }, dataDir);
+      const doomed = await start({ ...reads, ORDER_PAUSE_AT: 'after_claim:20000', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '600000' }, dataDir);
+      rpc.setUpstream(doomed.rpcUrl);
       const paid = await offer(doomed.service, doomed.wallet, `kill-${lie}`);
       const pending = order(doomed.service, `kill-${lie}`, paid.signature).catch(() => undefined);
       await sleep(500);
@@ -125,13 +143,15 @@ describe('an order is paid only on proof of transfer', () => {
       assert.equal(await doomed.service.stop('SIGKILL'), null);
       await pending;
 
-      const revived = await start({ ORDER_LEASE_SECONDS: '1', ORDER_RECOVERY_INTERVAL_MS: '200' }, dataDir);
+      const revived = await start({ ...reads, ORDER_LEASE_SECONDS: '1', ORDER_RECOVERY_INTERVAL_MS: '200' }, dataDir);
+      rpc.setUpstream(revived.rpcUrl);
       const response = await settledAnswer(revived.service, `kill-${lie}`, paid.signature);
       assert.equal(response.status, 402, JSON.stringify(response.body));
       assert.equal(response.body.error.code, 'payment_failed');
       assert.match(response.body.error.message, reason);
       assert.equal(await revived.wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore, 'the seller received nothing');
       assert.match(revived.service.output(), /order failed: payment not taken/);
+      assert.equal(rpc.refused, 0, 'no log search wider than the provider allows');
     });
   }
 });

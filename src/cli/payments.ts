@@ -22,6 +22,7 @@ export interface Payments {
  */
 export async function payments(options: { production: boolean; dataDir: string; log: Logger; env?: NodeJS.ProcessEnv; operatorKey?: OperatorKey }): Promise<Payments> {
   const env = options.env ?? process.env;
+  const logWindow = Number(env.X402_LOG_WINDOW_BLOCKS ?? 2000);
   const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, Number(env.X402_MAX_TIMEOUT_SECONDS ?? 300));
   const network = (env.X402_NETWORK ?? 'eip155:8453') as `${string}:${string}`;
   const maxTimeoutSeconds = Number(env.X402_MAX_TIMEOUT_SECONDS ?? 300);
@@ -36,7 +37,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
     return {
       checkout: { available: true, configured: true, protocol: 'x402', network },
       gateway: new PaymentGateway(facilitator, { network, asset, payTo: env.X402_PAY_TO!, maxTimeoutSeconds }, receipts),
-      ledger: new AuthorizationLedger(env.X402_RPC_URL!, asset as Address, { windowBlocks: Number(env.X402_LOG_WINDOW_BLOCKS ?? 2000) }),
+      ledger: new AuthorizationLedger(env.X402_RPC_URL!, asset as Address, { windowBlocks: logWindow }),
       stop: async () => {},
     };
   }
@@ -59,7 +60,9 @@ export async function payments(options: { production: boolean; dataDir: string; 
       reason: `development: an embedded local chain (chain id ${chain.chainId}) with test USDC; see dev.json for a funded buyer wallet`,
     },
     gateway: new PaymentGateway(facilitator, { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds }, receipts),
-    ledger: new AuthorizationLedger(chain.rpcUrl, chain.usdcAddress, {
+    // Reads may go through another endpoint (X402_RPC_URL), as they do in production.
+    ledger: new AuthorizationLedger(env.X402_RPC_URL ?? chain.rpcUrl, chain.usdcAddress, {
+      windowBlocks: logWindow,
       archive: { firstLiveBlock: chain.firstLiveBlock, logs: (filter) => chain.archivedLogs(filter) as TokenLog[] },
     }),
     dev: {
