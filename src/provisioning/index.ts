@@ -73,3 +73,10 @@ export {
   type SourceRate,
   type OverLimit,
 } from './source-rate.js';
+export {
+  SourceBudget,
+  sourceBudgetOptionsFromEnv,
+  type SourceBudgetOptions,
+  type SourceBudgetState,
+  type SourceBudgetReading,
+} from './source-budget.js';

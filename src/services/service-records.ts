@@ -78,11 +78,14 @@ export class ServiceRecords {
     const [{ connected }] = await this.db.query<{ connected: number }>('SELECT count(*)::int AS connected FROM listeners WHERE service_id = $1', [service.id]);
     const remaining = service.expires_at ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000)) : null;
     const storageMb = service.limits.storage_mb;
+    const budget = measured.source_budget as Record<string, unknown> | undefined;
     return {
       service_id: service.id,
       status: service.status,
       status_reason: service.status_reason,
-      listeners: { current: measured.listeners ?? connected, peak: measured.peak_listeners ?? connected, admitted_now: connected },
+      // Admitted listeners leave the table at once (listener_remove callback, else the worker's reconciliation with
+      // listclients); the measured count lags by a pass and stops with the service.
+      listeners: { current: Math.min(Number(measured.listeners ?? connected), connected), peak: measured.peak_listeners ?? connected, admitted_now: connected },
       listener_hours: measured.listener_hours ?? '0',
       bytes: { sent_to_listeners: measured.bytes_sent ?? 0, read_from_source: measured.bytes_read ?? 0 },
       transfer: {
@@ -93,7 +96,18 @@ export class ServiceRecords {
           ? 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.'
           : 'No transfer was bought: usage is reported, not limited.',
       },
-      source: { connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null },
+      source: {
+        connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null,
+        ...(budget && {
+          bitrate_budget: {
+            window_seconds: budget.window_seconds,
+            tolerance: budget.tolerance,
+            capacity_bytes: budget.capacity_bytes,
+            remaining_bytes: budget.remaining_bytes,
+            refused_until: budget.refused_until,
+          },
+        }),
+      },
       time: { expires_at: service.expires_at?.toISOString() ?? null, remaining_seconds: remaining },
       ...(storageMb !== undefined && media && {
         storage: { used_mb: Math.round((await media.usedBytes(service.id)) / 1024 / 1024 * 1000) / 1000, bought_mb: storageMb },
