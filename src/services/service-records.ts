@@ -159,6 +159,7 @@ export class ServiceRecords {
         source_host: base.hostname,
         source_port: base.port || (base.protocol === 'https:' ? '443' : '80'),
         source_mount: service.mount,
+        ...encoderHints(Number(service.limits.bitrate_kbps ?? 0)),
         service: `${this.apiBaseUrl()}/services/${service.id}`,
       },
     };
@@ -168,4 +169,18 @@ export class ServiceRecords {
 /** The order's playlist parameter: file names separated by newlines or commas, in play order. */
 function playlistOf(limits: Record<string, unknown>): string[] {
   return typeof limits.playlist === 'string' ? limits.playlist.split(/[\n,]/).map((n) => n.trim()).filter(Boolean) : [];
+}
+
+/**
+ * How to feed the mount with ffmpeg. MP3 at 44.1 or 48 kHz has no bitrate below 32 kbps (libmp3lame silently sends
+ * 32), so 16 and 24 kbps need MPEG-2 sample rates (22.05 kHz and lower); checked with ffmpeg's libmp3lame.
+ */
+function encoderHints(kbps: number): Record<string, string> {
+  if (!(kbps > 0)) return {};
+  const rate = kbps < 32 ? '22050' : '44100';
+  return {
+    encoder_example: `ffmpeg -re -i INPUT -c:a libmp3lame -b:a ${kbps}k -ar ${rate} -content_type audio/mpeg -f mp3 BROADCAST_URL`,
+    encoder_note: `Send at most ${kbps} kbps on average: a source that sends more is cut and refused for a while (GET /services/{service_id}/usage shows source.bitrate_budget). `
+      + 'MP3 below 32 kbps needs a sample rate of 24 kHz or lower (-ar 22050); at 44.1 or 48 kHz the encoder sends 32 kbps.',
+  };
 }
