@@ -223,4 +223,29 @@ describe('usage is exact once connections close', { skip }, () => {
     assert.ok(within(u.bytes.read_from_source, sent, 0.02), `read_from_source ${u.bytes.read_from_source} vs sent ${sent}`);
     assert.equal(u.listeners.current, 0);
   });
+
+  test('usage after an expiry cut counts everything up to the cut', { timeout: 120_000 }, async () => {
+    const svc = await stream({ duration_hours: 0.005, max_listeners: 2, bitrate_kbps: 64 });
+    const relay = await countingRelay(Number(new URL(svc.stream_url).port));
+    const broadcast = new URL(svc.broadcast_url);
+    broadcast.port = String(relay.port);
+    const source = encoder(broadcast.href, 64);
+    const listener = await waitFor('the mount to go live', async () => {
+      const l = await countingListener(svc.stream_url).catch(() => undefined);
+      await sleep(300);
+      if (l?.status() === 200) return l;
+      l?.close();
+      return undefined;
+    }, 20_000);
+    assert.notEqual(await exitOf(source, 40_000), null, 'the source was cut at expiry');
+    await waitFor('the service to expire', async () => (await usage(svc.service_id)).status === 'expired', 10_000);
+    await sleep(2000); // a few passes: the last access-log lines and the end of the source session
+    const received = listener.received();
+    const sent = relay.bodyBytes();
+    const u = await usage(svc.service_id);
+    console.log(`expiry usage: listener received ${received}, usage ${u.bytes.sent_to_listeners}; source sent ${sent}, usage ${u.bytes.read_from_source}`);
+    assert.ok(within(u.bytes.sent_to_listeners, received, 0.02), `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received}`);
+    assert.ok(within(u.bytes.read_from_source, sent, 0.02), `read_from_source ${u.bytes.read_from_source} vs sent ${sent}`);
+    assert.equal(u.listeners.current, 0);
+  });
 });
