@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MountMeter, SourceBudget, type MountStats, type SourceBudgetReading } from '../src/provisioning/index.js';
+import { spawnSync } from 'node:child_process';
+import { mp3EncoderArgs, MountMeter, SourceBudget, type MountStats, type SourceBudgetReading } from '../src/provisioning/index.js';
 
 const T = Date.parse('2026-11-23T12:00:00Z');
 const KBPS = 32;
@@ -114,5 +115,17 @@ describe('mount meter: the end of a source session', () => {
     const total = meter.snapshot('/a')!.bytesRead;
     const expected = (13.3 + 17.7) * 8000 + 5 * 8000; // the third session so far: its refresh at 5 s
     assert.ok(Math.abs(total - expected) / expected < 0.02, `bytesRead ${total} for ${expected}`);
+  });
+});
+
+describe('MP3 encoder settings', { skip: spawnSync('sh', ['-c', 'command -v ffmpeg']).status === 0 ? false : 'ffmpeg is not installed' }, () => {
+  it('encode 16, 24, 32 and 128 kbps at what was bought (the AutoDJ and relays use them)', () => {
+    for (const kbps of [16, 24, 32, 128]) {
+      const out = spawnSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20',
+        ...mp3EncoderArgs(kbps), '-f', 'mp3', 'pipe:1'], { maxBuffer: 16 * 1024 * 1024 });
+      assert.equal(out.status, 0, String(out.stderr));
+      const measured = (out.stdout.length * 8) / 20 / 1000;
+      assert.ok(measured >= kbps && measured <= kbps * 1.03, `${kbps} kbps asked, ${measured} kbps sent`);
+    }
   });
 });

@@ -80,3 +80,4 @@ export {
   type SourceBudgetState,
   type SourceBudgetReading,
 } from './source-budget.js';
+export { mp3SampleRate, mp3EncoderArgs } from './mp3-encoding.js';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { randomId } from '../ids/index.js';
+import { mp3EncoderArgs } from '../provisioning/index.js';
 import type { Client, Database } from '../store/index.js';
 
 export interface ServiceRow {
@@ -171,15 +172,11 @@ function playlistOf(limits: Record<string, unknown>): string[] {
   return typeof limits.playlist === 'string' ? limits.playlist.split(/[\n,]/).map((n) => n.trim()).filter(Boolean) : [];
 }
 
-/**
- * How to feed the mount with ffmpeg. MP3 at 44.1 or 48 kHz has no bitrate below 32 kbps (libmp3lame silently sends
- * 32), so 16 and 24 kbps need MPEG-2 sample rates (22.05 kHz and lower); checked with ffmpeg's libmp3lame.
- */
+/** How to feed the mount with ffmpeg (16 and 24 kbps need a lower sample rate: see mp3EncoderArgs). */
 function encoderHints(kbps: number): Record<string, string> {
   if (!(kbps > 0)) return {};
-  const rate = kbps < 32 ? '22050' : '44100';
   return {
-    encoder_example: `ffmpeg -re -i INPUT -c:a libmp3lame -b:a ${kbps}k -ar ${rate} -content_type audio/mpeg -f mp3 BROADCAST_URL`,
+    encoder_example: `ffmpeg -re -i INPUT ${mp3EncoderArgs(kbps).join(' ')} -content_type audio/mpeg -f mp3 BROADCAST_URL`,
     encoder_note: `Send at most ${kbps} kbps on average: a source that sends more is cut and refused for a while (GET /services/{service_id}/usage shows source.bitrate_budget). `
       + 'MP3 below 32 kbps needs a sample rate of 24 kHz or lower (-ar 22050); at 44.1 or 48 kHz the encoder sends 32 kbps.',
   };
