@@ -98,7 +98,7 @@ describe('service life cycle', { skip }, () => {
     assert.notEqual(await exitOf(loud, 30_000), null, 'the over-bitrate source was disconnected');
     const record = await request(service, 'GET', `/services/${svc.service_id}`);
     assert.equal(record.body.service.status, 'active', 'the service itself stays active');
-    assert.match(record.body.status_reason, /above the 32 kbps bought/);
+    assert.match(record.body.status_reason, /more than the 32 kbps bought/);
     assert.ok((await usage(svc.service_id)).events.some((e: any) => e.code === 'source_over_bitrate'));
   });
 

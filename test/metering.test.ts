@@ -142,7 +142,7 @@ describe('mount meter without icecast', () => {
     meter.observeStats([stat('/a', 3000, 9000, T, 2, 3)], T + 11000);
     assert.deepEqual(
       { ...meter.snapshot('/a')!, lastSeenAt: null },
-      { mount: '/a', listeners: 2, peakListeners: 3, listenerSeconds: 10, bytesSent: 3000, bytesRead: 9000, sourceConnected: true,
+      { mount: '/a', listeners: 2, peakListeners: 3, listenerSeconds: 10, bytesSent: 3000, bytesRead: 9000, bytesReadEstimated: 0, sourceConnected: true,
         sourceSince: new Date(T).toISOString(), sourceSessions: 1, finishedListeners: 0, finishedListenerBytes: 0, lastSeenAt: null },
     );
     meter.observeStats([], T + 12000); // source gone
@@ -151,12 +151,14 @@ describe('mount meter without icecast', () => {
     meter.observeStats([stat('/a', 500, 2000, T + 13000, 1)], T + 14000); // reconnected: counters restarted
     meter.observeStats([stat('/a', 100, 300, T + 13000, 1)], T + 15000); // reconnected within the same second
     let s = meter.snapshot('/a')!;
-    assert.deepEqual([s.bytesSent, s.bytesRead, s.sourceSessions, s.listenerSeconds], [3600, 11300, 3, 13]);
+    // Plus what each ended session read after its last refresh, at its last measured rate: 0.8 B/ms × (11 500 − 10 250) ms
+    // for the first (ended between the polls at 11 s and 12 s), 2000 B / 250 ms × (14 000 − 13 250) ms for the second.
+    assert.deepEqual([s.bytesSent, s.bytesRead, s.bytesReadEstimated, s.sourceSessions, s.listenerSeconds], [3600, 11300 + 1000 + 6000, 7000, 3, 13]);
 
     const restored = new MountMeter({ state: JSON.parse(JSON.stringify(meter.toJSON())) });
     restored.observeStats([stat('/a', 150, 400, T + 13000, 1)], T + 16000);
     s = restored.snapshot('/a')!;
-    assert.deepEqual([s.bytesSent, s.bytesRead, s.sourceSessions, s.listenerSeconds, s.peakListeners], [3650, 11400, 3, 14, 3]);
+    assert.deepEqual([s.bytesSent, s.bytesRead, s.sourceSessions, s.listenerSeconds, s.peakListeners], [3650, 18400, 3, 14, 3]);
   });
 
   it('counts listener time from the access log plus connected listeners', () => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mp3EncoderArgs } from './mp3-encoding.js';
 import { PcmPacer } from './pcm-pacer.js';
 import {
   PCM_ARGS, PCM_BYTES_PER_SECOND, PCM_FRAME_BYTES, probeTrack, spawnDecoder, type TrackInfo,
@@ -133,7 +134,7 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
       '-nostdin', '-hide_banner', '-loglevel', 'error',
       // Without these ffmpeg reads ~1 s of input before connecting; the format is known anyway.
       '-probesize', '32', '-analyzeduration', '0', ...PCM_ARGS, '-i', 'pipe:0',
-      '-c:a', 'libmp3lame', '-b:a', `${bitrateKbps}k`, '-content_type', 'audio/mpeg', '-f', 'mp3', sourceUrl,
+      ...mp3EncoderArgs(bitrateKbps), '-content_type', 'audio/mpeg', '-f', 'mp3', sourceUrl,
     ], { stdio: ['pipe', 'ignore', 'pipe'] });
     child.stdin!.on('error', () => {}); // EPIPE when it dies: handled on exit
     this.encoderStderr = '';

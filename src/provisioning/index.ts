@@ -73,3 +73,11 @@ export {
   type SourceRate,
   type OverLimit,
 } from './source-rate.js';
+export {
+  SourceBudget,
+  sourceBudgetOptionsFromEnv,
+  type SourceBudgetOptions,
+  type SourceBudgetState,
+  type SourceBudgetReading,
+} from './source-budget.js';
+export { mp3SampleRate, mp3EncoderArgs } from './mp3-encoding.js';

@@ -1,9 +1,14 @@
 // Per-mount usage counters that survive source reconnects and restarts of our process.
 //
 // Icecast's /admin/stats counters (total_bytes_sent/read) belong to one source session: they start at 0
-// when a source connects and vanish with it, and Icecast refreshes them every ~5 s. The meter adds up
-// per-session deltas, so its totals only grow; what a session did after its last refresh is never
-// reported by Icecast and is not counted (at most ~5 s of traffic per session).
+// when a source connects and vanish with it, and Icecast refreshes them every 5 s (at stream_start + 5 k s).
+// The meter adds up per-session deltas, so its totals only grow. What a source sent after the last refresh
+// of its session is never reported: when the session ends, the meter adds it as the session's last measured
+// rate × the time from that refresh to the end (the end is placed between the last poll that saw the source
+// and the first that did not).
+//
+// Bytes sent to listeners: with an access log, the exact bytes of every finished listener (its log line) plus,
+// while listeners are connected, the session's stats counter minus what its finished listeners took.
 //
 // Listener time comes from the access log (exact whole seconds per finished listener) plus the
 // `Connected` seconds of listeners still connected (listclients). Without an access log the meter
@@ -23,10 +28,12 @@ export interface MountSnapshot {
   peakListeners: number;
   /** Finished listeners' seconds (access log) + connected listeners' seconds so far. */
   listenerSeconds: number;
-  /** Cumulative bytes sent to listeners, across source sessions (stats deltas; lags ~5 s). */
+  /** Cumulative bytes sent to listeners: exact for finished listeners (access log), stats for connected ones. */
   bytesSent: number;
-  /** Cumulative bytes read from sources, across source sessions (stats deltas; lags ~5 s). */
+  /** Cumulative bytes read from sources, across source sessions (stats deltas, plus each ended session's unreported end). */
   bytesRead: number;
+  /** The part of bytesRead that is estimated (the ends of sessions after their last refresh). */
+  bytesReadEstimated: number;
   sourceConnected: boolean;
   /** stream_start of the current (or last) source session, ISO 8601. */
   sourceSince: string | null;
@@ -44,11 +51,21 @@ interface SessionState {
   streamStart: string | null;
   totalBytesSent: number;
   totalBytesRead: number;
+  /** When Icecast (probably) refreshed totalBytesRead to its value (ms since epoch). */
+  readAt?: number | null;
+  /** The refresh before that one, for the session's last measured rate. */
+  previousRead?: { at: number; bytes: number } | null;
+  /** Access-log bytes of the listeners that finished during this session. */
+  finishedBytes?: number;
+  /** The source has gone and its unreported last seconds were added. */
+  closed?: boolean;
 }
 
 export interface MountCounters {
+  /** Stats deltas (used as bytes sent when there is no access log). */
   bytesSent: number;
   bytesRead: number;
+  bytesReadEstimated?: number;
   peakListeners: number;
   /** Access-log seconds of finished listeners (or, without access log, integrated listener seconds). */
   closedListenerSeconds: number;
@@ -96,6 +113,7 @@ export interface MeterPoll {
 const emptyCounters = (): MountCounters => ({
   bytesSent: 0,
   bytesRead: 0,
+  bytesReadEstimated: 0,
   peakListeners: 0,
   closedListenerSeconds: 0,
   finishedListeners: 0,
@@ -187,6 +205,7 @@ export class MountMeter {
       const c = this.counters(e.mount);
       c.finishedListeners++;
       c.finishedListenerBytes += e.bytes;
+      if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
       if (this.accessLog) c.closedListenerSeconds += e.durationSeconds;
     }
   }
@@ -206,16 +225,31 @@ export class MountMeter {
         || prev.streamStart !== streamStart
         || s.totalBytesSent < prev.totalBytesSent
         || s.totalBytesRead < prev.totalBytesRead;
+      const startMs = streamStart === null ? null : Date.parse(streamStart);
       if (newSession) {
-        // A new source session counts from 0: what the old one did after its last refresh is lost.
+        // The old session ended between the last poll that saw it and the new session's start.
+        if (prev && !prev.closed) this.closeSession(c, prev, Math.min(this.endOf(c, at), startMs === null ? at : startMs + 1000));
         c.bytesSent += s.totalBytesSent;
         c.bytesRead += s.totalBytesRead;
         c.sourceSessions++;
+        c.session = {
+          streamStart, totalBytesSent: s.totalBytesSent, totalBytesRead: s.totalBytesRead,
+          readAt: refreshTime(startMs, startMs, at), previousRead: null, finishedBytes: 0,
+        };
       } else {
         c.bytesSent += s.totalBytesSent - prev.totalBytesSent;
         c.bytesRead += s.totalBytesRead - prev.totalBytesRead;
+        const refreshed = s.totalBytesRead !== prev.totalBytesRead;
+        c.session = {
+          ...prev,
+          totalBytesSent: s.totalBytesSent,
+          totalBytesRead: s.totalBytesRead,
+          ...(refreshed && {
+            readAt: refreshTime(startMs, this.lastPollAt, at),
+            previousRead: prev.readAt == null ? null : { at: prev.readAt, bytes: prev.totalBytesRead },
+          }),
+        };
       }
-      c.session = { streamStart, totalBytesSent: s.totalBytesSent, totalBytesRead: s.totalBytesRead };
       c.sourceConnected = true;
       // listclients (when asked) replaces this with the exact count right after.
       c.listeners = s.listeners;
@@ -225,6 +259,7 @@ export class MountMeter {
     for (const [mount, c] of this.mounts) {
       if (seen.has(mount)) continue;
       if (!this.accessLog) c.closedListenerSeconds += c.listeners * dt;
+      if (c.sourceConnected && c.session && !c.session.closed) this.closeSession(c, c.session, this.endOf(c, at));
       c.sourceConnected = false;
       c.listeners = 0;
       this.liveSeconds.delete(mount);
@@ -266,6 +301,27 @@ export class MountMeter {
     return this.mounts.delete(mount);
   }
 
+  /** When a source that was last seen live at lastSeenAt and is gone at `at` probably ended. */
+  private endOf(c: MountCounters, at: number): number {
+    const seen = c.lastSeenAt === null ? NaN : Date.parse(c.lastSeenAt);
+    return Number.isNaN(seen) || seen > at ? at : (seen + at) / 2;
+  }
+
+  /** Adds what the session read after its last refresh: its last measured rate × the time until it ended. */
+  private closeSession(c: MountCounters, session: SessionState, endedAt: number): void {
+    session.closed = true;
+    const readAt = session.readAt;
+    if (readAt == null || endedAt <= readAt) return;
+    const start = session.streamStart === null ? NaN : Date.parse(session.streamStart);
+    const from = session.previousRead ?? (Number.isNaN(start) ? null : { at: start, bytes: 0 });
+    if (!from || readAt <= from.at) return;
+    const perMs = (session.totalBytesRead - from.bytes) / (readAt - from.at);
+    // Icecast refreshes every 5 s: a session cannot have gone on unreported for longer than that.
+    const tail = Math.round(perMs * Math.min(endedAt - readAt, REFRESH_MS + 500));
+    c.bytesRead += tail;
+    c.bytesReadEstimated = (c.bytesReadEstimated ?? 0) + tail;
+  }
+
   private counters(mount: string): MountCounters {
     let c = this.mounts.get(mount);
     if (!c) {
@@ -275,14 +331,22 @@ export class MountMeter {
     return c;
   }
 
+  /** Bytes the session's connected listeners took so far: its stats counter minus its finished listeners. */
+  private connectedListenerBytes(c: MountCounters): number {
+    const s = c.session;
+    if (!c.sourceConnected || c.listeners === 0 || !s || s.closed) return 0;
+    return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0));
+  }
+
   private toSnapshot(mount: string, c: MountCounters): MountSnapshot {
     return {
       mount,
       listeners: c.listeners,
       peakListeners: c.peakListeners,
       listenerSeconds: c.closedListenerSeconds + (c.sourceConnected ? this.liveSeconds.get(mount) ?? 0 : 0),
-      bytesSent: c.bytesSent,
+      bytesSent: this.accessLog ? c.finishedListenerBytes + this.connectedListenerBytes(c) : c.bytesSent,
       bytesRead: c.bytesRead,
+      bytesReadEstimated: c.bytesReadEstimated ?? 0,
       sourceConnected: c.sourceConnected,
       sourceSince: c.session?.streamStart ?? null,
       sourceSessions: c.sourceSessions,
@@ -291,4 +355,17 @@ export class MountMeter {
       lastSeenAt: c.lastSeenAt,
     };
   }
+}
+
+/** Icecast refreshes a source's counters every 5 s. */
+const REFRESH_MS = 5000;
+
+/**
+ * When Icecast refreshed a counter seen changed at `at`: at stream_start + 5 k s (its clock ticks in whole
+ * seconds, so a little after), and after `after` (the previous poll, which saw the old value).
+ */
+function refreshTime(startMs: number | null, after: number | null, at: number): number {
+  if (startMs === null || Number.isNaN(startMs) || startMs > at) return at;
+  const tick = startMs + Math.floor((at - startMs) / REFRESH_MS) * REFRESH_MS + 250;
+  return Math.min(at, Math.max(tick, after ?? tick));
 }

@@ -28,6 +28,8 @@ export class IcecastDecider implements MountDecider {
     const service = await this.live(mount);
     if (!service) return refuse('no active service on this mount');
     if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
+    const refusedUntil = sourceRefusedUntil(service);
+    if (refusedUntil) return refuse(`the source sent above the bought bitrate; reconnect after ${refusedUntil.toISOString()} at ${String(service.limits.bitrate_kbps)} kbps`);
     if (user === RELAY_USER) return RelayManager.wanted(service) ? { accept: true } : refuse('this service has no relay');
     if (user === AUTODJ_USER && this.autodj && AutoDjManager.wanted(service)) {
       return this.autodj.isLive(service.id) ? refuse('the live encoder holds the mount') : { accept: true };
@@ -66,4 +68,11 @@ export class IcecastDecider implements MountDecider {
     if (service) this.autodj?.mountFreed(service.id);
     await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);
   }
+}
+
+/** Set while a source that used up its bitrate budget is kept out (the life-cycle worker saves it with the usage). */
+function sourceRefusedUntil(service: ServiceRow): Date | null {
+  const until = (service.usage?.source_budget as { refused_until?: unknown } | undefined)?.refused_until;
+  const at = typeof until === 'string' ? new Date(until) : null;
+  return at && at.getTime() > Date.now() ? at : null;
 }

@@ -1,13 +1,21 @@
 import type { Logger } from '../log/index.js';
-import { MountMeter, SourceRateMonitor, type IcecastAdmin, type MountMeterState, type MountSnapshot } from '../provisioning/index.js';
+import {
+  MountMeter, SourceBudget, SourceRateMonitor, sourceBudgetOptionsFromEnv, type IcecastAdmin, type MountMeterState, type MountSnapshot, type SourceBudgetState,
+} from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
 import type { ServiceRow } from './service-records.js';
 
-/** Usage of every mount of one Icecast: stats deltas across source reconnects, exact listener bytes from the access log. */
+/**
+ * Usage of every mount of one Icecast: stats deltas across source reconnects, exact listener bytes from the access log,
+ * and each service's source bitrate budget (SourceBudget, per service, so it survives reconnects; its state is saved
+ * with the usage).
+ */
 export class IcecastUsageMeter implements UsageMeter {
   private meter?: MountMeter;
+  /** For the measured kbps shown in the usage; the budget decides. */
   private readonly rates = new SourceRateMonitor();
+  private polledAt = Date.now();
 
   constructor(
     private readonly db: Database,
@@ -15,6 +23,7 @@ export class IcecastUsageMeter implements UsageMeter {
     private readonly admin: () => IcecastAdmin | undefined,
     private readonly accessLogPath: () => string | undefined,
     private readonly log: Logger,
+    private readonly budget = new SourceBudget(sourceBudgetOptionsFromEnv()),
   ) {}
 
   async poll(): Promise<boolean> {
@@ -24,6 +33,7 @@ export class IcecastUsageMeter implements UsageMeter {
       const meter = this.meter ?? (this.meter = await this.restore());
       const poll = await meter.poll();
       this.rates.observe(poll.stats, poll.at);
+      this.polledAt = poll.at;
       await this.db.query(
         'INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2) ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()',
         [this.icecastUrl(), meter.toJSON()]);
@@ -38,6 +48,9 @@ export class IcecastUsageMeter implements UsageMeter {
     const s = this.meter?.snapshot(service.mount) as MountSnapshot | undefined;
     const rate = this.rates.rate(service.mount);
     const bought = Number(service.limits.bitrate_kbps ?? 0);
+    const budget = bought > 0 && s
+      ? this.budget.observe(service.id, bought, s.bytesRead, this.polledAt, savedBudget(service))
+      : undefined;
     return {
       listeners: s?.listeners ?? 0,
       peakListeners: s?.peakListeners ?? 0,
@@ -47,7 +60,16 @@ export class IcecastUsageMeter implements UsageMeter {
       sourceConnected: s?.sourceConnected ?? false,
       sourceSince: s?.sourceConnected ? s.sourceSince : null,
       sourceKbps: rate?.bytesPerSecond === undefined || rate.bytesPerSecond === null ? null : Math.round(rate.bytesPerSecond * 8 / 100) / 10,
-      sourceOverBitrate: bought > 0 && this.rates.overLimit(service.mount, bought),
+      sourceOverBitrate: budget?.over ?? false,
+      ...(budget && {
+        sourceBudget: {
+          windowSeconds: this.budget.windowSeconds,
+          tolerance: this.budget.tolerance,
+          capacityBytes: Math.round(budget.capacity),
+          state: { level: Math.round(budget.level), bytesRead: budget.bytesRead, at: budget.at, over: budget.over },
+          refusedUntil: budget.refusedUntil === null ? null : new Date(budget.refusedUntil).toISOString(),
+        },
+      }),
     };
   }
 
@@ -59,4 +81,10 @@ export class IcecastUsageMeter implements UsageMeter {
     };
     return new MountMeter({ admin, accessLogPath: this.accessLogPath(), ...(row && { state: row.state }) });
   }
+}
+
+/** The budget saved with the service's last usage (see usageFactsOf), to carry on from it after a restart. */
+function savedBudget(service: ServiceRow): SourceBudgetState | undefined {
+  const saved = (service.usage?.source_budget as { state?: SourceBudgetState } | undefined)?.state;
+  return saved && typeof saved === 'object' ? saved : undefined;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
-import type { IcecastAdmin, MountSnapshot } from '../provisioning/index.js';
+import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import type { ServiceRow } from './service-records.js';
@@ -8,7 +8,15 @@ import type { ServiceRow } from './service-records.js';
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
 export type MountUsage = Pick<MountSnapshot, 'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'> & {
   sourceKbps: number | null;
+  /** The source's bitrate budget is used up: it is cut, and refused until refusedUntil. */
   sourceOverBitrate: boolean;
+  sourceBudget?: {
+    windowSeconds: number;
+    tolerance: number;
+    capacityBytes: number;
+    state: SourceBudgetState;
+    refusedUntil: string | null;
+  };
 };
 
 export interface UsageMeter {
@@ -89,11 +97,25 @@ export class LifecycleWorker {
         if (decision.kind === 'transition') break;
       }
     }
+    if (fresh) await this.finalUsage();
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE icecast_url = $1 AND status = 'active'", [this.deps.icecastUrl()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
     await this.deps.relays?.sync(stillActive);
     return done;
+  }
+
+  /**
+   * A service that just expired is no longer run by the rules, but its last listeners' access-log lines and its
+   * source's end arrive after the cut: its usage keeps being updated for a minute.
+   */
+  private async finalUsage(): Promise<void> {
+    const ended = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
+      "SELECT * FROM services WHERE icecast_url = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'", [this.deps.icecastUrl()]);
+    for (const service of ended) {
+      const usage = this.deps.meter.usage(service);
+      if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFactsOf(service, usage)]);
+    }
   }
 
   /** Listener rows whose listener_remove callback was lost (service down, Icecast restarted) are dropped. */
@@ -200,6 +222,16 @@ function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined): Recor
     source_since: usage.sourceSince,
     source_kbps: usage.sourceKbps,
     source_over_bitrate: usage.sourceOverBitrate,
+    ...(usage.sourceBudget && {
+      source_budget: {
+        window_seconds: usage.sourceBudget.windowSeconds,
+        tolerance: usage.sourceBudget.tolerance,
+        capacity_bytes: usage.sourceBudget.capacityBytes,
+        remaining_bytes: usage.sourceBudget.state.level,
+        refused_until: usage.sourceBudget.refusedUntil,
+        state: usage.sourceBudget.state,
+      },
+    }),
     measured_at: new Date().toISOString(),
   };
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/index.js';
+import { mp3EncoderArgs } from '../provisioning/index.js';
 import { policies, RefusedUrl, safeGet } from '../ssrf/index.js';
 import type { Database } from '../store/index.js';
 import type { ServiceRow } from './service-records.js';
@@ -60,7 +61,7 @@ export class RelayManager {
         if ((upstream.statusCode ?? 0) >= 300) throw new Error(`the upstream answered ${upstream.statusCode}`);
         const base = new URL(this.icecastUrl());
         const target = `icecast://${RELAY_USER}:${encodeURIComponent(service.source_password)}@${base.host}${service.mount}`;
-        const encoder = spawn('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', 'pipe:0', '-vn', '-c:a', 'libmp3lame', '-b:a', `${Number(service.limits.bitrate_kbps ?? 128)}k`,
+        const encoder = spawn('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', 'pipe:0', '-vn', ...mp3EncoderArgs(Number(service.limits.bitrate_kbps ?? 128)),
           '-content_type', 'audio/mpeg', '-f', 'mp3', target], { stdio: ['pipe', 'ignore', 'pipe'] });
         relay.encoder = encoder;
         upstream.pipe(encoder.stdin!);

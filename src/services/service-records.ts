@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { randomId } from '../ids/index.js';
+import { mp3EncoderArgs } from '../provisioning/index.js';
 import type { Client, Database } from '../store/index.js';
 
 export interface ServiceRow {
@@ -78,11 +79,14 @@ export class ServiceRecords {
     const [{ connected }] = await this.db.query<{ connected: number }>('SELECT count(*)::int AS connected FROM listeners WHERE service_id = $1', [service.id]);
     const remaining = service.expires_at ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000)) : null;
     const storageMb = service.limits.storage_mb;
+    const budget = measured.source_budget as Record<string, unknown> | undefined;
     return {
       service_id: service.id,
       status: service.status,
       status_reason: service.status_reason,
-      listeners: { current: measured.listeners ?? connected, peak: measured.peak_listeners ?? connected, admitted_now: connected },
+      // Admitted listeners leave the table at once (listener_remove callback, else the worker's reconciliation with
+      // listclients); the measured count lags by a pass and stops with the service.
+      listeners: { current: Math.min(Number(measured.listeners ?? connected), connected), peak: measured.peak_listeners ?? connected, admitted_now: connected },
       listener_hours: measured.listener_hours ?? '0',
       bytes: { sent_to_listeners: measured.bytes_sent ?? 0, read_from_source: measured.bytes_read ?? 0 },
       transfer: {
@@ -93,7 +97,18 @@ export class ServiceRecords {
           ? 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.'
           : 'No transfer was bought: usage is reported, not limited.',
       },
-      source: { connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null },
+      source: {
+        connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null,
+        ...(budget && {
+          bitrate_budget: {
+            window_seconds: budget.window_seconds,
+            tolerance: budget.tolerance,
+            capacity_bytes: budget.capacity_bytes,
+            remaining_bytes: budget.remaining_bytes,
+            refused_until: budget.refused_until,
+          },
+        }),
+      },
       time: { expires_at: service.expires_at?.toISOString() ?? null, remaining_seconds: remaining },
       ...(storageMb !== undefined && media && {
         storage: { used_mb: Math.round((await media.usedBytes(service.id)) / 1024 / 1024 * 1000) / 1000, bought_mb: storageMb },
@@ -145,6 +160,7 @@ export class ServiceRecords {
         source_host: base.hostname,
         source_port: base.port || (base.protocol === 'https:' ? '443' : '80'),
         source_mount: service.mount,
+        ...encoderHints(Number(service.limits.bitrate_kbps ?? 0)),
         service: `${this.apiBaseUrl()}/services/${service.id}`,
       },
     };
@@ -154,4 +170,14 @@ export class ServiceRecords {
 /** The order's playlist parameter: file names separated by newlines or commas, in play order. */
 function playlistOf(limits: Record<string, unknown>): string[] {
   return typeof limits.playlist === 'string' ? limits.playlist.split(/[\n,]/).map((n) => n.trim()).filter(Boolean) : [];
+}
+
+/** How to feed the mount with ffmpeg (16 and 24 kbps need a lower sample rate: see mp3EncoderArgs). */
+function encoderHints(kbps: number): Record<string, string> {
+  if (!(kbps > 0)) return {};
+  return {
+    encoder_example: `ffmpeg -re -i INPUT ${mp3EncoderArgs(kbps).join(' ')} -content_type audio/mpeg -f mp3 BROADCAST_URL`,
+    encoder_note: `Send at most ${kbps} kbps on average: a source that sends more is cut and refused for a while (GET /services/{service_id}/usage shows source.bitrate_budget). `
+      + 'MP3 below 32 kbps needs a sample rate of 24 kHz or lower (-ar 22050); at 44.1 or 48 kHz the encoder sends 32 kbps.',
+  };
 }

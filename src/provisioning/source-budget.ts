@@ -1,0 +1,108 @@
+// The bitrate a source may send, enforced on its average over a window rather than on each moment: a token bucket
+// per service, fed with the service's cumulative bytes read (which keeps counting across source reconnects).
+//
+// The bucket holds `bought rate × window` bytes and refills at `bought rate × tolerance`. A source at the bought
+// bitrate never empties it (the tolerance covers container/ID3 framing, about 1 % with ffmpeg's MP3, and the
+// capacity a burst at connect); a source that sends more drains it and is over once it is empty, however it
+// alternates fast and slow stretches or reconnects. Once over, it stays over (refused) until the bucket has
+// refilled to `resumeFraction` of its capacity.
+//
+// Pure: it decides only from the readings and times passed to observe(). Its state is plain JSON.
+
+export interface SourceBudgetOptions {
+  /** Bucket capacity in seconds of the bought bitrate. Default 30. */
+  windowSeconds?: number;
+  /** Refill rate as a multiple of the bought bitrate. Default 1.1. */
+  tolerance?: number;
+  /** An emptied bucket lets the source back once refilled to this fraction. Default 0.5. */
+  resumeFraction?: number;
+}
+
+export interface SourceBudgetState {
+  /** Bytes left in the bucket (negative: overdrawn). */
+  level: number;
+  /** Cumulative bytes read at the last observation. */
+  bytesRead: number;
+  /** Time of the last observation (ms since epoch). */
+  at: number;
+  /** Emptied and not refilled enough yet. */
+  over: boolean;
+}
+
+export interface SourceBudgetReading extends SourceBudgetState {
+  capacity: number;
+  /** Bytes per second the bucket refills with. */
+  refillPerSecond: number;
+  /** While over: when the bucket will have refilled enough to let a source back (ms since epoch). */
+  refusedUntil: number | null;
+}
+
+/** Bytes per second of a bitrate in kbps. */
+const bytesPerSecond = (kbps: number) => (kbps * 1000) / 8;
+
+export class SourceBudget {
+  readonly windowSeconds: number;
+  readonly tolerance: number;
+  readonly resumeFraction: number;
+  private readonly buckets = new Map<string, SourceBudgetState>();
+
+  constructor(options: SourceBudgetOptions = {}) {
+    this.windowSeconds = options.windowSeconds ?? 30;
+    this.tolerance = options.tolerance ?? 1.1;
+    this.resumeFraction = options.resumeFraction ?? 0.5;
+  }
+
+  capacity(kbps: number): number {
+    return bytesPerSecond(kbps) * this.windowSeconds;
+  }
+
+  refillPerSecond(kbps: number): number {
+    return bytesPerSecond(kbps) * this.tolerance;
+  }
+
+  /**
+   * Charges what `key` read since the last observation and refills for the time in between. The first observation
+   * of a key starts from `restored` (a state saved earlier) or a full bucket; bytes read before it are not charged.
+   */
+  observe(key: string, kbps: number, bytesRead: number, at: number, restored?: SourceBudgetState): SourceBudgetReading {
+    const capacity = this.capacity(kbps);
+    const refill = this.refillPerSecond(kbps);
+    let state = this.buckets.get(key);
+    if (!state) {
+      state = restored && validState(restored) && restored.at <= at && restored.bytesRead <= bytesRead
+        ? { ...restored }
+        : { level: capacity, bytesRead, at, over: false };
+      this.buckets.set(key, state);
+    }
+    const seconds = Math.max(0, at - state.at) / 1000;
+    // A smaller counter means the meter was reset: nothing to charge.
+    const read = Math.max(0, bytesRead - state.bytesRead);
+    state.level = Math.min(capacity, state.level + refill * seconds) - read;
+    state.bytesRead = bytesRead;
+    state.at = Math.max(state.at, at);
+    if (state.level < 0) state.over = true;
+    else if (state.over && state.level >= capacity * this.resumeFraction) state.over = false;
+    const refusedUntil = state.over ? state.at + Math.ceil(((capacity * this.resumeFraction - state.level) / refill) * 1000) : null;
+    return { ...state, capacity, refillPerSecond: refill, refusedUntil };
+  }
+
+  forget(key: string): void {
+    this.buckets.delete(key);
+  }
+}
+
+function validState(s: SourceBudgetState): boolean {
+  return [s.level, s.bytesRead, s.at].every((n) => typeof n === 'number' && Number.isFinite(n)) && typeof s.over === 'boolean';
+}
+
+/** SOURCE_BITRATE_WINDOW_SECONDS and SOURCE_BITRATE_TOLERANCE, checked. */
+export function sourceBudgetOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): SourceBudgetOptions {
+  const read = (name: string, min: number, max: number): number | undefined => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    const value = Number(text);
+    if (!Number.isFinite(value) || value < min || value > max) throw new Error(`${name} must be a number from ${min} to ${max}, got ${text}`);
+    return value;
+  };
+  return { windowSeconds: read('SOURCE_BITRATE_WINDOW_SECONDS', 5, 3600), tolerance: read('SOURCE_BITRATE_TOLERANCE', 1, 4) };
+}
