@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { request, startService, type JsonResponse, type Service } from './support/service.js';
+import { cli, copyCatalog, request, startService, type JsonResponse, type Service } from './support/service.js';
 import { buy } from './support/purchase.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
@@ -120,5 +120,24 @@ describe('per-key and per-payer limits', () => {
     assertRefused(refused, 'per_payer_limit_reached', new RegExp(`${payer.toLowerCase()} already pays for 4 live services, the most one address may hold at once \\(4\\)`));
     assert.deepEqual(refused.body.error.details.in_use.payer, { live_services: 4, listener_places: 6 });
     assert.equal(await balance(), before, 'nothing was charged');
+  });
+});
+
+describe('buyer limits in the catalog', () => {
+  test('a wrong limit is reported with file, line and column', async () => {
+    const copy = await copyCatalog();
+    try {
+      const file = join(copy.catalogDir, 'catalog.yaml');
+      const text = await readFile(file, 'utf8');
+      const line = text.split('\n').findIndex((l) => l.includes('per_payer:')) + 1;
+      assert.ok(line > 0);
+      await writeFile(file, text.replace(/per_payer: \{ live_services: \d+/, 'per_payer: { live_services: -1').replace('per_key: {', 'per_key: { listeners: 5,'));
+      const result = await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, new RegExp(`^catalog/catalog\\.yaml:${line}:\\d+: must be >= 0$`, 'm'));
+      assert.match(result.stderr, new RegExp(`^catalog/catalog\\.yaml:${line - 1}:\\d+: listeners is not allowed here$`, 'm'));
+    } finally {
+      await copy.remove();
+    }
   });
 });
