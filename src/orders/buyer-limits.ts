@@ -62,7 +62,7 @@ export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: 
   const held = refusal.code === 'per_payer_limit_reached' && paying ? paying : key;
   const wait = held.nextExpiry ? Math.max(1, Math.ceil((held.nextExpiry.getTime() - Date.now()) / 1000)) : undefined;
   throw new ApiError(429, refusal.code,
-    `${refusal.reason} Nothing was charged. A place comes free when one of these services expires${wait ? ` (the next in ${wait} s, see Retry-After)` : ''}: retry then with a new Idempotency-Key, or order fewer listeners.`,
+    `${refusal.reason} Nothing was charged or stored. A place comes free when one of these services expires${wait ? ` (the next in ${wait} s, see Retry-After)` : ''}: send the request again then (the same Idempotency-Key is fine), or order fewer listeners.`,
     {
       retryable: wait !== undefined,
       ...(wait && { headers: { 'Retry-After': String(wait) } }),
