@@ -62,6 +62,14 @@ function assertRefused(response: JsonResponse, code: string, pattern: RegExp) {
 }
 
 describe('per-key and per-payer limits', () => {
+  test('/availability tells agents the limits', async () => {
+    const availability = await request(service, 'GET', '/availability', { auth: false });
+    assert.deepEqual(availability.body.agent_checkout.buyer_limits, {
+      per_key: { live_services: 2, listener_places: 10 },
+      per_payer: { live_services: 4, listener_places: 100 },
+    });
+  });
+
   test('an expired service gives its place back to the key', { timeout: 120_000 }, async () => {
     const agent = await newAgent();
     const brief = order(1, 0.002);
@@ -109,8 +117,9 @@ describe('per-key and per-payer limits', () => {
     assert.equal(before - await balance(), BigInt(answers.find((a) => a.status === 200)!.body.order.amount.amount_atomic));
   });
 
-  test('the paying address has its own limit across keys: refused once the payment names it, not charged', async () => {
-    // This payer now holds 4 live services (2 + 2 above); a fresh key may still ask, but not pay from this address.
+  test('the paying address has its own limit across keys: the paid order is refused and not charged', async () => {
+    // This payer now holds 4 live services (2 + 2 above); a fresh key may still ask, but not pay from this address:
+    // refused once the payment is verified, before it is settled.
     const agent = await newAgent();
     const key = newKey();
     const required = (await post(agent, order(1), key)).headers.get('payment-required');

@@ -31,10 +31,10 @@ const HOLDING_SQL = {
 
 /**
  * One buyer may not take every stream: the rules of the buyer stage (rules/buyer-limits.json, limits in the catalog
- * settings) compare what an API key, and a paying address, hold with what the order adds. Checked before payment is
- * asked (key), once the payer is known, and with `client` exactly when the order is claimed, under locks per key and
- * per payer, so that two parallel orders cannot both take the last place. Throws 429 per_key_limit_reached or
- * per_payer_limit_reached.
+ * settings) compare what an API key, and a paying address, hold with what the order adds. Checked for the key before
+ * payment is asked, and with `client` for key and payer exactly when the verified payment is claimed, under locks per
+ * key and per payer, so that two parallel orders cannot both take the last place. Throws 429 per_key_limit_reached
+ * or per_payer_limit_reached.
  */
 export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, client?: Client): Promise<void> {
   const settings = snapshot.catalog.settings;

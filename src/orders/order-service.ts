@@ -88,8 +88,6 @@ export class OrderService {
     }
     const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
     if (usedBy) return this.paidBy(usedBy, input, requestHash);
-    const buyer = { apiKeyId: input.apiKeyId, payer: authorization.from };
-    await checkBuyerLimits(this.db, snapshot, buyer, demand);
     const verification = await this.gateway.verify(payload, requirements);
     if (!verification.isValid) {
       // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
@@ -101,6 +99,9 @@ export class OrderService {
         `The payment was refused (${verification.invalidReason ?? 'invalid'}${verification.invalidMessage ? `: ${verification.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
     }
 
+    // The payer's limit is checked when the order is claimed below, once the facilitator vouched for `from`: a forged
+    // `from` must not learn what another address holds.
+    const buyer = { apiKeyId: input.apiKeyId, payer: authorization.from };
     await this.audit.saveSnapshot(snapshot);
     const evaluationId = randomId('ev_', 12);
     const parameters = input.upgradeOf ? priced.output.configuration : (input.request as OrderRequest).parameters ?? {};
