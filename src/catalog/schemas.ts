@@ -2,6 +2,12 @@ const decimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$' };
 const atomicString = { type: 'string', pattern: '^[0-9]+$' };
 const identifier = { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{1,80}$' };
 const bound = { type: 'number' };
+/** What one buyer may hold at once: live services and the listener places they were sold. */
+const buyerLimit = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { live_services: { type: 'integer', minimum: 0 }, listener_places: { type: 'integer', minimum: 0 } },
+};
 
 export const parameterDescriptorSchema = {
   type: 'object',
@@ -127,5 +133,10 @@ export const catalogFileSchema = {
     exchange_rates: { type: 'object', propertyNames: { pattern: '^[A-Z]{3,5}_[A-Z]{3,5}$' }, additionalProperties: decimalString },
     products: { type: 'array', uniqueItems: true, minItems: 1, items: identifier },
     upgrades: { type: 'object', propertyNames: identifier, additionalProperties: { type: 'array', uniqueItems: true, items: identifier } },
+    buyer_limits: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { per_key: buyerLimit, per_payer: buyerLimit },
+    },
   },
 };

@@ -47,7 +47,11 @@ export interface CatalogSettings {
   products: string[];
   /** Upgrade paths: a service of the key's product can become one of the listed products. */
   upgrades?: Record<string, string[]>;
+  /** What one API key, and one paying address, may hold at once (checked by rules of the buyer stage). */
+  buyer_limits?: { per_key?: BuyerLimit; per_payer?: BuyerLimit };
 }
+
+export interface BuyerLimit { live_services?: number; listener_places?: number }
 
 export interface Catalog {
   settings: CatalogSettings;

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { answerClientErrors, API_PREFIX, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
+import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
@@ -85,6 +85,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
     }
 
+    // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped.
+    const connections = new ConnectionCap(Number(process.env.MAX_CONNECTIONS_PER_IP ?? 64), new Set(['127.0.0.1']));
     const app = createApp({
       live,
       keys,
@@ -103,11 +105,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj), credentials: stream.callbackCredentials } }),
       metrics,
       log,
+      connections,
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
     const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, app.callback()).listen(config.port, config.host);
     answerClientErrors(server);
+    connections.watch(server);
     await once(server, 'listening');
     server.requestTimeout = 30_000;
     server.headersTimeout = 10_000;

@@ -17,6 +17,8 @@ import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
 import { rateLimit, type RateLimits } from './rate-limit.js';
+import { closeUnreadBody } from './close-unread-body.js';
+import type { ConnectionCap } from './connection-cap.js';
 import { requestId } from './request-id.js';
 
 export const API_PREFIX = '/api/v1';
@@ -34,6 +36,7 @@ export interface AppDeps {
   media?: MediaLibrary;
   icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
   rateLimits?: RateLimits;
+  connections?: ConnectionCap;
   metrics?: Metrics;
   log?: Logger;
 }
@@ -51,6 +54,7 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = openApiDocument(deps.live.current, deps.version);
   });
   app.use(requestId);
+  app.use(closeUnreadBody);
   if (deps.metrics && deps.log) {
     app.use(deps.metrics.middleware(deps.log));
     const metrics = deps.metrics;
@@ -61,6 +65,7 @@ export function createApp(deps: AppDeps): Koa {
     });
   }
   app.use(errorDocuments(deps.logError));
+  if (deps.connections) app.use(deps.connections.refuse);
   if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());
   if (deps.rateLimits) app.use(rateLimit(deps.rateLimits));
   app.use(router.routes());

@@ -70,7 +70,8 @@ function build(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments
       provider: settings.provider,
       region: settings.region,
       human_checkout: settings.human_checkout,
-      agent_checkout: checkout,
+      // What one API key and one paying address may hold at once, so that an agent can plan before it is refused.
+      agent_checkout: { ...checkout, ...(settings.buyer_limits && { buyer_limits: settings.buyer_limits }) },
       products: availability,
     }),
   };

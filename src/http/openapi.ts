@@ -113,6 +113,7 @@ function build(snapshot: Snapshot, version: string) {
             413: error('Body too large.'),
             415: error('Body is not JSON.'),
             422: error('Invalid order request: error.details lists each problem with a JSON pointer.'),
+            429: error('Too many requests (rate_limited), or this API key (per_key_limit_reached) or paying address (per_payer_limit_reached) already holds as many live services or listener places as one buyer may: nothing was charged; error.details says the limits and what is in use, Retry-After when the next of your services expires.'),
             503: error('Machine payment not configured on this deployment, no free stream slot or listener places (capacity_exhausted: retry later or ask for fewer listeners), or a dependency briefly unavailable (retryable).'),
           },
         },

@@ -7,6 +7,7 @@ import type { LiveSnapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
+import { checkBuyerLimits } from './buyer-limits.js';
 import { crashPoint, pausePoint } from './crash-point.js';
 import { priceOrder, type OrderRequest } from './order-price.js';
 import { priceUpgrade } from './upgrade-price.js';
@@ -70,6 +71,7 @@ export class OrderService {
     const billing = 'billing' in input.request ? input.request.billing : 'one_time';
     const demand = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
     await this.admit(demand);
+    await checkBuyerLimits(this.db, snapshot, { apiKeyId: input.apiKeyId }, demand);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
     const paymentRequired = async (code: string, message: string, status = 402) => {
@@ -114,6 +116,9 @@ export class OrderService {
 
     if (heightAtVerify instanceof Error) throw PaymentGateway.unavailable(heightAtVerify);
     const claimBlock = heightAtVerify > REORG_MARGIN_BLOCKS ? heightAtVerify - REORG_MARGIN_BLOCKS : 0n;
+    // The payer's limit is checked when the order is claimed below, once the facilitator vouched for `from`: a forged
+    // `from` must not learn what another address holds.
+    const buyer = { apiKeyId: input.apiKeyId, payer: authorization.from };
 
     await this.audit.saveSnapshot(snapshot);
     const evaluationId = randomId('ev_', 12);
@@ -144,7 +149,7 @@ export class OrderService {
         payment: payload as unknown as Record<string, unknown>,
         requirements: requirements as unknown as Record<string, unknown>,
       }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
-      (client) => this.admit(demand, client));
+      async (client) => { await this.admit(demand, client); await checkBuyerLimits(this.db, snapshot, buyer, demand, client); });
       this.recentLoad = undefined; // this instance's own sale is seen at once; other instances' within a second
     } catch (e) {
       if ((e as { code?: string }).code === '23505') {

@@ -11,6 +11,8 @@ const baseFacts = {
   product: ['product', 'settings'],
   quote: ['product', 'settings', 'params', 'billing'],
   lifecycle: ['service', 'usage', 'product', 'settings'],
+  // What one buyer already holds (per API key, per paying address) and what an order adds: see src/orders/buyer-limits.ts.
+  buyer: ['product', 'settings', 'demand', 'key', 'payer'],
 };
 type StageName = keyof typeof baseFacts;
 

@@ -14,7 +14,7 @@ export const ruleDocumentSchema = {
   required: ['stage', 'rules'],
   properties: {
     description: { type: 'string' },
-    stage: { enum: ['product', 'quote', 'lifecycle'] },
+    stage: { enum: ['product', 'quote', 'lifecycle', 'buyer'] },
     derived_facts: {
       type: 'array',
       items: {

@@ -16,7 +16,7 @@ export interface RuleSpec {
 
 export interface RuleDocument {
   description?: string;
-  stage: 'product' | 'quote' | 'lifecycle';
+  stage: 'product' | 'quote' | 'lifecycle' | 'buyer';
   derived_facts?: DerivedFactSpec[];
   rules: RuleSpec[];
 }

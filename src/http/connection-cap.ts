@@ -1,0 +1,52 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Context, Next } from 'koa';
+import { ApiError } from '../errors/index.js';
+
+const overCap = Symbol('over the connection cap');
+/** How long a connection over the cap may take to send the request that gets the 429, before it is dropped. */
+const GRACE_MS = 2000;
+
+/**
+ * At most `max` open connections per client address (0: no cap). A connection over the cap gets one answer, 429
+ * too_many_connections with Connection: close, to whatever it asks first, and is closed; one that asks nothing is
+ * dropped after 2 s. Connections from `exempt` addresses (Icecast's callbacks, a local reverse proxy) are not counted.
+ */
+export class ConnectionCap {
+  private readonly open = new Map<string, number>();
+
+  constructor(readonly max: number, private readonly exempt: ReadonlySet<string> = new Set()) {}
+
+  /** Counts the server's connections; call before it accepts any. */
+  watch(server: Server): void {
+    if (this.max <= 0) return;
+    server.prependListener('connection', (socket: Socket) => {
+      const address = plainAddress(socket.remoteAddress);
+      if (!address || this.exempt.has(address)) return;
+      const count = (this.open.get(address) ?? 0) + 1;
+      this.open.set(address, count);
+      socket.once('close', () => {
+        const left = (this.open.get(address) ?? 1) - 1;
+        if (left > 0) this.open.set(address, left);
+        else this.open.delete(address);
+      });
+      if (count > this.max) {
+        (socket as Socket & { [overCap]?: boolean })[overCap] = true;
+        setTimeout(() => socket.destroy(), GRACE_MS).unref();
+      }
+    });
+  }
+
+  /** Koa middleware: answers requests on a connection over the cap (behind the error documents). */
+  readonly refuse = async (ctx: Context, next: Next): Promise<void> => {
+    if (!(ctx.req.socket as Socket & { [overCap]?: boolean })[overCap]) return next();
+    throw new ApiError(429, 'too_many_connections',
+      `This address already has ${this.max} connections open to this service, the most allowed. Reuse an open connection (keep-alive) or close some, then retry.`,
+      { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } });
+  };
+}
+
+/** 203.0.113.5 for ::ffff:203.0.113.5 (an IPv4 client on a dual-stack socket). */
+function plainAddress(address: string | undefined): string | undefined {
+  return address?.startsWith('::ffff:') ? address.slice(7) : address;
+}
