@@ -71,6 +71,7 @@ async function restart(signal: NodeJS.Signals): Promise<void> {
   service = await startService(env, { dataDir: service.dataDir });
 }
 
+const usage = async (id: string) => (await request(service, 'GET', `/services/${id}/usage`)).body.usage;
 const record = async (id: string) => (await request(service, 'GET', `/services/${id}`)).body.service;
 const icecastPort = () => JSON.parse(readFileSync(join(service.dataDir, 'streaming-host.json'), 'utf8')).port as number;
 
@@ -134,8 +135,14 @@ describe('restarts keep paid streams', { skip }, () => {
     assert.ok(another.service_id);
   });
 
-  test('the old Icecast port taken by something else: the addresses move, and work', async () => {
+  test('the old Icecast port taken by something else: the addresses move, and work, and usage counts on', async () => {
+    // The long stream's source has run since the last restart: more than the first seconds after this one could add.
+    const readBefore = await waitFor('usage measured', async () => {
+      const read = (await usage(long.service_id)).bytes.read_from_source;
+      return read >= 80_000 && read;
+    }, 30_000);
     await service.stop('SIGINT');
+    const restartedAt = Date.now();
     const oldPort = icecastPort();
     const blocker: Server = createServer((socket) => socket.destroy());
     await new Promise<void>((resolve, reject) => { blocker.once('error', reject); blocker.listen(oldPort, '127.0.0.1', () => resolve()); });
@@ -149,6 +156,14 @@ describe('restarts keep paid streams', { skip }, () => {
       assert.match(moved.broadcast_url, new RegExp(`@127\\.0\\.0\\.1:${icecastPort()}/`));
       source(moved.broadcast_url);
       (await hears(moved.stream_url)).close();
+      // The meter goes on counting the service at its new address (its state is kept under the host's id).
+      const seen: number[] = [];
+      await waitFor('usage counted on from before the restart', async () => {
+        const u = await usage(long.service_id);
+        if (Date.parse(u.measured_at) > restartedAt) seen.push(u.bytes.read_from_source);
+        return seen.at(-1)! > readBefore;
+      }, 20_000).catch((e) => { throw new Error(`${e.message}: ${readBefore} bytes read before the restart, after: ${seen.join(', ')}`); });
+      assert.ok(Math.min(...seen) >= readBefore, `never counted from zero again: ${seen.join(', ')}`);
     } finally {
       blocker.close();
     }
