@@ -51,10 +51,10 @@ const rounds = Number(args.rounds);
 const writeDocs = args['write-docs'] && !args['no-write-docs'];
 
 /**
- * Past this the load stops and everything is shut down: 230 s for the HTTP and order parts, and for streaming a
- * minute plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
+ * Past this the load stops and everything is shut down: 230 s for the HTTP and order parts, and for streaming two
+ * minutes (one of them for the restart) plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
  */
-const streamingBudgetMs = 60_000 + args['streaming-mounts'].split(',').map(Number).filter((k) => k > 0).reduce((sum, k) => sum + 15_000 + k * 600, 0);
+const streamingBudgetMs = 120_000 + args['streaming-mounts'].split(',').map(Number).filter((k) => k > 0).reduce((sum, k) => sum + 15_000 + k * 600, 0);
 const DEADLINE_MS = 230_000 + (args['no-streaming'] ? 0 : streamingBudgetMs);
 
 const startedAt = Date.now();
@@ -179,7 +179,13 @@ try {
     }
   }
   if (!args['no-streaming']) {
-    await runStreamingSection({ root, service, scratch, signal: abort.signal, log, machine, writeDocs, mounts: args['streaming-mounts'] });
+    const restart = async () => {
+      const { env, dataDir } = service!;
+      await service!.stop('SIGINT');
+      service = await startService(env, { dataDir });
+      return service;
+    };
+    await runStreamingSection({ root, service, scratch, signal: abort.signal, log, machine, writeDocs, mounts: args['streaming-mounts'], restart });
   }
 } catch (e) {
   exitCode = 1;

@@ -23,6 +23,14 @@ export function streamingTables(r: StreamingResults): string {
     '| Mounts | sources admitted | listeners admitted | listeners receiving ≥ 90 % of 8 kB/s | listener kB/s min / median | service | Icecast | PostgreSQL | sources (raw clients, 1 process) | listeners (bench process) | other (anvil, …) |',
     '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...r.points.map(point),
+    ...(r.restart ? [
+      '',
+      `A restart of serve (SIGINT, then started again on the same DATA_DIR) with ${r.restart.mounts} mounts streaming; the sources reconnect to the broadcast URLs bought before it, and a listener probes each listen URL bought before it:`,
+      '',
+      '| Mounts | live before | same URLs in GET /services/{id} after | live after | restart s (stop → answering) | until all back s |',
+      '|--:|--:|--:|--:|--:|--:|',
+      `| ${r.restart.mounts} | ${r.restart.liveBefore} | ${r.restart.sameUrls} | **${r.restart.liveAfter}** | ${r.restart.restartSeconds.toFixed(1)} | ${r.restart.backSeconds.toFixed(1)} |`,
+    ] : []),
   ].join('\n');
 }
 

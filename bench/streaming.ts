@@ -7,6 +7,8 @@
  *  2. Concurrent mounts with listeners: K bought instant-streams, a 64 kbps source on each (raw clients replaying an MP3 at
  *     real-time pace, in a child process: bench/streaming-sources.ts), 5 listeners each, held while the life-cycle worker
  *     runs; CPU and memory of the service, Icecast, PostgreSQL, the sources and the listeners (this process) from /proc.
+ *  3. A restart: sources on the first K mounts, serve stopped (SIGINT) and started again on the same DATA_DIR, the
+ *     sources reconnect to the broadcast URLs bought before it; mounts live before and after, by their listen URLs.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile, readdir } from 'node:fs/promises';
@@ -38,6 +40,8 @@ export interface StreamingOptions {
   sourceSeconds: number;
   /** Mounts cycled in parallel in the second source-admission case. */
   sourceParallel: number;
+  /** Stops the service and starts it again on the same DATA_DIR (part 3); absent: no restart. */
+  restart?: () => Promise<Service>;
 }
 
 export interface CallbackStats { count: number; meanMs: number }
@@ -68,10 +72,22 @@ export interface MountsPoint {
   usage: Record<'service' | 'icecast' | 'postgres' | 'sources' | 'listeners' | 'other', Usage>;
   callbacks: CallbackStats;
 }
+export interface RestartRun {
+  mounts: number;
+  liveBefore: number;
+  /** Services whose GET /services/{id} still shows the stream and broadcast URLs of before the restart. */
+  sameUrls: number;
+  liveAfter: number;
+  /** From the stop signal until the new serve answers. */
+  restartSeconds: number;
+  /** From the new serve answering until the last mount was live again through its old URLs. */
+  backSeconds: number;
+}
 export interface StreamingResults {
   sources: AdmissionRun[];
   listeners: AdmissionRun;
   points: MountsPoint[];
+  restart?: RestartRun;
   icecastVersion: string;
 }
 
@@ -215,7 +231,40 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
       await stopChild();
       await sleep(1500); // mount_remove and listener_remove callbacks
     }
-    return { sources, listeners, points, icecastVersion };
+
+    // ---- 3. a restart -------------------------------------------------------------------------------------------
+    let restart: RestartRun | undefined;
+    if (o.restart) {
+      const k = Math.min(o.points[0] ?? 0, mounts.length);
+      const onRestart = mounts.slice(0, k);
+      o.log(`  restart: ${k} mounts with sources, serve stopped (SIGINT) and started again, sources reconnect to the same URLs`);
+      const feed = async () => {
+        const child = spawn(process.execPath, ['--import', 'tsx', join(o.root, 'bench/streaming-sources.ts'), mp3, String(BYTES_PER_SECOND), ...onRestart.map((m) => m.broadcast_url)],
+          { cwd: o.root, stdio: ['ignore', 'pipe', 'ignore'] });
+        cleanup.push(() => stopProcess(child));
+        await new Promise<void>((resolve) => {
+          child.stdout!.on('data', (d) => { if (/^ready /m.test(String(d))) resolve(); });
+          child.once('exit', () => resolve());
+        });
+        return child;
+      };
+      const liveCount = async () => (await pool(onRestart, 8, (m) => waitLive(m.stream_url, o.signal).then(() => 1, () => 0))).reduce((a: number, b) => a + b, 0);
+      const before = await feed();
+      const liveBefore = await liveCount();
+      const stopped = performance.now();
+      const service = await o.restart();
+      const restartSeconds = (performance.now() - stopped) / 1000;
+      await stopProcess(before);
+      const answering = performance.now();
+      const documents = await pool(onRestart, 8, async (m) => (await (await fetch(`${service.baseUrl}/services/${m.service_id}`, { headers: { authorization: `Bearer ${service.apiKey}` } })).json() as { service?: Bought }).service);
+      const sameUrls = documents.filter((d, i) => d?.stream_url === onRestart[i].stream_url && d?.broadcast_url === onRestart[i].broadcast_url).length;
+      const after = await feed();
+      const liveAfter = await liveCount();
+      restart = { mounts: k, liveBefore, sameUrls, liveAfter, restartSeconds, backSeconds: (performance.now() - answering) / 1000 };
+      o.log(`    live before ${liveBefore} / ${k}, after ${liveAfter} / ${k} (same URLs: ${sameUrls}); restart ${restartSeconds.toFixed(1)} s, all back ${restart.backSeconds.toFixed(1)} s later`);
+      await stopProcess(after);
+    }
+    return { sources, listeners, points, restart, icecastVersion };
   } finally {
     for (const c of cleanup.reverse()) await Promise.resolve(c()).catch(() => undefined);
   }

@@ -13,7 +13,7 @@ import { LiveSnapshot } from '../pricing/index.js';
 import { Metrics } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, ServiceRecords, StreamCapacity } from '../services/index.js';
+import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -125,6 +125,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const { port } = server.address() as AddressInfo;
     baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
     await stream.start(`http://127.0.0.1:${port}${ICECAST_CALLBACK_PREFIX}`);
+    if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
     if (recovery) {
       recovery.start();
       cleanup.push(() => recovery!.stop());
@@ -132,9 +133,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     if (stream.available) {
       const worker = new LifecycleWorker({
         db, live, log, autodj, relays,
-        icecastUrl: () => stream.publicUrl(),
+        hostId: () => stream.hostId(),
         admin: () => stream.admin(),
-        meter: new IcecastUsageMeter(db, () => stream.publicUrl(), () => stream.admin(), () => stream.accessLogPath(), log),
+        // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
+        meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log),
         intervalMs: Number(process.env.LIFECYCLE_INTERVAL_MS ?? 1000),
       });
       worker.start();

@@ -5,6 +5,7 @@ import type { Logger } from '../log/index.js';
 import { IcecastSupervisor, type IcecastAdmin } from '../provisioning/index.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
+import { loadStreamingHost, rememberStreamingHost } from './streaming-host.js';
 
 export interface Streaming {
   available: boolean;
@@ -13,6 +14,8 @@ export interface Streaming {
   limits: { sources: number; listeners: number };
   callbackCredentials: { user: string; password: string };
   publicUrl(): string;
+  /** This Icecast's stable identity (STREAMING_HOST_ID, or kept in DATA_DIR); services belong to it. */
+  hostId(): string;
   admin(): IcecastAdmin | undefined;
   accessLogPath(): string | undefined;
   /** Whether Icecast answers its admin API now. */
@@ -27,6 +30,7 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
   const callbackCredentials = { user: 'icecast', password: randomBytes(18).toString('base64url') };
   const installed = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
   const limits = { sources: positiveInteger(env, 'ICECAST_MAX_SOURCES', 100), listeners: positiveInteger(env, 'ICECAST_MAX_LISTENERS', 5000) };
+  const host = loadStreamingHost(dataDir, env);
   let supervisor: IcecastSupervisor | undefined;
   return {
     available: installed,
@@ -34,6 +38,7 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
     limits,
     callbackCredentials,
     publicUrl: () => env.ICECAST_PUBLIC_URL ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
+    hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
     async health() {
@@ -53,12 +58,19 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
       supervisor = new IcecastSupervisor({
         dataDir: join(dataDir, 'icecast'), callbackBaseUrl, callbackAuth: callbackCredentials,
         maxSources: limits.sources, maxClients: limits.sources + limits.listeners + 50,
+        // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
+        // addresses move with the host (services/streaming-hosts.ts).
+        preferredPort: host.lastPort,
       });
       supervisor.on('exited', (e) => log.warn({ component: 'icecast', ...e }, 'icecast exited'));
       supervisor.on('restarted', (e) => log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'));
       supervisor.on('restartFailed', (err) => log.error({ component: 'icecast', err }, 'icecast could not be restarted'));
       await supervisor.start();
-      log.info({ component: 'icecast', url: supervisor.baseUrl }, 'icecast started');
+      rememberStreamingHost(dataDir, host.id, supervisor.port);
+      if (host.lastPort && host.lastPort !== supervisor.port) {
+        log.warn({ component: 'icecast', port: supervisor.port, previous_port: host.lastPort }, 'the previous icecast port is taken; service addresses move to the new one');
+      }
+      log.info({ component: 'icecast', url: supervisor.baseUrl, host_id: host.id }, 'icecast started');
     },
     async stop() {
       await supervisor?.stop();

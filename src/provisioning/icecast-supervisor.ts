@@ -20,6 +20,8 @@ export interface IcecastSupervisorOptions {
   host?: string;
   /** Default: a free loopback port, kept across restarts. */
   port?: number;
+  /** Without `port`: tried first when it is free (e.g. the port of the previous run), else a free port. */
+  preferredPort?: number;
   maxClients?: number;
   maxSources?: number;
   /** Raised as far as the hard limit allows; every listener and source is a file descriptor. */
@@ -125,7 +127,8 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   // A free port can be taken between our probe and Icecast's bind: then Icecast exits and we pick another.
   private async launchOnSomePort(): Promise<IcecastStartedEvent> {
     for (let attempt = 1; ; attempt++) {
-      this.currentPort = this.options.port ?? (await freePort(this.host));
+      const preferred = attempt === 1 ? this.options.preferredPort : undefined;
+      this.currentPort = this.options.port ?? (preferred && (await isFree(this.host, preferred)) ? preferred : await freePort(this.host));
       this.adminClient = new IcecastAdmin({ baseUrl: this.baseUrl, user: this.adminUser, password: this.adminPassword });
       await this.writeConfig();
       try {
@@ -262,6 +265,16 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     await this.childExited;
     clearTimeout(escalate);
   }
+}
+
+async function isFree(host: string, port: number): Promise<boolean> {
+  const server = createServer();
+  const bound = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => resolve(true));
+  });
+  if (bound) await new Promise((resolve) => server.close(resolve));
+  return bound;
 }
 
 async function freePort(host: string): Promise<number> {

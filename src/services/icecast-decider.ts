@@ -47,7 +47,15 @@ export class IcecastDecider implements MountDecider {
       if (!service) return refuse('no active stream on this mount');
       const max = listenerCapOf((service as ServiceRow).limits);
       const { rows: [{ count }] } = await client.query('SELECT count(*)::int AS count FROM listeners WHERE service_id = $1', [service.id]);
-      if (count >= max) return refuse(`this stream is full (${max} listeners)`);
+      if (count >= max) {
+        const places = `${max} listener${max === 1 ? '' : 's'}`;
+        // The owner sees refusals in GET /services/{id}/usage (one event a minute, however many are refused).
+        await client.query(
+          `INSERT INTO service_events (service_id, kind, code, reason) SELECT $1, 'enforce', 'listener_limit_reached', $2
+           WHERE NOT EXISTS (SELECT 1 FROM service_events WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
+          [service.id, `A listener was refused: the stream was bought for ${places} and all are connected. An upgrade with more listeners raises the limit.`]);
+        return refuse(`Listener limit reached: this stream was bought for ${places} and all are connected; try again when one leaves`);
+      }
       await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);
       const expiresAt = (service as ServiceRow).expires_at;
       return { accept: true, ...(expiresAt && { timeLimitSeconds: Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000)) }) };

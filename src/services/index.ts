@@ -6,3 +6,4 @@ export { IcecastUsageMeter } from './icecast-usage-meter.js';
 export { AutoDjManager, AUTODJ_USER } from './autodj-manager.js';
 export { RelayManager, RELAY_USER } from './relay-manager.js';
 export { StreamCapacity, type StreamLoad } from './stream-capacity.js';
+export { registerStreamingHost } from './streaming-hosts.js';

@@ -33,7 +33,8 @@ export interface AutoDjControl {
 export interface LifecycleDeps {
   db: Database;
   live: LiveSnapshot;
-  icecastUrl: () => string;
+  /** The streaming host whose services this worker runs (stable across restarts and address changes). */
+  hostId: () => string;
   admin: () => IcecastAdmin | undefined;
   meter: UsageMeter;
   autodj?: AutoDjControl;
@@ -78,7 +79,7 @@ export class LifecycleWorker {
     if (!(await this.lead())) return [];
     const fresh = await this.deps.meter.poll();
     const services = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE icecast_url = $1 AND status IN ('active', 'suspended')", [this.deps.icecastUrl()]);
+      "SELECT * FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')", [this.deps.hostId()]);
     const done: { service: string; decision: ServiceDecision }[] = [];
     if (fresh) await this.reconcileListeners(services);
     for (const service of services) {
@@ -99,7 +100,7 @@ export class LifecycleWorker {
     }
     if (fresh) await this.finalUsage();
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE icecast_url = $1 AND status = 'active'", [this.deps.icecastUrl()]) : services.filter((s) => s.status === 'active');
+      "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
     await this.deps.relays?.sync(stillActive);
     return done;
@@ -137,7 +138,7 @@ export class LifecycleWorker {
   private async lead(): Promise<boolean> {
     if (this.leaderConnection) return true;
     const connection = await this.deps.db.dedicated();
-    const { rows: [{ locked }] } = await connection.query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [this.deps.icecastUrl()]);
+    const { rows: [{ locked }] } = await connection.query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [this.deps.hostId()]);
     if (!locked) {
       connection.release();
       return false;

@@ -50,38 +50,86 @@ export class RelayManager {
     this.running.set(service.id, relay);
   }
 
-  /** Connect, pump until the upstream or the mount ends, wait, connect again — until stopped. */
+  /**
+   * Connect, pump until the upstream or the mount ends, wait, connect again — until stopped. A session that fails or
+   * ends quickly (an upstream that answers with undecodable bytes, refuses, or is not allowed) doubles the wait, from
+   * 1 s up to 5 min; the reason is shown in the service record until a session runs well again.
+   */
   private async loop(service: ServiceRow, relay: Relay): Promise<void> {
     // The relay product's fulfillment names public_http_https_only, the one policy there is.
     const policy = policies.public_http_https_only();
-    let delay = 500;
+    const url = String(service.limits.source_stream_url);
+    let failures = 0;
+    let shown: string | undefined;
     while (!relay.stopped) {
+      let problem: string | undefined;
+      let refused = false;
+      const began = Date.now();
       try {
-        const upstream = await safeGet(String(service.limits.source_stream_url), policy);
-        if ((upstream.statusCode ?? 0) >= 300) throw new Error(`the upstream answered ${upstream.statusCode}`);
+        const upstream = await safeGet(url, policy);
+        if ((upstream.statusCode ?? 0) >= 300) {
+          upstream.destroy();
+          throw new Error(`the upstream answered HTTP ${upstream.statusCode}`);
+        }
         const base = new URL(this.icecastUrl());
         const target = `icecast://${RELAY_USER}:${encodeURIComponent(service.source_password)}@${base.host}${service.mount}`;
         const encoder = spawn('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', 'pipe:0', '-vn', ...mp3EncoderArgs(Number(service.limits.bitrate_kbps ?? 128)),
           '-content_type', 'audio/mpeg', '-f', 'mp3', target], { stdio: ['pipe', 'ignore', 'pipe'] });
         relay.encoder = encoder;
+        let errors = '';
+        encoder.stderr!.on('data', (chunk: Buffer) => { errors = (errors + chunk.toString()).slice(-400); });
         upstream.pipe(encoder.stdin!);
         encoder.stdin!.on('error', () => upstream.destroy());
         this.log.info({ service_id: service.id }, 'relay connected');
-        await new Promise<void>((resolve) => encoder.on('exit', () => resolve()));
+        const code = await new Promise<number | null>((resolve) => encoder.on('exit', (exitCode) => resolve(exitCode)));
         upstream.destroy();
-        delay = 500;
+        if (Date.now() - began < HEALTHY_SESSION_MS) {
+          const said = lastLine(errors);
+          problem = code === 0
+            ? 'the upstream ended its stream within seconds'
+            : `its audio could not be decoded or relayed${said ? ` (ffmpeg: ${said})` : ''}`;
+        }
       } catch (err) {
-        const refused = err instanceof RefusedUrl;
-        this.log.warn({ service_id: service.id, err }, refused ? 'relay upstream refused by the URL policy' : 'relay upstream failed');
+        refused = err instanceof RefusedUrl;
+        problem = (err as Error).message;
         if (refused) {
           await this.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)',
-            [service.id, 'enforce', 'relay_url_refused', (err as Error).message]).catch(() => {});
-          delay = 30_000;
+            [service.id, 'enforce', 'relay_url_refused', problem]).catch(() => {});
         }
       }
       if (relay.stopped) break;
+      failures = problem ? failures + 1 : 0;
+      const delay = problem ? Math.max(refused ? 30_000 : 0, Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))) : FIRST_RETRY_MS;
+      if (problem) {
+        this.log.warn({ service_id: service.id, problem, retry_in_ms: delay }, refused ? 'relay upstream refused by the URL policy' : 'relay upstream failed');
+        shown = `The relay could not use ${url}: ${problem}. Retrying in ${Math.round(delay / 1000)} s (attempt ${failures}; the wait doubles up to ${MAX_RETRY_MS / 60_000} min while it keeps failing).`;
+        await this.showReason(service.id, shown, failures === 1);
+      } else if (shown) {
+        await this.db.query('UPDATE services SET status_reason = NULL, updated_at = now() WHERE id = $1 AND status_reason = $2', [service.id, shown]).catch(() => {});
+        shown = undefined;
+      }
       await sleep(delay, undefined, { signal: relay.abort.signal }).catch(() => {});
-      delay = Math.min(delay * 2, 30_000);
     }
   }
+
+  /** The reason in the service record (GET /services/{id}); the first failure of a run also goes to its events. */
+  private async showReason(serviceId: string, reason: string, firstFailure: boolean): Promise<void> {
+    try {
+      await this.db.query("UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1 AND status = 'active'", [serviceId, reason]);
+      if (firstFailure) {
+        await this.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [serviceId, 'enforce', 'relay_upstream_failed', reason]);
+      }
+    } catch (err) {
+      this.log.warn({ service_id: serviceId, err }, 'could not record the relay failure');
+    }
+  }
+}
+
+/** A relay session that lasted this long was working: the next retry is quick again. */
+const HEALTHY_SESSION_MS = 30_000;
+const FIRST_RETRY_MS = 1000;
+const MAX_RETRY_MS = 5 * 60_000;
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').pop()?.replace(/[^\x20-\x7e]/g, ' ').trim().slice(0, 160) ?? '';
 }

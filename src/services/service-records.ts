@@ -15,6 +15,10 @@ export interface ServiceRow {
   limits: Record<string, unknown>;
   expires_at: Date | null;
   icecast_url: string | null;
+  /** The streaming host (one Icecast) the service belongs to, by its stable id. */
+  host_id: string | null;
+  /** That host's current public address, joined in when the row is read. */
+  host_url?: string | null;
   status_reason: string | null;
   usage: Record<string, unknown>;
   playlist: string[] | null;
@@ -36,7 +40,13 @@ export interface ServiceDocument {
 export interface StreamingEndpoint {
   /** Where listeners and encoders reach Icecast, e.g. http://127.0.0.1:8000 */
   publicUrl(): string;
+  /** This Icecast's stable identity; its services keep it when its address changes. */
+  hostId(): string;
 }
+
+/** A service row with its host's current public address (the address its URLs are derived from). */
+const WITH_HOST_URL = 's.*, h.public_url AS host_url FROM services s LEFT JOIN streaming_hosts h ON h.id = s.host_id';
+const RETURNING_WITH_HOST_URL = 'RETURNING *, (SELECT public_url FROM streaming_hosts h WHERE h.id = services.host_id) AS host_url';
 
 /** How many listeners a service was sold, whichever way its product names it. */
 export function listenerCapOf(limits: Record<string, unknown>): number {
@@ -52,23 +62,23 @@ export class ServiceRecords {
     const id = randomId('svc_');
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const inserted = await client.query(
-      `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at, icecast_url, playlist, shuffle)
-       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8, $9, $10, $11) ON CONFLICT (order_id) DO NOTHING RETURNING *`,
+      `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at, icecast_url, playlist, shuffle, host_id)
+       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (order_id) DO NOTHING ${RETURNING_WITH_HOST_URL}`,
       [id, order.id, order.api_key_id, order.product_id, mount, randomBytes(18).toString('base64url'), limits, expiresAt,
-        this.streaming.publicUrl(), JSON.stringify(playlistOf(limits)), limits.shuffle === true]);
+        this.streaming.publicUrl(), JSON.stringify(playlistOf(limits)), limits.shuffle === true, this.streaming.hostId()]);
     if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;
-    return (await client.query('SELECT * FROM services WHERE order_id = $1', [order.id])).rows[0] as ServiceRow;
+    return (await client.query(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [order.id])).rows[0] as ServiceRow;
   }
 
   /** The service if it belongs to this API key; another key's service is indistinguishable from none. */
   async owned(apiKeyId: string, serviceId: string): Promise<ServiceRow | undefined> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE id = $1 AND api_key_id = $2', [serviceId, apiKeyId]);
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.id = $1 AND s.api_key_id = $2`, [serviceId, apiKeyId]);
     return row;
   }
 
   async setPlaylist(serviceId: string, playlist: string[], shuffle: boolean): Promise<ServiceRow> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
-      'UPDATE services SET playlist = $2, shuffle = $3, updated_at = now() WHERE id = $1 RETURNING *', [serviceId, JSON.stringify(playlist), shuffle]);
+      `UPDATE services SET playlist = $2, shuffle = $3, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`, [serviceId, JSON.stringify(playlist), shuffle]);
     return row;
   }
 
@@ -119,7 +129,7 @@ export class ServiceRecords {
   }
 
   async byId(serviceId: string): Promise<ServiceRow | undefined> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE id = $1', [serviceId]);
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.id = $1`, [serviceId]);
     return row;
   }
 
@@ -134,19 +144,19 @@ export class ServiceRecords {
     const { rows: [after] } = await client.query(
       `UPDATE services SET product_id = $2, limits = $3, status = 'active', status_reason = $4,
          transfer_offset_bytes = coalesce((usage->>'bytes_sent')::bigint, 0), updated_at = now()
-       WHERE id = $1 RETURNING *`, [serviceId, productId, limits, reason]);
+       WHERE id = $1 ${RETURNING_WITH_HOST_URL}`, [serviceId, productId, limits, reason]);
     await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
       [serviceId, 'upgrade', (before as ServiceRow).status, 'active', reason]);
     return after as ServiceRow;
   }
 
   async forOrder(orderId: string): Promise<ServiceRow | undefined> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE order_id = $1', [orderId]);
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [orderId]);
     return row;
   }
 
   document(service: ServiceRow): ServiceDocument {
-    const base = new URL(service.icecast_url ?? this.streaming.publicUrl());
+    const base = new URL(service.host_url ?? service.icecast_url ?? this.streaming.publicUrl());
     const credentials = `${encodeURIComponent(service.source_user)}:${encodeURIComponent(service.source_password)}`;
     return {
       service_id: service.id,

@@ -18,14 +18,14 @@ export class StreamCapacity {
 
   /** Admissions to this Icecast wait for each other until the caller's transaction ends. */
   async lock(client: Client): Promise<void> {
-    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [this.streaming.publicUrl()]);
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [this.streaming.hostId()]);
   }
 
   /** The services on this Icecast that may still stream: one source each, and the listener places they were sold. */
   async inUse(client?: Client): Promise<StreamLoad> {
-    const sql = `SELECT limits FROM services WHERE icecast_url = $1 AND status IN ('pending', 'provisioning', 'active', 'suspended')
+    const sql = `SELECT limits FROM services WHERE host_id = $1 AND status IN ('pending', 'provisioning', 'active', 'suspended')
                  AND (expires_at IS NULL OR expires_at > now())`;
-    const params = [this.streaming.publicUrl()];
+    const params = [this.streaming.hostId()];
     const rows = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{ limits: Record<string, unknown> }>;
     return { sources: rows.length, listeners: rows.reduce((sum, r) => sum + listenerCapOf(r.limits), 0) };
   }

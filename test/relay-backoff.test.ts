@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buy } from './support/purchase.js';
+import { copyCatalog, request, startService, type Service } from './support/service.js';
+import { waitFor } from './support/streaming.js';
+import { TestWallet } from './support/wallet.js';
+
+// A relay whose upstream answers 200 with bytes that are not audio is retried with a doubling wait, not twice a
+// second forever, and the service record says why it is not streaming.
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+
+let service: Service;
+let catalog: Awaited<ReturnType<typeof copyCatalog>>;
+
+before(async () => {
+  if (skip) return;
+  catalog = await copyCatalog();
+  const file = join(catalog.catalogDir, 'products/streaming-boost-relay.yaml');
+  const text = await readFile(file, 'utf8');
+  // The same edits as test/ssrf.test.ts: the relay product made orderable by agents.
+  await writeFile(file, text
+    .replace('status: pending\npricing_status: pending', 'status: ready\npricing_status: approved')
+    .replace('orderable: { human: false, agent: false }', 'orderable: { human: false, agent: true }')
+    .replace(/pricing:\n  basis: quote\n  model: granular\n  currency: USDC\n  decimals: 6\n  pricing_status: pending/, 'pricing:\n  basis: quote\n  model: formula\n  currency: USDC\n  decimals: 6\n  base_atomic: "250000"\n  per_hour_atomic: "20000"\n  per_gb_atomic: "15000"\n  pricing_status: approved\n  quote_ttl_seconds: 300')
+    .replace('listeners: { type: integer, required: true }', 'listeners: { type: integer, required: true, minimum: 1, maximum: 50 }')
+    .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'));
+  // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
+  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2', LIFECYCLE_INTERVAL_MS: '250' });
+});
+after(async () => {
+  await service?.stop();
+  await catalog?.remove();
+});
+
+describe('relay upstream that is not audio', { skip }, () => {
+  test('is re-fetched with a doubling wait, and the service record says why', async () => {
+    const fetchedAt: number[] = [];
+    const garbage = Buffer.from('this is not audio, just text that no decoder accepts\n'.repeat(2000));
+    const upstream = http.createServer((_req, res) => {
+      fetchedAt.push(Date.now());
+      res.writeHead(200, { 'content-type': 'audio/mpeg' });
+      res.end(garbage);
+    }).listen(0, '127.0.0.2');
+    await once(upstream, 'listening');
+    try {
+      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const url = `http://127.0.0.2:${(upstream.address() as AddressInfo).port}/live.mp3`;
+      const bought = await buy(service, wallet, { product_id: 'streaming-boost-relay', email: 'r@example.com', station_name: 'Relay', parameters: { duration_hours: 1, listeners: 5, bitrate_kbps: 64, source_stream_url: url } });
+      assert.equal(bought.status, 200, JSON.stringify(bought.body));
+      const id = bought.body.service.service_id;
+
+      await waitFor('the first fetch', () => fetchedAt.length > 0, 20_000);
+      await sleep(20_000);
+      // Waits of 1, 2, 4, 8 s: about five fetches in 20 s (without backoff it was about two a second).
+      const within = fetchedAt.filter((t) => t - fetchedAt[0] <= 20_000).length;
+      assert.ok(within >= 3 && within <= 7, `${within} fetches in the first 20 s: ${fetchedAt.map((t) => t - fetchedAt[0]).join(', ')} ms`);
+      const gaps = fetchedAt.slice(1).map((t, i) => t - fetchedAt[i]);
+      assert.ok(gaps.at(-1)! > gaps[0] * 2, `the wait grows: gaps ${gaps.join(', ')} ms`);
+
+      const record = (await request(service, 'GET', `/services/${id}`)).body;
+      assert.equal(record.service.status, 'active');
+      assert.match(record.status_reason, /The relay could not use http:\/\/127\.0\.0\.2:\d+\/live\.mp3: its audio could not be decoded/);
+      assert.match(record.status_reason, /Retrying in \d+ s \(attempt \d+; the wait doubles up to 5 min/);
+      const events = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.events;
+      assert.equal(events.filter((e: any) => e.code === 'relay_upstream_failed').length, 1, 'one event for the run of failures, not one per retry');
+    } finally {
+      upstream.close();
+      upstream.closeAllConnections();
+    }
+  });
+});

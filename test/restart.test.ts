@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buy } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { shortLivedCatalog } from './support/short-catalog.js';
+import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { TestWallet } from './support/wallet.js';
+
+// Paid streams outlive restarts of serve: a service belongs to its streaming host by the host's id, its addresses
+// follow the host's current address, and the life-cycle worker and the capacity count still cover it.
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+
+let service: Service;
+let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
+let env: Record<string, string>;
+const processes: ChildProcess[] = [];
+const listeners: Listener[] = [];
+
+before(async () => {
+  if (skip) return;
+  catalog = await shortLivedCatalog();
+  env = { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250', ICECAST_MAX_SOURCES: '2' };
+  service = await startService(env);
+});
+after(async () => {
+  for (const l of listeners) l.close();
+  for (const p of processes) p.kill('SIGKILL');
+  await service?.stop();
+  await catalog?.remove();
+});
+
+async function wallet(): Promise<TestWallet> {
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  return new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+}
+
+interface Bought { service_id: string; stream_url: string; broadcast_url: string; expires_at: string }
+
+async function stream(durationHours: number): Promise<Bought> {
+  const r = await buy(service, await wallet(), { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Restart FM', parameters: { duration_hours: durationHours, max_listeners: 2, bitrate_kbps: 64 } });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.service;
+}
+
+function source(url: string): ChildProcess {
+  const child = startFfmpegSource(url);
+  processes.push(child);
+  return child;
+}
+
+/** A listener that gets audio from this URL (the source may take a moment to connect). */
+async function hears(url: string): Promise<Listener> {
+  const listener = await waitFor(`audio on ${url}`, async () => {
+    const l = await connectListener(url).catch(() => undefined);
+    if (l?.status === 200) return l;
+    l?.close();
+    return undefined;
+  }, 30_000);
+  listeners.push(listener);
+  await waitFor('MPEG frames', () => hasMpegFrame(listener.received()), 15_000);
+  return listener;
+}
+
+async function restart(signal: NodeJS.Signals): Promise<void> {
+  await service.stop(signal);
+  service = await startService(env, { dataDir: service.dataDir });
+}
+
+const usage = async (id: string) => (await request(service, 'GET', `/services/${id}/usage`)).body.usage;
+const record = async (id: string) => (await request(service, 'GET', `/services/${id}`)).body.service;
+const icecastPort = () => JSON.parse(readFileSync(join(service.dataDir, 'streaming-host.json'), 'utf8')).port as number;
+
+/** The programs (by name) of the processes whose command line mentions this directory: an orphan would. */
+function programsUsing(dir: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (args.some((a) => a.includes(dir))) found.push(args[0].split('/').pop()!);
+    } catch { /* gone */ }
+  }
+  return found.sort();
+}
+
+describe('restarts keep paid streams', { skip }, () => {
+  let long: Bought;
+
+  test('SIGINT: the same broadcast and listen URLs work again', async () => {
+    long = await stream(0.2);
+    const first = source(long.broadcast_url);
+    (await hears(long.stream_url)).close();
+    await restart('SIGINT');
+    await exitOf(first, 15_000).catch(() => first.kill('SIGKILL'));
+    const after = await record(long.service_id);
+    assert.equal(after.stream_url, long.stream_url);
+    assert.equal(after.broadcast_url, long.broadcast_url);
+    source(long.broadcast_url);
+    (await hears(long.stream_url)).close();
+  });
+
+  test('SIGKILL: no orphan is left running, the URLs work again, and expiry still cuts', async () => {
+    const short = await stream(0.02);
+    const pgPid = Number((await readFile(join(service.dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    await restart('SIGKILL');
+    assert.throws(() => process.kill(pgPid, 0), 'the PostgreSQL of the killed serve was stopped');
+    assert.match(service.output(), /stopped the PostgreSQL left running/);
+    const programs = programsUsing(service.dataDir);
+    for (const name of ['icecast2', 'anvil', 'postgres']) assert.equal(programs.filter((p) => p === name).length, 1, `one ${name}, the new one: ${programs.join(', ')}`);
+
+    source(long.broadcast_url);
+    (await hears(long.stream_url)).close();
+    const encoder = source(short.broadcast_url);
+    const listener = await hears(short.stream_url);
+    const untilExpiry = Date.parse(short.expires_at) - Date.now();
+    assert.ok(untilExpiry > 0, `the short stream expired during the restart (${untilExpiry} ms): give it more time`);
+    assert.notEqual(await exitOf(encoder, untilExpiry + 15_000), null, 'the source was cut at expiry');
+    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 15_000))]);
+    assert.equal((await record(short.service_id)).status, 'expired');
+  });
+
+  test('the capacity count still covers the services of before the restart', async () => {
+    // ICECAST_MAX_SOURCES=2: the long stream and one more fit; the expired one gave its slot back.
+    const another = await stream(0.2);
+    const refused = await request(service, 'POST', '/orders', {
+      headers: { 'idempotency-key': `restart-${process.pid}` },
+      body: { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Full FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } },
+    });
+    assert.equal(refused.status, 503, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'capacity_exhausted');
+    assert.ok(another.service_id);
+  });
+
+  test('the old Icecast port taken by something else: the addresses move, and work, and usage counts on', async () => {
+    // The long stream's source has run since the last restart: more than the first seconds after this one could add.
+    const readBefore = await waitFor('usage measured', async () => {
+      const read = (await usage(long.service_id)).bytes.read_from_source;
+      return read >= 80_000 && read;
+    }, 30_000);
+    await service.stop('SIGINT');
+    const restartedAt = Date.now();
+    const oldPort = icecastPort();
+    const blocker: Server = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => { blocker.once('error', reject); blocker.listen(oldPort, '127.0.0.1', () => resolve()); });
+    try {
+      service = await startService(env, { dataDir: service.dataDir });
+      const moved = await record(long.service_id);
+      assert.notEqual(icecastPort(), oldPort);
+      assert.equal(new URL(moved.stream_url).port, String(icecastPort()));
+      assert.notEqual(moved.stream_url, long.stream_url);
+      assert.equal(new URL(moved.stream_url).pathname, new URL(long.stream_url).pathname, 'same mount');
+      assert.match(moved.broadcast_url, new RegExp(`@127\\.0\\.0\\.1:${icecastPort()}/`));
+      source(moved.broadcast_url);
+      (await hears(moved.stream_url)).close();
+      // The meter goes on counting the service at its new address (its state is kept under the host's id).
+      const seen: number[] = [];
+      await waitFor('usage counted on from before the restart', async () => {
+        const u = await usage(long.service_id);
+        if (Date.parse(u.measured_at) > restartedAt) seen.push(u.bytes.read_from_source);
+        return seen.at(-1)! > readBefore;
+      }, 20_000).catch((e) => { throw new Error(`${e.message}: ${readBefore} bytes read before the restart, after: ${[...new Set(seen)].join(', ')}`); });
+      assert.ok(Math.min(...seen) >= readBefore, `never counted from zero again: ${[...new Set(seen)].join(', ')}`);
+    } finally {
+      blocker.close();
+    }
+  });
+});
+
+describe('an orphan PostgreSQL is stopped only if it really is one', { skip }, () => {
+  test('a postmaster.pid naming another live process: that process is left alone, serve starts', async () => {
+    await service.stop('SIGINT');
+    const stranger = spawn('sleep', ['600'], { stdio: 'ignore' });
+    processes.push(stranger);
+    const pidFile = join(service.dataDir, 'pg', 'postmaster.pid');
+    await writeFile(pidFile, `${stranger.pid}\n${join(service.dataDir, 'pg')}\n`);
+    service = await startService(env, { dataDir: service.dataDir });
+    assert.equal(stranger.exitCode, null);
+    assert.equal(stranger.signalCode, null, 'the stranger was not signalled');
+    process.kill(stranger.pid!, 0);
+    assert.equal((await request(service, 'GET', '/health')).status, 200);
+  });
+});
