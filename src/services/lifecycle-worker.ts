@@ -112,7 +112,7 @@ export class LifecycleWorker {
    */
   private async finalUsage(): Promise<void> {
     const ended = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE icecast_url = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'", [this.deps.icecastUrl()]);
+      "SELECT * FROM services WHERE host_id = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'", [this.deps.hostId()]);
     for (const service of ended) {
       const usage = this.deps.meter.usage(service);
       if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFactsOf(service, usage)]);
