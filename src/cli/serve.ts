@@ -57,7 +57,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.on('rejected', (diagnostics: Diagnostic[]) => {
       log.warn({ errors: diagnostics.map(formatDiagnostic) }, 'catalog edit rejected; still serving the last good version');
     });
-    live.watch();
+    live.watch({ checkIntervalMs: Number(process.env.CATALOG_CHECK_INTERVAL_MS ?? 500) });
 
     const keys = new ApiKeys(db);
     const pay = await payments({ production: config.production, dataDir: config.dataDir, log });
