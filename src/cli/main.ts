@@ -47,6 +47,7 @@ const commands: Record<string, Command> = {
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     const service = await serve(config, log);
     print(`serving on ${service.baseUrl}`);
+    print(`metrics on ${service.metricsUrl}`);
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
         log.info({ signal }, 'stopping');

@@ -28,6 +28,8 @@ export interface AppDeps {
   checkout: CheckoutStatus;
   version: string;
   checkHealth: () => Promise<HealthReport>;
+  /** The API's public address (…/api/v1): PUBLIC_BASE_URL or the listen address, never the request's Host header. */
+  publicBaseUrl: () => string;
   logError: ErrorLogger;
   orders?: OrderService;
   services?: ServiceRecords;
@@ -53,12 +55,6 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId);
   if (deps.metrics && deps.log) {
     app.use(deps.metrics.middleware(deps.log));
-    const metrics = deps.metrics;
-    app.use(async (ctx, next) => {
-      if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
-      ctx.type = metrics.registry.contentType;
-      ctx.body = await metrics.registry.metrics();
-    });
   }
   app.use(errorDocuments(deps.logError));
   if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());

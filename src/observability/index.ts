@@ -1,1 +1,2 @@
 export { Metrics } from './metrics.js';
+export { startMetricsServer, type MetricsServer } from './metrics-server.js';
