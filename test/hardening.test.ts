@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { chmod, readdir } from 'node:fs/promises';
 import http from 'node:http';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Metrics } from '../src/observability/index.js';
 import type { Database } from '../src/store/index.js';
-import { request, startService, type Service } from './support/service.js';
+import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader } from './support/wallet.js';
 
 let service: Service;
@@ -104,5 +106,19 @@ describe('a client that aborts its request', () => {
     const lines = service.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
     assert.ok(lines.some((l) => l.level === 'info' && l.status === 499 && l.route === '/api/v1/quotes'), 'an info line with status 499');
     assert.deepEqual(lines.filter((l) => l.level === 'error'), []);
+  });
+});
+
+describe('running as root', { skip: process.getuid?.() !== 0 && 'only root hands PostgreSQL to its own user' }, () => {
+  test('a DATA_DIR under a directory only root can enter stops serve with one sentence that says what to change', async () => {
+    const home = await scratchDir('audio-root-home-');
+    await chmod(home, 0o700);
+    const dataDir = join(home, 'data');
+    const result = await cli(['serve'], { DATA_DIR: dataDir, PORT: '0' });
+    assert.equal(result.code, 1, result.stdout);
+    const [error] = result.stderr.split('\n').filter((l) => l.startsWith('error: '));
+    assert.equal(error, `error: DATA_DIR ${dataDir} is inside ${home} (mode 0700), which the postgres and icecast2 users cannot enter when serve runs as root: set DATA_DIR to a directory outside it (e.g. /var/lib/agent-audio), or allow passing through with "chmod o+x ${home}"`);
+    assert.doesNotMatch(result.stderr, /initdb/);
+    assert.deepEqual(await readdir(dataDir).catch(() => []), [], 'nothing was started in DATA_DIR');
   });
 });
