@@ -95,16 +95,25 @@ export class LiveSnapshot extends EventEmitter {
   }
 
   private async load(): Promise<boolean> {
-    const files = await this.readFiles();
-    if (!files) return false;
-    const hash = snapshotHash(files);
-    this.diskHash = hash;
-    if (hash === this.snapshot.hash) {
-      this.lastDiagnostics = [];
-      return false;
+    let files = await this.readFiles();
+    for (let round = 0; files && round < 5; round++) {
+      const hash = snapshotHash(files);
+      this.diskHash = hash;
+      if (hash === this.snapshot.hash) {
+        this.lastDiagnostics = [];
+        return false;
+      }
+      if (hash === this.rejectedHash) return false;
+      const opened = await openSnapshot(files);
+      // Only content that stayed the same while it was checked is served or reported: not a file caught mid-write.
+      const again = await this.readFiles();
+      if (again && snapshotHash(again) === hash) return this.adopt(hash, opened);
+      files = again;
     }
-    if (hash === this.rejectedHash) return false;
-    const { snapshot, diagnostics } = await openSnapshot(files);
+    return false;
+  }
+
+  private adopt(hash: string, { snapshot, diagnostics }: Awaited<ReturnType<typeof openSnapshot>>): boolean {
     if (!snapshot) {
       this.rejectedHash = hash;
       this.reject(diagnostics);
@@ -123,8 +132,10 @@ export class LiveSnapshot extends EventEmitter {
         return await readSnapshotFiles(this.catalogDir, this.rulesDir);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 3) {
+          const diagnostic = { file: (e as NodeJS.ErrnoException).path ?? this.catalogDir, line: 1, column: 1, message: (e as Error).message };
+          // Checked every interval: report a lasting read error once, not twice a second.
+          if (this.lastDiagnostics[0]?.message !== diagnostic.message) this.reject([diagnostic]);
           this.rejectedHash = undefined;
-          this.reject([{ file: (e as NodeJS.ErrnoException).path ?? this.catalogDir, line: 1, column: 1, message: (e as Error).message }]);
           return undefined;
         }
         await new Promise((resolve) => setTimeout(resolve, 20));
