@@ -107,6 +107,25 @@ describe('a client that aborts its request', () => {
     assert.ok(lines.some((l) => l.level === 'info' && l.status === 499 && l.route === '/api/v1/quotes'), 'an info line with status 499');
     assert.deepEqual(lines.filter((l) => l.level === 'error'), []);
   });
+
+  test('a body the service stops reading (too large, chunked) is still answered, not taken for an abort', async () => {
+    const { hostname, port } = new URL(service.baseUrl);
+    const socket = connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let answer = '';
+    socket.on('data', (d) => { answer += d; });
+    socket.write([
+      'POST /api/v1/quotes HTTP/1.1', `Host: ${hostname}:${port}`, `Authorization: Bearer ${service.apiKey}`,
+      'Content-Type: application/json', 'Transfer-Encoding: chunked', '', '',
+    ].join('\r\n'));
+    const chunk = 'x'.repeat(16 * 1024);
+    for (let i = 0; i < 6 && !answer; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    const deadline = Date.now() + 15_000;
+    while (!answer.includes('}') && Date.now() < deadline) await sleep(50);
+    socket.destroy();
+    assert.match(answer, /^HTTP\/1\.1 413 /);
+    assert.match(answer, /"code":"body_too_large"/);
+  });
 });
 
 describe('running as root', { skip: process.getuid?.() !== 0 && 'only root hands PostgreSQL to its own user' }, () => {

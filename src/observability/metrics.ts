@@ -2,6 +2,7 @@ import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
+import { clientGone } from './client-gone.js';
 
 const CLIENT_CLOSED_REQUEST = 499;
 
@@ -56,7 +57,7 @@ export class Metrics {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
         // 499 (nginx's "client closed request"): the client left before its answer; not a server error.
-        const status = ctx.req.socket.destroyed ? CLIENT_CLOSED_REQUEST : ctx.status;
+        const status = clientGone(ctx.res) ? CLIENT_CLOSED_REQUEST : ctx.status;
         this.requests.inc({ route, method: ctx.method, status });
         this.latency.observe({ route, method: ctx.method }, seconds);
         if (status >= 499 || ctx.state.orderId || ctx.method !== 'GET') {
