@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, readdir } from 'node:fs/promises';
+import { chmod, readdir, readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { Metrics } from '../src/observability/index.js';
 import type { Database } from '../src/store/index.js';
 import { cli, request, scratchDir, startService, type Service } from './support/service.js';
-import { decodePaymentRequiredHeader } from './support/wallet.js';
+import { buy } from './support/purchase.js';
+import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 let service: Service;
 let behindProxy: Service;
@@ -46,10 +47,15 @@ describe('PAYMENT-REQUIRED resource.url', () => {
     assert.equal(decodePaymentRequiredHeader(paymentRequired!).resource.url, `${service.baseUrl}/orders`);
   });
 
-  test('is PUBLIC_BASE_URL when configured', async () => {
+  test('is PUBLIC_BASE_URL when configured, and an agent pays and gets links there', async () => {
     const { status, paymentRequired } = await unpaidOrder(behindProxy, 'evil.example');
     assert.equal(status, 402);
     assert.equal(decodePaymentRequiredHeader(paymentRequired!).resource.url, 'https://audio.example.com/edge/api/v1/orders');
+
+    const dev = JSON.parse(await readFile(join(behindProxy.dataDir, 'dev.json'), 'utf8'));
+    const paid = await buy(behindProxy, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), order);
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.service.endpoints.service, `https://audio.example.com/edge/api/v1/services/${paid.body.service.service_id}`);
   });
 });
 
