@@ -98,7 +98,7 @@ const BYTES_PER_SECOND = 8000; // 64 kbps
 export async function runStreamingBench(o: StreamingOptions): Promise<StreamingResults> {
   const dev = JSON.parse(await readFile(join(o.service.dataDir, 'dev.json'), 'utf8')) as { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-  const origin = new URL(o.service.baseUrl).origin;
+  const origin = new URL(o.service.metricsUrl).origin; // the metrics listener
   const icecastVersion = spawnSync('icecast2', ['-v']).stdout?.toString().trim() || 'icecast2';
   const cleanup: Array<() => void | Promise<unknown>> = [];
   try {

@@ -254,7 +254,7 @@ test('logs carry request and order ids, never secrets; /metrics counts what happ
   assert.match(logs, /"request_id":"req_/);
   const password = new URL(body.service.broadcast_url.replace(/^icecast:/, 'http:')).password;
   for (const secret of [service.apiKey, dev.buyer.private_key, dev.buyer.private_key.slice(2), password]) assert.ok(!logs.includes(secret), 'a secret reached the logs');
-  const metrics = await (await fetch(new URL('/metrics', service.baseUrl))).text();
+  const metrics = await (await fetch(service.metricsUrl)).text();
   assert.match(metrics, /^http_requests_total\{route="\/api\/v1\/orders",method="POST",status="200"\} [1-9]/m);
   assert.match(metrics, /^settlements_total\{result="settled"\} [1-9]/m);
   assert.match(metrics, /^orders\{state="active"\} [1-9]/m);

@@ -23,6 +23,28 @@ describe('URL policy public_http_https_only', () => {
     for (const address of ['8.8.8.8', '93.184.216.34', '1.1.1.1', '2606:4700:4700::1111']) assert.equal(nonPublicAddress(address), undefined, address);
   });
 
+  test('IPv6 forms that embed an IPv4 address are judged by the embedded address', async () => {
+    const loopback = {
+      '::7f00:1': 'IPv4-compatible', '::127.0.0.1': 'IPv4-compatible', '::ffff:0:7f00:1': 'IPv4-translated', '::ffff:0:127.0.0.1': 'IPv4-translated',
+      '::ffff:7f00:1': 'IPv4-mapped', '64:ff9b::7f00:1': 'NAT64', '64:ff9b:1:7f00:0:100::': 'NAT64 (local-use prefix)',
+      '2002:7f00:1::1': '6to4', '2001:0:4136:e378:8000:63bf:80ff:fffe': 'Teredo client',
+    };
+    for (const [address, form] of Object.entries(loopback)) {
+      assert.match(nonPublicAddress(address) ?? '', new RegExp(`embeds the IPv4 address 127\\.0\\.0\\.1 \\(${form.replace(/[()]/g, '\\$&')}\\)`), address);
+    }
+    assert.match(nonPublicAddress('64:ff9b:1::7f00:1') ?? '', /NAT64 \(local-use prefix\)/);
+    assert.match(nonPublicAddress('::a9fe:a9fe') ?? '', /169\.254\.169\.254/);
+    assert.match(nonPublicAddress('2002:a00:1::') ?? '', /10\.0\.0\.1 \(6to4\)/);
+    // Embedding a public address does not make a transition form acceptable.
+    for (const address of ['::808:808', '::ffff:0:808:808', '2002:808:808::1']) assert.ok(nonPublicAddress(address), address);
+    assert.match(nonPublicAddress('::1') ?? '', /not a public address/);
+
+    const policy = publicHttpOnly({ resolve: async () => { throw new Error('no DNS needed'); } });
+    for (const host of ['[::7f00:1]', '[::127.0.0.1]', '[::ffff:0:7f00:1]', '[64:ff9b::127.0.0.1]', '[2002:7f00:1::]']) {
+      assert.match(await policy.refuse(`http://${host}:8000/live`) ?? '', /127\.0\.0\.1/, host);
+    }
+  });
+
   test('scheme, credentials and every resolved address are checked', async () => {
     const dns: Record<string, string[]> = { 'stream.example': ['93.184.216.34'], 'inside.example': ['10.0.0.5'], 'mixed.example': ['93.184.216.34', '127.0.0.1'], 'v6.example': ['::ffff:169.254.169.254'] };
     const policy = publicHttpOnly({ resolve: async (host) => { if (!dns[host]) throw new Error('NXDOMAIN'); return dns[host]; } });

@@ -8,11 +8,15 @@ export interface Config {
   catalogDir: string;
   rulesDir: string;
   production: boolean;
+  /** Where clients reach this service (scheme, host, optional path; without /api/v1), when not the listen address. */
+  publicBaseUrl?: string;
+  /** The Prometheus listener: loopback and a free port unless configured. */
+  metricsHost: string;
+  metricsPort: number;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = Number(env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
+  const port = portNumber('PORT', env.PORT ?? '8080');
   return {
     dataDir: resolve(env.DATA_DIR ?? './data'),
     host: env.HOST ?? '127.0.0.1',
@@ -21,5 +25,24 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     catalogDir: resolve(env.CATALOG_DIR ?? './catalog'),
     rulesDir: resolve(env.RULES_DIR ?? './rules'),
     production: env.AUDIO_API_ENV === 'production',
+    publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
+    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
+    metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
   };
+}
+
+function portNumber(name: string, text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${name} must be a port number, got ${text}`);
+  return port;
+}
+
+function publicBaseUrl(text: string | undefined): string | undefined {
+  if (!text) return undefined;
+  let url: URL | undefined;
+  try { url = new URL(text); } catch { /* reported below */ }
+  if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash || url.username || url.password) {
+    throw new Error(`PUBLIC_BASE_URL must be an http(s) URL without query, fragment or credentials, e.g. https://audio.example.com, got ${text}`);
+  }
+  return url.href.replace(/\/+$/, '');
 }

@@ -20,7 +20,7 @@ const usage = `usage: agent-audio <command>
   audit replay ID|--all      re-evaluate records on their own snapshot; non-zero exit on any mismatch
   audit verify               check the hash chain; non-zero exit if a record was edited or deleted
 
-environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), DATABASE_URL, CATALOG_DIR (./catalog), RULES_DIR (./rules)`;
+environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), PUBLIC_BASE_URL, METRICS_HOST, METRICS_PORT, DATABASE_URL, CATALOG_DIR (./catalog), RULES_DIR (./rules)`;
 
 type Command = (config: Config, args: string[]) => Promise<number>;
 
@@ -47,6 +47,7 @@ const commands: Record<string, Command> = {
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     const service = await serve(config, log);
     print(`serving on ${service.baseUrl}`);
+    print(`metrics on ${service.metricsUrl}`);
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
         log.info({ signal }, 'stopping');

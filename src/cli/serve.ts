@@ -10,7 +10,7 @@ import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLB
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
-import { Metrics } from '../observability/index.js';
+import { Metrics, startMetricsServer } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
@@ -23,6 +23,7 @@ import { serviceVersion } from './version.js';
 
 export interface RunningService {
   baseUrl: string;
+  metricsUrl: string;
   stop(): Promise<void>;
 }
 
@@ -58,7 +59,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.on('rejected', (diagnostics: Diagnostic[]) => {
       log.warn({ errors: diagnostics.map(formatDiagnostic) }, 'catalog edit rejected; still serving the last good version');
     });
-    live.watch();
+    live.watch({ checkIntervalMs: Number(process.env.CATALOG_CHECK_INTERVAL_MS ?? 500) });
 
     const keys = new ApiKeys(db);
     const { privateKey: TEMP_KEY, publicKey: TEMP_PUB } = generateKeyPairSync('ed25519');
@@ -68,8 +69,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     cleanup.push(() => stream.stop());
 
     let baseUrl = '';
+    let publicBaseUrl = '';
     const metrics = new Metrics(db);
-    const services = new ServiceRecords(db, stream, () => baseUrl);
+    const services = new ServiceRecords(db, stream, () => publicBaseUrl);
     const media = new MediaLibrary(db, join(config.dataDir, 'media'));
     const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
     const relays = new RelayManager(db, () => stream.publicUrl(), log);
@@ -93,6 +95,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       quotes: new QuoteService(db, live, audit),
       checkout,
       version: serviceVersion,
+      publicBaseUrl: () => publicBaseUrl,
       checkHealth: async () => ({
         ...(await checkDatabase(db)),
         ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
@@ -122,8 +125,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       setTimeout(() => server.closeAllConnections(), 2000).unref();
     }));
 
+    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort);
+    cleanup.push(() => metricsServer.close());
+
     const { port } = server.address() as AddressInfo;
     baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
+    publicBaseUrl = config.publicBaseUrl ? `${config.publicBaseUrl}${API_PREFIX}` : baseUrl;
     await stream.start(`http://127.0.0.1:${port}${ICECAST_CALLBACK_PREFIX}`);
     if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
     if (recovery) {
@@ -144,8 +151,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     }
     await lock.update({ base_url: baseUrl, ...(pg && { database_url: databaseUrl }) });
     if (!config.production) await writeDevFile(config, keys, { base_url: baseUrl, ...pay.dev });
-    log.info({ base_url: baseUrl, content_hash: live.current.hash }, 'serving');
-    return { baseUrl, stop };
+    log.info({ base_url: baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
+    return { baseUrl, metricsUrl: metricsServer.url, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -30,6 +30,8 @@ export interface AppDeps {
   checkout: CheckoutStatus;
   version: string;
   checkHealth: () => Promise<HealthReport>;
+  /** The API's public address (…/api/v1): PUBLIC_BASE_URL or the listen address, never the request's Host header. */
+  publicBaseUrl: () => string;
   logError: ErrorLogger;
   orders?: OrderService;
   services?: ServiceRecords;
@@ -57,12 +59,6 @@ export function createApp(deps: AppDeps): Koa {
   app.use(closeUnreadBody);
   if (deps.metrics && deps.log) {
     app.use(deps.metrics.middleware(deps.log));
-    const metrics = deps.metrics;
-    app.use(async (ctx, next) => {
-      if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
-      ctx.type = metrics.registry.contentType;
-      ctx.body = await metrics.registry.metrics();
-    });
   }
   app.use(errorDocuments(deps.logError));
   if (deps.connections) app.use(deps.connections.refuse);

@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { formatDiagnostic } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import { discoveryDocuments, type CheckoutStatus } from './discovery-documents.js';
@@ -37,7 +38,10 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
       catalog: {
         catalog_version: snapshot.catalog.settings.catalog_version,
         content_hash: snapshot.hash,
+        disk_content_hash: deps.live.diskHash,
         reload_errors: deps.live.lastDiagnostics.length,
+        errors: deps.live.lastDiagnostics.slice(0, 10).map(formatDiagnostic),
+        last_reload_error: deps.live.lastError ?? null,
       },
       checks,
       links: { openapi: '/api/v1/openapi.json', products: '/api/v1/products', pricing: '/api/v1/pricing', availability: '/api/v1/availability' },

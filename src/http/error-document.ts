@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors/index.js';
+import { clientGone } from '../observability/index.js';
 
 export interface ErrorLogger { (fields: Record<string, unknown>, message: string): void }
 
@@ -11,6 +12,8 @@ export function errorDocuments(logError: ErrorLogger) {
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'route_not_found', `There is no ${ctx.method} ${ctx.path}. GET /api/v1/openapi.json lists every operation.`);
       if ((ctx.status === 405 || ctx.status === 501) && !ctx.state.errorSent) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`);
     } catch (e) {
+      // The client hung up (e.g. mid-body): nobody is left to answer, and it is not our failure (counted as 499).
+      if (clientGone(ctx.res)) return;
       const error = asApiError(e);
       if (!(e instanceof ApiError) && error.status >= 500) logError({ err: e, request_id: ctx.state.requestId, path: ctx.path }, 'request failed');
       sendError(ctx, error);

@@ -15,6 +15,7 @@ export interface OrderRouteDeps {
   checkout: CheckoutStatus;
   /** Absent while machine payment is not configured: POST /orders then answers 503 (spec 5.5). */
   orders?: OrderService;
+  publicBaseUrl: () => string;
 }
 
 export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
@@ -33,7 +34,7 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
       idempotencyKey: idempotency,
       request,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
-      resourceUrl: `${ctx.protocol}://${ctx.host}${ctx.path}`,
+      resourceUrl: `${deps.publicBaseUrl()}/orders`,
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });

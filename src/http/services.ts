@@ -16,6 +16,7 @@ export interface ServiceRouteDeps {
   services?: ServiceRecords;
   media?: MediaLibrary;
   orders?: OrderService;
+  publicBaseUrl: () => string;
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
@@ -53,7 +54,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       request: { upgrade_of: service.id, product_id: productId },
       upgradeOf: service,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
-      resourceUrl: `${ctx.protocol}://${ctx.host}${ctx.path}`,
+      resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);

@@ -2,6 +2,9 @@ import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
+import { clientGone } from './client-gone.js';
+
+const CLIENT_CLOSED_REQUEST = 499;
 
 /** Prometheus metrics of one instance; gauges read from PostgreSQL when scraped, so they are the same on every instance. */
 export class Metrics {
@@ -15,25 +18,30 @@ export class Metrics {
   readonly settlements = new Counter({ name: 'settlements_total', help: 'Settlement attempts by result', labelNames: ['result'], registers: [this.registry] });
   readonly provisioningFailures = new Counter({ name: 'provisioning_failures_total', help: 'Provisioning attempts that failed (retried by recovery)', registers: [this.registry] });
 
-  constructor(db: Database) {
+  /** The gauges below read PostgreSQL; a scrape within gaugeCacheMs of the last one reuses its rows. */
+  constructor(db: Database, gaugeCacheMs = 5000) {
     const registry = this.registry;
+    const count = <T extends Record<string, unknown>>(sql: string) => cached(gaugeCacheMs, () => db.query<T>(sql));
+    const ordersByState = count<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM orders GROUP BY state');
+    const servicesByStatus = count<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM services GROUP BY status');
+    const listeners = count<{ n: number }>('SELECT count(*)::int AS n FROM listeners');
     new Gauge({
       name: 'orders', help: 'Orders by state', labelNames: ['state'], registers: [registry],
       async collect() {
         for (const state of ['settling', 'provisioning', 'active', 'failed']) this.set({ state }, 0);
-        for (const row of await db.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM orders GROUP BY state')) this.set({ state: row.state }, row.n);
+        for (const row of await ordersByState()) this.set({ state: row.state }, row.n);
       },
     });
     new Gauge({
       name: 'services', help: 'Services by status', labelNames: ['status'], registers: [registry],
       async collect() {
-        for (const row of await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM services GROUP BY status')) this.set({ status: row.status }, row.n);
+        for (const row of await servicesByStatus()) this.set({ status: row.status }, row.n);
       },
     });
     new Gauge({
       name: 'icecast_listeners', help: 'Listeners admitted on Icecast mounts', registers: [registry],
       async collect() {
-        const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM listeners');
+        const [row] = await listeners();
         this.set(row.n);
       },
     });
@@ -48,12 +56,28 @@ export class Metrics {
       } finally {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-        this.requests.inc({ route, method: ctx.method, status: ctx.status });
+        // 499 (nginx's "client closed request"): the client left before its answer; not a server error.
+        const status = clientGone(ctx.res) ? CLIENT_CLOSED_REQUEST : ctx.status;
+        this.requests.inc({ route, method: ctx.method, status });
         this.latency.observe({ route, method: ctx.method }, seconds);
-        if (ctx.status >= 500 || ctx.state.orderId || ctx.method !== 'GET') {
-          log.info({ request_id: ctx.state.requestId, method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
+        if (status >= 499 || ctx.state.orderId || ctx.method !== 'GET') {
+          log.info({ request_id: ctx.state.requestId, method: ctx.method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
         }
       }
     };
   }
+}
+
+/** The last result of load for ms milliseconds (a failed load is not kept). */
+function cached<T>(ms: number, load: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!last || performance.now() - last.at > ms) {
+      const value = load();
+      const entry = { at: performance.now(), value };
+      last = entry;
+      value.catch(() => { if (last === entry) last = undefined; });
+    }
+    return last.value;
+  };
 }

@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { readSnapshotFiles, snapshotHash } from './files.js';
+import { readSnapshotFiles, snapshotHash, type SnapshotFiles } from './files.js';
 import { openSnapshot, type Snapshot } from './snapshot.js';
 
 export class CatalogInvalidError extends Error {
@@ -10,18 +11,36 @@ export class CatalogInvalidError extends Error {
   }
 }
 
+/** The most recent rejected edit: where the first error is and when it was seen. */
+export interface ReloadError {
+  location: string;
+  message: string;
+  at: string;
+}
+
 /**
- * The snapshot being served, reloaded when a file under catalog/ or rules/ changes.
+ * The snapshot being served, kept equal to what is on disk under catalog/ and rules/.
+ * File-system events make a reload fast; a periodic content-hash check makes it certain (events are lost when an
+ * editor renames over a file or a whole directory is replaced, and mtimes do not change within the same tick).
  * An invalid edit keeps the last good snapshot and reports its errors. Emits 'reloaded' (snapshot) and 'rejected' (diagnostics).
  */
 export class LiveSnapshot extends EventEmitter {
-  private watchers: FSWatcher[] = [];
-  private timer?: NodeJS.Timeout;
-  private reloading = Promise.resolve();
+  private watchers = new Map<string, { watcher: FSWatcher; inode: number }>();
+  private debounce?: NodeJS.Timeout;
+  private interval?: NodeJS.Timeout;
+  private running = Promise.resolve(false);
+  private queued?: Promise<boolean>;
+  /** Content hash of what was last read from disk (equal to the served hash once converged). */
+  diskHash: string;
+  /** Errors of the content on disk when it cannot be served; empty when what is served is what is on disk. */
   lastDiagnostics: Diagnostic[] = [];
+  lastError?: ReloadError;
+  private rejectedHash?: string;
+  private closed = false;
 
   private constructor(private snapshot: Snapshot, private readonly catalogDir: string, private readonly rulesDir: string) {
     super();
+    this.diskHash = snapshot.hash;
   }
 
   static async open(catalogDir: string, rulesDir: string): Promise<LiveSnapshot> {
@@ -34,36 +53,69 @@ export class LiveSnapshot extends EventEmitter {
     return this.snapshot;
   }
 
-  watch(debounceMs = 150): void {
-    for (const dir of [this.catalogDir, this.rulesDir]) {
-      this.watchers.push(watch(dir, { recursive: true }, () => {
-        clearTimeout(this.timer);
-        this.timer = setTimeout(() => void this.reload(), debounceMs);
-      }));
-    }
+  /** Reloads on file-system events (after debounceMs of quiet) and compares content hashes every checkIntervalMs. */
+  watch({ debounceMs = 50, checkIntervalMs = 500 } = {}): void {
+    const onEvent = () => {
+      clearTimeout(this.debounce);
+      this.debounce = setTimeout(() => void this.reload(), debounceMs);
+    };
+    const rearm = async () => {
+      if (this.closed) return;
+      for (const dir of [this.catalogDir, this.rulesDir]) {
+        // A replaced directory is a new inode: the old watcher would stay silent forever.
+        const inode = await stat(dir).then((s) => s.ino, () => undefined);
+        const existing = this.watchers.get(dir);
+        if (this.closed) return;
+        if (existing && existing.inode === inode) continue;
+        existing?.watcher.close();
+        this.watchers.delete(dir);
+        if (inode === undefined) continue;
+        try {
+          const watcher = watch(dir, { recursive: true }, onEvent);
+          watcher.on('error', () => { watcher.close(); this.watchers.delete(dir); });
+          this.watchers.set(dir, { watcher, inode });
+        } catch { /* the directory vanished meanwhile: the next check tries again */ }
+      }
+    };
+    void rearm();
+    this.interval = setInterval(() => { void rearm(); void this.reload(); }, checkIntervalMs);
+    this.interval.unref();
   }
 
-  /** Reads the files again; returns true when a new snapshot is now served. */
+  /** Reads the files again; returns true when a new snapshot is now served. Calls while one waits share it. */
   reload(): Promise<boolean> {
-    const run = this.reloading.then(() => this.load());
-    this.reloading = run.then(() => undefined, () => undefined);
+    if (this.queued) return this.queued;
+    const run = this.running.then(() => {
+      this.queued = undefined;
+      return this.load();
+    });
+    this.queued = run;
+    this.running = run.catch(() => false);
     return run;
   }
 
   private async load(): Promise<boolean> {
-    let files;
-    try {
-      files = await readSnapshotFiles(this.catalogDir, this.rulesDir);
-    } catch (e) {
-      this.reject([{ file: this.catalogDir, line: 1, column: 1, message: (e as Error).message }]);
-      return false;
+    let files = await this.readFiles();
+    for (let round = 0; files && round < 5; round++) {
+      const hash = snapshotHash(files);
+      this.diskHash = hash;
+      if (hash === this.snapshot.hash) {
+        this.lastDiagnostics = [];
+        return false;
+      }
+      if (hash === this.rejectedHash) return false;
+      const opened = await openSnapshot(files);
+      // Only content that stayed the same while it was checked is served or reported: not a file caught mid-write.
+      const again = await this.readFiles();
+      if (again && snapshotHash(again) === hash) return this.adopt(hash, opened);
+      files = again;
     }
-    if (snapshotHash(files) === this.snapshot.hash) {
-      this.lastDiagnostics = [];
-      return false;
-    }
-    const { snapshot, diagnostics } = await openSnapshot(files);
+    return false;
+  }
+
+  private adopt(hash: string, { snapshot, diagnostics }: Awaited<ReturnType<typeof openSnapshot>>): boolean {
     if (!snapshot) {
+      this.rejectedHash = hash;
       this.reject(diagnostics);
       return false;
     }
@@ -73,14 +125,36 @@ export class LiveSnapshot extends EventEmitter {
     return true;
   }
 
+  /** The files, or undefined when they kept changing under the reader (a file renamed or deleted mid-read). */
+  private async readFiles(): Promise<SnapshotFiles | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await readSnapshotFiles(this.catalogDir, this.rulesDir);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 3) {
+          const diagnostic = { file: (e as NodeJS.ErrnoException).path ?? this.catalogDir, line: 1, column: 1, message: (e as Error).message };
+          // Checked every interval: report a lasting read error once, not twice a second.
+          if (this.lastDiagnostics[0]?.message !== diagnostic.message) this.reject([diagnostic]);
+          this.rejectedHash = undefined;
+          return undefined;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
+
   private reject(diagnostics: Diagnostic[]): void {
     this.lastDiagnostics = diagnostics;
+    const first = diagnostics[0];
+    if (first) this.lastError = { location: `${first.file}:${first.line}:${first.column}`, message: first.message, at: new Date().toISOString() };
     this.emit('rejected', diagnostics);
   }
 
   close(): void {
-    clearTimeout(this.timer);
-    for (const w of this.watchers) w.close();
-    this.watchers = [];
+    this.closed = true;
+    clearTimeout(this.debounce);
+    clearInterval(this.interval);
+    for (const { watcher } of this.watchers.values()) watcher.close();
+    this.watchers.clear();
   }
 }

@@ -23,8 +23,22 @@ export interface Snapshot {
 
 const ajv = createAjv({ useDefaults: true });
 
+/**
+ * What the last opened snapshot parsed and compiled, by content: a reload after one edit re-parses that file only
+ * (parsing and compiling every file took most of a reload on a loaded machine). Snapshots never modify either.
+ */
+let parsedFiles = new Map<string, SourceFile>();
+let compiledValidators = new Map<string, ValidateFunction>();
+
 export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: Snapshot; diagnostics: Diagnostic[] }> {
-  const sources = Object.keys(files).sort().map((path) => new SourceFile(path, files[path]));
+  const parsed = new Map<string, SourceFile>();
+  const sources = Object.keys(files).sort().map((path) => {
+    const key = `${path}\0${files[path]}`;
+    const source = parsedFiles.get(key) ?? new SourceFile(path, files[path]);
+    parsed.set(key, source);
+    return source;
+  });
+  parsedFiles = parsed;
   const { catalog, diagnostics: catalogDiagnostics } = loadCatalog(sources.filter((s) => s.path.startsWith('catalog/')));
   const { rules, diagnostics: ruleDiagnostics } = compileRules(sources.filter((s) => s.path.startsWith('rules/')));
   const diagnostics = [...catalogDiagnostics, ...ruleDiagnostics];
@@ -32,10 +46,16 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
 
   const verdicts = new Map<string, ProductVerdict>();
   const validators = new Map<string, ValidateFunction>();
+  const compiled = new Map<string, ValidateFunction>();
   for (const entry of catalog.products) {
     verdicts.set(entry.product.id, await judgeProduct(entry, catalog, rules));
-    validators.set(entry.product.id, ajv.compile(parametersSchema(entry.acceptedParameters)));
+    const schema = parametersSchema(entry.acceptedParameters);
+    const key = JSON.stringify(schema);
+    const validate = compiledValidators.get(key) ?? ajv.compile(schema);
+    compiled.set(key, validate);
+    validators.set(entry.product.id, validate);
   }
+  compiledValidators = compiled;
   const snapshot: Snapshot = { hash: snapshotHash(files), files, catalog, rules, verdicts, validators };
 
   const source = (path: string) => sources.find((s) => s.path === path)!;

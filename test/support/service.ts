@@ -50,6 +50,8 @@ export async function copyCatalog(): Promise<{ dir: string; catalogDir: string; 
 
 export interface Service {
   baseUrl: string;
+  /** The Prometheus listener's /metrics address (its own loopback port). */
+  metricsUrl: string;
   apiKey: string;
   dataDir: string;
   env: Record<string, string>;
@@ -67,11 +69,14 @@ export async function startService(env: Record<string, string> = {}, options: { 
   let output = '';
   child.stderr!.on('data', (d) => { output += d; });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const baseUrl = await new Promise<string>((resolve, reject) => {
+  let stdout = '';
+  const [baseUrl, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
     child.stdout!.on('data', (d) => {
-      const m = /serving on (\S+)/.exec(String(d));
-      if (m) { clearTimeout(timer); resolve(m[1]); }
+      stdout += d;
+      const serving = /serving on (\S+)/.exec(stdout);
+      const metrics = /metrics on (\S+)/.exec(stdout);
+      if (serving && metrics) { clearTimeout(timer); resolve([serving[1], metrics[1]]); }
     });
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`serve exited with ${code}:\n${output}`)); });
   });
@@ -79,6 +84,7 @@ export async function startService(env: Record<string, string> = {}, options: { 
   let stopped: Promise<number | null> | undefined;
   return {
     baseUrl,
+    metricsUrl,
     apiKey: dev.api_key,
     dataDir,
     env: fullEnv,
