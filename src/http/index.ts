@@ -4,3 +4,4 @@ export type { HealthReport } from './discovery.js';
 export { ICECAST_CALLBACK_PREFIX } from './icecast-callbacks.js';
 export { answerClientErrors } from './client-errors.js';
 export type { RateLimits } from './rate-limit.js';
+export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
