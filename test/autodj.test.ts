@@ -194,9 +194,9 @@ describe('autodj end to end', { skip }, () => {
     }
     // Stored before uploads were checked: playlists under audio names that point at another file on the disk.
     files.hls = join(audio, 'innocent.mp3');
-    await writeFile(files.hls, `#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n${files.Alpha}\n#EXT-X-ENDLIST\n`);
+    await writeFile(files.hls, `#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n${files.Bravo}\n#EXT-X-ENDLIST\n`);
     files.concat = join(audio, 'concat.ogg');
-    await writeFile(files.concat, 'ffconcat version 1.0\nfile alpha.wav\n');
+    await writeFile(files.concat, 'ffconcat version 1.0\nfile bravo.mp3\n');
     files.junk = join(audio, 'not-audio.mp3');
     await writeFile(files.junk, 'this is not audio\n'.repeat(100));
   }, { timeout: 20_000 });
@@ -395,7 +395,7 @@ describe('autodj end to end', { skip }, () => {
     await guarded.stop();
     assert.deepEqual(played.slice(0, 2).map((t) => t.path), [files.Echo, files.Foxtrot]);
     assert.equal(played[0].title, 'Echo');
-    assert.ok(!played.some((t) => t.title === 'Alpha'), `the playlists' target played: ${JSON.stringify(played)}`);
+    assert.ok(!played.some((t) => t.title === 'Bravo'), `the playlists' target played: ${JSON.stringify(played)}`);
     assert.deepEqual(refused.slice(0, 2), [files.hls, files.concat]);
   });
 });

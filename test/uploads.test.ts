@@ -106,8 +106,8 @@ describe('AutoDJ uploads', { skip }, () => {
     disk = await autodj('Disk FM');
     slow = await autodj('Slow FM');
     // Someone else's file on the server's disk, which a playlist upload must not reach.
-    secret = join(await scratchDir('upload-secret-'), 'secret.wav');
-    await writeFile(secret, tone(2, 'Secret', ['-f', 'wav']));
+    secret = join(await scratchDir('upload-secret-'), 'secret.mp3');
+    await writeFile(secret, tone(2, 'Secret', ['-c:a', 'libmp3lame', '-f', 'mp3']));
   }, { timeout: 180_000 });
   after(async () => { await service?.stop(); });
 
