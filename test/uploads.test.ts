@@ -305,3 +305,44 @@ describe('AutoDJ uploads', { skip }, () => {
     assert.equal(JSON.parse(partialJson.body.toString()).error.code, 'request_timeout');
   });
 });
+
+describe('an upload cut short by a crash', { skip }, () => {
+  test('leaves no partial file behind and gives its reserved storage back', { timeout: 300_000 }, async () => {
+    const env = { UPLOAD_RESERVATION_LEASE_MS: '3000' };
+    let service = await startService(env);
+    try {
+      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const bought = await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Crash FM', parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 } });
+      assert.equal(bought.status, 200, JSON.stringify(bought.body));
+      const id = bought.body.service.service_id;
+      const dir = join(service.dataDir, 'media', id);
+      const large = tone(27.5, 'Large', ['-ac', '2', '-f', 'wav']); // more than half the 5 MB
+      const url = new URL(service.baseUrl);
+
+      // Half the file arrives, then the server dies.
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on('error', () => {});
+      socket.write(`PUT ${url.pathname}/services/${id}/files/large.wav HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${service.apiKey}\r\nContent-Length: ${large.length}\r\n\r\n`);
+      socket.write(large.subarray(0, large.length / 2));
+      await waitFor('half the upload on disk', () => bytesIn(dir) >= MB, 30_000);
+      await service.stop('SIGKILL');
+      socket.destroy();
+
+      service = await startService(env, { dataDir: service.dataDir });
+      assert.deepEqual(await readdir(dir), [], 'the partial upload was removed at start');
+      // Its reservation lapses by itself: the whole file fits again.
+      const began = performance.now();
+      let answer;
+      for (;;) {
+        answer = await request(service, 'PUT', `/services/${id}/files/large.wav`, { rawBody: large, headers: { 'content-type': 'audio/wav' } });
+        if (answer.status !== 413 || performance.now() - began > 30_000) break;
+        await sleep(500);
+      }
+      console.log(`the crashed upload's storage was free again ${Math.round(performance.now() - began)} ms after the restart (lease 3000 ms)`);
+      assert.equal(answer.status, 201, JSON.stringify(answer.body));
+    } finally {
+      await service.stop();
+    }
+  });
+});

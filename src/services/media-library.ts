@@ -26,6 +26,8 @@ export interface UploadLimits {
   probeWaitMs: number;
   /** The longest an audio check (ffprobe, then a full test decode) may run. */
   probeTimeoutMs: number;
+  /** How long a reservation outlives the last renewal by its instance (renewed every third of it): the wait after a crash. */
+  reservationLeaseMs: number;
 }
 
 export function uploadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): UploadLimits {
@@ -37,6 +39,7 @@ export function uploadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Uploa
     probeQueue: Number(env.UPLOAD_PROBE_QUEUE ?? probeConcurrency * 4),
     probeWaitMs: 10_000,
     probeTimeoutMs: 120_000,
+    reservationLeaseMs: Number(env.UPLOAD_RESERVATION_LEASE_MS ?? 60_000),
   };
 }
 
@@ -50,7 +53,7 @@ export class MediaLibrary {
   constructor(private readonly db: Database, private readonly dir: string, private readonly limits: UploadLimits = uploadLimitsFromEnv(),
     private readonly tools = { ffprobe: 'ffprobe', ffmpeg: 'ffmpeg' }) {
     this.probes = new ProbeSlots(limits.probeConcurrency, limits.probeQueue, limits.probeWaitMs);
-    this.reservations = new UploadReservations(db);
+    this.reservations = new UploadReservations(db, limits.reservationLeaseMs);
   }
 
   /** Removes what uploads cut short by a crash left on disk (their reservations lapse by themselves). */
