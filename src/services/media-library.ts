@@ -45,7 +45,7 @@ export function uploadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Uploa
 
 export interface MediaFile { name: string; size_bytes: number; format: string; duration_seconds: number | null; artist: string | null; title: string | null; created_at: Date }
 
-/** Audio files of AutoDJ services, counted against storage_mb while they stream in; nothing partial is ever kept. */
+/** Audio files of AutoDJ services: storage_mb reserved before they stream in (upload-reservations.ts), checked as audio, nothing partial ever kept. */
 export class MediaLibrary {
   private readonly probes: ProbeSlots;
   private readonly reservations: UploadReservations;
