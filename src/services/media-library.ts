@@ -89,13 +89,13 @@ export class MediaLibrary {
     if (declaredLength === 0) throw emptyFile();
     const quota = quotaOf(service);
     if (declaredLength > quota) throw overQuota(service, quota - (await this.usedBytes(service.id)));
-    this.probes.refuseIfFull(); // before the body arrives, not after
 
     const reservation = await this.reservations.reserve(service, declaredLength, quota, this.limits.perService);
     const renewal = setInterval(() => { this.reservations.renew(reservation).catch(() => {}); }, this.reservations.leaseMs / 3);
     const serviceDir = join(this.dir, service.id);
     const partial = join(serviceDir, `${PARTIAL_PREFIX}${randomId('', 9)}`);
     try {
+      this.probes.refuseIfFull(); // before the body arrives, not after it
       await mkdir(serviceDir, { recursive: true });
       const received = await receiveUpload(body, partial, { expectedBytes: declaredLength, idleTimeoutMs: this.limits.idleTimeoutMs });
       const probe = await this.probes.run(() => this.probe(partial));
