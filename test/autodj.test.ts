@@ -187,6 +187,16 @@ describe('autodj end to end', { skip }, () => {
         '-metadata', `artist=${artist}`, '-metadata', `title=${title}`, ...codec, files[title]]);
       assert.equal(made.status, 0, made.stderr?.toString());
     }));
+    for (const [name, title, codec] of [['echo.m4a', 'Echo', []], ['foxtrot.aac', 'Foxtrot', ['-f', 'adts']]] as const) {
+      files[title] = join(audio, name);
+      const made = spawnSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=1', '-metadata', `title=${title}`, '-c:a', 'aac', ...codec, files[title]]);
+      assert.equal(made.status, 0, made.stderr?.toString());
+    }
+    // Stored before uploads were checked: playlists under audio names that point at another file on the disk.
+    files.hls = join(audio, 'innocent.mp3');
+    await writeFile(files.hls, `#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n${files.Bravo}\n#EXT-X-ENDLIST\n`);
+    files.concat = join(audio, 'concat.ogg');
+    await writeFile(files.concat, 'ffconcat version 1.0\nfile bravo.mp3\n');
     files.junk = join(audio, 'not-audio.mp3');
     await writeFile(files.junk, 'this is not audio\n'.repeat(100));
   }, { timeout: 20_000 });
@@ -369,5 +379,23 @@ describe('autodj end to end', { skip }, () => {
     assert.equal((await supervisor.admin.stats(EMPTY_MOUNT))[0].streamStart?.getTime(), streamStart?.getTime());
     await empty.stop();
     assert.deepEqual(ffmpegChildren(), []);
+  });
+
+  it('plays M4A and ADTS AAC, and never follows a playlist stored under an audio name', { timeout: 30_000 }, async () => {
+    await assert.rejects(probeTrack(files.hls), /playlist/);
+    await assert.rejects(probeTrack(files.concat), /playlist/);
+    const guarded = new AutoDj({ sourceUrl: sourceUrl(MOUNT), bitrateKbps: 32, playlist: () => [files.hls, files.concat, files.Echo, files.Foxtrot] });
+    djs.push(guarded);
+    const played: AutoDjTrack[] = [];
+    const refused: string[] = [];
+    guarded.on('track', (t) => played.push(t));
+    guarded.on('trackError', ({ path }) => refused.push(path));
+    guarded.start();
+    await waitFor('Echo and Foxtrot to play', () => played.some((t) => t.path === files.Foxtrot), 15_000);
+    await guarded.stop();
+    assert.deepEqual(played.slice(0, 2).map((t) => t.path), [files.Echo, files.Foxtrot]);
+    assert.equal(played[0].title, 'Echo');
+    assert.ok(!played.some((t) => t.title === 'Bravo'), `the playlists' target played: ${JSON.stringify(played)}`);
+    assert.deepEqual(refused.slice(0, 2), [files.hls, files.concat]);
   });
 });

@@ -6,14 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
+import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
+import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity, uploadLimitsFromEnv } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -72,7 +72,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     let publicBaseUrl = '';
     const metrics = new Metrics(db);
     const services = new ServiceRecords(db, stream, () => publicBaseUrl);
-    const media = new MediaLibrary(db, join(config.dataDir, 'media'));
+    const media = new MediaLibrary(db, join(config.dataDir, 'media'), uploadLimitsFromEnv());
+    await media.removePartialUploads();
     const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
     const relays = new RelayManager(db, () => stream.publicUrl(), log);
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
@@ -116,7 +117,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     answerClientErrors(server);
     connections.watch(server);
     await once(server, 'listening');
-    server.requestTimeout = 30_000;
+    limitRequestTime(server, Number(process.env.REQUEST_TIMEOUT_MS ?? 30_000)); // uploads have an idle timeout instead
     server.headersTimeout = 10_000;
     server.keepAliveTimeout = 5_000;
     cleanup.push(() => new Promise<void>((resolve) => {

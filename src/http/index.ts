@@ -5,3 +5,4 @@ export { ICECAST_CALLBACK_PREFIX } from './icecast-callbacks.js';
 export { answerClientErrors } from './client-errors.js';
 export type { RateLimits } from './rate-limit.js';
 export { ConnectionCap } from './connection-cap.js';
+export { limitRequestTime, isUploadRequest } from './request-time-limit.js';

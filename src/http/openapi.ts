@@ -164,9 +164,13 @@ function servicePaths(snapshotCurrency: string) {
       put: {
         ...owner, operationId: 'uploadServiceFile', parameters: [id, name],
         summary: 'Upload an audio file for AutoDJ (temporary-autodj, or event-stream ordered with autodj: true). The body is the file itself.',
-        description: 'Counted against storage_mb while it streams in: an upload that does not fit is refused with 413 and nothing is kept. Files are checked with ffprobe: a file without audio is refused with 422. Uploading the same name replaces the file.',
+        description: 'Send Content-Length: the size is reserved against storage_mb (stored files and uploads in progress count in full) before the body is read; an upload that does not fit is refused with 413 and nothing is kept. Accepted: MP3, AAC (ADTS), M4A, Ogg (Vorbis, Opus), FLAC, WAV, and only if the file decodes to its end; playlists of any kind are refused with 415. At most 2 uploads at once per service (429). There is no total time limit; an upload with no byte for 30 s is stopped (408, retryable). Uploading the same name replaces the file.',
         requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } }, 'audio/*': { schema: { type: 'string', format: 'binary' } } } },
-        responses: { 201: ok('The stored file', { type: 'object' }), 404: notFound, 409: error('The service has no storage or is not active.'), 413: error('Does not fit in the storage bought.'), 422: error('Not audio, empty, or a bad file name.') },
+        responses: {
+          201: ok('The stored file', { type: 'object' }), 404: notFound, 408: error('No byte arrived for the idle timeout (retryable).'), 409: error('The service has no storage or is not active.'),
+          411: error('No Content-Length.'), 413: error('Does not fit in the storage bought.'), 415: error('A playlist, not audio.'), 422: error('Not audio, empty, or a bad file name.'),
+          429: error('Too many uploads to this service at once (retryable, Retry-After).'), 503: error('Too many uploads being checked on the server (retryable, Retry-After).'),
+        },
       },
       delete: { ...owner, operationId: 'deleteServiceFile', summary: 'Delete an uploaded file.', parameters: [id, name], responses: { 200: ok('Deleted', { type: 'object' }), 404: error('No such file or service.') } },
     },

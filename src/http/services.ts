@@ -76,7 +76,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     const media = withStorage(service);
     const length = ctx.get('Content-Length');
     const file = await media.upload(service, ctx.params.name, ctx.req, length ? Number(length) : undefined).catch((e) => {
-      if (e instanceof ApiError && e.status === 413) ctx.set('Connection', 'close');
+      if (!ctx.req.complete) ctx.set('Connection', 'close'); // the rest of the body is not read
       throw e;
     });
     ctx.status = 201;

@@ -199,7 +199,13 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
       return false;
     }
     if (!this.running) return false;
-    const child = spawnDecoder(path, this.options.ffmpeg);
+    let child: ChildProcess;
+    try {
+      child = spawnDecoder(path, this.options.ffmpeg);
+    } catch (error) {
+      this.emit('trackError', { path, error: error as Error }); // replaced since the probe by something not allowed
+      return false;
+    }
     const decoder = { child, exited: exitOf(child) };
     this.decoder = decoder;
     let stderr = '';

@@ -48,6 +48,7 @@ export {
   type EncoderExit,
 } from './autodj.js';
 export { probeTrack, type TrackInfo } from './track-decoder.js';
+export { AUDIO_FORMATS, UnsupportedAudioError, runOnAudio, sniffAudioFormat, type AudioFormat } from './audio-input.js';
 export {
   AccessLogReader,
   parseAccessLogLine,

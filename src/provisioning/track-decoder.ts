@@ -1,5 +1,5 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { promisify } from 'node:util';
+import type { ChildProcess } from 'node:child_process';
+import { runOnAudio, spawnOnAudio } from './audio-input.js';
 
 // Every track is decoded to the same raw PCM, so one encoder can play them back to back.
 export const PCM = { sampleRate: 44100, channels: 2, format: 's16le', bytesPerSample: 2 } as const;
@@ -15,13 +15,15 @@ export interface TrackInfo {
   title?: string;
 }
 
-const execFileAsync = promisify(execFile);
-
-/** Reads the artist and title tags; rejects when ffprobe finds no audio stream in the file. */
+/**
+ * Reads the artist and title tags; rejects when the file is not an allowed audio container (even one stored before
+ * uploads were checked for it) or ffprobe finds no audio stream in it.
+ */
 export async function probeTrack(path: string, options: { ffprobe?: string; signal?: AbortSignal } = {}): Promise<TrackInfo> {
-  const { stdout } = await execFileAsync(options.ffprobe ?? 'ffprobe', [
-    '-v', 'error', '-select_streams', 'a:0', '-show_entries', 'format_tags:stream_tags:stream=codec_type', '-of', 'json', asFile(path),
-  ], { signal: options.signal, timeout: 10_000, maxBuffer: 1024 * 1024 });
+  const { code, stdout, stderr } = await runOnAudio(options.ffprobe ?? 'ffprobe', path, (input) => [
+    '-v', 'error', ...input, '-select_streams', 'a:0', '-show_entries', 'format_tags:stream_tags:stream=codec_type', '-of', 'json',
+  ], { signal: options.signal, timeoutMs: 10_000 });
+  if (code !== 0) throw new Error(`ffprobe could not read ${path}: ${stderr.trim() || `exit ${code}`}`);
   const probed = JSON.parse(stdout) as { streams?: Array<{ tags?: Tags }>; format?: { tags?: Tags } };
   const stream = probed.streams?.[0];
   if (!stream) throw new Error(`no audio stream in ${path}`);
@@ -29,9 +31,6 @@ export async function probeTrack(path: string, options: { ffprobe?: string; sign
   const tag = (name: string) => findTag(probed.format?.tags, name) ?? findTag(stream.tags, name);
   return { path, artist: tag('artist'), title: tag('title') };
 }
-
-// `file:` keeps ffmpeg from reading a name as another protocol (`http:`, `pipe:`) or an option.
-const asFile = (path: string) => `file:${path}`;
 
 type Tags = Record<string, string>;
 
@@ -41,10 +40,13 @@ function findTag(tags: Tags | undefined, name: string): string | undefined {
   return value || undefined;
 }
 
-/** Decodes the file's first audio stream to PCM on stdout, as fast as the reader takes it. */
+/**
+ * Decodes the file's first audio stream to PCM on stdout, as fast as the reader takes it. The file is stdin and its
+ * demuxer forced (see audio-input.ts); throws UnsupportedAudioError for anything but an allowed container.
+ */
 export function spawnDecoder(path: string, ffmpeg = 'ffmpeg'): ChildProcess {
-  return spawn(ffmpeg, [
+  return spawnOnAudio(ffmpeg, path, (input) => [
     '-nostdin', '-hide_banner', '-loglevel', 'error',
-    '-i', asFile(path), '-map', '0:a:0', ...PCM_ARGS, 'pipe:1',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    ...input, '-map', '0:a:0', ...PCM_ARGS, 'pipe:1',
+  ]).child;
 }

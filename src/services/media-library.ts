@@ -1,25 +1,69 @@
-import { execFile } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { Transform } from 'node:stream';
-import { promisify } from 'node:util';
 import { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
+import { runOnAudio, UnsupportedAudioError } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
+import { ProbeSlots } from './probe-slots.js';
 import type { ServiceRow } from './service-records.js';
+import { receiveUpload } from './upload-receiver.js';
+import { overQuota, UploadReservations } from './upload-reservations.js';
 
-const run = promisify(execFile);
 const MB = 1024 * 1024;
 const fileName = /^[A-Za-z0-9][A-Za-z0-9._ ()-]{0,127}$/;
+const PARTIAL_PREFIX = '.upload-';
+
+export interface UploadLimits {
+  /** An upload is stopped when no byte arrives for this long (there is no limit on its total time). */
+  idleTimeoutMs: number;
+  /** Uploads in progress at once per service. */
+  perService: number;
+  /** Audio checks running at once on this instance, how many may wait, and how long. */
+  probeConcurrency: number;
+  probeQueue: number;
+  probeWaitMs: number;
+  /** The longest an audio check (ffprobe, then a full test decode) may run. */
+  probeTimeoutMs: number;
+  /** How long a reservation outlives the last renewal by its instance (renewed every third of it): the wait after a crash. */
+  reservationLeaseMs: number;
+}
+
+export function uploadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): UploadLimits {
+  const probeConcurrency = Number(env.UPLOAD_PROBE_CONCURRENCY ?? availableParallelism());
+  return {
+    idleTimeoutMs: Number(env.UPLOAD_IDLE_TIMEOUT_MS ?? 30_000),
+    perService: Number(env.UPLOADS_PER_SERVICE ?? 2),
+    probeConcurrency,
+    probeQueue: Number(env.UPLOAD_PROBE_QUEUE ?? probeConcurrency * 4),
+    probeWaitMs: 10_000,
+    probeTimeoutMs: 120_000,
+    reservationLeaseMs: Number(env.UPLOAD_RESERVATION_LEASE_MS ?? 60_000),
+  };
+}
 
 export interface MediaFile { name: string; size_bytes: number; format: string; duration_seconds: number | null; artist: string | null; title: string | null; created_at: Date }
 
-/** Audio files of AutoDJ services, counted against storage_mb while they stream in; nothing partial is ever kept. */
+/** Audio files of AutoDJ services: storage_mb reserved before they stream in (upload-reservations.ts), checked as audio, nothing partial ever kept. */
 export class MediaLibrary {
-  constructor(private readonly db: Database, private readonly dir: string, private readonly ffprobe = 'ffprobe') {}
+  private readonly probes: ProbeSlots;
+  private readonly reservations: UploadReservations;
+
+  constructor(private readonly db: Database, private readonly dir: string, private readonly limits: UploadLimits = uploadLimitsFromEnv(),
+    private readonly tools = { ffprobe: 'ffprobe', ffmpeg: 'ffmpeg' }) {
+    this.probes = new ProbeSlots(limits.probeConcurrency, limits.probeQueue, limits.probeWaitMs);
+    this.reservations = new UploadReservations(db, limits.reservationLeaseMs);
+  }
+
+  /** Removes what uploads cut short by a crash left on disk (their reservations lapse by themselves). */
+  async removePartialUploads(): Promise<void> {
+    const services = await readdir(this.dir).catch(() => [] as string[]);
+    for (const service of services) {
+      const names = await readdir(join(this.dir, service)).catch(() => [] as string[]);
+      for (const name of names.filter((n) => n.startsWith(PARTIAL_PREFIX))) await rm(join(this.dir, service, name), { force: true });
+    }
+  }
 
   pathOf(serviceId: string, name: string): string {
     return join(this.dir, serviceId, name);
@@ -39,25 +83,22 @@ export class MediaLibrary {
     if (!fileName.test(name) || name.includes('..')) {
       throw new ApiError(422, 'invalid_file_name', 'File names are 1–128 characters: letters, digits, spaces, dot, dash, underscore and parentheses, starting with a letter or digit.');
     }
+    if (declaredLength === undefined || !Number.isSafeInteger(declaredLength) || declaredLength < 0) {
+      throw new ApiError(411, 'length_required', 'Send the file with a Content-Length header (its size in bytes): storage is reserved before the upload starts.');
+    }
+    if (declaredLength === 0) throw emptyFile();
     const quota = quotaOf(service);
-    const replaced = (await this.list(service.id)).find((f) => f.name === name)?.size_bytes ?? 0;
-    const room = quota - (await this.usedBytes(service.id)) + replaced;
-    if (declaredLength !== undefined && declaredLength > room) throw overQuota(service, room);
+    if (declaredLength > quota) throw overQuota(service, quota - (await this.usedBytes(service.id)));
 
+    const reservation = await this.reservations.reserve(service, declaredLength, quota, this.limits.perService);
+    const renewal = setInterval(() => { this.reservations.renew(reservation).catch(() => {}); }, this.reservations.leaseMs / 3);
     const serviceDir = join(this.dir, service.id);
-    await mkdir(serviceDir, { recursive: true });
-    const partial = join(serviceDir, `.upload-${randomId('', 9)}`);
-    let received = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        received += chunk.length;
-        done(received > room ? overQuota(service, room) : null, chunk);
-      },
-    });
+    const partial = join(serviceDir, `${PARTIAL_PREFIX}${randomId('', 9)}`);
     try {
-      await pipeline(body, meter, createWriteStream(partial, { mode: 0o640 }));
-      if (received === 0) throw new ApiError(422, 'empty_file', 'The upload was empty. Send the audio file as the request body.');
-      const probe = await this.probe(partial);
+      this.probes.refuseIfFull(); // before the body arrives, not after it
+      await mkdir(serviceDir, { recursive: true });
+      const received = await receiveUpload(body, partial, { expectedBytes: declaredLength, idleTimeoutMs: this.limits.idleTimeoutMs });
+      const probe = await this.probes.run(() => this.probe(partial));
       return await this.db.transaction(async (client) => {
         await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [service.id]);
         const { rows: [{ used }] } = await client.query('SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1 AND name <> $2', [service.id, name]);
@@ -67,11 +108,14 @@ export class MediaLibrary {
            ON CONFLICT (service_id, name) DO UPDATE SET size_bytes = $3, format = $4, duration_seconds = $5, artist = $6, title = $7, created_at = now()
            RETURNING name, size_bytes::float8 AS size_bytes, format, duration_seconds::float8 AS duration_seconds, artist, title, created_at`,
           [service.id, name, received, probe.format, probe.duration, probe.artist, probe.title]);
+        await client.query('DELETE FROM upload_reservations WHERE id = $1', [reservation]);
         await rename(partial, this.pathOf(service.id, name));
         return row as MediaFile;
       });
     } finally {
+      clearInterval(renewal);
       await rm(partial, { force: true });
+      await this.reservations.release(reservation).catch(() => {});
     }
   }
 
@@ -81,21 +125,34 @@ export class MediaLibrary {
     return rows.length === 1;
   }
 
-  /** ffprobe's view of the file: it must hold an audio stream. */
+  /**
+   * The file must be an allowed audio container by its first bytes (never a playlist), hold an audio stream, and
+   * decode to its end; ffprobe and ffmpeg read it as stdin with the demuxer forced, so they open nothing else.
+   */
   private async probe(path: string): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
-    let info: { streams?: { codec_type?: string }[]; format?: { format_name?: string; duration?: string; tags?: Record<string, string> } };
+    const run = (command: string, args: (input: string[]) => string[]) =>
+      runOnAudio(command, path, args, { timeoutMs: this.limits.probeTimeoutMs }).catch((e) => {
+        if (!(e instanceof UnsupportedAudioError)) throw e;
+        if (e.playlist) throw new ApiError(415, 'playlist_not_accepted', 'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.');
+        throw notAudio('its first bytes are not one of these formats');
+      });
+    let info: { streams?: { codec_type?: string; tags?: Record<string, string> }[]; format?: { format_name?: string; tags?: Record<string, string> } };
+    const probed = await run(this.tools.ffprobe, (input) => ['-v', 'error', ...input, '-show_streams', '-show_format', '-of', 'json']);
     try {
-      const { stdout } = await run(this.ffprobe, ['-v', 'error', '-show_streams', '-show_format', '-of', 'json', path], { timeout: 20_000 });
-      info = JSON.parse(stdout);
+      info = JSON.parse(probed.stdout);
     } catch {
       info = {};
     }
-    if (!info.streams?.some((s) => s.codec_type === 'audio') || !info.format?.format_name) {
-      throw new ApiError(422, 'not_audio', 'The file is not audio that the AutoDJ can play (ffprobe found no audio stream). Upload an audio file such as MP3, AAC, Ogg, FLAC or WAV.');
-    }
-    const tags = Object.fromEntries(Object.entries(info.format.tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-    const duration = Number(info.format.duration);
-    return { format: info.format.format_name, duration: Number.isFinite(duration) ? duration : null, artist: tags.artist ?? null, title: tags.title ?? null };
+    const stream = info.streams?.find((s) => s.codec_type === 'audio');
+    if (probed.code !== 0 || !stream || !info.format?.format_name) throw notAudio('ffprobe found no audio stream');
+    // Decoding it all proves it is audio (not just a header in front of something else) and gives the duration.
+    const decoded = await run(this.tools.ffmpeg, (input) => ['-nostdin', '-v', 'error', ...input, '-map', '0:a:0', '-f', 'null', '-progress', 'pipe:1', '-nostats', '-']);
+    const outTimeUs = Number([...decoded.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
+    if (decoded.code !== 0 || !/^progress=end$/m.test(decoded.stdout) || !(outTimeUs > 0)) throw notAudio(`it does not decode as ${probed.format}`);
+    const tagsOf = (tags?: Record<string, string>) => Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    // MP3, WAV and FLAC carry tags on the file; Ogg and Opus on the stream.
+    const tags = { ...tagsOf(stream.tags), ...tagsOf(info.format.tags) };
+    return { format: info.format.format_name, duration: Math.round(outTimeUs / 1000) / 1000, artist: tags.artist ?? null, title: tags.title ?? null };
   }
 }
 
@@ -104,7 +161,10 @@ export function quotaOf(service: ServiceRow): number {
   return mb * MB;
 }
 
-function overQuota(service: ServiceRow, room: number): ApiError {
-  return new ApiError(413, 'storage_quota_exceeded',
-    `This upload does not fit in the service's storage (${service.limits.storage_mb} MB bought, ${Math.max(0, Math.floor(room / MB * 100) / 100)} MB free). Nothing was kept. Delete files or upload a smaller one.`);
+function emptyFile(): ApiError {
+  return new ApiError(422, 'empty_file', 'The upload was empty. Send the audio file as the request body.');
+}
+
+function notAudio(why: string): ApiError {
+  return new ApiError(422, 'not_audio', `The file is not audio that the AutoDJ can play (${why}). Upload an audio file: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.`);
 }
