@@ -10,12 +10,12 @@
  * Options: --streaming-mounts <k,...> (20,100), --no-streaming (skip it).
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { copyCatalog, startService, type Service } from '../test/support/service.js';
+import { roomyCatalog, startService, type Service } from '../test/support/service.js';
 import { startChildScript, type ChildServer } from './child-script.js';
 import { writeDocsSection } from './docs.js';
 import { compareLoad, type LoadTarget } from './http-load.js';
@@ -87,10 +87,7 @@ try {
   // Throughput is what is measured here: the per-client rate limits would cap it. The order benchmarks buy a few
   // hundred one-hour streams and the streaming one as many mounts as it measures: room for all of them.
   // One key and one wallet buy them all: buyer limits far above that, still checked on every order as in production.
-  const catalog = await copyCatalog();
-  const settingsFile = join(catalog.catalogDir, 'catalog.yaml');
-  await writeFile(settingsFile, (await readFile(settingsFile, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, '$1: { live_services: 100000, listener_places: 10000000 }'));
-  service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0', ICECAST_MAX_SOURCES: '2000', ICECAST_MAX_LISTENERS: '100000', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+  service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0', ICECAST_MAX_SOURCES: '2000', ICECAST_MAX_LISTENERS: '100000', ...await roomyCatalog() });
   abort.signal.throwIfAborted();
   const products = Buffer.from(await (await expectOk(fetch(`${service.baseUrl}/products`))).arrayBuffer());
   scratch = await mkdtemp(join(tmpdir(), 'audio-bench-'));

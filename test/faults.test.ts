@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
 import { freePort, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
 import { buy } from './support/purchase.js';
-import { request, scratchDir, startService, type Service } from './support/service.js';
+import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -105,11 +105,13 @@ describe('faults', () => {
   });
 
   test('an instance killed at each order state boundary with 20 purchases in flight: each paid authorization has exactly one service, nothing unpaid', async () => {
-    const owner = await startService(unlimited);
+    // 80 streams bought with one key: above the shipped per-key limit.
+    const roomy = { ...unlimited, ...await roomyCatalog() };
+    const owner = await startService(roomy);
     cleanup.push(() => owner.stop());
     const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(owner.dataDir, 'dev.json'), 'utf8'));
-    const attachEnv = { ...unlimited, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '6', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '200' };
+    const attachEnv = { ...roomy, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '6', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '200' };
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const revived = await startService(attachEnv);
     cleanup.push(() => revived.stop());

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,17 @@ export async function copyCatalog(): Promise<{ dir: string; catalogDir: string; 
   await cp(join(root, 'catalog'), join(dir, 'catalog'), { recursive: true });
   await cp(join(root, 'rules'), join(dir, 'rules'), { recursive: true });
   return { dir, catalogDir: join(dir, 'catalog'), rulesDir: join(dir, 'rules'), remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A copy of the catalog whose per-key and per-payer limits leave room for a test or benchmark that buys hundreds of
+ * streams with one key and one wallet (the limits are still checked on every order); the env that serves it.
+ */
+export async function roomyCatalog(): Promise<{ CATALOG_DIR: string; RULES_DIR: string }> {
+  const catalog = await copyCatalog();
+  const settingsFile = join(catalog.catalogDir, 'catalog.yaml');
+  await writeFile(settingsFile, (await readFile(settingsFile, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, '$1: { live_services: 100000, listener_places: 10000000 }'));
+  return { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir };
 }
 
 export interface Service {
