@@ -1,4 +1,4 @@
-import type { CatalogProduct } from '../catalog/index.js';
+import { SourceFile, type CatalogProduct } from '../catalog/index.js';
 import { configurations, evaluatePrice, thresholds, type Snapshot } from '../pricing/index.js';
 import { Decimal, RuleEvaluationError } from '../rules/index.js';
 
@@ -27,10 +27,12 @@ export const GRID = { between: 3, acrossThresholds: true };
 /** The same grid of configurations of one product, priced on both versions. */
 export async function priceTable(id: string, before: Snapshot | undefined, after: Snapshot | undefined, onProgress?: (done: number, total: number) => void): Promise<PriceTable> {
   const grid = new Map<string, Record<string, unknown>>();
+  const read = new Set([...parametersRulesRead(before), ...parametersRulesRead(after)]);
   for (const snapshot of [before, after]) {
     const entry = snapshot?.catalog.byId.get(id);
     if (!entry) continue;
-    for (const c of configurations(entry, thresholds(snapshot!, entry), GRID)) grid.set(key(c), c);
+    const boundsOnly = new Set(Object.keys(entry.acceptedParameters).filter((name) => !read.has(name)));
+    for (const c of configurations(entry, thresholds(snapshot!, entry), { ...GRID, boundsOnly })) grid.set(key(c), c);
   }
   const billings = billingsOf(after?.catalog.byId.get(id) ?? before?.catalog.byId.get(id));
   const firedRules = new Set<string>();
@@ -82,6 +84,23 @@ function row(configuration: Record<string, unknown>, billing: 'monthly' | 'annua
   const can = after.priced && after.orderable;
   if (could !== can) result.orderability = can ? 'becomes_orderable' : 'stops_being_orderable';
   return result;
+}
+
+/** Parameters that quote rules read (as the params fact or in a derived fact): only these can move a price between their bounds. */
+function parametersRulesRead(snapshot: Snapshot | undefined): Set<string> {
+  const names = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) { node.forEach(visit); return; }
+    if (typeof node !== 'object' || node === null) return;
+    const record = node as Record<string, unknown>;
+    if (record.fact === 'params' && typeof record.path === 'string') names.add(record.path.replace(/^\$\./, '').split('.')[0]);
+    if (typeof record.param === 'string') names.add(record.param);
+    Object.values(record).forEach(visit);
+  };
+  for (const [path, text] of Object.entries(snapshot?.files ?? {})) {
+    if (path.startsWith('rules/')) visit(new SourceFile(path, text).value);
+  }
+  return names;
 }
 
 function key(configuration: Record<string, unknown>): string {

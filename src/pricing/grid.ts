@@ -7,6 +7,8 @@ export interface GridOptions {
   between: number;
   /** Also the value just above every threshold (a package's size), where the price steps. */
   acrossThresholds: boolean;
+  /** Parameters that get only their bounds (no points between): those no rule reads, so they cannot move a price. */
+  boundsOnly?: Set<string>;
 }
 
 /**
@@ -28,7 +30,7 @@ export function thresholds(snapshot: Snapshot, entry: CatalogProduct): Map<strin
 
 /** The grid of configurations: every combination of each parameter's candidate values. */
 export function* configurations(entry: CatalogProduct, extra: Map<string, unknown[]>, options: GridOptions = { between: 0, acrossThresholds: false }): Generator<Record<string, unknown>> {
-  const choices = Object.entries(entry.acceptedParameters).map(([name, d]) => [name, candidates(d, extra.get(name) ?? [], options)] as const);
+  const choices = Object.entries(entry.acceptedParameters).map(([name, d]) => [name, candidates(d, extra.get(name) ?? [], pointsFor(name, options))] as const);
   const combine = function* (i: number, acc: Record<string, unknown>): Generator<Record<string, unknown>> {
     if (i === choices.length) { yield { ...acc }; return; }
     const [name, values] = choices[i];
@@ -39,7 +41,11 @@ export function* configurations(entry: CatalogProduct, extra: Map<string, unknow
 
 /** How many configurations `configurations` yields. */
 export function gridSize(entry: CatalogProduct, extra: Map<string, unknown[]>, options: GridOptions): number {
-  return Object.entries(entry.acceptedParameters).reduce((n, [name, d]) => n * candidates(d, extra.get(name) ?? [], options).length, 1);
+  return Object.entries(entry.acceptedParameters).reduce((n, [name, d]) => n * candidates(d, extra.get(name) ?? [], pointsFor(name, options)).length, 1);
+}
+
+function pointsFor(name: string, options: GridOptions): GridOptions {
+  return options.boundsOnly?.has(name) ? { ...options, between: 0 } : options;
 }
 
 function candidates(d: ParameterDescriptor, thresholdValues: unknown[], options: GridOptions): unknown[] {
