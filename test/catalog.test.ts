@@ -47,9 +47,10 @@ describe('catalog check', () => {
 
   test('an unknown key is reported at the key', async () => {
     const file = 'catalog/products/event-stream.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
     const result = await checkWith(file, (t) => t.replace('pricing_status: approved\nvisibility', 'pricing_status: approved\nvisibilty: { human: true, agent: true }\nvisibility'));
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /^catalog\/products\/event-stream\.yaml:7:1: visibilty is not allowed here$/m);
+    assert.match(result.stderr, new RegExp(`^catalog/products/event-stream\\.yaml:${lineOf(text, 'visibility:')}:1: visibilty is not allowed here$`, 'm'));
   });
 
   test('a fulfillment provider must be the panel provider or the operator', async () => {

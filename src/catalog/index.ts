@@ -3,3 +3,4 @@ export { SourceFile, formatDiagnostic, formatDiagnosticWithSource, type Diagnost
 export { parametersSchema, descriptorSchema } from './parameters.js';
 export type { Catalog, CatalogProduct, CatalogSettings, Product, ParameterDescriptor } from './types.js';
 export { productStateSchemas } from './schemas.js';
+export { publishedSchemas, schemaText } from './published-schemas.js';
