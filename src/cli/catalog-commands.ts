@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, formatDiagnosticWithSource, type Diagnostic } from '../catalog/index.js';
 import { diffSnapshots, snapshotFilesAtGitRef, type CatalogDiff, type PricePoint, type PriceRow } from '../catalog-review/index.js';
-import { evaluatePrice, openSnapshot, readSnapshotFiles, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { evaluatePrice, openSnapshot, readSnapshotFiles, type PriceInput, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
 import type { Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -12,6 +12,8 @@ type Command = (config: Config, args: string[]) => Promise<number>;
 
 /** `catalog diff` exits with this when any configuration's price or orderability changes (0: none, 1: error). */
 export const PRICES_CHANGE_EXIT_CODE = 3;
+/** How many changed configurations per product the text output of `catalog diff` lists without --all. */
+const ROW_LIMIT = 20;
 
 const help: Record<string, string> = {
   'catalog check': `usage: agent-audio catalog check [--json]
@@ -23,14 +25,15 @@ exit 0: valid, 1: problems found`,
   'catalog diff': `usage: agent-audio catalog diff [--against REF|DIR] [--json] [--all]
 
 What the catalog and rules on disk change compared with another version: per product the fields and the rules that
-changed, and a price table: the same grid of configurations (each parameter's minimum, maximum, three points between,
+changed, and a price table: the same grid of configurations (each parameter's minimum and maximum, three points between
+for the parameters the price rules read,
 every package boundary) priced before and after, with the change in atomic units and percent, and which
 configurations become or stop being orderable by agents.
   --against REF   a git commit, branch or tag: catalog/ and rules/ as committed there (e.g. HEAD)
   --against DIR   a folder holding catalog/ and rules/ (another checkout)
   (default)       what the service running on DATA_DIR serves (its content hash in GET /api/v1/health)
   --json          the whole comparison as one JSON document on stdout
-  --all           list every changed configuration (the text output shows the first ${20} per product)
+  --all           list every changed configuration (the text output shows the first ${ROW_LIMIT} per product)
 exit 0: no price or orderability changes, ${PRICES_CHANGE_EXIT_CODE}: prices change, 1: error (e.g. the files on disk are invalid)`,
   'catalog preview': `usage: agent-audio catalog preview PRODUCT [--param NAME=VALUE ...] [--billing monthly|annual|one_time] [--json]
 
@@ -91,6 +94,7 @@ export const catalogCommands: Record<string, Command> = {
       return 1;
     }
     const against = options(args, '--against')[0];
+    if (args.includes('--against') && against === undefined) { process.stderr.write(`--against needs a git commit or a folder\n\n${help['catalog diff']}\n`); return 2; }
     const { label, files: beforeFiles } = await previousVersion(config, against);
     const { snapshot: before, diagnostics: beforeDiagnostics } = await openSnapshot(beforeFiles);
     if (!before) {
@@ -106,7 +110,7 @@ export const catalogCommands: Record<string, Command> = {
       process.stderr.write(`pricing ${id}: ${done}/${total} configurations before and after\n`);
     });
     if (args.includes('--json')) printJson({ against: label, ...diff });
-    else print(diffText(diff, label, args.includes('--all') ? Infinity : 20));
+    else print(diffText(diff, label, args.includes('--all') ? Infinity : ROW_LIMIT));
     return diff.prices_change ? PRICES_CHANGE_EXIT_CODE : 0;
   },
 
@@ -125,7 +129,7 @@ export const catalogCommands: Record<string, Command> = {
 
     const { files, snapshot, diagnostics } = await loadFromDisk(config);
     if (!snapshot) { reportDiagnostics(diagnostics, files); return 1; }
-    const evaluation = await evaluatePrice(snapshot, { product_id: productId, parameters, ...(billing && { billing: billing as 'monthly' }) });
+    const evaluation = await evaluatePrice(snapshot, { product_id: productId, parameters, ...(billing && { billing: billing as PriceInput['billing'] }) });
     if (evaluation.outcome === 'unknown_product') {
       process.stderr.write(`no product ${productId}; the catalog has: ${snapshot.catalog.settings.products.join(', ')}\n`);
       return 1;

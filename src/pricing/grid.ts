@@ -39,11 +39,6 @@ export function* configurations(entry: CatalogProduct, extra: Map<string, unknow
   yield* combine(0, {});
 }
 
-/** How many configurations `configurations` yields. */
-export function gridSize(entry: CatalogProduct, extra: Map<string, unknown[]>, options: GridOptions): number {
-  return Object.entries(entry.acceptedParameters).reduce((n, [name, d]) => n * candidates(d, extra.get(name) ?? [], pointsFor(name, options)).length, 1);
-}
-
 function pointsFor(name: string, options: GridOptions): GridOptions {
   return options.boundsOnly?.has(name) ? { ...options, between: 0 } : options;
 }
