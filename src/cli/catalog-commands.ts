@@ -26,9 +26,8 @@ exit 0: valid, 1: problems found`,
 
 What the catalog and rules on disk change compared with another version: per product the fields and the rules that
 changed, and a price table: the same grid of configurations (each parameter's minimum and maximum, three points between
-for the parameters the price rules read,
-every package boundary) priced before and after, with the change in atomic units and percent, and which
-configurations become or stop being orderable by agents.
+for the parameters the price rules read, every package boundary) priced before and after, with the change in atomic
+units and percent, and which configurations become or stop being orderable by agents.
   --against REF   a git commit, branch or tag: catalog/ and rules/ as committed there (e.g. HEAD)
   --against DIR   a folder holding catalog/ and rules/ (another checkout)
   (default)       what the service running on DATA_DIR serves (its content hash in GET /api/v1/health)
