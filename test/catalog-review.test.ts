@@ -84,6 +84,18 @@ describe('catalog diff', () => {
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^no price changes$/m);
     assert.doesNotMatch(result.stdout, /: changed$/m);
+    // Progress for the big grid of temporary-autodj (packages x storage x transfer ...) goes to stderr.
+    assert.match(result.stderr, /^pricing temporary-autodj: (\d+)\/\1 configurations before and after$/m);
+  });
+
+  test('a changed rule is named, and under each product it fired for; without a price change the exit is 0', async () => {
+    const result = await withEdit('rules/pricing.json', (t) => t.replace('"sequence": 30', '"sequence": 31'),
+      () => cli(['catalog', 'diff', '--against', root], env(), 300_000));
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^rules:\n {2}transfer \(rules\/pricing\.json\): changed$/m);
+    assert.match(result.stdout, /^instant-stream: changed\n {2}rule transfer changed \(fired for this product\)\n {2}prices: 0 of 100 configurations change/m);
+    assert.match(result.stdout, /^radio-local: unchanged/m);
+    assert.match(result.stdout, /^no price changes$/m);
   });
 
   test('--against a git commit compares with catalog/ and rules/ as committed', async () => {
