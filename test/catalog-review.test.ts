@@ -4,7 +4,9 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import { publishedSchemas, schemaText } from '../src/catalog/index.js';
+import { createAjv } from '../src/schema/ajv.js';
 import { cli, copyCatalog, root, startService, type Service } from './support/service.js';
 
 type Copy = Awaited<ReturnType<typeof copyCatalog>>;
@@ -185,11 +187,17 @@ describe('published JSON Schemas', () => {
   test('every shipped YAML file names its schema for editors', async () => {
     const catalog = await readFile(join(root, 'catalog/catalog.yaml'), 'utf8');
     assert.match(catalog, /^# yaml-language-server: \$schema=\.\.\/schemas\/catalog\.schema\.json\n/);
+    // The published files are schemas a standard validator accepts, and the shipped files are valid against them.
+    const ajv = createAjv();
+    const load = async (name: string) => JSON.parse(await readFile(join(root, 'schemas', name), 'utf8'));
+    assert.ok(ajv.validate(await load('catalog.schema.json'), parse(catalog)), JSON.stringify(ajv.errors));
+    const validateProduct = ajv.compile(await load('product.schema.json'));
     const products = (await readdir(join(root, 'catalog/products'))).filter((f) => f.endsWith('.yaml'));
     assert.ok(products.length >= 9);
     for (const file of products) {
       const text = await readFile(join(root, 'catalog/products', file), 'utf8');
       assert.match(text, /^# yaml-language-server: \$schema=\.\.\/\.\.\/schemas\/product\.schema\.json\n/);
+      assert.ok(validateProduct(parse(text)), `${file}: ${JSON.stringify(validateProduct.errors)}`);
     }
   });
 });
