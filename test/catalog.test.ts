@@ -47,9 +47,10 @@ describe('catalog check', () => {
 
   test('an unknown key is reported at the key', async () => {
     const file = 'catalog/products/event-stream.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
     const result = await checkWith(file, (t) => t.replace('pricing_status: approved\nvisibility', 'pricing_status: approved\nvisibilty: { human: true, agent: true }\nvisibility'));
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /^catalog\/products\/event-stream\.yaml:7:1: visibilty is not allowed here$/m);
+    assert.match(result.stderr, new RegExp(`^catalog/products/event-stream\\.yaml:${lineOf(text, 'visibility:')}:1: visibilty is not allowed here$`, 'm'));
   });
 
   test('a fulfillment provider must be the panel provider or the operator', async () => {
@@ -101,5 +102,99 @@ describe('catalog check', () => {
     const result = await checkWith('catalog/catalog.yaml', (t) => t.replace('  - audio-storage-api\n', ''));
     assert.equal(result.code, 1);
     assert.match(result.stderr, /audio-storage-api\.yaml:1:1: product audio-storage-api is not listed/);
+  });
+});
+
+describe('catalog check reports each problem once, at its cause', () => {
+  const diagnosticLines = (stderr: string) => stderr.split('\n').filter((l) => /^\S+:\d+:\d+: /.test(l));
+
+  test('a YAML syntax error at the end of a file is reported at its real line and column, with the line and a caret', async () => {
+    const file = 'catalog/products/radio-local.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const lastLine = text.trimEnd().split('\n').length + 1;
+    const result = await checkWith(file, (t) => `${t}notes: "never closed\n`);
+    assert.equal(result.code, 1);
+    const lines = result.stderr.split('\n');
+    const at = lines.findIndex((l) => l.startsWith(`catalog/products/radio-local.yaml:${lastLine}:21: Missing closing "quote`));
+    assert.ok(at >= 0, result.stderr);
+    assert.equal(lines[at + 1], `  ${lastLine} | notes: "never closed`);
+    assert.equal(lines[at + 2], `${' '.repeat(`  ${lastLine} | `.length + 20)}^`);
+  });
+
+  test('one invalid product gives exactly one error (no follow-on "no file" or upgrade errors)', async () => {
+    const file = 'catalog/products/event-stream.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('billing_type: quote', 'billing_type: quotes'));
+    assert.equal(result.code, 1);
+    assert.deepEqual(diagnosticLines(result.stderr), [`catalog/products/event-stream.yaml:${lineOf(text, 'billing_type')}:15: must be one of "subscription", "quote", "one_time"`]);
+  });
+
+  test('an unknown product in the upgrade paths is reported once, where it is named', async () => {
+    const file = 'catalog/catalog.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('instant-stream: [event-stream]', 'instant-stream: [event-streams]').replace('event-stream: [event-stream]', 'event-stream: [event-streams]'));
+    assert.equal(result.code, 1);
+    assert.deepEqual(diagnosticLines(result.stderr).map((l) => l.replace(/;.*/, '')), [`catalog/catalog.yaml:${lineOf(text, 'instant-stream: [event-stream]')}:20: upgrade path names unknown product event-streams`]);
+  });
+
+  test('a rate that disagrees with the formula text agents read is refused at the formula', async () => {
+    const file = 'catalog/products/instant-stream.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"'));
+    assert.equal(result.code, 1);
+    assert.deepEqual(diagnosticLines(result.stderr), [
+      `catalog/products/instant-stream.yaml:${lineOf(text, 'formula:')}:12: the formula says transfer_gb x 0.015 USDC, but pricing.per_gb_atomic "10000" charges 0.01 USDC: make the text say transfer_gb x 0.01 USDC, or change the rate`,
+    ]);
+    const both = await checkWith(file, (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"').replace('transfer_gb x 0.015 USDC', 'transfer_gb x 0.01 USDC'));
+    assert.equal(both.code, 0, both.stderr);
+    const dropped = await checkWith(file, (t) => t.replace(' + (transfer_gb x 0.015 USDC)', ''));
+    assert.equal(dropped.code, 1);
+    assert.match(dropped.stderr, /pricing\.per_gb_atomic charges for transfer_gb, but the formula does not say so/);
+  });
+
+  test('--json gives file, line, column, code and message, and the same exit codes', async () => {
+    const file = 'catalog/products/instant-stream.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const path = join(copy.dir, file);
+    await writeFile(path, text.replace('per_hour_atomic: "20000"', 'per_hour_atomic: 20000'));
+    try {
+      const bad = await cli(['catalog', 'check', '--json'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+      assert.equal(bad.code, 1);
+      assert.deepEqual(JSON.parse(bad.stdout), {
+        ok: false,
+        diagnostics: [{ file, line: lineOf(text, 'per_hour_atomic'), column: 20, code: 'type', message: 'must be string' }],
+      });
+    } finally {
+      await writeFile(path, text);
+    }
+    const good = await cli(['catalog', 'check', '--json'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+    assert.equal(good.code, 0, good.stderr);
+    const document = JSON.parse(good.stdout);
+    assert.equal(document.ok, true);
+    assert.deepEqual(document.diagnostics, []);
+    assert.match(document.content_hash, /^sha256:[0-9a-f]{64}$/);
+  });
+});
+
+describe('catalog command line', () => {
+  test('every catalog command has --help', async () => {
+    for (const command of ['check', 'diff', 'preview']) {
+      const result = await cli(['catalog', command, '--help']);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, new RegExp(`^usage: agent-audio catalog ${command}`));
+      assert.match(result.stdout, /exit 0/);
+    }
+  });
+
+  test('an unknown command is named before the usage', async () => {
+    const result = await cli(['catalog', 'chekc']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /^unknown command catalog chekc\n\nusage: agent-audio <command>/);
+    const other = await cli(['frobnicate']);
+    assert.equal(other.code, 2);
+    assert.match(other.stderr, /^unknown command frobnicate\n/);
+    const asked = await cli(['--help']);
+    assert.equal(asked.code, 0);
+    assert.match(asked.stderr, /^usage: agent-audio <command>/);
   });
 });

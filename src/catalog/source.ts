@@ -5,10 +5,20 @@ export interface Diagnostic {
   line: number;
   column: number;
   message: string;
+  /** A stable name of the kind of problem, for editors and CI (e.g. yaml_syntax, type, unknown_property). */
+  code?: string;
 }
 
 export function formatDiagnostic(d: Diagnostic): string {
   return `${d.file}:${d.line}:${d.column}: ${d.message}`;
+}
+
+/** The diagnostic, then the line it points at and a caret under its column (for people at a terminal). */
+export function formatDiagnosticWithSource(d: Diagnostic, text: string | undefined): string {
+  const line = text?.split('\n')[d.line - 1]?.replace(/\r$/, '');
+  if (line === undefined) return formatDiagnostic(d);
+  const gutter = `${d.line} | `;
+  return `${formatDiagnostic(d)}\n  ${gutter}${line}\n  ${' '.repeat(gutter.length + d.column - 1)}^`;
 }
 
 /** A catalog or rules file as text, parsed with positions so errors can name file:line:column. JSON files parse as YAML too. */
@@ -21,14 +31,19 @@ export class SourceFile {
   constructor(readonly path: string, readonly text: string) {
     this.document = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
     this.syntaxErrors = [...this.document.errors, ...this.document.warnings].map((e) => {
-      const [line, column] = e.linePos?.[0] ? [e.linePos[0].line, e.linePos[0].col] : [1, 1];
-      return { file: path, line, column, message: e.message.split('\n')[0] };
+      const { line, col } = this.position(e.pos[0]);
+      return { file: path, line, column: col, message: e.message.split('\n')[0], code: 'yaml_syntax' };
     });
     this.value = this.syntaxErrors.length ? undefined : this.document.toJS();
   }
 
+  /** Line and column of an offset; an error at the very end of the file is shown at the end of its last line. */
+  private position(offset: number): { line: number; col: number } {
+    return this.lines.linePos(Math.min(offset, this.text.trimEnd().length));
+  }
+
   /** Diagnostic at the node a JSON pointer names, or at its key when `at` is 'key'; falls back to the nearest existing parent. */
-  at(pointer: string, message: string, at: 'value' | 'key' = 'value'): Diagnostic {
+  at(pointer: string, message: string, at: 'value' | 'key' = 'value', code?: string): Diagnostic {
     const segments = pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     let node: unknown = this.document.contents;
     let offset = (node as Node | null)?.range?.[0] ?? 0;
@@ -40,7 +55,7 @@ export class SourceFile {
         ?? (found.value as Node | null)?.range?.[0] ?? offset;
     }
     const { line, col } = this.lines.linePos(offset);
-    return { file: this.path, line, column: col, message };
+    return { file: this.path, line, column: col, message, ...(code && { code }) };
   }
 }
 

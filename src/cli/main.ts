@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 import { AuditLog, Replayer } from '../audit/index.js';
-import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { jsonLogger } from '../log/index.js';
-import { openSnapshot, readSnapshotFiles } from '../pricing/index.js';
+import { catalogCommands, catalogUsage } from './catalog-commands.js';
 import { configFromEnv, type Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { serve } from './serve.js';
@@ -11,7 +10,7 @@ import { serve } from './serve.js';
 const usage = `usage: agent-audio <command>
 
   serve                      start the service (embedded PostgreSQL unless DATABASE_URL is set)
-  catalog check              validate catalog/ and rules/; prints file:line:column: message
+${catalogUsage}
   keys create --name NAME    create an agent API key (printed once; only its hash is stored)
   keys list                  list keys
   keys revoke ID             revoke a key at once
@@ -41,6 +40,7 @@ async function withDatabase<T>(config: Config, work: (db: Awaited<ReturnType<typ
 }
 
 const commands: Record<string, Command> = {
+  ...catalogCommands,
   async serve(config) {
     const log = jsonLogger({ service: 'agent-audio-api' });
     // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not die of it.
@@ -59,14 +59,6 @@ const commands: Record<string, Command> = {
       process.once('SIGINT', shutdown);
       process.once('SIGTERM', shutdown);
     });
-    return 0;
-  },
-
-  async 'catalog check'(config) {
-    const { snapshot, diagnostics } = await openSnapshot(await readSnapshotFiles(config.catalogDir, config.rulesDir));
-    for (const d of diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
-    if (!snapshot) return 1;
-    print(`catalog_version ${snapshot.catalog.settings.catalog_version}, ${snapshot.catalog.products.length} products, content hash ${snapshot.hash}: ok`);
     return 0;
   },
 
@@ -137,8 +129,11 @@ async function main(argv: string[]): Promise<number> {
   const [name, args] = commands[two] ? [two, argv.slice(2)] : [argv[0], argv.slice(1)];
   const command = name ? commands[name] : undefined;
   if (!command) {
+    const asked = argv.length > 0 && !argv.some((a) => ['help', '--help', '-h'].includes(a));
+    const group = Object.keys(commands).some((c) => c.startsWith(`${argv[0]} `)) && argv[1] && !argv[1].startsWith('-');
+    if (asked) process.stderr.write(`unknown command ${group ? two : argv[0]}\n\n`);
     process.stderr.write(`${usage}\n`);
-    return argv.length && !['help', '--help', '-h'].includes(argv[0]) ? 2 : 0;
+    return asked ? 2 : 0;
   }
   return command(configFromEnv(), args);
 }

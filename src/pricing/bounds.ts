@@ -1,6 +1,6 @@
-import type { CatalogProduct } from '../catalog/index.js';
-import { Decimal, readPath as readPathOf, RuleEvaluationError } from '../rules/index.js';
+import { Decimal, RuleEvaluationError } from '../rules/index.js';
 import { evaluatePrice } from './evaluate.js';
+import { configurations, thresholds } from './grid.js';
 import type { Snapshot } from './snapshot.js';
 
 export interface BoundProblem { file: string; pointer: string; message: string }
@@ -45,36 +45,4 @@ export async function checkPriceBounds(snapshot: Snapshot): Promise<BoundProblem
     }
   }
   return problems;
-}
-
-function thresholds(snapshot: Snapshot, entry: CatalogProduct): Map<string, unknown[]> {
-  const found = new Map<string, unknown[]>();
-  for (const spec of snapshot.rules.quote.derivedFacts) {
-    const [root, ...rest] = spec.from.split('.');
-    if (root !== 'product') continue;
-    const list = readPathOf(entry.product, rest.join('.'));
-    if (!Array.isArray(list)) continue;
-    for (const w of spec.where ?? []) {
-      found.set(w.param, [...(found.get(w.param) ?? []), ...list.map((item) => readPathOf(item, w.field))]);
-    }
-  }
-  return found;
-}
-
-function* configurations(entry: CatalogProduct, extra: Map<string, unknown[]>): Generator<Record<string, unknown>> {
-  const choices = Object.entries(entry.acceptedParameters).map(([name, d]) => {
-    let values: unknown[];
-    if (d.type === 'boolean') values = [false, true];
-    else if (d.type === 'number' || d.type === 'integer' || d.type === 'quantity') {
-      values = [d.minimum ?? d.default ?? 0, d.maximum ?? d.minimum ?? d.default ?? 0, ...(extra.get(name) ?? [])]
-        .filter((v) => (d.minimum === undefined || Number(v) >= d.minimum) && (d.maximum === undefined || Number(v) <= d.maximum));
-    } else values = [d.default ?? (d.type === 'url' ? 'https://example.com/stream' : 'x')];
-    return [name, [...new Set(values)]] as const;
-  });
-  const combine = function* (i: number, acc: Record<string, unknown>): Generator<Record<string, unknown>> {
-    if (i === choices.length) { yield { ...acc }; return; }
-    const [name, values] = choices[i];
-    for (const v of values) yield* combine(i + 1, { ...acc, [name]: v });
-  };
-  yield* combine(0, {});
 }

@@ -3,6 +3,7 @@ import { compileRules, type CompiledRules, type NotOrderableReason, type Rejecti
 import { createAjv, type ValidateFunction } from '../schema/ajv.js';
 import { checkPriceBounds } from './bounds.js';
 import { snapshotHash, type SnapshotFiles } from './files.js';
+import { checkFormulaText } from './formula-text.js';
 
 export interface ProductVerdict {
   /** Why the product cannot be quoted at all (the first rejection by sequence), if so. */
@@ -63,10 +64,11 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
     const verdict = verdicts.get(entry.product.id)!;
     if (entry.product.orderable.agent && verdict.notOrderable.length) {
       diagnostics.push(source(entry.file).at('/orderable/agent',
-        `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ${verdict.notOrderable.map((r) => r.code).join(', ')}`));
+        `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ${verdict.notOrderable.map((r) => r.code).join(', ')}`, 'value', 'not_orderable'));
     }
   }
-  diagnostics.push(...(await checkPriceBounds(snapshot)).map((p) => source(p.file).at(p.pointer, p.message)));
+  diagnostics.push(...checkFormulaText(catalog, sources));
+  diagnostics.push(...(await checkPriceBounds(snapshot)).map((p) => source(p.file).at(p.pointer, p.message, 'value', 'price_bounds')));
   return diagnostics.length ? { diagnostics } : { snapshot, diagnostics };
 }
 
