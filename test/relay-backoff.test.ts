@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
-import { copyCatalog, request, startService, type Service } from './support/service.js';
+import { request, startService, type Service } from './support/service.js';
+import { relayCatalog } from './support/relay-catalog.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
@@ -17,20 +18,11 @@ import { TestWallet } from './support/wallet.js';
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
 
 let service: Service;
-let catalog: Awaited<ReturnType<typeof copyCatalog>>;
+let catalog: Awaited<ReturnType<typeof relayCatalog>>;
 
 before(async () => {
   if (skip) return;
-  catalog = await copyCatalog();
-  const file = join(catalog.catalogDir, 'products/streaming-boost-relay.yaml');
-  const text = await readFile(file, 'utf8');
-  // The same edits as test/ssrf.test.ts: the relay product made orderable by agents.
-  await writeFile(file, text
-    .replace('status: pending\npricing_status: pending', 'status: ready\npricing_status: approved')
-    .replace('orderable: { human: false, agent: false }', 'orderable: { human: false, agent: true }')
-    .replace(/pricing:\n  basis: quote\n  model: granular\n  currency: USDC\n  decimals: 6\n  pricing_status: pending/, 'pricing:\n  basis: quote\n  model: formula\n  currency: USDC\n  decimals: 6\n  base_atomic: "250000"\n  per_hour_atomic: "20000"\n  per_gb_atomic: "15000"\n  pricing_status: approved\n  quote_ttl_seconds: 300')
-    .replace('listeners: { type: integer, required: true }', 'listeners: { type: integer, required: true, minimum: 1, maximum: 50 }')
-    .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'));
+  catalog = await relayCatalog();
   // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
   service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2', LIFECYCLE_INTERVAL_MS: '250' });
 });
