@@ -2,3 +2,4 @@ export { readSnapshotFiles, snapshotHash, type SnapshotFiles } from './files.js'
 export { openSnapshot, type Snapshot, type ProductVerdict } from './snapshot.js';
 export { evaluatePrice, type PriceInput, type PriceOutput, type PriceEvaluation } from './evaluate.js';
 export { LiveSnapshot, CatalogInvalidError } from './live-snapshot.js';
+export { evaluateUpgrade, type UpgradeInput, type UpgradeEvaluation } from './upgrade.js';
