@@ -19,14 +19,19 @@ export class HeadPublisher {
     return this.cached.signed;
   }
 
-  private async signNow(): Promise<SignedHead> {
-    const [head] = await this.db.query<{ seq: string; chain_hash: string }>('SELECT seq::text AS seq, chain_hash FROM audit_head');
-    const [kept] = await this.db.query<{ document: string; signature: string }>(
-      'SELECT document, signature FROM audit_signed_heads WHERE seq = $1 AND chain_hash = $2', [head.seq, head.chain_hash]);
-    if (kept) return { head: JSON.parse(kept.document), signature: kept.signature, public_key: this.signer.publicKeyPem };
-    const signed = this.signer.sign(head.seq, head.chain_hash);
-    await this.db.query('INSERT INTO audit_signed_heads (seq, chain_hash, document, signature) VALUES ($1, $2, $3, $4) ON CONFLICT (seq) DO NOTHING',
-      [head.seq, head.chain_hash, JSON.stringify(signed.head), signed.signature]);
-    return signed;
+  private signNow(): Promise<SignedHead> {
+    return signCurrentHead(this.db, this.signer);
   }
+}
+
+/** The current chain head signed (or as signed before) and kept in audit_signed_heads. */
+export async function signCurrentHead(db: Database, signer: HeadSigner): Promise<SignedHead> {
+  const [head] = await db.query<{ seq: string; chain_hash: string }>('SELECT seq::text AS seq, chain_hash FROM audit_head');
+  const [kept] = await db.query<{ document: string; signature: string }>(
+    'SELECT document, signature FROM audit_signed_heads WHERE seq = $1 AND chain_hash = $2', [head.seq, head.chain_hash]);
+  if (kept) return { head: JSON.parse(kept.document), signature: kept.signature, public_key: signer.publicKeyPem };
+  const signed = signer.sign(head.seq, head.chain_hash);
+  await db.query('INSERT INTO audit_signed_heads (seq, chain_hash, document, signature) VALUES ($1, $2, $3, $4) ON CONFLICT (seq) DO NOTHING',
+    [head.seq, head.chain_hash, JSON.stringify(signed.head), signed.signature]);
+  return signed;
 }

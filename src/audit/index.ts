@@ -3,6 +3,6 @@ export { Replayer, replayRecordText, snapshotCache, EVALUATION_KINDS, type Repla
 export { priceRecord, upgradeRecord, type PriceRecord, type UpgradeRecord } from './record.js';
 export { canonicalJson, sha256 } from './canonical.js';
 export { HeadSigner, loadSigningKey, signedHeadProblem, type SignedHead } from './signing.js';
-export { HeadPublisher } from './head-publisher.js';
+export { HeadPublisher, signCurrentHead } from './head-publisher.js';
 export { exportBundle, type BundleSelection } from './bundle-export.js';
 export { verifyBundle } from './bundle-verify.js';

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { AuditLog } from '../audit/index.js';
+import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
 import { answerClientErrors, API_PREFIX, createApp, ICECAST_CALLBACK_PREFIX, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
@@ -83,7 +83,18 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
     }
 
+    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: true });
+    if (!signer) log.warn({}, 'audit chain heads are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
+    const auditHead = signer && new HeadPublisher(db, signer);
+    if (auditHead) {
+      // Heads are also signed and kept now and then when nobody asks, so that a rewrite shows in audit verify.
+      const timer = setInterval(() => { auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head')); }, Number(process.env.AUDIT_HEAD_INTERVAL_MS ?? 10_000));
+      timer.unref();
+      cleanup.push(async () => clearInterval(timer));
+    }
+
     const app = createApp({
+      auditHead,
       live,
       keys,
       quotes: new QuoteService(db, live, audit),

@@ -218,6 +218,12 @@ export class OrderService {
     return { order: orderDocument(order), service: service ? this.services.document(service) : null };
   }
 
+  /** What priced a service: the evaluation of its order, or of its latest paid upgrade, and all of them in order. */
+  async pricedBy(service: ServiceRow): Promise<{ evaluation_id: string | null; evaluations: Array<{ order_id: string; evaluation_id: string | null }> }> {
+    const evaluations = await this.orders.evaluationsOf(service);
+    return { evaluation_id: evaluations.at(-1)?.evaluation_id ?? null, evaluations };
+  }
+
   /** The authorization already pays for an order: this request's own (a concurrent retry) or another one. */
   private paidBy(order: OrderRow, input: PlaceOrder, requestHash: string): Promise<PlacedOrder> {
     if (order.api_key_id === input.apiKeyId && order.idempotency_key === input.idempotencyKey) return this.repeat(order, requestHash);
@@ -267,6 +273,8 @@ function orderDocument(order: OrderRow): Record<string, unknown> {
     configuration: order.configuration,
     amount: { amount: atomicToAmount(order.amount_atomic, 6), amount_atomic: order.amount_atomic, currency: 'USDC', decimals: 6 },
     quote_id: order.quote_id,
+    evaluation_id: order.evaluation_id,
+    ...(order.upgrade_of && { upgrade_of: order.upgrade_of }),
     payment: { protocol: 'x402', network: order.network, payer: order.payer, transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null },
     created_at: order.created_at.toISOString(),
     settled_at: order.settled_at?.toISOString() ?? null,

@@ -58,6 +58,12 @@ export class OrderStore {
     return row;
   }
 
+  /** The evaluations that priced a service: its order's, then each paid upgrade's, oldest first. */
+  async evaluationsOf(service: { id: string; order_id: string }): Promise<Array<{ order_id: string; evaluation_id: string | null }>> {
+    return this.db.query<{ order_id: string; evaluation_id: string | null }>(
+      `SELECT id AS order_id, evaluation_id FROM orders WHERE state = 'active' AND (id = $1 OR upgrade_of = $2) ORDER BY created_at, id`, [service.order_id, service.id]);
+  }
+
   /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
   async inFlight(client?: Client): Promise<Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>> {
     const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning')
