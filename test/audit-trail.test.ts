@@ -55,11 +55,11 @@ describe('the audit trail', { skip }, () => {
     const record = json((await service.cli(['audit', 'show', order.evaluation_id])).stdout).record;
     assert.equal(record.kind, 'upgrade_price');
     assert.equal(record.amount_atomic, order.amount.amount_atomic, 'the record says what was charged');
-    assert.equal(record.input.paid_atomic, bought.order.amount.amount_atomic, 'what was paid for the service so far');
+    assert.deepEqual(record.input.paid, [{ order_id: bought.order.id, amount_atomic: bought.order.amount.amount_atomic, hours: 24 }], 'what was paid for the service so far');
     assert.equal(record.input.from_product_id, 'instant-stream');
     assert.equal(record.target.output.product_id, 'event-stream');
     assert.ok(record.current, 'the credit comes from an evaluation of the current product');
-    const unused = BigInt(record.input.paid_atomic) * BigInt(Math.round(record.input.remaining_hours * 100)) / BigInt(Math.round(record.input.paid_hours * 100));
+    const unused = BigInt(bought.order.amount.amount_atomic) * BigInt(Math.round(record.input.remaining_hours * 100)) / 2400n;
     assert.ok(BigInt(record.credit_atomic) <= unused, 'the credit is at most the unused share of what was paid');
     assert.equal(BigInt(record.amount_atomic), [BigInt(record.target.output.total_atomic) - BigInt(record.credit_atomic), BigInt(record.minimum_atomic)].reduce((a, b) => (a > b ? a : b)));
 

@@ -22,17 +22,20 @@ export async function priceUpgrade(snapshot: Snapshot, service: ServiceRow, targ
     throw new ApiError(409, 'upgrade_not_possible', `The service is ${service.status}; only active or suspended services can be upgraded. Order a new one with POST /orders.`);
   }
   const remainingMs = Math.max((service.expires_at?.getTime() ?? now) - now, 0);
-  const [paid] = await db.query<{ amount_atomic: string }>(
-    `SELECT coalesce(sum(amount_atomic), 0)::text AS amount_atomic FROM orders
-     WHERE state = 'active' AND (id = $1 OR upgrade_of = $2)`, [service.order_id, service.id]);
+  // The hours an upgrade paid for are the target hours in its own record.
+  const paid = await db.query<{ order_id: string; amount_atomic: string; hours: string | null }>(
+    `SELECT o.id AS order_id, o.amount_atomic::text AS amount_atomic,
+            CASE WHEN o.upgrade_of IS NULL THEN $3::text ELSE r.record::jsonb #>> '{target,input,parameters,duration_hours}' END AS hours
+     FROM orders o LEFT JOIN audit_records r ON r.id = o.evaluation_id
+     WHERE o.state = 'active' AND (o.id = $1 OR o.upgrade_of = $2) ORDER BY o.created_at, o.id`,
+    [service.order_id, service.id, String(service.limits.duration_hours ?? 0)]);
   const input: UpgradeInput = {
     service_id: service.id,
     from_product_id: service.product_id,
     to_product_id: targetId,
     limits: service.limits,
     remaining_hours: Math.ceil(remainingMs / 36_000) / 100,
-    paid_atomic: paid.amount_atomic,
-    paid_hours: Number(service.limits.duration_hours ?? 0),
+    paid: paid.map((p) => ({ order_id: p.order_id, amount_atomic: p.amount_atomic, hours: Number(p.hours ?? 0) })),
   };
   const evaluation = await evaluateUpgrade(snapshot, input);
   if (evaluation.outcome === 'refused') throw new ApiError(409, 'upgrade_not_possible', evaluation.message);

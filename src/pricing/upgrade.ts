@@ -16,9 +16,8 @@ export interface UpgradeInput {
   limits: Record<string, unknown>;
   /** Paid time left, in hours rounded up to 1/100 h. */
   remaining_hours: number;
-  /** What was paid for the service so far (its order and its upgrades), in atomic units, and the hours it was bought for. */
-  paid_atomic: string;
-  paid_hours: number;
+  /** What was paid for the service so far: its order and each upgrade, in atomic units, and the hours each paid for. */
+  paid: Array<{ order_id: string; amount_atomic: string; hours: number }>;
 }
 
 export type UpgradeEvaluation =
@@ -65,9 +64,10 @@ export async function evaluateUpgrade(snapshot: Snapshot, input: UpgradeInput): 
   const worth = currentPrice
     ? new Decimal(currentPrice.output.total_atomic).minus(currentPrice.output.lines.find((l) => l.code === 'transfer')?.amount_atomic ?? 0)
     : new Decimal(0);
-  const unusedPaid = Number(input.paid_hours) > 0
-    ? new Decimal(input.paid_atomic).times(Decimal.min(input.remaining_hours, input.paid_hours)).dividedBy(input.paid_hours).floor()
-    : new Decimal(0);
+  // Each payment covered its own hours (an upgrade, only what was left then); the unused share of each is credited at most.
+  const unusedPaid = input.paid.reduce((sum, p) => (Number(p.hours) > 0
+    ? sum.plus(new Decimal(p.amount_atomic).times(Decimal.min(input.remaining_hours, p.hours)).dividedBy(p.hours).floor())
+    : sum), new Decimal(0));
   const credit = Decimal.max(0, Decimal.min(worth, unusedPaid));
   const minimum = new Decimal(snapshot.catalog.settings.order_limits.minimum).times(1_000_000);
   const amount = Decimal.max(minimum, new Decimal(targetPrice.output.total_atomic).minus(credit));

@@ -55,6 +55,7 @@ DECLARE
   head audit_head%ROWTYPE;
   next_seq bigint;
   next_chain text;
+  chained text;
   at timestamptz := now();
 BEGIN
   -- Quotes move no money: commit without waiting for the WAL flush; the next synchronous commit (an order's) flushes them.
@@ -81,11 +82,10 @@ BEGIN
       END IF;
     END IF;
     next_seq := next_seq + 1;
+    chained := audit_chain_hash(next_chain, audit_entry_hash(next_seq, q->>'evaluation_id', 'quote_price', q->>'snapshot_hash', NULL, q->>'record_hash', at));
     INSERT INTO audit_records (seq, id, kind, snapshot_hash, record, record_hash, prev_chain_hash, chain_hash, created_at, format)
-    VALUES (next_seq, q->>'evaluation_id', 'quote_price', q->>'snapshot_hash', q->>'record', q->>'record_hash', next_chain,
-            audit_chain_hash(next_chain, audit_entry_hash(next_seq, q->>'evaluation_id', 'quote_price', q->>'snapshot_hash', NULL, q->>'record_hash', at)),
-            at, 2);
-    next_chain := audit_chain_hash(next_chain, audit_entry_hash(next_seq, q->>'evaluation_id', 'quote_price', q->>'snapshot_hash', NULL, q->>'record_hash', at));
+    VALUES (next_seq, q->>'evaluation_id', 'quote_price', q->>'snapshot_hash', q->>'record', q->>'record_hash', next_chain, chained, at, 2);
+    next_chain := chained;
     INSERT INTO quotes (id, api_key_id, idempotency_key, request_hash, product_id, configuration, amount_atomic, response, evaluation_id, expires_at)
     VALUES (q->>'id', q->>'api_key_id', q->>'idempotency_key', q->>'request_hash', q->>'product_id', q->'configuration',
             (q->>'amount_atomic')::numeric, q->>'response', q->>'evaluation_id', (q->>'expires_at')::timestamptz);
