@@ -52,6 +52,10 @@ describe('the audit trail', { skip }, () => {
     assert.equal(order.upgrade_of, id);
     upgraded = { order, serviceId: id, evaluationId: order.evaluation_id };
 
+    const replay = await service.cli(['audit', 'replay', '--all']);
+    assert.equal(replay.code, 0, replay.stdout);
+    assert.match(replay.stdout, /(\d+) replayed, \1 identical, 0 different/);
+
     const record = json((await service.cli(['audit', 'show', order.evaluation_id])).stdout).record;
     assert.equal(record.kind, 'upgrade_price');
     assert.equal(record.amount_atomic, order.amount.amount_atomic, 'the record says what was charged');
@@ -67,10 +71,6 @@ describe('the audit trail', { skip }, () => {
     assert.equal(svc.body.evaluation_id, order.evaluation_id, 'the service shows the evaluation that priced its current form');
     assert.deepEqual(svc.body.evaluations.map((e: any) => e.evaluation_id), [bought.order.evaluation_id, order.evaluation_id]);
     assert.equal((await request(service, 'GET', `/orders/${order.id}`)).body.order.evaluation_id, order.evaluation_id);
-
-    const replay = await service.cli(['audit', 'replay', '--all']);
-    assert.equal(replay.code, 0, replay.stdout);
-    assert.match(replay.stdout, /(\d+) replayed, \1 identical, 0 different/);
 
     const byService = json((await service.cli(['audit', 'show', id])).stdout);
     assert.deepEqual(new Set(byService.records.map((x: any) => x.kind)), new Set(['order_price', 'upgrade_price', 'order_state']));
