@@ -109,8 +109,10 @@ LANGUAGE sql STABLE AS $$
     'created_at', audit_time(o.created_at), 'settled_at', audit_time(o.settled_at))
 $$;
 
--- Every order's claim, settlement, provisioning and failure becomes a chained record of the row's state,
--- in the same transaction as the change.
+-- Every order's claim, settlement, provisioning and failure becomes a chained record of the row's state, in the
+-- same transaction as the change. The trigger is deferred to the commit, so that a transaction takes the chain head
+-- only after all its row changes: an order transaction never holds the head while it waits for another order row
+-- (an INSERT whose unique check waits for a concurrent UPDATE of the same order would otherwise deadlock with it).
 CREATE FUNCTION orders_audit() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -124,7 +126,10 @@ BEGIN
   RETURN NULL;
 END
 $$;
-CREATE TRIGGER orders_audit AFTER INSERT OR UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION orders_audit();
+CREATE CONSTRAINT TRIGGER orders_audit AFTER INSERT OR UPDATE ON orders DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION orders_audit();
+-- The claim inserts the order before it appends the evaluation that priced it (for the same reason).
+ALTER TABLE orders ALTER CONSTRAINT orders_evaluation_id_fkey DEFERRABLE INITIALLY DEFERRED;
 
 -- Orders placed before this migration: their present state starts their chained history.
 DO $$
