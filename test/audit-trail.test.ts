@@ -185,17 +185,19 @@ describe('the audit trail', { skip }, () => {
   });
 
   test('a whole rewrite with recomputed hashes is caught by the signed heads, and by a head an auditor kept', async () => {
-    const kept = await request(service, 'GET', '/audit/head', { auth: false });
-    assert.equal(kept.status, 200);
+    const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 3, max_listeners: 2, bitrate_kbps: 64 } } });
+    assert.equal(quoted.status, 200);
+    const target = quoted.body.quote.audit.evaluation_id;
+    const quotedSeq = (await db.query('SELECT seq::text FROM audit_records WHERE id = $1', [target])).rows[0].seq;
+    const kept = await waitForHead((h) => BigInt(h.signed_head.head.seq) >= BigInt(quotedSeq));
     const keptFile = join(await scratchDir('audit-head-'), 'head.json');
-    await writeFile(keptFile, JSON.stringify(kept.body.signed_head));
-    const target = (await db.query("SELECT id FROM audit_records WHERE kind = 'upgrade_price' ORDER BY seq LIMIT 1")).rows[0].id;
+    await writeFile(keptFile, JSON.stringify(kept.signed_head));
     // The attacker rewrites a record and recomputes every hash after it, as the schema's own functions do.
     await db.query(`DO $$
       DECLARE r record; prev text; first bigint;
       BEGIN
-        UPDATE audit_records SET record = replace(record, '"amount_atomic":"', '"amount_atomic":"9'),
-          record_hash = 'sha256:' || encode(sha256(convert_to(replace(record, '"amount_atomic":"', '"amount_atomic":"9'), 'UTF8')), 'hex')
+        UPDATE audit_records SET record = replace(record, '"total_atomic":"', '"total_atomic":"9'),
+          record_hash = 'sha256:' || encode(sha256(convert_to(replace(record, '"total_atomic":"', '"total_atomic":"9'), 'UTF8')), 'hex')
         WHERE id = '${target}' RETURNING seq, prev_chain_hash INTO first, prev;
         FOR r IN SELECT * FROM audit_records WHERE seq >= first ORDER BY seq LOOP
           UPDATE audit_records SET prev_chain_hash = prev,
@@ -213,7 +215,7 @@ describe('the audit trail', { skip }, () => {
     result = await verify('--head', keptFile);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /does not end in the signed head.*head given.*rewritten/);
-    const forged = { ...kept.body.signed_head, head: { ...kept.body.signed_head.head, chain_hash: 'sha256:' + '1'.repeat(64) } };
+    const forged = { ...kept.signed_head, head: { ...kept.signed_head.head, chain_hash: 'sha256:' + '1'.repeat(64) } };
     await writeFile(keptFile, JSON.stringify(forged));
     result = await verify('--head', keptFile);
     assert.equal(result.code, 1);
@@ -221,3 +223,14 @@ describe('the audit trail', { skip }, () => {
   });
 });
 
+
+/** The signed head, once it covers what the test needs (heads are signed at most once a second). */
+async function waitForHead(covers: (body: any) => boolean): Promise<any> {
+  for (let i = 0; i < 100; i++) {
+    const answer = await request(service, 'GET', '/audit/head', { auth: false });
+    assert.equal(answer.status, 200);
+    if (covers(answer.body)) return answer.body;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('the signed head did not move on');
+}
