@@ -125,6 +125,10 @@ describe('the audit trail', { skip }, () => {
     const keyFile = join(dir, 'operator.pem');
     await writeFile(keyFile, head.body.public_key);
     assert.equal(bundle.signed_head.head.key_id, head.body.key_id);
+    const health = await request(service, 'GET', '/health', { auth: false });
+    assert.equal(health.body.audit.key_id, head.body.key_id, '/health publishes the operator key');
+    const privateKey = await readFile(join(service.dataDir, 'audit-signing-key.pem'), 'utf8');
+    assert.ok(!service.output().includes(privateKey.split('\n')[1]), 'the private key is never logged');
 
     // Offline: no DATABASE_URL, an empty DATA_DIR, nothing running there.
     const offline = { DATA_DIR: await scratchDir('audit-offline-'), DATABASE_URL: '' };
