@@ -150,6 +150,33 @@ describe('the audit trail', { skip }, () => {
     assert.match(bad.stderr, /record_hash: the record was edited/);
   });
 
+  test('an order at a quote\'s locked price: exported with the quote\'s evaluation, and verify checks the price', async () => {
+    const parameters = { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 };
+    const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters } });
+    assert.equal(quoted.status, 200);
+    const r = await buy(service, wallet, { product_id: 'instant-stream', billing: 'quote', email: 'audit@example.com', station_name: 'Audit FM', parameters, metadata: { quote_id: quoted.body.quote.id } });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.order.amount.amount_atomic, quoted.body.quote.price.amount_atomic);
+    const bundle = json((await service.cli(['audit', 'export', '--order', r.body.order.id])).stdout);
+    assert.ok(bundle.records.some((x: any) => x.id === quoted.body.quote.audit.evaluation_id), 'the quote that locked the price is in the bundle');
+    const result = await verify();
+    assert.equal(result.code, 0, result.stderr);
+
+    await db.query("SET session_replication_role = replica");
+    try {
+      await db.query('UPDATE quotes SET amount_atomic = 1 WHERE id = $1', [quoted.body.quote.id]);
+      await db.query('UPDATE orders SET amount_atomic = 1 WHERE id = $1', [r.body.order.id]);
+      await db.query('UPDATE audit_records SET record = record WHERE id = $1', [quoted.body.quote.audit.evaluation_id]);
+      const edited = await verify();
+      assert.equal(edited.code, 1);
+      assert.match(edited.stderr, new RegExp(`order ${r.body.order.id}: charged 1 atomic units at quote price, but the quote's evaluation`));
+    } finally {
+      await db.query('UPDATE quotes SET amount_atomic = $2 WHERE id = $1', [quoted.body.quote.id, quoted.body.quote.price.amount_atomic]);
+      await db.query('UPDATE orders SET amount_atomic = $2 WHERE id = $1', [r.body.order.id, r.body.order.amount.amount_atomic]);
+      await db.query("SET session_replication_role = origin");
+    }
+  });
+
   test('verify notices an edited kind, created_at or order amount', async () => {
     assert.equal((await verify()).code, 0, (await verify()).stderr);
     const [quoteRecord] = (await db.query("SELECT id, kind FROM audit_records WHERE kind = 'order_price' ORDER BY seq LIMIT 1")).rows;

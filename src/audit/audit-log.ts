@@ -181,7 +181,17 @@ export class AuditLog {
     }
     problems.push(...checkOrderHistory(orders));
     problems.push(...await this.ordersAgainstChain(orders));
+    problems.push(...await this.quotedOrders());
     return { checked, problems, notes };
+  }
+
+  /** An order paid at a quote's locked price charged exactly what that quote's (chained) evaluation says. */
+  private async quotedOrders(): Promise<ChainProblem[]> {
+    const rows = await this.db.query<{ id: string; amount: string; quoted: string | null; evaluation_id: string }>(
+      `SELECT o.id, o.amount_atomic::text AS amount, r.record::jsonb #>> '{output,total_atomic}' AS quoted, q.evaluation_id
+       FROM orders o JOIN quotes q ON q.id = o.quote_id JOIN audit_records r ON r.id = q.evaluation_id
+       WHERE (r.record::jsonb #>> '{output,total_atomic}') IS DISTINCT FROM o.amount_atomic::text`);
+    return rows.map((r) => ({ seq: '-', id: r.id, problem: `order ${r.id}: charged ${r.amount} atomic units at quote price, but the quote's evaluation ${r.evaluation_id} says ${r.quoted}` }));
   }
 
   /** Each order row must equal its last chained state; a row without one was written outside the chain. */
