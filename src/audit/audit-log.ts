@@ -174,6 +174,10 @@ export class AuditLog {
       previous = r.chain_hash;
       expectedSeq = BigInt(r.seq) + 1n;
     }
+    for (const h of wanted.get('0') ?? []) {
+      if (h.signed.head.chain_hash !== GENESIS_CHAIN_HASH) problems.push({ seq: '0', problem: `a signed head (${h.source}) of the empty log names ${h.signed.head.chain_hash}, not the genesis hash` });
+    }
+    wanted.delete('0');
     for (const [seq, hs] of wanted) for (const h of hs) problems.push({ seq, problem: `a signed head (${h.source}) covers seq ${seq}, which is not in the log: records were deleted` });
     const [head] = await this.db.query<{ seq: string; chain_hash: string }>('SELECT seq::text, chain_hash FROM audit_head');
     if (!head || head.chain_hash !== previous || BigInt(head.seq) !== expectedSeq - 1n) {
