@@ -87,7 +87,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     if (!signer) log.warn({}, 'audit chain heads are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
     const auditHead = signer && new HeadPublisher(db, signer);
     if (auditHead) {
-      // Heads are also signed and kept now and then when nobody asks, so that a rewrite shows in audit verify.
+      // Heads are also signed and kept at start and now and then when nobody asks, so that a rewrite shows in audit verify.
+      await auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head'));
       const timer = setInterval(() => { auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head')); }, Number(process.env.AUDIT_HEAD_INTERVAL_MS ?? 10_000));
       timer.unref();
       cleanup.push(async () => clearInterval(timer));
