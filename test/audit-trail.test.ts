@@ -193,6 +193,15 @@ describe('the audit trail', { skip }, () => {
     await db.query("UPDATE audit_records SET created_at = created_at + interval '1 day' WHERE id = $1", [quoteRecord.id]);
     assert.equal((await verify()).code, 0, 'restored');
 
+    // The catalog a record ran on, edited: nothing is replayed on it.
+    const { rows: [snapshot] } = await db.query('SELECT hash, files FROM snapshots WHERE hash = (SELECT snapshot_hash FROM audit_records WHERE id = $1)', [quoteRecord.id]);
+    const edited = Object.fromEntries(Object.entries(snapshot.files as Record<string, string>).map(([k, v]) => [k, k.endsWith('instant-stream.yaml') ? v.replace('base_atomic: "250000"', 'base_atomic: "1"') : v]));
+    await db.query('UPDATE snapshots SET files = $2 WHERE hash = $1', [snapshot.hash, edited]);
+    const replayed = await service.cli(['audit', 'replay', quoteRecord.id]);
+    assert.equal(replayed.code, 1);
+    assert.match(replayed.stdout, /was edited \(its files no longer hash to it\)/);
+    await db.query('UPDATE snapshots SET files = $2 WHERE hash = $1', [snapshot.hash, snapshot.files]);
+
     // An edit that bypasses the trigger (as a database owner can) leaves the row apart from its chained state.
     const orderId = upgraded.order.id;
     const amount = upgraded.order.amount.amount_atomic;

@@ -1,4 +1,4 @@
-import { evaluatePrice, evaluateUpgrade, openSnapshot, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { evaluatePrice, evaluateUpgrade, openSnapshot, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
 import type { AuditLog } from './audit-log.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { jsonDiff, type Difference } from './json-diff.js';
@@ -33,7 +33,7 @@ export async function replayRecordText(id: string, text: string, snapshotOf: (ha
   if (differ.length) report.versions_differ = Object.fromEntries(differ.map(([k, v]) => [k, { recorded: record.versions?.[k], now: v }]));
 
   const snapshot = await snapshotOf(record.snapshot_hash);
-  if (!snapshot) return { ...report, problem: `snapshot ${record.snapshot_hash} is missing or no longer opens` };
+  if (!snapshot) return { ...report, problem: `snapshot ${record.snapshot_hash} is missing, was edited (its files no longer hash to it), or no longer opens` };
   let replayed: PriceRecord | UpgradeRecord;
   if (record.kind === 'upgrade_price') {
     const evaluation = await evaluateUpgrade(snapshot, record.input);
@@ -64,7 +64,8 @@ export function snapshotCache(filesOf: (hash: string) => Promise<SnapshotFiles |
   return (hash) => {
     let pending = snapshots.get(hash);
     if (!pending) {
-      pending = filesOf(hash).then(async (files) => (files ? (await openSnapshot(files)).snapshot : undefined));
+      // Files that no longer hash to their name were edited: nothing is replayed on them.
+      pending = filesOf(hash).then(async (files) => (files && snapshotHash(files) === hash ? (await openSnapshot(files)).snapshot : undefined));
       snapshots.set(hash, pending);
     }
     return pending;
