@@ -1,4 +1,8 @@
-export { AuditLog, type StoredRecord, type ChainProblem } from './audit-log.js';
-export { Replayer, type ReplayReport } from './replay.js';
-export { priceRecord, type PriceRecord } from './record.js';
+export { AuditLog, type StoredRecord, type ChainProblem, type ListFilter } from './audit-log.js';
+export { Replayer, replayRecordText, snapshotCache, EVALUATION_KINDS, type ReplayReport } from './replay.js';
+export { priceRecord, upgradeRecord, type PriceRecord, type UpgradeRecord } from './record.js';
 export { canonicalJson, sha256 } from './canonical.js';
+export { HeadSigner, loadSigningKey, signedHeadProblem, type SignedHead } from './signing.js';
+export { HeadPublisher, signCurrentHead } from './head-publisher.js';
+export { exportBundle, type BundleSelection } from './bundle-export.js';
+export { verifyBundle } from './bundle-verify.js';

@@ -1,4 +1,4 @@
-import type { PriceInput, PriceEvaluation } from '../pricing/index.js';
+import type { PriceInput, PriceEvaluation, UpgradeEvaluation, UpgradeInput } from '../pricing/index.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { evaluatorVersions } from './versions.js';
 
@@ -40,4 +40,53 @@ export function priceRecord(id: string, snapshotHash: string, input: PriceInput,
 function withoutSnapshotFacts(facts: Record<string, unknown>): Record<string, unknown> {
   const { product, settings, ...rest } = facts;
   return { product_id: (product as { id: string }).id, ...rest };
+}
+
+type PricedUpgrade = Extract<UpgradeEvaluation, { outcome: 'priced' }>;
+
+/** One evaluation inside an upgrade record: what went in, the rule trace and what came out. */
+export interface EvaluationPart {
+  input: PriceInput;
+  trace: Priced['trace']['quote'];
+  output: Priced['output'];
+  output_hash: string;
+}
+
+/**
+ * An upgrade as an auditor reads it: the inputs fixed when it was priced (remaining hours, what was paid), the
+ * target's price, the credit (the current product's evaluation), the minimum and the amount charged.
+ */
+export interface UpgradeRecord {
+  kind: 'upgrade_price';
+  id: string;
+  evaluated_at: string;
+  snapshot_hash: string;
+  versions: Record<string, string>;
+  input: UpgradeInput;
+  target: EvaluationPart;
+  current: EvaluationPart | null;
+  credit_atomic: string;
+  minimum_atomic: string;
+  amount_atomic: string;
+}
+
+export function upgradeRecord(id: string, snapshotHash: string, input: UpgradeInput, evaluation: PricedUpgrade, evaluatedAt: Date): { record: UpgradeRecord; text: string; hash: string } {
+  const part = (priceInput: PriceInput, priced: Priced): EvaluationPart => ({
+    input: priceInput, trace: priced.trace.quote, output: priced.output, output_hash: sha256(canonicalJson(priced.output)),
+  });
+  const record: UpgradeRecord = {
+    kind: 'upgrade_price',
+    id,
+    evaluated_at: evaluatedAt.toISOString(),
+    snapshot_hash: snapshotHash,
+    versions: { ...evaluatorVersions },
+    input,
+    target: part(evaluation.targetInput, evaluation.target),
+    current: evaluation.current && evaluation.currentInput ? part(evaluation.currentInput, evaluation.current) : null,
+    credit_atomic: evaluation.credit_atomic,
+    minimum_atomic: evaluation.minimum_atomic,
+    amount_atomic: evaluation.amount_atomic,
+  };
+  const text = canonicalJson(record);
+  return { record, text, hash: sha256(text) };
 }

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-import { AuditLog, Replayer } from '../audit/index.js';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedHead } from '../audit/index.js';
+import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { jsonLogger } from '../log/index.js';
 import { catalogCommands, catalogUsage } from './catalog-commands.js';
@@ -14,10 +17,17 @@ ${catalogUsage}
   keys create --name NAME    create an agent API key (printed once; only its hash is stored)
   keys list                  list keys
   keys revoke ID             revoke a key at once
-  audit list [--limit N]     latest price evaluation records
-  audit show ID              one record, as stored
+  audit list [--limit N] [--kind K] [--product P] [--key API_KEY_ID] [--since T] [--until T]
+                             latest audit records (evaluations and order states)
+  audit show ID              an evaluation, or what priced a quote, order or service (with the orders' chained states)
   audit replay ID|--all      re-evaluate records on their own snapshot; non-zero exit on any mismatch
-  audit verify               check the hash chain; non-zero exit if a record was edited or deleted
+  audit verify [--head FILE]... [--public-key FILE]
+                             check the chain, the orders against it and the signed heads; non-zero exit on any problem
+  audit head                 sign and print the current chain head (keep it: a later rewrite before it shows)
+  audit export --order ID | --quote ID | --since T [--until T] [--out FILE]
+                             one self-contained evidence file: records, snapshots, chain path, signed head, settlements
+  audit verify-bundle FILE [--public-key FILE]
+                             check an exported file offline: chain, signature, replays; non-zero exit on any problem
 
 environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), PUBLIC_BASE_URL, METRICS_HOST, METRICS_PORT, DATABASE_URL, CATALOG_DIR (./catalog), RULES_DIR (./rules)`;
 
@@ -28,6 +38,26 @@ const print = (value: unknown) => process.stdout.write(`${typeof value === 'stri
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
+}
+
+function options(args: string[], name: string): string[] {
+  return args.flatMap((a, i) => (a === name && args[i + 1] !== undefined ? [args[i + 1]] : []));
+}
+
+/** A time option; null (after saying why) when it is not a date. */
+function dateOption(args: string[], name: string): Date | undefined | null {
+  const text = option(args, name);
+  if (text === undefined) return undefined;
+  const date = new Date(text);
+  if (Number.isNaN(date.getTime())) { process.stderr.write(`${name} needs a date such as 2026-11-23 or 2026-11-23T15:00:00Z, got ${text}\n`); return null; }
+  return date;
+}
+
+/** The operator's public key: --public-key FILE, else the one of the signing key configured here. */
+async function operatorPublicKey(config: Config, args: string[]): Promise<KeyObject | undefined> {
+  const file = option(args, '--public-key');
+  if (file) return createPublicKey(await readFile(file, 'utf8'));
+  return (await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: false }))?.publicKey;
 }
 
 async function withDatabase<T>(config: Config, work: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>): Promise<T> {
@@ -85,15 +115,20 @@ const commands: Record<string, Command> = {
 
   async 'audit list'(config, args) {
     const limit = Number(option(args, '--limit') ?? 20);
-    const rows = await withDatabase(config, (db) => new AuditLog(db).list({ limit }));
-    print(rows.map((r) => ({ seq: r.seq, id: r.id, kind: r.kind, created_at: r.created_at, snapshot_hash: r.snapshot_hash, chain_hash: r.chain_hash })));
+    const since = dateOption(args, '--since');
+    const until = dateOption(args, '--until');
+    if (since === null || until === null) return 2;
+    const filter = { limit, kind: option(args, '--kind'), productId: option(args, '--product'), apiKeyId: option(args, '--key'), since, until };
+    const rows = await withDatabase(config, (db) => new AuditLog(db).list(filter));
+    print(rows.map((r) => ({ seq: r.seq, id: r.id, kind: r.kind, subject: r.subject ?? undefined, created_at: r.created_at_text, snapshot_hash: r.snapshot_hash, chain_hash: r.chain_hash })));
     return 0;
   },
 
   async 'audit show'(config, args) {
-    const row = await withDatabase(config, (db) => new AuditLog(db).get(args[0] ?? ''));
-    if (!row) { process.stderr.write(`no record ${args[0]}\n`); return 1; }
-    print({ ...row, record: JSON.parse(row.record) });
+    const found = await withDatabase(config, (db) => new AuditLog(db).lookup(args[0] ?? ''));
+    if (!found) { process.stderr.write(`no record, quote, order or service ${args[0]}\n`); return 1; }
+    const shown = found.records.map((row) => ({ ...row, created_at: row.created_at_text, created_at_text: undefined, record: JSON.parse(row.record) }));
+    print(found.records.length === 1 && found.about.startsWith('record') ? shown[0] : { about: found.about, records: shown });
     return 0;
   },
 
@@ -104,8 +139,9 @@ const commands: Record<string, Command> = {
       const replayer = new Replayer(log);
       let failures = 0;
       let count = 0;
-      const ids = args[0] === '--all' ? log.all() : [{ id: args[0] }];
-      for await (const { id } of ids) {
+      const ids = args[0] === '--all' ? log.all() : [{ id: args[0], kind: undefined }];
+      for await (const { id, kind } of ids) {
+        if (kind && !(EVALUATION_KINDS as readonly string[]).includes(kind)) continue;
         const report = await replayer.replay(id);
         count++;
         if (!report.identical) failures++;
@@ -116,11 +152,53 @@ const commands: Record<string, Command> = {
     });
   },
 
-  async 'audit verify'(config) {
-    const { checked, problems } = await withDatabase(config, (db) => new AuditLog(db).verify());
+  async 'audit verify'(config, args) {
+    const operatorKey = await operatorPublicKey(config, args);
+    const heads = await Promise.all(options(args, '--head').map(async (file) => JSON.parse(await readFile(file, 'utf8')) as SignedHead));
+    const { checked, problems, notes } = await withDatabase(config, (db) => new AuditLog(db).verify({ operatorKey, heads }));
     for (const p of problems) process.stderr.write(`seq ${p.seq}${p.id ? ` (${p.id})` : ''}: ${p.problem}\n`);
-    print(problems.length ? `${checked} records checked: the chain is BROKEN (${problems.length} problems)` : `${checked} records checked: the chain is intact`);
+    for (const n of notes) process.stderr.write(`note: ${n}\n`);
+    print(problems.length ? `${checked} records checked: the chain is BROKEN (${problems.length} problems)` : `${checked} records checked: the chain is intact${heads.length ? ` and passes through the ${heads.length} signed heads given` : ''}`);
     return problems.length ? 1 : 0;
+  },
+
+  async 'audit head'(config) {
+    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: false });
+    if (!signer) { process.stderr.write('no operator signing key here (AUDIT_SIGNING_KEY, AUDIT_SIGNING_KEY_FILE, or DATA_DIR/audit-signing-key.pem)\n'); return 1; }
+    print(await withDatabase(config, (db) => signCurrentHead(db, signer)));
+    return 0;
+  },
+
+  async 'audit export'(config, args) {
+    const since = dateOption(args, '--since');
+    const until = dateOption(args, '--until');
+    if (since === null || until === null) return 2;
+    const selection = { order: option(args, '--order'), quote: option(args, '--quote'), since, until };
+    if (!selection.order && !selection.quote && !since && !until) { process.stderr.write('audit export needs --order ID, --quote ID or --since/--until\n'); return 2; }
+    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: false });
+    const bundle = await withDatabase(config, (db) => exportBundle(db, new AuditLog(db), selection, signer));
+    const text = `${JSON.stringify(bundle, null, 2)}\n`;
+    const out = option(args, '--out');
+    if (out) {
+      await writeFile(out, text);
+      print(`${bundle.records.length} records, ${Object.keys(bundle.snapshots).length} snapshots, chain to signed head seq ${bundle.signed_head.head.seq}: written to ${out}`);
+    } else {
+      process.stdout.write(text);
+    }
+    return 0;
+  },
+
+  async 'audit verify-bundle'(_config, args) {
+    const file = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--public-key');
+    if (!file) { process.stderr.write('audit verify-bundle needs FILE\n'); return 2; }
+    const keyFile = option(args, '--public-key');
+    const trusted = keyFile ? createPublicKey(await readFile(keyFile, 'utf8')) : undefined;
+    const verdict = await verifyBundle(JSON.parse(await readFile(file, 'utf8')), trusted);
+    for (const f of verdict.facts) print(`  ${f}`);
+    for (const p of verdict.problems) process.stderr.write(`DIFFERENCE ${p}\n`);
+    print(verdict.ok ? `VERIFIED: ${file} is intact, chained to its signed head, and every evaluation replays byte for byte`
+      : `NOT VERIFIED: ${file} has ${verdict.problems.length} problems (above)`);
+    return verdict.ok ? 0 : 1;
   },
 };
 

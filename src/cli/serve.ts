@@ -1,10 +1,9 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { AuditLog } from '../audit/index.js';
+import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
 import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
@@ -62,8 +61,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.watch({ checkIntervalMs: Number(process.env.CATALOG_CHECK_INTERVAL_MS ?? 500) });
 
     const keys = new ApiKeys(db);
-    const { privateKey: TEMP_KEY, publicKey: TEMP_PUB } = generateKeyPairSync('ed25519');
-    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: { publicKey: TEMP_PUB, signBytes: (d) => sign(null, d, TEMP_KEY) } });
+    // The operator key signs the audit chain's heads and the offers and receipts agents keep.
+    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: true });
+    if (!signer) log.warn({}, 'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
+    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: signer });
     cleanup.push(() => pay.stop());
     const stream = streaming(config.dataDir, log);
     cleanup.push(() => stream.stop());
@@ -90,7 +91,17 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
 
     // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped.
     const connections = new ConnectionCap(Number(process.env.MAX_CONNECTIONS_PER_IP ?? 64), new Set(['127.0.0.1']));
+    const auditHead = signer && new HeadPublisher(db, signer);
+    if (auditHead) {
+      // Heads are also signed and kept at start and now and then when nobody asks, so that a rewrite shows in audit verify.
+      await auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head'));
+      const timer = setInterval(() => { auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head')); }, Number(process.env.AUDIT_HEAD_INTERVAL_MS ?? 10_000));
+      timer.unref();
+      cleanup.push(async () => clearInterval(timer));
+    }
+
     const app = createApp({
+      auditHead,
       live,
       keys,
       quotes: new QuoteService(db, live, audit),

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import type { HeadPublisher } from '../audit/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../observability/index.js';
@@ -9,6 +10,7 @@ import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
+import { auditRoutes } from './audit.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
 import { openApiDocument } from './openapi.js';
@@ -41,6 +43,8 @@ export interface AppDeps {
   connections?: ConnectionCap;
   metrics?: Metrics;
   log?: Logger;
+  /** The signed chain head (none without an operator key). */
+  auditHead?: HeadPublisher;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -51,6 +55,7 @@ export function createApp(deps: AppDeps): Koa {
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
   serviceRoutes(router, deps);
+  auditRoutes(router, deps);
   router.get('/openapi.json', (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = openApiDocument(deps.live.current, deps.version);

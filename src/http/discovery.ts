@@ -13,6 +13,7 @@ export interface DiscoveryDeps {
   checkout: CheckoutStatus;
   version: string;
   checkHealth: () => Promise<HealthReport>;
+  auditHead?: { signer: { keyId: string; publicKeyPem: string } };
 }
 
 const productId = new RegExp(productIdPattern);
@@ -44,6 +45,9 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
         last_reload_error: deps.live.lastError ?? null,
       },
       checks,
+      audit: deps.auditHead
+        ? { signed_head: '/api/v1/audit/head', key_id: deps.auditHead.signer.keyId, public_key: deps.auditHead.signer.publicKeyPem }
+        : { signed_head: null, reason: 'no operator signing key is configured' },
       links: { openapi: '/api/v1/openapi.json', products: '/api/v1/products', pricing: '/api/v1/pricing', availability: '/api/v1/availability' },
     };
   });

@@ -125,6 +125,13 @@ function build(snapshot: Snapshot, version: string) {
           responses: { 200: ok('The order and its service', { type: 'object' }), 401: error('Missing or invalid API key.'), 404: error('No such order for this API key.') },
         },
       },
+      '/audit/head': {
+        get: {
+          tags: ['Discovery'], operationId: 'getAuditHead', summary: 'The latest audit chain head, signed with the operator key (Ed25519), and the public key. Public.',
+          description: 'Keep it: `agent-audio audit verify --head FILE` or an exported bundle later proves that the log up to this seq was not rewritten.',
+          responses: { 200: ok('signed_head, key_id, public_key', { type: 'object' }), 503: error('No operator signing key is configured on this deployment.') },
+        },
+      },
       ...servicePaths(limits.currency),
     },
   };
@@ -146,7 +153,7 @@ function servicePaths(snapshotCurrency: string) {
         description: 'First call: 402 with PAYMENT-REQUIRED. The price is the target product for the remaining time (its transfer renewed) minus the unused current time, at least the order minimum. Applied without disconnecting the source or listeners; a suspended service becomes active again.',
         'x-payment-info': { protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: snapshotCurrency, network: 'eip155:8453' },
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/UpgradeRequest' } } } },
-        responses: { 200: ok('The order and the upgraded service; PAYMENT-RESPONSE holds the settlement.', { type: 'object' }), 402: error('Payment required: pay as described in PAYMENT-REQUIRED and repeat.'), 404: notFound, 409: error('This upgrade is not possible (see message) or the Idempotency-Key was used for another request.') },
+        responses: { 200: ok('The order and the upgraded service; PAYMENT-RESPONSE holds the settlement.', { type: 'object' }), 402: error('Payment required: pay as described in PAYMENT-REQUIRED and repeat.'), 404: notFound, 409: error('This upgrade is not possible or would change nothing (see message), another upgrade of the service is being paid (upgrade_in_progress), or the Idempotency-Key was used for another request. Nothing is charged.') },
       },
     },
     '/services/{service_id}/usage': {

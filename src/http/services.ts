@@ -40,7 +40,12 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.get('/services/:service_id', async (ctx) => {
     const service = await owned(ctx);
-    ctx.body = { ok: true, service: deps.services!.document(service), ...(service.status_reason && { status_reason: service.status_reason }) };
+    ctx.body = {
+      ok: true,
+      service: deps.services!.document(service),
+      ...(service.status_reason && { status_reason: service.status_reason }),
+      ...(deps.orders && await deps.orders.pricedBy(service)),
+    };
   });
 
   router.post('/services/:service_id/upgrade', async (ctx) => {

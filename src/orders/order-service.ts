@@ -1,4 +1,4 @@
-import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
+import { canonicalJson, priceRecord, sha256, upgradeRecord, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type SettleResponse } from '../payments/index.js';
@@ -65,9 +65,8 @@ export class OrderService {
     if (existing) return this.repeat(existing, requestHash, input.resourceUrl);
 
     const snapshot = this.live.current;
-    const { priced, amountAtomic, quoteId } = input.upgradeOf
-      ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id)
-      : await priceOrder(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
+    const upgrade = input.upgradeOf ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id, this.db) : undefined;
+    const { priced, amountAtomic, quoteId } = upgrade ?? await priceOrder(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
     const billing = 'billing' in input.request ? input.request.billing : 'one_time';
     const demand = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
     await this.admit(demand);
@@ -122,8 +121,9 @@ export class OrderService {
 
     await this.audit.saveSnapshot(snapshot);
     const evaluationId = randomId('ev_', 12);
-    const parameters = input.upgradeOf ? priced.output.configuration : (input.request as OrderRequest).parameters ?? {};
-    const record = priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters, billing }, priced, new Date(), 'order_price');
+    const record = upgrade
+      ? upgradeRecord(evaluationId, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
+      : priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters: (input.request as OrderRequest).parameters ?? {}, billing }, priced, new Date(), 'order_price');
     let claimed: OrderRow | undefined;
     try {
       claimed = await this.orders.claim({
@@ -148,10 +148,17 @@ export class OrderService {
         claim_block: claimBlock.toString(),
         payment: payload as unknown as Record<string, unknown>,
         requirements: requirements as unknown as Record<string, unknown>,
-      }, { id: evaluationId, kind: 'order_price', snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
-      async (client) => { await this.admit(demand, client); await checkBuyerLimits(this.db, snapshot, buyer, demand, client); });
+      }, { id: evaluationId, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
+      async (client) => {
+        if (input.upgradeOf) await this.upgradeStillFits(client, input.upgradeOf);
+        await this.admit(demand, client);
+        await checkBuyerLimits(this.db, snapshot, buyer, demand, client);
+      });
       this.recentLoad = undefined; // this instance's own sale is seen at once; other instances' within a second
     } catch (e) {
+      if ((e as { code?: string; constraint?: string }).constraint === 'orders_one_upgrade_in_flight') {
+        throw new ApiError(409, 'upgrade_in_progress', 'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.', { retryable: true, headers: { 'Retry-After': '2' } });
+      }
       if ((e as { code?: string }).code === '23505') {
         throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
       }
@@ -177,6 +184,17 @@ export class OrderService {
           { retryable: true, headers: { 'Retry-After': '5' } });
       }
       throw e;
+    }
+  }
+
+  /**
+   * An upgrade was priced on the service as it was then; under the service's row lock at claim time it must still be
+   * that service, so that parallel upgrades cannot each be charged for the same change.
+   */
+  private async upgradeStillFits(client: Client, priced: ServiceRow): Promise<void> {
+    const { rows: [now] } = await client.query('SELECT product_id, limits, status FROM services WHERE id = $1 FOR UPDATE', [priced.id]);
+    if (!now || now.product_id !== priced.product_id || canonicalJson(now.limits) !== canonicalJson(priced.limits) || now.status !== priced.status) {
+      throw new ApiError(409, 'service_changed', 'The service changed while this upgrade was being paid (another upgrade or a status change); nothing was charged. Read the service (GET /services/{service_id}) and ask for the upgrade again if it still needs one.');
     }
   }
 
@@ -222,6 +240,12 @@ export class OrderService {
     if (!order || order.api_key_id !== apiKeyId) return undefined;
     const service = order.upgrade_of ? await this.services.byId(order.upgrade_of) : await this.services.forOrder(order.id);
     return { order: orderDocument(order), service: service ? this.services.document(service) : null };
+  }
+
+  /** What priced a service: the evaluation of its order, or of its latest paid upgrade, and all of them in order. */
+  async pricedBy(service: ServiceRow): Promise<{ evaluation_id: string | null; evaluations: Array<{ order_id: string; evaluation_id: string | null }> }> {
+    const evaluations = await this.orders.evaluationsOf(service);
+    return { evaluation_id: evaluations.at(-1)?.evaluation_id ?? null, evaluations };
   }
 
   /** The authorization already pays for an order: this request's own (a concurrent retry) or another one. */
@@ -288,12 +312,13 @@ function orderDocument(order: OrderRow): Record<string, unknown> {
     configuration: order.configuration,
     amount: { amount: atomicToAmount(order.amount_atomic, 6), amount_atomic: order.amount_atomic, currency: 'USDC', decimals: 6 },
     quote_id: order.quote_id,
+    evaluation_id: order.evaluation_id,
+    ...(order.upgrade_of && { upgrade_of: order.upgrade_of }),
     payment: {
       protocol: 'x402', network: order.network, payer: order.payer,
       transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null,
       block_number: (order.settlement as { proof?: { block_number?: string } } | null)?.proof?.block_number ?? null,
     },
-    evaluation_id: order.evaluation_id,
     failure: order.failure,
     created_at: order.created_at.toISOString(),
     settled_at: order.settled_at?.toISOString() ?? null,

@@ -67,6 +67,12 @@ export class OrderStore {
     return row;
   }
 
+  /** The evaluations that priced a service: its order's, then each paid upgrade's, oldest first. */
+  async evaluationsOf(service: { id: string; order_id: string }): Promise<Array<{ order_id: string; evaluation_id: string | null }>> {
+    return this.db.query<{ order_id: string; evaluation_id: string | null }>(
+      `SELECT id AS order_id, evaluation_id FROM orders WHERE state = 'active' AND (id = $1 OR upgrade_of = $2) ORDER BY created_at, id`, [service.order_id, service.id]);
+  }
+
   /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
   async inFlight(client?: Client): Promise<Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>> {
     const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning')
@@ -88,13 +94,14 @@ export class OrderStore {
         const { rows: active } = await client.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE', [order.api_key_id]);
         if (!active.length) throw new KeyRevoked();
         await admit?.(client);
-        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [record.id, record.kind, record.snapshotHash, record.text, record.hash]);
         const { rows: [row] } = await client.query(
           `INSERT INTO orders (${columns.join(', ')}, state, lease_until)
            VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling', now() + make_interval(secs => $${columns.length + 1}))
            ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *`,
           [...values, leaseSeconds]);
         if (!row) throw keyTaken;
+        // After the insert: the chain head is taken last (see migration 008), the evaluation's key is checked at commit.
+        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [record.id, record.kind, record.snapshotHash, record.text, record.hash]);
         return row as OrderRow;
       });
     } catch (e) {

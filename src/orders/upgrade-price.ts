@@ -1,16 +1,17 @@
+import { canonicalJson } from '../audit/index.js';
 import { ApiError } from '../errors/index.js';
-import { evaluatePrice, type PriceEvaluation, type Snapshot } from '../pricing/index.js';
-import { Decimal } from '../rules/index.js';
+import { evaluateUpgrade, type Snapshot, type UpgradeEvaluation, type UpgradeInput } from '../pricing/index.js';
 import type { ServiceRow } from '../services/index.js';
-import type { OrderPrice, Priced } from './order-price.js';
+import type { Database } from '../store/index.js';
+import type { OrderPrice } from './order-price.js';
+
+export type PricedUpgrade = OrderPrice & { input: UpgradeInput; evaluation: Extract<UpgradeEvaluation, { outcome: 'priced' }> };
 
 /**
- * The price of turning a service into another product for the rest of its paid time: the target product for the
- * remaining hours (its bought transfer renewed) minus what is still unused of the current product's time, at least
- * the order minimum. Both prices come from the rules; the remaining hours are rounded up to 1/100 h and are at least
- * the target's minimum duration.
+ * The price of turning a service into another product for the rest of its paid time (see evaluateUpgrade). The
+ * remaining hours are rounded up to 1/100 h; an upgrade that would change nothing is refused.
  */
-export async function priceUpgrade(snapshot: Snapshot, service: ServiceRow, targetId: string): Promise<OrderPrice> {
+export async function priceUpgrade(snapshot: Snapshot, service: ServiceRow, targetId: string, db: Database, now = Date.now()): Promise<PricedUpgrade> {
   const allowed = snapshot.catalog.settings.upgrades?.[service.product_id] ?? [];
   if (!allowed.includes(targetId)) {
     throw new ApiError(409, 'upgrade_not_possible', allowed.length
@@ -20,28 +21,35 @@ export async function priceUpgrade(snapshot: Snapshot, service: ServiceRow, targ
   if (service.status !== 'active' && service.status !== 'suspended') {
     throw new ApiError(409, 'upgrade_not_possible', `The service is ${service.status}; only active or suspended services can be upgraded. Order a new one with POST /orders.`);
   }
-  const target = snapshot.catalog.byId.get(targetId)!;
-  const remainingMs = (service.expires_at?.getTime() ?? Date.now()) - Date.now();
-  const minimum = Number(target.acceptedParameters.duration_hours?.minimum ?? 0);
-  const hours = Math.max(minimum, Math.ceil(Math.max(remainingMs, 0) / 36_000) / 100);
-  const parametersFor = (accepted: Record<string, unknown>) => {
-    const picked = Object.fromEntries(Object.entries(service.limits).filter(([name]) => name in accepted));
-    return { ...picked, duration_hours: hours };
+  const remainingMs = Math.max((service.expires_at?.getTime() ?? now) - now, 0);
+  // The hours an upgrade paid for are the target hours in its own record.
+  const paid = await db.query<{ order_id: string; amount_atomic: string; hours: string | null }>(
+    `SELECT o.id AS order_id, o.amount_atomic::text AS amount_atomic,
+            CASE WHEN o.upgrade_of IS NULL THEN $3::text ELSE r.record::jsonb #>> '{target,input,parameters,duration_hours}' END AS hours
+     FROM orders o LEFT JOIN audit_records r ON r.id = o.evaluation_id
+     WHERE o.state = 'active' AND (o.id = $1 OR o.upgrade_of = $2) ORDER BY o.created_at, o.id`,
+    [service.order_id, service.id, String(service.limits.duration_hours ?? 0)]);
+  const input: UpgradeInput = {
+    service_id: service.id,
+    from_product_id: service.product_id,
+    to_product_id: targetId,
+    limits: service.limits,
+    remaining_hours: Math.ceil(remainingMs / 36_000) / 100,
+    paid: paid.map((p) => ({ order_id: p.order_id, amount_atomic: p.amount_atomic, hours: Number(p.hours ?? 0) })),
   };
-
-  const targetPrice = priced(await evaluatePrice(snapshot, { product_id: targetId, parameters: parametersFor(target.acceptedParameters) }), targetId);
-  const current = snapshot.catalog.byId.get(service.product_id);
-  const currentPrice = current ? priced(await evaluatePrice(snapshot, { product_id: current.product.id, parameters: parametersFor(current.acceptedParameters) }), current.product.id) : undefined;
-  const credit = currentPrice
-    ? new Decimal(currentPrice.output.total_atomic).minus(currentPrice.output.lines.find((l) => l.code === 'transfer')?.amount_atomic ?? 0)
-    : new Decimal(0);
-  const floor = new Decimal(snapshot.catalog.settings.order_limits.minimum).times(1_000_000);
-  const amount = Decimal.max(floor, new Decimal(targetPrice.output.total_atomic).minus(credit));
-  return { priced: targetPrice, amountAtomic: amount.toFixed(0) };
+  const evaluation = await evaluateUpgrade(snapshot, input);
+  if (evaluation.outcome === 'refused') throw new ApiError(409, 'upgrade_not_possible', evaluation.message);
+  if (changesNothing(service, targetId, evaluation.target.output.configuration)) {
+    throw new ApiError(409, 'upgrade_changes_nothing',
+      `The service already is ${targetId} with these limits; this upgrade would change nothing, so it is not sold. Upgrade to another product, or order a new service with POST /orders. (The same product again renews the bought transfer only once the service is suspended for using it up.)`);
+  }
+  return { priced: evaluation.target, amountAtomic: evaluation.amount_atomic, input, evaluation };
 }
 
-function priced(evaluation: PriceEvaluation, productId: string): Priced {
-  if (evaluation.outcome === 'priced') return evaluation;
-  const reason = evaluation.outcome === 'rejected' ? evaluation.rejection.message : 'unknown product';
-  throw new ApiError(409, 'upgrade_not_possible', `The service's parameters do not fit ${productId}: ${reason}`);
+/** Same product, same limits (the paid time is never changed by an upgrade), and no used-up transfer to renew. */
+export function changesNothing(service: Pick<ServiceRow, 'product_id' | 'limits' | 'status'>, targetId: string, configuration: Record<string, unknown>): boolean {
+  if (service.product_id !== targetId || service.status === 'suspended') return false;
+  const { duration_hours: _a, ...before } = service.limits;
+  const { duration_hours: _b, ...after } = configuration;
+  return canonicalJson(before) === canonicalJson(after);
 }

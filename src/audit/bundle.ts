@@ -1,0 +1,37 @@
+import type { SnapshotFiles } from '../pricing/index.js';
+import type { SignedHead } from './signing.js';
+
+export const BUNDLE_TYPE = 'agent-audio.audit-bundle/1';
+
+/** A record with every stored field the chain covers. */
+export interface BundleRecord {
+  seq: string;
+  id: string;
+  kind: string;
+  snapshot_hash: string | null;
+  subject: string | null;
+  record: string;
+  record_hash: string;
+  prev_chain_hash: string;
+  chain_hash: string;
+  format: number;
+  created_at: string;
+}
+
+/** One link of the chain: enough to recompute chain_hash from the previous link without the record itself. */
+export interface BundleLink { seq: string; format: number; hash: string; chain_hash: string }
+
+/** Everything an auditor needs to check some records with neither the database nor the network. */
+export interface AuditBundle {
+  type: typeof BUNDLE_TYPE;
+  exported_at: string;
+  selection: Record<string, string>;
+  records: BundleRecord[];
+  /** The catalog and rules each evaluation ran on, by content hash. */
+  snapshots: Record<string, SnapshotFiles>;
+  /** Every link from the first selected record up to the signed head, in order. */
+  chain: { prev_chain_hash: string; links: BundleLink[] };
+  signed_head: SignedHead;
+  /** Each order's settlement as stored (transaction, block, proof logs when present); also chained in its order_state records. */
+  settlements: Record<string, unknown>;
+}
