@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createPublicKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -54,6 +55,12 @@ describe('offer-receipt', () => {
     assert.equal(extractOffersFromPaymentRequired(required)[0].format, 'jws');
     assert.equal(JSON.parse(Buffer.from(receipt.signature.split('.')[0], 'base64url').toString()).kid,
       JSON.parse(Buffer.from((offer.signedOffer as { signature: string }).signature.split('.')[0], 'base64url').toString()).kid, 'one operator key signs both');
+
+    // The key that signed it is the operator key the service publishes with its signed audit head.
+    const published = await request(service, 'GET', '/audit/head', { auth: false });
+    const kid = JSON.parse(Buffer.from(receipt.signature.split('.')[0], 'base64url').toString()).kid as string;
+    const signedWith = JSON.parse(Buffer.from(kid.replace('did:jwk:', ''), 'base64url').toString());
+    assert.equal(signedWith.x, createPublicKey(published.body.public_key).export({ format: 'jwk' }).x, 'signed with the published operator key');
 
     // The evaluation it names is the stored record that priced the order.
     const shown = await service.cli(['audit', 'show', String(stated.evaluationId)]);
