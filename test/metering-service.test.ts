@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
-import { exitOf, waitFor } from './support/streaming.js';
+import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
@@ -163,29 +163,12 @@ async function countingRelay(icecastPort: number): Promise<{ port: number; bodyB
   return { port: (server.address() as net.AddressInfo).port, bodyBytes: () => body, close };
 }
 
-/** A listener on a raw socket counting every byte it receives (response headers included, as Icecast counts). */
-function countingListener(url: string): Promise<{ status: () => number; received: () => number; close: () => number }> {
-  const { hostname, port, pathname } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname);
-    let received = 0;
-    let head = '';
-    let status = 0;
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.length;
-      if (!status) {
-        head += chunk.toString('latin1');
-        const m = /^HTTP\/1\.\d (\d{3})/.exec(head);
-        if (m) status = Number(m[1]);
-      }
-    });
-    socket.once('error', reject);
-    socket.once('connect', () => {
-      socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\nUser-Agent: counting-listener\r\n\r\n`);
-      cleanups.push(() => socket.destroy());
-      resolve({ status: () => status, received: () => received, close: () => { socket.destroy(); return received; } });
-    });
-  });
+/** A counting listener on a stream URL, closed with the test. */
+async function listenTo(url: string): Promise<RawListener> {
+  const { port, pathname } = new URL(url);
+  const listener = await rawListener(Number(port), pathname, 'counting-listener');
+  cleanups.push(() => listener.close());
+  return listener;
 }
 
 const within = (measured: number, truth: number, share: number) => Math.abs(measured - truth) <= truth * share;
@@ -199,7 +182,7 @@ describe('usage is exact once connections close', { skip }, () => {
     broadcast.port = String(relay.port);
     const source = encoder(broadcast.href, 64);
     const listener = await waitFor('the mount to go live', async () => {
-      const l = await countingListener(svc.stream_url).catch(() => undefined);
+      const l = await listenTo(svc.stream_url).catch(() => undefined);
       await sleep(300);
       if (l?.status() === 200) return l;
       l?.close();
@@ -234,7 +217,7 @@ describe('usage is exact once connections close', { skip }, () => {
     broadcast.port = String(relay.port);
     const source = encoder(broadcast.href, 64);
     const listener = await waitFor('the mount to go live', async () => {
-      const l = await countingListener(svc.stream_url).catch(() => undefined);
+      const l = await listenTo(svc.stream_url).catch(() => undefined);
       await sleep(300);
       if (l?.status() === 200) return l;
       l?.close();

@@ -2,7 +2,6 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFile, chmod, mkdtemp, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,7 +21,7 @@ import {
   type MountStats,
   type SourceAuthRequest,
 } from '../src/provisioning/index.js';
-import { exitOf, waitFor } from './support/streaming.js';
+import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
 
 // ---------- pieces that need no Icecast ----------
 
@@ -252,29 +251,6 @@ function startSource(port: number, mount: string, kbps: number): ChildProcess {
 }
 
 /** A listener on a raw socket: counts every byte it receives, response headers included (as Icecast does). */
-interface RawListener { status: () => number; received: () => number; close: () => number }
-function rawListener(port: number, path: string, agent: string): Promise<RawListener> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let received = 0;
-    let head = '';
-    let status = 0;
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.length;
-      if (!status) {
-        head += chunk.toString('latin1');
-        const m = /^HTTP\/1\.\d (\d{3})/.exec(head);
-        if (m) status = Number(m[1]);
-      }
-    });
-    socket.once('error', reject);
-    socket.once('connect', () => {
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: ${agent}\r\n\r\n`);
-      resolve({ status: () => status, received: () => received, close: () => { socket.destroy(); return received; } });
-    });
-  });
-}
-
 describe('metering end to end', { skip }, () => {
   const processes: ChildProcess[] = [];
   const sockets: RawListener[] = [];

@@ -1,22 +1,11 @@
 import type { SnapshotFiles } from '../pricing/index.js';
+import type { StoredRecord } from './audit-log.js';
 import type { SignedHead } from './signing.js';
 
 export const BUNDLE_TYPE = 'agent-audio.audit-bundle/1';
 
-/** A record with every stored field the chain covers. */
-export interface BundleRecord {
-  seq: string;
-  id: string;
-  kind: string;
-  snapshot_hash: string | null;
-  subject: string | null;
-  record: string;
-  record_hash: string;
-  prev_chain_hash: string;
-  chain_hash: string;
-  format: number;
-  created_at: string;
-}
+/** A record with every stored field the chain covers, created_at as the chain covers it. */
+export type BundleRecord = Omit<StoredRecord, 'created_at' | 'created_at_text'> & { created_at: string };
 
 /** One link of the chain: enough to recompute chain_hash from the previous link without the record itself. */
 export interface BundleLink { seq: string; format: number; hash: string; chain_hash: string }

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import net from 'node:net';
 
 export interface Listener {
   status: number;
@@ -63,3 +64,26 @@ export function hasMpegFrame(bytes: Buffer): boolean {
   return false;
 }
 
+/** A listener on a raw socket counting every byte it receives (response headers included, as Icecast counts). */
+export interface RawListener { status: () => number; received: () => number; close: () => number }
+export function rawListener(port: number, path: string, agent: string): Promise<RawListener> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = 0;
+    let head = '';
+    let status = 0;
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (!status) {
+        head += chunk.toString('latin1');
+        const m = /^HTTP\/1\.\d (\d{3})/.exec(head);
+        if (m) status = Number(m[1]);
+      }
+    });
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: ${agent}\r\n\r\n`);
+      resolve({ status: () => status, received: () => received, close: () => { socket.destroy(); return received; } });
+    });
+  });
+}
