@@ -383,7 +383,7 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     const facilitatorNonce = await chain.publicClient.getTransactionCount({ address: chain.accounts.facilitator.address });
     assert.ok(facilitatorNonce >= 2);
     const oldPid = chain.pid;
-    const oldHeight = await chain.publicClient.getBlockNumber();
+    const oldHeight = await chain.publicClient.getBlockNumber({ cacheTime: 0 });
 
     await chain.stop();
     assert.throws(() => process.kill(oldPid, 0), 'anvil should be gone after stop()');
@@ -614,7 +614,7 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
       allowances: {},
       authorizations: { [buyer.address]: [nonceOf(payment)] },
       accountNonces: { [DEV_ACCOUNTS[4].address]: await chain.publicClient.getTransactionCount({ address: DEV_ACCOUNTS[4].address }) },
-      height: String(await chain.publicClient.getBlockNumber()),
+      height: String(await chain.publicClient.getBlockNumber({ cacheTime: 0 })),
     });
     assert.deepEqual(logs!.map((log) => log.topics[0]), ['AuthorizationUsed', 'Transfer'].map((name) => toEventSelector(tokenAbi.find((i) => i.type === 'event' && i.name === name)!)),
       'the settlement\'s logs are kept');
@@ -624,7 +624,7 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     await chain.checkpoint();
     const last = (await journalState(dataDir)).lines;
     assert.equal(last.length, before + 2, 'blocks without a ledger change add one line');
-    assert.deepEqual(last.at(-1), { balances: {}, allowances: {}, authorizations: {}, accountNonces: {}, height: String(await chain.publicClient.getBlockNumber()), logs: [] },
+    assert.deepEqual(last.at(-1), { balances: {}, allowances: {}, authorizations: {}, accountNonces: {}, height: String(await chain.publicClient.getBlockNumber({ cacheTime: 0 })), logs: [] },
       'only the new height: a restarted node goes on after it');
   });
 
@@ -743,7 +743,7 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     const beforeStop = await chainValues(chain, saved);
     assert.deepEqual(savedValues(saved), beforeStop);
 
-    const height = await chain.publicClient.getBlockNumber();
+    const height = await chain.publicClient.getBlockNumber({ cacheTime: 0 });
     await chain.stop();
     chain = await startEmbeddedChain({ dataDir, checkpointIntervalMs: 3_600_000 });
     bare = createFacilitator({ mode: 'embedded', rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4].privateKey });
