@@ -1,0 +1,3 @@
+export { McpEndpoint } from './endpoint.js';
+export { identify, type Caller } from './caller.js';
+export type { McpDeps } from './tools.js';
