@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { PaymentRequired } from '@x402/core/types';
+import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
@@ -163,6 +164,27 @@ describe('MCP', { skip }, () => {
 
     const otherBody = await call(agent, 'order', { ...args, station_name: 'Other FM' }, { 'x402/payment': payload });
     assert.equal(errorOf(otherBody).code, 'idempotency_key_reused');
+  });
+
+  test('upgrade_service is paid over MCP like an order; set_playlist answers as PUT /playlist', { timeout: 120_000 }, async () => {
+    const live = (await buy(service, wallet, { product_id: 'instant-stream', email: 'up@example.com', station_name: 'Up FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } })).body;
+    const args = { service_id: live.service.service_id, product_id: 'event-stream', idempotency_key: randomUUID() };
+    const unpaid = await call(agent, 'upgrade_service', args);
+    const required = unpaid.structuredContent as PaymentRequired;
+    assert.equal(required.resource.url, 'mcp://tool/upgrade_service');
+    const paid = await call(agent, 'upgrade_service', args, { 'x402/payment': await wallet.client.createPaymentPayload(required) });
+    assert.equal(paid.isError, undefined, JSON.stringify(paid));
+    assert.equal(paid.structuredContent.order.upgrade_of, live.service.service_id);
+    assert.equal(paid._meta['x402/payment-response'].success, true);
+    assert.equal((await call(agent, 'service_status', { service_id: live.service.service_id })).structuredContent.status_reason, 'Upgraded from instant-stream to event-stream.');
+
+    assert.equal(errorOf(await call(agent, 'set_playlist', { service_id: live.service.service_id, playlist: [] })).code, 'storage_not_included');
+    const autodj = (await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Auto FM', parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 1, listeners: 2 } })).body;
+    const unknown = errorOf(await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: ['missing.mp3'] }));
+    assert.equal(unknown.code, 'unknown_files');
+    assert.equal(unknown.details![0].pointer, '/playlist/0');
+    const set = await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: [], shuffle: true });
+    assert.deepEqual(set.structuredContent, { ok: true, playlist: [], shuffle: true });
   });
 
   test('a payment that is not an x402 payload gets the PaymentRequired again; nothing is charged', async () => {
