@@ -32,8 +32,12 @@ export function listTools(snapshot: Snapshot): ListedTool[] {
   return result;
 }
 
+/** What a tool call leaves on its HTTP request for the request log: the request id, and the order id of a paid call. */
+export interface RequestState { requestId: string; orderId?: string }
+
 /** One MCP server for one HTTP request (stateless): the caller is that request's. */
-export function mcpServer(deps: McpDeps, caller: Caller, requestId: string, version: string): Server {
+export function mcpServer(deps: McpDeps, caller: Caller, state: RequestState, version: string): Server {
+  const { requestId } = state;
   const server = new Server({ name: 'agent-audio-api', version }, {
     capabilities: { tools: { listChanged: false } },
     instructions: 'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
@@ -48,6 +52,7 @@ export function mcpServer(deps: McpDeps, caller: Caller, requestId: string, vers
       }
       const args = checkArguments.get(tool.name as ToolName)!(structuredClone(given ?? {}));
       const outcome = await tool.run({ args, caller, payment: paymentSignatureOf(meta) }, deps);
+      if (outcome.paymentResponse) state.orderId = (outcome.body.order as { id: string }).id;
       return toolResult(outcome.body, outcome.paymentResponse);
     } catch (e) {
       const error = asApiError(e);
