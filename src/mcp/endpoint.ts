@@ -17,7 +17,7 @@ export class McpEndpoint {
 
   readonly handle = async (ctx: Context): Promise<void> => {
     const body = await readJsonObject(ctx);
-    const caller = identify(ctx.get('Authorization') || undefined, this.deps.keys);
+    const caller = identify(ctx, this.deps.keys);
     const server = mcpServer(this.deps, caller, ctx.state, this.deps.version);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {

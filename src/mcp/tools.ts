@@ -123,8 +123,7 @@ export const tools: Tool[] = [
 export const toolsByName = new Map(tools.map((t) => [t.name as string, t]));
 
 async function owned(serviceId: string, caller: Caller, deps: McpDeps): Promise<ServiceRow> {
-  const key = await caller.key();
-  const service = deps.services ? await deps.services.owned(key.id, serviceId) : undefined;
+  const service = await caller.ownedService(deps.services, serviceId);
   if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
   return service;
 }
