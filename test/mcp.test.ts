@@ -162,6 +162,13 @@ describe('MCP', { skip }, () => {
     assert.equal(replay._meta['x402/payment-response'].transaction, settlement.transaction);
     assert.equal(await wallet.balanceOf(asset, wallet.address), before - BigInt(amount), 'charged once');
 
+    // The same idempotency: POST /orders with this key and the same order request answers this order too.
+    const { idempotency_key: key, ...body } = args;
+    const overRest = await request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key } });
+    assert.equal(overRest.status, 200, JSON.stringify(overRest.body));
+    assert.equal(overRest.body.order.id, order.id);
+    assert.equal(overRest.body.idempotent_replay, true);
+
     const otherBody = await call(agent, 'order', { ...args, station_name: 'Other FM' }, { 'x402/payment': payload });
     assert.equal(errorOf(otherBody).code, 'idempotency_key_reused');
   });
