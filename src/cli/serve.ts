@@ -9,6 +9,7 @@ import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLB
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
+import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
@@ -100,11 +101,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       cleanup.push(async () => clearInterval(timer));
     }
 
+    const quotes = new QuoteService(db, live, audit);
+    const mcp = new McpEndpoint({ live, keys, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
     const app = createApp({
       auditHead,
       live,
       keys,
-      quotes: new QuoteService(db, live, audit),
+      quotes,
       checkout,
       version: serviceVersion,
       publicBaseUrl: () => publicBaseUrl,
@@ -121,6 +124,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       metrics,
       log,
       connections,
+      mcp,
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.

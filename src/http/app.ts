@@ -3,6 +3,7 @@ import Koa from 'koa';
 import type { HeadPublisher } from '../audit/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
+import type { McpEndpoint } from '../mcp/index.js';
 import type { Metrics } from '../observability/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
@@ -45,6 +46,8 @@ export interface AppDeps {
   log?: Logger;
   /** The signed chain head (none without an operator key). */
   auditHead?: HeadPublisher;
+  /** The MCP server at POST /api/v1/mcp (tools over the same order machinery). */
+  mcp?: McpEndpoint;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -56,6 +59,7 @@ export function createApp(deps: AppDeps): Koa {
   orderRoutes(router, deps);
   serviceRoutes(router, deps);
   auditRoutes(router, deps);
+  if (deps.mcp) router.post('/mcp', deps.mcp.handle);
   router.get('/openapi.json', (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = openApiDocument(deps.live.current, deps.version);

@@ -25,19 +25,25 @@ export function sendError(ctx: Context, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.options.headers ?? {})) ctx.set(name, value);
   ctx.state.errorSent = true;
-  ctx.body = {
-    ok: false,
+  ctx.body = errorBody(error, ctx.state.requestId);
+}
+
+/** The error document of spec 2.8 for one error (also the result of a failed MCP tool call). */
+export function errorBody(error: ApiError, requestId: string) {
+  return {
+    ok: false as const,
     error: {
       code: error.code,
       message: error.message,
       retryable: error.retryable,
-      request_id: ctx.state.requestId,
+      request_id: requestId,
       ...(error.options.details !== undefined && { details: error.options.details }),
     },
   };
 }
 
-function asApiError(e: unknown): ApiError {
+/** Any failure as the ApiError it is answered with: a client's malformed request 4xx, anything unexpected 500 internal_error. */
+export function asApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
   const status = (e as { status?: number; expose?: boolean }).status;
   if (status && status >= 400 && status < 500) {

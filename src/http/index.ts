@@ -6,3 +6,8 @@ export { answerClientErrors } from './client-errors.js';
 export type { RateLimits } from './rate-limit.js';
 export { ConnectionCap } from './connection-cap.js';
 export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
+export { asApiError, errorBody } from './error-document.js';
+export { objectValidator } from './request-body.js';
+export { discoveryDocuments } from './discovery-documents.js';
+export { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from './schemas.js';
+export { readJsonObject } from './json-body.js';

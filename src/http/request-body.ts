@@ -7,11 +7,16 @@ const ajv = createAjv({ useDefaults: true });
 
 /** A body reader for one request schema: 422 with one JSON pointer per problem. */
 export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
+  const check = objectValidator<T>(schema, `${what} body`, 'GET /api/v1/openapi.json describes it');
+  return async (ctx: Context): Promise<T> => check(await readJsonObject(ctx));
+}
+
+/** Checks a JSON object against a request schema (filling in defaults): 422 invalid_request with one JSON pointer per problem. */
+export function objectValidator<T>(schema: Record<string, unknown>, what: string, describedBy: string) {
   const validate = ajv.compile<T>(schema);
-  return async (ctx: Context): Promise<T> => {
-    const body = await readJsonObject(ctx);
-    if (validate(body)) return body as T;
+  return (value: unknown): T => {
+    if (validate(value)) return value as T;
     const details = schemaProblems(validate.errors).map(({ pointer, code, message }) => ({ pointer, code, message }));
-    throw new ApiError(422, 'invalid_request', `The ${what} body is not valid: ${details.map((d) => `${d.pointer || '/'} ${d.message}`).join('; ')}. Fix it as listed in error.details; GET /api/v1/openapi.json describes it.`, { details });
+    throw new ApiError(422, 'invalid_request', `The ${what} is not valid: ${details.map((d) => `${d.pointer || '/'} ${d.message}`).join('; ')}. Fix it as listed in error.details; ${describedBy}.`, { details });
   };
 }

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
-import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
+import { replacePlaylist, storageOf, type MediaLibrary, type ServiceRecords, type ServiceRow } from '../services/index.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -30,13 +30,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
     return service;
   };
-  const withStorage = (service: ServiceRow) => {
-    if (!deps.media || !service.limits.storage_mb) {
-      throw new ApiError(409, 'storage_not_included', 'This service has no AutoDJ storage. Storage comes with temporary-autodj, and with event-stream ordered with autodj: true.');
-    }
-    if (service.status !== 'active') throw new ApiError(409, 'service_not_active', `The service is ${service.status}; files can only be changed while it is active.`);
-    return deps.media;
-  };
+  const withStorage = (service: ServiceRow) => storageOf(deps.media, service);
 
   router.get('/services/:service_id', async (ctx) => {
     const service = await owned(ctx);
@@ -98,15 +92,9 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.put('/services/:service_id/playlist', async (ctx) => {
     const service = await owned(ctx);
-    const media = withStorage(service);
+    withStorage(service);
     const { playlist, shuffle } = await readPlaylist(ctx);
-    const names = new Set((await media.list(service.id)).map((f) => f.name));
-    const missing = playlist.filter((n) => !names.has(n));
-    if (missing.length) {
-      throw new ApiError(422, 'unknown_files', `The playlist names files that are not uploaded: ${missing.join(', ')}. Upload them first with PUT /services/{service_id}/files/{name}.`,
-        { details: missing.map((n) => ({ pointer: `/playlist/${playlist.indexOf(n)}`, code: 'unknown_file', message: `${n} is not uploaded` })) });
-    }
-    const updated = await deps.services!.setPlaylist(service.id, playlist, shuffle ?? service.shuffle);
+    const updated = await replacePlaylist(deps.services!, deps.media, service, playlist, shuffle);
     ctx.body = { ok: true, playlist: updated.playlist, shuffle: updated.shuffle };
   });
 }

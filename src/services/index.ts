@@ -7,3 +7,4 @@ export { AutoDjManager, AUTODJ_USER } from './autodj-manager.js';
 export { RelayManager, RELAY_USER } from './relay-manager.js';
 export { StreamCapacity, type StreamLoad } from './stream-capacity.js';
 export { registerStreamingHost } from './streaming-hosts.js';
+export { storageOf, replacePlaylist } from './playlist.js';

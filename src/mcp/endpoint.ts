@@ -1,0 +1,43 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { Context } from 'koa';
+import { readJsonObject } from '../http/index.js';
+import { identify } from './caller.js';
+import { mcpServer } from './server.js';
+import type { McpDeps } from './tools.js';
+
+/**
+ * POST /api/v1/mcp: the MCP Streamable HTTP transport of @modelcontextprotocol/sdk, stateless. Each request gets its
+ * own server and transport and is answered with one JSON response, so any instance can answer any request and nothing
+ * is kept between requests (the tools keep their state in PostgreSQL, as the REST routes do). The SDK's web-standard
+ * transport is used (the Node one wraps it) so that the answer goes out through Koa, with its request id, metrics and
+ * error documents.
+ */
+export class McpEndpoint {
+  constructor(private readonly deps: McpDeps & { version: string }) {}
+
+  readonly handle = async (ctx: Context): Promise<void> => {
+    const body = await readJsonObject(ctx);
+    const caller = identify(ctx, this.deps.keys);
+    const server = mcpServer(this.deps, caller, ctx.state, this.deps.version);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await server.connect(transport);
+      const response = await transport.handleRequest(webRequest(ctx), { parsedBody: body });
+      ctx.status = response.status;
+      response.headers.forEach((value, name) => { ctx.set(name, value); });
+      const answer = Buffer.from(await response.arrayBuffer());
+      if (answer.length) ctx.body = answer;
+    } finally {
+      await server.close();
+    }
+  };
+}
+
+/** The request's method and headers as the transport reads them (the body is handed over already parsed). */
+function webRequest(ctx: Context): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(ctx.req.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new Request(new URL(ctx.originalUrl, 'http://mcp.invalid'), { method: ctx.method, headers });
+}

@@ -1,0 +1,83 @@
+import { parametersSchema } from '../catalog/index.js';
+import { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from '../http/index.js';
+import type { Snapshot } from '../pricing/index.js';
+
+type Schema = Record<string, unknown>;
+
+/**
+ * Tool arguments are the REST request bodies plus what REST carries in the path or headers (service_id,
+ * idempotency_key). These are the schemas the arguments are checked with; the ones published in tools/list add the
+ * live catalog (product ids and each product's parameters schema), as /openapi.json does.
+ */
+const idempotencyKey = (required: boolean) => ({
+  type: 'string', minLength: 1, maxLength: 255, pattern: idempotencyKeyPattern,
+  description: required
+    ? 'A new unique value (e.g. a UUID) per purchase, as the Idempotency-Key header of the REST API. Send the same key when you retry the same call (also with the payment): you get the same order and are never charged twice.'
+    : 'Optional, as the Idempotency-Key header of POST /quotes: the same arguments with the same key give the same quote.',
+});
+const serviceId = { type: 'string', minLength: 8, maxLength: 120, pattern: '^[a-zA-Z0-9_-]{8,120}$', description: 'service.service_id from your order.' };
+
+const withFields = (schema: Schema, fields: Record<string, unknown>, required: string[]): Schema => ({
+  ...schema,
+  required: [...((schema.required as string[] | undefined) ?? []), ...required],
+  properties: { ...(schema.properties as Schema), ...fields },
+});
+
+export const argumentSchemas = {
+  list_products: { type: 'object', additionalProperties: false, properties: {} },
+  describe_product: { type: 'object', additionalProperties: false, required: ['product_id'], properties: { product_id: { type: 'string', maxLength: 200 } } },
+  quote: withFields(quoteRequestSchema, { idempotency_key: idempotencyKey(false) }, []),
+  order: withFields(orderRequestSchema, { idempotency_key: idempotencyKey(true) }, ['idempotency_key']),
+  service_status: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
+  service_usage: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
+  upgrade_service: withFields(upgradeRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
+  set_playlist: withFields(playlistSchema, { service_id: serviceId }, ['service_id']),
+} satisfies Record<string, Schema>;
+
+export type ToolName = keyof typeof argumentSchemas;
+
+const cache = new WeakMap<Snapshot, Record<ToolName, Schema>>();
+
+/** The input schemas of tools/list for this catalog snapshot (built once per snapshot). */
+export function publishedSchemas(snapshot: Snapshot): Record<ToolName, Schema> {
+  let schemas = cache.get(snapshot);
+  if (!schemas) {
+    schemas = build(snapshot);
+    cache.set(snapshot, schemas);
+  }
+  return schemas;
+}
+
+function build(snapshot: Snapshot): Record<ToolName, Schema> {
+  const entries = snapshot.catalog.products;
+  const quotable = entries.filter((p) => !snapshot.verdicts.get(p.product.id)?.rejection);
+  const orderable = entries.filter((p) => snapshot.verdicts.get(p.product.id)?.notOrderable.length === 0);
+  const all = entries.map((p) => p.product.id);
+  return {
+    ...argumentSchemas,
+    describe_product: withProducts(argumentSchemas.describe_product, all),
+    quote: withParameters(withProducts(argumentSchemas.quote, quotable.map((p) => p.product.id)), quotable),
+    order: withParameters(withProducts(argumentSchemas.order, orderable.map((p) => p.product.id)), orderable),
+    upgrade_service: withProducts(argumentSchemas.upgrade_service, orderable.map((p) => p.product.id)),
+  };
+}
+
+/** product_id narrowed to the products the tool takes now. */
+function withProducts(schema: Schema, ids: string[]): Schema {
+  const properties = schema.properties as Schema;
+  const productId = { ...(properties.product_id as Schema), pattern: productIdPattern, ...(ids.length && { enum: ids }) };
+  return { ...schema, properties: { ...properties, product_id: productId } };
+}
+
+/** One branch per product: its product_id and the JSON Schema its parameters are validated with (as Parameters_* in /openapi.json). */
+function withParameters(schema: Schema, products: Snapshot['catalog']['products']): Schema {
+  if (!products.length) return schema;
+  return {
+    ...schema,
+    oneOf: products.map((p) => {
+      const parameters: Record<string, unknown> = { ...parametersSchema(p.acceptedParameters), description: `parameters for product_id "${p.product.id}"` };
+      const required = (parameters.required as string[]).length ? ['product_id', 'parameters'] : ['product_id'];
+      return { required, properties: { product_id: { const: p.product.id }, parameters } };
+    }),
+  };
+}

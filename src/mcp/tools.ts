@@ -1,0 +1,140 @@
+import { parametersSchema } from '../catalog/index.js';
+import { ApiError } from '../errors/index.js';
+import { discoveryDocuments, productIdPattern, type AppDeps } from '../http/index.js';
+import type { OrderRequest } from '../orders/index.js';
+import { replacePlaylist, type ServiceRow } from '../services/index.js';
+import type { Caller } from './caller.js';
+import type { ToolName } from './tool-schemas.js';
+import { toolResourceUrl } from './x402-binding.js';
+
+/** What the tools use of the service: the same objects the REST routes are built on. */
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics'>;
+
+export interface ToolCall {
+  /** The arguments, checked against the tool's argument schema (defaults filled in). */
+  args: Record<string, any>;
+  caller: Caller;
+  /** The x402 payment sent with the call, in its PAYMENT-SIGNATURE form. */
+  payment?: string;
+}
+
+export interface ToolOutcome { body: Record<string, unknown>; paymentResponse?: string }
+
+export interface Tool {
+  name: ToolName;
+  title: string;
+  description: string;
+  readOnly: boolean;
+  run(call: ToolCall, deps: McpDeps): Promise<ToolOutcome>;
+}
+
+const productId = new RegExp(productIdPattern);
+const PAYMENT_HOW = 'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
+
+export const tools: Tool[] = [
+  {
+    name: 'list_products', title: 'List products', readOnly: true,
+    description: 'Every product with its parameters, limits, price basis and payment methods (as GET /api/v1/products). Public.',
+    run: async (_call, deps) => ({ body: json(discoveryDocuments(deps.live.current, deps.checkout).products) }),
+  },
+  {
+    name: 'describe_product', title: 'Describe a product', readOnly: true,
+    description: 'One product (as GET /api/v1/products/{product_id}), with parameters_schema: the JSON Schema its parameters are validated with. Public.',
+    run: async ({ args }, deps) => {
+      const id = args.product_id as string;
+      const snapshot = deps.live.current;
+      const body = productId.test(id) ? discoveryDocuments(snapshot, deps.checkout).product.get(id) : undefined;
+      const entry = snapshot.catalog.byId.get(id);
+      if (!body || !entry) throw new ApiError(404, 'product_not_found', `There is no product ${JSON.stringify(id).slice(0, 100)}. The list_products tool lists every product id.`);
+      return { body: { ...json(body), parameters_schema: parametersSchema(entry.acceptedParameters) } };
+    },
+  },
+  {
+    name: 'quote', title: 'Quote a configuration', readOnly: true,
+    description: 'The exact USDC price of a product configuration, with its breakdown and expiry (as POST /api/v1/quotes); creates no order. Put quote.id in metadata.quote_id of the order tool to pay this price until expires_at_quote. Needs "Authorization: Bearer <API key>" on the HTTP transport.',
+    run: async ({ args, caller }, deps) => {
+      const key = await caller.keyForWrite();
+      const { idempotency_key: idempotencyKey, product_id: product, parameters } = args;
+      const { quote, replayed } = await deps.quotes.create({ apiKeyId: key.id, idempotencyKey, input: { product_id: product, parameters: parameters ?? {} } })
+        .catch((e) => { throw caller.revokedDuring(e); });
+      if (!replayed) deps.metrics?.quotes.inc({ product });
+      return { body: { ok: true, quote, ...(idempotencyKey !== undefined && { idempotency: { key: idempotencyKey, replayed } }) } };
+    },
+  },
+  {
+    name: 'order', title: 'Order and pay', readOnly: false,
+    description: `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`,
+    run: async ({ args, caller, payment }, deps) => {
+      const key = await caller.keyForWrite();
+      const { idempotency_key: idempotencyKey, ...request } = args;
+      const orders = paymentReady(deps);
+      const placed = await orders.place({ apiKeyId: key.id, idempotencyKey, request: request as OrderRequest, paymentSignature: payment, resourceUrl: toolResourceUrl('order') })
+        .catch((e) => { throw caller.revokedDuring(e); });
+      return { body: placed.body, paymentResponse: placed.paymentResponse };
+    },
+  },
+  {
+    name: 'service_status', title: 'Service status', readOnly: true,
+    description: 'A service you bought: status, listener and broadcast URLs, limits, expiry, and the evaluations that priced it (as GET /api/v1/services/{service_id}). Needs the API key that ordered it.',
+    run: async ({ args, caller }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      return {
+        body: {
+          ok: true,
+          service: deps.services!.document(service),
+          ...(service.status_reason && { status_reason: service.status_reason }),
+          ...(deps.orders && await deps.orders.pricedBy(service)),
+        },
+      };
+    },
+  },
+  {
+    name: 'service_usage', title: 'Service usage', readOnly: true,
+    description: 'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service (as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
+    run: async ({ args, caller }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      return { body: { ok: true, usage: await deps.services!.usage(service, deps.media) } };
+    },
+  },
+  {
+    name: 'upgrade_service', title: 'Upgrade a service', readOnly: false,
+    description: `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). ${PAYMENT_HOW}`,
+    run: async ({ args, caller, payment }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      const orders = paymentReady(deps);
+      const placed = await orders.place({
+        apiKeyId: service.api_key_id, idempotencyKey: args.idempotency_key, request: { upgrade_of: service.id, product_id: args.product_id },
+        upgradeOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('upgrade_service'),
+      });
+      return { body: placed.body, paymentResponse: placed.paymentResponse };
+    },
+  },
+  {
+    name: 'set_playlist', title: 'Set the AutoDJ playlist', readOnly: false,
+    description: 'Sets the AutoDJ playlist of a service to files already uploaded (PUT /api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the API key that ordered it.',
+    run: async ({ args, caller }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      const updated = await replacePlaylist(deps.services!, deps.media, service, args.playlist, args.shuffle);
+      return { body: { ok: true, playlist: updated.playlist, shuffle: updated.shuffle } };
+    },
+  },
+];
+
+export const toolsByName = new Map(tools.map((t) => [t.name as string, t]));
+
+async function owned(serviceId: string, caller: Caller, deps: McpDeps): Promise<ServiceRow> {
+  const service = await caller.ownedService(deps.services, serviceId);
+  if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
+  return service;
+}
+
+function paymentReady(deps: McpDeps) {
+  if (deps.orders) return deps.orders;
+  throw new ApiError(503, 'machine_payment_not_configured',
+    `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
+    { retryable: true, headers: { 'Retry-After': '3600' } });
+}
+
+function json(body: Buffer): Record<string, unknown> {
+  return JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+}

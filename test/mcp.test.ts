@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { PaymentRequired } from '@x402/core/types';
+import { buy } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { TestWallet } from './support/wallet.js';
+
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+
+let service: Service;
+let wallet: TestWallet;
+let agent: Client;
+let anonymous: Client;
+const processes: ChildProcess[] = [];
+const listeners: Listener[] = [];
+
+/** An MCP client as an agent runs it: the SDK's own Client over its Streamable HTTP transport. */
+async function mcpClient(apiKey?: string): Promise<Client> {
+  const client = new Client({ name: 'test-agent', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), {
+    requestInit: { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+before(async () => {
+  if (skip) return;
+  service = await startService();
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  agent = await mcpClient(service.apiKey);
+  anonymous = await mcpClient();
+});
+after(async () => {
+  for (const l of listeners) l.close();
+  for (const p of processes) p.kill('SIGKILL');
+  await agent?.close();
+  await anonymous?.close();
+  await service?.stop();
+});
+
+const call = (client: Client, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+  client.callTool({ name, arguments: args, ...(meta && { _meta: meta }) }) as Promise<any>;
+
+const streamOrder = (key: string) => ({
+  idempotency_key: key, product_id: 'instant-stream', email: 'mcp@example.com', station_name: 'MCP FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+});
+
+/** The error document of a failed tool call (its last text for a payment error, which leads with PaymentRequired). */
+function errorOf(result: any): { code: string; message: string; retryable: boolean; request_id: string; details?: any[] } {
+  assert.equal(result.isError, true, JSON.stringify(result));
+  const document = 'x402Version' in result.structuredContent ? JSON.parse(result.content[1].text) : result.structuredContent;
+  assert.equal(document.ok, false);
+  assert.equal(typeof document.error.request_id, 'string');
+  return document.error;
+}
+
+describe('MCP', { skip }, () => {
+  test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
+    const { tools } = await anonymous.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(),
+      ['describe_product', 'list_products', 'order', 'quote', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
+    const openapi = (await request(service, 'GET', '/openapi.json')).body;
+    const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]));
+    for (const name of ['quote', 'order']) {
+      const schema = byName.get(name);
+      assert.ok(schema.properties.product_id.enum.includes('instant-stream'), name);
+      const branch = schema.oneOf.find((b: any) => b.properties.product_id.const === 'instant-stream');
+      assert.deepEqual(branch.properties.parameters, openapi.components.schemas.Parameters_instant_stream, `${name}: the same parameters schema`);
+      assert.ok(branch.properties.parameters.properties.bitrate_kbps, name);
+    }
+    assert.ok(byName.get('order').required.includes('idempotency_key'));
+    assert.ok(byName.get('order').properties.email, 'the order request fields');
+    assert.ok(byName.get('upgrade_service').required.includes('service_id'));
+  });
+
+  test('discovery tools are public and answer the REST documents', async () => {
+    const listed = await call(anonymous, 'list_products', {});
+    assert.equal(listed.isError, undefined);
+    assert.deepEqual(listed.structuredContent, (await request(service, 'GET', '/products', { auth: false })).body);
+    assert.deepEqual(JSON.parse(listed.content[0].text), listed.structuredContent);
+    const described = await call(anonymous, 'describe_product', { product_id: 'instant-stream' });
+    assert.equal(described.structuredContent.product.id, 'instant-stream');
+    assert.equal(described.structuredContent.parameters_schema.properties.max_listeners.type, 'integer');
+    assert.equal(errorOf(await call(anonymous, 'describe_product', { product_id: 'no-such-product' })).code, 'product_not_found');
+  });
+
+  test('quote needs the API key, then prices as POST /quotes', async () => {
+    const parameters = { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 };
+    assert.equal(errorOf(await call(anonymous, 'quote', { product_id: 'instant-stream', parameters })).code, 'authentication_required');
+    const quoted = await call(agent, 'quote', { product_id: 'instant-stream', parameters });
+    assert.equal(quoted.isError, undefined, JSON.stringify(quoted));
+    const rest = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters } });
+    assert.equal(quoted.structuredContent.quote.price.amount_atomic, rest.body.quote.price.amount_atomic);
+  });
+
+  test('order: PaymentRequired, paid with the official x402 client in _meta, settled once; the stream works; a replay gives the same order', { timeout: 120_000 }, async () => {
+    const args = streamOrder(randomUUID());
+    const unpaid = await call(agent, 'order', args);
+    assert.equal(unpaid.isError, true);
+    const required = unpaid.structuredContent as PaymentRequired;
+    assert.equal(required.x402Version, 2);
+    assert.equal(required.resource.url, 'mcp://tool/order');
+    assert.equal(required.accepts.length, 1);
+    assert.deepEqual(JSON.parse(unpaid.content[0].text), required, 'content[0].text is the same PaymentRequired');
+    assert.equal(errorOf(unpaid).code, 'payment_required');
+    const { asset, amount, payTo } = required.accepts[0];
+
+    const payload = await wallet.client.createPaymentPayload(required);
+    const before = await wallet.balanceOf(asset, wallet.address);
+    const receivedBefore = await wallet.balanceOf(asset, payTo);
+    const paid = await call(agent, 'order', args, { 'x402/payment': payload });
+    assert.equal(paid.isError, undefined, JSON.stringify(paid));
+    const { order, service: bought, idempotent_replay } = paid.structuredContent;
+    assert.equal(order.status, 'active');
+    assert.equal(order.amount.amount_atomic, amount);
+    assert.equal(idempotent_replay, false);
+    const settlement = paid._meta['x402/payment-response'];
+    assert.equal(settlement.success, true);
+    assert.match(settlement.transaction, /^0x[0-9a-f]{64}$/);
+    assert.equal(settlement.transaction, order.payment.transaction);
+    assert.equal(settlement.payer.toLowerCase(), wallet.address.toLowerCase());
+    assert.equal(await wallet.balanceOf(asset, wallet.address), before - BigInt(amount));
+    assert.equal(await wallet.balanceOf(asset, payTo), receivedBefore + BigInt(amount));
+
+    // One order machinery: the REST API knows the order.
+    const rest = await request(service, 'GET', `/orders/${order.id}`);
+    assert.equal(rest.status, 200);
+    assert.equal(rest.body.service.service_id, bought.service_id);
+
+    const encoder = startFfmpegSource(bought.broadcast_url);
+    processes.push(encoder);
+    const listener = await waitFor('the mount to go live', async () => {
+      const l = await connectListener(bought.stream_url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    }, 30_000);
+    listeners.push(listener);
+    await waitFor('MP3 bytes', () => listener.received().length >= 8000 && hasMpegFrame(listener.received()), 20_000);
+
+    const status = await call(agent, 'service_status', { service_id: bought.service_id });
+    assert.equal(status.structuredContent.service.status, 'active');
+    assert.equal(status.structuredContent.evaluation_id, order.evaluation_id);
+    const usage = await call(agent, 'service_usage', { service_id: bought.service_id });
+    assert.equal(usage.structuredContent.usage.source.bought_kbps, 64);
+    assert.equal(errorOf(await call(anonymous, 'service_usage', { service_id: bought.service_id })).code, 'authentication_required');
+
+    const replay = await call(agent, 'order', args, { 'x402/payment': payload });
+    assert.equal(replay.isError, undefined, JSON.stringify(replay));
+    assert.equal(replay.structuredContent.order.id, order.id);
+    assert.equal(replay.structuredContent.idempotent_replay, true);
+    assert.equal(replay._meta['x402/payment-response'].transaction, settlement.transaction);
+    assert.equal(await wallet.balanceOf(asset, wallet.address), before - BigInt(amount), 'charged once');
+
+    // The same idempotency: POST /orders with this key and the same order request answers this order too.
+    const { idempotency_key: key, ...body } = args;
+    const overRest = await request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key } });
+    assert.equal(overRest.status, 200, JSON.stringify(overRest.body));
+    assert.equal(overRest.body.order.id, order.id);
+    assert.equal(overRest.body.idempotent_replay, true);
+
+    const otherBody = await call(agent, 'order', { ...args, station_name: 'Other FM' }, { 'x402/payment': payload });
+    assert.equal(errorOf(otherBody).code, 'idempotency_key_reused');
+  });
+
+  test('upgrade_service is paid over MCP like an order; set_playlist answers as PUT /playlist', { timeout: 120_000 }, async () => {
+    const live = (await buy(service, wallet, { product_id: 'instant-stream', email: 'up@example.com', station_name: 'Up FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } })).body;
+    const args = { service_id: live.service.service_id, product_id: 'event-stream', idempotency_key: randomUUID() };
+    const unpaid = await call(agent, 'upgrade_service', args);
+    const required = unpaid.structuredContent as PaymentRequired;
+    assert.equal(required.resource.url, 'mcp://tool/upgrade_service');
+    const paid = await call(agent, 'upgrade_service', args, { 'x402/payment': await wallet.client.createPaymentPayload(required) });
+    assert.equal(paid.isError, undefined, JSON.stringify(paid));
+    assert.equal(paid.structuredContent.order.upgrade_of, live.service.service_id);
+    assert.equal(paid._meta['x402/payment-response'].success, true);
+    assert.equal((await call(agent, 'service_status', { service_id: live.service.service_id })).structuredContent.status_reason, 'Upgraded from instant-stream to event-stream.');
+
+    assert.equal(errorOf(await call(agent, 'set_playlist', { service_id: live.service.service_id, playlist: [] })).code, 'storage_not_included');
+    const autodj = (await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Auto FM', parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 1, listeners: 2 } })).body;
+    const unknown = errorOf(await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: ['missing.mp3'] }));
+    assert.equal(unknown.code, 'unknown_files');
+    assert.equal(unknown.details![0].pointer, '/playlist/0');
+    const set = await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: [], shuffle: true });
+    assert.deepEqual(set.structuredContent, { ok: true, playlist: [], shuffle: true });
+  });
+
+  test('a payment that is not an x402 payload gets the PaymentRequired again; nothing is charged', async () => {
+    const result = await call(agent, 'order', streamOrder(randomUUID()), { 'x402/payment': 'not a payment' });
+    assert.equal(result.structuredContent.x402Version, 2);
+    assert.equal(errorOf(result).code, 'payment_invalid');
+  });
+
+  test('unknown tool and bad arguments are tool errors with the REST error document, never a protocol failure', async () => {
+    const unknown = errorOf(await call(agent, 'launch_rocket', {}));
+    assert.equal(unknown.code, 'tool_not_found');
+    assert.match(unknown.message, /tools\/list/);
+
+    const missing = errorOf(await call(agent, 'order', { product_id: 'instant-stream', email: 'mcp@example.com' }));
+    assert.equal(missing.code, 'invalid_request');
+    assert.deepEqual(missing.details!.map((d) => d.pointer).sort(), ['/idempotency_key', '/station_name']);
+
+    const wrongType = errorOf(await call(agent, 'order', { ...streamOrder(randomUUID()), parameters: 'loud' }));
+    assert.equal(wrongType.code, 'invalid_request');
+    assert.equal(wrongType.details![0].pointer, '/parameters');
+
+    const outOfRange = errorOf(await call(agent, 'order', { ...streamOrder(randomUUID()), parameters: { duration_hours: 1, max_listeners: -5, bitrate_kbps: 64 } }));
+    assert.equal(outOfRange.details![0].pointer, '/parameters/max_listeners');
+
+    assert.equal(errorOf(await call(agent, 'order', { ...streamOrder(randomUUID()), product_id: 'no-such-product' })).code, 'product_not_found');
+    assert.equal(errorOf(await call(agent, 'service_status', { service_id: 'svc_doesnotexist' })).code, 'service_not_found');
+    assert.equal(errorOf(await call(agent, 'service_status', {})).code, 'invalid_request');
+
+    // The connection still works.
+    assert.equal((await call(anonymous, 'list_products', {})).isError, undefined);
+  });
+});
