@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { HeadPublisher } from '../audit/index.js';
+import type { WalletIdentity } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../observability/index.js';
@@ -15,6 +16,7 @@ import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
 import { openApiDocument } from './openapi.js';
 import { icecastCallbackRoutes } from './icecast-callbacks.js';
+import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
@@ -45,6 +47,8 @@ export interface AppDeps {
   log?: Logger;
   /** The signed chain head (none without an operator key). */
   auditHead?: HeadPublisher;
+  /** Wallet sign-in (SIWX) for services and self-service keys (POST/GET/DELETE /keys). */
+  identity?: WalletIdentity;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -54,7 +58,8 @@ export function createApp(deps: AppDeps): Koa {
   discoveryRoutes(router, deps);
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
-  serviceRoutes(router, deps);
+  serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
+  if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   auditRoutes(router, deps);
   router.get('/openapi.json', (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
