@@ -95,8 +95,10 @@ describe('wallet sign-in (SIWX)', () => {
   test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
     const wallet = newWallet();
     const asIssued = await signIn(b, wallet);
-    const stretched = await signIn(b, wallet, { change: { expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
+    const kept = challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false }));
     await new Promise((resolve) => setTimeout(resolve, (CHALLENGE_SECONDS_B + 0.5) * 1000));
+    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
+    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
     for (const header of [asIssued, stretched]) {
       const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
       assert.equal(late.status, 401, JSON.stringify(late.body));
@@ -108,7 +110,8 @@ describe('wallet sign-in (SIWX)', () => {
     const wallet = newWallet();
     const other = newWallet();
     const cases = {
-      'another domain': await signIn(a, wallet, { change: { domain: 'evil.example', uri: 'https://evil.example/api/v1/keys' } }),
+      'another domain': await signIn(a, wallet, { change: { domain: 'evil.example' } }),
+      'another origin': await signIn(a, wallet, { change: { uri: 'https://evil.example/api/v1/keys' } }),
       'another wallet signed': await signIn(a, other, { after: (p) => { p.address = wallet.address; } }),
       'nonce not issued here': await signIn(a, wallet, { change: { nonce: 'a'.repeat(32) } }),
       'another chain': await signIn(a, wallet, { after: (p) => { p.chainId = 'eip155:1'; } }),
