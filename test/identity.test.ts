@@ -3,6 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { part } from '../src/http/openapi-parts/identity.js';
+import { createAjv } from '../src/schema/ajv.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader, signingInFetch } from './support/siwx.js';
@@ -28,6 +30,17 @@ after(async () => {
   await b?.stop();
   await a?.stop();
 });
+
+/** Validates a response body against a schema of the identity OpenAPI part (Service stands in as any object here). */
+const described = (() => {
+  const ajv = createAjv();
+  ajv.addKeyword('components'); // the part's schemas refer to each other as in the OpenAPI document
+  ajv.addSchema({ $id: 'doc', components: { schemas: { ...part.schemas, Service: { type: 'object' } } } });
+  return (name: string, body: unknown) => {
+    const validate = ajv.getSchema(`doc#/components/schemas/${name}`)!;
+    assert.ok(validate(body), `${name}: ${JSON.stringify(validate.errors)}`);
+  };
+})();
 
 const newWallet = () => privateKeyToAccount(generatePrivateKey());
 const anonymous = (service: Service) => ({ baseUrl: service.baseUrl, apiKey: '' });
@@ -71,12 +84,14 @@ describe('wallet sign-in (SIWX)', () => {
     assert.match(got.body.api_key, /^aak_[0-9a-f]{16}_/);
     assert.equal(got.body.key.name, 'my agent');
     assert.equal(got.body.key.wallet_address, wallet.address.toLowerCase());
+    described('KeyIssued', got.body);
     const quoted = await request({ baseUrl: a.baseUrl, apiKey: got.body.api_key }, 'POST', '/quotes',
       { body: { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } } });
     assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
     // Only the hash is stored: the token is nowhere in the keys table.
     const listed = await (signingInFetch(wallet))(`${a.baseUrl}/keys`).then((r) => r.json() as any);
     assert.equal(listed.keys.length, 1);
+    described('WalletKeys', listed);
     assert.equal(JSON.stringify(listed).includes(got.body.api_key.split('_')[2]), false);
   });
 
@@ -158,6 +173,7 @@ describe('self-service keys', () => {
 
     const revoked = await signingInFetch(wallet)(`${a.baseUrl}/keys/${first.key.id}`, { method: 'DELETE' });
     assert.equal(revoked.status, 200);
+    described('KeyRevoked', await revoked.json());
     assert.equal((await request({ baseUrl: a.baseUrl, apiKey: first.api_key }, 'POST', '/quotes', { body: quote })).status, 401);
     assert.equal((await request({ baseUrl: a.baseUrl, apiKey: second.api_key }, 'POST', '/quotes', { body: quote })).status, 200);
     const after = await (await signingInFetch(wallet)(`${a.baseUrl}/keys`)).json() as any;
@@ -215,6 +231,7 @@ describe('a wallet that paid reaches its services with no key', () => {
     assert.equal((await usage.json() as any).usage.service_id, id);
     const listed = await (await signedIn(`${a.baseUrl}/services`)).json() as any;
     assert.deepEqual(listed.services.map((s: any) => s.service_id), [id]);
+    described('ServiceList', listed);
 
     assert.equal((await request({ baseUrl: a.baseUrl, apiKey: payerKey }, 'GET', `/services/${id}`)).status, 200, 'the wallet-bound key too');
     const byKey = await request({ baseUrl: a.baseUrl, apiKey: payerKey }, 'GET', '/services');
@@ -227,6 +244,21 @@ describe('a wallet that paid reaches its services with no key', () => {
       assert.equal((await answer.json() as any).error.code, 'service_not_found');
     }
     assert.deepEqual((await (await stranger(`${a.baseUrl}/services`)).json() as any).services, []);
+  });
+
+  test('an upgrade paid by the wallet, signed in with no key: SIWX and PAYMENT-SIGNATURE on the same request', async () => {
+    const id = bought.service.service_id;
+    const path = `/services/${id}/upgrade`;
+    const body = { product_id: 'event-stream' };
+    const headers = { 'idempotency-key': `wallet-upgrade-${Date.now()}` };
+    const unpaid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer()) } });
+    assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
+    assert.equal(unpaid.body.error.code, 'payment_required');
+    const payment = await new TestWallet(dev.buyer.private_key, dev.chain.rpc_url).pay(unpaid.headers.get('payment-required')!);
+    const paid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer()), 'payment-signature': payment } });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.order.upgrade_of, id);
+    assert.equal(paid.body.order.product_id, 'event-stream');
   });
 
   test('with neither key nor sign-in: the 402 challenge; with a bad key: 401 as before', async () => {
