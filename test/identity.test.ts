@@ -15,7 +15,7 @@ import { TestWallet } from './support/wallet.js';
 let a: Service;
 let b: Service;
 let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
-const CHALLENGE_SECONDS_B = 3;
+const CHALLENGE_SECONDS_B = 6; // short enough to wait for, long enough for a loaded machine to answer in time
 
 before(async () => {
   a = await startService({ AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR: '3', AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2', AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9' });
@@ -151,6 +151,12 @@ describe('wallet sign-in (SIWX)', () => {
     const second = await signIn(a, wallet);
     assert.equal((await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': second } })).status, 200);
     assert.equal((await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': second } })).body.error?.code, 'siwx_nonce_used');
+    // Sent 10 times at once to both instances: accepted exactly once.
+    const raced = await signIn(a, wallet);
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      request(anonymous(i % 2 ? a : b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': raced } })));
+    assert.equal(answers.filter((r) => r.status === 200).length, 1);
+    assert.deepEqual(new Set(answers.filter((r) => r.status !== 200).map((r) => r.body.error.code)), new Set(['siwx_nonce_used']));
   });
 });
 
