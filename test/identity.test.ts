@@ -42,6 +42,13 @@ const described = (() => {
   };
 })();
 
+async function rpc(method: string, params: unknown[]): Promise<unknown> {
+  const answer = await fetch(dev.chain.rpc_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const body = await answer.json() as { result?: unknown; error?: unknown };
+  if (body.error) throw new Error(JSON.stringify(body.error));
+  return body.result;
+}
+
 const newWallet = () => privateKeyToAccount(generatePrivateKey());
 const anonymous = (service: Service) => ({ baseUrl: service.baseUrl, apiKey: '' });
 
@@ -139,6 +146,17 @@ describe('wallet sign-in (SIWX)', () => {
     }
     // The refused attempts did not use up the wallet's own challenge: signed properly, a new one works.
     assert.equal((await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': await signIn(a, wallet) } })).status, 200);
+  });
+
+  test('a smart-contract wallet (EIP-1271) signs in: its signature is checked on chain', async () => {
+    // A contract wallet whose isValidSignature accepts any signature (returns the EIP-1271 magic value 0x1626ba7e).
+    const contract = privateKeyToAccount(generatePrivateKey()).address;
+    await rpc('anvil_setCode', [contract, '0x631626ba7e60e01b60005260206000f3']);
+    const someKey = newWallet();
+    const header = await signIn(a, someKey, { after: (p) => { p.address = contract; } });
+    const answer = await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal(answer.body.wallet_address, contract.toLowerCase());
   });
 
   test('two instances on one database: a nonce used on one is refused on the other', async () => {

@@ -122,7 +122,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       metrics,
       log,
       connections,
-      identity: walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network }),
+      identity: walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) }),
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
