@@ -819,10 +819,13 @@ describe('fuzz', () => {
       const auth = authorization(v.auth);
       const mine = v.kind === 'orders' ? ledger.orderIds.has(v.id) : ledger.serviceIds.has(v.id);
       const request: FuzzRequest = { method: 'GET', path: `/${v.kind}/${v.id}`, headers: [...header('Authorization', auth), ...header('X-Request-Id', v.requestId)] };
-      // An empty id is another route: GET /orders (405, POST only) or /services (404).
-      if (v.id === '') { await probe(tally, request, { allow: [404, 405] }); return; }
+      // An empty id is another route: GET /orders (405, POST only) or /services (the caller's list).
+      if (v.id === '') { await probe(tally, request, { allow: [200, 401, 402, 405] }); return; }
+      // Services also take wallet sign-in: with no credentials at all they answer the 402 sign-in challenge.
+      const noCredentials = v.kind === 'services' && (auth ?? '').replace(/^[ \t]+|[ \t]+$/g, '') === '';
       await probe(tally, request, {
-        exact: !authorizationValid(auth) ? { status: 401, codes: ['authentication_required', 'invalid_api_key'] } : mine ? { status: 200 } : { status: 404, codes: [v.kind === 'orders' ? 'order_not_found' : 'service_not_found'] },
+        exact: noCredentials ? { status: 402, codes: ['authentication_required'] }
+          : !authorizationValid(auth) ? { status: 401, codes: ['authentication_required', 'invalid_api_key'] } : mine ? { status: 200 } : { status: 404, codes: [v.kind === 'orders' ? 'order_not_found' : 'service_not_found'] },
       });
     });
   });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
 import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
+import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
@@ -125,6 +126,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       log,
       connections,
       mcp,
+      identity: walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) }),
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { HeadPublisher } from '../audit/index.js';
+import type { WalletIdentity } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { McpEndpoint } from '../mcp/index.js';
@@ -16,6 +17,7 @@ import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
 import { openApiDocument } from './openapi.js';
 import { icecastCallbackRoutes } from './icecast-callbacks.js';
+import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
@@ -48,6 +50,8 @@ export interface AppDeps {
   auditHead?: HeadPublisher;
   /** The MCP server at POST /api/v1/mcp (tools over the same order machinery). */
   mcp?: McpEndpoint;
+  /** Wallet sign-in (SIWX) for services and self-service keys (POST/GET/DELETE /keys). */
+  identity?: WalletIdentity;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -57,7 +61,8 @@ export function createApp(deps: AppDeps): Koa {
   discoveryRoutes(router, deps);
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
-  serviceRoutes(router, deps);
+  serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
+  if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   auditRoutes(router, deps);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
   router.get('/openapi.json', (ctx) => {

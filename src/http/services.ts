@@ -1,9 +1,11 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
+import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import { replacePlaylist, storageOf, type MediaLibrary, type ServiceRecords, type ServiceRow } from '../services/index.js';
+import { callerOf } from './caller.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -17,6 +19,8 @@ export interface ServiceRouteDeps {
   media?: MediaLibrary;
   orders?: OrderService;
   publicBaseUrl: () => string;
+  /** Wallet sign-in: the wallet that paid for a service may use it with no key. */
+  callers?: Callers;
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
@@ -24,13 +28,21 @@ const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'up
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   const owned = async (ctx: Context): Promise<ServiceRow> => {
-    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
     const id = ctx.params.service_id;
-    const service = serviceId.test(id) && deps.services ? await deps.services.owned(key.id, id) : undefined;
-    if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
+    const service = serviceId.test(id) && deps.services
+      ? await (caller.kind === 'wallet' ? deps.services.paidBy(caller.address, id) : deps.services.owned(caller.key.id, id))
+      : undefined;
+    if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.');
     return service;
   };
   const withStorage = (service: ServiceRow) => storageOf(deps.media, service);
+
+  router.get('/services', async (ctx) => {
+    const caller = await callerOf(ctx, deps, 'The services bought with this API key or paid by this wallet');
+    const rows = deps.services ? await deps.services.list(caller.kind === 'wallet' ? { payer: caller.address } : { apiKeyId: caller.key.id }) : [];
+    ctx.body = { ok: true, services: rows.map((row) => deps.services!.document(row)) };
+  });
 
   router.get('/services/:service_id', async (ctx) => {
     const service = await owned(ctx);

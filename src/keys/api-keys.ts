@@ -1,8 +1,11 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/index.js';
-import type { Database } from '../store/index.js';
+import type { Client, Database } from '../store/index.js';
 
 export interface ApiKey { id: string; name: string; created_at: Date; revoked_at: Date | null }
+
+/** A self-service key's owner: the wallet it was issued to (lower-case 0x address) and the client address that asked. */
+export interface KeyWallet { address: string; ip: string }
 
 const TOKEN = /^aak_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 
@@ -17,12 +20,25 @@ export class ApiKeys {
 
   constructor(private readonly db: Database) {}
 
-  async create(name: string): Promise<{ key: ApiKey; token: string }> {
+  /** A new key (bound to a wallet for self-service keys, inside the caller's transaction when `client` is given). */
+  async create(name: string, wallet?: KeyWallet, client?: Client): Promise<{ key: ApiKey; token: string }> {
     const id = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
-    const [row] = await this.db.query<ApiKey & Record<string, unknown>>(
-      'INSERT INTO api_keys (id, name, secret_hash) VALUES ($1, $2, $3) RETURNING id, name, created_at, revoked_at', [id, name, hashSecret(secret)]);
+    const sql = 'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip) VALUES ($1, $2, $3, $4, $5) RETURNING id, name, created_at, revoked_at';
+    const params = [id, name, hashSecret(secret), wallet?.address ?? null, wallet?.ip ?? null];
+    const [row] = client ? (await client.query(sql, params)).rows as ApiKey[] : await this.db.query<ApiKey & Record<string, unknown>>(sql, params);
     return { key: row, token: `aak_${id}_${secret}` };
+  }
+
+  /** The keys issued to this wallet, revoked ones too (never their secrets). */
+  listForWallet(address: string): Promise<ApiKey[]> {
+    return this.db.query<ApiKey & Record<string, unknown>>('SELECT id, name, created_at, revoked_at FROM api_keys WHERE wallet_address = $1 ORDER BY created_at, id', [address]);
+  }
+
+  /** Revokes one of this wallet's keys; false when it has no such live key. */
+  async revokeForWallet(address: string, id: string): Promise<boolean> {
+    const rows = await this.db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND wallet_address = $2 AND revoked_at IS NULL RETURNING id', [id, address]);
+    return rows.length === 1;
   }
 
   list(): Promise<ApiKey[]> {

@@ -1,1 +1,1 @@
-export { ApiKeys, KeyRevoked, type ApiKey } from './api-keys.js';
+export { ApiKeys, KeyRevoked, type ApiKey, type KeyWallet } from './api-keys.js';

@@ -74,6 +74,11 @@ export class AuthorizationLedger {
     return this.client.getBlockNumber({ cacheTime: 0 });
   }
 
+  /** Whether the chain accepts this signature of a message for this address: an EOA's, or a smart wallet's (EIP-1271, EIP-6492). */
+  verifyMessage(args: { address: Address; message: string; signature: Hex }): Promise<boolean> {
+    return this.client.verifyMessage(args);
+  }
+
   isUsed(authorizer: string, nonce: string): Promise<boolean> {
     return this.client.readContract({ address: this.token, abi, functionName: 'authorizationState', args: [authorizer as Address, nonce as Hex] });
   }

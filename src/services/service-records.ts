@@ -76,6 +76,20 @@ export class ServiceRecords {
     return row;
   }
 
+  /** The service if its order was paid by this wallet (lower-case 0x address); any other is indistinguishable from none. */
+  async paidBy(payer: string, serviceId: string): Promise<ServiceRow | undefined> {
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
+      `SELECT ${WITH_HOST_URL} JOIN orders o ON o.id = s.order_id WHERE s.id = $1 AND o.payer = $2`, [serviceId, payer]);
+    return row;
+  }
+
+  /** The newest services of one API key, or paid by one wallet (lower-case 0x address). */
+  async list(owner: { apiKeyId: string } | { payer: string }, limit = 100): Promise<ServiceRow[]> {
+    return 'payer' in owner
+      ? this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} JOIN orders o ON o.id = s.order_id WHERE o.payer = $1 ORDER BY s.created_at DESC, s.id LIMIT $2`, [owner.payer, limit])
+      : this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.api_key_id = $1 ORDER BY s.created_at DESC, s.id LIMIT $2`, [owner.apiKeyId, limit]);
+  }
+
   async setPlaylist(serviceId: string, playlist: string[], shuffle: boolean): Promise<ServiceRow> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
       `UPDATE services SET playlist = $2, shuffle = $3, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`, [serviceId, JSON.stringify(playlist), shuffle]);
