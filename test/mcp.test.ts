@@ -10,12 +10,15 @@ import type { PaymentRequired } from '@x402/core/types';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { signedHeader } from './support/siwx.js';
 import { TestWallet } from './support/wallet.js';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
 
 let service: Service;
 let wallet: TestWallet;
+let buyerKey: `0x${string}`;
 let agent: Client;
 let anonymous: Client;
 const processes: ChildProcess[] = [];
@@ -23,10 +26,12 @@ const listeners: Listener[] = [];
 
 /** An MCP client as an agent runs it: the SDK's own Client over its Streamable HTTP transport. */
 async function mcpClient(apiKey?: string): Promise<Client> {
+  return mcpClientWith(apiKey ? { authorization: `Bearer ${apiKey}` } : {});
+}
+
+async function mcpClientWith(headers: Record<string, string>): Promise<Client> {
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), {
-    requestInit: { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} },
-  });
+  const transport = new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers } });
   await client.connect(transport);
   return client;
 }
@@ -35,6 +40,7 @@ before(async () => {
   if (skip) return;
   service = await startService();
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   agent = await mcpClient(service.apiKey);
   anonymous = await mcpClient();
@@ -171,6 +177,31 @@ describe('MCP', { skip }, () => {
 
     const otherBody = await call(agent, 'order', { ...args, station_name: 'Other FM' }, { 'x402/payment': payload });
     assert.equal(errorOf(otherBody).code, 'idempotency_key_reused');
+  });
+
+  test('service tools accept the wallet that paid, signed in with SIGN-IN-WITH-X on the HTTP transport, with no key', { timeout: 120_000 }, async () => {
+    const { idempotency_key: _, ...body } = streamOrder(randomUUID());
+    const bought = await buy(service, wallet, body);
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    const serviceId = bought.body.service.service_id;
+    const asked = await call(anonymous, 'service_status', { service_id: serviceId });
+    const challenge = asked.structuredContent.extensions?.['sign-in-with-x'];
+    assert.ok(challenge, `the sign-in challenge as PaymentRequired: ${JSON.stringify(asked)}`);
+    assert.equal(errorOf(asked).code, 'authentication_required');
+
+    const signedIn = await mcpClientWith({ 'sign-in-with-x': await signedHeader(challenge, privateKeyToAccount(buyerKey)) });
+    const status = await call(signedIn, 'service_status', { service_id: serviceId });
+    assert.equal(status.isError, undefined, JSON.stringify(status));
+    assert.equal(status.structuredContent.service.service_id, serviceId);
+    // One signed message serves one service call: its nonce is used up.
+    assert.equal(errorOf(await call(signedIn, 'service_usage', { service_id: serviceId })).code, 'siwx_nonce_used');
+    await signedIn.close();
+
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const again = await call(anonymous, 'service_status', { service_id: serviceId });
+    const other = await mcpClientWith({ 'sign-in-with-x': await signedHeader(again.structuredContent.extensions['sign-in-with-x'], stranger) });
+    assert.equal(errorOf(await call(other, 'service_status', { service_id: serviceId })).code, 'service_not_found');
+    await other.close();
   });
 
   test('upgrade_service is paid over MCP like an order; set_playlist answers as PUT /playlist', { timeout: 120_000 }, async () => {

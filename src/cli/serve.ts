@@ -103,7 +103,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     }
 
     const quotes = new QuoteService(db, live, audit);
-    const mcp = new McpEndpoint({ live, keys, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
+    const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });
+    const mcp = new McpEndpoint({ live, keys, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
     const app = createApp({
       auditHead,
       live,
@@ -126,7 +127,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       log,
       connections,
       mcp,
-      identity: walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) }),
+      identity,
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.

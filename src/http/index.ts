@@ -11,3 +11,4 @@ export { objectValidator } from './request-body.js';
 export { discoveryDocuments } from './discovery-documents.js';
 export { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from './schemas.js';
 export { readJsonObject } from './json-body.js';
+export { credentialsOf } from './caller.js';

@@ -17,7 +17,8 @@ export class McpEndpoint {
 
   readonly handle = async (ctx: Context): Promise<void> => {
     const body = await readJsonObject(ctx);
-    const caller = identify(ctx, this.deps.keys);
+    const { callers, publicBaseUrl } = this.deps;
+    const caller = identify(ctx, this.deps.keys, callers && { callers, publicBaseUrl });
     const server = mcpServer(this.deps, caller, ctx.state, this.deps.version);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {

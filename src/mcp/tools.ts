@@ -2,13 +2,17 @@ import { parametersSchema } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
 import { discoveryDocuments, productIdPattern, type AppDeps } from '../http/index.js';
 import type { OrderRequest } from '../orders/index.js';
+import type { Callers } from '../identity/index.js';
 import { replacePlaylist, type ServiceRow } from '../services/index.js';
 import type { Caller } from './caller.js';
 import type { ToolName } from './tool-schemas.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics'>;
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics' | 'publicBaseUrl'> & {
+  /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
+  callers?: Callers;
+};
 
 export interface ToolCall {
   /** The arguments, checked against the tool's argument schema (defaults filled in). */
@@ -124,7 +128,7 @@ export const toolsByName = new Map(tools.map((t) => [t.name as string, t]));
 
 async function owned(serviceId: string, caller: Caller, deps: McpDeps): Promise<ServiceRow> {
   const service = await caller.ownedService(deps.services, serviceId);
-  if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
+  if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or signed-in wallet. Use service.service_id from your order.');
   return service;
 }
 
