@@ -86,3 +86,28 @@ describe('request-path caches', () => {
     assert.equal(refused.headers.get('payment-required'), null);
   });
 });
+
+describe('authentication cache', () => {
+  test('a key revoked through one instance is refused by another that cached it, within a bound', async () => {
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const second = await startService({ DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+    try {
+      const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'cached'])).stdout);
+      const agent = { baseUrl: second.baseUrl, apiKey: created.api_key };
+      // A read authenticates without writing: the second instance now holds the key in memory.
+      for (let i = 0; i < 3; i++) assert.equal((await request(agent, 'GET', '/orders/ra_notanorder000')).status, 404);
+      assert.equal((await service.cli(['keys', 'revoke', created.id])).code, 0);
+      const boundMs = 5000; // PostgreSQL delivers the notification at commit; the slack is for a loaded machine
+      const started = Date.now();
+      let status = 0;
+      while ((status = (await request(agent, 'GET', '/orders/ra_notanorder000')).status) !== 401 && Date.now() - started < boundMs) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(status, 401, `the revoked key is still accepted by the other instance after ${boundMs} ms`);
+      assert.equal((await request(agent, 'POST', '/orders', { body: order, headers: { 'idempotency-key': newKey() } })).status, 401, 'and writes refuse it too');
+    } finally {
+      await second.stop();
+    }
+  });
+});
