@@ -8,6 +8,8 @@
  * --mine-blocks <n> (2000), --no-orders (skip them).
  * Then the streaming benchmark (bench/streaming.ts): Icecast auth-callback throughput and concurrent mounts with listeners.
  * Options: --streaming-mounts <k,...> (20,100), --no-streaming (skip it).
+ * --repeat <n> (1): runs the micro-benchmark, HTTP and order benchmarks n times on the same service and reports each
+ * target's ratio over the runs (min / median / max); the detailed tables are those of the last run. Streaming runs once.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -24,6 +26,9 @@ import { machineLine, reportTables, type HttpResults, type Machine } from './rep
 import { runOrdersBench } from './orders.js';
 import { ordersTables, writeOrdersDocsSection } from './orders-report.js';
 import { runStreamingSection } from './streaming-section.js';
+import { ordersTargets } from './orders-report.js';
+import { spreadTable, type SpreadRow } from './spread.js';
+import { targets as httpTargets } from './report.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const { values: args } = parseArgs({
@@ -42,6 +47,7 @@ const { values: args } = parseArgs({
     'no-orders': { type: 'boolean', default: false },
     'no-streaming': { type: 'boolean', default: false },
     'streaming-mounts': { type: 'string', default: '20,100' },
+    repeat: { type: 'string', default: '1' },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -49,13 +55,14 @@ const warmupSeconds = Number(args.warmup);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
 const writeDocs = args['write-docs'] && !args['no-write-docs'];
+const repeat = Math.max(1, Number(args.repeat));
 
 /**
  * Past this the load stops and everything is shut down: 230 s for the HTTP and order parts, and for streaming two
  * minutes (one of them for the restart) plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
  */
 const streamingBudgetMs = 120_000 + args['streaming-mounts'].split(',').map(Number).filter((k) => k > 0).reduce((sum, k) => sum + 15_000 + k * 600, 0);
-const DEADLINE_MS = 230_000 + (args['no-streaming'] ? 0 : streamingBudgetMs);
+const DEADLINE_MS = 230_000 * repeat + (args['no-streaming'] ? 0 : streamingBudgetMs);
 
 const startedAt = Date.now();
 const abort = new AbortController();
@@ -79,10 +86,6 @@ let bare: ChildServer | undefined;
 let scratch: string | undefined;
 let exitCode = 0;
 try {
-  log(`micro-benchmark: ${args['warmup-calls']} warm-up + ${args.calls} measured calls per case`);
-  const micro = await runMicro(root, Number(args['warmup-calls']), Number(args.calls));
-  abort.signal.throwIfAborted();
-
   log('starting the service (embedded PostgreSQL on a temporary DATA_DIR)');
   // Throughput is what is measured here: the per-client rate limits would cap it. The order benchmarks buy a few
   // hundred one-hour streams and the streaming one as many mounts as it measures: room for all of them.
@@ -114,29 +117,65 @@ try {
   const echo = await (await expectOk(send(targets.barePost))).text();
   log(`GET /products ${products.length} B on both; POST /quotes answers ${quote.length} B, POST /echo ${echo.length} B`);
 
-  const settings = { connections, warmupSeconds, durationSeconds, rounds, signal: abort.signal };
-  const compare = async (label: string, baseline: LoadTarget, baselinePid: number, subject: LoadTarget, subjectPid: number) => {
-    log(`load: ${label}: ${warmupSeconds} s warm-up each, then ${rounds} × ${durationSeconds / rounds} s alternating (bare, service)`);
-    const [b, s] = await compareLoad([{ target: baseline, pid: baselinePid }, { target: subject, pid: subjectPid }], {
-      ...settings,
-      onSlice: (i, round) => log(`  round ${round + 1}: ${i === 0 ? 'bare Koa' : 'service'} ${(i === 0 ? baseline : subject).method} ${(i === 0 ? baseline : subject).url}`),
-    });
-    for (const r of [b, s]) if (r.unexpected || r.errors) log(`  warning: ${r.unexpected} non-2xx responses and ${r.errors} errors`);
-    return [b, s] as const;
-  };
-  const [bareGet, serviceGet] = await compare('GET /products', targets.bareGet, bare.pid, targets.serviceGet, service.process.pid!);
-  const [barePost, servicePost] = await compare('JSON POST', targets.barePost, bare.pid, targets.servicePost, service.process.pid!);
-  const http: HttpResults = { connections, durationSeconds, bareGet, serviceGet, barePost, servicePost };
+  const rows = spreadRows();
+  let micro: Awaited<ReturnType<typeof runMicro>> | undefined;
+  let http: HttpResults | undefined;
+  let ordersText: string | undefined;
+  for (let run = 1; run <= repeat; run++) {
+    if (repeat > 1) log(`run ${run} of ${repeat}`);
+    log(`micro-benchmark: ${args['warmup-calls']} warm-up + ${args.calls} measured calls per case`);
+    micro = await runMicro(root, Number(args['warmup-calls']), Number(args.calls));
+    abort.signal.throwIfAborted();
+
+    const settings = { connections, warmupSeconds, durationSeconds, rounds, signal: abort.signal };
+    const compare = async (label: string, baseline: LoadTarget, baselinePid: number, subject: LoadTarget, subjectPid: number) => {
+      log(`load: ${label}: ${warmupSeconds} s warm-up each, then ${rounds} × ${durationSeconds / rounds} s alternating (bare, service)`);
+      const [b, s] = await compareLoad([{ target: baseline, pid: baselinePid }, { target: subject, pid: subjectPid }], {
+        ...settings,
+        onSlice: (i, round) => log(`  round ${round + 1}: ${i === 0 ? 'bare Koa' : 'service'} ${(i === 0 ? baseline : subject).method} ${(i === 0 ? baseline : subject).url}`),
+      });
+      for (const r of [b, s]) if (r.unexpected || r.errors) log(`  warning: ${r.unexpected} non-2xx responses and ${r.errors} errors`);
+      return [b, s] as const;
+    };
+    const [bareGet, serviceGet] = await compare('GET /products', targets.bareGet, bare.pid, targets.serviceGet, service.process.pid!);
+    const [barePost, servicePost] = await compare('JSON POST', targets.barePost, bare.pid, targets.servicePost, service.process.pid!);
+    http = { connections, durationSeconds, bareGet, serviceGet, barePost, servicePost };
+    rows.evaluate.values.push(micro.instantStream.medianUs);
+    rows.get.values.push(serviceGet.reqPerSec / bareGet.reqPerSec);
+    rows.post.values.push(servicePost.reqPerSec / barePost.reqPerSec);
+    rows.postP99.values.push(servicePost.p99Ms);
+    console.log(`\nRun ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${reportTables(micro, http)}\n`);
+
+    if (!args['no-orders']) {
+      const purchases = args.purchases.split(',').map((pair) => {
+        const [concurrency, count] = pair.split(':').map(Number);
+        return { concurrency, count };
+      });
+      const orders = await runOrdersBench({
+        root, service, signal: abort.signal, log, connections, warmupSeconds, durationSeconds, rounds, purchases,
+        settleSamples: Number(args['settle-samples']), mineBlocks: Number(args['mine-blocks']),
+      });
+      rows.paywall.values.push(orders.paywall.service.reqPerSec / orders.paywall.reference.reqPerSec);
+      for (const p of orders.purchases) {
+        (rows.purchases[p.concurrency] ??= purchaseRow(p.concurrency)).values.push(p.service.failed ? 0 : p.service.perSecond / p.bare.perSecond);
+      }
+      ordersText = ordersTables(orders);
+      console.log(`\nOrders, run ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${ordersText}\n`);
+    }
+  }
 
   machine.loadAverageAfter = loadavg();
-  const tables = reportTables(micro, http);
-  console.log(`\nMachine: ${machineLine(machine)}\n\n${tables}\n`);
+  const spread = spreadTable([rows.evaluate, rows.get, rows.post, rows.postP99, rows.paywall, ...Object.values(rows.purchases)]);
+  const tables = `${reportTables(micro!, http!)}\n\n${spread}`;
+  console.log(`\nMachine: ${machineLine(machine)}\n\n${spread}\n`);
 
   if (writeDocs) {
     await writeDocsSection(join(root, 'docs/benchmarks.md'), [
       '## Latest run',
       '',
       `${machineLine(machine)}.`,
+      '',
+      repeat > 1 ? `Tables of the last of ${repeat} runs on the same service; the spread over all runs at the end.` : 'One run (`--repeat 1`); the spread table below has that run only.',
       '',
       tables,
       '',
@@ -148,17 +187,7 @@ try {
     log('wrote docs/benchmarks.md');
   }
 
-  if (!args['no-orders']) {
-    const purchases = args.purchases.split(',').map((pair) => {
-      const [concurrency, count] = pair.split(':').map(Number);
-      return { concurrency, count };
-    });
-    const orders = await runOrdersBench({
-      root, service, signal: abort.signal, log, connections, warmupSeconds, durationSeconds, rounds, purchases,
-      settleSamples: Number(args['settle-samples']), mineBlocks: Number(args['mine-blocks']),
-    });
-    const ordersText = ordersTables(orders);
-    console.log(`\nOrders, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${ordersText}\n`);
+  if (ordersText) {
     if (writeDocs) {
       await writeOrdersDocsSection(join(root, 'docs/benchmarks.md'), [
         '## Orders: 402 path, paid purchases, chain slowdown',
@@ -204,6 +233,32 @@ async function expectOk(response: Promise<Response>): Promise<Response> {
   const r = await response;
   if (!r.ok) throw new Error(`${r.url} answered ${r.status}: ${await r.text()}`);
   return r;
+}
+
+/** One row per target of issue 10, filled run by run. */
+function spreadRows() {
+  const pct = (v: number) => `${(v * 100).toFixed(1)} %`;
+  const times = (v: number) => `${v.toFixed(2)}×`;
+  const num = (unit: string) => (v: number) => `${v < 10 ? v.toFixed(2) : v.toFixed(1)} ${unit}`;
+  const row = (name: string, goal: string, format: (v: number) => string, met: (v: number) => boolean): SpreadRow => ({ name, goal, values: [], format, met });
+  return {
+    evaluate: row('evaluatePrice instant-stream, median', `≤ ${httpTargets.evaluateMedianUs} µs`, num('µs'), (v) => v <= httpTargets.evaluateMedianUs),
+    get: row('GET /products req/s vs bare Koa', `≥ ${httpTargets.getRatio * 100} %`, pct, (v) => v >= httpTargets.getRatio),
+    post: row('POST /quotes req/s vs bare Koa JSON POST', `≥ ${httpTargets.postRatio * 100} %`, pct, (v) => v >= httpTargets.postRatio),
+    postP99: row(`POST /quotes p99 at ${connections} connections`, `≤ ${httpTargets.postP99Ms} ms`, num('ms'), (v) => v <= httpTargets.postP99Ms),
+    paywall: row('402 path req/s vs @x402/express', `≥ ${ordersTargets.paywallRatio.toFixed(1)}×`, times, (v) => v >= ordersTargets.paywallRatio),
+    purchases: {} as Record<number, SpreadRow>,
+  };
+}
+
+function purchaseRow(concurrency: number): SpreadRow {
+  return {
+    name: `paid purchases/s vs bare facilitator, concurrency ${concurrency} (a run with failures counts 0)`,
+    goal: `≥ ${ordersTargets.purchaseRatio.toFixed(1)}×`,
+    values: [],
+    format: (v) => `${v.toFixed(2)}×`,
+    met: (v) => v >= ordersTargets.purchaseRatio,
+  };
 }
 
 function send(target: LoadTarget): Promise<Response> {

@@ -63,6 +63,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.watch({ checkIntervalMs: Number(process.env.CATALOG_CHECK_INTERVAL_MS ?? 500) });
 
     const keys = new ApiKeys(db);
+    cleanup.push(await keys.listenForRevocations()); // verified keys are cached; revocations are pushed by PostgreSQL
     // The operator key signs the audit chain's heads and the offers and receipts agents keep.
     const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: true });
     if (!signer) log.warn({}, 'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');

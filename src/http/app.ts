@@ -16,7 +16,7 @@ import { auditRoutes } from './audit.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
 import { openApiDocument } from './openapi.js';
-import { icecastCallbackRoutes } from './icecast-callbacks.js';
+import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
@@ -76,8 +76,12 @@ export function createApp(deps: AppDeps): Koa {
   }
   app.use(errorDocuments(deps.logError));
   if (deps.connections) app.use(deps.connections.refuse);
-  if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());
-  if (deps.rateLimits) app.use(rateLimit(deps.rateLimits));
+  if (deps.icecast) {
+    // A router matches every request against its routes: only Icecast's callbacks are sent through this one.
+    const callbacks = icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes();
+    app.use((ctx, next) => (ctx.path.startsWith(ICECAST_CALLBACK_PREFIX) ? callbacks(ctx as Parameters<typeof callbacks>[0], next) : next()));
+  }
+  if (deps.rateLimits && (deps.rateLimits.perIp > 0 || deps.rateLimits.perKey > 0)) app.use(rateLimit(deps.rateLimits));
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;

@@ -8,6 +8,12 @@ export function isUploadRequest(req: IncomingMessage): boolean {
   return req.method === 'PUT' && path.startsWith(`${API_PREFIX}/services/`) && /^\/services\/[^/]+\/files\/[^/]+$/.test(path.slice(API_PREFIX.length));
 }
 
+/** A request without Content-Length (or with 0) and without Transfer-Encoding is whole once its headers are. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 /**
  * Node's server.requestTimeout, except for uploads: every other request must have arrived whole within `ms` of its
  * headers, or it gets a 408 error document and its connection is closed. (server.requestTimeout cannot spare one
@@ -17,7 +23,7 @@ export function limitRequestTime(server: Server, ms: number, exempt: (req: Incom
   server.requestTimeout = 0;
   if (ms <= 0) return;
   server.on('request', (req, res) => {
-    if (req.complete || exempt(req)) return;
+    if (req.complete || !hasBody(req) || exempt(req)) return;
     const timer = setTimeout(() => {
       if (req.complete) return;
       if (res.headersSent) {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/index.js';
 import type { Client, Database } from '../store/index.js';
+import { RevocationListener } from './revocation-listener.js';
 
 export interface ApiKey { id: string; name: string; created_at: Date; revoked_at: Date | null }
 
@@ -17,8 +18,35 @@ function hashSecret(secret: string): Buffer {
 export class ApiKeys {
   /** Tokens this process has verified, for operations whose write checks revocation itself. */
   private readonly verified = new Map<string, ApiKey>();
+  /** Tokens verified while revocations are pushed to this process (listenForRevocations): used by every operation. */
+  private readonly cached = new Map<string, ApiKey>();
+  private revocations?: RevocationListener;
+  /** Bumped by every revocation and lost listener: a lookup that started before one must not fill the cache. */
+  private generation = 0;
 
   constructor(private readonly db: Database) {}
+
+  /**
+   * Keeps verified keys in memory and drops them when PostgreSQL notifies a revocation (from any instance or by hand);
+   * while that notification channel is down nothing is cached. Returns the function that stops listening.
+   */
+  async listenForRevocations(): Promise<() => Promise<void>> {
+    this.revocations = new RevocationListener(this.db, (id) => this.forget(id), () => this.forgetAll());
+    await this.revocations.start();
+    return () => this.revocations!.stop();
+  }
+
+  private forget(keyId: string): void {
+    this.generation++;
+    for (const map of [this.cached, this.verified]) {
+      for (const [token, key] of map) if (key.id === keyId) map.delete(token);
+    }
+  }
+
+  private forgetAll(): void {
+    this.generation++;
+    this.cached.clear();
+  }
 
   /** A new key (bound to a wallet for self-service keys, inside the caller's transaction when `client` is given). */
   async create(name: string, wallet?: KeyWallet, client?: Client): Promise<{ key: ApiKey; token: string }> {
@@ -63,9 +91,17 @@ export class ApiKeys {
   /** Resolves the Authorization header to a key, or throws the 401 error document. */
   async authenticate(authorization: string | undefined): Promise<ApiKey> {
     const token = bearerToken(authorization);
+    const cachable = this.revocations?.listening === true;
+    const known = cachable && token ? this.cached.get(token) : undefined;
+    if (known) return known;
+    const generation = this.generation;
     const key = token ? await this.verify(token) : undefined;
     if (key) {
       this.remember(token!, key);
+      if (cachable && this.revocations!.listening && generation === this.generation) {
+        if (this.cached.size >= 10_000) this.cached.clear();
+        this.cached.set(token!, key);
+      }
       return key;
     }
     throw unauthorized(authorization);
@@ -83,7 +119,10 @@ export class ApiKeys {
   /** The write found the key revoked: forget it and answer 401. */
   revokedDuringRequest(authorization: string | undefined): ApiError {
     const token = bearerToken(authorization);
-    if (token) this.verified.delete(token);
+    if (token) {
+      this.verified.delete(token);
+      this.cached.delete(token);
+    }
     return unauthorized(authorization);
   }
 

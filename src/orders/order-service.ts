@@ -3,13 +3,14 @@ import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import type { LiveSnapshot, Snapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { checkBuyerLimits } from './buyer-limits.js';
 import { crashPoint, pausePoint } from './crash-point.js';
-import { priceOrder, type OrderRequest } from './order-price.js';
+import type { OrderRequest } from './order-price.js';
+import { PriceMemo } from './price-memo.js';
 import { priceUpgrade } from './upgrade-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
@@ -47,6 +48,9 @@ export interface OrderServiceOptions {
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
 export class OrderService {
   private recentLoad?: { at: number; load: Promise<StreamLoad> };
+  private readonly prices = new PriceMemo();
+  /** Passed buyer-limit checks before payment, by key and demand (see checkBuyerBeforePayment). */
+  private readonly recentBuyerChecks = new Map<string, { at: number; snapshot: Snapshot; check: Promise<void> }>();
 
   constructor(
     private readonly db: Database,
@@ -66,11 +70,11 @@ export class OrderService {
 
     const snapshot = this.live.current;
     const upgrade = input.upgradeOf ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id, this.db) : undefined;
-    const { priced, amountAtomic, quoteId } = upgrade ?? await priceOrder(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
+    const { priced, amountAtomic, quoteId } = upgrade ?? await this.prices.price(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
     const billing = 'billing' in input.request ? input.request.billing : 'one_time';
     const demand = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
     await this.admit(demand);
-    await checkBuyerLimits(this.db, snapshot, { apiKeyId: input.apiKeyId }, demand);
+    await this.checkBuyerBeforePayment(snapshot, input.apiKeyId, demand);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
     const paymentRequired = async (code: string, message: string, status = 402) => {
@@ -154,7 +158,9 @@ export class OrderService {
         await this.admit(demand, client);
         await checkBuyerLimits(this.db, snapshot, buyer, demand, client);
       });
-      this.recentLoad = undefined; // this instance's own sale is seen at once; other instances' within a second
+      // This instance's own sale is seen at once; other instances' within a second.
+      this.recentLoad = undefined;
+      this.recentBuyerChecks.clear();
     } catch (e) {
       if ((e as { code?: string; constraint?: string }).constraint === 'orders_one_upgrade_in_flight') {
         throw new ApiError(409, 'upgrade_in_progress', 'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.', { retryable: true, headers: { 'Retry-After': '2' } });
@@ -216,6 +222,22 @@ export class OrderService {
       this.recentLoad = { at: Date.now(), load };
     }
     capacity.admit(demand, await this.recentLoad.load);
+  }
+
+  /**
+   * The buyer limits for the key before payment is asked: a pass at most a second old, on the same snapshot, is
+   * reused (this instance's own sales clear them; other instances' show within a second). A refusal is never reused.
+   * The limits are checked again, exactly and under locks, when the paid order is claimed.
+   */
+  private checkBuyerBeforePayment(snapshot: Snapshot, apiKeyId: string, demand: StreamLoad): Promise<void> {
+    const key = `${apiKeyId}\n${demand.sources}\n${demand.listeners}`;
+    const recent = this.recentBuyerChecks.get(key);
+    if (recent && recent.snapshot === snapshot && Date.now() - recent.at <= 1000) return recent.check;
+    if (this.recentBuyerChecks.size >= 10_000) this.recentBuyerChecks.clear();
+    const entry = { at: Date.now(), snapshot, check: checkBuyerLimits(this.db, snapshot, { apiKeyId }, demand) };
+    this.recentBuyerChecks.set(key, entry);
+    entry.check.catch(() => { if (this.recentBuyerChecks.get(key) === entry) this.recentBuyerChecks.delete(key); });
+    return entry.check;
   }
 
   /**
