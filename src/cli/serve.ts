@@ -16,6 +16,7 @@ import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, Medi
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { events } from './events.js';
 import { payments } from './payments.js';
 import { streaming } from './streaming.js';
 import { serviceVersion } from './version.js';
@@ -100,7 +101,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       cleanup.push(async () => clearInterval(timer));
     }
 
+    const eventing = await events(db, log, config.production);
+    cleanup.push(() => eventing.stop());
     const app = createApp({
+      events: eventing.api,
       auditHead,
       live,
       keys,
@@ -136,6 +140,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       server.closeIdleConnections();
       setTimeout(() => server.closeAllConnections(), 2000).unref();
     }));
+
+    cleanup.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
+    eventing.start();
 
     const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort);
     cleanup.push(() => metricsServer.close());

@@ -13,6 +13,7 @@ import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
+import { eventRoutes, type EventsApi } from './events.js';
 import { openApiDocument } from './openapi.js';
 import { icecastCallbackRoutes } from './icecast-callbacks.js';
 import { orderRoutes } from './orders.js';
@@ -45,6 +46,8 @@ export interface AppDeps {
   log?: Logger;
   /** The signed chain head (none without an operator key). */
   auditHead?: HeadPublisher;
+  /** Webhook endpoints and the SSE feed of services' events. */
+  events?: EventsApi;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -55,6 +58,7 @@ export function createApp(deps: AppDeps): Koa {
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
   serviceRoutes(router, deps);
+  eventRoutes(router, deps);
   auditRoutes(router, deps);
   router.get('/openapi.json', (ctx) => {
     ctx.type = 'application/json; charset=utf-8';

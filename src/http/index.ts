@@ -6,3 +6,4 @@ export { answerClientErrors } from './client-errors.js';
 export type { RateLimits } from './rate-limit.js';
 export { ConnectionCap } from './connection-cap.js';
 export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
+export { eventRoutes, type EventsApi } from './events.js';
