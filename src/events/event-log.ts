@@ -47,7 +47,7 @@ export const EVENT_COLUMNS = `tx::text AS tx, seq::text AS seq, id, type, to_cha
  * reading by seq alone cannot promise (a sequence number is taken before commit, and commits come in any order).
  */
 export const SETTLED_EVENTS = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
-export const EVENT_ORDER = 'ORDER BY tx, seq';
+export const EVENT_ORDER = 'ORDER BY events.tx, events.seq'; // the columns, not the text aliases of EVENT_COLUMNS
 
 export function publicEvent(row: StoredEvent): AgentEvent {
   return { id: row.id, type: row.type, created_at: row.created_at, service_id: row.service_id, order_id: row.order_id, data: row.data };
