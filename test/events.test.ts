@@ -3,7 +3,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { verifySignature } from '../src/events/index.js';
+import { postWebhook, verifySignature, webhookUrlPolicy } from '../src/events/index.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
@@ -207,4 +207,23 @@ describe('events', { skip }, () => {
       return listed.body.webhooks.find((w: { url: string; consecutive_failures: number }) => w.url === receiver.url)?.consecutive_failures === 0;
     }, 20_000);
   });
+
+  test('on shutdown SSE streams are ended cleanly, not cut', async () => {
+    const bought = await stream(1);
+    const sse = await openSse(`${service.baseUrl}/services/${bought.service.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });
+    await waitFor('the first events', () => sse.messages.length >= 2, 10_000);
+    assert.equal(await service.stop(), 0);
+    await sse.reading;
+    assert.equal(sse.endedCleanly(), true, 'the response ended with its terminating chunk');
+  });
+});
+
+test('a webhook host that resolves to a public address when registered and to a private one when delivering is refused (DNS rebinding)', async () => {
+  const answers = [['93.184.216.34'], ['169.254.169.254']];
+  const policy = webhookUrlPolicy({ resolve: async () => answers.shift() ?? ['169.254.169.254'] });
+  assert.equal(await policy.refuse('https://rebind.example/hook'), undefined, 'public when checked');
+  answers.unshift(['93.184.216.34']);
+  const outcome = await postWebhook('https://rebind.example/hook', '{}', {}, policy, 5000);
+  assert.equal(outcome.ok, false);
+  assert.match(outcome.error ?? '', /169\.254\.169\.254.*at connect time/);
 });

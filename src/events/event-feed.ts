@@ -4,6 +4,8 @@ import { EVENT_COLUMNS, EVENT_ORDER, SETTLED_EVENTS } from './event-log.js';
 import type { StoredEvent } from './event-types.js';
 
 const CHANNEL = 'agent_audio_events';
+/** A service's events ($1: its id): its own, and its order's order.paid, recorded before the service existed. */
+const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
 
 /** Where a reader is in the event order; an event id (Last-Event-ID) becomes one with `position`. */
 export interface FeedPosition { tx: string; seq: string }
@@ -49,14 +51,14 @@ export class EventFeed {
 
   /** The position of an event of this service, or undefined when it has no such event. */
   async position(serviceId: string, eventId: string): Promise<FeedPosition | undefined> {
-    const [row] = await this.db.query<FeedPosition & Record<string, unknown>>('SELECT tx::text AS tx, seq::text AS seq FROM events WHERE id = $1 AND service_id = $2', [eventId, serviceId]);
+    const [row] = await this.db.query<FeedPosition & Record<string, unknown>>(`SELECT tx::text AS tx, seq::text AS seq FROM events WHERE id = $2 AND ${OF_SERVICE}`, [serviceId, eventId]);
     return row;
   }
 
   /** The service's events after `after` (from its first when undefined), at most `limit`, only settled ones. */
   async read(serviceId: string, after: FeedPosition | undefined, limit = 100): Promise<StoredEvent[]> {
     return this.db.query<StoredEvent & Record<string, unknown>>(
-      `SELECT ${EVENT_COLUMNS} FROM events WHERE service_id = $1 AND ${SETTLED_EVENTS}
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE ${OF_SERVICE} AND ${SETTLED_EVENTS}
          AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint)) ${EVENT_ORDER} LIMIT $4`,
       [serviceId, after?.tx ?? null, after?.seq ?? null, limit]);
   }

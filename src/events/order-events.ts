@@ -42,11 +42,6 @@ export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void>
 
 /** service.active for a new service, upgrade.applied for an upgrade; in the transaction that activates the order. */
 export async function recordProvisioned(sql: Sql, order: { id: string; upgrade_of: string | null }, service: ProvisionedService): Promise<void> {
-  // The order was paid before its service existed: its order.paid now belongs to the service too (and to its SSE feed).
-  if (!order.upgrade_of) {
-    await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(
-      "UPDATE events SET service_id = $2 WHERE order_id = $1 AND type = 'order.paid' AND service_id IS NULL", [order.id, service.id]);
-  }
   await recordEvent(sql, {
     type: order.upgrade_of ? 'upgrade.applied' : 'service.active',
     serviceId: service.id,

@@ -8,6 +8,7 @@ export async function openSse(url: string, headers: Record<string, string>) {
   const messages: SseMessage[] = [];
   const comments: string[] = [];
   let ended = false;
+  let endedCleanly = false;
   const reading = (async () => {
     if (!response.body) return;
     const decoder = new TextDecoder();
@@ -30,7 +31,8 @@ export async function openSse(url: string, headers: Record<string, string>) {
           if (isEvent) messages.push(message);
         }
       }
-    } catch { /* aborted */ }
+      endedCleanly = true;
+    } catch { /* aborted, or the connection was cut */ }
     ended = true;
   })();
   return {
@@ -39,6 +41,8 @@ export async function openSse(url: string, headers: Record<string, string>) {
     messages,
     comments,
     ended: () => ended,
+    /** The server ended the response properly (not a cut connection, not our abort). */
+    endedCleanly: () => endedCleanly,
     reading,
     close: () => controller.abort(),
   };

@@ -15,6 +15,7 @@ CREATE TABLE events (
   once_key   text UNIQUE
 );
 CREATE INDEX events_by_service ON events (service_id, tx, seq);
+CREATE INDEX events_by_order ON events (order_id);
 
 -- Where an agent wants events delivered: for every service of its API key, or for one service.
 CREATE TABLE webhook_endpoints (
