@@ -74,6 +74,11 @@ describe('events', { skip }, () => {
 
     const ofService = (type: string) => (d: Delivery) => d.event.type === type && d.event.service_id === id;
     await receiver.next(ofService('service.active'));
+    // An endpoint for this one service gets its events from now on.
+    const serviceReceiver = await startReceiver();
+    cleanups.push(() => serviceReceiver.close());
+    const forService = await register(serviceReceiver.url, { service_id: id });
+    assert.equal((await request(service, 'GET', '/webhooks')).body.webhooks.find((w: { id: string }) => w.id === forService.webhook.id).service_id, id);
     const encoder: ChildProcess = startFfmpegSource(bought.service.broadcast_url);
     cleanups.push(() => encoder.kill('SIGKILL'));
     await receiver.next(ofService('source.connected'));
@@ -100,6 +105,9 @@ describe('events', { skip }, () => {
     assert.deepEqual(unique.map((e) => e.type), [
       'order.paid', 'service.active', 'source.connected', 'listeners.threshold', 'source.disconnected', 'service.expiring', 'service.expired',
     ]);
+    await serviceReceiver.next((d) => d.event.type === 'service.expired');
+    assert.deepEqual(serviceReceiver.deliveries.map((d) => d.event.id), unique.slice(2).map((e) => e.id));
+    assert.ok(serviceReceiver.deliveries.every((d) => verified(d, forService.secret)));
     const paid = unique[0];
     assert.equal(paid.order_id, bought.order.id);
     assert.match(String(paid.data.transaction), /^0x[0-9a-f]{64}$/);

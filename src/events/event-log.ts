@@ -24,8 +24,9 @@ export interface NewEvent {
 export async function recordEvent(sql: Sql, event: NewEvent): Promise<void> {
   await (sql as Pick<Client, 'query'>).query(
     `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
-     SELECT $1, $2, coalesce($3, (SELECT api_key_id FROM services WHERE id = $4), (SELECT api_key_id FROM orders WHERE id = $5)),
-            $4, coalesce($5, (SELECT order_id FROM services WHERE id = $4)), $6, $7
+     SELECT $1, $2, owner, $4, coalesce($5, (SELECT order_id FROM services WHERE id = $4)), $6, $7
+     FROM (SELECT coalesce($3, (SELECT api_key_id FROM services WHERE id = $4), (SELECT api_key_id FROM orders WHERE id = $5)) AS owner) o
+     WHERE owner IS NOT NULL -- an event nobody owns is not recorded, and never fails the change it reports
      ON CONFLICT (once_key) DO NOTHING`,
     [randomId('evt_'), event.type, event.apiKeyId ?? null, event.serviceId ?? null, event.orderId ?? null, event.data ?? {}, event.onceKey ?? null]);
 }

@@ -87,7 +87,7 @@ export class LifecycleWorker {
       const usage = fresh ? this.deps.meter.usage(service) : undefined;
       const usageFacts = usageFactsOf(service, usage);
       if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFacts]);
-      if (usage) await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners);
+      if (usage) await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners).catch((err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record listeners.threshold'));
       const snapshot = this.deps.live.current;
       const outcome = await snapshot.rules.lifecycle.evaluate({
         service: serviceFacts(service),
@@ -101,7 +101,7 @@ export class LifecycleWorker {
       }
     }
     if (fresh) await this.finalUsage();
-    await recordExpiringServices(this.deps.db, this.deps.hostId());
+    await recordExpiringServices(this.deps.db, this.deps.hostId()).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
