@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { postWebhook, verifySignature, webhookUrlPolicy } from '../src/events/index.js';
-import { buy } from './support/purchase.js';
+import { buy, payFor } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { openSse } from './support/sse.js';
@@ -50,11 +50,18 @@ const register = async (url: string, fields: Record<string, unknown> = {}, on: P
   return created.body as { webhook: { id: string }; secret: string };
 };
 
-const stream = async (hours: number, on: Pick<Service, 'baseUrl' | 'apiKey'> = service) => {
-  const bought = await buy(on, wallet, { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Event FM', parameters: { duration_hours: hours, max_listeners: 1, bitrate_kbps: 64 } });
+const stream = async (hours: number, on: Pick<Service, 'baseUrl' | 'apiKey'> = service, more: Record<string, unknown> = {}) => {
+  const bought = await buy(on, wallet, { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Event FM', parameters: { duration_hours: hours, max_listeners: 1, bitrate_kbps: 64, ...more } });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
   return bought.body as { order: { id: string }; service: { service_id: string; stream_url: string; broadcast_url: string; expires_at: string } };
 };
+
+const listen = (url: string) => waitFor('a listener', async () => {
+  const l = await connectListener(url).catch(() => undefined);
+  if (l?.status === 200) return l;
+  l?.close();
+  return undefined;
+}, 20_000);
 
 function verified(delivery: Delivery, secret: string): boolean {
   return verifySignature(String(delivery.headers['x-agent-audio-signature']), delivery.body, secret);
@@ -82,12 +89,7 @@ describe('events', { skip }, () => {
     const encoder: ChildProcess = startFfmpegSource(bought.service.broadcast_url);
     cleanups.push(() => encoder.kill('SIGKILL'));
     await receiver.next(ofService('source.connected'));
-    const listener: Listener = await waitFor('a listener', async () => {
-      const l = await connectListener(bought.service.stream_url).catch(() => undefined);
-      if (l?.status === 200) return l;
-      l?.close();
-      return undefined;
-    }, 20_000);
+    const listener: Listener = await listen(bought.service.stream_url);
     const threshold = await receiver.next(ofService('listeners.threshold'));
     assert.deepEqual(threshold.event.data, { listeners: 1, max_listeners: 1, threshold_percent: 100 });
     listener.close();
@@ -169,6 +171,34 @@ describe('events', { skip }, () => {
     const deleted = await request(service, 'DELETE', `/webhooks/${old.webhook.id}`);
     assert.equal(deleted.status, 200);
     assert.equal((await request(service, 'DELETE', `/webhooks/${old.webhook.id}`)).status, 404);
+  });
+
+  test('a suspension and the upgrade that ends it arrive as service.suspended, order.paid and upgrade.applied', async () => {
+    const bought = await stream(0.05, service, { max_listeners: 2, transfer_gb: 0.00003 });
+    const id = bought.service.service_id;
+    const receiver = await startReceiver();
+    cleanups.push(() => receiver.close());
+    const { secret } = await register(receiver.url, { service_id: id, events: ['service.suspended', 'order.paid', 'upgrade.applied'] });
+    const encoder = startFfmpegSource(bought.service.broadcast_url);
+    cleanups.push(() => encoder.kill('SIGKILL'));
+    const listener = await listen(bought.service.stream_url);
+    cleanups.push(() => listener.close());
+    const suspended = await receiver.next((d) => d.event.type === 'service.suspended', 60_000);
+    assert.equal(suspended.event.data.previous_status, 'active');
+    assert.match(String(suspended.event.data.reason), /more than the 0\.00003 GB bought/);
+
+    const upgrade = await payFor(service, wallet, `/services/${id}/upgrade`, { product_id: 'event-stream' });
+    assert.equal(upgrade.status, 200, JSON.stringify(upgrade.body));
+    const applied = await receiver.next((d) => d.event.type === 'upgrade.applied');
+    assert.deepEqual(receiver.deliveries.map((d) => d.event.type), ['service.suspended', 'order.paid', 'upgrade.applied']);
+    const paid = receiver.deliveries[1].event;
+    assert.equal(paid.order_id, upgrade.body.order.id);
+    assert.equal(paid.service_id, id);
+    assert.equal(paid.data.upgrade_of, id);
+    assert.equal(applied.event.order_id, upgrade.body.order.id);
+    assert.equal(applied.event.data.product_id, 'event-stream');
+    assert.equal(applied.event.data.status, 'active');
+    assert.ok(receiver.deliveries.every((d) => verified(d, secret)));
   });
 
   test('webhook URLs on private, metadata or plain-http addresses are refused at registration', async () => {
