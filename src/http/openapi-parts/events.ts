@@ -126,7 +126,10 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
           { name: 'last_event_id', in: 'query', required: false, schema: { type: 'string' }, description: 'The same, for clients that cannot set headers.' },
         ],
         responses: {
-          200: { description: 'The event stream (data lines carry an Event).', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          200: {
+            description: 'The event stream: each data line carries an Event as JSON.',
+            content: { 'text/event-stream': { schema: { type: 'string', contentMediaType: 'application/json', contentSchema: { $ref: '#/components/schemas/Event' } } } },
+          },
           401: unauthorized,
           404: error('service_not_found'),
           422: error('unknown_last_event_id: the id is not an event of this service.'),
