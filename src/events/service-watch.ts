@@ -11,7 +11,7 @@ export function expiringLeadSecondsFromEnv(env: NodeJS.ProcessEnv = process.env)
 }
 
 /**
- * service.expiring for this host's active services that expire within `leadSeconds`: once per service and expiry time
+ * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service and expiry time
  * (an upgrade or renewal that moves expires_at arms it again).
  */
 export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds = expiringLeadSecondsFromEnv()): Promise<void> {
@@ -22,7 +22,7 @@ export async function recordExpiringServices(sql: Sql, hostId: string, leadSecon
                                'seconds_left', floor(extract(epoch FROM s.expires_at - now()))::int, 'lead_seconds', $2::int),
             'service.expiring ' || s.id || ' ' || s.expires_at::text
      FROM services s
-     WHERE s.host_id = $1 AND s.status = 'active' AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
+     WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
        AND NOT EXISTS (SELECT 1 FROM events e WHERE e.once_key = 'service.expiring ' || s.id || ' ' || s.expires_at::text)
      ON CONFLICT DO NOTHING`,
     [hostId, leadSeconds, randomId('evt_', 6)]);
