@@ -18,6 +18,7 @@ import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, Medi
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { events } from './events.js';
 import { payments } from './payments.js';
 import { streaming } from './streaming.js';
 import { serviceVersion } from './version.js';
@@ -103,10 +104,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       cleanup.push(async () => clearInterval(timer));
     }
 
+    const eventing = await events(db, log, config.production);
+    cleanup.push(() => eventing.stop());
     const quotes = new QuoteService(db, live, audit);
     const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });
     const mcp = new McpEndpoint({ live, keys, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
     const app = createApp({
+      events: eventing.api,
       auditHead,
       live,
       keys,
@@ -144,6 +148,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       server.closeIdleConnections();
       setTimeout(() => server.closeAllConnections(), 2000).unref();
     }));
+
+    cleanup.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
+    eventing.start();
 
     const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort);
     cleanup.push(() => metricsServer.close());

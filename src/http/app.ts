@@ -15,6 +15,7 @@ import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
+import { eventRoutes, type EventsApi } from './events.js';
 import { openApiDocument } from './openapi.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { keyRoutes } from './keys.js';
@@ -52,6 +53,8 @@ export interface AppDeps {
   mcp?: McpEndpoint;
   /** Wallet sign-in (SIWX) for services and self-service keys (POST/GET/DELETE /keys). */
   identity?: WalletIdentity;
+  /** Webhook endpoints and the SSE feed of services' events. */
+  events?: EventsApi;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -63,6 +66,7 @@ export function createApp(deps: AppDeps): Koa {
   orderRoutes(router, deps);
   serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
+  eventRoutes(router, deps);
   auditRoutes(router, deps);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
   router.get('/openapi.json', (ctx) => {

@@ -12,3 +12,4 @@ export { discoveryDocuments } from './discovery-documents.js';
 export { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from './schemas.js';
 export { readJsonObject } from './json-body.js';
 export { credentialsOf } from './caller.js';
+export { eventRoutes, type EventsApi } from './events.js';

@@ -1,3 +1,4 @@
+import { recordProvisioned } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
 import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence, PaymentGateway, PaymentPayload, PaymentRequirements } from '../payments/index.js';
@@ -129,6 +130,7 @@ async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: O
       ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
       : await deps.services.createForOrder(client, order, limits, expiresAt);
     const active = await deps.orders.activate(client, order.id);
+    if (active) await recordProvisioned(client, order, service);
     return { order: active ?? order, service };
   }).catch((e) => {
     deps.metrics?.provisioningFailures.inc();

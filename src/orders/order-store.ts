@@ -1,3 +1,4 @@
+import { recordOrderPaid } from '../events/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import type { Client, Database } from '../store/index.js';
 
@@ -112,8 +113,12 @@ export class OrderStore {
 
   /** Records the settlement; the order as it is now (unchanged if it had already left "settling"). */
   async settled(id: string, settlement: Record<string, unknown>): Promise<OrderRow> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
-      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *", [id, settlement]);
+    const row = await this.db.transaction(async (client) => {
+      const { rows: [paid] } = await client.query(
+        "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *", [id, settlement]);
+      if (paid) await recordOrderPaid(client, paid as OrderRow);
+      return paid as OrderRow | undefined;
+    });
     return row ?? (await this.byId(id))!;
   }
 

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import { recordMountEvent } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { Decision, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
@@ -68,10 +69,12 @@ export class IcecastDecider implements MountDecider {
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
     this.log.info({ mount }, 'source connected');
+    await recordMountEvent(this.db, mount, 'source.connected').catch((err) => this.log.warn({ err, mount }, 'could not record source.connected'));
   }
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
     this.log.info({ mount }, 'source disconnected');
+    await recordMountEvent(this.db, mount, 'source.disconnected').catch((err) => this.log.warn({ err, mount }, 'could not record source.disconnected'));
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
     await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);

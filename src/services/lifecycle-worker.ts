@@ -1,9 +1,10 @@
+import { recordExpiringServices, recordListenerThreshold, recordStatusChange } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
-import type { ServiceRow } from './service-records.js';
+import { listenerCapOf, type ServiceRow } from './service-records.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
 export type MountUsage = Pick<MountSnapshot, 'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'> & {
@@ -86,6 +87,7 @@ export class LifecycleWorker {
       const usage = fresh ? this.deps.meter.usage(service) : undefined;
       const usageFacts = usageFactsOf(service, usage);
       if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFacts]);
+      if (usage) await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners).catch((err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record listeners.threshold'));
       const snapshot = this.deps.live.current;
       const outcome = await snapshot.rules.lifecycle.evaluate({
         service: serviceFacts(service),
@@ -99,6 +101,7 @@ export class LifecycleWorker {
       }
     }
     if (fresh) await this.finalUsage();
+    await recordExpiringServices(this.deps.db, this.deps.hostId()).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
@@ -156,6 +159,7 @@ export class LifecycleWorker {
         if (rows.length) {
           await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
             [service.id, 'transition', service.status, decision.to, decision.reason]);
+          await recordStatusChange(client, service.id, service.status, decision.to, decision.reason);
         }
         return rows.length === 1;
       });

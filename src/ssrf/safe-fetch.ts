@@ -26,8 +26,9 @@ export async function safeGet(url: string, policy: UrlPolicy, options: { maxRedi
   throw new RefusedUrl(`${url}: too many redirects`);
 }
 
-function connect(url: string, policy: UrlPolicy, timeoutMs: number): Promise<http.IncomingMessage> {
-  const checkedLookup: LookupFunction = (hostname, options, callback) => {
+/** A DNS lookup for http(s) requests that refuses, at connect time, an address the policy does not allow. */
+export function checkedLookup(policy: UrlPolicy): LookupFunction {
+  return (hostname, options, callback) => {
     policy.resolve(hostname).then((addresses) => {
       const address = addresses[0];
       const reason = address === undefined ? 'no address' : policy.checkAddress(address);
@@ -36,9 +37,12 @@ function connect(url: string, policy: UrlPolicy, timeoutMs: number): Promise<htt
       else callback(null, address!, address!.includes(':') ? 6 : 4);
     }, (e: Error) => callback(e as NodeJS.ErrnoException, '', 4));
   };
+}
+
+function connect(url: string, policy: UrlPolicy, timeoutMs: number): Promise<http.IncomingMessage> {
   const client = url.startsWith('https:') ? https : http;
   return new Promise((resolve, reject) => {
-    const request = client.get(url, { lookup: checkedLookup, timeout: timeoutMs, headers: { 'user-agent': 'agent-audio-relay' } }, resolve);
+    const request = client.get(url, { lookup: checkedLookup(policy), timeout: timeoutMs, headers: { 'user-agent': 'agent-audio-relay' } }, resolve);
     request.on('timeout', () => request.destroy(new Error(`${url}: no answer within ${timeoutMs} ms`)));
     request.on('error', reject);
   });

@@ -1,0 +1,39 @@
+import { DeliveryWorker, deliveryOptionsFromEnv, EventFeed, expiringLeadSecondsFromEnv, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
+import type { EventsApi } from '../http/index.js';
+import type { Logger } from '../log/index.js';
+import type { Database } from '../store/index.js';
+
+export interface Events {
+  api: EventsApi;
+  /** Starts delivering webhooks (after the HTTP server listens). */
+  start(): void;
+  /** Ends every SSE stream and the delivery worker; before the HTTP server closes, so it does not wait for them. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Webhooks and SSE, configured from the environment. WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 (tests and development only)
+ * lets webhooks go to http on loopback; it is refused in production.
+ */
+export async function events(db: Database, log: Logger, production: boolean, env: NodeJS.ProcessEnv = process.env): Promise<Events> {
+  const insecureLoopback = env.WEBHOOK_ALLOW_INSECURE_LOOPBACK === '1';
+  if (insecureLoopback && production) throw new Error('WEBHOOK_ALLOW_INSECURE_LOOPBACK is for tests and development only; unset it in production (webhooks need https on public addresses)');
+  expiringLeadSecondsFromEnv(env); // refuses a bad value at start rather than in the life-cycle worker
+  const policy = webhookUrlPolicy({ insecureLoopback });
+  const feed = new EventFeed(db, log);
+  await feed.start();
+  const worker = new DeliveryWorker(db, policy, deliveryOptionsFromEnv(env), log);
+  feed.onEvent(() => worker.wake());
+  let stopped: Promise<void> | undefined;
+  return {
+    api: {
+      endpoints: new WebhookEndpoints(db, Number(env.WEBHOOK_SECRET_GRACE_SECONDS ?? 86_400)),
+      feed,
+      policy,
+      maxEndpointsPerKey: 20,
+      heartbeatMs: Number(env.EVENTS_HEARTBEAT_MS ?? 15_000),
+    },
+    start: () => worker.start(),
+    stop: () => (stopped ??= feed.close().then(() => worker.stop())),
+  };
+}

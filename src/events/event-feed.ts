@@ -1,0 +1,111 @@
+import type { Logger } from '../log/index.js';
+import type { Client, Database } from '../store/index.js';
+import { EVENT_COLUMNS, EVENT_ORDER, SETTLED_EVENTS } from './event-log.js';
+import type { StoredEvent } from './event-types.js';
+
+const CHANNEL = 'agent_audio_events';
+/** A service's events ($1: its id): its own, and its order's order.paid, recorded before the service existed. */
+const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
+
+/** Where a reader is in the event order; an event id (Last-Event-ID) becomes one with `position`. */
+export interface FeedPosition { tx: string; seq: string }
+
+/**
+ * The event table as live feeds: `subscribe(serviceId, afterEventId)` yields a service's events in order, first those
+ * after the given event, then each new one as it commits, on whichever instance it happened. One LISTEN connection
+ * per instance wakes readers; they also look every `pollMs` in case a notification was lost (connection broken).
+ * For SSE (GET /services/{id}/events) and any other channel that forwards events (MCP notifications).
+ */
+export class EventFeed {
+  private readonly waiting = new Set<() => void>();
+  private listener?: Client;
+  private closed = false;
+  private readonly onNotify: Array<(serviceId: string) => void> = [];
+
+  constructor(private readonly db: Database, private readonly log: Logger, private readonly pollMs = 2000) {}
+
+  /** Starts listening; notifications also reach `onEvent` callbacks (the webhook worker wakes up with them). */
+  async start(): Promise<void> {
+    await this.listen().catch((err) => this.log.warn({ err }, 'events: LISTEN failed; readers fall back to polling'));
+  }
+
+  onEvent(callback: (serviceId: string) => void): void {
+    this.onNotify.push(callback);
+  }
+
+  private async listen(): Promise<void> {
+    if (this.closed) return;
+    const connection = await this.db.dedicated();
+    connection.on('notification', (message) => {
+      for (const wake of [...this.waiting]) wake();
+      for (const callback of this.onNotify) callback(message.payload ?? '');
+    });
+    connection.on('error', () => {
+      connection.release(true);
+      if (this.listener === connection) this.listener = undefined;
+      if (!this.closed) setTimeout(() => { this.listen().catch(() => { /* polling goes on; retried on the next failure */ }); }, this.pollMs).unref();
+    });
+    await connection.query(`LISTEN ${CHANNEL}`);
+    this.listener = connection;
+  }
+
+  /** The position of an event of this service, or undefined when it has no such event. */
+  async position(serviceId: string, eventId: string): Promise<FeedPosition | undefined> {
+    const [row] = await this.db.query<FeedPosition & Record<string, unknown>>(`SELECT tx::text AS tx, seq::text AS seq FROM events WHERE id = $2 AND ${OF_SERVICE}`, [serviceId, eventId]);
+    return row;
+  }
+
+  /** The service's events after `after` (from its first when undefined), at most `limit`, only settled ones. */
+  async read(serviceId: string, after: FeedPosition | undefined, limit = 100): Promise<StoredEvent[]> {
+    return this.db.query<StoredEvent & Record<string, unknown>>(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE ${OF_SERVICE} AND ${SETTLED_EVENTS}
+         AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint)) ${EVENT_ORDER} LIMIT $4`,
+      [serviceId, after?.tx ?? null, after?.seq ?? null, limit]);
+  }
+
+  /** Yields the service's events after `after`, live, until the consumer stops or the feed closes (shutdown). */
+  async *subscribe(serviceId: string, after?: FeedPosition, signal?: AbortSignal): AsyncGenerator<StoredEvent> {
+    let position = after;
+    while (!this.closed && !signal?.aborted) {
+      // Armed before reading, so a notification that arrives during the read is not missed.
+      const woken = this.nextWake(signal);
+      const events = await this.read(serviceId, position);
+      for (const event of events) {
+        position = { tx: event.tx, seq: event.seq };
+        yield event;
+      }
+      if (events.length === 100) {
+        woken.cancel();
+        continue;
+      }
+      await woken.promise;
+    }
+  }
+
+  private nextWake(signal?: AbortSignal): { promise: Promise<void>; cancel(): void } {
+    let done!: () => void;
+    const promise = new Promise<void>((resolve) => { done = resolve; });
+    const timer = setTimeout(() => finish(), this.pollMs);
+    const finish = () => {
+      clearTimeout(timer);
+      this.waiting.delete(finish);
+      signal?.removeEventListener('abort', finish);
+      done();
+    };
+    this.waiting.add(finish);
+    signal?.addEventListener('abort', finish);
+    return { promise, cancel: finish };
+  }
+
+  /** Ends every subscription (they return) and the LISTEN connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const wake of [...this.waiting]) wake();
+    const listener = this.listener;
+    this.listener = undefined;
+    if (listener) {
+      await listener.query(`UNLISTEN ${CHANNEL}`).catch(() => {});
+      listener.release();
+    }
+  }
+}

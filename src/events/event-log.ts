@@ -1,0 +1,55 @@
+import { randomId } from '../ids/index.js';
+import type { Client } from '../store/index.js';
+import type { AgentEvent, EventType, StoredEvent } from './event-types.js';
+
+/** Anything that runs one SQL statement: a transaction's client, or the pool (db.query). */
+export type Sql = Pick<Client, 'query'> | { query(sql: string, params: unknown[]): Promise<unknown> };
+
+export interface NewEvent {
+  type: EventType;
+  /** The service it is about; its owner's API key receives it. */
+  serviceId?: string;
+  orderId?: string;
+  /** The owner, when there is no service yet (order.paid of an order that has none). */
+  apiKeyId?: string;
+  data?: Record<string, unknown>;
+  /** Emitted at most once per key (e.g. service.expiring for one expiry time). */
+  onceKey?: string;
+}
+
+/**
+ * Records an event; call it with the transaction that makes the change it reports, so both commit or neither. The
+ * database fans it out to webhook endpoints and wakes SSE readers (trigger events_fan_out, migration 016).
+ */
+export async function recordEvent(sql: Sql, event: NewEvent): Promise<void> {
+  await (sql as Pick<Client, 'query'>).query(
+    `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
+     SELECT $1, $2, owner, $4, coalesce($5, (SELECT order_id FROM services WHERE id = $4)), $6, $7
+     FROM (SELECT coalesce($3, (SELECT api_key_id FROM services WHERE id = $4), (SELECT api_key_id FROM orders WHERE id = $5)) AS owner) o
+     WHERE owner IS NOT NULL -- an event nobody owns is not recorded, and never fails the change it reports
+     ON CONFLICT (once_key) DO NOTHING`,
+    [randomId('evt_'), event.type, event.apiKeyId ?? null, event.serviceId ?? null, event.orderId ?? null, event.data ?? {}, event.onceKey ?? null]);
+}
+
+/** The same, for the service on an Icecast mount (source callbacks name the mount, not the service). */
+export async function recordMountEvent(sql: Sql, mount: string, type: EventType, data: Record<string, unknown> = {}): Promise<void> {
+  await (sql as Pick<Client, 'query'>).query(
+    `INSERT INTO events (id, type, api_key_id, service_id, order_id, data)
+     SELECT $1, $2, api_key_id, id, order_id, $4 FROM services WHERE mount = $3`,
+    [randomId('evt_'), type, mount, data]);
+}
+
+/** Columns of a stored event: what agents see and its position (tx, seq). */
+export const EVENT_COLUMNS = `tx::text AS tx, seq::text AS seq, id, type, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, service_id, order_id, data`;
+
+/**
+ * Readers go through events in (tx, seq) order and show only those whose transaction is older than every transaction
+ * still running. Every event that becomes visible later then comes after the last one shown: none is skipped, which
+ * reading by seq alone cannot promise (a sequence number is taken before commit, and commits come in any order).
+ */
+export const SETTLED_EVENTS = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
+export const EVENT_ORDER = 'ORDER BY events.tx, events.seq'; // the columns, not the text aliases of EVENT_COLUMNS
+
+export function publicEvent(row: StoredEvent): AgentEvent {
+  return { id: row.id, type: row.type, created_at: row.created_at, service_id: row.service_id, order_id: row.order_id, data: row.data };
+}

@@ -1,0 +1,56 @@
+import type { Sql } from './event-log.js';
+import { recordEvent } from './event-log.js';
+
+interface PaidOrder {
+  id: string;
+  api_key_id: string;
+  product_id: string;
+  amount_atomic: string;
+  network: string;
+  asset: string;
+  payer: string;
+  upgrade_of: string | null;
+  settlement: Record<string, unknown> | null;
+}
+
+interface ProvisionedService {
+  id: string;
+  product_id: string;
+  status: string;
+  expires_at: Date | null;
+  limits: Record<string, unknown>;
+}
+
+/** order.paid, with the transfer the chain proved; in the transaction that records the settlement. */
+export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void> {
+  await recordEvent(sql, {
+    type: 'order.paid',
+    orderId: order.id,
+    apiKeyId: order.api_key_id,
+    ...(order.upgrade_of && { serviceId: order.upgrade_of }),
+    data: {
+      product_id: order.product_id,
+      amount_atomic: order.amount_atomic,
+      network: order.network,
+      asset: order.asset,
+      payer: order.payer,
+      transaction: order.settlement?.transaction ?? null,
+      upgrade_of: order.upgrade_of,
+    },
+  });
+}
+
+/** service.active for a new service, upgrade.applied for an upgrade; in the transaction that activates the order. */
+export async function recordProvisioned(sql: Sql, order: { id: string; upgrade_of: string | null }, service: ProvisionedService): Promise<void> {
+  await recordEvent(sql, {
+    type: order.upgrade_of ? 'upgrade.applied' : 'service.active',
+    serviceId: service.id,
+    orderId: order.id,
+    data: {
+      status: service.status,
+      product_id: service.product_id,
+      expires_at: service.expires_at?.toISOString() ?? null,
+      limits: service.limits,
+    },
+  });
+}

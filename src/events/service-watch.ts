@@ -1,0 +1,53 @@
+import { randomId } from '../ids/index.js';
+import type { Sql } from './event-log.js';
+import { recordEvent } from './event-log.js';
+import type { EventType } from './event-types.js';
+
+/** EVENTS_EXPIRING_LEAD_SECONDS: how long before its expiry a service announces service.expiring (default 10 min). */
+export function expiringLeadSecondsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const lead = Number(env.EVENTS_EXPIRING_LEAD_SECONDS ?? 600);
+  if (!Number.isInteger(lead) || lead <= 0) throw new Error(`EVENTS_EXPIRING_LEAD_SECONDS must be a positive whole number of seconds, got ${env.EVENTS_EXPIRING_LEAD_SECONDS}`);
+  return lead;
+}
+
+/**
+ * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service and expiry time
+ * (an upgrade or renewal that moves expires_at arms it again).
+ */
+export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds = expiringLeadSecondsFromEnv()): Promise<void> {
+  await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(
+    `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
+     SELECT $3 || md5(s.id || s.expires_at::text), 'service.expiring', s.api_key_id, s.id, s.order_id,
+            jsonb_build_object('expires_at', to_char(s.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                               'seconds_left', floor(extract(epoch FROM s.expires_at - now()))::int, 'lead_seconds', $2::int),
+            'service.expiring ' || s.id || ' ' || s.expires_at::text
+     FROM services s
+     WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.once_key = 'service.expiring ' || s.id || ' ' || s.expires_at::text)
+     ON CONFLICT DO NOTHING`,
+    [hostId, leadSeconds, randomId('evt_', 6)]);
+}
+
+/** Fractions of the bought listener places whose crossing (upwards) is reported. */
+const THRESHOLDS = [0.8, 1];
+
+/** listeners.threshold when the measured listeners cross 80 % or 100 % of the bought places upwards. */
+export async function recordListenerThreshold(sql: Sql, service: { id: string; usage: Record<string, unknown> | null }, cap: number, listeners: number): Promise<void> {
+  if (!(cap > 0)) return;
+  const before = Number(service.usage?.listeners ?? 0);
+  const crossed = THRESHOLDS.filter((t) => before < t * cap && listeners >= t * cap).pop();
+  if (crossed === undefined) return;
+  await recordEvent(sql, {
+    type: 'listeners.threshold',
+    serviceId: service.id,
+    data: { listeners, max_listeners: cap, threshold_percent: crossed * 100 },
+  });
+}
+
+const STATUS_EVENTS: Record<string, EventType> = { active: 'service.active', suspended: 'service.suspended', expired: 'service.expired' };
+
+/** service.active / .suspended / .expired for a status change, in the transaction that makes it. */
+export async function recordStatusChange(sql: Sql, serviceId: string, from: string, to: string | undefined, reason: string): Promise<void> {
+  const type = to && STATUS_EVENTS[to];
+  if (type) await recordEvent(sql, { type, serviceId, data: { status: to, previous_status: from, reason } });
+}
