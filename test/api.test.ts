@@ -85,7 +85,8 @@ describe('discovery', () => {
     assert.match(body.catalog.content_hash, /^sha256:[0-9a-f]{64}$/);
     assert.equal(body.checks.database.ok, true);
     assert.equal(body.checks.chain.ok, true, 'the embedded chain answers');
-    assert.match(body.checks.chain.block, /^\d+$/);
+    const details = await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json() as any;
+    assert.match(details.checks.chain.block, /^\d+$/, 'the chain height is on the operator\'s listener');
     assert.equal(typeof body.checks.icecast.ok, 'boolean');
     const check = await service.cli(['catalog', 'check']);
     assert.ok(check.stdout.includes(body.catalog.content_hash), 'same hash as catalog check');

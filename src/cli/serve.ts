@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
+import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, healthDetails, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
@@ -100,6 +100,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       cleanup.push(async () => clearInterval(timer));
     }
 
+    const checkHealth = async () => ({
+      ...(await checkDatabase(db)),
+      ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
+      icecast: await stream.health(),
+    });
     const app = createApp({
       auditHead,
       live,
@@ -108,11 +113,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       checkout,
       version: serviceVersion,
       publicBaseUrl: () => publicBaseUrl,
-      checkHealth: async () => ({
-        ...(await checkDatabase(db)),
-        ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
-        icecast: await stream.health(),
-      }),
+      checkHealth,
       logError: (fields, message) => log.error(fields, message),
       orders,
       services,
@@ -121,6 +122,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       metrics,
       log,
       connections,
+      ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
@@ -137,7 +139,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       setTimeout(() => server.closeAllConnections(), 2000).unref();
     }));
 
-    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort);
+    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort,
+      () => healthDetails({ live, checkout, version: serviceVersion, checkHealth, auditHead }));
     cleanup.push(() => metricsServer.close());
 
     const { port } = server.address() as AddressInfo;

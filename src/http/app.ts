@@ -6,6 +6,7 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../observability/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
+import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
@@ -14,12 +15,14 @@ import { auditRoutes } from './audit.js';
 import { discoveryRoutes, type HealthReport } from './discovery.js';
 import { errorDocuments, type ErrorLogger } from './error-document.js';
 import { openApiDocument } from './openapi.js';
-import { icecastCallbackRoutes } from './icecast-callbacks.js';
+import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
 import { rateLimit, type RateLimits } from './rate-limit.js';
 import { closeUnreadBody } from './close-unread-body.js';
+import { cors } from './cors.js';
+import { wellKnownX402 } from './well-known.js';
 import type { ConnectionCap } from './connection-cap.js';
 import { requestId } from './request-id.js';
 
@@ -45,6 +48,8 @@ export interface AppDeps {
   log?: Logger;
   /** The signed chain head (none without an operator key). */
   auditHead?: HeadPublisher;
+  /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
+  paymentTerms?: PaymentTerms;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -65,11 +70,26 @@ export function createApp(deps: AppDeps): Koa {
   if (deps.metrics && deps.log) {
     app.use(deps.metrics.middleware(deps.log));
   }
+  app.use(cors(ICECAST_CALLBACK_PREFIX));
   app.use(errorDocuments(deps.logError));
   if (deps.connections) app.use(deps.connections.refuse);
   if (deps.icecast) app.use(icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes());
   if (deps.rateLimits) app.use(rateLimit(deps.rateLimits));
   app.use(router.routes());
   app.use(router.allowedMethods());
+  app.use(wellKnownRoutes(deps).routes());
   return app;
+}
+
+/** Site-root discovery documents (outside /api/v1). */
+function wellKnownRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  const x402 = (ctx: Koa.Context) => {
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.set('Cache-Control', 'public, max-age=60');
+    ctx.body = wellKnownX402(deps.live.current, deps.publicBaseUrl(), deps.paymentTerms);
+  };
+  router.get('/.well-known/x402', x402);
+  router.get('/.well-known/x402.json', x402);
+  return router;
 }

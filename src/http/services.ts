@@ -3,7 +3,9 @@ import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
 import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
+import { discoveryFor } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -17,6 +19,8 @@ export interface ServiceRouteDeps {
   media?: MediaLibrary;
   orders?: OrderService;
   publicBaseUrl: () => string;
+  /** The catalog being served: its schemas go into the 402's bazaar declaration. */
+  live?: LiveSnapshot;
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
@@ -60,6 +64,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       upgradeOf: service,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
+      ...(deps.live && { discovery: discoveryFor(deps.live.current, 'upgradeService', ctx.path) }),
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
