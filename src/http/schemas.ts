@@ -44,7 +44,7 @@ export const productSchema = {
     type: { type: 'string' },
     ...productStateSchemas,
     description: { type: 'string' },
-    pricing: { type: 'object', required: ['basis', 'currency'], description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
+    pricing: { type: 'object', required: ['basis', 'currency'], properties: { basis: { type: 'string' }, currency: { type: 'string' } }, description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
     parameters: {
       type: 'object',
       additionalProperties: {
