@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildOpenApiDocument } from '../src/http/openapi.js';
-import { openSnapshot, readSnapshotFiles } from '../src/pricing/index.js';
+import { billingOptions, openSnapshot, readSnapshotFiles } from '../src/pricing/index.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const { snapshot, diagnostics } = await openSnapshot(await readSnapshotFiles(process.env.CATALOG_DIR ?? join(root, 'catalog'), process.env.RULES_DIR ?? join(root, 'rules')));
@@ -16,7 +16,7 @@ if (!snapshot) {
 }
 const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'));
 const file = join(dir, 'openapi.json');
-writeFileSync(file, JSON.stringify(buildOpenApiDocument(snapshot, 'lint'), null, 2));
+writeFileSync(file, JSON.stringify(buildOpenApiDocument(snapshot, 'lint', await billingOptions(snapshot)), null, 2));
 const lint = spawnSync(join(root, 'node_modules/.bin/redocly'), ['lint', '--extends', 'recommended', '--format', process.argv.includes('--json') ? 'json' : 'codeframe', file], { stdio: 'inherit' });
 rmSync(dir, { recursive: true, force: true });
 process.exit(lint.status ?? 1);

@@ -200,3 +200,53 @@ describe('/.well-known/x402', () => {
     assert.deepEqual(await (await fetch(`${origin}/.well-known/x402.json`)).json(), manifest);
   });
 });
+
+describe('prices in another currency, and billings that cannot be ordered', () => {
+  test('a subscription priced in EUR is quoted in USDC with the rate and its source, the same amount as its 402, and replays', async () => {
+    const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'radio-directo', billing: 'monthly' } });
+    assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
+    const quote = quoted.body.quote;
+    assert.equal(quote.billing, 'monthly');
+    assert.deepEqual(quote.price, { amount: '7.452', amount_atomic: '7452000', currency: 'USDC', decimals: 6 });
+    assert.deepEqual(quote.breakdown.map((l: any) => [l.unit, l.quantity, l.exchange_rate?.pair, l.exchange_rate?.rate]), [['EUR', '6.9', 'EUR_USDC', '1.08']]);
+    assert.match(quote.breakdown[0].exchange_rate.source, /exchange_rates\.EUR_USDC/);
+    assert.equal(quote.agent_orderable, true);
+
+    const ordered = await ask('/orders', { product_id: 'radio-directo', billing: 'monthly', email: 'agent@example.com', station_name: 'Directo FM' });
+    assertError(ordered, 402, 'payment_required');
+    assert.equal(decodePaymentRequiredHeader(ordered.headers.get('payment-required')!).accepts[0].amount, quote.price.amount_atomic, 'the quote and the 402 agree');
+
+    const replay = await service.cli(['audit', 'replay', quote.audit.evaluation_id]);
+    assert.equal(replay.code, 0, replay.stdout + replay.stderr);
+    assert.equal(JSON.parse(replay.stdout.split('\n')[0]).identical, true);
+
+    const unbilled = await request(service, 'POST', '/quotes', { body: { product_id: 'radio-directo' } });
+    assertError(unbilled, 422, 'product_not_quotable');
+    assert.match(unbilled.body.error.message, /billing monthly or annual/);
+  });
+
+  test('annual, above the order maximum, is quoted as not orderable and is not offered by discovery, which says why', async () => {
+    const annual = await request(service, 'POST', '/quotes', { body: { product_id: 'radio-directo', billing: 'annual' } });
+    assert.equal(annual.status, 200, JSON.stringify(annual.body));
+    assert.equal(annual.body.quote.price.amount, '74.52');
+    assert.equal(annual.body.quote.agent_orderable, false);
+    assert.deepEqual(annual.body.quote.agent_orderable_reasons.map((r: any) => r.code), ['amount_out_of_range']);
+
+    const product = (await request(service, 'GET', '/products/radio-directo', { auth: false })).body.product;
+    const options = Object.fromEntries(product.billing_options.map((o: any) => [o.billing, o]));
+    assert.deepEqual(Object.keys(options).sort(), ['annual', 'monthly']);
+    assert.equal(options.monthly.agent_orderable, true);
+    assert.equal(options.monthly.price.amount_atomic, '7452000');
+    assert.equal(options.annual.agent_orderable, false);
+    assert.match(options.annual.reason, /74\.52 USDC, outside the agent order limits \(0\.27 to 16\.15/);
+    const pricing = (await request(service, 'GET', '/pricing', { auth: false })).body.prices.find((p: any) => p.product_id === 'radio-directo');
+    assert.deepEqual(pricing.billing_options, product.billing_options);
+    const availability = (await request(service, 'GET', '/availability', { auth: false })).body.products.find((p: any) => p.product_id === 'radio-directo');
+    assert.deepEqual(availability.billing_options, product.billing_options);
+
+    const billing = (await request(service, 'GET', '/openapi.json', { auth: false })).body.components.schemas.OrderRequest.properties.billing;
+    assert.ok(billing.enum.includes('monthly') && billing.enum.includes('one_time'));
+    assert.ok(!billing.enum.includes('annual'), JSON.stringify(billing));
+    assert.match(billing.description, /annual \(radio-directo: Costs 74\.52 USDC/);
+  });
+});

@@ -4,7 +4,7 @@ import type { HeadPublisher } from '../audit/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../observability/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import { billingOptions, type LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
@@ -61,9 +61,10 @@ export function createApp(deps: AppDeps): Koa {
   orderRoutes(router, deps);
   serviceRoutes(router, deps);
   auditRoutes(router, deps);
-  router.get('/openapi.json', (ctx) => {
+  router.get('/openapi.json', async (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
-    ctx.body = openApiDocument(deps.live.current, deps.version);
+    const snapshot = deps.live.current;
+    ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot));
   });
   app.use(requestId);
   app.use(closeUnreadBody);

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import { billingOptions, type LiveSnapshot } from '../pricing/index.js';
 import { discoveryDocuments, type CheckoutStatus } from './discovery-documents.js';
 import { productIdPattern } from './schemas.js';
 
@@ -19,7 +19,10 @@ export interface DiscoveryDeps {
 const productId = new RegExp(productIdPattern);
 
 export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
-  const documents = () => discoveryDocuments(deps.live.current, deps.checkout);
+  const documents = async () => {
+    const snapshot = deps.live.current;
+    return discoveryDocuments(snapshot, deps.checkout, await billingOptions(snapshot));
+  };
   const send = (ctx: Context, body: Buffer) => {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = body;
@@ -28,15 +31,15 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
   router.get('/health', async (ctx) => {
     ctx.body = publicHealth(deps, await deps.checkHealth());
   });
-  router.get('/products', (ctx) => send(ctx, documents().products));
-  router.get('/products/:product_id', (ctx) => {
+  router.get('/products', async (ctx) => send(ctx, (await documents()).products));
+  router.get('/products/:product_id', async (ctx) => {
     const id = ctx.params.product_id;
-    const body = productId.test(id) ? documents().product.get(id) : undefined;
+    const body = productId.test(id) ? (await documents()).product.get(id) : undefined;
     if (!body) throw new ApiError(404, 'product_not_found', `There is no product ${JSON.stringify(id).slice(0, 100)}. GET /api/v1/products lists every product id.`);
     send(ctx, body);
   });
-  router.get('/pricing', (ctx) => send(ctx, documents().pricing));
-  router.get('/availability', (ctx) => send(ctx, documents().availability));
+  router.get('/pricing', async (ctx) => send(ctx, (await documents()).pricing));
+  router.get('/availability', async (ctx) => send(ctx, (await documents()).availability));
 }
 
 /**

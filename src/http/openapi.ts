@@ -1,5 +1,5 @@
 import { parametersSchema } from '../catalog/index.js';
-import type { Snapshot } from '../pricing/index.js';
+import { BILLINGS, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { openApiParts } from './openapi-parts/index.js';
 import { orderableProducts } from './paid-operations.js';
 import {
@@ -43,21 +43,38 @@ const paidResponse = (description: string) => ({
 });
 
 /** OpenAPI 3.1, generated from the schemas the server validates with and the catalog being served. */
-export function openApiDocument(snapshot: Snapshot, version: string): Buffer {
+export function openApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Buffer {
   let doc = cache.get(snapshot);
   if (!doc) {
-    doc = Buffer.from(JSON.stringify(build(snapshot, version)));
+    doc = Buffer.from(JSON.stringify(build(snapshot, version, billing)));
     cache.set(snapshot, doc);
   }
   return doc;
 }
 
 /** The document as an object (for the offline lint: npm run lint:openapi). */
-export function buildOpenApiDocument(snapshot: Snapshot, version: string): Record<string, unknown> {
-  return build(snapshot, version);
+export function buildOpenApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Record<string, unknown> {
+  return build(snapshot, version, billing);
 }
 
-function build(snapshot: Snapshot, version: string) {
+/**
+ * The billings an agent can order some product with, from the evaluated billing options (never a fixed list); the
+ * others are named with the reason, e.g. "annual: radio-directo costs 74.52 USDC, outside the order limits".
+ */
+function billingSchema(orderable: string[], billing?: Map<string, BillingOption[]>) {
+  if (!billing) return orderRequestSchema.properties.billing;
+  const options = orderable.flatMap((id) => (billing.get(id) ?? []).map((o) => ({ ...o, product: id })));
+  const offered = BILLINGS.filter((b) => options.some((o) => o.billing === b && o.agent_orderable));
+  const refused = options.filter((o) => !o.agent_orderable && !offered.includes(o.billing));
+  return {
+    enum: offered,
+    default: 'one_time',
+    description: 'one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in the product\'s billing_options.'
+      + (refused.length ? ` Not offered to agents: ${refused.map((o) => `${o.billing} (${o.product}: ${o.reason})`).join('; ')}` : ''),
+  };
+}
+
+function build(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>) {
   const { order_limits: limits } = snapshot.catalog.settings;
   const quotable = snapshot.catalog.products.filter((p) => !snapshot.verdicts.get(p.product.id)!.rejection && p.product.billing_type !== 'subscription');
   const schemaName = (id: string) => `Parameters_${id.replace(/-/g, '_')}`;
@@ -65,7 +82,8 @@ function build(snapshot: Snapshot, version: string) {
     ...parametersSchema(p.acceptedParameters),
     description: `parameters for product_id "${p.product.id}"`,
   }]));
-  const orderable = orderableProducts(snapshot).filter((p) => parameterSchemas[schemaName(p.id)]).map((p) => p.id);
+  const orderableIds = orderableProducts(snapshot).map((p) => p.id);
+  const orderable = orderableIds.filter((id) => parameterSchemas[schemaName(id)]);
   const byProduct = (ids: string[]) => ids.map((id) => ({ if: { properties: { product_id: { const: id } }, required: ['product_id'] }, then: { properties: { parameters: ref(schemaName(id)) } } }));
   const paymentInfo = {
     protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: limits.currency, minimum: limits.minimum, maximum: limits.maximum, network: 'eip155:8453', asset: 'USDC',
@@ -113,7 +131,11 @@ function build(snapshot: Snapshot, version: string) {
         QuoteResponse: quoteResponseSchema,
         OrderRequest: {
           ...orderRequestSchema,
-          properties: { ...orderRequestSchema.properties, product_id: { ...orderRequestSchema.properties.product_id, enum: orderable } },
+          properties: {
+            ...orderRequestSchema.properties,
+            product_id: { ...orderRequestSchema.properties.product_id, enum: orderableIds },
+            billing: billingSchema(orderableIds, billing),
+          },
           description: 'parameters follow the Parameters_* schema of the product_id.',
           allOf: byProduct(orderable),
         },
