@@ -117,6 +117,8 @@ describe('x402 extensions on the 402', () => {
     const schema = bazaar.schema.properties.input.properties.body;
     assert.deepEqual(schema.required, ['product_id', 'email', 'station_name'], 'the order request schema the server validates with');
     assert.ok(schema.properties.product_id.enum.includes('instant-stream'));
+    assert.ok(!schema.properties.billing.enum.includes('annual'), 'no billing that can never be ordered');
+    assert.equal(bazaar.info.input.body.product_id, 'instant-stream');
     const instant = schema.allOf.find((branch: any) => branch.if.properties.product_id.const === 'instant-stream');
     assert.deepEqual(instant.then.properties.parameters.required, ['duration_hours', 'max_listeners', 'bitrate_kbps'], 'the catalog\'s parameter schema');
     assert.deepEqual(bazaar.schema.properties.output.properties.example.required, ['ok', 'order', 'service', 'idempotent_replay']);

@@ -85,10 +85,11 @@ export function createApp(deps: AppDeps): Koa {
 /** Site-root discovery documents (outside /api/v1). */
 function wellKnownRoutes(deps: AppDeps): Router {
   const router = new Router();
-  const x402 = (ctx: Koa.Context) => {
+  const x402 = async (ctx: Koa.Context) => {
+    const snapshot = deps.live.current;
     ctx.type = 'application/json; charset=utf-8';
     ctx.set('Cache-Control', 'public, max-age=60');
-    ctx.body = wellKnownX402(deps.live.current, deps.publicBaseUrl(), deps.paymentTerms);
+    ctx.body = wellKnownX402(snapshot, await billingOptions(snapshot), deps.publicBaseUrl(), deps.paymentTerms);
   };
   router.get('/.well-known/x402', x402);
   router.get('/.well-known/x402.json', x402);

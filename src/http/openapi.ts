@@ -1,7 +1,7 @@
 import { parametersSchema } from '../catalog/index.js';
-import { BILLINGS, type BillingOption, type Snapshot } from '../pricing/index.js';
+import type { BillingOption, Snapshot } from '../pricing/index.js';
 import { openApiParts } from './openapi-parts/index.js';
-import { orderableProducts } from './paid-operations.js';
+import { billingSchema, orderableProducts } from './paid-operations.js';
 import {
   auditHeadSchema, availabilitySchema, deletedFileResponseSchema, filesResponseSchema, healthSchema, orderLookupSchema, orderResponseSchema,
   orderSchema, playlistResponseSchema, pricingSchema, serviceResponseSchema, serviceSchema, storedFileResponseSchema, usageResponseSchema,
@@ -55,23 +55,6 @@ export function openApiDocument(snapshot: Snapshot, version: string, billing?: M
 /** The document as an object (for the offline lint: npm run lint:openapi). */
 export function buildOpenApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Record<string, unknown> {
   return build(snapshot, version, billing);
-}
-
-/**
- * The billings an agent can order some product with, from the evaluated billing options (never a fixed list); the
- * others are named with the reason, e.g. "annual: radio-directo costs 74.52 USDC, outside the order limits".
- */
-function billingSchema(orderable: string[], billing?: Map<string, BillingOption[]>) {
-  if (!billing) return orderRequestSchema.properties.billing;
-  const options = orderable.flatMap((id) => (billing.get(id) ?? []).map((o) => ({ ...o, product: id })));
-  const offered = BILLINGS.filter((b) => options.some((o) => o.billing === b && o.agent_orderable));
-  const refused = options.filter((o) => !o.agent_orderable && !offered.includes(o.billing));
-  return {
-    enum: offered,
-    default: 'one_time',
-    description: 'one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in the product\'s billing_options.'
-      + (refused.length ? ` Not offered to agents: ${refused.map((o) => `${o.billing} (${o.product}: ${o.reason})`).join('; ')}` : ''),
-  };
 }
 
 function build(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>) {

@@ -5,7 +5,7 @@ import type { OrderRequest, OrderService } from '../orders/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
-import { discoveryFor } from './paid-operations.js';
+import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { orderRequestSchema } from './schemas.js';
 
@@ -39,7 +39,7 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
       request,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/orders`,
-      ...(deps.live && { discovery: discoveryFor(deps.live.current, 'createOrder', ctx.path) }),
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path) }),
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });

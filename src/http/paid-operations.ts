@@ -1,7 +1,7 @@
 import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
 import { parametersSchema } from '../catalog/index.js';
 import type { PlaceOrder } from '../orders/index.js';
-import type { Snapshot } from '../pricing/index.js';
+import { billingOptions, BILLINGS, type BillingOption, type LiveSnapshot, type Snapshot } from '../pricing/index.js';
 import { orderResponseSchema } from './response-schemas.js';
 import { orderRequestSchema, upgradeRequestSchema } from './schemas.js';
 
@@ -27,19 +27,19 @@ export interface PaidOperation {
 
 const cache = new WeakMap<Snapshot, PaidOperation[]>();
 
-/** The operations that answer 402, as the snapshot being served defines them. */
-export function paidOperations(snapshot: Snapshot): PaidOperation[] {
+/** The operations that answer 402, as the snapshot being served defines them (billing: billingOptions(snapshot)). */
+export function paidOperations(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidOperation[] {
   let operations = cache.get(snapshot);
   if (!operations) {
-    operations = build(snapshot);
+    operations = build(snapshot, billing);
     cache.set(snapshot, operations);
   }
   return operations;
 }
 
 /** What POST /orders or POST /services/{id}/upgrade hands to the order machinery for its 402 (bazaar declaration). */
-export function discoveryFor(snapshot: Snapshot, name: PaidOperationName, path: string): NonNullable<PlaceOrder['discovery']> {
-  const operation = paidOperations(snapshot).find((o) => o.name === name)!;
+export function discoveryFor(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, path: string): NonNullable<PlaceOrder['discovery']> {
+  const operation = paidOperations(snapshot, billing).find((o) => o.name === name)!;
   const extensions = declareDiscoveryExtension({
     bodyType: 'json',
     input: operation.inputExample,
@@ -54,6 +54,12 @@ export function discoveryFor(snapshot: Snapshot, name: PaidOperationName, path: 
   };
 }
 
+/** discoveryFor on the snapshot being served. */
+export async function discoveryOf(live: LiveSnapshot, name: PaidOperationName, path: string): Promise<NonNullable<PlaceOrder['discovery']>> {
+  const snapshot = live.current;
+  return discoveryFor(snapshot, await billingOptions(snapshot), name, path);
+}
+
 /** Products an agent can order now, with the JSON Schema of their parameters. */
 export function orderableProducts(snapshot: Snapshot) {
   return snapshot.catalog.products
@@ -62,25 +68,30 @@ export function orderableProducts(snapshot: Snapshot) {
 }
 
 /** The order request schema the server validates with, narrowed to the orderable products and their parameters. */
-export function orderInputSchema(snapshot: Snapshot): Record<string, unknown> {
+export function orderInputSchema(snapshot: Snapshot, billing: Map<string, BillingOption[]>): Record<string, unknown> {
   const products = orderableProducts(snapshot);
   return {
     ...orderRequestSchema,
-    properties: { ...orderRequestSchema.properties, product_id: { enum: products.map((p) => p.id), description: 'An orderable product (GET /products).' } },
+    properties: {
+      ...orderRequestSchema.properties,
+      product_id: { enum: products.map((p) => p.id), description: 'An orderable product (GET /products).' },
+      billing: billingSchema(products.map((p) => p.id), billing),
+    },
     allOf: products.map((p) => ({ if: { properties: { product_id: { const: p.id } } }, then: { properties: { parameters: p.parameters } } })),
   };
 }
 
-function build(snapshot: Snapshot): PaidOperation[] {
+function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidOperation[] {
   const products = orderableProducts(snapshot);
-  const example = exampleOrder(snapshot, products[0]?.id ?? 'instant-stream');
+  const perOrder = products.find((p) => snapshot.catalog.byId.get(p.id)?.product.billing_type !== 'subscription') ?? products[0];
+  const example = exampleOrder(snapshot, perOrder?.id ?? 'instant-stream');
   return [
     {
       name: 'createOrder',
       method: 'POST',
       routeTemplate: '/orders',
       description: 'Order a live stream or AutoDJ and pay with x402 (send Authorization: Bearer <agent API key> and an Idempotency-Key).',
-      inputSchema: orderInputSchema(snapshot),
+      inputSchema: orderInputSchema(snapshot, billing),
       inputExample: example,
       outputSchema: orderResponseSchema,
       outputExample: exampleOrderResponse(example),
@@ -97,6 +108,23 @@ function build(snapshot: Snapshot): PaidOperation[] {
       outputExample: exampleOrderResponse({ ...example, product_id: 'event-stream' }),
     },
   ];
+}
+
+/**
+ * The billings an agent can order some product with, from the evaluated billing options (never a fixed list); the
+ * others are named with the reason, e.g. "annual: radio-directo costs 74.52 USDC, outside the order limits".
+ */
+export function billingSchema(orderable: string[], billing?: Map<string, BillingOption[]>) {
+  if (!billing) return orderRequestSchema.properties.billing;
+  const options = orderable.flatMap((id) => (billing.get(id) ?? []).map((o) => ({ ...o, product: id })));
+  const offered = BILLINGS.filter((b) => options.some((o) => o.billing === b && o.agent_orderable));
+  const refused = options.filter((o) => !o.agent_orderable && !offered.includes(o.billing));
+  return {
+    enum: offered,
+    default: 'one_time',
+    description: 'one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in the product\'s billing_options.'
+      + (refused.length ? ` Not offered to agents: ${refused.map((o) => `${o.billing} (${o.product}: ${o.reason})`).join('; ')}` : ''),
+  };
 }
 
 /** A valid order body: the product's defaults for its required parameters. */

@@ -5,7 +5,7 @@ import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
-import { discoveryFor } from './paid-operations.js';
+import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -64,7 +64,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       upgradeOf: service,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
-      ...(deps.live && { discovery: discoveryFor(deps.live.current, 'upgradeService', ctx.path) }),
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'upgradeService', ctx.path) }),
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);

@@ -1,5 +1,5 @@
 import type { PaymentTerms } from '../payments/index.js';
-import type { Snapshot } from '../pricing/index.js';
+import type { BillingOption, Snapshot } from '../pricing/index.js';
 import { Decimal } from '../rules/index.js';
 import { paidOperations, SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';
 
@@ -11,20 +11,20 @@ const cache = new WeakMap<Snapshot, Map<string, Buffer>>();
  * prices depend on the order, and the live 402 is authoritative, so `accepts` carries no amount and `priceRange` says
  * what any order may cost.
  */
-export function wellKnownX402(snapshot: Snapshot, apiBaseUrl: string, terms: PaymentTerms | undefined): Buffer {
+export function wellKnownX402(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined): Buffer {
   let byBase = cache.get(snapshot);
   if (!byBase) cache.set(snapshot, byBase = new Map());
   const key = `${apiBaseUrl}\n${terms?.payTo ?? ''}`;
   let body = byBase.get(key);
   if (!body) {
     if (byBase.size > 100) byBase.clear();
-    body = Buffer.from(JSON.stringify(build(snapshot, apiBaseUrl, terms)));
+    body = Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms)));
     byBase.set(key, body);
   }
   return body;
 }
 
-function build(snapshot: Snapshot, apiBaseUrl: string, terms: PaymentTerms | undefined) {
+function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined) {
   const { minimum, maximum } = snapshot.catalog.settings.order_limits;
   const atomic = (amount: string) => new Decimal(amount).times(1_000_000).toFixed(0);
   return {
@@ -32,7 +32,7 @@ function build(snapshot: Snapshot, apiBaseUrl: string, terms: PaymentTerms | und
     lastUpdated: Math.floor(Date.now() / 1000),
     status: 'draft: follows x402 specs/extensions/well-known-discovery.md; the live 402 answer is authoritative',
     openapi: `${apiBaseUrl}/openapi.json`,
-    items: paidOperations(snapshot).map((operation) => ({
+    items: paidOperations(snapshot, billing).map((operation) => ({
       resource: { url: `${apiBaseUrl}${operation.routeTemplate}`, description: operation.description, mimeType: 'application/json', serviceName: SERVICE_NAME, tags: SERVICE_TAGS },
       type: 'http',
       accepts: terms ? [{
