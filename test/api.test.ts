@@ -85,7 +85,8 @@ describe('discovery', () => {
     assert.match(body.catalog.content_hash, /^sha256:[0-9a-f]{64}$/);
     assert.equal(body.checks.database.ok, true);
     assert.equal(body.checks.chain.ok, true, 'the embedded chain answers');
-    assert.match(body.checks.chain.block, /^\d+$/);
+    const details = await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json() as any;
+    assert.match(details.checks.chain.block, /^\d+$/, 'the chain height is on the operator\'s listener');
     assert.equal(typeof body.checks.icecast.ok, 'boolean');
     const check = await service.cli(['catalog', 'check']);
     assert.ok(check.stdout.includes(body.catalog.content_hash), 'same hash as catalog check');
@@ -95,7 +96,10 @@ describe('discovery', () => {
     const { body } = await get('/openapi.json');
     assert.equal(body.openapi, '3.1.0');
     const order = body.paths['/orders'].post;
-    assert.deepEqual({ ...order['x-payment-info'] }, { protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15', network: 'eip155:8453', asset: 'USDC' });
+    assert.deepEqual({ ...order['x-payment-info'] }, {
+      protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15', network: 'eip155:8453', asset: 'USDC',
+      price: { mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15' }, protocols: ['x402'],
+    });
     assert.match(order.parameters[0].description, /Reuse the same Idempotency-Key when you retry/);
     // Spec 5.4: POST /orders declares no security requirement of its own, describes the bearer key and answers 401.
     assert.equal(order.security, undefined);

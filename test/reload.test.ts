@@ -31,7 +31,8 @@ after(async () => {
   await catalog?.remove();
 });
 
-const health = async () => (await request(service, 'GET', '/health', { auth: false })).body.catalog;
+// The operator's view (the metrics listener): the hash on disk and the last reload error are not public.
+const health = async () => ((await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json()) as any).catalog;
 const servedPrice = async () => (await request(service, 'GET', '/products/temporary-autodj', { auth: false })).body.product.pricing.packages[0].amount_atomic as string;
 
 /** Polls until the condition holds; returns how long it took, or fails after boundMs. */

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
+import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, healthDetails, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
@@ -109,6 +109,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const quotes = new QuoteService(db, live, audit);
     const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });
     const mcp = new McpEndpoint({ live, keys, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
+    const checkHealth = async () => ({
+      ...(await checkDatabase(db)),
+      ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
+      icecast: await stream.health(),
+    });
     const app = createApp({
       events: eventing.api,
       auditHead,
@@ -118,11 +123,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       checkout,
       version: serviceVersion,
       publicBaseUrl: () => publicBaseUrl,
-      checkHealth: async () => ({
-        ...(await checkDatabase(db)),
-        ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
-        icecast: await stream.health(),
-      }),
+      checkHealth,
       logError: (fields, message) => log.error(fields, message),
       orders,
       services,
@@ -133,6 +134,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       connections,
       mcp,
       identity,
+      ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
@@ -152,7 +154,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     cleanup.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
     eventing.start();
 
-    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort);
+    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort,
+      () => healthDetails({ live, checkout, version: serviceVersion, checkHealth, auditHead }));
     cleanup.push(() => metricsServer.close());
 
     const { port } = server.address() as AddressInfo;

@@ -6,8 +6,9 @@ import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { McpEndpoint } from '../mcp/index.js';
 import type { Metrics } from '../observability/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import { billingOptions, type LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
+import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
@@ -24,6 +25,8 @@ import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
 import { rateLimit, type RateLimits } from './rate-limit.js';
 import { closeUnreadBody } from './close-unread-body.js';
+import { cors } from './cors.js';
+import { wellKnownX402 } from './well-known.js';
 import type { ConnectionCap } from './connection-cap.js';
 import { requestId } from './request-id.js';
 
@@ -55,6 +58,8 @@ export interface AppDeps {
   identity?: WalletIdentity;
   /** Webhook endpoints and the SSE feed of services' events. */
   events?: EventsApi;
+  /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
+  paymentTerms?: PaymentTerms;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -69,15 +74,17 @@ export function createApp(deps: AppDeps): Koa {
   eventRoutes(router, deps);
   auditRoutes(router, deps);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
-  router.get('/openapi.json', (ctx) => {
+  router.get('/openapi.json', async (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
-    ctx.body = openApiDocument(deps.live.current, deps.version);
+    const snapshot = deps.live.current;
+    ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot));
   });
   app.use(requestId);
   app.use(closeUnreadBody);
   if (deps.metrics && deps.log) {
     app.use(deps.metrics.middleware(deps.log));
   }
+  app.use(cors(ICECAST_CALLBACK_PREFIX));
   app.use(errorDocuments(deps.logError));
   if (deps.connections) app.use(deps.connections.refuse);
   if (deps.icecast) {
@@ -88,5 +95,20 @@ export function createApp(deps: AppDeps): Koa {
   if (deps.rateLimits && (deps.rateLimits.perIp > 0 || deps.rateLimits.perKey > 0)) app.use(rateLimit(deps.rateLimits));
   app.use(router.routes());
   app.use(router.allowedMethods());
+  app.use(wellKnownRoutes(deps).routes());
   return app;
+}
+
+/** Site-root discovery documents (outside /api/v1). */
+function wellKnownRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  const x402 = async (ctx: Koa.Context) => {
+    const snapshot = deps.live.current;
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.set('Cache-Control', 'public, max-age=60');
+    ctx.body = wellKnownX402(snapshot, await billingOptions(snapshot), deps.publicBaseUrl(), deps.paymentTerms);
+  };
+  router.get('/.well-known/x402', x402);
+  router.get('/.well-known/x402.json', x402);
+  return router;
 }

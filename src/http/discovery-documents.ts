@@ -1,4 +1,4 @@
-import type { Snapshot } from '../pricing/index.js';
+import type { BillingOption, Snapshot } from '../pricing/index.js';
 
 export interface CheckoutStatus {
   available: boolean;
@@ -18,19 +18,21 @@ export interface DiscoveryDocuments {
 const cache = new WeakMap<Snapshot, DiscoveryDocuments>();
 
 /** The discovery bodies only change with the snapshot: serialise them once per snapshot. */
-export function discoveryDocuments(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments {
+export function discoveryDocuments(snapshot: Snapshot, checkout: CheckoutStatus, billing = new Map<string, BillingOption[]>()): DiscoveryDocuments {
   let documents = cache.get(snapshot);
   if (!documents) {
-    documents = build(snapshot, checkout);
+    documents = build(snapshot, checkout, billing);
     cache.set(snapshot, documents);
   }
   return documents;
 }
 
-function build(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments {
+function build(snapshot: Snapshot, checkout: CheckoutStatus, billing: Map<string, BillingOption[]>): DiscoveryDocuments {
   const { settings, products } = snapshot.catalog;
   const json = (value: unknown) => Buffer.from(JSON.stringify(value));
-  const published = products.map((p) => p.product);
+  // Which billings the rules accept and agents can order (e.g. radio-directo annual is above the order maximum).
+  const billingOf = (id: string) => (billing.has(id) ? { billing_options: billing.get(id) } : {});
+  const published = products.map((p) => ({ ...p.product, ...billingOf(p.product.id) }));
 
   const prices = published.map((p) => ({
     product_id: p.id,
@@ -39,6 +41,7 @@ function build(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments
     in_preparation: p.status === 'planned' || p.status === 'pending',
     ...p.pricing,
     pricing_status: p.pricing_status,
+    ...billingOf(p.id),
   }));
   const currencies = [...new Set(published.map((p) => p.pricing.currency))].sort();
 
@@ -55,6 +58,7 @@ function build(snapshot: Snapshot, checkout: CheckoutStatus): DiscoveryDocuments
       parameters: p.parameters,
       limits: p.limits,
       fulfillment: p.fulfillment ?? {},
+      ...billingOf(p.id),
       reason: orderable
         ? checkout.configured ? 'Agents can order this product now.' : `Agents can order this product; machine payment on this deployment: ${checkout.reason}`
         : verdict.notOrderable.map((r) => r.reason).join(' '),

@@ -1,6 +1,6 @@
 export { createApp, API_PREFIX, type AppDeps } from './app.js';
 export type { CheckoutStatus } from './discovery-documents.js';
-export type { HealthReport } from './discovery.js';
+export { healthDetails, type HealthReport } from './discovery.js';
 export { ICECAST_CALLBACK_PREFIX } from './icecast-callbacks.js';
 export { answerClientErrors } from './client-errors.js';
 export type { RateLimits } from './rate-limit.js';

@@ -2,8 +2,10 @@ import type Router from '@koa/router';
 import { ApiError } from '../errors/index.js';
 import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { OrderRequest, OrderService } from '../orders/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
+import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { orderRequestSchema } from './schemas.js';
 
@@ -16,6 +18,8 @@ export interface OrderRouteDeps {
   /** Absent while machine payment is not configured: POST /orders then answers 503 (spec 5.5). */
   orders?: OrderService;
   publicBaseUrl: () => string;
+  /** The catalog being served: its schemas go into the 402's bazaar declaration. */
+  live?: LiveSnapshot;
 }
 
 export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
@@ -35,12 +39,12 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
       request,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/orders`,
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path) }),
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
-    ctx.set('Access-Control-Expose-Headers', 'PAYMENT-RESPONSE, PAYMENT-REQUIRED');
     ctx.body = placed.body;
   });
 

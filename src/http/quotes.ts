@@ -1,12 +1,13 @@
 import type Router from '@koa/router';
 import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { Metrics } from '../observability/index.js';
+import type { PriceInput } from '../pricing/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { bodyReader } from './request-body.js';
 import { quoteRequestSchema } from './schemas.js';
 
-const readQuoteRequest = bodyReader<{ product_id: string; parameters?: Record<string, unknown> }>(quoteRequestSchema, 'quote request');
+const readQuoteRequest = bodyReader<{ product_id: string; parameters?: Record<string, unknown>; billing?: PriceInput['billing'] }>(quoteRequestSchema, 'quote request');
 
 export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: QuoteService; metrics?: Metrics }): void {
   router.post('/quotes', async (ctx) => {
@@ -17,7 +18,7 @@ export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: Quote
     const { quote, replayed } = await deps.quotes.create({
       apiKeyId: key.id,
       idempotencyKey: idempotency,
-      input: { product_id: body.product_id, parameters: body.parameters ?? {} },
+      input: { product_id: body.product_id, parameters: body.parameters ?? {}, ...(body.billing && { billing: body.billing }) },
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });

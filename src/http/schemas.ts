@@ -13,6 +13,7 @@ export const quoteRequestSchema = {
   properties: {
     product_id: { type: 'string', maxLength: 200, description: 'Id of a quotable product, e.g. "instant-stream". GET /products lists them.' },
     parameters: { type: 'object', description: 'Technical parameters of the product as described in its parameters map (GET /products/{product_id}). Numbers must be JSON numbers, not strings.' },
+    billing: { enum: ['monthly', 'annual', 'one_time', 'quote'], description: 'For a subscription (e.g. radio-directo): monthly or annual, priced in USDC at the catalog\'s exchange rate. Leave it out for products priced per order.' },
   },
 };
 
@@ -44,7 +45,7 @@ export const productSchema = {
     type: { type: 'string' },
     ...productStateSchemas,
     description: { type: 'string' },
-    pricing: { type: 'object', required: ['basis', 'currency'], description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
+    pricing: { type: 'object', required: ['basis', 'currency'], properties: { basis: { type: 'string' }, currency: { type: 'string' } }, description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
     parameters: {
       type: 'object',
       additionalProperties: {

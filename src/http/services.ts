@@ -5,7 +5,9 @@ import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import { replacePlaylist, storageOf, type MediaLibrary, type ServiceRecords, type ServiceRow } from '../services/index.js';
+import type { LiveSnapshot } from '../pricing/index.js';
 import { callerOf } from './caller.js';
+import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -21,6 +23,8 @@ export interface ServiceRouteDeps {
   publicBaseUrl: () => string;
   /** Wallet sign-in: the wallet that paid for a service may use it with no key. */
   callers?: Callers;
+  /** The catalog being served: its schemas go into the 402's bazaar declaration. */
+  live?: LiveSnapshot;
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
@@ -66,6 +70,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       upgradeOf: service,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'upgradeService', ctx.path) }),
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);

@@ -9,11 +9,22 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** GET /metrics on its own listener (loopback by default), so the public API port never serves operator data. */
-export async function startMetricsServer(registry: Registry, host: string, port: number): Promise<MetricsServer> {
+/**
+ * GET /metrics (and GET /health/details: dependency addresses, latencies, catalog errors) on its own listener
+ * (loopback by default), so the public API port never serves operator data.
+ */
+export async function startMetricsServer(registry: Registry, host: string, port: number, healthDetails?: () => Promise<unknown>): Promise<MetricsServer> {
   const server = createServer((req, res) => {
+    if (healthDetails && req.url === '/health/details' && req.method === 'GET') {
+      healthDetails().then((details) => {
+        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(details));
+      }, (err: Error) => {
+        res.writeHead(500, { 'content-type': 'text/plain' }).end(`health could not be read: ${err.message}\n`);
+      });
+      return;
+    }
     if (req.url !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Prometheus metrics are at GET /metrics.\n');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Prometheus metrics are at GET /metrics, the operator\'s health details at GET /health/details.\n');
       return;
     }
     registry.metrics().then((text) => {

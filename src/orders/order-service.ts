@@ -1,7 +1,7 @@
 import { canonicalJson, priceRecord, sha256, upgradeRecord, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
-import { PaymentGateway, type SettleResponse } from '../payments/index.js';
+import { PaymentGateway, type DiscoveryDeclaration, type PaymentPayload, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { LiveSnapshot, Snapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
@@ -30,7 +30,12 @@ export interface PlaceOrder {
   upgradeOf?: ServiceRow;
   paymentSignature?: string;
   resourceUrl: string;
+  /** How the 402 describes this operation to discovery (x402 bazaar): its declaration, service name and tags. */
+  discovery?: { declaration: DiscoveryDeclaration; serviceName: string; tags: string[] };
 }
+
+/** The official x402 client refuses to pay more than this (atomic USDC) unless its spend controls are raised. */
+const CLIENT_DEFAULT_CAP_ATOMIC = 1_000_000n;
 
 export interface PlacedOrder {
   body: { ok: true; order: Record<string, unknown>; service: unknown; idempotent_replay: boolean };
@@ -67,6 +72,14 @@ export class OrderService {
     const requestHash = sha256(canonicalJson(input.request));
     const existing = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
     if (existing) return this.repeat(existing, requestHash, input.resourceUrl);
+    // Looked up before pricing and verification: a resend of a paid payload must find its order even after the price
+    // changed or the authorization was spent.
+    const sent = input.paymentSignature ? this.gateway.decode(input.paymentSignature) : undefined;
+    const paymentId = sent && this.paymentIdOf(sent.payload);
+    if (paymentId) {
+      const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
+      if (paidWithId) return this.samePayment(paidWithId, requestHash, sent.payload, input.resourceUrl);
+    }
 
     const snapshot = this.live.current;
     const upgrade = input.upgradeOf ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id, this.db) : undefined;
@@ -76,15 +89,18 @@ export class OrderService {
     await this.admit(demand);
     await this.checkBuyerBeforePayment(snapshot, input.apiKeyId, demand);
     const requirements = await this.gateway.requirements(amountAtomic);
-    const resource = { url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC` };
+    const resource = {
+      url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC`,
+      ...(input.discovery && { serviceName: input.discovery.serviceName, tags: input.discovery.tags }),
+    };
     const paymentRequired = async (code: string, message: string, status = 402) => {
-      const header = await this.gateway.paymentRequiredHeader(requirements, resource, message);
+      const header = await this.gateway.paymentRequiredHeader(requirements, resource, message, input.discovery?.declaration);
       return new ApiError(status, code, message, { headers: { 'PAYMENT-REQUIRED': header } });
     };
 
     if (!input.paymentSignature) {
       throw await paymentRequired('payment_required',
-        `Pay ${atomicToAmount(amountAtomic, 6)} USDC (${amountAtomic} atomic units) as described in the PAYMENT-REQUIRED header, then send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE. Nothing has been ordered yet.`);
+        `Pay ${atomicToAmount(amountAtomic, 6)} USDC (${amountAtomic} atomic units) as described in the PAYMENT-REQUIRED header, then send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE. Nothing has been ordered yet.${aboveClientCap(amountAtomic)}`);
     }
     const decoded = this.gateway.decode(input.paymentSignature);
     if (!decoded) {
@@ -152,6 +168,7 @@ export class OrderService {
         claim_block: claimBlock.toString(),
         payment: payload as unknown as Record<string, unknown>,
         requirements: requirements as unknown as Record<string, unknown>,
+        ...(paymentId && { payment_id: paymentId }),
       }, { id: evaluationId, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
       async (client) => {
         if (input.upgradeOf) await this.upgradeStillFits(client, input.upgradeOf);
@@ -164,6 +181,10 @@ export class OrderService {
     } catch (e) {
       if ((e as { code?: string; constraint?: string }).constraint === 'orders_one_upgrade_in_flight') {
         throw new ApiError(409, 'upgrade_in_progress', 'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.', { retryable: true, headers: { 'Retry-After': '2' } });
+      }
+      if ((e as { constraint?: string }).constraint === 'orders_payment_id' && paymentId) {
+        const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
+        if (paidWithId) return this.samePayment(paidWithId, requestHash, payload, input.resourceUrl);
       }
       if ((e as { code?: string }).code === '23505') {
         throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
@@ -277,6 +298,26 @@ export class OrderService {
     throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
   }
 
+  /** The payment-identifier of a payload; a malformed one is refused before anything else happens. */
+  private paymentIdOf(payload: PaymentPayload): string | undefined {
+    const found = this.gateway.paymentId(payload);
+    if (found && 'invalid' in found) {
+      throw new ApiError(400, 'payment_id_invalid', `The payment-identifier in your payment payload is not valid (${found.invalid.slice(0, 200)}): it must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -. Nothing was charged. Sign the payment again with a valid id (generatePaymentId() of @x402/extensions/payment-identifier) or without one.`);
+    }
+    return found?.id;
+  }
+
+  /**
+   * A payment-identifier already bound to an order of this API key: the very same payload for the same request is a
+   * resend (whatever its Idempotency-Key) and gets that order; anything else under that id is refused.
+   */
+  private async samePayment(order: OrderRow, requestHash: string, payload: PaymentPayload, resourceUrl: string): Promise<PlacedOrder> {
+    if (order.request_hash !== requestHash || canonicalJson(order.payment) !== canonicalJson(payload)) {
+      throw new ApiError(409, 'payment_id_conflict', `The payment-identifier ${String(order.payment_id)} already belongs to order ${order.id}, paid with another payment payload or for another request. Nothing was charged. Use a new id (generatePaymentId()) for a new purchase, or resend exactly the original payload and body to get that order back.`);
+    }
+    return this.repeat(order, requestHash, resourceUrl);
+  }
+
   /** A request with a key that is already bound: same body → the same order (possibly after waiting), other body → 409. */
   private async repeat(existing: OrderRow, requestHash: string, resourceUrl: string): Promise<PlacedOrder> {
     if (existing.request_hash !== requestHash) {
@@ -313,6 +354,12 @@ export class OrderService {
       paymentResponse: PaymentGateway.responseHeader({ ...settlement, ...(extensions && { extensions }) }),
     };
   }
+}
+
+/** The 402's warning when the official x402 client would refuse this amount with its default spend cap. */
+function aboveClientCap(amountAtomic: string): string {
+  if (BigInt(amountAtomic) <= CLIENT_DEFAULT_CAP_ATOMIC) return '';
+  return ` Note: the official x402 client (@x402/fetch, @x402/axios, x402Client) refuses any payment above 1 USDC by default (maxAmountPerPayment); raise it first, e.g. client.setSpendControls({ maxAmountPerPayment: '$${atomicToAmount(amountAtomic, 6)}' }).`;
 }
 
 /** What an agent reads when its payment was not taken: why, and what to do. */

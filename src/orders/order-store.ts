@@ -8,6 +8,8 @@ export interface OrderRow {
   id: string;
   api_key_id: string;
   idempotency_key: string | null;
+  /** The x402 payment-identifier the agent sent, if any (unique per API key while the order is not failed). */
+  payment_id?: string | null;
   request_hash: string;
   product_id: string;
   billing: string;
@@ -60,6 +62,11 @@ export class OrderStore {
 
   async byId(id: string): Promise<OrderRow | undefined> {
     const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE id = $1', [id]);
+    return row;
+  }
+
+  async byPaymentId(apiKeyId: string, paymentId: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE api_key_id = $1 AND payment_id = $2', [apiKeyId, paymentId]);
     return row;
   }
 
@@ -125,7 +132,7 @@ export class OrderStore {
   /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */
   async failedUnpaid(id: string, reason: string): Promise<void> {
     await this.db.query(
-      `UPDATE orders SET state = 'failed', failure = $2, released_idempotency_key = idempotency_key, idempotency_key = NULL, lease_until = NULL, updated_at = now()
+      `UPDATE orders SET state = 'failed', failure = $2, released_idempotency_key = idempotency_key, idempotency_key = NULL, payment_id = NULL, lease_until = NULL, updated_at = now()
        WHERE id = $1 AND state = 'settling'`, [id, reason]);
   }
 

@@ -1,4 +1,4 @@
-export { PaymentGateway, type PaymentTerms, type Authorization, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from './payment-gateway.js';
+export { PaymentGateway, type DiscoveryDeclaration, type PaidResource, type PaymentTerms, type Authorization, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from './payment-gateway.js';
 export { AuthorizationLedger, type ExpectedPayment, type PaymentEvidence, type TokenLog, type TransferProof } from './authorization-ledger.js';
 export { createFacilitator, embeddedFacilitatorConfig, type Facilitator, type FacilitatorConfig } from './facilitator.js';
 export { OfferReceipts, type OperatorKey, type ReceiptFacts } from './receipts.js';

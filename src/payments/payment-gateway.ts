@@ -2,6 +2,10 @@ import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymen
 import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/server';
+import { bazaarResourceServerExtension } from '@x402/extensions/bazaar';
+import {
+  declarePaymentIdentifierExtension, extractAndValidatePaymentIdentifier, PAYMENT_IDENTIFIER, paymentIdentifierResourceServerExtension,
+} from '@x402/extensions/payment-identifier';
 import { ApiError } from '../errors/index.js';
 import { unsafeJson } from '../schema/json-limits.js';
 import { isExactEvmPayment } from './payment-shape.js';
@@ -16,6 +20,15 @@ export interface PaymentTerms {
   payTo: string;
   maxTimeoutSeconds: number;
 }
+
+/** What a 402 names as the thing paid for (x402 ResourceInfo; serviceName and tags are read by bazaar catalogs). */
+export interface PaidResource { url: string; description: string; serviceName?: string; tags?: string[] }
+
+/**
+ * A paid operation's bazaar declaration (declareDiscoveryExtension), enriched with the HTTP method and route.
+ * `key` identifies it for caching: the same key must always mean the same declaration.
+ */
+export interface DiscoveryDeclaration { key: string; method: string; path: string; routePattern: string; extensions: Record<string, unknown> }
 
 /** What one x402 v2 "exact" payment looks like when it is authorised by EIP-3009. */
 export interface Authorization { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }
@@ -33,6 +46,8 @@ export class PaymentGateway {
   constructor(facilitator: FacilitatorClient, readonly terms: PaymentTerms, readonly receipts?: OfferReceipts) {
     this.server = registerExactEvmScheme(new x402ResourceServer(facilitator), { networks: [terms.network] });
     if (receipts) this.server.registerExtension(receipts.extension());
+    this.server.registerExtension(paymentIdentifierResourceServerExtension);
+    this.server.registerExtension(bazaarResourceServerExtension);
   }
 
   /** Asks the facilitator what it supports; retried on the next use when it fails. */
@@ -48,10 +63,21 @@ export class PaymentGateway {
     return this.memo(`requirements\n${amountAtomic}`, () => this.buildRequirements(amountAtomic)) as Promise<PaymentRequirements>;
   }
 
-  paymentRequiredHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
+  paymentRequiredHeader(requirements: PaymentRequirements, resource: PaidResource, error: string, discovery?: DiscoveryDeclaration): Promise<string> {
     // Signed offers expire: a header is rebuilt every minute, so an offer has most of its validity left.
-    const key = `header\n${requirements.amount}\n${resource.url}\n${resource.description}\n${error}\n${this.receipts ? Math.floor(Date.now() / 60_000) : ''}`;
-    return this.memo(key, () => this.buildHeader(requirements, resource, error)) as Promise<string>;
+    const key = `header\n${requirements.amount}\n${JSON.stringify(resource)}\n${error}\n${discovery?.key ?? ''}\n${this.receipts ? Math.floor(Date.now() / 60_000) : ''}`;
+    return this.memo(key, () => this.buildHeader(requirements, resource, error, discovery)) as Promise<string>;
+  }
+
+  /**
+   * The payment-identifier of a PAYMENT-SIGNATURE (x402 extension): undefined when none was sent, `{ invalid }` when
+   * one was sent that the extension's rules refuse.
+   */
+  paymentId(payload: PaymentPayload): { id: string } | { invalid: string } | undefined {
+    if (!payload.extensions?.[PAYMENT_IDENTIFIER]) return undefined;
+    const { id, validation } = extractAndValidatePaymentIdentifier(payload);
+    if (!validation.valid) return { invalid: (validation.errors ?? ['invalid']).join('; ') };
+    return id ? { id } : undefined;
   }
 
   private memo(key: string, build: () => Promise<PaymentRequirements | string>): Promise<PaymentRequirements | string> {
@@ -77,8 +103,13 @@ export class PaymentGateway {
     return requirements;
   }
 
-  private async buildHeader(requirements: PaymentRequirements, resource: { url: string; description: string }, error: string): Promise<string> {
-    const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error, this.receipts?.declaration());
+  private async buildHeader(requirements: PaymentRequirements, resource: PaidResource, error: string, discovery?: DiscoveryDeclaration): Promise<string> {
+    const extensions = {
+      ...this.receipts?.declaration(),
+      [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
+      ...(discovery && this.server.enrichExtensions(discovery.extensions, httpContext(discovery))),
+    };
+    const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error, extensions);
     return encodePaymentRequiredHeader(required);
   }
 
@@ -115,6 +146,15 @@ export class PaymentGateway {
   static responseHeader(settlement: SettleResponse & { extensions?: Record<string, unknown> }): string {
     return encodePaymentResponseHeader(settlement);
   }
+}
+
+/** The request as x402's HTTP extensions read it (bazaar takes the method and the route template from it). */
+function httpContext(discovery: DiscoveryDeclaration) {
+  const adapter = {
+    getHeader: () => undefined, getMethod: () => discovery.method, getPath: () => discovery.path, getUrl: () => discovery.path,
+    getAcceptHeader: () => 'application/json', getUserAgent: () => '',
+  };
+  return { adapter, path: discovery.path, method: discovery.method, routePattern: discovery.routePattern };
 }
 
 /** The facilitator or the chain did not answer: nothing was charged, the same request may be retried. */

@@ -4,3 +4,4 @@ export { evaluatePrice, type PriceInput, type PriceOutput, type PriceEvaluation 
 export { LiveSnapshot, CatalogInvalidError } from './live-snapshot.js';
 export { configurations, thresholds, type GridOptions } from './grid.js';
 export { evaluateUpgrade, type UpgradeInput, type UpgradeEvaluation } from './upgrade.js';
+export { billingOptions, BILLINGS, type Billing, type BillingOption } from './billing-options.js';

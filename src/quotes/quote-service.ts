@@ -1,7 +1,8 @@
 import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
-import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput } from '../pricing/index.js';
+import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput, type Snapshot } from '../pricing/index.js';
+import { Decimal, type PriceLine } from '../rules/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import type { Database } from '../store/index.js';
 import { BatchWriter } from './batch-writer.js';
@@ -64,7 +65,7 @@ export class QuoteService {
 
     const createdAt = this.now();
     const evaluationId = randomId('ev_', 12);
-    const quote = quoteDocument(randomId('qt_'), priced, evaluationId, snapshot.hash, createdAt);
+    const quote = quoteDocument(randomId('qt_'), priced, evaluationId, snapshot, createdAt, request.input.billing);
     const { text, hash } = priceRecord(evaluationId, snapshot.hash, request.input, priced, createdAt);
     const row = await this.writer.write({
       id: quote.id,
@@ -109,23 +110,45 @@ function accepted(evaluation: PriceEvaluation, productId: string): Priced {
   }
 }
 
-function quoteDocument(id: string, priced: Priced, evaluationId: string, snapshotHash: string, createdAt: Date) {
+function quoteDocument(id: string, priced: Priced, evaluationId: string, snapshot: Snapshot, createdAt: Date, billing?: PriceInput['billing']) {
   const { product, output } = priced;
   const ttl = Number(product.pricing.quote_ttl_seconds ?? 300);
+  const outOfRange = outsideOrderLimits(output.total_atomic, snapshot);
+  const notOrderable = [...output.not_orderable_reasons, ...(outOfRange ? [outOfRange] : [])];
   return {
     id,
     product: { id: product.id, name: product.name, type: product.type, billing_type: product.billing_type, pricing_model: product.pricing.model },
     configuration: output.configuration,
+    ...(billing && { billing }),
     price: { amount: output.amount, amount_atomic: output.total_atomic, currency: 'USDC' as const, decimals: 6 as const },
     currency: 'USDC' as const,
-    breakdown: output.lines,
+    breakdown: output.lines.map((line) => withExchangeRate(line, snapshot)),
     formula: product.pricing.formula,
     transfer_policy: product.pricing.transfer_policy,
     created_at: createdAt.toISOString(),
     expires_at_quote: new Date(createdAt.getTime() + ttl * 1000).toISOString(),
     pricing_status: product.pricing_status,
-    agent_orderable: output.agent_orderable,
-    ...(output.agent_orderable ? {} : { agent_orderable_reasons: output.not_orderable_reasons }),
-    audit: { evaluation_id: evaluationId, catalog_hash: snapshotHash },
+    agent_orderable: notOrderable.length === 0,
+    ...(notOrderable.length === 0 ? {} : { agent_orderable_reasons: notOrderable }),
+    audit: { evaluation_id: evaluationId, catalog_hash: snapshot.hash },
   };
+}
+
+/**
+ * A line priced in another currency (e.g. 6.9 EUR for a month) says which rate turned it into USDC and where that rate
+ * comes from: the catalog's exchange_rates, the same the order's 402 is priced with.
+ */
+function withExchangeRate(line: PriceLine, snapshot: Snapshot): PriceLine & { exchange_rate?: Record<string, string> } {
+  const pair = `${line.unit}_USDC`;
+  const rate = snapshot.catalog.settings.exchange_rates[pair];
+  if (rate === undefined) return line;
+  return { ...line, exchange_rate: { pair, rate, source: `catalog settings exchange_rates.${pair} (catalog/catalog.yaml)`, catalog_hash: snapshot.hash } };
+}
+
+/** An order must cost within the catalog's order limits (as priceOrder checks it): a quote says so before the 402 does. */
+function outsideOrderLimits(totalAtomic: string, snapshot: Snapshot): { code: string; reason: string } | undefined {
+  const { minimum, maximum, currency } = snapshot.catalog.settings.order_limits;
+  const amount = new Decimal(totalAtomic).dividedBy(1_000_000);
+  if (!amount.lessThan(minimum) && !amount.greaterThan(maximum)) return undefined;
+  return { code: 'amount_out_of_range', reason: `This configuration costs ${amount.toFixed()} USDC; agent orders must cost between ${minimum} and ${maximum} ${currency}.` };
 }

@@ -1,0 +1,32 @@
+import type { Context, Next } from 'koa';
+
+/** What a browser agent may send, and read back, across origins. */
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PAYMENT-SIGNATURE', 'SIGN-IN-WITH-X', 'X-Request-Id', 'Last-Event-ID'];
+export const CORS_EXPOSED_HEADERS = ['PAYMENT-REQUIRED', 'PAYMENT-RESPONSE', 'X-Request-Id', 'Retry-After', 'Location'];
+const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
+
+/**
+ * CORS for browser agents on the public API (not on Icecast's internal callbacks). Any origin may call: access is
+ * granted by the bearer key or the payment, never by cookies, so no credentials mode is offered. Preflights are
+ * answered here, before rate limits and authentication; every other answer, errors and 402 included, exposes the
+ * payment headers and X-Request-Id.
+ */
+export function cors(internalPrefix: string) {
+  return async function corsHeaders(ctx: Context, next: Next): Promise<void> {
+    if (ctx.path.startsWith(`${internalPrefix}/`)) return next();
+    ctx.set('Access-Control-Allow-Origin', '*');
+    ctx.vary('Origin');
+    if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
+      ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
+      ctx.set('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS.join(', '));
+      ctx.set('Access-Control-Max-Age', '600');
+      ctx.status = 204;
+      return;
+    }
+    try {
+      await next();
+    } finally {
+      ctx.set('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS.join(', '));
+    }
+  };
+}

@@ -1,0 +1,154 @@
+import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
+import { parametersSchema } from '../catalog/index.js';
+import type { PlaceOrder } from '../orders/index.js';
+import { billingOptions, BILLINGS, type BillingOption, type LiveSnapshot, type Snapshot } from '../pricing/index.js';
+import { orderResponseSchema } from './response-schemas.js';
+import { orderRequestSchema, upgradeRequestSchema } from './schemas.js';
+
+/** How the paid operations introduce themselves to x402 discovery (bazaar catalogs, /.well-known/x402). */
+export const SERVICE_NAME = 'Agent Audio API';
+export const SERVICE_TAGS = ['audio', 'streaming', 'radio', 'icecast', 'infrastructure'];
+
+export type PaidOperationName = 'createOrder' | 'upgradeService';
+
+export interface PaidOperation {
+  name: PaidOperationName;
+  method: 'POST';
+  /** The route under /api/v1, in the bazaar's ":param" form. */
+  routeTemplate: string;
+  description: string;
+  /** The request body's JSON Schema: the server's own request schema, with the catalog's parameter schemas per product. */
+  inputSchema: Record<string, unknown>;
+  inputExample: Record<string, unknown>;
+  pathParams?: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  outputExample: Record<string, unknown>;
+}
+
+const cache = new WeakMap<Snapshot, PaidOperation[]>();
+
+/** The operations that answer 402, as the snapshot being served defines them (billing: billingOptions(snapshot)). */
+export function paidOperations(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidOperation[] {
+  let operations = cache.get(snapshot);
+  if (!operations) {
+    operations = build(snapshot, billing);
+    cache.set(snapshot, operations);
+  }
+  return operations;
+}
+
+/** What POST /orders or POST /services/{id}/upgrade hands to the order machinery for its 402 (bazaar declaration). */
+export function discoveryFor(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, path: string): NonNullable<PlaceOrder['discovery']> {
+  const operation = paidOperations(snapshot, billing).find((o) => o.name === name)!;
+  const extensions = declareDiscoveryExtension({
+    bodyType: 'json',
+    input: operation.inputExample,
+    inputSchema: operation.inputSchema,
+    ...(operation.pathParams && { pathParamsSchema: operation.pathParams }),
+    output: { schema: operation.outputSchema, example: operation.outputExample },
+  });
+  return {
+    declaration: { key: `${snapshot.hash}\n${name}\n${path}`, method: operation.method, path, routePattern: `/api/v1${operation.routeTemplate}`, extensions },
+    serviceName: SERVICE_NAME,
+    tags: SERVICE_TAGS,
+  };
+}
+
+/** discoveryFor on the snapshot being served. */
+export async function discoveryOf(live: LiveSnapshot, name: PaidOperationName, path: string): Promise<NonNullable<PlaceOrder['discovery']>> {
+  const snapshot = live.current;
+  return discoveryFor(snapshot, await billingOptions(snapshot), name, path);
+}
+
+/** Products an agent can order now, with the JSON Schema of their parameters. */
+export function orderableProducts(snapshot: Snapshot) {
+  return snapshot.catalog.products
+    .filter((p) => snapshot.verdicts.get(p.product.id)!.notOrderable.length === 0)
+    .map((p) => ({ id: p.product.id, parameters: parametersSchema(p.acceptedParameters) }));
+}
+
+/** The order request schema the server validates with, narrowed to the orderable products and their parameters. */
+export function orderInputSchema(snapshot: Snapshot, billing: Map<string, BillingOption[]>): Record<string, unknown> {
+  const products = orderableProducts(snapshot);
+  return {
+    ...orderRequestSchema,
+    properties: {
+      ...orderRequestSchema.properties,
+      product_id: { enum: products.map((p) => p.id), description: 'An orderable product (GET /products).' },
+      billing: billingSchema(products.map((p) => p.id), billing),
+    },
+    allOf: products.map((p) => ({ if: { properties: { product_id: { const: p.id } } }, then: { properties: { parameters: p.parameters } } })),
+  };
+}
+
+function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidOperation[] {
+  const products = orderableProducts(snapshot);
+  const perOrder = products.find((p) => snapshot.catalog.byId.get(p.id)?.product.billing_type !== 'subscription') ?? products[0];
+  const example = exampleOrder(snapshot, perOrder?.id ?? 'instant-stream');
+  return [
+    {
+      name: 'createOrder',
+      method: 'POST',
+      routeTemplate: '/orders',
+      description: 'Order a live stream or AutoDJ and pay with x402 (send Authorization: Bearer <agent API key> and an Idempotency-Key).',
+      inputSchema: orderInputSchema(snapshot, billing),
+      inputExample: example,
+      outputSchema: orderResponseSchema,
+      outputExample: exampleOrderResponse(example),
+    },
+    {
+      name: 'upgradeService',
+      method: 'POST',
+      routeTemplate: '/services/:service_id/upgrade',
+      description: 'Turn a service you own into another product for the rest of its paid time, paid with x402.',
+      inputSchema: { ...upgradeRequestSchema, properties: { product_id: { enum: products.map((p) => p.id), description: upgradeRequestSchema.properties.product_id.description } } },
+      inputExample: { product_id: products.find((p) => p.id === 'event-stream')?.id ?? example.product_id },
+      pathParams: { type: 'object', required: ['service_id'], properties: { service_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' } } },
+      outputSchema: orderResponseSchema,
+      outputExample: exampleOrderResponse({ ...example, product_id: 'event-stream' }),
+    },
+  ];
+}
+
+/**
+ * The billings an agent can order some product with, from the evaluated billing options (never a fixed list); the
+ * others are named with the reason, e.g. "annual: radio-directo costs 74.52 USDC, outside the order limits".
+ */
+export function billingSchema(orderable: string[], billing?: Map<string, BillingOption[]>) {
+  if (!billing) return orderRequestSchema.properties.billing;
+  const options = orderable.flatMap((id) => (billing.get(id) ?? []).map((o) => ({ ...o, product: id })));
+  const offered = BILLINGS.filter((b) => options.some((o) => o.billing === b && o.agent_orderable));
+  const refused = options.filter((o) => !o.agent_orderable && !offered.includes(o.billing));
+  return {
+    enum: offered,
+    default: 'one_time',
+    description: 'one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in the product\'s billing_options.'
+      + (refused.length ? ` Not offered to agents: ${refused.map((o) => `${o.billing} (${o.product}: ${o.reason})`).join('; ')}` : ''),
+  };
+}
+
+/** A valid order body: the product's defaults for its required parameters. */
+function exampleOrder(snapshot: Snapshot, productId: string): Record<string, unknown> {
+  const product = snapshot.catalog.byId.get(productId);
+  const parameters = Object.fromEntries(Object.entries(product?.acceptedParameters ?? {})
+    .filter(([, d]) => d.required || d.default !== undefined)
+    .map(([name, d]) => [name, d.default ?? d.minimum ?? (d.type === 'boolean' ? false : 1)]));
+  return { product_id: productId, billing: 'one_time', email: 'agent@example.com', station_name: 'Example FM', parameters };
+}
+
+function exampleOrderResponse(request: Record<string, unknown>): Record<string, unknown> {
+  return {
+    ok: true,
+    order: {
+      id: 'ra_0123456789abcdefgh', status: 'active', product_id: request.product_id, billing: 'one_time', configuration: request.parameters ?? {},
+      amount: { amount: '2.37', amount_atomic: '2370000', currency: 'USDC', decimals: 6 }, quote_id: null, evaluation_id: 'ev_0123456789ab',
+      payment: { protocol: 'x402', network: 'eip155:8453', payer: '0x0000000000000000000000000000000000000001', transaction: '0x' + '0'.repeat(64), block_number: '1' },
+      failure: null, created_at: '2026-01-01T00:00:00.000Z', settled_at: '2026-01-01T00:00:02.000Z',
+    },
+    service: {
+      service_id: 'svc0123456789', status: 'active', stream_url: 'https://stream.example.com/svc0123456789', expires_at: '2026-01-01T02:00:00.000Z',
+      limits: request.parameters ?? {}, endpoints: { listen: 'https://stream.example.com/svc0123456789' },
+    },
+    idempotent_replay: false,
+  };
+}

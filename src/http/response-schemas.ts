@@ -1,0 +1,244 @@
+/** Schemas of what the service answers: published in /openapi.json and in the bazaar declarations of paid operations. */
+
+const amountSchema = {
+  type: 'object',
+  required: ['amount', 'amount_atomic', 'currency', 'decimals'],
+  properties: {
+    amount: { type: 'string', pattern: '^[0-9]+(?:\\.[0-9]+)?$', description: 'Decimal string, e.g. "2.37".' },
+    amount_atomic: { type: 'string', pattern: '^[0-9]+$', description: 'Integer string of atomic units (6 decimals).' },
+    currency: { const: 'USDC' },
+    decimals: { const: 6 },
+  },
+};
+
+export const orderSchema = {
+  type: 'object',
+  required: ['id', 'status', 'product_id', 'billing', 'configuration', 'amount', 'payment', 'created_at'],
+  properties: {
+    id: { type: 'string', pattern: '^ra_' },
+    status: { enum: ['settling', 'provisioning', 'active', 'failed'] },
+    product_id: { type: 'string' },
+    billing: { type: 'string' },
+    configuration: { type: 'object', description: 'The parameters as provisioned, defaults filled in.' },
+    amount: amountSchema,
+    quote_id: { type: ['string', 'null'] },
+    evaluation_id: { type: ['string', 'null'], description: 'The audit record that priced this order (agent-audio audit show ID).' },
+    upgrade_of: { type: 'string', description: 'For an upgrade: the service it changed.' },
+    payment: {
+      type: 'object',
+      required: ['protocol', 'network', 'payer'],
+      properties: {
+        protocol: { const: 'x402' },
+        network: { type: 'string' },
+        payer: { type: 'string' },
+        transaction: { type: ['string', 'null'] },
+        block_number: { type: ['string', 'null'] },
+      },
+    },
+    failure: { type: ['string', 'null'] },
+    created_at: { type: 'string', format: 'date-time' },
+    settled_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+};
+
+export const serviceSchema = {
+  type: 'object',
+  required: ['service_id', 'status', 'stream_url', 'limits'],
+  properties: {
+    service_id: { type: 'string' },
+    status: { enum: ['pending', 'provisioning', 'active', 'failed', 'suspended', 'expired'] },
+    stream_url: { type: 'string', format: 'uri', description: 'Where listeners connect.' },
+    broadcast_url: { type: 'string', description: 'icecast://user:password@host:port/mount: where your encoder sends the stream.' },
+    expires_at: { type: 'string', format: 'date-time' },
+    limits: { type: 'object', description: 'What was bought: duration, listeners, bitrate, transfer, storage.' },
+    endpoints: { type: 'object', additionalProperties: { type: 'string' }, description: 'listen, source_host, source_port, source_mount, encoder_example, service.' },
+  },
+};
+
+/** POST /orders and POST /services/{id}/upgrade, paid. */
+export const orderResponseSchema = {
+  type: 'object',
+  required: ['ok', 'order', 'service', 'idempotent_replay'],
+  properties: {
+    ok: { const: true },
+    order: orderSchema,
+    service: serviceSchema,
+    idempotent_replay: { type: 'boolean', description: 'True when this is the order an earlier identical request already paid for.' },
+  },
+};
+
+const checkoutSchema = {
+  type: 'object',
+  required: ['available', 'configured', 'protocol', 'network'],
+  properties: {
+    available: { type: 'boolean' }, configured: { type: 'boolean' }, protocol: { const: 'x402' }, network: { type: 'string' }, reason: { type: 'string' },
+    buyer_limits: { type: 'object', description: 'What one API key (per_key) and one paying address (per_payer) may hold at once.' },
+  },
+};
+
+export const healthSchema = {
+  type: 'object',
+  required: ['ok', 'service', 'version', 'status', 'machine_payment', 'catalog', 'checks', 'links'],
+  properties: {
+    ok: { const: true },
+    service: { type: 'string' },
+    version: { type: 'string' },
+    status: { enum: ['ok', 'degraded'], description: 'degraded: a dependency (database, chain, Icecast) does not answer; orders may fail with retryable errors.' },
+    provider: { type: 'string' },
+    machine_payment: checkoutSchema,
+    catalog: {
+      type: 'object', required: ['catalog_version', 'content_hash'],
+      properties: { catalog_version: { type: 'integer' }, content_hash: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' }, reload_errors: { type: 'integer' } },
+    },
+    checks: { type: 'object', additionalProperties: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' } }, additionalProperties: false } },
+    audit: { type: 'object', properties: { signed_head: { type: ['string', 'null'] }, key_id: { type: 'string' }, public_key: { type: 'string' }, reason: { type: 'string' } } },
+    links: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+};
+
+export const pricingSchema = {
+  type: 'object',
+  required: ['ok', 'currency', 'currencies', 'prices'],
+  properties: {
+    ok: { const: true },
+    currency: { type: ['string', 'null'], description: 'The one currency of every price, or null when they differ.' },
+    currencies: { type: 'array', items: { type: 'string' } },
+    prices: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['product_id', 'name', 'status', 'in_preparation', 'currency'],
+        properties: {
+          product_id: { type: 'string' }, name: { type: 'string' }, status: { type: 'string' }, in_preparation: { type: 'boolean' },
+          currency: { type: 'string' }, basis: { type: 'string' }, pricing_status: { type: 'string' },
+        },
+        description: 'The product\'s pricing block as in the catalog (amounts in USDC are integer strings of atomic units).',
+      },
+    },
+  },
+};
+
+export const availabilitySchema = {
+  type: 'object',
+  required: ['ok', 'agent_checkout', 'products'],
+  properties: {
+    ok: { const: true },
+    provider: { type: 'string' },
+    region: { type: 'string' },
+    human_checkout: { type: 'boolean' },
+    agent_checkout: checkoutSchema,
+    products: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['product_id', 'status', 'agent_orderable', 'available_now', 'reason'],
+        properties: {
+          product_id: { type: 'string' }, status: { type: 'string' }, pricing_status: { type: 'string' },
+          agent_orderable: { type: 'boolean' }, available_now: { type: 'boolean' },
+          pricing: { type: 'object' }, parameters: { type: 'object' }, limits: { type: 'object' }, fulfillment: { type: 'object' },
+          reason: { type: 'string', description: 'Why the product can or cannot be ordered now.' },
+        },
+      },
+    },
+  },
+};
+
+export const orderLookupSchema = {
+  type: 'object',
+  required: ['ok', 'order', 'service'],
+  properties: { ok: { const: true }, order: orderSchema, service: { oneOf: [serviceSchema, { type: 'null' }] } },
+};
+
+export const serviceResponseSchema = {
+  type: 'object',
+  required: ['ok', 'service'],
+  properties: {
+    ok: { const: true },
+    service: serviceSchema,
+    status_reason: { type: 'string', description: 'Why the service is suspended or expired, when something was enforced.' },
+    evaluation_id: { type: ['string', 'null'], description: 'The audit record that priced the service now (its order or latest upgrade).' },
+    evaluations: { type: 'array', items: { type: 'object', properties: { order_id: { type: 'string' }, evaluation_id: { type: ['string', 'null'] } } } },
+  },
+};
+
+export const usageResponseSchema = {
+  type: 'object',
+  required: ['ok', 'usage'],
+  properties: {
+    ok: { const: true },
+    usage: {
+      type: 'object',
+      required: ['service_id', 'status', 'listeners', 'listener_hours', 'bytes', 'transfer', 'source', 'time', 'events'],
+      properties: {
+        service_id: { type: 'string' },
+        status: serviceSchema.properties.status,
+        status_reason: { type: ['string', 'null'] },
+        listeners: { type: 'object', properties: { current: { type: 'number' }, peak: { type: 'number' }, admitted_now: { type: 'number' } } },
+        listener_hours: { type: ['string', 'number'] },
+        bytes: { type: 'object', properties: { sent_to_listeners: { type: ['number', 'string'] }, read_from_source: { type: ['number', 'string'] } } },
+        transfer: { type: 'object', properties: { used_gb: { type: ['string', 'number'] }, included_gb: { type: 'string' }, policy: { type: 'string' }, note: { type: 'string' } } },
+        source: { type: 'object', properties: { connected: { type: 'boolean' }, since: { type: ['string', 'null'] }, measured_kbps: { type: ['number', 'null'] }, bought_kbps: { type: ['number', 'null'] }, bitrate_budget: { type: 'object' } } },
+        time: { type: 'object', properties: { expires_at: { type: ['string', 'null'] }, remaining_seconds: { type: ['integer', 'null'] } } },
+        storage: { type: 'object', properties: { used_mb: { type: 'number' }, bought_mb: { type: 'number' } } },
+        measured_at: { type: ['string', 'null'] },
+        events: { type: 'array', items: { type: 'object' }, description: 'The latest life-cycle events (status changes, enforcement), newest first.' },
+      },
+    },
+  },
+};
+
+const fileSchema = {
+  type: 'object',
+  required: ['name', 'size_bytes', 'format'],
+  properties: {
+    name: { type: 'string' }, size_bytes: { type: 'number' }, format: { type: 'string' }, duration_seconds: { type: ['number', 'null'] },
+    artist: { type: ['string', 'null'] }, title: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+export const filesResponseSchema = {
+  type: 'object',
+  required: ['ok', 'files', 'playlist'],
+  properties: { ok: { const: true }, files: { type: 'array', items: fileSchema }, playlist: { type: 'array', items: { type: 'string' } }, shuffle: { type: ['boolean', 'null'] } },
+};
+
+export const storedFileResponseSchema = { type: 'object', required: ['ok', 'file'], properties: { ok: { const: true }, file: fileSchema } };
+export const deletedFileResponseSchema = { type: 'object', required: ['ok', 'deleted'], properties: { ok: { const: true }, deleted: { type: 'string' } } };
+export const playlistResponseSchema = {
+  type: 'object', required: ['ok', 'playlist'],
+  properties: { ok: { const: true }, playlist: { type: 'array', items: { type: 'string' } }, shuffle: { type: 'boolean' } },
+};
+
+export const auditHeadSchema = {
+  type: 'object',
+  required: ['ok', 'signed_head', 'key_id', 'public_key'],
+  properties: {
+    ok: { const: true },
+    signed_head: { type: 'object', description: 'The chain head (seq, chain hash, time) and its Ed25519 signature.' },
+    key_id: { type: 'string' },
+    public_key: { type: 'string', description: 'The operator\'s public key, PEM.' },
+    note: { type: 'string' },
+  },
+};
+
+export const wellKnownX402Schema = {
+  type: 'object',
+  required: ['x402Version', 'items'],
+  properties: {
+    x402Version: { const: 2 },
+    lastUpdated: { type: 'integer' },
+    items: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['resource', 'type', 'accepts', 'input'],
+        properties: {
+          resource: { type: 'object', required: ['url'], properties: { url: { type: 'string' }, description: { type: 'string' }, serviceName: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } } },
+          type: { const: 'http' },
+          accepts: { type: 'array', items: { type: 'object' } },
+          priceRange: { type: 'object' },
+          input: { type: 'object', required: ['method', 'routeTemplate'], properties: { method: { type: 'string' }, routeTemplate: { type: 'string' } } },
+          output: { type: 'object' },
+          requires: { type: 'array', items: { type: 'string' } },
+        },
+      },
+    },
+  },
+};

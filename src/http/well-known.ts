@@ -1,0 +1,55 @@
+import type { PaymentTerms } from '../payments/index.js';
+import type { BillingOption, Snapshot } from '../pricing/index.js';
+import { Decimal } from '../rules/index.js';
+import { paidOperations, SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';
+
+const cache = new WeakMap<Snapshot, Map<string, Buffer>>();
+
+/**
+ * GET /.well-known/x402: the x402 discovery manifest (a draft of x402-foundation/x402, specs/extensions/
+ * well-known-discovery.md): the paid operations, how to call them, their networks, asset and price range. Advisory:
+ * prices depend on the order, and the live 402 is authoritative, so `accepts` carries no amount and `priceRange` says
+ * what any order may cost.
+ */
+export function wellKnownX402(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined): Buffer {
+  let byBase = cache.get(snapshot);
+  if (!byBase) cache.set(snapshot, byBase = new Map());
+  const key = `${apiBaseUrl}\n${terms?.payTo ?? ''}`;
+  let body = byBase.get(key);
+  if (!body) {
+    if (byBase.size > 100) byBase.clear();
+    body = Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms)));
+    byBase.set(key, body);
+  }
+  return body;
+}
+
+function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined) {
+  const { minimum, maximum } = snapshot.catalog.settings.order_limits;
+  const atomic = (amount: string) => new Decimal(amount).times(1_000_000).toFixed(0);
+  return {
+    x402Version: 2,
+    lastUpdated: Math.floor(Date.now() / 1000),
+    status: 'draft: follows x402 specs/extensions/well-known-discovery.md; the live 402 answer is authoritative',
+    openapi: `${apiBaseUrl}/openapi.json`,
+    items: paidOperations(snapshot, billing).map((operation) => ({
+      resource: { url: `${apiBaseUrl}${operation.routeTemplate}`, description: operation.description, mimeType: 'application/json', serviceName: SERVICE_NAME, tags: SERVICE_TAGS },
+      type: 'http',
+      accepts: terms ? [{
+        scheme: 'exact', network: terms.network, asset: terms.asset, payTo: terms.payTo, maxTimeoutSeconds: terms.maxTimeoutSeconds,
+        extra: { name: 'USD Coin', version: '2' },
+      }] : [],
+      priceRange: { currency: 'USDC', decimals: 6, minimum, maximum, minimum_atomic: atomic(minimum), maximum_atomic: atomic(maximum), mode: 'dynamic', quote: `${apiBaseUrl}/quotes` },
+      input: {
+        method: operation.method,
+        routeTemplate: `/api/v1${operation.routeTemplate}`,
+        bodyType: 'json',
+        body: operation.inputSchema,
+        ...(operation.pathParams && { pathParams: operation.pathParams }),
+        headers: { Authorization: 'Bearer <agent API key>', 'Idempotency-Key': 'a new unique value per purchase' },
+      },
+      output: { mimeType: 'application/json', schema: operation.outputSchema, example: operation.outputExample },
+      requires: ['payment-identifier'],
+    })),
+  };
+}
