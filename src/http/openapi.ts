@@ -96,7 +96,10 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
       ...parts.flatMap((p) => p.tags ?? []),
     ],
     components: {
-      securitySchemes: { agentApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'agent-api-key', description: 'Send "Authorization: Bearer <AGENT_API_KEY>".' } },
+      securitySchemes: {
+        agentApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'agent-api-key', description: 'Send "Authorization: Bearer <AGENT_API_KEY>".' },
+        ...Object.assign({}, ...parts.map((p) => p.securitySchemes)),
+      },
       schemas: {
         Error: errorSchema,
         Product: productSchema,
@@ -239,9 +242,15 @@ function discoveryPaths() {
 function servicePaths(paymentInfo: Record<string, unknown>) {
   const id = { name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' }, description: 'service.service_id from your order.' };
   const name = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._ ()-]{0,127}$' } };
-  const owner = { security: [{ agentApiKey: [] }], tags: ['Services'] };
-  const notFound = error('service_not_found: no such service for this API key (another key\'s service looks the same as none).');
-  const common = { 401: unauthorized, 404: notFound, 429: rateLimited, 503: storeUnavailable };
+  // The key it was ordered with, or the wallet that paid for it, signed in (see the Keys tag).
+  const owner = { security: [{ agentApiKey: [] }, { walletSignIn: [] }], tags: ['Services'] };
+  const notFound = error('service_not_found: no such service for this API key or wallet (another buyer\'s service looks the same as none).');
+  const signIn = {
+    description: 'authentication_required: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with accepts: [] and extensions["sign-in-with-x"]: sign it with the wallet that paid and send the request again with SIGN-IN-WITH-X, or send your API key.',
+    headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired (sign-in only), Base64-encoded JSON.', schema: { type: 'string' } } },
+    content: { 'application/json': { schema: ref('Error') } },
+  };
+  const common = { 401: unauthorized, 402: signIn, 404: notFound, 429: rateLimited, 503: storeUnavailable };
   const noStorage = error('storage_not_included (the service has no AutoDJ storage) or service_not_active.');
   return {
     '/services/{service_id}': {
@@ -257,10 +266,10 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
         responses: {
           200: paidResponse('The order and the upgraded service.'),
           400: error('idempotency_key_missing or malformed, payment_id_invalid.'),
-          402: paymentRequired,
           409: error('upgrade_not_possible, upgrade_changes_nothing, upgrade_in_progress (another upgrade of the service is being paid), service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is charged.'),
           422: error('invalid_request: error.details points at the problem.'),
           ...common,
+          402: paymentRequired,
           503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, store_unavailable (retryable).'),
         },
       },

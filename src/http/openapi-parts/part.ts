@@ -6,4 +6,6 @@ export interface OpenApiPart {
   tags?: { name: string; description: string }[];
   paths: Record<string, unknown>;
   schemas: Record<string, unknown>;
+  /** Security schemes the part's operations name, merged into components.securitySchemes. */
+  securitySchemes?: Record<string, unknown>;
 }
