@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { PaymentRequired } from '@x402/core/types';
+import { validateDiscoveryExtension } from '@x402/extensions/bazaar';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
@@ -120,6 +121,13 @@ describe('MCP', { skip }, () => {
     assert.deepEqual(JSON.parse(unpaid.content[0].text), required, 'content[0].text is the same PaymentRequired');
     assert.equal(errorOf(unpaid).code, 'payment_required');
     const { asset, amount, payTo } = required.accepts[0];
+    // x402 discovery of the tool (bazaar, MCP form): its name and the input schema tools/list publishes.
+    const bazaar = required.extensions!.bazaar as any;
+    assert.equal(validateDiscoveryExtension(bazaar).valid, true, JSON.stringify(validateDiscoveryExtension(bazaar).errors));
+    assert.equal(bazaar.info.input.type, 'mcp');
+    assert.equal(bazaar.info.input.toolName, 'order');
+    const listed = (await agent.listTools()).tools.find((t) => t.name === 'order')!;
+    assert.deepEqual(bazaar.info.input.inputSchema, listed.inputSchema);
 
     const payload = await wallet.client.createPaymentPayload(required);
     const before = await wallet.balanceOf(asset, wallet.address);

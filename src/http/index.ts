@@ -13,3 +13,4 @@ export { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPat
 export { readJsonObject } from './json-body.js';
 export { credentialsOf } from './caller.js';
 export { eventRoutes, type EventsApi } from './events.js';
+export { SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';

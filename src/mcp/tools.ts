@@ -6,6 +6,7 @@ import type { Callers } from '../identity/index.js';
 import { replacePlaylist, type ServiceRow } from '../services/index.js';
 import type { Caller } from './caller.js';
 import type { ToolName } from './tool-schemas.js';
+import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
@@ -34,6 +35,8 @@ export interface Tool {
 
 const productId = new RegExp(productIdPattern);
 const PAYMENT_HOW = 'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
+const ORDER_DESCRIPTION = `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`;
+const UPGRADE_DESCRIPTION = `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). ${PAYMENT_HOW}`;
 
 export const tools: Tool[] = [
   {
@@ -67,12 +70,12 @@ export const tools: Tool[] = [
   },
   {
     name: 'order', title: 'Order and pay', readOnly: false,
-    description: `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`,
+    description: ORDER_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, ...request } = args;
       const orders = paymentReady(deps);
-      const placed = await orders.place({ apiKeyId: key.id, idempotencyKey, request: request as OrderRequest, paymentSignature: payment, resourceUrl: toolResourceUrl('order') })
+      const placed = await orders.place({ apiKeyId: key.id, idempotencyKey, request: request as OrderRequest, paymentSignature: payment, resourceUrl: toolResourceUrl('order'), discovery: toolDiscovery(deps.live.current, 'order', ORDER_DESCRIPTION) })
         .catch((e) => { throw caller.revokedDuring(e); });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
@@ -102,13 +105,13 @@ export const tools: Tool[] = [
   },
   {
     name: 'upgrade_service', title: 'Upgrade a service', readOnly: false,
-    description: `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). ${PAYMENT_HOW}`,
+    description: UPGRADE_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const orders = paymentReady(deps);
       const placed = await orders.place({
         apiKeyId: service.api_key_id, idempotencyKey: args.idempotency_key, request: { upgrade_of: service.id, product_id: args.product_id },
-        upgradeOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('upgrade_service'),
+        upgradeOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('upgrade_service'), discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION),
       });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
