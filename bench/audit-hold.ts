@@ -69,7 +69,7 @@ try {
     const perRecord = sxx > 0 ? rows.reduce((s, r) => s + (r.records - mx) * (r.hold_us - my), 0) / sxx : my / mx;
     const fixed = my - perRecord * mx;
     const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] ?? 0; };
-    console.log(`\n${connections} connections, ${seconds} s: ${Math.round(result.requests.average)} quotes/s (HTTP 2xx ${result['2xx']}, non-2xx ${result.non2xx}); ${records} records in ${n} batches`);
+    console.log(`\n${connections} connections, ${seconds} s: ${Math.round(result.requests.average)} quotes/s (non-2xx answers: ${result.non2xx}); ${records} records in ${n} batches`);
     console.log(`head held ${(100 * held / wall).toFixed(1)} % of the time; median batch ${median(rows.map((r) => r.records))} records, hold median ${median(rows.map((r) => r.hold_us)).toFixed(0)} µs, wait for the row median ${median(rows.map((r) => r.wait_us)).toFixed(0)} µs`);
     console.log(`fit: hold ≈ ${fixed.toFixed(0)} µs + ${perRecord.toFixed(1)} µs × records`);
     console.log('| records in batch | batches | hold median µs | hold per record µs |\n|--:|--:|--:|--:|');

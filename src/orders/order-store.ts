@@ -110,11 +110,12 @@ export class OrderStore {
     }
   }
 
-  /** Records the settlement; the order as it is now (unchanged if it had already left "settling"). */
-  async settled(id: string, settlement: Record<string, unknown>): Promise<OrderRow> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
-      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *", [id, settlement]);
-    return row ?? (await this.byId(id))!;
+  /** Records the settlement (in the caller's transaction when given); the order as it is now (unchanged if it had already left "settling"). */
+  async settled(id: string, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
+    const sql = "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *";
+    const [row] = client ? (await client.query(sql, [id, settlement])).rows as OrderRow[] : await this.db.query<OrderRow & Record<string, unknown>>(sql, [id, settlement]);
+    if (row) return row;
+    return (client ? (await client.query('SELECT * FROM orders WHERE id = $1', [id])).rows[0] as OrderRow : await this.byId(id))!;
   }
 
   /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */

@@ -2,3 +2,4 @@ export { PaymentGateway, type PaymentTerms, type Authorization, type PaymentPayl
 export { AuthorizationLedger, type ExpectedPayment, type PaymentEvidence, type TokenLog, type TransferProof } from './authorization-ledger.js';
 export { createFacilitator, embeddedFacilitatorConfig, type Facilitator, type FacilitatorConfig } from './facilitator.js';
 export { OfferReceipts, type OperatorKey, type ReceiptFacts } from './receipts.js';
+export { SettledReceipts } from './settled-receipts.js';
