@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
-import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, OfferReceipts, PaymentGateway, type OperatorKey, type TokenLog } from '../payments/index.js';
+import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, OfferReceipts, PaymentGateway, SettledReceipts, type OperatorKey, type TokenLog } from '../payments/index.js';
 
 /** What `dev.json`'s buyer holds after every start: enough for many demo purchases. */
 const DEV_BUYER_FUNDS = 1_000_000_000n;
@@ -49,7 +49,9 @@ export async function payments(options: { production: boolean; dataDir: string; 
     onUnexpectedExit: (code) => options.log.error({ component: 'anvil', code }, 'the embedded chain exited'),
   });
   await chain.ensureFunded(chain.accounts.buyer.address, DEV_BUYER_FUNDS);
-  const facilitator = createFacilitator(embeddedFacilitatorConfig(chain));
+  // The proof is read from the settlement's own receipt when the ledger reads the same node the facilitator settles on.
+  const settledReceipts = env.X402_RPC_URL ? undefined : new SettledReceipts();
+  const facilitator = createFacilitator(embeddedFacilitatorConfig(chain, settledReceipts));
   options.log.info({ component: 'anvil', rpc_url: chain.rpcUrl }, 'embedded chain started');
   return {
     checkout: {
@@ -63,6 +65,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
     // Reads may go through another endpoint (X402_RPC_URL), as they do in production.
     ledger: new AuthorizationLedger(env.X402_RPC_URL ?? chain.rpcUrl, chain.usdcAddress, {
       windowBlocks: logWindow,
+      settledReceipts,
       archive: { firstLiveBlock: chain.firstLiveBlock, logs: (filter) => chain.archivedLogs(filter) as TokenLog[] },
     }),
     dev: {

@@ -1,10 +1,10 @@
 import { recordProvisioned } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
-import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence, PaymentGateway, PaymentPayload, PaymentRequirements } from '../payments/index.js';
+import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence, PaymentGateway, PaymentPayload, PaymentRequirements, TransferProof } from '../payments/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
-import type { Database } from '../store/index.js';
+import type { Client, Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf } from './service-limits.js';
@@ -37,14 +37,15 @@ export class PaymentNotTaken extends Error {
  * also moved exactly its amount from the payer to the seller. Never charges twice: a settlement is sent only while the
  * authorization is unused.
  */
-export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<{ order: OrderRow; service?: ServiceRow }> {
-  let current = order;
-  if (current.state === 'settling') current = await settle(current, deps, origin);
-  if (current.state === 'provisioning') return provision(current, deps);
-  return { order: current };
+export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<Advanced> {
+  if (order.state === 'settling') return settle(order, deps, origin);
+  if (order.state === 'provisioning') return provision(order, deps);
+  return { order };
 }
 
-async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<OrderRow> {
+type Advanced = { order: OrderRow; service?: ServiceRow };
+
+async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<Advanced> {
   const payload = order.payment as unknown as PaymentPayload;
   const requirements = order.requirements as unknown as PaymentRequirements;
 
@@ -95,15 +96,11 @@ async function findOnChain(order: OrderRow, deps: AdvanceDeps): Promise<PaymentE
   return deps.ledger.evidence(expected);
 }
 
-/** Records what the chain proved: paid (→ provisioning), or not paid and never will be (→ failed). */
-async function conclude(order: OrderRow, evidence: Exclude<PaymentEvidence, { kind: 'unused' }>, deps: AdvanceDeps): Promise<OrderRow> {
+/** Records what the chain proved: paid (→ provisioning → active), or not paid and never will be (→ failed). */
+async function conclude(order: OrderRow, evidence: Exclude<PaymentEvidence, { kind: 'unused' }>, deps: AdvanceDeps): Promise<Advanced> {
   switch (evidence.kind) {
-    case 'paid': {
-      const settled = await deps.orders.settled(order.id, { success: true, transaction: evidence.proof.transaction, network: order.network, payer: order.payer, proof: evidence.proof });
-      crashPoint('after_settled');
-      deps.log.info({ order_id: order.id, transaction: evidence.proof.transaction, block: evidence.proof.block_number }, 'settled: transfer proven on chain');
-      return settled;
-    }
+    case 'paid':
+      return settleAndProvision(order, evidence.proof, deps);
     case 'canceled':
       return fail(order, 'authorization_canceled',
         `the payer cancelled this payment authorization on chain (cancelAuthorization in transaction ${evidence.transaction}, block ${evidence.block_number}) before it was settled`, deps);
@@ -122,22 +119,53 @@ async function fail(order: OrderRow, reason: string, message: string, deps: Adva
   throw new PaymentNotTaken(reason, message);
 }
 
+/**
+ * The proven payment and the provisioning it pays for, in one transaction: one commit (one WAL flush, one turn at the
+ * chain head for both chained states) instead of two. Provisioning runs after a savepoint: if it fails, the
+ * settlement is still committed and the order stays "provisioning" for recovery, as when they were two transactions.
+ */
+async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced> {
+  let provisioningError: unknown;
+  const done = await deps.db.transaction(async (client): Promise<Advanced> => {
+    const settled = await deps.orders.settled(order.id, { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof }, client);
+    // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
+    crashPoint('after_settled');
+    if (settled.state !== 'provisioning') return { order: settled };
+    await client.query('SAVEPOINT provision');
+    try {
+      return await provisionWith(client, settled, deps);
+    } catch (e) {
+      await client.query('ROLLBACK TO SAVEPOINT provision');
+      provisioningError = e;
+      return { order: settled };
+    }
+  });
+  deps.log.info({ order_id: order.id, transaction: proof.transaction, block: proof.block_number }, 'settled: transfer proven on chain');
+  if (provisioningError) {
+    deps.metrics?.provisioningFailures.inc();
+    throw provisioningError;
+  }
+  if (done.service) deps.log.info({ order_id: order.id }, 'provisioned');
+  return done;
+}
+
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
-  const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
-  const expiresAt = expiryOf(order);
-  const done = await deps.db.transaction(async (client) => {
-    const service = order.upgrade_of
-      ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
-      : await deps.services.createForOrder(client, order, limits, expiresAt);
-    const active = await deps.orders.activate(client, order.id);
-    if (active) await recordProvisioned(client, order, service);
-    return { order: active ?? order, service };
-  }).catch((e) => {
+  const done = await deps.db.transaction((client) => provisionWith(client, order, deps)).catch((e) => {
     deps.metrics?.provisioningFailures.inc();
     throw e;
   });
   deps.log.info({ order_id: order.id }, 'provisioned');
   return done;
+}
+
+async function provisionWith(client: Client, order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
+  const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
+  const service = order.upgrade_of
+    ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
+    : await deps.services.createForOrder(client, order, limits, expiryOf(order));
+  const active = await deps.orders.activate(client, order.id);
+  if (active) await recordProvisioned(client, order, service);
+  return { order: active ?? order, service };
 }
 
 /** Paid time + duration: fractional hours to the millisecond, whole calendar months or years for subscriptions. */

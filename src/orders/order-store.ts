@@ -118,15 +118,17 @@ export class OrderStore {
     }
   }
 
-  /** Records the settlement; the order as it is now (unchanged if it had already left "settling"). */
-  async settled(id: string, settlement: Record<string, unknown>): Promise<OrderRow> {
-    const row = await this.db.transaction(async (client) => {
-      const { rows: [paid] } = await client.query(
-        "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *", [id, settlement]);
-      if (paid) await recordOrderPaid(client, paid as OrderRow);
+  /** Records the settlement (in the caller's transaction when given); the order as it is now (unchanged if it had already left "settling"). */
+  async settled(id: string, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
+    const sql = "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *";
+    const record = async (c: Client) => {
+      const { rows: [paid] } = await c.query(sql, [id, settlement]);
+      if (paid) await recordOrderPaid(c, paid as OrderRow);
       return paid as OrderRow | undefined;
-    });
-    return row ?? (await this.byId(id))!;
+    };
+    const row = client ? await record(client) : await this.db.transaction(record);
+    if (row) return row;
+    return (client ? (await client.query('SELECT * FROM orders WHERE id = $1', [id])).rows[0] as OrderRow : await this.byId(id))!;
   }
 
   /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */

@@ -1,3 +1,4 @@
+import type { SettledReceipts } from './settled-receipts.js';
 import { createPublicClient, getAddress, http, pad, parseAbi, toEventSelector, type Address, type Hex } from 'viem';
 
 const abi = parseAbi([
@@ -65,7 +66,7 @@ export type PaymentEvidence =
 export class AuthorizationLedger {
   private readonly client;
 
-  constructor(rpcUrl: string, private readonly token: Address, private readonly options: { windowBlocks?: number; archive?: LogArchive } = {}) {
+  constructor(rpcUrl: string, private readonly token: Address, private readonly options: { windowBlocks?: number; archive?: LogArchive; settledReceipts?: SettledReceipts } = {}) {
     this.client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
   }
 
@@ -83,9 +84,13 @@ export class AuthorizationLedger {
     return this.client.readContract({ address: this.token, abi, functionName: 'authorizationState', args: [authorizer as Address, nonce as Hex] });
   }
 
-  /** The evidence of a transaction that claims to have settled this payment (the facilitator's answer). */
+  /**
+   * The evidence of a transaction that claims to have settled this payment (the facilitator's answer): its receipt,
+   * as the in-process facilitator received it from the same node when it has one, else asked from the node.
+   */
   async evidenceOfTransaction(transaction: string, expected: ExpectedPayment): Promise<PaymentEvidence | undefined> {
-    const receipt = await this.client.getTransactionReceipt({ hash: transaction as Hex }).catch(() => undefined);
+    const receipt = this.options.settledReceipts?.take(transaction)
+      ?? await this.client.getTransactionReceipt({ hash: transaction as Hex }).catch(() => undefined);
     if (!receipt || receipt.status !== 'success') return undefined;
     const logs: TokenLog[] = receipt.logs.map((l) => ({
       address: l.address, topics: l.topics as Hex[], data: l.data, blockNumber: `0x${l.blockNumber.toString(16)}`, blockHash: l.blockHash,

@@ -6,6 +6,7 @@ import { registerExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
+import type { SettledReceipts } from './settled-receipts.js';
 
 /** In-process facilitator that settles with its own key over an RPC endpoint (the embedded anvil by default). */
 export interface EmbeddedFacilitatorConfig {
@@ -20,6 +21,8 @@ export interface EmbeddedFacilitatorConfig {
   confirmationTimeoutMs?: number;
   /** Awaited after every successful settlement, before settle() resolves (e.g. chain.checkpoint). */
   onSettled?: (result: SettleResponse) => Promise<void> | void;
+  /** Keeps the receipt of each settlement for the ledger's proof (saves it one RPC call per order). */
+  receipts?: SettledReceipts;
 }
 
 export interface RemoteFacilitatorConfig {
@@ -43,8 +46,9 @@ export interface FacilitatorChain {
 }
 
 /** Settles as the chain's facilitator dev account and makes each settlement durable before answering. */
-export function embeddedFacilitatorConfig(chain: FacilitatorChain): EmbeddedFacilitatorConfig {
+export function embeddedFacilitatorConfig(chain: FacilitatorChain, receipts?: SettledReceipts): EmbeddedFacilitatorConfig {
   return {
+    receipts,
     mode: 'embedded',
     rpcUrl: chain.rpcUrl,
     chainId: chain.chainId,
@@ -86,7 +90,15 @@ function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitat
   const network: Network = `eip155:${config.chainId}`;
   const facilitator = new x402Facilitator();
   // viem's verifyTypedData takes a stricter parameter union than x402's structural signer type.
-  const signerSource = { ...client, address: account.address } as unknown as SignerSource;
+  const signerSource = {
+    ...client,
+    address: account.address,
+    waitForTransactionReceipt: async (args: Parameters<typeof client.waitForTransactionReceipt>[0]) => {
+      const receipt = await client.waitForTransactionReceipt(args);
+      config.receipts?.remember(receipt);
+      return receipt;
+    },
+  } as unknown as SignerSource;
   const signer = toFacilitatorEvmSigner(signerSource, { confirmationTimeoutMs: config.confirmationTimeoutMs ?? 30_000 });
   registerExactEvmScheme(facilitator, { signer, networks: network });
 

@@ -2,3 +2,4 @@ export { PaymentGateway, type DiscoveryDeclaration, type PaidResource, type Paym
 export { AuthorizationLedger, type ExpectedPayment, type PaymentEvidence, type TokenLog, type TransferProof } from './authorization-ledger.js';
 export { createFacilitator, embeddedFacilitatorConfig, type Facilitator, type FacilitatorConfig } from './facilitator.js';
 export { OfferReceipts, type OperatorKey, type ReceiptFacts } from './receipts.js';
+export { SettledReceipts } from './settled-receipts.js';

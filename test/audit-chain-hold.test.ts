@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { canonicalJson, sha256 } from '../src/audit/index.js';
+import { request, startService, type Service } from './support/service.js';
+
+// The audit chain head is the one row every quote and order of every instance locks in turn: a batch of quotes holds
+// it only while its records are linked, not while its quotes' own rows are checked and written (migration 018).
+
+let service: Service;
+const clients: pg.Client[] = [];
+
+async function connect(): Promise<pg.Client> {
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  const client = new pg.Client({ connectionString: lock.database_url });
+  await client.connect();
+  clients.push(client);
+  return client;
+}
+
+before(async () => { service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' }); });
+after(async () => {
+  await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+  await service?.stop();
+});
+
+const quoteBody = { product_id: 'instant-stream', parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 } };
+
+describe('quote batches and the audit chain head', () => {
+  test('a batch waiting to write a quote row does not hold the head: other records are chained meanwhile', async () => {
+    const first = await request(service, 'POST', '/quotes', { body: quoteBody });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const blocker = await connect();
+    const batch = await connect();
+    const { rows: [stored] } = await blocker.query(
+      `SELECT to_jsonb(q) AS q, to_jsonb(r) AS r FROM quotes q JOIN audit_records r ON r.id = q.evaluation_id WHERE q.id = $1`, [first.body.quote.id]);
+    const record = canonicalJson({ ...JSON.parse(stored.r.record), id: 'ev_waits_for_its_quote_row' });
+    const item = { ...stored.q, id: 'qt_held_by_another_transaction', idempotency_key: null, evaluation_id: 'ev_waits_for_its_quote_row',
+      snapshot_hash: stored.r.snapshot_hash, record, record_hash: sha256(record) };
+
+    // Another transaction holds the same quote id, uncommitted: the batch's INSERT INTO quotes waits for it.
+    await blocker.query('BEGIN');
+    await blocker.query(`INSERT INTO quotes SELECT (jsonb_populate_record(NULL::quotes, $1::jsonb)).*`, [JSON.stringify({ ...stored.q, id: item.id, idempotency_key: null })]);
+    const waiting = batch.query('SELECT * FROM record_quotes($1)', [JSON.stringify([item])]);
+    await new Promise((r) => setTimeout(r, 500));
+
+    // Meanwhile the service's own quotes go into the chain without waiting for that batch.
+    const meanwhile = await fetch(`${service.baseUrl}/quotes`, {
+      method: 'POST', body: JSON.stringify(quoteBody), signal: AbortSignal.timeout(15_000),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.apiKey}` },
+    }).then((r) => r.status, (e: Error) => e);
+    await blocker.query('ROLLBACK');
+    const { rows } = await waiting;
+    assert.equal(meanwhile, 200, `the chain head was held by a batch waiting on a quote row: ${meanwhile}`);
+    assert.equal(rows[0].created, true, 'the batch goes on once the other transaction is gone');
+  });
+
+  test('records of concurrent batches form one unbroken chain that audit verify and replay accept', async () => {
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => request(service, 'POST', '/quotes', {
+      body: quoteBody, headers: i % 4 === 0 ? { 'idempotency-key': `chain-hold-${i % 8}` } : {},
+    })));
+    for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
+    const db = await connect();
+    const { rows: [gaps] } = await db.query(`SELECT count(*)::int AS n FROM audit_records a JOIN audit_records b ON b.seq = a.seq + 1 WHERE b.prev_chain_hash <> a.chain_hash`);
+    assert.equal(gaps.n, 0);
+    const { rows: orphans } = await db.query('SELECT q.id FROM quotes q LEFT JOIN audit_records r ON r.id = q.evaluation_id WHERE r.id IS NULL');
+    assert.deepEqual(orphans, [], 'every quote has its evaluation record');
+    const verify = await service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+    const replay = await service.cli(['audit', 'replay', '--all']);
+    assert.equal(replay.code, 0, replay.stdout + replay.stderr);
+  });
+});
