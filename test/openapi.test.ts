@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { buy, payFor } from './support/purchase.js';
 import { root, scratchDir, startService, type Service } from './support/service.js';
+import { challengeOf, signedHeader } from './support/siwx.js';
 import { TestWallet } from './support/wallet.js';
 
 // /openapi.json describes what the service really answers: every real answer of every operation (status and body)
@@ -18,7 +20,7 @@ let origin: string;
 let document: any;
 let validators: (schema: unknown) => (value: unknown) => string | undefined;
 before(async () => {
-  service = await startService();
+  service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1' });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   origin = new URL(service.baseUrl).origin;
@@ -74,10 +76,24 @@ describe('/openapi.json', () => {
           assert.ok(Array.isArray(operation.security), `${method} ${path} states security`);
         }
         for (const [status, response] of Object.entries<any>(operation.responses)) {
-          if (Number(status) >= 400) assert.equal(response.content['application/json'].schema.$ref, '#/components/schemas/Error', `${method} ${path} ${status}`);
+          if (Number(status) < 400) continue;
+          const schema = response.content['application/json'].schema;
+          // POST /mcp: the MCP transport answers some malformed messages with JSON-RPC errors (documented as such).
+          if (path === '/mcp' && schema.$ref !== '#/components/schemas/Error') {
+            const refs = (schema.oneOf ?? [schema]).map((s: any) => s.$ref);
+            assert.ok(refs.includes('#/components/schemas/McpJsonRpcResponse') && refs.every((r: string) => ['#/components/schemas/Error', '#/components/schemas/McpJsonRpcResponse'].includes(r)), `${method} ${path} ${status}`);
+          } else {
+            assert.equal(schema.$ref, '#/components/schemas/Error', `${method} ${path} ${status}`);
+          }
         }
-        if (operation.security?.length || (path === '/orders' && method === 'post')) assert.ok(operation.responses[401], `${method} ${path} documents 401`);
+        // Where credentials are optional ({} among the requirements, POST /mcp) a refused key is not an HTTP 401 (a tool result says so).
+        const optional = operation.security?.some((requirement: object) => Object.keys(requirement).length === 0);
+        if ((operation.security?.length && !optional) || (path === '/orders' && method === 'post')) assert.ok(operation.responses[401], `${method} ${path} documents 401`);
         assert.ok(operation.responses[429], `${method} ${path} documents 429`);
+        if (operation.tags?.includes('Services')) {
+          assert.deepEqual(operation.security, [{ agentApiKey: [] }, { walletSignIn: [] }], `${method} ${path}: the key or the paying wallet`);
+          assert.ok(operation.responses[402]?.headers?.['PAYMENT-REQUIRED'], `${method} ${path} documents the 402 (sign-in challenge or payment)`);
+        }
       }
     }
     const references = JSON.stringify(document.components.schemas.QuoteRequest) + JSON.stringify(document.components.schemas.OrderRequest);
@@ -140,6 +156,74 @@ describe('/openapi.json', () => {
     assert.equal((await call('PUT', '/services/{service_id}/playlist', `/services/${dj}/playlist`, { body: { playlist: ['missing.mp3'] } })).status, 422);
     assert.equal((await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status, 200);
     assert.equal((await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status, 404);
+
+    // Keys, by wallet sign-in: the 402 challenge, then the signed request (each challenge is accepted once).
+    const account = privateKeyToAccount(generatePrivateKey());
+    const signIn = async (method: string, template: string, path: string, who = account) => {
+      const asked = await call(method, template, path, { auth: false });
+      assert.equal(asked.status, 402, `${method} ${path}`);
+      return signedHeader(challengeOf(asked), who);
+    };
+    const keyHeader = await signIn('POST', '/keys', '/keys');
+    const issued = await call('POST', '/keys', '/keys', { auth: false, body: { name: 'openapi' }, headers: { 'sign-in-with-x': keyHeader } });
+    assert.equal(issued.status, 201);
+    assert.equal((await call('POST', '/keys', '/keys', { auth: false, body: { name: 'again' }, headers: { 'sign-in-with-x': keyHeader } })).status, 401);
+    assert.equal((await call('POST', '/keys', '/keys', { auth: false, body: { name: 3 }, headers: { 'sign-in-with-x': await signIn('POST', '/keys', '/keys') } })).status, 422);
+    assert.equal((await call('GET', '/keys', '/keys', { auth: false, headers: { 'sign-in-with-x': await signIn('GET', '/keys', '/keys') } })).status, 200);
+    const keyPath = `/keys/${issued.body.key.id}`;
+    assert.equal((await call('DELETE', '/keys/{key_id}', keyPath, { auth: false, headers: { 'sign-in-with-x': await signIn('DELETE', '/keys/{key_id}', keyPath) } })).status, 200);
+    assert.equal((await call('DELETE', '/keys/{key_id}', keyPath, { auth: false, headers: { 'sign-in-with-x': await signIn('DELETE', '/keys/{key_id}', keyPath) } })).status, 404);
+
+    // Services: by key, and by the wallet that paid for them.
+    const buyer = privateKeyToAccount(JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key);
+    assert.equal((await call('GET', '/services', '/services')).status, 200);
+    assert.ok((await call('GET', '/services', '/services', { auth: false, headers: { 'sign-in-with-x': await signIn('GET', '/services', '/services', buyer) } })).body.services.some((s: any) => s.service_id === serviceId));
+    assert.equal((await call('GET', '/services', '/services', { auth: true, headers: { authorization: 'Bearer aak_0000000000000000_nope' } })).status, 401);
+    const servicePath = `/services/${serviceId}`;
+    assert.equal((await call('GET', '/services/{service_id}', servicePath, { auth: false, headers: { 'sign-in-with-x': await signIn('GET', '/services/{service_id}', servicePath, buyer) } })).status, 200);
+    assert.equal((await call('GET', '/services/{service_id}/usage', `${servicePath}/usage`, { auth: false })).status, 402);
+
+    // Webhooks.
+    const hook = { url: 'http://127.0.0.1:9/hook', service_id: serviceId };
+    const registered = await call('POST', '/webhooks', '/webhooks', { body: hook });
+    assert.equal(registered.status, 201);
+    assert.equal((await call('POST', '/webhooks', '/webhooks', { body: hook, auth: false })).status, 401);
+    assert.equal((await call('POST', '/webhooks', '/webhooks', { body: { url: 'ftp://example.com/hook' } })).status, 422);
+    assert.equal((await call('POST', '/webhooks', '/webhooks', { body: { ...hook, service_id: 'nosuchservice' } })).status, 404);
+    assert.equal((await call('GET', '/webhooks', '/webhooks')).status, 200);
+    assert.equal((await call('GET', '/webhooks', '/webhooks', { auth: false })).status, 401);
+    const hookPath = `/webhooks/${registered.body.webhook.id}`;
+    assert.equal((await call('POST', '/webhooks/{webhook_id}/rotate-secret', `${hookPath}/rotate-secret`)).status, 200);
+    assert.equal((await call('POST', '/webhooks/{webhook_id}/rotate-secret', '/webhooks/whk_nosuchhook00/rotate-secret')).status, 404);
+    assert.equal((await call('DELETE', '/webhooks/{webhook_id}', hookPath)).status, 200);
+    assert.equal((await call('DELETE', '/webhooks/{webhook_id}', hookPath)).status, 404);
+
+    // Server-Sent Events: the stream itself is text/event-stream (as documented); its errors are JSON.
+    const events = document.paths['/services/{service_id}/events'].get;
+    assert.ok(events.responses[200].content['text/event-stream'], 'the document declares text/event-stream');
+    const stream = new AbortController();
+    const opened = await fetch(`${service.baseUrl}${servicePath}/events`, { headers: { authorization: `Bearer ${service.apiKey}` }, signal: stream.signal });
+    assert.equal(opened.status, 200);
+    assert.match(opened.headers.get('content-type') ?? '', /^text\/event-stream/);
+    stream.abort();
+    checked.add('GET /services/{service_id}/events 200');
+    assert.equal((await call('GET', '/services/{service_id}/events', `${servicePath}/events`, { auth: false })).status, 401);
+    assert.equal((await call('GET', '/services/{service_id}/events', '/services/nosuchservice/events')).status, 404);
+    assert.equal((await call('GET', '/services/{service_id}/events', `${servicePath}/events?last_event_id=nosuchevent`)).status, 422);
+
+    // MCP (Streamable HTTP): JSON-RPC answers, and our error document where the body is not JSON.
+    const mcpAccept = { accept: 'application/json, text/event-stream' };
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } } };
+    assert.ok((await call('POST', '/mcp', '/mcp', { body: initialize, headers: mcpAccept })).body.result);
+    const tools = await call('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: mcpAccept });
+    assert.ok(tools.body.result.tools.some((t: any) => t.name === 'order'), JSON.stringify(tools.body).slice(0, 300));
+    const refused = await call('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'service_status', arguments: { service_id: serviceId } } }, headers: { ...mcpAccept, authorization: 'Bearer aak_0000000000000000_nope' } });
+    assert.equal(refused.body.result.isError, true, JSON.stringify(refused.body).slice(0, 300));
+    assert.equal((await call('POST', '/mcp', '/mcp', { body: { hello: 'world' }, headers: mcpAccept })).status, 400);
+    assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { accept: 'application/json' } })).status, 406);
+    assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('not json'), headers: { ...mcpAccept, 'content-type': 'text/plain' } })).status, 415);
+    assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { ...mcpAccept, 'content-type': 'application/vnd.mcp+json' } })).status, 415);
+    assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('{"jsonrpc":'), headers: { ...mcpAccept, 'content-type': 'application/json' } })).status, 422);
 
     // Every operation of the document was answered at least once with a success.
     const operations = Object.entries<any>(document.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => m !== 'servers').map((m) => `${m.toUpperCase()} ${path}`));
