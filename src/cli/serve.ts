@@ -39,6 +39,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
   try {
     const lock = await DataDirLock.acquire(config.dataDir);
     cleanup.push(() => lock.release());
+    // Icecast takes over a second to stop by itself: it stops while the steps after it run, and is waited for here.
+    let streamStopped: Promise<void> = Promise.resolve();
+    cleanup.push(() => streamStopped);
 
     let pg: RunningPostgres | undefined;
     if (!config.databaseUrl) {
@@ -71,7 +74,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: signer });
     cleanup.push(() => pay.stop());
     const stream = streaming(config.dataDir, log);
-    cleanup.push(() => stream.stop());
+    cleanup.push(async () => { streamStopped = stream.stop(); });
 
     let baseUrl = '';
     let publicBaseUrl = '';
