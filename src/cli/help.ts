@@ -1,4 +1,4 @@
-import { catalogHelp } from './catalog-commands.js';
+import { catalogHelp } from './catalog-help.js';
 
 /** What every command prints for --help: usage line first, then what it does, its flags and its exit codes. */
 const commandHelp: Record<string, string> = {
@@ -107,3 +107,18 @@ export function helpFor(name: string): string | undefined {
 }
 
 export const isGroup = (name: string): boolean => Boolean(groups[name]);
+
+const helpFlags = ['--help', '-h'];
+
+/**
+ * The help text when these arguments ask for the help of a command or group documented here (or the overview);
+ * undefined otherwise, including for usage errors, which the command line itself reports.
+ */
+export function helpRequest(argv: string[]): string | undefined {
+  if (argv[0] === 'help' || helpFlags.includes(argv[0])) {
+    const topic = argv.slice(1).filter((a) => !helpFlags.includes(a)).join(' ');
+    return topic ? helpFor(topic) : usage;
+  }
+  if (!argv.some((a) => helpFlags.includes(a))) return undefined;
+  return helpFor(argv.slice(0, 2).join(' ')) ?? (isGroup(argv[0]) && helpFlags.includes(argv[1]) ? helpFor(argv[0]) : undefined) ?? (commandHelp[argv[0]] && helpFor(argv[0]));
+}

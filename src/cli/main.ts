@@ -8,7 +8,7 @@ import { jsonLogger, logOptionsFromEnv } from '../log/index.js';
 import { catalogCommands } from './catalog-commands.js';
 import { configFromEnv, type Config } from './config.js';
 import { openDatabase } from './database-access.js';
-import { helpFor, isGroup, usage } from './help.js';
+import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
 import { readySummary } from './ready-summary.js';
 import { serve } from './serve.js';
@@ -201,8 +201,6 @@ const commands: Record<string, Command> = {
   },
 };
 
-const helpFlags = ['--help', '-h'];
-
 /** Usage errors (an unknown command, a missing subcommand) exit with 2 after saying what was wrong, then the usage. */
 function usageError(problem: string, help = usage): number {
   process.stderr.write(`${problem}\n\n${help}\n`);
@@ -210,23 +208,17 @@ function usageError(problem: string, help = usage): number {
 }
 
 async function main(argv: string[]): Promise<number> {
+  const help = helpRequest(argv);
+  if (help !== undefined) { print(help); return 0; }
   if (argv.length === 0) return usageError('agent-audio needs a command');
-  if (argv[0] === 'help' || helpFlags.includes(argv[0])) {
-    const topic = argv.slice(1).filter((a) => !helpFlags.includes(a)).join(' ');
-    if (!topic) { print(usage); return 0; }
-    const help = helpFor(topic);
-    return help ? (print(help), 0) : usageError(`unknown command ${topic}`);
-  }
+  if (argv[0] === 'help') return usageError(`unknown command ${argv.slice(1).join(' ')}`);
   const two = argv.slice(0, 2).join(' ');
   const [name, args] = commands[two] ? [two, argv.slice(2)] : [argv[0], argv.slice(1)];
   const command = commands[name];
-  if (!command) {
-    if (isGroup(argv[0]) && (argv.length === 1 || helpFlags.includes(argv[1]))) {
-      return argv.length === 1 ? usageError(`${argv[0]} needs a subcommand`, helpFor(argv[0])) : (print(helpFor(argv[0])), 0);
-    }
-    return usageError(`unknown command ${isGroup(argv[0]) ? two : argv[0]}`);
-  }
-  if (args.some((a) => helpFlags.includes(a))) { print(helpFor(name)); return 0; }
+  if (isGroup(argv[0]) && argv.length === 1) return usageError(`${argv[0]} needs a subcommand`, helpFor(argv[0]));
+  if (!command) return usageError(`unknown command ${isGroup(argv[0]) ? two : argv[0]}`);
+  // A command without its own help text (helpRequest did not know it) shows the overview.
+  if (args.includes('--help') || args.includes('-h')) { print(usage); return 0; }
   return command(configFromEnv(), args);
 }
 
