@@ -2,9 +2,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
+import { buy } from './support/purchase.js';
 import { cli, copyCatalog, request, root, scratchDir, startService } from './support/service.js';
+import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { plain, spawnServe, type ServeProcess } from './support/terminal.js';
+import { TestWallet } from './support/wallet.js';
 
 // Operators at a terminal: readable logs on a TTY and JSON otherwise, a summary once ready, Ctrl-C (SIGINT to the
 // whole process group) stopping everything within seconds with one line saying so, and a CLI that explains itself.
@@ -69,6 +73,38 @@ describe('serve, not on a terminal (JSON)', () => {
     } finally {
       await again.stop();
     }
+  });
+});
+
+describe('Ctrl-C while an AutoDJ plays', () => {
+  test('its ffmpeg processes stop with serve, with no warning', { skip: icecast }, async () => {
+    const dataDir = await scratchDir('audio-terminal-');
+    const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' });
+    running.push(serve);
+    await serve.waitFor(/metrics on \S+/);
+    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const service = { baseUrl: dev.base_url, apiKey: dev.api_key };
+    const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Ctrl-C FM', parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 } });
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    const id = bought.body.service.service_id;
+    const tone = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-f', 'wav', 'pipe:1'], { maxBuffer: 16 << 20 });
+    assert.equal((await request(service, 'PUT', `/services/${id}/files/tone.wav`, { rawBody: tone.stdout, headers: { 'content-type': 'application/octet-stream' } })).status, 201);
+    assert.equal((await request(service, 'PUT', `/services/${id}/playlist`, { body: { playlist: ['tone.wav'] } })).status, 200);
+    const listener = await waitFor('the AutoDJ on air', async () => {
+      const l = await connectListener(bought.body.service.stream_url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    }, 60_000);
+    await waitFor('MPEG frames', () => hasMpegFrame(listener.received()), 30_000);
+    listener.close();
+
+    const before = serve.stderr().length;
+    process.kill(-serve.child.pid!, 'SIGINT');
+    assert.equal(await serve.exited, 0, serve.stderr());
+    assert.match(serve.stdout(), /^stopped \(SIGINT\) in \d+\.\d s$/m);
+    const entries = serve.stderr().slice(before).split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    assert.deepEqual(entries.filter((e) => e.level === 'warn' || e.level === 'error' || /exited|restart/.test(e.msg)), []);
   });
 });
 
