@@ -213,8 +213,8 @@ async function main(argv: string[]): Promise<number> {
   if (argv.length === 0) return usageError('agent-audio needs a command');
   if (argv[0] === 'help') return usageError(`unknown command ${argv.slice(1).join(' ')}`);
   const two = argv.slice(0, 2).join(' ');
-  const [name, args] = commands[two] ? [two, argv.slice(2)] : [argv[0], argv.slice(1)];
-  const command = commands[name];
+  const [name, args] = Object.hasOwn(commands, two) ? [two, argv.slice(2)] : [argv[0], argv.slice(1)];
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (isGroup(argv[0]) && argv.length === 1) return usageError(`${argv[0]} needs a subcommand`, helpFor(argv[0]));
   if (!command) return usageError(`unknown command ${isGroup(argv[0]) ? two : argv[0]}`);
   // A command without its own help text (helpRequest did not know it) shows the overview.

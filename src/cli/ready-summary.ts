@@ -8,7 +8,9 @@ import type { RunningService } from './serve.js';
  * read: "serving on URL", "metrics on URL") and as the fields of one structured 'ready' log entry.
  */
 export function readySummary(config: Config, service: RunningService, seconds: number): { lines: string[]; fields: Record<string, unknown> } {
-  const devFile = service.dev && (relative(process.cwd(), service.dev.file).startsWith('..') ? service.dev.file : relative(process.cwd(), service.dev.file));
+  // Relative to where serve was started when it is below it (data/dev.json), else the full path.
+  const below = service.dev && relative(process.cwd(), service.dev.file);
+  const devFile = below && (below.startsWith('..') ? service.dev!.file : below);
   const next = service.dev ? 'npm run demo' : undefined;
   const rows: [string, string | undefined][] = [
     ['dev.json', devFile && `${devFile} (base URL, API key, chain, a funded buyer wallet)`],
