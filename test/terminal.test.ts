@@ -178,6 +178,8 @@ describe('command line', () => {
     for (const [args, first] of [
       [['frobnicate', '--help'], 'unknown command frobnicate'],
       [['keys', 'frob'], 'unknown command keys frob'],
+      [['keys', 'frob', '--help'], 'unknown command keys frob'],
+      [['constructor'], 'unknown command constructor'],
       [['help', 'frob'], 'unknown command frob'],
       [['keys'], 'keys needs a subcommand'],
       [[], 'agent-audio needs a command'],

@@ -101,12 +101,12 @@ CATALOG_DIR (./catalog), RULES_DIR (./rules), LOG_FORMAT (json|pretty), LOG_LEVE
 
 /** The help of a command ("keys create") or of a group ("keys"); undefined when there is no such thing. */
 export function helpFor(name: string): string | undefined {
-  if (commandHelp[name]) return commandHelp[name];
-  if (!groups[name]) return undefined;
+  if (Object.hasOwn(commandHelp, name)) return commandHelp[name];
+  if (!isGroup(name)) return undefined;
   return `usage: agent-audio ${name} <subcommand> [flags]     (${groups[name]}; each has --help)\n\n${listing(members(name))}`;
 }
 
-export const isGroup = (name: string): boolean => Boolean(groups[name]);
+export const isGroup = (name: string): boolean => Object.hasOwn(groups, name);
 
 const helpFlags = ['--help', '-h'];
 
@@ -120,5 +120,6 @@ export function helpRequest(argv: string[]): string | undefined {
     return topic ? helpFor(topic) : usage;
   }
   if (!argv.some((a) => helpFlags.includes(a))) return undefined;
-  return helpFor(argv.slice(0, 2).join(' ')) ?? (isGroup(argv[0]) && helpFlags.includes(argv[1]) ? helpFor(argv[0]) : undefined) ?? (commandHelp[argv[0]] && helpFor(argv[0]));
+  // "keys frob --help" is not help for keys: the command line reports the unknown command.
+  return helpFor(argv.slice(0, 2).join(' ')) ?? (isGroup(argv[0]) && !helpFlags.includes(argv[1]) ? undefined : helpFor(argv[0]));
 }
