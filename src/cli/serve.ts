@@ -45,7 +45,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
 
     let pg: RunningPostgres | undefined;
     if (!config.databaseUrl) {
-      pg = await startEmbeddedPostgres(config.dataDir, (line) => log.debug?.({ component: 'postgres' }, line));
+      // PostgreSQL's own output is for LOG_LEVEL=debug; what was done about the data directory is worth a line.
+      pg = await startEmbeddedPostgres(config.dataDir, (line, level) => (level === 'info' ? log.info({ component: 'postgres' }, line) : log.debug?.({ component: 'postgres' }, line)));
       cleanup.push(() => pg!.stop());
     }
     const databaseUrl = config.databaseUrl ?? pg!.url;

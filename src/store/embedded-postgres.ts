@@ -16,8 +16,14 @@ export interface RunningPostgres {
   stop(): Promise<void>;
 }
 
+/**
+ * What happens, line by line: PostgreSQL's own output (initdb, the server's log) is `debug`; what this code did about
+ * the data directory (an orphan stopped, a stale pid file removed) is `info`.
+ */
+export type PostgresLog = (line: string, level?: 'debug' | 'info') => void;
+
 /** Real PostgreSQL from npm binaries, data in dataDir/pg, listening on loopback only, fsync on. */
-export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}, options: { port?: number } = {}): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(dataDir: string, log: PostgresLog = () => {}, options: { port?: number } = {}): Promise<RunningPostgres> {
   const databaseDir = join(dataDir, 'pg');
   const credentialsFile = join(dataDir, 'pg-credentials.json');
   await mkdir(dataDir, { recursive: true });
@@ -74,7 +80,7 @@ process.once('exit', () => {
  * foreground group, reaches only serve: serve stops its users of the database first, then the database (fast
  * shutdown, which is safe: committed work is on disk).
  */
-async function startServer(databaseDir: string, port: number, flags: string[], log: (line: string) => void): Promise<{ stop(): Promise<void> }> {
+async function startServer(databaseDir: string, port: number, flags: string[], log: PostgresLog): Promise<{ stop(): Promise<void> }> {
   const child = spawn(postgresBinary(), ['-D', databaseDir, '-p', String(port), ...flags], {
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -126,20 +132,20 @@ export async function allowTraversal(dir: string): Promise<void> {
  * starting a new one. Its postmaster.pid names it; the pid is signalled only if it really is a postgres of this data
  * directory (a pid reused by another process is left alone, and the stale file removed).
  */
-async function stopOrphan(databaseDir: string, log: (line: string) => void): Promise<void> {
+async function stopOrphan(databaseDir: string, log: PostgresLog): Promise<void> {
   const pidFile = join(databaseDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
   if (!pid || !isAlive(pid)) return;
   if (!(await isPostgresOf(pid, databaseDir))) {
-    log(`postmaster.pid names process ${pid}, which is not the PostgreSQL of ${databaseDir}: removing the stale file`);
+    log(`postmaster.pid names process ${pid}, which is not the PostgreSQL of ${databaseDir}: removing the stale file`, 'info');
     await rm(pidFile, { force: true });
     return;
   }
   process.kill(pid, 'SIGINT');
   for (let i = 0; i < 300 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-  log(`stopped the PostgreSQL left running by a previous serve (pid ${pid})`);
+  log(`stopped the PostgreSQL left running by a previous serve (pid ${pid})`, 'info');
 }
 
 /** Whether this process is a postgres server started on this data directory (its command line says so). */
