@@ -88,8 +88,11 @@ async function startServer(databaseDir: string, port: number, flags: string[], l
     ...(await postgresUserIds()),
   });
   running.add(child);
-  const exited = new Promise<void>((resolve) => child.once('close', () => { running.delete(child); resolve(); }));
   let tail: string[] = [];
+  const exited = new Promise<void>((resolve) => {
+    child.once('close', resolve);
+    child.once('error', (e) => { tail.push(String(e)); resolve(); }); // could not be started at all
+  }).then(() => { running.delete(child); });
   const ready = new Promise<boolean>((resolve) => {
     createInterface({ input: child.stderr! }).on('line', (line) => {
       log(line);
@@ -97,7 +100,6 @@ async function startServer(databaseDir: string, port: number, flags: string[], l
       if (line.includes('database system is ready to accept connections')) resolve(true);
     });
     void exited.then(() => resolve(false));
-    child.once('error', (e) => { tail.push(String(e)); resolve(false); });
   });
   if (!(await ready)) {
     await exited;
