@@ -15,12 +15,6 @@ type Command = (config: Config, args: string[]) => Promise<number>;
 const print = (text: string) => process.stdout.write(`${text}\n`);
 const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 
-function wantsHelp(name: string, args: string[]): boolean {
-  if (!args.includes('--help') && !args.includes('-h')) return false;
-  print(catalogHelp[name]);
-  return true;
-}
-
 function options(args: string[], name: string): string[] {
   return args.flatMap((a, i) => (a === name && args[i + 1] !== undefined ? [args[i + 1]] : []));
 }
@@ -36,7 +30,6 @@ function reportDiagnostics(diagnostics: Diagnostic[], files: SnapshotFiles): voi
 
 export const catalogCommands: Record<string, Command> = {
   async 'catalog check'(config, args) {
-    if (wantsHelp('catalog check', args)) return 0;
     const { files, snapshot, diagnostics } = await loadFromDisk(config);
     if (args.includes('--json')) {
       printJson({
@@ -56,7 +49,6 @@ export const catalogCommands: Record<string, Command> = {
   },
 
   async 'catalog diff'(config, args) {
-    if (wantsHelp('catalog diff', args)) return 0;
     const { files, snapshot: after, diagnostics } = await loadFromDisk(config);
     if (!after) {
       reportDiagnostics(diagnostics, files);
@@ -80,7 +72,6 @@ export const catalogCommands: Record<string, Command> = {
   },
 
   async 'catalog preview'(config, args) {
-    if (wantsHelp('catalog preview', args)) return 0;
     const productId = args[0];
     if (!productId || productId.startsWith('--')) { process.stderr.write(`catalog preview needs PRODUCT\n\n${catalogHelp['catalog preview']}\n`); return 2; }
     const parameters: Record<string, unknown> = {};
