@@ -195,6 +195,6 @@ describe('catalog command line', () => {
     assert.match(other.stderr, /^unknown command frobnicate\n/);
     const asked = await cli(['--help']);
     assert.equal(asked.code, 0);
-    assert.match(asked.stderr, /^usage: agent-audio <command>/);
+    assert.match(asked.stdout, /^usage: agent-audio <command>/);
   });
 });

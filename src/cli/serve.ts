@@ -26,6 +26,10 @@ import { serviceVersion } from './version.js';
 export interface RunningService {
   baseUrl: string;
   metricsUrl: string;
+  /** Development: dev.json and the agent API key written to it. */
+  dev?: { file: string; apiKey: string };
+  chainRpcUrl?: string;
+  icecastUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -38,10 +42,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
   try {
     const lock = await DataDirLock.acquire(config.dataDir);
     cleanup.push(() => lock.release());
+    // Icecast takes over a second to stop by itself: it stops while the steps after it run, and is waited for here.
+    let streamStopped: Promise<void> = Promise.resolve();
+    cleanup.push(() => streamStopped);
 
     let pg: RunningPostgres | undefined;
     if (!config.databaseUrl) {
-      pg = await startEmbeddedPostgres(config.dataDir, (line) => log.info({ component: 'postgres' }, line));
+      // PostgreSQL's own output is for LOG_LEVEL=debug; what was done about the data directory is worth a line.
+      pg = await startEmbeddedPostgres(config.dataDir, (line, level) => (level === 'info' ? log.info({ component: 'postgres' }, line) : log.debug?.({ component: 'postgres' }, line)));
       cleanup.push(() => pg!.stop());
     }
     const databaseUrl = config.databaseUrl ?? pg!.url;
@@ -71,7 +79,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: signer });
     cleanup.push(() => pay.stop());
     const stream = streaming(config.dataDir, log);
-    cleanup.push(() => stream.stop());
+    cleanup.push(async () => { streamStopped = stream.stop(); });
 
     let baseUrl = '';
     let publicBaseUrl = '';
@@ -180,9 +188,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       cleanup.push(async () => { await worker.stop(); await autodj.stopAll(); await relays.stopAll(); });
     }
     await lock.update({ base_url: baseUrl, ...(pg && { database_url: databaseUrl }) });
-    if (!config.production) await writeDevFile(config, keys, { base_url: baseUrl, ...pay.dev });
+    const dev = config.production ? undefined : await writeDevFile(config, keys, { base_url: baseUrl, ...pay.dev });
     log.info({ base_url: baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
-    return { baseUrl, metricsUrl: metricsServer.url, stop };
+    return { baseUrl, metricsUrl: metricsServer.url, dev, chainRpcUrl: pay.dev?.chain.rpc_url, icecastUrl: stream.available ? stream.publicUrl() : undefined, stop };
   } catch (e) {
     await stop();
     throw e;
@@ -205,7 +213,7 @@ async function timed(check: () => Promise<Record<string, unknown>>): Promise<{ o
 }
 
 /** Development mode: a working agent API key in DATA_DIR/dev.json, so a newcomer can call the API at once. */
-async function writeDevFile(config: Config, keys: ApiKeys, fields: { base_url: string } & Record<string, unknown>): Promise<void> {
+async function writeDevFile(config: Config, keys: ApiKeys, fields: { base_url: string } & Record<string, unknown>): Promise<{ file: string; apiKey: string }> {
   const file = join(config.dataDir, 'dev.json');
   let previous: { api_key?: string } = {};
   try {
@@ -213,4 +221,5 @@ async function writeDevFile(config: Config, keys: ApiKeys, fields: { base_url: s
   } catch { /* first start */ }
   const apiKey = previous.api_key && (await keys.verify(previous.api_key)) ? previous.api_key : (await keys.create('development')).token;
   await writeFile(file, `${JSON.stringify({ ...fields, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
+  return { file, apiKey };
 }

@@ -62,7 +62,10 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
         // addresses move with the host (services/streaming-hosts.ts).
         preferredPort: host.lastPort,
       });
-      supervisor.on('exited', (e) => log.warn({ component: 'icecast', ...e }, 'icecast exited'));
+      supervisor.on('exited', ({ expected, ...e }) => {
+        if (expected) log.debug?.({ component: 'icecast', ...e }, 'icecast stopped');
+        else log.warn({ component: 'icecast', ...e }, e.signal === 'SIGKILL' ? 'icecast killed (it did not stop within the stop timeout, or something else killed it)' : 'icecast exited');
+      });
       supervisor.on('restarted', (e) => log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'));
       supervisor.on('restartFailed', (err) => log.error({ component: 'icecast', err }, 'icecast could not be restarted'));
       await supervisor.start();

@@ -1,1 +1,1 @@
-export { jsonLogger, type Logger, type Fields } from './logger.js';
+export { jsonLogger, logOptionsFromEnv, type Logger, type Fields, type LogFormat, type LogOptions } from './logger.js';

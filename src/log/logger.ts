@@ -1,23 +1,51 @@
 import { pino } from 'pino';
+import { prettyStream } from './pretty.js';
 
 export type Fields = Record<string, unknown>;
 
 export interface Logger {
+  /** Detail for whoever investigates (dependency output, for one); written only with LOG_LEVEL=debug. */
+  debug?(fields: Fields, message: string): void;
   info(fields: Fields, message: string): void;
   warn(fields: Fields, message: string): void;
   error(fields: Fields, message: string): void;
 }
 
+/** `json`: one JSON document per line, for machines; `pretty`: short readable lines, for a person at a terminal. */
+export type LogFormat = 'json' | 'pretty';
+
+export interface LogOptions {
+  format?: LogFormat;
+  /** trace, debug, info (default), warn, error, fatal or silent. */
+  level?: string;
+}
+
 /** Anything that could carry a secret is replaced before it is written, wherever it appears. */
 const secrets = ['api_key', 'private_key', 'privateKey', 'password', 'pass', 'secret', 'authorization', 'database_url', 'broadcast_url', 'source_password', 'payment_signature'];
 
-/** JSON lines on stderr (pino), so stdout stays free for command output. */
-export function jsonLogger(base: Fields = {}): Logger {
+const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/**
+ * LOG_FORMAT=json or pretty when set; else pretty when stdout is a terminal, JSON when it is not (a pipe, a file,
+ * a service manager). LOG_LEVEL: see LogOptions.level.
+ */
+export function logOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, stdoutIsTerminal = Boolean(process.stdout.isTTY)): Required<LogOptions> {
+  const format = env.LOG_FORMAT || (stdoutIsTerminal ? 'pretty' : 'json');
+  if (format !== 'json' && format !== 'pretty') throw new Error(`LOG_FORMAT must be json or pretty, not ${JSON.stringify(format)}`);
+  const level = env.LOG_LEVEL || 'info';
+  if (!levels.includes(level)) throw new Error(`LOG_LEVEL must be one of ${levels.join(', ')}, not ${JSON.stringify(level)}`);
+  return { format, level };
+}
+
+/** Log lines on stderr (pino), so stdout stays free for command output. */
+export function jsonLogger(base: Fields = {}, options: LogOptions = {}): Logger {
+  const pretty = options.format === 'pretty';
   return pino({
     base,
+    level: options.level ?? 'info',
     timestamp: pino.stdTimeFunctions.isoTime,
     messageKey: 'msg',
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: [...secrets, ...secrets.map((s) => `*.${s}`), ...secrets.map((s) => `*.*.${s}`)], censor: '[redacted]' },
-  }, pino.destination({ fd: 2, sync: false }));
+  }, pretty ? prettyStream(Object.keys(base)) : pino.destination({ fd: 2, sync: false }));
 }

@@ -80,7 +80,9 @@ export function spawnOnAudio(command: string, path: string, args: (input: string
   const fd = openSync(path, 'r');
   try {
     const format = detectAudioFormat(fd, path);
-    const child = spawn(command, args(audioInputArgs(format)), { stdio: [fd, 'pipe', 'pipe'] });
+    // detached: out of the terminal's process group, so Ctrl-C reaches only serve, which stops it (and it ends by
+    // itself on a broken pipe if serve dies).
+    const child = spawn(command, args(audioInputArgs(format)), { stdio: [fd, 'pipe', 'pipe'], detached: true });
     return { child, format };
   } finally {
     closeSync(fd);

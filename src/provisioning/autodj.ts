@@ -130,12 +130,14 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
 
   private spawnEncoder(): void {
     const { ffmpeg = 'ffmpeg', bitrateKbps, sourceUrl } = this.options;
+    // detached: out of the terminal's process group, so Ctrl-C reaches only serve, which stops it (and it ends by
+    // itself at the end of its input if serve dies).
     const child = spawn(ffmpeg, [
       '-nostdin', '-hide_banner', '-loglevel', 'error',
       // Without these ffmpeg reads ~1 s of input before connecting; the format is known anyway.
       '-probesize', '32', '-analyzeduration', '0', ...PCM_ARGS, '-i', 'pipe:0',
       ...mp3EncoderArgs(bitrateKbps), '-content_type', 'audio/mpeg', '-f', 'mp3', sourceUrl,
-    ], { stdio: ['pipe', 'ignore', 'pipe'] });
+    ], { stdio: ['pipe', 'ignore', 'pipe'], detached: true });
     child.stdin!.on('error', () => {}); // EPIPE when it dies: handled on exit
     this.encoderStderr = '';
     child.stderr!.on('data', (chunk: Buffer) => { this.encoderStderr = (this.encoderStderr + chunk).slice(-2000); });

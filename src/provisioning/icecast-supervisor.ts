@@ -30,13 +30,22 @@ export interface IcecastSupervisorOptions {
   runAsUser?: string;
   binary?: string;
   startTimeoutMs?: number;
-  /** SIGKILL follows SIGTERM after this long. Icecast has no durable state, so this can be short. */
+  /**
+   * SIGKILL follows SIGTERM after this long. Icecast takes about 1.5 s to stop by itself (its threads wake up about
+   * once a second); it has no durable state, so a kill after this bound loses nothing.
+   */
   stopTimeoutMs?: number;
   restartDelayMs?: { min: number; max: number };
 }
 
 export interface IcecastStartedEvent { pid: number; port: number; startMs: number }
-export interface IcecastExitedEvent { pid: number; code: number | null; signal: NodeJS.Signals | null }
+export interface IcecastExitedEvent {
+  pid: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Stopped as asked by stop(), within the stop timeout: nothing to warn about. */
+  expected: boolean;
+}
 
 export type IcecastSupervisorEvents = {
   /** The first start after start(). */
@@ -184,7 +193,9 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private async launch(): Promise<IcecastStartedEvent> {
     const began = performance.now();
     const [file, ...args] = this.command();
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: a process group of its own, so that Ctrl-C in a terminal (which signals the whole foreground group)
+    // does not reach Icecast; serve stops it in its own order. --pdeathsig still ends it if serve dies.
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     this.child = child;
     this.outputTail = '';
     this.launching = true;
@@ -234,7 +245,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (child !== this.child) return;
     this.child = undefined;
-    this.emit('exited', { pid: child.pid ?? 0, code, signal });
+    this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped && signal !== 'SIGKILL' });
     if (this.stopped || this.launching) return; // stop() or launch() handles it
     if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
     this.scheduleRestart();
@@ -261,7 +272,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
-    const escalate = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 500);
+    const escalate = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 5000);
     await this.childExited;
     clearTimeout(escalate);
   }

@@ -78,7 +78,10 @@ export class AutoDjManager {
       },
     });
     dj.on('trackError', ({ path, error }) => this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'));
-    dj.on('encoderExited', ({ code }) => this.log.info({ service_id: service.id, code }, 'AutoDJ encoder exited; restarting'));
+    dj.on('encoderExited', ({ code }) => {
+      // After stop() the encoder's exit is the plan, not news.
+      if (dj.isRunning) this.log.info({ service_id: service.id, code }, 'AutoDJ encoder exited; restarting');
+    });
     dj.start();
     this.running.set(service.id, dj);
     this.log.info({ service_id: service.id }, 'AutoDJ started');

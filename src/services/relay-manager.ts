@@ -74,7 +74,8 @@ export class RelayManager {
         const base = new URL(this.icecastUrl());
         const target = `icecast://${RELAY_USER}:${encodeURIComponent(service.source_password)}@${base.host}${service.mount}`;
         const encoder = spawn('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', 'pipe:0', '-vn', ...mp3EncoderArgs(Number(service.limits.bitrate_kbps ?? 128)),
-          '-content_type', 'audio/mpeg', '-f', 'mp3', target], { stdio: ['pipe', 'ignore', 'pipe'] });
+          // detached: out of the terminal's process group, so Ctrl-C reaches only serve, which stops it.
+          '-content_type', 'audio/mpeg', '-f', 'mp3', target], { stdio: ['pipe', 'ignore', 'pipe'], detached: true });
         relay.encoder = encoder;
         let errors = '';
         encoder.stderr!.on('data', (chunk: Buffer) => { errors = (errors + chunk.toString()).slice(-400); });

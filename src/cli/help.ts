@@ -1,0 +1,125 @@
+import { catalogHelp } from './catalog-help.js';
+
+/** What every command prints for --help: usage line first, then what it does, its flags and its exit codes. */
+const commandHelp: Record<string, string> = {
+  serve: `usage: agent-audio serve
+
+Starts the service: PostgreSQL (embedded in DATA_DIR unless DATABASE_URL is set), migrations, the catalog with hot
+reload, HTTP on HOST:PORT, Prometheus metrics; in development also a local chain and Icecast, and DATA_DIR/dev.json
+with a working agent API key. Prints "serving on URL" and a summary when ready. SIGINT (Ctrl-C) or SIGTERM stops it
+and its children in order; a second Ctrl-C exits at once (PostgreSQL still gets a fast shutdown).
+  LOG_FORMAT=json|pretty   log lines as JSON (default when stdout is not a terminal) or readable (default on a terminal)
+  LOG_LEVEL=debug          also the output of PostgreSQL and the other programs serve runs (default: info)
+Configuration: environment variables, see README.md.
+exit 0: stopped by a signal, 1: could not start (the reason is printed)`,
+  'keys create': `usage: agent-audio keys create --name NAME
+
+Creates an agent API key and prints it once as JSON {id, name, api_key}; only its hash is stored.
+  --name NAME   what the key is for (shown in keys list)
+exit 0: created, 2: no --name`,
+  'keys list': `usage: agent-audio keys list
+
+Lists the agent API keys as JSON: id, name, created and revoked times (never the keys themselves).
+exit 0`,
+  'keys revoke': `usage: agent-audio keys revoke ID
+
+Revokes the key with this id at once: every request with it gets 401 from then on, a replayed order included.
+exit 0: revoked, 1: no active key with this id, 2: no ID`,
+  'audit list': `usage: agent-audio audit list [--limit N] [--kind K] [--product P] [--key API_KEY_ID] [--since T] [--until T]
+
+The latest audit records (price evaluations and order states), newest first, as JSON.
+  --limit N        at most N records (default 20)
+  --kind K         only records of this kind (e.g. quote, order, upgrade, order_state)
+  --product P      only evaluations of this product
+  --key ID         only records made for this API key id
+  --since T, --until T   a time window (2026-11-23 or 2026-11-23T15:00:00Z)
+exit 0, 2: a bad date`,
+  'audit show': `usage: agent-audio audit show ID
+
+An evaluation record, or everything that priced a quote, order or service, with the orders' chained states, as JSON.
+exit 0: found, 1: no such record, quote, order or service`,
+  'audit replay': `usage: agent-audio audit replay ID | --all [--progress]
+
+Re-evaluates records (quotes, orders, upgrades) on the catalog snapshot they ran on and compares field by field.
+Prints one JSON report per record, then a count.
+  --all        every evaluation record in the chain
+  --progress   "replayed N/M" lines on stderr (the default when stderr is a terminal); stdout is unchanged
+exit 0: all identical, 1: a difference, 2: neither ID nor --all`,
+  'audit verify': `usage: agent-audio audit verify [--head FILE]... [--public-key FILE]
+
+Checks every link of the audit chain over every stored field, every order against its chained states, and that the
+chain passes through each signed head given.
+  --head FILE         a signed head kept earlier (GET /api/v1/audit/head or audit head); repeatable
+  --public-key FILE   the operator's public key (PEM); default: that of the signing key configured here
+exit 0: intact, 1: a problem (each printed on stderr)`,
+  'audit head': `usage: agent-audio audit head
+
+Signs the current chain head with the operator key and prints it as JSON. Keep it: a later rewrite before it shows
+in audit verify --head.
+exit 0, 1: no signing key configured`,
+  'audit export': `usage: agent-audio audit export --order ID | --quote ID | --since T [--until T] [--out FILE]
+
+One self-contained evidence file: the records, their catalog snapshots, the chain path to a signed head, and the
+settlements with their on-chain proof. Checked offline with audit verify-bundle.
+  --order ID, --quote ID   what one order or quote rests on
+  --since T, --until T     every record in a time window
+  --out FILE               write the file there (default: stdout)
+exit 0, 2: nothing selected or a bad date`,
+  'audit verify-bundle': `usage: agent-audio audit verify-bundle FILE [--public-key FILE]
+
+Checks an exported file with no database and no network: replays every evaluation, the chain links and the
+signatures. Prints VERIFIED or each difference.
+  --public-key FILE   the operator's public key (PEM) to trust; default: the key named in the file
+exit 0: verified, 1: not verified, 2: no FILE`,
+  ...catalogHelp,
+};
+
+const groups: Record<string, string> = {
+  catalog: 'validate, compare and preview the catalog and rules on disk',
+  keys: 'agent API keys',
+  audit: 'the audit chain: list, show, replay, verify, sign, export',
+};
+
+/** The first line of each command's help without "usage: agent-audio ", for the overview. */
+function synopsis(name: string): string {
+  return commandHelp[name].split('\n')[0].replace(/^usage: agent-audio /, '');
+}
+
+function listing(names: string[]): string {
+  return names.map((name) => `  ${synopsis(name)}`).join('\n');
+}
+
+const members = (group: string) => Object.keys(commandHelp).filter((c) => c.startsWith(`${group} `));
+
+export const usage = `usage: agent-audio <command> [flags]     (agent-audio <command> --help, or agent-audio help <command>: one command)
+
+  serve                      start the service
+${Object.entries(groups).map(([group, about]) => `\n${group}: ${about}\n${listing(members(group))}`).join('\n')}
+
+environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), PUBLIC_BASE_URL, METRICS_HOST, METRICS_PORT, DATABASE_URL,
+CATALOG_DIR (./catalog), RULES_DIR (./rules), LOG_FORMAT (json|pretty), LOG_LEVEL (info); more in README.md`;
+
+/** The help of a command ("keys create") or of a group ("keys"); undefined when there is no such thing. */
+export function helpFor(name: string): string | undefined {
+  if (Object.hasOwn(commandHelp, name)) return commandHelp[name];
+  if (!isGroup(name)) return undefined;
+  return `usage: agent-audio ${name} <subcommand> [flags]     (${groups[name]}; each has --help)\n\n${listing(members(name))}`;
+}
+
+export const isGroup = (name: string): boolean => Object.hasOwn(groups, name);
+
+const helpFlags = ['--help', '-h'];
+
+/**
+ * The help text when these arguments ask for the help of a command or group documented here (or the overview);
+ * undefined otherwise, including for usage errors, which the command line itself reports.
+ */
+export function helpRequest(argv: string[]): string | undefined {
+  if (argv[0] === 'help' || helpFlags.includes(argv[0])) {
+    const topic = argv.slice(1).filter((a) => !helpFlags.includes(a)).join(' ');
+    return topic ? helpFor(topic) : usage;
+  }
+  if (!argv.some((a) => helpFlags.includes(a))) return undefined;
+  // "keys frob --help" is not help for keys: the command line reports the unknown command.
+  return helpFor(argv.slice(0, 2).join(' ')) ?? (isGroup(argv[0]) && !helpFlags.includes(argv[1]) ? undefined : helpFor(argv[0]));
+}

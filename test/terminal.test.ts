@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { after, describe, test } from 'node:test';
+import { buy } from './support/purchase.js';
+import { cli, copyCatalog, request, root, scratchDir, startService } from './support/service.js';
+import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
+import { plain, spawnServe, type ServeProcess } from './support/terminal.js';
+import { TestWallet } from './support/wallet.js';
+
+// Operators at a terminal: readable logs on a TTY and JSON otherwise, a summary once ready, Ctrl-C (SIGINT to the
+// whole process group) stopping everything within seconds with one line saying so, and a CLI that explains itself.
+const running: ServeProcess[] = [];
+after(() => { for (const s of running) s.kill(); });
+
+const icecast = existsSync('/usr/bin/icecast2') ? false : 'icecast2 is not installed';
+
+describe('serve, not on a terminal (JSON)', () => {
+  test('every log line is JSON, PostgreSQL output stays at debug, one ready line; SIGINT to the process group stops it quickly and cleanly, and it starts again', { skip: icecast }, async () => {
+    const dataDir = await scratchDir('audio-terminal-');
+    const serve = spawnServe({ DATA_DIR: dataDir });
+    running.push(serve);
+    await serve.waitFor(/metrics on \S+/);
+    await new Promise((r) => setTimeout(r, 200)); // the ready line follows the stdout lines
+
+    const lines = serve.stderr().split('\n').filter(Boolean);
+    const entries = lines.map((line) => { try { return JSON.parse(line); } catch { assert.fail(`not JSON: ${line}`); } });
+    assert.deepEqual(entries.filter((e) => e.component === 'postgres'), [], 'PostgreSQL output is at debug level');
+    const ready = entries.filter((e) => e.msg === 'ready');
+    assert.equal(ready.length, 1, serve.stderr());
+    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    assert.equal(ready[0].base_url, dev.base_url);
+    assert.equal(ready[0].dev_file, join(dataDir, 'dev.json'));
+    assert.equal(ready[0].dev_api_key, dev.api_key);
+    assert.equal(ready[0].chain_rpc_url, dev.chain.rpc_url);
+    assert.match(ready[0].icecast_url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(ready[0].metrics_url, /\/metrics$/);
+    assert.equal(ready[0].next, 'npm run demo');
+
+    // Progress of a slow command goes to stderr, only when asked (stderr is not a terminal here); stdout is unchanged.
+    const service = { baseUrl: dev.base_url, apiKey: dev.api_key };
+    const quote = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } } });
+    assert.equal(quote.status, 200, JSON.stringify(quote.body));
+    const replayed = await cli(['audit', 'replay', '--all', '--progress'], { DATA_DIR: dataDir });
+    assert.equal(replayed.code, 0, replayed.stderr);
+    assert.match(replayed.stderr, /^replayed 1\/1$/m);
+    assert.doesNotMatch(replayed.stdout, /replayed \d+\//);
+    const quiet = await cli(['audit', 'replay', '--all'], { DATA_DIR: dataDir });
+    assert.equal(quiet.stdout, replayed.stdout);
+    assert.doesNotMatch(quiet.stderr, /replayed/);
+
+    const signalled = performance.now();
+    process.kill(-serve.child.pid!, 'SIGINT');
+    const code = await Promise.race([serve.exited, new Promise((r) => setTimeout(r, 30_000, 'still running'))]);
+    assert.equal(code, 0, serve.stderr());
+    const seconds = (serve.exitedAt() - signalled) / 1000;
+    console.log(`stopped ${seconds.toFixed(2)} s after SIGINT to the process group`);
+    assert.ok(seconds < 5, `stopped after ${seconds} s`);
+    assert.match(serve.stdout(), /^stopped \(SIGINT\) in \d+\.\d s$/m);
+    const after = serve.stderr().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    assert.deepEqual(after.filter((e) => e.level === 'warn' || e.level === 'error'), [], 'no warning or error on a normal stop');
+    assert.match(readFileSync(join(dataDir, 'icecast', 'error.log'), 'utf8'), /Shutting down/, 'Icecast stopped by itself, not killed');
+
+    // The data is safe: the same DATA_DIR starts again, with the same key and the quote's record.
+    const again = await startService({}, { dataDir });
+    try {
+      assert.equal(again.apiKey, dev.api_key);
+      assert.equal((await request(again, 'GET', '/health', { auth: false })).status, 200);
+      const listed = await again.cli(['audit', 'list', '--kind', 'quote_price']);
+      assert.equal(JSON.parse(listed.stdout).length, 1);
+    } finally {
+      await again.stop();
+    }
+  });
+});
+
+describe('Ctrl-C while an AutoDJ plays', () => {
+  test('its ffmpeg processes stop with serve, with no warning', { skip: icecast }, async () => {
+    const dataDir = await scratchDir('audio-terminal-');
+    const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' });
+    running.push(serve);
+    await serve.waitFor(/metrics on \S+/);
+    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const service = { baseUrl: dev.base_url, apiKey: dev.api_key };
+    const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Ctrl-C FM', parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 } });
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    const id = bought.body.service.service_id;
+    const tone = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-f', 'wav', 'pipe:1'], { maxBuffer: 16 << 20 });
+    assert.equal((await request(service, 'PUT', `/services/${id}/files/tone.wav`, { rawBody: tone.stdout, headers: { 'content-type': 'application/octet-stream' } })).status, 201);
+    assert.equal((await request(service, 'PUT', `/services/${id}/playlist`, { body: { playlist: ['tone.wav'] } })).status, 200);
+    const listener = await waitFor('the AutoDJ on air', async () => {
+      const l = await connectListener(bought.body.service.stream_url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    }, 60_000);
+    await waitFor('MPEG frames', () => hasMpegFrame(listener.received()), 30_000);
+    listener.close();
+
+    const before = serve.stderr().length;
+    process.kill(-serve.child.pid!, 'SIGINT');
+    assert.equal(await serve.exited, 0, serve.stderr());
+    assert.match(serve.stdout(), /^stopped \(SIGINT\) in \d+\.\d s$/m);
+    const entries = serve.stderr().slice(before).split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    assert.deepEqual(entries.filter((e) => e.level === 'warn' || e.level === 'error' || /exited|restart/.test(e.msg)), []);
+  });
+});
+
+describe('serve on a terminal', () => {
+  test('readable lines and a summary; Ctrl-C stops it with one line', { skip: icecast }, async () => {
+    const dataDir = await scratchDir('audio-terminal-');
+    const serve = spawnServe({ DATA_DIR: dataDir }, { terminal: true });
+    running.push(serve);
+    await serve.waitFor(/ready in \d+\.\d s/);
+    const shown = plain(serve.stdout()).split('\n');
+    assert.deepEqual(shown.filter((l) => l.startsWith('{')), [], 'no JSON lines on a terminal');
+    assert.ok(shown.some((l) => /^\[\d\d:\d\d:\d\d\] INFO: icecast started {2}component=icecast/.test(l)), shown.join('\n'));
+    assert.ok(!shown.some((l) => /initdb|database system is ready/.test(l)), 'PostgreSQL output is at debug level');
+    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    assert.ok(shown.includes(`serving on ${dev.base_url}`));
+    assert.ok(shown.some((l) => l.includes('dev.json') && l.includes(dataDir)));
+    assert.ok(shown.some((l) => /^ {2}API key +/.test(l) && l.endsWith(dev.api_key)));
+    assert.ok(shown.some((l) => /^ {2}chain RPC +/.test(l) && l.endsWith(dev.chain.rpc_url)));
+    assert.ok(shown.some((l) => /^ {2}Icecast +http:\/\/127\.0\.0\.1:\d+$/.test(l)));
+    assert.ok(shown.some((l) => /^ready in .*npm run demo/.test(l)));
+
+    const pressed = performance.now();
+    serve.child.stdin!.write('\x03');
+    const code = await Promise.race([serve.exited, new Promise((r) => setTimeout(r, 30_000, 'still running'))]);
+    assert.equal(code, 0, plain(serve.stdout()));
+    const seconds = (serve.exitedAt() - pressed) / 1000;
+    console.log(`stopped ${seconds.toFixed(2)} s after Ctrl-C on a terminal`);
+    assert.ok(seconds < 5, `stopped after ${seconds} s`);
+    const end = plain(serve.stdout()).split('\n');
+    assert.ok(end.some((l) => /^stopped \(SIGINT\) in \d+\.\d s$/.test(l)), end.slice(-10).join('\n'));
+    assert.ok(!end.some((l) => /WARN|ERROR/.test(l)), end.slice(-10).join('\n'));
+  });
+
+  test('LOG_FORMAT=json keeps JSON on a terminal', { skip: icecast }, async () => {
+    const dataDir = await scratchDir('audio-terminal-');
+    const serve = spawnServe({ DATA_DIR: dataDir, LOG_FORMAT: 'json' }, { terminal: true });
+    running.push(serve);
+    await serve.waitFor(/metrics on \S+/);
+    await new Promise((r) => setTimeout(r, 300));
+    const shown = plain(serve.stdout()).split('\n').filter(Boolean);
+    assert.deepEqual(shown.filter((l) => !l.startsWith('{') && !/^(serving|metrics) on /.test(l)), []);
+    assert.ok(shown.some((l) => l.startsWith('{') && JSON.parse(l).msg === 'ready'));
+    serve.child.stdin!.write('\x03');
+    assert.equal(await serve.exited, 0);
+  });
+});
+
+describe('command line', () => {
+  const commands = ['serve', 'catalog check', 'catalog diff', 'catalog preview', 'keys create', 'keys list', 'keys revoke', 'audit list', 'audit show', 'audit replay', 'audit verify', 'audit head', 'audit export', 'audit verify-bundle'];
+
+  test('--help, -h and help for every command: its usage on stdout, exit 0', async () => {
+    for (const [i, command] of commands.entries()) {
+      const words = command.split(' ');
+      const asked = i % 3 === 0 ? ['help', ...words] : [...words, i % 3 === 1 ? '--help' : '-h'];
+      const result = await cli(asked);
+      assert.equal(result.code, 0, `${asked.join(' ')}: ${result.stderr}`);
+      assert.match(result.stdout, new RegExp(`^usage: agent-audio ${command}`), asked.join(' '));
+      assert.match(result.stdout, /\nexit 0/, asked.join(' '));
+    }
+    for (const group of ['keys', 'audit', 'catalog']) {
+      const result = await cli([group, '--help']);
+      assert.equal(result.code, 0);
+      for (const command of commands.filter((c) => c.startsWith(`${group} `))) assert.ok(result.stdout.includes(`  ${command}`), `${group} --help lists ${command}`);
+    }
+    const overview = await cli(['help']);
+    assert.equal(overview.code, 0);
+    for (const command of commands) assert.ok(overview.stdout.includes(`  ${command}`), `help lists ${command}`);
+  });
+
+  test('usage errors: what is wrong first, then the usage, exit 2', async () => {
+    for (const [args, first] of [
+      [['frobnicate', '--help'], 'unknown command frobnicate'],
+      [['keys', 'frob'], 'unknown command keys frob'],
+      [['keys', 'frob', '--help'], 'unknown command keys frob'],
+      [['constructor'], 'unknown command constructor'],
+      [['help', 'frob'], 'unknown command frob'],
+      [['keys'], 'keys needs a subcommand'],
+      [[], 'agent-audio needs a command'],
+      [['audit', 'replay'], 'audit replay needs ID or --all'],
+    ] as const) {
+      const result = await cli([...args]);
+      assert.equal(result.code, 2, args.join(' '));
+      assert.ok(result.stderr.startsWith(`${first}\n\nusage: agent-audio `), `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(result.stdout, '');
+    }
+  });
+
+  test('catalog diff: progress on stderr with --progress, never in the --json output', async () => {
+    const copy = await copyCatalog();
+    const env = { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir };
+    const shown = await cli(['catalog', 'diff', '--against', root, '--json', '--progress'], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stderr, /^pricing instant-stream: (\d+)\/\1 configurations before and after$/m);
+    const quiet = await cli(['catalog', 'diff', '--against', root, '--json'], env);
+    assert.doesNotMatch(quiet.stderr, /pricing/);
+    assert.deepEqual(JSON.parse(shown.stdout), JSON.parse(quiet.stdout));
+  });
+});
