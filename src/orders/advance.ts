@@ -127,6 +127,10 @@ async function fail(order: OrderRow, reason: string, message: string, deps: Adva
 async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced> {
   let provisioningError: unknown;
   const done = await deps.db.transaction(async (client): Promise<Advanced> => {
+    // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
+    // that order here too: settling first would hold the in-flight order's new row version while waiting for the
+    // service, and a concurrent claim waiting on that version would deadlock with us.
+    if (order.upgrade_of) await deps.services.lock(client, order.upgrade_of);
     const settled = await deps.orders.settled(order.id, { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof }, client);
     // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
     crashPoint('after_settled');

@@ -151,6 +151,11 @@ export class ServiceRecords {
    * A paid upgrade: the service becomes the new product with the new limits (its paid time unchanged), its bought
    * transfer counts again from now, and a suspension ends. Icecast is not touched: the source and listeners stay.
    */
+  /** Takes the service's row lock, as a claim for its upgrade does first (see advance.ts settleAndProvision). */
+  async lock(client: Client, serviceId: string): Promise<void> {
+    await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+  }
+
   async applyUpgrade(client: Client, serviceId: string, productId: string, configuration: Record<string, unknown>): Promise<ServiceRow> {
     const { rows: [before] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
     const limits = { ...configuration, duration_hours: (before as ServiceRow).limits.duration_hours };
