@@ -28,7 +28,8 @@ export function readySummary(config: Config, service: RunningService, seconds: n
   const fields = {
     base_url: service.baseUrl,
     metrics_url: service.metricsUrl,
-    ...(service.dev && { dev_file: service.dev.file, dev_api_key: service.dev.apiKey }),
+    // Not the API key: log lines end up in collectors; it is in dev.json (and on the terminal's own lines).
+    ...(service.dev && { dev_file: service.dev.file }),
     ...(service.chainRpcUrl && { chain_rpc_url: service.chainRpcUrl }),
     ...(service.icecastUrl && { icecast_url: service.icecastUrl }),
     data_dir: config.dataDir,
