@@ -75,7 +75,7 @@ describe('MCP', { skip }, () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(),
-      ['describe_product', 'list_products', 'order', 'quote', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
+      ['describe_product', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
     const openapi = (await request(service, 'GET', '/openapi.json')).body;
     const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]));
     for (const name of ['quote', 'order']) {
@@ -168,6 +168,16 @@ describe('MCP', { skip }, () => {
     const usage = await call(agent, 'service_usage', { service_id: bought.service_id });
     assert.equal(usage.structuredContent.usage.source.bought_kbps, 64);
     assert.equal(errorOf(await call(anonymous, 'service_usage', { service_id: bought.service_id })).code, 'authentication_required');
+
+    // Events over MCP: read, then followed with last_event_id (the call waits for the next one).
+    const events = await call(agent, 'service_events', { service_id: bought.service_id, wait_seconds: 0 });
+    const types = events.structuredContent.events.map((e: { type: string }) => e.type);
+    for (const type of ['order.paid', 'service.active', 'source.connected']) assert.ok(types.includes(type), `${type} in ${types}`);
+    const next = call(agent, 'service_events', { service_id: bought.service_id, last_event_id: events.structuredContent.last_event_id, wait_seconds: 25 });
+    encoder.kill('SIGKILL');
+    const followed = (await next).structuredContent.events.map((e: { type: string }) => e.type);
+    assert.deepEqual(followed, ['source.disconnected'], 'only the later event, which came while the call waited');
+    assert.equal(errorOf(await call(agent, 'service_events', { service_id: bought.service_id, last_event_id: 'evt_nosuchevent' })).code, 'unknown_last_event_id');
 
     const replay = await call(agent, 'order', args, { 'x402/payment': payload });
     assert.equal(replay.isError, undefined, JSON.stringify(replay));

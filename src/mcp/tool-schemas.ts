@@ -32,6 +32,14 @@ export const argumentSchemas = {
   service_usage: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
   upgrade_service: withFields(upgradeRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
   set_playlist: withFields(playlistSchema, { service_id: serviceId }, ['service_id']),
+  service_events: {
+    type: 'object', additionalProperties: false, required: ['service_id'],
+    properties: {
+      service_id: serviceId,
+      last_event_id: { type: 'string', pattern: '^evt_[A-Za-z0-9_-]{4,80}$', description: 'The id of the last event you have: only later ones are returned. Leave it out for every event from the first.' },
+      wait_seconds: { type: 'integer', minimum: 0, maximum: 25, default: 20, description: 'When there is no later event yet, wait this long for one before answering with none.' },
+    },
+  },
 } satisfies Record<string, Schema>;
 
 export type ToolName = keyof typeof argumentSchemas;

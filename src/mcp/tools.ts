@@ -3,6 +3,7 @@ import { ApiError } from '../errors/index.js';
 import { discoveryDocuments, productIdPattern, type AppDeps } from '../http/index.js';
 import type { OrderRequest } from '../orders/index.js';
 import type { Callers } from '../identity/index.js';
+import { publicEvent } from '../events/index.js';
 import { replacePlaylist, type ServiceRow } from '../services/index.js';
 import type { Caller } from './caller.js';
 import type { ToolName } from './tool-schemas.js';
@@ -10,7 +11,7 @@ import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics' | 'publicBaseUrl'> & {
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics' | 'publicBaseUrl' | 'events'> & {
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };
@@ -117,6 +118,15 @@ export const tools: Tool[] = [
     },
   },
   {
+    name: 'service_events', title: 'Events of a service', readOnly: true,
+    description: 'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
+    run: async ({ args, caller }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      const events = await eventsAfter(deps, service.id, args.last_event_id, args.wait_seconds ?? 20);
+      return { body: { ok: true, service_id: service.id, events, last_event_id: events.at(-1)?.id ?? args.last_event_id ?? null } };
+    },
+  },
+  {
     name: 'set_playlist', title: 'Set the AutoDJ playlist', readOnly: false,
     description: 'Sets the AutoDJ playlist of a service to files already uploaded (PUT /api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
@@ -133,6 +143,27 @@ async function owned(serviceId: string, caller: Caller, deps: McpDeps): Promise<
   const service = await caller.ownedService(deps.services, serviceId);
   if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or signed-in wallet. Use service.service_id from your order.');
   return service;
+}
+
+/**
+ * A service's events after `lastEventId`, waiting up to `waitSeconds` for the first when there is none yet: the MCP
+ * endpoint is stateless (one JSON answer per request), so events are read, not pushed; webhooks and SSE push them.
+ */
+async function eventsAfter(deps: McpDeps, serviceId: string, lastEventId: string | undefined, waitSeconds: number) {
+  const feed = deps.events?.feed;
+  if (!feed) throw new ApiError(503, 'events_not_available', 'Events are not available on this deployment. Read the service with service_status instead.', { retryable: true });
+  const after = lastEventId ? await feed.position(serviceId, lastEventId) : undefined;
+  if (lastEventId && !after) {
+    throw new ApiError(422, 'unknown_last_event_id', `${lastEventId} is not an event of this service. Send the id of an event you received from it, or no last_event_id for every event from the first.`);
+  }
+  let events = await feed.read(serviceId, after);
+  if (!events.length && waitSeconds > 0) {
+    for await (const first of feed.subscribe(serviceId, after, AbortSignal.timeout(waitSeconds * 1000))) {
+      events = [first, ...await feed.read(serviceId, first)];
+      break;
+    }
+  }
+  return events.map(publicEvent);
 }
 
 function paymentReady(deps: McpDeps) {
