@@ -82,11 +82,11 @@ describe('catalog diff', () => {
   });
 
   test('no edit: exit 0, no price changes', async () => {
-    const result = await cli(['catalog', 'diff', '--against', root], env(), 300_000);
+    const result = await cli(['catalog', 'diff', '--against', root, '--progress'], env(), 300_000);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^no price changes$/m);
     assert.doesNotMatch(result.stdout, /: changed$/m);
-    // Progress for the big grid of temporary-autodj (packages x storage x transfer ...) goes to stderr.
+    // Progress for the big grid of temporary-autodj (packages x storage x transfer ...) goes to stderr (asked for: not a terminal here).
     assert.match(result.stderr, /^pricing temporary-autodj: (\d+)\/\1 configurations before and after$/m);
   });
 
