@@ -318,7 +318,7 @@ describe('icecast end to end', { skip }, () => {
     assert.deepEqual(await supervisor.admin.listMounts(), []);
   });
 
-  it('does not outlive a parent that is killed', { timeout: 20_000 }, async () => {
+  it('does not outlive a parent that is killed', { timeout: 40_000 }, async () => {
     const script = join(dataDir, 'orphan.mts');
     const index = new URL('../src/provisioning/index.ts', import.meta.url).pathname;
     await writeFile(script, `
@@ -334,7 +334,8 @@ describe('icecast end to end', { skip }, () => {
     const pid = Number(await waitFor('the child icecast pid', () => /pid (\d+)/.exec(out)?.[1]));
     assert.ok(!processGone(pid));
     parent.kill('SIGKILL');
-    await waitFor('icecast to die with its parent', () => processGone(pid), 5000);
+    // The kernel kills it at once (pdeathsig); the bound is for a machine busy with the whole suite.
+    await waitFor('icecast to die with its parent', () => processGone(pid), 15_000);
     assert.ok(existsSync(join(dataDir, 'orphan', 'icecast.xml')));
   });
 });
