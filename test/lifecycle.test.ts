@@ -165,7 +165,7 @@ describe('service life cycle', { skip }, () => {
     const measured = await waitFor('usage to catch up', async () => {
       const u = await usage(svc.service_id);
       return Math.abs(u.bytes.sent_to_listeners - received) <= 6000 ? u : undefined;
-    }, 20_000).catch(async () => usage(svc.service_id));
+    }, 20_000).catch(async (error: Error) => { console.log(`# usage did not catch up: ${error.message}`); return usage(svc.service_id); });
     assert.ok(Math.abs(measured.bytes.sent_to_listeners - received) <= 6000, `usage ${measured.bytes.sent_to_listeners} B vs received ${received} B`);
     assert.ok(measured.bytes.read_from_source > 0);
     assert.equal(measured.source.connected, true);

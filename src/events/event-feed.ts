@@ -41,12 +41,20 @@ export class EventFeed {
       for (const callback of this.onNotify) callback(message.payload ?? '');
     });
     connection.on('error', () => {
+      // close() may have released it already: PostgreSQL ends the connection after UNLISTEN when it shuts down too.
+      if (this.listener !== connection) return;
+      this.listener = undefined;
       connection.release(true);
-      if (this.listener === connection) this.listener = undefined;
       if (!this.closed) setTimeout(() => { this.listen().catch(() => { /* polling goes on; retried on the next failure */ }); }, this.pollMs).unref();
     });
-    await connection.query(`LISTEN ${CHANNEL}`);
-    this.listener = connection;
+    try {
+      await connection.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      connection.release(true);
+      throw error;
+    }
+    if (this.closed) connection.release(true);
+    else this.listener = connection;
   }
 
   /** The position of an event of this service, or undefined when it has no such event. */

@@ -71,8 +71,9 @@ export class LifecycleWorker {
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
-    this.leaderConnection?.release(true);
+    const connection = this.leaderConnection;
     this.leaderConnection = undefined;
+    connection?.release(true);
   }
 
   /** One pass; returns the decisions carried out (for tests and logs). */
@@ -146,7 +147,11 @@ export class LifecycleWorker {
       connection.release();
       return false;
     }
-    connection.on('error', () => { this.leaderConnection = undefined; });
+    connection.on('error', () => {
+      if (this.leaderConnection !== connection) return;
+      this.leaderConnection = undefined;
+      connection.release(true);
+    });
     this.leaderConnection = connection;
     return true;
   }

@@ -122,7 +122,9 @@ export async function request(service: Pick<Service, 'baseUrl' | 'apiKey'>, meth
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(service.baseUrl + path, { method, headers, body: body as BodyInit | undefined });
+  // Bounded well below undici's own 300 s, so that a request the service never answers fails the test by its name.
+  const response = await fetch(service.baseUrl + path, { method, headers, body: body as BodyInit | undefined, signal: AbortSignal.timeout(120_000) })
+    .catch((error: Error) => { throw new Error(`${method} ${path}: ${error.message}`, { cause: error }); });
   const text = await response.text();
   let parsed: unknown = text;
   try { parsed = JSON.parse(text); } catch { /* not JSON */ }

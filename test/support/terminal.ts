@@ -19,13 +19,13 @@ export interface ServeProcess {
 
 /**
  * `serve` in a process group of its own (as a shell runs a foreground job), so that a test can signal the whole
- * group as Ctrl-C does. With `terminal`, under a pseudo-terminal (util-linux `script`): stdout and stderr are a TTY,
+ * group as Ctrl-C does. With `terminal`, under a pseudo-terminal (util-linux `script`, whose shell is $SHELL or /bin/sh: `exec` keeps that shell out of the foreground group, or Ctrl-C kills it too and it exits 130): stdout and stderr are a TTY,
  * and writing "\x03" to `child.stdin` is a real Ctrl-C.
  */
 export function spawnServe(env: Record<string, string>, options: { terminal?: boolean } = {}): ServeProcess {
   const fullEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env };
   const child = options.terminal
-    ? spawn('script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} serve`, '/dev/null'], { cwd: root, env: fullEnv, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+    ? spawn('script', ['-qfec', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} serve`, '/dev/null'], { cwd: root, env: fullEnv, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
     : spawn(process.execPath, [bin, 'serve'], { cwd: root, env: fullEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
