@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { nonPublicAddress, publicHttpOnly, type UrlPolicy } from '../ssrf/index.js';
+import { absoluteUrl, hostOf, nonPublicAddress, publicHttpOnly, type UrlPolicy } from '../ssrf/index.js';
 
 export interface WebhookUrlPolicy extends UrlPolicy {
   /** Why this URL may not receive webhooks, or undefined: https (see insecureLoopback), public addresses only. */
@@ -24,14 +24,10 @@ export function webhookUrlPolicy(options: { insecureLoopback?: boolean; resolve?
   return {
     ...base,
     async refuse(text) {
-      let url: URL;
-      try {
-        url = new URL(text);
-      } catch {
-        return 'it is not an absolute URL';
-      }
+      const url = absoluteUrl(text);
+      if (typeof url === 'string') return url;
       if (url.protocol !== 'https:') {
-        const host = url.hostname.replace(/^\[|\]$/g, '');
+        const host = hostOf(url);
         const loopbackHttp = loopbackAllowed && url.protocol === 'http:' && (host === 'localhost' || (isIP(host) !== 0 && isLoopback(host)));
         if (!loopbackHttp) return `webhook URLs must use https, not ${url.protocol.replace(':', '')}`;
       }

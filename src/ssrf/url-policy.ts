@@ -15,6 +15,20 @@ export interface UrlPolicy {
   resolve: Resolver;
 }
 
+/** The URL, or why the text is not an absolute URL. */
+export function absoluteUrl(text: string): URL | string {
+  try {
+    return new URL(text);
+  } catch {
+    return 'it is not an absolute URL';
+  }
+}
+
+/** The URL's host name, an IPv6 address without its brackets. */
+export function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '');
+}
+
 /** The policy the catalog names public_http_https_only: http or https, no credentials, only public addresses. */
 export function publicHttpOnly(options: { resolve?: Resolver; checkAddress?: AddressCheck } = {}): UrlPolicy {
   const resolve = options.resolve ?? systemResolver;
@@ -23,15 +37,11 @@ export function publicHttpOnly(options: { resolve?: Resolver; checkAddress?: Add
     resolve,
     checkAddress,
     async refuse(text) {
-      let url: URL;
-      try {
-        url = new URL(text);
-      } catch {
-        return 'it is not an absolute URL';
-      }
+      const url = absoluteUrl(text);
+      if (typeof url === 'string') return url;
       if (url.protocol !== 'http:' && url.protocol !== 'https:') return `only http and https URLs are allowed, not ${url.protocol.replace(':', '')}`;
       if (url.username || url.password) return 'URLs with credentials are not allowed';
-      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const host = hostOf(url);
       let addresses: string[];
       try {
         addresses = isIP(host) ? [host] : await resolve(host);
