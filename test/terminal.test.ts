@@ -184,6 +184,9 @@ describe('command line', () => {
       [['keys'], 'keys needs a subcommand'],
       [[], 'agent-audio needs a command'],
       [['audit', 'replay'], 'audit replay needs ID or --all'],
+      [['audit', 'replay', '--all', '--dry-run'], 'unknown option --dry-run for audit replay'],
+      [['keys', 'create', '--nmae', 'x'], 'unknown option --nmae for keys create'],
+      [['catalog', 'check', '--jsno'], 'unknown option --jsno for catalog check'],
     ] as const) {
       const result = await cli([...args]);
       assert.equal(result.code, 2, args.join(' '));

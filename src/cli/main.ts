@@ -207,6 +207,12 @@ function usageError(problem: string, help = usage): number {
   return 2;
 }
 
+/** The first --flag that the command's help does not name (the help is the list of what it takes). */
+function unknownOption(name: string, args: string[]): string | undefined {
+  const known = new Set(helpFor(name)?.match(/--[a-z][a-z-]*/g) ?? []);
+  return args.find((a) => /^--[a-z]/.test(a) && !known.has(a));
+}
+
 async function main(argv: string[]): Promise<number> {
   const help = helpRequest(argv);
   if (help !== undefined) { print(help); return 0; }
@@ -219,6 +225,8 @@ async function main(argv: string[]): Promise<number> {
   if (!command) return usageError(`unknown command ${isGroup(argv[0]) ? two : argv[0]}`);
   // A command without its own help text (helpRequest did not know it) shows the overview.
   if (args.includes('--help') || args.includes('-h')) { print(usage); return 0; }
+  const unknown = unknownOption(name, args);
+  if (unknown) return usageError(`unknown option ${unknown} for ${name}`, helpFor(name));
   return command(configFromEnv(), args);
 }
 
