@@ -246,6 +246,23 @@ describe('events', { skip }, () => {
     }, 20_000);
   });
 
+  test('an SSE stream ends within a heartbeat when its API key is revoked, and the key cannot open it again', async () => {
+    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'sse-revoked'])).stdout);
+    const owner = { baseUrl: service.baseUrl, apiKey: created.api_key };
+    const bought = await stream(1, owner);
+    const url = `${service.baseUrl}/services/${bought.service.service_id}/events`;
+    const sse = await openSse(url, { authorization: `Bearer ${created.api_key}` });
+    cleanups.push(() => sse.close());
+    await waitFor('the first events', () => sse.messages.length >= 2, 10_000);
+    assert.equal((await service.cli(['keys', 'revoke', created.id])).code, 0);
+    await waitFor('the stream to end', () => sse.ended(), 10_000);
+    assert.equal(sse.endedCleanly(), true);
+    assert.ok(sse.comments.some((c) => c.startsWith('the API key was revoked')), sse.comments.join('\n'));
+    const again = await openSse(url, { authorization: `Bearer ${created.api_key}` });
+    again.close();
+    assert.equal(again.status, 401);
+  });
+
   test('on shutdown SSE streams are ended cleanly, not cut', async () => {
     const bought = await stream(1);
     const sse = await openSse(`${service.baseUrl}/services/${bought.service.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });

@@ -90,7 +90,10 @@ export function eventRoutes(router: Router, deps: EventRouteDeps): void {
     const service = serviceIdPattern.test(serviceId) && deps.services ? await deps.services.owned(key.id, serviceId) : undefined;
     if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
     const after = await resumePosition(ctx, events.feed, service.id);
-    streamEvents(ctx, events, service.id, after);
+    const authorization = ctx.get('Authorization');
+    // Only a refusal of the key ends the stream; a database hiccup does not (the next check decides).
+    const keyStillValid = () => deps.keys.authenticate(authorization).then(() => true, (e) => !(e instanceof ApiError && e.status === 401));
+    streamEvents(ctx, events, service.id, after, keyStillValid);
   });
 }
 
@@ -106,8 +109,11 @@ async function resumePosition(ctx: Context, feed: EventFeed, serviceId: string):
   return position;
 }
 
-/** text/event-stream: `id:` the event id, `event:` its type, `data:` the event; a comment line every heartbeat. */
-function streamEvents(ctx: Context, api: EventsApi, serviceId: string, after: FeedPosition | undefined): void {
+/**
+ * text/event-stream: `id:` the event id, `event:` its type, `data:` the event; a comment line every heartbeat. The
+ * key is checked again before each event and at each heartbeat: a revoked key's stream ends within a heartbeat.
+ */
+function streamEvents(ctx: Context, api: EventsApi, serviceId: string, after: FeedPosition | undefined, keyStillValid: () => Promise<boolean>): void {
   const stream = new PassThrough();
   const stop = new AbortController();
   ctx.req.socket.setTimeout(0);
@@ -116,15 +122,25 @@ function streamEvents(ctx: Context, api: EventsApi, serviceId: string, after: Fe
   ctx.type = 'text/event-stream; charset=utf-8';
   ctx.body = stream;
   stream.write(': events of this service; reconnect with Last-Event-ID to continue\nretry: 2000\n\n');
-  const heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), api.heartbeatMs);
   const end = () => {
     clearInterval(heartbeat);
     stop.abort();
   };
+  const revoked = async () => {
+    if (await keyStillValid()) return false;
+    if (!stop.signal.aborted) stream.write(': the API key was revoked; a new request with a valid key continues after Last-Event-ID\n\n');
+    end();
+    return true;
+  };
+  const heartbeat = setInterval(() => {
+    stream.write(': heartbeat\n\n');
+    void revoked();
+  }, api.heartbeatMs);
   ctx.res.once('close', end);
   void (async () => {
     try {
       for await (const event of api.feed.subscribe(serviceId, after, stop.signal)) {
+        if (await revoked()) break;
         stream.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(publicEvent(event))}\n\n`);
       }
     } catch {

@@ -119,6 +119,7 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
         summary: 'The service\'s events as Server-Sent Events, from its first or after Last-Event-ID, then live.',
         description: 'text/event-stream: each event has `id:` (the event id), `event:` (its type) and `data:` (the Event as JSON). A comment line comes every 15 s. '
           + 'Reconnect with the Last-Event-ID header (or ?last_event_id=) to continue after the last event received without losing or repeating any. '
+          + 'The stream ends within one heartbeat when the API key is revoked. '
           + 'Example: curl -N -H "Authorization: Bearer $KEY" $BASE/services/$ID/events',
         parameters: [
           { name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' } },
