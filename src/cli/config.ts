@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export interface Config {
@@ -13,6 +14,8 @@ export interface Config {
   /** The Prometheus listener: loopback and a free port unless configured. */
   metricsHost: string;
   metricsPort: number;
+  /** Reverse proxies (addresses) whose X-Forwarded-For names the client, for per-address limits. */
+  trustedProxies: Set<string>;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -28,6 +31,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     metricsHost: env.METRICS_HOST ?? '127.0.0.1',
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
+    trustedProxies: addresses('TRUSTED_PROXIES', env.TRUSTED_PROXIES),
   };
 }
 
@@ -35,6 +39,13 @@ function portNumber(name: string, text: string): number {
   const port = Number(text);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${name} must be a port number, got ${text}`);
   return port;
+}
+
+function addresses(name: string, text: string | undefined): Set<string> {
+  const list = (text ?? '').split(',').map((a) => a.trim()).filter(Boolean);
+  const wrong = list.find((a) => isIP(a) === 0);
+  if (wrong) throw new Error(`${name} must list IP addresses separated by commas, e.g. 10.0.0.2,10.0.0.3, got ${wrong}`);
+  return new Set(list);
 }
 
 function publicBaseUrl(text: string | undefined): string | undefined {

@@ -101,8 +101,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
     }
 
-    // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped.
-    const connections = new ConnectionCap(Number(process.env.MAX_CONNECTIONS_PER_IP ?? 64), new Set(['127.0.0.1']));
+    // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped; nor are trusted proxies.
+    const connections = new ConnectionCap(Number(process.env.MAX_CONNECTIONS_PER_IP ?? 64), new Set(['127.0.0.1', ...config.trustedProxies]));
     const auditHead = signer && new HeadPublisher(db, signer);
     if (auditHead) {
       // Heads are also signed and kept at start and now and then when nobody asks, so that a rewrite shows in audit verify.
@@ -140,6 +140,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       metrics,
       log,
       connections,
+      trustedProxies: config.trustedProxies,
       mcp,
       identity,
       ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),

@@ -23,6 +23,7 @@ import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
+import { clientAddressBehind } from './client-address.js';
 import { rateLimit, type RateLimits } from './rate-limit.js';
 import { closeUnreadBody } from './close-unread-body.js';
 import { cors } from './cors.js';
@@ -48,6 +49,8 @@ export interface AppDeps {
   icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
   rateLimits?: RateLimits;
   connections?: ConnectionCap;
+  /** Reverse proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES). */
+  trustedProxies?: ReadonlySet<string>;
   metrics?: Metrics;
   log?: Logger;
   /** The signed chain head (none without an operator key). */
@@ -79,6 +82,7 @@ export function createApp(deps: AppDeps): Koa {
     const snapshot = deps.live.current;
     ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot));
   });
+  if (deps.trustedProxies?.size) app.use(clientAddressBehind(deps.trustedProxies));
   app.use(requestId);
   app.use(closeUnreadBody);
   if (deps.metrics && deps.log) {

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors/index.js';
+import { plainAddress } from './client-address.js';
 
 const overCap = Symbol('over the connection cap');
 /** How long a connection over the cap may take to send the request that gets the 429, before it is dropped. */
@@ -44,9 +45,4 @@ export class ConnectionCap {
       `This address already has ${this.max} connections open to this service, the most allowed. Reuse an open connection (keep-alive) or close some, then retry.`,
       { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } });
   };
-}
-
-/** 203.0.113.5 for ::ffff:203.0.113.5 (an IPv4 client on a dual-stack socket). */
-function plainAddress(address: string | undefined): string | undefined {
-  return address?.startsWith('::ffff:') ? address.slice(7) : address;
 }
