@@ -272,4 +272,18 @@ describe('MCP', { skip }, () => {
     // The connection still works.
     assert.equal((await call(anonymous, 'list_products', {})).isError, undefined);
   });
+
+  test('a JSON-RPC batch or a body that is no request object gets a JSON-RPC error saying what to send', async () => {
+    const post = async (body: unknown) => {
+      const response = await fetch(`${service.baseUrl}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(body) });
+      return { status: response.status, body: await response.json() as { jsonrpc: string; id: null; error: { code: number; message: string } } };
+    };
+    const batch = await post([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' }]);
+    assert.equal(batch.status, 400);
+    assert.deepEqual([batch.body.jsonrpc, batch.body.id, batch.body.error.code], ['2.0', null, -32600]);
+    assert.match(batch.body.error.message, /batches are not accepted.*a POST of its own/);
+    const scalar = await post(42);
+    assert.equal(scalar.status, 400);
+    assert.match(scalar.body.error.message, /one JSON-RPC request object/);
+  });
 });

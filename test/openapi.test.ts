@@ -220,6 +220,7 @@ describe('/openapi.json', () => {
     const refused = await call('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'service_status', arguments: { service_id: serviceId } } }, headers: { ...mcpAccept, authorization: 'Bearer aak_0000000000000000_nope' } });
     assert.equal(refused.body.result.isError, true, JSON.stringify(refused.body).slice(0, 300));
     assert.equal((await call('POST', '/mcp', '/mcp', { body: { hello: 'world' }, headers: mcpAccept })).status, 400);
+    assert.equal((await call('POST', '/mcp', '/mcp', { body: [initialize], headers: mcpAccept })).status, 400);
     assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { accept: 'application/json' } })).status, 406);
     assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('not json'), headers: { ...mcpAccept, 'content-type': 'text/plain' } })).status, 415);
     assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { ...mcpAccept, 'content-type': 'application/vnd.mcp+json' } })).status, 415);

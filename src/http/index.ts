@@ -10,7 +10,7 @@ export { asApiError, errorBody } from './error-document.js';
 export { objectValidator } from './request-body.js';
 export { discoveryDocuments } from './discovery-documents.js';
 export { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from './schemas.js';
-export { readJsonObject } from './json-body.js';
+export { readJson, readJsonObject } from './json-body.js';
 export { credentialsOf } from './caller.js';
 export { eventRoutes, type EventsApi } from './events.js';
 export { SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';

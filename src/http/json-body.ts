@@ -8,6 +8,15 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Reads a JSON object body: 415 for another content type, 413 above the limit, 422 for bad UTF-8 or JSON, or a non-object. */
 export async function readJsonObject(ctx: Context): Promise<Record<string, unknown>> {
+  const value = await readJson(ctx);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ApiError(422, 'invalid_json', 'The body must be one JSON object, for example {"product_id": "instant-stream", "parameters": {...}}.');
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Reads a JSON body of any shape, with the checks of readJsonObject but the last. */
+export async function readJson(ctx: Context): Promise<unknown> {
   const type = ctx.request.type.toLowerCase();
   if (type !== 'application/json' && !type.endsWith('+json')) {
     throw new ApiError(415, 'unsupported_media_type', `The body must be JSON sent with "Content-Type: application/json" (got ${type ? `"${type}"` : 'none'}).`);
@@ -41,10 +50,7 @@ export async function readJsonObject(ctx: Context): Promise<Record<string, unkno
   }
   const unsafe = unsafeJson(value);
   if (unsafe) throw new ApiError(422, 'invalid_json', `The body cannot be accepted: ${unsafe}. Send plain JSON text.`);
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new ApiError(422, 'invalid_json', 'The body must be one JSON object, for example {"product_id": "instant-stream", "parameters": {...}}.');
-  }
-  return value as Record<string, unknown>;
+  return value;
 }
 
 function tooLarge(): ApiError {

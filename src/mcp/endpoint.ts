@@ -1,6 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context } from 'koa';
-import { readJsonObject } from '../http/index.js';
+import { readJson } from '../http/index.js';
 import { identify } from './caller.js';
 import { mcpServer } from './server.js';
 import type { McpDeps } from './tools.js';
@@ -16,7 +16,15 @@ export class McpEndpoint {
   constructor(private readonly deps: McpDeps & { version: string }) {}
 
   readonly handle = async (ctx: Context): Promise<void> => {
-    const body = await readJsonObject(ctx);
+    const body = await readJson(ctx);
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      // JSON-RPC's own answer to a request it cannot take; MCP 2025-06-18 removed batches.
+      ctx.status = 400;
+      ctx.body = { jsonrpc: '2.0', id: null, error: { code: -32600, message: Array.isArray(body)
+        ? 'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each request in a POST of its own.'
+        : 'The body must be one JSON-RPC request object, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}.' } };
+      return;
+    }
     const { callers, publicBaseUrl } = this.deps;
     const caller = identify(ctx, this.deps.keys, callers && { callers, publicBaseUrl });
     const server = mcpServer(this.deps, caller, ctx.state, this.deps.version);

@@ -24,14 +24,14 @@ export const part = {
         responses: {
           200: { description: 'The JSON-RPC response: a tool result (possibly isError) or a JSON-RPC error for a malformed MCP message.', content: { 'application/json': { schema: { $ref: '#/components/schemas/McpJsonRpcResponse' } } } },
           202: { description: 'A notification or response from the client was accepted (no JSON body).' },
-          400: jsonRpcError('A JSON object that is not a valid JSON-RPC message, or an unsupported MCP-Protocol-Version header: a JSON-RPC error (from the MCP transport).'),
+          400: jsonRpcError('A JSON-RPC batch (MCP 2025-06-18 removed batches: one request per POST), a JSON value that is not a request object, a JSON object that is not a valid JSON-RPC message, or an unsupported MCP-Protocol-Version header: a JSON-RPC error (code -32600 for the first two, else from the MCP transport).'),
           406: jsonRpcError('The Accept header does not allow both application/json and text/event-stream: a JSON-RPC error (from the MCP transport).'),
           413: error('Body too large.'),
           415: {
             description: 'The body is not JSON (Content-Type not application/json nor *+json): the error document. A *+json Content-Type other than application/json: a JSON-RPC error from the MCP transport.',
             content: { 'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/Error' }, { $ref: '#/components/schemas/McpJsonRpcResponse' }] } } },
           },
-          422: error('Body is not one JSON object (batches are not accepted) or holds a number that cannot be read exactly.'),
+          422: error('Body is not JSON, or holds a number that cannot be read exactly.'),
           429: error('Too many requests (rate_limited).'),
         },
       },
