@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -23,6 +24,8 @@ const eventEnv = {
   WEBHOOK_RETRY_MAX_SECONDS: '2',
   WEBHOOK_LEASE_SECONDS: '6',
   EVENTS_HEARTBEAT_MS: '1000',
+  // Instances that share a database share the key that seals webhook secrets.
+  WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
 };
 
 let service: Service;

@@ -1,7 +1,8 @@
-import { DeliveryWorker, deliveryOptionsFromEnv, EventFeed, expiringLeadSecondsFromEnv, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
+import { DeliveryWorker, deliveryOptionsFromEnv, EventFeed, expiringLeadSecondsFromEnv, loadSecretBox, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
 import type { EventsApi } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
+import type { Config } from './config.js';
 
 export interface Events {
   api: EventsApi;
@@ -15,19 +16,25 @@ export interface Events {
  * Webhooks and SSE, configured from the environment. WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 (tests and development only)
  * lets webhooks go to http on loopback; it is refused in production.
  */
-export async function events(db: Database, log: Logger, production: boolean, env: NodeJS.ProcessEnv = process.env): Promise<Events> {
+export async function events(db: Database, log: Logger, config: Pick<Config, 'dataDir' | 'production'>, env: NodeJS.ProcessEnv = process.env): Promise<Events> {
+  const { production } = config;
   const insecureLoopback = env.WEBHOOK_ALLOW_INSECURE_LOOPBACK === '1';
   if (insecureLoopback && production) throw new Error('WEBHOOK_ALLOW_INSECURE_LOOPBACK is for tests and development only; unset it in production (webhooks need https on public addresses)');
   expiringLeadSecondsFromEnv(env); // refuses a bad value at start rather than in the life-cycle worker
   const policy = webhookUrlPolicy({ insecureLoopback });
   const feed = new EventFeed(db, log);
   await feed.start();
-  const worker = new DeliveryWorker(db, policy, deliveryOptionsFromEnv(env), log);
+  const secrets = await loadSecretBox({ ...config, env });
+  if (!secrets) log.warn({ setting: 'WEBHOOK_SECRETS_KEY' }, 'webhooks are off: set WEBHOOK_SECRETS_KEY (32 random bytes in base64) to offer them; SSE works without it');
+  const endpoints = new WebhookEndpoints(db, Number(env.WEBHOOK_SECRET_GRACE_SECONDS ?? 86_400), secrets);
+  const sealed = await endpoints.sealStoredSecrets();
+  if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
+  const worker = new DeliveryWorker(db, policy, deliveryOptionsFromEnv(env), log, secrets);
   feed.onEvent(() => worker.wake());
   let stopped: Promise<void> | undefined;
   return {
     api: {
-      endpoints: new WebhookEndpoints(db, Number(env.WEBHOOK_SECRET_GRACE_SECONDS ?? 86_400)),
+      endpoints,
       feed,
       policy,
       maxEndpointsPerKey: 20,

@@ -112,7 +112,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       cleanup.push(async () => clearInterval(timer));
     }
 
-    const eventing = await events(db, log, config.production);
+    const eventing = await events(db, log, config);
     cleanup.push(() => eventing.stop());
     const quotes = new QuoteService(db, live, audit);
     const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });

@@ -3,6 +3,7 @@ import type { Client, Database } from '../store/index.js';
 import { EVENT_COLUMNS, publicEvent } from './event-log.js';
 import type { StoredEvent } from './event-types.js';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signatureHeader } from './signature.js';
+import type { SecretBox } from './secret-box.js';
 import { signingSecrets, type EndpointSecrets } from './webhook-endpoints.js';
 import { postWebhook, type PostOutcome } from './webhook-post.js';
 import type { WebhookUrlPolicy } from './webhook-url-policy.js';
@@ -49,7 +50,6 @@ interface Due extends EndpointSecrets {
   delivery_id: string;
   attempts: number;
   url: string;
-  endpoint_id: string;
   event_created_at: Date;
 }
 
@@ -69,7 +69,13 @@ export class DeliveryWorker {
   private running?: Promise<unknown>;
   private again = false;
 
-  constructor(private readonly db: Database, private readonly policy: WebhookUrlPolicy, private readonly options: DeliveryOptions, private readonly log: Logger) {}
+  constructor(
+    private readonly db: Database,
+    private readonly policy: WebhookUrlPolicy,
+    private readonly options: DeliveryOptions,
+    private readonly log: Logger,
+    private readonly secrets: SecretBox | undefined,
+  ) {}
 
   start(): void {
     this.timer = setTimeout(() => this.loop(), 0);
@@ -128,10 +134,18 @@ export class DeliveryWorker {
   private async deliver(delivery: Due & Record<string, unknown>): Promise<void> {
     const [event] = await this.db.query<StoredEvent & Record<string, unknown>>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = $1`, [delivery.event_seq]);
     const body = JSON.stringify(publicEvent(event));
-    const headers = { [SIGNATURE_HEADER]: signatureHeader(signingSecrets(delivery), body), [EVENT_ID_HEADER]: event.id };
-    const outcome = await postWebhook(delivery.url, body, headers, this.policy, this.options.timeoutMs);
+    const outcome = await this.signed(delivery, body).then(
+      (signature) => postWebhook(delivery.url, body, { [SIGNATURE_HEADER]: signature, [EVENT_ID_HEADER]: event.id }, this.policy, this.options.timeoutMs),
+      (error: Error): PostOutcome => {
+        this.log.error({ err: error, endpoint_id: delivery.endpoint_id }, 'webhook secret unreadable');
+        return { ok: false, error: error.message };
+      });
     await this.db.transaction((client) => this.record(client, delivery, outcome));
     this.log.info({ event_id: event.id, endpoint_id: delivery.endpoint_id, attempt: delivery.attempts, status: outcome.status, error: outcome.error }, outcome.ok ? 'webhook delivered' : 'webhook delivery failed');
+  }
+
+  private async signed(delivery: Due, body: string): Promise<string> {
+    return signatureHeader(signingSecrets(delivery, this.secrets), body);
   }
 
   private async record(client: Client, delivery: Due, outcome: PostOutcome): Promise<void> {

@@ -8,3 +8,4 @@ export { DeliveryWorker, deliveryOptionsFromEnv, retryDelaySeconds, type Deliver
 export { signatureHeader, verifySignature, SIGNATURE_HEADER, EVENT_ID_HEADER, SIGNATURE_TOLERANCE_SECONDS } from './signature.js';
 export { recordExpiringServices, recordListenerThreshold, recordStatusChange, expiringLeadSecondsFromEnv } from './service-watch.js';
 export { recordOrderPaid, recordProvisioned } from './order-events.js';
+export { loadSecretBox, SecretBox } from './secret-box.js';

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
 import type { Database } from '../store/index.js';
 import type { EventType } from './event-types.js';
+import { isSealed, type SecretBox } from './secret-box.js';
 
 /** An endpoint as its owner sees it: never its secret (shown once, at creation and rotation). */
 export interface WebhookEndpoint {
@@ -19,6 +21,7 @@ export interface WebhookEndpoint {
 }
 
 export interface EndpointSecrets {
+  endpoint_id: string;
   secret: string;
   previous_secret: string | null;
   previous_secret_until: Date | null;
@@ -33,16 +36,47 @@ function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }
 
-/** Webhook endpoints of API keys. Secrets are stored as they are (an HMAC key is needed to sign) and never returned again. */
+/**
+ * Webhook endpoints of API keys. Secrets are stored sealed (src/events/secret-box.ts: signing needs them, so they
+ * cannot be hashed) and never returned again. Without a secrets key (production without WEBHOOK_SECRETS_KEY) no
+ * endpoint can be registered.
+ */
 export class WebhookEndpoints {
-  constructor(private readonly db: Database, private readonly graceSeconds: number) {}
+  constructor(private readonly db: Database, private readonly graceSeconds: number, private readonly box: SecretBox | undefined) {}
+
+  /** Throws 503 webhooks_not_configured when endpoints cannot be registered here. */
+  ensureConfigured(): void {
+    this.sealer();
+  }
+
+  private sealer(): SecretBox {
+    if (!this.box) {
+      throw new ApiError(503, 'webhooks_not_configured',
+        'Webhooks are not configured on this deployment (the operator has not set WEBHOOK_SECRETS_KEY). Follow the service\'s events over SSE (GET /services/{id}/events) instead.');
+    }
+    return this.box;
+  }
 
   async create(apiKeyId: string, fields: { url: string; serviceId?: string; events?: EventType[] }): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    const id = randomId('whk_');
     const secret = newSecret();
     const [endpoint] = await this.db.query<WebhookEndpoint & Record<string, unknown>>(
       `INSERT INTO webhook_endpoints (id, api_key_id, service_id, url, events, secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${PUBLIC_COLUMNS}`,
-      [randomId('whk_'), apiKeyId, fields.serviceId ?? null, fields.url, fields.events ?? null, secret]);
+      [id, apiKeyId, fields.serviceId ?? null, fields.url, fields.events ?? null, this.sealer().seal(secret, id)]);
     return { endpoint, secret };
+  }
+
+  /** Seals the secrets stored in the clear before sealing existed; returns how many. */
+  async sealStoredSecrets(): Promise<number> {
+    if (!this.box) return 0;
+    const plain = await this.db.query<{ id: string; secret: string; previous_secret: string | null } & Record<string, unknown>>(
+      "SELECT id, secret, previous_secret FROM webhook_endpoints WHERE secret NOT LIKE 'sealed:%' OR previous_secret NOT LIKE 'sealed:%'");
+    for (const row of plain) {
+      const seal = (stored: string | null) => (stored === null || isSealed(stored) ? stored : this.box!.seal(stored, row.id));
+      await this.db.query('UPDATE webhook_endpoints SET secret = $3, previous_secret = $4 WHERE id = $1 AND secret = $2',
+        [row.id, row.secret, seal(row.secret), seal(row.previous_secret)]);
+    }
+    return plain.length;
   }
 
   async list(apiKeyId: string): Promise<WebhookEndpoint[]> {
@@ -65,14 +99,19 @@ export class WebhookEndpoints {
     const secret = newSecret();
     const [endpoint] = await this.db.query<WebhookEndpoint & Record<string, unknown>>(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = now() + make_interval(secs => $4), secret = $3
-       WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING ${PUBLIC_COLUMNS}`, [id, apiKeyId, secret, this.graceSeconds]);
+       WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING ${PUBLIC_COLUMNS}`, [id, apiKeyId, this.sealer().seal(secret, id), this.graceSeconds]);
     return endpoint && { endpoint, secret };
   }
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one during its grace. */
-export function signingSecrets(endpoint: EndpointSecrets, now = new Date()): string[] {
+export function signingSecrets(endpoint: EndpointSecrets, box: SecretBox | undefined, now = new Date()): string[] {
+  const open = (stored: string) => {
+    if (box) return box.open(stored, endpoint.endpoint_id);
+    if (isSealed(stored)) throw new Error(`the secret of webhook endpoint ${endpoint.endpoint_id} is sealed and WEBHOOK_SECRETS_KEY is not set`);
+    return stored;
+  };
   return endpoint.previous_secret && endpoint.previous_secret_until && endpoint.previous_secret_until > now
-    ? [endpoint.secret, endpoint.previous_secret]
-    : [endpoint.secret];
+    ? [open(endpoint.secret), open(endpoint.previous_secret)]
+    : [open(endpoint.secret)];
 }

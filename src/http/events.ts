@@ -46,6 +46,7 @@ export function eventRoutes(router: Router, deps: EventRouteDeps): void {
 
   router.post('/webhooks', async (ctx) => {
     const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+    events.endpoints.ensureConfigured();
     const body = await readWebhook(ctx);
     if (body.service_id && !(deps.services && await deps.services.owned(key.id, body.service_id))) {
       throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order, or leave service_id out for every service of your key.');

@@ -13,6 +13,8 @@ const signatureNote = 'Each delivery is a POST with the event as JSON body and t
   + '(10 s doubling up to 6 h) for 24 h; an endpoint failing 100 times in a row is disabled. The secret is stored to sign (an HMAC key must be recoverable) and shown only once.';
 
 /** OpenAPI for the Events tag: webhook endpoints and SSE (merged into /openapi.json by src/http/openapi.ts). */
+const notConfigured = error('webhooks_not_configured: this deployment has no key to seal webhook secrets with (WEBHOOK_SECRETS_KEY); use SSE.');
+
 export const part: { tags?: { name: string; description: string }[]; paths: Record<string, unknown>; schemas: Record<string, unknown> } = {
   tags: [{ name: 'Events', description: `What happens to your orders and services, pushed instead of polled: signed webhooks and Server-Sent Events. ${signatureNote}` }],
   schemas: {
@@ -77,6 +79,7 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
           415: error('The body must be JSON.'),
           422: error('invalid_request (see error.details) or webhook_url_not_allowed (not https, or not a public address).'),
           429: tooMany,
+          503: notConfigured,
         },
       },
       get: {
@@ -110,6 +113,7 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
           401: unauthorized,
           404: error('webhook_not_found'),
           429: tooMany,
+          503: notConfigured,
         },
       },
     },
