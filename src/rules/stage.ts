@@ -1,4 +1,5 @@
 import type { RuleResult } from 'json-rules-engine';
+import { DecidedRules, type RuleOutcome } from './decided-rules.js';
 import { Decimal, atomicToAmount, plain, scale, toDecimal } from './decimal.js';
 import { deriveFact } from './derived-facts.js';
 import { applicableRules } from './applicable-rules.js';
@@ -8,19 +9,43 @@ import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpe
 
 export class RuleEvaluationError extends Error {}
 
+/** The rules that can apply to one product (see applicableRules), split by who decides them per run. */
+interface ProductRules {
+  product: unknown;
+  settings: unknown;
+  decided: DecidedRules;
+  /** Rules whose conditions read per-run facts (parameters, derived facts): json-rules-engine runs them every time. */
+  pool?: EnginePool;
+}
+
+export interface StageOptions {
+  /**
+   * Facts with a few possible values besides the snapshot's (e.g. billing in the quote stage): rules reading only these
+   * are decided once per product and value (see DecidedRules). decideOnce false runs every rule in every run.
+   */
+  keyFacts?: string[];
+  decideOnce?: boolean;
+}
+
 /** One stage of rules (product or quote): rules decide, this class does the arithmetic. */
 export class Stage {
-  /** One pool per product: only the rules that can apply to it (see applicableRules). */
-  private readonly pools = new Map<string, EnginePool>();
+  /** Per product id, for the product and settings objects it was built for. */
+  private readonly products = new Map<string, ProductRules>();
 
-  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[]) {}
+  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[], private readonly options: StageOptions = {}) {}
 
   async evaluate(baseFacts: { product?: { id: string }; settings: unknown } & Record<string, unknown>, decimals: number): Promise<StageOutcome> {
     const facts: Record<string, unknown> = { ...baseFacts };
     for (const spec of this.derivedFacts) facts[spec.name] = deriveFact(spec, facts);
-    const result = await this.poolFor(baseFacts.product, baseFacts.settings).run(facts);
+    const rules = this.rulesFor(baseFacts.product, baseFacts.settings);
+    const outcomes = await rules.decided.outcomes(facts);
+    if (rules.pool) {
+      const result = await rules.pool.run(facts);
+      for (const r of result.results) outcomes.push(outcomeOf(r));
+      for (const r of result.failureResults) outcomes.push(outcomeOf(r));
+    }
 
-    const fired = [...result.results].sort(bySequenceThenName);
+    const fired = outcomes.filter((r) => r.result).sort(bySequenceThenName);
     const rejections: Rejection[] = [];
     const notOrderable: NotOrderableReason[] = [];
     const decisions: ServiceDecision[] = [];
@@ -46,7 +71,7 @@ export class Stage {
     const total = rejections.length ? null : lines.reduce((sum, l) => sum.plus(l.amount_atomic), new Decimal(0));
     return {
       facts,
-      trace: [...result.results, ...result.failureResults].map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
+      trace: outcomes.map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
       rejections,
       notOrderable,
       decisions,
@@ -55,15 +80,24 @@ export class Stage {
     };
   }
 
-  private poolFor(product: { id: string } | undefined, settings: unknown): EnginePool {
+  private rulesFor(product: { id: string } | undefined, settings: unknown): ProductRules {
     const key = product?.id ?? '';
-    let pool = this.pools.get(key);
-    if (!pool) {
-      pool = new EnginePool(applicableRules(this.rules, product ? { product, settings } : { settings }));
-      this.pools.set(key, pool);
+    let rules = this.products.get(key);
+    if (!rules || rules.product !== product || rules.settings !== settings) {
+      const applicable = applicableRules(this.rules, product ? { product, settings } : { settings });
+      const keyFacts = this.options.keyFacts ?? [];
+      const once = this.options.decideOnce === false ? [] : applicable.filter((rule) => DecidedRules.canDecide(rule, keyFacts));
+      const perRun = applicable.filter((rule) => !once.includes(rule));
+      rules = { product, settings, decided: new DecidedRules(once, keyFacts), pool: perRun.length ? new EnginePool(perRun) : undefined };
+      this.products.set(key, rules);
     }
-    return pool;
+    return rules;
   }
+}
+
+function outcomeOf(r: RuleResult): RuleOutcome {
+  const json = r.toJSON(false) as { conditions: unknown };
+  return { name: String(r.name), result: Boolean(r.result), conditions: json.conditions, event: r.result ? r.event as RuleOutcome['event'] : undefined };
 }
 
 function priceLine(rule: string, p: Record<string, unknown>, decimals: number): PriceLine {
@@ -94,12 +128,11 @@ function fill(template: string, facts: Record<string, unknown>): string {
   });
 }
 
-function traceEntry(r: RuleResult): TraceEntry {
-  const json = r.toJSON(false);
-  return withoutUndefined({ rule: String(json.name), result: Boolean(json.result), conditions: json.conditions, event: json.result ? json.event : undefined });
+function traceEntry(r: RuleOutcome): TraceEntry {
+  return withoutUndefined({ rule: r.name, result: r.result, conditions: r.conditions, event: r.result ? r.event : undefined });
 }
 
-function bySequenceThenName(a: RuleResult, b: RuleResult): number {
+function bySequenceThenName(a: RuleOutcome, b: RuleOutcome): number {
   const sa = Number((a.event?.params as Record<string, unknown>)?.sequence ?? 0);
   const sb = Number((b.event?.params as Record<string, unknown>)?.sequence ?? 0);
   return sa - sb || compareText(String(a.name), String(b.name));
