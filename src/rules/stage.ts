@@ -31,6 +31,7 @@ export interface StageOptions {
 export class Stage {
   /** Per product id, for the product and settings objects it was built for. */
   private readonly products = new Map<string, ProductRules>();
+  private readonly rates = new Map<string, Rate>();
 
   constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[], private readonly options: StageOptions = {}) {}
 
@@ -50,6 +51,7 @@ export class Stage {
     const notOrderable: NotOrderableReason[] = [];
     const decisions: ServiceDecision[] = [];
     const lines: PriceLine[] = [];
+    const amounts: Decimal[] = [];
     for (const r of fired) {
       const p = r.event!.params as Record<string, unknown>;
       switch (r.event!.type) {
@@ -60,7 +62,7 @@ export class Stage {
           notOrderable.push({ code: String(p.code), reason: fill(String(p.reason), facts) });
           break;
         case 'price_line':
-          lines.push(priceLine(r.name as string, p, decimals));
+          lines.push(this.priceLine(r.name, p, decimals, amounts));
           break;
         case 'transition':
         case 'enforce':
@@ -68,7 +70,7 @@ export class Stage {
           break;
       }
     }
-    const total = rejections.length ? null : lines.reduce((sum, l) => sum.plus(l.amount_atomic), new Decimal(0));
+    const total = rejections.length ? null : amounts.reduce((sum, amount) => sum.plus(amount), new Decimal(0));
     return {
       facts,
       trace: outcomes.map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
@@ -78,6 +80,40 @@ export class Stage {
       lines,
       total_atomic: total === null ? null : plain(total),
     };
+  }
+
+  /** Adds the line's amount to amounts. */
+  private priceLine(rule: string, p: Record<string, unknown>, decimals: number, amounts: Decimal[]): PriceLine {
+    const quantity = toDecimal(p.quantity ?? '0');
+    if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
+    const rate = this.rate(rule, p, decimals);
+    const amount = quantity.times(rate.value).ceil();
+    amounts.push(amount);
+    const line: PriceLine = { code: String(p.code) } as PriceLine;
+    if (p.item !== undefined) line.item = String(p.item);
+    line.quantity = plain(quantity);
+    line.unit = String(p.unit);
+    line.rate = rate.rate;
+    line.rate_atomic = rate.rate_atomic;
+    line.amount_atomic = plain(amount);
+    line.amount = atomicToAmount(amount, decimals);
+    return line;
+  }
+
+  /** The line's rate in atomic units, its texts computed once per rate and decimals. */
+  private rate(rule: string, p: Record<string, unknown>, decimals: number): Rate {
+    const atomic = p.rate_atomic !== undefined;
+    const given = atomic ? p.rate_atomic : p.rate;
+    const key = `${decimals} ${atomic} ${typeof given} ${String(given)}`;
+    const known = this.rates.get(key);
+    if (known) return known;
+    const value = atomic ? toDecimal(given) : toDecimal(given)?.times(scale(decimals));
+    if (!value || value.isNegative() || (atomic && !value.isInteger())) {
+      throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
+    }
+    const rate = { value, rate: atomicToAmount(value, decimals), rate_atomic: plain(value) };
+    if ((typeof given === 'string' || typeof given === 'number') && this.rates.size < MAX_RATES) this.rates.set(key, rate);
+    return rate;
   }
 
   private rulesFor(product: { id: string } | undefined, settings: unknown): ProductRules {
@@ -100,26 +136,11 @@ function outcomeOf(r: RuleResult): RuleOutcome {
   return { name: String(r.name), result: Boolean(r.result), conditions: json.conditions, event: r.result ? r.event as RuleOutcome['event'] : undefined };
 }
 
-function priceLine(rule: string, p: Record<string, unknown>, decimals: number): PriceLine {
-  const quantity = toDecimal(p.quantity ?? '0');
-  if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
-  const rate = p.rate_atomic !== undefined ? toDecimal(p.rate_atomic) : toDecimal(p.rate)?.times(scale(decimals));
-  if (!rate || rate.isNegative() || (p.rate_atomic !== undefined && !rate.isInteger())) {
-    throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
-  }
-  const amount = quantity.times(rate).ceil();
-  return withoutUndefined({
-    code: String(p.code),
-    item: p.item === undefined ? undefined : String(p.item),
-    quantity: plain(quantity),
-    unit: String(p.unit),
-    rate: atomicToAmount(rate, decimals),
-    rate_atomic: plain(rate),
-    amount_atomic: plain(amount),
-    amount: atomicToAmount(amount, decimals),
-  });
-}
+/** A rate as a price line shows it. */
+interface Rate { value: Decimal; rate: string; rate_atomic: string }
 
+/** How many rates one stage keeps: they come from the catalog, a few per product. */
+const MAX_RATES = 256;
 /** Replaces ${fact.path} in a rule's message with the value it names. */
 function fill(template: string, facts: Record<string, unknown>): string {
   return template.replace(/\$\{([a-z_]+)(?:\.([a-z0-9_.]+))?\}/gi, (_, fact: string, path?: string) => {
@@ -129,7 +150,7 @@ function fill(template: string, facts: Record<string, unknown>): string {
 }
 
 function traceEntry(r: RuleOutcome): TraceEntry {
-  return withoutUndefined({ rule: r.name, result: r.result, conditions: r.conditions, event: r.result ? r.event : undefined });
+  return r.result ? { rule: r.name, result: r.result, conditions: r.conditions, event: r.event } : { rule: r.name, result: r.result, conditions: r.conditions };
 }
 
 function bySequenceThenName(a: RuleOutcome, b: RuleOutcome): number {
