@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { before, describe, test } from 'node:test';
 import { join } from 'node:path';
 import { configurations, evaluatePrice, openSnapshot, readSnapshotFiles, thresholds, type PriceEvaluation, type PriceInput, type Snapshot } from '../src/pricing/index.js';
-import { Stage } from '../src/rules/index.js';
+import { Decimal, Stage, atomicToAmount, plain } from '../src/rules/index.js';
 import { root } from './support/service.js';
 
 /**
@@ -105,5 +105,20 @@ describe('rules decided once per product and billing', () => {
     // The rules file itself is untouched by evaluations.
     const pricing = JSON.parse(await readFile(join(root, 'rules', 'pricing.json'), 'utf8')) as { rules: { name: string; event: unknown }[] };
     assert.deepEqual(shipped.rules.quote.rules.find((r) => r.name === 'formula-base')!.event, pricing.rules.find((r) => r.name === 'formula-base')!.event);
+  });
+
+  test('atomicToAmount moves the point of a whole number exactly as the Decimal division does', () => {
+    let seed = 1;
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const cases: [string, number][] = [['0', 0], ['0', 6], ['1', 6], ['1000000', 6], ['16150000', 6], ['270001', 6], ['5', 0], ['120', 1], ['9'.repeat(60), 6], ['9'.repeat(61), 6], ['1'.repeat(70), 18]];
+    for (let i = 0; i < 5000; i++) {
+      let digits = String(1 + Math.floor(random() * 9));
+      const length = 1 + Math.floor(random() * 64);
+      while (digits.length < length) digits += random() < 0.4 ? '0' : String(Math.floor(random() * 10));
+      cases.push([digits, Math.floor(random() * 30)]);
+    }
+    for (const [digits, decimals] of cases) {
+      assert.equal(atomicToAmount(digits, decimals), plain(new Decimal(digits).dividedBy(new Decimal(10).pow(decimals))), `${digits} / 10^${decimals}`);
+    }
   });
 });

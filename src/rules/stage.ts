@@ -96,7 +96,7 @@ export class Stage {
     line.rate = rate.rate;
     line.rate_atomic = rate.rate_atomic;
     line.amount_atomic = plain(amount);
-    line.amount = atomicToAmount(amount, decimals);
+    line.amount = atomicToAmount(line.amount_atomic, decimals);
     return line;
   }
 
