@@ -7,8 +7,9 @@ import { Decimal, Stage, atomicToAmount, plain } from '../src/rules/index.js';
 import { root } from './support/service.js';
 
 /**
- * Rules whose conditions read only the product, the settings and the billing are decided by json-rules-engine once
- * per snapshot, product and billing (src/rules/decided-rules.ts). These tests hold that cache to running every rule
+ * Rules whose conditions read only the product, the settings, the billing and derived facts (a package picked from
+ * the product's list) are decided by json-rules-engine once per snapshot, product and those values
+ * (src/rules/decided-rules.ts). These tests hold that cache to running every rule
  * in every evaluation.
  */
 let shipped: Snapshot;

@@ -16,13 +16,14 @@ export interface RuleOutcome {
   event?: { type: string; params?: Record<string, unknown> };
 }
 
-/** How many distinct key fact values (e.g. the 4 billings) one product keeps decisions for; more are decided per run. */
-const MAX_DECISIONS = 16;
+/** How many distinct key fact values (e.g. billings x packages) one product keeps decisions for; more are decided per run. */
+const MAX_DECISIONS = 64;
 
 interface Decision { rule: RuleSpec; result: boolean; conditions: unknown }
 
 /**
- * Rules whose conditions read only snapshot facts and key facts (facts with a few possible values, like billing):
+ * Rules whose conditions read only snapshot facts and key facts (facts with a few possible values: the billing, a
+ * derived fact's pick among a product's packages):
  * json-rules-engine decides them once per product and key values, and each later run only fills in the facts their
  * events name. json-rules-engine's run costs several µs per rule (it deep-clones every rule's conditions and chains
  * promises per run); the decision cannot differ between runs, as its conditions see the same values.
@@ -31,6 +32,9 @@ export class DecidedRules {
   private readonly decisions = new Map<string, Decision[]>();
   private readonly pool: EnginePool;
   private readonly byName: Map<string, RuleSpec>;
+  /** Objects in key facts (a catalog item a derived fact picked) are told apart by identity: snapshots never change. */
+  private readonly objectIds = new WeakMap<object, number>();
+  private lastObjectId = 0;
 
   constructor(private readonly rules: RuleSpec[], private readonly keyFacts: string[]) {
     this.pool = new EnginePool(rules);
@@ -44,7 +48,7 @@ export class DecidedRules {
 
   async outcomes(facts: Record<string, unknown>): Promise<RuleOutcome[]> {
     if (this.rules.length === 0) return [];
-    const key = decisionKey(this.keyFacts.map((name) => factValue(facts, name)));
+    const key = this.decisionKey(facts);
     let decided = key === undefined ? undefined : this.decisions.get(key);
     if (!decided) {
       const run = await this.pool.run(facts);
@@ -54,6 +58,28 @@ export class DecidedRules {
     return decided.map((d) => ({ name: d.rule.name, result: d.result, conditions: d.conditions, event: d.result ? resolvedEvent(d.rule.event, facts) : undefined }));
   }
 
+  /** The key facts' values as text: undefined when one holds a number or a function (not worth keeping). */
+  private decisionKey(facts: Record<string, unknown>): string | undefined {
+    let key = '';
+    for (const name of this.keyFacts) {
+      const value = factValue(facts, name);
+      if (value === undefined) key += 'u;';
+      else if (value === null || typeof value === 'string' || typeof value === 'boolean') key += `${JSON.stringify(value)};`;
+      else if (typeof value === 'object') key += `o${this.objectId(value)};`;
+      else return undefined;
+    }
+    return key;
+  }
+
+  private objectId(value: object): number {
+    let id = this.objectIds.get(value);
+    if (id === undefined) {
+      id = ++this.lastObjectId;
+      this.objectIds.set(value, id);
+    }
+    return id;
+  }
+
   private decisionOf(r: RuleResult): Decision {
     const json = r.toJSON(false) as { conditions: unknown };
     // A copy of its own, frozen: it is shared by every later outcome and must not alias the product's objects.
@@ -61,16 +87,6 @@ export class DecidedRules {
   }
 }
 
-/** The key of a decision: undefined when a key fact holds something else than a string, a boolean or null. */
-function decisionKey(values: unknown[]): string | undefined {
-  let key = '';
-  for (const value of values) {
-    if (value === undefined) key += 'u;';
-    else if (value === null || typeof value === 'string' || typeof value === 'boolean') key += `${JSON.stringify(value)};`;
-    else return undefined;
-  }
-  return key;
-}
 
 /** The facts a condition tree reads: each leaf's fact and the fact a leaf's value refers to. */
 export function factsReadBy(node: unknown, into = new Set<string>()): Set<string> {
