@@ -14,14 +14,14 @@ interface ProductRules {
   product: unknown;
   settings: unknown;
   decided: DecidedRules;
-  /** Rules whose conditions read per-run facts (parameters, derived facts): json-rules-engine runs them every time. */
+  /** Rules whose conditions read other per-run facts (parameters, holdings, usage): json-rules-engine runs them every time. */
   pool?: EnginePool;
 }
 
 export interface StageOptions {
   /**
-   * Facts with a few possible values besides the snapshot's (e.g. billing in the quote stage): rules reading only these
-   * are decided once per product and value (see DecidedRules). decideOnce false runs every rule in every run.
+   * Facts with a few possible values besides the snapshot's (billing, derived facts): rules reading only these are
+   * decided once per product and values (see DecidedRules). decideOnce false runs every rule in every run.
    */
   keyFacts?: string[];
   decideOnce?: boolean;
