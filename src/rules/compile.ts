@@ -16,6 +16,12 @@ const baseFacts = {
 };
 type StageName = keyof typeof baseFacts;
 
+/**
+ * Base facts with a few possible values (the billing enum): rules reading only these, derived facts (each an item of a
+ * catalog list, or null) and the snapshot are decided once per value (see DecidedRules).
+ */
+const keyFacts: Partial<Record<StageName, string[]>> = { quote: ['billing'] };
+
 export type CompiledRules = Record<StageName, Stage>;
 
 /** Validates rule files and builds one Stage per stage; errors name file:line:column. */
@@ -60,7 +66,7 @@ export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diag
   if (diagnostics.length) return { diagnostics };
   return {
     diagnostics,
-    rules: Object.fromEntries(Object.entries(collected).map(([stage, c]) => [stage, new Stage(c.rules, c.derived)])) as CompiledRules,
+    rules: Object.fromEntries(Object.entries(collected).map(([stage, c]) => [stage, new Stage(c.rules, c.derived, { keyFacts: [...(keyFacts[stage as StageName] ?? []), ...c.derived.map((d) => d.name)] })])) as CompiledRules,
   };
 }
 

@@ -30,6 +30,19 @@ export function scale(decimals: number): Decimal {
   return value;
 }
 
+const wholeAtomic = /^(0|[1-9][0-9]{0,59})$/;
+
 export function atomicToAmount(atomic: string | Decimal, decimals: number): string {
+  // A whole number of at most 60 digits (the precision) divides exactly: moving the point gives the same text.
+  if (typeof atomic === 'string' && Number.isInteger(decimals) && decimals >= 0 && decimals <= 100 && wholeAtomic.test(atomic)) return movePoint(atomic, decimals);
   return plain(new Decimal(atomic).dividedBy(scale(decimals)));
+}
+
+/** digits / 10^decimals as plain decimal text without trailing zeros. */
+function movePoint(digits: string, decimals: number): string {
+  if (decimals === 0) return digits;
+  const padded = digits.padStart(decimals + 1, '0');
+  const whole = padded.slice(0, padded.length - decimals);
+  const fraction = padded.slice(padded.length - decimals).replace(/0+$/, '');
+  return fraction ? `${whole}.${fraction}` : whole;
 }

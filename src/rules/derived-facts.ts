@@ -5,8 +5,7 @@ import type { DerivedFactSpec } from './types.js';
 
 /** Picks one item of a catalog list (e.g. the smallest covering package), as declared in a rules file. Null when none fits. */
 export function deriveFact(spec: DerivedFactSpec, facts: Record<string, unknown>): unknown {
-  const [root, ...rest] = spec.from.split('.');
-  const list = readPath(facts[root], rest.join('.'));
+  const list = readPath(facts, spec.from);
   if (!Array.isArray(list)) return null;
   const params = (facts.params ?? {}) as Record<string, unknown>;
   const matching = list.filter((item) =>

@@ -1,4 +1,5 @@
 import type { RuleResult } from 'json-rules-engine';
+import { DecidedRules, type RuleOutcome } from './decided-rules.js';
 import { Decimal, atomicToAmount, plain, scale, toDecimal } from './decimal.js';
 import { deriveFact } from './derived-facts.js';
 import { applicableRules } from './applicable-rules.js';
@@ -8,23 +9,49 @@ import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpe
 
 export class RuleEvaluationError extends Error {}
 
+/** The rules that can apply to one product (see applicableRules), split by who decides them per run. */
+interface ProductRules {
+  product: unknown;
+  settings: unknown;
+  decided: DecidedRules;
+  /** Rules whose conditions read other per-run facts (parameters, holdings, usage): json-rules-engine runs them every time. */
+  pool?: EnginePool;
+}
+
+export interface StageOptions {
+  /**
+   * Facts with a few possible values besides the snapshot's (billing, derived facts): rules reading only these are
+   * decided once per product and values (see DecidedRules). decideOnce false runs every rule in every run.
+   */
+  keyFacts?: string[];
+  decideOnce?: boolean;
+}
+
 /** One stage of rules (product or quote): rules decide, this class does the arithmetic. */
 export class Stage {
-  /** One pool per product: only the rules that can apply to it (see applicableRules). */
-  private readonly pools = new Map<string, EnginePool>();
+  /** Per product id, for the product and settings objects it was built for. */
+  private readonly products = new Map<string, ProductRules>();
+  private readonly rates = new Map<string, Rate>();
 
-  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[]) {}
+  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[], private readonly options: StageOptions = {}) {}
 
   async evaluate(baseFacts: { product?: { id: string }; settings: unknown } & Record<string, unknown>, decimals: number): Promise<StageOutcome> {
     const facts: Record<string, unknown> = { ...baseFacts };
     for (const spec of this.derivedFacts) facts[spec.name] = deriveFact(spec, facts);
-    const result = await this.poolFor(baseFacts.product, baseFacts.settings).run(facts);
+    const rules = this.rulesFor(baseFacts.product, baseFacts.settings);
+    const outcomes = await rules.decided.outcomes(facts);
+    if (rules.pool) {
+      const result = await rules.pool.run(facts);
+      for (const r of result.results) outcomes.push(outcomeOf(r));
+      for (const r of result.failureResults) outcomes.push(outcomeOf(r));
+    }
 
-    const fired = [...result.results].sort(bySequenceThenName);
+    const fired = outcomes.filter((r) => r.result).sort(bySequenceThenName);
     const rejections: Rejection[] = [];
     const notOrderable: NotOrderableReason[] = [];
     const decisions: ServiceDecision[] = [];
     const lines: PriceLine[] = [];
+    const amounts: Decimal[] = [];
     for (const r of fired) {
       const p = r.event!.params as Record<string, unknown>;
       switch (r.event!.type) {
@@ -35,7 +62,7 @@ export class Stage {
           notOrderable.push({ code: String(p.code), reason: fill(String(p.reason), facts) });
           break;
         case 'price_line':
-          lines.push(priceLine(r.name as string, p, decimals));
+          lines.push(this.priceLine(r.name, p, decimals, amounts));
           break;
         case 'transition':
         case 'enforce':
@@ -43,10 +70,10 @@ export class Stage {
           break;
       }
     }
-    const total = rejections.length ? null : lines.reduce((sum, l) => sum.plus(l.amount_atomic), new Decimal(0));
+    const total = rejections.length ? null : amounts.reduce((sum, amount) => sum.plus(amount), new Decimal(0));
     return {
       facts,
-      trace: [...result.results, ...result.failureResults].map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
+      trace: outcomes.map(traceEntry).sort((a, b) => compareText(a.rule, b.rule)),
       rejections,
       notOrderable,
       decisions,
@@ -55,37 +82,65 @@ export class Stage {
     };
   }
 
-  private poolFor(product: { id: string } | undefined, settings: unknown): EnginePool {
-    const key = product?.id ?? '';
-    let pool = this.pools.get(key);
-    if (!pool) {
-      pool = new EnginePool(applicableRules(this.rules, product ? { product, settings } : { settings }));
-      this.pools.set(key, pool);
+  /** Adds the line's amount to amounts. */
+  private priceLine(rule: string, p: Record<string, unknown>, decimals: number, amounts: Decimal[]): PriceLine {
+    const quantity = toDecimal(p.quantity ?? '0');
+    if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
+    const rate = this.rate(rule, p, decimals);
+    const amount = quantity.times(rate.value).ceil();
+    amounts.push(amount);
+    const line: PriceLine = { code: String(p.code) } as PriceLine;
+    if (p.item !== undefined) line.item = String(p.item);
+    line.quantity = plain(quantity);
+    line.unit = String(p.unit);
+    line.rate = rate.rate;
+    line.rate_atomic = rate.rate_atomic;
+    line.amount_atomic = plain(amount);
+    line.amount = atomicToAmount(line.amount_atomic, decimals);
+    return line;
+  }
+
+  /** The line's rate in atomic units, its texts computed once per rate and decimals. */
+  private rate(rule: string, p: Record<string, unknown>, decimals: number): Rate {
+    const atomic = p.rate_atomic !== undefined;
+    const given = atomic ? p.rate_atomic : p.rate;
+    const key = `${decimals} ${atomic} ${typeof given} ${String(given)}`;
+    const known = this.rates.get(key);
+    if (known) return known;
+    const value = atomic ? toDecimal(given) : toDecimal(given)?.times(scale(decimals));
+    if (!value || value.isNegative() || (atomic && !value.isInteger())) {
+      throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
     }
-    return pool;
+    const rate = { value, rate: atomicToAmount(value, decimals), rate_atomic: plain(value) };
+    if ((typeof given === 'string' || typeof given === 'number') && this.rates.size < MAX_RATES) this.rates.set(key, rate);
+    return rate;
+  }
+
+  private rulesFor(product: { id: string } | undefined, settings: unknown): ProductRules {
+    const key = product?.id ?? '';
+    let rules = this.products.get(key);
+    if (!rules || rules.product !== product || rules.settings !== settings) {
+      const applicable = applicableRules(this.rules, product ? { product, settings } : { settings });
+      const keyFacts = this.options.keyFacts ?? [];
+      const once = this.options.decideOnce === false ? [] : applicable.filter((rule) => DecidedRules.canDecide(rule, keyFacts));
+      const perRun = applicable.filter((rule) => !once.includes(rule));
+      rules = { product, settings, decided: new DecidedRules(once, keyFacts), pool: perRun.length ? new EnginePool(perRun) : undefined };
+      this.products.set(key, rules);
+    }
+    return rules;
   }
 }
 
-function priceLine(rule: string, p: Record<string, unknown>, decimals: number): PriceLine {
-  const quantity = toDecimal(p.quantity ?? '0');
-  if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
-  const rate = p.rate_atomic !== undefined ? toDecimal(p.rate_atomic) : toDecimal(p.rate)?.times(scale(decimals));
-  if (!rate || rate.isNegative() || (p.rate_atomic !== undefined && !rate.isInteger())) {
-    throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
-  }
-  const amount = quantity.times(rate).ceil();
-  return withoutUndefined({
-    code: String(p.code),
-    item: p.item === undefined ? undefined : String(p.item),
-    quantity: plain(quantity),
-    unit: String(p.unit),
-    rate: atomicToAmount(rate, decimals),
-    rate_atomic: plain(rate),
-    amount_atomic: plain(amount),
-    amount: atomicToAmount(amount, decimals),
-  });
+function outcomeOf(r: RuleResult): RuleOutcome {
+  const json = r.toJSON(false) as { conditions: unknown };
+  return { name: String(r.name), result: Boolean(r.result), conditions: json.conditions, event: r.result ? r.event as RuleOutcome['event'] : undefined };
 }
 
+/** A rate as a price line shows it. */
+interface Rate { value: Decimal; rate: string; rate_atomic: string }
+
+/** How many rates one stage keeps: they come from the catalog, a few per product. */
+const MAX_RATES = 256;
 /** Replaces ${fact.path} in a rule's message with the value it names. */
 function fill(template: string, facts: Record<string, unknown>): string {
   return template.replace(/\$\{([a-z_]+)(?:\.([a-z0-9_.]+))?\}/gi, (_, fact: string, path?: string) => {
@@ -94,12 +149,11 @@ function fill(template: string, facts: Record<string, unknown>): string {
   });
 }
 
-function traceEntry(r: RuleResult): TraceEntry {
-  const json = r.toJSON(false);
-  return withoutUndefined({ rule: String(json.name), result: Boolean(json.result), conditions: json.conditions, event: json.result ? json.event : undefined });
+function traceEntry(r: RuleOutcome): TraceEntry {
+  return r.result ? { rule: r.name, result: r.result, conditions: r.conditions, event: r.event } : { rule: r.name, result: r.result, conditions: r.conditions };
 }
 
-function bySequenceThenName(a: RuleResult, b: RuleResult): number {
+function bySequenceThenName(a: RuleOutcome, b: RuleOutcome): number {
   const sa = Number((a.event?.params as Record<string, unknown>)?.sequence ?? 0);
   const sb = Number((b.event?.params as Record<string, unknown>)?.sequence ?? 0);
   return sa - sb || compareText(String(a.name), String(b.name));
