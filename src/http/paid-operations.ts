@@ -45,7 +45,7 @@ const declarations = new WeakMap<Snapshot, Map<string, ReturnType<typeof declare
  * PAYMENT-REQUIRED header ~13 KiB, near HTTP clients' and proxies' header limits. /.well-known/x402 lists them all.
  */
 export function discoveryFor(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, path: string, productId: string): NonNullable<PlaceOrder['discovery']> {
-  const orderable = orderableProducts(snapshot).find((p) => p.id === productId);
+  const orderable = orderableById(snapshot).get(productId);
   let byProduct = declarations.get(snapshot);
   if (!byProduct) declarations.set(snapshot, byProduct = new Map());
   // A product that cannot be ordered gets no 402; its id (from the request) is not kept.
@@ -108,6 +108,13 @@ function outline(schema: Record<string, unknown>, depth = 1): Record<string, unk
 }
 
 type OrderableProduct = ReturnType<typeof orderableProducts>[number];
+const orderableCache = new WeakMap<Snapshot, Map<string, OrderableProduct>>();
+
+function orderableById(snapshot: Snapshot): Map<string, OrderableProduct> {
+  let byId = orderableCache.get(snapshot);
+  if (!byId) orderableCache.set(snapshot, byId = new Map(orderableProducts(snapshot).map((p) => [p.id, p])));
+  return byId;
+}
 
 /** Products an agent can order now, with the JSON Schema of their parameters. */
 export function orderableProducts(snapshot: Snapshot) {
