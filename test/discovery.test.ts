@@ -27,6 +27,14 @@ const body = (hours: number, extra: Record<string, unknown> = {}) => ({
   product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Discovery FM',
   parameters: { duration_hours: hours, max_listeners: 2, bitrate_kbps: 64 }, ...extra,
 });
+/** A valid order of a product from its GET /products document: an orderable billing, required parameters at their default or minimum. */
+function orderFor(product: any) {
+  const billing = product.billing_options.find((o: any) => o.agent_orderable).billing;
+  const parameters = Object.fromEntries(Object.entries(product.parameters as Record<string, any>)
+    .filter(([, d]) => d.required || d.default !== undefined)
+    .map(([name, d]) => [name, d.default ?? d.minimum ?? (d.type === 'boolean' ? false : 1)]));
+  return { product_id: product.id, billing, email: 'agent@example.com', station_name: 'Every Product FM', parameters };
+}
 let counter = 0;
 const newKey = () => `discovery-${process.pid}-${counter++}`;
 
@@ -116,13 +124,35 @@ describe('x402 extensions on the 402', () => {
     assert.equal(bazaar.info.input.bodyType, 'json');
     const schema = bazaar.schema.properties.input.properties.body;
     assert.deepEqual(schema.required, ['product_id', 'email', 'station_name'], 'the order request schema the server validates with');
-    assert.ok(schema.properties.product_id.enum.includes('instant-stream'));
+    assert.deepEqual(schema.properties.product_id.enum, ['instant-stream'], 'the ordered product only');
     assert.ok(!schema.properties.billing.enum.includes('annual'), 'no billing that can never be ordered');
     assert.equal(bazaar.info.input.body.product_id, 'instant-stream');
-    const instant = schema.allOf.find((branch: any) => branch.if.properties.product_id.const === 'instant-stream');
-    assert.deepEqual(instant.then.properties.parameters.required, ['duration_hours', 'max_listeners', 'bitrate_kbps'], 'the catalog\'s parameter schema');
+    assert.deepEqual(schema.properties.parameters.required, ['duration_hours', 'max_listeners', 'bitrate_kbps'], 'the catalog\'s parameter schema');
     assert.deepEqual(bazaar.schema.properties.output.properties.example.required, ['ok', 'order', 'service', 'idempotent_replay']);
     assert.deepEqual(required.extensions![PAYMENT_IDENTIFIER], { info: { required: false }, schema: (required.extensions![PAYMENT_IDENTIFIER] as any).schema });
+  });
+
+  test('a 402 declares the ordered product\'s parameters and no other product\'s, and PAYMENT-REQUIRED stays under 8 KiB for every product', async () => {
+    const products = (await request(service, 'GET', '/products', { auth: false })).body.products as any[];
+    const orderable = products.filter((p) => p.orderable.agent);
+    assert.ok(orderable.length >= 3, JSON.stringify(products.map((p) => p.id)));
+    const schemas = (await request(service, 'GET', '/openapi.json', { auth: false })).body.components.schemas;
+    for (const product of orderable) {
+      const response = await ask('/orders', orderFor(product));
+      assertError(response, 402, 'payment_required');
+      const header = response.headers.get('payment-required')!;
+      assert.ok(header.length < 8192, `${product.id}: PAYMENT-REQUIRED is ${header.length} bytes`);
+      const bazaar = decodePaymentRequiredHeader(header).extensions!.bazaar as any;
+      assert.equal(validateDiscoveryExtension(bazaar).valid, true, JSON.stringify(validateDiscoveryExtension(bazaar).errors));
+      const schema = bazaar.schema.properties.input.properties.body;
+      assert.deepEqual(schema.properties.product_id.enum, [product.id]);
+      const published = schemas[`Parameters_${product.id.replace(/-/g, '_')}`];
+      if (published) assert.deepEqual({ ...schema.properties.parameters, description: published.description }, published, `${product.id}: its Parameters_* schema of /openapi.json`);
+      else assert.deepEqual(Object.keys(schema.properties.parameters.properties), Object.keys(product.parameters), product.id);
+      assert.equal(bazaar.info.input.body.product_id, product.id);
+      const text = JSON.stringify(bazaar);
+      for (const other of orderable) if (other.id !== product.id) assert.ok(!text.includes(`"${other.id}"`), `${product.id}'s 402 names ${other.id}`);
+    }
   });
 
   test('the 402 says how to raise the official client\'s $1 cap when the amount exceeds it', async () => {
@@ -181,6 +211,7 @@ describe('x402 extensions on the 402', () => {
     const bazaar = upgradeRequired.extensions!.bazaar as any;
     assert.equal(validateDiscoveryExtension(bazaar).valid, true, JSON.stringify(validateDiscoveryExtension(bazaar).errors));
     assert.equal(bazaar.routeTemplate, '/api/v1/services/:service_id/upgrade');
+    assert.deepEqual(bazaar.schema.properties.input.properties.body.properties.product_id.enum, ['event-stream'], 'the product upgraded to only');
     assert.ok(upgradeRequired.extensions![PAYMENT_IDENTIFIER]);
   });
 });

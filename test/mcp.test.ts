@@ -127,7 +127,12 @@ describe('MCP', { skip }, () => {
     assert.equal(bazaar.info.input.type, 'mcp');
     assert.equal(bazaar.info.input.toolName, 'order');
     const listed = (await agent.listTools()).tools.find((t) => t.name === 'order')!;
-    assert.deepEqual(bazaar.info.input.inputSchema, listed.inputSchema);
+    const published = listed.inputSchema as any;
+    assert.deepEqual(bazaar.info.input.inputSchema, {
+      ...published,
+      properties: { ...published.properties, product_id: { ...published.properties.product_id, enum: ['instant-stream'] } },
+      oneOf: published.oneOf.filter((b: any) => b.properties.product_id.const === 'instant-stream'),
+    }, 'the published schema narrowed to the ordered product');
 
     const payload = await wallet.client.createPaymentPayload(required);
     const before = await wallet.balanceOf(asset, wallet.address);

@@ -4,6 +4,8 @@ import type { Context, Next } from 'koa';
 export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PAYMENT-SIGNATURE', 'SIGN-IN-WITH-X', 'X-Request-Id', 'Last-Event-ID'];
 export const CORS_EXPOSED_HEADERS = ['PAYMENT-REQUIRED', 'PAYMENT-RESPONSE', 'X-Request-Id', 'Retry-After', 'Location'];
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
+const ALLOWED_HEADERS = CORS_ALLOWED_HEADERS.join(', ');
+const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
 
 /**
  * CORS for browser agents on the public API (not on Icecast's internal callbacks). Any origin may call: access is
@@ -18,7 +20,7 @@ export function cors(internalPrefix: string) {
     ctx.vary('Origin');
     if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
       ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
-      ctx.set('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS.join(', '));
+      ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);
       ctx.set('Access-Control-Max-Age', '600');
       ctx.status = 204;
       return;
@@ -26,7 +28,7 @@ export function cors(internalPrefix: string) {
     try {
       await next();
     } finally {
-      ctx.set('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS.join(', '));
+      ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
     }
   };
 }

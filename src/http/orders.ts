@@ -39,7 +39,7 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
       request,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/orders`,
-      ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path) }),
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path, request.product_id) }),
     }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });

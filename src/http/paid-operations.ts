@@ -37,27 +37,83 @@ export function paidOperations(snapshot: Snapshot, billing: Map<string, BillingO
   return operations;
 }
 
-/** What POST /orders or POST /services/{id}/upgrade hands to the order machinery for its 402 (bazaar declaration). */
-export function discoveryFor(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, path: string): NonNullable<PlaceOrder['discovery']> {
+const declarations = new WeakMap<Snapshot, Map<string, ReturnType<typeof declareDiscoveryExtension>>>();
+
+/**
+ * What POST /orders or POST /services/{id}/upgrade hands to the order machinery for its 402 (bazaar declaration).
+ * It declares only the ordered product (its product_id and parameters schema): every product's schemas made the
+ * PAYMENT-REQUIRED header ~13 KiB, near HTTP clients' and proxies' header limits. /.well-known/x402 lists them all.
+ */
+export function discoveryFor(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, path: string, productId: string): NonNullable<PlaceOrder['discovery']> {
+  const orderable = orderableById(snapshot).get(productId);
+  let byProduct = declarations.get(snapshot);
+  if (!byProduct) declarations.set(snapshot, byProduct = new Map());
+  // A product that cannot be ordered gets no 402; its id (from the request) is not kept.
+  const cacheKey = orderable ? `${name}\n${productId}` : name;
+  let extensions = byProduct.get(cacheKey);
+  if (!extensions) {
+    const operation = orderable ? forProduct(snapshot, billing, name, orderable) : paidOperations(snapshot, billing).find((o) => o.name === name)!;
+    extensions = declareDiscoveryExtension({
+      bodyType: 'json',
+      input: operation.inputExample,
+      inputSchema: operation.inputSchema,
+      ...(operation.pathParams && { pathParamsSchema: operation.pathParams }),
+      output: { schema: operation.outputSchema, example: operation.outputExample },
+    });
+    byProduct.set(cacheKey, extensions);
+  }
   const operation = paidOperations(snapshot, billing).find((o) => o.name === name)!;
-  const extensions = declareDiscoveryExtension({
-    bodyType: 'json',
-    input: operation.inputExample,
-    inputSchema: operation.inputSchema,
-    ...(operation.pathParams && { pathParamsSchema: operation.pathParams }),
-    output: { schema: operation.outputSchema, example: operation.outputExample },
-  });
   return {
-    declaration: { key: `${snapshot.hash}\n${name}\n${path}`, method: operation.method, path, routePattern: `/api/v1${operation.routeTemplate}`, extensions },
+    declaration: { key: `${snapshot.hash}\n${cacheKey}\n${path}`, method: operation.method, path, routePattern: `/api/v1${operation.routeTemplate}`, extensions },
     serviceName: SERVICE_NAME,
     tags: SERVICE_TAGS,
   };
 }
 
 /** discoveryFor on the snapshot being served. */
-export async function discoveryOf(live: LiveSnapshot, name: PaidOperationName, path: string): Promise<NonNullable<PlaceOrder['discovery']>> {
+export async function discoveryOf(live: LiveSnapshot, name: PaidOperationName, path: string, productId: string): Promise<NonNullable<PlaceOrder['discovery']>> {
   const snapshot = live.current;
-  return discoveryFor(snapshot, await billingOptions(snapshot), name, path);
+  return discoveryFor(snapshot, await billingOptions(snapshot), name, path, productId);
+}
+
+/** The paid operation as a 402 for one product describes it: that product's id, billings and parameters only. */
+function forProduct(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, product: OrderableProduct): PaidOperation {
+  const operation = paidOperations(snapshot, billing).find((o) => o.name === name)!;
+  const productId = { enum: [product.id] };
+  if (name === 'upgradeService') {
+    return { ...operation, inputSchema: { ...upgradeRequestSchema, properties: { product_id: productId } }, inputExample: { product_id: product.id }, outputSchema: outline(operation.outputSchema), outputExample: exampleOrderResponse(exampleOrder(snapshot, product.id)) };
+  }
+  const example = { ...exampleOrder(snapshot, product.id), billing: billing.get(product.id)?.find((o) => o.agent_orderable)?.billing ?? 'one_time' };
+  return {
+    ...operation,
+    inputSchema: {
+      ...orderRequestSchema,
+      properties: { ...orderRequestSchema.properties, product_id: productId, billing: billingSchema([product.id], billing), parameters: product.parameters },
+    },
+    inputExample: example,
+    outputSchema: outline(operation.outputSchema),
+    outputExample: exampleOrderResponse(example),
+  };
+}
+
+/**
+ * The response schema as a 402 declares it: its fields and their objects' required fields, without descriptions
+ * (the whole of it, 2.4 kB, is OrderResponse in /openapi.json and in /.well-known/x402).
+ */
+function outline(schema: Record<string, unknown>, depth = 1): Record<string, unknown> {
+  const { description: _, properties, ...rest } = schema as { description?: string; properties?: Record<string, Record<string, unknown>>; type?: unknown; required?: unknown };
+  if (!properties) return rest;
+  if (depth === 0) return { type: rest.type, ...(rest.required !== undefined && { required: rest.required }) };
+  return { ...rest, properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, outline(property, depth - 1)])) };
+}
+
+type OrderableProduct = ReturnType<typeof orderableProducts>[number];
+const orderableCache = new WeakMap<Snapshot, Map<string, OrderableProduct>>();
+
+function orderableById(snapshot: Snapshot): Map<string, OrderableProduct> {
+  let byId = orderableCache.get(snapshot);
+  if (!byId) orderableCache.set(snapshot, byId = new Map(orderableProducts(snapshot).map((p) => [p.id, p])));
+  return byId;
 }
 
 /** Products an agent can order now, with the JSON Schema of their parameters. */
@@ -140,7 +196,7 @@ function exampleOrderResponse(request: Record<string, unknown>): Record<string, 
   return {
     ok: true,
     order: {
-      id: 'ra_0123456789abcdefgh', status: 'active', product_id: request.product_id, billing: 'one_time', configuration: request.parameters ?? {},
+      id: 'ra_0123456789abcdefgh', status: 'active', product_id: request.product_id, billing: request.billing ?? 'one_time', configuration: request.parameters ?? {},
       amount: { amount: '2.37', amount_atomic: '2370000', currency: 'USDC', decimals: 6 }, quote_id: null, evaluation_id: 'ev_0123456789ab',
       payment: { protocol: 'x402', network: 'eip155:8453', payer: '0x0000000000000000000000000000000000000001', transaction: '0x' + '0'.repeat(64), block_number: '1' },
       failure: null, created_at: '2026-01-01T00:00:00.000Z', settled_at: '2026-01-01T00:00:02.000Z',

@@ -70,7 +70,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       upgradeOf: service,
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
-      ...(deps.live && { discovery: await discoveryOf(deps.live, 'upgradeService', ctx.path) }),
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'upgradeService', ctx.path, productId) }),
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);

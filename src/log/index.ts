@@ -1,1 +1,1 @@
-export { jsonLogger, logOptionsFromEnv, type Logger, type Fields, type LogFormat, type LogOptions } from './logger.js';
+export { flatLineLogger, jsonLogger, logOptionsFromEnv, type Logger, type Fields, type LogFormat, type LogOptions } from './logger.js';

@@ -49,3 +49,12 @@ export function jsonLogger(base: Fields = {}, options: LogOptions = {}): Logger 
     redact: { paths: [...secrets, ...secrets.map((s) => `*.${s}`), ...secrets.map((s) => `*.*.${s}`)], censor: '[redacted]' },
   }, pretty ? prettyStream(Object.keys(base)) : pino.destination({ fd: 2, sync: false }));
 }
+
+/**
+ * The same logger for lines whose fields are known, flat and free of secrets (the per-request line): its redaction
+ * looks at top-level fields only. The wildcard paths (every field two levels deep) cost ~3 % of a 402's CPU.
+ */
+export function flatLineLogger(log: Logger): Logger {
+  const child = (log as Partial<Pick<pino.Logger, 'child'>>).child;
+  return typeof child === 'function' ? child.call(log, {}, { redact: { paths: secrets, censor: '[redacted]' } }) : log;
+}

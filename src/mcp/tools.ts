@@ -76,7 +76,7 @@ export const tools: Tool[] = [
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, ...request } = args;
       const orders = paymentReady(deps);
-      const placed = await orders.place({ apiKeyId: key.id, idempotencyKey, request: request as OrderRequest, paymentSignature: payment, resourceUrl: toolResourceUrl('order'), discovery: toolDiscovery(deps.live.current, 'order', ORDER_DESCRIPTION) })
+      const placed = await orders.place({ apiKeyId: key.id, idempotencyKey, request: request as OrderRequest, paymentSignature: payment, resourceUrl: toolResourceUrl('order'), discovery: toolDiscovery(deps.live.current, 'order', ORDER_DESCRIPTION, String(request.product_id)) })
         .catch((e) => { throw caller.revokedDuring(e); });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
@@ -112,7 +112,7 @@ export const tools: Tool[] = [
       const orders = paymentReady(deps);
       const placed = await orders.place({
         apiKeyId: service.api_key_id, idempotencyKey: args.idempotency_key, request: { upgrade_of: service.id, product_id: args.product_id },
-        upgradeOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('upgrade_service'), discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION),
+        upgradeOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('upgrade_service'), discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id),
       });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },

@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Logger } from '../log/index.js';
+import { flatLineLogger, type Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
 import { clientGone } from './client-gone.js';
 
@@ -49,6 +49,7 @@ export class Metrics {
 
   /** Counts and times every request, and writes one log line per request with its request id (and order id). */
   middleware(log: Logger) {
+    const requestLog = flatLineLogger(log);
     return async (ctx: Context, next: Next): Promise<void> => {
       const started = process.hrtime.bigint();
       try {
@@ -61,7 +62,7 @@ export class Metrics {
         this.requests.inc({ route, method: ctx.method, status });
         this.latency.observe({ route, method: ctx.method }, seconds);
         if (status >= 499 || ctx.state.orderId || ctx.method !== 'GET') {
-          log.info({ request_id: ctx.state.requestId, method: ctx.method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
+          requestLog.info({ request_id: ctx.state.requestId, method: ctx.method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
         }
       }
     };
