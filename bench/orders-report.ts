@@ -7,6 +7,8 @@ export const ordersTargets = {
   paywallRatio: 1.0,
   /** Service paid purchases/s over the bare facilitator's verify+settle/s, at each concurrency. */
   purchaseRatio: 0.8,
+  /** The MCP paid tool call's purchases/s over the same order's over REST POST /orders, at each concurrency. */
+  mcpRatio: 0.8,
 };
 
 const verdict = (ok: boolean) => (ok ? 'met' : '**MISSED**');
@@ -39,6 +41,7 @@ export function ordersTables(r: OrdersResults): string {
     ...r.purchases.flatMap((p) => [
       purchaseRow('bare facilitator verify + settle', p.bare),
       purchaseRow('service paid POST /api/v1/orders', p.service, p.bare),
+      purchaseRow('service paid MCP tool `order` (POST /api/v1/mcp, `_meta["x402/payment"]`)', p.mcp, p.bare),
     ]),
     '',
     `Chain slowdown: bare facilitator, sequential, ${before.samples} settles per height (after 3 discarded), then \`anvil_mine\` ${r.slowdown.mined} blocks (${r.slowdown.mineMs.toFixed(0)} ms):`,
@@ -55,6 +58,11 @@ export function ordersTables(r: OrdersResults): string {
       const x = p.service.perSecond / p.bare.perSecond;
       const clean = p.service.failed === 0;
       return `| paid purchases/s vs bare facilitator, concurrency ${p.concurrency} | ≥ ${ordersTargets.purchaseRatio.toFixed(1)}×, no failures | ${ratio(x)}${clean ? '' : `, ${p.service.failed} failed`} | ${verdict(x >= ordersTargets.purchaseRatio && clean)} |`;
+    }),
+    ...r.purchases.map((p) => {
+      const x = p.mcp.perSecond / p.service.perSecond;
+      const clean = p.mcp.failed === 0;
+      return `| paid MCP tool calls/s vs paid POST /orders, concurrency ${p.concurrency} | ≥ ${ordersTargets.mcpRatio.toFixed(1)}×, no failures | ${ratio(x)}${clean ? '' : `, ${p.mcp.failed} failed`} | ${verdict(x >= ordersTargets.mcpRatio && clean)} |`;
     }),
     `| settle median after +${r.slowdown.mined} blocks vs start | (reported) | ${ratio(slowRatio)} | — |`,
   ].join('\n');

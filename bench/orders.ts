@@ -5,13 +5,17 @@
  *  2. paid purchases per second at concurrency 1 and 8 (complete paid POST /orders, 200 expected), vs a bare facilitator
  *     (createFacilitator in this process, its own dev account) doing verify + settle of the same kind of payments on the
  *     same chain;
+ *     and the same order as the MCP paid tool call (`order` over POST /api/v1/mcp with the SDK client, paid in
+ *     _meta["x402/payment"] by the official x402 client, as test/mcp.test.ts does), vs the REST purchases;
  *  3. chain slowdown: the bare facilitator's settle latency at the chain's current height and after anvil_mine of more blocks.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http';
-import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { DEV_ACCOUNTS } from '../src/chain/accounts.js';
 import { createFacilitator, type Facilitator } from '../src/payments/index.js';
 import type { Service } from '../test/support/service.js';
@@ -64,7 +68,8 @@ export interface OrdersResults {
   connections: number;
   durationSeconds: number;
   paywall: { reference: LoadResult; service: LoadResult; referenceBytes: number; serviceBytes: number };
-  purchases: Array<{ concurrency: number; service: PurchaseRun; bare: PurchaseRun }>;
+  /** service: paid POST /orders; mcp: the same order as the MCP `order` tool call; bare: the facilitator alone. */
+  purchases: Array<{ concurrency: number; service: PurchaseRun; mcp: PurchaseRun; bare: PurchaseRun }>;
   slowdown: { before: SettleSample; after: SettleSample; mined: number; mineMs: number };
 }
 
@@ -75,12 +80,13 @@ interface DevJson {
   buyer: { address: string; private_key: `0x${string}` };
 }
 
-const orderBody = JSON.stringify({
+const orderRequest = {
   product_id: 'instant-stream',
   email: 'a@example.com',
   station_name: 'Bench',
   parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
-});
+};
+const orderBody = JSON.stringify(orderRequest);
 
 export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResults> {
   const dev = JSON.parse(await readFile(join(o.service.dataDir, 'dev.json'), 'utf8')) as DevJson;
@@ -187,10 +193,35 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
     return settled.success ? undefined : `settle ${settled.errorReason ?? 'failed'}`;
   };
 
-  o.log('paid purchases: warm-up (3 service purchases, 3 bare verify+settle)');
+  // The MCP paid tool as an agent calls it: the SDK's client over Streamable HTTP, the payload in _meta["x402/payment"].
+  const mcp = new McpClient({ name: 'bench-agent', version: '1.0.0' });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${o.service.baseUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${o.service.apiKey}` } } }));
+  type ToolResult = { isError?: boolean; structuredContent?: { order?: { status?: string }; error?: { code?: string } } & Partial<PaymentRequired> };
+  const callOrder = (key: string, payment?: PaymentPayload) => mcp.callTool(
+    { name: 'order', arguments: { idempotency_key: key, ...orderRequest }, ...(payment && { _meta: { 'x402/payment': payment } }) },
+    undefined, { timeout: 30_000, signal: o.signal }) as Promise<ToolResult>;
+  /** Each tool purchase: its own idempotency_key, its own PaymentRequired (the unpaid call's result), its own payload. */
+  const signToolOrders = async (n: number) => pool(Array.from({ length: n }, () => `bench-mcp-${runTag}-${keyCounter++}`), 4, async (key) => {
+    o.signal.throwIfAborted();
+    const unpaid = await callOrder(key);
+    const required = unpaid.structuredContent as PaymentRequired | undefined;
+    if (!unpaid.isError || required?.x402Version !== 2) throw new Error(`the unpaid MCP order call did not answer a PaymentRequired: ${JSON.stringify(unpaid).slice(0, 500)}`);
+    return { key, payment: await wallet.client.createPaymentPayload(required) };
+  });
+  const buyTool = async (toolOrder: { key: string; payment: PaymentPayload }) => {
+    const result = await callOrder(toolOrder.key, toolOrder.payment);
+    if (!result.isError && result.structuredContent?.order?.status === 'active') return undefined;
+    return `tool ${result.isError ? 'error' : 'ok'} ${result.structuredContent?.error?.code ?? result.structuredContent?.order?.status ?? ''}`.trim();
+  };
+
+  o.log('paid purchases: warm-up (3 service purchases, 3 MCP tool purchases, 3 bare verify+settle)');
   for (const order of await signOrders(3)) {
     const failure = await buy(order);
     if (failure) throw new Error(`a warm-up purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
+  }
+  for (const toolOrder of await signToolOrders(3)) {
+    const failure = await buyTool(toolOrder);
+    if (failure) throw new Error(`a warm-up MCP tool purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
   }
   for (const p of await signPayments(3)) {
     const failure = await settleBare(p);
@@ -200,12 +231,14 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   const purchases: OrdersResults['purchases'] = [];
   for (const { concurrency, count } of o.purchases) {
     o.signal.throwIfAborted();
-    o.log(`paid purchases at concurrency ${concurrency}: signing ${count} orders (each its own 402) and ${count} bare payments`);
+    o.log(`paid purchases at concurrency ${concurrency}: signing ${count} orders (each its own 402), ${count} MCP tool orders and ${count} bare payments`);
     const orders = await signOrders(count);
+    const toolOrders = await signToolOrders(count);
     const payments = await signPayments(count);
     const svc = newRun(concurrency);
+    const tool = newRun(concurrency);
     const bare = newRun(concurrency);
-    // Alternating halves (service, bare, service, bare), like the HTTP slices.
+    // Alternating parts (service, MCP, bare, service, MCP, bare), like the HTTP slices.
     const slices = Math.max(1, o.rounds);
     for (let s = 0; s < slices; s++) {
       const from = Math.floor((count * s) / slices);
@@ -213,16 +246,20 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
       o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
       await timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal);
       serviceAlive();
+      o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
+      await timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal);
+      serviceAlive();
       o.log(`  round ${s + 1}: bare facilitator, ${to - from} verify+settle at concurrency ${concurrency}`);
       await timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal);
       serviceAlive();
     }
     finishRun(svc);
+    finishRun(tool);
     finishRun(bare);
-    for (const [name, r] of [['service', svc], ['bare facilitator', bare]] as const) {
+    for (const [name, r] of [['service', svc], ['MCP tool', tool], ['bare facilitator', bare]] as const) {
       if (r.failed) o.log(`  warning: ${name}: ${r.failed} of ${r.attempted} failed: ${JSON.stringify(r.failures)}`);
     }
-    purchases.push({ concurrency, service: svc, bare });
+    purchases.push({ concurrency, service: svc, mcp: tool, bare });
   }
 
   // ---- 3. chain slowdown ----------------------------------------------------------------------------------------
@@ -240,6 +277,8 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   await new Promise((r) => setTimeout(r, 1_500));
   const after = await settleLatency(facilitator, await signPayments(o.settleSamples + 3), dev.chain.rpc_url, o.signal);
 
+  // Stateless MCP: closing only ends the client's pending requests (an early throw just leaves it to the process exit).
+  await mcp.close();
   return { connections: o.connections, durationSeconds: o.durationSeconds, paywall, purchases, slowdown: { before, after, mined, mineMs } };
 }
 

@@ -58,11 +58,11 @@ const writeDocs = args['write-docs'] && !args['no-write-docs'];
 const repeat = Math.max(1, Number(args.repeat));
 
 /**
- * Past this the load stops and everything is shut down: 230 s for the HTTP and order parts, and for streaming two
+ * Past this the load stops and everything is shut down: 300 s for the HTTP and order parts (the paid purchases over REST, MCP and the bare facilitator), and for streaming two
  * minutes (one of them for the restart) plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
  */
 const streamingBudgetMs = 120_000 + args['streaming-mounts'].split(',').map(Number).filter((k) => k > 0).reduce((sum, k) => sum + 15_000 + k * 600, 0);
-const DEADLINE_MS = 230_000 * repeat + (args['no-streaming'] ? 0 : streamingBudgetMs);
+const DEADLINE_MS = 300_000 * repeat + (args['no-streaming'] ? 0 : streamingBudgetMs);
 
 const startedAt = Date.now();
 const abort = new AbortController();
@@ -158,6 +158,7 @@ try {
       rows.paywall.values.push(orders.paywall.service.reqPerSec / orders.paywall.reference.reqPerSec);
       for (const p of orders.purchases) {
         (rows.purchases[p.concurrency] ??= purchaseRow(p.concurrency)).values.push(p.service.failed ? 0 : p.service.perSecond / p.bare.perSecond);
+        (rows.mcp[p.concurrency] ??= mcpRow(p.concurrency)).values.push(p.mcp.failed ? 0 : p.mcp.perSecond / p.service.perSecond);
       }
       ordersText = ordersTables(orders);
       console.log(`\nOrders, run ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${ordersText}\n`);
@@ -165,7 +166,7 @@ try {
   }
 
   machine.loadAverageAfter = loadavg();
-  const spread = spreadTable([rows.evaluate, rows.get, rows.post, rows.postP99, rows.paywall, ...Object.values(rows.purchases)]);
+  const spread = spreadTable([rows.evaluate, rows.get, rows.post, rows.postP99, rows.paywall, ...Object.values(rows.purchases), ...Object.values(rows.mcp)]);
   const tables = `${reportTables(micro!, http!)}\n\n${spread}`;
   console.log(`\nMachine: ${machineLine(machine)}\n\n${spread}\n`);
 
@@ -198,7 +199,7 @@ try {
         '',
         'Method (bench/orders.ts, run by `npm run bench` after the cases above, on the same service process):',
         `- 402 path: autocannon, ${connections} connections, pipelining 1, ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s per contender; only 402 answers are counted and timed. Both get the same request: POST /orders with the instant-stream order body, bearer key and one fixed Idempotency-Key (a 402 binds no key), no PAYMENT-SIGNATURE. Service: the real route (authentication, Idempotency-Key, body validation, key lookup in PostgreSQL, pricing, requirements, PAYMENT-REQUIRED). Reference: bench/x402-express-ref.ts in its own process, Express 5 with only \`paymentMiddleware\` from @x402/express protecting \`POST /orders\` at $0.27 (exact, eip155:8453, the service's payTo, 300 s), over an \`x402ResourceServer\` whose facilitator is a local stub that answers getSupported (the only facilitator call of the 402 path, once at start); as in the package's quick start it has no body parser, so the reference never reads the body. Before the load, bench/orders.ts checks both ask for identical terms (270000 atomic USDC at the Base USDC address, same payTo, network, timeout, extra).`,
-        `- Paid purchases: before each concurrency level, every purchase gets its own Idempotency-Key, its own 402 and its own PAYMENT-SIGNATURE from the official x402 client (test/support/wallet.ts, dev.json's buyer); then complete paid POST /orders (verify, claim, settle on the embedded chain, provision) run with 1 or 8 in flight, success = 200 with an active order. Bare facilitator: \`createFacilitator({mode: 'embedded', rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4]})\` in the bench process on the service's anvil (its own gas account, so no nonce clash with the service's facilitator, account 0), no onSettled hook, doing verify then settle of payments signed the same way for the same requirements, with the same concurrency and count. The two alternate in ${Math.max(1, rounds)} parts (service, bare, service, bare, …); per second = successes / wall time of the timed runs. 3 untimed warm-up purchases and bare settles first.`,
+        `- Paid purchases: before each concurrency level, every purchase gets its own Idempotency-Key, its own 402 and its own PAYMENT-SIGNATURE from the official x402 client (test/support/wallet.ts, dev.json's buyer); then complete paid POST /orders (verify, claim, settle on the embedded chain, provision) run with 1 or 8 in flight, success = 200 with an active order. Bare facilitator: \`createFacilitator({mode: 'embedded', rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4]})\` in the bench process on the service's anvil (its own gas account, so no nonce clash with the service's facilitator, account 0), no onSettled hook, doing verify then settle of payments signed the same way for the same requirements, with the same concurrency and count. MCP paid tool: the same order as the MCP \`order\` tool (POST /api/v1/mcp, the SDK's Client over Streamable HTTP with the bearer key), each with its own idempotency_key, the PaymentRequired of its own unpaid call and a payload from the official x402 client in \`_meta["x402/payment"]\`; success = a result that is no error with an active order; its target is per second vs the REST purchases of the same run. The three alternate in ${Math.max(1, rounds)} parts (service, MCP, bare, service, MCP, bare, …); per second = successes / wall time of the timed runs. 3 untimed warm-up purchases of each kind first.`,
         `- Chain slowdown: the bare facilitator, sequentially, verify then settle (settle timed alone) of ${args['settle-samples']} pre-signed payments (+3 discarded) at the chain's height after the purchases, then \`anvil_mine\` of ${args['mine-blocks']} empty blocks in one JSON-RPC call, a 1.5 s pause (the service's 1 s ledger checkpoint reads the new blocks), and the same again.`,
       ].join('\n'));
       log('wrote the orders section of docs/benchmarks.md');
@@ -248,6 +249,7 @@ function spreadRows() {
     postP99: row(`POST /quotes p99 at ${connections} connections`, `≤ ${httpTargets.postP99Ms} ms`, num('ms'), (v) => v <= httpTargets.postP99Ms),
     paywall: row('402 path req/s vs @x402/express', `≥ ${ordersTargets.paywallRatio.toFixed(1)}×`, times, (v) => v >= ordersTargets.paywallRatio),
     purchases: {} as Record<number, SpreadRow>,
+    mcp: {} as Record<number, SpreadRow>,
   };
 }
 
@@ -258,6 +260,16 @@ function purchaseRow(concurrency: number): SpreadRow {
     values: [],
     format: (v) => `${v.toFixed(2)}×`,
     met: (v) => v >= ordersTargets.purchaseRatio,
+  };
+}
+
+function mcpRow(concurrency: number): SpreadRow {
+  return {
+    name: `paid MCP tool calls/s vs paid POST /orders, concurrency ${concurrency} (a run with failures counts 0)`,
+    goal: `≥ ${ordersTargets.mcpRatio.toFixed(1)}×`,
+    values: [],
+    format: (v) => `${v.toFixed(2)}×`,
+    met: (v) => v >= ordersTargets.mcpRatio,
   };
 }
 
