@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { canonicalJson, priceRecord } from '../src/audit/index.js';
+import { createHash } from 'node:crypto';
+import { canonicalJson, priceRecord, sha256 } from '../src/audit/index.js';
 import { configurations, evaluatePrice, openSnapshot, readSnapshotFiles, thresholds, type PriceEvaluation } from '../src/pricing/index.js';
 import { root } from './support/service.js';
 
@@ -68,6 +69,12 @@ describe('canonical JSON', () => {
     }
   });
 
+  test('sha256 gives the digest of the UTF-8 bytes, as createHash does (lone surrogates included)', () => {
+    for (const text of ['', 'plain', 'é\u{1F600}', '\ud800 lone', 'x'.repeat(5000), referenceCanonicalJson(generate(random(7), 5))]) {
+      assert.equal(sha256(text), `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`);
+    }
+  });
+
   test('it refuses what the reference refuses', () => {
     for (const value of [undefined, () => 1, Symbol('s'), [() => 1], { a: [Symbol('s')] }]) {
       assert.throws(() => referenceCanonicalJson(value));
@@ -87,7 +94,7 @@ describe('canonical JSON', () => {
           if (evaluation.outcome !== 'priced') continue;
           const { record, text } = priceRecord(`ev_${checked}`, snapshot.hash, input, evaluation as Extract<PriceEvaluation, { outcome: 'priced' }>, new Date(1_700_000_000_000 + checked));
           assert.equal(text, referenceCanonicalJson(record));
-          assert.equal(record.output_hash, `sha256:${(await import('node:crypto')).createHash('sha256').update(referenceCanonicalJson(record.output)).digest('hex')}`);
+          assert.equal(record.output_hash, `sha256:${createHash('sha256').update(referenceCanonicalJson(record.output)).digest('hex')}`);
           checked++;
         }
       }

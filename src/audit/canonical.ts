@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * JSON with object keys sorted at every depth and no whitespace: equal values give equal bytes.
@@ -58,8 +58,9 @@ function canonicalObject(value: Record<string, unknown>, canonicalParts: Record<
   return `${out}}`;
 }
 
+/** The one-shot crypto.hash: the same digest as createHash().update(text, 'utf8'), without a Hash object per call. */
 export function sha256(text: string): string {
-  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+  return `sha256:${hash('sha256', text, 'hex')}`;
 }
 
 /** Mirrors the SQL function audit_chain_hash. */
