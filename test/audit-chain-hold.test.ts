@@ -57,6 +57,40 @@ describe('quote batches and the audit chain head', () => {
     assert.equal(rows[0].created, true, 'the batch goes on once the other transaction is gone');
   });
 
+  test('one batch: a repeated Idempotency-Key gets the first quote back, a revoked key records nothing, the others are stored and chained', async () => {
+    const first = await request(service, 'POST', '/quotes', { body: quoteBody });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const db = await connect();
+    const { rows: [stored] } = await db.query(
+      `SELECT to_jsonb(q) AS q, r.snapshot_hash, r.record FROM quotes q JOIN audit_records r ON r.id = q.evaluation_id WHERE q.id = $1`, [first.body.quote.id]);
+    await db.query(`INSERT INTO api_keys (id, name, secret_hash, revoked_at) VALUES ('key_revoked_in_batch', 'revoked', 'x', now())`);
+    const item = (n: number, extra: Record<string, unknown> = {}) => {
+      const record = canonicalJson({ ...JSON.parse(stored.record), id: `ev_batch_${n}` });
+      return { ...stored.q, id: `qt_batch_${n}`, idempotency_key: null, evaluation_id: `ev_batch_${n}`, request_hash: `sha256:request-${n}`, response: `{"n":${n}}`,
+        snapshot_hash: stored.snapshot_hash, record, record_hash: sha256(record), ...extra };
+    };
+    const items = [
+      item(1, { idempotency_key: 'same-key-in-batch' }),
+      item(2),
+      item(3, { idempotency_key: 'same-key-in-batch' }),
+      item(4, { api_key_id: 'key_revoked_in_batch' }),
+      item(5, { idempotency_key: 'other-key-in-batch' }),
+    ];
+    const { rows: [head] } = await db.query('SELECT seq FROM audit_head');
+    const { rows } = await db.query('SELECT * FROM record_quotes($1) ORDER BY idx', [JSON.stringify(items)]);
+    assert.deepEqual(rows.map((r) => [r.idx, r.created, r.revoked]), [[0, true, false], [1, true, false], [2, false, false], [3, false, true], [4, true, false]]);
+    assert.deepEqual([rows[2].id, rows[2].request_hash, rows[2].response], ['qt_batch_1', 'sha256:request-1', '{"n":1}'], 'the repeat gets the first quote of the batch');
+    const { rows: quotes } = await db.query(`SELECT id FROM quotes WHERE id LIKE 'qt_batch_%' ORDER BY id`);
+    assert.deepEqual(quotes.map((q) => q.id), ['qt_batch_1', 'qt_batch_2', 'qt_batch_5']);
+    const { rows: records } = await db.query('SELECT id, seq FROM audit_records WHERE seq > $1 ORDER BY seq', [head.seq]);
+    assert.deepEqual(records.map((r) => r.id), ['ev_batch_1', 'ev_batch_2', 'ev_batch_5'], 'the stored quotes are chained in batch order');
+    // A later batch repeating the key gets the stored quote back.
+    const { rows: [again] } = await db.query('SELECT * FROM record_quotes($1)', [JSON.stringify([item(6, { idempotency_key: 'same-key-in-batch' })])]);
+    assert.deepEqual([again.created, again.id, again.response], [false, 'qt_batch_1', '{"n":1}']);
+    const verify = await service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+
   test('records of concurrent batches form one unbroken chain that audit verify and replay accept', async () => {
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => request(service, 'POST', '/quotes', {
       body: quoteBody, headers: i % 4 === 0 ? { 'idempotency-key': `chain-hold-${i % 8}` } : {},

@@ -1,5 +1,5 @@
 import type { PriceInput, PriceEvaluation, UpgradeEvaluation, UpgradeInput } from '../pricing/index.js';
-import { canonicalJson, sha256 } from './canonical.js';
+import { canonicalJson, canonicalJsonWith, sha256 } from './canonical.js';
 import { evaluatorVersions } from './versions.js';
 
 type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
@@ -21,6 +21,8 @@ export interface PriceRecord {
 }
 
 export function priceRecord(id: string, snapshotHash: string, input: PriceInput, evaluation: Priced, evaluatedAt: Date, kind: PriceRecord['kind'] = 'quote_price'): { record: PriceRecord; text: string; hash: string } {
+  // The output is serialized once: for its own hash and, the same text, inside the record.
+  const outputText = canonicalJson(evaluation.output);
   const record: PriceRecord = {
     kind,
     id,
@@ -31,9 +33,9 @@ export function priceRecord(id: string, snapshotHash: string, input: PriceInput,
     facts: withoutSnapshotFacts(evaluation.facts),
     trace: evaluation.trace.quote,
     output: evaluation.output,
-    output_hash: sha256(canonicalJson(evaluation.output)),
+    output_hash: sha256(outputText),
   };
-  const text = canonicalJson(record);
+  const text = canonicalJsonWith(record as unknown as Record<string, unknown>, { output: outputText });
   return { record, text, hash: sha256(text) };
 }
 

@@ -37,6 +37,7 @@ interface QuoteWrite {
   record_hash: string;
 }
 
+/** request_hash and response are those of an earlier quote (when not created); a created quote's come back null. */
 type WriteResult = { created: boolean; revoked: boolean; request_hash: string; response: string };
 
 export class QuoteService {
@@ -45,7 +46,9 @@ export class QuoteService {
   constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {
     this.writer = new BatchWriter<QuoteWrite, WriteResult>(async (items) => {
       const rows = await this.db.query<WriteResult & { idx: number }>('SELECT * FROM record_quotes($1)', [JSON.stringify(items)]);
-      return items.map((_, i) => rows.find((r) => r.idx === i)!);
+      const byPosition: WriteResult[] = [];
+      for (const row of rows) byPosition[row.idx] = row;
+      return items.map((_, i) => byPosition[i]);
     });
   }
 
