@@ -51,13 +51,16 @@ export class OrderStore {
    * is refused here (KeyRevoked), before a replay could hand out a paid order's credentials.
    */
   async byKey(apiKeyId: string, idempotencyKey: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & { key_revoked: boolean } & Record<string, unknown>>(
-      `SELECT k.revoked_at IS NOT NULL AS key_revoked, o.* FROM api_keys k
+    // Most calls find no order (every 402): the id alone is read then, the whole row only when there is one.
+    const [row] = await this.db.query<{ key_revoked: boolean; id: string | null }>(
+      `SELECT k.revoked_at IS NOT NULL AS key_revoked, o.id FROM api_keys k
        LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = $2 WHERE k.id = $1`, [apiKeyId, idempotencyKey]);
     if (!row || row.key_revoked) throw new KeyRevoked();
     if (row.id === null) return undefined;
-    const { key_revoked: _, ...order } = row;
-    return order as OrderRow;
+    // Still bound to the key: a failed payment may have released it in between.
+    const [order] = await this.db.query<OrderRow & Record<string, unknown>>(
+      'SELECT * FROM orders WHERE id = $1 AND api_key_id = $2 AND idempotency_key = $3', [row.id, apiKeyId, idempotencyKey]);
+    return order;
   }
 
   async byId(id: string): Promise<OrderRow | undefined> {
