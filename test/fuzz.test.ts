@@ -821,10 +821,13 @@ describe('fuzz', () => {
       const request: FuzzRequest = { method: 'GET', path: `/${v.kind}/${v.id}`, headers: [...header('Authorization', auth), ...header('X-Request-Id', v.requestId)] };
       // An empty id is another route: GET /orders (405, POST only) or /services (the caller's list).
       if (v.id === '') { await probe(tally, request, { allow: [200, 401, 402, 405] }); return; }
-      // Services also take wallet sign-in: with no credentials at all they answer the 402 sign-in challenge.
+      // Services also take wallet sign-in: with no credentials at all they answer the 402 sign-in challenge, except
+      // for an id that cannot be a service's (the challenge would name it, however long).
       const noCredentials = v.kind === 'services' && (auth ?? '').replace(/^[ \t]+|[ \t]+$/g, '') === '';
+      const impossibleService = v.kind === 'services' && !/^[a-zA-Z0-9_-]{8,120}$/.test(decodeURIComponentSafe(v.id));
       await probe(tally, request, {
-        exact: noCredentials ? { status: 402, codes: ['authentication_required'] }
+        exact: impossibleService ? { status: 404, codes: ['service_not_found'] }
+          : noCredentials ? { status: 402, codes: ['authentication_required'] }
           : !authorizationValid(auth) ? { status: 401, codes: ['authentication_required', 'invalid_api_key'] } : mine ? { status: 200 } : { status: 404, codes: [v.kind === 'orders' ? 'order_not_found' : 'service_not_found'] },
       });
     });

@@ -294,6 +294,17 @@ describe('a wallet that paid reaches its services with no key', () => {
     assert.equal(badKey.status, 401);
     assert.equal(badKey.body.error.code, 'invalid_api_key');
   });
+
+  test('an id that cannot exist gets 404 with no challenge (a challenge names the URL: a made-up 5,000-character id made its header too large for clients)', async () => {
+    const long = 'a'.repeat(5000);
+    const service = await request(anonymous(a), 'GET', `/services/${long}/usage`, { auth: false });
+    assert.equal(service.status, 404);
+    assert.equal(service.body.error.code, 'service_not_found');
+    assert.equal(service.headers.get('payment-required'), null);
+    const key = await request(anonymous(a), 'DELETE', `/keys/${long}`, { auth: false });
+    assert.equal(key.status, 404);
+    assert.equal(key.body.error.code, 'key_not_found');
+  });
 });
 
 // Last: it uses up this client address's sign-ups for the hour.

@@ -41,11 +41,12 @@ export function keyRoutes(router: Router, deps: KeyRouteDeps): void {
   });
 
   router.delete('/keys/:key_id', async (ctx) => {
-    const address = await wallet(ctx, 'Revoke an agent API key of this wallet');
+    const notFound = () => new ApiError(404, 'key_not_found', 'This wallet has no live key with this id. GET /keys lists your keys and which are revoked.');
     const id = ctx.params.key_id;
-    if (!keyId.test(id) || !(await deps.keys.revokeForWallet(address, id))) {
-      throw new ApiError(404, 'key_not_found', 'This wallet has no live key with this id. GET /keys lists your keys and which are revoked.');
-    }
+    // Before the sign-in challenge, which names the requested URL (see services.ts).
+    if (!keyId.test(id)) throw notFound();
+    const address = await wallet(ctx, 'Revoke an agent API key of this wallet');
+    if (!(await deps.keys.revokeForWallet(address, id))) throw notFound();
     ctx.body = { ok: true, revoked: id };
   });
 }

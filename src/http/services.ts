@@ -32,12 +32,14 @@ const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'up
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   const owned = async (ctx: Context): Promise<ServiceRow> => {
-    const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
+    const notFound = () => new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.');
     const id = ctx.params.service_id;
-    const service = serviceId.test(id) && deps.services
-      ? await (caller.kind === 'wallet' ? deps.services.paidBy(caller.address, id) : deps.services.owned(caller.key.id, id))
-      : undefined;
-    if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.');
+    // Before the caller: a wallet's sign-in challenge names the requested URL, and one with a huge made-up id would
+    // not fit in a response header.
+    if (!serviceId.test(id) || !deps.services) throw notFound();
+    const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
+    const service = await (caller.kind === 'wallet' ? deps.services.paidBy(caller.address, id) : deps.services.owned(caller.key.id, id));
+    if (!service) throw notFound();
     return service;
   };
   const withStorage = (service: ServiceRow) => storageOf(deps.media, service);
