@@ -24,6 +24,7 @@ import { startChildScript, type ChildServer } from './child-script.js';
 import { percentile } from './percentile.js';
 import { compareLoad, type LoadResult } from './http-load.js';
 import { pool } from './pool.js';
+import { treeCpu } from './process-cpu.js';
 
 export interface OrdersBenchOptions {
   root: string;
@@ -244,7 +245,13 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
       const from = Math.floor((count * s) / slices);
       const to = Math.floor((count * (s + 1)) / slices);
       o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
+      const cpuBefore = await treeCpu(o.service.process.pid!);
       await timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal);
+      const cpuAfter = await treeCpu(o.service.process.pid!);
+      if (cpuBefore && cpuAfter) {
+        const perPurchaseMs = (seconds: number) => ((seconds * 1000) / (to - from)).toFixed(1);
+        o.log(`    CPU per purchase: serve ${perPurchaseMs(cpuAfter.self - cpuBefore.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(cpuAfter.descendants - cpuBefore.descendants)} ms`);
+      }
       serviceAlive();
       o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
       await timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal);

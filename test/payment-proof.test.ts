@@ -114,6 +114,19 @@ describe('an order is paid only on proof of transfer', () => {
     }
   });
 
+  test('a paid order is answered only once the chain state that proves its payment is saved to disk', async () => {
+    const { service, wallet } = await start({});
+    // The embedded chain also saves on a 1 s timer: several purchases, each read the moment it is answered.
+    for (let i = 0; i < 4; i++) {
+      const paid = await offer(service, wallet, `durable-${i}`);
+      const response = await order(service, `durable-${i}`, paid.signature);
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      const journal = (await readFile(join(service.dataDir, 'chain-state.jsonl'), 'utf8')).toLowerCase();
+      assert.ok(journal.includes(authorizationOf(paid.signature).nonce.toLowerCase()), `purchase ${i}: the used nonce is in the saved chain state`);
+      assert.ok(journal.includes(response.body.order.payment.transaction.toLowerCase()), `purchase ${i}: the transfer's log is in the saved chain state`);
+    }
+  });
+
   test('an authorization valid for longer than maxTimeoutSeconds is refused before anything is claimed', async () => {
     const { service, wallet } = await start({});
     const paid = await offer(service, wallet, 'forever');

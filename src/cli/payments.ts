@@ -51,7 +51,9 @@ export async function payments(options: { production: boolean; dataDir: string; 
   await chain.ensureFunded(chain.accounts.buyer.address, DEV_BUYER_FUNDS);
   // The proof is read from the settlement's own receipt when the ledger reads the same node the facilitator settles on.
   const settledReceipts = env.X402_RPC_URL ? undefined : new SettledReceipts();
-  const facilitator = createFacilitator(embeddedFacilitatorConfig(chain, settledReceipts));
+  // The settlement's transaction waits for the checkpoint before it commits (ledger.saved() in src/orders/advance.ts),
+  // so the facilitator answers as soon as the transfer is mined and the checkpoint runs alongside that transaction.
+  const facilitator = createFacilitator({ ...embeddedFacilitatorConfig(chain, settledReceipts), onSettled: undefined });
   options.log.info({ component: 'anvil', rpc_url: chain.rpcUrl }, 'embedded chain started');
   return {
     checkout: {
@@ -66,6 +68,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
     ledger: new AuthorizationLedger(env.X402_RPC_URL ?? chain.rpcUrl, chain.usdcAddress, {
       windowBlocks: logWindow,
       settledReceipts,
+      save: () => chain.checkpoint(),
       archive: { firstLiveBlock: chain.firstLiveBlock, logs: (filter) => chain.archivedLogs(filter) as TokenLog[] },
     }),
     dev: {

@@ -123,34 +123,42 @@ async function fail(order: OrderRow, reason: string, message: string, deps: Adva
  * The proven payment and the provisioning it pays for, in one transaction: one commit (one WAL flush, one turn at the
  * chain head for both chained states) instead of two. Provisioning runs after a savepoint: if it fails, the
  * settlement is still committed and the order stays "provisioning" for recovery, as when they were two transactions.
+ * The chain state that proves the payment is saved (the embedded chain's checkpoint) while this transaction runs, and
+ * the transaction commits only once it is: nothing counts as paid before its proof would survive a restart of the chain.
  */
 async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced> {
-  let provisioningError: unknown;
-  const done = await deps.db.transaction(async (client): Promise<Advanced> => {
-    // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
-    // that order here too: settling first would hold the in-flight order's new row version while waiting for the
-    // service, and a concurrent claim waiting on that version would deadlock with us.
-    if (order.upgrade_of) await deps.services.lock(client, order.upgrade_of);
-    const settled = await deps.orders.settled(order.id, { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof }, client);
-    // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
-    crashPoint('after_settled');
-    if (settled.state !== 'provisioning') return { order: settled };
-    await client.query('SAVEPOINT provision');
-    try {
-      return await provisionWith(client, settled, deps);
-    } catch (e) {
-      await client.query('ROLLBACK TO SAVEPOINT provision');
-      provisioningError = e;
-      return { order: settled };
-    }
+  const saved = deps.ledger.saved().then(() => undefined, (e: unknown) => e as Error);
+  const done = await deps.db.transaction(async (client) => {
+    const recorded = await recordPaidAndProvision(client, order, proof, deps);
+    const saveError = await saved;
+    if (saveError) throw new SettlementPending(`the chain state that proves the payment could not be saved: ${saveError.message}`);
+    return recorded;
   });
   deps.log.info({ order_id: order.id, transaction: proof.transaction, block: proof.block_number }, 'settled: transfer proven on chain');
-  if (provisioningError) {
+  if (done.provisioningError) {
     deps.metrics?.provisioningFailures.inc();
-    throw provisioningError;
+    throw done.provisioningError;
   }
   if (done.service) deps.log.info({ order_id: order.id }, 'provisioned');
-  return done;
+  return { order: done.order, service: done.service };
+}
+
+async function recordPaidAndProvision(client: Client, order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced & { provisioningError?: unknown }> {
+  // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
+  // that order here too: settling first would hold the in-flight order's new row version while waiting for the
+  // service, and a concurrent claim waiting on that version would deadlock with us.
+  if (order.upgrade_of) await deps.services.lock(client, order.upgrade_of);
+  const settled = await deps.orders.settled(order.id, { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof }, client);
+  // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
+  crashPoint('after_settled');
+  if (settled.state !== 'provisioning') return { order: settled };
+  await client.query('SAVEPOINT provision');
+  try {
+    return await provisionWith(client, settled, deps);
+  } catch (e) {
+    await client.query('ROLLBACK TO SAVEPOINT provision');
+    return { order: settled, provisioningError: e };
+  }
 }
 
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {

@@ -66,8 +66,26 @@ export type PaymentEvidence =
 export class AuthorizationLedger {
   private readonly client;
 
-  constructor(rpcUrl: string, private readonly token: Address, private readonly options: { windowBlocks?: number; archive?: LogArchive; settledReceipts?: SettledReceipts } = {}) {
+  constructor(
+    rpcUrl: string,
+    private readonly token: Address,
+    private readonly options: {
+      windowBlocks?: number;
+      archive?: LogArchive;
+      settledReceipts?: SettledReceipts;
+      /** The embedded chain's checkpoint: saves every ledger change mined so far to disk (a remote chain keeps its own). */
+      save?: () => Promise<void>;
+    } = {},
+  ) {
     this.client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
+  }
+
+  /**
+   * Resolves once everything the chain has mined so far is durable: at once for a remote chain, after a checkpoint
+   * for the embedded one (whose node forgets what it mined when it stops; only the saved ledger survives).
+   */
+  async saved(): Promise<void> {
+    await this.options.save?.();
   }
 
   /** The chain's latest block number; throws when the RPC endpoint does not answer. */
