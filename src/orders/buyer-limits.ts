@@ -1,6 +1,6 @@
 import { ApiError } from '../errors/index.js';
 import type { Snapshot } from '../pricing/index.js';
-import { listenerCapOf, type StreamLoad } from '../services/index.js';
+import { listenerCapSql, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
@@ -20,13 +20,17 @@ interface Holding {
 // Live: may still stream (the same services that hold a place on an Icecast, see StreamCapacity).
 const LIVE = `s.status IN ('pending', 'provisioning', 'active', 'suspended') AND (s.expires_at IS NULL OR s.expires_at > now())`;
 const IN_FLIGHT = `o.state IN ('settling', 'provisioning') AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
+// The live services summed by PostgreSQL (one row however many a buyer holds), then the paid orders not provisioned yet.
+const SERVICES_HELD = `count(*)::int AS live_services, COALESCE(sum(${listenerCapSql('s.limits')}), 0) AS listener_places, min(s.expires_at) AS next_expiry,
+                       NULL AS product_id, NULL::jsonb AS configuration, NULL AS upgrade_of`;
+const ORDERS_IN_FLIGHT = 'NULL, NULL, NULL, o.product_id, o.configuration, o.upgrade_of FROM orders o';
 const HOLDING_SQL = {
-  key: `SELECT s.limits, s.expires_at, NULL AS product_id, NULL AS configuration, NULL AS upgrade_of FROM services s WHERE s.api_key_id = $1 AND ${LIVE}
+  key: `SELECT ${SERVICES_HELD} FROM services s WHERE s.api_key_id = $1 AND ${LIVE}
         UNION ALL
-        SELECT NULL, NULL, o.product_id, o.configuration, o.upgrade_of FROM orders o WHERE o.api_key_id = $1 AND ${IN_FLIGHT}`,
-  payer: `SELECT s.limits, s.expires_at, NULL AS product_id, NULL AS configuration, NULL AS upgrade_of FROM services s JOIN orders p ON p.id = s.order_id WHERE p.payer = $1 AND ${LIVE}
+        SELECT ${ORDERS_IN_FLIGHT} WHERE o.api_key_id = $1 AND ${IN_FLIGHT}`,
+  payer: `SELECT ${SERVICES_HELD} FROM services s JOIN orders p ON p.id = s.order_id WHERE p.payer = $1 AND ${LIVE}
           UNION ALL
-          SELECT NULL, NULL, o.product_id, o.configuration, o.upgrade_of FROM orders o WHERE o.payer = $1 AND ${IN_FLIGHT}`,
+          SELECT ${ORDERS_IN_FLIGHT} WHERE o.payer = $1 AND ${IN_FLIGHT}`,
 };
 
 /**
@@ -75,14 +79,17 @@ export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: 
 }
 
 async function holding(db: Database, snapshot: Snapshot, by: 'key' | 'payer', id: string, client?: Client): Promise<Holding> {
-  type Row = { limits: Record<string, unknown> | null; expires_at: Date | null; product_id: string | null; configuration: Record<string, unknown> | null; upgrade_of: string | null };
+  type Row = {
+    live_services: number | null; listener_places: string | null; next_expiry: Date | null;
+    product_id: string | null; configuration: Record<string, unknown> | null; upgrade_of: string | null;
+  };
   const rows = (client ? (await client.query(HOLDING_SQL[by], [id])).rows : await db.query(HOLDING_SQL[by], [id])) as Row[];
   const held: Holding = { live_services: 0, listener_places: 0 };
   for (const row of rows) {
-    if (row.limits) {
-      held.live_services += 1;
-      held.listener_places += listenerCapOf(row.limits);
-      if (row.expires_at && (!held.nextExpiry || row.expires_at < held.nextExpiry)) held.nextExpiry = row.expires_at;
+    if (row.live_services !== null) {
+      held.live_services += row.live_services;
+      held.listener_places += Number(row.listener_places);
+      if (row.next_expiry) held.nextExpiry = row.next_expiry;
       continue;
     }
     // A paid order not provisioned yet; an upgrade in flight counts its whole new listener count (on the safe side).

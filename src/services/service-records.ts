@@ -53,6 +53,11 @@ export function listenerCapOf(limits: Record<string, unknown>): number {
   return Number(limits.max_listeners ?? limits.listeners ?? limits.max_concurrent_listeners ?? 0);
 }
 
+/** listenerCapOf in SQL, of a jsonb limits column (e.g. `s.limits`): lets PostgreSQL sum the caps of many services. */
+export function listenerCapSql(limits: string): string {
+  return `COALESCE((${limits}->>'max_listeners')::numeric, (${limits}->>'listeners')::numeric, (${limits}->>'max_concurrent_listeners')::numeric, 0)`;
+}
+
 /** What an order turns into: a mount with its own source credentials, limits and expiry. */
 export class ServiceRecords {
   constructor(private readonly db: Database, private readonly streaming: StreamingEndpoint, private readonly apiBaseUrl: () => string) {}
