@@ -26,6 +26,7 @@ const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf
 const db = new pg.Client({ connectionString: lock.database_url });
 try {
   await db.connect();
+  const recordQuotesSignature = async () => (await db.query<{ p: string }>("SELECT oid::regprocedure::text AS p FROM pg_proc WHERE proname = 'record_quotes'")).rows[0].p;
   // \`released\` is set by a deferred trigger at COMMIT, after the checks deferred before it (they run in queue order).
   await db.query(`CREATE UNLOGGED TABLE audit_hold_samples (id bigserial PRIMARY KEY, started timestamptz, locked timestamptz, released timestamptz, records int);
     CREATE FUNCTION audit_hold_released() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -34,11 +35,13 @@ try {
       FOR EACH ROW EXECUTE FUNCTION audit_hold_released();`);
   if (functionFrom) {
     const text = await readFile(join(import.meta.dirname, '../src/store/migrations', functionFrom), 'utf8');
-    const start = text.indexOf('CREATE OR REPLACE FUNCTION record_quotes');
+    const start = text.search(/CREATE (OR REPLACE )?FUNCTION record_quotes/);
+    // One record_quotes at a time: 027 changed its arguments, so the current one goes first.
+    await db.query(`DROP FUNCTION ${await recordQuotesSignature()}`);
     await db.query(text.slice(start, text.indexOf('$$;', text.indexOf('$$', text.indexOf('AS $$', start) + 5)) + 3));
     console.log(`record_quotes as in ${functionFrom}`);
   }
-  const { rows: [{ def }] } = await db.query<{ def: string }>("SELECT pg_get_functiondef('record_quotes(jsonb)'::regprocedure) AS def");
+  const { rows: [{ def }] } = await db.query<{ def: string }>('SELECT pg_get_functiondef($1::regprocedure) AS def', [await recordQuotesSignature()]);
   const lockLine = 'SELECT * INTO head FROM audit_head FOR UPDATE;';
   const headUpdate = def.match(/UPDATE audit_head SET [^;]*;/)?.[0];
   if (!def.includes(lockLine) || !headUpdate) throw new Error('record_quotes changed: adapt bench/audit-hold.ts');
