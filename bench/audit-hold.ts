@@ -26,6 +26,9 @@ const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf
 const db = new pg.Client({ connectionString: lock.database_url });
 try {
   await db.connect();
+  // The record_quotes that holds the head (with an older one loaded for A/B, the other is a shim calling it).
+  const recordQuotesSignature = async () => (await db.query<{ p: string }>(
+    "SELECT oid::regprocedure::text AS p FROM pg_proc WHERE proname = 'record_quotes' AND prosrc LIKE '%FROM audit_head FOR UPDATE%'")).rows[0].p;
   // \`released\` is set by a deferred trigger at COMMIT, after the checks deferred before it (they run in queue order).
   await db.query(`CREATE UNLOGGED TABLE audit_hold_samples (id bigserial PRIMARY KEY, started timestamptz, locked timestamptz, released timestamptz, records int);
     CREATE FUNCTION audit_hold_released() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -34,11 +37,22 @@ try {
       FOR EACH ROW EXECUTE FUNCTION audit_hold_released();`);
   if (functionFrom) {
     const text = await readFile(join(import.meta.dirname, '../src/store/migrations', functionFrom), 'utf8');
-    const start = text.indexOf('CREATE OR REPLACE FUNCTION record_quotes');
-    await db.query(text.slice(start, text.indexOf('$$;', text.indexOf('$$', text.indexOf('AS $$', start) + 5)) + 3));
+    const start = text.search(/CREATE (OR REPLACE )?FUNCTION record_quotes/);
+    // 027 changed the arguments: the current record_quotes goes first, and one of before 027 gets a shim taking the
+    // service's call (records and responses as text arrays) into its jsonb.
+    await db.query(`DROP FUNCTION ${await recordQuotesSignature()}`);
+    const older = text.slice(start, text.indexOf('$$;', text.indexOf('$$', text.indexOf('AS $$', start) + 5)) + 3);
+    await db.query(older);
+    if (!older.includes('p_records')) {
+      await db.query(`CREATE FUNCTION record_quotes(p_quotes jsonb, p_records text[], p_responses text[])
+        RETURNS TABLE (idx integer, created boolean, revoked boolean, id text, request_hash text, response text) LANGUAGE sql AS $$
+        SELECT * FROM record_quotes((SELECT jsonb_agg(e || jsonb_build_object('record', p_records[o], 'response', p_responses[o]) ORDER BY o)
+                                     FROM jsonb_array_elements(p_quotes) WITH ORDINALITY AS x(e, o)))
+        $$`);
+    }
     console.log(`record_quotes as in ${functionFrom}`);
   }
-  const { rows: [{ def }] } = await db.query<{ def: string }>("SELECT pg_get_functiondef('record_quotes(jsonb)'::regprocedure) AS def");
+  const { rows: [{ def }] } = await db.query<{ def: string }>('SELECT pg_get_functiondef($1::regprocedure) AS def', [await recordQuotesSignature()]);
   const lockLine = 'SELECT * INTO head FROM audit_head FOR UPDATE;';
   const headUpdate = def.match(/UPDATE audit_head SET [^;]*;/)?.[0];
   if (!def.includes(lockLine) || !headUpdate) throw new Error('record_quotes changed: adapt bench/audit-hold.ts');

@@ -91,6 +91,38 @@ describe('quote batches and the audit chain head', () => {
     assert.equal(verify.code, 0, verify.stdout + verify.stderr);
   });
 
+  test('records and responses sent as text parameters of their own (migration 027) are stored byte for byte, as in the jsonb-only form', async () => {
+    const first = await request(service, 'POST', '/quotes', { body: quoteBody });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const db = await connect();
+    const { rows: [stored] } = await db.query(
+      `SELECT to_jsonb(q) AS q, r.snapshot_hash, r.record FROM quotes q JOIN audit_records r ON r.id = q.evaluation_id WHERE q.id = $1`, [first.body.quote.id]);
+    const item = (n: number, extra: Record<string, unknown> = {}) => {
+      const record = canonicalJson({ ...JSON.parse(stored.record), id: `ev_text_${n}` });
+      return { ...stored.q, id: `qt_text_${n}`, idempotency_key: null, evaluation_id: `ev_text_${n}`, request_hash: `sha256:text-${n}`,
+        // Quotes, backslashes and non-ASCII text: what escaping inside JSON or an array literal would have to get right.
+        response: `{"n":${n},"s":"a \\"b\\" \\\\ é"}`, snapshot_hash: stored.snapshot_hash, record, record_hash: sha256(record), ...extra };
+    };
+    const items = [item(1, { idempotency_key: 'text-key' }), item(2), item(3, { idempotency_key: 'text-key' })];
+    const { rows: [head] } = await db.query('SELECT seq FROM audit_head');
+    const fields = items.map(({ record: _record, response: _response, ...rest }) => rest);
+    const { rows } = await db.query('SELECT * FROM record_quotes($1, ARRAY[$2::text, $3::text, $4::text], ARRAY[$5::text, $6::text, $7::text]) ORDER BY idx',
+      [JSON.stringify(fields), ...items.map((i) => i.record), ...items.map((i) => i.response)]);
+    assert.deepEqual(rows.map((r) => [r.idx, r.created]), [[0, true], [1, true], [2, false]]);
+    assert.deepEqual([rows[2].id, rows[2].response], ['qt_text_1', items[0].response], 'a repeat within the batch gets the first response, from its parameter');
+    const { rows: quotes } = await db.query(`SELECT id, response FROM quotes WHERE id LIKE 'qt_text_%' ORDER BY id`);
+    assert.deepEqual(quotes, [{ id: 'qt_text_1', response: items[0].response }, { id: 'qt_text_2', response: items[1].response }]);
+    const { rows: records } = await db.query('SELECT id, record, record_hash FROM audit_records WHERE seq > $1 ORDER BY seq', [head.seq]);
+    assert.deepEqual(records, [0, 1].map((i) => ({ id: items[i].evaluation_id, record: items[i].record, record_hash: items[i].record_hash })));
+    // The jsonb-only form (023's call) still works: the texts come from the jsonb.
+    const { rows: [old] } = await db.query('SELECT * FROM record_quotes($1)', [JSON.stringify([item(4)])]);
+    assert.equal(old.created, true);
+    const { rows: [oldRecord] } = await db.query(`SELECT r.record, q.response FROM audit_records r JOIN quotes q ON q.evaluation_id = r.id WHERE r.id = 'ev_text_4'`);
+    assert.deepEqual(oldRecord, { record: item(4).record, response: item(4).response });
+    const verify = await service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+
   test('records of concurrent batches form one unbroken chain that audit verify and replay accept', async () => {
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => request(service, 'POST', '/quotes', {
       body: quoteBody, headers: i % 4 === 0 ? { 'idempotency-key': `chain-hold-${i % 8}` } : {},

@@ -1,18 +1,27 @@
 /**
- * Groups concurrent writes: a write goes at once while fewer than maxInFlight calls are under way; writes that
- * arrive meanwhile wait and go together in the next call. Under load this turns N round trips and N lock
- * acquisitions into a few.
+ * Groups concurrent writes: while fewer than maxInFlight calls are under way, the writes made during the current turn
+ * of the event loop go together in one call at its end (setImmediate, right after the I/O callbacks: an idle service
+ * adds no wait); writes that arrive while maxInFlight calls are under way wait and go together in the next call.
+ * Under load this turns N round trips and N lock acquisitions into a few. Each call has a fixed cost (in PostgreSQL
+ * alone a few hundred µs of CPU for record_quotes), which is why writes made in one turn are not sent one by one.
  */
 export class BatchWriter<Item, Result> {
   private queue: { item: Item; resolve: (r: Result) => void; reject: (e: unknown) => void }[] = [];
   private inFlight = 0;
+  private flushScheduled = false;
 
   constructor(private readonly writeAll: (items: Item[]) => Promise<Result[]>, private readonly maxInFlight = 2, private readonly maxBatch = 256) {}
 
   write(item: Item): Promise<Result> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (this.inFlight < this.maxInFlight) void this.flush();
+      if (this.inFlight < this.maxInFlight && !this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => {
+          this.flushScheduled = false;
+          void this.flush();
+        });
+      }
     });
   }
 

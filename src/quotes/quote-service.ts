@@ -45,7 +45,7 @@ export class QuoteService {
 
   constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {
     this.writer = new BatchWriter<QuoteWrite, WriteResult>(async (items) => {
-      const rows = await this.db.query<WriteResult & { idx: number }>('SELECT * FROM record_quotes($1)', [JSON.stringify(items)]);
+      const rows = await this.db.query<WriteResult & { idx: number }>(recordQuotesCall(items.length), recordQuotesParameters(items));
       const byPosition: WriteResult[] = [];
       for (const row of rows) byPosition[row.idx] = row;
       return items.map((_, i) => byPosition[i]);
@@ -89,6 +89,20 @@ export class QuoteService {
     if (!row.created) return replay(row, requestHash);
     return { quote, replayed: false };
   }
+}
+
+/**
+ * record_quotes (migration 027) with each quote's record text and response as a parameter of its own: sent as they
+ * are, not escaped inside the batch's JSON and parsed again by PostgreSQL.
+ */
+function recordQuotesCall(count: number): string {
+  const texts = (first: number) => Array.from({ length: count }, (_, i) => `$${first + i}::text`).join(', ');
+  return `SELECT * FROM record_quotes($1, ARRAY[${texts(2)}], ARRAY[${texts(2 + count)}])`;
+}
+
+function recordQuotesParameters(items: QuoteWrite[]): string[] {
+  const fields = items.map(({ record: _record, response: _response, ...rest }) => rest);
+  return [JSON.stringify(fields), ...items.map((q) => q.record), ...items.map((q) => q.response)];
 }
 
 function replay(existing: { request_hash: string; response: string }, requestHash: string): QuoteResult {
