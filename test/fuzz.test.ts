@@ -926,7 +926,7 @@ describe('fuzz', () => {
     try { tally.report(noHostRequest, violations(noHostRequest, noHostAnswer, { allow: [200] }), noHostAnswer); } catch (e) { if (!(e instanceof Violation)) throw e; }
 
     // One refused quote must not fail the quotes written in the same batch.
-    // Quotes are written in batches (src/quotes/batch-writer.ts): a burst of 40 with a bad one every 8 shares batches.
+    // Quotes are written in batches (src/store/batched-calls.ts): a burst of 40 with a bad one every 8 shares batches.
     const burst = await Promise.all(Array.from({ length: 41 }, (_, i) => send({ method: 'POST', path: '/quotes', headers: jsonHeaders(), body: Buffer.from(i % 8 === 4 ? autodj('\u0000') : JSON.stringify(validQuotes[0])) })));
     const good = burst.filter((_, i) => i % 8 !== 4);
     for (const g of good) account({ method: 'POST', path: `${PREFIX}/quotes`, auth: `Bearer ${service.apiKey}`, key: undefined }, g);

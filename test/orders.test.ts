@@ -8,6 +8,9 @@ import { request, root, runNode, startService, type JsonResponse, type Service }
 import { buy } from './support/purchase.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { DEV_ACCOUNTS } from '../src/chain/index.js';
+import { KeyRevoked } from '../src/keys/index.js';
+import { OrderStore } from '../src/orders/index.js';
+import { Database } from '../src/store/index.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 
 const hasStreaming = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0;
@@ -172,6 +175,36 @@ describe('a paid order', () => {
     assert.equal(again.headers.get('payment-response'), paid.headers.get('payment-response'));
     assert.equal(await wallet.balanceOf(required.accepts[0].asset, dev.buyer.address), before);
     assertError(await post(order({ station_name: 'Other FM' }), { 'idempotency-key': key }), 409, 'idempotency_key_reused');
+  });
+
+  test('Idempotency-Key look-ups made in one turn go to PostgreSQL as one statement and each gets its own answer', async () => {
+    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'revoked-in-a-batch'])).stdout);
+    assert.equal((await service.cli(['keys', 'revoke', created.id])).code, 0);
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const db = new Database(lock.database_url, { max: 2 });
+    try {
+      const statements: string[] = [];
+      const query = db.query.bind(db);
+      db.query = ((sql: string, params?: unknown[]) => { statements.push(sql); return query(sql, params); }) as typeof db.query;
+      const store = new OrderStore(db);
+      const devKeyId = dev.api_key.split('_')[1];
+      const asked = [
+        ...Array.from({ length: 5 }, () => ({ apiKeyId: devKeyId, idempotencyKey: newKey() })),
+        { apiKeyId: devKeyId, idempotencyKey: key },
+        { apiKeyId: created.id, idempotencyKey: key },
+        { apiKeyId: 'no-such-key', idempotencyKey: key },
+        ...Array.from({ length: 5 }, () => ({ apiKeyId: devKeyId, idempotencyKey: newKey() })),
+      ];
+      const answers = await Promise.allSettled(asked.map((a) => store.byKey(a.apiKeyId, a.idempotencyKey)));
+      assert.equal(statements.length, 2, `one statement looks up the ${asked.length} keys, one reads the order found whole`);
+      answers.forEach((answer, i) => {
+        if (i === 5) assert.equal(answer.status === 'fulfilled' && answer.value?.id, paid.body.order.id);
+        else if (i === 6 || i === 7) assert.equal(answer.status === 'rejected' && answer.reason instanceof KeyRevoked, true, `look-up ${i}`);
+        else assert.deepEqual(answer, { status: 'fulfilled', value: undefined }, `look-up ${i}`);
+      });
+    } finally {
+      await db.close();
+    }
   });
 
   test('one payment authorization pays for one order only', async () => {

@@ -4,8 +4,7 @@ import { ApiError } from '../errors/index.js';
 import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput, type Snapshot } from '../pricing/index.js';
 import { Decimal, type PriceLine } from '../rules/index.js';
 import { KeyRevoked } from '../keys/index.js';
-import type { Database } from '../store/index.js';
-import { BatchWriter } from './batch-writer.js';
+import { BatchedCalls, type Database } from '../store/index.js';
 
 export interface QuoteRequest {
   apiKeyId: string;
@@ -41,10 +40,10 @@ interface QuoteWrite {
 type WriteResult = { created: boolean; revoked: boolean; request_hash: string; response: string };
 
 export class QuoteService {
-  private readonly writer: BatchWriter<QuoteWrite, WriteResult>;
+  private readonly writer: BatchedCalls<QuoteWrite, WriteResult>;
 
   constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {
-    this.writer = new BatchWriter<QuoteWrite, WriteResult>(async (items) => {
+    this.writer = new BatchedCalls<QuoteWrite, WriteResult>(async (items) => {
       const rows = await this.db.query<WriteResult & { idx: number }>(recordQuotesCall(items.length), recordQuotesParameters(items));
       const byPosition: WriteResult[] = [];
       for (const row of rows) byPosition[row.idx] = row;
@@ -70,7 +69,7 @@ export class QuoteService {
     const evaluationId = randomId('ev_', 12);
     const quote = quoteDocument(randomId('qt_'), priced, evaluationId, snapshot, createdAt, request.input.billing);
     const { text, hash } = priceRecord(evaluationId, snapshot.hash, request.input, priced, createdAt);
-    const row = await this.writer.write({
+    const row = await this.writer.call({
       id: quote.id,
       api_key_id: request.apiKeyId,
       idempotency_key: request.idempotencyKey ?? null,

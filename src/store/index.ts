@@ -1,3 +1,4 @@
+export { BatchedCalls } from './batched-calls.js';
 export { Database, type Client, type Row } from './database.js';
 export { migrate } from './migrate.js';
 export { startEmbeddedPostgres, allowTraversal, type RunningPostgres } from './embedded-postgres.js';

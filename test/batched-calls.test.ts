@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BatchWriter } from '../src/quotes/batch-writer.js';
+import { BatchedCalls } from '../src/store/index.js';
 
-// Quotes are recorded through a BatchWriter: each call of record_quotes has a fixed cost, so writes that arrive together
+// Quotes are recorded through a BatchedCalls: each call of record_quotes has a fixed cost, so writes that arrive together
 // must share a call.
 
 function recordingWriter(maxInFlight = 2) {
   const calls: number[][] = [];
   const pending: Array<() => void> = [];
-  const writer = new BatchWriter<number, string>((items) => {
+  const writer = new BatchedCalls<number, string>((items) => {
     calls.push(items);
     return new Promise((resolve) => pending.push(() => resolve(items.map((i) => `done ${i}`))));
   }, maxInFlight);
@@ -18,10 +18,10 @@ function recordingWriter(maxInFlight = 2) {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('BatchWriter', () => {
+describe('BatchedCalls', () => {
   test('writes made in one turn of the event loop go in one call, even when no call is under way', async () => {
     const { writer, calls, finishAll } = recordingWriter();
-    const results = [1, 2, 3].map((i) => writer.write(i));
+    const results = [1, 2, 3].map((i) => writer.call(i));
     await turn();
     assert.deepEqual(calls, [[1, 2, 3]]);
     finishAll();
@@ -30,11 +30,11 @@ describe('BatchWriter', () => {
 
   test('with maxInFlight calls under way, later writes wait and go together in the next call', async () => {
     const { writer, calls, pending, finishAll } = recordingWriter(2);
-    const first = writer.write(1);
+    const first = writer.call(1);
     await turn();
-    const second = writer.write(2);
+    const second = writer.call(2);
     await turn();
-    const waiting = [3, 4, 5].map((i) => writer.write(i));
+    const waiting = [3, 4, 5].map((i) => writer.call(i));
     await turn();
     assert.deepEqual(calls, [[1], [2]], 'two calls under way: the third waits');
     pending.shift()!();
@@ -47,12 +47,12 @@ describe('BatchWriter', () => {
 
   test('a failed call is retried one write at a time: only the bad write fails', async () => {
     const calls: number[][] = [];
-    const writer = new BatchWriter<number, number>(async (items) => {
+    const writer = new BatchedCalls<number, number>(async (items) => {
       calls.push(items);
       if (items.includes(2)) throw new Error('bad write');
       return items;
     });
-    const results = await Promise.allSettled([1, 2, 3].map((i) => writer.write(i)));
+    const results = await Promise.allSettled([1, 2, 3].map((i) => writer.call(i)));
     assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
     assert.deepEqual(calls, [[1, 2, 3], [1], [2], [3]]);
   });
