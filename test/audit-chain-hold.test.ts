@@ -20,6 +20,16 @@ async function connect(): Promise<pg.Client> {
   return client;
 }
 
+/** A quote made through the API, its stored row (as jsonb) and audit record, and a connection to their database. */
+async function storedQuote(): Promise<{ db: pg.Client; stored: { q: Record<string, unknown>; snapshot_hash: string; record: string } }> {
+  const first = await request(service, 'POST', '/quotes', { body: quoteBody });
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  const db = await connect();
+  const { rows: [stored] } = await db.query(
+    `SELECT to_jsonb(q) AS q, r.snapshot_hash, r.record FROM quotes q JOIN audit_records r ON r.id = q.evaluation_id WHERE q.id = $1`, [first.body.quote.id]);
+  return { db, stored };
+}
+
 before(async () => { service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' }); });
 after(async () => {
   await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
@@ -58,11 +68,7 @@ describe('quote batches and the audit chain head', () => {
   });
 
   test('one batch: a repeated Idempotency-Key gets the first quote back, a revoked key records nothing, the others are stored and chained', async () => {
-    const first = await request(service, 'POST', '/quotes', { body: quoteBody });
-    assert.equal(first.status, 200, JSON.stringify(first.body));
-    const db = await connect();
-    const { rows: [stored] } = await db.query(
-      `SELECT to_jsonb(q) AS q, r.snapshot_hash, r.record FROM quotes q JOIN audit_records r ON r.id = q.evaluation_id WHERE q.id = $1`, [first.body.quote.id]);
+    const { db, stored } = await storedQuote();
     await db.query(`INSERT INTO api_keys (id, name, secret_hash, revoked_at) VALUES ('key_revoked_in_batch', 'revoked', 'x', now())`);
     const item = (n: number, extra: Record<string, unknown> = {}) => {
       const record = canonicalJson({ ...JSON.parse(stored.record), id: `ev_batch_${n}` });
@@ -92,11 +98,7 @@ describe('quote batches and the audit chain head', () => {
   });
 
   test('records and responses sent as text parameters of their own (migration 027) are stored byte for byte, as in the jsonb-only form', async () => {
-    const first = await request(service, 'POST', '/quotes', { body: quoteBody });
-    assert.equal(first.status, 200, JSON.stringify(first.body));
-    const db = await connect();
-    const { rows: [stored] } = await db.query(
-      `SELECT to_jsonb(q) AS q, r.snapshot_hash, r.record FROM quotes q JOIN audit_records r ON r.id = q.evaluation_id WHERE q.id = $1`, [first.body.quote.id]);
+    const { db, stored } = await storedQuote();
     const item = (n: number, extra: Record<string, unknown> = {}) => {
       const record = canonicalJson({ ...JSON.parse(stored.record), id: `ev_text_${n}` });
       return { ...stored.q, id: `qt_text_${n}`, idempotency_key: null, evaluation_id: `ev_text_${n}`, request_hash: `sha256:text-${n}`,
