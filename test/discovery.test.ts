@@ -88,6 +88,43 @@ describe('CORS for browser agents', () => {
   });
 });
 
+describe('catalog documents at their exact paths', () => {
+  // GET and HEAD of /products, /pricing and /availability are answered before the router; other spellings go through it.
+  const requests = async (route: string) => {
+    const scrape = await (await fetch(service.metricsUrl)).text();
+    const line = new RegExp(`^http_requests_total\\{route="${route.replaceAll('/', '\\/')}",method="GET",status="200"\\} (\\d+)$`, 'm');
+    return Number(line.exec(scrape)?.[1] ?? 0);
+  };
+  const comparable = (response: Response) => {
+    const headers = Object.fromEntries([...response.headers].filter(([name]) => !['date', 'x-request-id'].includes(name)));
+    return { status: response.status, headers };
+  };
+
+  for (const path of ['/products', '/pricing', '/availability']) {
+    test(`GET ${path} answers as the router does, with a request id, CORS and its metrics route`, async () => {
+      const route = `/api/v1${path}`;
+      const before = await requests(route);
+      const direct = await fetch(`${service.baseUrl}${path}`, { headers: { 'X-Request-Id': 'by-path-1' } });
+      const routed = await fetch(`${service.baseUrl}${path}/`); // strict: false, so the router answers the trailing slash
+      assert.equal(direct.headers.get('x-request-id'), 'by-path-1');
+      assert.match(routed.headers.get('x-request-id') ?? '', /^req_/);
+      assert.deepEqual(comparable(direct), comparable(routed));
+      assert.equal(direct.headers.get('access-control-allow-origin'), '*');
+      assert.deepEqual(Buffer.from(await direct.arrayBuffer()), Buffer.from(await routed.arrayBuffer()));
+      assert.equal(await requests(route), before + 2);
+
+      const head = await fetch(`${service.baseUrl}${path}`, { method: 'HEAD' });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers.get('content-length'), direct.headers.get('content-length'));
+      assert.equal((await head.arrayBuffer()).byteLength, 0);
+
+      const post = await fetch(`${service.baseUrl}${path}`, { method: 'POST' });
+      assert.equal(post.status, 405);
+      assert.equal(((await post.json()) as any).error.code, 'method_not_allowed');
+    });
+  }
+});
+
 describe('/health', () => {
   test('the public document keeps to what an agent needs; the operator reads the details on the metrics listener', async () => {
     const { status, body: health } = await request(service, 'GET', '/health', { auth: false });

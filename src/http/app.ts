@@ -14,10 +14,11 @@ import type { QuoteService } from '../quotes/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
-import { discoveryRoutes, type HealthReport } from './discovery.js';
-import { errorDocuments, type ErrorLogger } from './error-document.js';
+import { catalogDocumentsByPath, discoveryRoutes, type HealthReport } from './discovery.js';
 import { eventRoutes, type EventsApi } from './events.js';
 import { openApiDocument } from './openapi.js';
+import type { ErrorLogger } from './error-document.js';
+import { envelope } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
@@ -25,11 +26,8 @@ import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
 import { clientAddressBehind } from './client-address.js';
 import { rateLimit, type RateLimits } from './rate-limit.js';
-import { closeUnreadBody } from './close-unread-body.js';
-import { cors } from './cors.js';
 import { wellKnownX402 } from './well-known.js';
 import type { ConnectionCap } from './connection-cap.js';
-import { requestId } from './request-id.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -82,21 +80,16 @@ export function createApp(deps: AppDeps): Koa {
     const snapshot = deps.live.current;
     ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot));
   });
-  if (deps.trustedProxies?.size) app.use(clientAddressBehind(deps.trustedProxies));
-  app.use(requestId);
-  app.use(closeUnreadBody);
-  if (deps.metrics && deps.log) {
-    app.use(deps.metrics.middleware(deps.log));
-  }
-  app.use(cors(ICECAST_CALLBACK_PREFIX));
-  app.use(errorDocuments(deps.logError));
-  if (deps.connections) app.use(deps.connections.refuse);
-  if (deps.icecast) {
+  app.use(envelope({
+    logError: deps.logError,
+    clientAddress: deps.trustedProxies?.size ? clientAddressBehind(deps.trustedProxies) : undefined,
+    connections: deps.connections,
+    rateLimit: deps.rateLimits && (deps.rateLimits.perIp > 0 || deps.rateLimits.perKey > 0) ? rateLimit(deps.rateLimits) : undefined,
+    record: deps.metrics && deps.log ? deps.metrics.requestRecorder(deps.log) : undefined,
     // A router matches every request against its routes: only Icecast's callbacks are sent through this one.
-    const callbacks = icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes();
-    app.use((ctx, next) => (ctx.path.startsWith(ICECAST_CALLBACK_PREFIX) ? callbacks(ctx as Parameters<typeof callbacks>[0], next) : next()));
-  }
-  if (deps.rateLimits && (deps.rateLimits.perIp > 0 || deps.rateLimits.perKey > 0)) app.use(rateLimit(deps.rateLimits));
+    internal: deps.icecast && { prefix: ICECAST_CALLBACK_PREFIX, routes: icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes() as Koa.Middleware },
+  }));
+  app.use(catalogDocumentsByPath(deps, API_PREFIX));
   app.use(router.routes());
   app.use(router.allowedMethods());
   app.use(wellKnownRoutes(deps).routes());

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 
 /** 203.0.113.5 for ::ffff:203.0.113.5 (an IPv4 client on a dual-stack socket). */
 export function plainAddress(address: string | undefined): string | undefined {
@@ -12,7 +12,7 @@ export function plainAddress(address: string | undefined): string | undefined {
  * From any other peer the header is ignored, so a client cannot choose the address its limits are counted against.
  */
 export function clientAddressBehind(trusted: ReadonlySet<string>) {
-  return function clientAddress(ctx: Context, next: Next): Promise<void> {
+  return function clientAddress(ctx: Context): void {
     const peer = plainAddress(ctx.req.socket.remoteAddress);
     if (peer && trusted.has(peer)) {
       const hops = ctx.get('X-Forwarded-For').split(',').map((hop) => plainAddress(hop.trim())!).filter((hop) => isIP(hop) !== 0);
@@ -20,6 +20,5 @@ export function clientAddressBehind(trusted: ReadonlySet<string>) {
       for (let i = hops.length - 1; i >= 0 && trusted.has(client); i--) client = hops[i];
       ctx.request.ip = client;
     }
-    return next();
   };
 }

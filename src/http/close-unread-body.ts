@@ -1,17 +1,13 @@
 import type { IncomingMessage } from 'node:http';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 
 /**
  * An answer sent before the request's body was read (401, 429, 415, …) closes the connection: Node would otherwise
  * keep it and wait for the rest of the body for up to the request timeout. With Connection: close, Node ends and
  * destroys the socket as soon as the answer is written.
  */
-export async function closeUnreadBody(ctx: Context, next: Next): Promise<void> {
-  try {
-    await next();
-  } finally {
-    if (hasUnreadBody(ctx.req)) ctx.set('Connection', 'close');
-  }
+export function closeIfBodyUnread(ctx: Context): void {
+  if (hasUnreadBody(ctx.req)) ctx.set('Connection', 'close');
 }
 
 function hasUnreadBody(req: IncomingMessage): boolean {

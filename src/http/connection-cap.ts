@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import { plainAddress } from './client-address.js';
 
@@ -38,11 +38,11 @@ export class ConnectionCap {
     });
   }
 
-  /** Koa middleware: answers requests on a connection over the cap (behind the error documents). */
-  readonly refuse = async (ctx: Context, next: Next): Promise<void> => {
-    if (!(ctx.req.socket as Socket & { [overCap]?: boolean })[overCap]) return next();
+  /** Refuses a request on a connection over the cap (throws the 429 to answer it with). */
+  check(ctx: Context): void {
+    if (!(ctx.req.socket as Socket & { [overCap]?: boolean })[overCap]) return;
     throw new ApiError(429, 'too_many_connections',
       `This address already has ${this.max} connections open to this service, the most allowed. Reuse an open connection (keep-alive) or close some, then retry.`,
       { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } });
-  };
+  }
 }

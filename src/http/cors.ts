@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 
 /** What a browser agent may send, and read back, across origins. */
 export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PAYMENT-SIGNATURE', 'SIGN-IN-WITH-X', 'X-Request-Id', 'Last-Event-ID'];
@@ -10,25 +10,24 @@ const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
 /**
  * CORS for browser agents on the public API (not on Icecast's internal callbacks). Any origin may call: access is
  * granted by the bearer key or the payment, never by cookies, so no credentials mode is offered. Preflights are
- * answered here, before rate limits and authentication; every other answer, errors and 402 included, exposes the
- * payment headers and X-Request-Id.
+ * answered before rate limits and authentication; every other answer, errors and 402 included, exposes the payment
+ * headers and X-Request-Id.
  */
-export function cors(internalPrefix: string) {
-  return async function corsHeaders(ctx: Context, next: Next): Promise<void> {
-    if (ctx.path.startsWith(`${internalPrefix}/`)) return next();
+export const cors = {
+  /** Allows any origin; answers a preflight (true: the request is answered). */
+  allow(ctx: Context): boolean {
     ctx.set('Access-Control-Allow-Origin', '*');
     ctx.vary('Origin');
-    if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
-      ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
-      ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);
-      ctx.set('Access-Control-Max-Age', '600');
-      ctx.status = 204;
-      return;
-    }
-    try {
-      await next();
-    } finally {
-      ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
-    }
-  };
-}
+    if (ctx.method !== 'OPTIONS' || !ctx.get('Access-Control-Request-Method')) return false;
+    ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
+    ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);
+    ctx.set('Access-Control-Max-Age', '600');
+    ctx.status = 204;
+    return true;
+  },
+
+  /** Once answered: lets the browser read the payment headers and X-Request-Id. */
+  expose(ctx: Context): void {
+    ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+  },
+};

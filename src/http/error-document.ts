@@ -4,11 +4,14 @@ import { clientGone } from '../observability/index.js';
 
 export interface ErrorLogger { (fields: Record<string, unknown>, message: string): void }
 
-/** Turns every failure into the error document of spec 2.8; an unexpected failure is logged and answered 500, retryable. */
+/**
+ * Runs the request's route and turns every failure into the error document of spec 2.8; an unexpected failure is
+ * logged and answered 500, retryable.
+ */
 export function errorDocuments(logError: ErrorLogger) {
-  return async function errorDocument(ctx: Context, next: Next): Promise<void> {
+  return async function answerErrors(ctx: Context, next: Next, route: (ctx: Context, next: Next) => Promise<unknown>): Promise<void> {
     try {
-      await next();
+      await route(ctx, next);
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'route_not_found', `There is no ${ctx.method} ${ctx.path}. GET /api/v1/openapi.json lists every operation.`);
       if ((ctx.status === 405 || ctx.status === 501) && !ctx.state.errorSent) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`);
     } catch (e) {

@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { flatLineLogger, type Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
@@ -14,6 +14,7 @@ export class Metrics {
     name: 'http_request_duration_seconds', help: 'HTTP request latency by route and method', labelNames: ['route', 'method'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
+  private readonly series = new Map<string, { count: { inc(): void }; latency: { observe(seconds: number): void } }>();
   readonly quotes = new Counter({ name: 'quotes_total', help: 'Quotes answered, by product', labelNames: ['product'], registers: [this.registry] });
   readonly settlements = new Counter({ name: 'settlements_total', help: 'Settlement attempts by result', labelNames: ['result'], registers: [this.registry] });
   readonly provisioningFailures = new Counter({ name: 'provisioning_failures_total', help: 'Provisioning attempts that failed (retried by recovery)', registers: [this.registry] });
@@ -47,23 +48,30 @@ export class Metrics {
     });
   }
 
-  /** Counts and times every request, and writes one log line per request with its request id (and order id). */
-  middleware(log: Logger) {
+  /** prom-client hashes the labels on every call; a request's series are looked up by one string instead. */
+  private seriesOf(route: string, method: string, status: number) {
+    const key = `${status} ${method} ${route}`;
+    let series = this.series.get(key);
+    if (!series) {
+      series = { count: this.requests.labels(route, method, String(status)), latency: this.latency.labels(route, method) };
+      if (this.series.size < 1000) this.series.set(key, series);
+    }
+    return series;
+  }
+
+  /** Counts and times a request once answered (started: process.hrtime.bigint() on arrival); logs what is not a plain read. */
+  requestRecorder(log: Logger) {
     const requestLog = flatLineLogger(log);
-    return async (ctx: Context, next: Next): Promise<void> => {
-      const started = process.hrtime.bigint();
-      try {
-        await next();
-      } finally {
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-        // 499 (nginx's "client closed request"): the client left before its answer; not a server error.
-        const status = clientGone(ctx.res) ? CLIENT_CLOSED_REQUEST : ctx.status;
-        this.requests.inc({ route, method: ctx.method, status });
-        this.latency.observe({ route, method: ctx.method }, seconds);
-        if (status >= 499 || ctx.state.orderId || ctx.method !== 'GET') {
-          requestLog.info({ request_id: ctx.state.requestId, method: ctx.method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
-        }
+    return (ctx: Context, started: bigint): void => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      // 499 (nginx's "client closed request"): the client left before its answer; not a server error.
+      const status = clientGone(ctx.res) ? CLIENT_CLOSED_REQUEST : ctx.status;
+      const series = this.seriesOf(route, ctx.method, status);
+      series.count.inc();
+      series.latency.observe(seconds);
+      if (status >= 499 || ctx.state.orderId || ctx.method !== 'GET') {
+        requestLog.info({ request_id: ctx.state.requestId, method: ctx.method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
       }
     };
   }
