@@ -16,8 +16,8 @@ const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
 export const cors = {
   /** Allows any origin; answers a preflight (true: the request is answered). */
   allow(ctx: Context): boolean {
+    // The same for every origin, so no Vary: Origin (a cache may keep one copy for all).
     ctx.set('Access-Control-Allow-Origin', '*');
-    ctx.vary('Origin');
     if (ctx.method !== 'OPTIONS' || !ctx.get('Access-Control-Request-Method')) return false;
     ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
     ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);

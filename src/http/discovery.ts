@@ -33,7 +33,7 @@ function catalogDocuments(deps: DiscoveryDeps) {
 }
 
 function send(ctx: Context, body: Buffer): void {
-  ctx.type = 'application/json; charset=utf-8';
+  ctx.set('Content-Type', 'application/json; charset=utf-8');
   ctx.body = body;
 }
 
