@@ -78,8 +78,14 @@ describe('CORS for browser agents', () => {
       }),
       await fetch(`${service.baseUrl}/no-such-route`, { headers: { origin: 'https://agent.example' } }),
       await fetch(`${service.baseUrl}/quotes`, { method: 'POST', headers: { origin: 'https://agent.example' } }),
+      // The MCP transport writes its own answer.
+      await fetch(`${service.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: { origin: 'https://agent.example', authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'cors-test', version: '1' } } }),
+      }),
     ];
-    assert.deepEqual(answers.map((a) => a.status), [200, 402, 404, 401]);
+    assert.deepEqual(answers.map((a) => a.status), [200, 402, 404, 401, 200]);
     for (const answer of answers) {
       assert.equal(answer.headers.get('access-control-allow-origin'), '*');
       const exposed = (answer.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/,\s*/);

@@ -14,20 +14,19 @@ const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
  * headers and X-Request-Id.
  */
 export const cors = {
-  /** Allows any origin; answers a preflight (true: the request is answered). */
+  /** Allows any origin and exposes the payment headers; answers a preflight (true: the request is answered). */
   allow(ctx: Context): boolean {
     // The same for every origin, so no Vary: Origin (a cache may keep one copy for all).
     ctx.set('Access-Control-Allow-Origin', '*');
-    if (ctx.method !== 'OPTIONS' || !ctx.get('Access-Control-Request-Method')) return false;
+    if (ctx.method !== 'OPTIONS' || !ctx.get('Access-Control-Request-Method')) {
+      // Set before the route: routes that write their own answer (MCP, SSE) send it with the rest.
+      ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+      return false;
+    }
     ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
     ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);
     ctx.set('Access-Control-Max-Age', '600');
     ctx.status = 204;
     return true;
-  },
-
-  /** Once answered: lets the browser read the payment headers and X-Request-Id. */
-  expose(ctx: Context): void {
-    ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
   },
 };

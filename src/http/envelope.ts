@@ -52,7 +52,6 @@ export function envelope(parts: EnvelopeParts): Middleware {
         await answerErrors(ctx, next, internalRoute);
       } else if (!cors.allow(ctx)) {
         await answerErrors(ctx, next, publicRoute);
-        cors.expose(ctx);
       }
     } finally {
       record?.(ctx, started);
