@@ -79,6 +79,7 @@ describe('connections', () => {
     const held = await Promise.all([open('127.0.0.2'), open('127.0.0.2'), open('127.0.0.2')]);
     try {
       for (const c of held) assert.equal((await get(c, '/health')).status, 200, 'three connections are allowed');
+      assert.equal((await get(held[0], '/products')).status, 200); // built: later GET /products are answered without Koa
       const fourth = await open('127.0.0.2');
       const refused = await get(fourth, '/health');
       assert.equal(refused.status, 429);
@@ -87,6 +88,11 @@ describe('connections', () => {
       assert.equal(refused.body.error.retryable, true);
       assert.match(refused.body.error.message, /already has 3 connections open/);
       await fourth.closed;
+      const fifth = await open('127.0.0.2');
+      const refusedDocument = await get(fifth, '/products');
+      assert.equal(refusedDocument.status, 429, 'the catalog documents are refused alike');
+      assert.equal(refusedDocument.body.error.code, 'too_many_connections');
+      await fifth.closed;
 
       const other = await open('127.0.0.3');
       assert.equal((await get(other, '/health')).status, 200, 'another address is not affected');

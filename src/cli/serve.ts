@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { answerClientErrors, API_PREFIX, ConnectionCap, createApp, healthDetails, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
+import { answerClientErrors, API_PREFIX, ConnectionCap, createRequestListener, healthDetails, ICECAST_CALLBACK_PREFIX, limitRequestTime, type CheckoutStatus } from '../http/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
@@ -122,7 +122,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
       icecast: await stream.health(),
     });
-    const app = createApp({
+    const listener = createRequestListener({
       events: eventing.api,
       auditHead,
       live,
@@ -147,7 +147,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
-    const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, app.callback()).listen(config.port, config.host);
+    const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, listener).listen(config.port, config.host);
     answerClientErrors(server);
     connections.watch(server);
     await once(server, 'listening');

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import type { RequestListener } from 'node:http';
 import Koa from 'koa';
 import type { HeadPublisher } from '../audit/index.js';
 import type { WalletIdentity } from '../identity/index.js';
@@ -14,18 +15,18 @@ import type { QuoteService } from '../quotes/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
-import { catalogDocumentsByPath, discoveryRoutes, type HealthReport } from './discovery.js';
+import { catalogDocumentAt, discoveryRoutes, type HealthReport } from './discovery.js';
 import { eventRoutes, type EventsApi } from './events.js';
 import { openApiDocument } from './openapi.js';
 import type { ErrorLogger } from './error-document.js';
-import { envelope } from './envelope.js';
+import { envelope, fixedAnswers, type EnvelopeParts } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
-import { clientAddressBehind } from './client-address.js';
-import { rateLimit, type RateLimits } from './rate-limit.js';
+import { clientAddress } from './client-address.js';
+import { rateLimiter, type RateLimits } from './rate-limit.js';
 import { wellKnownX402 } from './well-known.js';
 import type { ConnectionCap } from './connection-cap.js';
 
@@ -63,7 +64,32 @@ export interface AppDeps {
   paymentTerms?: PaymentTerms;
 }
 
-export function createApp(deps: AppDeps): Koa {
+/**
+ * The server's request listener: the catalog's documents answered at once (fixedAnswers), everything else by the Koa
+ * app; both through the same envelope parts.
+ */
+export function createRequestListener(deps: AppDeps): RequestListener {
+  const parts = envelopeParts(deps);
+  const answerFixed = fixedAnswers(parts, catalogDocumentAt(deps, API_PREFIX));
+  const app = createApp(deps, parts).callback();
+  return (req, res) => {
+    if (!answerFixed(req, res)) void app(req, res);
+  };
+}
+
+function envelopeParts(deps: AppDeps): EnvelopeParts {
+  return {
+    logError: deps.logError,
+    addressOf: deps.trustedProxies?.size ? clientAddress(deps.trustedProxies) : undefined,
+    connections: deps.connections,
+    rateLimiter: rateLimiter(deps.rateLimits),
+    record: deps.metrics && deps.log ? deps.metrics.requestRecorder(deps.log) : undefined,
+    // A router matches every request against its routes: only Icecast's callbacks are sent through this one.
+    internal: deps.icecast && { prefix: ICECAST_CALLBACK_PREFIX, routes: icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes() as Koa.Middleware },
+  };
+}
+
+function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
   const router = new Router({ prefix: API_PREFIX });
@@ -80,16 +106,7 @@ export function createApp(deps: AppDeps): Koa {
     const snapshot = deps.live.current;
     ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot));
   });
-  app.use(envelope({
-    logError: deps.logError,
-    clientAddress: deps.trustedProxies?.size ? clientAddressBehind(deps.trustedProxies) : undefined,
-    connections: deps.connections,
-    rateLimit: deps.rateLimits && (deps.rateLimits.perIp > 0 || deps.rateLimits.perKey > 0) ? rateLimit(deps.rateLimits) : undefined,
-    record: deps.metrics && deps.log ? deps.metrics.requestRecorder(deps.log) : undefined,
-    // A router matches every request against its routes: only Icecast's callbacks are sent through this one.
-    internal: deps.icecast && { prefix: ICECAST_CALLBACK_PREFIX, routes: icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes() as Koa.Middleware },
-  }));
-  app.use(catalogDocumentsByPath(deps, API_PREFIX));
+  app.use(envelope(envelopeParts));
   app.use(router.routes());
   app.use(router.allowedMethods());
   app.use(wellKnownRoutes(deps).routes());

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { Context } from 'koa';
+import type { IncomingMessage } from 'node:http';
 
 /** 203.0.113.5 for ::ffff:203.0.113.5 (an IPv4 client on a dual-stack socket). */
 export function plainAddress(address: string | undefined): string | undefined {
@@ -7,18 +7,20 @@ export function plainAddress(address: string | undefined): string | undefined {
 }
 
 /**
- * Behind reverse proxies (TRUSTED_PROXIES): a request that comes from one of them has its client address taken from
- * X-Forwarded-For, the rightmost address that no trusted proxy added (the ones to its left are the client's word).
- * From any other peer the header is ignored, so a client cannot choose the address its limits are counted against.
+ * The address a request's limits are counted against. Behind reverse proxies (TRUSTED_PROXIES): a request that comes
+ * from one of them has its client address taken from X-Forwarded-For, the rightmost address that no trusted proxy
+ * added (the ones to its left are the client's word). From any other peer the header is ignored, so a client cannot
+ * choose the address its limits are counted against.
  */
-export function clientAddressBehind(trusted: ReadonlySet<string>) {
-  return function clientAddress(ctx: Context): void {
-    const peer = plainAddress(ctx.req.socket.remoteAddress);
-    if (peer && trusted.has(peer)) {
-      const hops = ctx.get('X-Forwarded-For').split(',').map((hop) => plainAddress(hop.trim())!).filter((hop) => isIP(hop) !== 0);
-      let client = peer;
-      for (let i = hops.length - 1; i >= 0 && trusted.has(client); i--) client = hops[i];
-      ctx.request.ip = client;
-    }
+export function clientAddress(trusted: ReadonlySet<string> = new Set()) {
+  return function addressOf(req: IncomingMessage): string {
+    const remote = req.socket.remoteAddress ?? '';
+    const peer = plainAddress(remote);
+    if (!peer || !trusted.has(peer)) return remote;
+    const forwarded = req.headers['x-forwarded-for'];
+    const hops = (Array.isArray(forwarded) ? forwarded.join(',') : forwarded ?? '').split(',').map((hop) => plainAddress(hop.trim())!).filter((hop) => isIP(hop) !== 0);
+    let client = peer;
+    for (let i = hops.length - 1; i >= 0 && trusted.has(client); i--) client = hops[i];
+    return client;
   };
 }

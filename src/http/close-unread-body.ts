@@ -10,7 +10,8 @@ export function closeIfBodyUnread(ctx: Context): void {
   if (hasUnreadBody(ctx.req)) ctx.set('Connection', 'close');
 }
 
-function hasUnreadBody(req: IncomingMessage): boolean {
+/** Whether part of the request's body has not been read (or not yet arrived). */
+export function hasUnreadBody(req: IncomingMessage): boolean {
   if (req.complete) return false;
   const length = req.headers['content-length'];
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;

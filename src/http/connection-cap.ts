@@ -38,9 +38,14 @@ export class ConnectionCap {
     });
   }
 
+  /** Whether this connection is one over the cap. */
+  isOver(socket: Socket): boolean {
+    return (socket as Socket & { [overCap]?: boolean })[overCap] === true;
+  }
+
   /** Refuses a request on a connection over the cap (throws the 429 to answer it with). */
   check(ctx: Context): void {
-    if (!(ctx.req.socket as Socket & { [overCap]?: boolean })[overCap]) return;
+    if (!this.isOver(ctx.req.socket)) return;
     throw new ApiError(429, 'too_many_connections',
       `This address already has ${this.max} connections open to this service, the most allowed. Reuse an open connection (keep-alive) or close some, then retry.`,
       { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } });

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 
 /** What a browser agent may send, and read back, across origins. */
@@ -13,20 +14,19 @@ const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
  * answered before rate limits and authentication; every other answer, errors and 402 included, exposes the payment
  * headers and X-Request-Id.
  */
-export const cors = {
-  /** Allows any origin and exposes the payment headers; answers a preflight (true: the request is answered). */
-  allow(ctx: Context): boolean {
-    // The same for every origin, so no Vary: Origin (a cache may keep one copy for all).
-    ctx.set('Access-Control-Allow-Origin', '*');
-    if (ctx.method !== 'OPTIONS' || !ctx.get('Access-Control-Request-Method')) {
-      // Set before the route: routes that write their own answer (MCP, SSE) send it with the rest.
-      ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
-      return false;
-    }
-    ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
-    ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);
-    ctx.set('Access-Control-Max-Age', '600');
-    ctx.status = 204;
-    return true;
-  },
-};
+/** Any origin may call, and read the payment headers and X-Request-Id (set before the route: routes that write their own answer, MCP and SSE, send them with it). */
+export function allowAnyOrigin(res: ServerResponse): void {
+  // The same for every origin, so no Vary: Origin (a cache may keep one copy for all).
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+}
+
+/** Answers a browser's preflight (true: the request is answered). */
+export function answerPreflight(ctx: Context): boolean {
+  if (ctx.method !== 'OPTIONS' || !ctx.get('Access-Control-Request-Method')) return false;
+  ctx.set('Access-Control-Allow-Methods', ALLOWED_METHODS);
+  ctx.set('Access-Control-Allow-Headers', ALLOWED_HEADERS);
+  ctx.set('Access-Control-Max-Age', '600');
+  ctx.status = 204;
+  return true;
+}

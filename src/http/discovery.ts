@@ -1,9 +1,10 @@
 import type Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
-import { billingOptions, type LiveSnapshot } from '../pricing/index.js';
+import { billingOptions, type LiveSnapshot, type Snapshot } from '../pricing/index.js';
 import { discoveryDocuments, type CheckoutStatus, type DiscoveryDocuments } from './discovery-documents.js';
+import type { FixedAnswer } from './envelope.js';
 import { productIdPattern } from './schemas.js';
 
 export type HealthReport = Record<string, { ok: boolean } & Record<string, unknown>>;
@@ -26,10 +27,7 @@ const CATALOG_DOCUMENTS: Record<string, (documents: DiscoveryDocuments) => Buffe
 };
 
 function catalogDocuments(deps: DiscoveryDeps) {
-  return async () => {
-    const snapshot = deps.live.current;
-    return discoveryDocuments(snapshot, deps.checkout, await billingOptions(snapshot));
-  };
+  return async (snapshot = deps.live.current) => discoveryDocuments(snapshot, deps.checkout, await billingOptions(snapshot));
 }
 
 function send(ctx: Context, body: Buffer): void {
@@ -52,18 +50,23 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
 }
 
 /**
- * GET and HEAD of the catalog's documents at their exact paths, answered before the router as its routes answer them.
- * The router matches each request against all of its routes; for these, the cheapest and most often read answers,
- * that was a third of their cost. Any other spelling or method of these paths goes on to the router.
+ * The catalog's documents by exact URL (no query), for answers that skip the router: undefined for any other URL, and
+ * until the current snapshot's documents are built (the router's handler builds them).
  */
-export function catalogDocumentsByPath(deps: DiscoveryDeps, prefix: string): Middleware {
+export function catalogDocumentAt(deps: DiscoveryDeps, prefix: string): (url: string) => FixedAnswer | undefined {
   const documents = catalogDocuments(deps);
-  const byPath = new Map(Object.entries(CATALOG_DOCUMENTS).map(([path, pick]) => [prefix + path, pick]));
-  return (ctx, next) => {
-    const pick = ctx.method === 'GET' || ctx.method === 'HEAD' ? byPath.get(ctx.path) : undefined;
-    if (!pick) return next();
-    (ctx as Context & { _matchedRoute?: string })._matchedRoute = ctx.path;
-    return documents().then((found) => send(ctx, pick(found)));
+  const built = new WeakMap<Snapshot, DiscoveryDocuments>();
+  const byUrl = new Map(Object.entries(CATALOG_DOCUMENTS).map(([path, pick]) => [prefix + path, { route: prefix + path, pick }]));
+  return (url) => {
+    const document = byUrl.get(url);
+    if (!document) return undefined;
+    const snapshot = deps.live.current;
+    const found = built.get(snapshot);
+    if (!found) {
+      void documents(snapshot).then((ready) => built.set(snapshot, ready), () => {}); // the router answers meanwhile
+      return undefined;
+    }
+    return { route: document.route, body: document.pick(found) };
   };
 }
 

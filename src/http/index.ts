@@ -1,4 +1,4 @@
-export { createApp, API_PREFIX, type AppDeps } from './app.js';
+export { createRequestListener, API_PREFIX, type AppDeps } from './app.js';
 export type { CheckoutStatus } from './discovery-documents.js';
 export { healthDetails, type HealthReport } from './discovery.js';
 export { ICECAST_CALLBACK_PREFIX } from './icecast-callbacks.js';

@@ -31,19 +31,34 @@ class Buckets {
 
 /**
  * Token buckets per client address and per API key (the bearer token as sent, before it is checked), in this
- * instance's memory: with N instances behind one address a client gets up to N times the rate. The check throws the
- * 429 to answer with.
+ * instance's memory: with N instances behind one address a client gets up to N times the rate.
  */
-export function rateLimit(limits: RateLimits) {
-  const byIp = limits.perIp > 0 ? new Buckets(limits.perIp) : undefined;
-  const byKey = limits.perKey > 0 ? new Buckets(limits.perKey) : undefined;
-  return function limitRate(ctx: Context): void {
-    const now = Date.now();
-    const token = /^Bearer +(\S{1,200})/i.exec(ctx.get('Authorization'))?.[1];
-    const wait = Math.max(byIp?.take(ctx.ip, now) ?? 0, token && byKey ? byKey.take(token, now) : 0);
+export class RateLimiter {
+  private readonly byIp: Buckets | undefined;
+  private readonly byKey: Buckets | undefined;
+
+  constructor(limits: RateLimits) {
+    this.byIp = limits.perIp > 0 ? new Buckets(limits.perIp) : undefined;
+    this.byKey = limits.perKey > 0 ? new Buckets(limits.perKey) : undefined;
+  }
+
+  /** Seconds this caller must wait, 0 when it may go now (and then the request is counted). */
+  wait(address: string, authorization: string | undefined, now = Date.now()): number {
+    const token = authorization && this.byKey ? /^Bearer +(\S{1,200})/i.exec(authorization)?.[1] : undefined;
+    return Math.max(this.byIp?.take(address, now) ?? 0, token ? this.byKey!.take(token, now) : 0);
+  }
+
+  /** Throws the 429 to answer when the caller is over its rate. */
+  check(ctx: Context): void {
+    const wait = this.wait(ctx.ip, ctx.get('Authorization'));
     if (wait > 0) {
       throw new ApiError(429, 'rate_limited', `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same Idempotency-Key for orders.`,
         { retryable: true, headers: { 'Retry-After': String(wait) } });
     }
-  };
+  }
+}
+
+/** The limiter, or none when both rates are 0 (no limit). */
+export function rateLimiter(limits: RateLimits | undefined): RateLimiter | undefined {
+  return limits && (limits.perIp > 0 || limits.perKey > 0) ? new RateLimiter(limits) : undefined;
 }

@@ -1,3 +1,3 @@
-export { Metrics } from './metrics.js';
+export { Metrics, type AnsweredRequest } from './metrics.js';
 export { startMetricsServer, type MetricsServer } from './metrics-server.js';
 export { clientGone } from './client-gone.js';

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { flatLineLogger, type Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
@@ -62,19 +62,30 @@ export class Metrics {
   /** Counts and times a request once answered (started: process.hrtime.bigint() on arrival); logs what is not a plain read. */
   requestRecorder(log: Logger) {
     const requestLog = flatLineLogger(log);
-    return (ctx: Context, started: bigint): void => {
+    return (answered: AnsweredRequest, started: bigint): void => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      const { route, method, requestId, orderId } = answered;
       // 499 (nginx's "client closed request"): the client left before its answer; not a server error.
-      const status = clientGone(ctx.res) ? CLIENT_CLOSED_REQUEST : ctx.status;
-      const series = this.seriesOf(route, ctx.method, status);
+      const status = clientGone(answered.res) ? CLIENT_CLOSED_REQUEST : answered.status;
+      const series = this.seriesOf(route, method, status);
       series.count.inc();
       series.latency.observe(seconds);
-      if (status >= 499 || ctx.state.orderId || ctx.method !== 'GET') {
-        requestLog.info({ request_id: ctx.state.requestId, method: ctx.method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(ctx.state.orderId && { order_id: ctx.state.orderId }) }, 'request');
+      if (status >= 499 || orderId || method !== 'GET') {
+        requestLog.info({ request_id: requestId, method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(orderId && { order_id: orderId }) }, 'request');
       }
     };
   }
+}
+
+/** What the request log and metrics read of an answered request. */
+export interface AnsweredRequest {
+  /** The matched route's pattern ("unmatched" when none). */
+  route: string;
+  method: string;
+  status: number;
+  res: ServerResponse;
+  requestId: string;
+  orderId?: string;
 }
 
 /** The last result of load for ms milliseconds (a failed load is not kept). */
