@@ -187,6 +187,44 @@ describe('POST /quotes', () => {
     assert.equal((await raw('2e0')).body.quote.price.amount_atomic, '290000');
   });
 
+  test('one configuration quoted again: a quote and a record of its own each time, each replaying byte for byte; the answer kept only for an Idempotency-Key', async () => {
+    const configuration = { product_id: 'instant-stream', parameters: { duration_hours: 5, max_listeners: 7, bitrate_kbps: 96 } };
+    const key = `again-${Date.now()}`;
+    const answers = [await quote(configuration), await quote(configuration), await quote(configuration, { 'idempotency-key': key })];
+    const quotes = answers.map((a) => { assert.equal(a.status, 200, JSON.stringify(a.body)); return a.body.quote; });
+    assert.equal(new Set(quotes.map((q) => q.id)).size, 3);
+    assert.equal(new Set(quotes.map((q) => q.audit.evaluation_id)).size, 3);
+    for (const q of quotes) {
+      assert.equal(q.price.amount_atomic, quotes[0].price.amount_atomic);
+      assert.equal(Date.parse(q.expires_at_quote) - Date.parse(q.created_at), 300_000);
+      const shown = JSON.parse((await service.cli(['audit', 'show', q.audit.evaluation_id])).stdout).record;
+      assert.equal(shown.id, q.audit.evaluation_id);
+      assert.equal(shown.evaluated_at, q.created_at);
+      assert.deepEqual(shown.input, configuration);
+      const replay = await service.cli(['audit', 'replay', q.audit.evaluation_id]);
+      assert.equal(replay.code, 0, replay.stdout + replay.stderr);
+      assert.equal(JSON.parse(replay.stdout.split('\n')[0]).identical, true);
+    }
+    // The answer is the same text when the key is repeated, byte for byte.
+    const first = await fetch(`${service.baseUrl}/quotes`, { method: 'POST', headers: { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(configuration) });
+    assert.equal(first.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(await first.text(), JSON.stringify({ ok: true, quote: quotes[2], idempotency: { key, replayed: true } }));
+
+    const pg = (await import('pg')).default;
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const client = new pg.Client({ connectionString: lock.database_url });
+    await client.connect();
+    try {
+      const { rows } = await client.query('SELECT id, response FROM quotes WHERE id = ANY($1)', [quotes.map((q) => q.id)]);
+      const stored = new Map(rows.map((r) => [r.id, r.response]));
+      assert.equal(stored.get(quotes[0].id), null, 'a quote without an Idempotency-Key is never answered again');
+      assert.equal(stored.get(quotes[1].id), null);
+      assert.equal(stored.get(quotes[2].id), JSON.stringify(quotes[2]));
+    } finally {
+      await client.end();
+    }
+  });
+
   test('Idempotency-Key: same body gives the same quote, a different body is refused', async () => {
     const key = `quote-${Date.now()}`;
     const first = await quote(instant, { 'idempotency-key': key });

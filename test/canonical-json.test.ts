@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createHash } from 'node:crypto';
-import { canonicalJson, priceRecord, sha256 } from '../src/audit/index.js';
+import { canonicalJson, priceRecord, priceRecordText, sha256, TextTemplate } from '../src/audit/index.js';
 import { configurations, evaluatePrice, openSnapshot, readSnapshotFiles, thresholds, type PriceEvaluation } from '../src/pricing/index.js';
 import { root } from './support/service.js';
 
@@ -100,5 +100,52 @@ describe('canonical JSON', () => {
       }
     }
     assert.ok(checked > 100, `only ${checked} priced configurations were checked`);
+  });
+
+  test('a text template filled in gives the bytes of serializing the value with those fields, for 5,000 generated values', () => {
+    const next = random(4242);
+    const pick = <T>(list: T[]) => list[Math.floor(next() * list.length)];
+    for (let i = 0; i < 5_000; i++) {
+      const base = generate(next, 3);
+      const value: Record<string, unknown> = base !== null && typeof base === 'object' && !Array.isArray(base) ? base as Record<string, unknown> : { v: base };
+      // Holes at the top level and one level down, among generated fields.
+      const nested: Record<string, unknown> = { ...(generate(next, 1) as object), inner: '' };
+      const place = (holes: Record<'id' | 'at' | 'inner', string>) => ({ ...value, id: holes.id, nested: { ...nested, inner: holes.inner }, at: holes.at });
+      const filled = { id: pick(stringPool) + String(i), at: pick(stringPool), inner: pick(keyPool) };
+      for (const serialize of [canonicalJson, JSON.stringify]) {
+        const template = TextTemplate.of(['id', 'at', 'inner'], (holes) => serialize(place(holes)));
+        assert.ok(template, `seed 4242, value ${i}: no template`);
+        assert.equal(template.fill(filled), serialize(place(filled)), `seed 4242, value ${i}`);
+      }
+    }
+  });
+
+  test('a value whose hole is left out or written twice gets no template', () => {
+    assert.equal(TextTemplate.of(['id', 'at'], (holes) => JSON.stringify({ id: holes.id })), undefined);
+    assert.equal(TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id, again: holes.id })), undefined);
+    assert.equal(TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id }))?.fill({ id: 'qt_"1"' }), '{"id":"qt_\\"1\\""}');
+  });
+
+  test('a price record filled in from its template is the record priceRecord writes, with its hash, for every product over a grid', async () => {
+    const { snapshot } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+    assert.ok(snapshot);
+    let checked = 0;
+    for (const entry of snapshot.catalog.products) {
+      for (const parameters of configurations(entry, thresholds(snapshot, entry), { between: 1, acrossThresholds: true })) {
+        const input = { product_id: entry.product.id, parameters };
+        const evaluation = await evaluatePrice(snapshot, input);
+        if (evaluation.outcome !== 'priced') continue;
+        const priced = evaluation as Extract<PriceEvaluation, { outcome: 'priced' }>;
+        const fill = priceRecordText(snapshot.hash, input, priced, 'quote_price');
+        // The same template for several records, as a memoized evaluation is used.
+        for (const id of [`ev_${checked}`, 'ev_"quoted"\\', 'ev_é\u{1F600}']) {
+          const at = new Date(1_700_000_000_000 + checked * 7919);
+          const { text, hash } = priceRecord(id, snapshot.hash, input, priced, at);
+          assert.deepEqual(fill(id, at), { text, hash });
+        }
+        checked++;
+      }
+    }
+    assert.ok(checked > 50, `only ${checked} priced configurations were checked`);
   });
 });

@@ -1,5 +1,6 @@
 import type { PriceInput, PriceEvaluation, UpgradeEvaluation, UpgradeInput } from '../pricing/index.js';
 import { canonicalJson, canonicalJsonWith, sha256 } from './canonical.js';
+import { TextTemplate } from './text-template.js';
 import { evaluatorVersions } from './versions.js';
 
 type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
@@ -23,10 +24,35 @@ export interface PriceRecord {
 export function priceRecord(id: string, snapshotHash: string, input: PriceInput, evaluation: Priced, evaluatedAt: Date, kind: PriceRecord['kind'] = 'quote_price'): { record: PriceRecord; text: string; hash: string } {
   // The output is serialized once: for its own hash and, the same text, inside the record.
   const outputText = canonicalJson(evaluation.output);
-  const record: PriceRecord = {
+  const record = priceRecordFields(id, evaluatedAt.toISOString(), snapshotHash, input, evaluation, kind, outputText);
+  const text = canonicalJsonWith(record as unknown as Record<string, unknown>, { output: outputText });
+  return { record, text, hash: sha256(text) };
+}
+
+/**
+ * priceRecord's text and hash for one evaluation, with the record's id and time left open: the rest of the record
+ * depends only on the snapshot, the input and the evaluation, so a configuration priced again is not serialized again.
+ */
+export type PriceRecordText = (id: string, evaluatedAt: Date) => { text: string; hash: string };
+
+export function priceRecordText(snapshotHash: string, input: PriceInput, evaluation: Priced, kind: PriceRecord['kind'] = 'quote_price'): PriceRecordText {
+  const outputText = canonicalJson(evaluation.output);
+  const template = TextTemplate.of(['id', 'evaluated_at'], (holes) => canonicalJsonWith(
+    priceRecordFields(holes.id, holes.evaluated_at, snapshotHash, input, evaluation, kind, outputText) as unknown as Record<string, unknown>,
+    { output: outputText },
+  ));
+  if (!template) return (id, evaluatedAt) => priceRecord(id, snapshotHash, input, evaluation, evaluatedAt, kind);
+  return (id, evaluatedAt) => {
+    const text = template.fill({ id, evaluated_at: evaluatedAt.toISOString() });
+    return { text, hash: sha256(text) };
+  };
+}
+
+function priceRecordFields(id: string, evaluatedAt: string, snapshotHash: string, input: PriceInput, evaluation: Priced, kind: PriceRecord['kind'], outputText: string): PriceRecord {
+  return {
     kind,
     id,
-    evaluated_at: evaluatedAt.toISOString(),
+    evaluated_at: evaluatedAt,
     snapshot_hash: snapshotHash,
     versions: { ...evaluatorVersions },
     input,
@@ -35,8 +61,6 @@ export function priceRecord(id: string, snapshotHash: string, input: PriceInput,
     output: evaluation.output,
     output_hash: sha256(outputText),
   };
-  const text = canonicalJsonWith(record as unknown as Record<string, unknown>, { output: outputText });
-  return { record, text, hash: sha256(text) };
 }
 
 function withoutSnapshotFacts(facts: Record<string, unknown>): Record<string, unknown> {

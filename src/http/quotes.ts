@@ -15,7 +15,7 @@ export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: Quote
     const key = await deps.keys.authenticateForWrite(authorization);
     const idempotency = idempotencyKey(ctx, false);
     const body = await readQuoteRequest(ctx);
-    const { quote, replayed } = await deps.quotes.create({
+    const { quoteText, replayed } = await deps.quotes.create({
       apiKeyId: key.id,
       idempotencyKey: idempotency,
       input: { product_id: body.product_id, parameters: body.parameters ?? {}, ...(body.billing && { billing: body.billing }) },
@@ -23,6 +23,8 @@ export function quoteRoutes(router: Router, deps: { keys: ApiKeys; quotes: Quote
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });
     if (!replayed) deps.metrics?.quotes.inc({ product: body.product_id });
-    ctx.body = { ok: true, quote, ...(idempotency !== undefined && { idempotency: { key: idempotency, replayed } }) };
+    // The quote's text as it was made (or stored, for a replay), not parsed and serialized again.
+    ctx.type = 'application/json';
+    ctx.body = `{"ok":true,"quote":${quoteText}${idempotency === undefined ? '' : `,"idempotency":${JSON.stringify({ key: idempotency, replayed })}`}}`;
   });
 }

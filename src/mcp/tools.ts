@@ -63,10 +63,10 @@ export const tools: Tool[] = [
     run: async ({ args, caller }, deps) => {
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, product_id: product, parameters } = args;
-      const { quote, replayed } = await deps.quotes.create({ apiKeyId: key.id, idempotencyKey, input: { product_id: product, parameters: parameters ?? {} } })
+      const { quoteText, replayed } = await deps.quotes.create({ apiKeyId: key.id, idempotencyKey, input: { product_id: product, parameters: parameters ?? {} } })
         .catch((e) => { throw caller.revokedDuring(e); });
       if (!replayed) deps.metrics?.quotes.inc({ product });
-      return { body: { ok: true, quote, ...(idempotencyKey !== undefined && { idempotency: { key: idempotencyKey, replayed } }) } };
+      return { body: { ok: true, quote: JSON.parse(quoteText) as Record<string, unknown>, ...(idempotencyKey !== undefined && { idempotency: { key: idempotencyKey, replayed } }) } };
     },
   },
   {

@@ -1,10 +1,11 @@
-import { canonicalJson, priceRecord, sha256, type AuditLog } from '../audit/index.js';
+import { canonicalJson, priceRecordText, sha256, TextTemplate, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
-import { evaluatePrice, type LiveSnapshot, type PriceEvaluation, type PriceInput, type Snapshot } from '../pricing/index.js';
+import type { LiveSnapshot, PriceInput, Snapshot } from '../pricing/index.js';
 import { Decimal, type PriceLine } from '../rules/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Database } from '../store/index.js';
+import { PricedInputs, type Priced, type Refused } from './priced-inputs.js';
 
 export interface QuoteRequest {
   apiKeyId: string;
@@ -12,12 +13,14 @@ export interface QuoteRequest {
   input: PriceInput;
 }
 
+/** The quote document as JSON text: the text stored for an idempotent replay is the text answered. */
 export interface QuoteResult {
-  quote: Record<string, unknown>;
+  quoteText: string;
   replayed: boolean;
 }
 
-type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
+/** A quote document's fields that differ from one quote of the same input to the next. */
+type QuoteFields = Record<'id' | 'evaluation_id' | 'created_at' | 'expires_at_quote', string>;
 
 /** Validate → evaluate → record (audit + quote, one round trip) → respond. A quote creates no order. */
 interface QuoteWrite {
@@ -28,7 +31,7 @@ interface QuoteWrite {
   product_id: string;
   configuration: Record<string, unknown>;
   amount_atomic: string;
-  response: string;
+  response: string | null;
   expires_at: string;
   evaluation_id: string;
   snapshot_hash: string;
@@ -41,6 +44,11 @@ type WriteResult = { created: boolean; revoked: boolean; request_hash: string; r
 
 export class QuoteService {
   private readonly writer: BatchedCalls<QuoteWrite, WriteResult>;
+  private readonly pricedInputs = new PricedInputs<(fields: QuoteFields) => string>((snapshot, input, priced) => ({
+    priced,
+    record: priceRecordText(snapshot.hash, input, priced),
+    document: quoteDocumentText(priced, snapshot, input.billing),
+  }));
 
   constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {
     this.writer = new BatchedCalls<QuoteWrite, WriteResult>(async (items) => {
@@ -52,7 +60,8 @@ export class QuoteService {
   }
 
   async create(request: QuoteRequest): Promise<QuoteResult> {
-    const requestHash = sha256(canonicalJson(request.input));
+    const inputText = canonicalJson(request.input);
+    const requestHash = sha256(inputText);
     if (request.idempotencyKey) {
       const [existing] = await this.db.query<{ request_hash: string; response: string }>(
         `SELECT q.request_hash, q.response FROM quotes q JOIN api_keys k ON k.id = q.api_key_id AND k.revoked_at IS NULL
@@ -61,32 +70,40 @@ export class QuoteService {
     }
 
     const snapshot = this.live.current;
-    const evaluation = await evaluatePrice(snapshot, request.input);
-    const priced = accepted(evaluation, request.input.product_id);
+    const evaluated = await this.pricedInputs.of(snapshot, request.input, inputText);
+    if ('outcome' in evaluated) throw refusal(evaluated, request.input.product_id);
+    const { priced, record, document } = evaluated;
     await this.audit.saveSnapshot(snapshot);
 
     const createdAt = this.now();
-    const evaluationId = randomId('ev_', 12);
-    const quote = quoteDocument(randomId('qt_'), priced, evaluationId, snapshot, createdAt, request.input.billing);
-    const { text, hash } = priceRecord(evaluationId, snapshot.hash, request.input, priced, createdAt);
+    const ttlSeconds = Number(priced.product.pricing.quote_ttl_seconds ?? 300);
+    const fields: QuoteFields = {
+      id: randomId('qt_'),
+      evaluation_id: randomId('ev_', 12),
+      created_at: createdAt.toISOString(),
+      expires_at_quote: new Date(createdAt.getTime() + ttlSeconds * 1000).toISOString(),
+    };
+    const quoteText = document(fields);
+    const { text, hash } = record(fields.evaluation_id, createdAt);
     const row = await this.writer.call({
-      id: quote.id,
+      id: fields.id,
       api_key_id: request.apiKeyId,
       idempotency_key: request.idempotencyKey ?? null,
       request_hash: requestHash,
       product_id: priced.output.product_id,
       configuration: priced.output.configuration,
       amount_atomic: priced.output.total_atomic,
-      response: JSON.stringify(quote),
-      expires_at: quote.expires_at_quote,
-      evaluation_id: evaluationId,
+      // Kept only to answer a repeat of the Idempotency-Key; the record is the quote's evidence.
+      response: request.idempotencyKey ? quoteText : null,
+      expires_at: fields.expires_at_quote,
+      evaluation_id: fields.evaluation_id,
       snapshot_hash: snapshot.hash,
       record: text,
       record_hash: hash,
     });
     if (row.revoked) throw new KeyRevoked();
     if (!row.created) return replay(row, requestHash);
-    return { quote, replayed: false };
+    return { quoteText, replayed: false };
   }
 }
 
@@ -99,7 +116,7 @@ function recordQuotesCall(count: number): string {
   return `SELECT * FROM record_quotes($1, ARRAY[${texts(2)}], ARRAY[${texts(2 + count)}])`;
 }
 
-function recordQuotesParameters(items: QuoteWrite[]): string[] {
+function recordQuotesParameters(items: QuoteWrite[]): (string | null)[] {
   const fields = items.map(({ record: _record, response: _response, ...rest }) => rest);
   return [JSON.stringify(fields), ...items.map((q) => q.record), ...items.map((q) => q.response)];
 }
@@ -109,30 +126,34 @@ function replay(existing: { request_hash: string; response: string }, requestHas
     throw new ApiError(409, 'idempotency_key_reused',
       'This Idempotency-Key was already used for a different quote request. Use a new Idempotency-Key for a new request, or repeat the original body to get the original quote back.');
   }
-  return { quote: JSON.parse(existing.response), replayed: true };
+  return { quoteText: existing.response, replayed: true };
 }
 
-function accepted(evaluation: PriceEvaluation, productId: string): Priced {
-  switch (evaluation.outcome) {
-    case 'priced':
-      return evaluation;
+function refusal(refused: Refused, productId: string): ApiError {
+  switch (refused.outcome) {
     case 'unknown_product':
-      throw new ApiError(404, 'product_not_found', `There is no product ${productId}. List the products with GET /products and use one of their ids.`);
+      return new ApiError(404, 'product_not_found', `There is no product ${productId}. List the products with GET /products and use one of their ids.`);
     case 'rejected': {
-      const { status, code, message, pointer } = evaluation.rejection;
-      const details = evaluation.problems ?? (pointer ? [{ pointer, code, message }] : undefined);
-      throw new ApiError(status, code, message, { details: details?.map(({ pointer: p, code: c, message: m }) => ({ pointer: p, code: c, message: m })) });
+      const { status, code, message, pointer } = refused.rejection;
+      const details = refused.problems ?? (pointer ? [{ pointer, code, message }] : undefined);
+      return new ApiError(status, code, message, { details: details?.map(({ pointer: p, code: c, message: m }) => ({ pointer: p, code: c, message: m })) });
     }
   }
 }
 
-function quoteDocument(id: string, priced: Priced, evaluationId: string, snapshot: Snapshot, createdAt: Date, billing?: PriceInput['billing']) {
+/** The quote document's JSON text, but for the fields each quote has of its own (QuoteFields). */
+function quoteDocumentText(priced: Priced, snapshot: Snapshot, billing?: PriceInput['billing']): (fields: QuoteFields) => string {
+  const template = TextTemplate.of(['id', 'evaluation_id', 'created_at', 'expires_at_quote'], (markers) => JSON.stringify(quoteDocument(markers, priced, snapshot, billing)));
+  if (!template) return (fields) => JSON.stringify(quoteDocument(fields, priced, snapshot, billing));
+  return (fields) => template.fill(fields);
+}
+
+function quoteDocument(fields: QuoteFields, priced: Priced, snapshot: Snapshot, billing?: PriceInput['billing']) {
   const { product, output } = priced;
-  const ttl = Number(product.pricing.quote_ttl_seconds ?? 300);
   const outOfRange = outsideOrderLimits(output.total_atomic, snapshot);
   const notOrderable = [...output.not_orderable_reasons, ...(outOfRange ? [outOfRange] : [])];
   return {
-    id,
+    id: fields.id,
     product: { id: product.id, name: product.name, type: product.type, billing_type: product.billing_type, pricing_model: product.pricing.model },
     configuration: output.configuration,
     ...(billing && { billing }),
@@ -141,12 +162,12 @@ function quoteDocument(id: string, priced: Priced, evaluationId: string, snapsho
     breakdown: output.lines.map((line) => withExchangeRate(line, snapshot)),
     formula: product.pricing.formula,
     transfer_policy: product.pricing.transfer_policy,
-    created_at: createdAt.toISOString(),
-    expires_at_quote: new Date(createdAt.getTime() + ttl * 1000).toISOString(),
+    created_at: fields.created_at,
+    expires_at_quote: fields.expires_at_quote,
     pricing_status: product.pricing_status,
     agent_orderable: notOrderable.length === 0,
     ...(notOrderable.length === 0 ? {} : { agent_orderable_reasons: notOrderable }),
-    audit: { evaluation_id: evaluationId, catalog_hash: snapshot.hash },
+    audit: { evaluation_id: fields.evaluation_id, catalog_hash: snapshot.hash },
   };
 }
 
