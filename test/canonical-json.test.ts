@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { canonicalJson, priceRecord, priceRecordText, sha256, TextTemplate } from '../src/audit/index.js';
-import { configurations, evaluatePrice, openSnapshot, readSnapshotFiles, thresholds, type PriceEvaluation } from '../src/pricing/index.js';
+import { configurations, evaluatePrice, openSnapshot, readSnapshotFiles, thresholds, type PriceEvaluation, type PriceInput, type Snapshot } from '../src/pricing/index.js';
 import { root } from './support/service.js';
 
 /** The original canonical serializer (filter/sort/map/join), kept here as the reference the fast one must equal byte for byte. */
@@ -61,6 +61,27 @@ function generate(next: () => number, depth: number): unknown {
   }
 }
 
+type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
+
+async function shippedSnapshot(): Promise<Snapshot> {
+  const { snapshot } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+  assert.ok(snapshot);
+  return snapshot;
+}
+
+/** Every shipped product over a grid of its configurations (and the given billings), where it is priced. */
+async function* pricedGrid(snapshot: Snapshot, billings: Array<PriceInput['billing']>): AsyncGenerator<{ input: PriceInput; priced: Priced }> {
+  for (const entry of snapshot.catalog.products) {
+    for (const parameters of configurations(entry, thresholds(snapshot, entry), { between: 1, acrossThresholds: true })) {
+      for (const billing of billings) {
+        const input = { product_id: entry.product.id, parameters, ...(billing && { billing }) };
+        const evaluation = await evaluatePrice(snapshot, input);
+        if (evaluation.outcome === 'priced') yield { input, priced: evaluation };
+      }
+    }
+  }
+}
+
 describe('canonical JSON', () => {
   test('the fast serializer writes exactly the bytes of the reference one for 20,000 generated values', () => {
     for (let seed = 1; seed <= 20_000; seed++) {
@@ -83,21 +104,13 @@ describe('canonical JSON', () => {
   });
 
   test('price records (with their output serialized once) are the canonical JSON of the record, for every product over a grid of configurations', async () => {
-    const { snapshot } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
-    assert.ok(snapshot);
+    const snapshot = await shippedSnapshot();
     let checked = 0;
-    for (const entry of snapshot.catalog.products) {
-      for (const parameters of configurations(entry, thresholds(snapshot, entry), { between: 1, acrossThresholds: true })) {
-        for (const billing of [undefined, 'monthly'] as const) {
-          const input = { product_id: entry.product.id, parameters, ...(billing && { billing }) };
-          const evaluation = await evaluatePrice(snapshot, input);
-          if (evaluation.outcome !== 'priced') continue;
-          const { record, text } = priceRecord(`ev_${checked}`, snapshot.hash, input, evaluation as Extract<PriceEvaluation, { outcome: 'priced' }>, new Date(1_700_000_000_000 + checked));
-          assert.equal(text, referenceCanonicalJson(record));
-          assert.equal(record.output_hash, `sha256:${createHash('sha256').update(referenceCanonicalJson(record.output)).digest('hex')}`);
-          checked++;
-        }
-      }
+    for await (const { input, priced } of pricedGrid(snapshot, [undefined, 'monthly'])) {
+      const { record, text } = priceRecord(`ev_${checked}`, snapshot.hash, input, priced, new Date(1_700_000_000_000 + checked));
+      assert.equal(text, referenceCanonicalJson(record));
+      assert.equal(record.output_hash, `sha256:${createHash('sha256').update(referenceCanonicalJson(record.output)).digest('hex')}`);
+      checked++;
     }
     assert.ok(checked > 100, `only ${checked} priced configurations were checked`);
   });
@@ -127,24 +140,17 @@ describe('canonical JSON', () => {
   });
 
   test('a price record filled in from its template is the record priceRecord writes, with its hash, for every product over a grid', async () => {
-    const { snapshot } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
-    assert.ok(snapshot);
+    const snapshot = await shippedSnapshot();
     let checked = 0;
-    for (const entry of snapshot.catalog.products) {
-      for (const parameters of configurations(entry, thresholds(snapshot, entry), { between: 1, acrossThresholds: true })) {
-        const input = { product_id: entry.product.id, parameters };
-        const evaluation = await evaluatePrice(snapshot, input);
-        if (evaluation.outcome !== 'priced') continue;
-        const priced = evaluation as Extract<PriceEvaluation, { outcome: 'priced' }>;
-        const fill = priceRecordText(snapshot.hash, input, priced, 'quote_price');
-        // The same template for several records, as a memoized evaluation is used.
-        for (const id of [`ev_${checked}`, 'ev_"quoted"\\', 'ev_é\u{1F600}']) {
-          const at = new Date(1_700_000_000_000 + checked * 7919);
-          const { text, hash } = priceRecord(id, snapshot.hash, input, priced, at);
-          assert.deepEqual(fill(id, at), { text, hash });
-        }
-        checked++;
+    for await (const { input, priced } of pricedGrid(snapshot, [undefined])) {
+      const fill = priceRecordText(snapshot.hash, input, priced, 'quote_price');
+      // The same template for several records, as a memoized evaluation is used.
+      for (const id of [`ev_${checked}`, 'ev_"quoted"\\', 'ev_é\u{1F600}']) {
+        const at = new Date(1_700_000_000_000 + checked * 7919);
+        const { text, hash } = priceRecord(id, snapshot.hash, input, priced, at);
+        assert.deepEqual(fill(id, at), { text, hash });
       }
+      checked++;
     }
     assert.ok(checked > 50, `only ${checked} priced configurations were checked`);
   });
