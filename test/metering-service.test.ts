@@ -205,7 +205,11 @@ describe('usage is exact once connections close', { skip }, () => {
     console.log(`usage: listener received ${received}, usage ${u.bytes.sent_to_listeners}; source sent ${sent}, usage ${u.bytes.read_from_source}; `
       + `listeners.current 0 after ${droppedAfter} ms`);
     assert.ok(droppedAfter <= 2000, `listeners.current dropped after ${droppedAfter} ms`);
-    assert.ok(within(u.bytes.sent_to_listeners, received, 0.02), `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received}`);
+    // The listener counts what it had read when it closed; Icecast counts what it wrote, which includes what was still
+    // in the sockets' buffers at the close (0.85 s of this stream once in CI, while other tests used both cores).
+    const inFlightAllowance = 64_000 / 8;
+    assert.ok(u.bytes.sent_to_listeners >= received * 0.98 && u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
+      `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)`);
     assert.ok(within(u.bytes.read_from_source, sent, 0.02), `read_from_source ${u.bytes.read_from_source} vs sent ${sent}`);
     assert.equal(u.listeners.current, 0);
   });
