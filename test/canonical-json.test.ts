@@ -139,6 +139,17 @@ describe('canonical JSON', () => {
     assert.equal(TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id }))?.fill({ id: 'qt_"1"' }), '{"id":"qt_\\"1\\""}');
   });
 
+  test('a reused serialization is written in full once, then made a template and only filled in', () => {
+    let serialized = 0;
+    const value = (fields: Record<'id' | 'at', string>) => ({ kind: 'quote', id: fields.id, nested: { at: fields.at, n: 1.5 } });
+    const text = TextTemplate.reused(['id', 'at'], (fields) => { serialized++; return canonicalJson(value(fields)); });
+    for (let i = 0; i < 5; i++) {
+      const fields = { id: `qt_${i}"\\`, at: new Date(1_700_000_000_000 + i).toISOString() };
+      assert.equal(text(fields), canonicalJson(value(fields)));
+    }
+    assert.equal(serialized, 2, 'the first call in full, the second to make the template, none after');
+  });
+
   test('a price record filled in from its template is the record priceRecord writes, with its hash, for every product over a grid', async () => {
     const snapshot = await shippedSnapshot();
     let checked = 0;

@@ -37,14 +37,13 @@ export type PriceRecordText = (id: string, evaluatedAt: Date) => { text: string;
 
 export function priceRecordText(snapshotHash: string, input: PriceInput, evaluation: Priced, kind: PriceRecord['kind'] = 'quote_price'): PriceRecordText {
   const outputText = canonicalJson(evaluation.output);
-  const template = TextTemplate.of(['id', 'evaluated_at'], (holes) => canonicalJsonWith(
-    priceRecordFields(holes.id, holes.evaluated_at, snapshotHash, input, evaluation, kind, outputText) as unknown as Record<string, unknown>,
+  const text = TextTemplate.reused(['id', 'evaluated_at'], (fields) => canonicalJsonWith(
+    priceRecordFields(fields.id, fields.evaluated_at, snapshotHash, input, evaluation, kind, outputText) as unknown as Record<string, unknown>,
     { output: outputText },
   ));
-  if (!template) return (id, evaluatedAt) => priceRecord(id, snapshotHash, input, evaluation, evaluatedAt, kind);
   return (id, evaluatedAt) => {
-    const text = template.fill({ id, evaluated_at: evaluatedAt.toISOString() });
-    return { text, hash: sha256(text) };
+    const filled = text({ id, evaluated_at: evaluatedAt.toISOString() });
+    return { text: filled, hash: sha256(filled) };
   };
 }
 

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 
+// Random markers, drawn once per process: no catalog or request text can contain them by chance, and none is ever sent.
+const markerNonce = randomBytes(12).toString('hex');
+
 /**
  * The JSON text of a value that is the same every time but for a few string fields (an id, a time): serialized once
  * with a marker in each of those fields, then filled by splicing the fields' JSON strings in. A string is written as
@@ -14,9 +17,7 @@ export class TextTemplate<Hole extends string> {
    * (a hole left out or repeated): such a value is serialized in full each time by the caller.
    */
   static of<Hole extends string>(holes: readonly Hole[], serialize: (markers: Record<Hole, string>) => string): TextTemplate<Hole> | undefined {
-    // Random markers: no catalog or request text can contain them by chance.
-    const nonce = randomBytes(12).toString('hex');
-    const markers = Object.fromEntries(holes.map((hole, i) => [hole, `\u0001${nonce}:${i}`])) as Record<Hole, string>;
+    const markers = Object.fromEntries(holes.map((hole, i) => [hole, `\u0001${markerNonce}:${i}`])) as Record<Hole, string>;
     const text = serialize(markers);
     const found = holes.map((hole) => {
       const quoted = JSON.stringify(markers[hole]);
@@ -33,6 +34,20 @@ export class TextTemplate<Hole extends string> {
     }
     pieces.push(text.slice(from));
     return new TextTemplate(pieces, sorted.map((f) => f.hole));
+  }
+
+  /**
+   * `serialize` for values that may be serialized again: the first call serializes in full, the second makes the
+   * template, and later calls only fill it in. A value serialized once costs what serializing it costs.
+   */
+  static reused<Hole extends string>(holes: readonly Hole[], serialize: (fields: Record<Hole, string>) => string): (fields: Record<Hole, string>) => string {
+    let template: TextTemplate<Hole> | undefined;
+    let calls = 0;
+    return (fields) => {
+      calls++;
+      if (calls === 2) template = TextTemplate.of(holes, serialize);
+      return template ? template.fill(fields) : serialize(fields);
+    };
   }
 
   fill(values: Record<Hole, string>): string {

@@ -1,7 +1,9 @@
 import type { PriceRecordText } from '../audit/index.js';
 import { evaluatePrice, type PriceEvaluation, type PriceInput, type Snapshot } from '../pricing/index.js';
 
-const MAX_ENTRIES = 1000;
+// Enough for the configurations agents ask for again; every entry is kept until the memo is emptied, so a stream of
+// distinct configurations must not keep many (their retention showed as garbage-collection time).
+const MAX_ENTRIES = 256;
 
 export type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
 export type Refused = Exclude<PriceEvaluation, { outcome: 'priced' }>;
@@ -15,9 +17,9 @@ export interface PricedInput<Document> {
 
 /**
  * Evaluations of the inputs quoted on the served snapshot, with what is derived from them alone (the record's text
- * but for its id and time, the quote document's text). An evaluation is a function of the snapshot and the input (an
- * auditor's replay depends on it), so a configuration quoted again is not evaluated again: the next snapshot empties
- * the memo. Refusals are not kept; each is evaluated again.
+ * but for its id and time, the quote document's text; see TextTemplate.reused). An evaluation is a function of the
+ * snapshot and the input (an auditor's replay depends on it), so a configuration quoted again is not evaluated again:
+ * the next snapshot empties the memo, as does a full one. Refusals are not kept; each is evaluated again.
  */
 export class PricedInputs<Document> {
   private snapshot?: Snapshot;

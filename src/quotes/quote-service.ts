@@ -143,9 +143,7 @@ function refusal(refused: Refused, productId: string): ApiError {
 
 /** The quote document's JSON text, but for the fields each quote has of its own (QuoteFields). */
 function quoteDocumentText(priced: Priced, snapshot: Snapshot, billing?: PriceInput['billing']): (fields: QuoteFields) => string {
-  const template = TextTemplate.of(['id', 'evaluation_id', 'created_at', 'expires_at_quote'], (markers) => JSON.stringify(quoteDocument(markers, priced, snapshot, billing)));
-  if (!template) return (fields) => JSON.stringify(quoteDocument(fields, priced, snapshot, billing));
-  return (fields) => template.fill(fields);
+  return TextTemplate.reused(['id', 'evaluation_id', 'created_at', 'expires_at_quote'], (fields) => JSON.stringify(quoteDocument(fields, priced, snapshot, billing)));
 }
 
 function quoteDocument(fields: QuoteFields, priced: Priced, snapshot: Snapshot, billing?: PriceInput['billing']) {
