@@ -1,6 +1,6 @@
 import { ApiError } from '../errors/index.js';
 import type { Snapshot } from '../pricing/index.js';
-import { listenerCapSql, type StreamLoad } from '../services/index.js';
+import { liveHoldingSql, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
@@ -17,20 +17,14 @@ interface Holding {
   nextExpiry?: Date;
 }
 
-// Live: may still stream (the same services that hold a place on an Icecast, see StreamCapacity).
-const LIVE = `s.status IN ('pending', 'provisioning', 'active', 'suspended') AND (s.expires_at IS NULL OR s.expires_at > now())`;
 const IN_FLIGHT = `o.state IN ('settling', 'provisioning') AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
-// The live services summed by PostgreSQL (one row however many a buyer holds), then the paid orders not provisioned yet.
-const SERVICES_HELD = `count(*)::int AS live_services, COALESCE(sum(${listenerCapSql('s.limits')}), 0) AS listener_places, min(s.expires_at) AS next_expiry,
-                       NULL AS product_id, NULL::jsonb AS configuration, NULL AS upgrade_of`;
+// The live services (one row however many a buyer holds), then the paid orders not provisioned yet.
+const held = (scope: 'key' | 'payer') => `SELECT h.live_services, h.listener_places, h.next_expiry, NULL AS product_id, NULL::jsonb AS configuration, NULL AS upgrade_of
+                                          FROM (${liveHoldingSql(scope)}) h`;
 const ORDERS_IN_FLIGHT = 'NULL, NULL, NULL, o.product_id, o.configuration, o.upgrade_of FROM orders o';
 const HOLDING_SQL = {
-  key: `SELECT ${SERVICES_HELD} FROM services s WHERE s.api_key_id = $1 AND ${LIVE}
-        UNION ALL
-        SELECT ${ORDERS_IN_FLIGHT} WHERE o.api_key_id = $1 AND ${IN_FLIGHT}`,
-  payer: `SELECT ${SERVICES_HELD} FROM services s JOIN orders p ON p.id = s.order_id WHERE p.payer = $1 AND ${LIVE}
-          UNION ALL
-          SELECT ${ORDERS_IN_FLIGHT} WHERE o.payer = $1 AND ${IN_FLIGHT}`,
+  key: `${held('key')} UNION ALL SELECT ${ORDERS_IN_FLIGHT} WHERE o.api_key_id = $1 AND ${IN_FLIGHT}`,
+  payer: `${held('payer')} UNION ALL SELECT ${ORDERS_IN_FLIGHT} WHERE o.payer = $1 AND ${IN_FLIGHT}`,
 };
 
 /**

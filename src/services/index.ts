@@ -1,4 +1,4 @@
-export { ServiceRecords, listenerCapOf, listenerCapSql, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
+export { ServiceRecords, listenerCapOf, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
 export { IcecastDecider } from './icecast-decider.js';
 export { MediaLibrary, quotaOf, uploadLimitsFromEnv, type MediaFile, type UploadLimits } from './media-library.js';
 export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl } from './lifecycle-worker.js';
@@ -8,3 +8,4 @@ export { RelayManager, RELAY_USER } from './relay-manager.js';
 export { StreamCapacity, type StreamLoad } from './stream-capacity.js';
 export { registerStreamingHost } from './streaming-hosts.js';
 export { storageOf, replacePlaylist } from './playlist.js';
+export { liveHoldingSql, type HolderScope } from './live-holdings.js';

@@ -48,14 +48,9 @@ export interface StreamingEndpoint {
 const WITH_HOST_URL = 's.*, h.public_url AS host_url FROM services s LEFT JOIN streaming_hosts h ON h.id = s.host_id';
 const RETURNING_WITH_HOST_URL = 'RETURNING *, (SELECT public_url FROM streaming_hosts h WHERE h.id = services.host_id) AS host_url';
 
-/** How many listeners a service was sold, whichever way its product names it. */
+/** How many listeners a service was sold, whichever way its product names it (listener_places() in SQL, migration 030). */
 export function listenerCapOf(limits: Record<string, unknown>): number {
   return Number(limits.max_listeners ?? limits.listeners ?? limits.max_concurrent_listeners ?? 0);
-}
-
-/** listenerCapOf in SQL, of a jsonb limits column (e.g. `s.limits`): lets PostgreSQL sum the caps of many services. */
-export function listenerCapSql(limits: string): string {
-  return `COALESCE((${limits}->>'max_listeners')::numeric, (${limits}->>'listeners')::numeric, (${limits}->>'max_concurrent_listeners')::numeric, 0)`;
 }
 
 /** What an order turns into: a mount with its own source credentials, limits and expiry. */

@@ -1,6 +1,7 @@
 import { ApiError } from '../errors/index.js';
 import type { Client, Database } from '../store/index.js';
-import { listenerCapSql, type StreamingEndpoint } from './service-records.js';
+import { liveHoldingSql } from './live-holdings.js';
+import type { StreamingEndpoint } from './service-records.js';
 
 /** What one Icecast carries: one source per service, and every listener place its services were sold. */
 export interface StreamLoad {
@@ -23,9 +24,7 @@ export class StreamCapacity {
 
   /** The services on this Icecast that may still stream: one source each, and the listener places they were sold. */
   async inUse(client?: Client): Promise<StreamLoad> {
-    // Summed by PostgreSQL: one row per purchase however many services are live (it read every service's limits).
-    const sql = `SELECT count(*)::int AS sources, COALESCE(sum(${listenerCapSql('limits')}), 0) AS listeners FROM services
-                 WHERE host_id = $1 AND status IN ('pending', 'provisioning', 'active', 'suspended') AND (expires_at IS NULL OR expires_at > now())`;
+    const sql = `SELECT held.live_services AS sources, held.listener_places AS listeners FROM (${liveHoldingSql('host')}) held`;
     const params = [this.streaming.hostId()];
     const [load] = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{ sources: number; listeners: string }>;
     return { sources: load.sources, listeners: Number(load.listeners) };
