@@ -21,7 +21,7 @@ export function ordersTables(r: OrdersResults): string {
     `| ${name} | ${Math.round(x.reqPerSec)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.requests} | ${x.unexpected} / ${x.errors} | ${bytes} | ${cpu(x)} | ${vs ? ratio(x.reqPerSec / vs.reqPerSec) : '—'} |`;
 
   const purchaseRow = (name: string, x: PurchaseRun, vs?: PurchaseRun) =>
-    `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${x.failed ? `${x.failed} (${Object.entries(x.failures).map(([k, n]) => `${n}× ${k}`).join(', ')})` : '0'} | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${vs ? ratio(x.perSecond / vs.perSecond) : '—'} |`;
+    `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${x.failed ? `${x.failed} (${Object.entries(x.failures).map(([k, n]) => `${n}× ${k}`).join(', ')})` : '0'} | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${ms(x.cpuMs)} | ${Number.isFinite(x.cpuMs) ? Math.round((r.cores * 1000) / x.cpuMs) : 'n/a'} | ${vs ? ratio(x.perSecond / vs.perSecond) : '—'} |`;
 
   const { before, after } = r.slowdown;
   const slowRatio = after.medianMs / before.medianMs;
@@ -36,8 +36,8 @@ export function ordersTables(r: OrdersResults): string {
     '',
     'Paid purchases (each a complete paid POST /orders → 200 active order) vs a bare facilitator doing verify + settle of the same payments on the same chain:',
     '',
-    '| Case | concurrency | ok / attempted | failed | per second | p50 ms | p99 ms | per second vs bare facilitator |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|',
+    `| Case | concurrency | ok / attempted | failed | per second | p50 ms | p99 ms | machine CPU ms per purchase | per second if the ${r.cores} cores did only this | per second vs bare facilitator |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...r.purchases.flatMap((p) => [
       purchaseRow('bare facilitator verify + settle', p.bare),
       purchaseRow('service paid POST /api/v1/orders', p.service, p.bare),

@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -24,7 +25,7 @@ import { startChildScript, type ChildServer } from './child-script.js';
 import { percentile } from './percentile.js';
 import { compareLoad, type LoadResult } from './http-load.js';
 import { pool } from './pool.js';
-import { treeCpu } from './process-cpu.js';
+import { treeCpu, type TreeCpu } from './process-cpu.js';
 
 export interface OrdersBenchOptions {
   root: string;
@@ -54,6 +55,11 @@ export interface PurchaseRun {
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /**
+   * CPU of the whole machine per successful purchase (ms): serve and its children (PostgreSQL, anvil), and for the
+   * bare facilitator also this process, where it runs; not the load generator's own HTTP client. NaN without /proc.
+   */
+  cpuMs: number;
 }
 
 export interface SettleSample {
@@ -67,6 +73,8 @@ export interface SettleSample {
 
 export interface OrdersResults {
   connections: number;
+  /** The machine's cores, which servers, chain, database and load generator share. */
+  cores: number;
   durationSeconds: number;
   paywall: { reference: LoadResult; service: LoadResult; referenceBytes: number; serviceBytes: number };
   /** service: paid POST /orders; mcp: the same order as the MCP `order` tool call; bare: the facilitator alone. */
@@ -245,19 +253,17 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
       const from = Math.floor((count * s) / slices);
       const to = Math.floor((count * (s + 1)) / slices);
       o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
-      const cpuBefore = await treeCpu(o.service.process.pid!);
-      await timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal);
-      const cpuAfter = await treeCpu(o.service.process.pid!);
-      if (cpuBefore && cpuAfter) {
+      const used = await machineCpu(o.service.process.pid!, svc, false, () => timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal));
+      if (used) {
         const perPurchaseMs = (seconds: number) => ((seconds * 1000) / (to - from)).toFixed(1);
-        o.log(`    CPU per purchase: serve ${perPurchaseMs(cpuAfter.self - cpuBefore.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(cpuAfter.descendants - cpuBefore.descendants)} ms`);
+        o.log(`    CPU per purchase: serve ${perPurchaseMs(used.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(used.descendants)} ms`);
       }
       serviceAlive();
       o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
-      await timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal);
+      await machineCpu(o.service.process.pid!, tool, false, () => timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal));
       serviceAlive();
       o.log(`  round ${s + 1}: bare facilitator, ${to - from} verify+settle at concurrency ${concurrency}`);
-      await timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal);
+      await machineCpu(o.service.process.pid!, bare, true, () => timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal));
       serviceAlive();
     }
     finishRun(svc);
@@ -286,7 +292,7 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
 
   // Stateless MCP: closing only ends the client's pending requests (an early throw just leaves it to the process exit).
   await mcp.close();
-  return { connections: o.connections, durationSeconds: o.durationSeconds, paywall, purchases, slowdown: { before, after, mined, mineMs } };
+  return { connections: o.connections, cores: availableParallelism(), durationSeconds: o.durationSeconds, paywall, purchases, slowdown: { before, after, mined, mineMs } };
 }
 
 /** Sequential verify (timed apart) then settle; the first 3 are discarded as warm-up. */
@@ -318,20 +324,43 @@ async function settleLatency(facilitator: Facilitator, payments: Array<{ payload
   };
 }
 
-function newRun(concurrency: number): PurchaseRun & { latencies: number[] } {
-  return { concurrency, attempted: 0, ok: 0, failed: 0, failures: {}, seconds: 0, perSecond: 0, p50Ms: 0, p99Ms: 0, latencies: [] };
+type OpenRun = PurchaseRun & { latencies: number[]; cpuSeconds: number };
+
+function newRun(concurrency: number): OpenRun {
+  return { concurrency, attempted: 0, ok: 0, failed: 0, failures: {}, seconds: 0, perSecond: 0, p50Ms: 0, p99Ms: 0, cpuMs: NaN, latencies: [], cpuSeconds: 0 };
 }
 
-function finishRun(run: PurchaseRun & { latencies: number[] }): void {
+function finishRun(run: OpenRun): void {
   const sorted = Float64Array.from(run.latencies).sort();
   run.perSecond = run.ok / run.seconds;
   run.p50Ms = percentile(sorted, 0.5);
   run.p99Ms = percentile(sorted, 0.99);
-  delete (run as Partial<typeof run>).latencies;
+  run.cpuMs = (run.cpuSeconds * 1000) / run.ok;
+  delete (run as Partial<OpenRun>).latencies;
+  delete (run as Partial<OpenRun>).cpuSeconds;
+}
+
+/**
+ * Runs `work` and adds to `run` the CPU the machine spent on it: serve's and its children's (PostgreSQL, anvil), plus
+ * this process's when the contender runs here (the bare facilitator). Returns serve's and its children's parts.
+ */
+async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean, work: () => Promise<void>): Promise<TreeCpu | undefined> {
+  const tree = await treeCpu(servePid);
+  const own = process.cpuUsage();
+  await work();
+  const ownUsed = process.cpuUsage(own);
+  const treeAfter = await treeCpu(servePid);
+  if (!tree || !treeAfter) {
+    run.cpuSeconds = NaN;
+    return undefined;
+  }
+  const used = { self: treeAfter.self - tree.self, descendants: treeAfter.descendants - tree.descendants };
+  run.cpuSeconds += used.self + used.descendants + (inThisProcess ? (ownUsed.user + ownUsed.system) / 1e6 : 0);
+  return used;
 }
 
 /** Runs `work` over `items` with `concurrency` workers, adding wall time, successes, failures and latencies to `run`. */
-async function timedPool<T>(items: T[], concurrency: number, work: (item: T) => Promise<string | undefined>, run: PurchaseRun & { latencies: number[] }, signal: AbortSignal): Promise<void> {
+async function timedPool<T>(items: T[], concurrency: number, work: (item: T) => Promise<string | undefined>, run: OpenRun, signal: AbortSignal): Promise<void> {
   const started = performance.now();
   await pool(items, concurrency, async (item) => {
     signal.throwIfAborted();
