@@ -1,32 +1,22 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { listenerCapOf, liveHoldingSql, registerStreamingHost, type HolderScope } from '../src/services/index.js';
-import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
-import { scratchDir } from './support/service.js';
+import { migrate } from '../src/store/index.js';
+import { embeddedDatabase } from './support/database.js';
 
 // What a purchase's capacity and buyer-limit checks read (migration 030): a kept counter per host, key and payer,
 // less the services whose time is up. Compared here with a count of every service, made in JavaScript from the rows.
 const migrations = fileURLToPath(new URL('../src/store/migrations/', import.meta.url));
 const scopes: HolderScope[] = ['host', 'key', 'payer'];
-let pg: RunningPostgres;
-let db: Database;
-
-before(async () => {
-  pg = await startEmbeddedPostgres(await scratchDir('audio-holdings-'));
-  db = new Database(pg.url);
-});
-after(async () => {
-  await db?.close();
-  await pg?.stop();
-});
+const store = embeddedDatabase('audio-holdings-');
 
 interface Counted { live_services: number; listener_places: number; next_expiry: string | null }
 
 /** Every holder's live services as the rows say: a place held (status) and not expired (expires_at). */
 async function countedByHand(): Promise<Map<string, Counted>> {
-  const rows = await db.query<{ host_id: string | null; api_key_id: string; payer: string; status: string; limits: Record<string, unknown>; expires_at: Date | null; now: Date }>(
+  const rows = await store.db.query<{ host_id: string | null; api_key_id: string; payer: string; status: string; limits: Record<string, unknown>; expires_at: Date | null; now: Date }>(
     'SELECT s.host_id, s.api_key_id, o.payer, s.status, s.limits, s.expires_at, now() AS now FROM services s JOIN orders o ON o.id = s.order_id');
   const counted = new Map<string, Counted>();
   for (const row of rows) {
@@ -49,7 +39,7 @@ async function assertCountersMatch(when: string): Promise<void> {
   assert.ok(expected.size > 0);
   for (const [name, counted] of expected) {
     const [scope, holder] = name.split(' ') as [HolderScope, string];
-    const [read] = await db.query<{ live_services: number; listener_places: string; next_expiry: Date | null }>(liveHoldingSql(scope), [holder]);
+    const [read] = await store.db.query<{ live_services: number; listener_places: string; next_expiry: Date | null }>(liveHoldingSql(scope), [holder]);
     assert.deepEqual(
       { live_services: read.live_services, listener_places: Number(read.listener_places), next_expiry: read.next_expiry?.toISOString() ?? null },
       counted, `${when}: ${name}`);
@@ -71,12 +61,12 @@ async function sell(client: { query(sql: string, params: unknown[]): Promise<unk
 describe('service holdings (migration 030)', () => {
   test('the counters start from what was live before the migration and follow every change', async () => {
     const files = (await readdir(migrations)).filter((f) => f.endsWith('.sql')).sort();
-    await db.query('CREATE TABLE schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    await store.db.query('CREATE TABLE schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
     for (const file of files.filter((f) => f < '030')) {
-      await db.query(await readFile(migrations + file, 'utf8'));
-      await db.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+      await store.db.query(await readFile(migrations + file, 'utf8'));
+      await store.db.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
     }
-    for (const key of ['key_a', 'key_b']) await db.query("INSERT INTO api_keys (id, name, secret_hash) VALUES ($1, $1, '\\x00')", [key]);
+    for (const key of ['key_a', 'key_b']) await store.db.query("INSERT INTO api_keys (id, name, secret_hash) VALUES ($1, $1, '\\x00')", [key]);
     // Sold before the migration: every status, the three ways a product names its listeners, no expiry, time up.
     const before = [
       { key: 'key_a', payer: '0xp1', host: 'host_1', limits: { max_listeners: 5 }, expiresIn: '1 hour' },
@@ -88,41 +78,41 @@ describe('service holdings (migration 030)', () => {
       { key: 'key_b', payer: '0xp1', host: 'host_1', limits: { max_listeners: 30 }, expiresIn: '-1 minute' },
       { key: 'key_b', payer: '0xp2', host: null, limits: { max_listeners: 1 }, expiresIn: '1 hour' },
     ];
-    for (const service of before) await sell(db, service);
-    assert.deepEqual(await migrate(db), ['030_service_holdings.sql']);
+    for (const service of before) await sell(store.db, service);
+    assert.deepEqual(await migrate(store.db), ['030_service_holdings.sql']);
     await assertCountersMatch('right after the migration');
 
-    const sold = await sell(db, { key: 'key_a', payer: '0xp3', host: 'host_2', limits: { max_listeners: 4 }, expiresIn: '30 minutes' });
+    const sold = await sell(store.db, { key: 'key_a', payer: '0xp3', host: 'host_2', limits: { max_listeners: 4 }, expiresIn: '30 minutes' });
     await assertCountersMatch('a service sold');
-    await db.query(`UPDATE services SET limits = '{"max_listeners": 9}', product_id = 'bigger' WHERE id = $1`, [sold]);
+    await store.db.query(`UPDATE services SET limits = '{"max_listeners": 9}', product_id = 'bigger' WHERE id = $1`, [sold]);
     await assertCountersMatch('an upgrade');
-    await db.query("UPDATE services SET status = 'suspended' WHERE id = $1", [sold]);
-    await db.query("UPDATE services SET status = 'active' WHERE id = $1", [sold]);
+    await store.db.query("UPDATE services SET status = 'suspended' WHERE id = $1", [sold]);
+    await store.db.query("UPDATE services SET status = 'active' WHERE id = $1", [sold]);
     await assertCountersMatch('suspended and resumed');
-    await db.query("UPDATE services SET status = 'expired' WHERE status = 'active' AND expires_at <= now()");
+    await store.db.query("UPDATE services SET status = 'expired' WHERE status = 'active' AND expires_at <= now()");
     await assertCountersMatch('the life-cycle worker caught up with the time');
-    await db.transaction(async (client) => {
+    await store.db.transaction(async (client) => {
       const twice = await sell(client, { key: 'key_b', payer: '0xp3', host: 'host_1', limits: { max_listeners: 6 }, expiresIn: '1 hour' });
       await client.query(`UPDATE services SET limits = '{"max_listeners": 8}' WHERE id = $1`, [twice]);
       await client.query("UPDATE services SET status = 'suspended' WHERE id = $1", [twice]);
     });
     await assertCountersMatch('sold, upgraded and suspended in one transaction');
-    await db.transaction(async (client) => {
+    await store.db.transaction(async (client) => {
       await sell(client, { key: 'key_b', payer: '0xp4', host: 'host_9', limits: { max_listeners: 100 }, expiresIn: '1 hour' });
       await client.query("UPDATE services SET status = 'failed' WHERE id = $1", [sold]);
       throw new Error('rolled back');
     }).catch((e: Error) => assert.equal(e.message, 'rolled back'));
     await assertCountersMatch('a rolled back transaction');
-    await db.query("UPDATE services SET host_id = 'url:http://127.0.0.1:8001', icecast_url = 'http://127.0.0.1:8001' WHERE host_id = 'host_1'");
-    await registerStreamingHost(db, 'host_3', 'http://127.0.0.1:8001');
+    await store.db.query("UPDATE services SET host_id = 'url:http://127.0.0.1:8001', icecast_url = 'http://127.0.0.1:8001' WHERE host_id = 'host_1'");
+    await registerStreamingHost(store.db, 'host_3', 'http://127.0.0.1:8001');
     await assertCountersMatch('services moved to another host');
-    await db.query('DELETE FROM services WHERE id = $1', [sold]);
+    await store.db.query('DELETE FROM services WHERE id = $1', [sold]);
     await assertCountersMatch('a service deleted');
   });
 
   test("a holder's check reads a few services, however many are live", async () => {
-    await db.query("INSERT INTO api_keys (id, name, secret_hash) VALUES ('key_many', 'many', '\\x00') ON CONFLICT DO NOTHING");
-    await db.transaction(async (client) => {
+    await store.db.query("INSERT INTO api_keys (id, name, secret_hash) VALUES ('key_many', 'many', '\\x00') ON CONFLICT DO NOTHING");
+    await store.db.transaction(async (client) => {
       await client.query(`INSERT INTO orders (id, api_key_id, request_hash, product_id, billing, request, configuration, amount_atomic, network, asset, pay_to, payer, nonce, valid_before, payment, requirements, state)
                           SELECT 'om' || i, 'key_many', 'h', 'instant-stream', 'one_time', '{}', '{}', 1, 'eip155:8453', '0xa', '0xb', '0xmany', 'om' || i, 1, '{}', '{}', 'active'
                             FROM generate_series(1, 3000) i`);
@@ -134,7 +124,7 @@ describe('service holdings (migration 030)', () => {
     });
     const holders: Record<HolderScope, string> = { host: 'host_many', key: 'key_many', payer: '0xmany' };
     for (const scope of scopes) {
-      const [held] = await db.query<{ live_services: number; listener_places: string }>(liveHoldingSql(scope), [holders[scope]]);
+      const [held] = await store.db.query<{ live_services: number; listener_places: string }>(liveHoldingSql(scope), [holders[scope]]);
       assert.deepEqual({ live: held.live_services, places: Number(held.listener_places) }, { live: 2998, places: 5996 }, scope);
       const read = await servicesRowsRead(liveHoldingSql(scope), holders[scope]);
       assert.ok(read <= 4, `${scope}: the check read ${read} services`);
@@ -147,7 +137,7 @@ describe('service holdings (migration 030)', () => {
 
 /** How many rows of `services` a query read, from its plan as run (EXPLAIN ANALYZE), with $1 bound to `holder`. */
 async function servicesRowsRead(sql: string, holder: string): Promise<number> {
-  const [{ 'QUERY PLAN': [plan] }] = await db.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+  const [{ 'QUERY PLAN': [plan] }] = await store.db.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
     `EXPLAIN (ANALYZE, FORMAT JSON) ${sql.replaceAll('$1', `'${holder}'`)}`);
   const walk = (node: PlanNode): number =>
     (node['Relation Name'] === 'services' ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'] : 0) + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
