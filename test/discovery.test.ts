@@ -237,6 +237,13 @@ describe('x402 extensions on the 402', () => {
     badId.extensions[PAYMENT_IDENTIFIER].info.id = 'short';
     assertError(await pay('/orders', order, newKey(), Buffer.from(JSON.stringify(badId)).toString('base64')), 400, 'payment_id_invalid');
 
+    // A schema of the client's own is never compiled or run (a catastrophic pattern froze the service): refused.
+    const ownSchema = JSON.parse(Buffer.from(await paymentFor(required, 'a'.repeat(30)), 'base64').toString());
+    ownSchema.extensions[PAYMENT_IDENTIFIER].schema = { type: 'object', properties: { id: { type: 'string', pattern: '^(a+)+b$' } } };
+    const refused = await pay('/orders', order, newKey(), Buffer.from(JSON.stringify(ownSchema)).toString('base64'));
+    assertError(refused, 400, 'payment_id_invalid');
+    assert.match(refused.body.error.message, /schema is not the one this service declares/);
+
     // The id is scoped to the API key, like an Idempotency-Key: another agent's same id is its own purchase.
     const created = await service.cli(['keys', 'create', '--name', 'second agent']);
     const otherKey = JSON.parse(created.stdout).api_key as string;

@@ -302,7 +302,7 @@ export class OrderService {
   private paymentIdOf(payload: PaymentPayload): string | undefined {
     const found = this.gateway.paymentId(payload);
     if (found && 'invalid' in found) {
-      throw new ApiError(400, 'payment_id_invalid', `The payment-identifier in your payment payload is not valid (${found.invalid.slice(0, 200)}): it must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -. Nothing was charged. Sign the payment again with a valid id (generatePaymentId() of @x402/extensions/payment-identifier) or without one.`);
+      throw new ApiError(400, 'payment_id_invalid', `The payment-identifier in your payment payload is not valid: ${found.invalid}. Nothing was charged. Sign the payment again with the extension as PAYMENT-REQUIRED declares it and a valid id (generatePaymentId() of @x402/extensions/payment-identifier), or without one.`);
     }
     return found?.id;
   }

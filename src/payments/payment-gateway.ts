@@ -4,12 +4,12 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyRespons
 import { registerExactEvmScheme } from '@x402/evm/exact/server';
 import { bazaarResourceServerExtension } from '@x402/extensions/bazaar';
 import {
-  declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER, paymentIdentifierResourceServerExtension, paymentIdentifierSchema,
-  validatePaymentIdentifier,
+  declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER, paymentIdentifierResourceServerExtension,
 } from '@x402/extensions/payment-identifier';
 import { ApiError } from '../errors/index.js';
 import { unsafeJson } from '../schema/json-limits.js';
 import { isExactEvmPayment } from './payment-shape.js';
+import { readPaymentIdentifier, type PaymentIdentifier } from './payment-identifier.js';
 import type { OfferReceipts } from './receipts.js';
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse };
@@ -70,19 +70,9 @@ export class PaymentGateway {
     return this.memo(key, () => this.buildHeader(requirements, resource, error, discovery)) as Promise<string>;
   }
 
-  /**
-   * The payment-identifier of a PAYMENT-SIGNATURE (x402 extension): undefined when none was sent, `{ invalid }` when
-   * one was sent that the extension's rules refuse.
-   */
-  paymentId(payload: PaymentPayload): { id: string } | { invalid: string } | undefined {
-    const extension = payload.extensions?.[PAYMENT_IDENTIFIER];
-    if (!extension) return undefined;
-    // As extractAndValidatePaymentIdentifier, without compiling the schema the payload carries (a new Ajv per call:
-    // 10 to 80 ms of CPU per paid request) when it is the schema this service declares: its checks by hand come first.
-    const validation = validatePaymentIdentifier(withoutDeclaredSchema(extension));
-    if (!validation.valid) return { invalid: (validation.errors ?? ['invalid']).join('; ') };
-    const id = (extension as { info: { id?: string } }).info.id;
-    return id ? { id } : undefined;
+  /** The payment-identifier of a PAYMENT-SIGNATURE (x402 extension), read without running anything the client sent. */
+  paymentId(payload: PaymentPayload): PaymentIdentifier {
+    return readPaymentIdentifier(payload.extensions?.[PAYMENT_IDENTIFIER]);
   }
 
   private memo(key: string, build: () => Promise<PaymentRequirements | string>): Promise<PaymentRequirements | string> {
@@ -151,21 +141,6 @@ export class PaymentGateway {
   static responseHeader(settlement: SettleResponse & { extensions?: Record<string, unknown> }): string {
     return encodePaymentResponseHeader(settlement);
   }
-}
-
-const DECLARED_ID_SCHEMA = JSON.stringify(paymentIdentifierSchema);
-
-/**
- * The payment-identifier extension without its schema when that schema is the one this service declares
- * (declarePaymentIdentifierExtension): validatePaymentIdentifier checks `required` (a boolean) and `id` (16 to 128 of
- * A-Z a-z 0-9 _ -) by hand before it validates `info` against the schema, which then adds nothing. Any other schema is
- * validated by the library as sent.
- */
-function withoutDeclaredSchema(extension: unknown): unknown {
-  const schema = (extension as { schema?: unknown }).schema;
-  if (schema === undefined || JSON.stringify(schema) !== DECLARED_ID_SCHEMA) return extension;
-  const { schema: _, ...rest } = extension as Record<string, unknown>;
-  return rest;
 }
 
 /** The request as x402's HTTP extensions read it (bazaar takes the method and the route template from it). */
