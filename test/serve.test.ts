@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cli, request, startService, type Service } from './support/service.js';
+import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 
 const started: Service[] = [];
 after(async () => { await Promise.all(started.map((s) => s.stop('SIGKILL'))); });
@@ -24,6 +24,17 @@ async function postgresPid(dataDir: string): Promise<number> {
 const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
 
 describe('serve', () => {
+  test('refuses to start in production with a test hook set, naming it', async (t) => {
+    const dataDir = await scratchDir('audio-prod-hooks-');
+    for (const [name, value] of [['ORDER_CRASH_AT', 'after_claim'], ['ORDER_PAUSE_AT', 'after_claim:1000'], ['SSRF_TEST_PUBLIC_ADDRESSES', '127.0.0.1'], ['WEBHOOK_ALLOW_INSECURE_LOOPBACK', '1']]) {
+      await t.test(name, async () => {
+        const run = await cli(['serve'], { AUDIO_API_ENV: 'production', DATA_DIR: dataDir, PORT: '0', [name]: value }, 30_000);
+        assert.equal(run.code, 1, run.stderr);
+        assert.match(run.stderr, new RegExp(`^error: ${name} is a test hook and cannot be set with AUDIO_API_ENV=production`, 'm'));
+      });
+    }
+  });
+
   test('refuses a second serve on the same DATA_DIR, stops cleanly on SIGTERM and keeps the dev key', async () => {
     const first = await start();
     const pgPid = await postgresPid(first.dataDir);

@@ -18,7 +18,11 @@ export interface Config {
   trustedProxies: Set<string>;
 }
 
+/** Settings that exist for the tests alone (fault injection, stand-ins for a public network). */
+export const TEST_HOOKS = ['ORDER_CRASH_AT', 'ORDER_PAUSE_AT', 'SSRF_TEST_PUBLIC_ADDRESSES', 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'];
+
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
+  if (env.AUDIO_API_ENV === 'production') refuseTestHooks(env);
   const port = portNumber('PORT', env.PORT ?? '8080');
   return {
     dataDir: resolve(env.DATA_DIR ?? './data'),
@@ -33,6 +37,13 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
     trustedProxies: addresses('TRUSTED_PROXIES', env.TRUSTED_PROXIES),
   };
+}
+
+function refuseTestHooks(env: NodeJS.ProcessEnv): void {
+  const set = TEST_HOOKS.filter((name) => env[name]);
+  if (set.length) {
+    throw new Error(`${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${set.length > 1 ? 'them' : 'it'}`);
+  }
 }
 
 function portNumber(name: string, text: string): number {
