@@ -1,6 +1,6 @@
 import { Decimal } from '../rules/index.js';
 import { evaluatePrice, type PriceInput } from './evaluate.js';
-import type { Snapshot } from './snapshot.js';
+import type { Snapshot } from './snapshot-shape.js';
 
 export type Billing = NonNullable<PriceInput['billing']>;
 export const BILLINGS: Billing[] = ['one_time', 'quote', 'monthly', 'annual'];

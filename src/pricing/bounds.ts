@@ -1,7 +1,7 @@
 import { Decimal, RuleEvaluationError } from '../rules/index.js';
 import { evaluatePrice } from './evaluate.js';
 import { configurations, thresholds } from './grid.js';
-import type { Snapshot } from './snapshot.js';
+import type { Snapshot } from './snapshot-shape.js';
 
 export interface BoundProblem { file: string; pointer: string; message: string }
 

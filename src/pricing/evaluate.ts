@@ -1,7 +1,7 @@
 import type { Product } from '../catalog/index.js';
 import { atomicToAmount, type NotOrderableReason, type PriceLine, type Rejection, type TraceEntry } from '../rules/index.js';
 import { schemaProblems, type SchemaProblem } from '../schema/ajv.js';
-import { decimalsOf, type Snapshot } from './snapshot.js';
+import { decimalsOf, type Snapshot } from './snapshot-shape.js';
 
 export interface PriceInput {
   product_id: string;

@@ -1,6 +1,6 @@
 import type { Catalog, Diagnostic, SourceFile } from '../catalog/index.js';
 import { atomicToAmount, Decimal } from '../rules/index.js';
-import { decimalsOf } from './snapshot.js';
+import { decimalsOf } from './snapshot-shape.js';
 
 /** A term of a product's human formula text: "duration_hours x 0.02 USDC". */
 const term = /([a-z][a-z0-9_]*)\s*[x×*]\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Z]{3,5})/g;

@@ -1,6 +1,6 @@
 import type { CatalogProduct, ParameterDescriptor } from '../catalog/index.js';
 import { readPath } from '../rules/index.js';
-import type { Snapshot } from './snapshot.js';
+import type { Snapshot } from './snapshot-shape.js';
 
 export interface GridOptions {
   /** How many evenly spaced points between each numeric parameter's minimum and maximum. */

@@ -1,26 +1,12 @@
 import { loadCatalog, parametersSchema, SourceFile, type Catalog, type CatalogProduct, type Diagnostic } from '../catalog/index.js';
-import { compileRules, type CompiledRules, type NotOrderableReason, type Rejection, type StageOutcome } from '../rules/index.js';
+import { compileRules, type CompiledRules } from '../rules/index.js';
 import { createAjv, type ValidateFunction } from '../schema/ajv.js';
 import { checkPriceBounds } from './bounds.js';
 import { snapshotHash, type SnapshotFiles } from './files.js';
 import { checkFormulaText } from './formula-text.js';
+import { decimalsOf, type ProductVerdict, type Snapshot } from './snapshot-shape.js';
 
-export interface ProductVerdict {
-  /** Why the product cannot be quoted at all (the first rejection by sequence), if so. */
-  rejection?: Rejection;
-  notOrderable: NotOrderableReason[];
-  outcome: StageOutcome;
-}
-
-/** One immutable version of catalog + rules, ready to price; identified by its content hash. */
-export interface Snapshot {
-  hash: string;
-  files: SnapshotFiles;
-  catalog: Catalog;
-  rules: CompiledRules;
-  verdicts: Map<string, ProductVerdict>;
-  validators: Map<string, ValidateFunction>;
-}
+export type { ProductVerdict, Snapshot };
 
 const ajv = createAjv({ useDefaults: true });
 
@@ -75,8 +61,4 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
 async function judgeProduct(entry: CatalogProduct, catalog: Catalog, rules: CompiledRules): Promise<ProductVerdict> {
   const outcome = await rules.product.evaluate({ product: entry.product, settings: catalog.settings }, decimalsOf(entry));
   return { rejection: outcome.rejections[0], notOrderable: outcome.notOrderable, outcome };
-}
-
-export function decimalsOf(entry: CatalogProduct): number {
-  return Number(entry.product.pricing.decimals ?? 6);
 }
