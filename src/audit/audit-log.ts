@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Database } from '../store/index.js';
 import type { Snapshot, SnapshotFiles } from '../pricing/index.js';
 import { canonicalJson, GENESIS_CHAIN_HASH, linkHash, sha256 } from './canonical.js';
+import type { ChainProblem } from './chain-problem.js';
 import { checkOrderHistory, OrderStates } from './order-states.js';
 import { keyIdOf, signedHeadProblem, type SignedHead } from './signing.js';
 
@@ -20,8 +21,6 @@ export interface StoredRecord {
   /** created_at exactly as the chain covers it (UTC, microseconds). */
   created_at_text: string;
 }
-
-export interface ChainProblem { seq: string; id?: string; problem: string }
 
 export interface ListFilter {
   limit: number;

@@ -1,4 +1,5 @@
-export { AuditLog, type StoredRecord, type ChainProblem, type ListFilter } from './audit-log.js';
+export { AuditLog, type StoredRecord, type ListFilter } from './audit-log.js';
+export type { ChainProblem } from './chain-problem.js';
 export { Replayer, replayRecordText, snapshotCache, EVALUATION_KINDS, type ReplayReport } from './replay.js';
 export { priceRecord, priceRecordText, upgradeRecord, type PriceRecord, type PriceRecordText, type UpgradeRecord } from './record.js';
 export { TextTemplate } from './text-template.js';

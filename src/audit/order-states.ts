@@ -1,5 +1,5 @@
 import { canonicalJson } from './canonical.js';
-import type { ChainProblem } from './audit-log.js';
+import type { ChainProblem } from './chain-problem.js';
 
 /** Fields of an order that may change after its claim; every other field is the order's terms. */
 const MUTABLE = new Set(['state', 'settlement', 'failure', 'settled_at']);

@@ -1,0 +1,2 @@
+/** Something `audit verify` found wrong in the chain: the record's sequence number, its id, and what. */
+export interface ChainProblem { seq: string; id?: string; problem: string }
