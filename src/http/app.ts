@@ -5,7 +5,6 @@ import type { HeadPublisher } from '../audit/index.js';
 import type { WalletIdentity } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
-import type { McpEndpoint } from '../mcp/index.js';
 import type { Metrics } from '../observability/index.js';
 import { billingOptions, type LiveSnapshot } from '../pricing/index.js';
 import type { OrderService } from '../orders/index.js';
@@ -29,6 +28,9 @@ import { clientAddress } from './client-address.js';
 import { rateLimiter, type RateLimits } from './rate-limit.js';
 import { wellKnownX402 } from './well-known.js';
 import type { ConnectionCap } from './connection-cap.js';
+
+/** An endpoint another room serves under /api/v1 (the MCP server): http mounts it without knowing it. */
+export interface MountedEndpoint { handle: Koa.Middleware }
 
 export const API_PREFIX = '/api/v1';
 
@@ -55,7 +57,7 @@ export interface AppDeps {
   /** The signed chain head (none without an operator key). */
   auditHead?: HeadPublisher;
   /** The MCP server at POST /api/v1/mcp (tools over the same order machinery). */
-  mcp?: McpEndpoint;
+  mcp?: MountedEndpoint;
   /** Wallet sign-in (SIWX) for services and self-service keys (POST/GET/DELETE /keys). */
   identity?: WalletIdentity;
   /** Webhook endpoints and the SSE feed of services' events. */
