@@ -41,5 +41,5 @@ test('behind a trusted proxy each client has its own per-address limit; elsewher
 test('TRUSTED_PROXIES must list addresses', async () => {
   const refused = await cli(['serve'], { TRUSTED_PROXIES: '10.0.0.2,proxy.local', DATA_DIR: join(service.dataDir, 'unused') });
   assert.equal(refused.code, 1);
-  assert.match(refused.stderr, /TRUSTED_PROXIES must list IP addresses separated by commas, e\.g\. 10\.0\.0\.2,10\.0\.0\.3, got proxy\.local/);
+  assert.match(refused.stderr, /TRUSTED_PROXIES must be IP addresses separated by commas, e\.g\. 10\.0\.0\.2,10\.0\.0\.3, got "proxy\.local"/);
 });

@@ -85,8 +85,7 @@ function parseKey(text: string): KeyObject {
  * else in development DATA_DIR/audit-signing-key.pem (generated with mode 0600 when `create` and missing).
  * Undefined when there is none. Errors never include the key.
  */
-export async function loadSigningKey(options: { dataDir: string; production: boolean; create: boolean; env?: NodeJS.ProcessEnv }): Promise<HeadSigner | undefined> {
-  const env = options.env ?? process.env;
+export async function loadSigningKey(options: { dataDir: string; production: boolean; create: boolean; key?: string; keyFile?: string }): Promise<HeadSigner | undefined> {
   const fromText = (text: string, source: string) => {
     try {
       return new HeadSigner(parseKey(text));
@@ -94,8 +93,8 @@ export async function loadSigningKey(options: { dataDir: string; production: boo
       throw new Error(`${source} is not a usable Ed25519 private key (${(e as Error).message.replace(/-----[\s\S]*/, '')})`);
     }
   };
-  if (env.AUDIT_SIGNING_KEY) return fromText(env.AUDIT_SIGNING_KEY, 'AUDIT_SIGNING_KEY');
-  if (env.AUDIT_SIGNING_KEY_FILE) return fromText(await readFile(env.AUDIT_SIGNING_KEY_FILE, 'utf8'), `AUDIT_SIGNING_KEY_FILE ${env.AUDIT_SIGNING_KEY_FILE}`);
+  if (options.key) return fromText(options.key, 'AUDIT_SIGNING_KEY');
+  if (options.keyFile) return fromText(await readFile(options.keyFile, 'utf8'), `AUDIT_SIGNING_KEY_FILE ${options.keyFile}`);
   if (options.production) return undefined;
   const file = join(options.dataDir, SIGNING_KEY_FILE);
   const existing = await readFile(file, 'utf8').catch(() => undefined);

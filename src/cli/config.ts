@@ -1,6 +1,17 @@
-import { isIP } from 'node:net';
-import { resolve } from 'node:path';
+import { availableParallelism } from 'node:os';
+import type { DeliveryOptions } from '../events/index.js';
+import type { SignupPolicy } from '../identity/index.js';
+import type { LogOptions } from '../log/index.js';
+import type { SourceBudgetOptions } from '../provisioning/index.js';
+import type { UploadLimits } from '../services/index.js';
+import { SettingError, SettingsReader } from './settings-reader.js';
 
+export { SettingError };
+
+/**
+ * Every setting of the service, read once from the environment at start and passed down. Nothing under src/ reads
+ * process.env but this module and the CLI entry. A bad value stops the start with one sentence naming the variable.
+ */
 export interface Config {
   dataDir: string;
   host: string;
@@ -8,6 +19,7 @@ export interface Config {
   databaseUrl?: string;
   catalogDir: string;
   rulesDir: string;
+  catalogCheckIntervalMs: number;
   production: boolean;
   /** Where clients reach this service (scheme, host, optional path; without /api/v1), when not the listen address. */
   publicBaseUrl?: string;
@@ -16,55 +28,224 @@ export interface Config {
   metricsPort: number;
   /** Reverse proxies (addresses) whose X-Forwarded-For names the client, for per-address limits. */
   trustedProxies: Set<string>;
+  log: Required<LogOptions>;
+  payments: PaymentSettings;
+  streaming: StreamingSettings;
+  orders: { leaseSeconds: number; recoveryIntervalMs: number };
+  lifecycleIntervalMs: number;
+  /** Requests per second per client address and per API key (0: no limit), connections per address, request time. */
+  http: { ratePerIp: number; ratePerKey: number; connectionsPerIp: number; requestTimeoutMs: number };
+  uploads: UploadLimits;
+  signup: SignupPolicy;
+  siwxChallengeSeconds: number;
+  audit: { signingKey?: string; signingKeyFile?: string; headIntervalMs: number };
+  events: EventSettings;
+  testHooks: TestHooks;
 }
 
-/** Settings that exist for the tests alone (fault injection, stand-ins for a public network). */
+export interface PaymentSettings {
+  payTo?: string;
+  facilitatorUrl?: string;
+  rpcUrl?: string;
+  network: `${string}:${string}`;
+  asset?: string;
+  maxTimeoutSeconds: number;
+  logWindowBlocks: number;
+  /** Development with several instances: another instance's local chain, and the dev account this one settles from. */
+  chainRpcUrl?: string;
+  devFacilitatorAccount: number;
+}
+
+export interface StreamingSettings {
+  publicUrl?: string;
+  hostId?: string;
+  maxSources: number;
+  maxListeners: number;
+  sourceBudget: SourceBudgetOptions;
+}
+
+export interface EventSettings {
+  expiringLeadSeconds: number;
+  heartbeatMs: number;
+  secretGraceSeconds: number;
+  secretsKey?: string;
+  secretsKeyFile?: string;
+  delivery: DeliveryOptions;
+  insecureLoopback: boolean;
+}
+
+/** Settings that exist for the tests alone: refused in production. */
+export interface TestHooks {
+  orderCrashAt?: string;
+  orderPauseAt?: string;
+  ssrfPublicAddresses: string[];
+}
+
 export const TEST_HOOKS = ['ORDER_CRASH_AT', 'ORDER_PAUSE_AT', 'SSRF_TEST_PUBLIC_ADDRESSES', 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'];
 
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
-  if (env.AUDIO_API_ENV === 'production') refuseTestHooks(env);
-  const port = portNumber('PORT', env.PORT ?? '8080');
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, stdoutIsTerminal = Boolean(process.stdout.isTTY)): Config {
+  return readConfig(new SettingsReader(env), stdoutIsTerminal);
+}
+
+/** The names of every variable configFromEnv reads (the README's table must list each). */
+export function settingNames(): Set<string> {
+  const reader = new SettingsReader({});
+  readConfig(reader, false);
+  return reader.names;
+}
+
+function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
+  const production = r.choice('AUDIO_API_ENV', ['production', 'development'], 'development') === 'production';
+  const testHooks = readTestHooks(r);
+  const insecureLoopback = r.flag('WEBHOOK_ALLOW_INSECURE_LOOPBACK', false);
+  if (production) refuseTestHooks(r);
   return {
-    dataDir: resolve(env.DATA_DIR ?? './data'),
-    host: env.HOST ?? '127.0.0.1',
-    port,
-    databaseUrl: env.DATABASE_URL || undefined,
-    catalogDir: resolve(env.CATALOG_DIR ?? './catalog'),
-    rulesDir: resolve(env.RULES_DIR ?? './rules'),
-    production: env.AUDIO_API_ENV === 'production',
-    publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
-    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
-    metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
-    trustedProxies: addresses('TRUSTED_PROXIES', env.TRUSTED_PROXIES),
+    dataDir: r.path('DATA_DIR', './data'),
+    host: r.text('HOST') ?? '127.0.0.1',
+    port: r.port('PORT', 8080),
+    databaseUrl: r.text('DATABASE_URL'),
+    catalogDir: r.path('CATALOG_DIR', './catalog'),
+    rulesDir: r.path('RULES_DIR', './rules'),
+    catalogCheckIntervalMs: r.whole('CATALOG_CHECK_INTERVAL_MS', 500, 10),
+    production,
+    publicBaseUrl: r.url('PUBLIC_BASE_URL', { bare: true, example: 'https://audio.example.com' }),
+    metricsHost: r.text('METRICS_HOST') ?? '127.0.0.1',
+    metricsPort: r.port('METRICS_PORT', 0),
+    trustedProxies: new Set(r.addresses('TRUSTED_PROXIES')),
+    log: {
+      format: r.choice('LOG_FORMAT', ['json', 'pretty'], stdoutIsTerminal ? 'pretty' : 'json'),
+      level: r.choice('LOG_LEVEL', LOG_LEVELS, 'info'),
+    },
+    payments: readPayments(r),
+    streaming: readStreaming(r),
+    orders: {
+      leaseSeconds: r.whole('ORDER_LEASE_SECONDS', 30, 1),
+      recoveryIntervalMs: r.whole('ORDER_RECOVERY_INTERVAL_MS', 2000, 10),
+    },
+    lifecycleIntervalMs: r.whole('LIFECYCLE_INTERVAL_MS', 1000, 10),
+    http: {
+      ratePerIp: r.whole('RATE_LIMIT_PER_IP', 500, 0, Number.MAX_SAFE_INTEGER, '0 turns the limit off'),
+      ratePerKey: r.whole('RATE_LIMIT_PER_KEY', 100, 0, Number.MAX_SAFE_INTEGER, '0 turns the limit off'),
+      connectionsPerIp: r.whole('MAX_CONNECTIONS_PER_IP', 64, 0, Number.MAX_SAFE_INTEGER, '0: no cap'),
+      requestTimeoutMs: r.whole('REQUEST_TIMEOUT_MS', 30_000, 1000),
+    },
+    uploads: readUploads(r),
+    signup: {
+      enabled: r.flag('AGENT_SIGNUP', true),
+      keysPerWalletPerHour: r.whole('AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR', 5, 0, Number.MAX_SAFE_INTEGER, '0: no limit'),
+      keysPerIpPerHour: r.whole('AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR', 20, 0, Number.MAX_SAFE_INTEGER, '0: no limit'),
+      liveKeysPerWallet: r.whole('AGENT_SIGNUP_LIVE_KEYS_PER_WALLET', 10, 0, Number.MAX_SAFE_INTEGER, '0: no limit'),
+    },
+    siwxChallengeSeconds: r.whole('SIWX_CHALLENGE_SECONDS', 300, 1, 900),
+    audit: {
+      signingKey: r.text('AUDIT_SIGNING_KEY'),
+      signingKeyFile: r.text('AUDIT_SIGNING_KEY_FILE'),
+      headIntervalMs: r.whole('AUDIT_HEAD_INTERVAL_MS', 10_000, 100),
+    },
+    events: readEvents(r, insecureLoopback),
+    testHooks,
   };
 }
 
-function refuseTestHooks(env: NodeJS.ProcessEnv): void {
-  const set = TEST_HOOKS.filter((name) => env[name]);
+/** Where the operator key comes from: the settings, else DATA_DIR (created there by serve in development). */
+export function signingKeyOptions(config: Config, create: boolean) {
+  return { dataDir: config.dataDir, production: config.production, create, key: config.audit.signingKey, keyFile: config.audit.signingKeyFile };
+}
+
+function readPayments(r: SettingsReader): PaymentSettings {
+  return {
+    payTo: r.text('X402_PAY_TO'),
+    facilitatorUrl: r.url('X402_FACILITATOR_URL'),
+    rpcUrl: r.url('X402_RPC_URL'),
+    network: r.custom('X402_NETWORK', caip2) ?? 'eip155:8453',
+    asset: r.text('X402_ASSET'),
+    maxTimeoutSeconds: r.whole('X402_MAX_TIMEOUT_SECONDS', 300, 10, 86_400),
+    logWindowBlocks: r.whole('X402_LOG_WINDOW_BLOCKS', 2000, 1),
+    chainRpcUrl: r.url('CHAIN_RPC_URL'),
+    devFacilitatorAccount: r.whole('DEV_FACILITATOR_ACCOUNT', 4, 0, 9),
+  };
+}
+
+function readStreaming(r: SettingsReader): StreamingSettings {
+  return {
+    publicUrl: r.url('ICECAST_PUBLIC_URL'),
+    hostId: r.custom('STREAMING_HOST_ID', hostId),
+    maxSources: r.whole('ICECAST_MAX_SOURCES', 100, 1),
+    maxListeners: r.whole('ICECAST_MAX_LISTENERS', 5000, 1),
+    sourceBudget: {
+      windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
+      tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),
+    },
+  };
+}
+
+function readUploads(r: SettingsReader): UploadLimits {
+  const probeConcurrency = r.whole('UPLOAD_PROBE_CONCURRENCY', availableParallelism(), 1);
+  return {
+    idleTimeoutMs: r.whole('UPLOAD_IDLE_TIMEOUT_MS', 30_000, 100),
+    perService: r.whole('UPLOADS_PER_SERVICE', 2, 1),
+    probeConcurrency,
+    probeQueue: r.whole('UPLOAD_PROBE_QUEUE', probeConcurrency * 4, 0),
+    probeWaitMs: 10_000,
+    probeTimeoutMs: 120_000,
+    reservationLeaseMs: r.whole('UPLOAD_RESERVATION_LEASE_MS', 60_000, 1000),
+  };
+}
+
+function readEvents(r: SettingsReader, insecureLoopback: boolean): EventSettings {
+  return {
+    expiringLeadSeconds: r.whole('EVENTS_EXPIRING_LEAD_SECONDS', 600, 1),
+    heartbeatMs: r.whole('EVENTS_HEARTBEAT_MS', 15_000, 100),
+    secretGraceSeconds: r.whole('WEBHOOK_SECRET_GRACE_SECONDS', 86_400, 0),
+    secretsKey: r.text('WEBHOOK_SECRETS_KEY'),
+    secretsKeyFile: r.text('WEBHOOK_SECRETS_KEY_FILE'),
+    delivery: readDelivery(r),
+    insecureLoopback,
+  };
+}
+
+function readDelivery(r: SettingsReader): DeliveryOptions {
+  const timeoutMs = 5000;
+  // A lease shorter than an attempt would let a second instance send the same delivery while the first still waits.
+  const leaseSeconds = r.whole('WEBHOOK_LEASE_SECONDS', 60, timeoutMs / 1000 + 1, Number.MAX_SAFE_INTEGER, 'longer than the 5 s delivery timeout');
+  return {
+    intervalMs: r.whole('WEBHOOK_POLL_INTERVAL_MS', 1000, 1),
+    leaseSeconds,
+    timeoutMs,
+    retryBaseSeconds: r.number('WEBHOOK_RETRY_BASE_SECONDS', 10, 0.001, 86_400)!,
+    retryMaxSeconds: r.number('WEBHOOK_RETRY_MAX_SECONDS', 6 * 3600, 0.001, 7 * 86_400)!,
+    giveUpSeconds: r.number('WEBHOOK_GIVE_UP_SECONDS', 24 * 3600, 0.001, 30 * 86_400)!,
+    disableAfterFailures: r.whole('WEBHOOK_DISABLE_AFTER_FAILURES', 100, 1),
+    batch: 20,
+  };
+}
+
+function readTestHooks(r: SettingsReader): TestHooks {
+  return {
+    orderCrashAt: r.text('ORDER_CRASH_AT'),
+    orderPauseAt: r.text('ORDER_PAUSE_AT'),
+    ssrfPublicAddresses: r.addresses('SSRF_TEST_PUBLIC_ADDRESSES'),
+  };
+}
+
+function refuseTestHooks(r: SettingsReader): void {
+  const set = TEST_HOOKS.filter((name) => r.text(name));
   if (set.length) {
-    throw new Error(`${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${set.length > 1 ? 'them' : 'it'}`);
+    const them = set.length > 1 ? 'them' : 'it';
+    throw new SettingError(`${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${them}`);
   }
 }
 
-function portNumber(name: string, text: string): number {
-  const port = Number(text);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${name} must be a port number, got ${text}`);
-  return port;
+function caip2(text: string): `${string}:${string}` {
+  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(text)) throw new Error('a CAIP-2 network id such as eip155:8453');
+  return text as `${string}:${string}`;
 }
 
-function addresses(name: string, text: string | undefined): Set<string> {
-  const list = (text ?? '').split(',').map((a) => a.trim()).filter(Boolean);
-  const wrong = list.find((a) => isIP(a) === 0);
-  if (wrong) throw new Error(`${name} must list IP addresses separated by commas, e.g. 10.0.0.2,10.0.0.3, got ${wrong}`);
-  return new Set(list);
-}
+const HOST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
-function publicBaseUrl(text: string | undefined): string | undefined {
-  if (!text) return undefined;
-  let url: URL | undefined;
-  try { url = new URL(text); } catch { /* reported below */ }
-  if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash || url.username || url.password) {
-    throw new Error(`PUBLIC_BASE_URL must be an http(s) URL without query, fragment or credentials, e.g. https://audio.example.com, got ${text}`);
-  }
-  return url.href.replace(/\/+$/, '');
+function hostId(text: string): string {
+  if (!HOST_ID.test(text)) throw new Error('1 to 100 letters, digits or . _ : -');
+  return text;
 }

@@ -1,4 +1,4 @@
-import { DeliveryWorker, deliveryOptionsFromEnv, EventFeed, expiringLeadSecondsFromEnv, loadSecretBox, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
+import { DeliveryWorker, EventFeed, loadSecretBox, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
 import type { EventsApi } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
@@ -13,23 +13,20 @@ export interface Events {
 }
 
 /**
- * Webhooks and SSE, configured from the environment. WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 (tests and development only)
- * lets webhooks go to http on loopback; it is refused in production.
+ * Webhooks and SSE as configured. WEBHOOK_ALLOW_INSECURE_LOOPBACK (tests and development only, refused in production
+ * by the configuration) lets webhooks go to http on loopback.
  */
-export async function events(db: Database, log: Logger, config: Pick<Config, 'dataDir' | 'production'>, env: NodeJS.ProcessEnv = process.env): Promise<Events> {
-  const { production } = config;
-  const insecureLoopback = env.WEBHOOK_ALLOW_INSECURE_LOOPBACK === '1';
-  if (insecureLoopback && production) throw new Error('WEBHOOK_ALLOW_INSECURE_LOOPBACK is for tests and development only; unset it in production (webhooks need https on public addresses)');
-  expiringLeadSecondsFromEnv(env); // refuses a bad value at start rather than in the life-cycle worker
-  const policy = webhookUrlPolicy({ insecureLoopback });
+export async function events(db: Database, log: Logger, config: Pick<Config, 'dataDir' | 'production' | 'events'>): Promise<Events> {
+  const settings = config.events;
+  const policy = webhookUrlPolicy({ insecureLoopback: settings.insecureLoopback });
   const feed = new EventFeed(db, log);
   await feed.start();
-  const secrets = await loadSecretBox({ ...config, env });
+  const secrets = await loadSecretBox({ dataDir: config.dataDir, production: config.production, key: settings.secretsKey, keyFile: settings.secretsKeyFile });
   if (!secrets) log.warn({ setting: 'WEBHOOK_SECRETS_KEY' }, 'webhooks are off: set WEBHOOK_SECRETS_KEY (32 random bytes in base64) to offer them; SSE works without it');
-  const endpoints = new WebhookEndpoints(db, Number(env.WEBHOOK_SECRET_GRACE_SECONDS ?? 86_400), secrets);
+  const endpoints = new WebhookEndpoints(db, settings.secretGraceSeconds, secrets);
   const sealed = await endpoints.sealStoredSecrets();
   if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
-  const worker = new DeliveryWorker(db, policy, deliveryOptionsFromEnv(env), log, secrets);
+  const worker = new DeliveryWorker(db, policy, settings.delivery, log, secrets);
   feed.onEvent(() => worker.wake());
   let stopped: Promise<void> | undefined;
   return {
@@ -38,7 +35,7 @@ export async function events(db: Database, log: Logger, config: Pick<Config, 'da
       feed,
       policy,
       maxEndpointsPerKey: 20,
-      heartbeatMs: Number(env.EVENTS_HEARTBEAT_MS ?? 15_000),
+      heartbeatMs: settings.heartbeatMs,
     },
     start: () => worker.start(),
     stop: () => (stopped ??= feed.close().then(() => worker.stop())),

@@ -4,9 +4,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedHead } from '../audit/index.js';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
-import { jsonLogger, logOptionsFromEnv } from '../log/index.js';
+import { jsonLogger } from '../log/index.js';
 import { catalogCommands } from './catalog-commands.js';
-import { configFromEnv, type Config } from './config.js';
+import { configFromEnv, signingKeyOptions, type Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
@@ -40,7 +40,7 @@ function dateOption(args: string[], name: string): Date | undefined | null {
 async function operatorPublicKey(config: Config, args: string[]): Promise<KeyObject | undefined> {
   const file = option(args, '--public-key');
   if (file) return createPublicKey(await readFile(file, 'utf8'));
-  return (await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: false }))?.publicKey;
+  return (await loadSigningKey(signingKeyOptions(config, false)))?.publicKey;
 }
 
 async function withDatabase<T>(config: Config, work: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>): Promise<T> {
@@ -62,7 +62,7 @@ const commands: Record<string, Command> = {
   ...catalogCommands,
   async serve(config) {
     const began = performance.now();
-    const logOptions = logOptionsFromEnv();
+    const logOptions = config.log;
     const log = jsonLogger({ service: 'agent-audio-api' }, logOptions);
     const stop = stopRequested((signal) => {
       log.warn({ signal }, 'second stop signal: exiting now (PostgreSQL is told to shut down fast)');
@@ -162,7 +162,7 @@ const commands: Record<string, Command> = {
   },
 
   async 'audit head'(config) {
-    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: false });
+    const signer = await loadSigningKey(signingKeyOptions(config, false));
     if (!signer) { process.stderr.write('no operator signing key here (AUDIT_SIGNING_KEY, AUDIT_SIGNING_KEY_FILE, or DATA_DIR/audit-signing-key.pem)\n'); return 1; }
     print(await withDatabase(config, (db) => signCurrentHead(db, signer)));
     return 0;
@@ -174,7 +174,7 @@ const commands: Record<string, Command> = {
     if (since === null || until === null) return 2;
     const selection = { order: option(args, '--order'), quote: option(args, '--quote'), since, until };
     if (!selection.order && !selection.quote && !since && !until) { process.stderr.write('audit export needs --order ID, --quote ID or --since/--until\n'); return 2; }
-    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: false });
+    const signer = await loadSigningKey(signingKeyOptions(config, false));
     const bundle = await withDatabase(config, (db) => exportBundle(db, new AuditLog(db), selection, signer));
     const text = `${JSON.stringify(bundle, null, 2)}\n`;
     const out = option(args, '--out');

@@ -2,6 +2,7 @@ import type { Address } from 'viem';
 import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
+import type { PaymentSettings } from './config.js';
 import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, OfferReceipts, PaymentGateway, SettledReceipts, type OperatorKey, type TokenLog } from '../payments/index.js';
 
 /** What `dev.json`'s buyer holds after every start: enough for many demo purchases. */
@@ -20,29 +21,28 @@ export interface Payments {
  * Machine payment: in production a remote facilitator named by the environment; in development an embedded
  * anvil chain with our USDC contract and the official facilitator in-process. Same gateway either way.
  */
-export async function payments(options: { production: boolean; dataDir: string; log: Logger; env?: NodeJS.ProcessEnv; operatorKey?: OperatorKey }): Promise<Payments> {
-  const env = options.env ?? process.env;
-  const logWindow = Number(env.X402_LOG_WINDOW_BLOCKS ?? 2000);
-  const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, Number(env.X402_MAX_TIMEOUT_SECONDS ?? 300));
-  const network = (env.X402_NETWORK ?? 'eip155:8453') as `${string}:${string}`;
-  const maxTimeoutSeconds = Number(env.X402_MAX_TIMEOUT_SECONDS ?? 300);
+export async function payments(options: { production: boolean; dataDir: string; log: Logger; settings: PaymentSettings; operatorKey?: OperatorKey }): Promise<Payments> {
+  const settings = options.settings;
+  const logWindow = settings.logWindowBlocks;
+  const { network, maxTimeoutSeconds } = settings;
+  const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, maxTimeoutSeconds);
 
   if (options.production) {
-    const missing = ['X402_PAY_TO', 'X402_FACILITATOR_URL', 'X402_RPC_URL'].filter((name) => !env[name]);
+    const missing = Object.entries({ X402_PAY_TO: settings.payTo, X402_FACILITATOR_URL: settings.facilitatorUrl, X402_RPC_URL: settings.rpcUrl }).filter(([, v]) => !v).map(([name]) => name);
     if (missing.length) {
       return { checkout: { available: false, configured: false, protocol: 'x402', network, reason: `machine payment is not configured for production: set ${missing.join(', ')}` }, stop: async () => {} };
     }
-    const asset = env.X402_ASSET ?? USDC_ADDRESS;
-    const facilitator = createFacilitator({ mode: 'remote', url: env.X402_FACILITATOR_URL! });
+    const asset = settings.asset ?? USDC_ADDRESS;
+    const facilitator = createFacilitator({ mode: 'remote', url: settings.facilitatorUrl! });
     return {
       checkout: { available: true, configured: true, protocol: 'x402', network },
-      gateway: new PaymentGateway(facilitator, { network, asset, payTo: env.X402_PAY_TO!, maxTimeoutSeconds }, receipts),
-      ledger: new AuthorizationLedger(env.X402_RPC_URL!, asset as Address, { windowBlocks: logWindow }),
+      gateway: new PaymentGateway(facilitator, { network, asset, payTo: settings.payTo!, maxTimeoutSeconds }, receipts),
+      ledger: new AuthorizationLedger(settings.rpcUrl!, asset as Address, { windowBlocks: logWindow }),
       stop: async () => {},
     };
   }
 
-  if (env.CHAIN_RPC_URL) return attachToChain(env.CHAIN_RPC_URL, Number(env.DEV_FACILITATOR_ACCOUNT ?? 4), maxTimeoutSeconds, receipts);
+  if (settings.chainRpcUrl) return attachToChain(settings.chainRpcUrl, settings.devFacilitatorAccount, maxTimeoutSeconds, receipts);
 
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
@@ -50,7 +50,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
   });
   await chain.ensureFunded(chain.accounts.buyer.address, DEV_BUYER_FUNDS);
   // The proof is read from the settlement's own receipt when the ledger reads the same node the facilitator settles on.
-  const settledReceipts = env.X402_RPC_URL ? undefined : new SettledReceipts();
+  const settledReceipts = settings.rpcUrl ? undefined : new SettledReceipts();
   // The settlement's transaction waits for the checkpoint before it commits (ledger.saved() in src/orders/advance.ts),
   // so the facilitator answers as soon as the transfer is mined and the checkpoint runs alongside that transaction.
   const facilitator = createFacilitator({ ...embeddedFacilitatorConfig(chain, settledReceipts), onSettled: undefined });
@@ -65,7 +65,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
     },
     gateway: new PaymentGateway(facilitator, { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds }, receipts),
     // Reads may go through another endpoint (X402_RPC_URL), as they do in production.
-    ledger: new AuthorizationLedger(env.X402_RPC_URL ?? chain.rpcUrl, chain.usdcAddress, {
+    ledger: new AuthorizationLedger(settings.rpcUrl ?? chain.rpcUrl, chain.usdcAddress, {
       windowBlocks: logWindow,
       settledReceipts,
       save: () => chain.checkpoint(),

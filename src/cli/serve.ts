@@ -12,11 +12,12 @@ import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
-import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
+import { armCrashPoints, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity, uploadLimitsFromEnv } from '../services/index.js';
+import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
+import { treatAsPublic } from '../ssrf/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
-import type { Config } from './config.js';
+import { signingKeyOptions, type Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { events } from './events.js';
 import { payments } from './payments.js';
@@ -40,6 +41,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     for (const step of cleanup.reverse()) await step().catch((err) => log.error({ err }, 'shutdown step failed'));
   };
   try {
+    armCrashPoints({ crashAt: config.testHooks.orderCrashAt, pauseAt: config.testHooks.orderPauseAt });
+    treatAsPublic(config.testHooks.ssrfPublicAddresses);
     const lock = await DataDirLock.acquire(config.dataDir);
     cleanup.push(() => lock.release());
     // Icecast takes over a second to stop by itself: it stops while the steps after it run, and is waited for here.
@@ -55,7 +58,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const databaseUrl = config.databaseUrl ?? pg!.url;
     const db = new Database(databaseUrl);
     cleanup.push(() => db.close());
-    const applied = await migrate(db);
+    const applied = await migrate(db).catch((e) => { throw config.databaseUrl ? unreachable(config.databaseUrl, e) : e; });
     if (applied.length) log.info({ migrations: applied }, 'migrations applied');
 
     const live = await LiveSnapshot.open(config.catalogDir, config.rulesDir);
@@ -69,23 +72,23 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     live.on('rejected', (diagnostics: Diagnostic[]) => {
       log.warn({ errors: diagnostics.map(formatDiagnostic) }, 'catalog edit rejected; still serving the last good version');
     });
-    live.watch({ checkIntervalMs: Number(process.env.CATALOG_CHECK_INTERVAL_MS ?? 500) });
+    live.watch({ checkIntervalMs: config.catalogCheckIntervalMs });
 
     const keys = new ApiKeys(db);
     cleanup.push(await keys.listenForRevocations()); // verified keys are cached; revocations are pushed by PostgreSQL
     // The operator key signs the audit chain's heads and the offers and receipts agents keep.
-    const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: true });
+    const signer = await loadSigningKey(signingKeyOptions(config, true));
     if (!signer) log.warn({}, 'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
-    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: signer });
+    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, settings: config.payments, operatorKey: signer });
     cleanup.push(() => pay.stop());
-    const stream = streaming(config.dataDir, log);
+    const stream = streaming(config.dataDir, log, config.streaming);
     cleanup.push(async () => { streamStopped = stream.stop(); });
 
     let baseUrl = '';
     let publicBaseUrl = '';
     const metrics = new Metrics(db);
     const services = new ServiceRecords(db, stream, () => publicBaseUrl);
-    const media = new MediaLibrary(db, join(config.dataDir, 'media'), uploadLimitsFromEnv());
+    const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
     await media.removePartialUploads();
     const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
     const relays = new RelayManager(db, () => stream.publicUrl(), log);
@@ -94,20 +97,20 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     let recovery: OrderRecovery | undefined;
     if (pay.gateway && pay.ledger && stream.available) {
       const store = new OrderStore(db);
-      const leaseSeconds = Number(process.env.ORDER_LEASE_SECONDS ?? 30);
+      const { leaseSeconds, recoveryIntervalMs } = config.orders;
       const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
       const capacity = new StreamCapacity(db, stream, stream.limits);
       orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000, capacity });
-      recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
+      recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
     }
 
     // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped; nor are trusted proxies.
-    const connections = new ConnectionCap(Number(process.env.MAX_CONNECTIONS_PER_IP ?? 64), new Set(['127.0.0.1', ...config.trustedProxies]));
+    const connections = new ConnectionCap(config.http.connectionsPerIp, new Set(['127.0.0.1', ...config.trustedProxies]));
     const auditHead = signer && new HeadPublisher(db, signer);
     if (auditHead) {
       // Heads are also signed and kept at start and now and then when nobody asks, so that a rewrite shows in audit verify.
       await auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head'));
-      const timer = setInterval(() => { auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head')); }, Number(process.env.AUDIT_HEAD_INTERVAL_MS ?? 10_000));
+      const timer = setInterval(() => { auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head')); }, config.audit.headIntervalMs);
       timer.unref();
       cleanup.push(async () => clearInterval(timer));
     }
@@ -115,7 +118,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const eventing = await events(db, log, config);
     cleanup.push(() => eventing.stop());
     const quotes = new QuoteService(db, live, audit);
-    const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });
+    const signInOptions = { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, challengeSeconds: config.siwxChallengeSeconds };
+    const identity = walletIdentity(db, keys, { ...signInOptions, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) }, config.signup);
     const mcp = new McpEndpoint({ live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
     const checkHealth = async () => ({
       ...(await checkDatabase(db)),
@@ -144,14 +148,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       mcp,
       identity,
       ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
-      rateLimits: { perIp: Number(process.env.RATE_LIMIT_PER_IP ?? 500), perKey: Number(process.env.RATE_LIMIT_PER_KEY ?? 100) },
+      rateLimits: { perIp: config.http.ratePerIp, perKey: config.http.ratePerKey },
     });
     // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
     const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, listener).listen(config.port, config.host);
     answerClientErrors(server);
     connections.watch(server);
     await once(server, 'listening');
-    limitRequestTime(server, Number(process.env.REQUEST_TIMEOUT_MS ?? 30_000)); // uploads have an idle timeout instead
+    limitRequestTime(server, config.http.requestTimeoutMs); // uploads have an idle timeout instead
     server.headersTimeout = 10_000;
     server.keepAliveTimeout = 5_000;
     cleanup.push(() => new Promise<void>((resolve) => {
@@ -182,8 +186,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
         hostId: () => stream.hostId(),
         admin: () => stream.admin(),
         // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
-        meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log),
-        intervalMs: Number(process.env.LIFECYCLE_INTERVAL_MS ?? 1000),
+        meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log, config.streaming.sourceBudget),
+        intervalMs: config.lifecycleIntervalMs,
+        expiringLeadSeconds: config.events.expiringLeadSeconds,
       });
       worker.start();
       cleanup.push(async () => { await worker.stop(); await autodj.stopAll(); await relays.stopAll(); });
@@ -196,6 +201,17 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     await stop();
     throw e;
   }
+}
+
+/** An operator's message for a DATABASE_URL that does not answer (the error itself is written for agents). */
+function unreachable(databaseUrl: string, cause: unknown): Error {
+  let where = 'it';
+  try {
+    const url = new URL(databaseUrl);
+    where = `${url.hostname}:${url.port || 5432}${url.pathname}`;
+  } catch { /* not a URL: PostgreSQL's own message below says why */ }
+  const reason = (cause as { code?: string }).code === 'store_unavailable' ? 'no connection could be made' : (cause as Error).message;
+  return new Error(`the PostgreSQL of DATABASE_URL (${where}) could not be used: ${reason}. Check that it runs, accepts connections from this host and that the URL's user and password are right`);
 }
 
 async function checkDatabase(db: Database) {

@@ -13,17 +13,13 @@ const FILE = 'streaming-host.json';
 const HOST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
 /** STREAMING_HOST_ID when set (production: one per Icecast), else an id created once and kept in DATA_DIR. */
-export function loadStreamingHost(dataDir: string, env: NodeJS.ProcessEnv): StreamingHostIdentity {
+export function loadStreamingHost(dataDir: string, configured: string | undefined): StreamingHostIdentity {
   let saved: { id?: unknown; port?: unknown } = {};
   try {
     saved = JSON.parse(readFileSync(join(dataDir, FILE), 'utf8'));
   } catch { /* first start */ }
   const lastPort = Number.isInteger(saved.port) && (saved.port as number) > 0 && (saved.port as number) < 65536 ? saved.port as number : undefined;
-  const configured = env.STREAMING_HOST_ID;
-  if (configured !== undefined && configured !== '') {
-    if (!HOST_ID.test(configured)) throw new Error(`STREAMING_HOST_ID must be 1 to 100 letters, digits or . _ : -, not ${JSON.stringify(configured)}`);
-    return { id: configured, lastPort };
-  }
+  if (configured) return { id: configured, lastPort };
   if (typeof saved.id === 'string' && HOST_ID.test(saved.id)) return { id: saved.id, lastPort };
   const identity = { id: `host_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}` };
   rememberStreamingHost(dataDir, identity.id);

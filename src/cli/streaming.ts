@@ -5,6 +5,7 @@ import type { Logger } from '../log/index.js';
 import { IcecastSupervisor, type IcecastAdmin } from '../provisioning/index.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
+import type { StreamingSettings } from './config.js';
 import { loadStreamingHost, rememberStreamingHost } from './streaming-host.js';
 
 export interface Streaming {
@@ -26,18 +27,18 @@ export interface Streaming {
 }
 
 /** The Icecast data plane, supervised by serve; unavailable (with the reason) when icecast2 is not installed. */
-export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv = process.env): Streaming {
+export function streaming(dataDir: string, log: Logger, settings: StreamingSettings): Streaming {
   const callbackCredentials = { user: 'icecast', password: randomBytes(18).toString('base64url') };
   const installed = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
-  const limits = { sources: positiveInteger(env, 'ICECAST_MAX_SOURCES', 100), listeners: positiveInteger(env, 'ICECAST_MAX_LISTENERS', 5000) };
-  const host = loadStreamingHost(dataDir, env);
+  const limits = { sources: settings.maxSources, listeners: settings.maxListeners };
+  const host = loadStreamingHost(dataDir, settings.hostId);
   let supervisor: IcecastSupervisor | undefined;
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
     limits,
     callbackCredentials,
-    publicUrl: () => env.ICECAST_PUBLIC_URL ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
+    publicUrl: () => settings.publicUrl ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
@@ -79,11 +80,4 @@ export function streaming(dataDir: string, log: Logger, env: NodeJS.ProcessEnv =
       await supervisor?.stop();
     },
   };
-}
-
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  if (!/^[1-9][0-9]{0,6}$/.test(text)) throw new Error(`${name} must be a whole number from 1 to 9999999, not ${JSON.stringify(text)}`);
-  return Number(text);
 }

@@ -24,28 +24,6 @@ export interface DeliveryOptions {
   batch: number;
 }
 
-export function deliveryOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DeliveryOptions {
-  const number = (name: string, fallback: number) => {
-    const value = Number(env[name] ?? fallback);
-    if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${env[name]}`);
-    return value;
-  };
-  const timeoutMs = 5000;
-  const leaseSeconds = number('WEBHOOK_LEASE_SECONDS', 60);
-  // A lease shorter than an attempt would let a second instance send the same delivery while the first still waits.
-  if (leaseSeconds * 1000 <= timeoutMs) throw new Error(`WEBHOOK_LEASE_SECONDS must be longer than the ${timeoutMs / 1000} s delivery timeout, got ${leaseSeconds}`);
-  return {
-    intervalMs: number('WEBHOOK_POLL_INTERVAL_MS', 1000),
-    leaseSeconds,
-    timeoutMs,
-    retryBaseSeconds: number('WEBHOOK_RETRY_BASE_SECONDS', 10),
-    retryMaxSeconds: number('WEBHOOK_RETRY_MAX_SECONDS', 6 * 3600),
-    giveUpSeconds: number('WEBHOOK_GIVE_UP_SECONDS', 24 * 3600),
-    disableAfterFailures: number('WEBHOOK_DISABLE_AFTER_FAILURES', 100),
-    batch: 20,
-  };
-}
-
 interface Due extends EndpointSecrets {
   delivery_id: string;
   attempts: number;

@@ -40,15 +40,14 @@ export const isSealed = (stored: string): boolean => stored.startsWith(SEALED);
  * WEBHOOK_SECRETS_KEY (32 bytes in base64) or WEBHOOK_SECRETS_KEY_FILE; outside production a key made once in
  * DATA_DIR. In production without one: undefined (webhooks are then not offered).
  */
-export async function loadSecretBox(options: { dataDir: string; production: boolean; env?: NodeJS.ProcessEnv }): Promise<SecretBox | undefined> {
-  const env = options.env ?? process.env;
+export async function loadSecretBox(options: { dataDir: string; production: boolean; key?: string; keyFile?: string }): Promise<SecretBox | undefined> {
   const fromText = (text: string, source: string) => {
     const key = Buffer.from(text.trim(), 'base64');
     if (key.length !== 32) throw new Error(`${source} must be 32 random bytes in base64 (e.g. openssl rand -base64 32), got ${key.length} bytes`);
     return new SecretBox(key);
   };
-  if (env.WEBHOOK_SECRETS_KEY) return fromText(env.WEBHOOK_SECRETS_KEY, 'WEBHOOK_SECRETS_KEY');
-  if (env.WEBHOOK_SECRETS_KEY_FILE) return fromText(await readFile(env.WEBHOOK_SECRETS_KEY_FILE, 'utf8'), `WEBHOOK_SECRETS_KEY_FILE ${env.WEBHOOK_SECRETS_KEY_FILE}`);
+  if (options.key) return fromText(options.key, 'WEBHOOK_SECRETS_KEY');
+  if (options.keyFile) return fromText(await readFile(options.keyFile, 'utf8'), `WEBHOOK_SECRETS_KEY_FILE ${options.keyFile}`);
   if (options.production) return undefined;
   const file = join(options.dataDir, KEY_FILE);
   try {

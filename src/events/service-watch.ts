@@ -3,18 +3,11 @@ import type { Sql } from './event-log.js';
 import { recordEvent } from './event-log.js';
 import type { EventType } from './event-types.js';
 
-/** EVENTS_EXPIRING_LEAD_SECONDS: how long before its expiry a service announces service.expiring (default 10 min). */
-export function expiringLeadSecondsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const lead = Number(env.EVENTS_EXPIRING_LEAD_SECONDS ?? 600);
-  if (!Number.isInteger(lead) || lead <= 0) throw new Error(`EVENTS_EXPIRING_LEAD_SECONDS must be a positive whole number of seconds, got ${env.EVENTS_EXPIRING_LEAD_SECONDS}`);
-  return lead;
-}
-
 /**
  * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service and expiry time
  * (an upgrade or renewal that moves expires_at arms it again).
  */
-export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds = expiringLeadSecondsFromEnv()): Promise<void> {
+export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds: number): Promise<void> {
   await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(
     `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
      SELECT $3 || md5(s.id || s.expires_at::text), 'service.expiring', s.api_key_id, s.id, s.order_id,

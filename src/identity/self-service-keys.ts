@@ -14,15 +14,6 @@ export interface SignupPolicy {
   liveKeysPerWallet: number;
 }
 
-export function signupPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): SignupPolicy {
-  return {
-    enabled: (env.AGENT_SIGNUP ?? 'on').toLowerCase() !== 'off',
-    keysPerWalletPerHour: Number(env.AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR ?? 5),
-    keysPerIpPerHour: Number(env.AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR ?? 20),
-    liveKeysPerWallet: Number(env.AGENT_SIGNUP_LIVE_KEYS_PER_WALLET ?? 10),
-  };
-}
-
 interface SignupCounts { wallet_recent: number; wallet_wait: number | null; ip_recent: number; ip_wait: number | null; wallet_live: number }
 
 /**

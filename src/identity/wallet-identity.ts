@@ -1,7 +1,7 @@
 import type { ApiKeys } from '../keys/index.js';
 import type { Database } from '../store/index.js';
 import { Callers } from './caller.js';
-import { SelfServiceKeys, signupPolicyFromEnv } from './self-service-keys.js';
+import { SelfServiceKeys, type SignupPolicy } from './self-service-keys.js';
 import { SignInNonces } from './sign-in-nonces.js';
 import { WalletSignIn, type WalletSignInOptions } from './wallet-sign-in.js';
 
@@ -12,8 +12,8 @@ export interface WalletIdentity {
   selfServiceKeys: SelfServiceKeys;
 }
 
-/** Wallet sign-in and self-service keys as configured by the environment (SIWX_CHALLENGE_SECONDS, AGENT_SIGNUP*). */
-export function walletIdentity(db: Database, keys: ApiKeys, options: Omit<WalletSignInOptions, 'challengeSeconds'>, env: NodeJS.ProcessEnv = process.env): WalletIdentity {
-  const signIn = new WalletSignIn(new SignInNonces(db), { ...options, challengeSeconds: Number(env.SIWX_CHALLENGE_SECONDS) || 300 });
-  return { signIn, callers: new Callers(keys, signIn), selfServiceKeys: new SelfServiceKeys(db, keys, signupPolicyFromEnv(env)) };
+/** Wallet sign-in and self-service keys, with the configured challenge lifetime and sign-up policy. */
+export function walletIdentity(db: Database, keys: ApiKeys, options: WalletSignInOptions, signup: SignupPolicy): WalletIdentity {
+  const signIn = new WalletSignIn(new SignInNonces(db), options);
+  return { signIn, callers: new Callers(keys, signIn), selfServiceKeys: new SelfServiceKeys(db, keys, signup) };
 }

@@ -1,1 +1,1 @@
-export { flatLineLogger, jsonLogger, logOptionsFromEnv, type Logger, type Fields, type LogFormat, type LogOptions } from './logger.js';
+export { flatLineLogger, jsonLogger, type Logger, type Fields, type LogFormat, type LogOptions } from './logger.js';

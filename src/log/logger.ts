@@ -23,20 +23,6 @@ export interface LogOptions {
 /** Anything that could carry a secret is replaced before it is written, wherever it appears. */
 const secrets = ['api_key', 'private_key', 'privateKey', 'password', 'pass', 'secret', 'authorization', 'database_url', 'broadcast_url', 'source_password', 'payment_signature'];
 
-const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
-
-/**
- * LOG_FORMAT=json or pretty when set; else pretty when stdout is a terminal, JSON when it is not (a pipe, a file,
- * a service manager). LOG_LEVEL: see LogOptions.level.
- */
-export function logOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, stdoutIsTerminal = Boolean(process.stdout.isTTY)): Required<LogOptions> {
-  const format = env.LOG_FORMAT || (stdoutIsTerminal ? 'pretty' : 'json');
-  if (format !== 'json' && format !== 'pretty') throw new Error(`LOG_FORMAT must be json or pretty, not ${JSON.stringify(format)}`);
-  const level = env.LOG_LEVEL || 'info';
-  if (!levels.includes(level)) throw new Error(`LOG_LEVEL must be one of ${levels.join(', ')}, not ${JSON.stringify(level)}`);
-  return { format, level };
-}
-
 /** Log lines on stderr (pino), so stdout stays free for command output. */
 export function jsonLogger(base: Fields = {}, options: LogOptions = {}): Logger {
   const pretty = options.format === 'pretty';

@@ -1,20 +1,30 @@
 export type CrashPoint = 'after_claim' | 'after_chain_settle' | 'after_settled' | 'after_provision';
 
-const armed = process.env.ORDER_CRASH_AT as CrashPoint | undefined;
-const [pauseAt, pauseMs] = (process.env.ORDER_PAUSE_AT ?? '').split(':');
+let armed: string | undefined;
+let pause: { at: string; ms: number } | undefined;
 
 /**
- * Fault injection for the crash tests: with ORDER_CRASH_AT set to this point, the process kills itself here,
- * exactly between two steps of an order, as a power cut would. Does nothing otherwise.
+ * For the crash and race tests only (ORDER_CRASH_AT, ORDER_PAUSE_AT=point:milliseconds; refused in production by the
+ * configuration): serve arms them at start.
+ */
+export function armCrashPoints(hooks: { crashAt?: string; pauseAt?: string }): void {
+  armed = hooks.crashAt;
+  const [at, ms] = (hooks.pauseAt ?? '').split(':');
+  pause = at ? { at, ms: Number(ms) } : undefined;
+}
+
+/**
+ * Fault injection for the crash tests: with a crash armed at this point, the process kills itself here, exactly
+ * between two steps of an order, as a power cut would. Does nothing otherwise.
  */
 export function crashPoint(point: CrashPoint): void {
   if (armed === point) process.kill(process.pid, 'SIGKILL');
 }
 
 /**
- * For the race tests: with ORDER_PAUSE_AT=point:milliseconds the order waits there, as a slow network or a whole
- * block would make it wait, so that a test can act on the chain in between. Resolves at once otherwise.
+ * For the race tests: with a pause armed at this point the order waits there, as a slow network or a whole block
+ * would make it wait, so that a test can act on the chain in between. Resolves at once otherwise.
  */
 export function pausePoint(point: CrashPoint): Promise<void> {
-  return pauseAt === point ? new Promise((resolve) => setTimeout(resolve, Number(pauseMs))) : Promise.resolve();
+  return pause?.at === point ? new Promise((resolve) => setTimeout(resolve, pause!.ms)) : Promise.resolve();
 }

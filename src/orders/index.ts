@@ -1,5 +1,6 @@
 export { OrderService, type PlaceOrder, type PlacedOrder } from './order-service.js';
 export { OrderStore } from './order-store.js';
 export { OrderRecovery } from './recovery.js';
+export { armCrashPoints } from './crash-point.js';
 export type { OrderRequest } from './order-price.js';
 export type { AdvanceDeps } from './advance.js';

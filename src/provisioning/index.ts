@@ -76,7 +76,6 @@ export {
 } from './source-rate.js';
 export {
   SourceBudget,
-  sourceBudgetOptionsFromEnv,
   type SourceBudgetOptions,
   type SourceBudgetState,
   type SourceBudgetReading,

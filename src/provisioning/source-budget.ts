@@ -94,15 +94,3 @@ export class SourceBudget {
 function validState(s: SourceBudgetState): boolean {
   return [s.level, s.bytesRead, s.at].every((n) => typeof n === 'number' && Number.isFinite(n)) && typeof s.over === 'boolean';
 }
-
-/** SOURCE_BITRATE_WINDOW_SECONDS and SOURCE_BITRATE_TOLERANCE, checked. */
-export function sourceBudgetOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): SourceBudgetOptions {
-  const read = (name: string, min: number, max: number): number | undefined => {
-    const text = env[name];
-    if (text === undefined || text === '') return undefined;
-    const value = Number(text);
-    if (!Number.isFinite(value) || value < min || value > max) throw new Error(`${name} must be a number from ${min} to ${max}, got ${text}`);
-    return value;
-  };
-  return { windowSeconds: read('SOURCE_BITRATE_WINDOW_SECONDS', 5, 3600), tolerance: read('SOURCE_BITRATE_TOLERANCE', 1, 4) };
-}

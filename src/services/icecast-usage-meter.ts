@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import {
-  MountMeter, SourceBudget, SourceRateMonitor, sourceBudgetOptionsFromEnv, type IcecastAdmin, type MountMeterState, type MountSnapshot, type SourceBudgetState,
+  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type SourceBudgetOptions, type MountMeterState, type MountSnapshot, type SourceBudgetState,
 } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
@@ -23,7 +23,8 @@ export class IcecastUsageMeter implements UsageMeter {
     private readonly admin: () => IcecastAdmin | undefined,
     private readonly accessLogPath: () => string | undefined,
     private readonly log: Logger,
-    private readonly budget = new SourceBudget(sourceBudgetOptionsFromEnv()),
+    budgetOptions: SourceBudgetOptions = {},
+    private readonly budget = new SourceBudget(budgetOptions),
   ) {}
 
   async poll(): Promise<boolean> {

@@ -42,6 +42,8 @@ export interface LifecycleDeps {
   relays?: { sync(services: ServiceRow[]): Promise<void>; stop(serviceId: string): Promise<void> };
   log: Logger;
   intervalMs: number;
+  /** How long before its expiry a service announces service.expiring. */
+  expiringLeadSeconds: number;
 }
 
 const GB = new Decimal(1_000_000_000);
@@ -102,7 +104,7 @@ export class LifecycleWorker {
       }
     }
     if (fresh) await this.finalUsage();
-    await recordExpiringServices(this.deps.db, this.deps.hostId()).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
+    await recordExpiringServices(this.deps.db, this.deps.hostId(), this.deps.expiringLeadSeconds).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);

