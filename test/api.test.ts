@@ -98,7 +98,7 @@ describe('discovery', () => {
     const order = body.paths['/orders'].post;
     assert.deepEqual({ ...order['x-payment-info'] }, {
       protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15', network: 'eip155:8453', asset: 'USDC',
-      price: { mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15' }, protocols: ['x402'],
+      price: { mode: 'dynamic', currency: 'USD', min: '0.27', max: '16.15', minimum: '0.27', maximum: '16.15' }, protocols: [{ x402: {} }],
     });
     assert.match(order.parameters[0].description, /Reuse the same Idempotency-Key when you retry/);
     // Spec 5.4: POST /orders declares no security requirement of its own, describes the bearer key and answers 401.

@@ -82,6 +82,9 @@ describe('/openapi.json', () => {
           if (path === '/mcp' && schema.$ref !== '#/components/schemas/Error') {
             const refs = (schema.oneOf ?? [schema]).map((s: any) => s.$ref);
             assert.ok(refs.includes('#/components/schemas/McpJsonRpcResponse') && refs.every((r: string) => ['#/components/schemas/Error', '#/components/schemas/McpJsonRpcResponse'].includes(r)), `${method} ${path} ${status}`);
+          } else if (status === '402') {
+            // The error document with x402Version and accepts of PAYMENT-REQUIRED (x402 v1 clients read the body).
+            assert.equal(schema.$ref, '#/components/schemas/PaymentRequired', `${method} ${path} ${status}`);
           } else {
             assert.equal(schema.$ref, '#/components/schemas/Error', `${method} ${path} ${status}`);
           }
@@ -91,7 +94,8 @@ describe('/openapi.json', () => {
         if ((operation.security?.length && !optional) || (path === '/orders' && method === 'post')) assert.ok(operation.responses[401], `${method} ${path} documents 401`);
         assert.ok(operation.responses[429], `${method} ${path} documents 429`);
         if (operation.tags?.includes('Services')) {
-          assert.deepEqual(operation.security, [{ agentApiKey: [] }, { walletSignIn: [] }], `${method} ${path}: the key or the paying wallet`);
+          // {}: without credentials the answer is the 402 sign-in challenge.
+          assert.deepEqual(operation.security, [{ agentApiKey: [] }, { walletSignIn: [] }, {}], `${method} ${path}: the key or the paying wallet`);
           assert.ok(operation.responses[402]?.headers?.['PAYMENT-REQUIRED'], `${method} ${path} documents the 402 (sign-in challenge or payment)`);
         }
       }

@@ -17,6 +17,7 @@ import { auditRoutes } from './audit.js';
 import { catalogDocumentAt, discoveryRoutes, type HealthReport } from './discovery.js';
 import { eventRoutes, type EventsApi } from './events.js';
 import { openApiDocument } from './openapi.js';
+import { siteOpenApiDocument } from './openapi-site.js';
 import type { ErrorLogger } from './error-document.js';
 import { envelope, fixedAnswers, type EnvelopeParts } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
@@ -126,5 +127,10 @@ function wellKnownRoutes(deps: AppDeps): Router {
   };
   router.get('/.well-known/x402', x402);
   router.get('/.well-known/x402.json', x402);
+  router.get('/openapi.json', async (ctx) => {
+    const snapshot = deps.live.current;
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = siteOpenApiDocument(snapshot, deps.version, API_PREFIX, await billingOptions(snapshot));
+  });
   return router;
 }

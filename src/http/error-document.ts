@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors/index.js';
 import { clientGone } from '../observability/index.js';
+import { paymentRequiredFields } from './payment-required-body.js';
 
 export interface ErrorLogger { (fields: Record<string, unknown>, message: string): void }
 
@@ -28,7 +29,9 @@ export function sendError(ctx: Context, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.options.headers ?? {})) ctx.set(name, value);
   ctx.state.errorSent = true;
-  ctx.body = errorBody(error, ctx.state.requestId);
+  const required = error.status === 402 ? error.options.headers?.['PAYMENT-REQUIRED'] : undefined;
+  const fields = required ? paymentRequiredFields(required) : undefined;
+  ctx.body = fields ? { ...errorBody(error, ctx.state.requestId), ...fields } : errorBody(error, ctx.state.requestId);
 }
 
 /** The error document of spec 2.8 for one error (also the result of a failed MCP tool call). */

@@ -1,11 +1,12 @@
-import { parametersSchema } from '../catalog/index.js';
+import { parametersSchema, type CatalogProduct } from '../catalog/index.js';
 import type { BillingOption, Snapshot } from '../pricing/index.js';
 import { openApiParts } from './openapi-parts/index.js';
 import { billingSchema, orderableProducts } from './paid-operations.js';
+import { freeFormObjectsOpen, productVariants, withoutDefaults } from './openapi-typed.js';
 import {
   auditHeadSchema, availabilitySchema, deletedFileResponseSchema, filesResponseSchema, healthSchema, orderLookupSchema, orderResponseSchema,
   orderSchema, playlistResponseSchema, pricingSchema, serviceResponseSchema, serviceSchema, storedFileResponseSchema, usageResponseSchema,
-  wellKnownX402Schema,
+  paymentRequiredBodySchema, paymentRequirementsSchema, wellKnownX402Schema,
 } from './response-schemas.js';
 import { errorSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, upgradeRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
 
@@ -34,7 +35,7 @@ const paymentSignatureHeader = {
 const paymentRequired = {
   description: `payment_required: pay as described in the PAYMENT-REQUIRED header (x402 v2, Base64 JSON, with the offer-receipt, payment-identifier and bazaar extensions) and send the same request again with PAYMENT-SIGNATURE and the same Idempotency-Key. Also payment_invalid, payment_mismatch, payment_rejected, payment_failed: nothing was charged; sign a new payment for the requirements in this header. ${CLIENT_CAP_NOTE}`,
   headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired, Base64-encoded JSON.', schema: { type: 'string' } } },
-  content: { 'application/json': { schema: ref('Error') } },
+  content: { 'application/json': { schema: ref('PaymentRequired') } },
 };
 const paidResponse = (description: string) => ({
   description,
@@ -46,7 +47,7 @@ const paidResponse = (description: string) => ({
 export function openApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Buffer {
   let doc = cache.get(snapshot);
   if (!doc) {
-    doc = Buffer.from(JSON.stringify(build(snapshot, version, billing)));
+    doc = Buffer.from(JSON.stringify(buildOpenApiDocument(snapshot, version, billing)));
     cache.set(snapshot, doc);
   }
   return doc;
@@ -54,23 +55,39 @@ export function openApiDocument(snapshot: Snapshot, version: string, billing?: M
 
 /** The document as an object (for the offline lint: npm run lint:openapi). */
 export function buildOpenApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Record<string, unknown> {
-  return build(snapshot, version, billing);
+  return freeFormObjectsOpen(build(snapshot, version, billing));
 }
 
 function build(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>) {
   const { order_limits: limits } = snapshot.catalog.settings;
-  const quotable = snapshot.catalog.products.filter((p) => !snapshot.verdicts.get(p.product.id)!.rejection && p.product.billing_type !== 'subscription');
+  // Subscriptions are quoted too (monthly or annual); products planned or with pricing pending are not.
+  const quotable = snapshot.catalog.products.filter((p) => !snapshot.verdicts.get(p.product.id)!.rejection);
   const schemaName = (id: string) => `Parameters_${id.replace(/-/g, '_')}`;
-  const parameterSchemas = Object.fromEntries(quotable.map((p) => [schemaName(p.product.id), {
+  const parameterSchemas = Object.fromEntries(quotable.map((p) => [schemaName(p.product.id), withoutDefaults({
     ...parametersSchema(p.acceptedParameters),
     description: `parameters for product_id "${p.product.id}"`,
-  }]));
+  })]));
   const orderableIds = orderableProducts(snapshot).map((p) => p.id);
-  const orderable = orderableIds.filter((id) => parameterSchemas[schemaName(id)]);
-  const byProduct = (ids: string[]) => ids.map((id) => ({ if: { properties: { product_id: { const: id } }, required: ['product_id'] }, then: { properties: { parameters: ref(schemaName(id)) } } }));
+  const variant = (id: string, billings: (p: CatalogProduct) => string[]) => {
+    const product = snapshot.catalog.byId.get(id)!;
+    const subscription = product.product.billing_type === 'subscription';
+    return {
+      id, parameters: ref(schemaName(id)), parametersRequired: Object.values(product.acceptedParameters).some((d) => d.required),
+      billings: billings(product), billingRequired: subscription,
+    };
+  };
+  const billingsOf = (p: CatalogProduct) => (p.product.billing_type === 'subscription' ? ['monthly', 'annual'] : ['one_time', 'quote']);
+  const orderableBillingsOf = (p: CatalogProduct) => {
+    const offered = billing?.get(p.product.id)?.filter((o) => o.agent_orderable).map((o) => o.billing);
+    return offered?.length ? offered : billingsOf(p);
+  };
+  const { additionalProperties: _q, ...quoteBase } = quoteRequestSchema;
+  const { additionalProperties: _o, ...orderBase } = orderRequestSchema;
   const paymentInfo = {
     protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: limits.currency, minimum: limits.minimum, maximum: limits.maximum, network: 'eip155:8453', asset: 'USDC',
-    price: { mode: 'dynamic', currency: limits.currency, minimum: limits.minimum, maximum: limits.maximum }, protocols: ['x402'],
+    // price.min/max and protocols as objects: the structured form discovery clients (agentcash) parse.
+    price: { mode: 'dynamic', currency: limits.currency, min: limits.minimum, max: limits.maximum, minimum: limits.minimum, maximum: limits.maximum },
+    protocols: [{ x402: {} }],
   };
   const parts = openApiParts;
   return {
@@ -102,6 +119,8 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
       },
       schemas: {
         Error: errorSchema,
+        PaymentRequired: paymentRequiredBodySchema(errorSchema),
+        PaymentRequirements: paymentRequirementsSchema,
         Product: productSchema,
         ProductList: { type: 'object', required: ['ok', 'catalog_version', 'count', 'products'], properties: { ok: { const: true }, catalog_version: { type: 'integer' }, count: { type: 'integer' }, products: { type: 'array', items: ref('Product') } } },
         ProductResponse: { type: 'object', required: ['ok', 'product'], properties: { ok: { const: true }, product: ref('Product') } },
@@ -109,21 +128,20 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
         Pricing: pricingSchema,
         Availability: availabilitySchema,
         QuoteRequest: {
-          ...quoteRequestSchema,
-          properties: { ...quoteRequestSchema.properties, product_id: { ...quoteRequestSchema.properties.product_id, enum: quotable.map((p) => p.product.id) } },
-          description: 'parameters follow the Parameters_* schema of the product_id.',
-          allOf: byProduct(quotable.map((p) => p.product.id)),
+          ...quoteBase,
+          properties: { product_id: { ...quoteRequestSchema.properties.product_id, enum: quotable.map((p) => p.product.id) } },
+          description: 'One variant per product: parameters follow the Parameters_* schema of the product_id; billing monthly or annual for a subscription.',
+          oneOf: productVariants(quoteRequestSchema, quotable.map((p) => variant(p.product.id, billingsOf))),
         },
         QuoteResponse: quoteResponseSchema,
         OrderRequest: {
-          ...orderRequestSchema,
+          ...orderBase,
           properties: {
-            ...orderRequestSchema.properties,
             product_id: { ...orderRequestSchema.properties.product_id, enum: orderableIds },
-            billing: billingSchema(orderableIds, billing),
+            billing: withoutDefaults(billingSchema(orderableIds, billing)),
           },
-          description: 'parameters follow the Parameters_* schema of the product_id.',
-          allOf: byProduct(orderable),
+          description: 'One variant per orderable product: parameters follow the Parameters_* schema of the product_id.',
+          oneOf: productVariants(orderRequestSchema, orderableIds.map((id) => variant(id, orderableBillingsOf))),
         },
         Order: orderSchema,
         Service: serviceSchema,
@@ -243,12 +261,13 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
   const id = { name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' }, description: 'service.service_id from your order.' };
   const name = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._ ()-]{0,127}$' } };
   // The key it was ordered with, or the wallet that paid for it, signed in (see the Keys tag).
-  const owner = { security: [{ agentApiKey: [] }, { walletSignIn: [] }], tags: ['Services'] };
+  // {}: without credentials the answer is the 402 sign-in challenge, not a refusal.
+  const owner = { security: [{ agentApiKey: [] }, { walletSignIn: [] }, {}], tags: ['Services'] };
   const notFound = error('service_not_found: no such service for this API key or wallet (another buyer\'s service looks the same as none).');
   const signIn = {
     description: 'authentication_required: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with accepts: [] and extensions["sign-in-with-x"]: sign it with the wallet that paid and send the request again with SIGN-IN-WITH-X, or send your API key.',
     headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired (sign-in only), Base64-encoded JSON.', schema: { type: 'string' } } },
-    content: { 'application/json': { schema: ref('Error') } },
+    content: { 'application/json': { schema: ref('PaymentRequired') } },
   };
   const common = { 401: unauthorized, 402: signIn, 404: notFound, 429: rateLimited, 503: storeUnavailable };
   const noStorage = error('storage_not_included (the service has no AutoDJ storage) or service_not_active.');

@@ -242,3 +242,34 @@ export const wellKnownX402Schema = {
     },
   },
 };
+
+/** One x402 v2 PaymentRequirements, as in PAYMENT-REQUIRED's `accepts`. */
+export const paymentRequirementsSchema = {
+  type: 'object',
+  required: ['scheme', 'network', 'asset', 'amount', 'payTo', 'maxTimeoutSeconds'],
+  properties: {
+    scheme: { type: 'string', description: 'e.g. "exact".' },
+    network: { type: 'string', description: 'CAIP-2 network id, e.g. "eip155:8453" (Base).' },
+    asset: { type: 'string', description: 'The token contract (USDC).' },
+    amount: { type: 'string', pattern: '^[0-9]+$', description: 'Atomic units (6 decimals).' },
+    payTo: { type: 'string' },
+    maxTimeoutSeconds: { type: 'integer' },
+    extra: { type: 'object', additionalProperties: true },
+  },
+};
+
+/**
+ * A 402's body: the error document plus `x402Version` and `accepts` of its PAYMENT-REQUIRED header (x402 v1 clients
+ * read them from the body; v2 clients read the header).
+ */
+export function paymentRequiredBodySchema(error: Record<string, unknown> & { required: string[]; properties: Record<string, unknown> }) {
+  return {
+    ...error,
+    required: [...error.required, 'x402Version', 'accepts'],
+    properties: {
+      ...error.properties,
+      x402Version: { const: 2, description: 'x402 v2: the payment terms are in the PAYMENT-REQUIRED header; x402 v1 clients cannot pay them.' },
+      accepts: { type: 'array', items: { $ref: '#/components/schemas/PaymentRequirements' }, description: 'The PAYMENT-REQUIRED header\'s accepts (empty for a sign-in challenge).' },
+    },
+  };
+}

@@ -70,8 +70,15 @@ export const quoteResponseSchema = {
       required: ['id', 'product', 'configuration', 'price', 'currency', 'breakdown', 'expires_at_quote'],
       properties: {
         id: { type: 'string', description: 'Stable across retries with the same Idempotency-Key. Put it in metadata.quote_id of POST /orders to lock this price until expires_at_quote.' },
-        product: { type: 'object' },
-        configuration: { type: 'object', description: 'The parameters as they will be provisioned, defaults filled in.' },
+        product: {
+          type: 'object', required: ['id', 'name', 'type', 'billing_type'],
+          properties: { id: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, billing_type: { type: 'string' }, pricing_model: { type: 'string' } },
+        },
+        configuration: {
+          type: 'object', additionalProperties: true,
+          description: 'The parameters as they will be provisioned, defaults filled in (the Parameters_* schema of the product).',
+        },
+        billing: { enum: ['monthly', 'annual'], description: 'For a subscription: the billing quoted.' },
         price: {
           type: 'object',
           required: ['amount', 'amount_atomic', 'currency', 'decimals'],
@@ -83,12 +90,32 @@ export const quoteResponseSchema = {
           },
         },
         currency: { const: 'USDC' },
-        breakdown: { type: 'array', items: { type: 'object', description: 'One price component: code, quantity, unit, rate, rate_atomic, amount_atomic (each line rounded up to a whole atomic unit).' } },
+        breakdown: {
+          type: 'array',
+          items: {
+            type: 'object', required: ['code', 'quantity', 'unit', 'rate', 'amount_atomic'],
+            description: 'One price component (each line rounded up to a whole atomic unit).',
+            properties: {
+              code: { type: 'string' }, quantity: { type: 'string' }, unit: { type: 'string' }, rate: { type: 'string' }, rate_atomic: { type: 'string' },
+              amount_atomic: { type: 'string', pattern: '^[0-9]+$' }, amount: { type: 'string' },
+              exchange_rate: {
+                type: 'object', description: 'For a price in another currency: the rate applied and where it comes from.',
+                properties: { pair: { type: 'string' }, rate: { type: 'string' }, source: { type: 'string' }, catalog_hash: { type: 'string' } },
+              },
+            },
+          },
+        },
         formula: { type: 'string' },
         transfer_policy: { type: 'string' },
+        created_at: { type: 'string', format: 'date-time' },
         expires_at_quote: { type: 'string', format: 'date-time' },
         pricing_status: { enum: ['approved', 'pending'] },
         agent_orderable: { type: 'boolean' },
+        agent_orderable_reasons: {
+          type: 'array', description: 'Why an agent cannot order this configuration (agent_orderable false).',
+          items: { type: 'object', required: ['code', 'reason'], properties: { code: { type: 'string' }, reason: { type: 'string' } } },
+        },
+        audit: { type: 'object', properties: { evaluation_id: { type: 'string' }, catalog_hash: { type: 'string' } } },
       },
     },
     idempotency: { type: 'object', properties: { key: { type: 'string' }, replayed: { type: 'boolean' } } },

@@ -27,12 +27,21 @@ export function wellKnownX402(snapshot: Snapshot, billing: Map<string, BillingOp
 function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined) {
   const { minimum, maximum } = snapshot.catalog.settings.order_limits;
   const atomic = (amount: string) => new Decimal(amount).times(1_000_000).toFixed(0);
+  const operations = paidOperations(snapshot, billing);
   return {
     x402Version: 2,
     lastUpdated: Math.floor(Date.now() / 1000),
     status: 'draft: follows x402 specs/extensions/well-known-discovery.md; the live 402 answer is authoritative',
     openapi: `${apiBaseUrl}/openapi.json`,
-    items: paidOperations(snapshot, billing).map((operation) => ({
+    // The origin-level discovery shape that agentcash and other crawlers read: the paid resources' URLs (every one is
+    // a POST, the method such readers assume when none is given), and what an agent must know to call them.
+    version: 1,
+    resources: operations.map((operation) => `${apiBaseUrl}${operation.routeTemplate}`),
+    instructions: `Agent Audio API: buy live audio streams and AutoDJ, paid with x402 v2 (USDC on ${terms?.network ?? 'eip155:8453'}). `
+      + `Every call needs Authorization: Bearer <agent API key> (POST ${apiBaseUrl}/keys with wallet sign-in, or from the operator). `
+      + `Price a configuration with POST ${apiBaseUrl}/quotes, then POST ${apiBaseUrl}/orders with an Idempotency-Key: the 402 says what to pay. `
+      + `OpenAPI: ${apiBaseUrl}/openapi.json (also /openapi.json at the site root).`,
+    items: operations.map((operation) => ({
       resource: { url: `${apiBaseUrl}${operation.routeTemplate}`, description: operation.description, mimeType: 'application/json', serviceName: SERVICE_NAME, tags: SERVICE_TAGS },
       type: 'http',
       accepts: terms ? [{

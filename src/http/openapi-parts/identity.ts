@@ -3,15 +3,17 @@ import { MAX_CHALLENGE_SECONDS } from '../../identity/index.js';
 const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 const json = (description: string, schema: unknown) => ({ description, content: { 'application/json': { schema } } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const walletOnly = [{ walletSignIn: [] }];
-const keyOrWallet = [{ agentApiKey: [] }, { walletSignIn: [] }];
+// {}: a request without credentials is answered too, with the 402 sign-in challenge (a validating proxy such as
+// Prism refuses it with its own 401 otherwise).
+const walletOnly = [{ walletSignIn: [] }, {}];
+const keyOrWallet = [{ agentApiKey: [] }, { walletSignIn: [] }, {}];
 
 const challenge = {
   description: 'Sign in: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with accepts: [] and extensions["sign-in-with-x"] '
     + '(the challenge: domain, uri, nonce, issuedAt, expirationTime; supportedChains). Sign it with the wallet (EIP-4361 message, EIP-191) and send the request again with the '
     + 'signed message in SIGN-IN-WITH-X. The x402 client hook createSIWxClientHook (@x402/extensions/sign-in-with-x) does this.',
   headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired (sign-in only), Base64-encoded JSON.', schema: { type: 'string' } } },
-  content: { 'application/json': { schema: ref('Error') } },
+  content: { 'application/json': { schema: ref('PaymentRequired') } },
 };
 const signInRefused = error('The SIGN-IN-WITH-X message was refused: siwx_invalid (unreadable, another domain or URI origin, another chain, a signature not by the named wallet, a nonce this service did not issue), '
   + 'siwx_expired, or siwx_nonce_used (every challenge is accepted once). Ask again without SIGN-IN-WITH-X for a fresh challenge. With an Authorization header: invalid_api_key.');

@@ -1,0 +1,27 @@
+import type { BillingOption, Snapshot } from '../pricing/index.js';
+import { buildOpenApiDocument } from './openapi.js';
+
+const cache = new WeakMap<Snapshot, Buffer>();
+
+/**
+ * GET /openapi.json at the site root: the document of /api/v1/openapi.json with every path written from the root
+ * (/api/v1/orders). Discovery clients (agentcash discover and check) read it there and match request paths against its
+ * paths as written, without the server's base path.
+ */
+export function siteOpenApiDocument(snapshot: Snapshot, version: string, prefix: string, billing?: Map<string, BillingOption[]>): Buffer {
+  let body = cache.get(snapshot);
+  if (!body) {
+    body = Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing), prefix)));
+    cache.set(snapshot, body);
+  }
+  return body;
+}
+
+function fromRoot(document: Record<string, unknown>, prefix: string): Record<string, unknown> {
+  const paths = Object.entries(document.paths as Record<string, Record<string, unknown>>).map(([path, item]) => {
+    if (!item.servers) return [`${prefix}${path}`, item];
+    const { servers: _, ...rest } = item; // already written from the root
+    return [path, rest];
+  });
+  return { ...document, servers: [{ url: '/' }], paths: Object.fromEntries(paths) };
+}
