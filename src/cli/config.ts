@@ -16,6 +16,8 @@ export interface Config {
   metricsPort: number;
   /** Reverse proxies (addresses) whose X-Forwarded-For names the client, for per-address limits. */
   trustedProxies: Set<string>;
+  /** ERC-6492 factories a not-yet-deployed wallet's signature may deploy with (sign-in and payments); none by default. */
+  eip6492Factories: string[];
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -32,6 +34,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: env.METRICS_HOST ?? '127.0.0.1',
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
     trustedProxies: addresses('TRUSTED_PROXIES', env.TRUSTED_PROXIES),
+    eip6492Factories: factories(env.EIP6492_ALLOWED_FACTORIES),
   };
 }
 
@@ -46,6 +49,13 @@ function addresses(name: string, text: string | undefined): Set<string> {
   const wrong = list.find((a) => isIP(a) === 0);
   if (wrong) throw new Error(`${name} must list IP addresses separated by commas, e.g. 10.0.0.2,10.0.0.3, got ${wrong}`);
   return new Set(list);
+}
+
+function factories(text: string | undefined): string[] {
+  const list = (text ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  const wrong = list.find((f) => !/^0x[0-9a-fA-F]{40}$/.test(f));
+  if (wrong) throw new Error(`EIP6492_ALLOWED_FACTORIES must list 0x addresses separated by commas, got ${wrong}`);
+  return list;
 }
 
 function publicBaseUrl(text: string | undefined): string | undefined {
