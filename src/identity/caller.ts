@@ -30,7 +30,8 @@ export class Callers {
   async resolve(credentials: Credentials): Promise<Caller> {
     if (credentials.authorization || !this.signIn) return { kind: 'api_key', key: await this.keys.authenticate(credentials.authorization) };
     if (credentials.signIn) return { kind: 'wallet', address: await this.signIn.verify(credentials.signIn, credentials) };
-    throw await this.signIn.challenge(credentials, credentials.description, 'Send your agent API key as "Authorization: Bearer <key>", or sign in with the wallet that paid. ', credentials.paymentSent);
+    const alternative = 'Send your agent API key as "Authorization: Bearer <key>", or sign in with the wallet that paid. ';
+    throw await this.signIn.challenge(credentials, credentials.description, alternative, credentials.paymentSent);
   }
 
   /** A signed-in wallet only (an API key does not stand for a wallet): its address, or the 402 challenge, or 401. */

@@ -59,7 +59,8 @@ export class SignInNonces {
 
   /** Records the nonce as used; false when another request redeemed it first. */
   async redeem(nonce: string, expiresAt: Date): Promise<boolean> {
-    const rows = await this.db.query('INSERT INTO wallet_sign_in_redeemed (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING nonce', [nonce, expiresAt]);
+    const rows = await this.db.query(
+      'INSERT INTO wallet_sign_in_redeemed (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING nonce', [nonce, expiresAt]);
     await this.removeExpired();
     return rows.length === 1;
   }

@@ -33,8 +33,12 @@ export interface WalletSignInOptions {
 /** What a request asks for: its method and the public URL of its resource (no query). */
 export interface SignInRequest { method: string; resourceUrl: string }
 
-const AGAIN = 'Ask again without SIGN-IN-WITH-X: the 402 answer carries a fresh challenge in its PAYMENT-REQUIRED header (extensions["sign-in-with-x"]); sign it with your wallet and send it once.';
-const TEXT_FIELDS = ['domain', 'address', 'statement', 'uri', 'version', 'chainId', 'type', 'nonce', 'issuedAt', 'expirationTime', 'notBefore', 'requestId', 'signature', 'signatureScheme'] as const;
+const AGAIN = 'Ask again without SIGN-IN-WITH-X: the 402 answer carries a fresh challenge in its PAYMENT-REQUIRED header '
+  + '(extensions["sign-in-with-x"]); sign it with your wallet and send it once.';
+const TEXT_FIELDS = [
+  'domain', 'address', 'statement', 'uri', 'version', 'chainId', 'type', 'nonce', 'issuedAt', 'expirationTime', 'notBefore',
+  'requestId', 'signature', 'signatureScheme',
+] as const;
 
 /**
  * Sign-in with a wallet (x402 "sign-in-with-x", CAIP-122 / EIP-4361): challenges bound to one method and resource,
@@ -88,10 +92,17 @@ export class WalletSignIn {
    */
   async challenge(request: SignInRequest, description: string, alternative = '', paymentSent = false): Promise<ApiError> {
     const required = await this.paymentRequired(request, description);
-    const unpaid = paymentSent ? 'Nothing was charged: this request needs a signed-in wallet, not a payment, and the PAYMENT-SIGNATURE sent was not used. ' : '';
-    return new ApiError(402, 'authentication_required',
-      `${unpaid}${alternative}Sign in with your wallet: sign the SIWX challenge in the PAYMENT-REQUIRED header (extensions["sign-in-with-x"], CAIP-122/EIP-4361, chain ${this.options.network}; its accepts entry of scheme "${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X header of this same request (${request.method.toUpperCase()} ${new URL(request.resourceUrl).pathname}) within ${this.challengeSeconds} s; each challenge is accepted once, for the method and path it was issued for. The x402 client helpers wrapFetchWithSIWx and createSIWxClientHook do this.`,
-      { headers: { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(required), 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' } });
+    const unpaid = paymentSent
+      ? 'Nothing was charged: this request needs a signed-in wallet, not a payment, and the PAYMENT-SIGNATURE sent was not used. '
+      : '';
+    const route = `${request.method.toUpperCase()} ${new URL(request.resourceUrl).pathname}`;
+    const message = `${unpaid}${alternative}Sign in with your wallet: sign the SIWX challenge in the PAYMENT-REQUIRED header `
+      + `(extensions["sign-in-with-x"], CAIP-122/EIP-4361, chain ${this.options.network}; its accepts entry of scheme `
+      + `"${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X header of this `
+      + `same request (${route}) within ${this.challengeSeconds} s; each challenge is accepted once, for the method and path it `
+      + 'was issued for. The x402 client helpers wrapFetchWithSIWx and createSIWxClientHook do this.';
+    const headers = { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(required), 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' };
+    return new ApiError(402, 'authentication_required', message, { headers });
   }
 
   /** The wallet (lower-case 0x address) a SIGN-IN-WITH-X header proves for this request; otherwise the 401 saying why. */
@@ -108,13 +119,14 @@ export class WalletSignIn {
 
   private async verifyPayload(payload: SIWxPayload, request: SignInRequest): Promise<string> {
     if (payload.chainId !== this.options.network || payload.type !== 'eip191') {
-      throw invalid(`The message is signed for ${payload.chainId} (${payload.type}); this service accepts ${this.options.network} with eip191 signatures.`);
+      const accepted = `${this.options.network} with eip191 signatures`;
+      throw invalid(`The message is signed for ${payload.chainId} (${payload.type}); this service accepts ${accepted}.`);
     }
     if (!/^0x[0-9a-fA-F]{40}$/.test(payload.address)) throw invalid('The message\'s address is not a 0x address of 40 hex digits.');
-    if (!payload.expirationTime) throw invalid('The message has no expirationTime; sign the challenge as issued, with its expirationTime.');
+    if (!payload.expirationTime) throw invalid('The message has no expirationTime; sign the challenge as issued.');
     const valid = await validateSIWxMessage(payload, this.origin(), { maxAge: this.challengeSeconds * 1000 });
     if (!valid.isValid) {
-      if (valid.invalidReason === 'invalid_siwx_expired' || valid.invalidReason === 'invalid_siwx_issued_at_too_old') throw expired();
+      if (['invalid_siwx_expired', 'invalid_siwx_issued_at_too_old'].includes(valid.invalidReason ?? '')) throw expired();
       throw invalid(`The message is not valid for this service: ${valid.invalidMessage}.`);
     }
     const target: SignInTarget = { method: request.method, uri: this.uriOf(request.resourceUrl) };
@@ -123,7 +135,8 @@ export class WalletSignIn {
     // unused, may cost a signature check (and a smart wallet's, a chain read).
     const nonce = await this.nonces.check(payload.nonce, target);
     if ('refusal' in nonce) throw nonceRefused(nonce.refusal, target);
-    const refusal = await this.options.signatures.check(payload.address as Address, createSIWxMessage(payload, payload.address), payload.signature);
+    const message = createSIWxMessage(payload, payload.address);
+    const refusal = await this.options.signatures.check(payload.address as Address, message, payload.signature);
     if (refusal) throw invalid(refusal);
     if (!(await this.nonces.redeem(payload.nonce, nonce.expiresAt))) throw nonceRefused({ kind: 'used' }, target);
     return payload.address.toLowerCase();
@@ -153,14 +166,16 @@ function readPayload(header: string): SIWxPayload {
   try {
     payload = parseSIWxHeader(header.trim());
   } catch (e) {
-    throw invalid(`The SIGN-IN-WITH-X header cannot be read (${String((e as Error)?.message).slice(0, 300)}). It must be the base64 JSON of the signed message.`);
+    const why = String((e as Error)?.message).slice(0, 300);
+    throw invalid(`The SIGN-IN-WITH-X header cannot be read (${why}). It must be the base64 JSON of the signed message.`);
   }
   if (!payload || typeof payload !== 'object') throw invalid('The SIGN-IN-WITH-X header is not a JSON object.');
   for (const field of TEXT_FIELDS) {
     const value = (payload as unknown as Record<string, unknown>)[field];
     if (value === undefined) continue;
     if (typeof value !== 'string' || value.length > 2048 || /[\u0000-\u001f\u007f]/.test(value)) {
-      throw invalid(`The message's ${field} must be text of at most 2048 characters without line breaks or control characters; sign the challenge as issued.`);
+      throw invalid(`The message's ${field} must be text of at most 2048 characters without line breaks or control `
+        + 'characters; sign the challenge as issued.');
     }
   }
   const resources = payload.resources;
@@ -173,8 +188,10 @@ function readPayload(header: string): SIWxPayload {
 
 function wrongResource(reason: string, target: SignInTarget): ApiError {
   const path = new URL(target.uri).pathname;
-  return new ApiError(401, 'siwx_wrong_resource',
-    `${reason}, not for ${target.method.toUpperCase()} ${path}: a sign-in proves one request to the method and path its challenge was issued for. Ask ${target.method.toUpperCase()} ${path} again without SIGN-IN-WITH-X for a fresh challenge of its own, sign it and send it once.`);
+  const route = `${target.method.toUpperCase()} ${path}`;
+  return new ApiError(401, 'siwx_wrong_resource', `${reason}, not for ${route}: a sign-in proves one request to the method and `
+    + `path its challenge was issued for. Ask ${route} again without SIGN-IN-WITH-X for a fresh challenge of its own, sign it `
+    + 'and send it once.');
 }
 
 function invalid(reason: string): ApiError {
@@ -186,8 +203,12 @@ function expired(): ApiError {
 }
 
 function nonceRefused(refusal: NonceRefusal, target: SignInTarget): ApiError {
-  if (refusal.kind === 'used') return new ApiError(401, 'siwx_nonce_used', `This challenge was already used; a signed message is accepted once. ${AGAIN}`);
+  if (refusal.kind === 'used') {
+    return new ApiError(401, 'siwx_nonce_used', `This challenge was already used; a signed message is accepted once. ${AGAIN}`);
+  }
   if (refusal.kind === 'expired') return expired();
-  if (refusal.kind === 'other_method') return wrongResource(`This signed message was issued for ${refusal.method} ${new URL(target.uri).pathname}`, target);
+  if (refusal.kind === 'other_method') {
+    return wrongResource(`This signed message was issued for ${refusal.method} ${new URL(target.uri).pathname}`, target);
+  }
   return invalid('The message\'s nonce is not a challenge this service issued for this request.');
 }

@@ -48,7 +48,8 @@ export class WalletSignatures {
     }
     const factory = parsed.address;
     if (!factory || !this.factories.has(factory.toLowerCase())) {
-      return `The ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which this service does not allow. Sign with a deployed wallet or a plain (EOA) wallet.`;
+      return `The ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which this service does not `
+        + 'allow. Sign with a deployed wallet or a plain (EOA) wallet.';
     }
     if (!this.chain) return 'Smart-wallet signatures cannot be checked here (no chain is configured).';
     if (await this.chain.hasCode(address)) {

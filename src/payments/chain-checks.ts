@@ -18,7 +18,9 @@ export interface ChainCheckLimits {
   gasCap: bigint;
 }
 
-export const DEFAULT_CHAIN_CHECK_LIMITS: ChainCheckLimits = { perAddressPerMinute: 10, globalPerMinute: 120, codeCacheMs: 30_000, gasCap: 500_000n };
+export const DEFAULT_CHAIN_CHECK_LIMITS: ChainCheckLimits = {
+  perAddressPerMinute: 10, globalPerMinute: 120, codeCacheMs: 30_000, gasCap: 500_000n,
+};
 
 const WINDOW_MS = 60_000;
 const MAX_REMEMBERED = 10_000;
@@ -59,23 +61,22 @@ export class ChainChecks {
     if (now - this.window.start >= WINDOW_MS) this.window = { start: now, total: 0, byAddress: new Map() };
     const used = this.window.byAddress.get(address) ?? 0;
     const wait = Math.max(1, Math.ceil((this.window.start + WINDOW_MS - now) / 1000));
-    if (used >= this.limits.perAddressPerMinute) {
-      throw busy(`This address needed ${used} on-chain signature checks in the last minute (at most ${this.limits.perAddressPerMinute}).`, wait);
-    }
-    if (this.window.total >= this.limits.globalPerMinute) throw busy('This service made as many on-chain signature checks as it makes in a minute.', wait);
+    const { perAddressPerMinute: perAddress, globalPerMinute: global } = this.limits;
+    if (used >= perAddress) throw busy(`This address needed ${used} on-chain signature checks this minute (at most ${perAddress}).`, wait);
+    if (this.window.total >= global) throw busy(`This service made its ${global} on-chain signature checks of this minute.`, wait);
     if (this.window.byAddress.size < MAX_REMEMBERED) this.window.byAddress.set(address, used + 1);
     this.window.total++;
   }
 }
 
 function busy(reason: string, wait: number): ApiError {
-  return new ApiError(429, 'chain_checks_busy',
-    `${reason} Signatures by plain wallets (EOA) are checked without the chain; a smart-wallet signature needs the chain. Wait ${wait} s (Retry-After) and sign a fresh challenge or payment.`,
-    { retryable: true, headers: { 'Retry-After': String(wait) } });
+  const message = `${reason} Signatures by plain wallets (EOA) are checked without the chain; a smart-wallet signature `
+    + `needs the chain. Wait ${wait} s (Retry-After) and sign a fresh challenge or payment.`;
+  return new ApiError(429, 'chain_checks_busy', message, { retryable: true, headers: { 'Retry-After': String(wait) } });
 }
 
 function unreachable(cause: unknown): ApiError {
-  return new ApiError(503, 'chain_unavailable',
-    `The chain did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}), so a smart-wallet signature cannot be checked now. Retry in a few seconds with a fresh signature.`,
-    { retryable: true, headers: { 'Retry-After': '5' } });
+  const message = `The chain did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}), so a smart-wallet `
+    + 'signature cannot be checked now. Retry in a few seconds with a fresh signature.';
+  return new ApiError(503, 'chain_unavailable', message, { retryable: true, headers: { 'Retry-After': '5' } });
 }

@@ -1,5 +1,6 @@
 import {
-  getAddress, isAddressEqual, isErc6492Signature, parseErc6492Signature, recoverTypedDataAddress, type Address, type Hex,
+  getAddress, isAddressEqual, isErc6492Signature, parseErc6492Signature, recoverTypedDataAddress,
+  type Address, type Hex,
 } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 
@@ -11,8 +12,9 @@ const MIN_VALIDITY_SECONDS = 6n;
 
 const transferWithAuthorization = {
   TransferWithAuthorization: [
-    { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
+    { name: 'from', type: 'address' }, { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
   ],
 } as const;
 
@@ -32,21 +34,32 @@ export class PaymentPrecheck {
   }
 
   /** Why the payment cannot be valid, or undefined when only the facilitator can tell. */
-  async refusal(requirements: PaymentRequirements, payload: PaymentPayload, nowSeconds = Math.floor(Date.now() / 1000)): Promise<string | undefined> {
+  async refusal(requirements: PaymentRequirements, payload: PaymentPayload, now = Math.floor(Date.now() / 1000)): Promise<string | undefined> {
     const { signature, authorization: a } = payload.payload as { signature: Hex; authorization: Authorization };
-    if (payload.accepted.scheme !== 'exact' || payload.accepted.network !== requirements.network) return `the payment is for ${payload.accepted.scheme} on ${payload.accepted.network}, not exact on ${requirements.network}`;
+    const { scheme, network } = payload.accepted;
+    if (scheme !== 'exact' || network !== requirements.network) {
+      return `the payment is for ${scheme} on ${network}, not exact on ${requirements.network}`;
+    }
     if (!isAddressEqual(a.to as Address, requirements.payTo as Address)) return `the authorization pays ${a.to}, not ${requirements.payTo}`;
     if (BigInt(a.value) !== BigInt(requirements.amount)) return `the authorization moves ${a.value} atomic units, not ${requirements.amount}`;
-    if (BigInt(a.validAfter) > BigInt(nowSeconds)) return `the authorization is valid only after ${a.validAfter}`;
-    if (BigInt(a.validBefore) < BigInt(nowSeconds) + MIN_VALIDITY_SECONDS) return `the authorization expired (validBefore ${a.validBefore})`;
+    if (BigInt(a.validAfter) > BigInt(now)) return `the authorization is valid only after ${a.validAfter}`;
+    if (BigInt(a.validBefore) < BigInt(now) + MIN_VALIDITY_SECONDS) return `the authorization expired (validBefore ${a.validBefore})`;
     if (isErc6492Signature(signature)) {
       const factory = safely(() => parseErc6492Signature(signature).address);
-      return factory && this.factories.has(factory.toLowerCase()) ? undefined : `the ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which is not allowed`;
+      if (factory && this.factories.has(factory.toLowerCase())) return undefined;
+      return `the ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which is not allowed`;
     }
     const signer = await safely(() => recoverTypedDataAddress({
-      domain: { name: String(requirements.extra?.name), version: String(requirements.extra?.version), chainId: chainIdOf(requirements.network), verifyingContract: getAddress(requirements.asset) },
-      types: transferWithAuthorization, primaryType: 'TransferWithAuthorization',
-      message: { from: a.from as Address, to: a.to as Address, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce as Hex },
+      domain: {
+        name: String(requirements.extra?.name), version: String(requirements.extra?.version),
+        chainId: Number(requirements.network.split(':')[1]), verifyingContract: getAddress(requirements.asset),
+      },
+      types: transferWithAuthorization,
+      primaryType: 'TransferWithAuthorization',
+      message: {
+        from: a.from as Address, to: a.to as Address, value: BigInt(a.value),
+        validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce as Hex,
+      },
       signature,
     }));
     if (signer && isAddressEqual(signer, a.from as Address)) return undefined;
@@ -54,10 +67,6 @@ export class PaymentPrecheck {
     if (this.code && await this.code.hasCode(a.from as Address)) return undefined;
     return `the signature is not by ${a.from}`;
   }
-}
-
-function chainIdOf(network: string): number {
-  return Number(network.split(':')[1]);
 }
 
 function safely<T>(work: () => T): T | undefined {
