@@ -194,6 +194,22 @@ describe('unauthenticated requests do not make the service query the chain', () 
     });
     assert.ok(total(spentForged) <= 1 && !spentForged.eth_call, JSON.stringify(spentForged));
 
+    // Claiming a smart wallet as payer: its contract is asked once per request, with a gas cap, before the facilitator.
+    const burner = await contractWallet('0x5b600056');
+    const asBurner = decodePaymentSignatureHeader(await buyer.pay(required));
+    (asBurner.payload as any).authorization.from = burner;
+    const firstCall = proxy.requests.length;
+    const spentBurner = await rpcDuring(async () => {
+      for (let i = 0; i < 3; i++) {
+        const answer = await pay(encodePaymentSignatureHeader(asBurner));
+        assert.equal(answer.status, 402, JSON.stringify(answer.body));
+        assert.match(answer.body.error.message, /does not accept/);
+      }
+    });
+    assert.ok(total(spentBurner) <= 4, JSON.stringify(spentBurner));
+    const calls = proxy.requests.slice(firstCall).filter((r) => r.method === 'eth_call');
+    assert.ok(calls.length > 0 && calls.every((r) => r.params[0].gas && BigInt(r.params[0].gas) <= 500_000n), JSON.stringify(calls.map((r) => r.params[0].gas)));
+
     // The real payment still goes through.
     const paid = await pay(await buyer.pay(required));
     assert.equal(paid.status, 200, JSON.stringify(paid.body));

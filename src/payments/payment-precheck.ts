@@ -1,11 +1,16 @@
 import {
-  getAddress, isAddressEqual, isErc6492Signature, parseErc6492Signature, recoverTypedDataAddress,
-  type Address, type Hex,
+  encodeFunctionData, getAddress, hashTypedData, isAddressEqual, isErc6492Signature, parseAbi, parseErc6492Signature,
+  recoverAddress, type Address, type Hex,
 } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 
-/** Whether an address holds code (src/payments ChainChecks: cached, budgeted). */
-export interface CodeLookup { hasCode(address: Address): Promise<boolean> }
+/** Chain reads for smart-wallet payers (src/payments ChainChecks: cached, budgeted, gas-capped). */
+export interface CodeLookup {
+  hasCode(address: Address): Promise<boolean>;
+  call(address: Address, request: { to?: Address; data: Hex }): Promise<Hex | undefined>;
+}
+
+const erc1271 = parseAbi(['function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)']);
 
 /** The facilitator refuses an authorization valid for less than this long (x402 "exact" EVM). */
 const MIN_VALIDITY_SECONDS = 6n;
@@ -24,7 +29,9 @@ interface Authorization { from: string; to: string; value: string; validAfter: s
  * What can be said of an x402 "exact" EVM payment without the chain, checked before the facilitator is asked (whose
  * verify reads the chain several times): the authorization pays exactly these requirements, is valid now, and is
  * signed by its `from`. A signature that recovers to another address is refused unless `from` holds code (a smart
- * wallet, EIP-1271, left to the facilitator); an ERC-6492 wrapper only with an allowed factory, as the facilitator.
+ * wallet) whose EIP-1271 check, asked with a gas cap and within the budget, accepts it: the facilitator then asks it
+ * again without a cap, so only signatures the wallet accepts get that far. An ERC-6492 wrapper passes only with an
+ * allowed factory, as the facilitator's own rule.
  */
 export class PaymentPrecheck {
   private readonly factories: Set<string>;
@@ -49,7 +56,7 @@ export class PaymentPrecheck {
       if (factory && this.factories.has(factory.toLowerCase())) return undefined;
       return `the ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which is not allowed`;
     }
-    const signer = await safely(() => recoverTypedDataAddress({
+    const digest = safely(() => hashTypedData({
       domain: {
         name: String(requirements.extra?.name), version: String(requirements.extra?.version),
         chainId: Number(requirements.network.split(':')[1]), verifyingContract: getAddress(requirements.asset),
@@ -60,12 +67,16 @@ export class PaymentPrecheck {
         from: a.from as Address, to: a.to as Address, value: BigInt(a.value),
         validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce as Hex,
       },
-      signature,
     }));
+    if (!digest) return 'the authorization cannot be hashed (EIP-712)';
+    const signer = await safely(() => recoverAddress({ hash: digest, signature }));
     if (signer && isAddressEqual(signer, a.from as Address)) return undefined;
     // Not by `from` itself: only a smart wallet at `from` could still accept it.
-    if (this.code && await this.code.hasCode(a.from as Address)) return undefined;
-    return `the signature is not by ${a.from}`;
+    const from = a.from as Address;
+    if (!this.code || !(await this.code.hasCode(from))) return `the signature is not by ${a.from}`;
+    const data = encodeFunctionData({ abi: erc1271, functionName: 'isValidSignature', args: [digest, signature] });
+    const answer = await this.code.call(from, { to: from, data });
+    return answer?.toLowerCase().startsWith('0x1626ba7e') ? undefined : `the wallet contract at ${a.from} does not accept the signature`;
   }
 }
 
