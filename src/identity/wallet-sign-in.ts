@@ -108,23 +108,13 @@ export class WalletSignIn {
   /** The wallet (lower-case 0x address) a SIGN-IN-WITH-X header proves for this request; otherwise the 401 saying why. */
   async verify(header: string, request: SignInRequest): Promise<string> {
     const payload = readPayload(header);
-    try {
-      return await this.verifyPayload(payload, request);
-    } catch (e) {
-      if (e instanceof ApiError) throw e;
-      // A message the SIWE formatter or a validator cannot handle is the client's error, never a 500.
-      throw invalid(`The signed message cannot be checked (${String((e as Error)?.message ?? e).split('\n')[0].slice(0, 200)}).`);
-    }
-  }
-
-  private async verifyPayload(payload: SIWxPayload, request: SignInRequest): Promise<string> {
     if (payload.chainId !== this.options.network || payload.type !== 'eip191') {
       const accepted = `${this.options.network} with eip191 signatures`;
       throw invalid(`The message is signed for ${payload.chainId} (${payload.type}); this service accepts ${accepted}.`);
     }
     if (!/^0x[0-9a-fA-F]{40}$/.test(payload.address)) throw invalid('The message\'s address is not a 0x address of 40 hex digits.');
     if (!payload.expirationTime) throw invalid('The message has no expirationTime; sign the challenge as issued.');
-    const valid = await validateSIWxMessage(payload, this.origin(), { maxAge: this.challengeSeconds * 1000 });
+    const valid = await clientError(() => validateSIWxMessage(payload, this.origin(), { maxAge: this.challengeSeconds * 1000 }));
     if (!valid.isValid) {
       if (['invalid_siwx_expired', 'invalid_siwx_issued_at_too_old'].includes(valid.invalidReason ?? '')) throw expired();
       throw invalid(`The message is not valid for this service: ${valid.invalidMessage}.`);
@@ -135,7 +125,7 @@ export class WalletSignIn {
     // unused, may cost a signature check (and a smart wallet's, a chain read).
     const nonce = await this.nonces.check(payload.nonce, target);
     if ('refusal' in nonce) throw nonceRefused(nonce.refusal, target);
-    const message = createSIWxMessage(payload, payload.address);
+    const message = await clientError(async () => createSIWxMessage(payload, payload.address));
     const refusal = await this.options.signatures.check(payload.address as Address, message, payload.signature);
     if (refusal) throw invalid(refusal);
     if (!(await this.nonces.redeem(payload.nonce, nonce.expiresAt))) throw nonceRefused({ kind: 'used' }, target);
@@ -184,6 +174,15 @@ function readPayload(header: string): SIWxPayload {
     throw invalid('The message\'s resources must be a list of at most 10 URLs, as issued in the challenge.');
   }
   return payload;
+}
+
+/** What the package's validators and SIWE formatter throw on a malformed message is the client's error, never a 500. */
+async function clientError<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    throw invalid(`The signed message is malformed (${String((e as Error)?.message ?? e).split('\n')[0].slice(0, 200)}).`);
+  }
 }
 
 function wrongResource(reason: string, target: SignInTarget): ApiError {
