@@ -52,9 +52,9 @@ async function rpc(method: string, params: unknown[]): Promise<unknown> {
 const newWallet = () => privateKeyToAccount(generatePrivateKey());
 const anonymous = (service: Service) => ({ baseUrl: service.baseUrl, apiKey: '' });
 
-/** A fresh challenge from `service` (a request with no credentials), signed by `account`. */
-async function signIn(service: Service, account: PrivateKeyAccount, options: Parameters<typeof signedHeader>[2] = {}, path = '/keys'): Promise<string> {
-  const asked = await request(anonymous(service), 'GET', path, { auth: false });
+/** A fresh challenge from `service` for `method` `path` (a request with no credentials), signed by `account`. */
+async function signIn(service: Service, account: PrivateKeyAccount, options: Parameters<typeof signedHeader>[2] = {}, path = '/keys', method = 'GET'): Promise<string> {
+  const asked = await request(anonymous(service), method, path, { auth: false });
   assert.equal(asked.status, 402, JSON.stringify(asked.body));
   return signedHeader(challengeOf(asked), account, options);
 }
@@ -67,13 +67,14 @@ async function postKey(account: PrivateKeyAccount, name?: string) {
 }
 
 describe('wallet sign-in (SIWX)', () => {
-  test('a request with no credentials gets the sign-in challenge: 402, accepts [], bound to this service and chain', async () => {
+  test('a request with no credentials gets the sign-in challenge: 402, nothing to pay, bound to this service and chain', async () => {
     const asked = await request(anonymous(a), 'POST', '/keys', { auth: false });
     assert.equal(asked.status, 402);
     assert.equal(asked.body.error.code, 'authentication_required');
     assert.match(asked.body.error.message, /SIGN-IN-WITH-X/);
     const required = JSON.parse(Buffer.from(asked.headers.get('payment-required')!, 'base64').toString('utf8'));
-    assert.deepEqual(required.accepts, []);
+    // One entry that names the chain (x402 clients read it there) and cannot be paid.
+    assert.deepEqual(required.accepts.map((x: any) => [x.scheme, x.network, x.amount]), [['sign-in-with-x', 'eip155:8453', '0']]);
     const { info, supportedChains } = required.extensions['sign-in-with-x'];
     assert.equal(info.domain, new URL(a.baseUrl).host);
     assert.equal(info.uri, `${a.baseUrl}/keys`);
@@ -275,11 +276,11 @@ describe('a wallet that paid reaches its services with no key', () => {
     const path = `/services/${id}/upgrade`;
     const body = { product_id: 'event-stream' };
     const headers = { 'idempotency-key': `wallet-upgrade-${Date.now()}` };
-    const unpaid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer()) } });
+    const unpaid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer(), {}, path, 'POST') } });
     assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
     assert.equal(unpaid.body.error.code, 'payment_required');
     const payment = await new TestWallet(dev.buyer.private_key, dev.chain.rpc_url).pay(unpaid.headers.get('payment-required')!);
-    const paid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer()), 'payment-signature': payment } });
+    const paid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer(), {}, path, 'POST'), 'payment-signature': payment } });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     assert.equal(paid.body.order.upgrade_of, id);
     assert.equal(paid.body.order.product_id, 'event-stream');

@@ -41,6 +41,8 @@ export interface Config {
   audit: { signingKey?: string; signingKeyFile?: string; headIntervalMs: number };
   events: EventSettings;
   testHooks: TestHooks;
+  /** ERC-6492 factories a not-yet-deployed wallet's signature may deploy with (sign-in and payments); none by default. */
+  eip6492Factories: string[];
 }
 
 export interface PaymentSettings {
@@ -146,6 +148,7 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
     },
     events: readEvents(r, insecureLoopback),
     testHooks,
+    eip6492Factories: r.custom('EIP6492_ALLOWED_FACTORIES', addressList) ?? [],
   };
 }
 
@@ -241,6 +244,12 @@ function refuseTestHooks(r: SettingsReader): void {
 function caip2(text: string): `${string}:${string}` {
   if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(text)) throw new Error('a CAIP-2 network id such as eip155:8453');
   return text as `${string}:${string}`;
+}
+
+function addressList(text: string): string[] {
+  const list = text.split(',').map((f) => f.trim()).filter(Boolean);
+  if (list.some((f) => !/^0x[0-9a-fA-F]{40}$/.test(f))) throw new Error('0x addresses separated by commas');
+  return list;
 }
 
 const HOST_ID = /^[A-Za-z0-9._:-]{1,100}$/;

@@ -13,10 +13,12 @@ import { LiveSnapshot } from '../pricing/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
+import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
+import { cachedProbe } from './cached-probe.js';
 import { signingKeyOptions, type Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { events } from './events.js';
@@ -35,6 +37,9 @@ export interface RunningService {
 }
 
 /** Brings up everything on embedded defaults (or DATABASE_URL): PostgreSQL, migrations, catalog with hot reload, HTTP. */
+/** How long GET /health answers the chain's state from its last probe (it is unauthenticated: a flood must not reach the RPC). */
+const HEALTH_CHAIN_PROBE_MS = 5000;
+
 export async function serve(config: Config, log: Logger): Promise<RunningService> {
   const cleanup: (() => Promise<unknown>)[] = [];
   const stop = async () => {
@@ -80,6 +85,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const signer = await loadSigningKey(signingKeyOptions(config, true));
     if (!signer) log.warn({}, 'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
     const pay = await payments({ production: config.production, dataDir: config.dataDir, log, settings: config.payments, operatorKey: signer });
+    // Signature checks that need the chain (smart wallets), for callers who have paid nothing yet: cached, budgeted.
+    const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
     cleanup.push(() => pay.stop());
     const stream = streaming(config.dataDir, log, config.streaming);
     cleanup.push(async () => { streamStopped = stream.stop(); });
@@ -100,7 +107,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       const { leaseSeconds, recoveryIntervalMs } = config.orders;
       const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
       const capacity = new StreamCapacity(db, stream, stream.limits);
-      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000, capacity });
+      const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
+      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000, capacity, precheck });
       recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
     }
 
@@ -118,12 +126,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const eventing = await events(db, log, config);
     cleanup.push(() => eventing.stop());
     const quotes = new QuoteService(db, live, audit);
-    const signInOptions = { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, challengeSeconds: config.siwxChallengeSeconds };
-    const identity = walletIdentity(db, keys, { ...signInOptions, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) }, config.signup);
+    const identity = walletIdentity(db, keys, {
+      publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, challengeSeconds: config.siwxChallengeSeconds,
+      allowedFactories: config.eip6492Factories, ...(chainChecks && { chain: chainChecks }),
+    }, config.signup);
     const mcp = new McpEndpoint({ live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
+    const chainProbe = pay.ledger && cachedProbe(HEALTH_CHAIN_PROBE_MS, () => timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))));
     const checkHealth = async () => ({
       ...(await checkDatabase(db)),
-      ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
+      ...(chainProbe && { chain: await chainProbe() }),
       icecast: await stream.health(),
     });
     const listener = createRequestListener({

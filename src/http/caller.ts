@@ -15,6 +15,8 @@ export function credentialsOf(ctx: Context, publicBaseUrl: string, description: 
   return {
     authorization: ctx.get('Authorization') || undefined,
     signIn: ctx.get(SIGN_IN_HEADER) || undefined,
+    paymentSent: Boolean(ctx.get('PAYMENT-SIGNATURE')),
+    method: ctx.method,
     resourceUrl: publicBaseUrl + ctx.path.replace(/^\/api\/v\d+/, ''),
     description,
   };

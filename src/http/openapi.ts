@@ -265,7 +265,7 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
   const owner = { security: [{ agentApiKey: [] }, { walletSignIn: [] }, {}], tags: ['Services'] };
   const notFound = error('service_not_found: no such service for this API key or wallet (another buyer\'s service looks the same as none).');
   const signIn = {
-    description: 'authentication_required: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with accepts: [] and extensions["sign-in-with-x"]: sign it with the wallet that paid and send the request again with SIGN-IN-WITH-X, or send your API key.',
+    description: 'authentication_required: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with extensions["sign-in-with-x"] (a challenge for this method and path) and an accepts entry that only names the chain (nothing to pay): sign it with the wallet that paid and send the same request again with SIGN-IN-WITH-X, or send your API key.',
     headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired (sign-in only), Base64-encoded JSON.', schema: { type: 'string' } } },
     content: { 'application/json': { schema: ref('PaymentRequired') } },
   };

@@ -10,6 +10,10 @@ export interface Credentials {
   authorization?: string;
   /** The SIGN-IN-WITH-X header, if any. */
   signIn?: string;
+  /** Whether a PAYMENT-SIGNATURE came too (it is not used for a sign-in: the challenge says nothing was charged). */
+  paymentSent?: boolean;
+  /** The request's method and the public URL of its resource: a sign-in is accepted only for those it was issued for. */
+  method: string;
   resourceUrl: string;
   /** What the resource is, shown in the sign-in challenge. */
   description: string;
@@ -25,14 +29,15 @@ export class Callers {
    */
   async resolve(credentials: Credentials): Promise<Caller> {
     if (credentials.authorization || !this.signIn) return { kind: 'api_key', key: await this.keys.authenticate(credentials.authorization) };
-    if (credentials.signIn) return { kind: 'wallet', address: await this.signIn.verify(credentials.signIn) };
-    throw await this.signIn.challenge(credentials.resourceUrl, credentials.description, 'Send your agent API key as "Authorization: Bearer <key>", or sign in with the wallet that paid. ');
+    if (credentials.signIn) return { kind: 'wallet', address: await this.signIn.verify(credentials.signIn, credentials) };
+    const alternative = 'Send your agent API key as "Authorization: Bearer <key>", or sign in with the wallet that paid. ';
+    throw await this.signIn.challenge(credentials, credentials.description, alternative, credentials.paymentSent);
   }
 
   /** A signed-in wallet only (an API key does not stand for a wallet): its address, or the 402 challenge, or 401. */
   async wallet(credentials: Credentials): Promise<string> {
     if (!this.signIn) throw new Error('wallet sign-in is not set up');
-    if (credentials.signIn) return this.signIn.verify(credentials.signIn);
-    throw await this.signIn.challenge(credentials.resourceUrl, credentials.description);
+    if (credentials.signIn) return this.signIn.verify(credentials.signIn, credentials);
+    throw await this.signIn.challenge(credentials, credentials.description, '', credentials.paymentSent);
   }
 }

@@ -1,7 +1,7 @@
 import { canonicalJson, priceRecord, sha256, upgradeRecord, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
-import { PaymentGateway, type DiscoveryDeclaration, type PaymentPayload, type SettleResponse } from '../payments/index.js';
+import { PaymentGateway, type DiscoveryDeclaration, type PaymentPrecheck, type PaymentPayload, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { LiveSnapshot, Snapshot } from '../pricing/index.js';
 import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
@@ -48,6 +48,8 @@ export interface OrderServiceOptions {
   capacity?: StreamCapacity;
   /** How long a repeat waits for the first request with the same key before answering 409 idempotency_in_progress. */
   waitForInFlightMs: number;
+  /** Refuses payments that cannot be valid before the facilitator (and the chain) is asked. */
+  precheck?: PaymentPrecheck;
 }
 
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
@@ -118,6 +120,11 @@ export class OrderService {
     }
     const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
     if (usedBy) return this.paidBy(usedBy, input, requestHash, paymentRequired);
+    const refusal = await this.options.precheck?.refusal(requirements, payload);
+    if (refusal) {
+      throw await paymentRequired('payment_rejected',
+        `The payment cannot be valid: ${refusal}. Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header with the wallet it names as from, and retry with the same Idempotency-Key.`);
+    }
     // The chain's height before the payment can be used: its proof will be searched from there (a few blocks earlier, for reorgs).
     const [verification, heightAtVerify] = await Promise.all([
       this.gateway.verify(payload, requirements),

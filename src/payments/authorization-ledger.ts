@@ -65,6 +65,8 @@ export type PaymentEvidence =
  */
 export class AuthorizationLedger {
   private readonly client;
+  /** For signature checks: never retried, so that each one is one RPC call (ChainChecks budgets them). */
+  private readonly checks;
 
   constructor(
     rpcUrl: string,
@@ -78,6 +80,7 @@ export class AuthorizationLedger {
     } = {},
   ) {
     this.client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
+    this.checks = createPublicClient({ transport: http(rpcUrl, { timeout: 5_000, retryCount: 0 }) });
   }
 
   /**
@@ -93,9 +96,14 @@ export class AuthorizationLedger {
     return this.client.getBlockNumber({ cacheTime: 0 });
   }
 
-  /** Whether the chain accepts this signature of a message for this address: an EOA's, or a smart wallet's (EIP-1271, EIP-6492). */
-  verifyMessage(args: { address: Address; message: string; signature: Hex }): Promise<boolean> {
-    return this.client.verifyMessage(args);
+  /** The code at an address ("0x" or undefined for a plain wallet). */
+  getCode(address: Address): Promise<Hex | undefined> {
+    return this.checks.getCode({ address });
+  }
+
+  /** eth_call with a gas cap: its return data, or undefined for none. */
+  async call(request: { to?: Address; data: Hex; gas: bigint }): Promise<Hex | undefined> {
+    return (await this.checks.call(request)).data;
   }
 
   isUsed(authorizer: string, nonce: string): Promise<boolean> {

@@ -3,3 +3,5 @@ export { AuthorizationLedger, type ExpectedPayment, type PaymentEvidence, type T
 export { createFacilitator, embeddedFacilitatorConfig, type Facilitator, type FacilitatorConfig } from './facilitator.js';
 export { OfferReceipts, type OperatorKey, type ReceiptFacts } from './receipts.js';
 export { SettledReceipts } from './settled-receipts.js';
+export { ChainChecks, DEFAULT_CHAIN_CHECK_LIMITS, type ChainCheckLimits, type ChainNode } from './chain-checks.js';
+export { PaymentPrecheck, type CodeLookup } from './payment-precheck.js';

@@ -44,3 +44,36 @@ export async function startRangeLimitedRpc(maxRange: number): Promise<{ url: str
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
+
+/**
+ * A JSON-RPC endpoint that forwards everything to `upstream` and counts the calls it forwards, by method (a batch
+ * counts each of its calls): to see how many RPC calls a request makes a service spend.
+ */
+export async function startCountingRpc(upstream: string): Promise<{ url: string; calls: Map<string, number>; requests: Array<{ method: string; params: any[] }>; total(): number; close(): Promise<void> }> {
+  const calls = new Map<string, number>();
+  const requests: Array<{ method: string; params: any[] }> = [];
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString();
+    const body = JSON.parse(text || 'null');
+    for (const call of Array.isArray(body) ? body : [body]) {
+      calls.set(String(call?.method), (calls.get(String(call?.method)) ?? 0) + 1);
+      if (requests.length < 10_000) requests.push({ method: String(call?.method), params: call?.params ?? [] });
+    }
+    const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text }).catch(() => undefined);
+    if (!answer) {
+      res.writeHead(502).end();
+      return;
+    }
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    requests,
+    total: () => [...calls.values()].reduce((a, b) => a + b, 0),
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}

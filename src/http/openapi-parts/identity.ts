@@ -9,15 +9,18 @@ const walletOnly = [{ walletSignIn: [] }, {}];
 const keyOrWallet = [{ agentApiKey: [] }, { walletSignIn: [] }, {}];
 
 const challenge = {
-  description: 'Sign in: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with accepts: [] and extensions["sign-in-with-x"] '
-    + '(the challenge: domain, uri, nonce, issuedAt, expirationTime; supportedChains). Sign it with the wallet (EIP-4361 message, EIP-191) and send the request again with the '
-    + 'signed message in SIGN-IN-WITH-X. The x402 client hook createSIWxClientHook (@x402/extensions/sign-in-with-x) does this.',
+  description: 'Sign in: no credentials were sent. PAYMENT-REQUIRED carries an x402 v2 PaymentRequired with extensions["sign-in-with-x"] '
+    + '(the challenge for this method and path: domain, uri, nonce, issuedAt, expirationTime; supportedChains) and one accepts entry that only names the chain '
+    + '(scheme sign-in-with-x, amount 0, payTo the zero address: nothing to pay; a PAYMENT-SIGNATURE sent here is not used). Sign it with the wallet (EIP-4361 message, EIP-191) '
+    + 'and send the same request again with the signed message in SIGN-IN-WITH-X. wrapFetchWithSIWx or createSIWxClientHook (@x402/extensions/sign-in-with-x) do this.',
   headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired (sign-in only), Base64-encoded JSON.', schema: { type: 'string' } } },
   content: { 'application/json': { schema: ref('PaymentRequired') } },
 };
-const signInRefused = error('The SIGN-IN-WITH-X message was refused: siwx_invalid (unreadable, another domain or URI origin, another chain, a signature not by the named wallet, a nonce this service did not issue), '
-  + 'siwx_expired, or siwx_nonce_used (every challenge is accepted once). Ask again without SIGN-IN-WITH-X for a fresh challenge. With an Authorization header: invalid_api_key.');
-const tooMany = error('Too many requests from this address or key (rate_limited), or too many keys for this wallet or address in the last hour (signup_rate_limited): wait Retry-After seconds.');
+const signInRefused = error('The SIGN-IN-WITH-X message was refused: siwx_invalid (unreadable or malformed, another domain or URI origin, another chain, a signature not by the named wallet, a nonce this service did not issue), '
+  + 'siwx_wrong_resource (issued for another method or path: a challenge proves one request to the route it was issued for), '
+  + 'siwx_expired, or siwx_nonce_used (every challenge is accepted once). Ask this route again without SIGN-IN-WITH-X for a fresh challenge. With an Authorization header: invalid_api_key.');
+const tooMany = error('Too many requests from this address or key (rate_limited), too many keys for this wallet or address in the last hour (signup_rate_limited), '
+  + 'or too many on-chain smart-wallet signature checks (chain_checks_busy): wait Retry-After seconds.');
 const apiKeyInfo = {
   type: 'object', additionalProperties: false, required: ['id', 'name', 'created_at', 'revoked_at'],
   properties: {
@@ -46,7 +49,7 @@ export const part: {
     walletSignIn: {
       type: 'apiKey', in: 'header', name: 'SIGN-IN-WITH-X',
       description: 'Wallet sign-in (x402 extension sign-in-with-x, CAIP-122 / EIP-4361, eip155:8453, EIP-191 signatures): Base64 JSON of the signed challenge that a 402 answer of the same '
-        + `operation carries in PAYMENT-REQUIRED (extensions["sign-in-with-x"]). Each challenge is accepted once, within its expirationTime (at most ${MAX_CHALLENGE_SECONDS} s). `
+        + `operation carries in PAYMENT-REQUIRED (extensions["sign-in-with-x"]). Each challenge is accepted once, for the method and path it was issued for, within its expirationTime (at most ${MAX_CHALLENGE_SECONDS} s). `
         + 'On service operations the wallet that paid for the service (the payer of its order) is its owner, as is the API key it was ordered with.',
     },
   },
