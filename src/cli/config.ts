@@ -16,6 +16,15 @@ export interface Config {
   metricsPort: number;
   /** Reverse proxies (addresses) whose X-Forwarded-For names the client, for per-address limits. */
   trustedProxies: Set<string>;
+  /** Webhook deliveries one instance makes at once; of them, per API key (over all instances) and to slow endpoints. */
+  webhookConcurrency: number;
+  webhookConcurrencyPerKey: number;
+  webhookSlowSlots: number;
+  /** Open SSE event streams (per instance) one API key may have, and one service may have. */
+  eventStreamsPerKey: number;
+  eventStreamsPerService: number;
+  /** source.connected / .disconnected of a service: at most one of each per window (seconds); the latest state kept. */
+  sourceEventWindowSeconds: number;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -32,6 +41,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: env.METRICS_HOST ?? '127.0.0.1',
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
     trustedProxies: addresses('TRUSTED_PROXIES', env.TRUSTED_PROXIES),
+    webhookConcurrency: wholeNumber('WEBHOOK_CONCURRENCY', env.WEBHOOK_CONCURRENCY ?? '16'),
+    webhookConcurrencyPerKey: wholeNumber('WEBHOOK_CONCURRENCY_PER_KEY', env.WEBHOOK_CONCURRENCY_PER_KEY ?? '4'),
+    webhookSlowSlots: wholeNumber('WEBHOOK_SLOW_SLOTS', env.WEBHOOK_SLOW_SLOTS ?? '4'),
+    eventStreamsPerKey: wholeNumber('EVENTS_MAX_STREAMS_PER_KEY', env.EVENTS_MAX_STREAMS_PER_KEY ?? '20'),
+    eventStreamsPerService: wholeNumber('EVENTS_MAX_STREAMS_PER_SERVICE', env.EVENTS_MAX_STREAMS_PER_SERVICE ?? '5'),
+    sourceEventWindowSeconds: positive('EVENTS_SOURCE_WINDOW_SECONDS', env.EVENTS_SOURCE_WINDOW_SECONDS ?? '30'),
   };
 }
 
@@ -39,6 +54,18 @@ function portNumber(name: string, text: string): number {
   const port = Number(text);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${name} must be a port number, got ${text}`);
   return port;
+}
+
+function wholeNumber(name: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1, got ${text}`);
+  return value;
+}
+
+function positive(name: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number of seconds, got ${text}`);
+  return value;
 }
 
 function addresses(name: string, text: string | undefined): Set<string> {

@@ -136,7 +136,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       orders,
       services,
       media,
-      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj), credentials: stream.callbackCredentials } }),
+      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents), credentials: stream.callbackCredentials } }),
       metrics,
       log,
       connections,
