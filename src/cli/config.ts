@@ -58,13 +58,17 @@ function portNumber(name: string, text: string): number {
 
 function wholeNumber(name: string, text: string): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1, got ${text}`);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new Error(`${name} must be a whole number of at least 1, got ${text}`);
+  }
   return value;
 }
 
 function positive(name: string, text: string): number {
   const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number of seconds, got ${text}`);
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new Error(`${name} must be a positive number of seconds, got ${text}`);
+  }
   return value;
 }
 

@@ -1,8 +1,14 @@
-import { DeliveryWorker, deliveryOptionsFromEnv, EventFeed, SourceEventGate, expiringLeadSecondsFromEnv, loadSecretBox, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
+import {
+  DeliveryWorker, deliveryOptionsFromEnv, EventFeed, expiringLeadSecondsFromEnv, loadSecretBox, SourceEventGate, WebhookEndpoints,
+  webhookUrlPolicy,
+} from '../events/index.js';
 import type { EventsApi } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
 import type { Config } from './config.js';
+
+type EventsConfig = Pick<Config, 'dataDir' | 'production' | 'webhookConcurrency' | 'webhookConcurrencyPerKey' | 'webhookSlowSlots'
+  | 'eventStreamsPerKey' | 'eventStreamsPerService' | 'sourceEventWindowSeconds'>;
 
 export interface Events {
   api: EventsApi;
@@ -18,7 +24,7 @@ export interface Events {
  * Webhooks and SSE, configured from the environment. WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 (tests and development only)
  * lets webhooks go to http on loopback; it is refused in production.
  */
-export async function events(db: Database, log: Logger, config: Pick<Config, 'dataDir' | 'production' | 'webhookConcurrency' | 'webhookConcurrencyPerKey' | 'webhookSlowSlots' | 'eventStreamsPerKey' | 'eventStreamsPerService' | 'sourceEventWindowSeconds'>, env: NodeJS.ProcessEnv = process.env): Promise<Events> {
+export async function events(db: Database, log: Logger, config: EventsConfig, env: NodeJS.ProcessEnv = process.env): Promise<Events> {
   const { production } = config;
   const insecureLoopback = env.WEBHOOK_ALLOW_INSECURE_LOOPBACK === '1';
   if (insecureLoopback && production) throw new Error('WEBHOOK_ALLOW_INSECURE_LOOPBACK is for tests and development only; unset it in production (webhooks need https on public addresses)');
@@ -31,7 +37,9 @@ export async function events(db: Database, log: Logger, config: Pick<Config, 'da
   const endpoints = new WebhookEndpoints(db, Number(env.WEBHOOK_SECRET_GRACE_SECONDS ?? 86_400), secrets);
   const sealed = await endpoints.sealStoredSecrets();
   if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
-  const fairness = { concurrency: config.webhookConcurrency, perKey: config.webhookConcurrencyPerKey, slowSlots: config.webhookSlowSlots };
+  const fairness = {
+    concurrency: config.webhookConcurrency, perKey: config.webhookConcurrencyPerKey, slowSlots: config.webhookSlowSlots,
+  };
   const worker = new DeliveryWorker(db, policy, deliveryOptionsFromEnv(env, fairness), log, secrets);
   const sourceEvents = new SourceEventGate(db, config.sourceEventWindowSeconds, log);
   feed.onEvent(() => worker.wake());
@@ -51,6 +59,8 @@ export async function events(db: Database, log: Logger, config: Pick<Config, 'da
       worker.start();
       sourceEvents.start();
     },
-    stop: () => (stopped ??= feed.close().then(() => Promise.all([worker.stop(), sourceEvents.stop()])).then(() => undefined)),
+    stop: () => (stopped ??= feed.close().then(async () => {
+      await Promise.all([worker.stop(), sourceEvents.stop()]);
+    })),
   };
 }

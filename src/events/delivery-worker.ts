@@ -35,7 +35,10 @@ export interface DeliveryOptions {
 /** The fairness settings (from src/cli/config.ts); the rest of DeliveryOptions comes from deliveryOptionsFromEnv. */
 export type DeliveryFairness = Pick<DeliveryOptions, 'concurrency' | 'perKey' | 'slowSlots'>;
 
-export function deliveryOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, fairness: DeliveryFairness = { concurrency: 16, perKey: 4, slowSlots: 4 }): DeliveryOptions {
+export function deliveryOptionsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  fairness: DeliveryFairness = { concurrency: 16, perKey: 4, slowSlots: 4 },
+): DeliveryOptions {
   const number = (name: string, fallback: number) => {
     const value = Number(env[name] ?? fallback);
     if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${env[name]}`);
@@ -83,6 +86,7 @@ const PICK = `
     SELECT DISTINCT ON (d.endpoint_id) d.id, d.event_seq, e.api_key_id, coalesce(e.slow_until > now(), false) AS slow
     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
     WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+      AND e.deleted_at IS NULL AND e.disabled_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM busy b WHERE b.endpoint_id = d.endpoint_id)
     ORDER BY d.endpoint_id, d.event_seq, d.id),
   ranked AS (
@@ -150,7 +154,8 @@ export class DeliveryWorker {
       return;
     }
     clearTimeout(this.timer);
-    this.filling = this.claimAndStart().catch((err) => this.log.warn({ err }, 'webhook delivery claim failed')).finally(() => {
+    const claimed = this.claimAndStart().catch((err) => this.log.warn({ err }, 'webhook delivery claim failed'));
+    this.filling = claimed.finally(() => {
       this.filling = undefined;
       if (this.stopping) return;
       const soon = this.again;
@@ -214,7 +219,8 @@ export class DeliveryWorker {
   /** A slow answer (or none) moves the endpoint to the slow lane for a while; a quick success takes it out. */
   private async markPace(client: Client, delivery: Due, slow: boolean, ok: boolean): Promise<void> {
     if (slow) {
-      await client.query('UPDATE webhook_endpoints SET slow_until = now() + make_interval(secs => $2) WHERE id = $1', [delivery.endpoint_id, this.options.slowSeconds]);
+      await client.query('UPDATE webhook_endpoints SET slow_until = now() + make_interval(secs => $2) WHERE id = $1',
+        [delivery.endpoint_id, this.options.slowSeconds]);
     } else if (ok && delivery.slow) {
       await client.query('UPDATE webhook_endpoints SET slow_until = NULL WHERE id = $1', [delivery.endpoint_id]);
     }
@@ -233,8 +239,9 @@ export class DeliveryWorker {
     }
     const giveUp = Date.now() - delivery.event_created_at.getTime() > this.options.giveUpSeconds * 1000;
     await client.query(
+      // AND state = 'pending': a delivery dropped meanwhile (its endpoint deleted or disabled) stays dropped.
       `UPDATE webhook_deliveries SET state = $2, lease_until = NULL, last_status = $3, last_error = $4,
-         next_attempt_at = now() + make_interval(secs => $5) WHERE id = $1`,
+         next_attempt_at = now() + make_interval(secs => $5) WHERE id = $1 AND state = 'pending'`,
       [delivery.delivery_id, giveUp ? 'failed' : 'pending', outcome.status ?? null, outcome.error ?? null, retryDelaySeconds(delivery.attempts, this.options)]);
     const { rows: [endpoint] } = await client.query(
       'UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures', [delivery.endpoint_id]);

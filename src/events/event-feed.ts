@@ -7,6 +7,9 @@ const CHANNEL = 'agent_audio_events';
 /** A service's events ($1: its id): its own, and its order's order.paid, recorded before the service existed. */
 const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
 
+/** A reader's wait for its next look: woken, cancelled, or after a delay. */
+interface Wake { promise: Promise<void>; cancel(): void; lookAgainIn(ms: number): void }
+
 /** Where a reader is in the event order; an event id (Last-Event-ID) becomes one with `position`. */
 export interface FeedPosition { tx: string; seq: string }
 
@@ -95,7 +98,8 @@ export class EventFeed {
   private async unsettled(serviceId: string, after: FeedPosition | undefined): Promise<boolean> {
     const [row] = await this.db.query<{ found: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM events WHERE ${OF_SERVICE} AND NOT (${SETTLED_EVENTS})
-         AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint))) AS found`, [serviceId, after?.tx ?? null, after?.seq ?? null]);
+         AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint))) AS found`,
+      [serviceId, after?.tx ?? null, after?.seq ?? null]);
     return row?.found === true;
   }
 
@@ -120,7 +124,7 @@ export class EventFeed {
     }
   }
 
-  private nextWake(serviceId: string, signal?: AbortSignal): { promise: Promise<void>; cancel(): void; lookAgainIn(ms: number): void } {
+  private nextWake(serviceId: string, signal?: AbortSignal): Wake {
     let done!: () => void;
     const promise = new Promise<void>((resolve) => { done = resolve; });
     // Without a LISTEN connection a notification may be missed: look again after pollMs.

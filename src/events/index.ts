@@ -4,7 +4,9 @@ export { EventFeed, type FeedPosition } from './event-feed.js';
 export { WebhookEndpoints, type WebhookEndpoint } from './webhook-endpoints.js';
 export { webhookUrlPolicy, type WebhookUrlPolicy } from './webhook-url-policy.js';
 export { postWebhook, type PostOutcome } from './webhook-post.js';
-export { DeliveryWorker, deliveryOptionsFromEnv, retryDelaySeconds, type DeliveryFairness, type DeliveryOptions } from './delivery-worker.js';
+export {
+  DeliveryWorker, deliveryOptionsFromEnv, retryDelaySeconds, type DeliveryFairness, type DeliveryOptions,
+} from './delivery-worker.js';
 export { signatureHeader, verifySignature, SIGNATURE_HEADER, EVENT_ID_HEADER, SIGNATURE_TOLERANCE_SECONDS } from './signature.js';
 export { recordExpiringServices, recordListenerThreshold, recordStatusChange, expiringLeadSecondsFromEnv } from './service-watch.js';
 export { recordOrderPaid, recordProvisioned } from './order-events.js';

@@ -4,6 +4,8 @@ import { recordEvent } from './event-log.js';
 
 export type SourceEventType = 'source.connected' | 'source.disconnected';
 
+interface Held { service_id: string; held_type: SourceEventType; last_type: SourceEventType | null }
+
 interface Gate {
   last_type: SourceEventType | null;
   window_count: number;
@@ -26,11 +28,14 @@ export class SourceEventGate {
   /** The source on this Icecast mount connected or disconnected. */
   async record(mount: string, type: SourceEventType): Promise<void> {
     await this.db.transaction(async (client) => {
-      const { rows: [service] } = await client.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
+      const { rows: [service] } = await client.query<{ id: string }>(
+        'SELECT id FROM services WHERE mount = $1', [mount]);
       if (!service) return;
-      await client.query('INSERT INTO source_event_gates (service_id) VALUES ($1) ON CONFLICT DO NOTHING', [service.id]);
+      await client.query(
+        'INSERT INTO source_event_gates (service_id) VALUES ($1) ON CONFLICT DO NOTHING', [service.id]);
       const { rows: [gate] } = await client.query<Gate>(
-        `SELECT last_type, window_count, window_start IS NULL OR now() >= window_start + make_interval(secs => $2) AS window_over
+        `SELECT last_type, window_count,
+                window_start IS NULL OR now() >= window_start + make_interval(secs => $2) AS window_over
          FROM source_event_gates WHERE service_id = $1 FOR UPDATE`, [service.id, this.windowSeconds]);
       if (gate.last_type === type) {
         await client.query('UPDATE source_event_gates SET held_type = NULL WHERE service_id = $1', [service.id]);
@@ -45,7 +50,7 @@ export class SourceEventGate {
   /** Records the held states whose window has ended; returns how many. */
   async flush(): Promise<number> {
     return this.db.transaction(async (client) => {
-      const { rows } = await client.query<{ service_id: string; held_type: SourceEventType; last_type: SourceEventType | null }>(
+      const { rows } = await client.query<Held>(
         `SELECT service_id, held_type, last_type FROM source_event_gates
          WHERE held_type IS NOT NULL AND now() >= window_start + make_interval(secs => $1)
          FOR UPDATE SKIP LOCKED`, [this.windowSeconds]);

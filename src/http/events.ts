@@ -120,7 +120,10 @@ async function resumePosition(ctx: Context, feed: EventFeed, serviceId: string):
  * text/event-stream: `id:` the event id, `event:` its type, `data:` the event; a comment line every heartbeat. The
  * key is checked again before each event and at each heartbeat: a revoked key's stream ends within a heartbeat.
  */
-function streamEvents(ctx: Context, api: EventsApi, serviceId: string, after: FeedPosition | undefined, keyStillValid: () => Promise<boolean>, close: () => void): void {
+function streamEvents(
+  ctx: Context, api: EventsApi, serviceId: string, after: FeedPosition | undefined,
+  keyStillValid: () => Promise<boolean>, close: () => void,
+): void {
   const stream = new PassThrough();
   const stop = new AbortController();
   ctx.req.socket.setTimeout(0);
