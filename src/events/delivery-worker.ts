@@ -75,7 +75,8 @@ const CLAIM_LOCK = 0x77686b31;
 
 /**
  * The next deliveries to make, fairly: each endpoint's first due delivery, unless one of its deliveries is being made
- * (by any instance); within an API key in event order, at most $3 in flight per key (counting those being made), and
+ * (by any instance); looked up per live endpoint (an index probe each), so the cost follows the endpoints, not the
+ * backlog; within an API key in event order, at most $3 in flight per key (counting those being made), and
  * across keys round-robin (every key's first before any key's second); endpoints marked slow take at most $4 of them.
  */
 const PICK = `
@@ -83,12 +84,13 @@ const PICK = `
     SELECT d.endpoint_id, e.api_key_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
     WHERE d.state = 'pending' AND d.lease_until >= now()),
   heads AS (
-    SELECT DISTINCT ON (d.endpoint_id) d.id, d.event_seq, e.api_key_id, coalesce(e.slow_until > now(), false) AS slow
-    FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-    WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
-      AND e.deleted_at IS NULL AND e.disabled_at IS NULL
-      AND NOT EXISTS (SELECT 1 FROM busy b WHERE b.endpoint_id = d.endpoint_id)
-    ORDER BY d.endpoint_id, d.event_seq, d.id),
+    SELECT h.id, h.event_seq, e.api_key_id, coalesce(e.slow_until > now(), false) AS slow
+    FROM webhook_endpoints e CROSS JOIN LATERAL (
+      SELECT d.id, d.event_seq FROM webhook_deliveries d
+      WHERE d.endpoint_id = e.id AND d.state = 'pending' AND d.next_attempt_at <= now()
+        AND (d.lease_until IS NULL OR d.lease_until < now())
+      ORDER BY d.event_seq, d.id LIMIT 1) h
+    WHERE e.deleted_at IS NULL AND e.disabled_at IS NULL AND NOT EXISTS (SELECT 1 FROM busy b WHERE b.endpoint_id = e.id)),
   ranked AS (
     SELECT h.*, row_number() OVER (PARTITION BY h.api_key_id ORDER BY h.event_seq, h.id)
                 + (SELECT count(*) FROM busy b WHERE b.api_key_id = h.api_key_id) AS key_rank
