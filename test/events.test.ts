@@ -24,6 +24,12 @@ const eventEnv = {
   WEBHOOK_RETRY_MAX_SECONDS: '2',
   WEBHOOK_LEASE_SECONDS: '6',
   EVENTS_HEARTBEAT_MS: '1000',
+  WEBHOOK_CONCURRENCY: '8',
+  WEBHOOK_CONCURRENCY_PER_KEY: '4',
+  WEBHOOK_SLOW_SLOTS: '2',
+  // The first test keeps three streams of one service open to the end, the shutdown test one more of the same key.
+  EVENTS_MAX_STREAMS_PER_KEY: '5',
+  EVENTS_MAX_STREAMS_PER_SERVICE: '3',
   // Instances that share a database share the key that seals webhook secrets.
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
 };
@@ -247,6 +253,67 @@ describe('events', { skip }, () => {
       const listed = await request(service, 'GET', '/webhooks');
       return listed.body.webhooks.find((w: { url: string; consecutive_failures: number }) => w.url === receiver.url)?.consecutive_failures === 0;
     }, 20_000);
+  });
+
+  test('one key\'s many slow endpoints and backlog do not hold up another key\'s webhooks', async () => {
+    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'slow-endpoints'])).stdout);
+    const slowBuyer = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => { answer = resolve; });
+    // Answers only when the test ends: every attempt to it waits out the 5 s timeout and is retried.
+    const slow = await startReceiver(() => ({ status: 200, release: answered }));
+    const fast = await startReceiver();
+    cleanups.push(() => fast.close());
+    const slowHooks: string[] = [];
+    try {
+      for (let i = 0; i < 20; i++) slowHooks.push((await register(`${slow.url}?endpoint=${i}`, {}, slowBuyer)).webhook.id);
+      await stream(1, slowBuyer); // order.paid and service.active for each of the 20 endpoints: 40 slow deliveries
+      await slow.next(() => slow.deliveries.length >= 2);
+
+      await register(fast.url, { events: ['order.paid'] });
+      const bought = await stream(1);
+      await fast.next((d) => d.event.order_id === bought.order.id, 30_000);
+      const attempted = new Set(slow.deliveries.map((d) => `${d.path} ${d.event.id}`));
+      assert.ok(attempted.size < 40, `the other key's event came while the slow key's backlog was pending (${attempted.size} of 40 tried)`);
+      assert.ok(slow.mostOpen() <= 4, `at most WEBHOOK_CONCURRENCY_PER_KEY deliveries to one key at a time, got ${slow.mostOpen()}`);
+    } finally {
+      for (const id of slowHooks) await request(slowBuyer, 'DELETE', `/webhooks/${id}`); // their deliveries are dropped
+      answer();
+      await slow.close();
+    }
+  });
+
+  test('event streams are capped per API key and per service: the next one gets 429 too_many_event_streams', async () => {
+    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'many-streams'])).stdout);
+    const owner = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
+    const [one, two] = [(await stream(1, owner)).service.service_id, (await stream(1, owner)).service.service_id];
+    const open = async (id: string) => {
+      const sse = await openSse(`${service.baseUrl}/services/${id}/events`, { authorization: `Bearer ${owner.apiKey}` });
+      cleanups.push(() => sse.close());
+      assert.equal(sse.status, 200);
+      return sse;
+    };
+    const refused = async (id: string, limit: RegExp) => {
+      const answer = await request(owner, 'GET', `/services/${id}/events`);
+      assert.equal(answer.status, 429, JSON.stringify(answer.body));
+      assert.equal(answer.body.ok, false);
+      assert.equal(answer.body.error.code, 'too_many_event_streams');
+      assert.equal(answer.body.error.retryable, true);
+      assert.match(answer.body.error.message, limit);
+    };
+    const ofOne = [await open(one), await open(one), await open(one)];
+    await refused(one, /This service already has 3 event streams open/);
+    await open(two);
+    await open(two);
+    await refused(two, /This API key already has 5 event streams open/);
+    ofOne[0].close();
+    await waitFor('a closed stream to free its place', async () => {
+      const sse = await openSse(`${service.baseUrl}/services/${two}/events`, { authorization: `Bearer ${owner.apiKey}` });
+      cleanups.push(() => sse.close());
+      if (sse.status === 200) return true;
+      sse.close();
+      return false;
+    });
   });
 
   test('an SSE stream ends within a heartbeat when its API key is revoked, and the key cannot open it again', async () => {

@@ -74,6 +74,11 @@ export interface EventSettings {
   secretsKeyFile?: string;
   delivery: DeliveryOptions;
   insecureLoopback: boolean;
+  /** Open SSE event streams (per instance) one API key may have, and one service may have. */
+  maxStreamsPerKey: number;
+  maxStreamsPerService: number;
+  /** source.connected / .disconnected of a service: at most one of each per window (seconds); the latest state kept. */
+  sourceWindowSeconds: number;
 }
 
 /** Settings that exist for the tests alone: refused in production. */
@@ -206,6 +211,9 @@ function readEvents(r: SettingsReader, insecureLoopback: boolean): EventSettings
     secretsKeyFile: r.text('WEBHOOK_SECRETS_KEY_FILE'),
     delivery: readDelivery(r),
     insecureLoopback,
+    maxStreamsPerKey: r.whole('EVENTS_MAX_STREAMS_PER_KEY', 20, 1),
+    maxStreamsPerService: r.whole('EVENTS_MAX_STREAMS_PER_SERVICE', 5, 1),
+    sourceWindowSeconds: r.whole('EVENTS_SOURCE_WINDOW_SECONDS', 30, 1),
   };
 }
 
@@ -221,7 +229,11 @@ function readDelivery(r: SettingsReader): DeliveryOptions {
     retryMaxSeconds: r.number('WEBHOOK_RETRY_MAX_SECONDS', 6 * 3600, 0.001, 7 * 86_400)!,
     giveUpSeconds: r.number('WEBHOOK_GIVE_UP_SECONDS', 24 * 3600, 0.001, 30 * 86_400)!,
     disableAfterFailures: r.whole('WEBHOOK_DISABLE_AFTER_FAILURES', 100, 1),
-    batch: 20,
+    concurrency: r.whole('WEBHOOK_CONCURRENCY', 16, 1),
+    perKey: r.whole('WEBHOOK_CONCURRENCY_PER_KEY', 4, 1),
+    slowSlots: r.whole('WEBHOOK_SLOW_SLOTS', 4, 1),
+    slowMs: 2000,
+    slowSeconds: 300,
   };
 }
 

@@ -1,4 +1,4 @@
-import { DeliveryWorker, EventFeed, loadSecretBox, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
+import { DeliveryWorker, EventFeed, loadSecretBox, SourceEventGate, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
 import type { EventsApi } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
@@ -8,6 +8,8 @@ export interface Events {
   api: EventsApi;
   /** Starts delivering webhooks (after the HTTP server listens). */
   start(): void;
+  /** Records source.connected / .disconnected, at most a pair per service per window (Icecast's callbacks use it). */
+  sourceEvents: SourceEventGate;
   /** Ends every SSE stream and the delivery worker; before the HTTP server closes, so it does not wait for them. */
   stop(): Promise<void>;
 }
@@ -27,6 +29,7 @@ export async function events(db: Database, log: Logger, config: Pick<Config, 'da
   const sealed = await endpoints.sealStoredSecrets();
   if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
   const worker = new DeliveryWorker(db, policy, settings.delivery, log, secrets);
+  const sourceEvents = new SourceEventGate(db, settings.sourceWindowSeconds, log);
   feed.onEvent(() => worker.wake());
   let stopped: Promise<void> | undefined;
   return {
@@ -36,8 +39,16 @@ export async function events(db: Database, log: Logger, config: Pick<Config, 'da
       policy,
       maxEndpointsPerKey: 20,
       heartbeatMs: settings.heartbeatMs,
+      maxStreamsPerKey: settings.maxStreamsPerKey,
+      maxStreamsPerService: settings.maxStreamsPerService,
     },
-    start: () => worker.start(),
-    stop: () => (stopped ??= feed.close().then(() => worker.stop())),
+    sourceEvents,
+    start: () => {
+      worker.start();
+      sourceEvents.start();
+    },
+    stop: () => (stopped ??= feed.close().then(async () => {
+      await Promise.all([worker.stop(), sourceEvents.stop()]);
+    })),
   };
 }

@@ -7,18 +7,26 @@ const CHANNEL = 'agent_audio_events';
 /** A service's events ($1: its id): its own, and its order's order.paid, recorded before the service existed. */
 const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
 
+/** A reader's wait for its next look: woken, cancelled, or after a delay. */
+interface Wake { promise: Promise<void>; cancel(): void; lookAgainIn(ms: number): void }
+
 /** Where a reader is in the event order; an event id (Last-Event-ID) becomes one with `position`. */
 export interface FeedPosition { tx: string; seq: string }
 
 /**
  * The event table as live feeds: `subscribe(serviceId, afterEventId)` yields a service's events in order, first those
  * after the given event, then each new one as it commits, on whichever instance it happened. One LISTEN connection
- * per instance wakes readers; they also look every `pollMs` in case a notification was lost (connection broken).
+ * per instance; a notification names its service (trigger events_fan_out) and wakes only that service's readers, so
+ * idle readers make no queries however busy other services are. While the LISTEN connection is down (it is
+ * reconnected) readers look every `pollMs` instead, and all of them look once when it is back.
  * For SSE (GET /services/{id}/events) and any other channel that forwards events (MCP notifications).
  */
 export class EventFeed {
-  private readonly waiting = new Set<() => void>();
+  /** Readers waiting for their service's next event, by service id. */
+  private readonly waiting = new Map<string, Set<() => void>>();
   private listener?: Client;
+  /** A LISTEN connection was up before: the next one follows a break. */
+  private everListened = false;
   private closed = false;
   private readonly onNotify: Array<(serviceId: string) => void> = [];
 
@@ -37,7 +45,7 @@ export class EventFeed {
     if (this.closed) return;
     const connection = await this.db.dedicated();
     connection.on('notification', (message) => {
-      for (const wake of [...this.waiting]) wake();
+      this.wake(message.payload ?? '');
       for (const callback of this.onNotify) callback(message.payload ?? '');
     });
     connection.on('error', () => {
@@ -45,6 +53,7 @@ export class EventFeed {
       if (this.listener !== connection) return;
       this.listener = undefined;
       connection.release(true);
+      this.wakeAll(); // they poll until the connection is back
       if (!this.closed) setTimeout(() => { this.listen().catch(() => { /* polling goes on; retried on the next failure */ }); }, this.pollMs).unref();
     });
     try {
@@ -53,8 +62,22 @@ export class EventFeed {
       connection.release(true);
       throw error;
     }
-    if (this.closed) connection.release(true);
-    else this.listener = connection;
+    if (this.closed) {
+      connection.release(true);
+      return;
+    }
+    const reconnected = this.everListened;
+    this.everListened = true;
+    this.listener = connection;
+    if (reconnected) this.wakeAll(); // what was notified while it was down
+  }
+
+  private wake(serviceId: string): void {
+    for (const wake of [...this.waiting.get(serviceId) ?? []]) wake();
+  }
+
+  private wakeAll(): void {
+    for (const readers of [...this.waiting.values()]) for (const wake of [...readers]) wake();
   }
 
   /** The position of an event of this service, or undefined when it has no such event. */
@@ -71,12 +94,21 @@ export class EventFeed {
       [serviceId, after?.tx ?? null, after?.seq ?? null, limit]);
   }
 
+  /** Whether the service has events after `after` that read() does not show yet (not settled). */
+  private async unsettled(serviceId: string, after: FeedPosition | undefined): Promise<boolean> {
+    const [row] = await this.db.query<{ found: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM events WHERE ${OF_SERVICE} AND NOT (${SETTLED_EVENTS})
+         AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint))) AS found`,
+      [serviceId, after?.tx ?? null, after?.seq ?? null]);
+    return row?.found === true;
+  }
+
   /** Yields the service's events after `after`, live, until the consumer stops or the feed closes (shutdown). */
   async *subscribe(serviceId: string, after?: FeedPosition, signal?: AbortSignal): AsyncGenerator<StoredEvent> {
     let position = after;
     while (!this.closed && !signal?.aborted) {
       // Armed before reading, so a notification that arrives during the read is not missed.
-      const woken = this.nextWake(signal);
+      const woken = this.nextWake(serviceId, signal);
       const events = await this.read(serviceId, position);
       for (const event of events) {
         position = { tx: event.tx, seq: event.seq };
@@ -86,29 +118,42 @@ export class EventFeed {
         woken.cancel();
         continue;
       }
+      // An event committed behind a transaction still running is shown once that one ends, which nothing notifies.
+      if (await this.unsettled(serviceId, position)) woken.lookAgainIn(this.pollMs);
       await woken.promise;
     }
   }
 
-  private nextWake(signal?: AbortSignal): { promise: Promise<void>; cancel(): void } {
+  private nextWake(serviceId: string, signal?: AbortSignal): Wake {
     let done!: () => void;
     const promise = new Promise<void>((resolve) => { done = resolve; });
-    const timer = setTimeout(() => finish(), this.pollMs);
+    // Without a LISTEN connection a notification may be missed: look again after pollMs.
+    let timer = this.listener ? undefined : setTimeout(() => finish(), this.pollMs);
+    const readers = this.waiting.get(serviceId) ?? new Set<() => void>();
+    this.waiting.set(serviceId, readers);
+    let finished = false;
     const finish = () => {
+      finished = true;
       clearTimeout(timer);
-      this.waiting.delete(finish);
+      readers.delete(finish);
+      if (!readers.size && this.waiting.get(serviceId) === readers) this.waiting.delete(serviceId);
       signal?.removeEventListener('abort', finish);
       done();
     };
-    this.waiting.add(finish);
+    readers.add(finish);
     signal?.addEventListener('abort', finish);
-    return { promise, cancel: finish };
+    const lookAgainIn = (ms: number) => {
+      if (finished) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(), ms);
+    };
+    return { promise, cancel: finish, lookAgainIn };
   }
 
   /** Ends every subscription (they return) and the LISTEN connection. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const wake of [...this.waiting]) wake();
+    this.wakeAll();
     const listener = this.listener;
     this.listener = undefined;
     if (listener) {

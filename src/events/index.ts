@@ -9,3 +9,4 @@ export { signatureHeader, verifySignature, SIGNATURE_HEADER, EVENT_ID_HEADER, SI
 export { recordExpiringServices, recordListenerThreshold, recordStatusChange } from './service-watch.js';
 export { recordOrderPaid, recordProvisioned } from './order-events.js';
 export { loadSecretBox, SecretBox } from './secret-box.js';
+export { SourceEventGate, type SourceEventType } from './source-event-gate.js';

@@ -5,6 +5,7 @@ import { ApiError } from '../errors/index.js';
 import { EVENT_TYPES, publicEvent, type EventFeed, type EventType, type FeedPosition, type WebhookEndpoints, type WebhookUrlPolicy } from '../events/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { ServiceRecords } from '../services/index.js';
+import { EventStreamCaps } from './event-stream-caps.js';
 import { bodyReader } from './request-body.js';
 
 /** What the event routes need: built in src/cli/serve.ts. */
@@ -15,6 +16,9 @@ export interface EventsApi {
   /** Endpoints one API key may have. */
   maxEndpointsPerKey: number;
   heartbeatMs: number;
+  /** Open event streams (on this instance) one API key, and one service, may have. */
+  maxStreamsPerKey: number;
+  maxStreamsPerService: number;
 }
 
 export interface EventRouteDeps {
@@ -42,6 +46,7 @@ const serviceIdPattern = /^[a-zA-Z0-9_-]{8,120}$/;
 export function eventRoutes(router: Router, deps: EventRouteDeps): void {
   const events = deps.events;
   if (!events) return;
+  const streams = new EventStreamCaps(events.maxStreamsPerKey, events.maxStreamsPerService);
   const noWebhook = () => new ApiError(404, 'webhook_not_found', 'There is no webhook endpoint with this id for your API key. GET /webhooks lists yours.');
 
   router.post('/webhooks', async (ctx) => {
@@ -91,10 +96,11 @@ export function eventRoutes(router: Router, deps: EventRouteDeps): void {
     const service = serviceIdPattern.test(serviceId) && deps.services ? await deps.services.owned(key.id, serviceId) : undefined;
     if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key. Use service.service_id from your order.');
     const after = await resumePosition(ctx, events.feed, service.id);
+    const close = streams.open(key.id, service.id);
     const authorization = ctx.get('Authorization');
     // Only a refusal of the key ends the stream; a database hiccup does not (the next check decides).
     const keyStillValid = () => deps.keys.authenticate(authorization).then(() => true, (e) => !(e instanceof ApiError && e.status === 401));
-    streamEvents(ctx, events, service.id, after, keyStillValid);
+    streamEvents(ctx, events, service.id, after, keyStillValid, close);
   });
 }
 
@@ -114,7 +120,10 @@ async function resumePosition(ctx: Context, feed: EventFeed, serviceId: string):
  * text/event-stream: `id:` the event id, `event:` its type, `data:` the event; a comment line every heartbeat. The
  * key is checked again before each event and at each heartbeat: a revoked key's stream ends within a heartbeat.
  */
-function streamEvents(ctx: Context, api: EventsApi, serviceId: string, after: FeedPosition | undefined, keyStillValid: () => Promise<boolean>): void {
+function streamEvents(
+  ctx: Context, api: EventsApi, serviceId: string, after: FeedPosition | undefined,
+  keyStillValid: () => Promise<boolean>, close: () => void,
+): void {
   const stream = new PassThrough();
   const stop = new AbortController();
   ctx.req.socket.setTimeout(0);
@@ -126,6 +135,7 @@ function streamEvents(ctx: Context, api: EventsApi, serviceId: string, after: Fe
   const end = () => {
     clearInterval(heartbeat);
     stop.abort();
+    close();
   };
   const revoked = async () => {
     if (await keyStillValid()) return false;

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { recordMountEvent } from '../events/index.js';
+import { recordMountEvent, type SourceEventType } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { Decision, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
@@ -17,7 +17,18 @@ function sameSecret(a: string, b: string): boolean {
 
 /** Answers Icecast's URL-auth callbacks from the service records: the order's own source credentials, its listener cap and expiry. */
 export class IcecastDecider implements MountDecider {
-  constructor(private readonly db: Database, private readonly log: Logger, private readonly autodj?: AutoDjManager) {}
+  constructor(
+    private readonly db: Database,
+    private readonly log: Logger,
+    private readonly autodj?: AutoDjManager,
+    /** Rate-limits source events per service (src/events/source-event-gate.ts); without it each one is recorded. */
+    private readonly sourceEvents?: { record(mount: string, type: SourceEventType): Promise<void> },
+  ) {}
+
+  private async recordSource(mount: string, type: SourceEventType): Promise<void> {
+    const recorded = this.sourceEvents ? this.sourceEvents.record(mount, type) : recordMountEvent(this.db, mount, type);
+    await recorded.catch((err) => this.log.warn({ err, mount }, `could not record ${type}`));
+  }
 
   private async live(mount: string): Promise<ServiceRow | undefined> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
@@ -69,12 +80,12 @@ export class IcecastDecider implements MountDecider {
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
     this.log.info({ mount }, 'source connected');
-    await recordMountEvent(this.db, mount, 'source.connected').catch((err) => this.log.warn({ err, mount }, 'could not record source.connected'));
+    await this.recordSource(mount, 'source.connected');
   }
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
     this.log.info({ mount }, 'source disconnected');
-    await recordMountEvent(this.db, mount, 'source.disconnected').catch((err) => this.log.warn({ err, mount }, 'could not record source.disconnected'));
+    await this.recordSource(mount, 'source.disconnected');
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
     await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);

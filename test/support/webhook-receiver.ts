@@ -9,6 +9,8 @@ export interface Delivery {
   event: { id: string; type: string; created_at: string; service_id: string | null; order_id: string | null; data: Record<string, unknown> };
   /** The sender's port (to find the process that sent it: socketOwner). */
   remotePort: number;
+  /** The path and query it was posted to (endpoints of one receiver differ by query). */
+  path: string;
 }
 
 /** What the receiver answers a delivery: a status, after an optional wait (until `release` is resolved). */
@@ -18,12 +20,17 @@ export type Answer = { status: number; release?: Promise<void> };
 export async function startReceiver(answer: (delivery: Delivery, index: number) => Answer = () => ({ status: 200 })) {
   const deliveries: Delivery[] = [];
   const waiters = new Set<() => void>();
+  let open = 0;
+  let mostOpen = 0;
   const server = http.createServer((req, res) => {
+    open++;
+    mostOpen = Math.max(mostOpen, open);
+    res.once('close', () => { open--; });
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => { body += chunk; });
     req.on('end', () => {
-      const delivery: Delivery = { at: Date.now(), headers: req.headers, body, event: JSON.parse(body), remotePort: req.socket.remotePort ?? 0 };
+      const delivery: Delivery = { at: Date.now(), headers: req.headers, body, event: JSON.parse(body), remotePort: req.socket.remotePort ?? 0, path: req.url ?? '' };
       deliveries.push(delivery);
       for (const wake of [...waiters]) wake();
       const { status, release } = answer(delivery, deliveries.length - 1);
@@ -36,6 +43,8 @@ export async function startReceiver(answer: (delivery: Delivery, index: number) 
   return {
     url: `http://127.0.0.1:${port}/hook`,
     deliveries,
+    /** The most deliveries it was answering at the same time. */
+    mostOpen: () => mostOpen,
     /** Resolves with the first delivery that matches, waiting up to timeoutMs. */
     async next(match: (d: Delivery) => boolean, timeoutMs = 60_000): Promise<Delivery> {
       const deadline = Date.now() + timeoutMs;

@@ -10,7 +10,7 @@ const tooMany = error('Too many requests or connections from this address or key
 const signatureNote = 'Each delivery is a POST with the event as JSON body and the headers X-Agent-Audio-Event-Id (de-duplicate on it: delivery is at least once) '
   + 'and X-Agent-Audio-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")> — one v1 per valid secret (two during the grace period after a rotation). '
   + 'Accept it when some v1 matches and t is within 300 s of now. Answer 2xx within 5 s; other answers, redirects and timeouts are retried with exponential backoff '
-  + '(10 s doubling up to 6 h) for 24 h; an endpoint failing 100 times in a row is disabled. The secret is stored to sign (an HMAC key must be recoverable) and shown only once.';
+  + '(10 s doubling up to 6 h) for 24 h; an endpoint failing 100 times in a row is disabled. Each endpoint gets one delivery at a time; an endpoint slower than 2 s shares a few slots with other slow ones. The secret is stored to sign (an HMAC key must be recoverable) and shown only once.';
 
 /** OpenAPI for the Events tag: webhook endpoints and SSE (merged into /openapi.json by src/http/openapi.ts). */
 const notConfigured = error('webhooks_not_configured: this deployment has no key to seal webhook secrets with (WEBHOOK_SECRETS_KEY); use SSE.');
@@ -123,7 +123,8 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
         summary: 'The service\'s events as Server-Sent Events, from its first or after Last-Event-ID, then live.',
         description: 'text/event-stream: each event has `id:` (the event id), `event:` (its type) and `data:` (the Event as JSON). A comment line comes every 15 s. '
           + 'Reconnect with the Last-Event-ID header (or ?last_event_id=) to continue after the last event received without losing or repeating any. '
-          + 'The stream ends within one heartbeat when the API key is revoked. '
+          + 'The stream ends within one heartbeat when the API key is revoked. An API key and a service may each have only a few streams open '
+          + '(429 too_many_event_streams beyond). source.connected / source.disconnected are sent at most once each per service per 30 s (the latest state kept). '
           + 'Example: curl -N -H "Authorization: Bearer $KEY" $BASE/services/$ID/events',
         parameters: [
           { name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' } },
@@ -138,7 +139,8 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
           401: unauthorized,
           404: error('service_not_found'),
           422: error('unknown_last_event_id: the id is not an event of this service.'),
-          429: tooMany,
+          429: error('Too many requests or connections from this address or key, or too_many_event_streams: this API key or this service already has '
+            + 'the most event streams allowed open (close one, or use a webhook); wait Retry-After seconds.'),
         },
       },
     },
