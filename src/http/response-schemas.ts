@@ -212,7 +212,7 @@ export const auditHeadSchema = {
   required: ['ok', 'signed_head', 'key_id', 'public_key'],
   properties: {
     ok: { const: true },
-    signed_head: { type: 'object', description: 'The chain head (seq, chain hash, time) and its Ed25519 signature.' },
+    signed_head: { type: 'object', description: 'The chain head as a checkpoint (type agent-audio.audit-checkpoint/1, chain hash, time, key id; no record count) and its Ed25519 signature.' },
     key_id: { type: 'string' },
     public_key: { type: 'string', description: 'The operator\'s public key, PEM.' },
     note: { type: 'string' },
