@@ -196,7 +196,7 @@ function discoveryPaths() {
       },
     },
     '/pricing': { get: { ...open, operationId: 'getPricing', summary: 'Current prices and products in preparation.', responses: { 200: ok('Pricing', 'Pricing'), 429: rateLimited } } },
-    '/availability': { get: { ...open, operationId: 'getAvailability', summary: 'Which products an agent can order now, and whether machine checkout is configured.', responses: { 200: ok('Availability', 'Availability'), 429: rateLimited } } },
+    '/availability': { get: { ...open, operationId: 'getAvailability', summary: 'Which products an agent can order now (the host has room for them), and whether machine checkout is configured.', parameters: [{ name: 'listeners', in: 'query', required: false, description: 'The listener places you mean to buy: available_now then says whether the host has room for that many.', schema: { type: 'integer', minimum: 1 } }], responses: { 200: ok('Availability', 'Availability'), 400: error('invalid_query: listeners must be a whole number, 1 or more.'), 429: rateLimited } } },
     '/quotes': {
       post: {
         tags: ['Discovery'], operationId: 'createQuote',

@@ -126,6 +126,15 @@ export const availabilitySchema = {
     region: { type: 'string' },
     human_checkout: { type: 'boolean' },
     agent_checkout: checkoutSchema,
+    capacity: {
+      type: 'object',
+      description: 'What this host has free now (counted at most a second ago): stream slots and listener places. available_now is false for a product the host has no room for in the asked shape (?listeners=N, else its smallest).',
+      properties: {
+        stream_slots: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+        listener_places: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+        asked_listeners: { type: 'integer' },
+      },
+    },
     products: {
       type: 'array',
       items: {
