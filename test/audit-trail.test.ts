@@ -176,6 +176,30 @@ describe('the audit trail', { skip }, () => {
     }
   });
 
+  test('GET /audit/head tells nobody the record count; the auditor\'s copy still checks the chain', async () => {
+    const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 2, max_listeners: 2, bitrate_kbps: 64 } } });
+    const quotedSeq = (await db.query('SELECT seq::text FROM audit_records WHERE id = $1', [quoted.body.quote.audit.evaluation_id])).rows[0].seq;
+    const answer = await waitForHead(async (h) => BigInt(await seqOfLink(h.signed_head.head.chain_hash)) >= BigInt(quotedSeq));
+    for (const document of [answer, (await request(service, 'GET', '/audit/head')).body]) {
+      assert.doesNotMatch(JSON.stringify(document), /"seq"/, 'no record count, with or without an API key');
+      assert.deepEqual(Object.keys(document.signed_head.head).sort(), ['chain_hash', 'key_id', 'signed_at', 'type']);
+    }
+    assert.equal(answer.signed_head.head.type, 'agent-audio.audit-checkpoint/1');
+    const dir = await scratchDir('audit-head-');
+    const keyFile = join(dir, 'operator.pem');
+    await writeFile(keyFile, answer.public_key);
+    const whole = join(dir, 'answer.json');
+    await writeFile(whole, JSON.stringify(answer));
+    const kept = await verify('--head', whole, '--public-key', keyFile);
+    assert.equal(kept.code, 0, kept.stdout + kept.stderr);
+    assert.match(kept.stdout, /intact and passes through the 1 signed heads given/);
+    // A checkpoint of a link the chain does not have is reported, not ignored.
+    const elsewhere = { ...answer.signed_head, head: { ...answer.signed_head.head, chain_hash: 'sha256:' + '2'.repeat(64) } };
+    const stranger = join(dir, 'stranger.json');
+    await writeFile(stranger, JSON.stringify(elsewhere));
+    assert.match((await verify('--head', stranger)).stderr, /signature does not verify/);
+  });
+
   test('verify notices an edited kind, created_at or order amount', async () => {
     assert.equal((await verify()).code, 0, (await verify()).stderr);
     const [quoteRecord] = (await db.query("SELECT id, kind FROM audit_records WHERE kind = 'order_price' ORDER BY seq LIMIT 1")).rows;
@@ -228,7 +252,7 @@ describe('the audit trail', { skip }, () => {
     assert.equal(quoted.status, 200);
     const target = quoted.body.quote.audit.evaluation_id;
     const quotedSeq = (await db.query('SELECT seq::text FROM audit_records WHERE id = $1', [target])).rows[0].seq;
-    const kept = await waitForHead((h) => BigInt(h.signed_head.head.seq) >= BigInt(quotedSeq));
+    const kept = await waitForHead(async (h) => BigInt(await seqOfLink(h.signed_head.head.chain_hash)) >= BigInt(quotedSeq));
     const keptFile = join(await scratchDir('audit-head-'), 'head.json');
     await writeFile(keptFile, JSON.stringify(kept.signed_head));
     // The attacker rewrites a record and recomputes every hash after it, as the schema's own functions do.
@@ -264,12 +288,17 @@ describe('the audit trail', { skip }, () => {
 
 
 /** The signed head, once it covers what the test needs (heads are signed at most once a second). */
-async function waitForHead(covers: (body: any) => boolean): Promise<any> {
+async function waitForHead(covers: (body: any) => Promise<boolean>): Promise<any> {
   for (let i = 0; i < 100; i++) {
     const answer = await request(service, 'GET', '/audit/head', { auth: false });
     assert.equal(answer.status, 200);
-    if (covers(answer.body)) return answer.body;
+    if (await covers(answer.body)) return answer.body;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error('the signed head did not move on');
+}
+
+/** The seq of the record whose link is this chain hash (-1 when none): a public head names its place by its link. */
+async function seqOfLink(chainHash: string): Promise<string> {
+  return (await db.query('SELECT seq::text FROM audit_records WHERE chain_hash = $1', [chainHash])).rows[0]?.seq ?? '-1';
 }

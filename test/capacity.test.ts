@@ -46,8 +46,22 @@ describe('stream capacity', () => {
     assert.match(config, /<clients>77<\/clients>/);
   });
 
+  const availability = async (query = '') => {
+    const answer = await request(service, 'GET', `/availability${query}`, { auth: false });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    return { ...answer.body, instant: answer.body.products.find((p: any) => p.product_id === 'instant-stream') };
+  };
+
   test('listener places: an order that would overbook them is refused before payment, a smaller one fits', async () => {
+    assert.equal((await availability('?listeners=20')).instant.available_now, true);
     assert.equal((await buy(service, wallet, order(20), newKey())).status, 200);
+    // /availability says what an order would meet: 5 places left.
+    const after = await availability('?listeners=10');
+    assert.deepEqual(after.capacity.listener_places, { total: 25, free: 5 });
+    assert.equal(after.instant.available_now, false);
+    assert.match(after.instant.reason, /5 listener places free, fewer than the 10 asked/);
+    assert.equal((await availability('?listeners=2')).instant.available_now, true);
+    assert.equal((await request(service, 'GET', '/availability?listeners=many', { auth: false })).body.error.code, 'invalid_query');
     assertExhausted(await post(order(10), newKey()), /5 of its 25 listener places free, fewer than the 10 asked/);
     assert.equal((await post(order(2), newKey())).status, 402);
   });
@@ -69,8 +83,12 @@ describe('stream capacity', () => {
 
   test('once full, an order is refused at once, with nothing asked or charged', async () => {
     assertExhausted(await post(order(1), newKey()), /All 2 stream slots of this deployment are taken/);
-    const availability = await request(service, 'GET', '/availability', { auth: false });
-    assert.equal(availability.status, 200);
+    const full = await availability();
+    assert.deepEqual(full.capacity.stream_slots, { total: 2, free: 0 });
+    for (const product of full.products.filter((p: any) => p.agent_orderable)) {
+      assert.equal(product.available_now, false, `${product.product_id} is not available on a full host`);
+      assert.match(product.reason, /Every stream slot of this host is taken/);
+    }
   });
 
   test('a stream that expires gives its place back', { timeout: 120_000 }, async () => {

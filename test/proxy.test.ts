@@ -38,6 +38,12 @@ test('behind a trusted proxy each client has its own per-address limit; elsewher
   assert.deepEqual(await statuses('127.0.0.4', ['192.0.2.1', '192.0.2.2', '192.0.2.3']), [200, 200, 429], 'a direct client cannot pick its address');
 });
 
+test('an IPv6 client is counted by its /64: other addresses of the same network share its limit', async () => {
+  assert.deepEqual(await statuses(PROXY, ['2001:db8:5:6::1', '2001:db8:5:6::2', '2001:db8:5:6:a:b:c:d']), [200, 200, 429],
+    'three addresses of one /64 are one client');
+  assert.deepEqual(await statuses(PROXY, ['2001:db8:5:7::1']), [200], 'the next /64 is another client');
+});
+
 test('TRUSTED_PROXIES must list addresses', async () => {
   const refused = await cli(['serve'], { TRUSTED_PROXIES: '10.0.0.2,proxy.local', DATA_DIR: join(service.dataDir, 'unused') });
   assert.equal(refused.code, 1);

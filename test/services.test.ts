@@ -53,6 +53,9 @@ describe('services', () => {
     const u = body.usage;
     assert.equal(u.status, 'active');
     assert.equal(u.transfer.included_gb, '0');
+    // What the lifecycle rule does with transfer_gb 0: it never suspends for transfer; the usage says so.
+    assert.equal(u.transfer.policy, 'not_limited');
+    assert.match(u.transfer.note, /not limited; max_listeners and the bitrate bought bound it/);
     assert.equal(typeof u.listeners.current, 'number');
     assert.ok(u.time.remaining_seconds > 3500 && u.time.remaining_seconds <= 3600);
     assert.equal(u.source.bought_kbps, 64);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { parseXml } from '../src/provisioning/index.js';
 import { buy } from './support/purchase.js';
 import { buildRawRequest, sendRaw } from './support/raw-http.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
+import { audioChecks } from './support/audio-checks.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
@@ -37,25 +38,6 @@ function bytesIn(dir: string): number {
     try { total += statSync(join(dir, name)).size; } catch { /* gone meanwhile */ }
   }
   return total;
-}
-
-/** Audio-check processes (ffprobe, or ffmpeg test-decoding to null) that descend from this process. */
-function audioChecks(root: number): number {
-  const parents = new Map<number, number>();
-  const commands = new Map<number, string>();
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-      commands.set(Number(name), readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' '));
-    } catch { /* gone meanwhile */ }
-  }
-  const descends = (pid: number): boolean => {
-    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === root) return true;
-    return false;
-  };
-  // The AutoDJ's own ffprobe (tags of the next track) uses -show_entries; the upload check -show_format and -progress.
-  return [...commands].filter(([pid, cmd]) => /(^|\/)ffprobe .*-show_format|(^|\/)ffmpeg .*-progress/.test(cmd) && descends(pid)).length;
 }
 
 /** Sends an upload on a raw socket, `chunkBytes` every `everyMs`, and reads the answer. */

@@ -4,7 +4,7 @@ import type { Snapshot, SnapshotFiles } from '../pricing/index.js';
 import { canonicalJson, GENESIS_CHAIN_HASH, linkHash, sha256 } from './canonical.js';
 import type { ChainProblem } from './chain-problem.js';
 import { checkOrderHistory, OrderStates } from './order-states.js';
-import { keyIdOf, signedHeadProblem, type SignedHead } from './signing.js';
+import { HEAD_TYPE, keyIdOf, signedHeadProblem, type SignedCheckpoint, type SignedHead } from './signing.js';
 
 export interface StoredRecord {
   seq: string;
@@ -125,7 +125,7 @@ export class AuditLog {
    * state, and that the chain passes through every signed head: the ones kept in the database and the ones an
    * auditor kept (`heads`), under the operator key.
    */
-  async verify(options: { operatorKey?: KeyObject; heads?: SignedHead[] } = {}): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
+  async verify(options: { operatorKey?: KeyObject; heads?: Array<SignedHead | SignedCheckpoint> } = {}): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
     const problems: ChainProblem[] = [];
     const notes: string[] = [];
     const all = await this.signedHeads();
@@ -135,11 +135,16 @@ export class AuditLog {
     if (others.length) notes.push(`${all.length - stored.length} signed heads kept by other keys (${others.join(', ')}) were not checked`);
     const heads = [...stored.map((h) => ({ signed: h, source: 'kept in audit_signed_heads' })), ...(options.heads ?? []).map((h) => ({ signed: h, source: 'given' }))];
     const wanted = new Map<string, Array<{ signed: SignedHead; source: string }>>();
+    // Checkpoints (the public heads) carry no seq: the record whose link they name is found by that link.
+    const checkpoints = new Map<string, Array<{ signed: SignedCheckpoint; source: string }>>();
     for (const h of heads) {
       const problem = options.operatorKey || h.source === 'given' ? signedHeadProblem(h.signed, options.operatorKey) : undefined;
-      if (problem) { problems.push({ seq: String(h.signed?.head?.seq ?? '?'), problem: `signed head (${h.source}): ${problem}` }); continue; }
-      wanted.set(h.signed.head.seq, [...(wanted.get(h.signed.head.seq) ?? []), h]);
+      const seq = (h.signed?.head as { seq?: unknown } | undefined)?.seq;
+      if (problem) { problems.push({ seq: String(seq ?? '?'), problem: `signed head (${h.source}): ${problem}` }); continue; }
+      if (h.signed.head.type === HEAD_TYPE) wanted.set(h.signed.head.seq, [...(wanted.get(h.signed.head.seq) ?? []), h as { signed: SignedHead; source: string }]);
+      else checkpoints.set(h.signed.head.chain_hash, [...(checkpoints.get(h.signed.head.chain_hash) ?? []), h as { signed: SignedCheckpoint; source: string }]);
     }
+    checkpoints.delete(GENESIS_CHAIN_HASH);
     if (stored.length && !options.operatorKey) notes.push(`${stored.length} signed heads were compared with the chain without checking their signatures: no operator key here (give --public-key)`);
 
     const orders = new OrderStates();
@@ -174,6 +179,7 @@ export class AuditLog {
         }
       }
       wanted.delete(r.seq);
+      if (linkHash(r.prev_chain_hash, r) === r.chain_hash) checkpoints.delete(r.chain_hash);
       previous = r.chain_hash;
       expectedSeq = BigInt(r.seq) + 1n;
     }
@@ -182,6 +188,11 @@ export class AuditLog {
     }
     wanted.delete('0');
     for (const [seq, hs] of wanted) for (const h of hs) problems.push({ seq, problem: `a signed head (${h.source}) covers seq ${seq}, which is not in the log: records were deleted` });
+    for (const [hash, hs] of checkpoints) {
+      for (const h of hs) {
+        problems.push({ seq: '?', problem: `the chain does not end in the signed head's ${hash} at any record (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to it was rewritten or records were deleted` });
+      }
+    }
     const [head] = await this.db.query<{ seq: string; chain_hash: string }>('SELECT seq::text, chain_hash FROM audit_head');
     if (!head || head.chain_hash !== previous || BigInt(head.seq) !== expectedSeq - 1n) {
       problems.push({ seq: head?.seq ?? '?', problem: `the chain head (seq ${head?.seq}) does not match the last record (seq ${expectedSeq - 1n}): records at the end were deleted or added` });

@@ -1,12 +1,12 @@
 import type { Database } from '../store/index.js';
-import type { HeadSigner, SignedHead } from './signing.js';
+import type { HeadSigner, SignedCheckpoint, SignedHead } from './signing.js';
 
 /**
  * The latest chain head, signed: signed afresh at most once per `maxAgeMs` (quotes never wait for a signature),
  * and every signed head kept in audit_signed_heads so that a later rewrite before it shows in audit verify.
  */
 export class HeadPublisher {
-  private cached?: { at: number; signed: Promise<SignedHead> };
+  private cached?: { at: number; signed: Promise<SignedHead>; checkpoint?: Promise<SignedCheckpoint> };
 
   constructor(private readonly db: Database, readonly signer: HeadSigner, private readonly maxAgeMs = 1000) {}
 
@@ -17,6 +17,14 @@ export class HeadPublisher {
       this.cached = { at: Date.now(), signed };
     }
     return this.cached.signed;
+  }
+
+  /** The latest head in its public form, without the record count (GET /audit/head). */
+  latestCheckpoint(): Promise<SignedCheckpoint> {
+    const signed = this.latest();
+    const cached = this.cached!;
+    cached.checkpoint ??= signed.then((h) => this.signer.checkpoint(h.head));
+    return cached.checkpoint;
   }
 
   private signNow(): Promise<SignedHead> {

@@ -4,7 +4,7 @@ export { Replayer, replayRecordText, snapshotCache, EVALUATION_KINDS, type Repla
 export { priceRecord, priceRecordText, upgradeRecord, type PriceRecord, type PriceRecordText, type UpgradeRecord } from './record.js';
 export { TextTemplate } from './text-template.js';
 export { canonicalJson, sha256 } from './canonical.js';
-export { HeadSigner, loadSigningKey, signedHeadProblem, type SignedHead } from './signing.js';
+export { HeadSigner, loadSigningKey, signedHeadProblem, type SignedCheckpoint, type SignedHead } from './signing.js';
 export { HeadPublisher, signCurrentHead } from './head-publisher.js';
 export { exportBundle, type BundleSelection } from './bundle-export.js';
 export { verifyBundle } from './bundle-verify.js';

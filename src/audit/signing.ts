@@ -8,7 +8,18 @@ export const HEAD_TYPE = 'agent-audio.audit-head/1';
 /** What the operator signs: the chain up to seq ends in chain_hash. */
 export interface HeadStatement { type: typeof HEAD_TYPE; seq: string; chain_hash: string; signed_at: string; key_id: string }
 
-/** A signed chain head as published at GET /audit/head and kept by auditors. */
+/**
+ * What the operator signs for the public: the chain passes through chain_hash. Without the seq, which is the number
+ * of records (every quote, order state and upgrade): a competitor would read sales volume from it. A hash chain's
+ * link names its place as well as a seq does, so an auditor's proof is the same.
+ */
+export const CHECKPOINT_TYPE = 'agent-audio.audit-checkpoint/1';
+export interface CheckpointStatement { type: typeof CHECKPOINT_TYPE; chain_hash: string; signed_at: string; key_id: string }
+
+/** A signed chain checkpoint as published at GET /audit/head and kept by auditors. */
+export interface SignedCheckpoint { head: CheckpointStatement; signature: string; public_key: string }
+
+/** A signed chain head as kept in audit_signed_heads, shown by `audit head` and carried by bundles. */
 export interface SignedHead {
   head: HeadStatement;
   /** Ed25519 over the canonical JSON of head, base64. */
@@ -48,15 +59,23 @@ export class HeadSigner {
     const signature = sign(null, Buffer.from(canonicalJson(head), 'utf8'), this.privateKey).toString('base64');
     return { head, signature, public_key: this.publicKeyPem };
   }
+
+  /** The public form of a signed head: the same link and time, without the record count. */
+  checkpoint(of: HeadStatement): SignedCheckpoint {
+    const head: CheckpointStatement = { type: CHECKPOINT_TYPE, chain_hash: of.chain_hash, signed_at: of.signed_at, key_id: this.keyId };
+    const signature = sign(null, Buffer.from(canonicalJson(head), 'utf8'), this.privateKey).toString('base64');
+    return { head, signature, public_key: this.publicKeyPem };
+  }
 }
 
 /**
  * Why a signed head cannot be trusted, or undefined when its signature holds. With `trusted`, the head must be
  * signed by that key (the operator's published key), not merely by the key it carries.
  */
-export function signedHeadProblem(signed: SignedHead, trusted?: KeyObject): string | undefined {
+export function signedHeadProblem(signed: SignedHead | SignedCheckpoint, trusted?: KeyObject): string | undefined {
   const head = signed?.head;
-  if (!head || head.type !== HEAD_TYPE || typeof head.seq !== 'string' || typeof head.chain_hash !== 'string') return 'not a signed audit head';
+  if (!head || typeof head.chain_hash !== 'string') return 'not a signed audit head';
+  if (head.type === HEAD_TYPE ? typeof head.seq !== 'string' : head.type !== CHECKPOINT_TYPE) return 'not a signed audit head';
   let key: KeyObject;
   try {
     key = trusted ?? createPublicKey(signed.public_key);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedHead } from '../audit/index.js';
+import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedCheckpoint, type SignedHead } from '../audit/index.js';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { jsonLogger } from '../log/index.js';
@@ -153,7 +153,7 @@ const commands: Record<string, Command> = {
 
   async 'audit verify'(config, args) {
     const operatorKey = await operatorPublicKey(config, args);
-    const heads = await Promise.all(options(args, '--head').map(async (file) => JSON.parse(await readFile(file, 'utf8')) as SignedHead));
+    const heads = await Promise.all(options(args, '--head').map(async (file) => keptHead(JSON.parse(await readFile(file, 'utf8')))));
     const { checked, problems, notes } = await withDatabase(config, (db) => new AuditLog(db).verify({ operatorKey, heads }));
     for (const p of problems) process.stderr.write(`seq ${p.seq}${p.id ? ` (${p.id})` : ''}: ${p.problem}\n`);
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
@@ -202,6 +202,11 @@ const commands: Record<string, Command> = {
 };
 
 /** Usage errors (an unknown command, a missing subcommand) exit with 2 after saying what was wrong, then the usage. */
+/** A head file as an auditor kept it: the signed head itself, or the whole GET /audit/head answer. */
+function keptHead(kept: { signed_head?: SignedHead | SignedCheckpoint } & Partial<SignedHead | SignedCheckpoint>): SignedHead | SignedCheckpoint {
+  return (kept?.signed_head ?? kept) as SignedHead | SignedCheckpoint;
+}
+
 function usageError(problem: string, help = usage): number {
   process.stderr.write(`${problem}\n\n${help}\n`);
   return 2;

@@ -101,12 +101,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const relays = new RelayManager(db, () => stream.publicUrl(), log);
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
     let orders: OrderService | undefined;
+    let capacity: StreamCapacity | undefined;
     let recovery: OrderRecovery | undefined;
     if (pay.gateway && pay.ledger && stream.available) {
       const store = new OrderStore(db);
       const { leaseSeconds, recoveryIntervalMs } = config.orders;
       const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
-      const capacity = new StreamCapacity(db, stream, stream.limits);
+      capacity = new StreamCapacity(db, stream, stream.limits);
       const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
       orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000, capacity, precheck });
       recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
@@ -149,6 +150,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       checkHealth,
       logError: (fields, message) => log.error(fields, message),
       orders,
+      ...(capacity && { capacity: { limits: capacity.limits, inUse: () => capacity!.inUse() } }),
       services,
       media,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents),

@@ -14,6 +14,7 @@ import type { QuoteService } from '../quotes/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
+import type { CapacityView } from './availability.js';
 import { catalogDocumentAt, discoveryRoutes, type HealthReport } from './discovery.js';
 import { eventRoutes, type EventsApi } from './events.js';
 import { openApiDocument } from './openapi.js';
@@ -63,6 +64,8 @@ export interface AppDeps {
   identity?: WalletIdentity;
   /** Webhook endpoints and the SSE feed of services' events. */
   events?: EventsApi;
+  /** The host's stream capacity, reported by /availability. */
+  capacity?: CapacityView;
   /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
   paymentTerms?: PaymentTerms;
 }

@@ -2,16 +2,16 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import { plainAddress } from './client-address.js';
+import { limitKey, plainAddress } from './client-address.js';
 
 const overCap = Symbol('over the connection cap');
 /** How long a connection over the cap may take to send the request that gets the 429, before it is dropped. */
 const GRACE_MS = 2000;
 
 /**
- * At most `max` open connections per client address (0: no cap). A connection over the cap gets one answer, 429
- * too_many_connections with Connection: close, to whatever it asks first, and is closed; one that asks nothing is
- * dropped after 2 s. Connections from `exempt` addresses (Icecast's callbacks, a local reverse proxy) are not counted.
+ * At most `max` open connections per client address, an IPv6 client by its /64 (0: no cap). A connection over the cap
+ * gets one answer, 429 too_many_connections with Connection: close, to whatever it asks first, and is closed; one that
+ * asks nothing is dropped after 2 s. Connections from `exempt` addresses (Icecast's callbacks, a local reverse proxy) are not counted.
  */
 export class ConnectionCap {
   private readonly open = new Map<string, number>();
@@ -22,8 +22,9 @@ export class ConnectionCap {
   watch(server: Server): void {
     if (this.max <= 0) return;
     server.prependListener('connection', (socket: Socket) => {
-      const address = plainAddress(socket.remoteAddress);
-      if (!address || this.exempt.has(address)) return;
+      const plain = plainAddress(socket.remoteAddress);
+      if (!plain || this.exempt.has(plain)) return;
+      const address = limitKey(plain);
       const count = (this.open.get(address) ?? 0) + 1;
       this.open.set(address, count);
       socket.once('close', () => {

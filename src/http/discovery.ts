@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
 import { billingOptions, type LiveSnapshot, type Snapshot } from '../pricing/index.js';
+import { availabilityAnswer, type CapacityView } from './availability.js';
 import { discoveryDocuments, type CheckoutStatus, type DiscoveryDocuments } from './discovery-documents.js';
 import type { FixedAnswer } from './envelope.js';
 import { productIdPattern } from './schemas.js';
@@ -15,6 +16,8 @@ export interface DiscoveryDeps {
   version: string;
   checkHealth: () => Promise<HealthReport>;
   auditHead?: { signer: { keyId: string; publicKeyPem: string } };
+  /** The host's stream capacity, which /availability reports against (none: streaming is not sold here). */
+  capacity?: CapacityView;
 }
 
 const productId = new RegExp(productIdPattern);
@@ -23,7 +26,6 @@ const productId = new RegExp(productIdPattern);
 const CATALOG_DOCUMENTS: Record<string, (documents: DiscoveryDocuments) => Buffer> = {
   '/products': (documents) => documents.products,
   '/pricing': (documents) => documents.pricing,
-  '/availability': (documents) => documents.availability,
 };
 
 function catalogDocuments(deps: DiscoveryDeps) {
@@ -41,6 +43,9 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
     ctx.body = publicHealth(deps, await deps.checkHealth());
   });
   for (const [path, pick] of Object.entries(CATALOG_DOCUMENTS)) router.get(path, async (ctx) => send(ctx, pick(await documents())));
+  // Not a fixed document: it tells what the host has room for now.
+  const availability = availabilityAnswer(deps.capacity);
+  router.get('/availability', async (ctx) => availability(ctx, (await documents()).availability));
   router.get('/products/:product_id', async (ctx) => {
     const id = ctx.params.product_id;
     const body = productId.test(id) ? (await documents()).product.get(id) : undefined;

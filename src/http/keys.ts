@@ -5,6 +5,7 @@ import type { Callers, SelfServiceKeys } from '../identity/index.js';
 import type { ApiKey, ApiKeys } from '../keys/index.js';
 import { credentialsOf } from './caller.js';
 import { bodyReader } from './request-body.js';
+import { limitKey } from './client-address.js';
 
 export interface KeyRouteDeps {
   keys: ApiKeys;
@@ -30,7 +31,7 @@ export function keyRoutes(router: Router, deps: KeyRouteDeps): void {
     const address = await wallet(ctx, 'A new agent API key bound to this wallet');
     const hasBody = Number(ctx.get('Content-Length') || 0) > 0 || Boolean(ctx.get('Transfer-Encoding'));
     const { name } = hasBody ? await readKeyRequest(ctx) : {};
-    const { key, token } = await deps.selfServiceKeys.issue(address, ctx.ip, name ?? `wallet ${address}`);
+    const { key, token } = await deps.selfServiceKeys.issue(address, limitKey(ctx.ip), name ?? `wallet ${address}`);
     ctx.status = 201;
     ctx.body = { ok: true, api_key: token, key: { ...keyDocument(key), wallet_address: address }, note: 'The api_key is shown only now: keep it. Send it as "Authorization: Bearer <api_key>".' };
   });

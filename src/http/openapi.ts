@@ -33,7 +33,7 @@ const paymentSignatureHeader = {
   description: 'x402 v2 payment payload, Base64-encoded JSON, built from the PAYMENT-REQUIRED of the 402 answer. It may carry the payment-identifier extension: the same id with the same payload returns the same order (under any Idempotency-Key of this API key); the same id with another payload or body is refused with 409 payment_id_conflict.',
 };
 const paymentRequired = {
-  description: `payment_required: pay as described in the PAYMENT-REQUIRED header (x402 v2, Base64 JSON, with the offer-receipt, payment-identifier and bazaar extensions) and send the same request again with PAYMENT-SIGNATURE and the same Idempotency-Key. Also payment_invalid, payment_mismatch, payment_rejected, payment_failed: nothing was charged; sign a new payment for the requirements in this header. ${CLIENT_CAP_NOTE}`,
+  description: `payment_required: pay as described in the PAYMENT-REQUIRED header (x402 v2, Base64 JSON, with the offer-receipt, payment-identifier and bazaar extensions) and send the same request again with PAYMENT-SIGNATURE and the same Idempotency-Key. Also payment_invalid, payment_mismatch, payment_wrong_resource (the payment was made out for another resource than this header names), payment_rejected, payment_failed: nothing was charged; sign a new payment for the requirements in this header. ${CLIENT_CAP_NOTE}`,
   headers: { 'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired, Base64-encoded JSON.', schema: { type: 'string' } } },
   content: { 'application/json': { schema: ref('PaymentRequired') } },
 };
@@ -214,7 +214,7 @@ function discoveryPaths() {
       },
     },
     '/pricing': { get: { ...open, operationId: 'getPricing', summary: 'Current prices and products in preparation.', responses: { 200: ok('Pricing', 'Pricing'), 429: rateLimited } } },
-    '/availability': { get: { ...open, operationId: 'getAvailability', summary: 'Which products an agent can order now, and whether machine checkout is configured.', responses: { 200: ok('Availability', 'Availability'), 429: rateLimited } } },
+    '/availability': { get: { ...open, operationId: 'getAvailability', summary: 'Which products an agent can order now (the host has room for them), and whether machine checkout is configured.', parameters: [{ name: 'listeners', in: 'query', required: false, description: 'The listener places you mean to buy: available_now then says whether the host has room for that many.', schema: { type: 'integer', minimum: 1 } }], responses: { 200: ok('Availability', 'Availability'), 400: error('invalid_query: listeners must be a whole number, 1 or more.'), 429: rateLimited } } },
     '/quotes': {
       post: {
         tags: ['Discovery'], operationId: 'createQuote',

@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
+import { limitKey } from './client-address.js';
 
 export interface RateLimits {
   /** Requests per second allowed to one client address (0: no limit); bursts up to twice that. */
@@ -30,7 +31,7 @@ class Buckets {
 }
 
 /**
- * Token buckets per client address and per API key (the bearer token as sent, before it is checked), in this
+ * Token buckets per client address (an IPv6 client by its /64, see limitKey) and per API key (the bearer token as sent, before it is checked), in this
  * instance's memory: with N instances behind one address a client gets up to N times the rate.
  */
 export class RateLimiter {
@@ -45,7 +46,7 @@ export class RateLimiter {
   /** Seconds this caller must wait, 0 when it may go now (and then the request is counted). */
   wait(address: string, authorization: string | undefined, now = Date.now()): number {
     const token = authorization && this.byKey ? /^Bearer +(\S{1,200})/i.exec(authorization)?.[1] : undefined;
-    return Math.max(this.byIp?.take(address, now) ?? 0, token ? this.byKey!.take(token, now) : 0);
+    return Math.max(this.byIp?.take(limitKey(address), now) ?? 0, token ? this.byKey!.take(token, now) : 0);
   }
 
   /** Throws the 429 to answer when the caller is over its rate. */

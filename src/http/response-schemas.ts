@@ -126,6 +126,15 @@ export const availabilitySchema = {
     region: { type: 'string' },
     human_checkout: { type: 'boolean' },
     agent_checkout: checkoutSchema,
+    capacity: {
+      type: 'object',
+      description: 'What this host has free now (counted at most a second ago): stream slots and listener places. available_now is false for a product the host has no room for in the asked shape (?listeners=N, else its smallest).',
+      properties: {
+        stream_slots: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+        listener_places: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+        asked_listeners: { type: 'integer' },
+      },
+    },
     products: {
       type: 'array',
       items: {
@@ -212,7 +221,7 @@ export const auditHeadSchema = {
   required: ['ok', 'signed_head', 'key_id', 'public_key'],
   properties: {
     ok: { const: true },
-    signed_head: { type: 'object', description: 'The chain head (seq, chain hash, time) and its Ed25519 signature.' },
+    signed_head: { type: 'object', description: 'The chain head as a checkpoint (type agent-audio.audit-checkpoint/1, chain hash, time, key id; no record count) and its Ed25519 signature.' },
     key_id: { type: 'string' },
     public_key: { type: 'string', description: 'The operator\'s public key, PEM.' },
     note: { type: 'string' },

@@ -113,6 +113,12 @@ export class OrderService {
       throw await paymentRequired('payment_mismatch',
         `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
     }
+    // The signature covers only the transfer: without this, a payment made out for one operation (an order) would
+    // buy any other of the same price (an upgrade, an MCP order) while the payer's client showed the first.
+    if (payload.resource?.url !== input.resourceUrl) {
+      throw await paymentRequired('payment_wrong_resource',
+        `The payment was made out for ${describeResource(payload.resource?.url)}, not for ${input.resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`);
+    }
     const latestAccepted = BigInt(Math.floor(Date.now() / 1000) + requirements.maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS);
     if (BigInt(authorization.validBefore) > latestAccepted) {
       throw await paymentRequired('payment_rejected',
@@ -367,6 +373,11 @@ export class OrderService {
 function aboveClientCap(amountAtomic: string): string {
   if (BigInt(amountAtomic) <= CLIENT_DEFAULT_CAP_ATOMIC) return '';
   return ` Note: the official x402 client (@x402/fetch, @x402/axios, x402Client) refuses any payment above 1 USDC by default (maxAmountPerPayment); raise it first, e.g. client.setSpendControls({ maxAmountPerPayment: '$${atomicToAmount(amountAtomic, 6)}' }).`;
+}
+
+/** A payload's resource.url as an error message quotes it (the agent's own text, cut short). */
+function describeResource(url: unknown): string {
+  return typeof url === 'string' && url.length > 0 ? JSON.stringify(url.slice(0, 200)) : 'no resource (resource.url is missing)';
 }
 
 /** What an agent reads when its payment was not taken: why, and what to do. */

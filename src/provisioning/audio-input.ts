@@ -89,7 +89,11 @@ export function spawnOnAudio(command: string, path: string, args: (input: string
   }
 }
 
-export interface AudioRun { code: number | null; stdout: string; stderr: string; format: AudioFormat }
+export interface AudioRun {
+  code: number | null; stdout: string; stderr: string; format: AudioFormat;
+  /** Killed because it ran longer than timeoutMs. */
+  timedOut: boolean;
+}
 
 /** Runs `command` on the audio file (as spawnOnAudio) to its end and collects its output; killed after timeoutMs or on abort. */
 export function runOnAudio(command: string, path: string, args: (input: string[]) => string[], options: { timeoutMs: number; signal?: AbortSignal; maxBytes?: number }): Promise<AudioRun> {
@@ -104,8 +108,9 @@ export function runOnAudio(command: string, path: string, args: (input: string[]
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
+    let timedOut = false;
     const kill = () => child.kill('SIGKILL');
-    const timer = setTimeout(kill, options.timeoutMs);
+    const timer = setTimeout(() => { timedOut = true; kill(); }, options.timeoutMs);
     options.signal?.addEventListener('abort', kill, { once: true });
     child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk; if (stdout.length > maxBytes) kill(); });
     child.stderr!.on('data', (chunk: Buffer) => { stderr = (stderr + chunk).slice(-4000); });
@@ -113,7 +118,7 @@ export function runOnAudio(command: string, path: string, args: (input: string[]
     child.on('close', (code) => {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', kill);
-      resolve({ code, stdout, stderr, format });
+      resolve({ code, stdout, stderr, format, timedOut });
     });
   });
 }

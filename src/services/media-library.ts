@@ -6,6 +6,7 @@ import { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
 import { runOnAudio, UnsupportedAudioError } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
+import { boughtSecondsOf, declaredProblem, decodeTimeLimitMs, type DeclaredStream } from './audio-bounds.js';
 import { ProbeSlots } from './probe-slots.js';
 import type { ServiceRow } from './service-records.js';
 import { receiveUpload } from './upload-receiver.js';
@@ -82,10 +83,10 @@ export class MediaLibrary {
     const serviceDir = join(this.dir, service.id);
     const partial = join(serviceDir, `${PARTIAL_PREFIX}${randomId('', 9)}`);
     try {
-      this.probes.refuseIfFull(); // before the body arrives, not after it
+      this.probes.refuseIfFull(service.api_key_id); // before the body arrives, not after it
       await mkdir(serviceDir, { recursive: true });
       const received = await receiveUpload(body, partial, { expectedBytes: declaredLength, idleTimeoutMs: this.limits.idleTimeoutMs });
-      const probe = await this.probes.run(() => this.probe(partial));
+      const probe = await this.probes.run(service.api_key_id, () => this.probe(partial, received, boughtSecondsOf(service.limits)));
       return await this.db.transaction(async (client) => {
         await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [service.id]);
         const { rows: [{ used }] } = await client.query('SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1 AND name <> $2', [service.id, name]);
@@ -114,16 +115,18 @@ export class MediaLibrary {
 
   /**
    * The file must be an allowed audio container by its first bytes (never a playlist), hold an audio stream, and
-   * decode to its end; ffprobe and ffmpeg read it as stdin with the demuxer forced, so they open nothing else.
+   * decode to its end; ffprobe and ffmpeg read it as stdin with the demuxer forced, so they open nothing else. What
+   * ffprobe declares is checked before the decode, and the decode is bounded by the file's size and the time bought
+   * (audio-bounds.ts).
    */
-  private async probe(path: string): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
-    const run = (command: string, args: (input: string[]) => string[]) =>
-      runOnAudio(command, path, args, { timeoutMs: this.limits.probeTimeoutMs }).catch((e) => {
+  private async probe(path: string, sizeBytes: number, boughtSeconds: number | undefined): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
+    const run = (command: string, args: (input: string[]) => string[], timeoutMs = this.limits.probeTimeoutMs) =>
+      runOnAudio(command, path, args, { timeoutMs }).catch((e) => {
         if (!(e instanceof UnsupportedAudioError)) throw e;
         if (e.playlist) throw new ApiError(415, 'playlist_not_accepted', 'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.');
         throw notAudio('its first bytes are not one of these formats');
       });
-    let info: { streams?: { codec_type?: string; tags?: Record<string, string> }[]; format?: { format_name?: string; tags?: Record<string, string> } };
+    let info: { streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>; format?: { format_name?: string; duration?: string; tags?: Record<string, string> } };
     const probed = await run(this.tools.ffprobe, (input) => ['-v', 'error', ...input, '-show_streams', '-show_format', '-of', 'json']);
     try {
       info = JSON.parse(probed.stdout);
@@ -132,10 +135,18 @@ export class MediaLibrary {
     }
     const stream = info.streams?.find((s) => s.codec_type === 'audio');
     if (probed.code !== 0 || !stream || !info.format?.format_name) throw notAudio('ffprobe found no audio stream');
+    const refused = declaredProblem(stream, info.format.duration, sizeBytes, boughtSeconds);
+    if (refused) throw beyondLimits(refused);
     // Decoding it all proves it is audio (not just a header in front of something else) and gives the duration.
-    const decoded = await run(this.tools.ffmpeg, (input) => ['-nostdin', '-v', 'error', ...input, '-map', '0:a:0', '-f', 'null', '-progress', 'pipe:1', '-nostats', '-']);
+    const limit = boughtSeconds === undefined ? [] : ['-t', String(boughtSeconds + 1)];
+    const decodeMs = decodeTimeLimitMs(sizeBytes, this.limits.probeTimeoutMs);
+    const decoded = await run(this.tools.ffmpeg, (input) => ['-nostdin', '-v', 'error', ...input, '-map', '0:a:0', ...limit, '-f', 'null', '-progress', 'pipe:1', '-nostats', '-'], decodeMs);
+    if (decoded.timedOut) {
+      throw beyondLimits(`checking it took more than the ${decodeMs / 1000} s allowed for a file of ${sizeBytes} bytes: it decodes to far more audio than real audio of that size holds`);
+    }
     const outTimeUs = Number([...decoded.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
     if (decoded.code !== 0 || !/^progress=end$/m.test(decoded.stdout) || !(outTimeUs > 0)) throw notAudio(`it does not decode as ${probed.format}`);
+    if (boughtSeconds !== undefined && outTimeUs / 1e6 > boughtSeconds) throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
     const tagsOf = (tags?: Record<string, string>) => Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     // MP3, WAV and FLAC carry tags on the file; Ogg and Opus on the stream.
     const tags = { ...tagsOf(stream.tags), ...tagsOf(info.format.tags) };
@@ -150,6 +161,10 @@ export function quotaOf(service: ServiceRow): number {
 
 function emptyFile(): ApiError {
   return new ApiError(422, 'empty_file', 'The upload was empty. Send the audio file as the request body.');
+}
+
+function beyondLimits(why: string): ApiError {
+  return new ApiError(422, 'audio_beyond_limits', `The file was not kept: ${why}. Upload ordinary audio (MP3, AAC, M4A, Ogg, FLAC or WAV; at most 8 channels and 192 kHz; no longer than the service's paid time).`);
 }
 
 function notAudio(why: string): ApiError {

@@ -116,10 +116,11 @@ export class ServiceRecords {
       transfer: {
         used_gb: measured.transfer_used_gb ?? '0',
         included_gb: String(service.limits.transfer_gb ?? 0),
-        policy: 'estimated_included_limit',
-        note: Number(service.limits.transfer_gb ?? 0) > 0
-          ? 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.'
-          : 'No transfer was bought: usage is reported, not limited.',
+        // The catalog's estimated_included_limit applies to transfer bought; without any, the listener cap and the
+        // bitrate bought are what bound it (lifecycle rule suspend-when-bought-transfer-is-used-up).
+        ...(Number(service.limits.transfer_gb ?? 0) > 0
+          ? { policy: 'estimated_included_limit', note: 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.' }
+          : { policy: 'not_limited', note: 'No transfer was bought (transfer_gb 0): usage is reported, not limited; max_listeners and the bitrate bought bound it.' }),
       },
       source: {
         connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null,

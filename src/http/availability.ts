@@ -1,0 +1,79 @@
+import type { Context } from 'koa';
+import { ApiError } from '../errors/index.js';
+import type { StreamLoad } from '../services/index.js';
+
+/** What /availability reads of the host's stream capacity. */
+export interface CapacityView {
+  limits: StreamLoad;
+  inUse(): Promise<StreamLoad>;
+}
+
+interface ProductAvailability {
+  product_id: string;
+  agent_orderable: boolean;
+  available_now: boolean;
+  limits?: { listeners?: { minimum?: number; maximum?: number } };
+  reason: string;
+}
+
+/**
+ * GET /availability as true as the host's capacity: a product is available_now only when the host has a stream slot
+ * and the listener places for the asked shape (`?listeners=N`, else the product's smallest), counted at most a second
+ * ago. The catalog's part of the document (built once per snapshot) is patched, not rebuilt.
+ */
+export function availabilityAnswer(capacity: CapacityView | undefined) {
+  let recent: { at: number; load: Promise<StreamLoad> } | undefined;
+  const load = () => {
+    if (!recent || Date.now() - recent.at > 1000) {
+      const next = { at: Date.now(), load: capacity!.inUse() };
+      next.load.catch(() => { if (recent === next) recent = undefined; });
+      recent = next;
+    }
+    return recent.load;
+  };
+  return async (ctx: Context, document: Buffer): Promise<void> => {
+    const asked = askedListeners(ctx.query.listeners);
+    ctx.set('Content-Type', 'application/json; charset=utf-8');
+    if (!capacity) {
+      ctx.body = document;
+      return;
+    }
+    ctx.set('Cache-Control', 'no-store');
+    const used = await load();
+    const free = { sources: Math.max(0, capacity.limits.sources - used.sources), listeners: Math.max(0, capacity.limits.listeners - used.listeners) };
+    const body = JSON.parse(document.toString()) as { products: ProductAvailability[] } & Record<string, unknown>;
+    body.capacity = {
+      stream_slots: { total: capacity.limits.sources, free: free.sources },
+      listener_places: { total: capacity.limits.listeners, free: free.listeners },
+      ...(asked !== undefined && { asked_listeners: asked }),
+    };
+    for (const product of body.products) {
+      if (!product.agent_orderable) continue;
+      const room = roomFor(product, free, asked);
+      if (room) {
+        product.available_now = false;
+        product.reason = `${room} Nothing can be bought that would not fit; retry later (places come free as streams expire), or ask for fewer listeners.`;
+      }
+    }
+    ctx.body = body;
+  };
+}
+
+/** Why the host cannot take the product in the asked shape now, or undefined when it can. */
+function roomFor(product: ProductAvailability, free: StreamLoad, asked: number | undefined): string | undefined {
+  const range = product.limits?.listeners ?? {};
+  const listeners = asked ?? range.minimum ?? 1;
+  if (range.maximum !== undefined && listeners > range.maximum) return `${product.product_id} takes at most ${range.maximum} listeners.`;
+  if (free.sources < 1) return 'Every stream slot of this host is taken.';
+  if (free.listeners < listeners) return `This host has ${free.listeners} listener places free, fewer than the ${listeners} asked.`;
+  return undefined;
+}
+
+function askedListeners(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== 'string' || !/^[0-9]{1,6}$/.test(value) || !(n >= 1)) {
+    throw new ApiError(400, 'invalid_query', 'listeners must be a whole number of listener places, 1 or more, e.g. /availability?listeners=20.');
+  }
+  return n;
+}
