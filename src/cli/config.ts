@@ -16,6 +16,8 @@ export interface Config {
   metricsPort: number;
   /** Reverse proxies (addresses) whose X-Forwarded-For names the client, for per-address limits. */
   trustedProxies: Set<string>;
+  /** Browser origins (scheme://host[:port]) allowed to call the MCP endpoint besides this service's own addresses. */
+  mcpAllowedOrigins: string[];
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -32,6 +34,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: env.METRICS_HOST ?? '127.0.0.1',
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT ?? '0'),
     trustedProxies: addresses('TRUSTED_PROXIES', env.TRUSTED_PROXIES),
+    mcpAllowedOrigins: origins('MCP_ALLOWED_ORIGINS', env.MCP_ALLOWED_ORIGINS),
   };
 }
 
@@ -56,4 +59,16 @@ function publicBaseUrl(text: string | undefined): string | undefined {
     throw new Error(`PUBLIC_BASE_URL must be an http(s) URL without query, fragment or credentials, e.g. https://audio.example.com, got ${text}`);
   }
   return url.href.replace(/\/+$/, '');
+}
+
+/** Web origins separated by commas, each as a browser sends it in Origin: scheme://host[:port], no path. */
+function origins(name: string, text: string | undefined): string[] {
+  return (text ?? '').split(',').map((o) => o.trim()).filter(Boolean).map((origin) => {
+    let url: URL | undefined;
+    try { url = new URL(origin); } catch { /* reported below */ }
+    if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
+      throw new Error(`${name} must list web origins (scheme://host[:port], no path) separated by commas, e.g. https://inspector.example.com,http://localhost:6274, got ${origin}`);
+    }
+    return url.origin;
+  });
 }

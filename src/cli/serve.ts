@@ -116,7 +116,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     cleanup.push(() => eventing.stop());
     const quotes = new QuoteService(db, live, audit);
     const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });
-    const mcp = new McpEndpoint({ live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
+    const mcp = new McpEndpoint({
+      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics,
+      version: serviceVersion, logError: (fields, message) => log.error(fields, message),
+      ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
+      listenHost: config.host, allowedOrigins: config.mcpAllowedOrigins,
+    });
     const checkHealth = async () => ({
       ...(await checkDatabase(db)),
       ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
