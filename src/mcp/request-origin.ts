@@ -20,9 +20,12 @@ const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
  */
 export class RequestOrigins {
   private readonly configured: ReadonlySet<string>;
+  /** The allowed origins' host names: a deployment also reached under such a name receives it as Host. */
+  private readonly configuredNames: ReadonlySet<string>;
 
   constructor(private readonly settings: OriginSettings) {
     this.configured = new Set(settings.allowedOrigins ?? []);
+    this.configuredNames = new Set([...this.configured].map(hostnameOf).filter((name): name is string => name !== undefined));
   }
 
   /** Why a request with these Host and Origin headers is refused, or undefined when it is allowed. */
@@ -38,7 +41,7 @@ export class RequestOrigins {
 
   private hostAllowed(host: string): boolean {
     const name = hostnameOf(`http://${host}`);
-    return name !== undefined && (isIP(name) !== 0 || this.ownNames().has(name));
+    return name !== undefined && (isIP(name) !== 0 || this.serviceNames().has(name) || this.configuredNames.has(name));
   }
 
   private originAllowed(origin: string, host: string | undefined): boolean {
@@ -48,20 +51,16 @@ export class RequestOrigins {
     if (!/^https?:$/.test(url.protocol)) return false;
     // The page was served from the address the request came to: a same-origin call, allowed when its Host is.
     if (host && url.host === host.toLowerCase()) return this.hostAllowed(host);
-    return this.ownNames().has(bare(url.hostname));
+    return this.serviceNames().has(bare(url.hostname));
   }
 
-  /** Host names this service answers to: loopback, the listen host, the public host, the allowed origins' hosts. */
-  private ownNames(): Set<string> {
+  /** Host names this service answers to: loopback, the listen host, the public host. */
+  private serviceNames(): Set<string> {
     const names = new Set(LOOPBACK_NAMES);
     const listen = this.settings.listenHost?.toLowerCase();
     if (listen && listen !== '0.0.0.0' && listen !== '::') names.add(bare(listen));
     const publicHost = hostnameOf(this.settings.publicBaseUrl());
     if (publicHost) names.add(publicHost);
-    for (const origin of this.configured) {
-      const name = hostnameOf(origin);
-      if (name) names.add(name);
-    }
     return names;
   }
 }
