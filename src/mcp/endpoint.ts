@@ -7,6 +7,8 @@ import { mcpServer } from './server.js';
 import type { McpDeps } from './tools.js';
 import { HTTP_PAYMENT_HEADERS } from './x402-binding.js';
 
+type EndpointDeps = McpDeps & { version: string } & Partial<Pick<OriginSettings, 'listenHost' | 'allowedOrigins'>>;
+
 /**
  * POST /api/v1/mcp: the MCP Streamable HTTP transport of @modelcontextprotocol/sdk, stateless. Each request gets its
  * own server and transport and is answered with one JSON response, so any instance can answer any request and nothing
@@ -17,8 +19,9 @@ import { HTTP_PAYMENT_HEADERS } from './x402-binding.js';
 export class McpEndpoint {
   private readonly origins: RequestOrigins;
 
-  constructor(private readonly deps: McpDeps & { version: string } & Partial<Pick<OriginSettings, 'listenHost' | 'allowedOrigins'>>) {
-    this.origins = new RequestOrigins({ publicBaseUrl: deps.publicBaseUrl, listenHost: deps.listenHost, allowedOrigins: deps.allowedOrigins });
+  constructor(private readonly deps: EndpointDeps) {
+    const { publicBaseUrl, listenHost, allowedOrigins } = deps;
+    this.origins = new RequestOrigins({ publicBaseUrl, listenHost, allowedOrigins });
   }
 
   readonly handle = async (ctx: Context): Promise<void> => {

@@ -30,7 +30,10 @@ export function paidToolMeta(tool: string, terms: PaymentTerms | undefined): { x
       resource: { url: toolResourceUrl(tool), mimeType: 'application/json' },
       paymentMetaKey: PAYMENT_META_KEY,
       paymentResponseMetaKey: PAYMENT_RESPONSE_META_KEY,
-      ...(terms && { scheme: 'exact', network: terms.network, asset: terms.asset, payTo: terms.payTo, maxTimeoutSeconds: terms.maxTimeoutSeconds }),
+      ...(terms && {
+        scheme: 'exact', network: terms.network, asset: terms.asset, payTo: terms.payTo,
+        maxTimeoutSeconds: terms.maxTimeoutSeconds,
+      }),
     },
   };
 }

@@ -25,16 +25,20 @@ export class RequestOrigins {
 
   constructor(private readonly settings: OriginSettings) {
     this.configured = new Set(settings.allowedOrigins ?? []);
-    this.configuredNames = new Set([...this.configured].map(hostnameOf).filter((name): name is string => name !== undefined));
+    const names = [...this.configured].map(hostnameOf);
+    this.configuredNames = new Set(names.filter((name): name is string => name !== undefined));
   }
 
   /** Why a request with these Host and Origin headers is refused, or undefined when it is allowed. */
   refusal(host: string | undefined, origin: string | undefined): string | undefined {
     if (host && !this.hostAllowed(host)) {
-      return `Host ${JSON.stringify(host.slice(0, 200))} is not an address of this service (DNS rebinding protection): call the MCP endpoint at ${this.settings.publicBaseUrl()}/mcp.`;
+      return `Host ${JSON.stringify(host.slice(0, 200))} is not an address of this service (DNS rebinding `
+        + `protection): call the MCP endpoint at ${this.settings.publicBaseUrl()}/mcp.`;
     }
     if (origin !== undefined && !this.originAllowed(origin, host)) {
-      return `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this MCP endpoint (DNS rebinding protection): a browser page must come from this service's own address or an origin the operator lists in MCP_ALLOWED_ORIGINS. Agents outside a browser send no Origin header.`;
+      return `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this MCP endpoint (DNS rebinding `
+        + 'protection): a browser page must come from this service\'s own address or an origin the operator lists in '
+        + 'MCP_ALLOWED_ORIGINS. Agents outside a browser send no Origin header.';
     }
     return undefined;
   }

@@ -21,29 +21,40 @@ export const HTTP_PAYMENT_HEADERS = ['PAYMENT-SIGNATURE', 'X-PAYMENT'];
  * A payment sent anywhere else (an HTTP header, another _meta key) or in x402 v1 is refused before anything is priced
  * or charged, with a message that says where and in what form the payment goes.
  */
-export function paymentOfCall(tool: string, meta: Record<string, unknown> | undefined, httpHeader: string | undefined): string | undefined {
+export function paymentOfCall(
+  tool: string, meta: Record<string, unknown> | undefined, httpHeader: string | undefined,
+): string | undefined {
   const payload = meta?.[PAYMENT_META_KEY];
   if (payload !== undefined) {
     const version = x402VersionOf(payload);
-    if (version !== undefined && version !== X402_VERSION) throw misplaced(tool, `The payment in params._meta["${PAYMENT_META_KEY}"] is an x402Version ${version} payload`);
+    if (version !== undefined && version !== X402_VERSION) {
+      throw misplaced(tool, `The payment in params._meta["${PAYMENT_META_KEY}"] is an x402Version ${version} payload`);
+    }
     // Any other JSON value is encoded too: the order machinery refuses it as payment_invalid, with the requirements.
     return encodePaymentSignatureHeader(payload as never);
   }
   const otherKey = Object.keys(meta ?? {}).find((key) => OTHER_META_KEY.test(key));
   if (otherKey) {
     const version = x402VersionOf(meta![otherKey]);
-    throw misplaced(tool, `The payment came in params._meta[${JSON.stringify(otherKey)}]${version === undefined ? '' : ` as an x402Version ${version} payload`}`);
+    const asVersion = version === undefined ? '' : ` as an x402Version ${version} payload`;
+    throw misplaced(tool, `The payment came in params._meta[${JSON.stringify(otherKey)}]${asVersion}`);
   }
-  if (httpHeader) throw misplaced(tool, `The payment came in the ${httpHeader} HTTP header, which is how x402 pays over plain HTTP`);
+  if (httpHeader) {
+    throw misplaced(tool, `The payment came in the ${httpHeader} HTTP header, which is how x402 pays over plain HTTP`);
+  }
   return undefined;
 }
 
 function misplaced(tool: string, what: string): ApiError {
   return new ApiError(400, 'payment_not_in_meta',
-    `${what}; nothing was charged. Over MCP this server takes x402Version ${X402_VERSION} only, in the tools/call request itself: put the PaymentPayload object (x402Version ${X402_VERSION}, signed for one of the accepts of the PaymentRequired that the ${tool} tool returns when called without a payment) in params._meta["${PAYMENT_META_KEY}"], and call the ${tool} tool again with the same arguments (the same idempotency_key).`);
+    `${what}; nothing was charged. Over MCP this server takes x402Version ${X402_VERSION} only, in the tools/call `
+    + `request itself: put the PaymentPayload object (x402Version ${X402_VERSION}, signed for one of the accepts of the `
+    + `PaymentRequired that the ${tool} tool returns when called without a payment) in `
+    + `params._meta["${PAYMENT_META_KEY}"], and call the ${tool} tool again with the same arguments (the same `
+    + 'idempotency_key).');
 }
 
-/** The x402Version of a payload given as an object or as the Base64 JSON of a payment header; undefined when unreadable. */
+/** The x402Version of a payload, an object or the Base64 JSON of a payment header; undefined when unreadable. */
 function x402VersionOf(payload: unknown): unknown {
   let value = payload;
   if (typeof value === 'string') {
