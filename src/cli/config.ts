@@ -43,6 +43,8 @@ export interface Config {
   testHooks: TestHooks;
   /** ERC-6492 factories a not-yet-deployed wallet's signature may deploy with (sign-in and payments); none by default. */
   eip6492Factories: string[];
+  /** Web origins (besides this service's own) whose pages may call the MCP endpoint. */
+  mcpAllowedOrigins: string[];
 }
 
 export interface PaymentSettings {
@@ -154,6 +156,7 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
     events: readEvents(r, insecureLoopback),
     testHooks,
     eip6492Factories: r.custom('EIP6492_ALLOWED_FACTORIES', addressList) ?? [],
+    mcpAllowedOrigins: r.custom('MCP_ALLOWED_ORIGINS', webOrigins) ?? [],
   };
 }
 
@@ -262,6 +265,17 @@ function addressList(text: string): string[] {
   const list = text.split(',').map((f) => f.trim()).filter(Boolean);
   if (list.some((f) => !/^0x[0-9a-fA-F]{40}$/.test(f))) throw new Error('0x addresses separated by commas');
   return list;
+}
+
+function webOrigins(text: string): string[] {
+  return text.split(',').map((o) => o.trim()).filter(Boolean).map((origin) => {
+    let url: URL | undefined;
+    try { url = new URL(origin); } catch { /* refused below */ }
+    if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
+      throw new Error('web origins (scheme://host[:port], no path) separated by commas, e.g. https://inspector.example.com');
+    }
+    return url.origin;
+  });
 }
 
 const HOST_ID = /^[A-Za-z0-9._:-]{1,100}$/;

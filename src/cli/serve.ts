@@ -131,7 +131,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, challengeSeconds: config.siwxChallengeSeconds,
       allowedFactories: config.eip6492Factories, ...(chainChecks && { chain: chainChecks }),
     }, config.signup);
-    const mcp = new McpEndpoint({ live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
+    const mcp = new McpEndpoint({
+      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics,
+      version: serviceVersion, logError: (fields, message) => log.error(fields, message),
+      ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
+      listenHost: config.host, allowedOrigins: config.mcpAllowedOrigins,
+    });
     const chainProbe = pay.ledger && cachedProbe(HEALTH_CHAIN_PROBE_MS, () => timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))));
     const checkHealth = async () => ({
       ...(await checkDatabase(db)),

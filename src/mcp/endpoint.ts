@@ -2,8 +2,12 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { Context } from 'koa';
 import { readJson } from '../http/index.js';
 import { identify } from './caller.js';
+import { RequestOrigins, type OriginSettings } from './request-origin.js';
 import { mcpServer } from './server.js';
 import type { McpDeps } from './tools.js';
+import { HTTP_PAYMENT_HEADERS } from './x402-binding.js';
+
+type EndpointDeps = McpDeps & { version: string } & Partial<Pick<OriginSettings, 'listenHost' | 'allowedOrigins'>>;
 
 /**
  * POST /api/v1/mcp: the MCP Streamable HTTP transport of @modelcontextprotocol/sdk, stateless. Each request gets its
@@ -13,9 +17,20 @@ import type { McpDeps } from './tools.js';
  * error documents.
  */
 export class McpEndpoint {
-  constructor(private readonly deps: McpDeps & { version: string }) {}
+  private readonly origins: RequestOrigins;
+
+  constructor(private readonly deps: EndpointDeps) {
+    const { publicBaseUrl, listenHost, allowedOrigins } = deps;
+    this.origins = new RequestOrigins({ publicBaseUrl, listenHost, allowedOrigins });
+  }
 
   readonly handle = async (ctx: Context): Promise<void> => {
+    const refusal = this.origins.refusal(ctx.get('Host') || undefined, ctx.get('Origin') || undefined);
+    if (refusal) {
+      ctx.status = 403;
+      ctx.body = { jsonrpc: '2.0', id: null, error: { code: -32000, message: refusal } };
+      return;
+    }
     const body = await readJson(ctx);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       // JSON-RPC's own answer to a request it cannot take; MCP 2025-06-18 removed batches.
@@ -27,7 +42,8 @@ export class McpEndpoint {
     }
     const { callers, publicBaseUrl } = this.deps;
     const caller = identify(ctx, this.deps.keys, callers && { callers, publicBaseUrl });
-    const server = mcpServer(this.deps, caller, ctx.state, this.deps.version);
+    const paymentHeader = HTTP_PAYMENT_HEADERS.find((name) => ctx.get(name));
+    const server = mcpServer(this.deps, caller, ctx.state, this.deps.version, paymentHeader);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {
       await server.connect(transport);

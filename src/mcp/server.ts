@@ -4,45 +4,54 @@ import { ApiError } from '../errors/index.js';
 import { asApiError, objectValidator } from '../http/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { Caller } from './caller.js';
+import type { PaymentTerms } from '../payments/index.js';
+import { paidToolMeta } from './paid-tool-declaration.js';
 import { argumentSchemas, publishedSchemas, type ToolName } from './tool-schemas.js';
 import { toolError, toolResult } from './tool-results.js';
 import { tools, toolsByName, type McpDeps } from './tools.js';
-import { paymentSignatureOf } from './x402-binding.js';
+import { paymentOfCall } from './x402-binding.js';
 
 const checkArguments = new Map(Object.entries(argumentSchemas).map(([name, schema]) => [
-  name, objectValidator<Record<string, unknown>>(schema, `arguments of the ${name} tool`, 'tools/list gives its inputSchema'),
+  name, objectValidator<Record<string, unknown>>(schema, `input of the ${name} tool`, 'tools/list gives its inputSchema'),
 ]));
 
-const listed = new WeakMap<Snapshot, ListedTool[]>();
+const listed = new WeakMap<Snapshot, { terms: PaymentTerms | undefined; tools: ListedTool[] }>();
 
-/** tools/list: each tool with the input schema generated from the catalog being served. */
-export function listTools(snapshot: Snapshot): ListedTool[] {
+/** tools/list: each tool with the input schema generated from the catalog being served; paid tools say so in _meta. */
+export function listTools(snapshot: Snapshot, terms?: PaymentTerms): ListedTool[] {
   let result = listed.get(snapshot);
-  if (!result) {
+  if (!result || result.terms !== terms) {
     const schemas = publishedSchemas(snapshot);
-    result = tools.map((t) => ({
-      name: t.name,
-      title: t.title,
-      description: t.description,
-      inputSchema: schemas[t.name] as ListedTool['inputSchema'],
-      annotations: { title: t.title, readOnlyHint: t.readOnly, openWorldHint: false },
-    }));
+    result = {
+      terms,
+      tools: tools.map((t) => ({
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        inputSchema: schemas[t.name] as ListedTool['inputSchema'],
+        annotations: { title: t.title, readOnlyHint: t.readOnly, openWorldHint: false },
+        ...(t.paid && { _meta: paidToolMeta(t.name, terms) }),
+      })),
+    };
     listed.set(snapshot, result);
   }
-  return result;
+  return result.tools;
 }
 
 /** What a tool call leaves on its HTTP request for the request log: the request id, and the order id of a paid call. */
 export interface RequestState { requestId: string; orderId?: string }
 
-/** One MCP server for one HTTP request (stateless): the caller is that request's. */
-export function mcpServer(deps: McpDeps, caller: Caller, state: RequestState, version: string): Server {
+/**
+ * One MCP server for one HTTP request (stateless): the caller is that request's, and so is `httpPaymentHeader`, the
+ * name of an x402 payment header the request carries (a payment misplaced: over MCP it belongs in _meta).
+ */
+export function mcpServer(deps: McpDeps, caller: Caller, state: RequestState, version: string, httpPaymentHeader?: string): Server {
   const { requestId } = state;
   const server = new Server({ name: 'agent-audio-api', version }, {
     capabilities: { tools: { listChanged: false } },
     instructions: 'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(deps.live.current) }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(deps.live.current, deps.paymentTerms) }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const { name, arguments: given, _meta: meta } = request.params;
     try {
@@ -50,14 +59,15 @@ export function mcpServer(deps: McpDeps, caller: Caller, state: RequestState, ve
       if (!tool) {
         throw new ApiError(404, 'tool_not_found', `There is no tool ${JSON.stringify(name).slice(0, 100)}. tools/list names every tool: ${tools.map((t) => t.name).join(', ')}.`);
       }
+      const payment = tool.paid ? paymentOfCall(tool.name, meta, httpPaymentHeader) : undefined;
       const args = checkArguments.get(tool.name as ToolName)!(structuredClone(given ?? {}));
-      const outcome = await tool.run({ args, caller, payment: paymentSignatureOf(meta) }, deps);
+      const outcome = await tool.run({ args, caller, payment }, deps);
       if (outcome.paymentResponse) state.orderId = (outcome.body.order as { id: string }).id;
       return toolResult(outcome.body, outcome.paymentResponse);
     } catch (e) {
       const error = asApiError(e);
       if (!(e instanceof ApiError) && error.status >= 500) deps.logError({ err: e, request_id: requestId, tool: name }, 'MCP tool call failed');
-      return toolError(error, requestId);
+      return toolError(error, requestId, name);
     }
   });
   return server;

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ApiError } from '../errors/index.js';
 import { errorBody } from '../http/index.js';
+import { mcpWording } from './tool-wording.js';
 import { PAYMENT_RESPONSE_META_KEY, paymentRequiredOf, settlementOf } from './x402-binding.js';
 
 /** A tool's answer: the same document as the REST response, as structuredContent and as JSON text. */
@@ -13,22 +14,21 @@ export function toolResult(body: Record<string, unknown>, paymentResponseHeader?
 }
 
 /**
- * A failed call as a tool error, never a protocol error: the REST error document. When the REST answer would be a
- * 402 (payment required, invalid, refused or not taken), the x402 MCP transport's binding instead: the PaymentRequired
- * object as structuredContent and as the first text, then the error document and how to pay over MCP.
+ * A failed call as a tool error, never a protocol error: the REST error document, its message in MCP terms. When the
+ * REST answer would be a 402 (payment required, invalid, refused or not taken), the x402 MCP transport's binding
+ * instead: the PaymentRequired object (its `error` worded alike) as structuredContent and as the first text, then the
+ * error document, whose message says how to pay over MCP.
  */
-export function toolError(error: ApiError, requestId: string): CallToolResult {
+export function toolError(error: ApiError, requestId: string, tool: string): CallToolResult {
   const document = errorBody(error, requestId);
+  document.error.message = mcpWording(error.message, tool);
   const paymentRequired = paymentRequiredOf(error);
   if (paymentRequired) {
+    if (paymentRequired.error) paymentRequired.error = mcpWording(paymentRequired.error, tool);
     return {
       isError: true,
       structuredContent: paymentRequired,
-      content: [
-        { type: 'text', text: JSON.stringify(paymentRequired) },
-        { type: 'text', text: JSON.stringify(document) },
-        { type: 'text', text: 'Over MCP: sign an x402 PaymentPayload for one of "accepts" and call this tool again with the same arguments (the same idempotency_key), putting the PaymentPayload object in params._meta["x402/payment"]. The settlement comes back in _meta["x402/payment-response"] of the result.' },
-      ],
+      content: [{ type: 'text', text: JSON.stringify(paymentRequired) }, { type: 'text', text: JSON.stringify(document) }],
     };
   }
   return { isError: true, structuredContent: document, content: [{ type: 'text', text: JSON.stringify(document) }] };

@@ -11,7 +11,7 @@ import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics' | 'publicBaseUrl' | 'events'> & {
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'> & {
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };
@@ -31,6 +31,8 @@ export interface Tool {
   title: string;
   description: string;
   readOnly: boolean;
+  /** Paid with x402: declared in tools/list (_meta.x402), and its calls may carry a payment. */
+  paid?: boolean;
   run(call: ToolCall, deps: McpDeps): Promise<ToolOutcome>;
 }
 
@@ -70,7 +72,7 @@ export const tools: Tool[] = [
     },
   },
   {
-    name: 'order', title: 'Order and pay', readOnly: false,
+    name: 'order', title: 'Order and pay', readOnly: false, paid: true,
     description: ORDER_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const key = await caller.keyForWrite();
@@ -105,7 +107,7 @@ export const tools: Tool[] = [
     },
   },
   {
-    name: 'upgrade_service', title: 'Upgrade a service', readOnly: false,
+    name: 'upgrade_service', title: 'Upgrade a service', readOnly: false, paid: true,
     description: UPGRADE_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const service = await owned(args.service_id, caller, deps);
