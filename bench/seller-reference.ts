@@ -48,7 +48,7 @@ export async function startSellerReference(o: SellerReferenceOptions): Promise<S
   if (!lock.database_url) throw new Error('serve.lock names no embedded PostgreSQL: the seller reference needs one');
   const child: ChildServer = await startChildScript(o.root, 'bench/x402-express-seller-ref.ts', [
     o.terms.payTo, o.rpcUrl, String(o.chainId), lock.database_url, String(SELLER_REFERENCE_GAS_ACCOUNT),
-  ]);
+  ], 120_000); // it loads viem and the x402 packages: slow to start on a busy machine
   const url = `${child.baseUrl}/orders`;
   const post = (signal: AbortSignal, signature?: string) => fetch(url, {
     method: 'POST',
