@@ -50,11 +50,12 @@ export async function startSellerReference(o: SellerReferenceOptions): Promise<S
     o.terms.payTo, o.rpcUrl, String(o.chainId), lock.database_url, String(SELLER_REFERENCE_GAS_ACCOUNT),
   ], 120_000); // it loads viem and the x402 packages: slow to start on a busy machine
   const url = `${child.baseUrl}/orders`;
+  // A time limit on paid requests only: each AbortSignal.any() adds a listener to `signal` until it is collected.
   const post = (signal: AbortSignal, signature?: string) => fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(signature && { 'payment-signature': signature }) },
     body: o.body,
-    signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
+    signal: signature ? AbortSignal.any([signal, AbortSignal.timeout(30_000)]) : signal,
   });
   const ask402 = async (signal: AbortSignal) => {
     const r = await post(signal);
