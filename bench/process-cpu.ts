@@ -25,7 +25,8 @@ async function readStats(): Promise<Map<number, ProcStat> | undefined> {
       // Fields after "(comm)": state ppid ... utime(14) stime(15) cutime(16) cstime(17), counting from 1 at pid.
       const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
       const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(n), { comm, ppid: Number(rest[1]), cpu: (Number(rest[11]) + Number(rest[12])) / ticksPerSecond, reaped: (Number(rest[13]) + Number(rest[14])) / ticksPerSecond });
+      const ticks = (i: number) => Number(rest[i]) / ticksPerSecond;
+      stats.set(Number(n), { comm, ppid: Number(rest[1]), cpu: ticks(11) + ticks(12), reaped: ticks(13) + ticks(14) });
     } catch { /* the process ended meanwhile */ }
   }));
   return stats;

@@ -40,8 +40,10 @@ export interface SellerReferenceOptions {
   body: string;
 }
 
-const used = [DEV_ROLES.facilitator, DEV_ROLES.payTo, DEV_ROLES.buyer, DEV_ROLES.minter, DEV_ACCOUNTS[BARE_FACILITATOR_GAS_ACCOUNT]];
-assert.ok(!used.some((a) => a.address === DEV_ACCOUNTS[SELLER_REFERENCE_GAS_ACCOUNT].address), 'the reference would pay gas from an account in use');
+const used = [DEV_ROLES.facilitator, DEV_ROLES.payTo, DEV_ROLES.buyer, DEV_ROLES.minter];
+used.push(DEV_ACCOUNTS[BARE_FACILITATOR_GAS_ACCOUNT]);
+const gasAddress = DEV_ACCOUNTS[SELLER_REFERENCE_GAS_ACCOUNT].address;
+assert.ok(!used.some((a) => a.address === gasAddress), 'the reference would pay gas from an account in use');
 
 export async function startSellerReference(o: SellerReferenceOptions): Promise<SellerReference> {
   const lock = JSON.parse(await readFile(join(o.dataDir, 'serve.lock'), 'utf8')) as { database_url?: string };
@@ -61,13 +63,16 @@ export async function startSellerReference(o: SellerReferenceOptions): Promise<S
     const r = await post(signal);
     const required = r.headers.get('payment-required');
     const text = await r.text();
-    if (r.status !== 402 || !required) throw new Error(`the seller reference answered ${r.status} without payment: ${text}`);
+    if (r.status !== 402 || !required) throw new Error(`the seller reference answered ${r.status} unpaid: ${text}`);
     return required;
   };
   try {
     const accepted = decodePaymentRequiredHeader(await ask402(AbortSignal.timeout(30_000))).accepts[0];
-    const terms = (a: PaymentRequirements) => ({ scheme: a.scheme, network: a.network, amount: a.amount, asset: a.asset, payTo: a.payTo, maxTimeoutSeconds: a.maxTimeoutSeconds, extra: a.extra });
-    assert.deepEqual(terms(accepted), terms(o.terms), 'the seller reference and the service ask for different payment terms');
+    const terms = (a: PaymentRequirements) => ({
+      scheme: a.scheme, network: a.network, amount: a.amount, asset: a.asset, payTo: a.payTo,
+      maxTimeoutSeconds: a.maxTimeoutSeconds, extra: a.extra,
+    });
+    assert.deepEqual(terms(accepted), terms(o.terms), 'the seller reference and the service ask for other terms');
   } catch (e) {
     await child.stop();
     throw e;

@@ -30,13 +30,19 @@ before(async () => {
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const unpaid = await fetch(`${service.baseUrl}/orders`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${service.apiKey}`, 'idempotency-key': 'seller-ref-terms' },
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${service.apiKey}`,
+      'idempotency-key': 'seller-ref-terms',
+    },
     body,
   });
   await unpaid.text();
   assert.equal(unpaid.status, 402);
   terms = decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!).accepts[0];
-  seller = await startSellerReference({ root, dataDir: service.dataDir, rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, terms, wallet, body });
+  seller = await startSellerReference({
+    root, dataDir: service.dataDir, rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, terms, wallet, body,
+  });
 });
 
 after(async () => {
@@ -63,5 +69,5 @@ test("the reference's CPU counts serve's PostgreSQL and anvil, not serve itself"
   const tree = await treeCpu(service.process.pid!);
   assert.ok(backing !== undefined && tree, 'no /proc figures for serve');
   assert.ok(backing > 0, 'serve has no PostgreSQL or anvil below it');
-  assert.ok(backing <= tree.descendants, `${backing} s is more than all of serve's descendants (${tree.descendants} s)`);
+  assert.ok(backing <= tree.descendants, `${backing} s is more than serve's descendants' ${tree.descendants} s`);
 });
