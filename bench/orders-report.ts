@@ -7,6 +7,8 @@ export const ordersTargets = {
   paywallRatio: 1.0,
   /** Service paid purchases/s over the bare facilitator's verify+settle/s, at each concurrency. */
   purchaseRatio: 0.8,
+  /** Service paid purchases/s over the @x402/express seller reference's (verify, one durable INSERT, settle). */
+  sellerRatio: 0.8,
   /** The MCP paid tool call's purchases/s over the same order's over REST POST /orders, at each concurrency. */
   mcpRatio: 0.8,
 };
@@ -20,8 +22,8 @@ export function ordersTables(r: OrdersResults): string {
   const loadRow = (name: string, x: LoadResult, bytes: number, vs?: LoadResult) =>
     `| ${name} | ${Math.round(x.reqPerSec)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.requests} | ${x.unexpected} / ${x.errors} | ${bytes} | ${cpu(x)} | ${vs ? ratio(x.reqPerSec / vs.reqPerSec) : '—'} |`;
 
-  const purchaseRow = (name: string, x: PurchaseRun, vs?: PurchaseRun) =>
-    `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${x.failed ? `${x.failed} (${Object.entries(x.failures).map(([k, n]) => `${n}× ${k}`).join(', ')})` : '0'} | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${ms(x.cpuMs)} | ${Number.isFinite(x.cpuMs) ? Math.round((r.cores * 1000) / x.cpuMs) : 'n/a'} | ${vs ? ratio(x.perSecond / vs.perSecond) : '—'} |`;
+  const purchaseRow = (name: string, x: PurchaseRun, bare: PurchaseRun, vsBare: boolean, seller?: PurchaseRun) =>
+    `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${x.failed ? `${x.failed} (${Object.entries(x.failures).map(([k, n]) => `${n}× ${k}`).join(', ')})` : '0'} | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${ms(x.cpuMs)} | ${x === bare ? '—' : ms(x.cpuMs - bare.cpuMs)} | ${Number.isFinite(x.cpuMs) ? Math.round((r.cores * 1000) / x.cpuMs) : 'n/a'} | ${vsBare ? ratio(x.perSecond / bare.perSecond) : '—'} | ${seller ? ratio(x.perSecond / seller.perSecond) : '—'} |`;
 
   const { before, after } = r.slowdown;
   const slowRatio = after.medianMs / before.medianMs;
@@ -34,14 +36,15 @@ export function ordersTables(r: OrdersResults): string {
     loadRow('reference: @x402/express paymentMiddleware (Express 5)', reference, r.paywall.referenceBytes),
     loadRow('service POST /api/v1/orders', service, r.paywall.serviceBytes, reference),
     '',
-    'Paid purchases (each a complete paid POST /orders → 200 active order) vs a bare facilitator doing verify + settle of the same payments on the same chain:',
+    'Paid purchases (each a complete paid POST /orders → 200 active order) vs a bare facilitator doing verify + settle of the same payments on the same chain (commits nothing), and vs a minimal seller on @x402/express with the same facilitator that commits one order row in PostgreSQL per purchase:',
     '',
-    `| Case | concurrency | ok / attempted | failed | per second | p50 ms | p99 ms | machine CPU ms per purchase | per second if the ${r.cores} cores did only this | per second vs bare facilitator |`,
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| Case | concurrency | ok / attempted | failed | per second | p50 ms | p99 ms | machine CPU ms per purchase | of which beyond the bare facilitator's | per second if the ${r.cores} cores did only this | per second vs bare facilitator | per second vs seller reference |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...r.purchases.flatMap((p) => [
-      purchaseRow('bare facilitator verify + settle', p.bare),
-      purchaseRow('service paid POST /api/v1/orders', p.service, p.bare),
-      purchaseRow('service paid MCP tool `order` (POST /api/v1/mcp, `_meta["x402/payment"]`)', p.mcp, p.bare),
+      purchaseRow('bare facilitator verify + settle', p.bare, p.bare, false),
+      purchaseRow('seller reference: @x402/express + facilitator + one INSERT (PostgreSQL, fsync on)', p.seller, p.bare, true),
+      purchaseRow('service paid POST /api/v1/orders', p.service, p.bare, true, p.seller),
+      purchaseRow('service paid MCP tool `order` (POST /api/v1/mcp, `_meta["x402/payment"]`)', p.mcp, p.bare, true, p.seller),
     ]),
     '',
     `Chain slowdown: bare facilitator, sequential, ${before.samples} settles per height (after 3 discarded), then \`anvil_mine\` ${r.slowdown.mined} blocks (${r.slowdown.mineMs.toFixed(0)} ms):`,
@@ -58,6 +61,14 @@ export function ordersTables(r: OrdersResults): string {
       const x = p.service.perSecond / p.bare.perSecond;
       const clean = p.service.failed === 0;
       return `| paid purchases/s vs bare facilitator, concurrency ${p.concurrency} | ≥ ${ordersTargets.purchaseRatio.toFixed(1)}×, no failures | ${ratio(x)}${clean ? '' : `, ${p.service.failed} failed`} | ${verdict(x >= ordersTargets.purchaseRatio && clean)} |`;
+    }),
+    ...r.purchases.map((p) => {
+      const x = p.service.perSecond / p.seller.perSecond;
+      const clean = p.service.failed === 0;
+      const beyond = `service CPU beyond the facilitator's ${ms(p.service.cpuMs - p.bare.cpuMs)} ms/purchase, reference's ${ms(p.seller.cpuMs - p.bare.cpuMs)} ms`;
+      const failed = [p.service.failed && `${p.service.failed} of the service's failed`, p.seller.failed && `${p.seller.failed} of the reference's failed`].filter(Boolean).join(', ');
+      const result = !clean ? verdict(false) : p.seller.failed ? 'n/a (the reference failed)' : verdict(x >= ordersTargets.sellerRatio);
+      return `| paid purchases/s vs seller reference (@x402/express, facilitator, one INSERT), concurrency ${p.concurrency} | ≥ ${ordersTargets.sellerRatio.toFixed(1)}×, no failures | ${ratio(x)}${failed ? `, ${failed}` : ''} (${beyond}) | ${result} |`;
     }),
     ...r.purchases.map((p) => {
       const x = p.mcp.perSecond / p.service.perSecond;

@@ -7,6 +7,8 @@
  *     same chain;
  *     and the same order as the MCP paid tool call (`order` over POST /api/v1/mcp with the SDK client, paid in
  *     _meta["x402/payment"] by the official x402 client, as test/mcp.test.ts does), vs the REST purchases;
+ *     and vs a minimal real seller (bench/x402-express-seller-ref.ts: @x402/express, the same in-process facilitator,
+ *     one order row committed in the service's PostgreSQL per purchase), which unlike the bare facilitator is durable;
  *  3. chain slowdown: the bare facilitator's settle latency at the chain's current height and after anvil_mine of more blocks.
  */
 import assert from 'node:assert/strict';
@@ -25,7 +27,8 @@ import { startChildScript, type ChildServer } from './child-script.js';
 import { percentile } from './percentile.js';
 import { compareLoad, type LoadResult } from './http-load.js';
 import { pool } from './pool.js';
-import { treeCpu, type TreeCpu } from './process-cpu.js';
+import { namedTreesCpu, treeCpu, type TreeCpu } from './process-cpu.js';
+import { BARE_FACILITATOR_GAS_ACCOUNT, startSellerReference, type SellerReference } from './seller-reference.js';
 
 export interface OrdersBenchOptions {
   root: string;
@@ -57,7 +60,8 @@ export interface PurchaseRun {
   p99Ms: number;
   /**
    * CPU of the whole machine per successful purchase (ms): serve and its children (PostgreSQL, anvil), and for the
-   * bare facilitator also this process, where it runs; not the load generator's own HTTP client. NaN without /proc.
+   * bare facilitator also this process, where it runs; for the seller reference its process and serve's PostgreSQL
+   * and anvil, not serve; never the load generator's own HTTP client. NaN without /proc.
    */
   cpuMs: number;
 }
@@ -77,8 +81,11 @@ export interface OrdersResults {
   cores: number;
   durationSeconds: number;
   paywall: { reference: LoadResult; service: LoadResult; referenceBytes: number; serviceBytes: number };
-  /** service: paid POST /orders; mcp: the same order as the MCP `order` tool call; bare: the facilitator alone. */
-  purchases: Array<{ concurrency: number; service: PurchaseRun; mcp: PurchaseRun; bare: PurchaseRun }>;
+  /**
+   * service: paid POST /orders; mcp: the same order as the MCP `order` tool call; bare: the facilitator alone;
+   * seller: the @x402/express seller reference (verify, one durable INSERT, settle).
+   */
+  purchases: Array<{ concurrency: number; service: PurchaseRun; mcp: PurchaseRun; bare: PurchaseRun; seller: PurchaseRun }>;
   slowdown: { before: SettleSample; after: SettleSample; mined: number; mineMs: number };
 }
 
@@ -165,7 +172,7 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   // ---- 2. paid purchases vs the bare facilitator -----------------------------------------------------------------
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   // A facilitator of our own on the service's chain; DEV_ACCOUNTS[0] is the service's, [4] is nobody's.
-  const facilitator = createFacilitator({ mode: 'embedded', rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, privateKey: DEV_ACCOUNTS[4].privateKey });
+  const facilitator = createFacilitator({ mode: 'embedded', rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, privateKey: DEV_ACCOUNTS[BARE_FACILITATOR_GAS_ACCOUNT].privateKey });
   const facilitatorRequired = await ask402('bench-bare-facilitator');
   const signPayments = async (n: number) => {
     const out: Array<{ payload: PaymentPayload; requirements: PaymentRequirements }> = [];
@@ -223,56 +230,78 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
     return `tool ${result.isError ? 'error' : 'ok'} ${result.structuredContent?.error?.code ?? result.structuredContent?.order?.status ?? ''}`.trim();
   };
 
-  o.log('paid purchases: warm-up (3 service purchases, 3 MCP tool purchases, 3 bare verify+settle)');
-  for (const order of await signOrders(3)) {
-    const failure = await buy(order);
-    if (failure) throw new Error(`a warm-up purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
-  }
-  for (const toolOrder of await signToolOrders(3)) {
-    const failure = await buyTool(toolOrder);
-    if (failure) throw new Error(`a warm-up MCP tool purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
-  }
-  for (const p of await signPayments(3)) {
-    const failure = await settleBare(p);
-    if (failure) throw new Error(`a warm-up bare verify+settle failed: ${failure}`);
-  }
-
+  o.log('starting the seller reference (bench/x402-express-seller-ref.ts: @x402/express, facilitator, PostgreSQL)');
+  const seller = await startSellerReference({ root: o.root, dataDir: o.service.dataDir, rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, terms: accept, wallet, body: orderBody });
+  const buySeller = (signature: string) => seller.buy(signature, o.signal);
   const purchases: OrdersResults['purchases'] = [];
-  for (const { concurrency, count } of o.purchases) {
-    o.signal.throwIfAborted();
-    o.log(`paid purchases at concurrency ${concurrency}: signing ${count} orders (each its own 402), ${count} MCP tool orders and ${count} bare payments`);
-    const orders = await signOrders(count);
-    const toolOrders = await signToolOrders(count);
-    const payments = await signPayments(count);
-    const svc = newRun(concurrency);
-    const tool = newRun(concurrency);
-    const bare = newRun(concurrency);
-    // Alternating parts (service, MCP, bare, service, MCP, bare), like the HTTP slices.
-    const slices = Math.max(1, o.rounds);
-    for (let s = 0; s < slices; s++) {
-      const from = Math.floor((count * s) / slices);
-      const to = Math.floor((count * (s + 1)) / slices);
-      o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
-      const used = await machineCpu(o.service.process.pid!, svc, false, () => timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal));
-      if (used) {
+  try {
+    const committedBefore = await seller.committedOrders();
+    o.log('paid purchases: warm-up (3 service purchases, 3 MCP tool purchases, 3 seller reference purchases, 3 bare verify+settle)');
+    for (const order of await signOrders(3)) {
+      const failure = await buy(order);
+      if (failure) throw new Error(`a warm-up purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
+    }
+    for (const toolOrder of await signToolOrders(3)) {
+      const failure = await buyTool(toolOrder);
+      if (failure) throw new Error(`a warm-up MCP tool purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
+    }
+    for (const signature of await seller.sign(3, o.signal)) {
+      const failure = await buySeller(signature);
+      if (failure) throw new Error(`a warm-up seller reference purchase failed: ${failure}`);
+    }
+    for (const p of await signPayments(3)) {
+      const failure = await settleBare(p);
+      if (failure) throw new Error(`a warm-up bare verify+settle failed: ${failure}`);
+    }
+
+    for (const { concurrency, count } of o.purchases) {
+      o.signal.throwIfAborted();
+      o.log(`paid purchases at concurrency ${concurrency}: signing ${count} orders (each its own 402), ${count} MCP tool orders, ${count} seller reference orders (each its own 402) and ${count} bare payments`);
+      const orders = await signOrders(count);
+      const toolOrders = await signToolOrders(count);
+      const sellerOrders = await seller.sign(count, o.signal);
+      const payments = await signPayments(count);
+      const svc = newRun(concurrency);
+      const tool = newRun(concurrency);
+      const ref = newRun(concurrency);
+      const bare = newRun(concurrency);
+      // Alternating parts (service, MCP, seller reference, bare, service, …), like the HTTP slices.
+      const slices = Math.max(1, o.rounds);
+      for (let s = 0; s < slices; s++) {
+        const from = Math.floor((count * s) / slices);
+        const to = Math.floor((count * (s + 1)) / slices);
         const perPurchaseMs = (seconds: number) => ((seconds * 1000) / (to - from)).toFixed(1);
-        o.log(`    CPU per purchase: serve ${perPurchaseMs(used.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(used.descendants)} ms`);
+        o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
+        const used = await machineCpu(o.service.process.pid!, svc, false, () => timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal));
+        if (used) o.log(`    CPU per purchase: serve ${perPurchaseMs(used.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(used.descendants)} ms`);
+        serviceAlive();
+        o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
+        await machineCpu(o.service.process.pid!, tool, false, () => timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal));
+        serviceAlive();
+        o.log(`  round ${s + 1}: seller reference, ${to - from} paid POST /orders at concurrency ${concurrency}`);
+        const refUsed = await sellerCpu(seller, o.service.process.pid!, ref, () => timedPool(sellerOrders.slice(from, to), concurrency, buySeller, ref, o.signal));
+        if (refUsed) o.log(`    CPU per purchase: reference ${perPurchaseMs(refUsed.reference)} ms, serve's PostgreSQL and anvil ${perPurchaseMs(refUsed.backing)} ms`);
+        serviceAlive();
+        o.log(`  round ${s + 1}: bare facilitator, ${to - from} verify+settle at concurrency ${concurrency}`);
+        const bareUsed = await machineCpu(o.service.process.pid!, bare, true, () => timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal));
+        if (bareUsed) o.log(`    CPU per purchase: this process ${perPurchaseMs(bareUsed.own)} ms, serve ${perPurchaseMs(bareUsed.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(bareUsed.descendants)} ms`);
+        serviceAlive();
       }
-      serviceAlive();
-      o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
-      await machineCpu(o.service.process.pid!, tool, false, () => timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal));
-      serviceAlive();
-      o.log(`  round ${s + 1}: bare facilitator, ${to - from} verify+settle at concurrency ${concurrency}`);
-      await machineCpu(o.service.process.pid!, bare, true, () => timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal));
-      serviceAlive();
+      finishRun(svc);
+      finishRun(tool);
+      finishRun(ref);
+      finishRun(bare);
+      for (const [name, r] of [['service', svc], ['MCP tool', tool], ['seller reference', ref], ['bare facilitator', bare]] as const) {
+        if (r.failed) o.log(`  warning: ${name}: ${r.failed} of ${r.attempted} failed: ${JSON.stringify(r.failures)}`);
+      }
+      purchases.push({ concurrency, service: svc, mcp: tool, bare, seller: ref });
     }
-    finishRun(svc);
-    finishRun(tool);
-    finishRun(bare);
-    for (const [name, r] of [['service', svc], ['MCP tool', tool], ['bare facilitator', bare]] as const) {
-      if (r.failed) o.log(`  warning: ${name}: ${r.failed} of ${r.attempted} failed: ${JSON.stringify(r.failures)}`);
-    }
-    purchases.push({ concurrency, service: svc, mcp: tool, bare });
+    // Every purchase the reference answered as a success committed its order row.
+    const committed = (await seller.committedOrders()) - committedBefore;
+    const succeeded = 3 + purchases.reduce((n, p) => n + p.seller.ok, 0);
+    assert.ok(committed >= succeeded, `the seller reference committed ${committed} order rows for ${succeeded} successful purchases`);
+  } finally {
+    await seller.stop();
   }
 
   // ---- 3. chain slowdown ----------------------------------------------------------------------------------------
@@ -342,9 +371,9 @@ function finishRun(run: OpenRun): void {
 
 /**
  * Runs `work` and adds to `run` the CPU the machine spent on it: serve's and its children's (PostgreSQL, anvil), plus
- * this process's when the contender runs here (the bare facilitator). Returns serve's and its children's parts.
+ * this process's when the contender runs here (the bare facilitator). Returns serve's, its children's and this process's parts.
  */
-async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean, work: () => Promise<void>): Promise<TreeCpu | undefined> {
+async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean, work: () => Promise<void>): Promise<TreeCpu & { own: number } | undefined> {
   const tree = await treeCpu(servePid);
   const own = process.cpuUsage();
   await work();
@@ -354,8 +383,30 @@ async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean
     run.cpuSeconds = NaN;
     return undefined;
   }
-  const used = { self: treeAfter.self - tree.self, descendants: treeAfter.descendants - tree.descendants };
-  run.cpuSeconds += used.self + used.descendants + (inThisProcess ? (ownUsed.user + ownUsed.system) / 1e6 : 0);
+  const used = { self: treeAfter.self - tree.self, descendants: treeAfter.descendants - tree.descendants, own: (ownUsed.user + ownUsed.system) / 1e6 };
+  run.cpuSeconds += used.self + used.descendants + (inThisProcess ? used.own : 0);
+  return used;
+}
+
+/**
+ * Runs `work` and adds to `run` the CPU the seller reference's purchases cost the machine: the reference's process and
+ * serve's PostgreSQL and anvil, which it uses (not serve itself, which meanwhile does only its background work).
+ */
+async function sellerCpu(seller: SellerReference, servePid: number, run: OpenRun, work: () => Promise<void>): Promise<{ reference: number; backing: number } | undefined> {
+  const measure = async () => {
+    const reference = await treeCpu(seller.pid);
+    const backing = await namedTreesCpu(servePid, ['postgres', 'anvil']);
+    return reference && backing !== undefined ? { reference: reference.self + reference.descendants, backing } : undefined;
+  };
+  const before = await measure();
+  await work();
+  const after = await measure();
+  if (!before || !after) {
+    run.cpuSeconds = NaN;
+    return undefined;
+  }
+  const used = { reference: after.reference - before.reference, backing: after.backing - before.backing };
+  run.cpuSeconds += used.reference + used.backing;
   return used;
 }
 

@@ -8,7 +8,8 @@ export interface SpreadRow {
   /** One value per run. */
   values: number[];
   format: (v: number) => string;
-  met: (v: number) => boolean;
+  /** Absent for a figure that is only reported beside a target. */
+  met?: (v: number) => boolean;
 }
 
 export function median(values: number[]): number {
@@ -26,8 +27,9 @@ export function spreadTable(rows: SpreadRow[]): string {
     '|---|---|--:|--:|--:|---|',
     ...rows.filter((r) => r.values.length).map((r) => {
       const m = median(r.values);
-      const metRuns = r.values.filter(r.met).length;
-      return `| ${r.name} | ${r.goal} | ${r.format(Math.min(...r.values))} | ${r.format(m)} | ${r.format(Math.max(...r.values))} | ${r.met(m) ? 'met' : '**MISSED**'} (${metRuns}/${r.values.length}) |`;
+      const met = r.met;
+      const result = met ? `${met(m) ? 'met' : '**MISSED**'} (${r.values.filter(met).length}/${r.values.length})` : '—';
+      return `| ${r.name} | ${r.goal} | ${r.format(Math.min(...r.values))} | ${r.format(m)} | ${r.format(Math.max(...r.values))} | ${result} |`;
     }),
   ].join('\n');
 }
