@@ -80,10 +80,11 @@ describe('CORS for browser agents', () => {
       }),
       await fetch(`${service.baseUrl}/no-such-route`, { headers: { origin: 'https://agent.example' } }),
       await fetch(`${service.baseUrl}/quotes`, { method: 'POST', headers: { origin: 'https://agent.example' } }),
-      // The MCP transport writes its own answer.
+      // The MCP transport writes its own answer (a browser page of this service's own origin: others are refused,
+      // DNS rebinding protection, unless MCP_ALLOWED_ORIGINS names them).
       await fetch(`${service.baseUrl}/mcp`, {
         method: 'POST',
-        headers: { origin: 'https://agent.example', authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: { origin, authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'cors-test', version: '1' } } }),
       }),
     ];

@@ -114,8 +114,9 @@ export class OrderService {
         `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
     }
     // The signature covers only the transfer: without this, a payment made out for one operation (an order) would
-    // buy any other of the same price (an upgrade, an MCP order) while the payer's client showed the first.
-    if (payload.resource?.url !== input.resourceUrl) {
+    // buy any other of the same price (an upgrade, an MCP order) while the payer's client showed the first. The
+    // operation is bound, not the address it was asked at: another instance, or this one on a new port, sells it too.
+    if (operationOf(payload.resource?.url) !== operationOf(input.resourceUrl)) {
       throw await paymentRequired('payment_wrong_resource',
         `The payment was made out for ${describeResource(payload.resource?.url)}, not for ${input.resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`);
     }
@@ -410,4 +411,15 @@ function orderDocument(order: OrderRow): Record<string, unknown> {
     created_at: order.created_at.toISOString(),
     settled_at: order.settled_at?.toISOString() ?? null,
   };
+}
+
+/** What a resource URL names, whatever instance it was asked at: the path of an http(s) URL, any other URL whole. */
+function operationOf(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const parsed = new URL(url);
+    return /^https?:$/.test(parsed.protocol) ? `${parsed.pathname}${parsed.search}` : url;
+  } catch {
+    return url;
+  }
 }
