@@ -12,7 +12,7 @@ import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
-import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
+import { extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity, uploadLimitsFromEnv } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
@@ -136,7 +136,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       orders,
       services,
       media,
-      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj), credentials: stream.callbackCredentials } }),
+      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, live), credentials: stream.callbackCredentials } }),
       metrics,
       log,
       connections,
@@ -184,6 +184,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
         // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
         meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log),
         intervalMs: Number(process.env.LIFECYCLE_INTERVAL_MS ?? 1000),
+        extendHint: extendHint(live, () => publicBaseUrl),
       });
       worker.start();
       cleanup.push(async () => { await worker.stop(); await autodj.stopAll(); await relays.stopAll(); });
