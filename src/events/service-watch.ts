@@ -18,7 +18,11 @@ export type ExtendHint = (service: { id: string; product_id: string; limits: Rec
  * (an upgrade or renewal that moves expires_at arms it again). With `extendHint`, the event also says how to extend.
  */
 export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds = expiringLeadSecondsFromEnv(), extendHint?: ExtendHint): Promise<void> {
-  const query = (sql as { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> }).query.bind(sql);
+  // A Database answers rows, a transaction's Client a result with rows.
+  const query = async (text: string, params: unknown[]) => {
+    const result = await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(text, params);
+    return { rows: (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, unknown>> };
+  };
   const due = `FROM services s
      WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
        AND NOT EXISTS (SELECT 1 FROM events e WHERE e.once_key = 'service.expiring ' || s.id || ' ' || s.expires_at::text)`;
