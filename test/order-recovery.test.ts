@@ -75,14 +75,16 @@ describe('an instance killed while an extension is being paid', () => {
     await first.stop();
 
     const doomed = await start(dataDir, { ORDER_CRASH_AT: 'after_settled' });
+    // Each start runs the chain on a new port.
+    const paying = new TestWallet(dev.buyer.private_key, JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')).chain.rpc_url);
     const path = `/services/${svc.service_id}/extend`;
     const extension = { body: { duration_hours: 2 }, headers: { 'idempotency-key': 'ext-crash' } };
     const ask = await request(doomed, 'POST', path, extension);
     assert.equal(ask.status, 402, JSON.stringify(ask.body));
     const header = ask.headers.get('payment-required')!;
     const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
-    const sellerBefore = await wallet.balanceOf(asset, payTo);
-    const signature = await wallet.pay(header);
+    const sellerBefore = await paying.balanceOf(asset, payTo);
+    const signature = await paying.pay(header);
     await assert.rejects(request(doomed, 'POST', path, { ...extension, headers: { ...extension.headers, 'payment-signature': signature } }), 'the instance dies mid-extension');
     assert.equal(await doomed.stop(), null, 'killed by a signal');
 
