@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { canonicalJson, extensionRecord, replayRecordText } from '../src/audit/index.js';
 import { evaluateExtension, openSnapshot, readSnapshotFiles, type ExtensionEvaluation, type ExtensionInput, type Snapshot } from '../src/pricing/index.js';
-import { root } from './support/service.js';
+import { readFile, writeFile } from 'node:fs/promises';
+import { cli, copyCatalog, root } from './support/service.js';
 
 let snapshot: Snapshot;
 
@@ -81,5 +82,26 @@ describe('the price of an extension, from the rules', () => {
     const tampered = await replayRecordText('ev_ext_test01', edited, async () => snapshot);
     assert.equal(tampered.identical, false);
     assert.ok(tampered.differences!.some((d) => d.path === '$.amount_atomic'), JSON.stringify(tampered.differences));
+  });
+
+  test('catalog preview --extend-hours shows the price from the files on disk; a catalog editor changes it without code', { timeout: 120_000 }, async () => {
+    const copy = await copyCatalog();
+    try {
+      const env = { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir };
+      const args = ['catalog', 'preview', 'temporary-autodj', '--param', 'duration_hours=24', '--param', 'storage_mb=1', '--param', 'bitrate_kbps=64', '--extend-hours', '24', '--json'];
+      const before = await cli(args, env);
+      assert.equal(before.code, 0, before.stderr);
+      assert.equal(JSON.parse(before.stdout).amount_atomic, '1410000');
+      const file = join(copy.catalogDir, 'products/temporary-autodj.yaml');
+      await writeFile(file, (await readFile(file, 'utf8')).replace('amount_atomic: "1900000"', 'amount_atomic: "2000000"'));
+      const after = await cli(args, env);
+      assert.equal(after.code, 0, after.stderr);
+      assert.equal(JSON.parse(after.stdout).amount_atomic, '1510000', 'the 7-day package now costs 2.00');
+      const tooLong = await cli([...args.slice(0, -3), '--extend-hours', '697'], env);
+      assert.equal(tooLong.code, 1);
+      assert.match(tooLong.stderr, /extension_too_long/);
+    } finally {
+      await copy.remove();
+    }
   });
 });
