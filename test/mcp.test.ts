@@ -75,7 +75,7 @@ describe('MCP', { skip }, () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(),
-      ['describe_product', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
+      ['describe_product', 'extend_service', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
     const openapi = (await request(service, 'GET', '/openapi.json')).body;
     const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]));
     for (const name of ['quote', 'order']) {
@@ -248,6 +248,29 @@ describe('MCP', { skip }, () => {
     assert.equal(unknown.details![0].pointer, '/playlist/0');
     const set = await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: [], shuffle: true });
     assert.deepEqual(set.structuredContent, { ok: true, playlist: [], shuffle: true });
+  });
+
+  test('extend_service is paid over MCP with _meta["x402/payment"]: the expiry moves by the hours bought; a replay is not charged again', { timeout: 120_000 }, async () => {
+    const live = (await buy(service, wallet, { product_id: 'instant-stream', email: 'ext@example.com', station_name: 'Ext FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } })).body;
+    const args = { service_id: live.service.service_id, duration_hours: 100, idempotency_key: randomUUID() };
+    const unpaid = await call(agent, 'extend_service', args);
+    const required = unpaid.structuredContent as PaymentRequired;
+    assert.equal(required.resource.url, 'mcp://tool/extend_service');
+    assert.equal(required.accepts[0].amount, '2000000', '100 hours at 0.02 USDC');
+    const { asset, payTo } = required.accepts[0];
+    const sellerBefore = await wallet.balanceOf(asset, payTo);
+    const paid = await call(agent, 'extend_service', args, { 'x402/payment': await wallet.client.createPaymentPayload(required) });
+    assert.equal(paid.isError, undefined, JSON.stringify(paid));
+    assert.equal(paid.structuredContent.order.extension_of, live.service.service_id);
+    assert.equal(paid._meta['x402/payment-response'].success, true);
+    assert.equal(Date.parse(paid.structuredContent.service.expires_at) - Date.parse(live.service.expires_at), 100 * 3_600_000);
+    const replay = await call(agent, 'extend_service', args);
+    assert.equal(replay.structuredContent.idempotent_replay, true);
+    assert.equal(replay.structuredContent.order.id, paid.structuredContent.order.id);
+    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 2_000_000n, 'charged once');
+    const stranger = await mcpClient(JSON.parse((await service.cli(['keys', 'create', '--name', 'mcp-stranger'])).stdout).api_key);
+    assert.equal(errorOf(await call(stranger, 'extend_service', { ...args, idempotency_key: randomUUID() })).code, 'service_not_found');
+    await stranger.close();
   });
 
   test('a payment that is not an x402 payload gets the PaymentRequired again; nothing is charged', async () => {

@@ -145,6 +145,11 @@ describe('/openapi.json', () => {
     const paidUpgrade = await payFor(service, wallet, `/services/${serviceId}/upgrade`, { product_id: 'event-stream' }, 'openapi-up-paid');
     check('POST', '/services/{service_id}/upgrade', paidUpgrade.status, paidUpgrade.body);
     assert.equal(paidUpgrade.status, 200, JSON.stringify(paidUpgrade.body));
+    assert.equal((await call('POST', '/services/{service_id}/extend', `/services/${serviceId}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': 'openapi-ext' } })).status, 402);
+    assert.equal((await call('POST', '/services/{service_id}/extend', `/services/${serviceId}/extend`, { body: { duration_hours: 100_000 }, headers: { 'idempotency-key': 'openapi-ext-422' } })).status, 422);
+    const paidExtension = await payFor(service, wallet, `/services/${serviceId}/extend`, { duration_hours: 1 }, 'openapi-ext-paid');
+    check('POST', '/services/{service_id}/extend', paidExtension.status, paidExtension.body);
+    assert.equal(paidExtension.status, 200, JSON.stringify(paidExtension.body));
 
     // AutoDJ: files, playlist, delete.
     const autodj = await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'OpenAPI DJ', parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 5, listeners: 2 } }, 'openapi-dj');

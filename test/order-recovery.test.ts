@@ -62,3 +62,49 @@ describe('an instance killed (SIGKILL) between two steps of an order', () => {
     });
   }
 });
+
+describe('an instance killed while an extension is being paid', () => {
+  test('after_settled: the recovery loop finishes the extension by itself; the retry gets it, charged exactly once', async () => {
+    const dataDir = await scratchDir('audio-crash-ext-');
+    const first = await start(dataDir, {});
+    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const ordered = await retryUntilSettled(first, 'ext-order', await wallet.pay((await request(first, 'POST', '/orders', { body, headers: { 'idempotency-key': 'ext-order' } })).headers.get('payment-required')!));
+    assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+    const svc = ordered.body.service;
+    await first.stop();
+
+    const doomed = await start(dataDir, { ORDER_CRASH_AT: 'after_settled' });
+    // Each start runs the chain on a new port.
+    const paying = new TestWallet(dev.buyer.private_key, JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')).chain.rpc_url);
+    const path = `/services/${svc.service_id}/extend`;
+    const extension = { body: { duration_hours: 2 }, headers: { 'idempotency-key': 'ext-crash' } };
+    const ask = await request(doomed, 'POST', path, extension);
+    assert.equal(ask.status, 402, JSON.stringify(ask.body));
+    const header = ask.headers.get('payment-required')!;
+    const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
+    const sellerBefore = await paying.balanceOf(asset, payTo);
+    const signature = await paying.pay(header);
+    await assert.rejects(request(doomed, 'POST', path, { ...extension, headers: { ...extension.headers, 'payment-signature': signature } }), 'the instance dies mid-extension');
+    assert.equal(await doomed.stop(), null, 'killed by a signal');
+
+    const revived = await start(dataDir, {});
+    const revivedDev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const chain = new TestWallet(dev.buyer.private_key, revivedDev.chain.rpc_url);
+    const moved = Date.parse(svc.expires_at) + 2 * 3_600_000;
+    // Nobody retries: the recovery loop alone applies the paid extension.
+    for (let i = 0; i < 100; i++) {
+      const read = await request(revived, 'GET', `/services/${svc.service_id}`);
+      if (Date.parse(read.body.service.expires_at) === moved) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(Date.parse((await request(revived, 'GET', `/services/${svc.service_id}`)).body.service.expires_at), moved, 'extended by recovery');
+    const retry = await request(revived, 'POST', path, { ...extension, headers: { ...extension.headers, 'payment-signature': signature } });
+    assert.equal(retry.status, 200, JSON.stringify(retry.body));
+    assert.equal(retry.body.idempotent_replay, true);
+    assert.equal(retry.body.order.extension_of, svc.service_id);
+    assert.equal(Date.parse(retry.body.service.expires_at), moved, 'applied once');
+    assert.equal(await chain.balanceOf(asset, payTo) - sellerBefore, 270000n, 'charged exactly once');
+    await revived.stop();
+  });
+});

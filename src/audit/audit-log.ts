@@ -83,7 +83,7 @@ export class AuditLog {
 
   /**
    * What an id names: an evaluation record, or the evaluation behind a quote, an order or a service (its order and
-   * every upgrade), with the orders' chained states.
+   * every upgrade and extension), with the orders' chained states.
    */
   async lookup(id: string): Promise<{ about: string; records: StoredRecord[] } | undefined> {
     const direct = await this.get(id);
@@ -92,7 +92,7 @@ export class AuditLog {
     if (quote) return { about: `quote ${id}`, records: [(await this.get(quote.evaluation_id))!] };
     const orders = await this.db.query<{ id: string; evaluation_id: string | null }>(
       `SELECT id, evaluation_id FROM orders WHERE id = $1
-       UNION ALL SELECT o.id, o.evaluation_id FROM services s JOIN orders o ON o.id = s.order_id OR o.upgrade_of = s.id WHERE s.id = $1`, [id]);
+       UNION ALL SELECT o.id, o.evaluation_id FROM services s JOIN orders o ON o.id = s.order_id OR o.upgrade_of = s.id OR o.extension_of = s.id WHERE s.id = $1`, [id]);
     if (!orders.length) return undefined;
     const records: StoredRecord[] = [];
     for (const order of orders) {

@@ -19,7 +19,7 @@ export class OrderStates {
 
   /** Order and upgrade evaluations: the amount they say is charged (a quote-locked order's price is the quote's). */
   evaluation(id: string, body: Record<string, unknown>): void {
-    if (body.kind === 'upgrade_price') this.charged.set(id, String(body.amount_atomic));
+    if (body.kind === 'upgrade_price' || body.kind === 'extension_price') this.charged.set(id, String(body.amount_atomic));
     if (body.kind === 'order_price') this.charged.set(id, String((body.output as { total_atomic?: string } | undefined)?.total_atomic));
   }
 

@@ -133,6 +133,11 @@ export const catalogFileSchema = {
     exchange_rates: { type: 'object', propertyNames: { pattern: '^[A-Z]{3,5}_[A-Z]{3,5}$' }, additionalProperties: decimalString },
     products: { type: 'array', uniqueItems: true, minItems: 1, items: identifier },
     upgrades: { type: 'object', propertyNames: identifier, additionalProperties: { type: 'array', uniqueItems: true, items: identifier } },
+    extensions: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { grace_hours: { type: 'number', minimum: 0, maximum: 8760, description: 'Hours after its expiry during which a service can still be extended (default 24).' } },
+    },
     buyer_limits: {
       type: 'object',
       additionalProperties: false,

@@ -47,6 +47,8 @@ export interface CatalogSettings {
   products: string[];
   /** Upgrade paths: a service of the key's product can become one of the listed products. */
   upgrades?: Record<string, string[]>;
+  /** Extensions of paid time (POST /services/{id}/extend): how long after its expiry a service may still be extended. */
+  extensions?: { grace_hours?: number };
   /** What one API key, and one paying address, may hold at once (checked by rules of the buyer stage). */
   buyer_limits?: { per_key?: BuyerLimit; per_payer?: BuyerLimit };
 }

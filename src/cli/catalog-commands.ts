@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { catalogHelp, PRICES_CHANGE_EXIT_CODE, ROW_LIMIT } from './catalog-help.js';
+import { previewExtension } from './extension-preview.js';
 import { progressReporter } from './progress.js';
 
 type Command = (config: Config, args: string[]) => Promise<number>;
@@ -85,6 +86,8 @@ export const catalogCommands: Record<string, Command> = {
 
     const { files, snapshot, diagnostics } = await loadFromDisk(config);
     if (!snapshot) { reportDiagnostics(diagnostics, files); return 1; }
+    const extendHours = options(args, '--extend-hours')[0];
+    if (extendHours !== undefined) return previewExtension(snapshot, productId, parameters, extendHours, args.includes('--json'));
     const evaluation = await evaluatePrice(snapshot, { product_id: productId, parameters, ...(billing && { billing: billing as PriceInput['billing'] }) });
     if (evaluation.outcome === 'unknown_product') {
       process.stderr.write(`no product ${productId}; the catalog has: ${snapshot.catalog.settings.products.join(', ')}\n`);

@@ -29,7 +29,7 @@ exit 0: revoked, 1: no active key with this id, 2: no ID`,
 
 The latest audit records (price evaluations and order states), newest first, as JSON.
   --limit N        at most N records (default 20)
-  --kind K         only records of this kind (e.g. quote, order, upgrade, order_state)
+  --kind K         only records of this kind (e.g. quote, order, upgrade, extension, order_state)
   --product P      only evaluations of this product
   --key ID         only records made for this API key id
   --since T, --until T   a time window (2026-11-23 or 2026-11-23T15:00:00Z)
@@ -40,7 +40,7 @@ An evaluation record, or everything that priced a quote, order or service, with 
 exit 0: found, 1: no such record, quote, order or service`,
   'audit replay': `usage: agent-audio audit replay ID | --all [--progress]
 
-Re-evaluates records (quotes, orders, upgrades) on the catalog snapshot they ran on and compares field by field.
+Re-evaluates records (quotes, orders, upgrades, extensions) on the catalog snapshot they ran on and compares field by field.
 Prints one JSON report per record, then a count.
   --all        every evaluation record in the chain
   --progress   "replayed N/M" lines on stderr (the default when stderr is a terminal); stdout is unchanged

@@ -12,7 +12,7 @@ import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../pricing/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
-import { armCrashPoints, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
+import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
@@ -158,7 +158,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       ...(capacity && { capacity: { limits: capacity.limits, inUse: () => capacity!.inUse() } }),
       services,
       media,
-      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents),
+      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live),
         credentials: stream.callbackCredentials } }),
       metrics,
       log,
@@ -208,6 +208,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
         meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log, config.streaming.sourceBudget),
         intervalMs: config.lifecycleIntervalMs,
         expiringLeadSeconds: config.events.expiringLeadSeconds,
+        extendHint: extendHint(live, () => publicBaseUrl),
       });
       worker.start();
       cleanup.push(async () => { await worker.stop(); await autodj.stopAll(); await relays.stopAll(); });

@@ -9,6 +9,7 @@ export const EVENT_TYPES = [
   'service.suspended',
   'service.expired',
   'upgrade.applied',
+  'service.extended',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -10,6 +10,8 @@ interface PaidOrder {
   asset: string;
   payer: string;
   upgrade_of: string | null;
+  extension_of?: string | null;
+  configuration?: Record<string, unknown>;
   settlement: Record<string, unknown> | null;
 }
 
@@ -27,7 +29,7 @@ export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void>
     type: 'order.paid',
     orderId: order.id,
     apiKeyId: order.api_key_id,
-    ...(order.upgrade_of && { serviceId: order.upgrade_of }),
+    ...((order.upgrade_of ?? order.extension_of) && { serviceId: (order.upgrade_of ?? order.extension_of)! }),
     data: {
       product_id: order.product_id,
       amount_atomic: order.amount_atomic,
@@ -36,14 +38,18 @@ export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void>
       payer: order.payer,
       transaction: order.settlement?.transaction ?? null,
       upgrade_of: order.upgrade_of,
+      ...(order.extension_of && { extension_of: order.extension_of, duration_hours: order.configuration?.duration_hours }),
     },
   });
 }
 
-/** service.active for a new service, upgrade.applied for an upgrade; in the transaction that activates the order. */
-export async function recordProvisioned(sql: Sql, order: { id: string; upgrade_of: string | null }, service: ProvisionedService): Promise<void> {
+/**
+ * service.active for a new service, upgrade.applied for an upgrade, service.extended for an extension (with the
+ * hours added); in the transaction that activates the order.
+ */
+export async function recordProvisioned(sql: Sql, order: { id: string; upgrade_of: string | null; extension_of?: string | null; configuration?: Record<string, unknown> }, service: ProvisionedService): Promise<void> {
   await recordEvent(sql, {
-    type: order.upgrade_of ? 'upgrade.applied' : 'service.active',
+    type: order.extension_of ? 'service.extended' : order.upgrade_of ? 'upgrade.applied' : 'service.active',
     serviceId: service.id,
     orderId: order.id,
     data: {
@@ -51,6 +57,7 @@ export async function recordProvisioned(sql: Sql, order: { id: string; upgrade_o
       product_id: service.product_id,
       expires_at: service.expires_at?.toISOString() ?? null,
       limits: service.limits,
+      ...(order.extension_of && { added_hours: order.configuration?.duration_hours }),
     },
   });
 }

@@ -3,22 +3,41 @@ import type { Sql } from './event-log.js';
 import { recordEvent } from './event-log.js';
 import type { EventType } from './event-types.js';
 
+/** What a service.expiring event tells about extending the service (the operation and its price), if anything. */
+export type ExtendHint = (service: { id: string; product_id: string; limits: Record<string, unknown>; status: string; expires_at: Date | null }) => Promise<Record<string, unknown> | undefined>;
+
 /**
  * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service and expiry time
- * (an upgrade or renewal that moves expires_at arms it again).
+ * (an upgrade or renewal that moves expires_at arms it again). With `extendHint`, the event also says how to extend.
  */
-export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds: number): Promise<void> {
-  await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(
+export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds: number, extendHint?: ExtendHint): Promise<void> {
+  // A Database answers rows, a transaction's Client a result with rows.
+  const query = async (text: string, params: unknown[]) => {
+    const result = await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(text, params);
+    return { rows: (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, unknown>> };
+  };
+  const due = `FROM services s
+     WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.once_key = 'service.expiring ' || s.id || ' ' || s.expires_at::text)`;
+  const ids: string[] = [];
+  const hints: string[] = [];
+  if (extendHint) {
+    const { rows } = await query(`SELECT s.id, s.product_id, s.limits, s.status, s.expires_at ${due}`, [hostId, leadSeconds]);
+    for (const row of rows as Array<Parameters<ExtendHint>[0]>) {
+      const hint = await extendHint(row).catch(() => undefined);
+      if (hint) { ids.push(row.id); hints.push(JSON.stringify(hint)); }
+    }
+  }
+  await query(
     `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
      SELECT $3 || md5(s.id || s.expires_at::text), 'service.expiring', s.api_key_id, s.id, s.order_id,
             jsonb_build_object('expires_at', to_char(s.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                               'seconds_left', floor(extract(epoch FROM s.expires_at - now()))::int, 'lead_seconds', $2::int),
+                               'seconds_left', floor(extract(epoch FROM s.expires_at - now()))::int, 'lead_seconds', $2::int)
+              || coalesce((SELECT h.hint::jsonb FROM unnest($4::text[], $5::text[]) AS h(id, hint) WHERE h.id = s.id), '{}'),
             'service.expiring ' || s.id || ' ' || s.expires_at::text
-     FROM services s
-     WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
-       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.once_key = 'service.expiring ' || s.id || ' ' || s.expires_at::text)
+     ${due}
      ON CONFLICT DO NOTHING`,
-    [hostId, leadSeconds, randomId('evt_', 6)]);
+    [hostId, leadSeconds, randomId('evt_', 6), ids, hints]);
 }
 
 /** Fractions of the bought listener places whose crossing (upwards) is reported. */

@@ -8,7 +8,7 @@ import {
   orderSchema, playlistResponseSchema, pricingSchema, serviceResponseSchema, serviceSchema, storedFileResponseSchema, usageResponseSchema,
   paymentRequiredBodySchema, paymentRequirementsSchema, wellKnownX402Schema,
 } from './response-schemas.js';
-import { errorSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, upgradeRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
+import { errorSchema, extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, upgradeRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
 
 const cache = new WeakMap<Snapshot, Buffer>();
 
@@ -155,6 +155,7 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
         Playlist: playlistSchema,
         PlaylistResponse: playlistResponseSchema,
         UpgradeRequest: upgradeRequestSchema,
+        ExtendRequest: extendRequestSchema,
         AuditHead: auditHeadSchema,
         WellKnownX402: wellKnownX402Schema,
         ...parameterSchemas,
@@ -286,6 +287,28 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
           200: paidResponse('The order and the upgraded service.'),
           400: error('idempotency_key_missing or malformed, payment_id_invalid.'),
           409: error('upgrade_not_possible, upgrade_changes_nothing, upgrade_in_progress (another upgrade of the service is being paid), service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is charged.'),
+          422: error('invalid_request: error.details points at the problem.'),
+          ...common,
+          402: paymentRequired,
+          503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, store_unavailable (retryable).'),
+        },
+      },
+    },
+    '/services/{service_id}/extend': {
+      post: {
+        ...owner, operationId: 'extendService', parameters: [id, { ...idempotencyHeader(true), description: 'A new value per extension; reuse it when you retry the same extension.' }, paymentSignatureHeader],
+        summary: 'Add paid hours to the service: its expiry moves from the current expiry (never from now), paid with x402 exactly like an order.',
+        description: 'First call: 402 with PAYMENT-REQUIRED naming the price. The price comes from the product\'s own pricing: its price for the new total of hours minus its price for the hours already paid '
+          + '(a formula product: the added hours at its hourly rate; a package product: the package covering the new total minus the one paid), at least the order minimum and at most the order maximum. '
+          + 'The hours over the service\'s whole life may not pass its product\'s maximum duration_hours. Applied at once: the source and listeners stay connected past the old expiry. '
+          + 'An expired service can be extended within the catalog\'s grace period (24 h unless the catalog says otherwise): it comes back on the same mount with the same credentials. '
+          + `service.expiring events name this operation and the price of one more hour; service.extended is sent when it is applied. ${CLIENT_CAP_NOTE}`,
+        'x-payment-info': paymentInfo,
+        requestBody: { required: true, content: { 'application/json': { schema: ref('ExtendRequest') } } },
+        responses: {
+          200: paidResponse('The order (extension_of, configuration.duration_hours) and the extended service.'),
+          400: error('idempotency_key_missing or malformed, payment_id_invalid.'),
+          409: error('service_stopped (it was stopped and refunded), extension_grace_over, extension_too_long (the product\'s maximum duration), extension_not_possible, amount_out_of_range, extension_in_progress, service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is charged.'),
           422: error('invalid_request: error.details points at the problem.'),
           ...common,
           402: paymentRequired,

@@ -3,13 +3,13 @@ import { parametersSchema } from '../catalog/index.js';
 import type { PlaceOrder } from '../orders/index.js';
 import { billingOptions, BILLINGS, type BillingOption, type LiveSnapshot, type Snapshot } from '../pricing/index.js';
 import { orderResponseSchema } from './response-schemas.js';
-import { orderRequestSchema, upgradeRequestSchema } from './schemas.js';
+import { extendRequestSchema, orderRequestSchema, upgradeRequestSchema } from './schemas.js';
 
 /** How the paid operations introduce themselves to x402 discovery (bazaar catalogs, /.well-known/x402). */
 export const SERVICE_NAME = 'Agent Audio API';
 export const SERVICE_TAGS = ['audio', 'streaming', 'radio', 'icecast', 'infrastructure'];
 
-export type PaidOperationName = 'createOrder' | 'upgradeService';
+export type PaidOperationName = 'createOrder' | 'upgradeService' | 'extendService';
 
 export interface PaidOperation {
   name: PaidOperationName;
@@ -80,6 +80,9 @@ export async function discoveryOf(live: LiveSnapshot, name: PaidOperationName, p
 function forProduct(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, product: OrderableProduct): PaidOperation {
   const operation = paidOperations(snapshot, billing).find((o) => o.name === name)!;
   const productId = { enum: [product.id] };
+  if (name === 'extendService') {
+    return { ...operation, outputSchema: outline(operation.outputSchema), outputExample: exampleOrderResponse(exampleOrder(snapshot, product.id)) };
+  }
   if (name === 'upgradeService') {
     return { ...operation, inputSchema: { ...upgradeRequestSchema, properties: { product_id: productId } }, inputExample: { product_id: product.id }, outputSchema: outline(operation.outputSchema), outputExample: exampleOrderResponse(exampleOrder(snapshot, product.id)) };
   }
@@ -162,6 +165,17 @@ function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidO
       pathParams: { type: 'object', required: ['service_id'], properties: { service_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' } } },
       outputSchema: orderResponseSchema,
       outputExample: exampleOrderResponse({ ...example, product_id: 'event-stream' }),
+    },
+    {
+      name: 'extendService',
+      method: 'POST',
+      routeTemplate: '/services/:service_id/extend',
+      description: 'Add paid hours to a service you own (its expiry moves by that much), or bring back one that expired within the grace period, paid with x402.',
+      inputSchema: extendRequestSchema,
+      inputExample: { duration_hours: 1 },
+      pathParams: { type: 'object', required: ['service_id'], properties: { service_id: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' } } },
+      outputSchema: orderResponseSchema,
+      outputExample: exampleOrderResponse(example),
     },
   ];
 }

@@ -24,6 +24,7 @@ export const orderSchema = {
     quote_id: { type: ['string', 'null'] },
     evaluation_id: { type: ['string', 'null'], description: 'The audit record that priced this order (agent-audio audit show ID).' },
     upgrade_of: { type: 'string', description: 'For an upgrade: the service it changed.' },
+    extension_of: { type: 'string', description: 'For an extension: the service it added paid time to (configuration.duration_hours: the hours added).' },
     payment: {
       type: 'object',
       required: ['protocol', 'network', 'payer'],

@@ -148,6 +148,18 @@ export const playlistSchema = {
   },
 };
 
+export const extendRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['duration_hours'],
+  properties: {
+    duration_hours: {
+      type: 'number', exclusiveMinimum: 0, maximum: 8760,
+      description: 'Hours of paid time to add. The new expiry is the current expiry plus these hours (never counted from now); the service\'s hours over its whole life may not pass its product\'s maximum duration_hours.',
+    },
+  },
+};
+
 export const upgradeRequestSchema = {
   type: 'object',
   additionalProperties: false,

@@ -10,7 +10,7 @@ import { callerOf } from './caller.js';
 import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
-import { playlistSchema, upgradeRequestSchema } from './schemas.js';
+import { extendRequestSchema, playlistSchema, upgradeRequestSchema } from './schemas.js';
 
 const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
 const readPlaylist = bodyReader<{ playlist: string[]; shuffle?: boolean }>(playlistSchema, 'playlist');
@@ -28,6 +28,8 @@ export interface ServiceRouteDeps {
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
+const readExtend = bodyReader<{ duration_hours: number }>(extendRequestSchema, 'extend request');
+const notConfigured = (what: string) => new ApiError(503, 'machine_payment_not_configured', `Machine payment is not configured on this deployment, so ${what} cannot be paid. Check agent_checkout in GET /api/v1/availability.`, { retryable: true });
 
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
@@ -73,6 +75,25 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
       resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
       ...(deps.live && { discovery: await discoveryOf(deps.live, 'upgradeService', ctx.path, productId) }),
+    });
+    ctx.state.orderId = placed.body.order.id;
+    ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
+    ctx.body = placed.body;
+  });
+
+  router.post('/services/:service_id/extend', async (ctx) => {
+    const service = await owned(ctx);
+    const idempotency = idempotencyKey(ctx, true)!;
+    const { duration_hours: hours } = await readExtend(ctx);
+    if (!deps.orders) throw notConfigured('extensions');
+    const placed = await deps.orders.place({
+      apiKeyId: service.api_key_id,
+      idempotencyKey: idempotency,
+      request: { extension_of: service.id, duration_hours: hours },
+      extensionOf: service,
+      paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
+      resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/extend`,
+      ...(deps.live && { discovery: await discoveryOf(deps.live, 'extendService', ctx.path, service.product_id) }),
     });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);

@@ -35,7 +35,7 @@ export function toolDiscovery(snapshot: Snapshot, name: ToolName, description: s
 }
 
 function productsOf(schema: Schema): unknown[] {
-  return ((schema.properties as Schema).product_id as Schema).enum as unknown[] ?? [];
+  return ((schema.properties as Schema).product_id as Schema | undefined)?.enum as unknown[] ?? [];
 }
 
 /** The schema with product_id as this one product and only its parameters branch. */

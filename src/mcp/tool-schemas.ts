@@ -1,5 +1,5 @@
 import { parametersSchema } from '../catalog/index.js';
-import { idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from '../http/index.js';
+import { extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from '../http/index.js';
 import type { Snapshot } from '../pricing/index.js';
 
 type Schema = Record<string, unknown>;
@@ -31,6 +31,7 @@ export const argumentSchemas = {
   service_status: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
   service_usage: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
   upgrade_service: withFields(upgradeRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
+  extend_service: withFields(extendRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
   set_playlist: withFields(playlistSchema, { service_id: serviceId }, ['service_id']),
   service_events: {
     type: 'object', additionalProperties: false, required: ['service_id'],

@@ -39,6 +39,7 @@ export interface Tool {
 const productId = new RegExp(productIdPattern);
 const PAYMENT_HOW = 'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
 const ORDER_DESCRIPTION = `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`;
+const EXTEND_DESCRIPTION = `Adds duration_hours of paid time to a service you bought (as POST /api/v1/services/{service_id}/extend): the expiry moves from the current expiry, the stream and listeners stay connected; an expired service comes back within the grace period (same mount and credentials). The price is the product's price for the new total of hours minus its price for the hours paid, at least the order minimum. ${PAYMENT_HOW}`;
 const UPGRADE_DESCRIPTION = `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). ${PAYMENT_HOW}`;
 
 export const tools: Tool[] = [
@@ -120,8 +121,21 @@ export const tools: Tool[] = [
     },
   },
   {
+    name: 'extend_service', title: 'Extend a service', readOnly: false,
+    description: EXTEND_DESCRIPTION,
+    run: async ({ args, caller, payment }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      const orders = paymentReady(deps);
+      const placed = await orders.place({
+        apiKeyId: service.api_key_id, idempotencyKey: args.idempotency_key, request: { extension_of: service.id, duration_hours: args.duration_hours },
+        extensionOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('extend_service'), discovery: toolDiscovery(deps.live.current, 'extend_service', EXTEND_DESCRIPTION, service.product_id),
+      });
+      return { body: placed.body, paymentResponse: placed.paymentResponse };
+    },
+  },
+  {
     name: 'service_events', title: 'Events of a service', readOnly: true,
-    description: 'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
+    description: 'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const events = await eventsAfter(deps, service.id, args.last_event_id, args.wait_seconds ?? 20);

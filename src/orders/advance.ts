@@ -147,7 +147,8 @@ async function recordPaidAndProvision(client: Client, order: OrderRow, proof: Tr
   // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
   // that order here too: settling first would hold the in-flight order's new row version while waiting for the
   // service, and a concurrent claim waiting on that version would deadlock with us.
-  if (order.upgrade_of) await deps.services.lock(client, order.upgrade_of);
+  const target = order.upgrade_of ?? order.extension_of;
+  if (target) await deps.services.lock(client, target);
   const settled = await deps.orders.settled(order.id, { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof }, client);
   // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
   crashPoint('after_settled');
@@ -172,7 +173,9 @@ async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: O
 
 async function provisionWith(client: Client, order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
   const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
-  const service = order.upgrade_of
+  const service = order.extension_of
+    ? await deps.services.applyExtension(client, order.extension_of, order.id, Number(order.configuration.duration_hours))
+    : order.upgrade_of
     ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
     : await deps.services.createForOrder(client, order, limits, expiryOf(order));
   const active = await deps.orders.activate(client, order.id);

@@ -4,3 +4,4 @@ export { OrderRecovery } from './recovery.js';
 export { armCrashPoints } from './crash-point.js';
 export type { OrderRequest } from './order-price.js';
 export type { AdvanceDeps } from './advance.js';
+export { extendHint } from './extension-price.js';

@@ -1,4 +1,4 @@
-import { canonicalJson, priceRecord, sha256, upgradeRecord, type AuditLog } from '../audit/index.js';
+import { canonicalJson, extensionRecord, priceRecord, sha256, upgradeRecord, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type DiscoveryDeclaration, type PaymentPrecheck, type PaymentPayload, type SettleResponse } from '../payments/index.js';
@@ -9,6 +9,7 @@ import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { checkBuyerLimits } from './buyer-limits.js';
 import { crashPoint, pausePoint } from './crash-point.js';
+import { checkExtensible, priceExtension } from './extension-price.js';
 import type { OrderRequest } from './order-price.js';
 import { PriceMemo } from './price-memo.js';
 import { priceUpgrade } from './upgrade-price.js';
@@ -24,10 +25,12 @@ type PaymentRequiredError = (code: string, message: string, status?: number) => 
 export interface PlaceOrder {
   apiKeyId: string;
   idempotencyKey: string;
-  /** The order request, or for an upgrade { upgrade_of, product_id }. */
-  request: OrderRequest | { upgrade_of: string; product_id: string };
+  /** The order request, for an upgrade { upgrade_of, product_id }, for an extension { extension_of, duration_hours }. */
+  request: OrderRequest | { upgrade_of: string; product_id: string } | { extension_of: string; duration_hours: number };
   /** The service an upgrade applies to. */
   upgradeOf?: ServiceRow;
+  /** The service an extension adds paid time to. */
+  extensionOf?: ServiceRow;
   paymentSignature?: string;
   resourceUrl: string;
   /** How the 402 describes this operation to discovery (x402 bazaar): its declaration, service name and tags. */
@@ -84,15 +87,20 @@ export class OrderService {
     }
 
     const snapshot = this.live.current;
-    const upgrade = input.upgradeOf ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id, this.db) : undefined;
-    const { priced, amountAtomic, quoteId } = upgrade ?? await this.prices.price(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
+    const extension = input.extensionOf && 'extension_of' in input.request
+      ? await priceExtension(snapshot, input.extensionOf, input.request.duration_hours) : undefined;
+    const upgrade = input.upgradeOf && 'upgrade_of' in input.request ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id, this.db) : undefined;
+    const { priced, amountAtomic, quoteId } = extension ?? upgrade ?? await this.prices.price(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
     const billing = 'billing' in input.request ? input.request.billing : 'one_time';
-    const demand = streamLoadOf(serviceLimitsOf(priced.product, priced.output.configuration), input.upgradeOf);
+    // An extension's order carries its own hours only; the service keeps its limits.
+    const configuration = extension ? { duration_hours: extension.input.extend_hours } : priced.output.configuration;
+    const demand = input.extensionOf ? revivalLoadOf(input.extensionOf) : streamLoadOf(serviceLimitsOf(priced.product, configuration), input.upgradeOf);
     await this.admit(demand);
     await this.checkBuyerBeforePayment(snapshot, input.apiKeyId, demand);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = {
-      url: input.resourceUrl, description: `${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC`,
+      url: input.resourceUrl,
+      description: `${extension ? `${extension.input.extend_hours} more hours of ` : ''}${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC`,
       ...(input.discovery && { serviceName: input.discovery.serviceName, tags: input.discovery.tags }),
     };
     const paymentRequired = async (code: string, message: string, status = 402) => {
@@ -155,9 +163,11 @@ export class OrderService {
 
     await this.audit.saveSnapshot(snapshot);
     const evaluationId = randomId('ev_', 12);
-    const record = upgrade
+    const record = extension
+      ? extensionRecord(evaluationId, snapshot.hash, extension.input, extension.evaluation, new Date())
+      : upgrade
       ? upgradeRecord(evaluationId, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
-      : priceRecord(evaluationId, snapshot.hash, { product_id: input.request.product_id, parameters: (input.request as OrderRequest).parameters ?? {}, billing }, priced, new Date(), 'order_price');
+      : priceRecord(evaluationId, snapshot.hash, { product_id: (input.request as OrderRequest).product_id, parameters: (input.request as OrderRequest).parameters ?? {}, billing }, priced, new Date(), 'order_price');
     let claimed: OrderRow | undefined;
     try {
       claimed = await this.orders.claim({
@@ -169,7 +179,8 @@ export class OrderService {
         billing,
         request: input.request as unknown as Record<string, unknown>,
         upgrade_of: input.upgradeOf?.id ?? null,
-        configuration: priced.output.configuration,
+        ...(input.extensionOf && { extension_of: input.extensionOf.id }),
+        configuration,
         amount_atomic: amountAtomic,
         quote_id: quoteId ?? null,
         evaluation_id: evaluationId,
@@ -186,6 +197,7 @@ export class OrderService {
       }, { id: evaluationId, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
       async (client) => {
         if (input.upgradeOf) await this.upgradeStillFits(client, input.upgradeOf);
+        if (input.extensionOf) await this.extensionStillFits(client, input.extensionOf);
         await this.admit(demand, client);
         await checkBuyerLimits(this.db, snapshot, buyer, demand, client);
       });
@@ -195,6 +207,9 @@ export class OrderService {
     } catch (e) {
       if ((e as { code?: string; constraint?: string }).constraint === 'orders_one_upgrade_in_flight') {
         throw new ApiError(409, 'upgrade_in_progress', 'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.', { retryable: true, headers: { 'Retry-After': '2' } });
+      }
+      if ((e as { constraint?: string }).constraint === 'orders_one_extension_in_flight') {
+        throw new ApiError(409, 'extension_in_progress', 'Another extension of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and extend again if it still needs more time.', { retryable: true, headers: { 'Retry-After': '2' } });
       }
       if ((e as { constraint?: string }).constraint === 'orders_payment_id' && paymentId) {
         const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
@@ -236,6 +251,19 @@ export class OrderService {
     const { rows: [now] } = await client.query('SELECT product_id, limits, status FROM services WHERE id = $1 FOR UPDATE', [priced.id]);
     if (!now || now.product_id !== priced.product_id || canonicalJson(now.limits) !== canonicalJson(priced.limits) || now.status !== priced.status) {
       throw new ApiError(409, 'service_changed', 'The service changed while this upgrade was being paid (another upgrade or a status change); nothing was charged. Read the service (GET /services/{service_id}) and ask for the upgrade again if it still needs one.');
+    }
+  }
+
+  /**
+   * An extension was priced on the hours the service had paid then; under the service's row lock at claim time it must
+   * still have them, and must still be extensible: a stop (with its refund) that got there first refuses it here,
+   * before any money moves, and a stop that comes later waits for this order's lock and sees it.
+   */
+  private async extensionStillFits(client: Client, priced: ServiceRow): Promise<void> {
+    const { rows: [now] } = await client.query('SELECT product_id, limits, status, expires_at, stopped_at FROM services WHERE id = $1 FOR UPDATE', [priced.id]);
+    if (now) checkExtensible(this.live.current, now);
+    if (!now || now.product_id !== priced.product_id || canonicalJson(now.limits) !== canonicalJson(priced.limits)) {
+      throw new ApiError(409, 'service_changed', 'The service changed while this extension was being paid (another extension or an upgrade); nothing was charged. Read the service (GET /services/{service_id}) and extend again if it still needs more time.');
     }
   }
 
@@ -295,7 +323,8 @@ export class OrderService {
   async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {
     const order = await this.orders.byId(orderId);
     if (!order || order.api_key_id !== apiKeyId) return undefined;
-    const service = order.upgrade_of ? await this.services.byId(order.upgrade_of) : await this.services.forOrder(order.id);
+    const target = order.upgrade_of ?? order.extension_of;
+    const service = target ? await this.services.byId(target) : await this.services.forOrder(order.id);
     return { order: orderDocument(order), service: service ? this.services.document(service) : null };
   }
 
@@ -353,7 +382,7 @@ export class OrderService {
 
   private async respond(order: OrderRow, replay: boolean, resourceUrl: string, provisioned?: ServiceRow): Promise<PlacedOrder> {
     const [service, evaluation] = await Promise.all([
-      provisioned ?? (order.upgrade_of ? this.services.byId(order.upgrade_of) : this.services.forOrder(order.id)),
+      provisioned ?? ((order.upgrade_of ?? order.extension_of) ? this.services.byId((order.upgrade_of ?? order.extension_of)!) : this.services.forOrder(order.id)),
       this.gateway.receipts && order.evaluation_id ? this.audit.get(order.evaluation_id) : undefined,
     ]);
     if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
@@ -368,6 +397,11 @@ export class OrderService {
       paymentResponse: PaymentGateway.responseHeader({ ...settlement, ...(extensions && { extensions }) }),
     };
   }
+}
+
+/** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */
+function revivalLoadOf(service: ServiceRow): StreamLoad {
+  return service.status === 'expired' ? streamLoadOf(service.limits) : { sources: 0, listeners: 0 };
 }
 
 /** The 402's warning when the official x402 client would refuse this amount with its default spend cap. */
@@ -402,6 +436,7 @@ function orderDocument(order: OrderRow): Record<string, unknown> {
     quote_id: order.quote_id,
     evaluation_id: order.evaluation_id,
     ...(order.upgrade_of && { upgrade_of: order.upgrade_of }),
+    ...(order.extension_of && { extension_of: order.extension_of }),
     payment: {
       protocol: 'x402', network: order.network, payer: order.payer,
       transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null,

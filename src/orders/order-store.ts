@@ -18,6 +18,8 @@ export interface OrderRow {
   amount_atomic: string;
   quote_id: string | null;
   upgrade_of: string | null;
+  /** For an extension: the service it adds paid time to (the hours are configuration.duration_hours). */
+  extension_of?: string | null;
   evaluation_id: string | null;
   network: string;
   asset: string;
@@ -95,12 +97,13 @@ export class OrderStore {
   /** The evaluations that priced a service: its order's, then each paid upgrade's, oldest first. */
   async evaluationsOf(service: { id: string; order_id: string }): Promise<Array<{ order_id: string; evaluation_id: string | null }>> {
     return this.db.query<{ order_id: string; evaluation_id: string | null }>(
-      `SELECT id AS order_id, evaluation_id FROM orders WHERE state = 'active' AND (id = $1 OR upgrade_of = $2) ORDER BY created_at, id`, [service.order_id, service.id]);
+      `SELECT id AS order_id, evaluation_id FROM orders WHERE state = 'active' AND (id = $1 OR upgrade_of = $2 OR extension_of = $2) ORDER BY created_at, id`, [service.order_id, service.id]);
   }
 
   /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
   async inFlight(client?: Client): Promise<Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>> {
-    const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning')
+    // An extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
+    const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
                  AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
     return (client ? (await client.query(sql)).rows : await this.db.query(sql)) as Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>;
   }

@@ -22,12 +22,15 @@ export async function priceUpgrade(snapshot: Snapshot, service: ServiceRow, targ
     throw new ApiError(409, 'upgrade_not_possible', `The service is ${service.status}; only active or suspended services can be upgraded. Order a new one with POST /orders.`);
   }
   const remainingMs = Math.max((service.expires_at?.getTime() ?? now) - now, 0);
-  // The hours an upgrade paid for are the target hours in its own record.
+  // The hours an upgrade paid for are the target hours in its own record; an extension's, its own configuration's
+  // (the service's duration_hours then counts every extension too, so the order's own hours are read).
   const paid = await db.query<{ order_id: string; amount_atomic: string; hours: string | null }>(
     `SELECT o.id AS order_id, o.amount_atomic::text AS amount_atomic,
-            CASE WHEN o.upgrade_of IS NULL THEN $3::text ELSE r.record::jsonb #>> '{target,input,parameters,duration_hours}' END AS hours
+            CASE WHEN o.upgrade_of IS NOT NULL THEN r.record::jsonb #>> '{target,input,parameters,duration_hours}'
+                 WHEN o.extension_of IS NOT NULL THEN o.configuration->>'duration_hours'
+                 ELSE coalesce(o.configuration->>'duration_hours', $3::text) END AS hours
      FROM orders o LEFT JOIN audit_records r ON r.id = o.evaluation_id
-     WHERE o.state = 'active' AND (o.id = $1 OR o.upgrade_of = $2) ORDER BY o.created_at, o.id`,
+     WHERE o.state = 'active' AND (o.id = $1 OR o.upgrade_of = $2 OR o.extension_of = $2) ORDER BY o.created_at, o.id`,
     [service.order_id, service.id, String(service.limits.duration_hours ?? 0)]);
   const input: UpgradeInput = {
     service_id: service.id,

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { recordMountEvent, type SourceEventType } from '../events/index.js';
 import type { Logger } from '../log/index.js';
+import { extensionHeadroomHours, type LiveSnapshot } from '../pricing/index.js';
 import type { Decision, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
@@ -23,6 +24,8 @@ export class IcecastDecider implements MountDecider {
     private readonly autodj?: AutoDjManager,
     /** Rate-limits source events per service (src/events/source-event-gate.ts); without it each one is recorded. */
     private readonly sourceEvents?: { record(mount: string, type: SourceEventType): Promise<void> },
+    /** The catalog being served, for how far a service could still be extended (a listener's time limit). */
+    private readonly catalog?: LiveSnapshot,
   ) {}
 
   private async recordSource(mount: string, type: SourceEventType): Promise<void> {
@@ -69,8 +72,7 @@ export class IcecastDecider implements MountDecider {
         return refuse(`Listener limit reached: this stream was bought for ${places} and all are connected; try again when one leaves`);
       }
       await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);
-      const expiresAt = (service as ServiceRow).expires_at;
-      return { accept: true, ...(expiresAt && { timeLimitSeconds: Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000)) }) };
+      return { accept: true, ...listenerTimeLimit(service as ServiceRow, this.catalog) };
     });
   }
 
@@ -90,6 +92,17 @@ export class IcecastDecider implements MountDecider {
     if (service) this.autodj?.mountFreed(service.id);
     await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);
   }
+}
+
+/**
+ * Icecast cannot change a connected listener's time limit, and an extension moves the expiry: the limit given is only
+ * a backstop at the latest expiry the service could still be extended to; the life-cycle worker cuts listeners at the
+ * real expiry, read again on every pass.
+ */
+function listenerTimeLimit(service: ServiceRow, catalog?: LiveSnapshot): { timeLimitSeconds?: number } {
+  if (!service.expires_at) return {};
+  const headroomMs = catalog && !service.stopped_at ? extensionHeadroomHours(catalog.current, service) * 3_600_000 : 0;
+  return { timeLimitSeconds: Math.max(1, Math.floor((service.expires_at.getTime() + headroomMs - Date.now()) / 1000)) };
 }
 
 /** Set while a source that used up its bitrate budget is kept out (the life-cycle worker saves it with the usage). */

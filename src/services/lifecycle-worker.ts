@@ -1,4 +1,4 @@
-import { recordExpiringServices, recordListenerThreshold, recordStatusChange } from '../events/index.js';
+import { recordExpiringServices, recordListenerThreshold, recordStatusChange, type ExtendHint } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
@@ -44,6 +44,8 @@ export interface LifecycleDeps {
   intervalMs: number;
   /** How long before its expiry a service announces service.expiring. */
   expiringLeadSeconds: number;
+  /** How service.expiring tells the owner to extend (the operation and the price of one more hour). */
+  extendHint?: ExtendHint;
 }
 
 const GB = new Decimal(1_000_000_000);
@@ -104,7 +106,8 @@ export class LifecycleWorker {
       }
     }
     if (fresh) await this.finalUsage();
-    await recordExpiringServices(this.deps.db, this.deps.hostId(), this.deps.expiringLeadSeconds).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
+    await recordExpiringServices(this.deps.db, this.deps.hostId(), this.deps.expiringLeadSeconds, this.deps.extendHint)
+      .catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
     const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
@@ -161,8 +164,10 @@ export class LifecycleWorker {
   private async apply(service: ServiceRow, decision: ServiceDecision): Promise<boolean> {
     if (decision.kind === 'transition') {
       const changed = await this.deps.db.transaction(async (client) => {
-        const { rows } = await client.query('UPDATE services SET status = $3, status_reason = $4, updated_at = now() WHERE id = $1 AND status = $2 RETURNING id',
-          [service.id, service.status, decision.to, decision.reason]);
+        // Decided on the row as this pass read it: an extension paid meanwhile moved expires_at, and the decision is void.
+        const { rows } = await client.query(
+          'UPDATE services SET status = $3, status_reason = $4, updated_at = now() WHERE id = $1 AND status = $2 AND expires_at IS NOT DISTINCT FROM $5 RETURNING id',
+          [service.id, service.status, decision.to, decision.reason, service.expires_at]);
         if (rows.length) {
           await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
             [service.id, 'transition', service.status, decision.to, decision.reason]);

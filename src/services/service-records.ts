@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { randomId } from '../ids/index.js';
 import { mp3EncoderArgs } from '../provisioning/index.js';
+import { Decimal } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 
 export interface ServiceRow {
@@ -24,6 +25,8 @@ export interface ServiceRow {
   playlist: string[] | null;
   shuffle: boolean;
   transfer_offset_bytes: string;
+  /** Set when the service was stopped (and refunded): it is never extended again. */
+  stopped_at?: Date | null;
 }
 
 /** The service record of spec 2.7 (no other properties). */
@@ -167,6 +170,27 @@ export class ServiceRecords {
        WHERE id = $1 ${RETURNING_WITH_HOST_URL}`, [serviceId, productId, limits, reason]);
     await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
       [serviceId, 'upgrade', (before as ServiceRow).status, 'active', reason]);
+    return after as ServiceRow;
+  }
+
+  /**
+   * A paid extension: the expiry moves by the hours bought, from the old expiry (never from now), and the hours paid
+   * over the service's life grow by as much. An expired service comes back as it was (same mount, same credentials);
+   * a suspended one stays suspended (an upgrade resumes it). Icecast reads the new expiry at its next callback.
+   */
+  async applyExtension(client: Client, serviceId: string, orderId: string, hours: number): Promise<ServiceRow> {
+    const { rows: [found] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+    const before = found as ServiceRow;
+    const added = new Decimal(String(hours));
+    const expiresAt = new Date(before.expires_at!.getTime() + added.times(3_600_000).floor().toNumber());
+    const limits = { ...before.limits, duration_hours: new Decimal(String(before.limits.duration_hours ?? 0)).plus(added).toNumber() };
+    const status = before.status === 'expired' ? 'active' : before.status;
+    const reason = `Extended by ${added.toFixed()} hours (order ${orderId}) until ${expiresAt.toISOString()}${before.status === 'expired' ? ', back from expired' : ''}.`;
+    const { rows: [after] } = await client.query(
+      `UPDATE services SET expires_at = $2, limits = $3, status = $4, status_reason = $5, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`,
+      [serviceId, expiresAt, limits, status, reason]);
+    await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
+      [serviceId, 'extend', before.status, status, reason]);
     return after as ServiceRow;
   }
 

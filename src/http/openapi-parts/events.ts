@@ -30,8 +30,8 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
         order_id: { type: ['string', 'null'] },
         data: {
           type: 'object',
-          description: 'order.paid: product_id, amount_atomic, network, asset, payer, transaction; service.active / upgrade.applied: status, product_id, expires_at, limits; '
-            + 'service.suspended / .expired (and .active on a resume): status, previous_status, reason; service.expiring: expires_at, seconds_left, lead_seconds; '
+          description: 'order.paid: product_id, amount_atomic, network, asset, payer, transaction; service.active / upgrade.applied / service.extended: status, product_id, expires_at, limits (service.extended: added_hours); '
+            + 'service.suspended / .expired (and .active on a resume): status, previous_status, reason; service.expiring: expires_at, seconds_left, lead_seconds, extend (method, url, body, mcp_tool, price_for_1_hour; or possible: false with the reason); '
             + 'listeners.threshold: listeners, max_listeners, threshold_percent (80 or 100); source.connected / .disconnected: none.',
         },
       },

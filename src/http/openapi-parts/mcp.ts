@@ -10,13 +10,13 @@ export const part = {
       post: {
         tags: ['MCP'],
         operationId: 'mcp',
-        summary: 'MCP endpoint (Streamable HTTP, stateless): tools list_products, describe_product, quote, order, service_status, service_usage, service_events, upgrade_service, set_playlist.',
+        summary: 'MCP endpoint (Streamable HTTP, stateless): tools list_products, describe_product, quote, order, service_status, service_usage, service_events, upgrade_service, extend_service, set_playlist.',
         description: 'One JSON-RPC 2.0 message per POST, answered with one JSON response (no session, no server-sent stream: GET is not offered). '
           + 'Send "Accept: application/json, text/event-stream" and "Content-Type: application/json", as MCP clients do. '
           + 'tools/list gives each tool\'s input schema, generated from the catalog (the same JSON Schemas as the REST request bodies and Parameters_* here). '
           + 'list_products and describe_product are public; the other tools need "Authorization: Bearer <AGENT_API_KEY>" on this request. '
           + 'Failures are tool results with isError: true and the REST error document as structuredContent. '
-          + 'order and upgrade_service are paid with x402 v2 over MCP (x402 specs/transports-v2/mcp.md): without payment the result has isError: true and the x402 PaymentRequired as structuredContent and as content[0].text; '
+          + 'order, upgrade_service and extend_service are paid with x402 v2 over MCP (x402 specs/transports-v2/mcp.md): without payment the result has isError: true and the x402 PaymentRequired as structuredContent and as content[0].text; '
           + 'call again with the same arguments (same idempotency_key) and the PaymentPayload in params._meta["x402/payment"]; the result carries the settlement in _meta["x402/payment-response"]. '
           + 'The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more.',
         security: [{}, { agentApiKey: [] }],

@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { buy, payFor } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { shortLivedCatalog } from './support/short-catalog.js';
+import { challengeOf, signedHeader } from './support/siwx.js';
+import { openSse } from './support/sse.js';
+import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
+
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+
+/** The grace period after expiry in this test's catalog: 0.002 h = 7.2 s. */
+const GRACE_MS = 7200;
+
+let service: Service;
+let wallet: TestWallet;
+let buyerKey: `0x${string}`;
+let db: pg.Client;
+let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
+const processes: ChildProcess[] = [];
+const listeners: Listener[] = [];
+
+before(async () => {
+  if (skip) return;
+  catalog = await shortLivedCatalog();
+  const settings = join(catalog.catalogDir, 'catalog.yaml');
+  await writeFile(settings, (await readFile(settings, 'utf8')).replace('grace_hours: 24', 'grace_hours: 0.002'));
+  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250' });
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  buyerKey = dev.buyer.private_key;
+  wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  db = new pg.Client({ connectionString: lock.database_url });
+  await db.connect();
+});
+after(async () => {
+  for (const l of listeners) l.close();
+  for (const p of processes) p.kill('SIGKILL');
+  await db?.end();
+  await service?.stop();
+  await catalog?.remove();
+});
+
+type Bought = { service_id: string; stream_url: string; broadcast_url: string; expires_at: string; status: string };
+
+const stream = (hours: number): Promise<Bought> =>
+  buy(service, wallet, { product_id: 'instant-stream', email: 'ext@example.com', station_name: 'Extend FM', parameters: { duration_hours: hours, max_listeners: 2, bitrate_kbps: 64 } }).then((r) => {
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.service as Bought;
+  });
+
+const extend = (id: string, hours: number, key = randomUUID()) => payFor(service, wallet, `/services/${id}/extend`, { duration_hours: hours }, key);
+
+function source(url: string): ChildProcess {
+  const child = startFfmpegSource(url, 64);
+  processes.push(child);
+  return child;
+}
+
+async function listen(url: string): Promise<Listener> {
+  const listener = await waitFor('the mount to go live', async () => {
+    const l = await connectListener(url).catch(() => undefined);
+    if (l?.status === 200) return l;
+    l?.close();
+    return undefined;
+  }, 20_000);
+  listeners.push(listener);
+  return listener;
+}
+
+const statusOf = async (id: string) => (await request(service, 'GET', `/services/${id}`)).body.service.status as string;
+const sleepUntil = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+
+describe('extending a service', { skip }, () => {
+  test('paid with x402 like an order: the expiry moves from the old one, the source and a listener connected before play past it, until the new expiry', { timeout: 120_000 }, async () => {
+    const svc = await stream(0.003); // 10.8 s
+    const events = await openSse(`${service.baseUrl}/services/${svc.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });
+    const encoder = source(svc.broadcast_url);
+    const listener = await listen(svc.stream_url);
+    await waitFor('audio', () => hasMpegFrame(listener.received()), 10_000);
+
+    const key = randomUUID();
+    const unpaid = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 0.003 }, headers: { 'idempotency-key': key } });
+    assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
+    assert.equal(unpaid.body.error.code, 'payment_required');
+    const required = decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!);
+    // 0.003 h at 0.02 USDC an hour is below the order minimum: the minimum is charged.
+    assert.equal(required.accepts[0].amount, '270000');
+    const { asset, payTo } = required.accepts[0];
+    const sellerBefore = await wallet.balanceOf(asset, payTo);
+
+    const paid = await extend(svc.service_id, 0.003, key);
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(decodePaymentResponseHeader(paid.headers.get('payment-response')!).success, true);
+    assert.equal(paid.body.order.extension_of, svc.service_id);
+    assert.deepEqual(paid.body.order.configuration, { duration_hours: 0.003 });
+    assert.equal(paid.body.order.amount.amount, '0.27');
+    assert.equal(Date.parse(paid.body.service.expires_at) - Date.parse(svc.expires_at), 10_800, 'old expiry + 0.003 h, not now + 0.003 h');
+    assert.equal(paid.body.service.limits.duration_hours, 0.006);
+    assert.equal(paid.body.service.broadcast_url, svc.broadcast_url, 'same mount and credentials');
+    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n);
+
+    // The same paid request again: the same answer, no second charge.
+    const replay = await extend(svc.service_id, 0.003, key);
+    assert.equal(replay.status, 200, JSON.stringify(replay.body));
+    assert.equal(replay.body.idempotent_replay, true);
+    assert.equal(replay.body.order.id, paid.body.order.id);
+    assert.equal(replay.body.service.expires_at, paid.body.service.expires_at);
+    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n, 'charged once');
+    const otherBody = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': key } });
+    assert.equal(otherBody.status, 409);
+    assert.equal(otherBody.body.error.code, 'idempotency_key_reused');
+
+    // Past the old expiry: still streaming, the listener admitted before the extension still receives.
+    await sleepUntil(Date.parse(svc.expires_at) + 3000);
+    assert.equal(await statusOf(svc.service_id), 'active');
+    assert.equal(encoder.exitCode, null, 'the source is still connected');
+    const before = listener.received().length;
+    await waitFor('more audio after the old expiry', () => listener.received().length > before + 4000, 5000);
+    let cut = false;
+    void listener.ended.then(() => { cut = true; });
+    assert.equal(cut, false, 'the listener was not cut at the old expiry');
+    const late = await listen(svc.stream_url);
+    late.close();
+
+    // At the new expiry the life-cycle worker cuts both.
+    const newExpiry = Date.parse(paid.body.service.expires_at);
+    assert.notEqual(await exitOf(encoder, newExpiry - Date.now() + 8000), null, 'the source is cut at the new expiry');
+    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut at the new expiry')), 8000))]);
+    assert.ok(Date.now() >= newExpiry, 'not before the new expiry');
+    assert.equal(await statusOf(svc.service_id), 'expired');
+
+    events.close();
+    const types = events.messages.map((m) => m.event);
+    assert.ok(types.includes('service.extended'), types.join(', '));
+    const extended = JSON.parse(events.messages.find((m) => m.event === 'service.extended')!.data);
+    assert.equal(extended.data.added_hours, 0.003);
+    assert.equal(extended.data.expires_at, paid.body.service.expires_at);
+    const expiring = JSON.parse(events.messages.find((m) => m.event === 'service.expiring')!.data);
+    assert.equal(expiring.data.extend.url, `${service.baseUrl}/services/${svc.service_id}/extend`);
+    assert.equal(expiring.data.extend.mcp_tool, 'extend_service');
+    assert.deepEqual(expiring.data.extend.price_for_1_hour, { amount: '0.27', amount_atomic: '270000', currency: 'USDC' });
+
+    const audit = await service.cli(['audit', 'replay', paid.body.order.evaluation_id]);
+    assert.equal(audit.code, 0, audit.stdout + audit.stderr);
+    assert.match(audit.stdout, /"kind":"extension_price","identical":true/);
+    const verify = await service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+
+  test('an expired service extended within the grace period comes back on the same mount; after it, 409 and no charge', { timeout: 120_000 }, async () => {
+    const svc = await stream(0.0005); // 1.8 s
+    await waitFor('expiry', async () => (await statusOf(svc.service_id)) === 'expired', 15_000);
+    const back = await extend(svc.service_id, 0.003);
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.service.status, 'active');
+    assert.equal(back.body.service.broadcast_url, svc.broadcast_url);
+    assert.equal(Date.parse(back.body.service.expires_at) - Date.parse(svc.expires_at), 10_800);
+    source(svc.broadcast_url);
+    const listener = await listen(svc.stream_url);
+    await waitFor('audio again', () => hasMpegFrame(listener.received()), 10_000);
+
+    const gone = await stream(0.0005);
+    await sleepUntil(Date.parse(gone.expires_at) + GRACE_MS + 500);
+    const late = await request(service, 'POST', `/services/${gone.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    assert.equal(late.status, 409, JSON.stringify(late.body));
+    assert.equal(late.body.error.code, 'extension_grace_over');
+    assert.equal(late.headers.get('payment-required'), null, 'refused before any payment is asked');
+  });
+
+  test('bounds: the product\'s maximum duration over the life of the service; a stopped service is refused before payment', async () => {
+    const svc = await stream(1);
+    const tooLong = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 699.5 }, headers: { 'idempotency-key': randomUUID() } });
+    assert.equal(tooLong.status, 409, JSON.stringify(tooLong.body));
+    assert.equal(tooLong.body.error.code, 'extension_too_long');
+    assert.match(tooLong.body.error.message, /at most 700 hours.*at most 699 hours/);
+    const invalid = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 0 }, headers: { 'idempotency-key': randomUUID() } });
+    assert.equal(invalid.status, 422);
+
+    await db.query('UPDATE services SET stopped_at = now() WHERE id = $1', [svc.service_id]);
+    const stopped = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    assert.equal(stopped.status, 409, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.error.code, 'service_stopped');
+    assert.match(stopped.body.error.message, /stopped and refunded/);
+    assert.equal(stopped.headers.get('payment-required'), null);
+  });
+
+  test('a stop that lands between the 402 and the paid request is seen under the service lock: 409, not charged', async () => {
+    const svc = await stream(1);
+    const key = randomUUID();
+    const unpaid = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': key } });
+    const header = unpaid.headers.get('payment-required')!;
+    const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
+    const signature = await wallet.pay(header);
+    const sellerBefore = await wallet.balanceOf(asset, payTo);
+    // A stop holds the service row (uncommitted) while the paid extension arrives: the extension's claim waits for the
+    // row, then sees the stop and refuses, before the payment is settled.
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const stopper = new pg.Client({ connectionString: lock.database_url });
+    await stopper.connect();
+    try {
+      await stopper.query('BEGIN');
+      await stopper.query('UPDATE services SET stopped_at = now() WHERE id = $1', [svc.service_id]);
+      const pending = request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+      await waitFor('the claim to wait for the service row', async () => (await db.query(
+        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM services WHERE id = $1 FOR UPDATE%'")).rows.length > 0, 10_000);
+      await stopper.query('COMMIT');
+      const paid = await pending;
+      assert.equal(paid.status, 409, JSON.stringify(paid.body));
+      assert.equal(paid.body.error.code, 'service_stopped');
+    } finally {
+      await stopper.end();
+    }
+    assert.equal(await wallet.balanceOf(asset, payTo), sellerBefore, 'nothing charged');
+  });
+
+  test('another API key or another wallet gets 404 as for an unknown id; the paying wallet signed in extends with no key', { timeout: 60_000 }, async () => {
+    const svc = await stream(1);
+    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'stranger'])).stdout);
+    const stranger = await request({ baseUrl: service.baseUrl, apiKey: created.api_key }, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    assert.equal(stranger.status, 404);
+    assert.equal(stranger.body.error.code, 'service_not_found');
+    const unknown = await request({ baseUrl: service.baseUrl, apiKey: created.api_key }, 'POST', '/services/svc_doesnotexist/extend', { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    assert.deepEqual({ ...stranger.body.error, request_id: '' }, { ...unknown.body.error, request_id: '' });
+
+    const path = `/services/${svc.service_id}/extend`;
+    const body = { duration_hours: 1 };
+    const anonymous = { baseUrl: service.baseUrl, apiKey: '' };
+    const signIn = async (account: PrivateKeyAccount) => {
+      const asked = await request(anonymous, 'GET', '/keys', { auth: false });
+      return signedHeader(challengeOf(asked), account);
+    };
+    const other = await request(anonymous, 'POST', path, { auth: false, body, headers: { 'idempotency-key': randomUUID(), 'sign-in-with-x': await signIn(privateKeyToAccount(generatePrivateKey())) } });
+    assert.equal(other.status, 404);
+    assert.equal(other.body.error.code, 'service_not_found');
+
+    const headers = { 'idempotency-key': randomUUID() };
+    const owner = privateKeyToAccount(buyerKey);
+    const unpaid = await request(anonymous, 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(owner) } });
+    assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
+    assert.equal(decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!).accepts[0].amount, '270000');
+    const payment = await wallet.pay(unpaid.headers.get('payment-required')!);
+    const paid = await request(anonymous, 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(owner), 'payment-signature': payment } });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.order.extension_of, svc.service_id);
+    assert.equal(Date.parse(paid.body.service.expires_at) - Date.parse(svc.expires_at), 3_600_000);
+  });
+});
