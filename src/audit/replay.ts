@@ -1,12 +1,13 @@
-import { evaluatePrice, evaluateUpgrade, openSnapshot, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { evaluatePrice, evaluateRefund, evaluateUpgrade, openSnapshot, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
 import type { AuditLog } from './audit-log.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { jsonDiff, type Difference } from './json-diff.js';
 import { priceRecord, upgradeRecord, type PriceRecord, type UpgradeRecord } from './record.js';
+import { refundRecord, refundResult, type RefundRecord } from './refund-record.js';
 import { evaluatorVersions } from './versions.js';
 
 /** The record kinds that are price evaluations, replayable on their snapshot. */
-export const EVALUATION_KINDS = ['quote_price', 'order_price', 'upgrade_price'] as const;
+export const EVALUATION_KINDS = ['quote_price', 'order_price', 'upgrade_price', 'refund_evaluation'] as const;
 
 export interface ReplayReport {
   id: string;
@@ -26,16 +27,18 @@ export interface ReplayReport {
  * and every derived field (outputs, traces, facts, credit, amounts) must come out byte for byte the same.
  */
 export async function replayRecordText(id: string, text: string, snapshotOf: (hash: string) => Promise<Snapshot | undefined>): Promise<ReplayReport> {
-  const record = JSON.parse(text) as PriceRecord | UpgradeRecord;
-  const storedHash = record.kind === 'upgrade_price' ? sha256(canonicalJson(upgradeResult(record))) : record.output_hash;
+  const record = JSON.parse(text) as PriceRecord | UpgradeRecord | RefundRecord;
+  const storedHash = resultHash(record);
   const report: ReplayReport = { id, kind: record.kind, identical: false, stored_output_hash: storedHash };
   const differ = Object.entries(evaluatorVersions).filter(([k, v]) => record.versions?.[k] !== v);
   if (differ.length) report.versions_differ = Object.fromEntries(differ.map(([k, v]) => [k, { recorded: record.versions?.[k], now: v }]));
 
   const snapshot = await snapshotOf(record.snapshot_hash);
   if (!snapshot) return { ...report, problem: `snapshot ${record.snapshot_hash} is missing, was edited (its files no longer hash to it), or no longer opens` };
-  let replayed: PriceRecord | UpgradeRecord;
-  if (record.kind === 'upgrade_price') {
+  let replayed: PriceRecord | UpgradeRecord | RefundRecord;
+  if (record.kind === 'refund_evaluation') {
+    replayed = refundRecord(record.id, record.snapshot_hash, record.input, await evaluateRefund(snapshot, record.input), new Date(record.evaluated_at)).record;
+  } else if (record.kind === 'upgrade_price') {
     const evaluation = await evaluateUpgrade(snapshot, record.input);
     if (evaluation.outcome !== 'priced') return { ...report, problem: `the replay was refused: ${evaluation.message}` };
     replayed = upgradeRecord(record.id, record.snapshot_hash, record.input, evaluation, new Date(record.evaluated_at)).record;
@@ -46,11 +49,17 @@ export async function replayRecordText(id: string, text: string, snapshotOf: (ha
   }
   // The versions are reported apart: a replay on newer libraries that gives the same bytes is still identical.
   const differences = jsonDiff({ ...record, versions: undefined }, JSON.parse(canonicalJson({ ...replayed, versions: undefined })));
-  report.replayed_output_hash = replayed.kind === 'upgrade_price' ? sha256(canonicalJson(upgradeResult(replayed))) : replayed.output_hash;
+  report.replayed_output_hash = resultHash(replayed);
   report.trace_identical = !differences.some((d) => /\.trace\b|^\$\.(target|current)\.trace/.test(d.path));
   report.identical = differences.length === 0;
   if (differences.length) report.differences = differences;
   return report;
+}
+
+/** The hash of what a record derives from its inputs. */
+function resultHash(record: PriceRecord | UpgradeRecord | RefundRecord): string {
+  if (record.kind === 'refund_evaluation') return sha256(canonicalJson(refundResult(record)));
+  return record.kind === 'upgrade_price' ? sha256(canonicalJson(upgradeResult(record))) : record.output_hash;
 }
 
 /** What an upgrade record derives from its inputs. */

@@ -14,6 +14,7 @@ import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { QuoteService } from '../quotes/index.js';
+import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity, uploadLimitsFromEnv } from '../services/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import type { Config } from './config.js';
@@ -76,7 +77,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     // The operator key signs the audit chain's heads and the offers and receipts agents keep.
     const signer = await loadSigningKey({ dataDir: config.dataDir, production: config.production, create: true });
     if (!signer) log.warn({}, 'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
-    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: signer });
+    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, operatorKey: signer, refundKey: config.refunds.privateKey, devRefundFunds: config.refunds.devFundsAtomic });
+    if (pay.refunds.wallet && pay.gateway && pay.refunds.wallet.address.toLowerCase() === pay.gateway.terms.payTo.toLowerCase()) {
+      throw new Error('X402_REFUND_KEY is the key of X402_PAY_TO: refunds must come from a separate hot wallet holding only what refunds need');
+    }
     cleanup.push(() => pay.stop());
     const stream = streaming(config.dataDir, log);
     cleanup.push(async () => { streamStopped = stream.stop(); });
@@ -101,6 +105,20 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery = new OrderRecovery(store, deps, log, { intervalMs: Number(process.env.ORDER_RECOVERY_INTERVAL_MS ?? 2000), leaseSeconds });
     }
 
+    const refundLeaseSeconds = Number(process.env.ORDER_LEASE_SECONDS ?? 30);
+    const refundDeps: RefundDeps = {
+      db, live, audit, log, metrics,
+      store: new RefundStore(db),
+      ledger: pay.ledger,
+      wallet: pay.refunds.wallet,
+      receipts: pay.gateway?.receipts,
+      network: pay.checkout.network,
+      cutter: { admin: () => stream.admin(), autodj, relays, dropListeners: async (id) => { await db.query('DELETE FROM listeners WHERE service_id = $1', [id]); } },
+      settings: { maxPerDayAtomic: config.refunds.maxPerDayAtomic, provisionTimeoutMs: config.refunds.provisionTimeoutMs, leaseSeconds: refundLeaseSeconds, walletMissingReason: pay.refunds.missingReason },
+    };
+    const refundWorker = new RefundWorker(refundDeps, log, { intervalMs: config.refunds.intervalMs, leaseSeconds: refundLeaseSeconds });
+    const refunds = new Refunds(refundDeps, () => refundWorker.kick());
+
     // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped; nor are trusted proxies.
     const connections = new ConnectionCap(Number(process.env.MAX_CONNECTIONS_PER_IP ?? 64), new Set(['127.0.0.1', ...config.trustedProxies]));
     const auditHead = signer && new HeadPublisher(db, signer);
@@ -116,7 +134,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     cleanup.push(() => eventing.stop());
     const quotes = new QuoteService(db, live, audit);
     const identity = walletIdentity(db, keys, { publicBaseUrl: () => publicBaseUrl, network: pay.checkout.network, ...(pay.ledger && { evmVerifier: (args) => pay.ledger!.verifyMessage(args) }) });
-    const mcp = new McpEndpoint({ live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
+    const mcp = new McpEndpoint({ live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics, version: serviceVersion, logError: (fields, message) => log.error(fields, message) });
     const checkHealth = async () => ({
       ...(await checkDatabase(db)),
       ...(pay.ledger && { chain: await timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))) }),
@@ -135,6 +153,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       logError: (fields, message) => log.error(fields, message),
       orders,
       services,
+      refunds,
       media,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj), credentials: stream.callbackCredentials } }),
       metrics,
@@ -176,6 +195,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery.start();
       cleanup.push(() => recovery!.stop());
     }
+    refundWorker.start();
+    cleanup.push(() => refundWorker.stop());
     if (stream.available) {
       const worker = new LifecycleWorker({
         db, live, log, autodj, relays,

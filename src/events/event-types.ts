@@ -9,6 +9,9 @@ export const EVENT_TYPES = [
   'service.suspended',
   'service.expired',
   'upgrade.applied',
+  'service.stopped',
+  'refund.sent',
+  'refund.failed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -3,3 +3,4 @@ export { OrderStore } from './order-store.js';
 export { OrderRecovery } from './recovery.js';
 export type { OrderRequest } from './order-price.js';
 export type { AdvanceDeps } from './advance.js';
+export { crashPoint, type CrashPoint } from './crash-point.js';

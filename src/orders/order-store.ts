@@ -2,7 +2,7 @@ import { recordOrderPaid } from '../events/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
 
-export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed';
+export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed' | 'refunded';
 
 export interface OrderRow {
   id: string;
@@ -18,6 +18,8 @@ export interface OrderRow {
   amount_atomic: string;
   quote_id: string | null;
   upgrade_of: string | null;
+  /** An extension: more hours for this service (see src/refunds for how its unused hours are counted). */
+  extension_of?: string | null;
   evaluation_id: string | null;
   network: string;
   asset: string;

@@ -5,3 +5,4 @@ export { LiveSnapshot, CatalogInvalidError } from './live-snapshot.js';
 export { configurations, thresholds, type GridOptions } from './grid.js';
 export { evaluateUpgrade, type UpgradeInput, type UpgradeEvaluation } from './upgrade.js';
 export { billingOptions, BILLINGS, type Billing, type BillingOption } from './billing-options.js';
+export { evaluateRefund, type RefundInput, type RefundPayment, type RefundEvaluation } from './refund.js';
