@@ -75,7 +75,7 @@ describe('MCP', { skip }, () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(),
-      ['describe_product', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
+      ['describe_product', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'stop_service', 'upgrade_service']);
     const openapi = (await request(service, 'GET', '/openapi.json')).body;
     const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]));
     for (const name of ['quote', 'order']) {
