@@ -4,7 +4,7 @@ import { before, describe, test } from 'node:test';
 import { replayRecordText } from '../src/audit/index.js';
 import { refundRecord } from '../src/audit/refund-record.js';
 import { evaluateRefund, openSnapshot, readSnapshotFiles, type RefundInput, type Snapshot } from '../src/pricing/index.js';
-import { root } from './support/service.js';
+import { cli, root } from './support/service.js';
 
 let snapshot: Snapshot;
 before(async () => {
@@ -88,5 +88,14 @@ describe('the refund rules (rules/refunds.json)', () => {
     const edited = text.replace('"amount_atomic":"87500"', '"amount_atomic":"387500"');
     assert.notEqual(edited, text);
     assert.equal((await replayRecordText('rfe_test', edited, async () => snapshot)).identical, false);
+  });
+
+  test('catalog preview shows the refund of a service shape stopped after some hours', async () => {
+    const shown = await cli(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours=10', '--param', 'max_listeners=2', '--param', 'bitrate_kbps=64',
+      '--stop-after-hours', '2.5', '--transfer-used-gb', '1', '--json']);
+    assert.equal(shown.code, 0, shown.stderr);
+    const { refund } = JSON.parse(shown.stdout);
+    assert.equal(refund.amount_atomic, String(337500 - 250000 - 15000));
+    assert.deepEqual(refund.lines.map((l: { code: string }) => l.code), ['unused_share', 'base_fee', 'transfer_used']);
   });
 });
