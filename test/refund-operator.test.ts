@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { DEV_ACCOUNTS } from '../src/chain/index.js';
+import { DEV_ACCOUNTS, DEV_ROLES, USDC_ADDRESS, USDC_NAME, USDC_VERSION } from '../src/chain/index.js';
+import { RefundWallet, refundNonce } from '../src/refunds/index.js';
 import { Database } from '../src/store/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { mintUsdc, usdcBalance } from './support/refund-chain.js';
@@ -110,5 +111,26 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
       BigInt(refunded.refund.amount.amount_atomic) + BigInt(stopRefund.amount.amount_atomic) - BigInt(claimed.amount_atomic));
     const verify = await service.cli(['audit', 'verify']);
     assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+
+  test('a refund whose nonce someone else spent (the refund key leaked) fails visibly, never shown as sent', async () => {
+    const ordered = await buy(service, wallet, body);
+    assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+    const id = ordered.body.service.service_id;
+    const stopped = await request(service, 'POST', `/services/${id}/stop`);
+    assert.equal(stopped.body.refund.waits_for_operator, true);
+    const thief = new RefundWallet({ rpcUrl: rpc, chainId: 8453, token: USDC_ADDRESS, privateKey: DEV_ROLES.refunds.privateKey, tokenName: USDC_NAME, tokenVersion: USDC_VERSION });
+    const spent = await thief.send(DEV_ACCOUNTS[7].address, 1n, refundNonce(stopped.body.refund.id));
+    assert.equal(spent.success, true);
+    const approved = await service.cli(['refunds', 'approve', stopped.body.refund.id]);
+    assert.equal(approved.code, 0, approved.stdout + approved.stderr);
+    const failed = await waitFor('the refund failed', async () => {
+      const refund = await refundOf(id);
+      return refund.status === 'failed' && refund;
+    }, 30_000);
+    assert.equal(failed.transaction, null);
+    assert.match(failed.pending_reason, /used by another transaction/);
+    const [event] = await db.query<{ type: string }>("SELECT type FROM events WHERE type = 'refund.failed' AND service_id = $1", [id]);
+    assert.equal(event?.type, 'refund.failed');
   });
 });

@@ -48,9 +48,20 @@ export async function sendRefund(deps: RefundDeps, refund: RefundRow): Promise<R
   }
   if (evidence.kind === 'paid') return recordSent(deps, refund, wallet.address, evidence.proof);
   if (evidence.kind === 'canceled' || evidence.kind === 'spent_elsewhere') {
-    // Only the refund wallet can use its nonces: someone holds its key, or it was used by hand. An operator decides.
+    // Only the refund wallet can use its nonces: someone else holds its key, or it was used by hand. This refund can
+    // never be sent with its nonce; it fails visibly for an operator instead of being retried or shown as sent.
+    const reason = `the refund's authorization was used by another transaction (${('transaction' in evidence && evidence.transaction) || 'unknown'}), not this refund: an operator must look at the refund wallet`;
     deps.log.error({ refund_id: refund.id, evidence }, 'the refund nonce was used by another transfer than this refund');
-    await deps.store.postpone(refund.id, `the refund's authorization was used by another transaction (${'transaction' in evidence ? evidence.transaction : 'unknown'}); an operator must look at the refund wallet`, 3600);
+    await deps.db.transaction(async (client) => {
+      const failed = await deps.store.markFailed(client, refund.id, reason);
+      if (failed) {
+        await recordEvent(client, {
+          type: 'refund.failed', serviceId: failed.service_id ?? undefined, orderId: failed.order_id ?? undefined, apiKeyId: failed.api_key_id,
+          data: { refund_id: failed.id, reason: failed.reason, amount_atomic: failed.amount_atomic, message: reason },
+        });
+      }
+    });
+    deps.metrics?.refunds.inc({ result: 'failed' });
     return undefined;
   }
   await deps.store.postpone(refund.id, 'the refund transfer is not visible on chain yet', 2);

@@ -24,6 +24,8 @@ export interface ServiceRow {
   playlist: string[] | null;
   shuffle: boolean;
   transfer_offset_bytes: string;
+  /** When its owner stopped it (POST /services/{id}/stop); it is then expired for good. */
+  stopped_at?: Date | null;
 }
 
 /** The service record of spec 2.7 (no other properties). */
