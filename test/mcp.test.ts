@@ -246,6 +246,17 @@ describe('MCP', { skip }, () => {
     assert.equal(unknown.details![0].pointer, '/playlist/0');
     const set = await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: [], shuffle: true });
     assert.deepEqual(set.structuredContent, { ok: true, playlist: [], shuffle: true });
+
+    // stop_service answers as POST /services/{id}/stop: the service ends, its refund is stated, a repeat is the same refund.
+    const stopped = await call(agent, 'stop_service', { service_id: live.service.service_id });
+    assert.equal(stopped.isError, undefined, JSON.stringify(stopped));
+    assert.equal(stopped.structuredContent.service.status, 'expired');
+    assert.equal(stopped.structuredContent.ended.reason, 'stopped');
+    assert.deepEqual(stopped.structuredContent.refund.order_ids, [live.order.id, paid.structuredContent.order.id]);
+    const again = await call(agent, 'stop_service', { service_id: live.service.service_id });
+    assert.equal(again.structuredContent.refund.id, stopped.structuredContent.refund.id);
+    assert.equal(again.structuredContent.idempotent_replay, true);
+    assert.equal(errorOf(await call(agent, 'stop_service', { service_id: 'svc_nosuchservice' })).code, 'service_not_found');
   });
 
   test('a payment that is not an x402 payload gets the PaymentRequired again; nothing is charged', async () => {
