@@ -13,7 +13,7 @@ import { startChildScript, type ChildServer } from './child-script.js';
 import { pool } from './pool.js';
 
 /** Pays the reference's gas: not the service's facilitator (DEV_ROLES), nor the bench's bare facilitator (4). */
-export const SELLER_REFERENCE_GAS_ACCOUNT = 3;
+export const SELLER_REFERENCE_GAS_ACCOUNT = 5;
 /** The bare facilitator's gas account in bench/orders.ts. */
 export const BARE_FACILITATOR_GAS_ACCOUNT = 4;
 
@@ -40,7 +40,7 @@ export interface SellerReferenceOptions {
   body: string;
 }
 
-const used = [DEV_ROLES.facilitator, DEV_ROLES.payTo, DEV_ROLES.buyer, DEV_ROLES.minter];
+const used = [DEV_ROLES.facilitator, DEV_ROLES.payTo, DEV_ROLES.buyer, DEV_ROLES.minter, DEV_ROLES.refunds];
 used.push(DEV_ACCOUNTS[BARE_FACILITATOR_GAS_ACCOUNT]);
 const gasAddress = DEV_ACCOUNTS[SELLER_REFERENCE_GAS_ACCOUNT].address;
 assert.ok(!used.some((a) => a.address === gasAddress), 'the reference would pay gas from an account in use');

@@ -25,6 +25,10 @@ export interface AgentOptions {
   timeoutMs: number;
   /** One line per step. */
   report: (step: string, fields: Record<string, unknown>) => void;
+  /** How long a stream to buy (hours, default 1). */
+  durationHours?: number;
+  /** At the end, stop the stream as the paying wallet and wait for the refund of its unused share on chain. */
+  stopAtEnd?: boolean;
 }
 
 export interface AgentOutcome {
@@ -37,6 +41,8 @@ export interface AgentOutcome {
   webhookEvents: string[];
   sseEvents: string[];
   usage: Record<string, unknown>;
+  /** The refund of the stop (stopAtEnd). */
+  refund?: Record<string, unknown>;
 }
 
 interface Delivery { id: string; type: string; verified: boolean }
@@ -91,7 +97,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
       const { tools } = await mcp.listTools();
       const args = {
         idempotency_key: randomUUID(), product_id: stream.id, email: 'agent@example.com', station_name: 'Autonomous FM',
-        parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
+        parameters: { duration_hours: options.durationHours ?? 1, max_listeners: 5, bitrate_kbps: 64 },
       };
       const unpaid = await mcp.callTool({ name: 'order', arguments: args }) as any;
       const required = unpaid.structuredContent as PaymentRequired;
@@ -124,6 +130,20 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
     if (usage.status !== 200) throw new Error(`usage by sign-in answered ${usage.status}: ${JSON.stringify(usage.body)}`);
     report('usage by wallet sign-in', { usage: usage.body.usage });
 
+    // 7. Done with the stream early: stop it as the wallet that paid, and wait for the unused share to come back.
+    let refund: Record<string, unknown> | undefined;
+    if (options.stopAtEnd) {
+      const stopped = await json(await signingIn(`${baseUrl}/services/${bought.serviceId}/stop`, { method: 'POST' }));
+      if (stopped.status !== 200) throw new Error(`stop answered ${stopped.status}: ${JSON.stringify(stopped.body)}`);
+      refund = stopped.body.refund;
+      report('stopped', { ended: stopped.body.ended, refund_amount: stopped.body.refund.amount, refund_status: stopped.body.refund.status });
+      while (refund && (refund.status === 'pending') && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 500));
+        refund = (await json(await signingIn(`${baseUrl}/services/${bought.serviceId}/usage`))).body.usage?.refund ?? refund;
+      }
+      report('refund', { status: refund?.status, amount: refund?.amount, transaction: refund?.transaction, to: refund?.to, receipt: refund?.receipt ? 'signed (JWS)' : null });
+    }
+
     return {
       discovered: { resources: resources.length, orderResource },
       apiKeyPrefix: apiKey.slice(0, 4),
@@ -131,6 +151,7 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
       webhookEvents,
       sseEvents,
       usage: usage.body.usage,
+      ...(refund && { refund }),
     };
   } finally {
     receiver.server.close();

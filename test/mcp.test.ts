@@ -75,7 +75,7 @@ describe('MCP', { skip }, () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(),
-      ['describe_product', 'extend_service', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'upgrade_service']);
+      ['describe_product', 'extend_service', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'stop_service', 'upgrade_service']);
     const openapi = (await request(service, 'GET', '/openapi.json')).body;
     const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]));
     for (const name of ['quote', 'order']) {
@@ -248,6 +248,17 @@ describe('MCP', { skip }, () => {
     assert.equal(unknown.details![0].pointer, '/playlist/0');
     const set = await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: [], shuffle: true });
     assert.deepEqual(set.structuredContent, { ok: true, playlist: [], shuffle: true });
+
+    // stop_service answers as POST /services/{id}/stop: the service ends, its refund is stated, a repeat is the same refund.
+    const stopped = await call(agent, 'stop_service', { service_id: live.service.service_id });
+    assert.equal(stopped.isError, undefined, JSON.stringify(stopped));
+    assert.equal(stopped.structuredContent.service.status, 'expired');
+    assert.equal(stopped.structuredContent.ended.reason, 'stopped');
+    assert.deepEqual(stopped.structuredContent.refund.order_ids, [live.order.id, paid.structuredContent.order.id]);
+    const again = await call(agent, 'stop_service', { service_id: live.service.service_id });
+    assert.equal(again.structuredContent.refund.id, stopped.structuredContent.refund.id);
+    assert.equal(again.structuredContent.idempotent_replay, true);
+    assert.equal(errorOf(await call(agent, 'stop_service', { service_id: 'svc_nosuchservice' })).code, 'service_not_found');
   });
 
   test('extend_service is paid over MCP with _meta["x402/payment"]: the expiry moves by the hours bought; a replay is not charged again', { timeout: 120_000 }, async () => {

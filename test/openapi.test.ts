@@ -165,6 +165,11 @@ describe('/openapi.json', () => {
     assert.equal((await call('PUT', '/services/{service_id}/playlist', `/services/${dj}/playlist`, { body: { playlist: ['missing.mp3'] } })).status, 422);
     assert.equal((await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status, 200);
     assert.equal((await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status, 404);
+    const stopped = await call('POST', '/services/{service_id}/stop', `/services/${dj}/stop`);
+    assert.equal(stopped.status, 200);
+    assert.equal((await call('POST', '/services/{service_id}/stop', `/services/${dj}/stop`)).body.idempotent_replay, true);
+    assert.equal((await call('POST', '/services/{service_id}/stop', '/services/nosuchservice/stop')).status, 404);
+    assert.equal((await call('GET', '/services/{service_id}/usage', `/services/${dj}/usage`)).body.usage.ended.reason, 'stopped');
 
     // Keys, by wallet sign-in: the 402 challenge, then the signed request (each challenge is accepted once).
     const account = privateKeyToAccount(generatePrivateKey());

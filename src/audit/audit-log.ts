@@ -100,8 +100,15 @@ export class AuditLog {
       if (evaluation) records.push(evaluation);
       records.push(...await this.orderStates(order.id));
     }
+    records.push(...await this.refundRecords([id, ...orders.map((o) => o.id)]));
     records.sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
     return { about: orders.length > 1 || orders[0].id !== id ? `service ${id}` : `order ${id}`, records };
+  }
+
+  /** Refund evaluations and proofs about these services or orders (their subject). */
+  private async refundRecords(subjects: string[]): Promise<StoredRecord[]> {
+    return this.db.query<StoredRecord & Record<string, unknown>>(
+      `SELECT ${columns} FROM audit_records r WHERE r.subject = ANY($1) AND r.kind IN ('refund_evaluation', 'refund_sent') ORDER BY r.seq`, [[...new Set(subjects)]]);
   }
 
   async *all(batch = 500): AsyncGenerator<StoredRecord> {
@@ -125,7 +132,7 @@ export class AuditLog {
    * state, and that the chain passes through every signed head: the ones kept in the database and the ones an
    * auditor kept (`heads`), under the operator key.
    */
-  async verify(options: { operatorKey?: KeyObject; heads?: Array<SignedHead | SignedCheckpoint> } = {}): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
+  async verify(options: { operatorKey?: KeyObject; heads?: Array<SignedHead | SignedCheckpoint>; provisionBoundMs?: number } = {}): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
     const problems: ChainProblem[] = [];
     const notes: string[] = [];
     const all = await this.signedHeads();
@@ -200,7 +207,15 @@ export class AuditLog {
     problems.push(...checkOrderHistory(orders));
     problems.push(...await this.ordersAgainstChain(orders));
     problems.push(...await this.quotedOrders());
+    if (options.provisionBoundMs !== undefined) problems.push(...await this.undeliveredOrders(options.provisionBoundMs));
     return { checked, problems, notes };
+  }
+
+  /** A settled order must be provisioned or refunded within the bound: one that is neither was paid for nothing. */
+  private async undeliveredOrders(boundMs: number): Promise<ChainProblem[]> {
+    const rows = await this.db.query<{ id: string; settled_at: Date }>(
+      `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`, [boundMs]);
+    return rows.map((r) => ({ seq: '-', id: r.id, problem: `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded after ${Math.round(boundMs / 1000)} s` }));
   }
 
   /** An order paid at a quote's locked price charged exactly what that quote's (chained) evaluation says. */

@@ -78,7 +78,7 @@ async function selectRecords(db: Database, log: AuditLog, selection: BundleSelec
       beforeSeq = rows[rows.length - 1].seq;
     }
   }
-  return [...byId.values()].filter((r) => (EVALUATION_KINDS as readonly string[]).includes(r.kind) || r.kind === 'order_state');
+  return [...byId.values()].filter((r) => (EVALUATION_KINDS as readonly string[]).includes(r.kind) || r.kind === 'order_state' || r.kind === 'refund_sent');
 }
 
 async function signedHeadCovering(db: Database, seq: string, signer?: HeadSigner): Promise<SignedHead> {

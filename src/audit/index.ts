@@ -9,3 +9,4 @@ export { HeadSigner, loadSigningKey, signedHeadProblem, type SignedCheckpoint, t
 export { HeadPublisher, signCurrentHead } from './head-publisher.js';
 export { exportBundle, type BundleSelection } from './bundle-export.js';
 export { verifyBundle } from './bundle-verify.js';
+export { refundRecord, refundProofRecord, type RefundRecord, type RefundProofRecord } from './refund-record.js';

@@ -3,7 +3,8 @@ import type { ChainProblem } from './chain-problem.js';
 
 /** Fields of an order that may change after its claim; every other field is the order's terms. */
 const MUTABLE = new Set(['state', 'settlement', 'failure', 'settled_at']);
-const NEXT: Record<string, string[]> = { settling: ['provisioning', 'failed'], provisioning: ['active', 'failed'], active: [], failed: [] };
+// An order we could not provision is refunded in full (src/refunds): it ends refunded, never active.
+const NEXT: Record<string, string[]> = { settling: ['provisioning', 'failed'], provisioning: ['active', 'failed', 'refunded'], active: [], failed: [], refunded: [] };
 
 interface Chained { seq: string; state: Record<string, unknown> }
 

@@ -1,13 +1,16 @@
-import { evaluateExtension, evaluatePrice, evaluateUpgrade, openSnapshot, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { evaluateExtension, evaluatePrice, evaluateRefund, evaluateUpgrade, openSnapshot, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
 import type { AuditLog } from './audit-log.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { extensionRecord, extensionResult, type ExtensionRecord } from './extension-record.js';
 import { jsonDiff, type Difference } from './json-diff.js';
 import { priceRecord, upgradeRecord, type PriceRecord, type UpgradeRecord } from './record.js';
+import { refundRecord, refundResult, type RefundRecord } from './refund-record.js';
 import { evaluatorVersions } from './versions.js';
 
+type EvaluationRecord = PriceRecord | UpgradeRecord | ExtensionRecord | RefundRecord;
+
 /** The record kinds that are price evaluations, replayable on their snapshot. */
-export const EVALUATION_KINDS = ['quote_price', 'order_price', 'upgrade_price', 'extension_price'] as const;
+export const EVALUATION_KINDS = ['quote_price', 'order_price', 'upgrade_price', 'extension_price', 'refund_evaluation'] as const;
 
 export interface ReplayReport {
   id: string;
@@ -27,7 +30,7 @@ export interface ReplayReport {
  * and every derived field (outputs, traces, facts, credit, amounts) must come out byte for byte the same.
  */
 export async function replayRecordText(id: string, text: string, snapshotOf: (hash: string) => Promise<Snapshot | undefined>): Promise<ReplayReport> {
-  const record = JSON.parse(text) as PriceRecord | UpgradeRecord | ExtensionRecord;
+  const record = JSON.parse(text) as EvaluationRecord;
   const storedHash = resultHash(record);
   const report: ReplayReport = { id, kind: record.kind, identical: false, stored_output_hash: storedHash };
   const differ = Object.entries(evaluatorVersions).filter(([k, v]) => record.versions?.[k] !== v);
@@ -35,8 +38,10 @@ export async function replayRecordText(id: string, text: string, snapshotOf: (ha
 
   const snapshot = await snapshotOf(record.snapshot_hash);
   if (!snapshot) return { ...report, problem: `snapshot ${record.snapshot_hash} is missing, was edited (its files no longer hash to it), or no longer opens` };
-  let replayed: PriceRecord | UpgradeRecord | ExtensionRecord;
-  if (record.kind === 'extension_price') {
+  let replayed: EvaluationRecord;
+  if (record.kind === 'refund_evaluation') {
+    replayed = refundRecord(record.id, record.snapshot_hash, record.input, await evaluateRefund(snapshot, record.input), new Date(record.evaluated_at)).record;
+  } else if (record.kind === 'extension_price') {
     const evaluation = await evaluateExtension(snapshot, record.input);
     if (evaluation.outcome !== 'priced') return { ...report, problem: `the replay was refused: ${evaluation.message}` };
     replayed = extensionRecord(record.id, record.snapshot_hash, record.input, evaluation, new Date(record.evaluated_at)).record;
@@ -58,8 +63,10 @@ export async function replayRecordText(id: string, text: string, snapshotOf: (ha
   return report;
 }
 
-function resultHash(record: PriceRecord | UpgradeRecord | ExtensionRecord): string {
+/** The hash of what a record derives from its inputs. */
+function resultHash(record: EvaluationRecord): string {
   if (record.kind === 'extension_price') return sha256(canonicalJson(extensionResult(record)));
+  if (record.kind === 'refund_evaluation') return sha256(canonicalJson(refundResult(record)));
   return record.kind === 'upgrade_price' ? sha256(canonicalJson(upgradeResult(record))) : record.output_hash;
 }
 

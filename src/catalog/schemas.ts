@@ -143,5 +143,6 @@ export const catalogFileSchema = {
       additionalProperties: false,
       properties: { per_key: buyerLimit, per_payer: buyerLimit },
     },
+    refunds: { type: 'object', additionalProperties: false, required: ['minimum'], properties: { minimum: decimalString } },
   },
 };

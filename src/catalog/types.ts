@@ -51,6 +51,8 @@ export interface CatalogSettings {
   extensions?: { grace_hours?: number };
   /** What one API key, and one paying address, may hold at once (checked by rules of the buyer stage). */
   buyer_limits?: { per_key?: BuyerLimit; per_payer?: BuyerLimit };
+  /** A stopped service's refund: nothing below this amount (USD, paid in USDC) is sent (rules/refunds.json). */
+  refunds?: { minimum: string };
 }
 
 export interface BuyerLimit { live_services?: number; listener_places?: number }

@@ -34,6 +34,8 @@ export interface DevAccounts {
   buyer: DevAccount;
   /** The only address the dev token lets mint (see FiatTokenV2.sol). */
   minter: DevAccount;
+  /** Sends refunds (transferWithAuthorization of its own USDC, paying its own gas). */
+  refunds: DevAccount;
   all: readonly DevAccount[];
 }
 
@@ -42,6 +44,7 @@ export const DEV_ROLES: DevAccounts = {
   payTo: DEV_ACCOUNTS[1],
   buyer: DEV_ACCOUNTS[2],
   minter: DEV_ACCOUNTS[9],
+  refunds: DEV_ACCOUNTS[3],
   all: DEV_ACCOUNTS,
 };
 

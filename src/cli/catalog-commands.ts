@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, formatDiagnosticWithSource, type Diagnostic } from '../catalog/index.js';
 import { diffSnapshots, snapshotFilesAtGitRef, type CatalogDiff, type PricePoint, type PriceRow } from '../catalog-review/index.js';
-import { evaluatePrice, openSnapshot, readSnapshotFiles, type PriceInput, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { evaluatePrice, evaluateRefund, openSnapshot, readSnapshotFiles, type PriceInput, type PriceOutput, type RefundEvaluation, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { atomicToAmount } from '../rules/index.js';
 import type { Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -100,16 +101,33 @@ export const catalogCommands: Record<string, Command> = {
     }
     const fired = [...evaluation.trace.product, ...evaluation.trace.quote].filter((t) => t.result).map((t) => t.rule);
     const { output } = evaluation;
-    if (args.includes('--json')) { printJson({ priced: true, content_hash: snapshot.hash, ...output, rules_fired: fired }); return 0; }
+    const stopAfter = options(args, '--stop-after-hours')[0];
+    if (stopAfter !== undefined && !(Number(stopAfter) >= 0)) { process.stderr.write(`--stop-after-hours must be a number of hours, got ${stopAfter}\n`); return 2; }
+    const refund = stopAfter === undefined ? undefined : await previewRefund(snapshot, output, Number(stopAfter), options(args, '--transfer-used-gb')[0] ?? '0');
+    if (args.includes('--json')) { printJson({ priced: true, content_hash: snapshot.hash, ...output, rules_fired: fired, ...(refund && { refund }) }); return 0; }
     print(`${output.product_id} ${describe(output.configuration)}${billing ? ` (billing ${billing})` : ''}`);
     for (const l of output.lines) print(`  ${l.code.padEnd(20)} ${l.quantity} ${l.unit}${l.item ? ` ${l.item}` : ''} x ${l.rate} = ${l.amount} ${output.currency}`);
     print(`  total ${output.amount} ${output.currency} (${output.total_atomic} atomic units, ${output.decimals} decimals)`);
     print(`  agents can order it: ${output.agent_orderable ? 'yes' : `no (${output.not_orderable_reasons.map((r) => r.code).join(', ')})`}`);
     print(`  rules fired: ${fired.join(', ') || 'none'}`);
+    if (refund) {
+      print(`  stopped after ${stopAfter} h: refund ${atomicToAmount(refund.amount_atomic, 6)} ${output.currency} (${refund.amount_atomic} atomic units; minimum ${refund.minimum_atomic})`);
+      for (const l of refund.lines) print(`    ${(l.direction === 'deduct' ? '- ' : '+ ') + l.code.padEnd(18)} ${l.quantity} ${l.unit} x ${l.rate} = ${l.amount} ${output.currency}`);
+    }
     print(`  catalog on disk: ${snapshot.hash}`);
     return 0;
   },
 };
+
+/** What rules/refunds.json would refund for this order if its service were stopped after some hours. */
+async function previewRefund(snapshot: Snapshot, output: PriceOutput, stopAfterHours: number, transferUsedGb: string): Promise<RefundEvaluation> {
+  const hours = Number(output.configuration.duration_hours ?? 0);
+  return evaluateRefund(snapshot, {
+    refund_id: 'preview', service_id: null, product_id: output.product_id, reason: 'stopped', as_of: new Date(0).toISOString(),
+    payments: [{ order_id: 'preview', kind: 'order', amount_atomic: output.total_atomic, hours: String(hours), unused_hours: String(Math.max(0, hours - stopAfterHours)) }],
+    refunded_atomic: '0', transfer_used_gb: transferUsedGb,
+  });
+}
 
 function parseValue(text: string): unknown {
   try { return JSON.parse(text); } catch { return text; }

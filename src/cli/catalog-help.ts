@@ -25,12 +25,14 @@ units and percent, and which configurations become or stop being orderable by ag
   --all           list every changed configuration (the text output shows the first ${ROW_LIMIT} per product)
   --progress      "pricing PRODUCT: N/M configurations" lines on stderr (the default when stderr is a terminal)
 exit 0: no price or orderability changes, ${PRICES_CHANGE_EXIT_CODE}: prices change, 1: error (e.g. the files on disk are invalid)`,
-  'catalog preview': `usage: agent-audio catalog preview PRODUCT [--param NAME=VALUE ...] [--billing monthly|annual|one_time] [--extend-hours N] [--json]
+  'catalog preview': `usage: agent-audio catalog preview PRODUCT [--param NAME=VALUE ...] [--billing monthly|annual|one_time] [--extend-hours N] [--stop-after-hours H [--transfer-used-gb G]] [--json]
 
 Prices one configuration from the files on disk, without the service or a database: the price lines, the total,
 whether agents can order it, and the rules that fired. VALUE is read as JSON when it parses (2, true, "x"), else as text.
 With --extend-hours N: what extending a service with these parameters (duration_hours = the hours it has paid) by N
 hours costs (POST /services/{id}/extend): the price of the new total minus the price of the paid hours, within the
 order limits.
+With --stop-after-hours, also the refund rules/refunds.json gives if the service is stopped after H hours (having
+used G GB of transfer).
 exit 0: priced, 1: not priced (the reason is printed) or the files are invalid`,
 };

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { DeliveryOptions } from '../events/index.js';
 import type { SignupPolicy } from '../identity/index.js';
@@ -45,6 +46,21 @@ export interface Config {
   eip6492Factories: string[];
   /** Web origins (besides this service's own) whose pages may call the MCP endpoint. */
   mcpAllowedOrigins: string[];
+  refunds: RefundConfig;
+}
+
+/** Refunds (src/refunds): the hot wallet they are paid from, the daily cap, how long an undelivered order waits. */
+export interface RefundConfig {
+  /** X402_REFUND_KEY or the file X402_REFUND_KEY_FILE names: a 0x private key, never payTo's. */
+  privateKey?: `0x${string}`;
+  /** REFUND_MAX_PER_DAY_ATOMIC: refunds over it in 24 hours wait for an operator (refunds approve). */
+  maxPerDayAtomic?: bigint;
+  /** REFUND_PROVISION_TIMEOUT_SECONDS (600): a paid order not provisioned by then is refunded in full. */
+  provisionTimeoutMs: number;
+  /** REFUND_INTERVAL_MS (2000): how often the refund worker looks for work. */
+  intervalMs: number;
+  /** Development: the USDC the embedded chain gives the refund wallet at every start (DEV_REFUND_FUNDS_ATOMIC). */
+  devFundsAtomic: bigint;
 }
 
 export interface PaymentSettings {
@@ -157,12 +173,35 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
     testHooks,
     eip6492Factories: r.custom('EIP6492_ALLOWED_FACTORIES', addressList) ?? [],
     mcpAllowedOrigins: r.custom('MCP_ALLOWED_ORIGINS', webOrigins) ?? [],
+    refunds: readRefunds(r),
   };
 }
 
 /** Where the operator key comes from: the settings, else DATA_DIR (created there by serve in development). */
 export function signingKeyOptions(config: Config, create: boolean) {
   return { dataDir: config.dataDir, production: config.production, create, key: config.audit.signingKey, keyFile: config.audit.signingKeyFile };
+}
+
+function readRefunds(r: SettingsReader): RefundConfig {
+  const file = r.text('X402_REFUND_KEY_FILE');
+  const key = r.custom('X402_REFUND_KEY', privateKey) ?? (file && r.custom('X402_REFUND_KEY_FILE', () => privateKey(readFileSync(file, 'utf8').trim())));
+  return {
+    ...(key && { privateKey: key }),
+    ...(r.text('REFUND_MAX_PER_DAY_ATOMIC') && { maxPerDayAtomic: r.custom('REFUND_MAX_PER_DAY_ATOMIC', atomic) }),
+    provisionTimeoutMs: r.whole('REFUND_PROVISION_TIMEOUT_SECONDS', 600, 0) * 1000,
+    intervalMs: r.whole('REFUND_INTERVAL_MS', 2000, 10),
+    devFundsAtomic: r.custom('DEV_REFUND_FUNDS_ATOMIC', atomic) ?? 1_000_000_000n,
+  };
+}
+
+function privateKey(text: string): `0x${string}` {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new Error("a 0x-prefixed 32-byte hex private key (the refund hot wallet's)");
+  return text as `0x${string}`;
+}
+
+function atomic(text: string): bigint {
+  if (!/^[0-9]{1,30}$/.test(text)) throw new Error('a whole number of atomic USDC units (1 USDC = 1000000)');
+  return BigInt(text);
 }
 
 function readPayments(r: SettingsReader): PaymentSettings {

@@ -71,6 +71,17 @@ Checks an exported file with no database and no network: replays every evaluatio
 signatures. Prints VERIFIED or each difference.
   --public-key FILE   the operator's public key (PEM) to trust; default: the key named in the file
 exit 0: verified, 1: not verified, 2: no FILE`,
+  'refunds list': `usage: agent-audio refunds list [--limit N]
+
+The latest refunds, newest first, as JSON: status (pending, sent, none, failed), amount, recipient (the payer proven by
+the payment), whether it waits for an operator (over REFUND_MAX_PER_DAY_ATOMIC), why it is not sent yet, transaction.
+  --limit N   at most N refunds (default 100)
+exit 0`,
+  'refunds approve': `usage: agent-audio refunds approve ID
+
+Lets a refund that waits for an operator (it took the day's refunds over REFUND_MAX_PER_DAY_ATOMIC) be sent: the refund
+worker of a running serve sends it on its next pass, proven on chain like any refund.
+exit 0: approved, 1: no refund with this id waiting for approval, 2: no ID`,
   ...catalogHelp,
 };
 
@@ -78,6 +89,7 @@ const groups: Record<string, string> = {
   catalog: 'validate, compare and preview the catalog and rules on disk',
   keys: 'agent API keys',
   audit: 'the audit chain: list, show, replay, verify, sign, export',
+  refunds: 'refunds of stopped services and undelivered orders: list, approve over the daily cap',
 };
 
 /** The first line of each command's help without "usage: agent-audio ", for the overview. */

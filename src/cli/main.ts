@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import { AuditLog, EVALUATION_KINDS, exportBundle, loadSigningKey, Replayer, signCurrentHead, verifyBundle, type SignedCheckpoint, type SignedHead } from '../audit/index.js';
 import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
@@ -11,6 +12,7 @@ import { openDatabase } from './database-access.js';
 import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
 import { readySummary } from './ready-summary.js';
+import { RefundStore } from '../refunds/index.js';
 import { serve } from './serve.js';
 import { stopRequested } from './stop-signals.js';
 
@@ -107,6 +109,25 @@ const commands: Record<string, Command> = {
     return revoked ? 0 : 1;
   },
 
+  async 'refunds list'(config, args) {
+    const rows = await withDatabase(config, (db) => new RefundStore(db).list(Number(option(args, '--limit') ?? 100)));
+    print(rows.map((r) => ({
+      id: r.id, status: r.status, reason: r.reason, amount_atomic: r.amount_atomic, to: r.payer, service_id: r.service_id, order_ids: r.order_ids,
+      waits_for_operator: r.status === 'pending' && r.needs_approval && !r.approved_at, pending_reason: r.pending_reason,
+      transaction: r.transaction, created_at: r.created_at.toISOString(), sent_at: r.sent_at?.toISOString() ?? null,
+    })));
+    return 0;
+  },
+
+  async 'refunds approve'(config, args) {
+    const id = args.find((a) => !a.startsWith('--'));
+    if (!id) { process.stderr.write('refunds approve needs ID\n'); return 2; }
+    const approved = await withDatabase(config, (db) => new RefundStore(db).approve(id, userInfo().username || 'operator'));
+    print(approved ? `approved ${id}: ${approved.amount_atomic} atomic USDC to ${approved.payer}; the refund worker sends it on its next pass`
+      : `no refund ${id} waiting for approval (refunds list shows them)`);
+    return approved ? 0 : 1;
+  },
+
   async 'audit list'(config, args) {
     const limit = Number(option(args, '--limit') ?? 20);
     const since = dateOption(args, '--since');
@@ -154,7 +175,7 @@ const commands: Record<string, Command> = {
   async 'audit verify'(config, args) {
     const operatorKey = await operatorPublicKey(config, args);
     const heads = await Promise.all(options(args, '--head').map(async (file) => keptHead(JSON.parse(await readFile(file, 'utf8')))));
-    const { checked, problems, notes } = await withDatabase(config, (db) => new AuditLog(db).verify({ operatorKey, heads }));
+    const { checked, problems, notes } = await withDatabase(config, (db) => new AuditLog(db).verify({ operatorKey, heads, provisionBoundMs: config.refunds.provisionTimeoutMs }));
     for (const p of problems) process.stderr.write(`seq ${p.seq}${p.id ? ` (${p.id})` : ''}: ${p.problem}\n`);
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
     print(problems.length ? `${checked} records checked: the chain is BROKEN (${problems.length} problems)` : `${checked} records checked: the chain is intact${heads.length ? ` and passes through the ${heads.length} signed heads given` : ''}`);

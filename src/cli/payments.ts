@@ -1,7 +1,8 @@
-import type { Address } from 'viem';
-import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
+import type { Address, Hex } from 'viem';
+import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, USDC_NAME, USDC_VERSION, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
+import { RefundWallet } from '../refunds/index.js';
 import type { PaymentSettings } from './config.js';
 import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, OfferReceipts, PaymentGateway, SettledReceipts, type OperatorKey, type TokenLog } from '../payments/index.js';
 
@@ -12,8 +13,10 @@ export interface Payments {
   checkout: CheckoutStatus;
   gateway?: PaymentGateway;
   ledger?: AuthorizationLedger;
-  /** Development only: the local chain and a funded buyer, written to dev.json. */
-  dev?: { chain: { rpc_url: string; chain_id: number }; buyer: { address: string; private_key: string } };
+  /** Development only: the local chain, a funded buyer and the refund wallet, written to dev.json. */
+  dev?: { chain: { rpc_url: string; chain_id: number }; buyer: { address: string; private_key: string }; refund_wallet?: { address: string } };
+  /** Where refunds are paid from; without it they wait, with this reason. */
+  refunds: { wallet?: RefundWallet; missingReason?: string };
   stop(): Promise<void>;
 }
 
@@ -21,7 +24,7 @@ export interface Payments {
  * Machine payment: in production a remote facilitator named by the environment; in development an embedded
  * anvil chain with our USDC contract and the official facilitator in-process. Same gateway either way.
  */
-export async function payments(options: { production: boolean; dataDir: string; log: Logger; settings: PaymentSettings; operatorKey?: OperatorKey }): Promise<Payments> {
+export async function payments(options: { production: boolean; dataDir: string; log: Logger; settings: PaymentSettings; operatorKey?: OperatorKey; refundKey?: Hex; devRefundFunds?: bigint }): Promise<Payments> {
   const settings = options.settings;
   const logWindow = settings.logWindowBlocks;
   const { network, maxTimeoutSeconds } = settings;
@@ -30,7 +33,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
   if (options.production) {
     const missing = Object.entries({ X402_PAY_TO: settings.payTo, X402_FACILITATOR_URL: settings.facilitatorUrl, X402_RPC_URL: settings.rpcUrl }).filter(([, v]) => !v).map(([name]) => name);
     if (missing.length) {
-      return { checkout: { available: false, configured: false, protocol: 'x402', network, reason: `machine payment is not configured for production: set ${missing.join(', ')}` }, stop: async () => {} };
+      return { checkout: { available: false, configured: false, protocol: 'x402', network, reason: `machine payment is not configured for production: set ${missing.join(', ')}` }, refunds: {}, stop: async () => {} };
     }
     const asset = settings.asset ?? USDC_ADDRESS;
     const facilitator = createFacilitator({ mode: 'remote', url: settings.facilitatorUrl! });
@@ -38,17 +41,23 @@ export async function payments(options: { production: boolean; dataDir: string; 
       checkout: { available: true, configured: true, protocol: 'x402', network },
       gateway: new PaymentGateway(facilitator, { network, asset, payTo: settings.payTo!, maxTimeoutSeconds }, receipts),
       ledger: new AuthorizationLedger(settings.rpcUrl!, asset as Address, { windowBlocks: logWindow }),
+      refunds: options.refundKey
+        ? { wallet: refundWallet(settings.rpcUrl!, Number(network.split(':')[1]), asset as Address, options.refundKey) }
+        : { missingReason: 'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one' },
       stop: async () => {},
     };
   }
 
-  if (settings.chainRpcUrl) return attachToChain(settings.chainRpcUrl, settings.devFacilitatorAccount, maxTimeoutSeconds, receipts);
+  if (settings.chainRpcUrl) return attachToChain(settings.chainRpcUrl, settings.devFacilitatorAccount, maxTimeoutSeconds, receipts, options.refundKey);
 
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
     onUnexpectedExit: (code) => options.log.error({ component: 'anvil', code }, 'the embedded chain exited'),
   });
   await chain.ensureFunded(chain.accounts.buyer.address, DEV_BUYER_FUNDS);
+  const refundKey = options.refundKey ?? chain.accounts.refunds.privateKey;
+  const wallet = refundWallet(chain.rpcUrl, chain.chainId, chain.usdcAddress, refundKey);
+  if ((options.devRefundFunds ?? 0n) > 0n) await chain.ensureFunded(wallet.address, options.devRefundFunds!);
   // The proof is read from the settlement's own receipt when the ledger reads the same node the facilitator settles on.
   const settledReceipts = settings.rpcUrl ? undefined : new SettledReceipts();
   // The settlement's transaction waits for the checkpoint before it commits (ledger.saved() in src/orders/advance.ts),
@@ -74,7 +83,9 @@ export async function payments(options: { production: boolean; dataDir: string; 
     dev: {
       chain: { rpc_url: chain.rpcUrl, chain_id: chain.chainId },
       buyer: { address: chain.accounts.buyer.address, private_key: chain.accounts.buyer.privateKey },
+      refund_wallet: { address: wallet.address },
     },
+    refunds: { wallet },
     stop: () => chain.stop(),
   };
 }
@@ -83,7 +94,7 @@ export async function payments(options: { production: boolean; dataDir: string; 
  * Development with several instances: attach to the embedded chain another instance started (CHAIN_RPC_URL).
  * Each instance settles from its own dev account (DEV_FACILITATOR_ACCOUNT) so their transaction nonces never clash.
  */
-function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSeconds: number, receipts?: OfferReceipts): Payments {
+function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSeconds: number, receipts?: OfferReceipts, refundKey?: Hex): Payments {
   const network = `eip155:${EMBEDDED_CHAIN_ID}` as const;
   const facilitator = createFacilitator({ mode: 'embedded', rpcUrl, chainId: EMBEDDED_CHAIN_ID, privateKey: DEV_ACCOUNTS[facilitatorAccount].privateKey });
   return {
@@ -91,6 +102,12 @@ function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSec
     gateway: new PaymentGateway(facilitator, { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds }, receipts),
     ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS),
     dev: { chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID }, buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey } },
+    // Instances on one chain share the dev refund wallet: the refund nonce keeps two of them from paying twice.
+    refunds: { wallet: refundWallet(rpcUrl, EMBEDDED_CHAIN_ID, USDC_ADDRESS, refundKey ?? DEV_ROLES.refunds.privateKey) },
     stop: async () => {},
   };
+}
+
+function refundWallet(rpcUrl: string, chainId: number, token: Address, privateKey: Hex): RefundWallet {
+  return new RefundWallet({ rpcUrl, chainId, token, privateKey, tokenName: USDC_NAME, tokenVersion: USDC_VERSION });
 }

@@ -17,6 +17,7 @@ import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
+import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import { cachedProbe } from './cached-probe.js';
 import { signingKeyOptions, type Config } from './config.js';
@@ -84,7 +85,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     // The operator key signs the audit chain's heads and the offers and receipts agents keep.
     const signer = await loadSigningKey(signingKeyOptions(config, true));
     if (!signer) log.warn({}, 'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)');
-    const pay = await payments({ production: config.production, dataDir: config.dataDir, log, settings: config.payments, operatorKey: signer });
+    const pay = await payments({
+      production: config.production, dataDir: config.dataDir, log, settings: config.payments, operatorKey: signer,
+      refundKey: config.refunds.privateKey, devRefundFunds: config.refunds.devFundsAtomic,
+    });
+    if (pay.refunds.wallet && pay.gateway && pay.refunds.wallet.address.toLowerCase() === pay.gateway.terms.payTo.toLowerCase()) {
+      throw new Error('X402_REFUND_KEY is the key of X402_PAY_TO: refunds must come from a separate hot wallet holding only what refunds need');
+    }
     // Signature checks that need the chain (smart wallets), for callers who have paid nothing yet: cached, budgeted.
     const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
     cleanup.push(() => pay.stop());
@@ -113,6 +120,20 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
     }
 
+    const refundLeaseSeconds = config.orders.leaseSeconds;
+    const refundDeps: RefundDeps = {
+      db, live, audit, log, metrics,
+      store: new RefundStore(db),
+      ledger: pay.ledger,
+      wallet: pay.refunds.wallet,
+      receipts: pay.gateway?.receipts,
+      network: pay.checkout.network,
+      cutter: { admin: () => stream.admin(), autodj, relays, dropListeners: async (id) => { await db.query('DELETE FROM listeners WHERE service_id = $1', [id]); } },
+      settings: { maxPerDayAtomic: config.refunds.maxPerDayAtomic, provisionTimeoutMs: config.refunds.provisionTimeoutMs, leaseSeconds: refundLeaseSeconds, walletMissingReason: pay.refunds.missingReason },
+    };
+    const refundWorker = new RefundWorker(refundDeps, log, { intervalMs: config.refunds.intervalMs, leaseSeconds: refundLeaseSeconds });
+    const refunds = new Refunds(refundDeps, () => refundWorker.kick());
+
     // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped; nor are trusted proxies.
     const connections = new ConnectionCap(config.http.connectionsPerIp, new Set(['127.0.0.1', ...config.trustedProxies]));
     const auditHead = signer && new HeadPublisher(db, signer);
@@ -132,7 +153,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       allowedFactories: config.eip6492Factories, ...(chainChecks && { chain: chainChecks }),
     }, config.signup);
     const mcp = new McpEndpoint({
-      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, media, metrics,
+      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics,
       version: serviceVersion, logError: (fields, message) => log.error(fields, message),
       ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       listenHost: config.host, allowedOrigins: config.mcpAllowedOrigins,
@@ -157,6 +178,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       orders,
       ...(capacity && { capacity: { limits: capacity.limits, inUse: () => capacity!.inUse() } }),
       services,
+      refunds,
       media,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live),
         credentials: stream.callbackCredentials } }),
@@ -199,6 +221,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       recovery.start();
       cleanup.push(() => recovery!.stop());
     }
+    refundWorker.start();
+    cleanup.push(() => refundWorker.stop());
     if (stream.available) {
       const worker = new LifecycleWorker({
         db, live, log, autodj, relays,

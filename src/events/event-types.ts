@@ -10,6 +10,9 @@ export const EVENT_TYPES = [
   'service.expired',
   'upgrade.applied',
   'service.extended',
+  'service.stopped',
+  'refund.sent',
+  'refund.failed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

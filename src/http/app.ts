@@ -11,6 +11,7 @@ import type { OrderService } from '../orders/index.js';
 import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
+import type { Refunds } from '../refunds/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
@@ -48,6 +49,8 @@ export interface AppDeps {
   logError: ErrorLogger;
   orders?: OrderService;
   services?: ServiceRecords;
+  /** Stop and refund. */
+  refunds?: Refunds;
   media?: MediaLibrary;
   icecast?: { decider: MountDecider; credentials: { user: string; password: string } };
   rateLimits?: RateLimits;

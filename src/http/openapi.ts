@@ -5,8 +5,8 @@ import { billingSchema, orderableProducts } from './paid-operations.js';
 import { freeFormObjectsOpen, productVariants, withoutDefaults } from './openapi-typed.js';
 import {
   auditHeadSchema, availabilitySchema, deletedFileResponseSchema, filesResponseSchema, healthSchema, orderLookupSchema, orderResponseSchema,
-  orderSchema, playlistResponseSchema, pricingSchema, serviceResponseSchema, serviceSchema, storedFileResponseSchema, usageResponseSchema,
-  paymentRequiredBodySchema, paymentRequirementsSchema, wellKnownX402Schema,
+  orderSchema, playlistResponseSchema, pricingSchema, serviceResponseSchema, serviceSchema, stopResponseSchema, storedFileResponseSchema,
+  usageResponseSchema, paymentRequiredBodySchema, paymentRequirementsSchema, wellKnownX402Schema,
 } from './response-schemas.js';
 import { errorSchema, extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, upgradeRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
 
@@ -149,6 +149,7 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
         OrderLookup: { ...orderLookupSchema, properties: { ...orderLookupSchema.properties, order: ref('Order'), service: { oneOf: [ref('Service'), { type: 'null' }] } } },
         ServiceResponse: { ...serviceResponseSchema, properties: { ...serviceResponseSchema.properties, service: ref('Service') } },
         Usage: usageResponseSchema,
+        StopResponse: stopResponseSchema,
         Files: filesResponseSchema,
         StoredFile: storedFileResponseSchema,
         DeletedFile: deletedFileResponseSchema,
@@ -313,6 +314,21 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
           ...common,
           402: paymentRequired,
           503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, store_unavailable (retryable).'),
+        },
+      },
+    },
+    '/services/{service_id}/stop': {
+      post: {
+        ...owner, operationId: 'stopService', parameters: [id],
+        summary: 'Stop the service now and get the unused share of what was paid back in USDC.',
+        description: 'The service ends at once (status expired, for good): its mount, source and listeners are cut and its credentials refused. '
+          + 'Then the refund is computed (rules/refunds.json: the unused share of every payment for the service, less the base fee and transfer used, nothing below the minimum) '
+          + 'and sent to the wallet that paid, from the operator\'s refund wallet; it is pending until its transfer is proven on chain, then sent with its transaction and a receipt signed with the operator key. '
+          + 'No body: the destination is never taken from the request. Stopping again returns the same refund and receipt (idempotent_replay true).',
+        responses: {
+          200: ok('The stopped service, why it ended, and its refund.', 'StopResponse'),
+          409: error('service_not_running: the service already ended (expired or failed); there is nothing to stop or refund.'),
+          ...common,
         },
       },
     },

@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import { ApiError } from '../errors/index.js';
 import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { OrderRequest, OrderService } from '../orders/index.js';
+import type { Refunds } from '../refunds/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
@@ -17,6 +18,8 @@ export interface OrderRouteDeps {
   checkout: CheckoutStatus;
   /** Absent while machine payment is not configured: POST /orders then answers 503 (spec 5.5). */
   orders?: OrderService;
+  /** The refunds that pay an order back (its service stopped, or it could not be delivered). */
+  refunds?: Refunds;
   publicBaseUrl: () => string;
   /** The catalog being served: its schemas go into the 402's bazaar declaration. */
   live?: LiveSnapshot;
@@ -53,6 +56,9 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
     const id = ctx.params.order_id;
     const found = orderId.test(id) && deps.orders ? await deps.orders.get(key.id, id) : undefined;
     if (!found) throw new ApiError(404, 'order_not_found', 'There is no order with this id for your API key. Use the order.id returned by POST /orders.');
-    ctx.body = { ok: true, ...found };
+    const refunds = deps.refunds ? await deps.refunds.ofOrder(id) : [];
+    const service = found.service as { service_id?: string } | null;
+    const ended = service?.service_id && deps.refunds ? (await deps.refunds.ofService(service.service_id))?.ended : undefined;
+    ctx.body = { ok: true, ...found, ...(ended && { service_ended: ended }), ...(refunds.length && { refund: refunds[refunds.length - 1], refunds }) };
   });
 }

@@ -16,7 +16,7 @@ export const orderSchema = {
   required: ['id', 'status', 'product_id', 'billing', 'configuration', 'amount', 'payment', 'created_at'],
   properties: {
     id: { type: 'string', pattern: '^ra_' },
-    status: { enum: ['settling', 'provisioning', 'active', 'failed'] },
+    status: { enum: ['settling', 'provisioning', 'active', 'failed', 'refunded'], description: 'refunded: paid but not delivered; everything it paid is refunded (see refund).' },
     product_id: { type: 'string' },
     billing: { type: 'string' },
     configuration: { type: 'object', description: 'The parameters as provisioned, defaults filled in.' },
@@ -151,10 +151,49 @@ export const availabilitySchema = {
   },
 };
 
+/** A refund as its owner reads it (src/refunds/refund-view.ts). */
+export const refundSchema = {
+  type: 'object',
+  required: ['id', 'reason', 'status', 'amount', 'to', 'order_ids', 'transaction', 'pending_reason', 'waits_for_operator', 'receipt'],
+  properties: {
+    id: { type: 'string' },
+    reason: { enum: ['stopped', 'provisioning_failed'], description: 'stopped: the owner stopped the service; provisioning_failed: a paid order could not be delivered (refunded in full).' },
+    status: { enum: ['pending', 'sent', 'failed', 'none'], description: 'pending until its transfer is proven on chain; sent with its transaction; none: nothing to refund (below the minimum).' },
+    amount: { oneOf: [amountSchema, { type: 'null' }], description: 'null while it is being computed.' },
+    to: { type: ['string', 'null'], description: 'The wallet that paid, as the payment\'s own Transfer log names it.' },
+    order_ids: { type: 'array', items: { type: 'string' } },
+    evaluation_id: { type: ['string', 'null'], description: 'The chained audit record of its evaluation (rules/refunds.json).' },
+    transaction: { type: ['string', 'null'] },
+    pending_reason: { type: ['string', 'null'] },
+    waits_for_operator: { type: 'boolean' },
+    created_at: { type: 'string' },
+    sent_at: { type: ['string', 'null'] },
+    receipt: {
+      oneOf: [{ type: 'object', required: ['format', 'signature'], properties: { format: { const: 'jws' }, signature: { type: 'string' } } }, { type: 'null' }],
+      description: 'Once sent: a JWS signed with the operator key (offer-receipt extension format, kind "refund").',
+    },
+  },
+};
+
+const endedSchema = {
+  type: 'object', required: ['reason', 'stopped_at'],
+  properties: { reason: { const: 'stopped', description: 'Stopped by its owner.' }, stopped_at: { type: 'string' } },
+};
+
+export const stopResponseSchema = {
+  type: 'object',
+  required: ['ok', 'service', 'ended', 'refund', 'idempotent_replay'],
+  properties: { ok: { const: true }, service: serviceSchema, ended: endedSchema, refund: refundSchema, idempotent_replay: { type: 'boolean' } },
+};
+
 export const orderLookupSchema = {
   type: 'object',
   required: ['ok', 'order', 'service'],
-  properties: { ok: { const: true }, order: orderSchema, service: { oneOf: [serviceSchema, { type: 'null' }] } },
+  properties: {
+    ok: { const: true }, order: orderSchema, service: { oneOf: [serviceSchema, { type: 'null' }] },
+    service_ended: endedSchema, refund: { ...refundSchema, description: 'The latest refund of this order (its service stopped, or it was not delivered).' },
+    refunds: { type: 'array', items: refundSchema },
+  },
 };
 
 export const serviceResponseSchema = {
@@ -190,6 +229,8 @@ export const usageResponseSchema = {
         storage: { type: 'object', properties: { used_mb: { type: 'number' }, bought_mb: { type: 'number' } } },
         measured_at: { type: ['string', 'null'] },
         events: { type: 'array', items: { type: 'object' }, description: 'The latest life-cycle events (status changes, enforcement), newest first.' },
+        ended: { ...endedSchema, description: 'When the service was stopped by its owner.' },
+        refund: refundSchema,
       },
     },
   },

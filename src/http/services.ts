@@ -4,6 +4,7 @@ import { ApiError } from '../errors/index.js';
 import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
+import type { Refunds } from '../refunds/index.js';
 import { replacePlaylist, storageOf, type MediaLibrary, type ServiceRecords, type ServiceRow } from '../services/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import { callerOf } from './caller.js';
@@ -20,6 +21,8 @@ export interface ServiceRouteDeps {
   services?: ServiceRecords;
   media?: MediaLibrary;
   orders?: OrderService;
+  /** Stop and refund (POST /services/{id}/stop), and how a stopped service ended. */
+  refunds?: Refunds;
   publicBaseUrl: () => string;
   /** Wallet sign-in: the wallet that paid for a service may use it with no key. */
   callers?: Callers;
@@ -59,7 +62,16 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       service: deps.services!.document(service),
       ...(service.status_reason && { status_reason: service.status_reason }),
       ...(deps.orders && await deps.orders.pricedBy(service)),
+      ...(deps.refunds && await deps.refunds.ofService(service.id)),
     };
+  });
+
+  router.post('/services/:service_id/stop', async (ctx) => {
+    const service = await owned(ctx);
+    if (!deps.refunds) throw new ApiError(503, 'stop_not_available', 'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.', { retryable: true });
+    const stopped = await deps.refunds.stop(service);
+    const now = await deps.services!.byId(service.id);
+    ctx.body = { ok: true, service: deps.services!.document(now ?? service), ended: { reason: stopped.reason, stopped_at: stopped.stopped_at }, refund: stopped.refund, idempotent_replay: stopped.idempotent_replay };
   });
 
   router.post('/services/:service_id/upgrade', async (ctx) => {
@@ -102,7 +114,8 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.get('/services/:service_id/usage', async (ctx) => {
     const service = await owned(ctx);
-    ctx.body = { ok: true, usage: await deps.services!.usage(service, deps.media) };
+    const stopped = deps.refunds && await deps.refunds.ofService(service.id);
+    ctx.body = { ok: true, usage: { ...await deps.services!.usage(service, deps.media), ...stopped } };
   });
 
   router.get('/services/:service_id/files', async (ctx) => {

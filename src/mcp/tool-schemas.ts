@@ -30,6 +30,7 @@ export const argumentSchemas = {
   order: withFields(orderRequestSchema, { idempotency_key: idempotencyKey(true) }, ['idempotency_key']),
   service_status: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
   service_usage: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
+  stop_service: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
   upgrade_service: withFields(upgradeRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
   extend_service: withFields(extendRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
   set_playlist: withFields(playlistSchema, { service_id: serviceId }, ['service_id']),

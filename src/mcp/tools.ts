@@ -11,7 +11,7 @@ import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'> & {
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'refunds' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'> & {
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };
@@ -104,7 +104,8 @@ export const tools: Tool[] = [
     description: 'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service (as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      return { body: { ok: true, usage: await deps.services!.usage(service, deps.media) } };
+      const stopped = deps.refunds && await deps.refunds.ofService(service.id);
+      return { body: { ok: true, usage: { ...await deps.services!.usage(service, deps.media), ...stopped } } };
     },
   },
   {
@@ -134,8 +135,19 @@ export const tools: Tool[] = [
     },
   },
   {
+    name: 'stop_service', title: 'Stop a service and get the unused share back', readOnly: false,
+    description: 'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and the unused share of what you paid (less the base fee and transfer used, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
+    run: async ({ args, caller }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      if (!deps.refunds) throw new ApiError(503, 'stop_not_available', 'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.', { retryable: true });
+      const stopped = await deps.refunds.stop(service);
+      const now = await deps.services!.byId(service.id);
+      return { body: { ok: true, service: deps.services!.document(now ?? service), ended: { reason: stopped.reason, stopped_at: stopped.stopped_at }, refund: stopped.refund, idempotent_replay: stopped.idempotent_replay } };
+    },
+  },
+  {
     name: 'service_events', title: 'Events of a service', readOnly: true,
-    description: 'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
+    description: 'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, service.stopped, refund.sent, refund.failed. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const events = await eventsAfter(deps, service.id, args.last_event_id, args.wait_seconds ?? 20);

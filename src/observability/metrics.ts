@@ -18,6 +18,8 @@ export class Metrics {
   readonly quotes = new Counter({ name: 'quotes_total', help: 'Quotes answered, by product', labelNames: ['product'], registers: [this.registry] });
   readonly settlements = new Counter({ name: 'settlements_total', help: 'Settlement attempts by result', labelNames: ['result'], registers: [this.registry] });
   readonly provisioningFailures = new Counter({ name: 'provisioning_failures_total', help: 'Provisioning attempts that failed (retried by recovery)', registers: [this.registry] });
+  readonly refunds = new Counter({ name: 'refunds_total', help: 'Refund send attempts by result (sent, postponed, error)', labelNames: ['result'], registers: [this.registry] });
+  readonly refundWalletShort = new Counter({ name: 'refund_wallet_short_total', help: 'Refunds postponed because the refund wallet lacked USDC or gas', labelNames: ['lacks'], registers: [this.registry] });
 
   /** The gauges below read PostgreSQL; a scrape within gaugeCacheMs of the last one reuses its rows. */
   constructor(db: Database, gaugeCacheMs = 5000) {
@@ -29,7 +31,7 @@ export class Metrics {
     new Gauge({
       name: 'orders', help: 'Orders by state', labelNames: ['state'], registers: [registry],
       async collect() {
-        for (const state of ['settling', 'provisioning', 'active', 'failed']) this.set({ state }, 0);
+        for (const state of ['settling', 'provisioning', 'active', 'failed', 'refunded']) this.set({ state }, 0);
         for (const row of await ordersByState()) this.set({ state: row.state }, row.n);
       },
     });

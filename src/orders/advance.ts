@@ -180,6 +180,10 @@ async function provisionWith(client: Client, order: OrderRow, deps: AdvanceDeps)
     : await deps.services.createForOrder(client, order, limits, expiryOf(order));
   const active = await deps.orders.activate(client, order.id);
   if (active) await recordProvisioned(client, order, service);
+  // Refunded in full meanwhile (not provisioned within the bound, src/refunds): the service must not be delivered too.
+  else if ((await client.query('SELECT state FROM orders WHERE id = $1', [order.id])).rows[0]?.state === 'refunded') {
+    throw new Error(`order ${order.id} was refunded while it was being provisioned; nothing is delivered`);
+  }
   return { order: active ?? order, service };
 }
 

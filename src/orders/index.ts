@@ -5,3 +5,4 @@ export { armCrashPoints } from './crash-point.js';
 export type { OrderRequest } from './order-price.js';
 export type { AdvanceDeps } from './advance.js';
 export { extendHint } from './extension-price.js';
+export { crashPoint, type CrashPoint } from './crash-point.js';

@@ -4,7 +4,7 @@ import { ApiError } from '../errors/index.js';
 import { PaymentGateway, type DiscoveryDeclaration, type PaymentPrecheck, type PaymentPayload, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { LiveSnapshot, Snapshot } from '../pricing/index.js';
-import type { ServiceRecords, ServiceRow, StreamCapacity, StreamLoad } from '../services/index.js';
+import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamCapacity, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { checkBuyerLimits } from './buyer-limits.js';
@@ -234,6 +234,9 @@ export class OrderService {
       return await this.respond(done.order, false, input.resourceUrl, done.service);
     } catch (e) {
       if (e instanceof PaymentNotTaken) throw await paymentRequired('payment_failed', notTakenMessage(`${e.reason}: ${e.message}`));
+      if (e instanceof ServiceStopped) {
+        throw new ApiError(409, 'service_stopped', 'The service was stopped by its owner while this payment was being settled. The payment was taken and is refunded in full automatically (GET /orders/{order_id} shows the refund); nothing was changed.', { details: [{ order_id: claimed.id }] });
+      }
       if (e instanceof SettlementPending) {
         throw new ApiError(503, 'settlement_pending',
           'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
@@ -368,11 +371,14 @@ export class OrderService {
     }
     const deadline = Date.now() + this.options.waitForInFlightMs;
     let order: OrderRow | undefined = existing;
-    while (order && order.state !== 'active' && Date.now() < deadline) {
+    while (order && order.state !== 'active' && order.state !== 'refunded' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
       order = await this.orders.byId(existing.id);
     }
     if (order?.state === 'active') return this.respond(order, true, resourceUrl);
+    if (order?.state === 'refunded') {
+      throw new ApiError(409, 'order_refunded', `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key if you still need the service.`);
+    }
     if (order?.state === 'failed') {
       throw new ApiError(409, 'idempotency_in_progress', 'The earlier attempt with this key failed without charging; retry now with a new payment.', { retryable: true, headers: { 'Retry-After': '1' } });
     }

@@ -2,7 +2,7 @@ import { recordOrderPaid } from '../events/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
 
-export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed';
+export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed' | 'refunded';
 
 export interface OrderRow {
   id: string;

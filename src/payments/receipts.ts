@@ -24,6 +24,20 @@ export interface ReceiptFacts {
   amountAtomic: string;
 }
 
+/** What a refund receipt states: the refund, what it pays back and the transaction that paid it. */
+export interface RefundReceiptFacts {
+  refundId: string;
+  serviceId: string | null;
+  orderIds: string[];
+  payer: string;
+  network: string;
+  transaction: string;
+  issuedAt: Date;
+  evaluationId: string | null;
+  amountAtomic: string;
+  reason: string;
+}
+
 /**
  * Signed offers and receipts (the x402 offer-receipt extension, JWS with EdDSA), signed by the operator key.
  * The key id is a did:jwk of the public key, so an agent verifies with the extension's own helpers and nothing else;
@@ -66,5 +80,27 @@ export class OfferReceipts {
       amount: facts.amountAtomic,
     };
     return { [OFFER_RECEIPT]: { info: { receipt: { format: 'jws', signature: await createJWS(payload, this.signer) } } } };
+  }
+
+  /**
+   * The receipt of a refund sent: the offer-receipt extension's receipt fields (payer is who received the refund),
+   * with the refund's own. issuedAt is when it was proven sent, so the receipt is the same bytes every time it is asked.
+   */
+  async refundReceipt(facts: RefundReceiptFacts): Promise<{ format: 'jws'; signature: string }> {
+    const payload = {
+      version: 1,
+      kind: 'refund',
+      network: facts.network,
+      payer: facts.payer,
+      issuedAt: Math.floor(facts.issuedAt.getTime() / 1000),
+      transaction: facts.transaction,
+      refundId: facts.refundId,
+      serviceId: facts.serviceId,
+      orderIds: facts.orderIds,
+      evaluationId: facts.evaluationId,
+      amount: facts.amountAtomic,
+      reason: facts.reason,
+    };
+    return { format: 'jws', signature: await createJWS(payload, this.signer) };
   }
 }

@@ -1,6 +1,6 @@
 import { Decimal } from '../rules/index.js';
 import { evaluatePrice, type PriceEvaluation, type PriceInput } from './evaluate.js';
-import type { Snapshot } from './snapshot.js';
+import type { Snapshot } from './snapshot-shape.js';
 
 type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
 

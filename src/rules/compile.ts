@@ -13,6 +13,8 @@ const baseFacts = {
   lifecycle: ['service', 'usage', 'product', 'settings'],
   // What one buyer already holds (per API key, per paying address) and what an order adds: see src/orders/buyer-limits.ts.
   buyer: ['product', 'settings', 'demand', 'key', 'payer'],
+  // A refund: the service and why it ended, the money received for it and what it used (see src/pricing/refund.ts).
+  refund: ['product', 'settings', 'refund', 'paid', 'usage'],
 };
 type StageName = keyof typeof baseFacts;
 
@@ -57,8 +59,8 @@ export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diag
       ruleNames.set(rule.name, file.path);
       checkConditions(rule.conditions, `/rules/${i}/conditions`, facts, file, diagnostics);
       checkFactRefs(rule.event.params, `/rules/${i}/event/params`, facts, file, diagnostics);
-      if (rule.event.type === 'price_line' && ('rate' in rule.event.params) === ('rate_atomic' in rule.event.params)) {
-        diagnostics.push(file.at(`/rules/${i}/event/params`, 'a price_line needs exactly one of rate_atomic (atomic units) and rate (whole currency units)'));
+      if ((rule.event.type === 'price_line' || rule.event.type === 'refund_line') && ('rate' in rule.event.params) === ('rate_atomic' in rule.event.params)) {
+        diagnostics.push(file.at(`/rules/${i}/event/params`, `a ${rule.event.type} needs exactly one of rate_atomic (atomic units) and rate (whole currency units)`));
       }
       stage.rules.push(rule);
     });

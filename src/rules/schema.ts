@@ -14,7 +14,7 @@ export const ruleDocumentSchema = {
   required: ['stage', 'rules'],
   properties: {
     description: { type: 'string' },
-    stage: { enum: ['product', 'quote', 'lifecycle', 'buyer'] },
+    stage: { enum: ['product', 'quote', 'lifecycle', 'buyer', 'refund'] },
     derived_facts: {
       type: 'array',
       items: {
@@ -58,6 +58,19 @@ export const ruleDocumentSchema = {
                 params: {
                   type: 'object', additionalProperties: false, required: ['sequence', 'code', 'unit', 'quantity'],
                   properties: { sequence, code: { type: 'string' }, unit: { type: 'string' }, item: { oneOf: [{ type: 'string' }, factRef] }, quantity: decimalOrRef, rate_atomic: decimalOrRef, rate: decimalOrRef },
+                },
+              },
+            },
+            {
+              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              properties: {
+                type: { const: 'refund_line' },
+                params: {
+                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'unit', 'quantity', 'direction'],
+                  properties: {
+                    sequence, code: { type: 'string' }, unit: { type: 'string' }, item: { oneOf: [{ type: 'string' }, factRef] },
+                    quantity: decimalOrRef, rate_atomic: decimalOrRef, rate: decimalOrRef, direction: { enum: ['credit', 'deduct'] },
+                  },
                 },
               },
             },

@@ -64,6 +64,13 @@ export class Stage {
         case 'price_line':
           lines.push(this.priceLine(r.name, p, decimals, amounts));
           break;
+        case 'refund_line': {
+          const line = this.priceLine(r.name, p, decimals, amounts);
+          line.direction = p.direction === 'deduct' ? 'deduct' : 'credit';
+          if (line.direction === 'deduct') amounts[amounts.length - 1] = amounts[amounts.length - 1].negated();
+          lines.push(line);
+          break;
+        }
         case 'transition':
         case 'enforce':
           decisions.push(withoutUndefined({ kind: r.event!.type, to: p.to as string | undefined, code: p.code as string | undefined, reason: fill(String(p.reason), facts), actions: (p.actions ?? []) as ServiceAction[] }));

@@ -11,12 +11,12 @@ export interface DerivedFactSpec {
 export interface RuleSpec {
   name: string;
   conditions: Record<string, unknown>;
-  event: { type: 'price_line' | 'reject' | 'not_orderable' | 'transition' | 'enforce'; params: Record<string, unknown> };
+  event: { type: 'price_line' | 'refund_line' | 'reject' | 'not_orderable' | 'transition' | 'enforce'; params: Record<string, unknown> };
 }
 
 export interface RuleDocument {
   description?: string;
-  stage: 'product' | 'quote' | 'lifecycle' | 'buyer';
+  stage: 'product' | 'quote' | 'lifecycle' | 'buyer' | 'refund';
   derived_facts?: DerivedFactSpec[];
   rules: RuleSpec[];
 }
@@ -30,6 +30,8 @@ export interface PriceLine {
   rate_atomic: string;
   amount_atomic: string;
   amount: string;
+  /** Refund lines only: a credit adds to the refund, a deduction takes from it. */
+  direction?: 'credit' | 'deduct';
 }
 
 export interface Rejection { status: 409 | 422; code: string; message: string; pointer?: string }

@@ -1,4 +1,4 @@
-export { ServiceRecords, listenerCapOf, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
+export { ServiceRecords, ServiceStopped, listenerCapOf, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
 export { IcecastDecider } from './icecast-decider.js';
 export { MediaLibrary, quotaOf, type MediaFile, type UploadLimits } from './media-library.js';
 export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl } from './lifecycle-worker.js';

@@ -25,7 +25,7 @@ export interface ServiceRow {
   playlist: string[] | null;
   shuffle: boolean;
   transfer_offset_bytes: string;
-  /** Set when the service was stopped (and refunded): it is never extended again. */
+  /** When its owner stopped it (POST /services/{id}/stop); it is then expired for good and never extended again. */
   stopped_at?: Date | null;
 }
 
@@ -54,6 +54,13 @@ const RETURNING_WITH_HOST_URL = 'RETURNING *, (SELECT public_url FROM streaming_
 /** How many listeners a service was sold, whichever way its product names it (listener_places() in SQL, migration 030). */
 export function listenerCapOf(limits: Record<string, unknown>): number {
   return Number(limits.max_listeners ?? limits.listeners ?? limits.max_concurrent_listeners ?? 0);
+}
+
+/** A paid change to a service its owner stopped meanwhile: never applied; the payment is refunded in full. */
+export class ServiceStopped extends Error {
+  constructor(readonly serviceId: string) {
+    super(`service ${serviceId} was stopped by its owner`);
+  }
 }
 
 /** What an order turns into: a mount with its own source credentials, limits and expiry. */
@@ -162,6 +169,8 @@ export class ServiceRecords {
 
   async applyUpgrade(client: Client, serviceId: string, productId: string, configuration: Record<string, unknown>): Promise<ServiceRow> {
     const { rows: [before] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+    // Stopped while the upgrade was being paid: it is not revived; the upgrade is refunded in full (src/refunds).
+    if ((before as { stopped_at?: Date | null }).stopped_at) throw new ServiceStopped(serviceId);
     const limits = { ...configuration, duration_hours: (before as ServiceRow).limits.duration_hours };
     const reason = `Upgraded from ${(before as ServiceRow).product_id} to ${productId}.`;
     const { rows: [after] } = await client.query(

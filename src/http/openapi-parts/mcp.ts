@@ -10,7 +10,7 @@ export const part = {
       post: {
         tags: ['MCP'],
         operationId: 'mcp',
-        summary: 'MCP endpoint (Streamable HTTP, stateless): tools list_products, describe_product, quote, order, service_status, service_usage, service_events, upgrade_service, extend_service, set_playlist.',
+        summary: 'MCP endpoint (Streamable HTTP, stateless): tools list_products, describe_product, quote, order, service_status, service_usage, service_events, upgrade_service, extend_service, set_playlist, stop_service.',
         description: 'One JSON-RPC 2.0 message per POST, answered with one JSON response (no session, no server-sent stream: GET is not offered). '
           + 'Send "Accept: application/json, text/event-stream" and "Content-Type: application/json", as MCP clients do. '
           + 'tools/list gives each tool\'s input schema, generated from the catalog (the same JSON Schemas as the REST request bodies and Parameters_* here). '

@@ -1,0 +1,80 @@
+import { Decimal, type PriceLine, type TraceEntry } from '../rules/index.js';
+import { decimalsOf, type Snapshot } from './snapshot-shape.js';
+
+/** One payment for a service: the hours it paid for and how many of them were left unused when the service ended. */
+export interface RefundPayment {
+  order_id: string;
+  kind: 'order' | 'upgrade' | 'extension';
+  amount_atomic: string;
+  /** Decimal strings; "0" when the payment bought no hours (it then has no unused share). */
+  hours: string;
+  unused_hours: string;
+}
+
+/**
+ * Everything a refund depends on besides the snapshot, fixed when it was evaluated (at the stop, not when it is
+ * sent), so that a replay depends neither on the clock nor on the service as it is later.
+ */
+export interface RefundInput {
+  refund_id: string;
+  service_id: string | null;
+  product_id: string;
+  reason: 'stopped' | 'provisioning_failed';
+  /** When the service ended (its stop) or the order was given up: the unused hours are counted from here. */
+  as_of: string;
+  payments: RefundPayment[];
+  /** Refunds already made for these payments. */
+  refunded_atomic: string;
+  transfer_used_gb: string;
+}
+
+export interface RefundEvaluation {
+  facts: Record<string, unknown>;
+  trace: TraceEntry[];
+  lines: PriceLine[];
+  /** Credits minus deductions, as the rules' lines add up (may be below zero). */
+  total_atomic: string;
+  /** The money proven received for these payments, minus refunds already made: never refunded beyond this. */
+  bound_atomic: string;
+  minimum_atomic: string;
+  /** What is sent: the total within the bound, or 0 below the minimum. */
+  amount_atomic: string;
+}
+
+/**
+ * A refund as the rules decide it (rules/refunds.json, stage "refund"). The unused share of each payment is its
+ * amount times the unused share of the hours it paid for, rounded down; an upgrade's amount is what was paid for it
+ * (the credit it was given is not money received, so it is never refunded a second time).
+ */
+export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Promise<RefundEvaluation> {
+  const entry = snapshot.catalog.byId.get(input.product_id);
+  const received = input.payments.reduce((sum, p) => sum.plus(p.amount_atomic), new Decimal(0));
+  const unused = input.payments.reduce((sum, p) => {
+    const hours = new Decimal(p.hours);
+    if (hours.lessThanOrEqualTo(0)) return sum;
+    const left = Decimal.max(0, Decimal.min(hours, p.unused_hours));
+    return sum.plus(new Decimal(p.amount_atomic).times(left).dividedBy(hours).floor());
+  }, new Decimal(0));
+  const facts = {
+    product: entry?.product ?? { id: input.product_id },
+    settings: snapshot.catalog.settings,
+    refund: { reason: input.reason, service_id: input.service_id, as_of: input.as_of },
+    paid: { received_atomic: received.toFixed(0), unused_atomic: unused.toFixed(0), refunded_atomic: input.refunded_atomic },
+    usage: { transfer_used_gb: input.transfer_used_gb },
+  };
+  const outcome = await snapshot.rules.refund.evaluate(facts, entry ? decimalsOf(entry) : 6);
+  const total = new Decimal(outcome.total_atomic ?? '0');
+  const bound = Decimal.max(0, received.minus(input.refunded_atomic));
+  const minimum = new Decimal(snapshot.catalog.settings.refunds?.minimum ?? '0').times(1_000_000).ceil();
+  const within = Decimal.max(0, Decimal.min(total, bound));
+  const { product: _p, settings: _s, ...recorded } = facts;
+  return {
+    facts: { product_id: input.product_id, ...recorded },
+    trace: outcome.trace,
+    lines: outcome.lines,
+    total_atomic: total.toFixed(0),
+    bound_atomic: bound.toFixed(0),
+    minimum_atomic: minimum.toFixed(0),
+    amount_atomic: within.lessThan(minimum) ? '0' : within.toFixed(0),
+  };
+}
