@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { buy, payFor } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
-import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { connectListener, exitOf, hasMpegFrame, listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
@@ -44,12 +44,7 @@ function source(url: string, kbps = 64): ChildProcess {
 }
 
 async function listen(url: string): Promise<Listener> {
-  const listener = await waitFor('the mount to go live', async () => {
-    const l = await connectListener(url).catch(() => undefined);
-    if (l?.status === 200) return l;
-    l?.close();
-    return undefined;
-  }, 20_000);
+  const listener = await listenWhenLive(url);
   listeners.push(listener);
   return listener;
 }

@@ -50,6 +50,16 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | fals
   }
 }
 
+/** A listener on `url` once its mount is live (Icecast answers 404 before the source connects). */
+export function listenWhenLive(url: string, timeoutMs = 20_000): Promise<Listener> {
+  return waitFor('the mount to go live', async () => {
+    const l = await connectListener(url).catch(() => undefined);
+    if (l?.status === 200) return l;
+    l?.close();
+    return undefined;
+  }, timeoutMs);
+}
+
 export function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return Promise.race([
