@@ -122,7 +122,7 @@ export const tools: Tool[] = [
     },
   },
   {
-    name: 'extend_service', title: 'Extend a service', readOnly: false,
+    name: 'extend_service', title: 'Extend a service', readOnly: false, paid: true,
     description: EXTEND_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const service = await owned(args.service_id, caller, deps);
