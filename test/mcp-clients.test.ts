@@ -151,7 +151,7 @@ describe('MCP clients and wording', { skip }, () => {
 
   test('mcpc (@apify/mcpc --x402) pays the order tool: the order becomes active and settles on the chain', { timeout: 300_000 }, async (t) => {
     const listed = (await agent.listTools()).tools;
-    for (const name of ['order', 'upgrade_service']) {
+    for (const name of ['order', 'upgrade_service', 'extend_service']) {
       const x402 = (listed.find((t) => t.name === name)!._meta as any)?.x402;
       assert.equal(x402?.paymentRequired, true, `${name} declares payment: ${JSON.stringify(x402)}`);
       assert.equal(x402.x402Version, 2);
