@@ -51,16 +51,21 @@ describe('stream capacity', () => {
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     return { ...answer.body, instant: answer.body.products.find((p: any) => p.product_id === 'instant-stream') };
   };
+  /** /availability once its count (which may be up to a second old) shows `settled`, or after 5 s as it is. */
+  const availabilityWhen = async (query: string, settled: (a: any) => boolean) => {
+    let answer = await availability(query);
+    for (let i = 0; i < 50 && !settled(answer); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      answer = await availability(query);
+    }
+    return answer;
+  };
 
   test('listener places: an order that would overbook them is refused before payment, a smaller one fits', async () => {
     assert.equal((await availability('?listeners=20')).instant.available_now, true);
     assert.equal((await buy(service, wallet, order(20), newKey())).status, 200);
-    // /availability says what an order would meet: 5 places left (its count may be up to a second old).
-    let after = await availability('?listeners=10');
-    for (let i = 0; i < 50 && after.capacity.listener_places.free !== 5; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      after = await availability('?listeners=10');
-    }
+    // /availability says what an order would meet: 5 places left.
+    const after = await availabilityWhen('?listeners=10', (a) => a.capacity.listener_places.free === 5);
     assert.deepEqual(after.capacity.listener_places, { total: 25, free: 5 });
     assert.equal(after.instant.available_now, false);
     assert.match(after.instant.reason, /5 listener places free, fewer than the 10 asked/);
@@ -87,7 +92,7 @@ describe('stream capacity', () => {
 
   test('once full, an order is refused at once, with nothing asked or charged', async () => {
     assertExhausted(await post(order(1), newKey()), /All 2 stream slots of this deployment are taken/);
-    const full = await availability();
+    const full = await availabilityWhen('', (a) => a.capacity.stream_slots.free === 0);
     assert.deepEqual(full.capacity.stream_slots, { total: 2, free: 0 });
     for (const product of full.products.filter((p: any) => p.agent_orderable)) {
       assert.equal(product.available_now, false, `${product.product_id} is not available on a full host`);
