@@ -160,7 +160,7 @@ describe('agentcash discovery', () => {
 
   test('/.well-known/x402 lists the paid resources in the origin-level shape, beside the draft\'s items', async () => {
     const manifest = await (await fetch(`${origin}/.well-known/x402`)).json() as any;
-    assert.deepEqual(manifest.resources, [`${service.baseUrl}/orders`, `${service.baseUrl}/services/:service_id/upgrade`]);
+    assert.deepEqual(manifest.resources, [`${service.baseUrl}/orders`, `${service.baseUrl}/services/:service_id/upgrade`, `${service.baseUrl}/services/:service_id/extend`]);
     assert.equal(manifest.version, 1);
     assert.match(manifest.instructions, /Authorization: Bearer/);
     assert.deepEqual(manifest.items.map((i: any) => i.resource.url), manifest.resources);

@@ -228,8 +228,9 @@ describe('extending a service', { skip }, () => {
     const path = `/services/${svc.service_id}/extend`;
     const body = { duration_hours: 1 };
     const anonymous = { baseUrl: service.baseUrl, apiKey: '' };
+    // A sign-in proof holds for the method and path its challenge was asked on: this extension's.
     const signIn = async (account: PrivateKeyAccount) => {
-      const asked = await request(anonymous, 'GET', '/keys', { auth: false });
+      const asked = await request(anonymous, 'POST', path, { auth: false, body, headers: { 'idempotency-key': randomUUID() } });
       return signedHeader(challengeOf(asked), account);
     };
     const other = await request(anonymous, 'POST', path, { auth: false, body, headers: { 'idempotency-key': randomUUID(), 'sign-in-with-x': await signIn(privateKeyToAccount(generatePrivateKey())) } });

@@ -33,6 +33,8 @@ const rewrites: Rewrite[] = [
   [/Upload them first with PUT/g, () => 'Upload them first over the REST API (uploads are not MCP tools) with PUT'],
   [/as "Authorization: Bearer <key>"/g, () => `as the "Authorization: Bearer <key>" ${OWN_HEADER}`],
   [/in the SIGN-IN-WITH-X header/g, () => `in the SIGN-IN-WITH-X ${OWN_HEADER}`],
+  // The sign-in names the HTTP route it was asked for; over MCP that is the connection's own endpoint.
+  [/ of this\s+same request \((?:GET|POST|PUT|DELETE) [^)]*\)/g, () => ''],
 ];
 
 /** The message with each HTTP term in its MCP form; a rewrite that starts a sentence starts with a capital. */
