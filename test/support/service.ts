@@ -82,7 +82,7 @@ export async function startService(env: Record<string, string> = {}, options: { 
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stdout = '';
   const [baseUrl, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 120_000);
     child.stdout!.on('data', (d) => {
       stdout += d;
       const serving = /serving on (\S+)/.exec(stdout);
