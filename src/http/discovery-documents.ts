@@ -1,4 +1,4 @@
-import type { BillingOption, Snapshot } from '../pricing/index.js';
+import { SnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 
 export interface CheckoutStatus {
   available: boolean;
@@ -15,16 +15,11 @@ export interface DiscoveryDocuments {
   availability: Buffer;
 }
 
-const cache = new WeakMap<Snapshot, DiscoveryDocuments>();
+const cache = new SnapshotCache<DiscoveryDocuments>();
 
 /** The discovery bodies only change with the snapshot: serialise them once per snapshot. */
 export function discoveryDocuments(snapshot: Snapshot, checkout: CheckoutStatus, billing = new Map<string, BillingOption[]>()): DiscoveryDocuments {
-  let documents = cache.get(snapshot);
-  if (!documents) {
-    documents = build(snapshot, checkout, billing);
-    cache.set(snapshot, documents);
-  }
-  return documents;
+  return cache.get(snapshot, () => build(snapshot, checkout, billing));
 }
 
 function build(snapshot: Snapshot, checkout: CheckoutStatus, billing: Map<string, BillingOption[]>): DiscoveryDocuments {

@@ -1,7 +1,7 @@
-import type { BillingOption, Snapshot } from '../pricing/index.js';
+import { SnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { buildOpenApiDocument } from './openapi.js';
 
-const cache = new WeakMap<Snapshot, Buffer>();
+const cache = new SnapshotCache<Buffer>();
 
 /**
  * GET /openapi.json at the site root: the document of /api/v1/openapi.json with every path written from the root
@@ -9,12 +9,7 @@ const cache = new WeakMap<Snapshot, Buffer>();
  * paths as written, without the server's base path.
  */
 export function siteOpenApiDocument(snapshot: Snapshot, version: string, prefix: string, billing?: Map<string, BillingOption[]>): Buffer {
-  let body = cache.get(snapshot);
-  if (!body) {
-    body = Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing), prefix)));
-    cache.set(snapshot, body);
-  }
-  return body;
+  return cache.get(snapshot, () => Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing), prefix))));
 }
 
 function fromRoot(document: Record<string, unknown>, prefix: string): Record<string, unknown> {

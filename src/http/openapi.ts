@@ -1,5 +1,5 @@
 import { parametersSchema, type CatalogProduct } from '../catalog/index.js';
-import type { BillingOption, Snapshot } from '../pricing/index.js';
+import { SnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { openApiParts } from './openapi-parts/index.js';
 import { billingSchema, orderableProducts } from './paid-operations.js';
 import { freeFormObjectsOpen, productVariants, withoutDefaults } from './openapi-typed.js';
@@ -10,7 +10,7 @@ import {
 } from './response-schemas.js';
 import { errorSchema, extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, upgradeRequestSchema, productIdPattern, productSchema, quoteRequestSchema, quoteResponseSchema } from './schemas.js';
 
-const cache = new WeakMap<Snapshot, Buffer>();
+const cache = new SnapshotCache<Buffer>();
 
 const CLIENT_CAP_NOTE = 'The official x402 client (@x402/fetch, @x402/axios, x402Client) refuses any payment above 1 USDC by default (spend control maxAmountPerPayment): '
   + 'many orders cost more, so raise it before paying, e.g. client.setSpendControls({ maxAmountPerPayment: \'$20\' }). The 402 message says so when the amount exceeds 1 USDC.';
@@ -45,12 +45,7 @@ const paidResponse = (description: string) => ({
 
 /** OpenAPI 3.1, generated from the schemas the server validates with and the catalog being served. */
 export function openApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Buffer {
-  let doc = cache.get(snapshot);
-  if (!doc) {
-    doc = Buffer.from(JSON.stringify(buildOpenApiDocument(snapshot, version, billing)));
-    cache.set(snapshot, doc);
-  }
-  return doc;
+  return cache.get(snapshot, () => Buffer.from(JSON.stringify(buildOpenApiDocument(snapshot, version, billing))));
 }
 
 /** The document as an object (for the offline lint: npm run lint:openapi). */

@@ -1,7 +1,9 @@
 import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
 import { parametersSchema } from '../catalog/index.js';
 import type { PlaceOrder } from '../orders/index.js';
-import { billingOptions, BILLINGS, type BillingOption, type LiveSnapshot, type Snapshot } from '../pricing/index.js';
+import {
+  billingOptions, BILLINGS, KeyedSnapshotCache, SnapshotCache, type BillingOption, type LiveSnapshot, type Snapshot,
+} from '../pricing/index.js';
 import { orderResponseSchema } from './response-schemas.js';
 import { extendRequestSchema, orderRequestSchema, upgradeRequestSchema } from './schemas.js';
 
@@ -25,19 +27,14 @@ export interface PaidOperation {
   outputExample: Record<string, unknown>;
 }
 
-const cache = new WeakMap<Snapshot, PaidOperation[]>();
+const cache = new SnapshotCache<PaidOperation[]>();
 
 /** The operations that answer 402, as the snapshot being served defines them (billing: billingOptions(snapshot)). */
 export function paidOperations(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidOperation[] {
-  let operations = cache.get(snapshot);
-  if (!operations) {
-    operations = build(snapshot, billing);
-    cache.set(snapshot, operations);
-  }
-  return operations;
+  return cache.get(snapshot, () => build(snapshot, billing));
 }
 
-const declarations = new WeakMap<Snapshot, Map<string, ReturnType<typeof declareDiscoveryExtension>>>();
+const declarations = new KeyedSnapshotCache<ReturnType<typeof declareDiscoveryExtension>>();
 
 /**
  * What POST /orders or POST /services/{id}/upgrade hands to the order machinery for its 402 (bazaar declaration).
@@ -46,22 +43,18 @@ const declarations = new WeakMap<Snapshot, Map<string, ReturnType<typeof declare
  */
 export function discoveryFor(snapshot: Snapshot, billing: Map<string, BillingOption[]>, name: PaidOperationName, path: string, productId: string): NonNullable<PlaceOrder['discovery']> {
   const orderable = orderableById(snapshot).get(productId);
-  let byProduct = declarations.get(snapshot);
-  if (!byProduct) declarations.set(snapshot, byProduct = new Map());
   // A product that cannot be ordered gets no 402; its id (from the request) is not kept.
   const cacheKey = orderable ? `${name}\n${productId}` : name;
-  let extensions = byProduct.get(cacheKey);
-  if (!extensions) {
+  const extensions = declarations.get(snapshot, cacheKey, () => {
     const operation = orderable ? forProduct(snapshot, billing, name, orderable) : paidOperations(snapshot, billing).find((o) => o.name === name)!;
-    extensions = declareDiscoveryExtension({
+    return declareDiscoveryExtension({
       bodyType: 'json',
       input: operation.inputExample,
       inputSchema: operation.inputSchema,
       ...(operation.pathParams && { pathParamsSchema: operation.pathParams }),
       output: { schema: operation.outputSchema, example: operation.outputExample },
     });
-    byProduct.set(cacheKey, extensions);
-  }
+  });
   const operation = paidOperations(snapshot, billing).find((o) => o.name === name)!;
   return {
     declaration: { key: `${snapshot.hash}\n${cacheKey}\n${path}`, method: operation.method, path, routePattern: `/api/v1${operation.routeTemplate}`, extensions },
@@ -111,12 +104,10 @@ function outline(schema: Record<string, unknown>, depth = 1): Record<string, unk
 }
 
 type OrderableProduct = ReturnType<typeof orderableProducts>[number];
-const orderableCache = new WeakMap<Snapshot, Map<string, OrderableProduct>>();
+const orderableCache = new SnapshotCache<Map<string, OrderableProduct>>();
 
 function orderableById(snapshot: Snapshot): Map<string, OrderableProduct> {
-  let byId = orderableCache.get(snapshot);
-  if (!byId) orderableCache.set(snapshot, byId = new Map(orderableProducts(snapshot).map((p) => [p.id, p])));
-  return byId;
+  return orderableCache.get(snapshot, () => new Map(orderableProducts(snapshot).map((p) => [p.id, p])));
 }
 
 /** Products an agent can order now, with the JSON Schema of their parameters. */

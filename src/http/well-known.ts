@@ -1,9 +1,9 @@
 import type { PaymentTerms } from '../payments/index.js';
-import type { BillingOption, Snapshot } from '../pricing/index.js';
+import { KeyedSnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { Decimal } from '../rules/index.js';
 import { paidOperations, SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';
 
-const cache = new WeakMap<Snapshot, Map<string, Buffer>>();
+const cache = new KeyedSnapshotCache<Buffer>();
 
 /**
  * GET /.well-known/x402: the x402 discovery manifest (a draft of x402-foundation/x402, specs/extensions/
@@ -12,16 +12,8 @@ const cache = new WeakMap<Snapshot, Map<string, Buffer>>();
  * what any order may cost.
  */
 export function wellKnownX402(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined): Buffer {
-  let byBase = cache.get(snapshot);
-  if (!byBase) cache.set(snapshot, byBase = new Map());
   const key = `${apiBaseUrl}\n${terms?.payTo ?? ''}`;
-  let body = byBase.get(key);
-  if (!body) {
-    if (byBase.size > 100) byBase.clear();
-    body = Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms)));
-    byBase.set(key, body);
-  }
-  return body;
+  return cache.get(snapshot, key, () => Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms))));
 }
 
 function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined) {

@@ -1,11 +1,11 @@
 import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
 import { SERVICE_NAME, SERVICE_TAGS } from '../http/index.js';
 import type { PlaceOrder } from '../orders/index.js';
-import type { Snapshot } from '../pricing/index.js';
+import { KeyedSnapshotCache, type Snapshot } from '../pricing/index.js';
 import { publishedSchemas, type ToolName } from './tool-schemas.js';
 
 type Schema = Record<string, unknown>;
-const cache = new WeakMap<Snapshot, Map<string, NonNullable<PlaceOrder['discovery']>>>();
+const cache = new KeyedSnapshotCache<NonNullable<PlaceOrder['discovery']>>();
 
 /**
  * How a paid tool's PaymentRequired introduces it to x402 discovery (bazaar, MCP form): its name and its tools/list
@@ -13,25 +13,20 @@ const cache = new WeakMap<Snapshot, Map<string, NonNullable<PlaceOrder['discover
  * PaymentRequired ~13 KiB, a header near clients' limits on the REST side).
  */
 export function toolDiscovery(snapshot: Snapshot, name: ToolName, description: string, productId: string): NonNullable<PlaceOrder['discovery']> {
-  let byTool = cache.get(snapshot);
-  if (!byTool) cache.set(snapshot, byTool = new Map());
   const published = publishedSchemas(snapshot)[name];
   const known = productsOf(published).includes(productId);
   // An unknown product gets no PaymentRequired; its id (from the call) is not kept.
   const cacheKey = known ? `${name}\n${productId}` : name;
-  let discovery = byTool.get(cacheKey);
-  if (!discovery) {
+  return cache.get(snapshot, cacheKey, () => {
     const inputSchema = known ? narrowed(published, productId) : published;
     const extensions = declareDiscoveryExtension({ toolName: name, description, inputSchema, transport: 'streamable-http' });
-    discovery = {
+    return {
       // Bazaar's MCP declarations need no HTTP context; the MCP endpoint stands in for it.
       declaration: { key: `${snapshot.hash}\nmcp\n${cacheKey}`, method: 'POST', path: '/api/v1/mcp', routePattern: '/api/v1/mcp', extensions },
       serviceName: SERVICE_NAME,
       tags: SERVICE_TAGS,
     };
-    byTool.set(cacheKey, discovery);
-  }
-  return discovery;
+  });
 }
 
 function productsOf(schema: Schema): unknown[] {

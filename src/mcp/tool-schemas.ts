@@ -1,6 +1,6 @@
 import { parametersSchema } from '../catalog/index.js';
 import { extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from '../http/index.js';
-import type { Snapshot } from '../pricing/index.js';
+import { SnapshotCache, type Snapshot } from '../pricing/index.js';
 
 type Schema = Record<string, unknown>;
 
@@ -46,16 +46,11 @@ export const argumentSchemas = {
 
 export type ToolName = keyof typeof argumentSchemas;
 
-const cache = new WeakMap<Snapshot, Record<ToolName, Schema>>();
+const cache = new SnapshotCache<Record<ToolName, Schema>>();
 
 /** The input schemas of tools/list for this catalog snapshot (built once per snapshot). */
 export function publishedSchemas(snapshot: Snapshot): Record<ToolName, Schema> {
-  let schemas = cache.get(snapshot);
-  if (!schemas) {
-    schemas = build(snapshot);
-    cache.set(snapshot, schemas);
-  }
-  return schemas;
+  return cache.get(snapshot, () => build(snapshot));
 }
 
 function build(snapshot: Snapshot): Record<ToolName, Schema> {

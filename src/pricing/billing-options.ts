@@ -1,5 +1,6 @@
 import { Decimal } from '../rules/index.js';
 import { evaluatePrice, type PriceInput } from './evaluate.js';
+import { SnapshotCache } from './snapshot-cache.js';
 import type { Snapshot } from './snapshot-shape.js';
 
 export type Billing = NonNullable<PriceInput['billing']>;
@@ -14,7 +15,7 @@ export interface BillingOption {
   reason?: string;
 }
 
-const cache = new WeakMap<Snapshot, Promise<Map<string, BillingOption[]>>>();
+const cache = new SnapshotCache<Promise<Map<string, BillingOption[]>>>();
 
 /**
  * Every billing the rules accept for each product, and whether it can be ordered within the order limits: derived by
@@ -24,12 +25,7 @@ const cache = new WeakMap<Snapshot, Promise<Map<string, BillingOption[]>>>();
  * parameters, and their price is left to a quote.
  */
 export function billingOptions(snapshot: Snapshot): Promise<Map<string, BillingOption[]>> {
-  let options = cache.get(snapshot);
-  if (!options) {
-    options = build(snapshot);
-    cache.set(snapshot, options);
-  }
-  return options;
+  return cache.get(snapshot, () => build(snapshot));
 }
 
 async function build(snapshot: Snapshot): Promise<Map<string, BillingOption[]>> {

@@ -7,3 +7,4 @@ export { evaluateUpgrade, type UpgradeInput, type UpgradeEvaluation } from './up
 export { billingOptions, BILLINGS, type Billing, type BillingOption } from './billing-options.js';
 export { evaluateExtension, extensionHeadroomHours, type ExtensionInput, type ExtensionEvaluation } from './extension.js';
 export { evaluateRefund, type RefundInput, type RefundPayment, type RefundEvaluation } from './refund.js';
+export { SnapshotCache, KeyedSnapshotCache } from './snapshot-cache.js';
