@@ -1,4 +1,5 @@
 import type { Logger } from '../log/index.js';
+import { PeriodicTask } from '../tasks/index.js';
 import { advance, PaymentNotTaken, type AdvanceDeps } from './advance.js';
 import type { OrderStore } from './order-store.js';
 
@@ -7,18 +8,19 @@ import type { OrderStore } from './order-store.js';
  * Runs at start and then periodically; leases (FOR UPDATE SKIP LOCKED) keep instances from working on the same order.
  */
 export class OrderRecovery {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly task: PeriodicTask;
 
-  constructor(private readonly orders: OrderStore, private readonly deps: AdvanceDeps, private readonly log: Logger, private readonly options: { intervalMs: number; leaseSeconds: number }) {}
+  constructor(
+    private readonly orders: OrderStore,
+    private readonly deps: AdvanceDeps,
+    private readonly log: Logger,
+    private readonly options: { intervalMs: number; leaseSeconds: number },
+  ) {
+    this.task = new PeriodicTask('order recovery', () => this.runOnce(), options.intervalMs, log);
+  }
 
   start(): void {
-    const tick = () => {
-      this.running = this.runOnce().catch((err) => this.log.error({ err }, 'order recovery failed')).finally(() => {
-        if (this.timer) this.timer = setTimeout(tick, this.options.intervalMs);
-      });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.task.start();
   }
 
   async runOnce(): Promise<number> {
@@ -37,9 +39,7 @@ export class OrderRecovery {
     return ids.length;
   }
 
-  async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }

@@ -1,0 +1,1 @@
+export { PeriodicTask } from './periodic-task.js';
