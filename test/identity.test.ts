@@ -8,6 +8,7 @@ import { createAjv } from '../src/schema/ajv.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader, signingInFetch } from './support/siwx.js';
+import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
 // A: the service agents talk to. B: a second instance on the same PostgreSQL behind the same public address (as behind
@@ -15,7 +16,8 @@ import { TestWallet } from './support/wallet.js';
 let a: Service;
 let b: Service;
 let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
-const CHALLENGE_SECONDS_B = 6; // short enough to wait for, long enough for a loaded machine to answer in time
+// Short enough to wait for, long enough for a loaded machine to answer B in time (B checks A's challenges' age by it).
+const CHALLENGE_SECONDS_B = 6;
 
 before(async () => {
   a = await startService({ AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR: '3', AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2', AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9' });
@@ -67,6 +69,14 @@ async function postKey(account: PrivateKeyAccount, name?: string) {
 }
 
 describe('wallet sign-in (SIWX)', () => {
+  // Issued first and checked last, so the challenges expire while the other tests run.
+  let early: { wallet: PrivateKeyAccount; asIssued: string; kept: ReturnType<typeof challengeOf> };
+  before(async () => {
+    const wallet = newWallet();
+    const asIssued = await signIn(b, wallet);
+    early = { wallet, asIssued, kept: challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false })) };
+  });
+
   test('a request with no credentials gets the sign-in challenge: 402, nothing to pay, bound to this service and chain', async () => {
     const asked = await request(anonymous(a), 'POST', '/keys', { auth: false });
     assert.equal(asked.status, 402);
@@ -113,20 +123,6 @@ describe('wallet sign-in (SIWX)', () => {
     assert.equal(replay.status, 401);
     assert.equal(replay.body.error.code, 'siwx_nonce_used');
     assert.match(replay.body.error.message, /fresh challenge/);
-  });
-
-  test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
-    const wallet = newWallet();
-    const asIssued = await signIn(b, wallet);
-    const kept = challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false }));
-    await new Promise((resolve) => setTimeout(resolve, (CHALLENGE_SECONDS_B + 0.5) * 1000));
-    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
-    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
-    for (const header of [asIssued, stretched]) {
-      const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
-      assert.equal(late.status, 401, JSON.stringify(late.body));
-      assert.equal(late.body.error.code, 'siwx_expired');
-    }
   });
 
   test('a message for another domain, a signature by another wallet, a made-up nonce or garbage: 401 siwx_invalid', async () => {
@@ -176,6 +172,20 @@ describe('wallet sign-in (SIWX)', () => {
       request(anonymous(i % 2 ? a : b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': raced } })));
     assert.equal(answers.filter((r) => r.status === 200).length, 1);
     assert.deepEqual(new Set(answers.filter((r) => r.status !== 200).map((r) => r.body.error.code)), new Set(['siwx_nonce_used']));
+  });
+
+  test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
+    const { wallet, asIssued, kept } = early;
+    // The tests above ran while the challenges aged; what is left of their time is waited for here.
+    const expiry = Date.parse(kept.info.expirationTime!);
+    await waitFor('the challenges to expire', () => Date.now() > expiry, (CHALLENGE_SECONDS_B + 1) * 1000);
+    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
+    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
+    for (const header of [asIssued, stretched]) {
+      const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
+      assert.equal(late.status, 401, JSON.stringify(late.body));
+      assert.equal(late.body.error.code, 'siwx_expired');
+    }
   });
 });
 
