@@ -18,6 +18,8 @@ let b: Service;
 let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
 // Short enough to wait for, long enough for a loaded machine to answer B in time (B checks A's challenges' age by it).
 const CHALLENGE_SECONDS_B = 6;
+/** Challenges from B issued at the start and checked at the end, so they expire while the other tests run. */
+let aging: { wallet: PrivateKeyAccount; asIssued: string; kept: ReturnType<typeof challengeOf> };
 
 before(async () => {
   a = await startService({ AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR: '3', AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2', AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9' });
@@ -27,6 +29,9 @@ before(async () => {
     DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4',
     PUBLIC_BASE_URL: new URL(a.baseUrl).origin, SIWX_CHALLENGE_SECONDS: String(CHALLENGE_SECONDS_B), AGENT_SIGNUP: 'off',
   });
+  const wallet = newWallet();
+  const asIssued = await signIn(b, wallet);
+  aging = { wallet, asIssued, kept: challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false })) };
 });
 after(async () => {
   await b?.stop();
@@ -69,14 +74,6 @@ async function postKey(account: PrivateKeyAccount, name?: string) {
 }
 
 describe('wallet sign-in (SIWX)', () => {
-  // Issued first and checked last, so the challenges expire while the other tests run.
-  let early: { wallet: PrivateKeyAccount; asIssued: string; kept: ReturnType<typeof challengeOf> };
-  before(async () => {
-    const wallet = newWallet();
-    const asIssued = await signIn(b, wallet);
-    early = { wallet, asIssued, kept: challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false })) };
-  });
-
   test('a request with no credentials gets the sign-in challenge: 402, nothing to pay, bound to this service and chain', async () => {
     const asked = await request(anonymous(a), 'POST', '/keys', { auth: false });
     assert.equal(asked.status, 402);
@@ -172,20 +169,6 @@ describe('wallet sign-in (SIWX)', () => {
       request(anonymous(i % 2 ? a : b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': raced } })));
     assert.equal(answers.filter((r) => r.status === 200).length, 1);
     assert.deepEqual(new Set(answers.filter((r) => r.status !== 200).map((r) => r.body.error.code)), new Set(['siwx_nonce_used']));
-  });
-
-  test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
-    const { wallet, asIssued, kept } = early;
-    // The tests above ran while the challenges aged; what is left of their time is waited for here.
-    const expiry = Date.parse(kept.info.expirationTime!);
-    await waitFor('the challenges to expire', () => Date.now() > expiry, (CHALLENGE_SECONDS_B + 1) * 1000);
-    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
-    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
-    for (const header of [asIssued, stretched]) {
-      const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
-      assert.equal(late.status, 401, JSON.stringify(late.body));
-      assert.equal(late.body.error.code, 'siwx_expired');
-    }
   });
 });
 
@@ -331,5 +314,22 @@ describe('self-service keys per client address', () => {
     assert.equal(refused.body.error.code, 'signup_rate_limited');
     assert.match(refused.body.error.message, /Your address got 9 keys/);
     assert.ok(Number(refused.headers.get('retry-after')) > 0);
+  });
+});
+
+// Last: the challenges issued at the start have aged during the other tests.
+describe('wallet sign-in (SIWX): challenges kept past their expiry', () => {
+  test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
+    const { wallet, asIssued, kept } = aging;
+    // The tests above ran while the challenges aged; what is left of their time is waited for here.
+    const expiry = Date.parse(kept.info.expirationTime!);
+    await waitFor('the challenges to expire', () => Date.now() > expiry, (CHALLENGE_SECONDS_B + 1) * 1000);
+    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
+    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
+    for (const header of [asIssued, stretched]) {
+      const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
+      assert.equal(late.status, 401, JSON.stringify(late.body));
+      assert.equal(late.body.error.code, 'siwx_expired');
+    }
   });
 });
