@@ -11,6 +11,12 @@ import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
 
+/**
+ * The bitrate budget's window, half the default 30 s, so a loud source is cut sooner. Icecast counts the bytes read
+ * in 5 s steps: each step takes 5 s of the window at once, and a source at the bought bitrate must never empty it.
+ */
+const WINDOW_SECONDS = 15;
+
 let service: Service;
 let wallet: TestWallet;
 let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
@@ -20,7 +26,10 @@ const listeners: Listener[] = [];
 before(async () => {
   if (skip) return;
   catalog = await shortLivedCatalog();
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250' });
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250',
+    SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
+  });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
 });
@@ -50,6 +59,18 @@ async function listen(url: string): Promise<Listener> {
 }
 
 const usage = async (id: string) => (await request(service, 'GET', `/services/${id}/usage`)).body.usage;
+
+/** Returns once the life-cycle worker has measured the service `count` times after this call (each pass measures). */
+async function workerPasses(id: string, count: number): Promise<void> {
+  let seen = Date.now();
+  for (let pass = 0; pass < count; pass++) {
+    const after = seen;
+    seen = await waitFor(`life-cycle pass ${pass + 1}`, async () => {
+      const measured = Date.parse((await usage(id)).measured_at);
+      return measured > after ? measured : undefined;
+    }, 10_000);
+  }
+}
 
 describe('service life cycle', { skip }, () => {
   test('at expires_at the source and the listeners are cut, new connections refused, status expired', async () => {
@@ -81,7 +102,7 @@ describe('service life cycle', { skip }, () => {
     const burst = await Promise.all(Array.from({ length: 40 }, () => connectListener(svc.stream_url).catch(() => undefined)));
     for (const l of burst) if (l) listeners.push(l);
     assert.equal(burst.filter((l) => l?.status === 200).length, 4, 'one was already connected: four more, no more');
-    await new Promise((r) => setTimeout(r, 1500));
+    await workerPasses(svc.service_id, 3);
     const late = await connectListener(svc.stream_url).catch(() => undefined);
     assert.notEqual(late?.status, 200, 'still full after the worker reconciled');
     late?.close();
@@ -152,7 +173,9 @@ describe('service life cycle', { skip }, () => {
     source(svc.broadcast_url);
     const a = await listen(svc.stream_url);
     const b = await listen(svc.stream_url);
-    await new Promise((r) => setTimeout(r, 4000));
+    // Four seconds of the stream each (64 kbps); Icecast's burst at connect may bring the first of it at once.
+    const fourSeconds = 64_000 / 8 * 4;
+    await waitFor('4 s of audio for each listener', () => [a, b].every((l) => l.received().length >= fourSeconds), 20_000);
     a.close();
     b.close();
     await Promise.all([a.ended, b.ended]);
