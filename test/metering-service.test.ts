@@ -61,7 +61,7 @@ function encoder(url: string, kbps: number, extra: string[] = [], sampleRate = k
 }
 const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
-describe('source bitrate budget', { skip }, () => {
+const budgetSuite = () => describe('source bitrate budget', { skip }, () => {
   test('compliant sources keep streaming; 1.5× and reconnecting abusers are cut, and a cut source is refused', { timeout: 240_000 }, async () => {
     const [fair, fairLow, greedy, hopper] = await Promise.all([
       stream({ duration_hours: 0.2, max_listeners: 2, bitrate_kbps: 32 }),
@@ -177,8 +177,7 @@ async function listenTo(url: string): Promise<RawListener> {
 
 const within = (measured: number, truth: number, share: number) => Math.abs(measured - truth) <= truth * share;
 
-// The two run side by side: each measures a stream over real time (the accuracy is relative to what it carried).
-describe('usage is exact once connections close', { skip, concurrency: true }, () => {
+const exactUsageSuite = () => describe('usage is exact once connections close', { skip }, () => {
   test('bytes sent to a listener and read from the source match what they counted, and listeners.current drops at once', { timeout: 150_000 }, async () => {
     const svc = await stream({ duration_hours: 0.1, max_listeners: 2, bitrate_kbps: 64 });
     const icecast = new URL(svc.stream_url);
@@ -243,4 +242,11 @@ describe('usage is exact once connections close', { skip, concurrency: true }, (
     assert.ok(within(u.bytes.read_from_source, sent, 0.02), `read_from_source ${u.bytes.read_from_source} vs sent ${sent}`);
     assert.equal(u.listeners.current, 0);
   });
+});
+
+// Every test here watches streams over real time (three budget windows, an expiry, counts relative to what a stream
+// carried): they run side by side, not one after the other.
+describe('metering through the running service', { skip, concurrency: true }, () => {
+  budgetSuite();
+  exactUsageSuite();
 });
