@@ -72,7 +72,8 @@ async function workerPasses(id: string, count: number): Promise<void> {
   }
 }
 
-describe('service life cycle', { skip }, () => {
+// Each test buys its own service and mostly waits on real time (an expiry, Icecast's 5 s refreshes): side by side.
+describe('service life cycle', { skip, concurrency: true }, () => {
   test('at expires_at the source and the listeners are cut, new connections refused, status expired', async () => {
     const svc = await stream({ duration_hours: 0.003, max_listeners: 2, bitrate_kbps: 64 });
     const encoder = source(svc.broadcast_url);
@@ -207,7 +208,10 @@ describe('service life cycle', { skip }, () => {
     const back = await listen(svc.stream_url);
     await waitFor('AutoDJ audio again', () => hasMpegFrame(back.received()) && back.received().length > 8000, 20_000);
   });
+});
 
+// Alone, after the others: it kills the Icecast every service streams through.
+describe('service life cycle: Icecast restarts', { skip }, () => {
   test('AutoDJ plays an uploaded file; after Icecast is killed the mount comes back', async () => {
     const svc = await stream({ duration_hours: 1, bitrate_kbps: 64, storage_mb: 5 }, 'temporary-autodj');
     const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=4', '-metadata', 'title=Loop', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
