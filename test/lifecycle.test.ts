@@ -176,7 +176,7 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     const b = await listen(svc.stream_url);
     // Four seconds of the stream each (64 kbps); Icecast's burst at connect may bring the first of it at once.
     const fourSeconds = 64_000 / 8 * 4;
-    await waitFor('4 s of audio for each listener', () => [a, b].every((l) => l.received().length >= fourSeconds), 20_000);
+    await waitFor('4 s of audio for each', () => [a, b].every((l) => l.received().length >= fourSeconds), 20_000);
     a.close();
     b.close();
     await Promise.all([a.ended, b.ended]);

@@ -104,7 +104,8 @@ export class RelayManager {
       }
       if (relay.stopped) break;
       failures = problem ? failures + 1 : 0;
-      const delay = problem ? Math.max(refused ? 30_000 : 0, Math.min(MAX_RETRY_MS, this.firstRetryMs * 2 ** (failures - 1))) : this.firstRetryMs;
+      const doubled = Math.min(MAX_RETRY_MS, this.firstRetryMs * 2 ** (failures - 1));
+      const delay = problem ? Math.max(refused ? 30_000 : 0, doubled) : this.firstRetryMs;
       if (problem) {
         this.log.warn({ service_id: service.id, problem, retry_in_ms: delay }, refused ? 'relay upstream refused by the URL policy' : 'relay upstream failed');
         shown = `The relay could not use ${url}: ${problem}. Retrying in ${Math.ceil(delay / 1000)} s (attempt ${failures}; the wait doubles up to ${MAX_RETRY_MS / 60_000} min while it keeps failing).`;
