@@ -41,6 +41,7 @@ const refused: Array<[Record<string, string>, RegExp]> = [
   [{ STREAMING_HOST_ID: 'a b' }, /^STREAMING_HOST_ID must be 1 to 100 letters, digits or \. _ : -, got "a b"$/],
   [{ WEBHOOK_LEASE_SECONDS: '5' }, /^WEBHOOK_LEASE_SECONDS must be a whole number 6 or more \(longer than the 5 s delivery timeout\), got "5"$/],
   [{ AUDIO_API_ENV: 'prod' }, /^AUDIO_API_ENV must be one of production, development, got "prod"$/],
+  [{ RELAY_FIRST_RETRY_MS: '0' }, /^RELAY_FIRST_RETRY_MS must be a whole number from 10 to 300000, got "0"$/],
 ];
 
 for (const [env, message] of refused) {

@@ -152,6 +152,8 @@ describe('extending a service', { skip }, () => {
 
   test('an expired service extended within the grace period comes back on the same mount; after it, 409 and no charge', { timeout: 120_000 }, async () => {
     const svc = await stream(0.0005); // 1.8 s
+    // Bought now, so its grace period runs out while the first one comes back.
+    const gone = await stream(0.0005);
     await waitFor('expiry', async () => (await statusOf(svc.service_id)) === 'expired', 15_000);
     const back = await extend(svc.service_id, 0.003);
     assert.equal(back.status, 200, JSON.stringify(back.body));
@@ -162,7 +164,6 @@ describe('extending a service', { skip }, () => {
     const listener = await listen(svc.stream_url);
     await waitFor('audio again', () => hasMpegFrame(listener.received()), 10_000);
 
-    const gone = await stream(0.0005);
     await sleepUntil(Date.parse(gone.expires_at) + GRACE_MS + 500);
     const late = await request(service, 'POST', `/services/${gone.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
     assert.equal(late.status, 409, JSON.stringify(late.body));

@@ -8,6 +8,7 @@ import { createAjv } from '../src/schema/ajv.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader, signingInFetch } from './support/siwx.js';
+import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
 // A: the service agents talk to. B: a second instance on the same PostgreSQL behind the same public address (as behind
@@ -15,7 +16,10 @@ import { TestWallet } from './support/wallet.js';
 let a: Service;
 let b: Service;
 let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
-const CHALLENGE_SECONDS_B = 6; // short enough to wait for, long enough for a loaded machine to answer in time
+// Short enough to wait for, long enough for a loaded machine to answer B in time (B checks A's challenges' age by it).
+const CHALLENGE_SECONDS_B = 6;
+/** Challenges from B issued at the start and checked at the end, so they expire while the other tests run. */
+let aging: { wallet: PrivateKeyAccount; asIssued: string; kept: ReturnType<typeof challengeOf> };
 
 before(async () => {
   a = await startService({ AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR: '3', AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2', AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9' });
@@ -25,6 +29,9 @@ before(async () => {
     DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4',
     PUBLIC_BASE_URL: new URL(a.baseUrl).origin, SIWX_CHALLENGE_SECONDS: String(CHALLENGE_SECONDS_B), AGENT_SIGNUP: 'off',
   });
+  const wallet = newWallet();
+  const asIssued = await signIn(b, wallet);
+  aging = { wallet, asIssued, kept: challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false })) };
 });
 after(async () => {
   await b?.stop();
@@ -113,20 +120,6 @@ describe('wallet sign-in (SIWX)', () => {
     assert.equal(replay.status, 401);
     assert.equal(replay.body.error.code, 'siwx_nonce_used');
     assert.match(replay.body.error.message, /fresh challenge/);
-  });
-
-  test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
-    const wallet = newWallet();
-    const asIssued = await signIn(b, wallet);
-    const kept = challengeOf(await request(anonymous(b), 'GET', '/keys', { auth: false }));
-    await new Promise((resolve) => setTimeout(resolve, (CHALLENGE_SECONDS_B + 0.5) * 1000));
-    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
-    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
-    for (const header of [asIssued, stretched]) {
-      const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
-      assert.equal(late.status, 401, JSON.stringify(late.body));
-      assert.equal(late.body.error.code, 'siwx_expired');
-    }
   });
 
   test('a message for another domain, a signature by another wallet, a made-up nonce or garbage: 401 siwx_invalid', async () => {
@@ -321,5 +314,22 @@ describe('self-service keys per client address', () => {
     assert.equal(refused.body.error.code, 'signup_rate_limited');
     assert.match(refused.body.error.message, /Your address got 9 keys/);
     assert.ok(Number(refused.headers.get('retry-after')) > 0);
+  });
+});
+
+// Last: the challenges issued at the start have aged during the other tests.
+describe('wallet sign-in (SIWX): challenges kept past their expiry', () => {
+  test('expired messages are refused with 401 siwx_expired, also when the client signs a later expiry than issued', async () => {
+    const { wallet, asIssued, kept } = aging;
+    // The tests above ran while the challenges aged; what is left of their time is waited for here.
+    const expiry = Date.parse(kept.info.expirationTime!);
+    await waitFor('the challenges to expire', () => Date.now() > expiry, (CHALLENGE_SECONDS_B + 1) * 1000);
+    // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
+    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
+    for (const header of [asIssued, stretched]) {
+      const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
+      assert.equal(late.status, 401, JSON.stringify(late.body));
+      assert.equal(late.body.error.code, 'siwx_expired');
+    }
   });
 });

@@ -11,6 +11,12 @@ import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
 
+/**
+ * The bitrate budget's window, half the default 30 s, so a loud source is cut sooner. Icecast counts the bytes read
+ * in 5 s steps: each step takes 5 s of the window at once, and a source at the bought bitrate must never empty it.
+ */
+const WINDOW_SECONDS = 15;
+
 let service: Service;
 let wallet: TestWallet;
 let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
@@ -20,7 +26,10 @@ const listeners: Listener[] = [];
 before(async () => {
   if (skip) return;
   catalog = await shortLivedCatalog();
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250' });
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250',
+    SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
+  });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
 });
@@ -51,7 +60,20 @@ async function listen(url: string): Promise<Listener> {
 
 const usage = async (id: string) => (await request(service, 'GET', `/services/${id}/usage`)).body.usage;
 
-describe('service life cycle', { skip }, () => {
+/** Returns once the life-cycle worker has measured the service `count` times after this call (each pass measures). */
+async function workerPasses(id: string, count: number): Promise<void> {
+  let seen = Date.now();
+  for (let pass = 0; pass < count; pass++) {
+    const after = seen;
+    seen = await waitFor(`life-cycle pass ${pass + 1}`, async () => {
+      const measured = Date.parse((await usage(id)).measured_at);
+      return measured > after ? measured : undefined;
+    }, 10_000);
+  }
+}
+
+// Each test buys its own service and mostly waits on real time (an expiry, Icecast's 5 s refreshes): side by side.
+describe('service life cycle', { skip, concurrency: true }, () => {
   test('at expires_at the source and the listeners are cut, new connections refused, status expired', async () => {
     const svc = await stream({ duration_hours: 0.003, max_listeners: 2, bitrate_kbps: 64 });
     const encoder = source(svc.broadcast_url);
@@ -81,7 +103,7 @@ describe('service life cycle', { skip }, () => {
     const burst = await Promise.all(Array.from({ length: 40 }, () => connectListener(svc.stream_url).catch(() => undefined)));
     for (const l of burst) if (l) listeners.push(l);
     assert.equal(burst.filter((l) => l?.status === 200).length, 4, 'one was already connected: four more, no more');
-    await new Promise((r) => setTimeout(r, 1500));
+    await workerPasses(svc.service_id, 3);
     const late = await connectListener(svc.stream_url).catch(() => undefined);
     assert.notEqual(late?.status, 200, 'still full after the worker reconciled');
     late?.close();
@@ -152,7 +174,9 @@ describe('service life cycle', { skip }, () => {
     source(svc.broadcast_url);
     const a = await listen(svc.stream_url);
     const b = await listen(svc.stream_url);
-    await new Promise((r) => setTimeout(r, 4000));
+    // Four seconds of the stream each (64 kbps); Icecast's burst at connect may bring the first of it at once.
+    const fourSeconds = 64_000 / 8 * 4;
+    await waitFor('4 s of audio for each', () => [a, b].every((l) => l.received().length >= fourSeconds), 20_000);
     a.close();
     b.close();
     await Promise.all([a.ended, b.ended]);
@@ -184,7 +208,10 @@ describe('service life cycle', { skip }, () => {
     const back = await listen(svc.stream_url);
     await waitFor('AutoDJ audio again', () => hasMpegFrame(back.received()) && back.received().length > 8000, 20_000);
   });
+});
 
+// Alone, after the others: it kills the Icecast every service streams through.
+describe('service life cycle: Icecast restarts', { skip }, () => {
   test('AutoDJ plays an uploaded file; after Icecast is killed the mount comes back', async () => {
     const svc = await stream({ duration_hours: 1, bitrate_kbps: 64, storage_mb: 5 }, 'temporary-autodj');
     const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=4', '-metadata', 'title=Loop', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;

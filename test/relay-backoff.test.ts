@@ -6,7 +6,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { relayCatalog } from './support/relay-catalog.js';
@@ -17,6 +16,11 @@ import { TestWallet } from './support/wallet.js';
 // second forever, and the service record says why it is not streaming.
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
 
+/** Half the production default of 1 s, so the test sees the doubling in half the time. */
+const FIRST_RETRY_MS = 500;
+/** What the test counts fetches in: twenty first waits (20 s with the default). */
+const WINDOW_MS = 20 * FIRST_RETRY_MS;
+
 let service: Service;
 let catalog: Awaited<ReturnType<typeof relayCatalog>>;
 
@@ -24,7 +28,10 @@ before(async () => {
   if (skip) return;
   catalog = await relayCatalog();
   // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2', LIFECYCLE_INTERVAL_MS: '250' });
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2',
+    LIFECYCLE_INTERVAL_MS: '250', RELAY_FIRST_RETRY_MS: String(FIRST_RETRY_MS),
+  });
 });
 after(async () => {
   await service?.stop();
@@ -50,12 +57,19 @@ describe('relay upstream that is not audio', { skip }, () => {
       const id = bought.body.service.service_id;
 
       await waitFor('the first fetch', () => fetchedAt.length > 0, 20_000);
-      await sleep(20_000);
-      // Waits of 1, 2, 4, 8 s: about five fetches in 20 s (without backoff it was about two a second).
-      const within = fetchedAt.filter((t) => t - fetchedAt[0] <= 20_000).length;
-      assert.ok(within >= 3 && within <= 7, `${within} fetches in the first 20 s: ${fetchedAt.map((t) => t - fetchedAt[0]).join(', ')} ms`);
+      // Five fetches (four waits), and the window of twenty first waits over, so the count in it is final.
+      await waitFor('five fetches', () => fetchedAt.length >= 5, 60_000);
+      await waitFor('the end of the window', () => Date.now() - fetchedAt[0] > WINDOW_MS, WINDOW_MS + 1000);
+      // Waits of 1, 2, 4, 8 × the first: about five fetches in 20 × the first (without backoff, about ten or more).
+      const within = fetchedAt.filter((t) => t - fetchedAt[0] <= WINDOW_MS).length;
+      const times = fetchedAt.map((t) => t - fetchedAt[0]).join(', ');
+      assert.ok(within >= 3 && within <= 7, `${within} fetches in the first ${WINDOW_MS} ms: ${times} ms`);
       const gaps = fetchedAt.slice(1).map((t, i) => t - fetchedAt[i]);
       assert.ok(gaps.at(-1)! > gaps[0] * 2, `the wait grows: gaps ${gaps.join(', ')} ms`);
+      for (const [i, gap] of gaps.slice(0, 4).entries()) {
+        const wait = FIRST_RETRY_MS * 2 ** i;
+        assert.ok(gap >= wait, `wait ${i + 1} is at least ${wait} ms: gaps ${gaps.join(', ')} ms`);
+      }
 
       const record = (await request(service, 'GET', `/services/${id}`)).body;
       assert.equal(record.service.status, 'active');

@@ -34,6 +34,8 @@ export interface Config {
   streaming: StreamingSettings;
   orders: { leaseSeconds: number; recoveryIntervalMs: number };
   lifecycleIntervalMs: number;
+  /** The wait before a failing relay upstream is fetched again; it doubles while the failures go on (up to 5 min). */
+  relayFirstRetryMs: number;
   /** Requests per second per client address and per API key (0: no limit), connections per address, request time. */
   http: { ratePerIp: number; ratePerKey: number; connectionsPerIp: number; requestTimeoutMs: number };
   uploads: UploadLimits;
@@ -150,6 +152,7 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
       recoveryIntervalMs: r.whole('ORDER_RECOVERY_INTERVAL_MS', 2000, 10),
     },
     lifecycleIntervalMs: r.whole('LIFECYCLE_INTERVAL_MS', 1000, 10),
+    relayFirstRetryMs: r.whole('RELAY_FIRST_RETRY_MS', 1000, 10, 300_000),
     http: {
       ratePerIp: r.whole('RATE_LIMIT_PER_IP', 500, 0, Number.MAX_SAFE_INTEGER, '0 turns the limit off'),
       ratePerKey: r.whole('RATE_LIMIT_PER_KEY', 100, 0, Number.MAX_SAFE_INTEGER, '0 turns the limit off'),

@@ -105,7 +105,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
     await media.removePartialUploads();
     const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
-    const relays = new RelayManager(db, () => stream.publicUrl(), log);
+    const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
     let orders: OrderService | undefined;
     let capacity: StreamCapacity | undefined;

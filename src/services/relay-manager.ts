@@ -18,7 +18,11 @@ interface Relay { stopped: boolean; encoder?: ChildProcess; abort: AbortControll
 export class RelayManager {
   private readonly running = new Map<string, Relay>();
 
-  constructor(private readonly db: Database, private readonly icecastUrl: () => string, private readonly log: Logger) {}
+  /** `firstRetryMs`: the wait after a first failure (RELAY_FIRST_RETRY_MS), doubling while failures go on. */
+  constructor(
+    private readonly db: Database, private readonly icecastUrl: () => string, private readonly log: Logger,
+    private readonly firstRetryMs = FIRST_RETRY_MS,
+  ) {}
 
   static wanted(service: ServiceRow): boolean {
     return service.status === 'active' && typeof service.limits.source_stream_url === 'string';
@@ -53,7 +57,7 @@ export class RelayManager {
   /**
    * Connect, pump until the upstream or the mount ends, wait, connect again — until stopped. A session that fails or
    * ends quickly (an upstream that answers with undecodable bytes, refuses, or is not allowed) doubles the wait, from
-   * 1 s up to 5 min; the reason is shown in the service record until a session runs well again.
+   * 1 s (RELAY_FIRST_RETRY_MS) up to 5 min; the reason is shown in the service record until a session runs well again.
    */
   private async loop(service: ServiceRow, relay: Relay): Promise<void> {
     // The relay product's fulfillment names public_http_https_only, the one policy there is.
@@ -100,10 +104,11 @@ export class RelayManager {
       }
       if (relay.stopped) break;
       failures = problem ? failures + 1 : 0;
-      const delay = problem ? Math.max(refused ? 30_000 : 0, Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))) : FIRST_RETRY_MS;
+      const doubled = Math.min(MAX_RETRY_MS, this.firstRetryMs * 2 ** (failures - 1));
+      const delay = problem ? Math.max(refused ? 30_000 : 0, doubled) : this.firstRetryMs;
       if (problem) {
         this.log.warn({ service_id: service.id, problem, retry_in_ms: delay }, refused ? 'relay upstream refused by the URL policy' : 'relay upstream failed');
-        shown = `The relay could not use ${url}: ${problem}. Retrying in ${Math.round(delay / 1000)} s (attempt ${failures}; the wait doubles up to ${MAX_RETRY_MS / 60_000} min while it keeps failing).`;
+        shown = `The relay could not use ${url}: ${problem}. Retrying in ${Math.ceil(delay / 1000)} s (attempt ${failures}; the wait doubles up to ${MAX_RETRY_MS / 60_000} min while it keeps failing).`;
         await this.showReason(service.id, shown, failures === 1);
       } else if (shown) {
         await this.db.query('UPDATE services SET status_reason = NULL, updated_at = now() WHERE id = $1 AND status_reason = $2', [service.id, shown]).catch(() => {});
