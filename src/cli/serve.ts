@@ -160,7 +160,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       allowedFactories: config.eip6492Factories, ...(chainChecks && { chain: chainChecks }),
     }, config.signup);
     const mcp = new McpEndpoint({
-      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics,
+      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics, nowPlaying,
       version: serviceVersion, logError: (fields, message) => log.error(fields, message),
       ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       listenHost: config.host, allowedOrigins: config.mcpAllowedOrigins,
