@@ -90,6 +90,20 @@
     if (started && started.catch) started.catch(function () { /* autoplay refused: the button stays */ });
   }
 
+  function showHistory(tracks) {
+    var list = el('history');
+    if (!list) return;
+    var lines = tracks.slice(1).map(function (t) { return (t.artist ? t.artist + ' \u2013 ' : '') + t.title; });
+    if (list.getAttribute('data-shown') === lines.join('\n')) return;
+    list.setAttribute('data-shown', lines.join('\n'));
+    list.textContent = '';
+    lines.forEach(function (line) {
+      var item = document.createElement('li');
+      item.textContent = line;
+      list.appendChild(item);
+    });
+  }
+
   function render(next) {
     state = next;
     var track = next.now_playing;
@@ -97,6 +111,7 @@
     text('artist', track && track.artist ? track.artist : '');
     text('listeners', next.listeners.current + (next.listeners.current === 1 ? ' listener' : ' listeners'));
     text('on-air', next.on_air ? 'On air' : 'Waiting for the broadcast to start');
+    showHistory(next.history);
     remaining = next.remaining_seconds;
     remainingAt = Date.now();
     showTimeLeft();
