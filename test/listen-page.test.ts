@@ -167,6 +167,7 @@ describe('listen page', { skip }, () => {
     // As for usage (metering-service.test): Icecast counts what it wrote, which includes what was still in the
     // sockets' buffers when the client closed, up to about a second of the stream.
     const inFlight = 64_000 / 8;
+    console.log(`listener sessions: read ${read.join(', ')} bytes; recorded ${recent.map((r: any) => `${r.user_agent} ${r.bytes}`).join(', ')}`);
     for (const [i, agent] of ['stats-client-a', 'stats-client-b'].entries()) {
       const session = recent.find((s: any) => s.user_agent === agent);
       assert.ok(session.bytes >= read[i] * 0.98 && session.bytes <= read[i] * 1.02 + inFlight,
@@ -210,6 +211,7 @@ describe('listen page', { skip }, () => {
       assert.equal((await owner('PUT', '/now-playing', { title, artist: 'Chromium' })).status, 200);
       await waitFor('the page to show the new track', async () => (await page.textContent('#title')) === title, 30_000);
       assert.equal(await page.textContent('#artist'), 'Chromium');
+      await waitFor('the recent tracks to follow', async () => (await page.textContent('#history'))!.includes('Live Band \u2013 Live Song'), 30_000);
       assert.match((await page.textContent('#time-left'))!, /left$/);
       await mkdir(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, 'listen-page.png') });
