@@ -16,8 +16,8 @@ import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } f
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
 import {
-  AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, ListenerSessions, MediaLibrary, NowPlaying, RelayManager, registerStreamingHost,
-  ServiceRecords, StreamCapacity,
+  AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, ListenerSessions, MediaLibrary, NowPlaying,
+  RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity,
 } from '../services/index.js';
 import { ListenPages } from '../listen/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
@@ -160,7 +160,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       allowedFactories: config.eip6492Factories, ...(chainChecks && { chain: chainChecks }),
     }, config.signup);
     const mcp = new McpEndpoint({
-      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics, nowPlaying,
+      live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics,
+      nowPlaying,
       version: serviceVersion, logError: (fields, message) => log.error(fields, message),
       ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       listenHost: config.host, allowedOrigins: config.mcpAllowedOrigins,

@@ -2,7 +2,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import {
-  EMBED_SIZE, embedSnippet, LISTEN_ASSETS, listenPageHtml, pagePolicy, unavailablePageHtml, type ListenLookup, type ListenPages,
+  EMBED_SIZE, embedSnippet, LISTEN_ASSETS, listenPageHtml, pagePolicy, unavailablePageHtml,
+  type ListenLookup, type ListenPages,
 } from '../listen/index.js';
 import type { ErrorLogger } from './error-document.js';
 
@@ -27,7 +28,10 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
 
   router.get('/listen/assets/:name', (ctx) => {
     const asset = Object.hasOwn(LISTEN_ASSETS, ctx.params.name) ? LISTEN_ASSETS[ctx.params.name] : undefined;
-    if (!asset) throw new ApiError(404, 'asset_not_found', 'There is no such listen page asset. Open a listen page (endpoints.listen_page of a service) instead.');
+    if (!asset) {
+      throw new ApiError(404, 'asset_not_found',
+        'There is no such listen page asset. Open a listen page (endpoints.listen_page of a service) instead.');
+    }
     ctx.type = asset.type;
     ctx.set('Cache-Control', 'public, max-age=3600');
     ctx.body = asset.body;
@@ -36,13 +40,15 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
   router.get('/listen/oembed', async (ctx) => {
     const serviceId = listenPageId(String(ctx.query.url ?? ''), deps.publicBaseUrl());
     if (ctx.query.format !== undefined && ctx.query.format !== 'json') {
-      throw new ApiError(501, 'oembed_format_not_supported', 'Only format=json is offered. Ask again with format=json or without format.');
+      throw new ApiError(501, 'oembed_format_not_supported',
+        'Only format=json is offered. Ask again with format=json or without format.');
     }
     const found = serviceId ? await lookup(deps, serviceId) : { kind: 'unknown' as const };
     if (found.kind !== 'on_air') throw noStream(found);
     ctx.set('Cache-Control', 'no-cache');
     ctx.body = {
-      version: '1.0', type: 'rich', provider_name: 'agent-audio-api', provider_url: new URL(deps.publicBaseUrl()).origin,
+      version: '1.0', type: 'rich', provider_name: 'agent-audio-api',
+      provider_url: new URL(deps.publicBaseUrl()).origin,
       title: found.view.station_name, html: embedSnippet(found.view), ...EMBED_SIZE,
     };
   });
@@ -67,12 +73,15 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
     if (!found) {
       ctx.status = 503;
       ctx.set('Retry-After', '5');
-      ctx.body = unavailablePageHtml('Try again in a moment', 'This page could not be shown just now. Reload it in a few seconds.', embed);
+      const reason = 'This page could not be shown just now. Reload it in a few seconds.';
+      ctx.body = unavailablePageHtml('Try again in a moment', reason, embed);
     } else if (found.kind !== 'on_air') {
       ctx.status = found.kind === 'unknown' ? 404 : found.status;
-      ctx.body = unavailablePageHtml(TITLES[found.kind], found.kind === 'unknown' ? UNKNOWN_REASON : found.reason, embed);
+      const reason = found.kind === 'unknown' ? UNKNOWN_REASON : found.reason;
+      ctx.body = unavailablePageHtml(TITLES[found.kind], reason, embed);
     } else {
-      const oembedUrl = `${deps.publicBaseUrl()}/listen/oembed?format=json&url=${encodeURIComponent(found.view.listen_page)}`;
+      const pageUrl = encodeURIComponent(found.view.listen_page);
+      const oembedUrl = `${deps.publicBaseUrl()}/listen/oembed?format=json&url=${pageUrl}`;
       ctx.body = listenPageHtml(found.view, { embed, assetsUrl: assetsUrl(), oembedUrl });
     }
   };
@@ -85,9 +94,14 @@ function lookup(deps: ListenRouteDeps, serviceId: string): Promise<ListenLookup>
 }
 
 function noStream(found: Exclude<ListenLookup, { kind: 'on_air' }>): ApiError {
-  if (found.kind === 'unknown') return new ApiError(404, 'stream_not_found', `${UNKNOWN_REASON} A service's address is endpoints.listen_page.`);
-  if (found.kind === 'ended') return new ApiError(410, 'stream_ended', `${found.reason} Its owner can buy a new stream (POST /orders).`);
-  return new ApiError(503, 'stream_off_air', `${found.reason} Ask again in a minute.`, { retryable: true, headers: { 'Retry-After': '60' } });
+  if (found.kind === 'unknown') {
+    return new ApiError(404, 'stream_not_found', `${UNKNOWN_REASON} A service's address is endpoints.listen_page.`);
+  }
+  if (found.kind === 'ended') {
+    return new ApiError(410, 'stream_ended', `${found.reason} Its owner can buy a new stream (POST /orders).`);
+  }
+  return new ApiError(503, 'stream_off_air', `${found.reason} Ask again in a minute.`,
+    { retryable: true, headers: { 'Retry-After': '60' } });
 }
 
 /** The service id in a listen page address of this deployment (…/listen/{id} or …/listen/{id}/embed). */

@@ -172,7 +172,7 @@ export const nowPlayingSchema = {
   additionalProperties: false,
   required: ['title'],
   properties: {
-    title: { type: 'string', minLength: 1, maxLength: 300, description: 'What plays now, e.g. the song or show title.' },
+    title: { type: 'string', minLength: 1, maxLength: 300, description: 'What plays now: a song or show title.' },
     artist: { type: ['string', 'null'], maxLength: 300, description: 'Who performs it; null or absent when none.' },
   },
 };

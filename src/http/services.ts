@@ -6,7 +6,8 @@ import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
 import {
-  replacePlaylist, storageOf, type ListenerSessions, type MediaLibrary, type NowPlaying, type ServiceRecords, type ServiceRow,
+  replacePlaylist, storageOf, type ListenerSessions, type MediaLibrary, type NowPlaying, type ServiceRecords,
+  type ServiceRow,
 } from '../services/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import { callerOf } from './caller.js';
@@ -165,7 +166,9 @@ const LISTENERS_PAGE = { default: 50, max: 200 };
 
 /** What a service plays (its owner may set it) and who listens to it, for its owner. */
 function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: Context) => Promise<ServiceRow>): void {
-  const unavailable = () => new ApiError(503, 'not_available', 'This is not available on this deployment (streaming is off). Check GET /api/v1/availability.', { retryable: true });
+  const unavailable = () => new ApiError(503, 'not_available',
+    'This is not available on this deployment (streaming is off). Check GET /api/v1/availability.',
+    { retryable: true });
 
   router.get('/services/:service_id/now-playing', async (ctx) => {
     const service = await owned(ctx);
@@ -179,7 +182,8 @@ function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: C
     const track = await readNowPlaying(ctx);
     if (!deps.nowPlaying) throw unavailable();
     if (service.status !== 'active') {
-      throw new ApiError(409, 'service_not_active', `This service is ${service.status}: nothing plays on it. Extend or upgrade it first (POST /services/{service_id}/extend).`);
+      throw new ApiError(409, 'service_not_active', `This service is ${service.status}: nothing plays on it. `
+        + 'Extend or upgrade it first (POST /services/{service_id}/extend).');
     }
     ctx.body = { ok: true, now_playing: await deps.nowPlaying.setByOwner(service, track) };
   });
@@ -190,7 +194,8 @@ function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: C
     const limit = pageLimit(ctx.query.limit);
     const cursor = ctx.query.cursor;
     if (cursor !== undefined && !(typeof cursor === 'string' && /^\d{1,18}$/.test(cursor))) {
-      throw new ApiError(400, 'invalid_cursor', 'cursor must be the next_cursor of a previous answer. Ask without cursor for the first page.');
+      throw new ApiError(400, 'invalid_cursor',
+        'cursor must be the next_cursor of a previous answer. Ask without cursor for the first page.');
     }
     const page = await deps.listenerSessions.page(service.id, limit, cursor);
     ctx.body = { ok: true, ...page, aggregates: await deps.listenerSessions.aggregates(service.id) };
@@ -201,7 +206,8 @@ function pageLimit(raw: unknown): number {
   if (raw === undefined) return LISTENERS_PAGE.default;
   const limit = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : 0;
   if (limit < 1 || limit > LISTENERS_PAGE.max) {
-    throw new ApiError(400, 'invalid_limit', `limit must be a whole number from 1 to ${LISTENERS_PAGE.max}. Ask without it for ${LISTENERS_PAGE.default}.`);
+    throw new ApiError(400, 'invalid_limit',
+      `limit must be a whole number from 1 to ${LISTENERS_PAGE.max}. Ask without it for ${LISTENERS_PAGE.default}.`);
   }
   return limit;
 }

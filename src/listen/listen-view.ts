@@ -1,4 +1,6 @@
-import { listenAddresses, type NowPlaying, type ServiceRecords, type ServiceRow, type Track } from '../services/index.js';
+import {
+  listenAddresses, type NowPlaying, type ServiceRecords, type ServiceRow, type Track,
+} from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { hlsUrlFor } from './hls-url.js';
 
@@ -47,13 +49,14 @@ export class ListenPages {
   async lookup(serviceId: string): Promise<ListenLookup> {
     const service = SERVICE_ID.test(serviceId) ? await this.services.byId(serviceId) : undefined;
     if (!service) return { kind: 'unknown' };
-    const expired = service.status === 'expired' || (service.expires_at !== null && service.expires_at.getTime() <= Date.now());
-    if (service.stopped_at) return { kind: 'ended', status: 410, reason: 'This stream was stopped by its owner and has ended.' };
-    if (expired) return { kind: 'ended', status: 410, reason: 'This stream has ended: the time bought for it is over.' };
-    if (service.status === 'failed') return { kind: 'ended', status: 410, reason: 'This stream could not be set up and will not start.' };
-    if (service.status !== 'active') {
-      return { kind: 'off_air', status: 503, reason: service.status === 'suspended' ? 'This stream is paused for now.' : 'This stream is being set up; try again in a moment.' };
-    }
+    const ended = (reason: string): ListenLookup => ({ kind: 'ended', status: 410, reason });
+    const timeOver = service.expires_at !== null && service.expires_at.getTime() <= Date.now();
+    if (service.stopped_at) return ended('This stream was stopped by its owner and has ended.');
+    if (service.status === 'expired' || timeOver) return ended('This stream has ended: the time bought is over.');
+    if (service.status === 'failed') return ended('This stream could not be set up and will not start.');
+    const offAir = (reason: string): ListenLookup => ({ kind: 'off_air', status: 503, reason });
+    if (service.status === 'suspended') return offAir('This stream is paused for now.');
+    if (service.status !== 'active') return offAir('This stream is being set up; try again in a moment.');
     return { kind: 'on_air', view: await this.view(service) };
   }
 
@@ -62,7 +65,9 @@ export class ListenPages {
       `SELECT (SELECT request->>'station_name' FROM orders WHERE id = $2) AS station_name,
          (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS listeners`, [service.id, service.order_id]);
     const history = await this.nowPlaying.history(service.id);
-    const remaining = service.expires_at ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000)) : null;
+    const remaining = service.expires_at
+      ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))
+      : null;
     return {
       service_id: service.id,
       station_name: facts.station_name || 'Live stream',

@@ -4,7 +4,10 @@ import type { PublicListenView } from './listen-view.js';
 
 /** The page's own script and hls.js (from node_modules: nothing is built or fetched), read once. */
 export const LISTEN_ASSETS: Record<string, { body: Buffer; type: string }> = {
-  'player.js': { body: readFileSync(new URL('./assets/player.js', import.meta.url)), type: 'text/javascript; charset=utf-8' },
+  'player.js': {
+    body: readFileSync(new URL('./assets/player.js', import.meta.url)),
+    type: 'text/javascript; charset=utf-8',
+  },
   'hls.light.min.js': {
     body: readFileSync(createRequire(import.meta.url).resolve('hls.js/dist/hls.light.min.js')),
     type: 'text/javascript; charset=utf-8',
@@ -37,7 +40,8 @@ const STYLE = `
   .now { font-size: 1.2rem; margin: 1rem 0 .25rem; }
   .artist, .facts { color: #aaa; }
   .facts span + span::before { content: " · "; }
-  button { font-size: 1rem; padding: .5rem 1.5rem; margin: 1rem 0; border-radius: .3rem; border: 0; background: #3b82f6; color: #fff; cursor: pointer; }
+  button { font-size: 1rem; padding: .5rem 1.5rem; margin: 1rem 0; border-radius: .3rem; border: 0;
+    background: #3b82f6; color: #fff; cursor: pointer; }
   audio { width: 100%; }
   ol { color: #aaa; padding-left: 1.25rem; }
   body.embed { padding: .5rem; }
@@ -47,7 +51,10 @@ const STYLE = `
 `;
 
 /** The listen page (or its minimal embeddable variant): readable without script, played by player.js. */
-export function listenPageHtml(view: PublicListenView, options: { embed: boolean; assetsUrl: string; oembedUrl: string }): string {
+export function listenPageHtml(
+  view: PublicListenView,
+  options: { embed: boolean; assetsUrl: string; oembedUrl: string },
+): string {
   const track = view.now_playing;
   const name = escapeHtml(view.station_name);
   const history = options.embed ? '' : `<h2>Recently played</h2><ol id="history">${view.history.slice(1)
@@ -68,7 +75,8 @@ export function listenPageHtml(view: PublicListenView, options: { embed: boolean
 <button id="play" type="button">Play</button>
 <audio id="player" preload="none" controls></audio>
 <div class="facts"><span id="on-air">${view.on_air ? 'On air' : 'Waiting for the broadcast to start'}</span><span
-  id="listeners">${view.listeners.current} listener${view.listeners.current === 1 ? '' : 's'}</span><span id="time-left"></span></div>
+  id="listeners">${view.listeners.current} listener${view.listeners.current === 1 ? '' : 's'}</span><span
+  id="time-left"></span></div>
 ${history}
 </main>
 <script src="${escapeHtml(`${options.assetsUrl}/player.js`)}"></script>
@@ -81,7 +89,8 @@ export function unavailablePageHtml(title: string, message: string, embed: boole
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
-<body class="${embed ? 'embed' : 'page'}"><main><h1>${escapeHtml(title)}</h1><p id="reason">${escapeHtml(message)}</p></main></body></html>
+<body class="${embed ? 'embed' : 'page'}"><main><h1>${escapeHtml(title)}</h1>
+<p id="reason">${escapeHtml(message)}</p></main></body></html>
 `;
 }
 

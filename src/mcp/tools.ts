@@ -11,7 +11,8 @@ import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'refunds' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms' | 'nowPlaying'> & {
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'refunds' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'
+  | 'nowPlaying'> & {
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };
@@ -86,7 +87,10 @@ export const tools: Tool[] = [
   },
   {
     name: 'service_status', title: 'Service status', readOnly: true,
-    description: 'A service you bought: status, listener and broadcast URLs, its public listen page (endpoints.listen_page, endpoints.listen_embed; HLS at hls_url when offered), what plays now, limits, expiry, and the evaluations that priced it (as GET /api/v1/services/{service_id} with GET …/now-playing). Needs the API key that ordered it.',
+    description: 'A service you bought: status, listener and broadcast URLs, its public listen page (listen.page, '
+      + 'listen.embed; HLS at listen.hls_url when offered), what plays now (listen.now_playing), limits, expiry, and '
+      + 'the evaluations that priced it (as GET /api/v1/services/{service_id} and …/now-playing). Needs the API key '
+      + 'that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const document = deps.services!.document(service);

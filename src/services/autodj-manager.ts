@@ -76,7 +76,9 @@ export class AutoDjManager {
       shuffle: service.shuffle,
       playlist: () => this.playlist(service.id),
       onTrack: async (track) => {
-        const named = track.title ? { title: track.title, artist: track.artist ?? null } : { title: basename(track.path), artist: null };
+        const named = track.title
+          ? { title: track.title, artist: track.artist ?? null }
+          : { title: basename(track.path), artist: null };
         await this.admin()?.updateMetadata(service.mount, songText(named)).catch(() => false);
         await this.nowPlaying?.record(service.id, { ...named, source: 'autodj' })
           .catch((err) => this.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));

@@ -42,11 +42,13 @@ export class IcecastUsageMeter implements UsageMeter {
       // The listeners' sessions get their bytes in the transaction that moves the access log's position past them.
       await this.db.transaction(async (client) => {
         await client.query(
-          'INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2) ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()',
+          `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
+           ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
           [this.icecastUrl(), meter.toJSON()]);
         await ListenerSessions.attribute(client, poll.entries);
       });
-      await this.nowPlaying?.observe(poll.stats).catch((err) => this.log.warn({ err }, 'could not record what plays now'));
+      await this.nowPlaying?.observe(poll.stats)
+        .catch((err) => this.log.warn({ err }, 'could not record what plays now'));
       return true;
     } catch (err) {
       this.log.warn({ err }, 'could not read Icecast usage; the last known usage stands');

@@ -10,5 +10,8 @@ export { registerStreamingHost } from './streaming-hosts.js';
 export { storageOf, replacePlaylist } from './playlist.js';
 export { liveHoldingSql, type HolderScope } from './live-holdings.js';
 export { NowPlaying, songText, TRACK_HISTORY, type Track, type NewTrack, type TrackSource } from './now-playing.js';
-export { ListenerSessions, clientNetwork, type ListenerSession, type ListenerAggregates, type ListenerProtocol } from './listener-sessions.js';
+export {
+  ListenerSessions, clientNetwork, type ListenerSession, type ListenerAggregates, type ListenerPage,
+  type ListenerProtocol,
+} from './listener-sessions.js';
 export { listenAddresses } from './listen-addresses.js';

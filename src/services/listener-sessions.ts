@@ -24,6 +24,13 @@ export interface ListenerSession {
   bytes: number | null;
 }
 
+export interface ListenerPage {
+  current: ListenerSession[];
+  recent: ListenerSession[];
+  /** Where the next page of recent sessions starts; null on the last. */
+  next_cursor: string | null;
+}
+
 export interface ListenerAggregates {
   sessions: number;
   average_session_seconds: number | null;
@@ -44,8 +51,10 @@ export function clientNetwork(ip: string): string {
   const [head, tail = ''] = address.split('::');
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 3).map((g) => (Number.parseInt(g, 16) || 0).toString(16)).join(':')}::/48`;
+  const zeros = Array<string>(8 - left.length - right.length).fill('0');
+  const groups = address.includes('::') ? [...left, ...zeros, ...right] : left;
+  const network = groups.slice(0, 3).map((g) => (Number.parseInt(g, 16) || 0).toString(16));
+  return `${network.join(':')}::/48`;
 }
 
 /** How Icecast writes a user agent in its access log (`"`, `\` and non-ASCII bytes become `.`). */
@@ -79,7 +88,8 @@ export class ListenerSessions {
       `INSERT INTO listener_sessions (service_id, client_id, protocol, client_network, user_agent)
        SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
          SELECT 1 FROM listener_sessions WHERE service_id = $1 AND client_id = $2 AND ended_at IS NULL)`,
-      [serviceId, session.clientId, session.protocol, clientNetwork(session.ip), session.userAgent.slice(0, MAX_AGENT)]);
+      [serviceId, session.clientId, session.protocol, clientNetwork(session.ip),
+        session.userAgent.slice(0, MAX_AGENT)]);
   }
 
   /**
@@ -87,44 +97,58 @@ export class ListenerSessions {
    * network and user agent, the session whose start is nearest the line's connect time and that has no bytes yet.
    */
   static async attribute(client: Client, entries: AccessLogEntry[]): Promise<void> {
-    for (const entry of entries.filter((e) => e.kind === 'listener' && e.status >= 200 && e.status < 300)) {
+    const finished = entries.filter((e) => e.kind === 'listener' && e.status >= 200 && e.status < 300);
+    for (const entry of finished) {
       const connectedAt = new Date(entry.endedAt.getTime() - entry.durationSeconds * 1000);
       const { rows } = await client.query(
         `SELECT ls.id, ls.user_agent, abs(extract(epoch FROM ls.started_at - $3::timestamptz)) AS apart
          FROM listener_sessions ls JOIN services s ON s.id = ls.service_id
          WHERE s.mount = $1 AND ls.client_network = $2 AND ls.protocol = 'icecast' AND ls.bytes IS NULL
-           AND ls.started_at BETWEEN $3::timestamptz - make_interval(secs => $4) AND $3::timestamptz + make_interval(secs => $4)
+           AND ls.started_at BETWEEN $3::timestamptz - make_interval(secs => $4)
+                                 AND $3::timestamptz + make_interval(secs => $4)
          ORDER BY apart, ls.id FOR UPDATE OF ls`,
         [entry.mount, clientNetwork(entry.ip), connectedAt, MATCH_WINDOW_SECONDS]);
-      const match = (rows as { id: string; user_agent: string }[]).find((r) => asLogged(r.user_agent) === entry.userAgent);
+      const candidates = rows as { id: string; user_agent: string }[];
+      const match = candidates.find((r) => asLogged(r.user_agent) === entry.userAgent);
       if (!match) continue;
       await client.query(
-        `UPDATE listener_sessions SET bytes = $2, duration_seconds = $3, ended_at = coalesce(ended_at, $4) WHERE id = $1`,
+        `UPDATE listener_sessions SET bytes = $2, duration_seconds = $3, ended_at = coalesce(ended_at, $4)
+         WHERE id = $1`,
         [match.id, entry.bytes, entry.durationSeconds, entry.endedAt]);
     }
   }
 
   /** Connected listeners, and finished sessions newest first, `limit` a page, continuing before `cursor`. */
-  async page(serviceId: string, limit: number, cursor?: string): Promise<{ current: ListenerSession[]; recent: ListenerSession[]; next_cursor: string | null }> {
+  async page(serviceId: string, limit: number, cursor?: string): Promise<ListenerPage> {
     const current = await this.db.query<SessionRow & Record<string, unknown>>(
-      `SELECT ${COLUMNS} FROM listener_sessions WHERE service_id = $1 AND ended_at IS NULL ORDER BY id DESC LIMIT 1000`, [serviceId]);
+      `SELECT ${COLUMNS} FROM listener_sessions WHERE service_id = $1 AND ended_at IS NULL
+       ORDER BY id DESC LIMIT 1000`, [serviceId]);
     const recent = await this.db.query<SessionRow & Record<string, unknown>>(
-      `SELECT ${COLUMNS} FROM listener_sessions WHERE service_id = $1 AND ended_at IS NOT NULL AND ($2::bigint IS NULL OR id < $2)
+      `SELECT ${COLUMNS} FROM listener_sessions
+       WHERE service_id = $1 AND ended_at IS NOT NULL AND ($2::bigint IS NULL OR id < $2)
        ORDER BY id DESC LIMIT $3`, [serviceId, cursor ?? null, limit + 1]);
-    const more = recent.length > limit;
     const shown = recent.slice(0, limit);
-    return { current: current.map(sessionOf), recent: shown.map(sessionOf), next_cursor: more ? String(shown.at(-1)!.id) : null };
+    return {
+      current: current.map(sessionOf),
+      recent: shown.map(sessionOf),
+      next_cursor: recent.length > limit ? String(shown.at(-1)!.id) : null,
+    };
   }
 
   async aggregates(serviceId: string): Promise<ListenerAggregates> {
     const [totals] = await this.db.query<{ sessions: number; average: string | null }>(
-      `SELECT count(*)::int AS sessions, round(avg(duration_seconds) FILTER (WHERE ended_at IS NOT NULL), 1)::text AS average
+      `SELECT count(*)::int AS sessions,
+         round(avg(duration_seconds) FILTER (WHERE ended_at IS NOT NULL), 1)::text AS average
        FROM listener_sessions WHERE service_id = $1`, [serviceId]);
+    // Each session split over the UTC hours it spans (g.t: the hour's start as UTC wall time, h: the same instant).
     const byHour = await this.db.query<{ hour: number; hours: string }>(
       `SELECT extract(hour FROM g.t)::int AS hour,
-         round(sum(extract(epoch FROM least(coalesce(ls.ended_at, now()), h + interval '1 hour') - greatest(ls.started_at, h))) / 3600, 6)::text AS hours
+         round(sum(extract(epoch FROM
+           least(coalesce(ls.ended_at, now()), h + interval '1 hour') - greatest(ls.started_at, h))) / 3600, 6
+         )::text AS hours
        FROM listener_sessions ls,
-         generate_series(date_trunc('hour', ls.started_at AT TIME ZONE 'UTC'), coalesce(ls.ended_at, now()) AT TIME ZONE 'UTC', interval '1 hour') g(t),
+         generate_series(date_trunc('hour', ls.started_at AT TIME ZONE 'UTC'),
+                         coalesce(ls.ended_at, now()) AT TIME ZONE 'UTC', interval '1 hour') g(t),
          LATERAL (SELECT g.t AT TIME ZONE 'UTC' AS h) hh
        WHERE ls.service_id = $1 GROUP BY 1`, [serviceId]);
     const hours = Array.from({ length: 24 }, () => '0');

@@ -1,6 +1,6 @@
 import { recordEvent } from '../events/index.js';
 import type { IcecastAdmin, MountStats } from '../provisioning/index.js';
-import type { Client, Database } from '../store/index.js';
+import type { Database } from '../store/index.js';
 
 export type TrackSource = 'autodj' | 'live' | 'owner';
 
@@ -20,6 +20,8 @@ export interface NewTrack {
 /** How many tracks a service keeps (and shows as its history). */
 export const TRACK_HISTORY = 20;
 const MAX_TEXT = 300;
+const TRACK_COLUMNS = 'title, artist, source, started_at';
+const LATEST_TRACKS = `SELECT ${TRACK_COLUMNS} FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT $2`;
 
 interface TrackRow { title: string; artist: string | null; source: TrackSource; started_at: Date }
 
@@ -50,7 +52,7 @@ export class NowPlaying {
   ) {}
 
   /** The owner's title (PUT now-playing), also sent to the mount so players that read ICY metadata show it. */
-  async setByOwner(service: { id: string; mount: string }, track: { title: string; artist?: string | null }): Promise<Track> {
+  async setByOwner(service: { id: string; mount: string }, track: Omit<NewTrack, 'source'>): Promise<Track> {
     const added = await this.record(service.id, { ...track, source: 'owner' });
     await this.admin()?.updateMetadata(service.mount, songText(track)).catch(() => false);
     return added ?? (await this.current(service.id))!;
@@ -61,8 +63,7 @@ export class NowPlaying {
   }
 
   async history(serviceId: string, limit = TRACK_HISTORY): Promise<Track[]> {
-    const rows = await this.db.query<TrackRow & Record<string, unknown>>(
-      'SELECT title, artist, source, started_at FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT $2', [serviceId, limit]);
+    const rows = await this.db.query<TrackRow & Record<string, unknown>>(LATEST_TRACKS, [serviceId, limit]);
     return rows.map(trackOf);
   }
 
@@ -73,16 +74,19 @@ export class NowPlaying {
     if (!title) return null;
     return this.db.transaction(async (client) => {
       await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
-      const playing = await latest(client, serviceId);
+      const { rows: [playing] } = await client.query(LATEST_TRACKS, [serviceId, 1]) as { rows: TrackRow[] };
       if (playing && songText(playing) === songText({ title, artist })) return null;
       const { rows: [row] } = await client.query(
-        'INSERT INTO now_playing (service_id, title, artist, source) VALUES ($1, $2, $3, $4) RETURNING title, artist, source, started_at',
+        `INSERT INTO now_playing (service_id, title, artist, source) VALUES ($1, $2, $3, $4)
+         RETURNING ${TRACK_COLUMNS}`,
         [serviceId, title, artist, track.source]);
       await client.query(
-        `DELETE FROM now_playing WHERE service_id = $1 AND id < (
-           SELECT min(id) FROM (SELECT id FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT ${TRACK_HISTORY}) kept)`, [serviceId]);
+        `DELETE FROM now_playing WHERE service_id = $1 AND id < (SELECT min(id) FROM (
+           SELECT id FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT ${TRACK_HISTORY}) kept)`,
+        [serviceId]);
       const added = trackOf(row as TrackRow);
-      await recordEvent(client, { type: 'track.changed', serviceId, data: { ...added, previous: playing && songText(playing) } });
+      const previous = playing ? songText(playing) : null;
+      await recordEvent(client, { type: 'track.changed', serviceId, data: { ...added, previous } });
       return added;
     });
   }
@@ -110,10 +114,4 @@ export class NowPlaying {
 function splitSong(song: string): { title: string; artist: string | null } {
   const at = song.indexOf(' - ');
   return at > 0 ? { artist: song.slice(0, at), title: song.slice(at + 3) } : { title: song, artist: null };
-}
-
-async function latest(client: Client, serviceId: string): Promise<TrackRow | undefined> {
-  const { rows: [row] } = await client.query(
-    'SELECT title, artist, source, started_at FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT 1', [serviceId]);
-  return row as TrackRow | undefined;
 }

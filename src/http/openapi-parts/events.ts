@@ -35,7 +35,8 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
             + 'listeners.threshold: listeners, max_listeners, threshold_percent (80 or 100); source.connected / .disconnected: none; '
             + 'service.stopped: reason (stopped), stopped_at, refund_id; refund.sent: refund_id, reason (stopped or provisioning_failed), amount_atomic, to, transaction, order_ids; '
             + 'refund.failed: refund_id, reason, amount_atomic, message; '
-            + 'track.changed: title, artist, source (autodj, live or owner), started_at, previous (the track before, as "Artist - Title", or null).',
+            + 'track.changed: title, artist, source (autodj, live or owner), started_at, '
+            + 'previous (the track before, as "Artist - Title", or null).',
         },
       },
     },

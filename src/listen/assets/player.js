@@ -132,7 +132,10 @@
   function poll() {
     fetch(stateUrl, { cache: 'no-store' }).then(function (response) {
       if (response.status === 404 || response.status === 410) {
-        return response.json().then(function (doc) { ended(doc.error ? doc.error.message : 'This stream has ended.'); return false; });
+        return response.json().then(function (doc) {
+          ended(doc.error ? doc.error.message : 'This stream has ended.');
+          return false;
+        });
       }
       if (!response.ok) return true;
       return response.json().then(function (doc) { render(doc.listen); return true; });
