@@ -23,7 +23,8 @@ let svc: any;
 let browser: Browser | undefined;
 let profile: string | undefined;
 
-const owner = (method: string, path: string, body?: unknown) => request(service, method, `/services/${svc.service_id}${path}`, { body });
+const owner = (method: string, path: string, body?: unknown) =>
+  request(service, method, `/services/${svc.service_id}${path}`, { body });
 const publicGet = (url: string) => fetch(url, { signal: AbortSignal.timeout(30_000) });
 
 before(async () => {
@@ -67,10 +68,12 @@ describe('listen page', { skip }, () => {
     assert.equal(listen.status, 'active');
     assert.ok(listen.remaining_seconds > 3000 && listen.remaining_seconds <= 3600, String(listen.remaining_seconds));
     const password = new URL(svc.broadcast_url.replace(/^icecast:/, 'http:')).password;
-    for (const secret of [password, 'owner@example.com', 'broadcast', service.apiKey]) assert.ok(!text.includes(secret), `leaks ${secret}`);
+    for (const secret of [password, 'owner@example.com', 'broadcast', service.apiKey]) {
+      assert.ok(!text.includes(secret), `leaks ${secret}`);
+    }
   });
 
-  test('the page and its embed are HTML with a policy; the embed may be framed anywhere; oEmbed describes it', async () => {
+  test('the page and its embed are HTML with a policy; the embed may be framed anywhere; oEmbed', async () => {
     const page = await publicGet(svc.endpoints.listen_page);
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type')!, /^text\/html/);
@@ -81,7 +84,8 @@ describe('listen page', { skip }, () => {
     assert.equal(embed.status, 200);
     assert.match(embed.headers.get('content-security-policy')!, /frame-ancestors \*/);
     assert.equal(embed.headers.get('x-frame-options'), null);
-    const oembed = await publicGet(`${service.baseUrl}/listen/oembed?url=${encodeURIComponent(svc.endpoints.listen_page)}&format=json`);
+    const pageUrl = encodeURIComponent(svc.endpoints.listen_page);
+    const oembed = await publicGet(`${service.baseUrl}/listen/oembed?url=${pageUrl}&format=json`);
     assert.equal(oembed.status, 200);
     const described = await oembed.json() as any;
     assert.equal(described.type, 'rich');
@@ -104,12 +108,14 @@ describe('listen page', { skip }, () => {
     const body = await json.json() as any;
     assert.equal(body.ok, false);
     assert.equal(body.error.code, 'stream_not_found');
-    const oembed = await publicGet(`${service.baseUrl}/listen/oembed?url=${encodeURIComponent('https://elsewhere.example/listen/svc_x')}`);
+    const elsewhere = encodeURIComponent('https://elsewhere.example/listen/svc_x');
+    const oembed = await publicGet(`${service.baseUrl}/listen/oembed?url=${elsewhere}`);
     assert.equal(oembed.status, 404);
   });
 
-  test('the owner sets what plays; the history, the public JSON and track.changed follow; bad input is refused', async () => {
-    const sse = await openSse(`${service.baseUrl}/services/${svc.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });
+  test('the owner sets what plays; history, public JSON and track.changed follow; bad input is refused', async () => {
+    const events = `${service.baseUrl}/services/${svc.service_id}/events`;
+    const sse = await openSse(events, { authorization: `Bearer ${service.apiKey}` });
     try {
       const set = await owner('PUT', '/now-playing', { title: 'First Song', artist: 'Ann' });
       assert.equal(set.status, 200, JSON.stringify(set.body));
@@ -128,7 +134,8 @@ describe('listen page', { skip }, () => {
       const bad = await owner('PUT', '/now-playing', { title: '' });
       assert.equal(bad.status, 422, JSON.stringify(bad.body));
       assert.equal(bad.body.ok, false);
-      const stranger = await request({ ...service, apiKey: 'sk_nobody' }, 'GET', `/services/${svc.service_id}/now-playing`);
+      const stranger = await request({ ...service, apiKey: 'sk_nobody' }, 'GET',
+        `/services/${svc.service_id}/now-playing`);
       assert.equal(stranger.status, 401);
     } finally {
       sse.close();
@@ -138,7 +145,9 @@ describe('listen page', { skip }, () => {
   test('a title the live encoder sends (Icecast metadata update) becomes what plays now', async () => {
     const admin = await adminAuthorization();
     const song = 'Live Band - Live Song';
-    const url = `${new URL(svc.stream_url).origin}/admin/metadata?mount=${encodeURIComponent(new URL(svc.stream_url).pathname)}&mode=updinfo&song=${encodeURIComponent(song)}`;
+    const { origin, pathname } = new URL(svc.stream_url);
+    const query = new URLSearchParams({ mount: pathname, mode: 'updinfo', song });
+    const url = `${origin}/admin/metadata?${query}`;
     assert.equal((await fetch(url, { headers: { authorization: admin } })).status, 200);
     const playing = await waitFor('the live title', async () => {
       const now = (await owner('GET', '/now-playing')).body.now_playing;
@@ -151,10 +160,12 @@ describe('listen page', { skip }, () => {
   test('listener sessions carry the bytes each client read, within 2 %, and aggregates reach usage', async () => {
     const port = Number(new URL(svc.stream_url).port);
     const path = new URL(svc.stream_url).pathname;
-    const clients = await Promise.all(['stats-client-a', 'stats-client-b'].map((agent) => rawListener(port, path, agent)));
+    const agents = ['stats-client-a', 'stats-client-b'];
+    const clients = await Promise.all(agents.map((agent) => rawListener(port, path, agent)));
     // Past Icecast's burst on connect (64 KB): then a few seconds of the 64 kbps stream.
     await waitFor('both listeners to receive audio', () => clients.every((c) => c.received() > 100_000), 30_000);
-    const current = (await owner('GET', '/listeners')).body.current.filter((s: any) => s.user_agent.startsWith('stats-client'));
+    const current = (await owner('GET', '/listeners')).body.current
+      .filter((s: any) => s.user_agent.startsWith('stats-client'));
     assert.equal(current.length, 2);
     assert.equal(current[0].client_network, '127.0.0.0/24');
     assert.equal(current[0].protocol, 'icecast');
@@ -167,8 +178,9 @@ describe('listen page', { skip }, () => {
     // As for usage (metering-service.test): Icecast counts what it wrote, which includes what was still in the
     // sockets' buffers when the client closed, up to about a second of the stream.
     const inFlight = 64_000 / 8;
-    console.log(`listener sessions: read ${read.join(', ')} bytes; recorded ${recent.map((r: any) => `${r.user_agent} ${r.bytes}`).join(', ')}`);
-    for (const [i, agent] of ['stats-client-a', 'stats-client-b'].entries()) {
+    const recorded = recent.map((r: any) => `${r.user_agent} ${r.bytes}`).join(', ');
+    console.log(`listener sessions: read ${read.join(', ')} bytes; recorded ${recorded}`);
+    for (const [i, agent] of agents.entries()) {
       const session = recent.find((s: any) => s.user_agent === agent);
       assert.ok(session.bytes >= read[i] * 0.98 && session.bytes <= read[i] * 1.02 + inFlight,
         `${agent}: ${session.bytes} bytes recorded, ${read[i]} read (2 % + ${inFlight} bytes in flight)`);
@@ -191,27 +203,30 @@ describe('listen page', { skip }, () => {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--autoplay-policy=no-user-gesture-required'],
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--autoplay-policy=no-user-gesture-required'],
     });
     browser = context.browser() ?? undefined;
     try {
       const page = await context.newPage();
       await page.goto(svc.endpoints.listen_page);
       await page.click('#play');
+      const currentTime = () => page.evaluate(() => document.querySelector<HTMLAudioElement>('#player')!.currentTime);
       const startedAt = await waitFor('the audio to play', async () => {
-        const t = await page.evaluate(() => (document.getElementById('player') as HTMLAudioElement).currentTime);
+        const t = await currentTime();
         return t > 0.5 && t;
       }, 30_000);
-      await waitFor('currentTime to advance', async () =>
-        (await page.evaluate(() => (document.getElementById('player') as HTMLAudioElement).currentTime)) > startedAt + 1, 30_000);
+      await waitFor('currentTime to advance', async () => (await currentTime()) > startedAt + 1, 30_000);
       assert.equal(await page.evaluate(() => document.body.dataset.protocol), 'icecast');
       const title = 'Browser Test Song';
       assert.notEqual(await page.textContent('#title'), title);
       assert.equal((await owner('PUT', '/now-playing', { title, artist: 'Chromium' })).status, 200);
       await waitFor('the page to show the new track', async () => (await page.textContent('#title')) === title, 30_000);
       assert.equal(await page.textContent('#artist'), 'Chromium');
-      await waitFor('the recent tracks to follow', async () => (await page.textContent('#history'))!.includes('Live Band \u2013 Live Song'), 30_000);
+      const recentTracks = async () => (await page.textContent('#history'))!;
+      const shown = 'Live Band \u2013 Live Song';
+      await waitFor('the recent tracks to follow', async () => (await recentTracks()).includes(shown), 30_000);
       assert.match((await page.textContent('#time-left'))!, /left$/);
       await mkdir(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, 'listen-page.png') });

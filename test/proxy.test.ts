@@ -45,8 +45,10 @@ test('an IPv6 client is counted by its /64: other addresses of the same network 
 });
 
 test('the public listen pages and their JSON are rate limited per client like every route', async () => {
-  assert.deepEqual(await statuses(PROXY, ['203.0.113.20', '203.0.113.20', '203.0.113.20'], '/listen/svc_nosuchservice00000'), [404, 404, 429]);
-  assert.deepEqual(await statuses(PROXY, ['203.0.113.21', '203.0.113.21', '203.0.113.21'], '/listen/svc_nosuchservice00000/now-playing'), [404, 404, 429]);
+  const page = '/listen/svc_nosuchservice00000';
+  assert.deepEqual(await statuses(PROXY, ['203.0.113.20', '203.0.113.20', '203.0.113.20'], page), [404, 404, 429]);
+  const json = `${page}/now-playing`;
+  assert.deepEqual(await statuses(PROXY, ['203.0.113.21', '203.0.113.21', '203.0.113.21'], json), [404, 404, 429]);
 });
 
 test('TRUSTED_PROXIES must list addresses', async () => {

@@ -107,13 +107,17 @@ describe('services', () => {
     assert.equal(liveUpload.body.error.code, 'storage_not_included');
   });
 
-  test('AutoDJ announces each file: its tags, else its name; the owner sees it and the history', { skip: !(hasFfmpeg && hasIcecast) && 'ffmpeg or icecast2 is not installed' }, async () => {
+  const tools = { skip: !(hasFfmpeg && hasIcecast) && 'ffmpeg or icecast2 is not installed' };
+  test('AutoDJ announces each file: its tags, else its name; the owner sees it and the history', tools, async () => {
     const id = autodj.service.service_id;
-    const put = (name: string, body: Buffer) => api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`, { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
+    const put = (name: string, body: Buffer) => api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`,
+      { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
     assert.equal((await put('tagged.mp3', tone(2, 'mp3', 'Tagged Song'))).status, 201);
-    const plain = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=2', '-map_metadata', '-1', '-f', 'wav', 'pipe:1'], { maxBuffer: 8 * 1024 * 1024 });
+    const plain = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=2',
+      '-map_metadata', '-1', '-f', 'wav', 'pipe:1'], { maxBuffer: 8 * 1024 * 1024 });
     assert.equal((await put('plain-tone.wav', plain.stdout)).status, 201);
-    assert.equal((await api('PUT', `/services/${id}/playlist`, { body: { playlist: ['tagged.mp3', 'plain-tone.wav'], shuffle: false } })).status, 200);
+    const playlist = { playlist: ['tagged.mp3', 'plain-tone.wav'], shuffle: false };
+    assert.equal((await api('PUT', `/services/${id}/playlist`, { body: playlist })).status, 200);
     const history = await waitFor('both files announced', async () => {
       const tracks = (await api('GET', `/services/${id}/now-playing`)).body.history ?? [];
       const titles = tracks.map((t: any) => t.title);
