@@ -79,9 +79,10 @@ export class AutoDjManager {
         const named = track.title
           ? { title: track.title, artist: track.artist ?? null }
           : { title: basename(track.path), artist: null };
-        await this.admin()?.updateMetadata(service.mount, songText(named)).catch(() => false);
+        // Recorded before Icecast hears it: the stats poll then sees a title already playing, not a live change.
         await this.nowPlaying?.record(service.id, { ...named, source: 'autodj' })
           .catch((err) => this.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));
+        await this.admin()?.updateMetadata(service.mount, songText(named)).catch(() => false);
       },
     });
     dj.on('trackError', ({ path, error }) => this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'));
