@@ -143,12 +143,16 @@ describe('listen page', { skip }, () => {
   });
 
   test('a title the live encoder sends (Icecast metadata update) becomes what plays now', async () => {
-    const admin = await adminAuthorization();
-    const song = 'Live Band - Live Song';
+    // As encoders (BUTT, Mixxx, ffmpeg scripts) send it: /admin/metadata with the service's own source credentials.
+    const broadcast = new URL(svc.broadcast_url.replace(/^icecast:/, 'http:'));
+    const basic = (pass: string) => `Basic ${Buffer.from(`${broadcast.username}:${pass}`).toString('base64')}`;
     const { origin, pathname } = new URL(svc.stream_url);
-    const query = new URLSearchParams({ mount: pathname, mode: 'updinfo', song });
-    const url = `${origin}/admin/metadata?${query}`;
-    assert.equal((await fetch(url, { headers: { authorization: admin } })).status, 200);
+    const song = 'Live Band - Live Song';
+    const url = `${origin}/admin/metadata?${new URLSearchParams({ mount: pathname, mode: 'updinfo', song })}`;
+    const wrong = await fetch(url.replace('Live+Song', 'Other'), { headers: { authorization: basic('wrong') } });
+    assert.equal(wrong.status, 401, 'another password cannot set the title');
+    const sent = await fetch(url, { headers: { authorization: basic(decodeURIComponent(broadcast.password)) } });
+    assert.equal(sent.status, 200, await sent.text());
     const playing = await waitFor('the live title', async () => {
       const now = (await owner('GET', '/now-playing')).body.now_playing;
       return now?.title === 'Live Song' && now;
@@ -246,11 +250,3 @@ describe('listen page', { skip }, () => {
     assert.equal((await json.json() as any).error.code, 'stream_ended');
   });
 });
-
-/** Icecast's admin credentials from the service's own Icecast configuration. */
-async function adminAuthorization(): Promise<string> {
-  const xml = await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8');
-  const user = /<admin-user>([^<]*)<\/admin-user>/.exec(xml)![1];
-  const password = /<admin-password>([^<]*)<\/admin-password>/.exec(xml)![1];
-  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-}
