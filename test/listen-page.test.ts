@@ -215,8 +215,11 @@ describe('listen page', { skip }, () => {
     try {
       const page = await context.newPage();
       await page.goto(svc.endpoints.listen_page);
+      const clickedAt = performance.now();
       await page.click('#play');
       const currentTime = () => page.evaluate(() => document.querySelector<HTMLAudioElement>('#player')!.currentTime);
+      await waitFor('first sound', async () => (await currentTime()) > 0, 30_000);
+      console.log(`listen page: first sound ${Math.round(performance.now() - clickedAt)} ms after the click (loopback, MP3)`);
       const startedAt = await waitFor('the audio to play', async () => {
         const t = await currentTime();
         return t > 0.5 && t;
