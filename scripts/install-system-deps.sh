@@ -1,10 +1,12 @@
 #!/bin/sh
-# Installs the system programs the streaming side needs (Debian/Ubuntu): icecast2 and ffmpeg (with ffprobe).
-# Idempotent: does nothing when they are already there. Works as root, or through sudo otherwise.
+# Installs the system programs the streaming side needs (Debian/Ubuntu): icecast2 and ffmpeg (with ffprobe), and
+# chromium for the listen page's browser test. Idempotent: does nothing when they are already there. Works as root,
+# or through sudo otherwise.
 set -eu
 
-if command -v icecast2 >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1; then
-  echo "icecast2 and ffmpeg already installed"
+if command -v icecast2 >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 \
+  && command -v chromium >/dev/null 2>&1; then
+  echo "icecast2, ffmpeg and chromium already installed"
   exit 0
 fi
 
@@ -13,10 +15,10 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo >/dev/null 2>&1; then
   as_root="sudo"
 else
-  echo "install-system-deps: need root or sudo to install icecast2 and ffmpeg" >&2
+  echo "install-system-deps: need root or sudo to install icecast2, ffmpeg and chromium" >&2
   exit 1
 fi
 
 $as_root apt-get update
-# The Debian package asks no questions non-interactively and starts no service.
-$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends icecast2 ffmpeg
+# The Debian packages ask no questions non-interactively and start no service.
+$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends icecast2 ffmpeg chromium

@@ -172,6 +172,9 @@ describe('MCP', { skip }, () => {
     const status = await call(agent, 'service_status', { service_id: bought.service_id });
     assert.equal(status.structuredContent.service.status, 'active');
     assert.equal(status.structuredContent.evaluation_id, order.evaluation_id);
+    assert.equal(status.structuredContent.listen.page, status.structuredContent.service.endpoints.listen_page);
+    assert.match(status.structuredContent.listen.page, /\/listen\/svc_/);
+    assert.equal(status.structuredContent.listen.now_playing, null, 'nothing announced yet');
     const usage = await call(agent, 'service_usage', { service_id: bought.service_id });
     assert.equal(usage.structuredContent.usage.source.bought_kbps, 64);
     assert.equal(errorOf(await call(anonymous, 'service_usage', { service_id: bought.service_id })).code, 'authentication_required');

@@ -140,6 +140,15 @@ describe('/openapi.json', () => {
     assert.equal((await call('GET', '/services/{service_id}', '/services/nosuchservice')).status, 404);
     assert.equal((await call('GET', '/services/{service_id}/usage', `/services/${serviceId}/usage`)).status, 200);
     assert.equal((await call('GET', '/services/{service_id}/files', `/services/${serviceId}/files`)).status, 200);
+    assert.equal((await call('PUT', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`, { body: { title: 'OpenAPI Song', artist: null } })).status, 200);
+    assert.equal((await call('PUT', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`, { body: { name: 'x' } })).status, 422);
+    assert.equal((await call('GET', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`)).status, 200);
+    assert.equal((await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=5`)).status, 200);
+    assert.equal((await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=none`)).status, 400);
+    assert.equal((await call('GET', '/listen/{service_id}/now-playing', `/listen/${serviceId}/now-playing`, { auth: false })).status, 200);
+    assert.equal((await call('GET', '/listen/{service_id}/now-playing', '/listen/nosuchservice/now-playing', { auth: false })).status, 404);
+    assert.equal((await call('GET', '/listen/oembed', `/listen/oembed?url=${encodeURIComponent(`${service.baseUrl}/listen/${serviceId}`)}`, { auth: false })).status, 200);
+    assert.equal((await call('GET', '/listen/oembed', '/listen/oembed?url=nowhere', { auth: false })).status, 404);
     assert.equal((await call('PUT', '/services/{service_id}/playlist', `/services/${serviceId}/playlist`, { body: { playlist: [] } })).status, 409);
     assert.equal((await call('POST', '/services/{service_id}/upgrade', `/services/${serviceId}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': 'openapi-up' } })).status, 402);
     const paidUpgrade = await payFor(service, wallet, `/services/${serviceId}/upgrade`, { product_id: 'event-stream' }, 'openapi-up-paid');

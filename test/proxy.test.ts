@@ -13,9 +13,9 @@ before(async () => {
 });
 after(async () => { await service?.stop(); });
 
-/** Statuses of GET /products sent one after another from `from`, each with this X-Forwarded-For. */
-async function statuses(from: string, forwardedFor: string[]): Promise<number[]> {
-  const url = new URL(`${service.baseUrl}/products`);
+/** Statuses of GET /products (or `path`) sent one after another from `from`, each with this X-Forwarded-For. */
+async function statuses(from: string, forwardedFor: string[], path = '/products'): Promise<number[]> {
+  const url = new URL(`${service.baseUrl}${path}`);
   const out: number[] = [];
   for (const header of forwardedFor) {
     out.push(await new Promise<number>((resolve, reject) => {
@@ -42,6 +42,13 @@ test('an IPv6 client is counted by its /64: other addresses of the same network 
   assert.deepEqual(await statuses(PROXY, ['2001:db8:5:6::1', '2001:db8:5:6::2', '2001:db8:5:6:a:b:c:d']), [200, 200, 429],
     'three addresses of one /64 are one client');
   assert.deepEqual(await statuses(PROXY, ['2001:db8:5:7::1']), [200], 'the next /64 is another client');
+});
+
+test('the public listen pages and their JSON are rate limited per client like every route', async () => {
+  const page = '/listen/svc_nosuchservice00000';
+  assert.deepEqual(await statuses(PROXY, ['203.0.113.20', '203.0.113.20', '203.0.113.20'], page), [404, 404, 429]);
+  const json = `${page}/now-playing`;
+  assert.deepEqual(await statuses(PROXY, ['203.0.113.21', '203.0.113.21', '203.0.113.21'], json), [404, 404, 429]);
 });
 
 test('TRUSTED_PROXIES must list addresses', async () => {

@@ -5,9 +5,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
+import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
 const hasFfmpeg = spawnSync('sh', ['-c', 'command -v ffmpeg && command -v ffprobe']).status === 0;
+const hasIcecast = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
 
 let service: Service;
 let wallet: TestWallet;
@@ -103,5 +105,30 @@ describe('services', () => {
     const liveUpload = await api('PUT', `/services/${live.service.service_id}/files/x.mp3`, { rawBody: song, headers: { 'content-type': 'audio/mpeg' } });
     assert.equal(liveUpload.status, 409);
     assert.equal(liveUpload.body.error.code, 'storage_not_included');
+  });
+
+  const tools = { skip: !(hasFfmpeg && hasIcecast) && 'ffmpeg or icecast2 is not installed' };
+  test('AutoDJ announces each file: its tags, else its name; the owner sees it and the history', tools, async () => {
+    const id = autodj.service.service_id;
+    const put = (name: string, body: Buffer) => api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`,
+      { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
+    assert.equal((await put('tagged.mp3', tone(2, 'mp3', 'Tagged Song'))).status, 201);
+    const plain = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=2',
+      '-map_metadata', '-1', '-f', 'wav', 'pipe:1'], { maxBuffer: 8 * 1024 * 1024 });
+    assert.equal((await put('plain-tone.wav', plain.stdout)).status, 201);
+    const playlist = { playlist: ['tagged.mp3', 'plain-tone.wav'], shuffle: false };
+    assert.equal((await api('PUT', `/services/${id}/playlist`, { body: playlist })).status, 200);
+    const history = await waitFor('both files announced', async () => {
+      const tracks = (await api('GET', `/services/${id}/now-playing`)).body.history ?? [];
+      const titles = tracks.map((t: any) => t.title);
+      return titles.includes('Tagged Song') && titles.includes('plain-tone.wav') && tracks;
+    }, 60_000);
+    const tagged = history.find((t: any) => t.title === 'Tagged Song');
+    assert.equal(tagged.artist, 'Test Band');
+    assert.equal(tagged.source, 'autodj');
+    assert.equal(history.find((t: any) => t.title === 'plain-tone.wav').artist, null);
+    const listen = (await (await fetch(autodj.service.endpoints.now_playing_public)).json() as any).listen;
+    assert.equal(listen.station_name, 'Auto FM');
+    assert.ok(['Tagged Song', 'plain-tone.wav'].includes(listen.now_playing.title), listen.now_playing.title);
   });
 });

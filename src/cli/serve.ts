@@ -15,7 +15,11 @@ import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
-import { AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, MediaLibrary, RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity } from '../services/index.js';
+import {
+  AutoDjManager, IcecastDecider, IcecastUsageMeter, LifecycleWorker, ListenerSessions, MediaLibrary, NowPlaying,
+  RelayManager, registerStreamingHost, ServiceRecords, StreamCapacity,
+} from '../services/index.js';
+import { ListenPages } from '../listen/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
 import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
@@ -104,7 +108,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     const services = new ServiceRecords(db, stream, () => publicBaseUrl);
     const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
     await media.removePartialUploads();
-    const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
+    const nowPlaying = new NowPlaying(db, () => stream.admin());
+    const listenerSessions = new ListenerSessions(db);
+    const listen = new ListenPages(db, services, nowPlaying, () => publicBaseUrl);
+    const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log, nowPlaying);
     const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
     const checkout: CheckoutStatus = stream.available ? pay.checkout : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
     let orders: OrderService | undefined;
@@ -154,6 +161,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     }, config.signup);
     const mcp = new McpEndpoint({
       live, keys, events: eventing.api, callers: identity.callers, publicBaseUrl: () => publicBaseUrl, quotes, checkout, orders, services, refunds, media, metrics,
+      nowPlaying,
       version: serviceVersion, logError: (fields, message) => log.error(fields, message),
       ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       listenHost: config.host, allowedOrigins: config.mcpAllowedOrigins,
@@ -180,6 +188,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       services,
       refunds,
       media,
+      nowPlaying,
+      listenerSessions,
+      listen,
       ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live),
         credentials: stream.callbackCredentials } }),
       metrics,
@@ -229,7 +240,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
         hostId: () => stream.hostId(),
         admin: () => stream.admin(),
         // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
-        meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log, config.streaming.sourceBudget),
+        meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log,
+          config.streaming.sourceBudget, nowPlaying),
         intervalMs: config.lifecycleIntervalMs,
         expiringLeadSeconds: config.events.expiringLeadSeconds,
         extendHint: extendHint(live, () => publicBaseUrl),

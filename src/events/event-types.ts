@@ -13,6 +13,7 @@ export const EVENT_TYPES = [
   'service.stopped',
   'refund.sent',
   'refund.failed',
+  'track.changed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -12,7 +12,8 @@ import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import type { Refunds } from '../refunds/index.js';
-import type { MediaLibrary, ServiceRecords } from '../services/index.js';
+import type { ListenPages } from '../listen/index.js';
+import type { ListenerSessions, MediaLibrary, NowPlaying, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
 import type { CapacityView } from './availability.js';
@@ -24,6 +25,7 @@ import type { ErrorLogger } from './error-document.js';
 import { envelope, fixedAnswers, type EnvelopeParts } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { keyRoutes } from './keys.js';
+import { listenRoutes } from './listen.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
@@ -69,6 +71,12 @@ export interface AppDeps {
   events?: EventsApi;
   /** The host's stream capacity, reported by /availability. */
   capacity?: CapacityView;
+  /** What services play (now-playing routes, the listen page). */
+  nowPlaying?: NowPlaying;
+  /** Listener sessions (GET /services/{id}/listeners). */
+  listenerSessions?: ListenerSessions;
+  /** The public listen pages. */
+  listen?: ListenPages;
   /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
   paymentTerms?: PaymentTerms;
 }
@@ -108,6 +116,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   eventRoutes(router, deps);
+  listenRoutes(router, deps);
   auditRoutes(router, deps);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
   router.get('/openapi.json', async (ctx) => {

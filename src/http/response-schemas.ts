@@ -52,7 +52,12 @@ export const serviceSchema = {
     broadcast_url: { type: 'string', description: 'icecast://user:password@host:port/mount: where your encoder sends the stream.' },
     expires_at: { type: 'string', format: 'date-time' },
     limits: { type: 'object', description: 'What was bought: duration, listeners, bitrate, transfer, storage.' },
-    endpoints: { type: 'object', additionalProperties: { type: 'string' }, description: 'listen, source_host, source_port, source_mount, encoder_example, service.' },
+    endpoints: {
+      type: 'object', additionalProperties: { type: 'string' },
+      description: 'listen, source_host, source_port, source_mount, encoder_example, service, '
+        + 'listen_page (the public listen page), listen_embed (its embeddable player), '
+        + 'now_playing_public (their JSON).',
+    },
   },
 };
 
@@ -208,6 +213,17 @@ export const serviceResponseSchema = {
   },
 };
 
+export const listenerAggregatesSchema = {
+  type: 'object', required: ['sessions', 'average_session_seconds', 'listener_hours_by_hour'],
+  properties: {
+    sessions: { type: 'integer' }, average_session_seconds: { type: ['number', 'null'] },
+    listener_hours_by_hour: {
+      type: 'array', minItems: 24, maxItems: 24, items: { type: 'string' },
+      description: 'Listener-hours per hour of the day, UTC, index 0 = 00:00–01:00.',
+    },
+  },
+};
+
 export const usageResponseSchema = {
   type: 'object',
   required: ['ok', 'usage'],
@@ -222,6 +238,11 @@ export const usageResponseSchema = {
         status_reason: { type: ['string', 'null'] },
         listeners: { type: 'object', properties: { current: { type: 'number' }, peak: { type: 'number' }, admitted_now: { type: 'number' } } },
         listener_hours: { type: ['string', 'number'] },
+        listener_sessions: {
+          ...listenerAggregatesSchema,
+          description: 'Listener sessions (GET /services/{service_id}/listeners): count, average length, '
+            + 'listener-hours by hour of day.',
+        },
         bytes: { type: 'object', properties: { sent_to_listeners: { type: ['number', 'string'] }, read_from_source: { type: ['number', 'string'] } } },
         transfer: { type: 'object', properties: { used_gb: { type: ['string', 'number'] }, included_gb: { type: 'string' }, policy: { type: 'string' }, note: { type: 'string' } } },
         source: { type: 'object', properties: { connected: { type: 'boolean' }, since: { type: ['string', 'null'] }, measured_kbps: { type: ['number', 'null'] }, bought_kbps: { type: ['number', 'null'] }, bitrate_budget: { type: 'object' } } },

@@ -166,3 +166,13 @@ export const upgradeRequestSchema = {
   required: ['product_id'],
   properties: { product_id: { type: 'string', maxLength: 200, description: 'The product the service becomes, e.g. "event-stream" for an instant-stream.' } },
 };
+
+export const nowPlayingSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['title'],
+  properties: {
+    title: { type: 'string', minLength: 1, maxLength: 300, description: 'What plays now: a song or show title.' },
+    artist: { type: ['string', 'null'], maxLength: 300, description: 'Who performs it; null or absent when none.' },
+  },
+};

@@ -5,13 +5,16 @@ import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
-import { replacePlaylist, storageOf, type MediaLibrary, type ServiceRecords, type ServiceRow } from '../services/index.js';
+import {
+  replacePlaylist, storageOf, type ListenerSessions, type MediaLibrary, type NowPlaying, type ServiceRecords,
+  type ServiceRow,
+} from '../services/index.js';
 import type { LiveSnapshot } from '../pricing/index.js';
 import { callerOf } from './caller.js';
 import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
-import { extendRequestSchema, playlistSchema, upgradeRequestSchema } from './schemas.js';
+import { extendRequestSchema, nowPlayingSchema, playlistSchema, upgradeRequestSchema } from './schemas.js';
 
 const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
 const readPlaylist = bodyReader<{ playlist: string[]; shuffle?: boolean }>(playlistSchema, 'playlist');
@@ -28,9 +31,14 @@ export interface ServiceRouteDeps {
   callers?: Callers;
   /** The catalog being served: its schemas go into the 402's bazaar declaration. */
   live?: LiveSnapshot;
+  /** What each service plays (now-playing routes). */
+  nowPlaying?: NowPlaying;
+  /** Listener sessions (GET /services/{id}/listeners). */
+  listenerSessions?: ListenerSessions;
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
+const readNowPlaying = bodyReader<{ title: string; artist?: string | null }>(nowPlayingSchema, 'now playing');
 const readExtend = bodyReader<{ duration_hours: number }>(extendRequestSchema, 'extend request');
 const notConfigured = (what: string) => new ApiError(503, 'machine_payment_not_configured', `Machine payment is not configured on this deployment, so ${what} cannot be paid. Check agent_checkout in GET /api/v1/availability.`, { retryable: true });
 
@@ -150,4 +158,56 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     const updated = await replacePlaylist(deps.services!, deps.media, service, playlist, shuffle);
     ctx.body = { ok: true, playlist: updated.playlist, shuffle: updated.shuffle };
   });
+
+  nowPlayingRoutes(router, deps, owned);
+}
+
+const LISTENERS_PAGE = { default: 50, max: 200 };
+
+/** What a service plays (its owner may set it) and who listens to it, for its owner. */
+function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: Context) => Promise<ServiceRow>): void {
+  const unavailable = () => new ApiError(503, 'not_available',
+    'This is not available on this deployment (streaming is off). Check GET /api/v1/availability.',
+    { retryable: true });
+
+  router.get('/services/:service_id/now-playing', async (ctx) => {
+    const service = await owned(ctx);
+    if (!deps.nowPlaying) throw unavailable();
+    const history = await deps.nowPlaying.history(service.id);
+    ctx.body = { ok: true, now_playing: history[0] ?? null, history };
+  });
+
+  router.put('/services/:service_id/now-playing', async (ctx) => {
+    const service = await owned(ctx);
+    const track = await readNowPlaying(ctx);
+    if (!deps.nowPlaying) throw unavailable();
+    if (service.status !== 'active') {
+      throw new ApiError(409, 'service_not_active', `This service is ${service.status}: nothing plays on it. `
+        + 'Extend or upgrade it first (POST /services/{service_id}/extend).');
+    }
+    ctx.body = { ok: true, now_playing: await deps.nowPlaying.setByOwner(service, track) };
+  });
+
+  router.get('/services/:service_id/listeners', async (ctx) => {
+    const service = await owned(ctx);
+    if (!deps.listenerSessions) throw unavailable();
+    const limit = pageLimit(ctx.query.limit);
+    const cursor = ctx.query.cursor;
+    if (cursor !== undefined && !(typeof cursor === 'string' && /^\d{1,18}$/.test(cursor))) {
+      throw new ApiError(400, 'invalid_cursor',
+        'cursor must be the next_cursor of a previous answer. Ask without cursor for the first page.');
+    }
+    const page = await deps.listenerSessions.page(service.id, limit, cursor);
+    ctx.body = { ok: true, ...page, aggregates: await deps.listenerSessions.aggregates(service.id) };
+  });
+}
+
+function pageLimit(raw: unknown): number {
+  if (raw === undefined) return LISTENERS_PAGE.default;
+  const limit = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : 0;
+  if (limit < 1 || limit > LISTENERS_PAGE.max) {
+    throw new ApiError(400, 'invalid_limit',
+      `limit must be a whole number from 1 to ${LISTENERS_PAGE.max}. Ask without it for ${LISTENERS_PAGE.default}.`);
+  }
+  return limit;
 }

@@ -11,7 +11,8 @@ import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'refunds' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'> & {
+export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'refunds' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'
+  | 'nowPlaying'> & {
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };
@@ -86,13 +87,23 @@ export const tools: Tool[] = [
   },
   {
     name: 'service_status', title: 'Service status', readOnly: true,
-    description: 'A service you bought: status, listener and broadcast URLs, limits, expiry, and the evaluations that priced it (as GET /api/v1/services/{service_id}). Needs the API key that ordered it.',
+    description: 'A service you bought: status, listener and broadcast URLs, its public listen page (listen.page, '
+      + 'listen.embed; HLS at listen.hls_url when offered), what plays now (listen.now_playing), limits, expiry, and '
+      + 'the evaluations that priced it (as GET /api/v1/services/{service_id} and …/now-playing). Needs the API key '
+      + 'that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
+      const document = deps.services!.document(service);
       return {
         body: {
           ok: true,
-          service: deps.services!.document(service),
+          service: document,
+          listen: {
+            page: document.endpoints?.listen_page ?? null,
+            embed: document.endpoints?.listen_embed ?? null,
+            hls_url: document.endpoints?.hls_url ?? null,
+            now_playing: deps.nowPlaying ? await deps.nowPlaying.current(service.id) : null,
+          },
           ...(service.status_reason && { status_reason: service.status_reason }),
           ...(deps.orders && await deps.orders.pricedBy(service)),
         },

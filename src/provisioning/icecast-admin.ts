@@ -18,6 +18,8 @@ export interface MountStats {
   totalBytesRead: number;
   streamStart: Date | null;
   sourceIp: string | null;
+  /** The song title the source last sent (ICY metadata or an updinfo), absent when none. */
+  title?: string;
 }
 
 export interface ListenerInfo {
@@ -73,6 +75,7 @@ export class IcecastAdmin {
         // Icecast writes "+0000"; Date wants "+00:00".
         streamStart: start ? new Date(start.replace(/([+-]\d\d)(\d\d)$/, '$1:$2')) : null,
         sourceIp: childText(source, 'source_ip') ?? null,
+        ...(childText(source, 'title') && { title: childText(source, 'title') }),
       };
     });
   }

@@ -1,7 +1,9 @@
+import { basename } from 'node:path';
 import type { Logger } from '../log/index.js';
 import { AutoDj, type IcecastAdmin } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MediaLibrary } from './media-library.js';
+import { songText, type NowPlaying } from './now-playing.js';
 import type { ServiceRow } from './service-records.js';
 
 /** The source user AutoDJ connects as; the service's own encoder uses "source" and takes over from it. */
@@ -23,6 +25,7 @@ export class AutoDjManager {
     private readonly icecastUrl: () => string,
     private readonly admin: () => IcecastAdmin | undefined,
     private readonly log: Logger,
+    private readonly nowPlaying?: NowPlaying,
   ) {}
 
   static wanted(service: ServiceRow): boolean {
@@ -73,8 +76,13 @@ export class AutoDjManager {
       shuffle: service.shuffle,
       playlist: () => this.playlist(service.id),
       onTrack: async (track) => {
-        const song = [track.artist, track.title].filter(Boolean).join(' - ') || track.path.split('/').pop()!;
-        await this.admin()?.updateMetadata(service.mount, song).catch(() => false);
+        const named = track.title
+          ? { title: track.title, artist: track.artist ?? null }
+          : { title: basename(track.path), artist: null };
+        // Recorded before Icecast hears it: the stats poll then sees a title already playing, not a live change.
+        await this.nowPlaying?.record(service.id, { ...named, source: 'autodj' })
+          .catch((err) => this.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));
+        await this.admin()?.updateMetadata(service.mount, songText(named)).catch(() => false);
       },
     });
     dj.on('trackError', ({ path, error }) => this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'));

@@ -2,9 +2,10 @@ import { timingSafeEqual } from 'node:crypto';
 import { recordMountEvent, type SourceEventType } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { extensionHeadroomHours, type LiveSnapshot } from '../pricing/index.js';
-import type { Decision, MountDecider } from '../provisioning/index.js';
+import type { Decision, ListenerAuthRequest, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
+import { ListenerSessions } from './listener-sessions.js';
 import { RELAY_USER, RelayManager } from './relay-manager.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
 
@@ -55,7 +56,7 @@ export class IcecastDecider implements MountDecider {
     return { accept: true };
   }
 
-  async authorizeListener({ mount, clientId, ip }: { mount: string; clientId: string; ip: string }): Promise<Decision> {
+  async authorizeListener({ mount, clientId, ip, userAgent }: ListenerAuthRequest): Promise<Decision> {
     return this.db.transaction(async (client) => {
       const { rows: [service] } = await client.query(
         "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now()) FOR UPDATE", [mount]);
@@ -72,6 +73,7 @@ export class IcecastDecider implements MountDecider {
         return refuse(`Listener limit reached: this stream was bought for ${places} and all are connected; try again when one leaves`);
       }
       await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);
+      await ListenerSessions.open(client, service.id, { clientId, ip, userAgent, protocol: 'icecast' });
       return { accept: true, ...listenerTimeLimit(service as ServiceRow, this.catalog) };
     });
   }

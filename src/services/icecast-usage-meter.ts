@@ -4,6 +4,8 @@ import {
 } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
+import { ListenerSessions } from './listener-sessions.js';
+import type { NowPlaying } from './now-playing.js';
 import type { ServiceRow } from './service-records.js';
 
 /**
@@ -24,6 +26,8 @@ export class IcecastUsageMeter implements UsageMeter {
     private readonly accessLogPath: () => string | undefined,
     private readonly log: Logger,
     budgetOptions: SourceBudgetOptions = {},
+    /** Live encoders' titles, read from the same stats. */
+    private readonly nowPlaying?: NowPlaying,
     private readonly budget = new SourceBudget(budgetOptions),
   ) {}
 
@@ -35,9 +39,16 @@ export class IcecastUsageMeter implements UsageMeter {
       const poll = await meter.poll();
       this.rates.observe(poll.stats, poll.at);
       this.polledAt = poll.at;
-      await this.db.query(
-        'INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2) ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()',
-        [this.icecastUrl(), meter.toJSON()]);
+      // The listeners' sessions get their bytes in the transaction that moves the access log's position past them.
+      await this.db.transaction(async (client) => {
+        await client.query(
+          `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
+           ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
+          [this.icecastUrl(), meter.toJSON()]);
+        await ListenerSessions.attribute(client, poll.entries);
+      });
+      await this.nowPlaying?.observe(poll.stats)
+        .catch((err) => this.log.warn({ err }, 'could not record what plays now'));
       return true;
     } catch (err) {
       this.log.warn({ err }, 'could not read Icecast usage; the last known usage stands');

@@ -9,3 +9,9 @@ export { StreamCapacity, type StreamLoad } from './stream-capacity.js';
 export { registerStreamingHost } from './streaming-hosts.js';
 export { storageOf, replacePlaylist } from './playlist.js';
 export { liveHoldingSql, type HolderScope } from './live-holdings.js';
+export { NowPlaying, songText, TRACK_HISTORY, type Track, type NewTrack, type TrackSource } from './now-playing.js';
+export {
+  ListenerSessions, clientNetwork, type ListenerSession, type ListenerAggregates, type ListenerPage,
+  type ListenerProtocol,
+} from './listener-sessions.js';
+export { listenAddresses } from './listen-addresses.js';

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { randomId } from '../ids/index.js';
 import { mp3EncoderArgs } from '../provisioning/index.js';
 import { Decimal } from '../rules/index.js';
+import { listenAddresses } from './listen-addresses.js';
+import { ListenerSessions } from './listener-sessions.js';
 import type { Client, Database } from '../store/index.js';
 
 export interface ServiceRow {
@@ -122,6 +124,7 @@ export class ServiceRecords {
       // listclients); the measured count lags by a pass and stops with the service.
       listeners: { current: Math.min(Number(measured.listeners ?? connected), connected), peak: measured.peak_listeners ?? connected, admitted_now: connected },
       listener_hours: measured.listener_hours ?? '0',
+      listener_sessions: await new ListenerSessions(this.db).aggregates(service.id),
       bytes: { sent_to_listeners: measured.bytes_sent ?? 0, read_from_source: measured.bytes_read ?? 0 },
       transfer: {
         used_gb: measured.transfer_used_gb ?? '0',
@@ -225,6 +228,7 @@ export class ServiceRecords {
         source_mount: service.mount,
         ...encoderHints(Number(service.limits.bitrate_kbps ?? 0)),
         service: `${this.apiBaseUrl()}/services/${service.id}`,
+        ...listenAddresses(this.apiBaseUrl(), service.id),
       },
     };
   }

@@ -34,7 +34,9 @@ export const part: { tags?: { name: string; description: string }[]; paths: Reco
             + 'service.suspended / .expired (and .active on a resume): status, previous_status, reason; service.expiring: expires_at, seconds_left, lead_seconds, extend (method, url, body, mcp_tool, price_for_1_hour; or possible: false with the reason); '
             + 'listeners.threshold: listeners, max_listeners, threshold_percent (80 or 100); source.connected / .disconnected: none; '
             + 'service.stopped: reason (stopped), stopped_at, refund_id; refund.sent: refund_id, reason (stopped or provisioning_failed), amount_atomic, to, transaction, order_ids; '
-            + 'refund.failed: refund_id, reason, amount_atomic, message.',
+            + 'refund.failed: refund_id, reason, amount_atomic, message; '
+            + 'track.changed: title, artist, source (autodj, live or owner), started_at, '
+            + 'previous (the track before, as "Artist - Title", or null).',
         },
       },
     },

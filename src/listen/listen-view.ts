@@ -1,0 +1,86 @@
+import {
+  listenAddresses, type NowPlaying, type ServiceRecords, type ServiceRow, type Track,
+} from '../services/index.js';
+import type { Database } from '../store/index.js';
+import { hlsUrlFor } from './hls-url.js';
+
+/** A track as the public sees it (no source of the change: that is the owner's business). */
+export interface PublicTrack { title: string; artist: string | null; started_at: string }
+
+/** The public JSON beside the listen page, and what the page shows. No credentials, no owner data. */
+export interface PublicListenView {
+  service_id: string;
+  station_name: string;
+  status: 'active';
+  /** A source (live encoder, AutoDJ or relay) is connected. */
+  on_air: boolean;
+  stream_url: string;
+  /** HLS playlist when the service has one; the page prefers it where the browser cannot play the MP3 well. */
+  hls_url: string | null;
+  now_playing: PublicTrack | null;
+  history: PublicTrack[];
+  listeners: { current: number };
+  expires_at: string | null;
+  remaining_seconds: number | null;
+  listen_page: string;
+  listen_embed: string;
+  now_playing_public: string;
+}
+
+/** Why a service has no listen page now, and the HTTP status that says it. */
+export type ListenLookup =
+  | { kind: 'on_air'; view: PublicListenView }
+  | { kind: 'unknown' }
+  | { kind: 'ended'; status: 410; reason: string }
+  | { kind: 'off_air'; status: 503; reason: string };
+
+const SERVICE_ID = /^[a-zA-Z0-9_-]{8,120}$/;
+const publicTrack = (t: Track): PublicTrack => ({ title: t.title, artist: t.artist, started_at: t.started_at });
+
+/** Reads a service for the public: its listen page's state, or why there is none. */
+export class ListenPages {
+  constructor(
+    private readonly db: Database,
+    private readonly services: ServiceRecords,
+    private readonly nowPlaying: NowPlaying,
+    private readonly apiBaseUrl: () => string,
+  ) {}
+
+  async lookup(serviceId: string): Promise<ListenLookup> {
+    const service = SERVICE_ID.test(serviceId) ? await this.services.byId(serviceId) : undefined;
+    if (!service) return { kind: 'unknown' };
+    const ended = (reason: string): ListenLookup => ({ kind: 'ended', status: 410, reason });
+    const timeOver = service.expires_at !== null && service.expires_at.getTime() <= Date.now();
+    if (service.stopped_at) return ended('This stream was stopped by its owner and has ended.');
+    if (service.status === 'expired' || timeOver) return ended('This stream has ended: the time bought is over.');
+    if (service.status === 'failed') return ended('This stream could not be set up and will not start.');
+    const offAir = (reason: string): ListenLookup => ({ kind: 'off_air', status: 503, reason });
+    if (service.status === 'suspended') return offAir('This stream is paused for now.');
+    if (service.status !== 'active') return offAir('This stream is being set up; try again in a moment.');
+    return { kind: 'on_air', view: await this.view(service) };
+  }
+
+  private async view(service: ServiceRow): Promise<PublicListenView> {
+    const [facts] = await this.db.query<{ station_name: string | null; listeners: number }>(
+      `SELECT (SELECT request->>'station_name' FROM orders WHERE id = $2) AS station_name,
+         (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS listeners`, [service.id, service.order_id]);
+    const history = await this.nowPlaying.history(service.id);
+    const remaining = service.expires_at
+      ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))
+      : null;
+    return {
+      service_id: service.id,
+      station_name: facts.station_name || 'Live stream',
+      status: 'active',
+      on_air: service.usage?.source_connected === true,
+      stream_url: this.services.document(service).stream_url,
+      hls_url: hlsUrlFor(service),
+      now_playing: history[0] ? publicTrack(history[0]) : null,
+      history: history.map(publicTrack),
+      listeners: { current: facts.listeners },
+      expires_at: service.expires_at?.toISOString() ?? null,
+      remaining_seconds: remaining,
+      ...listenAddresses(this.apiBaseUrl(), service.id),
+    };
+  }
+}

@@ -1,0 +1,117 @@
+import { recordEvent } from '../events/index.js';
+import type { IcecastAdmin, MountStats } from '../provisioning/index.js';
+import type { Database } from '../store/index.js';
+
+export type TrackSource = 'autodj' | 'live' | 'owner';
+
+export interface Track {
+  title: string;
+  artist: string | null;
+  source: TrackSource;
+  started_at: string;
+}
+
+export interface NewTrack {
+  title: string;
+  artist?: string | null;
+  source: TrackSource;
+}
+
+/** How many tracks a service keeps (and shows as its history). */
+export const TRACK_HISTORY = 20;
+const MAX_TEXT = 300;
+const TRACK_COLUMNS = 'title, artist, source, started_at';
+const LATEST_TRACKS = `SELECT ${TRACK_COLUMNS} FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT $2`;
+
+interface TrackRow { title: string; artist: string | null; source: TrackSource; started_at: Date }
+
+const trackOf = (row: TrackRow): Track => ({
+  title: row.title, artist: row.artist, source: row.source, started_at: row.started_at.toISOString(),
+});
+
+/** How a track reads as one line (Icecast's "Artist - Title" song text). */
+export function songText(track: { title: string; artist?: string | null }): string {
+  return [track.artist, track.title].filter(Boolean).join(' - ');
+}
+
+const clean = (text: string) => text.replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, MAX_TEXT);
+
+/**
+ * What each service plays now and played before (the last TRACK_HISTORY tracks). A change is stored with its event
+ * track.changed in one transaction; the same track told again (the next stats poll, AutoDJ's own metadata coming back
+ * through Icecast) is not a change.
+ */
+export class NowPlaying {
+  /** The title last seen in Icecast's stats per mount: only a change of it is news (a poll may be older than a PUT). */
+  private readonly seen = new Map<string, string>();
+
+  constructor(
+    private readonly db: Database,
+    /** Icecast's admin API: a title the owner sets reaches listeners' players too (ICY metadata). */
+    private readonly admin: () => IcecastAdmin | undefined = () => undefined,
+  ) {}
+
+  /** The owner's title (PUT now-playing), also sent to the mount so players that read ICY metadata show it. */
+  async setByOwner(service: { id: string; mount: string }, track: Omit<NewTrack, 'source'>): Promise<Track> {
+    const added = await this.record(service.id, { ...track, source: 'owner' });
+    await this.admin()?.updateMetadata(service.mount, songText(track)).catch(() => false);
+    return added ?? (await this.current(service.id))!;
+  }
+
+  async current(serviceId: string): Promise<Track | null> {
+    return (await this.history(serviceId, 1))[0] ?? null;
+  }
+
+  async history(serviceId: string, limit = TRACK_HISTORY): Promise<Track[]> {
+    const rows = await this.db.query<TrackRow & Record<string, unknown>>(LATEST_TRACKS, [serviceId, limit]);
+    return rows.map(trackOf);
+  }
+
+  /** Records a new track; returns it, or null when it is the one already playing. */
+  async record(serviceId: string, track: NewTrack): Promise<Track | null> {
+    const title = clean(track.title);
+    const artist = track.artist ? clean(track.artist) || null : null;
+    if (!title) return null;
+    return this.db.transaction(async (client) => {
+      await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+      const { rows: [playing] } = await client.query(LATEST_TRACKS, [serviceId, 1]) as { rows: TrackRow[] };
+      if (playing && songText(playing) === songText({ title, artist })) return null;
+      const { rows: [row] } = await client.query(
+        `INSERT INTO now_playing (service_id, title, artist, source) VALUES ($1, $2, $3, $4)
+         RETURNING ${TRACK_COLUMNS}`,
+        [serviceId, title, artist, track.source]);
+      await client.query(
+        `DELETE FROM now_playing WHERE service_id = $1 AND id < (SELECT min(id) FROM (
+           SELECT id FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT ${TRACK_HISTORY}) kept)`,
+        [serviceId]);
+      const added = trackOf(row as TrackRow);
+      const previous = playing ? songText(playing) : null;
+      await recordEvent(client, { type: 'track.changed', serviceId, data: { ...added, previous } });
+      return added;
+    });
+  }
+
+  /**
+   * The titles Icecast reports per mount (a live encoder's metadata update, ICY or updinfo): a title that differs from
+   * what plays now is a new live track. AutoDJ's own titles come back the same way and are not a change.
+   */
+  async observe(stats: MountStats[]): Promise<void> {
+    const titled = stats.filter((s) => s.title && s.title !== this.seen.get(s.mount));
+    if (!titled.length) return;
+    for (const s of titled) this.seen.set(s.mount, s.title!);
+    const services = await this.db.query<{ id: string; mount: string }>(
+      "SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'", [titled.map((s) => s.mount)]);
+    for (const service of services) {
+      const title = titled.find((s) => s.mount === service.mount)!.title!;
+      const playing = await this.current(service.id);
+      if (playing && songText(playing) === clean(title)) continue;
+      await this.record(service.id, { ...splitSong(title), source: 'live' });
+    }
+  }
+}
+
+/** "Artist - Title" as encoders send it; a title alone stays whole. */
+function splitSong(song: string): { title: string; artist: string | null } {
+  const at = song.indexOf(' - ');
+  return at > 0 ? { artist: song.slice(0, at), title: song.slice(at + 3) } : { title: song, artist: null };
+}
