@@ -1,0 +1,55 @@
+import type { CapacityReserve } from '../catalog/index.js';
+import { atomicToAmount } from '../rules/index.js';
+import type { Client, Database } from '../store/index.js';
+
+/** What a wallet has paid before, as the capacity reserve's rules read it (USD, 6 decimals). */
+export interface PaidHistory {
+  paid: string;
+  /** Who the amount is for, as a refusal names it: the paying wallet, or the best wallet of an API key. */
+  who: string;
+}
+
+// A wallet's history, $1 the wallet, $2 the age in seconds. Only what the chain proved counts (an order is settled
+// with its Transfer proof) and only what was delivered (state active); refunds are taken off however recent, and a
+// stop still being computed takes off everything its service was paid. Keys and wallets are free; this is not.
+const WALLET_PAID = (wallet: string) => `
+  (SELECT COALESCE(sum(o.amount_atomic), 0) FROM orders o
+    WHERE o.payer = ${wallet} AND o.state = 'active' AND o.settled_at <= now() - make_interval(secs => $2))
+  - (SELECT COALESCE(sum(r.amount_atomic), 0) FROM refunds r WHERE r.payer = ${wallet} AND r.status IN ('pending', 'sent'))
+  - (SELECT COALESCE(sum(o.amount_atomic), 0) FROM refunds r JOIN services s ON s.id = r.service_id
+       JOIN orders o ON o.id = s.order_id OR o.upgrade_of = s.id OR o.extension_of = s.id
+      WHERE r.status = 'computing' AND s.payer = ${wallet} AND o.payer = ${wallet} AND o.state = 'active')`;
+
+const PAYER_SQL = `SELECT (${WALLET_PAID('$1')})::text AS paid_atomic, $1 AS wallet`;
+
+// Before payment the paying wallet is unknown: the best of the wallet the key was issued to (proven by sign-in), the
+// wallets that paid its orders, and the one a payment sent along names ($3, checked again once it is verified).
+const KEY_SQL = `
+  WITH wallets AS (
+    SELECT wallet_address AS wallet FROM api_keys WHERE id = $1 AND wallet_address IS NOT NULL
+    UNION SELECT DISTINCT payer FROM orders WHERE api_key_id = $1 AND state = 'active'
+    UNION SELECT $3::text WHERE $3::text IS NOT NULL)
+  SELECT paid.atomic::text AS paid_atomic, w.wallet FROM wallets w, LATERAL (SELECT ${WALLET_PAID('w.wallet')} AS atomic) paid
+   ORDER BY paid.atomic DESC LIMIT 1`;
+
+/** What the paying wallet has paid, settled at least the reserve's hours ago and less refunds. */
+export async function payerHistory(client: Client, reserve: CapacityReserve, payer: string): Promise<PaidHistory> {
+  const { rows: [row] } = await client.query(PAYER_SQL, [payer.toLowerCase(), ageSeconds(reserve)]);
+  return { paid: atomicToAmount(positive(row.paid_atomic), 6), who: `the paying wallet ${payer.toLowerCase()}` };
+}
+
+/** Before payment: the best history among the wallets an API key is known to pay with (and one it claims). */
+export async function keyHistory(db: Database, reserve: CapacityReserve, apiKeyId: string, claimed?: string): Promise<PaidHistory> {
+  const [row] = await db.query(KEY_SQL, [apiKeyId, ageSeconds(reserve), claimed?.toLowerCase() ?? null]);
+  if (!row) return { paid: '0', who: 'no wallet this API key was issued to or paid with' };
+  return { paid: atomicToAmount(positive(row.paid_atomic as string), 6), who: `the best wallet of this API key (${row.wallet as string})` };
+}
+
+function ageSeconds(reserve: CapacityReserve): number {
+  return reserve.established_payer.paid_hours_ago * 3600;
+}
+
+/** Refunds of payments younger than the age may take a history below zero; zero says the same to a buyer. */
+function positive(atomic: string): string {
+  return atomic.startsWith('-') ? '0' : atomic;
+}
