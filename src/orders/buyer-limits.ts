@@ -121,10 +121,13 @@ export function newcomerLimits(limits: StreamLoad, reserve: CapacityReserve): St
   };
 }
 
-/** At claim, the verified paying wallet's history; before payment, the best the API key is known to pay with. */
+/**
+ * The paying wallet's history: at claim the verified payer's, with a payment not verified yet the one it names (checked
+ * again at claim), and before payment is asked the best of the wallets the API key is known to pay with.
+ */
 function historyOf(db: Database, reserve: CapacityReserve, buyer: Buyer, client?: Client): Promise<PaidHistory> {
-  if (client && buyer.payer) return payerHistory(client, reserve, buyer.payer);
-  return keyHistory(db, reserve, buyer.apiKeyId, buyer.payer);
+  if (buyer.payer) return payerHistory(client ?? db, reserve, buyer.payer);
+  return keyHistory(db, reserve, buyer.apiKeyId);
 }
 
 function reserved(reason: string, reserve: CapacityReserve, host: ReturnType<typeof hostFacts>, history: PaidHistory): ApiError {

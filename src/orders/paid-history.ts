@@ -1,6 +1,6 @@
 import type { CapacityReserve } from '../catalog/index.js';
 import { atomicToAmount } from '../rules/index.js';
-import type { Client, Database } from '../store/index.js';
+import { Database, type Client } from '../store/index.js';
 
 /** What a wallet has paid before, as the capacity reserve's rules read it (USD, 6 decimals). */
 export interface PaidHistory {
@@ -22,25 +22,28 @@ const WALLET_PAID = (wallet: string) => `
 
 const PAYER_SQL = `SELECT (${WALLET_PAID('$1')})::text AS paid_atomic, $1 AS wallet`;
 
-// Before payment the paying wallet is unknown: the best of the wallet the key was issued to (proven by sign-in), the
-// wallets that paid its orders, and the one a payment sent along names ($3, checked again once it is verified).
+// Before payment the paying wallet is unknown: the best of the wallet the key was issued to (proven by sign-in) and
+// the wallets that paid its orders.
 const KEY_SQL = `
   WITH wallets AS (
     SELECT wallet_address AS wallet FROM api_keys WHERE id = $1 AND wallet_address IS NOT NULL
-    UNION SELECT DISTINCT payer FROM orders WHERE api_key_id = $1 AND state = 'active'
-    UNION SELECT $3::text WHERE $3::text IS NOT NULL)
+    UNION SELECT DISTINCT payer FROM orders WHERE api_key_id = $1 AND state = 'active')
   SELECT paid.atomic::text AS paid_atomic, w.wallet FROM wallets w, LATERAL (SELECT ${WALLET_PAID('w.wallet')} AS atomic) paid
    ORDER BY paid.atomic DESC LIMIT 1`;
 
-/** What the paying wallet has paid, settled at least the reserve's hours ago and less refunds. */
-export async function payerHistory(client: Client, reserve: CapacityReserve, payer: string): Promise<PaidHistory> {
-  const { rows: [row] } = await client.query(PAYER_SQL, [payer.toLowerCase(), ageSeconds(reserve)]);
-  return { paid: atomicToAmount(positive(row.paid_atomic), 6), who: `the paying wallet ${payer.toLowerCase()}` };
+/**
+ * What the paying wallet has paid, settled at least the reserve's hours ago and less refunds: in the claim's
+ * transaction once the payment is verified, from the pool for the wallet a payment sent along names.
+ */
+export async function payerHistory(db: Database | Client, reserve: CapacityReserve, payer: string): Promise<PaidHistory> {
+  const params = [payer.toLowerCase(), ageSeconds(reserve)];
+  const [row] = db instanceof Database ? await db.query(PAYER_SQL, params) : (await db.query(PAYER_SQL, params)).rows;
+  return { paid: atomicToAmount(positive(row.paid_atomic as string), 6), who: `the paying wallet ${payer.toLowerCase()}` };
 }
 
-/** Before payment: the best history among the wallets an API key is known to pay with (and one it claims). */
-export async function keyHistory(db: Database, reserve: CapacityReserve, apiKeyId: string, claimed?: string): Promise<PaidHistory> {
-  const [row] = await db.query(KEY_SQL, [apiKeyId, ageSeconds(reserve), claimed?.toLowerCase() ?? null]);
+/** Before payment is asked: the best history among the wallets an API key is known to pay with. */
+export async function keyHistory(db: Database, reserve: CapacityReserve, apiKeyId: string): Promise<PaidHistory> {
+  const [row] = await db.query(KEY_SQL, [apiKeyId, ageSeconds(reserve)]);
   if (!row) return { paid: '0', who: 'no wallet this API key was issued to or paid with' };
   return { paid: atomicToAmount(positive(row.paid_atomic as string), 6), who: `the best wallet of this API key (${row.wallet as string})` };
 }
