@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { copyCatalog, request, startService, withoutCapacityReserve, type JsonResponse, type Service } from './support/service.js';
+import {
+  copyCatalog, request, startService, withoutCapacityReserve, type JsonResponse, type Service,
+} from './support/service.js';
 import { buy } from './support/purchase.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
@@ -18,7 +20,9 @@ let catalog: Awaited<ReturnType<typeof copyCatalog>>;
 before(async () => {
   catalog = await copyCatalog();
   await withoutCapacityReserve(catalog.catalogDir);
-  service = await startService({ ICECAST_MAX_SOURCES: '2', ICECAST_MAX_LISTENERS: '25', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+  service = await startService({
+    ICECAST_MAX_SOURCES: '2', ICECAST_MAX_LISTENERS: '25', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir,
+  });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   buyer = dev.buyer.address;

@@ -17,7 +17,8 @@ let rpcUrl: string;
 let veteran: TestWallet;
 /** The newcomer who won the race for the last newcomer place, with one order paid. */
 let winner: Service;
-const RESERVE = 'capacity_reserve:\n  newcomer_share: 0.5\n  established_payer: { minimum_paid: "0.50", paid_hours_ago: 1 }\n';
+const RESERVE = 'capacity_reserve:\n  newcomer_share: 0.5\n'
+  + '  established_payer: { minimum_paid: "0.50", paid_hours_ago: 1 }\n';
 
 before(async () => {
   catalog = await copyCatalog();
@@ -51,8 +52,9 @@ async function newcomer(): Promise<{ agent: Service; wallet: TestWallet }> {
   await mintUsdc(rpcUrl, wallet.address, 5_000_000n);
   return { agent: { ...service, apiKey: JSON.parse(created.stdout).api_key }, wallet };
 }
-const post = (agent: Service, key: string, signature?: string, body = order()) =>
-  request(agent, 'POST', '/orders', { body, headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) } });
+const post = (agent: Service, key: string, signature?: string, body = order()) => request(agent, 'POST', '/orders', {
+  body, headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) },
+});
 const availability = async () => {
   const answer = await request(service, 'GET', '/availability', { auth: false });
   assert.equal(answer.status, 200, JSON.stringify(answer.body));
@@ -74,26 +76,34 @@ function assertReserved(response: JsonResponse, pattern: RegExp) {
 describe('capacity kept for established payers', () => {
   test('/availability publishes the reserve and the newcomers\' part of the host', async () => {
     const now = await availability();
-    assert.deepEqual(now.agent_checkout.capacity_reserve, { newcomer_share: 0.5, established_payer: { minimum_paid: '0.50', paid_hours_ago: 1 } });
-    assert.deepEqual(now.capacity.newcomers, { stream_slots: { total: 3, free: 3 }, listener_places: { total: 30, free: 30 } });
+    assert.deepEqual(now.agent_checkout.capacity_reserve, {
+      newcomer_share: 0.5, established_payer: { minimum_paid: '0.50', paid_hours_ago: 1 },
+    });
+    assert.deepEqual(now.capacity.newcomers, {
+      stream_slots: { total: 3, free: 3 }, listener_places: { total: 30, free: 30 },
+    });
     assert.equal(now.instant.available_now, true);
     assert.equal(now.instant.newcomer_available_now, true);
   });
 
   test('a newcomer asking for more listener places than the newcomers\' part is refused before payment', async () => {
     const { agent } = await newcomer();
-    assertReserved(await post(agent, newKey(), undefined, order(31)), /The 31 listener places asked would take this host to 31 of its 60, beyond the 30 newcomers may fill/);
-    assert.equal((await post(agent, newKey(), undefined, order(30))).status, 402, 'the newcomers\' part itself is sold');
+    assertReserved(await post(agent, newKey(), undefined, order(31)),
+      /The 31 listener places asked would take this host to 31 of its 60, beyond the 30 newcomers may fill/);
+    const fits = await post(agent, newKey(), undefined, order(30));
+    assert.equal(fits.status, 402, 'the newcomers\' part itself is sold');
   });
 
-  test('the veteran buys two streams; two newcomers race for the last newcomer place: one is served, one not charged', async () => {
+  test('two newcomers race for the last newcomer place: one is served, the other not charged', async () => {
+    // The veteran (the development wallet) takes two of the three newcomer slots first.
     const amounts: bigint[] = [];
     for (let i = 0; i < 2; i++) {
       const bought = await buy(service, veteran, order(), newKey());
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
       amounts.push(BigInt(bought.body.order.amount.amount_atomic));
     }
-    assert.ok(amounts[0] < 500_000n && amounts[0] + amounts[1] >= 500_000n, `one order (${amounts[0]}) is below minimum_paid, two are not`);
+    assert.ok(amounts[0] < 500_000n && amounts[0] + amounts[1] >= 500_000n,
+      `one order (${amounts[0]}) is below minimum_paid, two are not`);
 
     const racers = await Promise.all([newcomer(), newcomer()]);
     const attempts = await Promise.all(racers.map(async ({ agent, wallet }) => {
@@ -105,19 +115,22 @@ describe('capacity kept for established payers', () => {
     const answers = await Promise.all(attempts.map((a) => post(a.agent, a.key, a.signature)));
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 503], JSON.stringify(answers.map((a) => a.body)));
     const lost = answers.findIndex((a) => a.status === 503);
-    assertReserved(answers[lost], /Only the 3 stream slots kept for established payers are free on this host \(newcomers may fill 3 of its 6\)/);
+    assertReserved(answers[lost],
+      /Only the 3 stream slots kept for established payers are free on this host \(newcomers may fill 3 of its 6\)/);
     assert.equal(answers[lost].body.error.details.history.paid, '0');
     assert.equal(await usdcBalance(rpcUrl, attempts[lost].wallet.address), 5_000_000n, 'the loser was not charged');
     winner = attempts[1 - lost].agent;
     const won = answers[1 - lost].body.order.amount.amount_atomic;
-    assert.equal(await usdcBalance(rpcUrl, attempts[1 - lost].wallet.address), 5_000_000n - BigInt(won), 'the winner paid its order');
+    const winnerBalance = await usdcBalance(rpcUrl, attempts[1 - lost].wallet.address);
+    assert.equal(winnerBalance, 5_000_000n - BigInt(won), 'the winner paid its order');
   });
 
-  test('with the newcomers\' part full, fresh wallets are refused before paying, and so is history too young', async () => {
+  test('with the newcomers\' part full, fresh wallets are refused before paying, and too young history', async () => {
     for (let i = 0; i < 2; i++) {
       const { agent, wallet } = await newcomer();
       const refused = await post(agent, newKey());
-      assertReserved(refused, /they go to a wallet that has paid at least 0\.50 USDC, settled at least 1 hours ago, and no wallet this API key was issued to or paid with has 0 USDC so/);
+      assertReserved(refused, new RegExp('they go to a wallet that has paid at least 0\\.50 USDC, settled at least '
+        + '1 hours ago, and no wallet this API key was issued to or paid with has 0 USDC so'));
       assert.deepEqual(refused.body.error.details.host, {
         stream_slots: 6, newcomer_stream_slots: 3, listener_places: 60, newcomer_listener_places: 30,
         live_services_after: 4, listener_places_after: 8,
@@ -126,7 +139,8 @@ describe('capacity kept for established payers', () => {
     }
     // The veteran paid 0.54 USDC seconds ago: not an hour ago, so not yet established.
     const young = await post(service, newKey());
-    assertReserved(young, new RegExp(`the best wallet of this API key \\(${veteran.address.toLowerCase()}\\) has 0 USDC so`));
+    const veteranAddress = veteran.address.toLowerCase();
+    assertReserved(young, new RegExp(`the best wallet of this API key \\(${veteranAddress}\\) has 0 USDC so`));
 
     const now = await availability();
     assert.deepEqual(now.capacity.newcomers.stream_slots, { total: 3, free: 0 });
@@ -136,13 +150,13 @@ describe('capacity kept for established payers', () => {
     assert.match(now.instant.reason, /Only for established payers now/);
   });
 
-  test('once its payments are old enough, the established wallet gets a reserved place; a one-order wallet does not', async () => {
+  test('payments old enough: an established wallet gets a reserved place, a one-order one not', async () => {
     const settings = join(catalog.catalogDir, 'catalog.yaml');
-    await writeFile(settings, (await readFile(settings, 'utf8')).replace('paid_hours_ago: 1 }', 'paid_hours_ago: 0.0005 }'));
-    for (let i = 0; i < 100 && (await availability()).agent_checkout.capacity_reserve.established_payer.paid_hours_ago !== 0.0005; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal((await availability()).agent_checkout.capacity_reserve.established_payer.paid_hours_ago, 0.0005, 'the edit was loaded');
+    const text = await readFile(settings, 'utf8');
+    await writeFile(settings, text.replace('paid_hours_ago: 1 }', 'paid_hours_ago: 0.0005 }'));
+    const age = async () => (await availability()).agent_checkout.capacity_reserve.established_payer.paid_hours_ago;
+    for (let i = 0; i < 100 && await age() !== 0.0005; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await age(), 0.0005, 'the edit was loaded');
     await new Promise((r) => setTimeout(r, 2000)); // 0.0005 h = 1.8 s: the last order's payment is older than that now
 
     const before = await usdcBalance(rpcUrl, veteran.address);
@@ -151,7 +165,8 @@ describe('capacity kept for established payers', () => {
     assert.equal(before - await usdcBalance(rpcUrl, veteran.address), BigInt(bought.body.order.amount.amount_atomic));
 
     // The newcomer who won the race has paid one order, old enough but below minimum_paid: still refused.
-    assertReserved(await post(winner, newKey()), /the best wallet of this API key \(0x[0-9a-f]{40}\) has 0\.2\d* USDC so/);
+    const oneOrder = await post(winner, newKey());
+    assertReserved(oneOrder, /the best wallet of this API key \(0x[0-9a-f]{40}\) has 0\.2\d* USDC so/);
   });
 });
 
@@ -163,7 +178,9 @@ describe('the capacity reserve in the catalog', () => {
       const text = await readFile(file, 'utf8');
       const line = text.split('\n').findIndex((l) => l.includes('newcomer_share:')) + 1;
       assert.ok(line > 0);
-      await writeFile(file, text.replace(/newcomer_share: [0-9.]+/, 'newcomer_share: 1.5').replace(/, paid_hours_ago: [0-9.]+/, ''));
+      const broken = text.replace(/newcomer_share: [0-9.]+/, 'newcomer_share: 1.5')
+        .replace(/, paid_hours_ago: [0-9.]+/, '');
+      await writeFile(file, broken);
       const result = await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
       assert.equal(result.code, 1);
       assert.match(result.stderr, new RegExp(`^catalog/catalog\\.yaml:${line}:\\d+: must be <= 1$`, 'm'));

@@ -71,7 +71,10 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
 }
 
 function freeOf(limits: StreamLoad, used: StreamLoad): StreamLoad {
-  return { sources: Math.max(0, limits.sources - used.sources), listeners: Math.max(0, limits.listeners - used.listeners) };
+  return {
+    sources: Math.max(0, limits.sources - used.sources),
+    listeners: Math.max(0, limits.listeners - used.listeners),
+  };
 }
 
 /** Whether a wallet without paid history could buy it too: the rest of the host is kept for established payers. */
@@ -79,7 +82,9 @@ function markNewcomers(product: ProductAvailability, free: StreamLoad, asked: nu
   const room = product.available_now ? roomFor(product, free, asked) : undefined;
   product.newcomer_available_now = product.available_now && room === undefined;
   if (room) {
-    product.reason = `${product.reason} Only for established payers now: the rest of this host is kept for wallets with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill (capacity.newcomers): ${room}`;
+    product.reason = `${product.reason} Only for established payers now: the rest of this host is kept for wallets`
+      + ` with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill (capacity.newcomers):`
+      + ` ${room}`;
   }
 }
 

@@ -50,24 +50,30 @@ export interface BuyerCheck {
  * host's capacity lock the caller holds), so that two parallel orders cannot both take the last place. Throws 429
  * per_key_limit_reached or per_payer_limit_reached, or 503 capacity_reserved.
  */
-export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, check: BuyerCheck = {}): Promise<void> {
+export async function checkBuyerLimits(
+  db: Database, snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, check: BuyerCheck = {},
+): Promise<void> {
   const settings = snapshot.catalog.settings;
-  if ((!settings.buyer_limits && !settings.capacity_reserve) || (demand.sources === 0 && demand.listeners === 0)) return;
+  if (!settings.buyer_limits && !settings.capacity_reserve) return;
+  if (demand.sources === 0 && demand.listeners === 0) return;
   const { client } = check;
   const payer = buyer.payer?.toLowerCase();
   const verified = client ? payer : undefined;
   if (client && settings.buyer_limits) {
     // Always key first, then payer: two claims never wait for each other in opposite orders.
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0))", [buyer.apiKeyId]);
-    if (verified) await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [verified]);
+    if (verified) {
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [verified]);
+    }
   }
   const none: Holding = { live_services: 0, listener_places: 0 };
   const asked = { live_services: demand.sources, listener_places: demand.listeners };
-  const host = check.host && settings.capacity_reserve ? hostFacts(check.host, settings.capacity_reserve, demand) : undefined;
+  const reserve = settings.capacity_reserve;
+  const host = check.host && reserve ? hostFacts(check.host, reserve, demand) : undefined;
   const [key, paying, history] = await Promise.all([
     settings.buyer_limits ? holding(db, snapshot, 'key', buyer.apiKeyId, client) : none,
     verified && settings.buyer_limits ? holding(db, snapshot, 'payer', verified, client) : undefined,
-    host?.beyond_newcomer_share ? historyOf(db, settings.capacity_reserve!, buyer, client) : undefined,
+    host?.beyond_newcomer_share ? historyOf(db, reserve!, buyer, client) : undefined,
   ]);
   const facts = {
     settings,
@@ -79,7 +85,7 @@ export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: 
   const outcome = await snapshot.rules.buyer.evaluate(facts, 6);
   const refusal = outcome.notOrderable[0];
   if (!refusal) return;
-  if (refusal.code === 'capacity_reserved') throw reserved(refusal.reason, settings.capacity_reserve!, host!, history!);
+  if (refusal.code === 'capacity_reserved') throw reserved(refusal.reason, reserve!, host!, history!);
   const held = refusal.code === 'per_payer_limit_reached' && paying ? paying : key;
   const wait = held.nextExpiry ? Math.max(1, Math.ceil((held.nextExpiry.getTime() - Date.now()) / 1000)) : undefined;
   throw new ApiError(429, refusal.code,
@@ -130,9 +136,14 @@ function historyOf(db: Database, reserve: CapacityReserve, buyer: Buyer, client?
   return keyHistory(db, reserve, buyer.apiKeyId);
 }
 
-function reserved(reason: string, reserve: CapacityReserve, host: ReturnType<typeof hostFacts>, history: PaidHistory): ApiError {
+type HostFacts = ReturnType<typeof hostFacts>;
+
+function reserved(reason: string, reserve: CapacityReserve, host: HostFacts, history: PaidHistory): ApiError {
   return new ApiError(503, 'capacity_reserved',
-    `${reason} Nothing was charged or stored. Retry later (places come free as streams expire; GET /availability says what a newcomer can buy now), ask for fewer listeners, or pay from a wallet with that history: before payment this service knows the wallet your API key was issued to (POST /keys, signed in with it) and the wallets that paid its orders; the paying wallet decides when the payment is verified.`,
+    `${reason} Nothing was charged or stored. Retry later (places come free as streams expire; GET /availability says`
+    + ' what a newcomer can buy now), ask for fewer listeners, or pay from a wallet with that history: before payment'
+    + ' this service knows the wallet your API key was issued to (POST /keys, signed in with it) and the wallets that'
+    + ' paid its orders; the paying wallet decides when the payment is verified.',
     {
       retryable: true,
       headers: { 'Retry-After': '300' },

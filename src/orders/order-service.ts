@@ -96,7 +96,8 @@ export class OrderService {
     const configuration = extension ? { duration_hours: extension.input.extend_hours } : priced.output.configuration;
     const demand = input.extensionOf ? revivalLoadOf(input.extensionOf) : streamLoadOf(serviceLimitsOf(priced.product, configuration), input.upgradeOf);
     const host = await this.admit(demand);
-    await this.checkBuyerBeforePayment(snapshot, { apiKeyId: input.apiKeyId, payer: sent?.authorization.from }, demand, host);
+    const buyerBeforePayment = { apiKeyId: input.apiKeyId, payer: sent?.authorization.from };
+    await this.checkBuyerBeforePayment(snapshot, buyerBeforePayment, demand, host);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = {
       url: input.resourceUrl,
@@ -299,7 +300,9 @@ export class OrderService {
    * reused (this instance's own sales clear them; other instances' show within a second). A refusal is never reused.
    * The limits are checked again, exactly and under locks, when the paid order is claimed.
    */
-  private checkBuyerBeforePayment(snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, host?: HostLoad): Promise<void> {
+  private checkBuyerBeforePayment(
+    snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, host?: HostLoad,
+  ): Promise<void> {
     const key = `${buyer.apiKeyId}\n${buyer.payer ?? ''}\n${demand.sources}\n${demand.listeners}`;
     const recent = this.recentBuyerChecks.get(key);
     if (recent && recent.snapshot === snapshot && Date.now() - recent.at <= 1000) return recent.check;
