@@ -16,7 +16,7 @@ const WALLET_PAID = (wallet: string) => `
   (SELECT COALESCE(sum(o.amount_atomic), 0) FROM orders o
     WHERE o.payer = ${wallet} AND o.state = 'active' AND o.settled_at <= now() - make_interval(secs => $2))
   - (SELECT COALESCE(sum(r.amount_atomic), 0) FROM refunds r
-      WHERE r.payer = ${wallet} AND r.status IN ('pending', 'sent'))
+      WHERE lower(r.payer) = ${wallet} AND r.status IN ('pending', 'sent'))
   - (SELECT COALESCE(sum(o.amount_atomic), 0) FROM refunds r JOIN services s ON s.id = r.service_id
        JOIN orders o ON o.id = s.order_id OR o.upgrade_of = s.id OR o.extension_of = s.id
       WHERE r.status = 'computing' AND s.payer = ${wallet} AND o.payer = ${wallet} AND o.state = 'active')`;
