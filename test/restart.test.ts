@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
+import { request, startService, withoutCapacityReserve, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
@@ -24,6 +24,7 @@ const listeners: Listener[] = [];
 before(async () => {
   if (skip) return;
   catalog = await shortLivedCatalog();
+  await withoutCapacityReserve(catalog.catalogDir); // one wallet fills this 2-slot host
   env = { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250', ICECAST_MAX_SOURCES: '2' };
   service = await startService(env);
 });

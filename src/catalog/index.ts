@@ -1,6 +1,8 @@
 export { loadCatalog, CATALOG_FILE } from './load.js';
 export { SourceFile, formatDiagnostic, formatDiagnosticWithSource, type Diagnostic } from './source.js';
 export { parametersSchema, descriptorSchema } from './parameters.js';
-export type { Catalog, CatalogProduct, CatalogSettings, Product, ParameterDescriptor } from './types.js';
+export type {
+  CapacityReserve, Catalog, CatalogProduct, CatalogSettings, Product, ParameterDescriptor,
+} from './types.js';
 export { productStateSchemas } from './schemas.js';
 export { publishedSchemas, schemaText } from './published-schemas.js';

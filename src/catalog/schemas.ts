@@ -9,6 +9,28 @@ const buyerLimit = {
   properties: { live_services: { type: 'integer', minimum: 0 }, listener_places: { type: 'integer', minimum: 0 } },
 };
 
+/** The share of a host that buyers without paid history may fill; the rest waits for established payers. */
+const capacityReserve = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['newcomer_share', 'established_payer'],
+  properties: {
+    newcomer_share: {
+      type: 'number', minimum: 0, maximum: 1,
+      description: 'Share of the host\'s stream slots and listener places that an order from a newcomer may fill.',
+    },
+    established_payer: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['minimum_paid', 'paid_hours_ago'],
+      properties: {
+        minimum_paid: { ...decimalString, description: 'USD a wallet must have paid (settled, less refunds).' },
+        paid_hours_ago: { type: 'number', minimum: 0, maximum: 8760, description: 'How old those payments must be.' },
+      },
+    },
+  },
+};
+
 export const parameterDescriptorSchema = {
   type: 'object',
   additionalProperties: false,
@@ -144,5 +166,6 @@ export const catalogFileSchema = {
       properties: { per_key: buyerLimit, per_payer: buyerLimit },
     },
     refunds: { type: 'object', additionalProperties: false, required: ['minimum'], properties: { minimum: decimalString } },
+    capacity_reserve: capacityReserve,
   },
 };

@@ -53,6 +53,15 @@ export interface CatalogSettings {
   buyer_limits?: { per_key?: BuyerLimit; per_payer?: BuyerLimit };
   /** A stopped service's refund: nothing below this amount (USD, paid in USDC) is sent (rules/refunds.json). */
   refunds?: { minimum: string };
+  /** Stream capacity kept for wallets with paid history (rules/buyer-limits.json): what a newcomer may fill. */
+  capacity_reserve?: CapacityReserve;
+}
+
+export interface CapacityReserve {
+  /** Share (0 to 1) of the host's stream slots and listener places an order from a newcomer may fill. */
+  newcomer_share: number;
+  /** A wallet is established once it has paid minimum_paid USD (settled, less refunds) at least paid_hours_ago ago. */
+  established_payer: { minimum_paid: string; paid_hours_ago: number };
 }
 
 export interface BuyerLimit { live_services?: number; listener_places?: number }

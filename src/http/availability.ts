@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
+import type { CapacityReserve } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
+import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 
 /** What /availability reads of the host's stream capacity. */
@@ -12,6 +14,7 @@ interface ProductAvailability {
   product_id: string;
   agent_orderable: boolean;
   available_now: boolean;
+  newcomer_available_now?: boolean;
   limits?: { listeners?: { minimum?: number; maximum?: number } };
   reason: string;
 }
@@ -21,7 +24,7 @@ interface ProductAvailability {
  * and the listener places for the asked shape (`?listeners=N`, else the product's smallest), counted at most a second
  * ago. The catalog's part of the document (built once per snapshot) is patched, not rebuilt.
  */
-export function availabilityAnswer(capacity: CapacityView | undefined) {
+export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf: () => CapacityReserve | undefined) {
   let recent: { at: number; load: Promise<StreamLoad> } | undefined;
   const load = () => {
     if (!recent || Date.now() - recent.at > 1000) {
@@ -40,11 +43,18 @@ export function availabilityAnswer(capacity: CapacityView | undefined) {
     }
     ctx.set('Cache-Control', 'no-store');
     const used = await load();
-    const free = { sources: Math.max(0, capacity.limits.sources - used.sources), listeners: Math.max(0, capacity.limits.listeners - used.listeners) };
+    const free = freeOf(capacity.limits, used);
+    const reserve = reserveOf();
+    const newcomers = reserve && newcomerLimits(capacity.limits, reserve);
+    const newcomerFree = newcomers && freeOf(newcomers, used);
     const body = JSON.parse(document.toString()) as { products: ProductAvailability[] } & Record<string, unknown>;
     body.capacity = {
       stream_slots: { total: capacity.limits.sources, free: free.sources },
       listener_places: { total: capacity.limits.listeners, free: free.listeners },
+      ...(newcomers && newcomerFree && { newcomers: {
+        stream_slots: { total: newcomers.sources, free: newcomerFree.sources },
+        listener_places: { total: newcomers.listeners, free: newcomerFree.listeners },
+      } }),
       ...(asked !== undefined && { asked_listeners: asked }),
     };
     for (const product of body.products) {
@@ -54,9 +64,28 @@ export function availabilityAnswer(capacity: CapacityView | undefined) {
         product.available_now = false;
         product.reason = `${room} Nothing can be bought that would not fit; retry later (places come free as streams expire), or ask for fewer listeners.`;
       }
+      if (newcomerFree) markNewcomers(product, newcomerFree, asked);
     }
     ctx.body = body;
   };
+}
+
+function freeOf(limits: StreamLoad, used: StreamLoad): StreamLoad {
+  return {
+    sources: Math.max(0, limits.sources - used.sources),
+    listeners: Math.max(0, limits.listeners - used.listeners),
+  };
+}
+
+/** Whether a wallet without paid history could buy it too: the rest of the host is kept for established payers. */
+function markNewcomers(product: ProductAvailability, free: StreamLoad, asked: number | undefined): void {
+  const room = product.available_now ? roomFor(product, free, asked) : undefined;
+  product.newcomer_available_now = product.available_now && room === undefined;
+  if (room) {
+    product.reason = `${product.reason} Only for established payers now: the rest of this host is kept for wallets`
+      + ` with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill (capacity.newcomers):`
+      + ` ${room}`;
+  }
 }
 
 /** Why the host cannot take the product in the asked shape now, or undefined when it can. */

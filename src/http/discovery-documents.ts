@@ -70,7 +70,11 @@ function build(snapshot: Snapshot, checkout: CheckoutStatus, billing: Map<string
       region: settings.region,
       human_checkout: settings.human_checkout,
       // What one API key and one paying address may hold at once, so that an agent can plan before it is refused.
-      agent_checkout: { ...checkout, ...(settings.buyer_limits && { buyer_limits: settings.buyer_limits }) },
+      agent_checkout: {
+        ...checkout,
+        ...(settings.buyer_limits && { buyer_limits: settings.buyer_limits }),
+        ...(settings.capacity_reserve && { capacity_reserve: settings.capacity_reserve }),
+      },
       products: availability,
     }),
   };

@@ -44,7 +44,7 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
   });
   for (const [path, pick] of Object.entries(CATALOG_DOCUMENTS)) router.get(path, async (ctx) => send(ctx, pick(await documents())));
   // Not a fixed document: it tells what the host has room for now.
-  const availability = availabilityAnswer(deps.capacity);
+  const availability = availabilityAnswer(deps.capacity, () => deps.live.current.catalog.settings.capacity_reserve);
   router.get('/availability', async (ctx) => availability(ctx, (await documents()).availability));
   router.get('/products/:product_id', async (ctx) => {
     const id = ctx.params.product_id;

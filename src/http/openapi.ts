@@ -181,7 +181,12 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
             415: error('unsupported_media_type: send Content-Type: application/json.'),
             422: error('invalid_request / invalid_parameters / invalid_json / url_not_allowed / quote_not_found: error.details lists each problem with a JSON pointer.'),
             429: error('rate_limited, too_many_connections, or this API key (per_key_limit_reached) or paying address (per_payer_limit_reached) already holds as many live services or listener places as one buyer may: nothing was charged; error.details says the limits and what is in use, Retry-After when the next of your services expires.'),
-            503: error('machine_payment_not_configured, capacity_exhausted (no free stream slot or listener places: retry later or ask for fewer listeners), payment_network_unavailable, settlement_pending, store_unavailable (retryable).'),
+            503: error('machine_payment_not_configured, capacity_exhausted (no free stream slot or listener '
+              + 'places: retry later or ask for fewer listeners), capacity_reserved (only the part of the host kept '
+              + 'for wallets with paid history is free, agent_checkout.capacity_reserve of /availability: retry '
+              + 'later, ask for fewer listeners, or pay from an established wallet; nothing was charged, '
+              + 'error.details.history says what the wallet has paid), payment_network_unavailable, '
+              + 'settlement_pending, store_unavailable (retryable).'),
           },
         },
       },

@@ -79,6 +79,19 @@ const checkoutSchema = {
   properties: {
     available: { type: 'boolean' }, configured: { type: 'boolean' }, protocol: { const: 'x402' }, network: { type: 'string' }, reason: { type: 'string' },
     buyer_limits: { type: 'object', description: 'What one API key (per_key) and one paying address (per_payer) may hold at once.' },
+    capacity_reserve: {
+      type: 'object',
+      description: 'Orders that would fill a host beyond newcomer_share of its stream slots or listener places are '
+        + 'sold only to a wallet that has paid at least established_payer.minimum_paid USDC (settled, less refunds) '
+        + 'at least established_payer.paid_hours_ago hours ago; others get 503 capacity_reserved before paying.',
+      properties: {
+        newcomer_share: { type: 'number', minimum: 0, maximum: 1 },
+        established_payer: {
+          type: 'object',
+          properties: { minimum_paid: { type: 'string' }, paid_hours_ago: { type: 'number' } },
+        },
+      },
+    },
   },
 };
 
@@ -138,6 +151,15 @@ export const availabilitySchema = {
       properties: {
         stream_slots: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
         listener_places: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+        newcomers: {
+          type: 'object',
+          description: 'The part of the host a wallet without paid history may fill '
+            + '(agent_checkout.capacity_reserve), and what of it is free.',
+          properties: {
+            stream_slots: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+            listener_places: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+          },
+        },
         asked_listeners: { type: 'integer' },
       },
     },
@@ -148,6 +170,11 @@ export const availabilitySchema = {
         properties: {
           product_id: { type: 'string' }, status: { type: 'string' }, pricing_status: { type: 'string' },
           agent_orderable: { type: 'boolean' }, available_now: { type: 'boolean' },
+          newcomer_available_now: {
+            type: 'boolean',
+            description: 'Whether a wallet without paid history can buy it now too (with a capacity reserve): false '
+              + 'while only the part kept for established payers has room.',
+          },
           pricing: { type: 'object' }, parameters: { type: 'object' }, limits: { type: 'object' }, fulfillment: { type: 'object' },
           reason: { type: 'string', description: 'Why the product can or cannot be ordered now.' },
         },

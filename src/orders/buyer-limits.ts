@@ -1,10 +1,13 @@
+import type { CapacityReserve } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
 import type { Snapshot } from '../pricing/index.js';
+import { Decimal } from '../rules/index.js';
 import { liveHoldingSql, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
+import { keyHistory, payerHistory, type PaidHistory } from './paid-history.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
-/** Who buys: the API key always, the paying address once the payment is sent. */
+/** Who buys: the API key always, the paying address once the payment is sent (verified only at claim time). */
 export interface Buyer {
   apiKeyId: string;
   payer?: string;
@@ -27,36 +30,62 @@ const HOLDING_SQL = {
   payer: `${held('payer')} UNION ALL SELECT ${ORDERS_IN_FLIGHT} WHERE o.payer = $1 AND ${IN_FLIGHT}`,
 };
 
+/** The host an order streams on: its limits, and what is in use and spoken for before this order. */
+export interface HostLoad {
+  limits: StreamLoad;
+  load: StreamLoad;
+}
+
+/** Where a check stands: before payment (a payer only claimed) or at claim time, in `client`'s transaction. */
+export interface BuyerCheck {
+  client?: Client;
+  host?: HostLoad;
+}
+
 /**
  * One buyer may not take every stream: the rules of the buyer stage (rules/buyer-limits.json, limits in the catalog
- * settings) compare what an API key, and a paying address, hold with what the order adds. Checked for the key before
- * payment is asked, and with `client` for key and payer exactly when the verified payment is claimed, under locks per
- * key and per payer, so that two parallel orders cannot both take the last place. Throws 429 per_key_limit_reached
- * or per_payer_limit_reached.
+ * settings) compare what an API key, and a paying address, hold with what the order adds, and keep the last part of
+ * the host (capacity_reserve) for wallets with paid history. Checked for the key before payment is asked, and with
+ * `client` for key and payer exactly when the verified payment is claimed, under locks per key and per payer (and the
+ * host's capacity lock the caller holds), so that two parallel orders cannot both take the last place. Throws 429
+ * per_key_limit_reached or per_payer_limit_reached, or 503 capacity_reserved.
  */
-export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, client?: Client): Promise<void> {
+export async function checkBuyerLimits(
+  db: Database, snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, check: BuyerCheck = {},
+): Promise<void> {
   const settings = snapshot.catalog.settings;
-  if (!settings.buyer_limits || (demand.sources === 0 && demand.listeners === 0)) return;
+  if (!settings.buyer_limits && !settings.capacity_reserve) return;
+  if (demand.sources === 0 && demand.listeners === 0) return;
+  const { client } = check;
   const payer = buyer.payer?.toLowerCase();
-  if (client) {
+  const verified = client ? payer : undefined;
+  if (client && settings.buyer_limits) {
     // Always key first, then payer: two claims never wait for each other in opposite orders.
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0))", [buyer.apiKeyId]);
-    if (payer) await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [payer]);
+    if (verified) {
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [verified]);
+    }
   }
-  const [key, paying] = await Promise.all([
-    holding(db, snapshot, 'key', buyer.apiKeyId, client),
-    payer ? holding(db, snapshot, 'payer', payer, client) : undefined,
-  ]);
+  const none: Holding = { live_services: 0, listener_places: 0 };
   const asked = { live_services: demand.sources, listener_places: demand.listeners };
+  const reserve = settings.capacity_reserve;
+  const host = check.host && reserve ? hostFacts(check.host, reserve, demand) : undefined;
+  const [key, paying, history] = await Promise.all([
+    settings.buyer_limits ? holding(db, snapshot, 'key', buyer.apiKeyId, client) : none,
+    verified && settings.buyer_limits ? holding(db, snapshot, 'payer', verified, client) : undefined,
+    host?.beyond_newcomer_share ? historyOf(db, reserve!, buyer, client) : undefined,
+  ]);
   const facts = {
     settings,
     demand: asked,
     key: withAfter(key, asked),
-    ...(paying && { payer: { address: payer, ...withAfter(paying, asked) } }),
+    ...(paying && { payer: { address: verified, ...withAfter(paying, asked) } }),
+    ...(history && { host, history }),
   };
   const outcome = await snapshot.rules.buyer.evaluate(facts, 6);
   const refusal = outcome.notOrderable[0];
   if (!refusal) return;
+  if (refusal.code === 'capacity_reserved') throw reserved(refusal.reason, reserve!, host!, history!);
   const held = refusal.code === 'per_payer_limit_reached' && paying ? paying : key;
   const wait = held.nextExpiry ? Math.max(1, Math.ceil((held.nextExpiry.getTime() - Date.now()) / 1000)) : undefined;
   throw new ApiError(429, refusal.code,
@@ -68,6 +97,64 @@ export async function checkBuyerLimits(db: Database, snapshot: Snapshot, buyer: 
         limits: settings.buyer_limits,
         in_use: { key: counts(key), ...(paying && { payer: counts(paying) }) },
         asked,
+      },
+    });
+}
+
+/** The host as the reserve's rules read it: its size, its fill with this order, and the part newcomers may fill. */
+function hostFacts({ limits, load }: HostLoad, reserve: CapacityReserve, demand: StreamLoad) {
+  const newcomers = newcomerLimits(limits, reserve);
+  const after = { sources: load.sources + demand.sources, listeners: load.listeners + demand.listeners };
+  return {
+    stream_slots: limits.sources,
+    listener_places: limits.listeners,
+    stream_slots_free: Math.max(0, limits.sources - load.sources),
+    live_services_after: after.sources,
+    listener_places_after: after.listeners,
+    newcomer_stream_slots: newcomers.sources,
+    newcomer_listener_places: newcomers.listeners,
+    beyond_newcomer_share: (demand.sources > 0 && after.sources > newcomers.sources)
+      || (demand.listeners > 0 && after.listeners > newcomers.listeners),
+  };
+}
+
+/** How much of a host an order from a newcomer may fill: newcomer_share of it, rounded down (exact decimals). */
+export function newcomerLimits(limits: StreamLoad, reserve: CapacityReserve): StreamLoad {
+  const share = new Decimal(String(reserve.newcomer_share));
+  return {
+    sources: share.times(limits.sources).floor().toNumber(),
+    listeners: share.times(limits.listeners).floor().toNumber(),
+  };
+}
+
+/**
+ * The paying wallet's history: at claim the verified payer's, with a payment not verified yet the one it names (checked
+ * again at claim), and before payment is asked the best of the wallets the API key is known to pay with.
+ */
+function historyOf(db: Database, reserve: CapacityReserve, buyer: Buyer, client?: Client): Promise<PaidHistory> {
+  if (buyer.payer) return payerHistory(client ?? db, reserve, buyer.payer);
+  return keyHistory(db, reserve, buyer.apiKeyId);
+}
+
+type HostFacts = ReturnType<typeof hostFacts>;
+
+function reserved(reason: string, reserve: CapacityReserve, host: HostFacts, history: PaidHistory): ApiError {
+  return new ApiError(503, 'capacity_reserved',
+    `${reason} Nothing was charged or stored. Retry later (places come free as streams expire; GET /availability says`
+    + ' what a newcomer can buy now), ask for fewer listeners, or pay from a wallet with that history: before payment'
+    + ' this service knows the wallet your API key was issued to (POST /keys, signed in with it) and the wallets that'
+    + ' paid its orders; the paying wallet decides when the payment is verified.',
+    {
+      retryable: true,
+      headers: { 'Retry-After': '300' },
+      details: {
+        capacity_reserve: reserve,
+        host: {
+          stream_slots: host.stream_slots, newcomer_stream_slots: host.newcomer_stream_slots,
+          listener_places: host.listener_places, newcomer_listener_places: host.newcomer_listener_places,
+          live_services_after: host.live_services_after, listener_places_after: host.listener_places_after,
+        },
+        history: { paid: history.paid, of: history.who },
       },
     });
 }

@@ -6,3 +6,4 @@ export type { OrderRequest } from './order-price.js';
 export type { AdvanceDeps } from './advance.js';
 export { extendHint } from './extension-price.js';
 export { crashPoint, type CrashPoint } from './crash-point.js';
+export { newcomerLimits } from './buyer-limits.js';

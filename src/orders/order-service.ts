@@ -7,7 +7,7 @@ import type { LiveSnapshot, Snapshot } from '../pricing/index.js';
 import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamCapacity, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
-import { checkBuyerLimits } from './buyer-limits.js';
+import { checkBuyerLimits, type Buyer, type HostLoad } from './buyer-limits.js';
 import { crashPoint, pausePoint } from './crash-point.js';
 import { checkExtensible, priceExtension } from './extension-price.js';
 import type { OrderRequest } from './order-price.js';
@@ -95,8 +95,9 @@ export class OrderService {
     // An extension's order carries its own hours only; the service keeps its limits.
     const configuration = extension ? { duration_hours: extension.input.extend_hours } : priced.output.configuration;
     const demand = input.extensionOf ? revivalLoadOf(input.extensionOf) : streamLoadOf(serviceLimitsOf(priced.product, configuration), input.upgradeOf);
-    await this.admit(demand);
-    await this.checkBuyerBeforePayment(snapshot, input.apiKeyId, demand);
+    const host = await this.admit(demand);
+    const buyerBeforePayment = { apiKeyId: input.apiKeyId, payer: sent?.authorization.from };
+    await this.checkBuyerBeforePayment(snapshot, buyerBeforePayment, demand, host);
     const requirements = await this.gateway.requirements(amountAtomic);
     const resource = {
       url: input.resourceUrl,
@@ -198,8 +199,8 @@ export class OrderService {
       async (client) => {
         if (input.upgradeOf) await this.upgradeStillFits(client, input.upgradeOf);
         if (input.extensionOf) await this.extensionStillFits(client, input.extensionOf);
-        await this.admit(demand, client);
-        await checkBuyerLimits(this.db, snapshot, buyer, demand, client);
+        const host = await this.admit(demand, client);
+        await checkBuyerLimits(this.db, snapshot, buyer, demand, { client, host });
       });
       // This instance's own sale is seen at once; other instances' within a second.
       this.recentLoad = undefined;
@@ -275,19 +276,23 @@ export class OrderService {
    * count at most a second old), and exactly when the key is claimed, under a lock, so that two buyers of the last
    * place cannot both pay for it.
    */
-  private async admit(demand: StreamLoad, client?: Client): Promise<void> {
+  private async admit(demand: StreamLoad, client?: Client): Promise<HostLoad | undefined> {
     const capacity = this.options.capacity;
-    if (!capacity || (demand.sources === 0 && demand.listeners === 0)) return;
+    if (!capacity || (demand.sources === 0 && demand.listeners === 0)) return undefined;
     if (client) {
       await capacity.lock(client);
-      return capacity.admit(demand, await this.streamLoad(capacity, client));
+      const load = await this.streamLoad(capacity, client);
+      capacity.admit(demand, load);
+      return { limits: capacity.limits, load };
     }
     if (!this.recentLoad || Date.now() - this.recentLoad.at > 1000) {
       const load = this.streamLoad(capacity);
       load.catch(() => { this.recentLoad = undefined; });
       this.recentLoad = { at: Date.now(), load };
     }
-    capacity.admit(demand, await this.recentLoad.load);
+    const load = await this.recentLoad.load;
+    capacity.admit(demand, load);
+    return { limits: capacity.limits, load };
   }
 
   /**
@@ -295,12 +300,14 @@ export class OrderService {
    * reused (this instance's own sales clear them; other instances' show within a second). A refusal is never reused.
    * The limits are checked again, exactly and under locks, when the paid order is claimed.
    */
-  private checkBuyerBeforePayment(snapshot: Snapshot, apiKeyId: string, demand: StreamLoad): Promise<void> {
-    const key = `${apiKeyId}\n${demand.sources}\n${demand.listeners}`;
+  private checkBuyerBeforePayment(
+    snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, host?: HostLoad,
+  ): Promise<void> {
+    const key = `${buyer.apiKeyId}\n${buyer.payer ?? ''}\n${demand.sources}\n${demand.listeners}`;
     const recent = this.recentBuyerChecks.get(key);
     if (recent && recent.snapshot === snapshot && Date.now() - recent.at <= 1000) return recent.check;
     if (this.recentBuyerChecks.size >= 10_000) this.recentBuyerChecks.clear();
-    const entry = { at: Date.now(), snapshot, check: checkBuyerLimits(this.db, snapshot, { apiKeyId }, demand) };
+    const entry = { at: Date.now(), snapshot, check: checkBuyerLimits(this.db, snapshot, buyer, demand, { host }) };
     this.recentBuyerChecks.set(key, entry);
     entry.check.catch(() => { if (this.recentBuyerChecks.get(key) === entry) this.recentBuyerChecks.delete(key); });
     return entry.check;

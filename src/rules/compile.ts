@@ -11,8 +11,9 @@ const baseFacts = {
   product: ['product', 'settings'],
   quote: ['product', 'settings', 'params', 'billing'],
   lifecycle: ['service', 'usage', 'product', 'settings'],
-  // What one buyer already holds (per API key, per paying address) and what an order adds: see src/orders/buyer-limits.ts.
-  buyer: ['product', 'settings', 'demand', 'key', 'payer'],
+  // What one buyer already holds (per API key, per paying address), what an order adds, how full the host is and what
+  // the paying wallet has paid before: see src/orders/buyer-limits.ts.
+  buyer: ['product', 'settings', 'demand', 'key', 'payer', 'host', 'history'],
   // A refund: the service and why it ended, the money received for it and what it used (see src/pricing/refund.ts).
   refund: ['product', 'settings', 'refund', 'paid', 'usage'],
 };
