@@ -6,3 +6,5 @@ export type {
 } from './types.js';
 export { productStateSchemas } from './schemas.js';
 export { publishedSchemas, schemaText } from './published-schemas.js';
+// LiveSnapshot, the hot reload of catalog/ and rules/, is imported from ./live-snapshot.js itself: it opens snapshots
+// with pricing/, which reads this index.

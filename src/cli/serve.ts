@@ -9,7 +9,7 @@ import { answerClientErrors, API_PREFIX, ConnectionCap, createRequestListener, h
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
-import { LiveSnapshot } from '../pricing/index.js';
+import { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';

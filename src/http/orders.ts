@@ -3,7 +3,7 @@ import { ApiError } from '../errors/index.js';
 import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { OrderRequest, OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { discoveryOf } from './paid-operations.js';

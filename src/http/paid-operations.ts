@@ -1,9 +1,8 @@
 import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
 import { parametersSchema } from '../catalog/index.js';
 import type { PlaceOrder } from '../orders/index.js';
-import {
-  billingOptions, BILLINGS, KeyedSnapshotCache, SnapshotCache, type BillingOption, type LiveSnapshot, type Snapshot,
-} from '../pricing/index.js';
+import { billingOptions, BILLINGS, KeyedSnapshotCache, SnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { orderResponseSchema } from './response-schemas.js';
 import { extendRequestSchema, orderRequestSchema, upgradeRequestSchema } from './schemas.js';
 

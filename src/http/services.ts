@@ -9,7 +9,7 @@ import {
   replacePlaylist, storageOf, type ListenerSessions, type MediaLibrary, type NowPlaying, type ServiceRecords,
   type ServiceRow,
 } from '../services/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { callerOf } from './caller.js';
 import { discoveryOf } from './paid-operations.js';
 import { bodyReader } from './request-body.js';

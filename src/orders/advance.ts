@@ -2,7 +2,7 @@ import { recordProvisioned } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
 import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence, PaymentGateway, PaymentPayload, PaymentRequirements, TransferProof } from '../payments/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';

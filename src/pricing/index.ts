@@ -1,7 +1,6 @@
 export { readSnapshotFiles, snapshotHash, type SnapshotFiles } from './files.js';
 export { openSnapshot, type Snapshot, type ProductVerdict } from './snapshot.js';
 export { evaluatePrice, type PriceInput, type PriceOutput, type PriceEvaluation } from './evaluate.js';
-export { LiveSnapshot, CatalogInvalidError } from './live-snapshot.js';
 export { configurations, thresholds, type GridOptions } from './grid.js';
 export { evaluateUpgrade, type UpgradeInput, type UpgradeEvaluation } from './upgrade.js';
 export { billingOptions, BILLINGS, type Billing, type BillingOption } from './billing-options.js';

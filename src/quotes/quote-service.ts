@@ -1,7 +1,8 @@
 import { canonicalJson, priceRecordText, sha256, TextTemplate, type AuditLog } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import { ApiError } from '../errors/index.js';
-import type { LiveSnapshot, PriceInput, Snapshot } from '../pricing/index.js';
+import type { PriceInput, Snapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { Decimal, type PriceLine } from '../rules/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Database } from '../store/index.js';

@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import type { AuthorizationLedger, OfferReceipts } from '../payments/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { Database } from '../store/index.js';
 import type { MountCutter } from './mount-cut.js';
 import type { RefundStore } from './refund-store.js';

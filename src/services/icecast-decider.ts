@@ -1,7 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import { recordMountEvent, type SourceEventType } from '../events/index.js';
 import type { Logger } from '../log/index.js';
-import { extensionHeadroomHours, type LiveSnapshot } from '../pricing/index.js';
+import { extensionHeadroomHours } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { Decision, ListenerAuthRequest, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';

@@ -1,6 +1,6 @@
 import { recordExpiringServices, recordListenerThreshold, recordStatusChange, type ExtendHint } from '../events/index.js';
 import type { Logger } from '../log/index.js';
-import type { LiveSnapshot } from '../pricing/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';

@@ -1,9 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
-import { readSnapshotFiles, snapshotHash, type SnapshotFiles } from './files.js';
-import { openSnapshot, type Snapshot } from './snapshot.js';
+import { openSnapshot, readSnapshotFiles, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { formatDiagnostic, type Diagnostic } from './source.js';
 
 export class CatalogInvalidError extends Error {
   constructor(readonly diagnostics: Diagnostic[]) {
