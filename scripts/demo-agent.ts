@@ -2,7 +2,8 @@
 // Without BASE_URL it starts its own service on embedded defaults in a scratch directory, lets webhooks reach this
 // machine over http (development only) and announces service.expiring an hour ahead, so the whole life shows at once;
 // its funded wallet is that service's development buyer. With BASE_URL and WALLET_PRIVATE_KEY it talks to that service.
-// It buys a 10-hour stream and, at the end, stops it and shows the refund of the unused share, proven on chain.
+// It buys a 10-hour stream, extends it by 2 hours (paid, the new expiry shown) and, at the end, stops it and shows
+// the refund of the unused share of both payments, proven on chain.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startService, type Service } from '../test/support/service.js';
@@ -24,6 +25,7 @@ try {
     timeoutMs: Number(process.env.AGENT_TIMEOUT_MS ?? 120_000),
     report: (step, fields) => console.log(`${step.padEnd(24)} ${JSON.stringify(fields)}`),
     durationHours: 10,
+    extendHours: 2,
     stopAtEnd: true,
   });
 } catch (e) {

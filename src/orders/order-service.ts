@@ -53,6 +53,8 @@ export interface OrderServiceOptions {
   waitForInFlightMs: number;
   /** Refuses payments that cannot be valid before the facilitator (and the chain) is asked. */
   precheck?: PaymentPrecheck;
+  /** A paid order not provisioned by then is refunded in full (src/refunds): what a 503 provisioning_pending says. */
+  refundAfterMs?: number;
 }
 
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
@@ -242,8 +244,20 @@ export class OrderService {
           'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
           { retryable: true, headers: { 'Retry-After': '5' } });
       }
-      throw e;
+      throw await this.paidNotProvisioned(claimed.id) ?? e;
     }
+  }
+
+  /** The payment was taken but provisioning failed: the order stays provisioning, retried, else refunded in full. */
+  private async paidNotProvisioned(orderId: string): Promise<ApiError | undefined> {
+    const order = await this.orders.byId(orderId).catch(() => undefined);
+    if (order?.state !== 'provisioning') return undefined;
+    const bound = this.options.refundAfterMs === undefined ? '' : ` within ${Math.round(this.options.refundAfterMs / 1000)} s`;
+    return new ApiError(503, 'provisioning_pending',
+      `The payment was taken (order ${order.id}) but the service could not be provisioned yet; it is retried automatically. `
+      + `Retry this same request with the same Idempotency-Key in a few seconds to get the service; you will not be charged twice. `
+      + `If it cannot be provisioned${bound}, everything it paid is refunded automatically: GET /orders/${order.id} shows the refund.`,
+      { retryable: true, headers: { 'Retry-After': '5' }, details: [{ order_id: order.id }] });
   }
 
   /**
