@@ -9,12 +9,14 @@ import { join } from 'node:path';
 import { startService, type Service } from '../test/support/service.js';
 import { runAgent } from './agent.js';
 
+const durationHours = 10;
+const extendHours = 2;
 let service: Service | undefined;
 let baseUrl = process.env.BASE_URL;
 let privateKey = process.env.WALLET_PRIVATE_KEY as `0x${string}` | undefined;
 if (!baseUrl || !privateKey) {
   console.log('starting a scratch service (embedded PostgreSQL, chain and Icecast)…');
-  service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', EVENTS_EXPIRING_LEAD_SECONDS: '36060', REFUND_INTERVAL_MS: '500' });
+  service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', EVENTS_EXPIRING_LEAD_SECONDS: String((durationHours + extendHours) * 3600 + 60), REFUND_INTERVAL_MS: '500' });
   baseUrl = service.baseUrl;
   privateKey = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key;
 }
@@ -24,8 +26,8 @@ try {
     awaitEvents: (process.env.AGENT_AWAIT_EVENTS ?? 'service.active,service.expiring').split(','),
     timeoutMs: Number(process.env.AGENT_TIMEOUT_MS ?? 120_000),
     report: (step, fields) => console.log(`${step.padEnd(24)} ${JSON.stringify(fields)}`),
-    durationHours: 10,
-    extendHours: 2,
+    durationHours,
+    extendHours,
     stopAtEnd: true,
   });
 } catch (e) {
