@@ -270,3 +270,36 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
     }
   });
 });
+
+describe('a refund wallet without gas', () => {
+  const setEth = (address: string, wei: bigint) => fetch(dev.chain.rpc_url, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [address, `0x${wei.toString(16)}`] }),
+  }).then((r) => r.json());
+
+  test('the refund stays pending with the reason and a metric, never sent without proof; sent once it has gas', async () => {
+    await setEth(dev.refund_wallet.address, 0n);
+    try {
+      const ordered = await buy(service, wallet, { ...body, station_name: 'No Gas FM' });
+      assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+      const id = ordered.body.service.service_id;
+      const before = await usdcBalance(dev.chain.rpc_url, wallet.address);
+      assert.equal((await request(service, 'POST', `/services/${id}/stop`)).status, 200);
+      const short = await waitFor('the refund postponed for lack of gas', async () => {
+        const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+        return /lacks gas/.test(refund.pending_reason ?? '') && refund;
+      }, 30_000);
+      assert.equal(short.status, 'pending');
+      assert.equal(short.transaction, null);
+      assert.match(await (await fetch(service.metricsUrl)).text(), /refund_wallet_short_total\{lacks="gas"\} [1-9]/);
+      await setEth(dev.refund_wallet.address, 10n ** 18n);
+      const sent = await waitFor('the refund sent once the wallet has gas', async () => {
+        const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+        return refund.status === 'sent' && refund;
+      }, 60_000);
+      assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address) - before, BigInt(sent.amount.amount_atomic));
+    } finally {
+      await setEth(dev.refund_wallet.address, 10n ** 18n);
+    }
+  });
+});
