@@ -94,7 +94,8 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
     assert.deepEqual(stopped.body.refund.order_ids, [ordered.body.order.id], 'the stop refunds what was provisioned');
     const paid = await paying;
     assert.equal(paid.status, 409, JSON.stringify(paid.body));
-    assert.equal(paid.body.error.code, 'service_stopped');
+    // service_stopped, or order_refunded when the refund worker was faster than this request's own provisioning.
+    assert.ok(['service_stopped', 'order_refunded'].includes(paid.body.error.code), JSON.stringify(paid.body));
     assert.equal((await request(service, 'GET', `/services/${id}`)).body.service.status, 'expired', `not revived by the ${kind}`);
 
     // Both refunds are over the cap of the day: the operator approves them as they come.

@@ -248,9 +248,13 @@ export class OrderService {
     }
   }
 
-  /** The payment was taken but provisioning failed: the order stays provisioning, retried, else refunded in full. */
+  /**
+   * The payment was taken but provisioning failed: the order stays provisioning, retried, else refunded in full (maybe
+   * already, by another instance's worker or recovery while this request waited).
+   */
   private async paidNotProvisioned(orderId: string): Promise<ApiError | undefined> {
     const order = await this.orders.byId(orderId).catch(() => undefined);
+    if (order?.state === 'refunded') return refundedError(order);
     if (order?.state !== 'provisioning') return undefined;
     const bound = this.options.refundAfterMs === undefined ? '' : ` within ${Math.round(this.options.refundAfterMs / 1000)} s`;
     return new ApiError(503, 'provisioning_pending',
@@ -390,9 +394,7 @@ export class OrderService {
       order = await this.orders.byId(existing.id);
     }
     if (order?.state === 'active') return this.respond(order, true, resourceUrl);
-    if (order?.state === 'refunded') {
-      throw new ApiError(409, 'order_refunded', `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key if you still need the service.`);
-    }
+    if (order?.state === 'refunded') throw refundedError(order);
     if (order?.state === 'failed') {
       throw new ApiError(409, 'idempotency_in_progress', 'The earlier attempt with this key failed without charging; retry now with a new payment.', { retryable: true, headers: { 'Retry-After': '1' } });
     }
@@ -417,6 +419,11 @@ export class OrderService {
       paymentResponse: PaymentGateway.responseHeader({ ...settlement, ...(extensions && { extensions }) }),
     };
   }
+}
+
+function refundedError(order: OrderRow): ApiError {
+  return new ApiError(409, 'order_refunded', `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key if you still need the service.`,
+    { details: [{ order_id: order.id }] });
 }
 
 /** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */
