@@ -44,12 +44,21 @@ export interface AgentOutcome {
   sseEvents: string[];
   usage: Record<string, unknown>;
   /** The paid extension (extendHours): its order, price, transaction and the expiry before and after. */
-  extension?: { orderId: string; amountAtomic: string; transaction: string; expiresBefore: string; expiresAfter: string };
+  extension?: AgentExtension;
   /** The refund of the stop (stopAtEnd). */
   refund?: Record<string, unknown>;
 }
 
 interface Delivery { id: string; type: string; verified: boolean }
+
+/** A paid extension: its order, price and transaction, and the service's expiry before and after it. */
+export interface AgentExtension {
+  orderId: string;
+  amountAtomic: string;
+  transaction: string;
+  expiresBefore: string;
+  expiresAfter: string;
+}
 
 export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
   const { baseUrl, report } = options;
@@ -106,10 +115,13 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
       };
       const paid = await callPaidTool(mcp, account, 'order', args);
       const expiresBefore: string = paid.result.service.expires_at;
-      bought = { orderId: paid.result.order.id, serviceId: paid.result.service.service_id, amountAtomic: paid.price, transaction: paid.transaction };
+      bought = {
+        orderId: paid.result.order.id, serviceId: paid.result.service.service_id, amountAtomic: paid.price,
+        transaction: paid.transaction,
+      };
       report('bought over MCP', {
-        tools: tools.length, order: bought.orderId, service: bought.serviceId, amount_atomic: paid.price, transaction: bought.transaction,
-        expires_at: expiresBefore,
+        tools: tools.length, order: bought.orderId, service: bought.serviceId, amount_atomic: paid.price,
+        transaction: bought.transaction, expires_at: expiresBefore,
       });
 
       // 4b. The event runs late: more hours, paid the same way; the new expiry is the old one plus those hours.
@@ -118,11 +130,12 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
           idempotency_key: randomUUID(), service_id: bought.serviceId, duration_hours: options.extendHours,
         });
         extension = {
-          orderId: more.result.order.id, amountAtomic: more.price, transaction: more.transaction, expiresBefore, expiresAfter: more.result.service.expires_at,
+          orderId: more.result.order.id, amountAtomic: more.price, transaction: more.transaction,
+          expiresBefore, expiresAfter: more.result.service.expires_at,
         };
         report('extended over MCP', {
-          added_hours: options.extendHours, order: extension.orderId, amount_atomic: more.price, transaction: more.transaction,
-          expires_at: `${expiresBefore} -> ${extension.expiresAfter}`,
+          added_hours: options.extendHours, order: extension.orderId, amount_atomic: more.price,
+          transaction: more.transaction, expires_at: `${expiresBefore} -> ${extension.expiresAfter}`,
         });
       }
     } finally {
@@ -173,21 +186,28 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
   }
 }
 
+type Account = ReturnType<typeof privateKeyToAccount>;
+
 /**
  * A paid MCP tool call: the unpaid call answers the x402 PaymentRequired, the paid retry carries the payment in _meta.
  * The official client pays at most $1 unless told otherwise: this agent accepts the quoted price, no more.
  */
-async function callPaidTool(mcp: Client, account: ReturnType<typeof privateKeyToAccount>, name: string, args: Record<string, unknown>) {
+async function callPaidTool(mcp: Client, account: Account, name: string, args: Record<string, unknown>) {
   const unpaid = await mcp.callTool({ name, arguments: args }) as any;
   const required = unpaid.structuredContent as PaymentRequired;
-  if (!unpaid.isError || required?.x402Version !== 2) throw new Error(`${name}: expected a PaymentRequired: ${JSON.stringify(unpaid)}`);
+  if (!unpaid.isError || required?.x402Version !== 2) {
+    throw new Error(`${name}: expected a PaymentRequired: ${JSON.stringify(unpaid)}`);
+  }
   const price = required.accepts[0].amount;
   const wallet = registerExactEvmScheme(new x402Client(), { signer: account });
   wallet.setSpendControls({ maxAmountPerPayment: `$${usdc(price)}` });
   const payment = await wallet.createPaymentPayload(required);
   const paid = await mcp.callTool({ name, arguments: args, _meta: { 'x402/payment': payment } }) as any;
-  if (paid.isError) throw new Error(`the paid ${name} failed: ${paid.content?.map((c: { text: string }) => c.text).join(' ')}`);
-  return { result: paid.structuredContent, price, transaction: paid._meta['x402/payment-response'].transaction as string };
+  if (paid.isError) {
+    throw new Error(`the paid ${name} failed: ${paid.content?.map((c: { text: string }) => c.text).join(' ')}`);
+  }
+  const transaction: string = paid._meta['x402/payment-response'].transaction;
+  return { result: paid.structuredContent, price, transaction };
 }
 
 /** USDC has 6 decimals: "1250000" → "1.250000". */

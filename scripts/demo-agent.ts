@@ -16,7 +16,10 @@ let baseUrl = process.env.BASE_URL;
 let privateKey = process.env.WALLET_PRIVATE_KEY as `0x${string}` | undefined;
 if (!baseUrl || !privateKey) {
   console.log('starting a scratch service (embedded PostgreSQL, chain and Icecast)…');
-  service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', EVENTS_EXPIRING_LEAD_SECONDS: String((durationHours + extendHours) * 3600 + 60), REFUND_INTERVAL_MS: '500' });
+  service = await startService({
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', REFUND_INTERVAL_MS: '500',
+    EVENTS_EXPIRING_LEAD_SECONDS: String((durationHours + extendHours) * 3600 + 60),
+  });
   baseUrl = service.baseUrl;
   privateKey = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key;
 }

@@ -21,7 +21,9 @@ let wallet: TestWallet;
 let db: Database;
 before(async () => {
   // A paid order not provisioned after 2 s is refunded in full.
-  service = await startService({ ORDER_LEASE_SECONDS: '2', REFUND_INTERVAL_MS: '200', REFUND_PROVISION_TIMEOUT_SECONDS: '2' });
+  service = await startService({
+    ORDER_LEASE_SECONDS: '2', REFUND_INTERVAL_MS: '200', REFUND_PROVISION_TIMEOUT_SECONDS: '2',
+  });
   dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
   // A payer of its own that nothing tops up, so that its balance shows exactly what moved.
@@ -166,15 +168,17 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     const paidA = BigInt(ordered.body.order.amount.amount_atomic);
     const paidB = BigInt(extended.body.order.amount.amount_atomic);
     assert.equal(paidB, 270_000n);
-    const [beforeA, beforeB, beforeRefunds] = await Promise.all([wallet.address, walletB.address, dev.refund_wallet.address]
+    const balances = () => Promise.all([wallet.address, walletB.address, dev.refund_wallet.address]
       .map((address) => usdcBalance(dev.chain.rpc_url, address)));
+    const [beforeA, beforeB, beforeRefunds] = await balances();
 
     const stopped = await request(service, 'POST', `/services/${id}/stop`);
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     const refund = stopped.body.refund;
     assert.equal(refund.to, null, 'several wallets: see the transfers');
     assert.deepEqual(refund.transfers.map((t: any) => t.to), [wallet.address, walletB.address]);
-    assert.deepEqual(refund.transfers.map((t: any) => t.order_ids), [[ordered.body.order.id], [extended.body.order.id]]);
+    const orderIds = refund.transfers.map((t: any) => t.order_ids);
+    assert.deepEqual(orderIds, [[ordered.body.order.id], [extended.body.order.id]]);
     // The extension's hours are the last ones, all unused: B gets back all it paid. A's share bears the base fee.
     const [toA, toB] = refund.transfers.map((t: any) => BigInt(t.amount.amount_atomic));
     assert.equal(toB, paidB);
@@ -185,9 +189,10 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
       const r = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
       return r.status === 'sent' && r;
     }, 30_000);
-    assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address) - beforeA, toA);
-    assert.equal(await usdcBalance(dev.chain.rpc_url, walletB.address) - beforeB, toB);
-    assert.equal(beforeRefunds - await usdcBalance(dev.chain.rpc_url, dev.refund_wallet.address), toA + toB);
+    const [afterA, afterB, afterRefunds] = await balances();
+    assert.equal(afterA - beforeA, toA);
+    assert.equal(afterB - beforeB, toB);
+    assert.equal(beforeRefunds - afterRefunds, toA + toB);
     assert.ok(toA <= paidA && toB <= paidB, 'nobody gets back more than it paid');
     for (const transfer of sent.transfers) {
       const stated = await verifyReceiptSignatureJWS(transfer.receipt) as unknown as Record<string, unknown>;
@@ -198,7 +203,8 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     }
     assert.notEqual(sent.transfers[0].transaction, sent.transfers[1].transaction);
     const again = await request(service, 'POST', `/services/${id}/stop`);
-    assert.deepEqual(again.body.refund.transfers.map((t: any) => t.transaction), sent.transfers.map((t: any) => t.transaction));
+    const transactions = (refund: any) => refund.transfers.map((t: any) => t.transaction);
+    assert.deepEqual(transactions(again.body.refund), transactions(sent));
     const replay = await service.cli(['audit', 'replay', sent.evaluation_id]);
     assert.match(replay.stdout, /"identical":true/, replay.stdout + replay.stderr);
     const verify = await service.cli(['audit', 'verify']);
@@ -211,7 +217,8 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
     // Every new service row is refused by the database, as a full disk or a broken host would refuse it.
     await db.query(`CREATE FUNCTION test_refuse_services() RETURNS trigger LANGUAGE plpgsql AS
       $$ BEGIN RAISE EXCEPTION 'no room for a new service (test fault)'; END $$`);
-    await db.query('CREATE TRIGGER test_refuse_services BEFORE INSERT ON services FOR EACH ROW EXECUTE FUNCTION test_refuse_services()');
+    await db.query(`CREATE TRIGGER test_refuse_services BEFORE INSERT ON services
+      FOR EACH ROW EXECUTE FUNCTION test_refuse_services()`);
     // While the test holds this lock the refund worker cannot write: audit verify sees the order as the bound passes.
     let release!: () => void;
     const held = new Promise<void>((resolve) => { release = resolve; });
@@ -238,8 +245,9 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
         const verify = await service.cli(['audit', 'verify']);
         return verify.code !== 0 && verify.stderr.includes(orderId) && verify;
       }, 30_000);
-      assert.match(reported.stderr, new RegExp(`order ${orderId}: settled at .* neither provisioned nor refunded after 2 s`));
-      assert.match(reported.stdout, /the chain is intact; 1 paid orders neither provisioned nor refunded within the bound/);
+      const problem = new RegExp(`order ${orderId}: settled at .* neither provisioned nor refunded after 2 s`);
+      assert.match(reported.stderr, problem);
+      assert.match(reported.stdout, /the chain is intact; 1 paid orders neither provisioned nor refunded/);
       release();
       await holding;
 
@@ -253,10 +261,14 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
       assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before, 'the buyer has all its money back');
       const stated = await verifyReceiptSignatureJWS(order.refund.receipt) as unknown as Record<string, unknown>;
       assert.deepEqual(stated.orderIds, [orderId]);
-      const events = await db.query<{ type: string; data: { reason: string } }>('SELECT type, data FROM events WHERE order_id = $1 ORDER BY created_at', [orderId]);
-      assert.ok(events.some((e) => e.type === 'refund.sent' && e.data.reason === 'provisioning_failed'), JSON.stringify(events));
-      const records = await db.query<{ kind: string }>('SELECT kind FROM audit_records WHERE subject = $1 ORDER BY seq', [orderId]);
-      assert.ok(['refund_evaluation', 'refund_sent'].every((k) => records.some((r) => r.kind === k)), JSON.stringify(records));
+      const events = await db.query<{ type: string; data: { reason: string } }>(
+        'SELECT type, data FROM events WHERE order_id = $1 ORDER BY created_at', [orderId]);
+      const heard = events.some((e) => e.type === 'refund.sent' && e.data.reason === 'provisioning_failed');
+      assert.ok(heard, JSON.stringify(events));
+      const records = await db.query<{ kind: string }>(
+        'SELECT kind FROM audit_records WHERE subject = $1 ORDER BY seq', [orderId]);
+      const kinds = records.map((r) => r.kind);
+      assert.ok(kinds.includes('refund_evaluation') && kinds.includes('refund_sent'), kinds.join(','));
       const retried = await buy(service, wallet, { ...body, station_name: 'Never Provisioned FM' }, key);
       assert.equal(retried.status, 409, JSON.stringify(retried.body));
       assert.equal(retried.body.error.code, 'order_refunded');
@@ -274,10 +286,12 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
 describe('a refund wallet without gas', () => {
   const setEth = (address: string, wei: bigint) => fetch(dev.chain.rpc_url, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [address, `0x${wei.toString(16)}`] }),
+    body: JSON.stringify({
+      jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [address, `0x${wei.toString(16)}`],
+    }),
   }).then((r) => r.json());
 
-  test('the refund stays pending with the reason and a metric, never sent without proof; sent once it has gas', async () => {
+  test('the refund waits with the reason and a metric, never sent without proof; sent once it has gas', async () => {
     await setEth(dev.refund_wallet.address, 0n);
     try {
       const ordered = await buy(service, wallet, { ...body, station_name: 'No Gas FM' });

@@ -217,7 +217,8 @@ export class AuditLog {
       `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`, [boundMs]);
     return rows.map((r) => ({
       seq: '-', id: r.id, undelivered: true,
-      problem: `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded after ${Math.round(boundMs / 1000)} s`,
+      problem: `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded `
+        + `after ${Math.round(boundMs / 1000)} s`,
     }));
   }
 

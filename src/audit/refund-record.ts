@@ -44,8 +44,11 @@ export function refundRecord(id: string, snapshotHash: string, input: RefundInpu
 
 /** What a refund evaluation derives from its inputs (compared by a replay). */
 export function refundResult(record: RefundRecord): unknown {
-  return { lines: record.lines, total_atomic: record.total_atomic, bound_atomic: record.bound_atomic, minimum_atomic: record.minimum_atomic,
-    ...(record.transfers && { transfers: record.transfers }), amount_atomic: record.amount_atomic };
+  return {
+    lines: record.lines, total_atomic: record.total_atomic, bound_atomic: record.bound_atomic,
+    minimum_atomic: record.minimum_atomic,
+    ...(record.transfers && { transfers: record.transfers }), amount_atomic: record.amount_atomic,
+  };
 }
 
 /**

@@ -112,7 +112,8 @@ const commands: Record<string, Command> = {
   async 'refunds list'(config, args) {
     const rows = await withDatabase(config, (db) => new RefundStore(db).list(Number(option(args, '--limit') ?? 100)));
     print(rows.map((r) => ({
-      id: r.id, status: r.status, reason: r.reason, part_of: r.part_of, amount_atomic: r.amount_atomic, to: r.payer, service_id: r.service_id, order_ids: r.order_ids,
+      id: r.id, status: r.status, reason: r.reason, part_of: r.part_of, amount_atomic: r.amount_atomic, to: r.payer,
+      service_id: r.service_id, order_ids: r.order_ids,
       waits_for_operator: r.status === 'pending' && r.needs_approval && !r.approved_at, pending_reason: r.pending_reason,
       transaction: r.transaction, created_at: r.created_at.toISOString(), sent_at: r.sent_at?.toISOString() ?? null,
     })));
@@ -181,8 +182,10 @@ const commands: Record<string, Command> = {
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
     const broken = problems.filter((p) => !p.undelivered).length;
     const limbo = problems.length - broken;
-    const chain = broken ? `the chain is BROKEN (${broken} problems)` : `the chain is intact${heads.length ? ` and passes through the ${heads.length} signed heads given` : ''}`;
-    print(`${checked} records checked: ${chain}${limbo ? `; ${limbo} paid orders neither provisioned nor refunded within the bound` : ''}`);
+    const through = heads.length ? ` and passes through the ${heads.length} signed heads given` : '';
+    const chain = broken ? `the chain is BROKEN (${broken} problems)` : `the chain is intact${through}`;
+    const unpaidBack = limbo ? `; ${limbo} paid orders neither provisioned nor refunded within the bound` : '';
+    print(`${checked} records checked: ${chain}${unpaidBack}`);
     return problems.length ? 1 : 0;
   },
 

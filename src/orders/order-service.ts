@@ -256,11 +256,13 @@ export class OrderService {
     const order = await this.orders.byId(orderId).catch(() => undefined);
     if (order?.state === 'refunded') return refundedError(order);
     if (order?.state !== 'provisioning') return undefined;
-    const bound = this.options.refundAfterMs === undefined ? '' : ` within ${Math.round(this.options.refundAfterMs / 1000)} s`;
+    const after = this.options.refundAfterMs;
+    const bound = after === undefined ? '' : ` within ${Math.round(after / 1000)} s`;
     return new ApiError(503, 'provisioning_pending',
-      `The payment was taken (order ${order.id}) but the service could not be provisioned yet; it is retried automatically. `
-      + `Retry this same request with the same Idempotency-Key in a few seconds to get the service; you will not be charged twice. `
-      + `If it cannot be provisioned${bound}, everything it paid is refunded automatically: GET /orders/${order.id} shows the refund.`,
+      `The payment was taken (order ${order.id}) but the service could not be provisioned yet; it is retried `
+      + 'automatically. Retry this same request with the same Idempotency-Key in a few seconds to get the service; '
+      + `you will not be charged twice. If it cannot be provisioned${bound}, everything it paid is refunded `
+      + `automatically: GET /orders/${order.id} shows the refund.`,
       { retryable: true, headers: { 'Retry-After': '5' }, details: [{ order_id: order.id }] });
   }
 
@@ -422,8 +424,10 @@ export class OrderService {
 }
 
 function refundedError(order: OrderRow): ApiError {
-  return new ApiError(409, 'order_refunded', `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key if you still need the service.`,
-    { details: [{ order_id: order.id }] });
+  return new ApiError(409, 'order_refunded',
+    `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is `
+    + `refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key `
+    + 'if you still need the service.', { details: [{ order_id: order.id }] });
 }
 
 /** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */

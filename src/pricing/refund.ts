@@ -78,7 +78,9 @@ export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Pr
   const minimum = new Decimal(snapshot.catalog.settings.refunds?.minimum ?? '0').times(1_000_000).ceil();
   const within = Decimal.max(0, Decimal.min(total, bound));
   const amount = within.lessThan(minimum) ? new Decimal(0) : within;
-  const transfers = input.payments.every((p) => p.payer) ? splitByPayer(input.payments, shares, amount, minimum) : undefined;
+  const named = input.payments.every((p) => p.payer);
+  const transfers = named ? splitByPayer(input.payments, shares, amount, minimum) : undefined;
+  const sent = transfers ? transfers.reduce((sum, t) => sum.plus(t.amount_atomic), new Decimal(0)) : amount;
   const { product: _p, settings: _s, ...recorded } = facts;
   return {
     facts: { product_id: input.product_id, ...recorded },
@@ -88,7 +90,7 @@ export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Pr
     bound_atomic: bound.toFixed(0),
     minimum_atomic: minimum.toFixed(0),
     ...(transfers && { transfers }),
-    amount_atomic: transfers ? transfers.reduce((sum, t) => sum.plus(t.amount_atomic), new Decimal(0)).toFixed(0) : amount.toFixed(0),
+    amount_atomic: sent.toFixed(0),
   };
 }
 
@@ -107,7 +109,9 @@ function unusedShare(p: RefundPayment): Decimal {
  * payments, the order's first. So no wallet gets back more than it paid, nor any of the money another wallet paid,
  * whatever the order of payments. Per wallet, nothing below the minimum is sent (no gas spent on dust).
  */
-function splitByPayer(payments: RefundPayment[], shares: Decimal[], amount: Decimal, minimum: Decimal): RefundTransfer[] {
+function splitByPayer(
+  payments: RefundPayment[], shares: Decimal[], amount: Decimal, minimum: Decimal,
+): RefundTransfer[] {
   const given = payments.map(() => new Decimal(0));
   let left = amount;
   for (const cap of [(i: number) => shares[i], (i: number) => new Decimal(payments[i].amount_atomic)]) {

@@ -69,11 +69,13 @@ async function termsOf(client: Client, refund: RefundRow): Promise<{ input: Omit
 /** Why a refund is not on its way at once: nothing to send, waiting for an operator, or no refund wallet. */
 function whyNotSentYet(deps: RefundDeps, evaluation: RefundEvaluation, needsApproval: boolean): string | null {
   if (evaluation.amount_atomic === '0') {
-    return `nothing to refund: the unused share less what is kept (${evaluation.total_atomic} atomic units in all) is below `
-      + `the minimum refund of ${atomicToAmount(evaluation.minimum_atomic, 6)} USDC for each wallet that paid`;
+    const minimum = atomicToAmount(evaluation.minimum_atomic, 6);
+    return `nothing to refund: the unused share less what is kept (${evaluation.total_atomic} atomic units `
+      + `in all) is below the minimum refund of ${minimum} USDC for each wallet that paid`;
   }
   if (needsApproval) {
-    return `waits for an operator: refunds over the daily cap of ${atomicToAmount(String(deps.settings.maxPerDayAtomic), 6)} USDC are approved by hand`;
+    const cap = atomicToAmount(String(deps.settings.maxPerDayAtomic), 6);
+    return `waits for an operator: refunds over the daily cap of ${cap} USDC are approved by hand`;
   }
   return deps.settings.walletMissingReason ?? null;
 }

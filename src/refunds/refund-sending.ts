@@ -84,8 +84,8 @@ async function recordSent(deps: RefundDeps, refund: RefundRow, from: string, pro
     await recordEvent(client, {
       type: 'refund.sent', serviceId: sent.service_id ?? undefined, orderId: sent.order_id ?? undefined, apiKeyId: sent.api_key_id,
       data: {
-        refund_id: sent.id, ...(sent.part_of && { part_of: sent.part_of }), reason: sent.reason, amount_atomic: sent.amount_atomic, to: sent.payer,
-        transaction: proof.transaction, order_ids: sent.order_ids,
+        refund_id: sent.id, ...(sent.part_of && { part_of: sent.part_of }), reason: sent.reason,
+        amount_atomic: sent.amount_atomic, to: sent.payer, transaction: proof.transaction, order_ids: sent.order_ids,
       },
     });
     return sent;

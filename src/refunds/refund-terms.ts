@@ -84,7 +84,10 @@ function unusedHours(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): 
       unusedMs = Math.max(0, baseEnd - now);
     }
     const unused = Decimal.min(hours, new Decimal(unusedMs).dividedBy(HOUR_MS)).toDecimalPlaces(6, Decimal.ROUND_DOWN);
-    return { order_id: p.id, kind: p.kind, amount_atomic: p.amount_atomic, hours: hours.toFixed(), unused_hours: unused.toFixed(), payer: payerOf(p) };
+    return {
+      order_id: p.id, kind: p.kind, amount_atomic: p.amount_atomic, hours: hours.toFixed(),
+      unused_hours: unused.toFixed(), payer: payerOf(p),
+    };
   });
 }
 

@@ -56,7 +56,8 @@ export async function refundView(deps: ViewDeps, row: RefundRow): Promise<Refund
   };
   if (row.status === 'split') {
     const transfers = await Promise.all((await deps.store.partsOf(row.id)).map((part) => transferView(deps, part)));
-    const status = transfers.some((t) => t.status === 'failed') ? 'failed' : transfers.every((t) => t.status === 'sent') ? 'sent' : 'pending';
+    const status = transfers.some((t) => t.status === 'failed') ? 'failed'
+      : transfers.every((t) => t.status === 'sent') ? 'sent' : 'pending';
     return {
       ...whole, status, to: null, transaction: null, receipt: null,
       pending_reason: transfers.find((t) => t.pending_reason)?.pending_reason ?? null,
@@ -67,8 +68,9 @@ export async function refundView(deps: ViewDeps, row: RefundRow): Promise<Refund
   }
   const transfer = await transferView(deps, row);
   return {
-    ...whole, status: row.status === 'none' ? 'none' : transfer.status, to: row.payer, transaction: row.transaction, receipt: transfer.receipt,
-    pending_reason: transfer.pending_reason, waits_for_operator: transfer.waits_for_operator, sent_at: transfer.sent_at,
+    ...whole, status: row.status === 'none' ? 'none' : transfer.status, to: row.payer, transaction: row.transaction,
+    receipt: transfer.receipt, pending_reason: transfer.pending_reason, waits_for_operator: transfer.waits_for_operator,
+    sent_at: transfer.sent_at,
     transfers: row.status === 'none' || row.amount_atomic === null ? [] : [transfer],
   };
 }
@@ -95,5 +97,7 @@ async function transferView(deps: ViewDeps, row: RefundRow): Promise<RefundTrans
 }
 
 function amountOf(row: RefundRow): Amount | null {
-  return row.amount_atomic === null ? null : { amount: atomicToAmount(row.amount_atomic, 6), amount_atomic: row.amount_atomic, currency: 'USDC', decimals: 6 };
+  if (row.amount_atomic === null) return null;
+  const atomic = row.amount_atomic;
+  return { amount: atomicToAmount(atomic, 6), amount_atomic: atomic, currency: 'USDC', decimals: 6 };
 }
