@@ -188,7 +188,7 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     const sent = await waitFor('both transfers sent', async () => {
       const r = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
       return r.status === 'sent' && r;
-    }, 30_000);
+    }, 60_000);
     const [afterA, afterB, afterRefunds] = await balances();
     assert.equal(afterA - beforeA, toA);
     assert.equal(afterB - beforeB, toB);
@@ -244,7 +244,7 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
       const reported = await waitFor('audit verify reports the undelivered order', async () => {
         const verify = await service.cli(['audit', 'verify']);
         return verify.code !== 0 && verify.stderr.includes(orderId) && verify;
-      }, 30_000);
+      }, 60_000);
       const problem = new RegExp(`order ${orderId}: settled at .* neither provisioned nor refunded after 2 s`);
       assert.match(reported.stderr, problem);
       assert.match(reported.stdout, /the chain is intact; 1 paid orders neither provisioned nor refunded/);
@@ -254,7 +254,7 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
       const order = await waitFor('the order refunded and the refund sent', async () => {
         const o = await request(service, 'GET', `/orders/${orderId}`);
         return o.body.order?.status === 'refunded' && o.body.refund?.status === 'sent' && o.body;
-      }, 30_000);
+      }, 60_000);
       assert.equal(order.refund.reason, 'provisioning_failed');
       assert.equal(order.refund.amount.amount_atomic, '450000', 'everything it paid');
       assert.equal(order.refund.to, wallet.address);
