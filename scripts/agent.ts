@@ -27,6 +27,8 @@ export interface AgentOptions {
   report: (step: string, fields: Record<string, unknown>) => void;
   /** How long a stream to buy (hours, default 1). */
   durationHours?: number;
+  /** Right after buying, extend the stream by this many hours (paid over MCP, extend_service). */
+  extendHours?: number;
   /** At the end, stop the stream as the paying wallet and wait for the refund of its unused share on chain. */
   stopAtEnd?: boolean;
 }
@@ -41,11 +43,22 @@ export interface AgentOutcome {
   webhookEvents: string[];
   sseEvents: string[];
   usage: Record<string, unknown>;
+  /** The paid extension (extendHours): its order, price, transaction and the expiry before and after. */
+  extension?: AgentExtension;
   /** The refund of the stop (stopAtEnd). */
   refund?: Record<string, unknown>;
 }
 
 interface Delivery { id: string; type: string; verified: boolean }
+
+/** A paid extension: its order, price and transaction, and the service's expiry before and after it. */
+export interface AgentExtension {
+  orderId: string;
+  amountAtomic: string;
+  transaction: string;
+  expiresBefore: string;
+  expiresAfter: string;
+}
 
 export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
   const { baseUrl, report } = options;
@@ -93,25 +106,38 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
     const mcp = new Client({ name: 'autonomous-agent', version: '1.0.0' });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: bearer } }));
     let bought: { orderId: string; serviceId: string; amountAtomic: string; transaction: string };
+    let extension: AgentOutcome['extension'];
     try {
       const { tools } = await mcp.listTools();
       const args = {
         idempotency_key: randomUUID(), product_id: stream.id, email: 'agent@example.com', station_name: 'Autonomous FM',
         parameters: { duration_hours: options.durationHours ?? 1, max_listeners: 5, bitrate_kbps: 64 },
       };
-      const unpaid = await mcp.callTool({ name: 'order', arguments: args }) as any;
-      const required = unpaid.structuredContent as PaymentRequired;
-      if (!unpaid.isError || required?.x402Version !== 2) throw new Error(`expected a PaymentRequired: ${JSON.stringify(unpaid)}`);
-      const price = required.accepts[0].amount;
-      // The official client pays at most $1 unless told otherwise: this agent accepts the quoted price, no more.
-      const wallet = registerExactEvmScheme(new x402Client(), { signer: account });
-      wallet.setSpendControls({ maxAmountPerPayment: `$${usdc(price)}` });
-      const payment = await wallet.createPaymentPayload(required);
-      const paid = await mcp.callTool({ name: 'order', arguments: args, _meta: { 'x402/payment': payment } }) as any;
-      if (paid.isError) throw new Error(`the paid order failed: ${paid.content?.map((c: { text: string }) => c.text).join(' ')}`);
-      const settlement = paid._meta['x402/payment-response'];
-      bought = { orderId: paid.structuredContent.order.id, serviceId: paid.structuredContent.service.service_id, amountAtomic: price, transaction: settlement.transaction };
-      report('bought over MCP', { tools: tools.length, order: bought.orderId, service: bought.serviceId, amount_atomic: price, transaction: bought.transaction });
+      const paid = await callPaidTool(mcp, account, 'order', args);
+      const expiresBefore: string = paid.result.service.expires_at;
+      bought = {
+        orderId: paid.result.order.id, serviceId: paid.result.service.service_id, amountAtomic: paid.price,
+        transaction: paid.transaction,
+      };
+      report('bought over MCP', {
+        tools: tools.length, order: bought.orderId, service: bought.serviceId, amount_atomic: paid.price,
+        transaction: bought.transaction, expires_at: expiresBefore,
+      });
+
+      // 4b. The event runs late: more hours, paid the same way; the new expiry is the old one plus those hours.
+      if (options.extendHours) {
+        const more = await callPaidTool(mcp, account, 'extend_service', {
+          idempotency_key: randomUUID(), service_id: bought.serviceId, duration_hours: options.extendHours,
+        });
+        extension = {
+          orderId: more.result.order.id, amountAtomic: more.price, transaction: more.transaction,
+          expiresBefore, expiresAfter: more.result.service.expires_at,
+        };
+        report('extended over MCP', {
+          added_hours: options.extendHours, order: extension.orderId, amount_atomic: more.price,
+          transaction: more.transaction, expires_at: `${expiresBefore} -> ${extension.expiresAfter}`,
+        });
+      }
     } finally {
       await mcp.close();
     }
@@ -151,12 +177,37 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
       webhookEvents,
       sseEvents,
       usage: usage.body.usage,
+      ...(extension && { extension }),
       ...(refund && { refund }),
     };
   } finally {
     receiver.server.close();
     receiver.server.closeAllConnections();
   }
+}
+
+type Account = ReturnType<typeof privateKeyToAccount>;
+
+/**
+ * A paid MCP tool call: the unpaid call answers the x402 PaymentRequired, the paid retry carries the payment in _meta.
+ * The official client pays at most $1 unless told otherwise: this agent accepts the quoted price, no more.
+ */
+async function callPaidTool(mcp: Client, account: Account, name: string, args: Record<string, unknown>) {
+  const unpaid = await mcp.callTool({ name, arguments: args }) as any;
+  const required = unpaid.structuredContent as PaymentRequired;
+  if (!unpaid.isError || required?.x402Version !== 2) {
+    throw new Error(`${name}: expected a PaymentRequired: ${JSON.stringify(unpaid)}`);
+  }
+  const price = required.accepts[0].amount;
+  const wallet = registerExactEvmScheme(new x402Client(), { signer: account });
+  wallet.setSpendControls({ maxAmountPerPayment: `$${usdc(price)}` });
+  const payment = await wallet.createPaymentPayload(required);
+  const paid = await mcp.callTool({ name, arguments: args, _meta: { 'x402/payment': payment } }) as any;
+  if (paid.isError) {
+    throw new Error(`the paid ${name} failed: ${paid.content?.map((c: { text: string }) => c.text).join(' ')}`);
+  }
+  const transaction: string = paid._meta['x402/payment-response'].transaction;
+  return { result: paid.structuredContent, price, transaction };
 }
 
 /** USDC has 6 decimals: "1250000" → "1.250000". */

@@ -99,3 +99,55 @@ describe('the refund rules (rules/refunds.json)', () => {
     assert.deepEqual(refund.lines.map((l: { code: string }) => l.code), ['unused_share', 'base_fee', 'transfer_used']);
   });
 });
+
+describe('a service paid by several wallets: the refund is split per wallet that paid', () => {
+  const A = '0x00000000000000000000000000000000000000aA';
+  const B = '0x00000000000000000000000000000000000000bB';
+  const order = (unused: string, payer = A) => (
+    { order_id: 'ra_1', kind: 'order' as const, amount_atomic: '450000', hours: '10', unused_hours: unused, payer });
+  const extension = (unused: string, payer = B, id = 'ra_3') => (
+    { order_id: id, kind: 'extension' as const, amount_atomic: '2000000', hours: '10', unused_hours: unused, payer });
+
+  test('latest payment first, each at most its own unused share: what is kept falls on the earliest one', async () => {
+    // A's order: 337500 unused; B's extension: 800000 unused; the 0.25 base fee is kept from A's share.
+    const evaluation = await evaluateRefund(snapshot, stop({ payments: [order('7.5'), extension('4')] }));
+    assert.deepEqual(evaluation.transfers, [
+      { payer: A, order_ids: ['ra_1'], amount_atomic: '87500' },
+      { payer: B, order_ids: ['ra_3'], amount_atomic: '800000' },
+    ]);
+    assert.equal(evaluation.amount_atomic, '887500');
+  });
+
+  test('no wallet gets back more than its own unused share, nor anything another wallet paid', async () => {
+    // A's order is used up: the base fee is kept from B's share, and A gets nothing of B's money.
+    const evaluation = await evaluateRefund(snapshot, stop({ payments: [order('0'), extension('4')] }));
+    assert.deepEqual(evaluation.transfers, [{ payer: B, order_ids: ['ra_3'], amount_atomic: '550000' }]);
+    // However the payments are ordered, each wallet's transfer stays within what it paid.
+    const payments = [order('10'), extension('10', A, 'ra_2'), extension('10')];
+    const both = await evaluateRefund(snapshot, stop({ payments }));
+    assert.deepEqual(both.transfers, [
+      { payer: A, order_ids: ['ra_1', 'ra_2'], amount_atomic: String(450000 + 2000000 - 250000) },
+      { payer: B, order_ids: ['ra_3'], amount_atomic: '2000000' },
+    ]);
+  });
+
+  test('a wallet whose share is below the minimum refund gets nothing sent (no gas spent on dust)', async () => {
+    // A: 270000 unused less the 250000 base fee = 20000, below the 50000 minimum; B's 800000 is sent.
+    const evaluation = await evaluateRefund(snapshot, stop({
+      payments: [{ ...order('10'), amount_atomic: '270000' }, extension('4')],
+    }));
+    assert.deepEqual(evaluation.transfers, [{ payer: B, order_ids: ['ra_3'], amount_atomic: '800000' }]);
+    assert.equal(evaluation.amount_atomic, '800000');
+  });
+
+  test('the split is part of the record: it replays, and an edited destination does not', async () => {
+    const input = stop({ payments: [order('7.5'), extension('4')] });
+    const evaluation = await evaluateRefund(snapshot, input);
+    const { text } = refundRecord('rfe_split', snapshot.hash, input, evaluation, new Date('2026-11-26T00:00:00Z'));
+    assert.equal((await replayRecordText('rfe_split', text, async () => snapshot)).identical, true);
+    const toB = `{"amount_atomic":"800000","order_ids":["ra_3"],"payer":"${B}"}`;
+    const edited = text.replace(toB, toB.replace(B, A));
+    assert.notEqual(edited, text);
+    assert.equal((await replayRecordText('rfe_split', edited, async () => snapshot)).identical, false);
+  });
+});

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { verifyReceiptSignatureJWS } from '@x402/extensions/offer-receipt';
 import { DEV_ACCOUNTS } from '../src/chain/index.js';
-import { buy } from './support/purchase.js';
+import { Database } from '../src/store/index.js';
+import { buy, payFor } from './support/purchase.js';
 import { jwsPayload, mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { openSse } from './support/sse.js';
 import { request, startService, type Service } from './support/service.js';
@@ -16,15 +18,20 @@ const body = { product_id: 'instant-stream', email: 'agent@example.com', station
 let service: Service;
 let dev: { chain: { rpc_url: string }; refund_wallet: { address: string } };
 let wallet: TestWallet;
+let db: Database;
 before(async () => {
-  service = await startService({ ORDER_LEASE_SECONDS: '2', REFUND_INTERVAL_MS: '200' });
+  // A paid order not provisioned after 2 s is refunded in full.
+  service = await startService({
+    ORDER_LEASE_SECONDS: '2', REFUND_INTERVAL_MS: '200', REFUND_PROVISION_TIMEOUT_SECONDS: '2',
+  });
   dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
   // A payer of its own that nothing tops up, so that its balance shows exactly what moved.
   const payer = DEV_ACCOUNTS[6];
   await mintUsdc(dev.chain.rpc_url, payer.address, 5_000_000n);
   wallet = new TestWallet(payer.privateKey, dev.chain.rpc_url);
 });
-after(async () => { await service?.stop(); });
+after(async () => { await db?.close(); await service?.stop(); });
 
 describe('POST /services/{id}/stop: the service ends at once and the unused share comes back on chain', () => {
   let ordered: any;
@@ -145,5 +152,168 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
     assert.equal(proof.proof.transaction, refund.transaction);
     const checked = await service.cli(['audit', 'verify-bundle', file]);
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+  });
+});
+
+describe('a service paid by two wallets: each gets back what it paid for, to the wallet that paid it', () => {
+  test('an order by wallet A, an extension by wallet B, a stop: two transfers, balances checked on chain', async () => {
+    const walletB = new TestWallet(DEV_ACCOUNTS[8].privateKey, dev.chain.rpc_url);
+    await mintUsdc(dev.chain.rpc_url, walletB.address, 1_000_000n);
+    const ordered = await buy(service, wallet, { ...body, station_name: 'Two Wallets FM' });
+    assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+    const id = ordered.body.service.service_id;
+    // The owner's key, wallet B's money: 10 more hours, at the order minimum of 0.27.
+    const extended = await payFor(service, walletB, `/services/${id}/extend`, { duration_hours: 10 });
+    assert.equal(extended.status, 200, JSON.stringify(extended.body));
+    const paidA = BigInt(ordered.body.order.amount.amount_atomic);
+    const paidB = BigInt(extended.body.order.amount.amount_atomic);
+    assert.equal(paidB, 270_000n);
+    const balances = () => Promise.all([wallet.address, walletB.address, dev.refund_wallet.address]
+      .map((address) => usdcBalance(dev.chain.rpc_url, address)));
+    const [beforeA, beforeB, beforeRefunds] = await balances();
+
+    const stopped = await request(service, 'POST', `/services/${id}/stop`);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    const refund = stopped.body.refund;
+    assert.equal(refund.to, null, 'several wallets: see the transfers');
+    assert.deepEqual(refund.transfers.map((t: any) => t.to), [wallet.address, walletB.address]);
+    const orderIds = refund.transfers.map((t: any) => t.order_ids);
+    assert.deepEqual(orderIds, [[ordered.body.order.id], [extended.body.order.id]]);
+    // The extension's hours are the last ones, all unused: B gets back all it paid. A's share bears the base fee.
+    const [toA, toB] = refund.transfers.map((t: any) => BigInt(t.amount.amount_atomic));
+    assert.equal(toB, paidB);
+    assert.ok(toA > 199_000n && toA < 200_000n, String(toA));
+    assert.equal(BigInt(refund.amount.amount_atomic), toA + toB);
+
+    const sent = await waitFor('both transfers sent', async () => {
+      const r = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+      return r.status === 'sent' && r;
+    }, 60_000);
+    const [afterA, afterB, afterRefunds] = await balances();
+    assert.equal(afterA - beforeA, toA);
+    assert.equal(afterB - beforeB, toB);
+    assert.equal(beforeRefunds - afterRefunds, toA + toB);
+    assert.ok(toA <= paidA && toB <= paidB, 'nobody gets back more than it paid');
+    for (const transfer of sent.transfers) {
+      const stated = await verifyReceiptSignatureJWS(transfer.receipt) as unknown as Record<string, unknown>;
+      assert.equal(stated.payer, transfer.to);
+      assert.equal(stated.transaction, transfer.transaction);
+      assert.equal(stated.amount, transfer.amount.amount_atomic);
+      assert.deepEqual(stated.orderIds, transfer.order_ids);
+    }
+    assert.notEqual(sent.transfers[0].transaction, sent.transfers[1].transaction);
+    const again = await request(service, 'POST', `/services/${id}/stop`);
+    const transactions = (refund: any) => refund.transfers.map((t: any) => t.transaction);
+    assert.deepEqual(transactions(again.body.refund), transactions(sent));
+    const replay = await service.cli(['audit', 'replay', sent.evaluation_id]);
+    assert.match(replay.stdout, /"identical":true/, replay.stdout + replay.stderr);
+    const verify = await service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+});
+
+describe('a paid order that cannot be provisioned is refunded in full, automatically', () => {
+  test('provisioning fails for real: 503, audit verify reports it past the bound, then refunded on chain', async () => {
+    // Every new service row is refused by the database, as a full disk or a broken host would refuse it.
+    await db.query(`CREATE FUNCTION test_refuse_services() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN RAISE EXCEPTION 'no room for a new service (test fault)'; END $$`);
+    await db.query(`CREATE TRIGGER test_refuse_services BEFORE INSERT ON services
+      FOR EACH ROW EXECUTE FUNCTION test_refuse_services()`);
+    // While the test holds this lock the refund worker cannot write: audit verify sees the order as the bound passes.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => { locked = resolve; });
+    const holding = db.transaction(async (client) => {
+      await client.query('LOCK TABLE refunds IN SHARE MODE');
+      locked();
+      await held;
+    });
+    try {
+      await lockTaken;
+      const before = await usdcBalance(dev.chain.rpc_url, wallet.address);
+      const key = randomUUID();
+      const failed = await buy(service, wallet, { ...body, station_name: 'Never Provisioned FM' }, key);
+      assert.equal(failed.status, 503, JSON.stringify(failed.body));
+      assert.equal(failed.body.error.code, 'provisioning_pending');
+      assert.equal(failed.body.error.retryable, true);
+      const orderId = failed.body.error.details[0].order_id;
+      assert.match(failed.body.error.message, /refunded automatically/);
+      assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before - 450_000n, 'the payment was taken');
+
+      const reported = await waitFor('audit verify reports the undelivered order', async () => {
+        const verify = await service.cli(['audit', 'verify']);
+        return verify.code !== 0 && verify.stderr.includes(orderId) && verify;
+      }, 60_000);
+      const problem = new RegExp(`order ${orderId}: settled at .* neither provisioned nor refunded after 2 s`);
+      assert.match(reported.stderr, problem);
+      assert.match(reported.stdout, /the chain is intact; 1 paid orders neither provisioned nor refunded/);
+      release();
+      await holding;
+
+      const order = await waitFor('the order refunded and the refund sent', async () => {
+        const o = await request(service, 'GET', `/orders/${orderId}`);
+        return o.body.order?.status === 'refunded' && o.body.refund?.status === 'sent' && o.body;
+      }, 60_000);
+      assert.equal(order.refund.reason, 'provisioning_failed');
+      assert.equal(order.refund.amount.amount_atomic, '450000', 'everything it paid');
+      assert.equal(order.refund.to, wallet.address);
+      assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before, 'the buyer has all its money back');
+      const stated = await verifyReceiptSignatureJWS(order.refund.receipt) as unknown as Record<string, unknown>;
+      assert.deepEqual(stated.orderIds, [orderId]);
+      const events = await db.query<{ type: string; data: { reason: string } }>(
+        'SELECT type, data FROM events WHERE order_id = $1 ORDER BY created_at', [orderId]);
+      const heard = events.some((e) => e.type === 'refund.sent' && e.data.reason === 'provisioning_failed');
+      assert.ok(heard, JSON.stringify(events));
+      const records = await db.query<{ kind: string }>(
+        'SELECT kind FROM audit_records WHERE subject = $1 ORDER BY seq', [orderId]);
+      const kinds = records.map((r) => r.kind);
+      assert.ok(kinds.includes('refund_evaluation') && kinds.includes('refund_sent'), kinds.join(','));
+      const retried = await buy(service, wallet, { ...body, station_name: 'Never Provisioned FM' }, key);
+      assert.equal(retried.status, 409, JSON.stringify(retried.body));
+      assert.equal(retried.body.error.code, 'order_refunded');
+      assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before, 'the same key charges nothing more');
+      const verify = await service.cli(['audit', 'verify']);
+      assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+    } finally {
+      release();
+      await holding.catch(() => undefined);
+      await db.query('DROP TRIGGER IF EXISTS test_refuse_services ON services');
+    }
+  });
+});
+
+describe('a refund wallet without gas', () => {
+  const setEth = (address: string, wei: bigint) => fetch(dev.chain.rpc_url, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [address, `0x${wei.toString(16)}`],
+    }),
+  }).then((r) => r.json());
+
+  test('the refund waits with the reason and a metric, never sent without proof; sent once it has gas', async () => {
+    await setEth(dev.refund_wallet.address, 0n);
+    try {
+      const ordered = await buy(service, wallet, { ...body, station_name: 'No Gas FM' });
+      assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+      const id = ordered.body.service.service_id;
+      const before = await usdcBalance(dev.chain.rpc_url, wallet.address);
+      assert.equal((await request(service, 'POST', `/services/${id}/stop`)).status, 200);
+      const short = await waitFor('the refund postponed for lack of gas', async () => {
+        const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+        return /lacks gas/.test(refund.pending_reason ?? '') && refund;
+      }, 30_000);
+      assert.equal(short.status, 'pending');
+      assert.equal(short.transaction, null);
+      assert.match(await (await fetch(service.metricsUrl)).text(), /refund_wallet_short_total\{lacks="gas"\} [1-9]/);
+      await setEth(dev.refund_wallet.address, 10n ** 18n);
+      const sent = await waitFor('the refund sent once the wallet has gas', async () => {
+        const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+        return refund.status === 'sent' && refund;
+      }, 60_000);
+      assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address) - before, BigInt(sent.amount.amount_atomic));
+    } finally {
+      await setEth(dev.refund_wallet.address, 10n ** 18n);
+    }
   });
 });

@@ -215,7 +215,11 @@ export class AuditLog {
   private async undeliveredOrders(boundMs: number): Promise<ChainProblem[]> {
     const rows = await this.db.query<{ id: string; settled_at: Date }>(
       `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`, [boundMs]);
-    return rows.map((r) => ({ seq: '-', id: r.id, problem: `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded after ${Math.round(boundMs / 1000)} s` }));
+    return rows.map((r) => ({
+      seq: '-', id: r.id, undelivered: true,
+      problem: `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded `
+        + `after ${Math.round(boundMs / 1000)} s`,
+    }));
   }
 
   /** An order paid at a quote's locked price charged exactly what that quote's (chained) evaluation says. */

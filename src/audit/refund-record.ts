@@ -16,6 +16,8 @@ export interface RefundRecord {
   total_atomic: string;
   bound_atomic: string;
   minimum_atomic: string;
+  /** Who gets what, one transfer per wallet that paid (records from before payers were named have none). */
+  transfers?: RefundEvaluation['transfers'];
   amount_atomic: string;
 }
 
@@ -33,6 +35,7 @@ export function refundRecord(id: string, snapshotHash: string, input: RefundInpu
     total_atomic: evaluation.total_atomic,
     bound_atomic: evaluation.bound_atomic,
     minimum_atomic: evaluation.minimum_atomic,
+    ...(evaluation.transfers && { transfers: evaluation.transfers }),
     amount_atomic: evaluation.amount_atomic,
   };
   const text = canonicalJson(record);
@@ -41,7 +44,11 @@ export function refundRecord(id: string, snapshotHash: string, input: RefundInpu
 
 /** What a refund evaluation derives from its inputs (compared by a replay). */
 export function refundResult(record: RefundRecord): unknown {
-  return { lines: record.lines, total_atomic: record.total_atomic, bound_atomic: record.bound_atomic, minimum_atomic: record.minimum_atomic, amount_atomic: record.amount_atomic };
+  return {
+    lines: record.lines, total_atomic: record.total_atomic, bound_atomic: record.bound_atomic,
+    minimum_atomic: record.minimum_atomic,
+    ...(record.transfers && { transfers: record.transfers }), amount_atomic: record.amount_atomic,
+  };
 }
 
 /**

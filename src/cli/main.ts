@@ -112,7 +112,8 @@ const commands: Record<string, Command> = {
   async 'refunds list'(config, args) {
     const rows = await withDatabase(config, (db) => new RefundStore(db).list(Number(option(args, '--limit') ?? 100)));
     print(rows.map((r) => ({
-      id: r.id, status: r.status, reason: r.reason, amount_atomic: r.amount_atomic, to: r.payer, service_id: r.service_id, order_ids: r.order_ids,
+      id: r.id, status: r.status, reason: r.reason, part_of: r.part_of, amount_atomic: r.amount_atomic, to: r.payer,
+      service_id: r.service_id, order_ids: r.order_ids,
       waits_for_operator: r.status === 'pending' && r.needs_approval && !r.approved_at, pending_reason: r.pending_reason,
       transaction: r.transaction, created_at: r.created_at.toISOString(), sent_at: r.sent_at?.toISOString() ?? null,
     })));
@@ -123,9 +124,10 @@ const commands: Record<string, Command> = {
     const id = args.find((a) => !a.startsWith('--'));
     if (!id) { process.stderr.write('refunds approve needs ID\n'); return 2; }
     const approved = await withDatabase(config, (db) => new RefundStore(db).approve(id, userInfo().username || 'operator'));
-    print(approved ? `approved ${id}: ${approved.amount_atomic} atomic USDC to ${approved.payer}; the refund worker sends it on its next pass`
+    const sent = approved.map((r) => `${r.amount_atomic} atomic USDC to ${r.payer}`).join(', ');
+    print(approved.length ? `approved ${id}: ${sent}; the refund worker sends it on its next pass`
       : `no refund ${id} waiting for approval (refunds list shows them)`);
-    return approved ? 0 : 1;
+    return approved.length ? 0 : 1;
   },
 
   async 'audit list'(config, args) {
@@ -178,7 +180,12 @@ const commands: Record<string, Command> = {
     const { checked, problems, notes } = await withDatabase(config, (db) => new AuditLog(db).verify({ operatorKey, heads, provisionBoundMs: config.refunds.provisionTimeoutMs }));
     for (const p of problems) process.stderr.write(`seq ${p.seq}${p.id ? ` (${p.id})` : ''}: ${p.problem}\n`);
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
-    print(problems.length ? `${checked} records checked: the chain is BROKEN (${problems.length} problems)` : `${checked} records checked: the chain is intact${heads.length ? ` and passes through the ${heads.length} signed heads given` : ''}`);
+    const broken = problems.filter((p) => !p.undelivered).length;
+    const limbo = problems.length - broken;
+    const through = heads.length ? ` and passes through the ${heads.length} signed heads given` : '';
+    const chain = broken ? `the chain is BROKEN (${broken} problems)` : `the chain is intact${through}`;
+    const unpaidBack = limbo ? `; ${limbo} paid orders neither provisioned nor refunded within the bound` : '';
+    print(`${checked} records checked: ${chain}${unpaidBack}`);
     return problems.length ? 1 : 0;
   },
 

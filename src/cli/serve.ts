@@ -123,7 +123,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
       capacity = new StreamCapacity(db, stream, stream.limits);
       const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
-      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, { leaseSeconds, waitForInFlightMs: 3000, capacity, precheck });
+      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {
+        leaseSeconds, waitForInFlightMs: 3000, capacity, precheck, refundAfterMs: config.refunds.provisionTimeoutMs,
+      });
       recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
     }
 

@@ -176,7 +176,10 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
             401: unauthorized,
             402: paymentRequired,
             404: error('product_not_found: list the products with GET /products.'),
-            409: error('idempotency_key_reused, idempotency_in_progress (retryable), payment_already_used, payment_id_conflict, product_not_orderable, amount_out_of_range, quote_expired, quote_mismatch: conflict of state or idempotency; nothing was charged.'),
+            409: error('idempotency_key_reused, idempotency_in_progress (retryable), payment_already_used, '
+              + 'payment_id_conflict, product_not_orderable, amount_out_of_range, quote_expired, quote_mismatch: '
+              + 'conflict of state or idempotency; nothing was charged. order_refunded: paid but it could not be '
+              + 'delivered; everything it paid is refunded (GET /orders/{order_id}).'),
             413: error('body_too_large.'),
             415: error('unsupported_media_type: send Content-Type: application/json.'),
             422: error('invalid_request / invalid_parameters / invalid_json / url_not_allowed / quote_not_found: error.details lists each problem with a JSON pointer.'),
@@ -186,7 +189,8 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
               + 'for wallets with paid history is free, agent_checkout.capacity_reserve of /availability: retry '
               + 'later, ask for fewer listeners, or pay from an established wallet; nothing was charged, '
               + 'error.details.history says what the wallet has paid), payment_network_unavailable, '
-              + 'settlement_pending, store_unavailable (retryable).'),
+              + 'settlement_pending, provisioning_pending (paid, not provisioned yet: retry the same request; '
+              + 'refunded in full if never), store_unavailable (retryable).'),
           },
         },
       },
@@ -287,11 +291,16 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
         responses: {
           200: paidResponse('The order and the upgraded service.'),
           400: error('idempotency_key_missing or malformed, payment_id_invalid.'),
-          409: error('upgrade_not_possible, upgrade_changes_nothing, upgrade_in_progress (another upgrade of the service is being paid), service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is charged.'),
+          409: error('upgrade_not_possible, upgrade_changes_nothing, upgrade_in_progress (another upgrade of the '
+            + 'service is being paid), service_changed, idempotency_key_reused, payment_id_conflict, '
+            + 'payment_already_used. Nothing is charged. Paid but settled after a stop: service_stopped or '
+            + 'order_refunded (refunded in full).'),
           422: error('invalid_request: error.details points at the problem.'),
           ...common,
           402: paymentRequired,
-          503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, store_unavailable (retryable).'),
+          503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, '
+            + 'provisioning_pending (paid, not provisioned yet: retry the same request; refunded in full if '
+            + 'never), store_unavailable (retryable).'),
         },
       },
     },
@@ -309,11 +318,16 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
         responses: {
           200: paidResponse('The order (extension_of, configuration.duration_hours) and the extended service.'),
           400: error('idempotency_key_missing or malformed, payment_id_invalid.'),
-          409: error('service_stopped (it was stopped and refunded), extension_grace_over, extension_too_long (the product\'s maximum duration), extension_not_possible, amount_out_of_range, extension_in_progress, service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is charged.'),
+          409: error('service_stopped (it was stopped and refunded), extension_grace_over, extension_too_long (the '
+            + 'product\'s maximum duration), extension_not_possible, amount_out_of_range, extension_in_progress, '
+            + 'service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is '
+            + 'charged. Paid but settled after a stop: service_stopped or order_refunded (refunded in full).'),
           422: error('invalid_request: error.details points at the problem.'),
           ...common,
           402: paymentRequired,
-          503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, store_unavailable (retryable).'),
+          503: error('machine_payment_not_configured, payment_network_unavailable, settlement_pending, '
+            + 'provisioning_pending (paid, not provisioned yet: retry the same request; refunded in full if '
+            + 'never), store_unavailable (retryable).'),
         },
       },
     },

@@ -183,10 +183,46 @@ export const availabilitySchema = {
   },
 };
 
+const receiptSchema = {
+  oneOf: [
+    {
+      type: 'object', required: ['format', 'signature'],
+      properties: { format: { const: 'jws' }, signature: { type: 'string' } },
+    },
+    { type: 'null' },
+  ],
+};
+
+/** One transfer of a refund, to one wallet that paid (src/refunds/refund-view.ts). */
+const refundTransferSchema = {
+  type: 'object',
+  required: [
+    'id', 'to', 'amount', 'order_ids', 'status', 'transaction', 'pending_reason', 'waits_for_operator', 'receipt',
+  ],
+  properties: {
+    id: { type: 'string' },
+    to: { type: ['string', 'null'], description: 'The wallet that made these payments, as their Transfer logs say.' },
+    amount: { oneOf: [amountSchema, { type: 'null' }] },
+    order_ids: {
+      type: 'array', items: { type: 'string' },
+      description: 'The payments (order, upgrades, extensions) this wallet made.',
+    },
+    status: { enum: ['pending', 'sent', 'failed'] },
+    transaction: { type: ['string', 'null'] },
+    pending_reason: { type: ['string', 'null'] },
+    waits_for_operator: { type: 'boolean' },
+    sent_at: { type: ['string', 'null'] },
+    receipt: { ...receiptSchema, description: 'Once sent: a JWS signed with the operator key naming this transfer.' },
+  },
+};
+
 /** A refund as its owner reads it (src/refunds/refund-view.ts). */
 export const refundSchema = {
   type: 'object',
-  required: ['id', 'reason', 'status', 'amount', 'to', 'order_ids', 'transaction', 'pending_reason', 'waits_for_operator', 'receipt'],
+  required: [
+    'id', 'reason', 'status', 'amount', 'to', 'order_ids', 'transaction', 'pending_reason', 'waits_for_operator',
+    'receipt', 'transfers',
+  ],
   properties: {
     id: { type: 'string' },
     reason: { enum: ['stopped', 'provisioning_failed'], description: 'stopped: the owner stopped the service; provisioning_failed: a paid order could not be delivered (refunded in full).' },
@@ -201,8 +237,15 @@ export const refundSchema = {
     created_at: { type: 'string' },
     sent_at: { type: ['string', 'null'] },
     receipt: {
-      oneOf: [{ type: 'object', required: ['format', 'signature'], properties: { format: { const: 'jws' }, signature: { type: 'string' } } }, { type: 'null' }],
-      description: 'Once sent: a JWS signed with the operator key (offer-receipt extension format, kind "refund").',
+      ...receiptSchema,
+      description: 'Once sent: a JWS signed with the operator key (offer-receipt extension format, kind "refund"). '
+        + 'Null when the refund goes to several wallets: see transfers.',
+    },
+    transfers: {
+      type: 'array', items: refundTransferSchema,
+      description: 'One transfer per wallet that paid for the service (its order, upgrades, extensions): each gets '
+        + 'back at most what it paid, latest payment first. to, transaction and receipt are null at the top when '
+        + 'there are several.',
     },
   },
 };

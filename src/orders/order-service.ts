@@ -54,6 +54,8 @@ export interface OrderServiceOptions {
   waitForInFlightMs: number;
   /** Refuses payments that cannot be valid before the facilitator (and the chain) is asked. */
   precheck?: PaymentPrecheck;
+  /** A paid order not provisioned by then is refunded in full (src/refunds): what a 503 provisioning_pending says. */
+  refundAfterMs?: number;
 }
 
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
@@ -244,8 +246,26 @@ export class OrderService {
           'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
           { retryable: true, headers: { 'Retry-After': '5' } });
       }
-      throw e;
+      throw await this.paidNotProvisioned(claimed.id) ?? e;
     }
+  }
+
+  /**
+   * The payment was taken but provisioning failed: the order stays provisioning, retried, else refunded in full (maybe
+   * already, by another instance's worker or recovery while this request waited).
+   */
+  private async paidNotProvisioned(orderId: string): Promise<ApiError | undefined> {
+    const order = await this.orders.byId(orderId).catch(() => undefined);
+    if (order?.state === 'refunded') return refundedError(order);
+    if (order?.state !== 'provisioning') return undefined;
+    const after = this.options.refundAfterMs;
+    const bound = after === undefined ? '' : ` within ${Math.round(after / 1000)} s`;
+    return new ApiError(503, 'provisioning_pending',
+      `The payment was taken (order ${order.id}) but the service could not be provisioned yet; it is retried `
+      + 'automatically. Retry this same request with the same Idempotency-Key in a few seconds to get the service; '
+      + `you will not be charged twice. If it cannot be provisioned${bound}, everything it paid is refunded `
+      + `automatically: GET /orders/${order.id} shows the refund.`,
+      { retryable: true, headers: { 'Retry-After': '5' }, details: [{ order_id: order.id }] });
   }
 
   /**
@@ -384,9 +404,7 @@ export class OrderService {
       order = await this.orders.byId(existing.id);
     }
     if (order?.state === 'active') return this.respond(order, true, resourceUrl);
-    if (order?.state === 'refunded') {
-      throw new ApiError(409, 'order_refunded', `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key if you still need the service.`);
-    }
+    if (order?.state === 'refunded') throw refundedError(order);
     if (order?.state === 'failed') {
       throw new ApiError(409, 'idempotency_in_progress', 'The earlier attempt with this key failed without charging; retry now with a new payment.', { retryable: true, headers: { 'Retry-After': '1' } });
     }
@@ -411,6 +429,13 @@ export class OrderService {
       paymentResponse: PaymentGateway.responseHeader({ ...settlement, ...(extensions && { extensions }) }),
     };
   }
+}
+
+function refundedError(order: OrderRow): ApiError {
+  return new ApiError(409, 'order_refunded',
+    `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is `
+    + `refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key `
+    + 'if you still need the service.', { details: [{ order_id: order.id }] });
 }
 
 /** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */

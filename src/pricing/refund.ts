@@ -9,6 +9,15 @@ export interface RefundPayment {
   /** Decimal strings; "0" when the payment bought no hours (it then has no unused share). */
   hours: string;
   unused_hours: string;
+  /** The wallet that made this payment, as its own Transfer log names it: what it gets back goes there. */
+  payer?: string;
+}
+
+/** One transfer of a refund: what goes back to one wallet, for the payments it made. */
+export interface RefundTransfer {
+  payer: string;
+  order_ids: string[];
+  amount_atomic: string;
 }
 
 /**
@@ -34,6 +43,11 @@ export interface RefundEvaluation {
   lines: PriceLine[];
   /** Credits minus deductions, as the rules' lines add up (may be below zero). */
   total_atomic: string;
+  /**
+   * Who gets what (when every payment names its payer): one transfer per wallet, none below the minimum. The amount
+   * is then their sum.
+   */
+  transfers?: RefundTransfer[];
   /** The money proven received for these payments, minus refunds already made: never refunded beyond this. */
   bound_atomic: string;
   minimum_atomic: string;
@@ -49,12 +63,8 @@ export interface RefundEvaluation {
 export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Promise<RefundEvaluation> {
   const entry = snapshot.catalog.byId.get(input.product_id);
   const received = input.payments.reduce((sum, p) => sum.plus(p.amount_atomic), new Decimal(0));
-  const unused = input.payments.reduce((sum, p) => {
-    const hours = new Decimal(p.hours);
-    if (hours.lessThanOrEqualTo(0)) return sum;
-    const left = Decimal.max(0, Decimal.min(hours, p.unused_hours));
-    return sum.plus(new Decimal(p.amount_atomic).times(left).dividedBy(hours).floor());
-  }, new Decimal(0));
+  const shares = input.payments.map(unusedShare);
+  const unused = shares.reduce((sum, share) => sum.plus(share), new Decimal(0));
   const facts = {
     product: entry?.product ?? { id: input.product_id },
     settings: snapshot.catalog.settings,
@@ -67,6 +77,10 @@ export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Pr
   const bound = Decimal.max(0, received.minus(input.refunded_atomic));
   const minimum = new Decimal(snapshot.catalog.settings.refunds?.minimum ?? '0').times(1_000_000).ceil();
   const within = Decimal.max(0, Decimal.min(total, bound));
+  const amount = within.lessThan(minimum) ? new Decimal(0) : within;
+  const named = input.payments.every((p) => p.payer);
+  const transfers = named ? splitByPayer(input.payments, shares, amount, minimum) : undefined;
+  const sent = transfers ? transfers.reduce((sum, t) => sum.plus(t.amount_atomic), new Decimal(0)) : amount;
   const { product: _p, settings: _s, ...recorded } = facts;
   return {
     facts: { product_id: input.product_id, ...recorded },
@@ -75,6 +89,46 @@ export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Pr
     total_atomic: total.toFixed(0),
     bound_atomic: bound.toFixed(0),
     minimum_atomic: minimum.toFixed(0),
-    amount_atomic: within.lessThan(minimum) ? '0' : within.toFixed(0),
+    ...(transfers && { transfers }),
+    amount_atomic: sent.toFixed(0),
   };
+}
+
+/** A payment's unused share: its amount times the unused part of the hours it paid for, rounded down. */
+function unusedShare(p: RefundPayment): Decimal {
+  const hours = new Decimal(p.hours);
+  if (hours.lessThanOrEqualTo(0)) return new Decimal(0);
+  const left = Decimal.max(0, Decimal.min(hours, p.unused_hours));
+  return new Decimal(p.amount_atomic).times(left).dividedBy(hours).floor();
+}
+
+/**
+ * Who gets the amount back when several wallets paid for one service (an order, then extensions or upgrades paid by
+ * other wallets). It is given back to the payments latest paid first, each at most its own unused share, then (if the
+ * rules credit more) at most what it paid: what the rules keep (the base fee, transfer used) falls on the earliest
+ * payments, the order's first. So no wallet gets back more than it paid, nor any of the money another wallet paid,
+ * whatever the order of payments. Per wallet, nothing below the minimum is sent (no gas spent on dust).
+ */
+function splitByPayer(
+  payments: RefundPayment[], shares: Decimal[], amount: Decimal, minimum: Decimal,
+): RefundTransfer[] {
+  const given = payments.map(() => new Decimal(0));
+  let left = amount;
+  for (const cap of [(i: number) => shares[i], (i: number) => new Decimal(payments[i].amount_atomic)]) {
+    for (let i = payments.length - 1; i >= 0 && left.greaterThan(0); i--) {
+      const more = Decimal.min(left, Decimal.max(0, cap(i).minus(given[i])));
+      given[i] = given[i].plus(more);
+      left = left.minus(more);
+    }
+  }
+  const byPayer = new Map<string, { order_ids: string[]; amount: Decimal }>();
+  payments.forEach((p, i) => {
+    const payer = p.payer!;
+    const entry = byPayer.get(payer) ?? { order_ids: [], amount: new Decimal(0) };
+    entry.order_ids.push(p.order_id);
+    entry.amount = entry.amount.plus(given[i]);
+    byPayer.set(payer, entry);
+  });
+  return [...byPayer].filter(([, t]) => t.amount.greaterThan(0) && !t.amount.lessThan(minimum))
+    .map(([payer, t]) => ({ payer, order_ids: t.order_ids, amount_atomic: t.amount.toFixed(0) }));
 }

@@ -1,6 +1,6 @@
 import { refundRecord } from '../audit/index.js';
 import { randomId } from '../ids/index.js';
-import { evaluateRefund, type RefundInput } from '../pricing/index.js';
+import { evaluateRefund, type RefundEvaluation, type RefundInput } from '../pricing/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { Client } from '../store/index.js';
 import type { RefundDeps } from './refund-deps.js';
@@ -32,20 +32,21 @@ export async function computeRefund(deps: RefundDeps, refundId: string): Promise
     await client.query('SELECT audit_append($1, $2, $3, $4, $5, $6)', [evaluationId, record.kind, snapshot.hash, refund.service_id ?? refund.order_id, text, hash]);
     const amount = BigInt(evaluation.amount_atomic);
     const needsApproval = amount > 0n && await overDailyCap(deps, client, amount);
-    return deps.store.computed(client, refund.id, {
-      status: amount > 0n ? 'pending' : 'none',
+    const transfers = evaluation.transfers;
+    const pendingReason = whyNotSentYet(deps, evaluation, needsApproval);
+    const split = transfers !== undefined && transfers.length > 1;
+    const whole = await deps.store.computed(client, refund.id, {
+      status: amount === 0n ? 'none' : split ? 'split' : 'pending',
       amount: evaluation.amount_atomic,
       evaluationId,
       orderIds: terms.orderIds,
-      payer: terms.payer,
+      payer: split ? null : transfers?.[0]?.payer ?? terms.payer,
       fromBlock,
       needsApproval,
-      pendingReason: amount === 0n
-        ? `nothing to refund: the unused share less what is kept (${evaluation.total_atomic} atomic units) is below the minimum refund of ${atomicToAmount(evaluation.minimum_atomic, 6)} USDC`
-        : needsApproval
-          ? `waits for an operator: refunds over the daily cap of ${atomicToAmount(String(deps.settings.maxPerDayAtomic), 6)} USDC are approved by hand`
-          : deps.settings.walletMissingReason ?? null,
+      pendingReason: split ? null : pendingReason,
     });
+    if (split) await deps.store.insertParts(client, whole, transfers, { fromBlock, needsApproval, pendingReason });
+    return whole;
   });
   if (!done) throw new Error(`no refund ${refundId}`);
   if (done.status !== 'computing') deps.log.info({ refund_id: done.id, amount_atomic: done.amount_atomic, status: done.status, service_id: done.service_id }, 'refund computed');
@@ -63,6 +64,20 @@ async function termsOf(client: Client, refund: RefundRow): Promise<{ input: Omit
      FROM orders WHERE id = $1`, [refund.order_id]);
   const terms = failureTerms(refund.id, order, refund.service_id, refund.as_of);
   return { ...terms, orderIds: [order.id] };
+}
+
+/** Why a refund is not on its way at once: nothing to send, waiting for an operator, or no refund wallet. */
+function whyNotSentYet(deps: RefundDeps, evaluation: RefundEvaluation, needsApproval: boolean): string | null {
+  if (evaluation.amount_atomic === '0') {
+    const minimum = atomicToAmount(evaluation.minimum_atomic, 6);
+    return `nothing to refund: the unused share less what is kept (${evaluation.total_atomic} atomic units `
+      + `in all) is below the minimum refund of ${minimum} USDC for each wallet that paid`;
+  }
+  if (needsApproval) {
+    const cap = atomicToAmount(String(deps.settings.maxPerDayAtomic), 6);
+    return `waits for an operator: refunds over the daily cap of ${cap} USDC are approved by hand`;
+  }
+  return deps.settings.walletMissingReason ?? null;
 }
 
 /** Whether this refund takes the last 24 hours' refunds over the daily cap (serialized: two refunds cannot both fit). */

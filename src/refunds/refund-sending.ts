@@ -83,7 +83,10 @@ async function recordSent(deps: RefundDeps, refund: RefundRow, from: string, pro
     await client.query('SELECT audit_append($1, $2, $3, $4, $5, $6)', [id, record.kind, null, sent.service_id ?? sent.order_id, text, hash]);
     await recordEvent(client, {
       type: 'refund.sent', serviceId: sent.service_id ?? undefined, orderId: sent.order_id ?? undefined, apiKeyId: sent.api_key_id,
-      data: { refund_id: sent.id, reason: sent.reason, amount_atomic: sent.amount_atomic, to: sent.payer, transaction: proof.transaction, order_ids: sent.order_ids },
+      data: {
+        refund_id: sent.id, ...(sent.part_of && { part_of: sent.part_of }), reason: sent.reason,
+        amount_atomic: sent.amount_atomic, to: sent.payer, transaction: proof.transaction, order_ids: sent.order_ids,
+      },
     });
     return sent;
   });

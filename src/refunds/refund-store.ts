@@ -1,8 +1,10 @@
 import { keccak256, toBytes } from 'viem';
 import { randomId } from '../ids/index.js';
+import type { RefundTransfer } from '../pricing/index.js';
 import type { Client, Database } from '../store/index.js';
 
-export type RefundStatus = 'computing' | 'pending' | 'sent' | 'failed' | 'none';
+/** split: paid back by its parts, one refund per wallet that paid (part_of names the refund they are parts of). */
+export type RefundStatus = 'computing' | 'pending' | 'sent' | 'failed' | 'none' | 'split';
 
 export interface RefundRow {
   id: string;
@@ -11,6 +13,7 @@ export interface RefundRow {
   api_key_id: string;
   reason: 'stopped' | 'provisioning_failed';
   status: RefundStatus;
+  part_of: string | null;
   order_ids: string[];
   payer: string | null;
   amount_atomic: string | null;
@@ -36,7 +39,24 @@ export function refundNonce(id: string): `0x${string}` {
   return keccak256(toBytes(`agent-audio refund ${id}`));
 }
 
-const COLUMNS = 'id, service_id, order_id, api_key_id, reason, status, order_ids, payer, amount_atomic::text AS amount_atomic, evaluation_id, nonce, from_address, from_block::text AS from_block, needs_approval, approved_at, approved_by, pending_reason, transaction, proof, attempts, next_attempt_at, as_of, created_at, sent_at';
+const COLUMNS = [
+  'id, service_id, order_id, api_key_id, reason, status, part_of, order_ids, payer, ',
+  'amount_atomic::text AS amount_atomic, evaluation_id, nonce, from_address, ',
+  'from_block::text AS from_block, needs_approval, approved_at, approved_by, pending_reason, ',
+  'transaction, proof, attempts, next_attempt_at, as_of, created_at, sent_at',
+].join('');
+
+/** A refund's amount once computed: to send (pending), to send in parts (split), or nothing to send (none). */
+interface ComputedFields extends PartFields {
+  status: 'pending' | 'none' | 'split';
+  amount: string;
+  evaluationId: string;
+  orderIds: string[];
+  payer: string | null;
+}
+
+/** What every part of a split refund shares with the whole. */
+interface PartFields { fromBlock: string | null; needsApproval: boolean; pendingReason: string | null }
 
 /** The refunds outbox in PostgreSQL: a refund is committed with what it pays back, before anything is sent. */
 export class RefundStore {
@@ -72,13 +92,35 @@ export class RefundStore {
   }
 
   async stopOf(serviceId: string, client?: Client): Promise<RefundRow | undefined> {
-    const sql = `SELECT ${COLUMNS} FROM refunds WHERE service_id = $1 AND reason = 'stopped'`;
+    const sql = `SELECT ${COLUMNS} FROM refunds WHERE service_id = $1 AND reason = 'stopped' AND part_of IS NULL`;
     return client ? (await client.query(sql, [serviceId])).rows[0] as RefundRow | undefined : (await this.db.query<RefundRow & Record<string, unknown>>(sql, [serviceId]))[0];
   }
 
   /** Every refund that pays back this order (the stop of its service, or its own failure refund). */
   async forOrder(orderId: string): Promise<RefundRow[]> {
-    return this.db.query<RefundRow & Record<string, unknown>>(`SELECT ${COLUMNS} FROM refunds WHERE $1 = ANY(order_ids) OR order_id = $1 ORDER BY created_at`, [orderId]);
+    return this.db.query<RefundRow & Record<string, unknown>>(
+      `SELECT ${COLUMNS} FROM refunds WHERE ($1 = ANY(order_ids) OR order_id = $1) AND part_of IS NULL
+       ORDER BY created_at`, [orderId]);
+  }
+
+  /** The parts of a split refund, one per wallet, in the order the evaluation named them. */
+  async partsOf(id: string): Promise<RefundRow[]> {
+    return this.db.query<RefundRow & Record<string, unknown>>(
+      `SELECT ${COLUMNS} FROM refunds WHERE part_of = $1 ORDER BY created_at, id`, [id]);
+  }
+
+  /** The parts of a refund that goes back to several wallets, to be sent like any refund (their own nonces). */
+  async insertParts(client: Client, whole: RefundRow, parts: RefundTransfer[], fields: PartFields): Promise<void> {
+    for (const part of parts) {
+      const id = randomId('rf_', 18);
+      await client.query(
+        `INSERT INTO refunds (id, service_id, api_key_id, reason, status, part_of, order_ids, payer, amount_atomic,
+                              evaluation_id, nonce, from_block, needs_approval, pending_reason, as_of)
+         VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [id, whole.service_id, whole.api_key_id, whole.reason, whole.id, part.order_ids, part.payer, part.amount_atomic,
+          whole.evaluation_id, refundNonce(id), fields.fromBlock, fields.needsApproval, fields.pendingReason,
+          whole.as_of]);
+    }
   }
 
   /** What was already refunded (or is committed to be) for any of these orders, except by `exceptId`. */
@@ -97,7 +139,7 @@ export class RefundStore {
     return BigInt((row as { sum: string }).sum);
   }
 
-  async computed(client: Client, id: string, fields: { status: 'pending' | 'none'; amount: string; evaluationId: string; orderIds: string[]; payer: string | null; fromBlock: string | null; needsApproval: boolean; pendingReason: string | null }): Promise<RefundRow> {
+  async computed(client: Client, id: string, fields: ComputedFields): Promise<RefundRow> {
     const { rows: [row] } = await client.query(
       `UPDATE refunds SET status = $2, amount_atomic = $3, evaluation_id = $4, order_ids = $5, payer = $6, from_block = $7,
          needs_approval = $8, pending_reason = $9, lease_until = NULL, next_attempt_at = now(), updated_at = now()
@@ -138,11 +180,12 @@ export class RefundStore {
     return row as RefundRow | undefined;
   }
 
-  async approve(id: string, by: string): Promise<RefundRow | undefined> {
-    const [row] = await this.db.query<RefundRow & Record<string, unknown>>(
+  /** Approves a refund waiting for an operator; for a split refund, each of its parts. The transfers approved. */
+  async approve(id: string, by: string): Promise<RefundRow[]> {
+    return this.db.query<RefundRow & Record<string, unknown>>(
       `UPDATE refunds SET approved_at = now(), approved_by = $2, next_attempt_at = now(), pending_reason = NULL, updated_at = now()
-       WHERE id = $1 AND status = 'pending' AND needs_approval AND approved_at IS NULL RETURNING ${COLUMNS}`, [id, by]);
-    return row;
+       WHERE (id = $1 OR part_of = $1) AND status = 'pending' AND needs_approval AND approved_at IS NULL
+       RETURNING ${COLUMNS}`, [id, by]);
   }
 
   async list(limit = 100): Promise<RefundRow[]> {

@@ -53,7 +53,10 @@ export function failureTerms(refundId: string, order: PaidRow & { product_id: st
       product_id: order.product_id,
       reason: 'provisioning_failed',
       as_of: asOf.toISOString(),
-      payments: [{ order_id: order.id, kind: order.kind, amount_atomic: order.amount_atomic, hours: String(order.hours ?? '0'), unused_hours: String(order.hours ?? '0') }],
+      payments: [{
+        order_id: order.id, kind: order.kind, amount_atomic: order.amount_atomic, hours: String(order.hours ?? '0'),
+        unused_hours: String(order.hours ?? '0'), payer: payerOf(order),
+      }],
       transfer_used_gb: '0',
     },
     payer: payerOf(order),
@@ -81,7 +84,10 @@ function unusedHours(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): 
       unusedMs = Math.max(0, baseEnd - now);
     }
     const unused = Decimal.min(hours, new Decimal(unusedMs).dividedBy(HOUR_MS)).toDecimalPlaces(6, Decimal.ROUND_DOWN);
-    return { order_id: p.id, kind: p.kind, amount_atomic: p.amount_atomic, hours: hours.toFixed(), unused_hours: unused.toFixed() };
+    return {
+      order_id: p.id, kind: p.kind, amount_atomic: p.amount_atomic, hours: hours.toFixed(),
+      unused_hours: unused.toFixed(), payer: payerOf(p),
+    };
   });
 }
 

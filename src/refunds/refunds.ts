@@ -16,7 +16,7 @@ export class Refunds {
 
   async stop(service: StoppableService): Promise<StopOutcome> {
     const { refund, stoppedAt, repeated } = await stopService(this.deps, service);
-    if (refund.status === 'pending') this.wake();
+    if (refund.status === 'pending' || refund.status === 'split') this.wake();
     return { stopped_at: stoppedAt.toISOString(), reason: 'stopped', refund: await this.view(refund), idempotent_replay: repeated };
   }
 
@@ -38,9 +38,9 @@ export class Refunds {
     return this.deps.store.list(limit);
   }
 
-  async approve(id: string, by: string): Promise<RefundRow | undefined> {
+  async approve(id: string, by: string): Promise<RefundRow[]> {
     const approved = await this.deps.store.approve(id, by);
-    if (approved) this.wake();
+    if (approved.length) this.wake();
     return approved;
   }
 }

@@ -193,6 +193,8 @@ export class ServiceRecords {
   async applyExtension(client: Client, serviceId: string, orderId: string, hours: number): Promise<ServiceRow> {
     const { rows: [found] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
     const before = found as ServiceRow;
+    // Stopped (and refunded) after this extension was claimed: never revived; the extension is refunded in full.
+    if (before.stopped_at) throw new ServiceStopped(serviceId);
     const added = new Decimal(String(hours));
     const expiresAt = new Date(before.expires_at!.getTime() + added.times(3_600_000).floor().toNumber());
     const limits = { ...before.limits, duration_hours: new Decimal(String(before.limits.duration_hours ?? 0)).plus(added).toNumber() };
