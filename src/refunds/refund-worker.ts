@@ -4,6 +4,7 @@ import { finishStop } from './service-stop.js';
 import type { RefundDeps } from './refund-deps.js';
 import { retryDelaySeconds, sendRefund } from './refund-sending.js';
 import { refundUndeliveredOrders } from './undelivered-orders.js';
+import { PeriodicTask } from '../tasks/index.js';
 
 /**
  * Sends what is in the refunds outbox, on every instance: refunds are leased (FOR UPDATE SKIP LOCKED) so instances
@@ -11,31 +12,24 @@ import { refundUndeliveredOrders } from './undelivered-orders.js';
  * from paying twice. Also finishes stops an instance did not finish and refunds paid orders that were not delivered.
  */
 export class RefundWorker {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly task: PeriodicTask;
 
-  constructor(private readonly deps: RefundDeps, private readonly log: Logger, private readonly options: { intervalMs: number; leaseSeconds: number }) {}
+  constructor(
+    private readonly deps: RefundDeps,
+    private readonly log: Logger,
+    private readonly options: { intervalMs: number; leaseSeconds: number },
+  ) {
+    this.task = new PeriodicTask('refund worker', () => this.runOnce(), options.intervalMs, log);
+  }
 
   start(): void {
-    this.timer = setTimeout(this.tick, 0);
+    this.task.start();
   }
 
   /** Runs a pass soon (after a stop), instead of at the next interval. */
   kick(): void {
-    if (!this.timer) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(this.tick, 0);
+    this.task.kick();
   }
-
-  private readonly tick = (): void => {
-    const previous = this.running ?? Promise.resolve();
-    this.running = previous.then(() => this.runOnce()).catch((err) => this.log.error({ err }, 'refund worker failed')).finally(() => {
-      if (this.timer) {
-        clearTimeout(this.timer);
-        this.timer = setTimeout(this.tick, this.options.intervalMs);
-      }
-    });
-  };
 
   async runOnce(): Promise<number> {
     await refundUndeliveredOrders(this.deps).catch((err) => this.log.warn({ err }, 'could not refund undelivered orders'));
@@ -63,9 +57,7 @@ export class RefundWorker {
     return due.length;
   }
 
-  async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }

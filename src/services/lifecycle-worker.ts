@@ -5,6 +5,7 @@ import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisio
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
+import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
 export type MountUsage = Pick<MountSnapshot, 'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'> & {
@@ -56,25 +57,19 @@ const GB = new Decimal(1_000_000_000);
  * when it dies its connection closes and another instance takes over.
  */
 export class LifecycleWorker {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly task: PeriodicTask;
   private leaderConnection?: Client;
 
-  constructor(private readonly deps: LifecycleDeps) {}
+  constructor(private readonly deps: LifecycleDeps) {
+    this.task = new PeriodicTask('life-cycle tick', () => this.tick(), deps.intervalMs, deps.log);
+  }
 
   start(): void {
-    const loop = () => {
-      this.running = this.tick().catch((err) => this.deps.log.error({ err }, 'life-cycle tick failed')).finally(() => {
-        if (this.timer) this.timer = setTimeout(loop, this.deps.intervalMs);
-      });
-    };
-    this.timer = setTimeout(loop, 0);
+    this.task.start();
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.task.stop();
     const connection = this.leaderConnection;
     this.leaderConnection = undefined;
     connection?.release(true);
