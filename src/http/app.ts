@@ -13,6 +13,7 @@ import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import type { Refunds } from '../refunds/index.js';
 import type { MediaLibrary, ServiceRecords } from '../services/index.js';
+import type { HlsManager } from '../hls/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { auditRoutes } from './audit.js';
 import type { CapacityView } from './availability.js';
@@ -23,6 +24,7 @@ import { siteOpenApiDocument } from './openapi-site.js';
 import type { ErrorLogger } from './error-document.js';
 import { envelope, fixedAnswers, type EnvelopeParts } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
+import { hlsRoutes } from './hls.js';
 import { keyRoutes } from './keys.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
@@ -71,6 +73,8 @@ export interface AppDeps {
   capacity?: CapacityView;
   /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
   paymentTerms?: PaymentTerms;
+  /** HLS renditions of services (GET /hls/{service_id}/…), while streaming runs. */
+  hls?: HlsManager;
 }
 
 /**
@@ -109,6 +113,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   eventRoutes(router, deps);
   auditRoutes(router, deps);
+  hlsRoutes(router, deps.hls);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
   router.get('/openapi.json', async (ctx) => {
     ctx.type = 'application/json; charset=utf-8';

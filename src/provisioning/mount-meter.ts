@@ -99,6 +99,15 @@ export interface MountMeterOptions {
   /** Ask listclients for each mount with listeners on every poll (connected seconds). Default true. */
   listClients?: boolean;
   now?: () => number;
+  /** Our own readers of the mounts (the HLS segmenter): never counted as listeners, their bytes never as sent. */
+  internal?: InternalListeners;
+}
+
+/** Listeners of our own that Icecast counts like any other; only authenticated ones carry the agent (see the decider). */
+export interface InternalListeners {
+  isInternalAgent(userAgent: string): boolean;
+  /** Bytes our connected readers of `mount` have received in this source session (what Icecast's counter holds of them). */
+  connectedBytes(mount: string): number;
 }
 
 export interface MeterPoll {
@@ -137,9 +146,13 @@ export class MountMeter {
   /** The access-log position matching the counted entries (the reader may be ahead during a poll). */
   private logPosition: AccessLogPosition | null;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly internal?: InternalListeners;
+  /** Our own readers seen connected by the last listclients, per mount (subtracted from the stats count). */
+  private readonly internalConnected = new Map<string, number>();
 
   constructor(options: MountMeterOptions = {}) {
     this.admin = options.admin;
+    this.internal = options.internal;
     this.askClients = options.listClients ?? true;
     this.now = options.now ?? Date.now;
     const state = options.state;
@@ -203,6 +216,11 @@ export class MountMeter {
     for (const e of entries) {
       if (e.kind !== 'listener' || e.status < 200 || e.status > 299) continue;
       const c = this.counters(e.mount);
+      if (this.internal?.isInternalAgent(e.userAgent)) {
+        // Out of the session's counter too, or the connected listeners' share would still hold its bytes.
+        if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
+        continue;
+      }
       c.finishedListeners++;
       c.finishedListenerBytes += e.bytes;
       if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
@@ -252,8 +270,9 @@ export class MountMeter {
       }
       c.sourceConnected = true;
       // listclients (when asked) replaces this with the exact count right after.
-      c.listeners = s.listeners;
-      c.peakListeners = Math.max(c.peakListeners, s.listeners, s.listenerPeak);
+      const ours = this.internalConnected.get(s.mount) ?? 0;
+      c.listeners = Math.max(0, s.listeners - ours);
+      c.peakListeners = Math.max(c.peakListeners, c.listeners, s.listenerPeak - ours);
       c.lastSeenAt = new Date(at).toISOString();
     }
     for (const [mount, c] of this.mounts) {
@@ -263,13 +282,16 @@ export class MountMeter {
       c.sourceConnected = false;
       c.listeners = 0;
       this.liveSeconds.delete(mount);
+      this.internalConnected.delete(mount);
     }
     this.lastPollAt = at;
   }
 
   /** Feeds one listclients answer for `mount`. */
-  observeClients(mount: string, clients: readonly ListenerInfo[]): void {
+  observeClients(mount: string, all: readonly ListenerInfo[]): void {
     const c = this.counters(mount);
+    const clients = this.internal ? all.filter((l) => !this.internal!.isInternalAgent(l.userAgent)) : all;
+    this.internalConnected.set(mount, all.length - clients.length);
     c.listeners = clients.length;
     c.peakListeners = Math.max(c.peakListeners, clients.length);
     if (this.accessLog) this.liveSeconds.set(mount, clients.reduce((sum, l) => sum + l.connectedSeconds, 0));
@@ -332,10 +354,10 @@ export class MountMeter {
   }
 
   /** Bytes the session's connected listeners took so far: its stats counter minus its finished listeners. */
-  private connectedListenerBytes(c: MountCounters): number {
+  private connectedListenerBytes(mount: string, c: MountCounters): number {
     const s = c.session;
     if (!c.sourceConnected || c.listeners === 0 || !s || s.closed) return 0;
-    return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0));
+    return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0) - (this.internal?.connectedBytes(mount) ?? 0));
   }
 
   private toSnapshot(mount: string, c: MountCounters): MountSnapshot {
@@ -344,7 +366,7 @@ export class MountMeter {
       listeners: c.listeners,
       peakListeners: c.peakListeners,
       listenerSeconds: c.closedListenerSeconds + (c.sourceConnected ? this.liveSeconds.get(mount) ?? 0 : 0),
-      bytesSent: this.accessLog ? c.finishedListenerBytes + this.connectedListenerBytes(c) : c.bytesSent,
+      bytesSent: this.accessLog ? c.finishedListenerBytes + this.connectedListenerBytes(mount, c) : c.bytesSent,
       bytesRead: c.bytesRead,
       bytesReadEstimated: c.bytesReadEstimated ?? 0,
       sourceConnected: c.sourceConnected,

@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import {
-  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type SourceBudgetOptions, type MountMeterState, type MountSnapshot, type SourceBudgetState,
+  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type InternalListeners, type SourceBudgetOptions, type MountMeterState, type MountSnapshot, type SourceBudgetState,
 } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
@@ -25,6 +25,8 @@ export class IcecastUsageMeter implements UsageMeter {
     private readonly log: Logger,
     budgetOptions: SourceBudgetOptions = {},
     private readonly budget = new SourceBudget(budgetOptions),
+    /** Our own readers of the mounts (the HLS segmenter), left out of listeners and bytes sent. */
+    private readonly internal?: InternalListeners,
   ) {}
 
   async poll(): Promise<boolean> {
@@ -80,7 +82,7 @@ export class IcecastUsageMeter implements UsageMeter {
       stats: (mount?: string) => this.admin()!.stats(mount),
       listClients: (mount: string) => this.admin()!.listClients(mount),
     };
-    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), ...(row && { state: row.state }) });
+    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), internal: this.internal, ...(row && { state: row.state }) });
   }
 }
 
