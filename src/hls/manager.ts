@@ -121,7 +121,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
 
   async segment(serviceId: string, token: string, name: string, ip: string): Promise<{ body: Buffer; session: HlsSession }> {
     if (!SEGMENT.test(name)) throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the media playlist.`);
-    const service = await this.serviceFor(serviceId);
+    const service = await this.serviceFor(serviceId, true);
     const rendition = this.renditions.get(service.id);
     const body = rendition && await readFile(join(rendition.dir, name)).catch(() => undefined);
     if (!body) {
@@ -136,16 +136,17 @@ export class HlsManager implements InternalReaders, InternalListeners {
     this.sessions.seen(session, bytes);
   }
 
-  private async serviceFor(serviceId: string): Promise<ServiceRow> {
-    const known = this.active.get(serviceId);
+  /**
+   * The service if it is live. Playlists read it from the database, so a stop shows at once; segments (as many again)
+   * may use the last life-cycle pass's view, a second old at most: without a playlist a player fetches none for long.
+   */
+  private async serviceFor(serviceId: string, cached = false): Promise<ServiceRow> {
+    const known = cached ? this.active.get(serviceId) : undefined;
     if (known && (!known.expires_at || known.expires_at.getTime() > Date.now())) return known;
     const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE id = $1', [serviceId]);
     if (!row) throw new ApiError(404, 'service_not_found', `No service ${serviceId}: check the hls_url in the service record (GET /services/{service_id}).`);
     const live = row.status === 'active' && (!row.expires_at || row.expires_at.getTime() > Date.now());
-    if (!live) {
-      throw new ApiError(410, 'service_not_active',
-        `This stream has ended (the service is ${row.status === 'active' ? 'expired' : row.status}); its owner can extend or buy a new one.`);
-    }
+    if (!live) throw ended(row.status === 'active' ? 'expired' : row.status);
     return row;
   }
 
@@ -191,6 +192,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
 
   private async admit(service: ServiceRow, token: string, ip: string): Promise<HlsSession> {
     const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, ip);
+    if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
     if (!admitted.accept) throw new ApiError(403, 'listener_limit_reached', admitted.message, { retryable: true, headers: { 'Retry-After': '10' } });
     return this.sessions.get(token) ?? this.sessions.open(token, service.id);
   }
@@ -215,4 +217,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
     await rendition.stop();
     this.options.log.info({ service_id: serviceId }, 'HLS rendition stopped');
   }
+}
+
+function ended(status: string): ApiError {
+  return new ApiError(410, 'service_not_active', `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`);
 }
