@@ -108,6 +108,10 @@ describe('HLS', { skip }, () => {
     // Nor does a listener pass as our segmenter (which takes no place) by borrowing its name without its secret.
     const impostor = { 'user-agent': 'agent-audio-api-hls-segmenter/1', authorization: `Basic ${Buffer.from('hls-segmenter:guess').toString('base64')}` };
     assert.equal(await icecastStatus(svc.stream_url, impostor), 401);
+    await waitFor('the impostor refused as such in Icecast\'s log', async () => {
+      const log = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8');
+      return log.includes('failed with "not an internal reader"');
+    }, 10_000);
 
     // The usage counts the HLS listener (and not the segmenter) and exactly the bytes HLS clients were sent.
     let fetchedAt = 0;
