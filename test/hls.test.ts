@@ -71,7 +71,7 @@ describe('HLS', { skip }, () => {
     assert.equal(master.headers.get('access-control-allow-origin'), '*');
     const [mediaUri] = uris(master.text);
     assert.match(mediaUri, /^live\.m3u8\?session=[A-Za-z0-9_-]{22}$/);
-    const mediaUrl = new URL(mediaUri, hlsUrl).href;
+    let mediaUrl = new URL(mediaUri, hlsUrl).href;
 
     const media = await get(mediaUrl, counted);
     assert.equal(media.status, 200);
@@ -134,10 +134,29 @@ describe('HLS', { skip }, () => {
     const played = spawnSync('ffmpeg', ['-v', 'error', '-i', mediaUrl, '-t', '2', '-f', 'null', '-'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(played.status, 0, played.stderr);
 
+    // serve restarts (Icecast with it, on a new port): the same HLS address works again once the source is back,
+    // the session's token takes its place again, and the usage saved before the restart stands.
+    const before = counted.bytes;
+    await service.stop();
+    encoder?.kill('SIGKILL');
+    service = await startService(service.env, { dataDir: service.dataDir });
+    const again = (await request(service, 'GET', `/services/${svc.service_id}`)).body.service;
+    assert.equal(again.endpoints.hls_url, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
+    encoder = startFfmpegSource(again.broadcast_url);
+    mediaUrl = `${service.baseUrl}/hls/${svc.service_id}/${mediaUri}`;
+    const resumed = await waitFor('the HLS playlist after the restart', async () => {
+      const answer = await get(mediaUrl, counted);
+      return answer.status === 200 && answer;
+    }, 40_000);
+    assert.match(uris(resumed.text)[0], new RegExp(`^seg\\d+\\.ts\\?session=${mediaUri.split('=')[1]}$`));
+    const after = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+    assert.ok(after.bytes.sent_to_listeners >= before, `${after.bytes.sent_to_listeners} >= ${before}`);
+    assert.equal((await get(hlsUrl.replace(/^http:\/\/[^/]+\/api\/v1/, service.baseUrl))).status, 403, 'the place is taken again');
+
     // Stopped: the playlist answers 410 with an error document, the rendition's files and ffmpeg are gone.
     const stopped = await request(service, 'POST', `/services/${svc.service_id}/stop`, { headers: { 'idempotency-key': 'stop-hls-test' } });
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
-    for (const url of [hlsUrl, mediaUrl]) {
+    for (const url of [`${service.baseUrl}/hls/${svc.service_id}/index.m3u8`, mediaUrl]) {
       const gone = await get(url);
       assert.equal(gone.status, 410);
       assert.equal(JSON.parse(gone.text).error.code, 'service_not_active');

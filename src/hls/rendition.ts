@@ -106,7 +106,8 @@ export class Rendition {
       '-f', 'hls', '-hls_time', String(HLS_SEGMENT_SECONDS), '-hls_list_size', '6',
       // Segment numbers from the clock: a restarted segmenter never reuses a name a client may have cached.
       '-hls_start_number_source', 'epoch',
-      '-hls_flags', 'delete_segments+temp_file+independent_segments',
+      // omit_endlist: a source that leaves and comes back must not tell players the stream has ended.
+      '-hls_flags', 'delete_segments+temp_file+independent_segments+omit_endlist',
       '-hls_segment_filename', join(this.dir, 'seg%d.ts'), join(this.dir, MEDIA_PLAYLIST),
     ];
   }
