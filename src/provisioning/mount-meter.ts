@@ -199,6 +199,8 @@ export class MountMeter {
     }
     // Applied together, so that no snapshot sees a listener both in the log and among the connected.
     this.ingest(entries, position);
+    // Our own readers are known before the stats count (which includes them) is read.
+    for (const [mount, list] of clients) if (list) this.internalConnected.set(mount, this.ownOf(list).length);
     this.observeStats(stats, at);
     for (const [mount, list] of clients) {
       if (list) this.observeClients(mount, list);
@@ -290,11 +292,16 @@ export class MountMeter {
   /** Feeds one listclients answer for `mount`. */
   observeClients(mount: string, all: readonly ListenerInfo[]): void {
     const c = this.counters(mount);
-    const clients = this.internal ? all.filter((l) => !this.internal!.isInternalAgent(l.userAgent)) : all;
-    this.internalConnected.set(mount, all.length - clients.length);
+    const own = this.ownOf(all);
+    const clients = own.length ? all.filter((l) => !own.includes(l)) : all;
+    this.internalConnected.set(mount, own.length);
     c.listeners = clients.length;
     c.peakListeners = Math.max(c.peakListeners, clients.length);
     if (this.accessLog) this.liveSeconds.set(mount, clients.reduce((sum, l) => sum + l.connectedSeconds, 0));
+  }
+
+  private ownOf(clients: readonly ListenerInfo[]): ListenerInfo[] {
+    return this.internal ? clients.filter((l) => this.internal!.isInternalAgent(l.userAgent)) : [];
   }
 
   snapshot(): MountSnapshot[];
