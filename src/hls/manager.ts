@@ -44,6 +44,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
   /** Active services as the last life-cycle pass saw them (requests check their service here first). */
   private active = new Map<string, ServiceRow>();
   private timer?: NodeJS.Timeout;
+  /** The last admission queued per service (see admit). */
+  private readonly admissions = new Map<string, Promise<void>>();
 
   constructor(private readonly options: HlsManagerOptions) {
     this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
@@ -190,7 +192,19 @@ export class HlsManager implements InternalReaders, InternalListeners {
     return this.admit(service, token, ip);
   }
 
-  private async admit(service: ServiceRow, token: string, ip: string): Promise<HlsSession> {
+  /**
+   * Admissions of one service lock its row in turn anyway: queued here, a burst of players (a link shared at once)
+   * waits in memory for its turn instead of holding every database connection of the pool while it waits.
+   */
+  private admit(service: ServiceRow, token: string, ip: string): Promise<HlsSession> {
+    const turn = (this.admissions.get(service.id) ?? Promise.resolve()).then(() => this.admitNow(service, token, ip));
+    const settled = turn.then(() => {}, () => {});
+    this.admissions.set(service.id, settled);
+    void settled.then(() => { if (this.admissions.get(service.id) === settled) this.admissions.delete(service.id); });
+    return turn;
+  }
+
+  private async admitNow(service: ServiceRow, token: string, ip: string): Promise<HlsSession> {
     const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, ip);
     if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
     if (!admitted.accept) throw new ApiError(403, 'listener_limit_reached', admitted.message, { retryable: true, headers: { 'Retry-After': '10' } });
