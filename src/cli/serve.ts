@@ -103,9 +103,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     let publicBaseUrl = '';
     const metrics = new Metrics(db);
     const hls = stream.available
-      ? new HlsManager({ db, dir: join(config.dataDir, 'hls'), icecastUrl: () => stream.localUrl(), hostId: () => stream.hostId(), log })
+      ? new HlsManager({
+        db, dir: join(config.dataDir, 'hls'), icecastUrl: () => stream.localUrl(), hostId: () => stream.hostId(), log,
+      })
       : undefined;
-    const services = new ServiceRecords(db, stream, () => publicBaseUrl, (s): Record<string, string> => (hls ? { hls_url: hlsUrlFor(publicBaseUrl, s) } : {}));
+    const hlsEndpoint = (s: { id: string }): Record<string, string> => (
+      hls ? { hls_url: hlsUrlFor(publicBaseUrl, s) } : {});
+    const services = new ServiceRecords(db, stream, () => publicBaseUrl, hlsEndpoint);
     const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
     await media.removePartialUploads();
     const autodj = new AutoDjManager(db, media, () => stream.publicUrl(), () => stream.admin(), log);
@@ -185,7 +189,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       refunds,
       media,
       hls,
-      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live, hls),
+      ...(stream.available && {
+        icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live, hls),
         credentials: stream.callbackCredentials } }),
       metrics,
       log,
@@ -231,8 +236,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     if (stream.available && hls) {
       await hls.start();
       cleanup.push(() => hls.stopAll());
-      const meter = new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log,
-        config.streaming.sourceBudget, undefined, hls);
+      const meter = new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(),
+        log, config.streaming.sourceBudget, undefined, hls);
       const worker = new LifecycleWorker({
         db, live, log, autodj, relays, hls,
         hostId: () => stream.hostId(),

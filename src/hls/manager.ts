@@ -54,9 +54,11 @@ export class HlsManager implements InternalReaders, InternalListeners {
   /** Clears the places HLS sessions of a previous run held, then ends idle sessions and renditions every second. */
   async start(): Promise<void> {
     await this.options.db.query(
-      "DELETE FROM listeners WHERE client_id LIKE 'hls:%' AND service_id IN (SELECT id FROM services WHERE host_id = $1)",
+      `DELETE FROM listeners WHERE client_id LIKE 'hls:%'
+       AND service_id IN (SELECT id FROM services WHERE host_id = $1)`,
       [this.options.hostId()]);
-    this.timer = setInterval(() => { this.sweep().catch((err) => this.options.log.warn({ err }, 'HLS sweep failed')); }, 1000);
+    const sweep = () => { this.sweep().catch((err) => this.options.log.warn({ err }, 'HLS sweep failed')); };
+    this.timer = setInterval(sweep, 1000);
     this.timer.unref();
   }
 
@@ -65,11 +67,13 @@ export class HlsManager implements InternalReaders, InternalListeners {
     await Promise.all([...this.renditions.keys()].map((id) => this.stopRendition(id)));
   }
 
-  recognise({ user, pass, userAgent }: Pick<ListenerAuthRequest, 'user' | 'pass' | 'userAgent'>): 'ours' | 'impostor' | undefined {
+  recognise(request: Pick<ListenerAuthRequest, 'user' | 'pass' | 'userAgent'>): 'ours' | 'impostor' | undefined {
+    const { user, pass, userAgent } = request;
     if (user !== HLS_SEGMENTER_USER && !this.isInternalAgent(userAgent)) return undefined;
     const a = Buffer.from(pass);
     const b = Buffer.from(this.secret);
-    const ours = user === HLS_SEGMENTER_USER && this.isInternalAgent(userAgent) && a.length === b.length && timingSafeEqual(a, b);
+    const secretMatches = a.length === b.length && timingSafeEqual(a, b);
+    const ours = user === HLS_SEGMENTER_USER && this.isInternalAgent(userAgent) && secretMatches;
     return ours ? 'ours' : 'impostor';
   }
 
@@ -79,19 +83,23 @@ export class HlsManager implements InternalReaders, InternalListeners {
 
   connectedBytes(mount: string): number {
     let bytes = 0;
-    for (const rendition of this.renditions.values()) if (rendition.mount === mount) bytes += rendition.bytesFromIcecast;
+    for (const rendition of this.renditions.values()) {
+      if (rendition.mount === mount) bytes += rendition.bytesFromIcecast;
+    }
     return bytes;
   }
 
-  /** Called on every life-cycle pass with the active services: the sessions and renditions of the others end at once. */
+  /** Called on every life-cycle pass with the active services: the sessions and renditions of others end at once. */
   async sync(services: ServiceRow[]): Promise<void> {
     const active = new Map(services.filter((s) => s.status === 'active').map((s) => [s.id, s]));
     // A service bought while the pass ran is not in its list yet: only those the database confirms ended are.
-    const unlisted = [...new Set([...this.renditions.keys(), ...this.sessions.serviceIds()])].filter((id) => !active.has(id));
+    const known = new Set([...this.renditions.keys(), ...this.sessions.serviceIds()]);
+    const unlisted = [...known].filter((id) => !active.has(id));
     const ended = new Set(unlisted);
     if (unlisted.length) {
       const stillLive = await this.options.db.query<{ id: string }>(
-        "SELECT id FROM services WHERE id = ANY($1::text[]) AND status = 'active' AND (expires_at IS NULL OR expires_at > now())", [unlisted]);
+        `SELECT id FROM services WHERE id = ANY($1::text[]) AND status = 'active'
+         AND (expires_at IS NULL OR expires_at > now())`, [unlisted]);
       for (const { id } of stillLive) ended.delete(id);
     }
     this.active = active;
@@ -107,7 +115,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const session = await this.admit(service, token, ip);
     const kbps = Math.max(32, Math.min(256, Number(service.limits.bitrate_kbps ?? 128)));
     const body = ['#EXTM3U', '#EXT-X-VERSION:3', '#EXT-X-INDEPENDENT-SEGMENTS',
-      `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`, `${MEDIA_PLAYLIST}?session=${token}`, ''].join('\n');
+      `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`, `${MEDIA_PLAYLIST}?session=${token}`, '',
+    ].join('\n');
     this.sessions.seen(session, Buffer.byteLength(body));
     return body;
   }
@@ -117,17 +126,23 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const service = await this.serviceFor(serviceId);
     const text = await this.ready(service);
     const session = await this.sessionFor(service, token, ip);
-    const body = text.split('\n').map((line) => (line && !line.startsWith('#') ? `${line}?session=${token}` : line)).join('\n');
+    const withToken = (line: string) => (line && !line.startsWith('#') ? `${line}?session=${token}` : line);
+    const body = text.split('\n').map(withToken).join('\n');
     return { body, session };
   }
 
-  async segment(serviceId: string, token: string, name: string, ip: string): Promise<{ body: Buffer; session: HlsSession }> {
-    if (!SEGMENT.test(name)) throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the media playlist.`);
+  async segment(
+    serviceId: string, token: string, name: string, ip: string,
+  ): Promise<{ body: Buffer; session: HlsSession }> {
+    if (!SEGMENT.test(name)) {
+      throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the playlist.`);
+    }
     const service = await this.serviceFor(serviceId, true);
     const rendition = this.renditions.get(service.id);
     const body = rendition && await readFile(join(rendition.dir, name)).catch(() => undefined);
     if (!body) {
-      throw new ApiError(404, 'hls_segment_not_found', `Segment ${name} is no longer in the playlist: fetch the media playlist again and play its segments.`);
+      throw new ApiError(404, 'hls_segment_not_found',
+        `Segment ${name} is no longer in the playlist: fetch the media playlist again and play its segments.`);
     }
     rendition.lastUsedAt = Date.now();
     return { body, session: await this.sessionFor(service, token, ip) };
@@ -145,8 +160,12 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private async serviceFor(serviceId: string, cached = false): Promise<ServiceRow> {
     const known = cached ? this.active.get(serviceId) : undefined;
     if (known && (!known.expires_at || known.expires_at.getTime() > Date.now())) return known;
-    const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>('SELECT * FROM services WHERE id = $1', [serviceId]);
-    if (!row) throw new ApiError(404, 'service_not_found', `No service ${serviceId}: check the hls_url in the service record (GET /services/{service_id}).`);
+    const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>(
+      'SELECT * FROM services WHERE id = $1', [serviceId]);
+    if (!row) {
+      throw new ApiError(404, 'service_not_found',
+        `No service ${serviceId}: check the hls_url in the service record (GET /services/{service_id}).`);
+    }
     const live = row.status === 'active' && (!row.expires_at || row.expires_at.getTime() > Date.now());
     if (!live) throw ended(row.status === 'active' ? 'expired' : row.status);
     return row;
@@ -163,7 +182,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
       if (Date.now() > deadline) break;
       await sleep(200);
     }
-    throw new ApiError(503, 'hls_not_ready', 'The stream has no audio to segment yet (is its source connected?); retry in a few seconds.', {
+    const message = 'The stream has no audio to segment yet (is its source connected?); retry in a few seconds.';
+    throw new ApiError(503, 'hls_not_ready', message, {
       retryable: true, headers: { 'Retry-After': '3' },
     });
   }
@@ -172,7 +192,10 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const running = this.renditions.get(service.id);
     if (running) return running;
     const icecastUrl = this.options.icecastUrl();
-    if (!icecastUrl) throw new ApiError(503, 'streaming_unavailable', 'Streaming is not running on this host right now; retry shortly.', { retryable: true });
+    if (!icecastUrl) {
+      const message = 'Streaming is not running on this host right now; retry shortly.';
+      throw new ApiError(503, 'streaming_unavailable', message, { retryable: true });
+    }
     const rendition = new Rendition(join(this.options.dir, service.id), {
       icecastUrl, mount: service.mount, secret: this.secret, bitrateKbps: Number(service.limits.bitrate_kbps ?? 128),
     }, this.options.log);
@@ -184,11 +207,15 @@ export class HlsManager implements InternalReaders, InternalListeners {
   /** The token's session; one that idled out (or was kept by a previous run) is admitted again while there is room. */
   private async sessionFor(service: ServiceRow, token: string, ip: string): Promise<HlsSession> {
     if (!TOKEN.test(token)) {
-      throw new ApiError(400, 'hls_session_invalid', 'This address lacks a valid session: start from the service\'s hls_url (index.m3u8).');
+      throw new ApiError(400, 'hls_session_invalid',
+        'This address lacks a valid session: start from the service\'s hls_url (index.m3u8).');
     }
     const session = this.sessions.get(token);
     if (session?.serviceId === service.id) return session;
-    if (session) throw new ApiError(400, 'hls_session_invalid', 'This session belongs to another stream: start from the service\'s hls_url.');
+    if (session) {
+      const message = 'This session belongs to another stream: start from the service\'s hls_url.';
+      throw new ApiError(400, 'hls_session_invalid', message);
+    }
     return this.admit(service, token, ip);
   }
 
@@ -207,7 +234,10 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private async admitNow(service: ServiceRow, token: string, ip: string): Promise<HlsSession> {
     const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, ip);
     if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
-    if (!admitted.accept) throw new ApiError(403, 'listener_limit_reached', admitted.message, { retryable: true, headers: { 'Retry-After': '10' } });
+    if (!admitted.accept) {
+      const retry = { retryable: true, headers: { 'Retry-After': '10' } };
+      throw new ApiError(403, 'listener_limit_reached', admitted.message, retry);
+    }
     return this.sessions.get(token) ?? this.sessions.open(token, service.id);
   }
 
@@ -215,13 +245,15 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private async sweep(): Promise<void> {
     await this.endSessions(this.sessions.endIdle());
     for (const [id, rendition] of this.renditions) {
-      if (!this.sessions.hasAny(id) && Date.now() - rendition.lastUsedAt > RENDITION_IDLE_MS) await this.stopRendition(id);
+      const idle = !this.sessions.hasAny(id) && Date.now() - rendition.lastUsedAt > RENDITION_IDLE_MS;
+      if (idle) await this.stopRendition(id);
     }
   }
 
   private async endSessions(ended: HlsSession[]): Promise<void> {
     if (!ended.length) return;
-    await this.options.db.query('DELETE FROM listeners WHERE client_id = ANY($1::text[])', [ended.map((s) => `hls:${s.token}`)]);
+    const clientIds = ended.map((s) => `hls:${s.token}`);
+    await this.options.db.query('DELETE FROM listeners WHERE client_id = ANY($1::text[])', [clientIds]);
   }
 
   private async stopRendition(serviceId: string): Promise<void> {
@@ -234,5 +266,6 @@ export class HlsManager implements InternalReaders, InternalListeners {
 }
 
 function ended(status: string): ApiError {
-  return new ApiError(410, 'service_not_active', `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`);
+  return new ApiError(410, 'service_not_active',
+    `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`);
 }

@@ -61,9 +61,10 @@ export class Rendition {
     let failures = 0;
     while (!this.stopped) {
       const began = Date.now();
-      await this.session().catch((err) => this.log.debug?.({ err, mount: this.source.mount }, 'HLS segmenter session failed'));
+      await this.session().catch((err) => this.log.debug?.({ err, mount: this.mount }, 'HLS segmenter session failed'));
       failures = Date.now() - began > 30_000 ? 0 : failures + 1;
-      await sleep(Math.min(10_000, 500 * 2 ** Math.min(failures, 5)), undefined, { signal: this.wake.signal }).catch(() => {});
+      const delay = Math.min(10_000, 500 * 2 ** Math.min(failures, 5));
+      await sleep(delay, undefined, { signal: this.wake.signal }).catch(() => {});
     }
   }
 
@@ -85,7 +86,8 @@ export class Rendition {
     const code = await new Promise<number | null>((resolve) => encoder.on('exit', (exitCode) => resolve(exitCode)));
     response.destroy();
     this.request = undefined;
-    if (!this.stopped) this.log.info({ mount: this.source.mount, code, ffmpeg: errors.trim().split('\n').pop() }, 'HLS segmenter ended; reconnecting');
+    const said = errors.trim().split('\n').pop();
+    if (!this.stopped) this.log.info({ mount: this.mount, code, ffmpeg: said }, 'HLS segmenter ended; reconnecting');
   }
 
   private connect(): Promise<http.IncomingMessage> {

@@ -3,6 +3,10 @@ import type { Database } from '../store/index.js';
 import type { HlsSessions } from './sessions.js';
 
 interface Totals { bytes: number; listenerMs: number; sessions: number; peak: number }
+type SavedRow = {
+  service_id: string; bytes_sent: string; listener_ms: string; sessions: number; peak_listeners: number;
+};
+interface HlsUsage { listeners: number; peak: number; seconds: number; bytes: number }
 
 /**
  * What HLS listeners used per service: saved totals (hls_usage) + what is not saved yet + open sessions' time.
@@ -13,7 +17,11 @@ export class HlsUsageTotals {
   /** Combined peaks seen since the last save. */
   private readonly peaks = new Map<string, number>();
 
-  constructor(private readonly db: Database, private readonly sessions: HlsSessions, private readonly hostId: () => string) {}
+  constructor(
+    private readonly db: Database,
+    private readonly sessions: HlsSessions,
+    private readonly hostId: () => string,
+  ) {}
 
   async save(): Promise<void> {
     const deltas = this.sessions.takeUsage();
@@ -23,9 +31,11 @@ export class HlsUsageTotals {
       const d = deltas.get(id) ?? { bytes: 0, listenerMs: 0, sessions: 0 };
       try {
         await this.db.query(
-          `INSERT INTO hls_usage (service_id, bytes_sent, listener_ms, sessions, peak_listeners) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (service_id) DO UPDATE SET bytes_sent = hls_usage.bytes_sent + $2, listener_ms = hls_usage.listener_ms + $3,
-             sessions = hls_usage.sessions + $4, peak_listeners = GREATEST(hls_usage.peak_listeners, $5), updated_at = now()`,
+          `INSERT INTO hls_usage (service_id, bytes_sent, listener_ms, sessions, peak_listeners)
+           VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (service_id) DO UPDATE SET bytes_sent = hls_usage.bytes_sent + $2,
+             listener_ms = hls_usage.listener_ms + $3, sessions = hls_usage.sessions + $4,
+             peak_listeners = GREATEST(hls_usage.peak_listeners, $5), updated_at = now()`,
           [id, d.bytes, Math.round(d.listenerMs), d.sessions, peaks.get(id) ?? 0]);
       } catch (err) {
         this.sessions.restore(id, d);
@@ -33,7 +43,7 @@ export class HlsUsageTotals {
         throw err;
       }
     }
-    const rows = await this.db.query<{ service_id: string; bytes_sent: string; listener_ms: string; sessions: number; peak_listeners: number }>(
+    const rows = await this.db.query<SavedRow>(
       'SELECT h.* FROM hls_usage h JOIN services s ON s.id = h.service_id WHERE s.host_id = $1', [this.hostId()]);
     this.saved = new Map(rows.map((r) => [r.service_id, {
       bytes: Number(r.bytes_sent), listenerMs: Number(r.listener_ms), sessions: r.sessions, peak: r.peak_listeners,
@@ -41,7 +51,7 @@ export class HlsUsageTotals {
   }
 
   /** The service's HLS usage now, given its Icecast listeners now (for the combined peak). */
-  of(serviceId: string, icecastListeners: number, icecastPeak: number): { listeners: number; peak: number; seconds: number; bytes: number } {
+  of(serviceId: string, icecastListeners: number, icecastPeak: number): HlsUsage {
     const saved = this.saved.get(serviceId) ?? { bytes: 0, listenerMs: 0, sessions: 0, peak: 0 };
     const unsaved = this.sessions.unsaved(serviceId);
     const open = this.sessions.openOf(serviceId);

@@ -14,8 +14,13 @@ const PLAYLIST_TYPE = 'application/vnd.apple.mpegurl';
 export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
   const checked = (ctx: Context): string => {
     const id = ctx.params.service_id;
-    if (!hls) throw new ApiError(503, 'streaming_unavailable', 'HLS is not available on this deployment (streaming is not running).', { retryable: true });
-    if (!serviceId.test(id)) throw new ApiError(404, 'service_not_found', `No service ${id}: use the hls_url of the service record.`);
+    if (!hls) {
+      const message = 'HLS is not available on this deployment (streaming is not running).';
+      throw new ApiError(503, 'streaming_unavailable', message, { retryable: true });
+    }
+    if (!serviceId.test(id)) {
+      throw new ApiError(404, 'service_not_found', `No service ${id}: use the hls_url of the service record.`);
+    }
     return id;
   };
   router.get('/hls/:service_id/index.m3u8', async (ctx) => {

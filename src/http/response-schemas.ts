@@ -52,7 +52,11 @@ export const serviceSchema = {
     broadcast_url: { type: 'string', description: 'icecast://user:password@host:port/mount: where your encoder sends the stream.' },
     expires_at: { type: 'string', format: 'date-time' },
     limits: { type: 'object', description: 'What was bought: duration, listeners, bitrate, transfer, storage.' },
-    endpoints: { type: 'object', additionalProperties: { type: 'string' }, description: 'listen, source_host, source_port, source_mount, encoder_example, service, hls_url (the HLS playlist, GET /hls/{service_id}/index.m3u8).' },
+    endpoints: {
+      type: 'object', additionalProperties: { type: 'string' },
+      description: 'listen, source_host, source_port, source_mount, encoder_example, service, '
+        + 'hls_url (the HLS playlist, GET /hls/{service_id}/index.m3u8).',
+    },
   },
 };
 

@@ -86,7 +86,9 @@ export const tools: Tool[] = [
   },
   {
     name: 'service_status', title: 'Service status', readOnly: true,
-    description: 'A service you bought: status, listener (Icecast and HLS: endpoints.hls_url) and broadcast URLs, limits, expiry, and the evaluations that priced it (as GET /api/v1/services/{service_id}). Needs the API key that ordered it.',
+    description: 'A service you bought: status, listener (Icecast and HLS: endpoints.hls_url) and broadcast URLs, '
+      + 'limits, expiry, and the evaluations that priced it (as GET /api/v1/services/{service_id}). '
+      + 'Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       return {

@@ -103,10 +103,10 @@ export interface MountMeterOptions {
   internal?: InternalListeners;
 }
 
-/** Listeners of our own that Icecast counts like any other; only authenticated ones carry the agent (see the decider). */
+/** Our own listeners, counted by Icecast like any other; only authenticated ones carry the agent (see the decider). */
 export interface InternalListeners {
   isInternalAgent(userAgent: string): boolean;
-  /** Bytes our connected readers of `mount` have received in this source session (what Icecast's counter holds of them). */
+  /** Bytes our connected readers of `mount` received in this source session (their share of Icecast's counter). */
   connectedBytes(mount: string): number;
 }
 

@@ -88,7 +88,8 @@ export class IcecastDecider implements MountDecider {
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
     // HLS sessions (client_id hls:…) end by themselves when their clients stop fetching.
-    await this.db.query("DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'", [mount]);
+    await this.db.query(`DELETE FROM listeners l USING services s
+      WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'`, [mount]);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Logger } from '../log/index.js';
 import {
-  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type InternalListeners, type SourceBudgetOptions, type MountMeterState, type MountSnapshot, type SourceBudgetState,
+  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type InternalListeners, type SourceBudgetOptions,
+  type MountMeterState, type MountSnapshot, type SourceBudgetState,
 } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
@@ -82,7 +83,8 @@ export class IcecastUsageMeter implements UsageMeter {
       stats: (mount?: string) => this.admin()!.stats(mount),
       listClients: (mount: string) => this.admin()!.listClients(mount),
     };
-    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), internal: this.internal, ...(row && { state: row.state }) });
+    const state = row && { state: row.state };
+    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), internal: this.internal, ...state });
   }
 }
 

@@ -1,7 +1,9 @@
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
 
-export type Admission = { accept: true; service: ServiceRow } | { accept: false; message: string; service?: ServiceRow };
+export type Admission =
+  | { accept: true; service: ServiceRow }
+  | { accept: false; message: string; service?: ServiceRow };
 
 /**
  * Takes one of the service's bought listener places for `clientId` (an Icecast client id, or `hls:` and an HLS
@@ -17,15 +19,19 @@ export async function admitListener(
     const { rows: [{ count }] } = await client.query(
       'SELECT count(*)::int AS count FROM listeners WHERE service_id = $1 AND client_id <> $2', [service.id, clientId]);
     if (count >= max) return { accept: false, service, message: await refuseOverCap(client, service, max) };
-    await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);
+    await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      [service.id, clientId, ip]);
     return { accept: true, service };
   });
 }
 
-async function lockActiveService(client: Client, where: { mount: string } | { serviceId: string }): Promise<ServiceRow | undefined> {
+async function lockActiveService(
+  client: Client, where: { mount: string } | { serviceId: string },
+): Promise<ServiceRow | undefined> {
   const [column, value] = 'mount' in where ? ['mount', where.mount] : ['id', where.serviceId];
   const { rows: [service] } = await client.query(
-    `SELECT * FROM services WHERE ${column} = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now()) FOR UPDATE`, [value]);
+    `SELECT * FROM services WHERE ${column} = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now())
+     FOR UPDATE`, [value]);
   return service as ServiceRow | undefined;
 }
 
@@ -34,7 +40,10 @@ async function refuseOverCap(client: Client, service: ServiceRow, max: number): 
   const places = `${max} listener${max === 1 ? '' : 's'}`;
   await client.query(
     `INSERT INTO service_events (service_id, kind, code, reason) SELECT $1, 'enforce', 'listener_limit_reached', $2
-     WHERE NOT EXISTS (SELECT 1 FROM service_events WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
-    [service.id, `A listener was refused: the stream was bought for ${places} and all are connected. An upgrade with more listeners raises the limit.`]);
-  return `Listener limit reached: this stream was bought for ${places} and all are connected; try again when one leaves`;
+     WHERE NOT EXISTS (SELECT 1 FROM service_events
+                       WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
+    [service.id, `A listener was refused: the stream was bought for ${places} and all are connected. `
+      + 'An upgrade with more listeners raises the limit.']);
+  return `Listener limit reached: this stream was bought for ${places} and all are connected; `
+    + 'try again when one leaves';
 }
