@@ -76,7 +76,8 @@ async function cpuOf(pid: number): Promise<number> {
 
 /** The newest segment's number, from the rendition's own playlist file (read without taking a listener place). */
 async function newestSegment(dir: string): Promise<number> {
-  const numbers = [...(await readFile(join(dir, 'live.m3u8'), 'utf8')).matchAll(/^seg(\d+)\.ts$/gm)].map((m) => Number(m[1]));
+  const playlist = await readFile(join(dir, 'live.m3u8'), 'utf8');
+  const numbers = [...playlist.matchAll(/^seg(\d+)\.ts$/gm)].map((m) => Number(m[1]));
   return Math.max(...numbers);
 }
 
@@ -88,12 +89,16 @@ try {
   const file = join(catalog.catalogDir, 'products/instant-stream.yaml');
   await writeFile(file, (await readFile(file, 'utf8')).replaceAll('maximum: 50', 'maximum: 10000'));
   const settings = join(catalog.catalogDir, 'catalog.yaml');
-  await writeFile(settings, (await readFile(settings, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, '$1: { live_services: 100000, listener_places: 10000000 }'));
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' });
+  const roomy = '$1: { live_services: 100000, listener_places: 10000000 }';
+  await writeFile(settings, (await readFile(settings, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, roomy));
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0',
+  });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const bought = await buy(service, wallet, {
-    product_id: 'instant-stream', email: 'bench@example.com', station_name: 'Bench FM', parameters: { duration_hours: 1, max_listeners: listeners, bitrate_kbps: 128 },
+    product_id: 'instant-stream', email: 'bench@example.com', station_name: 'Bench FM',
+    parameters: { duration_hours: 1, max_listeners: listeners, bitrate_kbps: 128 },
   });
   if (bought.status !== 200) throw new Error(JSON.stringify(bought.body));
   const svc = bought.body.service;
@@ -116,11 +121,12 @@ try {
   const running = players.map(async (p, i) => { await sleep((i / listeners) * 8000); await p.run(until); });
   await sleep(20_000);
   const renditionDir = join(service.dataDir, 'hls', svc.service_id);
-  const [firstSeq, serveCpu0, pgCpu0, ffCpu0, w0] = [await newestSegment(renditionDir), await cpuOf(service.process.pid!),
-    await namedTreesCpu(service.process.pid!, ['postgres']), await cpuOf(segmenter), Date.now()];
+  const servePid = service.process.pid!;
+  const sample = async () => [await newestSegment(renditionDir), await cpuOf(servePid),
+    (await namedTreesCpu(servePid, ['postgres'])) ?? NaN, await cpuOf(segmenter), Date.now()];
+  const [firstSeq, serveCpu0, pgCpu0, ffCpu0, w0] = await sample();
   await sleep(seconds * 1000);
-  const [lastSeq, serveCpu1, pgCpu1, ffCpu1, w1] = [await newestSegment(renditionDir), await cpuOf(service.process.pid!),
-    await namedTreesCpu(service.process.pid!, ['postgres']), await cpuOf(segmenter), Date.now()];
+  const [lastSeq, serveCpu1, pgCpu1, ffCpu1, w1] = await sample();
   await Promise.all(running);
   const window = (w1 - w0) / 1000;
   const produced = lastSeq - firstSeq;
@@ -128,10 +134,13 @@ try {
   // if its admission came late on a loaded machine: that is start-up time, counted apart).
   const startOf = (p: Player) => Math.max(firstSeq, Math.min(...p.fetched));
   const late = players.filter((p) => startOf(p) > firstSeq).length;
-  const kept = players.map((p) => [...p.fetched].filter((n) => n >= startOf(p) && n < lastSeq).length / Math.max(1, lastSeq - startOf(p)));
+  const kept = players.map((p) => {
+    const got = [...p.fetched].filter((n) => n >= startOf(p) && n < lastSeq).length;
+    return got / Math.max(1, lastSeq - startOf(p));
+  });
   const inRealTime = kept.filter((k) => k >= 0.95).length;
   const serveCores = (serveCpu1 - serveCpu0) / window;
-  const pgCores = ((pgCpu1 ?? NaN) - (pgCpu0 ?? NaN)) / window;
+  const pgCores = (pgCpu1 - pgCpu0) / window;
   const failures = players.reduce((n, p) => n + p.failures, 0);
   const retries = players.reduce((n, p) => n + p.retries, 0);
   const mbps = players.reduce((n, p) => n + p.bytes, 0) * 8 / 1e6 / (seconds + 24);
@@ -140,24 +149,26 @@ try {
   const section = [
     '## HLS: CPU per rendition, listeners per core (`npm run bench:hls`)',
     '',
-    `Machine: ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end (shared with other work: CPU`,
-    'seconds, not wall time, are the measure). One instant-stream at 128 kbps fed by ffmpeg; its rendition (MP3 decode,',
-    'AAC encode, ffmpeg\'s HLS muxer, 4 s MPEG-TS segments); players fetch their session\'s playlist every 2 s and each new',
-    'segment once, from this machine, over loopback.',
+    `Machine: ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
+    '(shared with other work: CPU seconds, not wall time, are the measure). One instant-stream at 128 kbps fed by',
+    'ffmpeg; its rendition (MP3 decode, AAC encode, ffmpeg\'s HLS muxer, 4 s MPEG-TS segments); players fetch their',
+    'session\'s playlist every 2 s and each new segment once, from this machine, over loopback.',
     '',
     '| measure | value |',
     '|:--|--:|',
     `| CPU of one rendition (its ffmpeg, ${idleWindow.toFixed(0)} s) | ${pct(renditionCores)} of one core |`,
     `| serve's CPU without HLS listeners | ${pct(serveIdleCores)} of one core |`,
     `| HLS listeners (one stream, ${window.toFixed(0)} s measured) | ${listeners} |`,
-    `| … in real time (got ≥ 95 % of the ${produced} segments made meanwhile, from their first) | ${inRealTime} (${pct(inRealTime / listeners)}) |`,
+    `| … in real time (got ≥ 95 % of the ${produced} segments made meanwhile, from their first) | `
+      + `${inRealTime} (${pct(inRealTime / listeners)}) |`,
     `| … of which admitted after the window began (loaded machine) | ${late} |`,
     `| serve's CPU with them (node) | ${pct(serveCores)} of one core |`,
     `| PostgreSQL's CPU meanwhile | ${pct(pgCores)} of one core |`,
     `| rendition's CPU with them | ${pct((ffCpu1 - ffCpu0) / window)} of one core |`,
     `| HLS listeners per core of serve (listeners ÷ serve's cores) | ${Math.round(listeners / serveCores)} |`,
     `| … of serve and PostgreSQL together | ${Math.round(listeners / (serveCores + pgCores))} |`,
-    `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; ${retries} admissions retried (retryable 503) |`,
+    `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; `
+      + `${retries} admissions retried (retryable 503) |`,
     '',
   ].join('\n');
   console.log(section);

@@ -11,7 +11,8 @@ import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
 // A service's HLS ends with it when it expires: its playlists answer 410, its rendition stops and its files go.
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0
+  ? false : 'icecast2 and ffmpeg are not installed';
 
 let service: Service;
 let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
@@ -20,7 +21,9 @@ let encoder: ChildProcess | undefined;
 before(async () => {
   if (skip) return;
   catalog = await shortLivedCatalog();
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250' });
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250',
+  });
 });
 after(async () => {
   encoder?.kill('SIGKILL');
@@ -33,7 +36,8 @@ describe('HLS at expiry', { skip }, () => {
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const bought = await buy(service, wallet, {
-      product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Brief FM', parameters: { duration_hours: 0.015, max_listeners: 2, bitrate_kbps: 64 },
+      product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Brief FM',
+      parameters: { duration_hours: 0.015, max_listeners: 2, bitrate_kbps: 64 },
     });
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
     const svc = bought.body.service;

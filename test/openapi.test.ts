@@ -248,15 +248,19 @@ describe('/openapi.json', () => {
       const answer = await fetch(paid.body.service.endpoints.hls_url);
       return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
     }, 40_000);
-    const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, paid.body.service.endpoints.hls_url);
+    const hlsUrl = paid.body.service.endpoints.hls_url;
+    const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, hlsUrl);
     const mediaText = await (await fetch(media)).text();
     const segment = await fetch(new URL(mediaText.split('\n').filter((line) => line.startsWith('seg')).at(-1)!, media));
     assert.equal(segment.headers.get('content-type'), 'video/mp2t');
     await segment.arrayBuffer();
-    for (const operation of ['index.m3u8', 'live.m3u8', '{segment}']) checked.add(`GET /hls/{service_id}/${operation} 200`);
-    assert.equal((await call('GET', '/hls/{service_id}/index.m3u8', '/hls/nosuchservice/index.m3u8', { auth: false })).status, 404);
-    assert.equal((await call('GET', '/hls/{service_id}/live.m3u8', `/hls/${serviceId}/live.m3u8?session=short`, { auth: false })).status, 400);
-    assert.equal((await call('GET', '/hls/{service_id}/{segment}', `/hls/${serviceId}/seg1.ts?session=short`, { auth: false })).status, 404);
+    const hlsOperations = ['index.m3u8', 'live.m3u8', '{segment}'];
+    for (const operation of hlsOperations) checked.add(`GET /hls/{service_id}/${operation} 200`);
+    const hls = (operation: string, path: string) =>
+      call('GET', `/hls/{service_id}/${operation}`, path, { auth: false });
+    assert.equal((await hls('index.m3u8', '/hls/nosuchservice/index.m3u8')).status, 404);
+    assert.equal((await hls('live.m3u8', `/hls/${serviceId}/live.m3u8?session=short`)).status, 400);
+    assert.equal((await hls('{segment}', `/hls/${serviceId}/seg1.ts?session=short`)).status, 404);
 
     // Every operation of the document was answered at least once with a success.
     const operations = Object.entries<any>(document.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => m !== 'servers').map((m) => `${m.toUpperCase()} ${path}`));
