@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buy } from './support/purchase.js';
+import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 
 // A service's HLS ends with it when it expires: its playlists answer 410, its rendition stops and its files go.
 const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0
@@ -33,14 +31,7 @@ after(async () => {
 
 describe('HLS at expiry', { skip }, () => {
   test('the playlists answer 410 and the rendition is gone once the service expires', async () => {
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const bought = await buy(service, wallet, {
-      product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Brief FM',
-      parameters: { duration_hours: 0.015, max_listeners: 2, bitrate_kbps: 64 },
-    });
-    assert.equal(bought.status, 200, JSON.stringify(bought.body));
-    const svc = bought.body.service;
+    const svc = await buyInstantStream(service, 'Brief FM', { duration_hours: 0.015, max_listeners: 2, bitrate_kbps: 64 });
     encoder = startFfmpegSource(svc.broadcast_url);
     const master = await waitFor('the HLS playlist', async () => {
       const answer = await fetch(svc.endpoints.hls_url);

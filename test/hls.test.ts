@@ -5,10 +5,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buy } from './support/purchase.js';
+import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 
 // HLS of a bought stream: real AAC segments from the live mount, the bought places shared with Icecast listeners,
 // HLS bytes and listeners in the usage, our segmenter never counted, and the rendition gone with the service.
@@ -49,14 +48,7 @@ const uris = (playlist: string) => playlist.split('\n').filter((line) => line &&
 
 describe('HLS', { skip }, () => {
   test('a live stream over HLS: within its places, in its usage, through a restart, gone when stopped', async () => {
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const bought = await buy(service, wallet, {
-      product_id: 'instant-stream', email: 'ops@example.com', station_name: 'HLS FM',
-      parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 },
-    });
-    assert.equal(bought.status, 200, JSON.stringify(bought.body));
-    const svc = bought.body.service;
+    const svc = await buyInstantStream(service, 'HLS FM', { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 });
     const hlsUrl: string = svc.endpoints.hls_url;
     assert.equal(hlsUrl, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
     encoder = startFfmpegSource(svc.broadcast_url);
