@@ -64,7 +64,8 @@ describe('listen page', { skip }, () => {
     const { listen } = JSON.parse(text);
     assert.equal(listen.station_name, 'Listen <FM>');
     assert.equal(listen.stream_url, svc.stream_url);
-    assert.equal(listen.hls_url, null);
+    assert.equal(listen.hls_url, svc.endpoints.hls_url);
+    assert.match(listen.hls_url, /\/hls\/[\w-]+\/index\.m3u8$/);
     assert.equal(listen.status, 'active');
     assert.ok(listen.remaining_seconds > 3000 && listen.remaining_seconds <= 3600, String(listen.remaining_seconds));
     const password = new URL(svc.broadcast_url.replace(/^icecast:/, 'http:')).password;
@@ -219,13 +220,13 @@ describe('listen page', { skip }, () => {
       await page.click('#play');
       const currentTime = () => page.evaluate(() => document.querySelector<HTMLAudioElement>('#player')!.currentTime);
       await waitFor('first sound', async () => (await currentTime()) > 0, 30_000);
-      console.log(`listen page: first sound ${Math.round(performance.now() - clickedAt)} ms after the click (loopback, MP3)`);
+      console.log(`listen page: first sound ${Math.round(performance.now() - clickedAt)} ms after the click (loopback, HLS)`);
       const startedAt = await waitFor('the audio to play', async () => {
         const t = await currentTime();
         return t > 0.5 && t;
       }, 30_000);
       await waitFor('currentTime to advance', async () => (await currentTime()) > startedAt + 1, 30_000);
-      assert.equal(await page.evaluate(() => document.body.dataset.protocol), 'icecast');
+      assert.equal(await page.evaluate(() => document.body.dataset.protocol), 'hls');
       const title = 'Browser Test Song';
       assert.notEqual(await page.textContent('#title'), title);
       assert.equal((await owner('PUT', '/now-playing', { title, artist: 'Chromium' })).status, 200);

@@ -173,6 +173,40 @@ describe('mount meter without icecast', () => {
   });
 });
 
+describe('mount meter with our own reader (the HLS segmenter)', () => {
+  it('leaves it out of the listeners, their time and the bytes sent', () => {
+    let ourBytes = 4000;
+    const internal = { isInternalAgent: (ua: string) => ua === 'ours', connectedBytes: () => ourBytes };
+    const meter = new MountMeter({ accessLogPath: '/nonexistent/access.log', internal });
+    const ours = { id: '1', ip: '', userAgent: 'ours', connectedSeconds: 30 };
+    const listener = { id: '2', ip: '', userAgent: 'ua', connectedSeconds: 5 };
+    meter.observeClients('/a', [ours, listener]); // poll() reads listclients before applying the stats
+    meter.observeStats([stat('/a', 5000, 9000, T, 2)], T + 1000);
+    meter.observeClients('/a', [ours, listener]);
+    let s = meter.snapshot('/a')!;
+    assert.deepEqual([s.listeners, s.peakListeners, s.listenerSeconds, s.bytesSent], [1, 1, 5, 1000]);
+
+    // Our reader leaves (its log line) and comes back: only the listener's bytes and time count.
+    const line = (agent: string, bytes: number, duration: number) => ({
+      ...parseAccessLogLine(logLine('/a', bytes, { agent, duration }).trim())!, offset: bytes, inode: 1,
+    });
+    const counts = (x: typeof s) => [x.listeners, x.peakListeners, x.listenerSeconds, x.bytesSent, x.finishedListeners];
+    meter.ingest([line('ours', 4100, 31)]);
+    ourBytes = 300;
+    meter.observeStats([stat('/a', 6400, 9500, T, 2)], T + 2000);
+    meter.observeClients('/a', [{ ...ours, connectedSeconds: 1 }, { ...listener, connectedSeconds: 6 }]);
+    s = meter.snapshot('/a')!;
+    assert.deepEqual(counts(s), [1, 1, 6, 6400 - 4100 - 300, 0]);
+
+    // The listener leaves: its exact log bytes, nothing of ours.
+    meter.ingest([line('ua', 2050, 7)]);
+    meter.observeStats([stat('/a', 6900, 9900, T, 1)], T + 3000);
+    meter.observeClients('/a', [ours]);
+    s = meter.snapshot('/a')!;
+    assert.deepEqual(counts(s), [0, 1, 7, 2050, 1]);
+  });
+});
+
 describe('source rate monitor without icecast', () => {
   // A source reading `rate` B/s since T; Icecast refreshes the counter every 5 s; we poll every 500 ms.
   const feed = (monitor: SourceRateMonitor, rate: number | ((s: number) => number), fromMs: number, toMs: number, start = T) => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -9,6 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { buy, payFor } from './support/purchase.js';
 import { root, scratchDir, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
+import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
 // /openapi.json describes what the service really answers: every real answer of every operation (status and body)
@@ -35,7 +36,8 @@ before(async () => {
     return (value) => (validate(value) ? undefined : ajv.errorsText(validate.errors));
   };
 });
-after(() => service?.stop());
+let source: ChildProcess | undefined;
+after(() => { source?.kill('SIGKILL'); return service?.stop(); });
 
 const checked = new Set<string>();
 
@@ -133,6 +135,7 @@ describe('/openapi.json', () => {
 
     const orderId = paid.body.order.id;
     const serviceId = paid.body.service.service_id;
+    source = startFfmpegSource(paid.body.service.broadcast_url); // for its HLS, checked below
     assert.equal((await call('GET', '/orders/{order_id}', `/orders/${orderId}`)).status, 200);
     assert.equal((await call('GET', '/orders/{order_id}', '/orders/ra_nosuchorder1')).status, 404);
     assert.equal((await call('GET', '/orders/{order_id}', `/orders/${orderId}`, { auth: false })).status, 401);
@@ -248,6 +251,25 @@ describe('/openapi.json', () => {
     assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('not json'), headers: { ...mcpAccept, 'content-type': 'text/plain' } })).status, 415);
     assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { ...mcpAccept, 'content-type': 'application/vnd.mcp+json' } })).status, 415);
     assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('{"jsonrpc":'), headers: { ...mcpAccept, 'content-type': 'application/json' } })).status, 422);
+
+    // HLS: playlists and segments are not JSON (as documented); their errors are.
+    const master = await waitFor('the HLS playlist', async () => {
+      const answer = await fetch(paid.body.service.endpoints.hls_url);
+      return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
+    }, 40_000);
+    const hlsUrl = paid.body.service.endpoints.hls_url;
+    const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, hlsUrl);
+    const mediaText = await (await fetch(media)).text();
+    const segment = await fetch(new URL(mediaText.split('\n').filter((line) => line.startsWith('seg')).at(-1)!, media));
+    assert.equal(segment.headers.get('content-type'), 'video/mp2t');
+    await segment.arrayBuffer();
+    const hlsOperations = ['index.m3u8', 'live.m3u8', '{segment}'];
+    for (const operation of hlsOperations) checked.add(`GET /hls/{service_id}/${operation} 200`);
+    const hls = (operation: string, path: string) =>
+      call('GET', `/hls/{service_id}/${operation}`, path, { auth: false });
+    assert.equal((await hls('index.m3u8', '/hls/nosuchservice/index.m3u8')).status, 404);
+    assert.equal((await hls('live.m3u8', `/hls/${serviceId}/live.m3u8?session=short`)).status, 400);
+    assert.equal((await hls('{segment}', `/hls/${serviceId}/seg1.ts?session=short`)).status, 404);
 
     // Every operation of the document was answered at least once with a success.
     const operations = Object.entries<any>(document.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => m !== 'servers').map((m) => `${m.toUpperCase()} ${path}`));

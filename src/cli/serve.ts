@@ -10,6 +10,7 @@ import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { LiveSnapshot } from '../catalog/live-snapshot.js';
+import { HlsManager, hlsUrlFor, withHlsUsage } from '../hls/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
@@ -105,7 +106,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     let baseUrl = '';
     let publicBaseUrl = '';
     const metrics = new Metrics(db);
-    const services = new ServiceRecords(db, stream, () => publicBaseUrl);
+    const hls = stream.available
+      ? new HlsManager({
+        db, dir: join(config.dataDir, 'hls'), icecastUrl: () => stream.localUrl(), hostId: () => stream.hostId(), log,
+      })
+      : undefined;
+    const hlsEndpoint = (s: { id: string }): Record<string, string> => (
+      hls ? { hls_url: hlsUrlFor(publicBaseUrl, s) } : {});
+    const services = new ServiceRecords(db, stream, () => publicBaseUrl, hlsEndpoint);
     const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
     await media.removePartialUploads();
     const nowPlaying = new NowPlaying(db, () => stream.admin());
@@ -193,7 +201,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       nowPlaying,
       listenerSessions,
       listen,
-      ...(stream.available && { icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live),
+      hls,
+      ...(stream.available && {
+        icecast: { decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live, hls),
         credentials: stream.callbackCredentials } }),
       metrics,
       log,
@@ -236,14 +246,17 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     }
     refundWorker.start();
     cleanup.push(() => refundWorker.stop());
-    if (stream.available) {
+    if (stream.available && hls) {
+      await hls.start();
+      cleanup.push(() => hls.stopAll());
+      const meter = new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(),
+        log, config.streaming.sourceBudget, nowPlaying, undefined, hls);
       const worker = new LifecycleWorker({
-        db, live, log, autodj, relays,
+        db, live, log, autodj, relays, hls,
         hostId: () => stream.hostId(),
         admin: () => stream.admin(),
         // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
-        meter: new IcecastUsageMeter(db, () => stream.hostId(), () => stream.admin(), () => stream.accessLogPath(), log,
-          config.streaming.sourceBudget, nowPlaying),
+        meter: withHlsUsage(meter, hls.totals),
         intervalMs: config.lifecycleIntervalMs,
         expiringLeadSeconds: config.events.expiringLeadSeconds,
         extendHint: extendHint(live, () => publicBaseUrl),

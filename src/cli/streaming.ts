@@ -15,6 +15,8 @@ export interface Streaming {
   limits: { sources: number; listeners: number };
   callbackCredentials: { user: string; password: string };
   publicUrl(): string;
+  /** Icecast's own loopback address (for our readers of the mounts), undefined until it runs. */
+  localUrl(): string | undefined;
   /** This Icecast's stable identity (STREAMING_HOST_ID, or kept in DATA_DIR); services belong to it. */
   hostId(): string;
   admin(): IcecastAdmin | undefined;
@@ -39,6 +41,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     limits,
     callbackCredentials,
     publicUrl: () => settings.publicUrl ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
+    localUrl: () => supervisor?.baseUrl,
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,

@@ -13,6 +13,7 @@ import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
 import type { Refunds } from '../refunds/index.js';
+import type { HlsManager } from '../hls/index.js';
 import type { ListenPages } from '../listen/index.js';
 import type { ListenerSessions, MediaLibrary, NowPlaying, ServiceRecords } from '../services/index.js';
 import type { CheckoutStatus } from './discovery-documents.js';
@@ -25,6 +26,7 @@ import { siteOpenApiDocument } from './openapi-site.js';
 import type { ErrorLogger } from './error-document.js';
 import { envelope, fixedAnswers, type EnvelopeParts } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
+import { hlsRoutes } from './hls.js';
 import { keyRoutes } from './keys.js';
 import { listenRoutes } from './listen.js';
 import { orderRoutes } from './orders.js';
@@ -80,6 +82,8 @@ export interface AppDeps {
   listen?: ListenPages;
   /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
   paymentTerms?: PaymentTerms;
+  /** HLS renditions of services (GET /hls/{service_id}/…), while streaming runs. */
+  hls?: HlsManager;
 }
 
 /**
@@ -119,6 +123,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   eventRoutes(router, deps);
   listenRoutes(router, deps);
   auditRoutes(router, deps);
+  hlsRoutes(router, deps.hls);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
   router.get('/openapi.json', async (ctx) => {
     ctx.type = 'application/json; charset=utf-8';

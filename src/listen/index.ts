@@ -1,3 +1,2 @@
 export { ListenPages, type ListenLookup, type PublicListenView, type PublicTrack } from './listen-view.js';
 export { LISTEN_ASSETS, EMBED_SIZE, embedSnippet, listenPageHtml, pagePolicy, unavailablePageHtml } from './pages.js';
-export { hlsUrlFor } from './hls-url.js';

@@ -2,7 +2,6 @@ import {
   listenAddresses, type NowPlaying, type ServiceRecords, type ServiceRow, type Track,
 } from '../services/index.js';
 import type { Database } from '../store/index.js';
-import { hlsUrlFor } from './hls-url.js';
 
 /** A track as the public sees it (no source of the change: that is the owner's business). */
 export interface PublicTrack { title: string; artist: string | null; started_at: string }
@@ -68,13 +67,14 @@ export class ListenPages {
     const remaining = service.expires_at
       ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))
       : null;
+    const document = this.services.document(service);
     return {
       service_id: service.id,
       station_name: facts.station_name || 'Live stream',
       status: 'active',
       on_air: service.usage?.source_connected === true,
-      stream_url: this.services.document(service).stream_url,
-      hls_url: hlsUrlFor(service),
+      stream_url: document.stream_url,
+      hls_url: document.endpoints?.hls_url ?? null,
       now_playing: history[0] ? publicTrack(history[0]) : null,
       history: history.map(publicTrack),
       listeners: { current: facts.listeners },

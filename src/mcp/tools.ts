@@ -87,10 +87,10 @@ export const tools: Tool[] = [
   },
   {
     name: 'service_status', title: 'Service status', readOnly: true,
-    description: 'A service you bought: status, listener and broadcast URLs, its public listen page (listen.page, '
-      + 'listen.embed; HLS at listen.hls_url when offered), what plays now (listen.now_playing), limits, expiry, and '
-      + 'the evaluations that priced it (as GET /api/v1/services/{service_id} and …/now-playing). Needs the API key '
-      + 'that ordered it.',
+    description: 'A service you bought: status, listener and broadcast URLs (Icecast, and HLS at endpoints.hls_url), '
+      + 'its public listen page (listen.page, listen.embed; HLS at listen.hls_url), what plays now '
+      + '(listen.now_playing), limits, expiry, and the evaluations that priced it (as GET '
+      + '/api/v1/services/{service_id} and …/now-playing). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const document = deps.services!.document(service);

@@ -66,6 +66,7 @@ export {
   type MountMeterState,
   type MountMeterOptions,
   type MeterPoll,
+  type InternalListeners,
 } from './mount-meter.js';
 export {
   SourceRateMonitor,

@@ -99,6 +99,15 @@ export interface MountMeterOptions {
   /** Ask listclients for each mount with listeners on every poll (connected seconds). Default true. */
   listClients?: boolean;
   now?: () => number;
+  /** Our own readers of the mounts (the HLS segmenter): never counted as listeners, their bytes never as sent. */
+  internal?: InternalListeners;
+}
+
+/** Our own listeners, counted by Icecast like any other; only authenticated ones carry the agent (see the decider). */
+export interface InternalListeners {
+  isInternalAgent(userAgent: string): boolean;
+  /** Bytes our connected readers of `mount` received in this source session (their share of Icecast's counter). */
+  connectedBytes(mount: string): number;
 }
 
 export interface MeterPoll {
@@ -137,9 +146,13 @@ export class MountMeter {
   /** The access-log position matching the counted entries (the reader may be ahead during a poll). */
   private logPosition: AccessLogPosition | null;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly internal?: InternalListeners;
+  /** Our own readers seen connected by the last listclients, per mount (subtracted from the stats count). */
+  private readonly internalConnected = new Map<string, number>();
 
   constructor(options: MountMeterOptions = {}) {
     this.admin = options.admin;
+    this.internal = options.internal;
     this.askClients = options.listClients ?? true;
     this.now = options.now ?? Date.now;
     const state = options.state;
@@ -186,6 +199,8 @@ export class MountMeter {
     }
     // Applied together, so that no snapshot sees a listener both in the log and among the connected.
     this.ingest(entries, position);
+    // Our own readers are known before the stats count (which includes them) is read.
+    for (const [mount, list] of clients) if (list) this.internalConnected.set(mount, this.ownOf(list).length);
     this.observeStats(stats, at);
     for (const [mount, list] of clients) {
       if (list) this.observeClients(mount, list);
@@ -203,6 +218,11 @@ export class MountMeter {
     for (const e of entries) {
       if (e.kind !== 'listener' || e.status < 200 || e.status > 299) continue;
       const c = this.counters(e.mount);
+      if (this.internal?.isInternalAgent(e.userAgent)) {
+        // Out of the session's counter too, or the connected listeners' share would still hold its bytes.
+        if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
+        continue;
+      }
       c.finishedListeners++;
       c.finishedListenerBytes += e.bytes;
       if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
@@ -252,8 +272,9 @@ export class MountMeter {
       }
       c.sourceConnected = true;
       // listclients (when asked) replaces this with the exact count right after.
-      c.listeners = s.listeners;
-      c.peakListeners = Math.max(c.peakListeners, s.listeners, s.listenerPeak);
+      const ours = this.internalConnected.get(s.mount) ?? 0;
+      c.listeners = Math.max(0, s.listeners - ours);
+      c.peakListeners = Math.max(c.peakListeners, c.listeners, s.listenerPeak - ours);
       c.lastSeenAt = new Date(at).toISOString();
     }
     for (const [mount, c] of this.mounts) {
@@ -263,16 +284,24 @@ export class MountMeter {
       c.sourceConnected = false;
       c.listeners = 0;
       this.liveSeconds.delete(mount);
+      this.internalConnected.delete(mount);
     }
     this.lastPollAt = at;
   }
 
   /** Feeds one listclients answer for `mount`. */
-  observeClients(mount: string, clients: readonly ListenerInfo[]): void {
+  observeClients(mount: string, all: readonly ListenerInfo[]): void {
     const c = this.counters(mount);
+    const own = this.ownOf(all);
+    const clients = own.length ? all.filter((l) => !own.includes(l)) : all;
+    this.internalConnected.set(mount, own.length);
     c.listeners = clients.length;
     c.peakListeners = Math.max(c.peakListeners, clients.length);
     if (this.accessLog) this.liveSeconds.set(mount, clients.reduce((sum, l) => sum + l.connectedSeconds, 0));
+  }
+
+  private ownOf(clients: readonly ListenerInfo[]): ListenerInfo[] {
+    return this.internal ? clients.filter((l) => this.internal!.isInternalAgent(l.userAgent)) : [];
   }
 
   snapshot(): MountSnapshot[];
@@ -332,10 +361,10 @@ export class MountMeter {
   }
 
   /** Bytes the session's connected listeners took so far: its stats counter minus its finished listeners. */
-  private connectedListenerBytes(c: MountCounters): number {
+  private connectedListenerBytes(mount: string, c: MountCounters): number {
     const s = c.session;
     if (!c.sourceConnected || c.listeners === 0 || !s || s.closed) return 0;
-    return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0));
+    return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0) - (this.internal?.connectedBytes(mount) ?? 0));
   }
 
   private toSnapshot(mount: string, c: MountCounters): MountSnapshot {
@@ -344,7 +373,7 @@ export class MountMeter {
       listeners: c.listeners,
       peakListeners: c.peakListeners,
       listenerSeconds: c.closedListenerSeconds + (c.sourceConnected ? this.liveSeconds.get(mount) ?? 0 : 0),
-      bytesSent: this.accessLog ? c.finishedListenerBytes + this.connectedListenerBytes(c) : c.bytesSent,
+      bytesSent: this.accessLog ? c.finishedListenerBytes + this.connectedListenerBytes(mount, c) : c.bytesSent,
       bytesRead: c.bytesRead,
       bytesReadEstimated: c.bytesReadEstimated ?? 0,
       sourceConnected: c.sourceConnected,

@@ -8,7 +8,13 @@ import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
 import { ListenerSessions } from './listener-sessions.js';
 import { RELAY_USER, RelayManager } from './relay-manager.js';
-import { listenerCapOf, type ServiceRow } from './service-records.js';
+import { admitListener } from './listener-admission.js';
+import type { ServiceRow } from './service-records.js';
+
+/** 'ours': an internal reader with its secret; 'impostor': claims to be one without it; undefined: a listener. */
+export interface InternalReaders {
+  recognise(request: Pick<ListenerAuthRequest, 'user' | 'pass' | 'userAgent'>): 'ours' | 'impostor' | undefined;
+}
 
 const refuse = (message: string): Decision => ({ accept: false, message });
 
@@ -28,6 +34,8 @@ export class IcecastDecider implements MountDecider {
     private readonly sourceEvents?: { record(mount: string, type: SourceEventType): Promise<void> },
     /** The catalog being served, for how far a service could still be extended (a listener's time limit). */
     private readonly catalog?: LiveSnapshot,
+    /** Recognises our own readers of the mounts (the HLS segmenter). */
+    private readonly internalReaders?: InternalReaders,
   ) {}
 
   private async recordSource(mount: string, type: SourceEventType): Promise<void> {
@@ -57,26 +65,14 @@ export class IcecastDecider implements MountDecider {
     return { accept: true };
   }
 
-  async authorizeListener({ mount, clientId, ip, userAgent }: ListenerAuthRequest): Promise<Decision> {
-    return this.db.transaction(async (client) => {
-      const { rows: [service] } = await client.query(
-        "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now()) FOR UPDATE", [mount]);
-      if (!service) return refuse('no active stream on this mount');
-      const max = listenerCapOf((service as ServiceRow).limits);
-      const { rows: [{ count }] } = await client.query('SELECT count(*)::int AS count FROM listeners WHERE service_id = $1', [service.id]);
-      if (count >= max) {
-        const places = `${max} listener${max === 1 ? '' : 's'}`;
-        // The owner sees refusals in GET /services/{id}/usage (one event a minute, however many are refused).
-        await client.query(
-          `INSERT INTO service_events (service_id, kind, code, reason) SELECT $1, 'enforce', 'listener_limit_reached', $2
-           WHERE NOT EXISTS (SELECT 1 FROM service_events WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
-          [service.id, `A listener was refused: the stream was bought for ${places} and all are connected. An upgrade with more listeners raises the limit.`]);
-        return refuse(`Listener limit reached: this stream was bought for ${places} and all are connected; try again when one leaves`);
-      }
-      await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [service.id, clientId, ip]);
-      await ListenerSessions.open(client, service.id, { clientId, ip, userAgent, protocol: 'icecast' });
-      return { accept: true, ...listenerTimeLimit(service as ServiceRow, this.catalog) };
-    });
+  async authorizeListener(request: ListenerAuthRequest): Promise<Decision> {
+    const { mount, clientId, ip, userAgent } = request;
+    const internal = this.internalReaders?.recognise(request);
+    // Our own reader takes no listener place; a client that claims to be one without its secret is refused.
+    if (internal) return internal === 'ours' ? { accept: true } : refuse('not an internal reader');
+    const admitted = await admitListener(this.db, { mount }, clientId, ip, { userAgent, protocol: 'icecast' });
+    if (!admitted.accept) return refuse(admitted.message);
+    return { accept: true, ...listenerTimeLimit(admitted.service, this.catalog) };
   }
 
   async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
@@ -93,7 +89,9 @@ export class IcecastDecider implements MountDecider {
     await this.recordSource(mount, 'source.disconnected');
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
-    await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1', [mount]);
+    // HLS sessions (client_id hls:…) end by themselves when their clients stop fetching.
+    await this.db.query(`DELETE FROM listeners l USING services s
+      WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'`, [mount]);
   }
 }
 

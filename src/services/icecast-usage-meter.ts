@@ -1,6 +1,7 @@
 import type { Logger } from '../log/index.js';
 import {
-  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type SourceBudgetOptions, type MountMeterState, type MountSnapshot, type SourceBudgetState,
+  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type InternalListeners, type SourceBudgetOptions,
+  type MountMeterState, type MountSnapshot, type SourceBudgetState,
 } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
@@ -29,6 +30,8 @@ export class IcecastUsageMeter implements UsageMeter {
     /** Live encoders' titles, read from the same stats. */
     private readonly nowPlaying?: NowPlaying,
     private readonly budget = new SourceBudget(budgetOptions),
+    /** Our own readers of the mounts (the HLS segmenter), left out of listeners and bytes sent. */
+    private readonly internal?: InternalListeners,
   ) {}
 
   async poll(): Promise<boolean> {
@@ -91,7 +94,8 @@ export class IcecastUsageMeter implements UsageMeter {
       stats: (mount?: string) => this.admin()!.stats(mount),
       listClients: (mount: string) => this.admin()!.listClients(mount),
     };
-    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), ...(row && { state: row.state }) });
+    const state = row && { state: row.state };
+    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), internal: this.internal, ...state });
   }
 }
 

@@ -1,5 +1,6 @@
 export { ServiceRecords, ServiceStopped, listenerCapOf, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
-export { IcecastDecider } from './icecast-decider.js';
+export { IcecastDecider, type InternalReaders } from './icecast-decider.js';
+export { admitListener, type Admission } from './listener-admission.js';
 export { MediaLibrary, quotaOf, type MediaFile, type UploadLimits } from './media-library.js';
 export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl } from './lifecycle-worker.js';
 export { IcecastUsageMeter } from './icecast-usage-meter.js';

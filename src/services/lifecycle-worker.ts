@@ -41,6 +41,8 @@ export interface LifecycleDeps {
   meter: UsageMeter;
   autodj?: AutoDjControl;
   relays?: { sync(services: ServiceRow[]): Promise<void>; stop(serviceId: string): Promise<void> };
+  /** HLS renditions and sessions end with their service. */
+  hls?: { sync(services: ServiceRow[]): Promise<void> };
   log: Logger;
   intervalMs: number;
   /** How long before its expiry a service announces service.expiring. */
@@ -107,6 +109,7 @@ export class LifecycleWorker {
       "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
     await this.deps.relays?.sync(stillActive);
+    await this.deps.hls?.sync(stillActive);
     return done;
   }
 
@@ -135,7 +138,8 @@ export class LifecycleWorker {
       if (connected === undefined) continue;
       // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale.
       await this.deps.db.query(
-        "DELETE FROM listeners WHERE service_id = $1 AND connected_at < now() - interval '10 seconds' AND NOT (client_id = ANY($2::text[]))", [service.id, connected]);
+        `DELETE FROM listeners WHERE service_id = $1 AND connected_at < now() - interval '10 seconds'
+         AND NOT (client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`, [service.id, connected]);
     }
   }
 

@@ -67,7 +67,13 @@ export class ServiceStopped extends Error {
 
 /** What an order turns into: a mount with its own source credentials, limits and expiry. */
 export class ServiceRecords {
-  constructor(private readonly db: Database, private readonly streaming: StreamingEndpoint, private readonly apiBaseUrl: () => string) {}
+  constructor(
+    private readonly db: Database,
+    private readonly streaming: StreamingEndpoint,
+    private readonly apiBaseUrl: () => string,
+    /** Addresses other rooms serve for a service (the HLS playlist), added to its endpoints. */
+    private readonly moreEndpoints: (service: ServiceRow) => Record<string, string> = () => ({}),
+  ) {}
 
   /** Creates the service of a paid order inside the caller's transaction; a second call for the same order returns the first service. */
   async createForOrder(client: Client, order: { id: string; api_key_id: string; product_id: string }, limits: Record<string, unknown>, expiresAt: Date | null): Promise<ServiceRow> {
@@ -231,6 +237,7 @@ export class ServiceRecords {
         ...encoderHints(Number(service.limits.bitrate_kbps ?? 0)),
         service: `${this.apiBaseUrl()}/services/${service.id}`,
         ...listenAddresses(this.apiBaseUrl(), service.id),
+        ...this.moreEndpoints(service),
       },
     };
   }

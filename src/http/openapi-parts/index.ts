@@ -1,4 +1,5 @@
 import { part as events } from './events.js';
+import { part as hls } from './hls.js';
 import { part as identity } from './identity.js';
 import { part as listen } from './listen.js';
 import { part as mcp } from './mcp.js';
@@ -7,4 +8,4 @@ import type { OpenApiPart } from './part.js';
 export type { OpenApiPart } from './part.js';
 
 /** Every area's part of the OpenAPI document, merged by ../openapi.ts. Add one import and one entry per part. */
-export const openApiParts: OpenApiPart[] = [identity, events, listen, mcp];
+export const openApiParts: OpenApiPart[] = [identity, events, listen, mcp, hls];

@@ -1,0 +1,180 @@
+// HLS capacity on this machine (npm run bench:hls): the CPU of one rendition, and how many concurrent HLS listeners of
+// one 128 kbps stream serve keeps in real time, per core of its own CPU. Writes its section of docs/benchmarks.md.
+// Env: HLS_LISTENERS (500), SECONDS (60, the measured window), NO_WRITE_DOCS=1.
+import type { ChildProcess } from 'node:child_process';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { buy } from '../test/support/purchase.js';
+import { copyCatalog, startService, type Service } from '../test/support/service.js';
+import { startFfmpegSource, waitFor } from '../test/support/streaming.js';
+import { TestWallet } from '../test/support/wallet.js';
+import { writeMarkedSection } from './docs.js';
+import { namedTreesCpu, treeCpu } from './process-cpu.js';
+
+const listeners = Number(process.env.HLS_LISTENERS ?? 500);
+const seconds = Number(process.env.SECONDS ?? 60);
+const root = fileURLToPath(new URL('../', import.meta.url));
+
+/** A player: its session's playlist every 2 s (half the target duration), each new segment once. */
+class Player {
+  readonly fetched = new Set<number>();
+  bytes = 0;
+  failures = 0;
+  retries = 0;
+  private media?: URL;
+  constructor(private readonly master: string) {}
+
+  async run(until: number): Promise<void> {
+    let answer = await fetch(this.master);
+    let text = await answer.text();
+    // As players do, a retryable refusal (a burst of admissions on a loaded machine) is tried again.
+    for (let tries = 0; answer.status !== 200 && JSON.parse(text).error?.retryable && tries < 20; tries++) {
+      this.retries++;
+      await sleep(500 + Math.random() * 1000);
+      answer = await fetch(this.master);
+      text = await answer.text();
+    }
+    if (answer.status !== 200) throw new Error(`index.m3u8 answered ${answer.status}: ${text}`);
+    this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
+    await sleep(Math.random() * 2000);
+    while (Date.now() < until) {
+      await this.poll().catch(() => { this.failures++; });
+      await sleep(2000);
+    }
+  }
+
+  private async poll(): Promise<void> {
+    const playlist = await (await fetch(this.media!)).text();
+    const segments = playlist.split('\n').filter((l) => l.startsWith('seg'));
+    // A player starts near the live edge: the last segment first, then every new one.
+    for (const uri of this.fetched.size ? segments : segments.slice(-1)) {
+      const number = Number(/^seg(\d+)/.exec(uri)![1]);
+      if (this.fetched.has(number)) continue;
+      const body = Buffer.from(await (await fetch(new URL(uri, this.media!))).arrayBuffer());
+      this.bytes += body.length;
+      this.fetched.add(number);
+    }
+  }
+}
+
+/** The segmenter's ffmpeg (below serve, writing into DATA_DIR/hls). */
+async function segmenterPid(dataDir: string): Promise<number> {
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const args = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    if (args.startsWith('ffmpeg') && args.includes(join(dataDir, 'hls'))) return Number(name);
+  }
+  throw new Error('no HLS segmenter running');
+}
+
+async function cpuOf(pid: number): Promise<number> {
+  return (await treeCpu(pid))?.self ?? NaN;
+}
+
+/** The newest segment's number, from the rendition's own playlist file (read without taking a listener place). */
+async function newestSegment(dir: string): Promise<number> {
+  const playlist = await readFile(join(dir, 'live.m3u8'), 'utf8');
+  const numbers = [...playlist.matchAll(/^seg(\d+)\.ts$/gm)].map((m) => Number(m[1]));
+  return Math.max(...numbers);
+}
+
+let service: Service | undefined;
+let source: ChildProcess | undefined;
+const catalog = await copyCatalog();
+try {
+  // One stream for many listeners: this copy of the catalog sells up to 10 000 places on one stream.
+  const file = join(catalog.catalogDir, 'products/instant-stream.yaml');
+  await writeFile(file, (await readFile(file, 'utf8')).replaceAll('maximum: 50', 'maximum: 10000'));
+  const settings = join(catalog.catalogDir, 'catalog.yaml');
+  const roomy = '$1: { live_services: 100000, listener_places: 10000000 }';
+  await writeFile(settings, (await readFile(settings, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, roomy));
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0',
+  });
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const bought = await buy(service, wallet, {
+    product_id: 'instant-stream', email: 'bench@example.com', station_name: 'Bench FM',
+    parameters: { duration_hours: 1, max_listeners: listeners, bitrate_kbps: 128 },
+  });
+  if (bought.status !== 200) throw new Error(JSON.stringify(bought.body));
+  const svc = bought.body.service;
+  source = startFfmpegSource(svc.broadcast_url, 128);
+  const hlsUrl: string = svc.endpoints.hls_url;
+  await waitFor('the rendition', async () => (await fetch(hlsUrl)).status === 200, 60_000);
+  const segmenter = await segmenterPid(service.dataDir);
+
+  // 1. One rendition and serve without HLS listeners (the warm-up session above has idled out).
+  await sleep(10_000);
+  const [f0, s0, t0] = [await cpuOf(segmenter), await cpuOf(service.process.pid!), Date.now()];
+  await sleep(30_000);
+  const idleWindow = (Date.now() - t0) / 1000;
+  const renditionCores = (await cpuOf(segmenter) - f0) / idleWindow;
+  const serveIdleCores = (await cpuOf(service.process.pid!) - s0) / idleWindow;
+
+  // 2. N players, started over 8 s; measured over `seconds` once all are in.
+  const players = Array.from({ length: listeners }, () => new Player(hlsUrl));
+  const until = Date.now() + 20_000 + seconds * 1000 + 4000;
+  const running = players.map(async (p, i) => { await sleep((i / listeners) * 8000); await p.run(until); });
+  await sleep(20_000);
+  const renditionDir = join(service.dataDir, 'hls', svc.service_id);
+  const servePid = service.process.pid!;
+  const sample = async () => [await newestSegment(renditionDir), await cpuOf(servePid),
+    (await namedTreesCpu(servePid, ['postgres'])) ?? NaN, await cpuOf(segmenter), Date.now()];
+  const [firstSeq, serveCpu0, pgCpu0, ffCpu0, w0] = await sample();
+  await sleep(seconds * 1000);
+  const [lastSeq, serveCpu1, pgCpu1, ffCpu1, w1] = await sample();
+  await Promise.all(running);
+  const window = (w1 - w0) / 1000;
+  const produced = lastSeq - firstSeq;
+  // A player kept real time when it got ≥ 95 % of the segments the rendition made in the window (from its first one,
+  // if its admission came late on a loaded machine: that is start-up time, counted apart).
+  const startOf = (p: Player) => Math.max(firstSeq, Math.min(...p.fetched));
+  const late = players.filter((p) => startOf(p) > firstSeq).length;
+  const kept = players.map((p) => {
+    const got = [...p.fetched].filter((n) => n >= startOf(p) && n < lastSeq).length;
+    return got / Math.max(1, lastSeq - startOf(p));
+  });
+  const inRealTime = kept.filter((k) => k >= 0.95).length;
+  const serveCores = (serveCpu1 - serveCpu0) / window;
+  const pgCores = (pgCpu1 - pgCpu0) / window;
+  const failures = players.reduce((n, p) => n + p.failures, 0);
+  const retries = players.reduce((n, p) => n + p.retries, 0);
+  const mbps = players.reduce((n, p) => n + p.bytes, 0) * 8 / 1e6 / (seconds + 24);
+
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const section = [
+    '## HLS: CPU per rendition, listeners per core (`npm run bench:hls`)',
+    '',
+    `Machine: ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
+    '(shared with other work: CPU seconds, not wall time, are the measure). One instant-stream at 128 kbps fed by',
+    'ffmpeg; its rendition (MP3 decode, AAC encode, ffmpeg\'s HLS muxer, 4 s MPEG-TS segments); players fetch their',
+    'session\'s playlist every 2 s and each new segment once, from this machine, over loopback.',
+    '',
+    '| measure | value |',
+    '|:--|--:|',
+    `| CPU of one rendition (its ffmpeg, ${idleWindow.toFixed(0)} s) | ${pct(renditionCores)} of one core |`,
+    `| serve's CPU without HLS listeners | ${pct(serveIdleCores)} of one core |`,
+    `| HLS listeners (one stream, ${window.toFixed(0)} s measured) | ${listeners} |`,
+    `| … in real time (got ≥ 95 % of the ${produced} segments made meanwhile, from their first) | `
+      + `${inRealTime} (${pct(inRealTime / listeners)}) |`,
+    `| … of which admitted after the window began (loaded machine) | ${late} |`,
+    `| serve's CPU with them (node) | ${pct(serveCores)} of one core |`,
+    `| PostgreSQL's CPU meanwhile | ${pct(pgCores)} of one core |`,
+    `| rendition's CPU with them | ${pct((ffCpu1 - ffCpu0) / window)} of one core |`,
+    `| HLS listeners per core of serve (listeners ÷ serve's cores) | ${Math.round(listeners / serveCores)} |`,
+    `| … of serve and PostgreSQL together | ${Math.round(listeners / (serveCores + pgCores))} |`,
+    `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; `
+      + `${retries} admissions retried (retryable 503) |`,
+    '',
+  ].join('\n');
+  console.log(section);
+  if (!process.env.NO_WRITE_DOCS) await writeMarkedSection(join(root, 'docs/benchmarks.md'), 'bench/hls.ts', section);
+} finally {
+  source?.kill('SIGKILL');
+  await service?.stop();
+  await catalog.remove();
+}

@@ -1,0 +1,282 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
+import { admitListener, type InternalReaders, type ServiceRow } from '../services/index.js';
+import type { Database } from '../store/index.js';
+import { MEDIA_PLAYLIST, Rendition } from './rendition.js';
+import { HlsSessions, type HlsSession } from './sessions.js';
+import { HlsUsageTotals } from './usage-totals.js';
+import { HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
+
+export interface HlsManagerOptions {
+  db: Database;
+  /** Where renditions are written: DATA_DIR/hls/{service_id}/ */
+  dir: string;
+  /** Icecast's loopback address, undefined while it does not run. */
+  icecastUrl: () => string | undefined;
+  /** The streaming host whose services this instance serves (its HLS rows are cleared at start). */
+  hostId: () => string;
+  log: Logger;
+}
+
+/** Who fetches: the listener session keeps its network and user agent, never the full address. */
+export interface HlsClient { ip: string; userAgent: string }
+
+/** A rendition nobody fetched for this long is stopped (started again by the next request). */
+const RENDITION_IDLE_MS = 60_000;
+/** How long a first request waits for the rendition's first segment. */
+const READY_TIMEOUT_MS = 12_000;
+const TOKEN = /^[A-Za-z0-9_-]{22}$/;
+const SEGMENT = /^seg\d{1,12}\.ts$/;
+
+/**
+ * HLS for active services, on demand: the first request starts a rendition (rendition.ts), which stops when nobody
+ * fetched for a minute or the service ends. Listener sessions take bought places like Icecast listeners and their
+ * bytes and time are added to the usage (usage-totals.ts). Our segmenter reads the mount with a per-process secret,
+ * so the decider lets it in without a place and the meter leaves it out (InternalReaders, InternalListeners).
+ */
+export class HlsManager implements InternalReaders, InternalListeners {
+  private readonly secret = randomBytes(24).toString('base64url');
+  private readonly renditions = new Map<string, Rendition>();
+  private readonly sessions = new HlsSessions();
+  readonly totals: HlsUsageTotals;
+  /** Active services as the last life-cycle pass saw them (requests check their service here first). */
+  private active = new Map<string, ServiceRow>();
+  private timer?: NodeJS.Timeout;
+  /** The last admission queued per service (see admit). */
+  private readonly admissions = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: HlsManagerOptions) {
+    this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
+  }
+
+  /** Clears the places HLS sessions of a previous run held, then ends idle sessions and renditions every second. */
+  async start(): Promise<void> {
+    await this.options.db.query(
+      `DELETE FROM listeners WHERE client_id LIKE 'hls:%'
+       AND service_id IN (SELECT id FROM services WHERE host_id = $1)`,
+      [this.options.hostId()]);
+    const sweep = () => { this.sweep().catch((err) => this.options.log.warn({ err }, 'HLS sweep failed')); };
+    this.timer = setInterval(sweep, 1000);
+    this.timer.unref();
+  }
+
+  async stopAll(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.all([...this.renditions.keys()].map((id) => this.stopRendition(id)));
+  }
+
+  recognise(request: Pick<ListenerAuthRequest, 'user' | 'pass' | 'userAgent'>): 'ours' | 'impostor' | undefined {
+    const { user, pass, userAgent } = request;
+    if (user !== HLS_SEGMENTER_USER && !this.isInternalAgent(userAgent)) return undefined;
+    const a = Buffer.from(pass);
+    const b = Buffer.from(this.secret);
+    const secretMatches = a.length === b.length && timingSafeEqual(a, b);
+    const ours = user === HLS_SEGMENTER_USER && this.isInternalAgent(userAgent) && secretMatches;
+    return ours ? 'ours' : 'impostor';
+  }
+
+  isInternalAgent(userAgent: string): boolean {
+    return userAgent === HLS_SEGMENTER_AGENT;
+  }
+
+  connectedBytes(mount: string): number {
+    let bytes = 0;
+    for (const rendition of this.renditions.values()) {
+      if (rendition.mount === mount) bytes += rendition.bytesFromIcecast;
+    }
+    return bytes;
+  }
+
+  /** Called on every life-cycle pass with the active services: the sessions and renditions of others end at once. */
+  async sync(services: ServiceRow[]): Promise<void> {
+    const active = new Map(services.filter((s) => s.status === 'active').map((s) => [s.id, s]));
+    // A service bought while the pass ran is not in its list yet: only those the database confirms ended are.
+    const known = new Set([...this.renditions.keys(), ...this.sessions.serviceIds()]);
+    const unlisted = [...known].filter((id) => !active.has(id));
+    const ended = new Set(unlisted);
+    if (unlisted.length) {
+      const stillLive = await this.options.db.query<{ id: string }>(
+        `SELECT id FROM services WHERE id = ANY($1::text[]) AND status = 'active'
+         AND (expires_at IS NULL OR expires_at > now())`, [unlisted]);
+      for (const { id } of stillLive) ended.delete(id);
+    }
+    this.active = active;
+    for (const id of ended) await this.stopRendition(id);
+    await this.endSessions(this.sessions.endIdle(Date.now(), (id) => ended.has(id)));
+  }
+
+  /** The multivariant playlist: admits a new listener session and names its media playlist. */
+  async master(serviceId: string, client: HlsClient): Promise<string> {
+    const service = await this.serviceFor(serviceId);
+    await this.ready(service);
+    const token = randomBytes(16).toString('base64url');
+    const session = await this.admit(service, token, client);
+    const kbps = Math.max(32, Math.min(256, Number(service.limits.bitrate_kbps ?? 128)));
+    const body = ['#EXTM3U', '#EXT-X-VERSION:3', '#EXT-X-INDEPENDENT-SEGMENTS',
+      `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`, `${MEDIA_PLAYLIST}?session=${token}`, '',
+    ].join('\n');
+    this.sessions.seen(session, Buffer.byteLength(body));
+    return body;
+  }
+
+  /** The sliding media playlist, its segment addresses carrying the session's token. */
+  async mediaPlaylist(
+    serviceId: string, token: string, client: HlsClient,
+  ): Promise<{ body: string; session: HlsSession }> {
+    const service = await this.serviceFor(serviceId);
+    const text = await this.ready(service);
+    const session = await this.sessionFor(service, token, client);
+    const withToken = (line: string) => (line && !line.startsWith('#') ? `${line}?session=${token}` : line);
+    const body = text.split('\n').map(withToken).join('\n');
+    return { body, session };
+  }
+
+  async segment(
+    serviceId: string, token: string, name: string, client: HlsClient,
+  ): Promise<{ body: Buffer; session: HlsSession }> {
+    if (!SEGMENT.test(name)) {
+      throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the playlist.`);
+    }
+    const service = await this.serviceFor(serviceId, true);
+    const rendition = this.renditions.get(service.id);
+    const body = rendition && await readFile(join(rendition.dir, name)).catch(() => undefined);
+    if (!body) {
+      throw new ApiError(404, 'hls_segment_not_found',
+        `Segment ${name} is no longer in the playlist: fetch the media playlist again and play its segments.`);
+    }
+    rendition.lastUsedAt = Date.now();
+    return { body, session: await this.sessionFor(service, token, client) };
+  }
+
+  /** Counts what was written to a session (called when the answer has been sent). */
+  delivered(session: HlsSession, bytes: number): void {
+    this.sessions.seen(session, bytes);
+  }
+
+  /**
+   * The service if it is live. Playlists read it from the database, so a stop shows at once; segments (as many again)
+   * may use the last life-cycle pass's view, a second old at most: without a playlist a player fetches none for long.
+   */
+  private async serviceFor(serviceId: string, cached = false): Promise<ServiceRow> {
+    const known = cached ? this.active.get(serviceId) : undefined;
+    if (known && (!known.expires_at || known.expires_at.getTime() > Date.now())) return known;
+    const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>(
+      'SELECT * FROM services WHERE id = $1', [serviceId]);
+    if (!row) {
+      throw new ApiError(404, 'service_not_found',
+        `No service ${serviceId}: check the hls_url in the service record (GET /services/{service_id}).`);
+    }
+    const live = row.status === 'active' && (!row.expires_at || row.expires_at.getTime() > Date.now());
+    if (!live) throw ended(row.status === 'active' ? 'expired' : row.status);
+    return row;
+  }
+
+  /** The rendition's media playlist, starting the rendition if it does not run and waiting for its first segment. */
+  private async ready(service: ServiceRow): Promise<string> {
+    const rendition = this.renditionOf(service);
+    rendition.lastUsedAt = Date.now();
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      const text = await rendition.playlist();
+      if (text) return text;
+      if (Date.now() > deadline) break;
+      await sleep(200);
+    }
+    const message = 'The stream has no audio to segment yet (is its source connected?); retry in a few seconds.';
+    throw new ApiError(503, 'hls_not_ready', message, {
+      retryable: true, headers: { 'Retry-After': '3' },
+    });
+  }
+
+  private renditionOf(service: ServiceRow): Rendition {
+    const running = this.renditions.get(service.id);
+    if (running) return running;
+    const icecastUrl = this.options.icecastUrl();
+    if (!icecastUrl) {
+      const message = 'Streaming is not running on this host right now; retry shortly.';
+      throw new ApiError(503, 'streaming_unavailable', message, { retryable: true });
+    }
+    const rendition = new Rendition(join(this.options.dir, service.id), {
+      icecastUrl, mount: service.mount, secret: this.secret, bitrateKbps: Number(service.limits.bitrate_kbps ?? 128),
+    }, this.options.log);
+    this.renditions.set(service.id, rendition);
+    this.options.log.info({ service_id: service.id }, 'HLS rendition started');
+    return rendition;
+  }
+
+  /** The token's session; one that idled out (or was kept by a previous run) is admitted again while there is room. */
+  private async sessionFor(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
+    if (!TOKEN.test(token)) {
+      throw new ApiError(400, 'hls_session_invalid',
+        'This address lacks a valid session: start from the service\'s hls_url (index.m3u8).');
+    }
+    const session = this.sessions.get(token);
+    if (session?.serviceId === service.id) return session;
+    if (session) {
+      const message = 'This session belongs to another stream: start from the service\'s hls_url.';
+      throw new ApiError(400, 'hls_session_invalid', message);
+    }
+    return this.admit(service, token, client);
+  }
+
+  /**
+   * Admissions of one service lock its row in turn anyway: queued here, a burst of players (a link shared at once)
+   * waits in memory for its turn instead of holding every database connection of the pool while it waits.
+   */
+  private admit(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
+    const turn = (this.admissions.get(service.id) ?? Promise.resolve()).then(() => this.admitNow(service, token, client));
+    const settled = turn.then(() => {}, () => {});
+    this.admissions.set(service.id, settled);
+    void settled.then(() => { if (this.admissions.get(service.id) === settled) this.admissions.delete(service.id); });
+    return turn;
+  }
+
+  private async admitNow(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
+    const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, client.ip,
+      { userAgent: client.userAgent, protocol: 'hls' });
+    if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
+    if (!admitted.accept) {
+      const retry = { retryable: true, headers: { 'Retry-After': '10' } };
+      throw new ApiError(403, 'listener_limit_reached', admitted.message, retry);
+    }
+    return this.sessions.get(token) ?? this.sessions.open(token, service.id);
+  }
+
+  /** Ends sessions not seen within twice the segment length (their places are freed) and idle renditions. */
+  private async sweep(): Promise<void> {
+    await this.endSessions(this.sessions.endIdle());
+    for (const [id, rendition] of this.renditions) {
+      const idle = !this.sessions.hasAny(id) && Date.now() - rendition.lastUsedAt > RENDITION_IDLE_MS;
+      if (idle) await this.stopRendition(id);
+    }
+  }
+
+  private async endSessions(ended: HlsSession[]): Promise<void> {
+    if (!ended.length) return;
+    const clientIds = ended.map((s) => `hls:${s.token}`);
+    // The owner's session statistics get each session's exact bytes; deleting its place closes the session.
+    await this.options.db.query(
+      `UPDATE listener_sessions ls SET bytes = ended.bytes
+         FROM unnest($1::text[], $2::bigint[]) AS ended (client_id, bytes)
+        WHERE ls.client_id = ended.client_id AND ls.ended_at IS NULL`, [clientIds, ended.map((s) => s.bytes)]);
+    await this.options.db.query('DELETE FROM listeners WHERE client_id = ANY($1::text[])', [clientIds]);
+  }
+
+  private async stopRendition(serviceId: string): Promise<void> {
+    const rendition = this.renditions.get(serviceId);
+    this.renditions.delete(serviceId);
+    if (!rendition) return;
+    await rendition.stop();
+    this.options.log.info({ service_id: serviceId }, 'HLS rendition stopped');
+  }
+}
+
+function ended(status: string): ApiError {
+  return new ApiError(410, 'service_not_active',
+    `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`);
+}

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buyInstantStream } from './support/live-stream.js';
+import { request, startService, type Service } from './support/service.js';
+import { shortLivedCatalog } from './support/short-catalog.js';
+import { startFfmpegSource, waitFor } from './support/streaming.js';
+
+// A service's HLS ends with it when it expires: its playlists answer 410, its rendition stops and its files go.
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0
+  ? false : 'icecast2 and ffmpeg are not installed';
+
+let service: Service;
+let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
+let encoder: ChildProcess | undefined;
+
+before(async () => {
+  if (skip) return;
+  catalog = await shortLivedCatalog();
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250',
+  });
+});
+after(async () => {
+  encoder?.kill('SIGKILL');
+  await service?.stop();
+  await catalog?.remove();
+});
+
+describe('HLS at expiry', { skip }, () => {
+  test('the playlists answer 410 and the rendition is gone once the service expires', async () => {
+    const svc = await buyInstantStream(service, 'Brief FM', { duration_hours: 0.015, max_listeners: 2, bitrate_kbps: 64 });
+    encoder = startFfmpegSource(svc.broadcast_url);
+    const master = await waitFor('the HLS playlist', async () => {
+      const answer = await fetch(svc.endpoints.hls_url);
+      return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
+    }, 40_000);
+    const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, svc.endpoints.hls_url);
+    const dir = join(service.dataDir, 'hls', svc.service_id);
+    assert.ok(existsSync(dir));
+
+    // The player keeps polling, as players do, until the stream ends.
+    const ended = await waitFor('the HLS playlist to end', async () => {
+      const answer = await fetch(media);
+      const body = await answer.text();
+      return answer.status !== 200 && { status: answer.status, body: JSON.parse(body) };
+    }, 90_000);
+    assert.equal(ended.status, 410);
+    assert.equal(ended.body.error.code, 'service_not_active');
+    assert.match(ended.body.error.message, /has ended \(the service is expired\)/);
+    assert.equal((await fetch(svc.endpoints.hls_url)).status, 410);
+    await waitFor('the rendition to be removed', () => !existsSync(dir), 15_000);
+    const usage = await waitFor('the HLS place to be freed', async () => {
+      const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+      return u.listeners.current === 0 && u;
+    }, 15_000);
+    assert.equal(usage.status, 'expired');
+    assert.ok(usage.bytes.sent_to_listeners > 0, 'the HLS bytes stay in the usage');
+  });
+});

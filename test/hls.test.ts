@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buyInstantStream } from './support/live-stream.js';
+import { request, startService, type Service } from './support/service.js';
+import { startFfmpegSource, waitFor } from './support/streaming.js';
+
+// HLS of a bought stream: real AAC segments from the live mount, the bought places shared with Icecast listeners,
+// HLS bytes and listeners in the usage, our segmenter never counted, and the rendition gone with the service.
+const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg && command -v ffprobe']).status === 0
+  ? false : 'icecast2, ffmpeg and ffprobe are not installed';
+
+let service: Service;
+let encoder: ChildProcess | undefined;
+
+before(async () => {
+  if (skip) return;
+  service = await startService();
+});
+after(async () => {
+  encoder?.kill('SIGKILL');
+  await service?.stop();
+});
+
+interface Fetched { status: number; headers: Headers; bytes: Buffer; text: string }
+
+/** A GET as an HLS player makes it; `counted` adds up the bodies received (what the usage must show). */
+async function get(url: string, counted?: { bytes: number }): Promise<Fetched> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  if (counted && response.ok) counted.bytes += bytes.length;
+  return { status: response.status, headers: response.headers, bytes, text: bytes.toString('utf8') };
+}
+
+/** The status Icecast answers a listener (it refuses with 401 when the decider says no). */
+function icecastStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers }, (res) => { resolve(res.statusCode ?? 0); req.destroy(); });
+    req.once('error', reject);
+  });
+}
+
+const uris = (playlist: string) => playlist.split('\n').filter((line) => line && !line.startsWith('#'));
+
+describe('HLS', { skip }, () => {
+  test('a live stream over HLS: within its places, in its usage, through a restart, gone when stopped', async () => {
+    const svc = await buyInstantStream(service, 'HLS FM', { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 });
+    const hlsUrl: string = svc.endpoints.hls_url;
+    assert.equal(hlsUrl, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
+    encoder = startFfmpegSource(svc.broadcast_url);
+    const counted = { bytes: 0 };
+
+    // The first request starts the rendition and waits for its first segment (503 until the source is up).
+    const master = await waitFor('the HLS playlist', async () => {
+      const answer = await get(hlsUrl, counted);
+      return answer.status === 200 && answer;
+    }, 40_000);
+    assert.match(master.headers.get('content-type') ?? '', /application\/vnd\.apple\.mpegurl/);
+    assert.equal(master.headers.get('cache-control'), 'no-cache');
+    assert.equal(master.headers.get('access-control-allow-origin'), '*');
+    const [mediaUri] = uris(master.text);
+    assert.match(mediaUri, /^live\.m3u8\?session=[A-Za-z0-9_-]{22}$/);
+    let mediaUrl = new URL(mediaUri, hlsUrl).href;
+
+    const media = await get(mediaUrl, counted);
+    assert.equal(media.status, 200);
+    assert.equal(media.headers.get('cache-control'), 'no-cache');
+    assert.match(media.text, /#EXT-X-TARGETDURATION:[45]\n/);
+    const segmentUri = uris(media.text).at(-1)!;
+    assert.match(segmentUri, /^seg\d+\.ts\?session=/);
+    const segment = await get(new URL(segmentUri, mediaUrl).href, counted);
+    assert.equal(segment.status, 200);
+    assert.equal(segment.headers.get('content-type'), 'video/mp2t');
+    assert.match(segment.headers.get('cache-control') ?? '', /max-age=\d+/);
+
+    // Real AAC that decodes: ffprobe names the codec, ffmpeg decodes the whole segment without an error.
+    const file = join(service.dataDir, 'segment.ts');
+    await writeFile(file, segment.bytes);
+    const entries = 'stream=codec_name,sample_rate:format=duration';
+    const probe = spawnSync('ffprobe', ['-v', 'error', '-show_entries', entries, '-of', 'json', file],
+      { encoding: 'utf8' });
+    const probed = JSON.parse(probe.stdout);
+    assert.equal(probed.streams[0].codec_name, 'aac');
+    assert.ok(Number(probed.format.duration) >= 2, `a segment of about 4 s, got ${probed.format.duration}`);
+    const decode = spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-f', 'null', '-'], { encoding: 'utf8' });
+    assert.equal(decode.status, 0, decode.stderr);
+    assert.equal(decode.stderr, '');
+
+    // One place was bought: the HLS session holds it (the segmenter reading the mount does not), so another HLS
+    // client and an Icecast listener are both refused.
+    const refused = await get(hlsUrl);
+    assert.equal(refused.status, 403);
+    const error = JSON.parse(refused.text);
+    assert.equal(error.ok, false);
+    assert.equal(error.error.code, 'listener_limit_reached');
+    assert.equal(error.error.retryable, true);
+    assert.match(error.error.message, /bought for 1 listener/);
+    assert.equal(await icecastStatus(svc.stream_url), 401);
+    // Nor does a listener pass as our segmenter (which takes no place) by borrowing its name without its secret.
+    const impostor = {
+      'user-agent': 'agent-audio-api-hls-segmenter/1',
+      authorization: `Basic ${Buffer.from('hls-segmenter:guess').toString('base64')}`,
+    };
+    assert.equal(await icecastStatus(svc.stream_url, impostor), 401);
+    await waitFor('the impostor refused as such in Icecast\'s log', async () => {
+      const log = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8');
+      return log.includes('failed with "not an internal reader"');
+    }, 10_000);
+
+    // The usage counts the HLS listener (and not the segmenter) and exactly the bytes HLS clients were sent.
+    let fetchedAt = 0;
+    const usage = await waitFor('the HLS bytes in the usage', async () => {
+      // A player fetches its playlist every few seconds: the session stays present (within 2 x 4 s).
+      if (Date.now() - fetchedAt > 2500) {
+        fetchedAt = Date.now();
+        assert.equal((await get(mediaUrl, counted)).status, 200);
+      }
+      const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+      return u.bytes.sent_to_listeners === counted.bytes && u.listeners.current === 1 && u;
+    }, 15_000).catch(async (e) => {
+      const usageNow = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+      throw new Error(`${e.message}; counted ${counted.bytes}, usage ${JSON.stringify(usageNow)}`);
+    });
+    assert.equal(usage.listeners.peak, 1, 'the segmenter is not a listener');
+    assert.equal(usage.transfer.used_gb, (counted.bytes / 1e9).toString());
+    assert.ok(Number(usage.listener_hours) > 0);
+
+    // ffmpeg plays the session's playlist as a player does (the one place is this session's).
+    const played = spawnSync('ffmpeg', ['-v', 'error', '-i', mediaUrl, '-t', '2', '-f', 'null', '-'],
+      { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(played.status, 0, played.stderr);
+
+    // serve restarts (Icecast with it, on a new port): the same HLS address works again once the source is back,
+    // the session's token takes its place again, and the usage saved before the restart stands.
+    const before = counted.bytes;
+    await service.stop();
+    encoder?.kill('SIGKILL');
+    service = await startService(service.env, { dataDir: service.dataDir });
+    const again = (await request(service, 'GET', `/services/${svc.service_id}`)).body.service;
+    assert.equal(again.endpoints.hls_url, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
+    encoder = startFfmpegSource(again.broadcast_url);
+    mediaUrl = `${service.baseUrl}/hls/${svc.service_id}/${mediaUri}`;
+    const resumed = await waitFor('the HLS playlist after the restart', async () => {
+      const answer = await get(mediaUrl, counted);
+      return answer.status === 200 && answer;
+    }, 40_000);
+    assert.match(uris(resumed.text)[0], new RegExp(`^seg\\d+\\.ts\\?session=${mediaUri.split('=')[1]}$`));
+    const after = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+    assert.ok(after.bytes.sent_to_listeners >= before, `${after.bytes.sent_to_listeners} >= ${before}`);
+    const newHlsUrl = `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`;
+    assert.equal((await get(newHlsUrl)).status, 403, 'the place is taken again');
+
+    // Stopped: the playlist answers 410 with an error document, the rendition's files and ffmpeg are gone.
+    const stopped = await request(service, 'POST', `/services/${svc.service_id}/stop`,
+      { headers: { 'idempotency-key': 'stop-hls-test' } });
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    for (const url of [newHlsUrl, mediaUrl]) {
+      const gone = await get(url);
+      assert.equal(gone.status, 410);
+      assert.equal(JSON.parse(gone.text).error.code, 'service_not_active');
+    }
+    const dir = join(service.dataDir, 'hls', svc.service_id);
+    await waitFor('the rendition to be removed', () => !existsSync(dir) && !segmenterRunning(dir), 15_000);
+  });
+});
+
+/** Whether an ffmpeg writing into `dir` still runs. */
+function segmenterRunning(dir: string): boolean {
+  const ps = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  return ps.stdout.split('\n').some((line) => line.startsWith('ffmpeg') && line.includes(dir));
+}
