@@ -128,6 +128,11 @@ describe('HLS', { skip }, () => {
     assert.equal(usage.listeners.peak, 1, 'the segmenter is not a listener');
     assert.equal(usage.transfer.used_gb, (counted.bytes / 1e9).toString());
     assert.ok(Number(usage.listener_hours) > 0);
+    // The owner's statistics hold the HLS session: its protocol and network, never the full address.
+    const { current } = (await request(service, 'GET', `/services/${svc.service_id}/listeners`)).body;
+    assert.equal(current.length, 1, JSON.stringify(current));
+    assert.equal(current[0].protocol, 'hls');
+    assert.equal(current[0].client_network, '127.0.0.0/24');
 
     // ffmpeg plays the session's playlist as a player does (the one place is this session's).
     const played = spawnSync('ffmpeg', ['-v', 'error', '-i', mediaUrl, '-t', '2', '-f', 'null', '-'],
