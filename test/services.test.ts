@@ -6,8 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const hasFfmpeg = spawnSync('sh', ['-c', 'command -v ffmpeg && command -v ffprobe']).status === 0;
+requireStreamingTools(['ffmpeg', 'ffprobe']);
 
 let service: Service;
 let wallet: TestWallet;
@@ -64,7 +65,7 @@ describe('services', () => {
     assert.deepEqual(withStorage.storage, { used_mb: 0, bought_mb: 1 });
   });
 
-  test('uploads are checked, counted against storage_mb while they stream, and never kept partially', { skip: !hasFfmpeg && 'ffmpeg is not installed' }, async () => {
+  test('uploads are checked, counted against storage_mb while they stream, and never kept partially', async () => {
     const id = autodj.service.service_id;
     const mediaDir = join(service.dataDir, 'media', id);
     const song = tone(3, 'mp3', 'First Song');
