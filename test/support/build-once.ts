@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** Whoever waits for another process's build gives up after this long (a build takes seconds). */
@@ -45,19 +45,12 @@ async function takeLock(lock: string): Promise<boolean> {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => ''));
-    if (!holder || isAlive(holder)) return false; // a holder that has not written its pid yet is alive
+    // /proc holds a folder for every live process (Linux). A holder writes its pid right after taking the lock.
+    const justTaken = !holder && Date.now() - (await stat(lock).catch(() => ({ mtimeMs: 0 }))).mtimeMs < 10_000;
+    if (justTaken || (holder && existsSync(`/proc/${holder}`))) return false;
     await rm(lock, { recursive: true, force: true });
     return takeLock(lock);
   }
   await writeFile(join(lock, 'pid'), String(process.pid));
   return true;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
