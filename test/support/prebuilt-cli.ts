@@ -13,8 +13,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
  * Each file of src/ is transformed on its own by esbuild, as tsx does when bin/agent-audio.mjs runs it, and laid out as
  * in the repository (its SQL, contracts, package.json and node_modules beside it), so the code that runs is the same;
  * what is saved is tsx's loader, which costs a process about 2 s of CPU to load the service's modules. Built once per
- * machine for this source (the folder is named by a hash of src/ and package.json). The tests that start
- * bin/agent-audio.mjs itself (terminal.test.ts) keep the real entry covered.
+ * machine for this source and checkout (the folder is named by a hash of src/, package.json and the checkout's
+ * path). The tests that start bin/agent-audio.mjs itself (terminal.test.ts) keep the real entry covered.
  */
 export function prebuiltEntry(): Promise<string> {
   entry ??= sourceKey().then((key) => builtOnce(join(tmpdir(), `agent-audio-test-build-${key}`), transformSources))
@@ -34,7 +34,7 @@ async function sourceKey(): Promise<string> {
   for (const file of [...(await sourceFiles()), 'package.json', 'tsconfig.json']) {
     hash.update(`${file}\0${await readFile(join(root, file))}\0`);
   }
-  hash.update(process.version);
+  hash.update(`${process.version}\0${root}`); // its node_modules is a link to this checkout's
   return hash.digest('hex').slice(0, 16);
 }
 
