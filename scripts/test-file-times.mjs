@@ -26,7 +26,9 @@ export default async function* fileTimes(source) {
       if (event.type === 'test:fail') times.failed += 1;
     }
   }
-  const rows = [...files].map(([file, t]) => ({ file: relative(process.cwd(), file), ms: t.own ?? t.last - t.first, ...t }));
+  const rows = [...files].map(([file, times]) => ({
+    ...times, file: relative(process.cwd(), file), ms: times.own ?? times.last - times.first,
+  }));
   rows.sort((a, b) => b.ms - a.ms);
   const seconds = (ms) => (ms / 1000).toFixed(1).padStart(7);
   yield '\nper-file wall time (slowest first):\n';
@@ -34,5 +36,6 @@ export default async function* fileTimes(source) {
     yield `${seconds(row.ms)} s  ${row.file}  (${row.tests} tests${row.failed ? `, ${row.failed} failed` : ''})\n`;
   }
   const sum = rows.reduce((total, row) => total + row.ms, 0);
-  yield `${seconds(sum)} s  sum over ${rows.length} files; ${seconds(Date.now() - startedAt).trim()} s wall for the run\n`;
+  const wall = seconds(Date.now() - startedAt).trim();
+  yield `${seconds(sum)} s  sum over ${rows.length} files; ${wall} s wall for the run\n`;
 }

@@ -52,7 +52,7 @@ function positiveInt(text: string | undefined, fallback: number): number {
 function seedFrom(text: string): number {
   const n = Number(text);
   if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < -(2 ** 31) || n >= 2 ** 32) {
-    throw new Error(`FUZZ_SEED=${text} is not a seed: give an integer such as ${DEFAULT_SEED} (the one each run prints)`);
+    throw new Error(`FUZZ_SEED=${text} is not a seed: give an integer such as ${DEFAULT_SEED} (as each run prints)`);
   }
   return n;
 }

@@ -12,13 +12,14 @@ import { copyTemplateCluster } from './support/template-data-dir.js';
 describe('test support', () => {
   test('a missing system program fails with the command that installs it, it does not skip', () => {
     assert.throws(() => requireStreamingTools(['icecast2', 'no-such-program-here']), (e: Error) => {
-      assert.equal(e.message, 'no-such-program-here is not installed; these tests need them: run `sh scripts/install-system-deps.sh`');
+      const install = 'run `sh scripts/install-system-deps.sh`';
+      assert.equal(e.message, `no-such-program-here is not installed; these tests need them: ${install}`);
       return true;
     });
     assert.equal(requireStreamingTools(['sh']), false);
   });
 
-  test('a migrated template cluster is what serve\'s first start makes: every migration applied, none left', async () => {
+  test('a migrated template cluster is what a first start makes: every migration applied, none left', async () => {
     const dataDir = await scratchDir('audio-template-');
     await copyTemplateCluster(dataDir, 'migrated');
     assert.ok(existsSync(join(dataDir, 'pg', 'PG_VERSION')) && existsSync(join(dataDir, 'pg-credentials.json')));
@@ -27,9 +28,9 @@ describe('test support', () => {
     const db = new Database(pg.url);
     try {
       assert.deepEqual(await migrate(db), []);
-      const names = (await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).map((r) => r.name);
-      const files = (await readdir(new URL('../src/store/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort();
-      assert.deepEqual(names, files);
+      const applied = await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
+      const migrations = await readdir(new URL('../src/store/migrations/', import.meta.url));
+      assert.deepEqual(applied.map((r) => r.name), migrations.filter((f) => f.endsWith('.sql')).sort());
     } finally {
       await db.close();
       await pg.stop();

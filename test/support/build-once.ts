@@ -21,7 +21,9 @@ export async function builtOnce(dir: string, build: (into: string) => Promise<vo
         await rm(`${dir}.lock`, { recursive: true, force: true });
       }
     } else {
-      if (Date.now() > deadline) throw new Error(`${dir} was not built within ${BUILD_WAIT_MS / 1000} s by the process holding ${dir}.lock`);
+      if (Date.now() > deadline) {
+        throw new Error(`${dir} was not built within ${BUILD_WAIT_MS / 1000} s by the process holding ${dir}.lock`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

@@ -75,16 +75,21 @@ export interface Service {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+export interface StartOptions { dataDir?: string; freshDatabase?: boolean }
+
 /**
  * Starts `serve` in its own process on a fresh DATA_DIR and a free loopback port. A DATA_DIR without a database gets
  * a copy of the migrated template cluster (what serve's first start would make, without the seconds initdb takes);
  * `freshDatabase` leaves it to serve.
  */
-export async function startService(env: Record<string, string> = {}, options: { dataDir?: string; freshDatabase?: boolean } = {}): Promise<Service> {
+export async function startService(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Service> {
   const dataDir = options.dataDir ?? await scratchDir('audio-data-');
-  if (!options.freshDatabase && !env.DATABASE_URL && !existsSync(join(dataDir, 'pg'))) await copyTemplateCluster(dataDir, 'migrated');
+  const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
+  if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
-  const child = spawn(process.execPath, [await prebuiltEntry(), 'serve'], { cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [await prebuiltEntry(), 'serve'], {
+    cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stderr!.on('data', (d) => { output += d; });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

