@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -7,12 +6,12 @@ import { runAgent } from '../scripts/agent.js';
 import { USDC_ADDRESS } from '../src/chain/token.js';
 import { startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 let service: Service;
 
 before(async () => {
-  if (skip) return;
   // service.expiring is announced two hours ahead here, so that a one-hour stream extended by an hour warns at once.
   service = await startService({
     WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', EVENTS_EXPIRING_LEAD_SECONDS: '7260', REFUND_INTERVAL_MS: '200',
@@ -22,7 +21,7 @@ after(() => service?.stop());
 
 test('an agent with only the base URL and a funded wallet discovers, signs in for a key, buys and extends over MCP, '
   + 'hears the events, reads its usage as the wallet, stops and gets its refund',
-{ skip, timeout: 300_000 }, async () => {
+{ timeout: 300_000 }, async () => {
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const keysBefore = (await service.cli(['keys', 'list'])).stdout;

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -7,8 +6,9 @@ import pg from 'pg';
 import { buy, payFor } from './support/purchase.js';
 import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
@@ -16,7 +16,6 @@ let dev: { buyer: { address: string; private_key: `0x${string}` }; chain: { rpc_
 let db: pg.Client;
 
 before(async () => {
-  if (skip) return;
   service = await startService();
   dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
@@ -38,7 +37,7 @@ const upgrade = (serviceId: string, productId = 'event-stream') => payFor(servic
 const verify = (...args: string[]) => service.cli(['audit', 'verify', ...args]);
 const json = (text: string) => JSON.parse(text);
 
-describe('the audit trail', { skip }, () => {
+describe('the audit trail', () => {
   let upgraded: { order: any; serviceId: string; evaluationId: string };
 
   test('an upgrade is recorded with its target price, credit, minimum and charge, and every record replays byte for byte', async () => {

@@ -20,6 +20,7 @@ import {
 } from '../src/provisioning/index.js';
 import { PcmPacer } from '../src/provisioning/pcm-pacer.js';
 import { connectListener, hasMpegFrame, waitFor, type Listener } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // ---------- pieces that need no Icecast ----------
 
@@ -78,8 +79,7 @@ describe('pcm pacer', () => {
 
 // ---------- end to end with the real icecast2 and ffmpeg ----------
 
-const missing = ['icecast2', 'ffmpeg', 'ffprobe', 'setpriv'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
-const skip = missing.length ? `${missing.join(', ')} not installed: run scripts/install-system-deps.sh` : false;
+requireStreamingTools(['icecast2', 'ffmpeg', 'ffprobe', 'setpriv']);
 
 const MOUNT = '/autodj-abc';
 const EMPTY_MOUNT = '/autodj-empty';
@@ -140,7 +140,7 @@ function longestSilenceMs(mp3: Buffer): number {
   return longest * 10;
 }
 
-describe('autodj end to end', { skip }, () => {
+describe('autodj end to end', () => {
   const djs: AutoDj[] = [];
   const listeners: Listener[] = [];
   let callbacks: CallbackServer;

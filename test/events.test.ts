@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,8 +12,9 @@ import { openSse } from './support/sse.js';
 import { connectListener, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { socketOwner, startReceiver, type Delivery } from './support/webhook-receiver.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 const eventEnv = {
   LIFECYCLE_INTERVAL_MS: '250',
@@ -40,7 +41,6 @@ let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
 const cleanups: (() => unknown)[] = [];
 
 before(async () => {
-  if (skip) return;
   catalog = await shortLivedCatalog();
   service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, ...eventEnv });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
@@ -76,7 +76,7 @@ function verified(delivery: Delivery, secret: string): boolean {
   return verifySignature(String(delivery.headers['x-agent-audio-signature']), delivery.body, secret);
 }
 
-describe('events', { skip }, () => {
+describe('events', () => {
   test('a stream\'s life arrives signed by webhook and over SSE, in order; SSE resumes after Last-Event-ID', async () => {
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());

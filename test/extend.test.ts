@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,8 +13,9 @@ import { challengeOf, signedHeader } from './support/siwx.js';
 import { openSse } from './support/sse.js';
 import { exitOf, hasMpegFrame, listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 /** The grace period after expiry in this test's catalog: 0.002 h = 7.2 s. */
 const GRACE_MS = 7200;
@@ -28,7 +29,6 @@ const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
 before(async () => {
-  if (skip) return;
   catalog = await shortLivedCatalog();
   const settings = join(catalog.catalogDir, 'catalog.yaml');
   await writeFile(settings, (await readFile(settings, 'utf8')).replace('grace_hours: 24', 'grace_hours: 0.002'));
@@ -73,7 +73,7 @@ async function listen(url: string): Promise<Listener> {
 const statusOf = async (id: string) => (await request(service, 'GET', `/services/${id}`)).body.service.status as string;
 const sleepUntil = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
 
-describe('extending a service', { skip }, () => {
+describe('extending a service', () => {
   test('paid with x402 like an order: the expiry moves from the old one, the source and a listener connected before play past it, until the new expiry', { timeout: 120_000 }, async () => {
     const svc = await stream(0.003); // 10.8 s
     const events = await openSse(`${service.baseUrl}/services/${svc.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });

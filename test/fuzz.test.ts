@@ -15,8 +15,10 @@
  * and after the run: the audit trail, quotes, orders and services grew exactly by what the 200 answers account for, keys used
  * by refused requests are still free, the discovery documents are unchanged, the hash chain verifies and the service is healthy.
  *
- * FUZZ_RUNS (default 200) runs per property; FUZZ_SEED replays a run; FUZZ_PROPERTY_MS (default 10000) caps one property,
- * shrinking included; FUZZ_KEEP_GOING=1 records every violation instead of stopping at the first (no shrinking);
+ * Every property runs a counted number of cases from a fixed seed, printed first: a run is the same on a fast and on a
+ * loaded machine (there is no time limit to pass on), and a failure replays. FUZZ_RUNS (default 200) runs per property;
+ * FUZZ_SEED (default 20261126) chooses the inputs, e.g. a new one to look further or a printed one to replay;
+ * FUZZ_KEEP_GOING=1 records every violation instead of stopping at the first (no shrinking);
  * FUZZ_SLOW_MS (default 2000) prints requests slower than that. Rate limits are switched off for the fuzzed service.
  */
 import assert from 'node:assert/strict';
@@ -31,8 +33,9 @@ import { startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const RUNS = positiveInt(process.env.FUZZ_RUNS, 200);
-const PROPERTY_MS = positiveInt(process.env.FUZZ_PROPERTY_MS, 10_000);
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
+const DEFAULT_SEED = 20_261_126;
+const SEED = process.env.FUZZ_SEED === undefined ? DEFAULT_SEED : seedFrom(process.env.FUZZ_SEED);
+console.log(`[fuzz] seed ${SEED}, ${RUNS} runs per property (replay with FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS})`);
 const KEEP_GOING = process.env.FUZZ_KEEP_GOING === '1';
 const PREFIX = '/api/v1';
 const MAX_BODY = 64 * 1024;
@@ -43,6 +46,15 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/;
 function positiveInt(text: string | undefined, fallback: number): number {
   const n = Number(text);
   return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+/** fast-check takes a 32-bit integer seed; anything else would be replaced by a random one, and the run not replay. */
+function seedFrom(text: string): number {
+  const n = Number(text);
+  if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < -(2 ** 31) || n >= 2 ** 32) {
+    throw new Error(`FUZZ_SEED=${text} is not a seed: give an integer such as ${DEFAULT_SEED} (as each run prints)`);
+  }
+  return n;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -347,15 +359,16 @@ async function property<T>(name: string, arbitrary: fc.Arbitrary<T>, check: (val
     details = await fc.check(fc.asyncProperty(arbitrary, async (value) => {
       tally.cases++;
       await check(value, tally);
-    }), { numRuns: runs, seed: SEED, interruptAfterTimeLimit: PROPERTY_MS, markInterruptAsFailure: false });
+    }), { numRuns: runs, seed: SEED });
   } finally {
-    console.log(`[fuzz] ${name}: ${details?.numRuns ?? '?'} cases${details?.numShrinks ? ` + ${details.numShrinks} shrinks` : ''} (${tally.cases} calls with shrinking) in ${Date.now() - started} ms, seed ${details?.seed}${details?.interrupted ? ', INTERRUPTED by FUZZ_PROPERTY_MS' : ''}; statuses ${format(tally.statuses)}`);
+    console.log(`[fuzz] ${name}: ${details?.numRuns ?? '?'} cases${details?.numShrinks ? ` + ${details.numShrinks} shrinks` : ''} (${tally.cases} calls with shrinking) in ${Date.now() - started} ms, seed ${details?.seed}; statuses ${format(tally.statuses)}`);
     for (const [kind, { count, example }] of tally.found) console.log(`[fuzz]   violation ×${count}: ${kind}\n[fuzz]     smallest: ${example}`);
   }
   if (details?.failed) {
     const counterexample = details.counterexample ? fc.stringify(details.counterexample[0]).slice(0, 600) : '?';
     assert.fail(`${name}: ${(details.errorInstance as Error | undefined)?.message ?? 'failed'}\n  counterexample: ${counterexample}\n  replay with FUZZ_SEED=${details.seed} (path ${details.counterexamplePath})`);
   }
+  assert.equal(details?.numRuns, runs, `${name}: every counted case ran (no time limit cuts a property short)`);
   if (tally.found.size) assert.fail(`${name}: ${[...tally.found].map(([k, v]) => `${k} (×${v.count}) e.g. ${v.example}`).join('\n')}`);
 }
 

@@ -7,10 +7,10 @@ import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // A service's HLS ends with it when it expires: its playlists answer 410, its rendition stops and its files go.
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0
-  ? false : 'icecast2 and ffmpeg are not installed';
+const skip = requireStreamingTools();
 
 let service: Service;
 let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;

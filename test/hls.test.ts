@@ -8,11 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // HLS of a bought stream: real AAC segments from the live mount, the bought places shared with Icecast listeners,
 // HLS bytes and listeners in the usage, our segmenter never counted, and the rendition gone with the service.
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg && command -v ffprobe']).status === 0
-  ? false : 'icecast2, ffmpeg and ffprobe are not installed';
+const skip = requireStreamingTools(['icecast2', 'ffmpeg', 'ffprobe']);
 
 let service: Service;
 let encoder: ChildProcess | undefined;

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import {
   type SourceAuthRequest,
 } from '../src/provisioning/index.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // ---------- pieces that need no Icecast ----------
 
@@ -111,8 +112,7 @@ describe('admin XML reader', () => {
 
 // ---------- end to end with the real icecast2 and ffmpeg ----------
 
-const missing = ['icecast2', 'ffmpeg', 'setpriv'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
-const skip = missing.length ? `${missing.join(', ')} not installed: run scripts/install-system-deps.sh` : false;
+requireStreamingTools(['icecast2', 'ffmpeg', 'setpriv']);
 
 const MOUNT = '/test-abc';
 const OTHER_MOUNT = '/test-other';
@@ -171,7 +171,7 @@ function processGone(pid: number): boolean {
   }
 }
 
-describe('icecast end to end', { skip }, () => {
+describe('icecast end to end', () => {
   const decider = new TestDecider();
   const processes: ChildProcess[] = [];
   const listeners: Listener[] = [];

@@ -8,8 +8,9 @@ import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { connectListener, exitOf, hasMpegFrame, listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+const skip = requireStreamingTools();
 
 /**
  * The bitrate budget's window, half the default 30 s, so a loud source is cut sooner. Icecast counts the bytes read

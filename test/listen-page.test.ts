@@ -10,11 +10,11 @@ import { request, root, startService, type Service } from './support/service.js'
 import { openSse } from './support/sse.js';
 import { listenWhenLive, rawListener, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // A bought stream's public side: the listen page in a real browser, its JSON, now playing, listener statistics.
 const CHROMIUM = '/usr/bin/chromium';
-const tools = spawnSync('sh', ['-c', `command -v icecast2 && command -v ffmpeg && test -x ${CHROMIUM}`]).status === 0;
-const skip = tools ? false : 'icecast2, ffmpeg or chromium is not installed (scripts/install-system-deps.sh)';
+const skip = requireStreamingTools(['icecast2', 'ffmpeg', CHROMIUM]);
 const ARTIFACTS = join(root, 'test-artifacts');
 
 let service: Service;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -8,16 +8,16 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // A listener over the bought cap is refused with a message that says the listener limit is reached.
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 let service: Service;
 let encoder: ChildProcess | undefined;
 const listeners: Listener[] = [];
 
 before(async () => {
-  if (skip) return;
   service = await startService();
 });
 after(async () => {
@@ -36,7 +36,7 @@ function refusal(url: string): Promise<{ status: number; statusMessage: string; 
   });
 }
 
-describe('listener limit', { skip }, () => {
+describe('listener limit', () => {
   test('a listener over the cap is refused with "listener limit reached", and the owner sees it', async () => {
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,12 +12,13 @@ import { withPayment } from 'x402-mcp';
 import { USDC_ADDRESS } from '../src/chain/token.js';
 import { request, root, runNode, scratchDir, startService, type CliResult, type Service } from './support/service.js';
 import { TestWallet, encodePaymentSignatureHeader } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 /**
  * Real MCP clients that pay with x402 against the real service: mcpc (@apify/mcpc, x402 v2) and x402-mcp (x402 v1),
  * and what any client reads over MCP: every text in MCP terms, never the HTTP transport's.
  */
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
@@ -27,7 +27,6 @@ let rpcUrl: string;
 let agent: Client;
 
 before(async () => {
-  if (skip) return;
   service = await startService();
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   buyerKey = dev.buyer.private_key;
@@ -81,7 +80,7 @@ function assertMcpWording(result: any): void {
 
 const getBalance = () => wallet.balanceOf(USDC_ADDRESS, wallet.address);
 
-describe('MCP clients and wording', { skip }, () => {
+describe('MCP clients and wording', () => {
   test('an unpaid order speaks MCP: the _meta key, the tool, the idempotency_key argument; so do the other payment errors', async () => {
     const args = streamOrder(randomUUID());
     const unpaid = await call(agent, 'order', args);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,8 +14,9 @@ import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listene
 import { signedHeader } from './support/siwx.js';
 import { TestWallet } from './support/wallet.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
@@ -38,7 +39,6 @@ async function mcpClientWith(headers: Record<string, string>): Promise<Client> {
 }
 
 before(async () => {
-  if (skip) return;
   service = await startService();
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   buyerKey = dev.buyer.private_key;
@@ -71,7 +71,7 @@ function errorOf(result: any): { code: string; message: string; retryable: boole
   return document.error;
 }
 
-describe('MCP', { skip }, () => {
+describe('MCP', () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(),

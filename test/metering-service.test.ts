@@ -1,6 +1,6 @@
 // Bitrate budget and exact usage through the running service: real HTTP, PostgreSQL, chain, Icecast and ffmpeg.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -11,8 +11,9 @@ import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+const skip = requireStreamingTools();
 /**
  * Shorter than the default 30 s, so the 1.5× source is cut sooner; stricter for the compliant ones. Icecast counts the
  * bytes read in 5 s steps: each step takes 5 s of the window at once, and a compliant source must keep over half.

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFile, chmod, mkdtemp, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import {
   type SourceAuthRequest,
 } from '../src/provisioning/index.js';
 import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // ---------- pieces that need no Icecast ----------
 
@@ -260,8 +261,7 @@ describe('source rate monitor without icecast', () => {
 
 // ---------- end to end with the real icecast2 and ffmpeg ----------
 
-const missing = ['icecast2', 'ffmpeg', 'setpriv'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
-const skip = missing.length ? `${missing.join(', ')} not installed: run scripts/install-system-deps.sh` : false;
+requireStreamingTools(['icecast2', 'ffmpeg', 'setpriv']);
 
 const SOURCE_PASS = 'meter-pass';
 
@@ -285,7 +285,7 @@ function startSource(port: number, mount: string, kbps: number): ChildProcess {
 }
 
 /** A listener on a raw socket: counts every byte it receives, response headers included (as Icecast does). */
-describe('metering end to end', { skip }, () => {
+describe('metering end to end', () => {
   const processes: ChildProcess[] = [];
   const sockets: RawListener[] = [];
   let callbacks: CallbackServer;

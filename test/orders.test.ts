@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -12,8 +12,9 @@ import { KeyRevoked } from '../src/keys/index.js';
 import { OrderStore } from '../src/orders/index.js';
 import { Database } from '../src/store/index.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const hasStreaming = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0;
+requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
@@ -294,7 +295,7 @@ test('logs carry request and order ids, never secrets; /metrics counts what happ
   assert.match(metrics, /^services\{status="active"\} [1-9]/m);
 });
 
-describe('the bought stream', { skip: !hasStreaming && 'icecast2 and ffmpeg are not installed' }, () => {
+describe('the bought stream', () => {
   test('accepts its own source only, serves listeners up to max_listeners', async () => {
     const { body } = await paidOrder(order({ station_name: 'Live FM' }), newKey());
     const { broadcast_url: broadcast, stream_url: stream } = body.service;

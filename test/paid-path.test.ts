@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -9,8 +8,9 @@ import { AuthorizationLedger, SettledReceipts } from '../src/payments/index.js';
 import { buy } from './support/purchase.js';
 import { startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 const token = '0x833589fcd6edb6e08f4c3c23f5b6a2a8b2a8c7a1' as Hex;
 const payer = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
@@ -54,7 +54,7 @@ describe('proof of payment from the settlement receipt the facilitator already h
   });
 });
 
-describe('a paid order', { skip }, () => {
+describe('a paid order', () => {
   let service: Service | undefined;
   let db: pg.Client | undefined;
   after(async () => { await db?.end(); await service?.stop(); });

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -11,10 +10,11 @@ import { request, startService, type Service } from './support/service.js';
 import { relayCatalog } from './support/relay-catalog.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // A relay whose upstream answers 200 with bytes that are not audio is retried with a doubling wait, not twice a
 // second forever, and the service record says why it is not streaming.
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+const skip = requireStreamingTools();
 
 /** Half the production default of 1 s, so the test sees the doubling in half the time. */
 const FIRST_RETRY_MS = 500;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -10,10 +10,11 @@ import { request, startService, withoutCapacityReserve, type Service } from './s
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // Paid streams outlive restarts of serve: a service belongs to its streaming host by the host's id, its addresses
 // follow the host's current address, and the life-cycle worker and the capacity count still cover it.
-const skip = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0 ? false : 'icecast2 and ffmpeg are not installed';
+requireStreamingTools();
 
 let service: Service;
 let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
@@ -22,7 +23,6 @@ const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
 before(async () => {
-  if (skip) return;
   catalog = await shortLivedCatalog();
   await withoutCapacityReserve(catalog.catalogDir); // one wallet fills this 2-slot host
   env = { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250', ICECAST_MAX_SOURCES: '2' };
@@ -88,7 +88,7 @@ function programsUsing(dir: string): string[] {
   return found.sort();
 }
 
-describe('restarts keep paid streams', { skip }, () => {
+describe('restarts keep paid streams', () => {
   let long: Bought;
 
   test('SIGINT: the same broadcast and listen URLs work again', async () => {
@@ -171,7 +171,7 @@ describe('restarts keep paid streams', { skip }, () => {
   });
 });
 
-describe('an orphan PostgreSQL is stopped only if it really is one', { skip }, () => {
+describe('an orphan PostgreSQL is stopped only if it really is one', () => {
   test('a postmaster.pid naming another live process: that process is left alone, serve starts', async () => {
     await service.stop('SIGINT');
     const stranger = spawn('sleep', ['600'], { stdio: 'ignore' });

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { spawnSync } from 'node:child_process';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, startFfmpegSource, waitFor } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const hasStreaming = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0;
+requireStreamingTools();
 const running: Service[] = [];
 after(async () => {
   for (const s of running.reverse()) await s.stop();
@@ -52,24 +52,22 @@ test('three instances on one PostgreSQL behave as one: 50 identical paid request
   }
 
   // Bought through the third instance: its Icecast asks the third instance, which decides from the shared database.
-  if (hasStreaming) {
-    const bought = await buy({ baseUrl: third.baseUrl, apiKey: first.apiKey }, wallet, { ...body, station_name: 'Third FM', parameters: { ...body.parameters, max_listeners: 1 } });
-    assert.equal(bought.status, 200, JSON.stringify(bought.body));
-    const encoder = startFfmpegSource(bought.body.service.broadcast_url);
-    try {
-      const listener = await waitFor('the mount on the third instance', async () => {
-        const l = await connectListener(bought.body.service.stream_url).catch(() => undefined);
-        if (l?.status === 200) return l;
-        l?.close();
-        return undefined;
-      }, 20_000);
-      const second = await connectListener(bought.body.service.stream_url);
-      assert.notEqual(second.status, 200, 'max_listeners 1 holds');
-      listener.close();
-      second.close();
-    } finally {
-      encoder.kill('SIGKILL');
-    }
+  const bought = await buy({ baseUrl: third.baseUrl, apiKey: first.apiKey }, wallet, { ...body, station_name: 'Third FM', parameters: { ...body.parameters, max_listeners: 1 } });
+  assert.equal(bought.status, 200, JSON.stringify(bought.body));
+  const encoder = startFfmpegSource(bought.body.service.broadcast_url);
+  try {
+    const listener = await waitFor('the mount on the third instance', async () => {
+      const l = await connectListener(bought.body.service.stream_url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    }, 20_000);
+    const second = await connectListener(bought.body.service.stream_url);
+    assert.notEqual(second.status, 200, 'max_listeners 1 holds');
+    listener.close();
+    second.close();
+  } finally {
+    encoder.kill('SIGKILL');
   }
 
   // A key used on every instance (so each has it verified), revoked through one: refused at once by all three.

@@ -7,9 +7,9 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const hasFfmpeg = spawnSync('sh', ['-c', 'command -v ffmpeg && command -v ffprobe']).status === 0;
-const hasIcecast = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
+requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
 let service: Service;
 let wallet: TestWallet;
@@ -66,7 +66,7 @@ describe('services', () => {
     assert.deepEqual(withStorage.storage, { used_mb: 0, bought_mb: 1 });
   });
 
-  test('uploads are checked, counted against storage_mb while they stream, and never kept partially', { skip: !hasFfmpeg && 'ffmpeg is not installed' }, async () => {
+  test('uploads are checked, counted against storage_mb while they stream, and never kept partially', async () => {
     const id = autodj.service.service_id;
     const mediaDir = join(service.dataDir, 'media', id);
     const song = tone(3, 'mp3', 'First Song');
@@ -107,8 +107,7 @@ describe('services', () => {
     assert.equal(liveUpload.body.error.code, 'storage_not_included');
   });
 
-  const tools = { skip: !(hasFfmpeg && hasIcecast) && 'ffmpeg or icecast2 is not installed' };
-  test('AutoDJ announces each file: its tags, else its name; the owner sees it and the history', tools, async () => {
+  test('AutoDJ announces each file: its tags, else its name; the owner sees it and the history', async () => {
     const id = autodj.service.service_id;
     const put = (name: string, body: Buffer) => api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`,
       { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });

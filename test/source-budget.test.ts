@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { spawnSync } from 'node:child_process';
 import { mp3EncoderArgs, MountMeter, SourceBudget, type MountStats, type SourceBudgetReading } from '../src/provisioning/index.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 const T = Date.parse('2026-11-23T12:00:00Z');
 const KBPS = 32;
@@ -118,7 +119,8 @@ describe('mount meter: the end of a source session', () => {
   });
 });
 
-describe('MP3 encoder settings', { skip: spawnSync('sh', ['-c', 'command -v ffmpeg']).status === 0 ? false : 'ffmpeg is not installed' }, () => {
+requireStreamingTools(['ffmpeg']);
+describe('MP3 encoder settings', () => {
   it('encode 16, 24, 32 and 128 kbps at what was bought (the AutoDJ and relays use them)', () => {
     for (const kbps of [16, 24, 32, 128]) {
       const out = spawnSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20',

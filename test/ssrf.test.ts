@@ -12,8 +12,9 @@ import { request, startService, type Service } from './support/service.js';
 import { relayCatalog } from './support/relay-catalog.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const hasStreaming = spawnSync('sh', ['-c', 'command -v icecast2 && command -v ffmpeg']).status === 0;
+requireStreamingTools();
 
 describe('URL policy public_http_https_only', () => {
   test('only public addresses pass', () => {
@@ -128,7 +129,7 @@ describe('streaming-boost-relay made orderable in a test catalog', () => {
     assert.equal(publicIp.status, 402, 'a public address is accepted and priced (nothing connects to it here)');
   });
 
-  test('a paid relay pulls its upstream into the mount; a redirect to a forbidden address is refused when connecting', { skip: !hasStreaming && 'icecast2 and ffmpeg are not installed' }, async () => {
+  test('a paid relay pulls its upstream into the mount; a redirect to a forbidden address is refused when connecting', async () => {
     const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=30', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
     const inner = http.createServer((_req, res) => res.end('internal')).listen(0, '127.0.0.1');
     await once(inner, 'listening');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -9,16 +9,17 @@ import { cli, copyCatalog, request, root, scratchDir, startService } from './sup
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { plain, spawnServe, type ServeProcess } from './support/terminal.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
 // Operators at a terminal: readable logs on a TTY and JSON otherwise, a summary once ready, Ctrl-C (SIGINT to the
 // whole process group) stopping everything within seconds with one line saying so, and a CLI that explains itself.
 const running: ServeProcess[] = [];
 after(() => { for (const s of running) s.kill(); });
 
-const icecast = existsSync('/usr/bin/icecast2') ? false : 'icecast2 is not installed';
+requireStreamingTools();
 
 describe('serve, not on a terminal (JSON)', () => {
-  test('every log line is JSON, PostgreSQL output stays at debug, one ready line; SIGINT to the process group stops it quickly and cleanly, and it starts again', { skip: icecast }, async () => {
+  test('every log line is JSON, PostgreSQL output stays at debug, one ready line; SIGINT to the process group stops it quickly and cleanly, and it starts again', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir });
     running.push(serve);
@@ -77,7 +78,7 @@ describe('serve, not on a terminal (JSON)', () => {
 });
 
 describe('Ctrl-C while an AutoDJ plays', () => {
-  test('its ffmpeg processes stop with serve, with no warning', { skip: icecast }, async () => {
+  test('its ffmpeg processes stop with serve, with no warning', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' });
     running.push(serve);
@@ -109,7 +110,7 @@ describe('Ctrl-C while an AutoDJ plays', () => {
 });
 
 describe('serve on a terminal', () => {
-  test('readable lines and a summary; Ctrl-C stops it with one line', { skip: icecast }, async () => {
+  test('readable lines and a summary; Ctrl-C stops it with one line', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir }, { terminal: true });
     running.push(serve);
@@ -138,7 +139,7 @@ describe('serve on a terminal', () => {
     assert.ok(!end.some((l) => /WARN|ERROR/.test(l)), end.slice(-10).join('\n'));
   });
 
-  test('LOG_FORMAT=json keeps JSON on a terminal', { skip: icecast }, async () => {
+  test('LOG_FORMAT=json keeps JSON on a terminal', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir, LOG_FORMAT: 'json' }, { terminal: true });
     running.push(serve);

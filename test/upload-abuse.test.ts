@@ -8,9 +8,9 @@ import { audioChecks } from './support/audio-checks.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const missing = ['ffmpeg', 'ffprobe', 'icecast2'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
-const skip = missing.length ? `${missing.join(', ')} not installed` : false;
+requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
 /** ffmpeg's output for these arguments (the output goes to stdout). */
 function ffmpeg(args: string[]): Buffer {
@@ -57,7 +57,7 @@ function decodesForMinutes(): Buffer {
   return Buffer.concat([header, ...Array(2700).fill(frames)]);
 }
 
-describe('audio checks cannot be starved by one buyer', { skip }, () => {
+describe('audio checks cannot be starved by one buyer', () => {
   let service: Service;
   let attacker: { apiKey: string; serviceId: string };
   let other: { apiKey: string; serviceId: string };

@@ -13,9 +13,9 @@ import { request, scratchDir, startService, type Service } from './support/servi
 import { audioChecks } from './support/audio-checks.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { requireStreamingTools } from './support/system-tools.js';
 
-const missing = ['ffmpeg', 'ffprobe', 'icecast2'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
-const skip = missing.length ? `${missing.join(', ')} not installed: run scripts/install-system-deps.sh` : false;
+requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
 const MB = 1024 * 1024;
 // Short timeouts so the slow upload can outlast the request timeout quickly. (Node's own server.requestTimeout only
@@ -69,7 +69,7 @@ function slowUpload(origin: string, apiKey: string, path: string, body: Buffer, 
   });
 }
 
-describe('AutoDJ uploads', { skip }, () => {
+describe('AutoDJ uploads', () => {
   let service: Service;
   let formats: any;
   let disk: any;
@@ -288,7 +288,7 @@ describe('AutoDJ uploads', { skip }, () => {
   });
 });
 
-describe('an upload cut short by a crash', { skip }, () => {
+describe('an upload cut short by a crash', () => {
   test('leaves no partial file behind and gives its reserved storage back', { timeout: 300_000 }, async () => {
     const env = { UPLOAD_RESERVATION_LEASE_MS: '3000' };
     let service = await startService(env);

@@ -13,7 +13,6 @@ import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
 import { readySummary } from './ready-summary.js';
 import { RefundStore } from '../refunds/index.js';
-import { serve } from './serve.js';
 import { stopRequested } from './stop-signals.js';
 
 type Command = (config: Config, args: string[]) => Promise<number>;
@@ -72,6 +71,9 @@ const commands: Record<string, Command> = {
     });
     // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not die of it.
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
+    // Loaded here only: the other commands (audit, keys, catalog…) start without the service's modules, in a
+    // fraction of the time.
+    const { serve } = await import('./serve.js');
     const service = await serve(config, log);
     const summary = readySummary(config, service, (performance.now() - began) / 1000);
     if (logOptions.format === 'pretty') print(summary.lines.join('\n'));

@@ -1,18 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { prebuiltEntry } from './prebuilt-cli.js';
+import { copyTemplateCluster } from './template-data-dir.js';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
-const bin = join(root, 'bin/agent-audio.mjs');
-
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
-/** Runs the CLI as a user would, with the given environment on top of this process's. */
-export function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
-  return runNode([bin, ...args], env, timeoutMs);
+/**
+ * Runs the CLI as a user would, with the given environment on top of this process's: its entry, transformed ahead of
+ * time (see prebuiltEntry: the same code as bin/agent-audio.mjs runs, without the seconds tsx takes to load it).
+ */
+export async function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return runNode([await prebuiltEntry(), ...args], env, timeoutMs);
 }
 
 /** Runs node with these arguments in the project folder and collects its output. */
@@ -86,11 +89,21 @@ export interface Service {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `serve` in its own process on a fresh DATA_DIR and a free loopback port. */
-export async function startService(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<Service> {
+export interface StartOptions { dataDir?: string; freshDatabase?: boolean }
+
+/**
+ * Starts `serve` in its own process on a fresh DATA_DIR and a free loopback port. A DATA_DIR without a database gets
+ * a copy of the migrated template cluster (what serve's first start would make, without the seconds initdb takes);
+ * `freshDatabase` leaves it to serve.
+ */
+export async function startService(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Service> {
   const dataDir = options.dataDir ?? await scratchDir('audio-data-');
+  const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
+  if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
-  const child = spawn(process.execPath, [bin, 'serve'], { cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [await prebuiltEntry(), 'serve'], {
+    cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stderr!.on('data', (d) => { output += d; });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -1,0 +1,41 @@
+// A node:test reporter that prints how long each test FILE took, slowest first, and the run's wall time.
+// Use it next to the usual reporter, e.g.:
+//   npx tsx --test --test-reporter=spec --test-reporter-destination=stdout \
+//     --test-reporter=./scripts/test-file-times.mjs --test-reporter-destination=stderr test/*.test.ts
+// A file's time is its process's, as the runner reports it (the file's own top-level test, boot included); a file
+// run in this process (no --test isolation) falls back to its first test's start to its last test's end.
+import { relative } from 'node:path';
+
+export default async function* fileTimes(source) {
+  const startedAt = Date.now();
+  const files = new Map();
+  const entry = (file) => {
+    if (!files.has(file)) files.set(file, { first: Infinity, last: 0, own: undefined, tests: 0, failed: 0 });
+    return files.get(file);
+  };
+  for await (const event of source) {
+    const data = event.data ?? {};
+    if (!data.file) continue;
+    const times = entry(data.file);
+    if (event.type === 'test:dequeue' || event.type === 'test:start') times.first = Math.min(times.first, Date.now());
+    if (event.type !== 'test:complete' && event.type !== 'test:pass' && event.type !== 'test:fail') continue;
+    times.last = Math.max(times.last, Date.now());
+    if (data.nesting === 0 && data.name === data.file) times.own = data.details?.duration_ms;
+    else if (event.type !== 'test:complete' && !data.details?.type) {
+      times.tests += 1;
+      if (event.type === 'test:fail') times.failed += 1;
+    }
+  }
+  const rows = [...files].map(([file, times]) => ({
+    ...times, file: relative(process.cwd(), file), ms: times.own ?? times.last - times.first,
+  }));
+  rows.sort((a, b) => b.ms - a.ms);
+  const seconds = (ms) => (ms / 1000).toFixed(1).padStart(7);
+  yield '\nper-file wall time (slowest first):\n';
+  for (const row of rows) {
+    yield `${seconds(row.ms)} s  ${row.file}  (${row.tests} tests${row.failed ? `, ${row.failed} failed` : ''})\n`;
+  }
+  const sum = rows.reduce((total, row) => total + row.ms, 0);
+  const wall = seconds(Date.now() - startedAt).trim();
+  yield `${seconds(sum)} s  sum over ${rows.length} files; ${wall} s wall for the run\n`;
+}

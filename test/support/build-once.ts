@@ -1,0 +1,58 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+
+/** Whoever waits for another process's build gives up after this long (a build takes seconds). */
+const BUILD_WAIT_MS = 180_000;
+
+/**
+ * The folder `dir`, made by `build` once for every test process of the machine: the first process that needs it
+ * builds it into a folder of its own, under a lock, and moves it into place whole; the others wait for it. Name the
+ * folder by a hash of what it is made from, so that a change builds a new one.
+ */
+export async function builtOnce(dir: string, build: (into: string) => Promise<void>): Promise<string> {
+  const deadline = Date.now() + BUILD_WAIT_MS;
+  await mkdir(dirname(dir), { recursive: true });
+  while (!existsSync(join(dir, 'ready'))) {
+    if (await takeLock(`${dir}.lock`)) {
+      try {
+        if (!existsSync(join(dir, 'ready'))) await buildInto(dir, build);
+      } finally {
+        await rm(`${dir}.lock`, { recursive: true, force: true });
+      }
+    } else {
+      if (Date.now() > deadline) {
+        throw new Error(`${dir} was not built within ${BUILD_WAIT_MS / 1000} s by the process holding ${dir}.lock`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return dir;
+}
+
+async function buildInto(dir: string, build: (into: string) => Promise<void>): Promise<void> {
+  const building = `${dir}.build-${process.pid}`;
+  await rm(building, { recursive: true, force: true });
+  await mkdir(building, { recursive: true });
+  await build(building);
+  await writeFile(join(building, 'ready'), new Date().toISOString());
+  await rm(dir, { recursive: true, force: true });
+  await rename(building, dir);
+}
+
+/** mkdir is atomic: one process gets the lock. A lock whose process has gone (a killed run) is taken over. */
+async function takeLock(lock: string): Promise<boolean> {
+  try {
+    await mkdir(lock);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => ''));
+    // /proc holds a folder for every live process (Linux). A holder writes its pid right after taking the lock.
+    const justTaken = !holder && Date.now() - (await stat(lock).catch(() => ({ mtimeMs: 0 }))).mtimeMs < 10_000;
+    if (justTaken || (holder && existsSync(`/proc/${holder}`))) return false;
+    await rm(lock, { recursive: true, force: true });
+    return takeLock(lock);
+  }
+  await writeFile(join(lock, 'pid'), String(process.pid));
+  return true;
+}
