@@ -1,18 +1,25 @@
-import { canonicalJson, extensionRecord, priceRecord, sha256, upgradeRecord, type AuditLog } from '../audit/index.js';
-import { randomId } from '../ids/index.js';
+import { canonicalJson, sha256, type AuditLog } from '../audit/index.js';
 import { ApiError } from '../errors/index.js';
-import { PaymentGateway, type DiscoveryDeclaration, type PaymentPrecheck, type PaymentPayload, type SettleResponse } from '../payments/index.js';
+import { PaymentGateway, type PaymentPrecheck, type PaymentPayload, type SettleResponse } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamCapacity, type StreamLoad } from '../services/index.js';
+import {
+  ServiceStopped, type ServiceRecords, type ServiceRow, type StreamCapacity, type StreamLoad,
+} from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { checkBuyerLimits, type Buyer, type HostLoad } from './buyer-limits.js';
+import { ClaimConflict, ExtensionInFlight, PaymentIdTaken, UpgradeInFlight } from './claim-conflicts.js';
 import { crashPoint, pausePoint } from './crash-point.js';
 import { checkExtensible, priceExtension } from './extension-price.js';
 import type { OrderRequest } from './order-price.js';
+import { placeMessages as m } from './place-messages.js';
 import { PriceMemo } from './price-memo.js';
+import {
+  auditEntryOf, newOrderOf,
+  type Attempt, type Offer, type PlaceOrder, type Sale, type SentPayment, type VerifiedPayment,
+} from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
@@ -21,30 +28,20 @@ import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 export const VALID_BEFORE_SLACK_SECONDS = 30;
 const REORG_MARGIN_BLOCKS = 5n;
 
-type PaymentRequiredError = (code: string, message: string, status?: number) => Promise<ApiError>;
-
-export interface PlaceOrder {
-  apiKeyId: string;
-  idempotencyKey: string;
-  /** The order request, for an upgrade { upgrade_of, product_id }, for an extension { extension_of, duration_hours }. */
-  request: OrderRequest | { upgrade_of: string; product_id: string } | { extension_of: string; duration_hours: number };
-  /** The service an upgrade applies to. */
-  upgradeOf?: ServiceRow;
-  /** The service an extension adds paid time to. */
-  extensionOf?: ServiceRow;
-  paymentSignature?: string;
-  resourceUrl: string;
-  /** How the 402 describes this operation to discovery (x402 bazaar): its declaration, service name and tags. */
-  discovery?: { declaration: DiscoveryDeclaration; serviceName: string; tags: string[] };
-}
-
-/** The official x402 client refuses to pay more than this (atomic USDC) unless its spend controls are raised. */
-const CLIENT_DEFAULT_CAP_ATOMIC = 1_000_000n;
+export type { PlaceOrder };
 
 export interface PlacedOrder {
   body: { ok: true; order: Record<string, unknown>; service: unknown; idempotent_replay: boolean };
   paymentResponse: string;
 }
+
+/** A 409 the agent resolves by sending the same request again in a second. */
+function retryNow() {
+  return { retryable: true, headers: { 'Retry-After': '1' } };
+}
+
+/** A step of place() found the order this request already placed: the answer is that order. */
+interface Replayed { placed: PlacedOrder }
 
 export interface OrderServiceOptions {
   leaseSeconds: number;
@@ -77,177 +74,217 @@ export class OrderService {
   ) {}
 
   async place(input: PlaceOrder): Promise<PlacedOrder> {
+    const attempt = await this.replayOf(input);
+    if ('placed' in attempt) return attempt.placed;
+    const sale = await this.priceSale(attempt);
+    await this.admitBeforePayment(attempt, sale);
+    const offer = await this.offerFor(attempt, sale);
+    const sent = await this.acceptPayment(attempt, sale, offer);
+    if ('placed' in sent) return sent.placed;
+    const payment = await this.verifyPayment(attempt, offer, sent);
+    if ('placed' in payment) return payment.placed;
+    const claimed = await this.claimOrder(attempt, sale, offer, payment);
+    if ('placed' in claimed) return claimed.placed;
+    return this.deliver(claimed, attempt, offer);
+  }
+
+  /**
+   * The order this request already placed: by its Idempotency-Key, or by the payment-identifier of its payment. Looked
+   * up before pricing and verification: a resend of a paid payload must find its order even after the price changed or
+   * the authorization was spent. Otherwise the attempt to go on with.
+   */
+  private async replayOf(input: PlaceOrder): Promise<Attempt | Replayed> {
     const requestHash = sha256(canonicalJson(input.request));
     const existing = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
-    if (existing) return this.repeat(existing, requestHash, input.resourceUrl);
-    // Looked up before pricing and verification: a resend of a paid payload must find its order even after the price
-    // changed or the authorization was spent.
+    if (existing) return { placed: await this.repeat(existing, requestHash, input.resourceUrl) };
     const sent = input.paymentSignature ? this.gateway.decode(input.paymentSignature) : undefined;
     const paymentId = sent && this.paymentIdOf(sent.payload);
-    if (paymentId) {
-      const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
-      if (paidWithId) return this.samePayment(paidWithId, requestHash, sent.payload, input.resourceUrl);
-    }
+    const attempt = { ...input, requestHash, sent, paymentId };
+    if (!paymentId) return attempt;
+    const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
+    if (!paidWithId) return attempt;
+    return { placed: await this.samePayment(paidWithId, requestHash, sent.payload, input.resourceUrl) };
+  }
 
+  /** The price of an order, an upgrade or an extension, and what it will add to this instance's Icecast. */
+  private async priceSale(attempt: Attempt): Promise<Sale> {
+    const { request, extensionOf, upgradeOf } = attempt;
     const snapshot = this.live.current;
-    const extension = input.extensionOf && 'extension_of' in input.request
-      ? await priceExtension(snapshot, input.extensionOf, input.request.duration_hours) : undefined;
-    const upgrade = input.upgradeOf && 'upgrade_of' in input.request ? await priceUpgrade(snapshot, input.upgradeOf, input.request.product_id, this.db) : undefined;
-    const { priced, amountAtomic, quoteId } = extension ?? upgrade ?? await this.prices.price(snapshot, input.request as OrderRequest, input.apiKeyId, this.db);
-    const billing = 'billing' in input.request ? input.request.billing : 'one_time';
+    const extension = extensionOf && 'extension_of' in request
+      ? await priceExtension(snapshot, extensionOf, request.duration_hours) : undefined;
+    const upgrade = upgradeOf && 'upgrade_of' in request
+      ? await priceUpgrade(snapshot, upgradeOf, request.product_id, this.db) : undefined;
+    const { priced, amountAtomic, quoteId } = extension ?? upgrade
+      ?? await this.prices.price(snapshot, request as OrderRequest, attempt.apiKeyId, this.db);
+    const billing = 'billing' in request ? request.billing : 'one_time';
     // An extension's order carries its own hours only; the service keeps its limits.
     const configuration = extension ? { duration_hours: extension.input.extend_hours } : priced.output.configuration;
-    const demand = input.extensionOf ? revivalLoadOf(input.extensionOf) : streamLoadOf(serviceLimitsOf(priced.product, configuration), input.upgradeOf);
-    const host = await this.admit(demand);
-    const buyerBeforePayment = { apiKeyId: input.apiKeyId, payer: sent?.authorization.from };
-    await this.checkBuyerBeforePayment(snapshot, buyerBeforePayment, demand, host);
+    const demand = extensionOf
+      ? revivalLoadOf(extensionOf) : streamLoadOf(serviceLimitsOf(priced.product, configuration), upgradeOf);
+    return { snapshot, priced, amountAtomic, quoteId, billing, configuration, demand, extension, upgrade };
+  }
+
+  /** Refuses, before asking for money, a sale that does not fit on the Icecast or within the buyer's limits. */
+  private async admitBeforePayment(attempt: Attempt, sale: Sale): Promise<void> {
+    const host = await this.admit(sale.demand);
+    const buyer = { apiKeyId: attempt.apiKeyId, payer: attempt.sent?.authorization.from };
+    await this.checkBuyerBeforePayment(sale.snapshot, buyer, sale.demand, host);
+  }
+
+  /** The payment requirements for the sale, and its 402 answers: each carries them in PAYMENT-REQUIRED. */
+  private async offerFor(attempt: Attempt, sale: Sale): Promise<Offer> {
+    const { amountAtomic, extension, priced } = sale;
     const requirements = await this.gateway.requirements(amountAtomic);
+    const hours = extension ? `${extension.input.extend_hours} more hours of ` : '';
     const resource = {
-      url: input.resourceUrl,
-      description: `${extension ? `${extension.input.extend_hours} more hours of ` : ''}${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC`,
-      ...(input.discovery && { serviceName: input.discovery.serviceName, tags: input.discovery.tags }),
+      url: attempt.resourceUrl,
+      description: `${hours}${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC`,
+      ...(attempt.discovery && { serviceName: attempt.discovery.serviceName, tags: attempt.discovery.tags }),
     };
+    const declaration = attempt.discovery?.declaration;
     const paymentRequired = async (code: string, message: string, status = 402) => {
-      const header = await this.gateway.paymentRequiredHeader(requirements, resource, message, input.discovery?.declaration);
+      const header = await this.gateway.paymentRequiredHeader(requirements, resource, message, declaration);
       return new ApiError(status, code, message, { headers: { 'PAYMENT-REQUIRED': header } });
     };
+    return { requirements, paymentRequired };
+  }
 
-    if (!input.paymentSignature) {
-      throw await paymentRequired('payment_required',
-        `Pay ${atomicToAmount(amountAtomic, 6)} USDC (${amountAtomic} atomic units) as described in the PAYMENT-REQUIRED header, then send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE. Nothing has been ordered yet.${aboveClientCap(amountAtomic)}`);
-    }
-    const decoded = this.gateway.decode(input.paymentSignature);
-    if (!decoded) {
-      throw await paymentRequired('payment_invalid', 'PAYMENT-SIGNATURE is not a Base64-encoded x402 v2 payment payload. Build it from the PAYMENT-REQUIRED header of this answer with an x402 client and retry.');
-    }
-    const { payload, authorization } = decoded;
+  /**
+   * The payment sent, if it can pay for this sale: a payload for exactly these terms and this operation, valid no
+   * longer than the service accepts, not used yet (or used by this very request: its order) and not refused by the
+   * precheck. Without one, the 402 that says what to pay.
+   */
+  private async acceptPayment(attempt: Attempt, sale: Sale, offer: Offer): Promise<SentPayment | Replayed> {
+    const { requirements, paymentRequired } = offer;
+    if (!attempt.paymentSignature) throw await paymentRequired('payment_required', m.payFirst(sale.amountAtomic));
+    if (!attempt.sent) throw await paymentRequired('payment_invalid', m.notAPayment);
+    const { payload, authorization } = attempt.sent;
     if (!this.gateway.matches(requirements, payload)) {
-      throw await paymentRequired('payment_mismatch',
-        `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
+      throw await paymentRequired('payment_mismatch', m.otherTerms(sale.amountAtomic, requirements));
     }
     // The signature covers only the transfer: without this, a payment made out for one operation (an order) would
     // buy any other of the same price (an upgrade, an MCP order) while the payer's client showed the first. The
     // operation is bound, not the address it was asked at: another instance, or this one on a new port, sells it too.
-    if (operationOf(payload.resource?.url) !== operationOf(input.resourceUrl)) {
-      throw await paymentRequired('payment_wrong_resource',
-        `The payment was made out for ${describeResource(payload.resource?.url)}, not for ${input.resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`);
+    if (operationOf(payload.resource?.url) !== operationOf(attempt.resourceUrl)) {
+      const message = m.wrongResource(payload.resource?.url, attempt.resourceUrl);
+      throw await paymentRequired('payment_wrong_resource', message);
     }
-    const latestAccepted = BigInt(Math.floor(Date.now() / 1000) + requirements.maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS);
+    const { maxTimeoutSeconds } = requirements;
+    const latestAccepted = BigInt(Math.floor(Date.now() / 1000) + maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS);
     if (BigInt(authorization.validBefore) > latestAccepted) {
-      throw await paymentRequired('payment_rejected',
-        `The payment authorization is valid until ${authorization.validBefore}, later than this service accepts (now + maxTimeoutSeconds ${requirements.maxTimeoutSeconds} s + ${VALID_BEFORE_SLACK_SECONDS} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${requirements.maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`);
+      throw await paymentRequired('payment_rejected', m.validTooLong(
+        authorization.validBefore, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted));
     }
     const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
-    if (usedBy) return this.paidBy(usedBy, input, requestHash, paymentRequired);
+    if (usedBy) return { placed: await this.paidBy(usedBy, attempt, offer) };
     const refusal = await this.options.precheck?.refusal(requirements, payload);
-    if (refusal) {
-      throw await paymentRequired('payment_rejected',
-        `The payment cannot be valid: ${refusal}. Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header with the wallet it names as from, and retry with the same Idempotency-Key.`);
-    }
-    // The chain's height before the payment can be used: its proof will be searched from there (a few blocks earlier, for reorgs).
+    if (refusal) throw await paymentRequired('payment_rejected', m.cannotBeValid(refusal));
+    return attempt.sent;
+  }
+
+  /**
+   * The facilitator's verification, and the chain's height before the payment can be used: its proof will be searched
+   * from there (a few blocks earlier, for reorgs).
+   */
+  private async verifyPayment(attempt: Attempt, offer: Offer, sent: SentPayment): Promise<VerifiedPayment | Replayed> {
+    const { payload, authorization } = sent;
     const [verification, heightAtVerify] = await Promise.all([
-      this.gateway.verify(payload, requirements),
+      this.gateway.verify(payload, offer.requirements),
       this.deps.ledger.latestBlock().catch((e: unknown) => e as Error),
     ]);
     if (!verification.isValid) {
       // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
       const claimedMeanwhile = await this.orders.byAuthorization(authorization.from, authorization.nonce);
-      if (claimedMeanwhile) return this.paidBy(claimedMeanwhile, input, requestHash, paymentRequired);
+      if (claimedMeanwhile) return { placed: await this.paidBy(claimedMeanwhile, attempt, offer) };
       // The facilitator reports an unreachable chain as an invalid payment: tell the agent to retry instead.
       await this.deps.ledger.latestBlock().catch((e) => { throw PaymentGateway.unavailable(e); });
-      throw await paymentRequired('payment_rejected',
-        `The payment was refused (${verification.invalidReason ?? 'invalid'}${verification.invalidMessage ? `: ${verification.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`);
+      throw await offer.paymentRequired('payment_rejected', m.refused(verification));
     }
-
     if (heightAtVerify instanceof Error) throw PaymentGateway.unavailable(heightAtVerify);
     const claimBlock = heightAtVerify > REORG_MARGIN_BLOCKS ? heightAtVerify - REORG_MARGIN_BLOCKS : 0n;
-    // The payer's limit is checked when the order is claimed below, once the facilitator vouched for `from`: a forged
-    // `from` must not learn what another address holds.
-    const buyer = { apiKeyId: input.apiKeyId, payer: authorization.from };
+    return { ...sent, claimBlock };
+  }
 
-    await this.audit.saveSnapshot(snapshot);
-    const evaluationId = randomId('ev_', 12);
-    const record = extension
-      ? extensionRecord(evaluationId, snapshot.hash, extension.input, extension.evaluation, new Date())
-      : upgrade
-      ? upgradeRecord(evaluationId, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
-      : priceRecord(evaluationId, snapshot.hash, { product_id: (input.request as OrderRequest).product_id, parameters: (input.request as OrderRequest).parameters ?? {}, billing }, priced, new Date(), 'order_price');
+  /**
+   * Claims the Idempotency-Key with the order and its audit record, once the sale is checked again under locks (it
+   * must still fit). Another request holding the key, or an order already paid with the same payment-identifier, is
+   * this request's order.
+   */
+  private async claimOrder(
+    attempt: Attempt, sale: Sale, offer: Offer, payment: VerifiedPayment,
+  ): Promise<OrderRow | Replayed> {
+    await this.audit.saveSnapshot(sale.snapshot);
+    const entry = auditEntryOf(attempt, sale);
+    const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
     try {
-      claimed = await this.orders.claim({
-        id: randomId('ra_', 18),
-        api_key_id: input.apiKeyId,
-        idempotency_key: input.idempotencyKey,
-        request_hash: requestHash,
-        product_id: priced.output.product_id,
-        billing,
-        request: input.request as unknown as Record<string, unknown>,
-        upgrade_of: input.upgradeOf?.id ?? null,
-        ...(input.extensionOf && { extension_of: input.extensionOf.id }),
-        configuration,
-        amount_atomic: amountAtomic,
-        quote_id: quoteId ?? null,
-        evaluation_id: evaluationId,
-        network: requirements.network,
-        asset: requirements.asset,
-        pay_to: requirements.payTo,
-        payer: authorization.from.toLowerCase(),
-        nonce: authorization.nonce.toLowerCase(),
-        valid_before: String(authorization.validBefore),
-        claim_block: claimBlock.toString(),
-        payment: payload as unknown as Record<string, unknown>,
-        requirements: requirements as unknown as Record<string, unknown>,
-        ...(paymentId && { payment_id: paymentId }),
-      }, { id: evaluationId, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash }, this.options.leaseSeconds,
-      async (client) => {
-        if (input.upgradeOf) await this.upgradeStillFits(client, input.upgradeOf);
-        if (input.extensionOf) await this.extensionStillFits(client, input.extensionOf);
-        const host = await this.admit(demand, client);
-        await checkBuyerLimits(this.db, snapshot, buyer, demand, { client, host });
-      });
-      // This instance's own sale is seen at once; other instances' within a second.
-      this.recentLoad = undefined;
-      this.recentBuyerChecks.clear();
+      claimed = await this.orders.claim(order, entry, this.options.leaseSeconds,
+        (client) => this.stillFits(client, attempt, sale, payment.authorization.from));
     } catch (e) {
-      if ((e as { code?: string; constraint?: string }).constraint === 'orders_one_upgrade_in_flight') {
-        throw new ApiError(409, 'upgrade_in_progress', 'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.', { retryable: true, headers: { 'Retry-After': '2' } });
-      }
-      if ((e as { constraint?: string }).constraint === 'orders_one_extension_in_flight') {
-        throw new ApiError(409, 'extension_in_progress', 'Another extension of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and extend again if it still needs more time.', { retryable: true, headers: { 'Retry-After': '2' } });
-      }
-      if ((e as { constraint?: string }).constraint === 'orders_payment_id' && paymentId) {
-        const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
-        if (paidWithId) return this.samePayment(paidWithId, requestHash, payload, input.resourceUrl);
-      }
-      if ((e as { code?: string }).code === '23505') {
-        throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
-      }
-      throw e;
+      return { placed: await this.claimRefused(e, attempt, payment) };
     }
-    if (!claimed) {
-      const winner = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
-      if (winner) return this.repeat(winner, requestHash, input.resourceUrl);
-      throw new ApiError(409, 'idempotency_in_progress', 'Another request with this Idempotency-Key just finished without charging. Retry this same request.', { retryable: true, headers: { 'Retry-After': '1' } });
-    }
+    // This instance's own sale is seen at once; other instances' within a second.
+    this.recentLoad = undefined;
+    this.recentBuyerChecks.clear();
+    if (claimed) return claimed;
+    const winner = await this.orders.byKey(attempt.apiKeyId, attempt.idempotencyKey);
+    if (winner) return { placed: await this.repeat(winner, attempt.requestHash, attempt.resourceUrl) };
+    throw new ApiError(409, 'idempotency_in_progress', m.keyReleased, retryNow());
+  }
 
+  /**
+   * The checks before payment, again and exactly, under the locks of the claim. The payer's limit is checked here,
+   * once the facilitator vouched for `from`: a forged `from` must not learn what another address holds.
+   */
+  private async stillFits(client: Client, attempt: Attempt, sale: Sale, payer: string): Promise<void> {
+    if (attempt.upgradeOf) await this.upgradeStillFits(client, attempt.upgradeOf);
+    if (attempt.extensionOf) await this.extensionStillFits(client, attempt.extensionOf);
+    const host = await this.admit(sale.demand, client);
+    const buyer = { apiKeyId: attempt.apiKeyId, payer };
+    await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host });
+  }
+
+  /** Why the claim failed, as the agent reads it; the order already paid with this payment-identifier is a replay. */
+  private async claimRefused(e: unknown, attempt: Attempt, payment: SentPayment): Promise<PlacedOrder> {
+    const retryLater = { retryable: true, headers: { 'Retry-After': '2' } };
+    if (e instanceof UpgradeInFlight) throw new ApiError(409, 'upgrade_in_progress', m.upgradeInProgress, retryLater);
+    if (e instanceof ExtensionInFlight) {
+      throw new ApiError(409, 'extension_in_progress', m.extensionInProgress, retryLater);
+    }
+    if (e instanceof PaymentIdTaken && attempt.paymentId) {
+      const paidWithId = await this.orders.byPaymentId(attempt.apiKeyId, attempt.paymentId);
+      if (paidWithId) return this.samePayment(paidWithId, attempt.requestHash, payment.payload, attempt.resourceUrl);
+    }
+    if (e instanceof ClaimConflict) throw new ApiError(409, 'payment_already_used', m.paymentAlreadyUsed);
+    throw e;
+  }
+
+  /** Settles and provisions the claimed order: the service, or what the agent does next. */
+  private async deliver(claimed: OrderRow, attempt: Attempt, offer: Offer): Promise<PlacedOrder> {
     crashPoint('after_claim');
     await pausePoint('after_claim');
     try {
       const done = await advance(claimed, this.deps, 'request');
       crashPoint('after_provision');
-      return await this.respond(done.order, false, input.resourceUrl, done.service);
+      return await this.respond(done.order, false, attempt.resourceUrl, done.service);
     } catch (e) {
-      if (e instanceof PaymentNotTaken) throw await paymentRequired('payment_failed', notTakenMessage(`${e.reason}: ${e.message}`));
-      if (e instanceof ServiceStopped) {
-        throw new ApiError(409, 'service_stopped', 'The service was stopped by its owner while this payment was being settled. The payment was taken and is refunded in full automatically (GET /orders/{order_id} shows the refund); nothing was changed.', { details: [{ order_id: claimed.id }] });
-      }
-      if (e instanceof SettlementPending) {
-        throw new ApiError(503, 'settlement_pending',
-          'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
-          { retryable: true, headers: { 'Retry-After': '5' } });
-      }
-      throw await this.paidNotProvisioned(claimed.id) ?? e;
+      throw await this.notDelivered(e, claimed, offer);
     }
+  }
+
+  /** Why a claimed order was not delivered, as the agent reads it. */
+  private async notDelivered(e: unknown, claimed: OrderRow, offer: Offer): Promise<unknown> {
+    if (e instanceof PaymentNotTaken) {
+      return offer.paymentRequired('payment_failed', m.notTaken(`${e.reason}: ${e.message}`));
+    }
+    if (e instanceof ServiceStopped) {
+      return new ApiError(409, 'service_stopped', m.serviceStopped, { details: [{ order_id: claimed.id }] });
+    }
+    if (e instanceof SettlementPending) {
+      return new ApiError(503, 'settlement_pending', m.settlementPending,
+        { retryable: true, headers: { 'Retry-After': '5' } });
+    }
+    return await this.paidNotProvisioned(claimed.id) ?? e;
   }
 
   /**
@@ -366,17 +403,21 @@ export class OrderService {
   }
 
   /** The authorization already pays for an order: this request's own (a concurrent retry) or another one. */
-  private async paidBy(order: OrderRow, input: PlaceOrder, requestHash: string, paymentRequired: PaymentRequiredError): Promise<PlacedOrder> {
-    if (order.state === 'failed') throw await paymentRequired('payment_failed', notTakenMessage(order.failure ?? 'settlement_failed'));
-    if (order.api_key_id === input.apiKeyId && order.idempotency_key === input.idempotencyKey) return this.repeat(order, requestHash, input.resourceUrl);
-    throw new ApiError(409, 'payment_already_used', 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.');
+  private async paidBy(order: OrderRow, attempt: Attempt, offer: Offer): Promise<PlacedOrder> {
+    if (order.state === 'failed') {
+      throw await offer.paymentRequired('payment_failed', m.notTaken(order.failure ?? 'settlement_failed'));
+    }
+    if (order.api_key_id === attempt.apiKeyId && order.idempotency_key === attempt.idempotencyKey) {
+      return this.repeat(order, attempt.requestHash, attempt.resourceUrl);
+    }
+    throw new ApiError(409, 'payment_already_used', m.paymentAlreadyUsed);
   }
 
   /** The payment-identifier of a payload; a malformed one is refused before anything else happens. */
   private paymentIdOf(payload: PaymentPayload): string | undefined {
     const found = this.gateway.paymentId(payload);
     if (found && 'invalid' in found) {
-      throw new ApiError(400, 'payment_id_invalid', `The payment-identifier in your payment payload is not valid: ${found.invalid}. Nothing was charged. Sign the payment again with the extension as PAYMENT-REQUIRED declares it and a valid id (generatePaymentId() of @x402/extensions/payment-identifier), or without one.`);
+      throw new ApiError(400, 'payment_id_invalid', m.paymentIdInvalid(found.invalid));
     }
     return found?.id;
   }
@@ -385,9 +426,11 @@ export class OrderService {
    * A payment-identifier already bound to an order of this API key: the very same payload for the same request is a
    * resend (whatever its Idempotency-Key) and gets that order; anything else under that id is refused.
    */
-  private async samePayment(order: OrderRow, requestHash: string, payload: PaymentPayload, resourceUrl: string): Promise<PlacedOrder> {
+  private async samePayment(
+    order: OrderRow, requestHash: string, payload: PaymentPayload, resourceUrl: string,
+  ): Promise<PlacedOrder> {
     if (order.request_hash !== requestHash || canonicalJson(order.payment) !== canonicalJson(payload)) {
-      throw new ApiError(409, 'payment_id_conflict', `The payment-identifier ${String(order.payment_id)} already belongs to order ${order.id}, paid with another payment payload or for another request. Nothing was charged. Use a new id (generatePaymentId()) for a new purchase, or resend exactly the original payload and body to get that order back.`);
+      throw new ApiError(409, 'payment_id_conflict', m.paymentIdConflict(order));
     }
     return this.repeat(order, requestHash, resourceUrl);
   }
@@ -395,7 +438,7 @@ export class OrderService {
   /** A request with a key that is already bound: same body → the same order (possibly after waiting), other body → 409. */
   private async repeat(existing: OrderRow, requestHash: string, resourceUrl: string): Promise<PlacedOrder> {
     if (existing.request_hash !== requestHash) {
-      throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key already belongs to an order with a different body. Use a new Idempotency-Key for a new order, or repeat the original body to get that order back.');
+      throw new ApiError(409, 'idempotency_key_reused', m.keyReused);
     }
     const deadline = Date.now() + this.options.waitForInFlightMs;
     let order: OrderRow | undefined = existing;
@@ -406,10 +449,9 @@ export class OrderService {
     if (order?.state === 'active') return this.respond(order, true, resourceUrl);
     if (order?.state === 'refunded') throw refundedError(order);
     if (order?.state === 'failed') {
-      throw new ApiError(409, 'idempotency_in_progress', 'The earlier attempt with this key failed without charging; retry now with a new payment.', { retryable: true, headers: { 'Retry-After': '1' } });
+      throw new ApiError(409, 'idempotency_in_progress', m.earlierAttemptFailed, retryNow());
     }
-    throw new ApiError(409, 'idempotency_in_progress', 'An order with this Idempotency-Key is still being paid or provisioned. Retry this same request in a moment to get it; you will not be charged twice.',
-      { retryable: true, headers: { 'Retry-After': '1' } });
+    throw new ApiError(409, 'idempotency_in_progress', m.stillInProgress, retryNow());
   }
 
   private async respond(order: OrderRow, replay: boolean, resourceUrl: string, provisioned?: ServiceRow): Promise<PlacedOrder> {
@@ -441,22 +483,6 @@ function refundedError(order: OrderRow): ApiError {
 /** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */
 function revivalLoadOf(service: ServiceRow): StreamLoad {
   return service.status === 'expired' ? streamLoadOf(service.limits) : { sources: 0, listeners: 0 };
-}
-
-/** The 402's warning when the official x402 client would refuse this amount with its default spend cap. */
-function aboveClientCap(amountAtomic: string): string {
-  if (BigInt(amountAtomic) <= CLIENT_DEFAULT_CAP_ATOMIC) return '';
-  return ` Note: the official x402 client (@x402/fetch, @x402/axios, x402Client) refuses any payment above 1 USDC by default (maxAmountPerPayment); raise it first, e.g. client.setSpendControls({ maxAmountPerPayment: '$${atomicToAmount(amountAtomic, 6)}' }).`;
-}
-
-/** A payload's resource.url as an error message quotes it (the agent's own text, cut short). */
-function describeResource(url: unknown): string {
-  return typeof url === 'string' && url.length > 0 ? JSON.stringify(url.slice(0, 200)) : 'no resource (resource.url is missing)';
-}
-
-/** What an agent reads when its payment was not taken: why, and what to do. */
-function notTakenMessage(failure: string): string {
-  return `The payment was not taken (${failure}). Nothing was charged and nothing was ordered. Sign a new payment (a new authorization) for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`;
 }
 
 function settlementOf(order: OrderRow): SettleResponse {

@@ -1,6 +1,7 @@
 import { recordOrderPaid } from '../events/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
+import { claimConflictOf } from './claim-conflicts.js';
 
 export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed' | 'refunded';
 
@@ -111,7 +112,8 @@ export class OrderStore {
   /**
    * Claims the Idempotency-Key for a verified payment: the order starts in "settling" with a lease held by the caller.
    * `admit` runs first in the same transaction (it may refuse by throwing). Undefined when another request holds the
-   * key; throws code 23505 on the (payer, nonce) constraint.
+   * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
+   * AuthorizationUsed).
    */
   async claim(order: NewOrder, record: AuditEntry, leaseSeconds: number, admit?: (client: Client) => Promise<void>): Promise<OrderRow | undefined> {
     const columns = Object.keys(order);
@@ -134,7 +136,7 @@ export class OrderStore {
       });
     } catch (e) {
       if (e === keyTaken) return undefined;
-      throw e;
+      throw claimConflictOf(e);
     }
   }
 

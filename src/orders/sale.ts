@@ -1,0 +1,107 @@
+import { extensionRecord, priceRecord, upgradeRecord } from '../audit/index.js';
+import type { ApiError } from '../errors/index.js';
+import { randomId } from '../ids/index.js';
+import type { Authorization, DiscoveryDeclaration, PaymentPayload, PaymentRequirements } from '../payments/index.js';
+import type { Snapshot } from '../pricing/index.js';
+import type { ServiceRow, StreamLoad } from '../services/index.js';
+import type { PricedExtension } from './extension-price.js';
+import type { OrderRequest, Priced } from './order-price.js';
+import type { AuditEntry, NewOrder } from './order-store.js';
+import type { PricedUpgrade } from './upgrade-price.js';
+
+// What OrderService.place learns, step by step, about one sale; the order row and audit record it claims.
+
+/** What a paid operation asks to buy (POST /orders, an upgrade, an extension, an MCP order). */
+export interface PlaceOrder {
+  apiKeyId: string;
+  idempotencyKey: string;
+  /** The order; for an upgrade { upgrade_of, product_id }, for an extension { extension_of, duration_hours }. */
+  request: OrderRequest | { upgrade_of: string; product_id: string } | { extension_of: string; duration_hours: number };
+  /** The service an upgrade applies to. */
+  upgradeOf?: ServiceRow;
+  /** The service an extension adds paid time to. */
+  extensionOf?: ServiceRow;
+  paymentSignature?: string;
+  resourceUrl: string;
+  /** How the 402 describes this operation to discovery (x402 bazaar): its declaration, service name and tags. */
+  discovery?: { declaration: DiscoveryDeclaration; serviceName: string; tags: string[] };
+}
+
+/** The request being placed, with what was read before pricing: its hash and the payment it carries, if any. */
+export interface Attempt extends PlaceOrder {
+  requestHash: string;
+  /** The PAYMENT-SIGNATURE decoded; undefined when there is none or it is not a payment payload. */
+  sent?: SentPayment;
+  paymentId?: string;
+}
+
+export interface SentPayment { payload: PaymentPayload; authorization: Authorization }
+
+/** What the sale costs and what it will need on the Icecast, priced on one snapshot. */
+export interface Sale {
+  snapshot: Snapshot;
+  priced: Priced;
+  amountAtomic: string;
+  quoteId?: string;
+  billing: OrderRequest['billing'];
+  configuration: Record<string, unknown>;
+  demand: StreamLoad;
+  extension?: PricedExtension;
+  upgrade?: PricedUpgrade;
+}
+
+/** The 402 answer's terms, and how to refuse a payment with them (an ApiError carrying PAYMENT-REQUIRED). */
+export interface Offer {
+  requirements: PaymentRequirements;
+  paymentRequired: (code: string, message: string, status?: number) => Promise<ApiError>;
+}
+
+/** A payment the facilitator vouched for; its proof is searched on the chain from claimBlock. */
+export interface VerifiedPayment extends SentPayment { claimBlock: bigint }
+
+/** The audit record of the evaluation that priced the sale, as the claim appends it to the chain. */
+export function auditEntryOf(attempt: Attempt, sale: Sale): AuditEntry {
+  const id = randomId('ev_', 12);
+  const { snapshot, extension, upgrade, priced, billing } = sale;
+  const request = attempt.request as OrderRequest;
+  const record = extension
+    ? extensionRecord(id, snapshot.hash, extension.input, extension.evaluation, new Date())
+    : upgrade
+    ? upgradeRecord(id, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
+    : priceRecord(id, snapshot.hash, { product_id: request.product_id, parameters: request.parameters ?? {}, billing },
+      priced, new Date(), 'order_price');
+  return { id, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash };
+}
+
+/** The order row a verified payment claims, in "settling". */
+export function newOrderOf(
+  attempt: Attempt, sale: Sale, offer: Offer, payment: VerifiedPayment, evaluationId: string,
+): NewOrder {
+  const { requirements } = offer;
+  const { authorization } = payment;
+  return {
+    id: randomId('ra_', 18),
+    api_key_id: attempt.apiKeyId,
+    idempotency_key: attempt.idempotencyKey,
+    request_hash: attempt.requestHash,
+    product_id: sale.priced.output.product_id,
+    billing: sale.billing,
+    request: attempt.request as unknown as Record<string, unknown>,
+    upgrade_of: attempt.upgradeOf?.id ?? null,
+    ...(attempt.extensionOf && { extension_of: attempt.extensionOf.id }),
+    configuration: sale.configuration,
+    amount_atomic: sale.amountAtomic,
+    quote_id: sale.quoteId ?? null,
+    evaluation_id: evaluationId,
+    network: requirements.network,
+    asset: requirements.asset,
+    pay_to: requirements.payTo,
+    payer: authorization.from.toLowerCase(),
+    nonce: authorization.nonce.toLowerCase(),
+    valid_before: String(authorization.validBefore),
+    claim_block: payment.claimBlock.toString(),
+    payment: payment.payload as unknown as Record<string, unknown>,
+    requirements: requirements as unknown as Record<string, unknown>,
+    ...(attempt.paymentId && { payment_id: attempt.paymentId }),
+  };
+}
