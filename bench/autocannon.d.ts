@@ -2,7 +2,10 @@
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
-  function autocannon(options: autocannon.Options, callback: (err: Error | null, result: autocannon.Result) => void): autocannon.Instance;
+  function autocannon(
+    options: autocannon.Options,
+    callback: (err: Error | null, result: autocannon.Result) => void,
+  ): autocannon.Instance;
 
   namespace autocannon {
     interface Options {

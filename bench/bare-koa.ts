@@ -22,7 +22,10 @@ app.use(async (ctx) => {
   if (ctx.method === 'POST' && ctx.path === '/echo') {
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.req as AsyncIterable<Buffer>) chunks.push(chunk);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { product_id?: string; parameters?: Record<string, unknown> };
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      product_id?: string;
+      parameters?: Record<string, unknown>;
+    };
     ctx.body = echoDocument(body, ++served);
     return;
   }
@@ -32,8 +35,15 @@ app.use(async (ctx) => {
 /** Shaped like a quote response (~1.1 kB of JSON), built fresh for each request. */
 function echoDocument(body: { product_id?: string; parameters?: Record<string, unknown> }, n: number) {
   const now = new Date();
-  const line = (code: string, quantity: string, unit: string, rate: string) =>
-    ({ code, quantity, unit, rate, rate_atomic: rate, amount_atomic: rate, amount: rate });
+  const line = (code: string, quantity: string, unit: string, rate: string) => ({
+    code,
+    quantity,
+    unit,
+    rate,
+    rate_atomic: rate,
+    amount_atomic: rate,
+    amount: rate,
+  });
   return {
     ok: true,
     quote: {
@@ -42,14 +52,21 @@ function echoDocument(body: { product_id?: string; parameters?: Record<string, u
       configuration: body.parameters ?? {},
       price: { amount: '0.31', amount_atomic: '310000', currency: 'USDC', decimals: 6 },
       currency: 'USDC',
-      breakdown: [line('base', '1', 'order', '250000'), line('duration', '3', 'hour', '20000'), line('transfer', '0', 'GB', '15000')],
+      breakdown: [
+        line('base', '1', 'order', '250000'),
+        line('duration', '3', 'hour', '20000'),
+        line('transfer', '0', 'GB', '15000'),
+      ],
       formula: 'base + (duration_hours x 0.02 USDC) + (transfer_gb x 0.015 USDC)',
       transfer_policy: 'estimated_included_limit',
       created_at: now.toISOString(),
       expires_at_quote: new Date(now.getTime() + 300_000).toISOString(),
       pricing_status: 'approved',
       agent_orderable: true,
-      audit: { evaluation_id: `ev_echo_${n}`, catalog_hash: 'sha256:0000000000000000000000000000000000000000000000000000000000000000' },
+      audit: {
+        evaluation_id: `ev_echo_${n}`,
+        catalog_hash: 'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+      },
     },
   };
 }

@@ -10,7 +10,10 @@ const perHour = new Decimal('20000');
 const perGb = new Decimal('15000');
 const unit = new Decimal(10).pow(6);
 
-export function baselineInstantStreamPrice(parameters: Record<string, unknown>): { total_atomic: string; amount: string } {
+export function baselineInstantStreamPrice(parameters: Record<string, unknown>): {
+  total_atomic: string;
+  amount: string;
+} {
   const hours = new Decimal(parameters.duration_hours as number);
   const transfer = new Decimal((parameters.transfer_gb as number | undefined) ?? 0);
   const total = base.plus(hours.times(perHour).ceil()).plus(transfer.times(perGb).ceil());

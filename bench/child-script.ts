@@ -11,10 +11,20 @@ export interface ChildServer {
  * Starts a bench server script (node --import tsx <root>/<script> ...args) in a process of its own and waits for its
  * "listening <port>" line on stdout. stop() sends SIGTERM, then SIGKILL after 5 s; it is idempotent.
  */
-export async function startChildScript(root: string, script: string, args: string[] = [], timeoutMs = 20_000): Promise<ChildServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startChildScript(
+  root: string,
+  script: string,
+  args: string[] = [],
+  timeoutMs = 20_000,
+): Promise<ChildServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, script), ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
-  child.stderr.on('data', (d) => { output = (output + d).slice(-8000); });
+  child.stderr.on('data', (d) => {
+    output = (output + d).slice(-8000);
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let stopped: Promise<void> | undefined;
   const stop = () => {
@@ -30,9 +40,15 @@ export async function startChildScript(root: string, script: string, args: strin
       const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${output}`)), timeoutMs);
       child.stdout.on('data', (d) => {
         const m = /listening (\d+)/.exec(String(d));
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+        if (m) {
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
       });
-      void exited.then(() => { clearTimeout(timer); reject(new Error(`${script} exited with ${child.exitCode}:\n${output}`)); });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`${script} exited with ${child.exitCode}:\n${output}`));
+      });
     });
     return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
   } catch (e) {

@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 
-const header = '# Benchmarks\n\nMeasured with `npm run bench` (bench/run.ts). Numbers depend on the machine; compare ratios, not absolute values.\n';
+const header =
+  '# Benchmarks\n\nMeasured with `npm run bench` (bench/run.ts). Numbers depend on the machine; compare ratios, not absolute values.\n';
 
 /** Replaces bench/run.ts's section in docs/benchmarks.md. */
 export function writeDocsSection(file: string, section: string): Promise<void> {
@@ -23,8 +24,9 @@ export async function writeMarkedSection(file: string, owner: string, section: s
   const block = `${begin}\n${section.trim()}\n${end}`;
   const from = text.indexOf(begin);
   const to = text.indexOf(end);
-  const next = from >= 0 && to > from
-    ? text.slice(0, from) + block + text.slice(to + end.length)
-    : `${text.trimEnd()}\n\n${block}\n`;
+  const next =
+    from >= 0 && to > from
+      ? text.slice(0, from) + block + text.slice(to + end.length)
+      : `${text.trimEnd()}\n\n${block}\n`;
   await writeFile(file, next);
 }

@@ -41,7 +41,9 @@ class Player {
     this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
     await sleep(Math.random() * 2000);
     while (Date.now() < until) {
-      await this.poll().catch(() => { this.failures++; });
+      await this.poll().catch(() => {
+        this.failures++;
+      });
       await sleep(2000);
     }
   }
@@ -92,12 +94,17 @@ try {
   const roomy = '$1: { live_services: 100000, listener_places: 10000000 }';
   await writeFile(settings, (await readFile(settings, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, roomy));
   service = await startService({
-    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0',
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    RATE_LIMIT_PER_IP: '0',
+    RATE_LIMIT_PER_KEY: '0',
   });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const bought = await buy(service, wallet, {
-    product_id: 'instant-stream', email: 'bench@example.com', station_name: 'Bench FM',
+    product_id: 'instant-stream',
+    email: 'bench@example.com',
+    station_name: 'Bench FM',
     parameters: { duration_hours: 1, max_listeners: listeners, bitrate_kbps: 128 },
   });
   if (bought.status !== 200) throw new Error(JSON.stringify(bought.body));
@@ -112,18 +119,26 @@ try {
   const [f0, s0, t0] = [await cpuOf(segmenter), await cpuOf(service.process.pid!), Date.now()];
   await sleep(30_000);
   const idleWindow = (Date.now() - t0) / 1000;
-  const renditionCores = (await cpuOf(segmenter) - f0) / idleWindow;
-  const serveIdleCores = (await cpuOf(service.process.pid!) - s0) / idleWindow;
+  const renditionCores = ((await cpuOf(segmenter)) - f0) / idleWindow;
+  const serveIdleCores = ((await cpuOf(service.process.pid!)) - s0) / idleWindow;
 
   // 2. N players, started over 8 s; measured over `seconds` once all are in.
   const players = Array.from({ length: listeners }, () => new Player(hlsUrl));
   const until = Date.now() + 20_000 + seconds * 1000 + 4000;
-  const running = players.map(async (p, i) => { await sleep((i / listeners) * 8000); await p.run(until); });
+  const running = players.map(async (p, i) => {
+    await sleep((i / listeners) * 8000);
+    await p.run(until);
+  });
   await sleep(20_000);
   const renditionDir = join(service.dataDir, 'hls', svc.service_id);
   const servePid = service.process.pid!;
-  const sample = async () => [await newestSegment(renditionDir), await cpuOf(servePid),
-    (await namedTreesCpu(servePid, ['postgres'])) ?? NaN, await cpuOf(segmenter), Date.now()];
+  const sample = async () => [
+    await newestSegment(renditionDir),
+    await cpuOf(servePid),
+    (await namedTreesCpu(servePid, ['postgres'])) ?? NaN,
+    await cpuOf(segmenter),
+    Date.now(),
+  ];
   const [firstSeq, serveCpu0, pgCpu0, ffCpu0, w0] = await sample();
   await sleep(seconds * 1000);
   const [lastSeq, serveCpu1, pgCpu1, ffCpu1, w1] = await sample();
@@ -143,32 +158,34 @@ try {
   const pgCores = (pgCpu1 - pgCpu0) / window;
   const failures = players.reduce((n, p) => n + p.failures, 0);
   const retries = players.reduce((n, p) => n + p.retries, 0);
-  const mbps = players.reduce((n, p) => n + p.bytes, 0) * 8 / 1e6 / (seconds + 24);
+  const mbps = (players.reduce((n, p) => n + p.bytes, 0) * 8) / 1e6 / (seconds + 24);
 
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const section = [
     '## HLS: CPU per rendition, listeners per core (`npm run bench:hls`)',
     '',
-    `Machine: ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
+    `Machine: ${availableParallelism()} cores, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at the end`,
     '(shared with other work: CPU seconds, not wall time, are the measure). One instant-stream at 128 kbps fed by',
-    'ffmpeg; its rendition (MP3 decode, AAC encode, ffmpeg\'s HLS muxer, 4 s MPEG-TS segments); players fetch their',
-    'session\'s playlist every 2 s and each new segment once, from this machine, over loopback.',
+    "ffmpeg; its rendition (MP3 decode, AAC encode, ffmpeg's HLS muxer, 4 s MPEG-TS segments); players fetch their",
+    "session's playlist every 2 s and each new segment once, from this machine, over loopback.",
     '',
     '| measure | value |',
     '|:--|--:|',
     `| CPU of one rendition (its ffmpeg, ${idleWindow.toFixed(0)} s) | ${pct(renditionCores)} of one core |`,
     `| serve's CPU without HLS listeners | ${pct(serveIdleCores)} of one core |`,
     `| HLS listeners (one stream, ${window.toFixed(0)} s measured) | ${listeners} |`,
-    `| … in real time (got ≥ 95 % of the ${produced} segments made meanwhile, from their first) | `
-      + `${inRealTime} (${pct(inRealTime / listeners)}) |`,
+    `| … in real time (got ≥ 95 % of the ${produced} segments made meanwhile, from their first) | ` +
+      `${inRealTime} (${pct(inRealTime / listeners)}) |`,
     `| … of which admitted after the window began (loaded machine) | ${late} |`,
     `| serve's CPU with them (node) | ${pct(serveCores)} of one core |`,
     `| PostgreSQL's CPU meanwhile | ${pct(pgCores)} of one core |`,
     `| rendition's CPU with them | ${pct((ffCpu1 - ffCpu0) / window)} of one core |`,
     `| HLS listeners per core of serve (listeners ÷ serve's cores) | ${Math.round(listeners / serveCores)} |`,
     `| … of serve and PostgreSQL together | ${Math.round(listeners / (serveCores + pgCores))} |`,
-    `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; `
-      + `${retries} admissions retried (retryable 503) |`,
+    `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; ` +
+      `${retries} admissions retried (retryable 503) |`,
     '',
   ].join('\n');
   console.log(section);

@@ -47,7 +47,18 @@ export interface LoadResult {
  */
 export async function compareLoad(contenders: Contender[], settings: LoadSettings): Promise<LoadResult[]> {
   for (const c of contenders) await cannon(c, settings.connections, settings.warmupSeconds, settings.signal);
-  const totals = contenders.map(() => ({ ok: 0, requests: 0, unexpected: 0, errors: 0, seconds: 0, latencies: [] as number[], server: 0, children: 0, loader: 0, cpuKnown: true }));
+  const totals = contenders.map(() => ({
+    ok: 0,
+    requests: 0,
+    unexpected: 0,
+    errors: 0,
+    seconds: 0,
+    latencies: [] as number[],
+    server: 0,
+    children: 0,
+    loader: 0,
+    cpuKnown: true,
+  }));
   const slice = settings.durationSeconds / settings.rounds;
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, c] of contenders.entries()) {
@@ -79,7 +90,9 @@ export async function compareLoad(contenders: Contender[], settings: LoadSetting
       requests: t.requests,
       unexpected: t.unexpected,
       errors: t.errors,
-      cpu: t.cpuKnown ? { server: t.server / t.seconds, children: t.children / t.seconds, loader: t.loader / t.seconds } : undefined,
+      cpu: t.cpuKnown
+        ? { server: t.server / t.seconds, children: t.children / t.seconds, loader: t.loader / t.seconds }
+        : undefined,
     };
   });
 }
@@ -90,21 +103,41 @@ function addCpu(t: { server: number; children: number }, before: TreeCpu, after:
 }
 
 /** One autocannon run, pipelining 1, counting answers by status; latencies (ms) of expected answers go to `latencies`. */
-function cannon(contender: Contender, connections: number, duration: number, signal: AbortSignal, latencies?: number[]): Promise<{ result: autocannon.Result; expected: number; unexpected: number }> {
+function cannon(
+  contender: Contender,
+  connections: number,
+  duration: number,
+  signal: AbortSignal,
+  latencies?: number[],
+): Promise<{ result: autocannon.Result; expected: number; unexpected: number }> {
   signal.throwIfAborted();
   const { target, expectStatus } = contender;
-  const isExpected = (status: number) => (expectStatus === undefined ? status >= 200 && status < 300 : status === expectStatus);
+  const isExpected = (status: number) =>
+    expectStatus === undefined ? status >= 200 && status < 300 : status === expectStatus;
   let expected = 0;
   let unexpected = 0;
   return new Promise((resolve, reject) => {
-    const onAbort = () => { instance.stop(); reject(signal.reason); };
+    const onAbort = () => {
+      instance.stop();
+      reject(signal.reason);
+    };
     const instance = autocannon(
-      { url: target.url, method: target.method, headers: target.headers, body: target.body, connections, pipelining: 1, duration, timeout: 10 },
+      {
+        url: target.url,
+        method: target.method,
+        headers: target.headers,
+        body: target.body,
+        connections,
+        pipelining: 1,
+        duration,
+        timeout: 10,
+      },
       (err, result) => {
         signal.removeEventListener('abort', onAbort);
         if (err) reject(err);
         else resolve({ result, expected, unexpected });
-      });
+      },
+    );
     instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
       if (isExpected(status)) {
         expected++;

@@ -6,14 +6,24 @@
  */
 import { createConnection, type Socket } from 'node:net';
 
-export interface SourceTarget { host: string; port: number; mount: string; authorization: string }
+export interface SourceTarget {
+  host: string;
+  port: number;
+  mount: string;
+  authorization: string;
+}
 
 /** broadcast_url is icecast://user:pass@host:port/mount (or http://…). */
 export function sourceTarget(broadcastUrl: string): SourceTarget {
   const u = new URL(broadcastUrl.replace(/^icecast:/, 'http:'));
   const user = decodeURIComponent(u.username);
   const pass = decodeURIComponent(u.password);
-  return { host: u.hostname, port: Number(u.port || 8000), mount: u.pathname, authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` };
+  return {
+    host: u.hostname,
+    port: Number(u.port || 8000),
+    mount: u.pathname,
+    authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`,
+  };
 }
 
 export interface SourceConnection {
@@ -32,31 +42,50 @@ export function connectSource(t: SourceTarget, timeoutMs = 10_000): Promise<Sour
     const socket = createConnection({ host: t.host, port: t.port });
     socket.setNoDelay(true);
     let head = '';
-    const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no answer from Icecast for the source on ${t.mount} within ${timeoutMs} ms`)); }, timeoutMs);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer from Icecast for the source on ${t.mount} within ${timeoutMs} ms`));
+    }, timeoutMs);
     const finish = (statusLine: string) => {
       clearTimeout(timer);
       socket.removeAllListeners('data');
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0);
-      resolve({ status, admitted: status === 100 || status === 200, statusLine, ms: performance.now() - began, socket });
+      resolve({
+        status,
+        admitted: status === 100 || status === 200,
+        statusLine,
+        ms: performance.now() - began,
+        socket,
+      });
     };
-    socket.once('connect', () => socket.write([
-      `PUT ${t.mount} HTTP/1.1`,
-      `Host: ${t.host}:${t.port}`,
-      `Authorization: ${t.authorization}`,
-      'User-Agent: bench-source',
-      'Content-Type: audio/mpeg',
-      'Ice-Public: 0',
-      'Ice-Name: bench',
-      'Expect: 100-continue',
-      '', '',
-    ].join('\r\n')));
+    socket.once('connect', () =>
+      socket.write(
+        [
+          `PUT ${t.mount} HTTP/1.1`,
+          `Host: ${t.host}:${t.port}`,
+          `Authorization: ${t.authorization}`,
+          'User-Agent: bench-source',
+          'Content-Type: audio/mpeg',
+          'Ice-Public: 0',
+          'Ice-Name: bench',
+          'Expect: 100-continue',
+          '',
+          '',
+        ].join('\r\n'),
+      ),
+    );
     socket.on('data', (d: Buffer) => {
       head += d.toString('latin1');
       const eol = head.indexOf('\r\n');
       if (eol >= 0) finish(head.slice(0, eol));
     });
-    socket.once('error', (e) => { clearTimeout(timer); reject(e); });
-    socket.once('close', () => { if (!head.includes('\r\n')) finish(''); });
+    socket.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    socket.once('close', () => {
+      if (!head.includes('\r\n')) finish('');
+    });
   });
 }
 
@@ -67,12 +96,18 @@ export function mp3FrameOffsets(bytes: Buffer): number[] {
   const out: number[] = [];
   let i = 0;
   while (i + 4 <= bytes.length) {
-    if (bytes[i] !== 0xff || (bytes[i + 1] & 0xe0) !== 0xe0) { i++; continue; }
+    if (bytes[i] !== 0xff || (bytes[i + 1] & 0xe0) !== 0xe0) {
+      i++;
+      continue;
+    }
     const version = (bytes[i + 1] >> 3) & 3; // 3 = MPEG-1, 2 = MPEG-2
     const br = bitrates[bytes[i + 2] >> 4] ?? 0;
     const sr = rates[(bytes[i + 2] >> 2) & 3];
     const pad = (bytes[i + 2] >> 1) & 1;
-    if (!br || !sr || (version !== 3 && version !== 2)) { i++; continue; }
+    if (!br || !sr || (version !== 3 && version !== 2)) {
+      i++;
+      continue;
+    }
     const size = version === 3 ? Math.floor((144000 * br) / sr) + pad : Math.floor((72000 * br) / (sr / 2)) + pad;
     out.push(i);
     i += size;
@@ -84,7 +119,13 @@ export function mp3FrameOffsets(bytes: Buffer): number[] {
  * Sends `frames` of `bytes` (a CBR MP3) on an admitted source socket at real-time pace (`bytesPerSecond`), looping,
  * in 100 ms ticks; returns a stop function. Bytes written are counted in `sent.bytes`.
  */
-export function pumpSource(socket: Socket, bytes: Buffer, frames: number[], bytesPerSecond: number, sent = { bytes: 0 }): () => void {
+export function pumpSource(
+  socket: Socket,
+  bytes: Buffer,
+  frames: number[],
+  bytesPerSecond: number,
+  sent = { bytes: 0 },
+): () => void {
   let frame = 0;
   let mine = 0;
   const started = performance.now();

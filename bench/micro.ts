@@ -4,8 +4,14 @@ import { evaluatePrice, openSnapshot, readSnapshotFiles, type PriceInput } from 
 import { baselineInstantStreamPrice } from './baseline-price.js';
 import { timeCalls, type TimingStats } from './timing.js';
 
-export const instantStreamInput: PriceInput = { product_id: 'instant-stream', parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 } };
-export const temporaryAutodjInput: PriceInput = { product_id: 'temporary-autodj', parameters: { duration_hours: 24, bitrate_kbps: 64, storage_mb: 1024 } };
+export const instantStreamInput: PriceInput = {
+  product_id: 'instant-stream',
+  parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
+};
+export const temporaryAutodjInput: PriceInput = {
+  product_id: 'temporary-autodj',
+  parameters: { duration_hours: 24, bitrate_kbps: 64, storage_mb: 1024 },
+};
 
 export interface MicroResults {
   overhead: TimingStats;
@@ -16,14 +22,24 @@ export interface MicroResults {
 
 /** One quote evaluation (evaluatePrice on a real snapshot) against a hand-written decimal.js equivalent. */
 export async function runMicro(root: string, warmup: number, measured: number): Promise<MicroResults> {
-  const { snapshot, diagnostics } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+  const { snapshot, diagnostics } = await openSnapshot(
+    await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')),
+  );
   assert.ok(snapshot, `the catalog does not open: ${JSON.stringify(diagnostics)}`);
 
   const evaluated = await evaluatePrice(snapshot, instantStreamInput);
   assert.equal(evaluated.outcome, 'priced', 'instant-stream is not priced');
   const expected = baselineInstantStreamPrice(instantStreamInput.parameters);
-  assert.deepEqual({ total_atomic: evaluated.output.total_atomic, amount: evaluated.output.amount }, expected, 'the baseline and evaluatePrice disagree');
-  assert.equal((await evaluatePrice(snapshot, temporaryAutodjInput)).outcome, 'priced', 'temporary-autodj is not priced');
+  assert.deepEqual(
+    { total_atomic: evaluated.output.total_atomic, amount: evaluated.output.amount },
+    expected,
+    'the baseline and evaluatePrice disagree',
+  );
+  assert.equal(
+    (await evaluatePrice(snapshot, temporaryAutodjInput)).outcome,
+    'priced',
+    'temporary-autodj is not priced',
+  );
 
   return {
     overhead: await timeCalls(() => undefined, warmup, measured),

@@ -23,7 +23,13 @@ export function ordersTables(r: OrdersResults): string {
     `| ${name} | ${Math.round(x.reqPerSec)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.requests} | ${x.unexpected} / ${x.errors} | ${bytes} | ${cpu(x)} | ${vs ? ratio(x.reqPerSec / vs.reqPerSec) : '—'} |`;
 
   const purchaseRow = (name: string, x: PurchaseRun, bare: PurchaseRun, vsBare: boolean, seller?: PurchaseRun) =>
-    `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${x.failed ? `${x.failed} (${Object.entries(x.failures).map(([k, n]) => `${n}× ${k}`).join(', ')})` : '0'} | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${ms(x.cpuMs)} | ${x === bare ? '—' : ms(x.cpuMs - bare.cpuMs)} | ${Number.isFinite(x.cpuMs) ? Math.round((r.cores * 1000) / x.cpuMs) : 'n/a'} | ${vsBare ? ratio(x.perSecond / bare.perSecond) : '—'} | ${seller ? ratio(x.perSecond / seller.perSecond) : '—'} |`;
+    `| ${name} | ${x.concurrency} | ${x.ok} / ${x.attempted} | ${
+      x.failed
+        ? `${x.failed} (${Object.entries(x.failures)
+            .map(([k, n]) => `${n}× ${k}`)
+            .join(', ')})`
+        : '0'
+    } | ${x.perSecond.toFixed(1)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${ms(x.cpuMs)} | ${x === bare ? '—' : ms(x.cpuMs - bare.cpuMs)} | ${Number.isFinite(x.cpuMs) ? Math.round((r.cores * 1000) / x.cpuMs) : 'n/a'} | ${vsBare ? ratio(x.perSecond / bare.perSecond) : '—'} | ${seller ? ratio(x.perSecond / seller.perSecond) : '—'} |`;
 
   const { before, after } = r.slowdown;
   const slowRatio = after.medianMs / before.medianMs;
@@ -42,9 +48,20 @@ export function ordersTables(r: OrdersResults): string {
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...r.purchases.flatMap((p) => [
       purchaseRow('bare facilitator verify + settle', p.bare, p.bare, false),
-      purchaseRow('seller reference: @x402/express + facilitator + one INSERT (PostgreSQL, fsync on)', p.seller, p.bare, true),
+      purchaseRow(
+        'seller reference: @x402/express + facilitator + one INSERT (PostgreSQL, fsync on)',
+        p.seller,
+        p.bare,
+        true,
+      ),
       purchaseRow('service paid POST /api/v1/orders', p.service, p.bare, true, p.seller),
-      purchaseRow('service paid MCP tool `order` (POST /api/v1/mcp, `_meta["x402/payment"]`)', p.mcp, p.bare, true, p.seller),
+      purchaseRow(
+        'service paid MCP tool `order` (POST /api/v1/mcp, `_meta["x402/payment"]`)',
+        p.mcp,
+        p.bare,
+        true,
+        p.seller,
+      ),
     ]),
     '',
     `Chain slowdown: bare facilitator, sequential, ${before.samples} settles per height (after 3 discarded), then \`anvil_mine\` ${r.slowdown.mined} blocks (${r.slowdown.mineMs.toFixed(0)} ms):`,
@@ -66,8 +83,17 @@ export function ordersTables(r: OrdersResults): string {
       const x = p.service.perSecond / p.seller.perSecond;
       const clean = p.service.failed === 0;
       const beyond = `service CPU beyond the facilitator's ${ms(p.service.cpuMs - p.bare.cpuMs)} ms/purchase, reference's ${ms(p.seller.cpuMs - p.bare.cpuMs)} ms`;
-      const failed = [p.service.failed && `${p.service.failed} of the service's failed`, p.seller.failed && `${p.seller.failed} of the reference's failed`].filter(Boolean).join(', ');
-      const result = !clean ? verdict(false) : p.seller.failed ? 'n/a (the reference failed)' : verdict(x >= ordersTargets.sellerRatio);
+      const failed = [
+        p.service.failed && `${p.service.failed} of the service's failed`,
+        p.seller.failed && `${p.seller.failed} of the reference's failed`,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      const result = !clean
+        ? verdict(false)
+        : p.seller.failed
+          ? 'n/a (the reference failed)'
+          : verdict(x >= ordersTargets.sellerRatio);
       return `| paid purchases/s vs seller reference (@x402/express, facilitator, one INSERT), concurrency ${p.concurrency} | ≥ ${ordersTargets.sellerRatio.toFixed(1)}×, no failures | ${ratio(x)}${failed ? `, ${failed}` : ''} (${beyond}) | ${result} |`;
     }),
     ...r.purchases.map((p) => {

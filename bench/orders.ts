@@ -85,7 +85,13 @@ export interface OrdersResults {
    * service: paid POST /orders; mcp: the same order as the MCP `order` tool call; bare: the facilitator alone;
    * seller: the @x402/express seller reference (verify, one durable INSERT, settle).
    */
-  purchases: Array<{ concurrency: number; service: PurchaseRun; mcp: PurchaseRun; bare: PurchaseRun; seller: PurchaseRun }>;
+  purchases: Array<{
+    concurrency: number;
+    service: PurchaseRun;
+    mcp: PurchaseRun;
+    bare: PurchaseRun;
+    seller: PurchaseRun;
+  }>;
   slowdown: { before: SettleSample; after: SettleSample; mined: number; mineMs: number };
 }
 
@@ -110,7 +116,8 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   /** Fails fast when the service process is gone (instead of timing a run of connection errors). */
   const serviceAlive = () => {
     const p = o.service.process;
-    if (p.exitCode !== null || p.signalCode !== null) throw new Error(`the service exited (code ${p.exitCode}, signal ${p.signalCode}) during the order benchmark`);
+    if (p.exitCode !== null || p.signalCode !== null)
+      throw new Error(`the service exited (code ${p.exitCode}, signal ${p.signalCode}) during the order benchmark`);
   };
   const headers = (key: string, extra: Record<string, string> = {}) => ({
     'content-type': 'application/json',
@@ -122,7 +129,10 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
     const r = await fetch(ordersUrl, { method: 'POST', headers: headers(key), body: orderBody, signal: o.signal });
     const text = await r.text();
     const required = r.headers.get('payment-required');
-    if (r.status !== 402 || !required) throw new Error(`POST /orders without payment answered ${r.status} (PAYMENT-REQUIRED ${required ? 'present' : 'missing'}): ${text}`);
+    if (r.status !== 402 || !required)
+      throw new Error(
+        `POST /orders without payment answered ${r.status} (PAYMENT-REQUIRED ${required ? 'present' : 'missing'}): ${text}`,
+      );
     return required;
   };
 
@@ -134,8 +144,18 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   try {
     o.log('starting the @x402/express reference (bench/x402-express-ref.ts)');
     reference = await startChildScript(o.root, 'bench/x402-express-ref.ts', [accept.payTo]);
-    const refTarget = { url: `${reference.baseUrl}/orders`, method: 'POST' as const, headers: headers('bench-402-fixed-key'), body: orderBody };
-    const serviceTarget = { url: ordersUrl, method: 'POST' as const, headers: headers('bench-402-fixed-key'), body: orderBody };
+    const refTarget = {
+      url: `${reference.baseUrl}/orders`,
+      method: 'POST' as const,
+      headers: headers('bench-402-fixed-key'),
+      body: orderBody,
+    };
+    const serviceTarget = {
+      url: ordersUrl,
+      method: 'POST' as const,
+      headers: headers('bench-402-fixed-key'),
+      body: orderBody,
+    };
     // Sanity: both answer 402 for the same terms (amount, asset, network, payTo, timeout, extra).
     const refResponse = await fetch(refTarget.url, { method: 'POST', headers: refTarget.headers, body: orderBody });
     const refBody = await refResponse.text();
@@ -143,28 +163,54 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
     assert.equal(refResponse.status, 402, `the reference answered ${refResponse.status}: ${refBody}`);
     assert.ok(refHeader, 'the reference sent no PAYMENT-REQUIRED');
     const refAccept = decodePaymentRequiredHeader(refHeader).accepts[0];
-    const terms = (a: PaymentRequirements) => ({ scheme: a.scheme, network: a.network, amount: a.amount, asset: a.asset, payTo: a.payTo, maxTimeoutSeconds: a.maxTimeoutSeconds, extra: a.extra });
+    const terms = (a: PaymentRequirements) => ({
+      scheme: a.scheme,
+      network: a.network,
+      amount: a.amount,
+      asset: a.asset,
+      payTo: a.payTo,
+      maxTimeoutSeconds: a.maxTimeoutSeconds,
+      extra: a.extra,
+    });
     assert.deepEqual(terms(refAccept), terms(accept), 'the reference and the service ask for different payment terms');
-    const serviceResponse = await fetch(serviceTarget.url, { method: 'POST', headers: serviceTarget.headers, body: orderBody });
+    const serviceResponse = await fetch(serviceTarget.url, {
+      method: 'POST',
+      headers: serviceTarget.headers,
+      body: orderBody,
+    });
     const serviceBody = await serviceResponse.text();
     const serviceHeader = serviceResponse.headers.get('payment-required') ?? '';
-    o.log(`402 on both for ${accept.amount} atomic to ${accept.payTo}; PAYMENT-REQUIRED ${serviceHeader.length} B + body ${serviceBody.length} B (service), ${refHeader.length} B + ${refBody.length} B (reference)`);
+    o.log(
+      `402 on both for ${accept.amount} atomic to ${accept.payTo}; PAYMENT-REQUIRED ${serviceHeader.length} B + body ${serviceBody.length} B (service), ${refHeader.length} B + ${refBody.length} B (reference)`,
+    );
 
-    o.log(`load: 402 path: ${o.warmupSeconds} s warm-up each, then ${o.rounds} × ${o.durationSeconds / o.rounds} s alternating (reference, service)`);
-    const [ref, svc] = await compareLoad([
-      { target: refTarget, expectStatus: 402, pid: reference.pid },
-      { target: serviceTarget, expectStatus: 402, pid: o.service.process.pid },
-    ], {
-      connections: o.connections,
-      warmupSeconds: o.warmupSeconds,
-      durationSeconds: o.durationSeconds,
-      rounds: o.rounds,
-      signal: o.signal,
-      onSlice: (i, round) => o.log(`  round ${round + 1}: ${i === 0 ? '@x402/express reference' : 'service'} POST /orders (402)`),
-    });
-    for (const r of [ref, svc]) if (r.unexpected || r.errors) o.log(`  warning: ${r.unexpected} answers other than 402 and ${r.errors} errors`);
+    o.log(
+      `load: 402 path: ${o.warmupSeconds} s warm-up each, then ${o.rounds} × ${o.durationSeconds / o.rounds} s alternating (reference, service)`,
+    );
+    const [ref, svc] = await compareLoad(
+      [
+        { target: refTarget, expectStatus: 402, pid: reference.pid },
+        { target: serviceTarget, expectStatus: 402, pid: o.service.process.pid },
+      ],
+      {
+        connections: o.connections,
+        warmupSeconds: o.warmupSeconds,
+        durationSeconds: o.durationSeconds,
+        rounds: o.rounds,
+        signal: o.signal,
+        onSlice: (i, round) =>
+          o.log(`  round ${round + 1}: ${i === 0 ? '@x402/express reference' : 'service'} POST /orders (402)`),
+      },
+    );
+    for (const r of [ref, svc])
+      if (r.unexpected || r.errors) o.log(`  warning: ${r.unexpected} answers other than 402 and ${r.errors} errors`);
     serviceAlive();
-    paywall = { reference: ref, service: svc, referenceBytes: refHeader.length + refBody.length, serviceBytes: serviceHeader.length + serviceBody.length };
+    paywall = {
+      reference: ref,
+      service: svc,
+      referenceBytes: refHeader.length + refBody.length,
+      serviceBytes: serviceHeader.length + serviceBody.length,
+    };
   } finally {
     await reference?.stop();
   }
@@ -172,7 +218,12 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   // ---- 2. paid purchases vs the bare facilitator -----------------------------------------------------------------
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   // A facilitator of our own on the service's chain; DEV_ACCOUNTS[0] is the service's, [4] is nobody's.
-  const facilitator = createFacilitator({ mode: 'embedded', rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, privateKey: DEV_ACCOUNTS[BARE_FACILITATOR_GAS_ACCOUNT].privateKey });
+  const facilitator = createFacilitator({
+    mode: 'embedded',
+    rpcUrl: dev.chain.rpc_url,
+    chainId: dev.chain.chain_id,
+    privateKey: DEV_ACCOUNTS[BARE_FACILITATOR_GAS_ACCOUNT].privateKey,
+  });
   const facilitatorRequired = await ask402('bench-bare-facilitator');
   const signPayments = async (n: number) => {
     const out: Array<{ payload: PaymentPayload; requirements: PaymentRequirements }> = [];
@@ -186,10 +237,15 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   let keyCounter = 0;
   const runTag = `${process.pid}-${Date.now()}`;
   /** Each purchase: its own Idempotency-Key, its own 402, its own signature over that PAYMENT-REQUIRED. */
-  const signOrders = async (n: number) => pool(Array.from({ length: n }, () => `bench-${runTag}-${keyCounter++}`), 4, async (key) => {
-    o.signal.throwIfAborted();
-    return { key, signature: await wallet.pay(await ask402(key)) };
-  });
+  const signOrders = async (n: number) =>
+    pool(
+      Array.from({ length: n }, () => `bench-${runTag}-${keyCounter++}`),
+      4,
+      async (key) => {
+        o.signal.throwIfAborted();
+        return { key, signature: await wallet.pay(await ask402(key)) };
+      },
+    );
 
   const buy = async (order: { key: string; signature: string }) => {
     const r = await fetch(ordersUrl, {
@@ -198,7 +254,9 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
       body: orderBody,
       signal: AbortSignal.any([o.signal, AbortSignal.timeout(30_000)]),
     });
-    const body = await r.json().catch(() => undefined) as { ok?: boolean; order?: { status?: string }; error?: { code?: string } } | undefined;
+    const body = (await r.json().catch(() => undefined)) as
+      | { ok?: boolean; order?: { status?: string }; error?: { code?: string } }
+      | undefined;
     if (r.status === 200 && body?.ok === true && body.order?.status === 'active') return undefined;
     return `${r.status} ${body?.error?.code ?? body?.order?.status ?? ''}`.trim();
   };
@@ -211,19 +269,41 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
 
   // The MCP paid tool as an agent calls it: the SDK's client over Streamable HTTP, the payload in _meta["x402/payment"].
   const mcp = new McpClient({ name: 'bench-agent', version: '1.0.0' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${o.service.baseUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${o.service.apiKey}` } } }));
-  type ToolResult = { isError?: boolean; structuredContent?: { order?: { status?: string }; error?: { code?: string } } & Partial<PaymentRequired> };
-  const callOrder = (key: string, payment?: PaymentPayload) => mcp.callTool(
-    { name: 'order', arguments: { idempotency_key: key, ...orderRequest }, ...(payment && { _meta: { 'x402/payment': payment } }) },
-    undefined, { timeout: 30_000, signal: o.signal }) as Promise<ToolResult>;
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${o.service.baseUrl}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${o.service.apiKey}` } },
+    }),
+  );
+  type ToolResult = {
+    isError?: boolean;
+    structuredContent?: { order?: { status?: string }; error?: { code?: string } } & Partial<PaymentRequired>;
+  };
+  const callOrder = (key: string, payment?: PaymentPayload) =>
+    mcp.callTool(
+      {
+        name: 'order',
+        arguments: { idempotency_key: key, ...orderRequest },
+        ...(payment && { _meta: { 'x402/payment': payment } }),
+      },
+      undefined,
+      { timeout: 30_000, signal: o.signal },
+    ) as Promise<ToolResult>;
   /** Each tool purchase: its own idempotency_key, its own PaymentRequired (the unpaid call's result), its own payload. */
-  const signToolOrders = async (n: number) => pool(Array.from({ length: n }, () => `bench-mcp-${runTag}-${keyCounter++}`), 4, async (key) => {
-    o.signal.throwIfAborted();
-    const unpaid = await callOrder(key);
-    const required = unpaid.structuredContent as PaymentRequired | undefined;
-    if (!unpaid.isError || required?.x402Version !== 2) throw new Error(`the unpaid MCP order call did not answer a PaymentRequired: ${JSON.stringify(unpaid).slice(0, 500)}`);
-    return { key, payment: await wallet.client.createPaymentPayload(required) };
-  });
+  const signToolOrders = async (n: number) =>
+    pool(
+      Array.from({ length: n }, () => `bench-mcp-${runTag}-${keyCounter++}`),
+      4,
+      async (key) => {
+        o.signal.throwIfAborted();
+        const unpaid = await callOrder(key);
+        const required = unpaid.structuredContent as PaymentRequired | undefined;
+        if (!unpaid.isError || required?.x402Version !== 2)
+          throw new Error(
+            `the unpaid MCP order call did not answer a PaymentRequired: ${JSON.stringify(unpaid).slice(0, 500)}`,
+          );
+        return { key, payment: await wallet.client.createPaymentPayload(required) };
+      },
+    );
   const buyTool = async (toolOrder: { key: string; payment: PaymentPayload }) => {
     const result = await callOrder(toolOrder.key, toolOrder.payment);
     if (!result.isError && result.structuredContent?.order?.status === 'active') return undefined;
@@ -231,19 +311,30 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   };
 
   o.log('starting the seller reference (bench/x402-express-seller-ref.ts: @x402/express, facilitator, PostgreSQL)');
-  const seller = await startSellerReference({ root: o.root, dataDir: o.service.dataDir, rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, terms: accept, wallet, body: orderBody });
+  const seller = await startSellerReference({
+    root: o.root,
+    dataDir: o.service.dataDir,
+    rpcUrl: dev.chain.rpc_url,
+    chainId: dev.chain.chain_id,
+    terms: accept,
+    wallet,
+    body: orderBody,
+  });
   const buySeller = (signature: string) => seller.buy(signature, o.signal);
   const purchases: OrdersResults['purchases'] = [];
   try {
     const committedBefore = await seller.committedOrders();
-    o.log('paid purchases: warm-up (3 service purchases, 3 MCP tool purchases, 3 seller reference purchases, 3 bare verify+settle)');
+    o.log(
+      'paid purchases: warm-up (3 service purchases, 3 MCP tool purchases, 3 seller reference purchases, 3 bare verify+settle)',
+    );
     for (const order of await signOrders(3)) {
       const failure = await buy(order);
       if (failure) throw new Error(`a warm-up purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
     }
     for (const toolOrder of await signToolOrders(3)) {
       const failure = await buyTool(toolOrder);
-      if (failure) throw new Error(`a warm-up MCP tool purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
+      if (failure)
+        throw new Error(`a warm-up MCP tool purchase failed: ${failure}\n${o.service.output().slice(-2000)}`);
     }
     for (const signature of await seller.sign(3, o.signal)) {
       const failure = await buySeller(signature);
@@ -256,7 +347,9 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
 
     for (const { concurrency, count } of o.purchases) {
       o.signal.throwIfAborted();
-      o.log(`paid purchases at concurrency ${concurrency}: signing ${count} orders (each its own 402), ${count} MCP tool orders, ${count} seller reference orders (each its own 402) and ${count} bare payments`);
+      o.log(
+        `paid purchases at concurrency ${concurrency}: signing ${count} orders (each its own 402), ${count} MCP tool orders, ${count} seller reference orders (each its own 402) and ${count} bare payments`,
+      );
       const orders = await signOrders(count);
       const toolOrders = await signToolOrders(count);
       const sellerOrders = await seller.sign(count, o.signal);
@@ -272,26 +365,48 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
         const to = Math.floor((count * (s + 1)) / slices);
         const perPurchaseMs = (seconds: number) => ((seconds * 1000) / (to - from)).toFixed(1);
         o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
-        const used = await machineCpu(o.service.process.pid!, svc, false, () => timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal));
-        if (used) o.log(`    CPU per purchase: serve ${perPurchaseMs(used.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(used.descendants)} ms`);
+        const used = await machineCpu(o.service.process.pid!, svc, false, () =>
+          timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal),
+        );
+        if (used)
+          o.log(
+            `    CPU per purchase: serve ${perPurchaseMs(used.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(used.descendants)} ms`,
+          );
         serviceAlive();
         o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
-        await machineCpu(o.service.process.pid!, tool, false, () => timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal));
+        await machineCpu(o.service.process.pid!, tool, false, () =>
+          timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal),
+        );
         serviceAlive();
         o.log(`  round ${s + 1}: seller reference, ${to - from} paid POST /orders at concurrency ${concurrency}`);
-        const refUsed = await sellerCpu(seller, o.service.process.pid!, ref, () => timedPool(sellerOrders.slice(from, to), concurrency, buySeller, ref, o.signal));
-        if (refUsed) o.log(`    CPU per purchase: reference ${perPurchaseMs(refUsed.reference)} ms, serve's PostgreSQL and anvil ${perPurchaseMs(refUsed.backing)} ms`);
+        const refUsed = await sellerCpu(seller, o.service.process.pid!, ref, () =>
+          timedPool(sellerOrders.slice(from, to), concurrency, buySeller, ref, o.signal),
+        );
+        if (refUsed)
+          o.log(
+            `    CPU per purchase: reference ${perPurchaseMs(refUsed.reference)} ms, serve's PostgreSQL and anvil ${perPurchaseMs(refUsed.backing)} ms`,
+          );
         serviceAlive();
         o.log(`  round ${s + 1}: bare facilitator, ${to - from} verify+settle at concurrency ${concurrency}`);
-        const bareUsed = await machineCpu(o.service.process.pid!, bare, true, () => timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal));
-        if (bareUsed) o.log(`    CPU per purchase: this process ${perPurchaseMs(bareUsed.own)} ms, serve ${perPurchaseMs(bareUsed.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(bareUsed.descendants)} ms`);
+        const bareUsed = await machineCpu(o.service.process.pid!, bare, true, () =>
+          timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal),
+        );
+        if (bareUsed)
+          o.log(
+            `    CPU per purchase: this process ${perPurchaseMs(bareUsed.own)} ms, serve ${perPurchaseMs(bareUsed.self)} ms, its children (PostgreSQL, anvil) ${perPurchaseMs(bareUsed.descendants)} ms`,
+          );
         serviceAlive();
       }
       finishRun(svc);
       finishRun(tool);
       finishRun(ref);
       finishRun(bare);
-      for (const [name, r] of [['service', svc], ['MCP tool', tool], ['seller reference', ref], ['bare facilitator', bare]] as const) {
+      for (const [name, r] of [
+        ['service', svc],
+        ['MCP tool', tool],
+        ['seller reference', ref],
+        ['bare facilitator', bare],
+      ] as const) {
         if (r.failed) o.log(`  warning: ${name}: ${r.failed} of ${r.attempted} failed: ${JSON.stringify(r.failures)}`);
       }
       purchases.push({ concurrency, service: svc, mcp: tool, bare, seller: ref });
@@ -299,7 +414,10 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
     // Every purchase the reference answered as a success committed its order row.
     const committed = (await seller.committedOrders()) - committedBefore;
     const succeeded = 3 + purchases.reduce((n, p) => n + p.seller.ok, 0);
-    assert.ok(committed >= succeeded, `the seller reference committed ${committed} order rows for ${succeeded} successful purchases`);
+    assert.ok(
+      committed >= succeeded,
+      `the seller reference committed ${committed} order rows for ${succeeded} successful purchases`,
+    );
   } finally {
     await seller.stop();
   }
@@ -307,7 +425,9 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   // ---- 3. chain slowdown ----------------------------------------------------------------------------------------
   o.signal.throwIfAborted();
   serviceAlive();
-  o.log(`chain slowdown: ${o.settleSamples} sequential bare settles, then anvil_mine ${o.mineBlocks} blocks, then ${o.settleSamples} more`);
+  o.log(
+    `chain slowdown: ${o.settleSamples} sequential bare settles, then anvil_mine ${o.mineBlocks} blocks, then ${o.settleSamples} more`,
+  );
   const before = await settleLatency(facilitator, await signPayments(o.settleSamples + 3), dev.chain.rpc_url, o.signal);
   const heightBeforeMining = await blockNumber(dev.chain.rpc_url);
   const mineStarted = performance.now();
@@ -321,11 +441,23 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
 
   // Stateless MCP: closing only ends the client's pending requests (an early throw just leaves it to the process exit).
   await mcp.close();
-  return { connections: o.connections, cores: availableParallelism(), durationSeconds: o.durationSeconds, paywall, purchases, slowdown: { before, after, mined, mineMs } };
+  return {
+    connections: o.connections,
+    cores: availableParallelism(),
+    durationSeconds: o.durationSeconds,
+    paywall,
+    purchases,
+    slowdown: { before, after, mined, mineMs },
+  };
 }
 
 /** Sequential verify (timed apart) then settle; the first 3 are discarded as warm-up. */
-async function settleLatency(facilitator: Facilitator, payments: Array<{ payload: PaymentPayload; requirements: PaymentRequirements }>, rpcUrl: string, signal: AbortSignal): Promise<SettleSample> {
+async function settleLatency(
+  facilitator: Facilitator,
+  payments: Array<{ payload: PaymentPayload; requirements: PaymentRequirements }>,
+  rpcUrl: string,
+  signal: AbortSignal,
+): Promise<SettleSample> {
   const height = await blockNumber(rpcUrl);
   const settles: number[] = [];
   const verifies: number[] = [];
@@ -337,7 +469,10 @@ async function settleLatency(facilitator: Facilitator, payments: Array<{ payload
     const v1 = performance.now();
     const settled = verified.isValid ? await facilitator.settle(p.payload, p.requirements) : undefined;
     const s1 = performance.now();
-    if (!settled?.success) { failed++; continue; }
+    if (!settled?.success) {
+      failed++;
+      continue;
+    }
     if (i < 3) continue;
     verifies.push(v1 - v0);
     settles.push(s1 - v1);
@@ -356,7 +491,20 @@ async function settleLatency(facilitator: Facilitator, payments: Array<{ payload
 type OpenRun = PurchaseRun & { latencies: number[]; cpuSeconds: number };
 
 function newRun(concurrency: number): OpenRun {
-  return { concurrency, attempted: 0, ok: 0, failed: 0, failures: {}, seconds: 0, perSecond: 0, p50Ms: 0, p99Ms: 0, cpuMs: NaN, latencies: [], cpuSeconds: 0 };
+  return {
+    concurrency,
+    attempted: 0,
+    ok: 0,
+    failed: 0,
+    failures: {},
+    seconds: 0,
+    perSecond: 0,
+    p50Ms: 0,
+    p99Ms: 0,
+    cpuMs: NaN,
+    latencies: [],
+    cpuSeconds: 0,
+  };
 }
 
 function finishRun(run: OpenRun): void {
@@ -373,7 +521,12 @@ function finishRun(run: OpenRun): void {
  * Runs `work` and adds to `run` the CPU the machine spent on it: serve's and its children's (PostgreSQL, anvil), plus
  * this process's when the contender runs here (the bare facilitator). Returns serve's, its children's and this process's parts.
  */
-async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean, work: () => Promise<void>): Promise<TreeCpu & { own: number } | undefined> {
+async function machineCpu(
+  servePid: number,
+  run: OpenRun,
+  inThisProcess: boolean,
+  work: () => Promise<void>,
+): Promise<(TreeCpu & { own: number }) | undefined> {
   const tree = await treeCpu(servePid);
   const own = process.cpuUsage();
   await work();
@@ -383,7 +536,11 @@ async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean
     run.cpuSeconds = NaN;
     return undefined;
   }
-  const used = { self: treeAfter.self - tree.self, descendants: treeAfter.descendants - tree.descendants, own: (ownUsed.user + ownUsed.system) / 1e6 };
+  const used = {
+    self: treeAfter.self - tree.self,
+    descendants: treeAfter.descendants - tree.descendants,
+    own: (ownUsed.user + ownUsed.system) / 1e6,
+  };
   run.cpuSeconds += used.self + used.descendants + (inThisProcess ? used.own : 0);
   return used;
 }
@@ -392,11 +549,18 @@ async function machineCpu(servePid: number, run: OpenRun, inThisProcess: boolean
  * Runs `work` and adds to `run` the CPU the seller reference's purchases cost the machine: the reference's process and
  * serve's PostgreSQL and anvil, which it uses (not serve itself, which meanwhile does only its background work).
  */
-async function sellerCpu(seller: SellerReference, servePid: number, run: OpenRun, work: () => Promise<void>): Promise<{ reference: number; backing: number } | undefined> {
+async function sellerCpu(
+  seller: SellerReference,
+  servePid: number,
+  run: OpenRun,
+  work: () => Promise<void>,
+): Promise<{ reference: number; backing: number } | undefined> {
   const measure = async () => {
     const reference = await treeCpu(seller.pid);
     const backing = await namedTreesCpu(servePid, ['postgres', 'anvil']);
-    return reference && backing !== undefined ? { reference: reference.self + reference.descendants, backing } : undefined;
+    return reference && backing !== undefined
+      ? { reference: reference.self + reference.descendants, backing }
+      : undefined;
   };
   const before = await measure();
   await work();
@@ -411,7 +575,13 @@ async function sellerCpu(seller: SellerReference, servePid: number, run: OpenRun
 }
 
 /** Runs `work` over `items` with `concurrency` workers, adding wall time, successes, failures and latencies to `run`. */
-async function timedPool<T>(items: T[], concurrency: number, work: (item: T) => Promise<string | undefined>, run: OpenRun, signal: AbortSignal): Promise<void> {
+async function timedPool<T>(
+  items: T[],
+  concurrency: number,
+  work: (item: T) => Promise<string | undefined>,
+  run: OpenRun,
+  signal: AbortSignal,
+): Promise<void> {
   const started = performance.now();
   await pool(items, concurrency, async (item) => {
     signal.throwIfAborted();
@@ -436,8 +606,13 @@ async function timedPool<T>(items: T[], concurrency: number, work: (item: T) => 
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), signal: AbortSignal.timeout(60_000) });
-  const body = await r.json() as { result?: unknown; error?: { message: string } };
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const body = (await r.json()) as { result?: unknown; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result;
 }

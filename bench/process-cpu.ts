@@ -5,11 +5,19 @@ import { readdir, readFile } from 'node:fs/promises';
  * Descendants that ended count too, through their parents' cutime/cstime (a PostgreSQL backend that exits during a
  * measurement would otherwise take its CPU out of the sum, which could then go down).
  */
-export interface TreeCpu { self: number; descendants: number }
+export interface TreeCpu {
+  self: number;
+  descendants: number;
+}
 
 const ticksPerSecond = 100; // USER_HZ on Linux
 
-interface ProcStat { comm: string; ppid: number; cpu: number; reaped: number }
+interface ProcStat {
+  comm: string;
+  ppid: number;
+  cpu: number;
+  reaped: number;
+}
 
 async function readStats(): Promise<Map<number, ProcStat> | undefined> {
   let names: string[];
@@ -19,16 +27,27 @@ async function readStats(): Promise<Map<number, ProcStat> | undefined> {
     return undefined;
   }
   const stats = new Map<number, ProcStat>();
-  await Promise.all(names.filter((n) => /^\d+$/.test(n)).map(async (n) => {
-    try {
-      const text = await readFile(`/proc/${n}/stat`, 'utf8');
-      // Fields after "(comm)": state ppid ... utime(14) stime(15) cutime(16) cstime(17), counting from 1 at pid.
-      const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
-      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      const ticks = (i: number) => Number(rest[i]) / ticksPerSecond;
-      stats.set(Number(n), { comm, ppid: Number(rest[1]), cpu: ticks(11) + ticks(12), reaped: ticks(13) + ticks(14) });
-    } catch { /* the process ended meanwhile */ }
-  }));
+  await Promise.all(
+    names
+      .filter((n) => /^\d+$/.test(n))
+      .map(async (n) => {
+        try {
+          const text = await readFile(`/proc/${n}/stat`, 'utf8');
+          // Fields after "(comm)": state ppid ... utime(14) stime(15) cutime(16) cstime(17), counting from 1 at pid.
+          const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+          const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+          const ticks = (i: number) => Number(rest[i]) / ticksPerSecond;
+          stats.set(Number(n), {
+            comm,
+            ppid: Number(rest[1]),
+            cpu: ticks(11) + ticks(12),
+            reaped: ticks(13) + ticks(14),
+          });
+        } catch {
+          /* the process ended meanwhile */
+        }
+      }),
+  );
   return stats;
 }
 

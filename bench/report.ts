@@ -38,7 +38,8 @@ export function machineLine(m: Machine): string {
 /** The three markdown tables: micro-benchmark, HTTP, targets. */
 export function reportTables(micro: MicroResults, http: HttpResults): string {
   const base = micro.baseline.medianUs;
-  const microRow = (name: string, t: TimingStats, ratio: string) => `| ${name} | ${us(t.medianUs)} | ${us(t.p99Us)} | ${us(t.meanUs)} | ${ratio} |`;
+  const microRow = (name: string, t: TimingStats, ratio: string) =>
+    `| ${name} | ${us(t.medianUs)} | ${us(t.p99Us)} | ${us(t.meanUs)} | ${ratio} |`;
   const times = (t: TimingStats) => `${(t.medianUs / base).toFixed(1)}×`;
 
   const httpRow = (name: string, r: LoadResult, vs?: LoadResult) =>

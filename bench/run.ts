@@ -70,16 +70,29 @@ const repeat = Math.max(1, Number(args.repeat));
  * Past this the load stops and everything is shut down: 300 s for the HTTP and order parts (the paid purchases over REST, MCP and the bare facilitator), and for streaming two
  * minutes (one of them for the restart) plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
  */
-const streamingBudgetMs = 120_000 + args['streaming-mounts'].split(',').map(Number).filter((k) => k > 0).reduce((sum, k) => sum + 15_000 + k * 600, 0);
-const DEADLINE_MS = args.budget ? Number(args.budget) * 1000 : 300_000 * repeat + (args['no-streaming'] || onlyOrders ? 0 : streamingBudgetMs);
+const streamingBudgetMs =
+  120_000 +
+  args['streaming-mounts']
+    .split(',')
+    .map(Number)
+    .filter((k) => k > 0)
+    .reduce((sum, k) => sum + 15_000 + k * 600, 0);
+const DEADLINE_MS = args.budget
+  ? Number(args.budget) * 1000
+  : 300_000 * repeat + (args['no-streaming'] || onlyOrders ? 0 : streamingBudgetMs);
 
 const startedAt = Date.now();
 const abort = new AbortController();
-const deadline = setTimeout(() => abort.abort(new Error(`the benchmark ran past ${DEADLINE_MS / 1000} s; stopping`)), DEADLINE_MS);
+const deadline = setTimeout(
+  () => abort.abort(new Error(`the benchmark ran past ${DEADLINE_MS / 1000} s; stopping`)),
+  DEADLINE_MS,
+);
 deadline.unref();
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort.abort(new Error(`interrupted by ${signal}`)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => abort.abort(new Error(`interrupted by ${signal}`)));
 
-const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}\n`);
+const log = (line: string) =>
+  process.stderr.write(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}\n`);
 
 const machine: Machine = {
   date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -99,7 +112,13 @@ try {
   // Throughput is what is measured here: the per-client rate limits would cap it. The order benchmarks buy a few
   // hundred one-hour streams and the streaming one as many mounts as it measures: room for all of them.
   // One key and one wallet buy them all: buyer limits far above that, still checked on every order as in production.
-  service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0', ICECAST_MAX_SOURCES: '2000', ICECAST_MAX_LISTENERS: '100000', ...await roomyCatalog() });
+  service = await startService({
+    RATE_LIMIT_PER_IP: '0',
+    RATE_LIMIT_PER_KEY: '0',
+    ICECAST_MAX_SOURCES: '2000',
+    ICECAST_MAX_LISTENERS: '100000',
+    ...(await roomyCatalog()),
+  });
   abort.signal.throwIfAborted();
   const products = Buffer.from(await (await expectOk(fetch(`${service.baseUrl}/products`))).arrayBuffer());
   scratch = await mkdtemp(join(tmpdir(), 'audio-bench-'));
@@ -118,7 +137,12 @@ try {
       bareGet: { url: `${bare.baseUrl}/products`, method: 'GET' },
       serviceGet: { url: `${service.baseUrl}/products`, method: 'GET' },
       barePost: { url: `${bare.baseUrl}/echo`, method: 'POST', headers: json, body: quoteBody },
-      servicePost: { url: `${service.baseUrl}/quotes`, method: 'POST', headers: { ...json, authorization: `Bearer ${service.apiKey}` }, body: quoteBody },
+      servicePost: {
+        url: `${service.baseUrl}/quotes`,
+        method: 'POST',
+        headers: { ...json, authorization: `Bearer ${service.apiKey}` },
+        body: quoteBody,
+      },
     };
 
     // Sanity: same /products bytes on both servers, and one good POST on each, before any load.
@@ -126,7 +150,9 @@ try {
     assert.ok(bareProducts.equals(products), 'the bare Koa GET /products does not serve the same bytes as the service');
     const quote = await (await expectOk(send(targets.servicePost))).text();
     const echo = await (await expectOk(send(targets.barePost))).text();
-    log(`GET /products ${products.length} B on both; POST /quotes answers ${quote.length} B, POST /echo ${echo.length} B`);
+    log(
+      `GET /products ${products.length} B on both; POST /quotes answers ${quote.length} B, POST /echo ${echo.length} B`,
+    );
   }
 
   const rows = spreadRows();
@@ -141,23 +167,55 @@ try {
       abort.signal.throwIfAborted();
 
       const settings = { connections, warmupSeconds, durationSeconds, rounds, signal: abort.signal };
-      const compare = async (label: string, baseline: LoadTarget, baselinePid: number, subject: LoadTarget, subjectPid: number) => {
-        log(`load: ${label}: ${warmupSeconds} s warm-up each, then ${rounds} × ${durationSeconds / rounds} s alternating (bare, service)`);
-        const [b, s] = await compareLoad([{ target: baseline, pid: baselinePid }, { target: subject, pid: subjectPid }], {
-          ...settings,
-          onSlice: (i, round) => log(`  round ${round + 1}: ${i === 0 ? 'bare Koa' : 'service'} ${(i === 0 ? baseline : subject).method} ${(i === 0 ? baseline : subject).url}`),
-        });
-        for (const r of [b, s]) if (r.unexpected || r.errors) log(`  warning: ${r.unexpected} non-2xx responses and ${r.errors} errors`);
+      const compare = async (
+        label: string,
+        baseline: LoadTarget,
+        baselinePid: number,
+        subject: LoadTarget,
+        subjectPid: number,
+      ) => {
+        log(
+          `load: ${label}: ${warmupSeconds} s warm-up each, then ${rounds} × ${durationSeconds / rounds} s alternating (bare, service)`,
+        );
+        const [b, s] = await compareLoad(
+          [
+            { target: baseline, pid: baselinePid },
+            { target: subject, pid: subjectPid },
+          ],
+          {
+            ...settings,
+            onSlice: (i, round) =>
+              log(
+                `  round ${round + 1}: ${i === 0 ? 'bare Koa' : 'service'} ${(i === 0 ? baseline : subject).method} ${(i === 0 ? baseline : subject).url}`,
+              ),
+          },
+        );
+        for (const r of [b, s])
+          if (r.unexpected || r.errors) log(`  warning: ${r.unexpected} non-2xx responses and ${r.errors} errors`);
         return [b, s] as const;
       };
-      const [bareGet, serviceGet] = await compare('GET /products', targets!.bareGet, bare!.pid, targets!.serviceGet, service.process.pid!);
-      const [barePost, servicePost] = await compare('JSON POST', targets!.barePost, bare!.pid, targets!.servicePost, service.process.pid!);
+      const [bareGet, serviceGet] = await compare(
+        'GET /products',
+        targets!.bareGet,
+        bare!.pid,
+        targets!.serviceGet,
+        service.process.pid!,
+      );
+      const [barePost, servicePost] = await compare(
+        'JSON POST',
+        targets!.barePost,
+        bare!.pid,
+        targets!.servicePost,
+        service.process.pid!,
+      );
       http = { connections, durationSeconds, bareGet, serviceGet, barePost, servicePost };
       rows.evaluate.values.push(micro.instantStream.medianUs);
       rows.get.values.push(serviceGet.reqPerSec / bareGet.reqPerSec);
       rows.post.values.push(servicePost.reqPerSec / barePost.reqPerSec);
       rows.postP99.values.push(servicePost.p99Ms);
-      console.log(`\nRun ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${reportTables(micro, http)}\n`);
+      console.log(
+        `\nRun ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${reportTables(micro, http)}\n`,
+      );
     }
 
     if (!args['no-orders']) {
@@ -166,63 +224,105 @@ try {
         return { concurrency, count };
       });
       const orders = await runOrdersBench({
-        root, service, signal: abort.signal, log, connections, warmupSeconds, durationSeconds, rounds, purchases,
-        settleSamples: Number(args['settle-samples']), mineBlocks: Number(args['mine-blocks']),
+        root,
+        service,
+        signal: abort.signal,
+        log,
+        connections,
+        warmupSeconds,
+        durationSeconds,
+        rounds,
+        purchases,
+        settleSamples: Number(args['settle-samples']),
+        mineBlocks: Number(args['mine-blocks']),
       });
       rows.paywall.values.push(orders.paywall.service.reqPerSec / orders.paywall.reference.reqPerSec);
       for (const p of orders.purchases) {
-        (rows.purchases[p.concurrency] ??= purchaseRow(p.concurrency)).values.push(p.service.failed ? 0 : p.service.perSecond / p.bare.perSecond);
-        (rows.mcp[p.concurrency] ??= mcpRow(p.concurrency)).values.push(p.mcp.failed ? 0 : p.mcp.perSecond / p.service.perSecond);
+        (rows.purchases[p.concurrency] ??= purchaseRow(p.concurrency)).values.push(
+          p.service.failed ? 0 : p.service.perSecond / p.bare.perSecond,
+        );
+        (rows.mcp[p.concurrency] ??= mcpRow(p.concurrency)).values.push(
+          p.mcp.failed ? 0 : p.mcp.perSecond / p.service.perSecond,
+        );
         // A run where the reference failed compares with nothing: left out of the spread (its row counts the runs).
         const sellerValues = (rows.seller[p.concurrency] ??= sellerRow(p.concurrency)).values;
-        if (p.service.failed || !p.seller.failed) sellerValues.push(p.service.failed ? 0 : p.service.perSecond / p.seller.perSecond);
-        (rows.serviceBeyond[p.concurrency] ??= beyondRow('service paid POST /orders', p.concurrency)).values.push(p.service.cpuMs - p.bare.cpuMs);
-        (rows.sellerBeyond[p.concurrency] ??= beyondRow('seller reference', p.concurrency)).values.push(p.seller.cpuMs - p.bare.cpuMs);
+        if (p.service.failed || !p.seller.failed)
+          sellerValues.push(p.service.failed ? 0 : p.service.perSecond / p.seller.perSecond);
+        (rows.serviceBeyond[p.concurrency] ??= beyondRow('service paid POST /orders', p.concurrency)).values.push(
+          p.service.cpuMs - p.bare.cpuMs,
+        );
+        (rows.sellerBeyond[p.concurrency] ??= beyondRow('seller reference', p.concurrency)).values.push(
+          p.seller.cpuMs - p.bare.cpuMs,
+        );
       }
       ordersText = ordersTables(orders);
-      console.log(`\nOrders, run ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${ordersText}\n`);
+      console.log(
+        `\nOrders, run ${run}, ${machineLine({ ...machine, loadAverageAfter: loadavg() })}\n\n${ordersText}\n`,
+      );
     }
   }
 
   machine.loadAverageAfter = loadavg();
-  const orderRows = [rows.paywall, ...Object.values(rows.purchases), ...Object.values(rows.seller), ...Object.values(rows.serviceBeyond), ...Object.values(rows.sellerBeyond), ...Object.values(rows.mcp)];
+  const orderRows = [
+    rows.paywall,
+    ...Object.values(rows.purchases),
+    ...Object.values(rows.seller),
+    ...Object.values(rows.serviceBeyond),
+    ...Object.values(rows.sellerBeyond),
+    ...Object.values(rows.mcp),
+  ];
   const spread = spreadTable(onlyOrders ? orderRows : [rows.evaluate, rows.get, rows.post, rows.postP99, ...orderRows]);
   console.log(`\nMachine: ${machineLine(machine)}\n\n${spread}\n`);
 
   if (writeDocs && !onlyOrders) {
     const tables = `${reportTables(micro!, http!)}\n\n${spread}`;
-    await writeDocsSection(join(root, 'docs/benchmarks.md'), [
-      '## Latest run',
-      '',
-      `${machineLine(machine)}.`,
-      '',
-      repeat > 1 ? `Tables of the last of ${repeat} runs on the same service; the spread over all runs at the end.` : 'One run (`--repeat 1`); the spread table below has that run only.',
-      '',
-      tables,
-      '',
-      'Method:',
-      `- Micro-benchmark: \`openSnapshot(readSnapshotFiles('catalog', 'rules'))\` once, then \`await evaluatePrice(...)\` ${args['warmup-calls']} times to warm up and ${args.calls} times measured, each call timed alone with \`process.hrtime.bigint()\`. The baseline is the same instant-stream price (250000 + ceil(3 × 20000) + ceil(0 × 15000) atomic) in plain decimal.js, timed by the same loop; run.ts checks both give 310000.`,
-      `- HTTP: autocannon (programmatic, in the bench process), ${connections} connections, pipelining 1, one load at a time. Per pair (bare Koa, service): ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s (${durationSeconds} s measured per case), so changes in the machine's other load hit both alike. Service: \`node bin/agent-audio.mjs serve\` via test/support/service.ts (temporary DATA_DIR, embedded PostgreSQL); POST /quotes sends the instant-stream body with the bearer key and no Idempotency-Key, so each request stores a quote and an audit record. Baseline: bench/bare-koa.ts (Koa, no router or middleware) in its own process, serving the byte-identical GET /products body and a POST /echo that parses the JSON body and answers ~1.1 kB of JSON.`,
-      '- req/s counts 2xx responses; p50/p99 come from autocannon\'s per-response timings (sub-millisecond). CPU is from /proc: the server process, its children (PostgreSQL backends) and the bench process (autocannon), in cores busy. Load generator, servers and PostgreSQL share the 2 cores with whatever else runs (see load average), so absolute numbers move between runs; the ratios move less.',
-    ].join('\n'));
+    await writeDocsSection(
+      join(root, 'docs/benchmarks.md'),
+      [
+        '## Latest run',
+        '',
+        `${machineLine(machine)}.`,
+        '',
+        repeat > 1
+          ? `Tables of the last of ${repeat} runs on the same service; the spread over all runs at the end.`
+          : 'One run (`--repeat 1`); the spread table below has that run only.',
+        '',
+        tables,
+        '',
+        'Method:',
+        `- Micro-benchmark: \`openSnapshot(readSnapshotFiles('catalog', 'rules'))\` once, then \`await evaluatePrice(...)\` ${args['warmup-calls']} times to warm up and ${args.calls} times measured, each call timed alone with \`process.hrtime.bigint()\`. The baseline is the same instant-stream price (250000 + ceil(3 × 20000) + ceil(0 × 15000) atomic) in plain decimal.js, timed by the same loop; run.ts checks both give 310000.`,
+        `- HTTP: autocannon (programmatic, in the bench process), ${connections} connections, pipelining 1, one load at a time. Per pair (bare Koa, service): ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s (${durationSeconds} s measured per case), so changes in the machine's other load hit both alike. Service: \`node bin/agent-audio.mjs serve\` via test/support/service.ts (temporary DATA_DIR, embedded PostgreSQL); POST /quotes sends the instant-stream body with the bearer key and no Idempotency-Key, so each request stores a quote and an audit record. Baseline: bench/bare-koa.ts (Koa, no router or middleware) in its own process, serving the byte-identical GET /products body and a POST /echo that parses the JSON body and answers ~1.1 kB of JSON.`,
+        "- req/s counts 2xx responses; p50/p99 come from autocannon's per-response timings (sub-millisecond). CPU is from /proc: the server process, its children (PostgreSQL backends) and the bench process (autocannon), in cores busy. Load generator, servers and PostgreSQL share the 2 cores with whatever else runs (see load average), so absolute numbers move between runs; the ratios move less.",
+      ].join('\n'),
+    );
     log('wrote docs/benchmarks.md');
   }
 
   if (ordersText) {
     if (writeDocs) {
-      await writeOrdersDocsSection(join(root, 'docs/benchmarks.md'), [
-        '## Orders: 402 path, paid purchases, chain slowdown',
-        '',
-        `${machineLine({ ...machine, loadAverageAfter: loadavg() })}.`,
-        '',
-        ordersText,
-        '',
-        ...(onlyOrders ? [`With \`--only orders\`: the tables above are the last of ${repeat} run${repeat === 1 ? '' : 's'} on the same service; over all of them:`, '', spread, ''] : []),
-        'Method (bench/orders.ts, run by `npm run bench` after the cases above, on the same service process):',
-        `- 402 path: autocannon, ${connections} connections, pipelining 1, ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s per contender; only 402 answers are counted and timed. Both get the same request: POST /orders with the instant-stream order body, bearer key and one fixed Idempotency-Key (a 402 binds no key), no PAYMENT-SIGNATURE. Service: the real route (authentication, Idempotency-Key, body validation, key lookup in PostgreSQL, pricing, requirements, PAYMENT-REQUIRED). Reference: bench/x402-express-ref.ts in its own process, Express 5 with only \`paymentMiddleware\` from @x402/express protecting \`POST /orders\` at $0.27 (exact, eip155:8453, the service's payTo, 300 s), over an \`x402ResourceServer\` whose facilitator is a local stub that answers getSupported (the only facilitator call of the 402 path, once at start); as in the package's quick start it has no body parser, so the reference never reads the body. Before the load, bench/orders.ts checks both ask for identical terms (270000 atomic USDC at the Base USDC address, same payTo, network, timeout, extra).`,
-        `- Paid purchases: before each concurrency level, every purchase gets its own Idempotency-Key, its own 402 and its own PAYMENT-SIGNATURE from the official x402 client (test/support/wallet.ts, dev.json's buyer); then complete paid POST /orders (verify, claim, settle on the embedded chain, provision) run with 1 or 8 in flight, success = 200 with an active order. Bare facilitator: \`createFacilitator({mode: 'embedded', rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4]})\` in the bench process on the service's anvil (its own gas account, so no nonce clash with the service's facilitator, account 0), no onSettled hook, doing verify then settle of payments signed the same way for the same requirements, with the same concurrency and count. MCP paid tool: the same order as the MCP \`order\` tool (POST /api/v1/mcp, the SDK's Client over Streamable HTTP with the bearer key), each with its own idempotency_key, the PaymentRequired of its own unpaid call and a payload from the official x402 client in \`_meta["x402/payment"]\`; success = a result that is no error with an active order; its target is per second vs the REST purchases of the same run. Seller reference: bench/x402-express-seller-ref.ts in its own process, Express 5 with \`paymentMiddleware\` from @x402/express over an \`x402ResourceServer\` whose facilitator is the same \`createFacilitator\` (embedded) on the service's anvil, paying gas from DEV_ACCOUNTS[5] (used by neither the service, whose refund wallet is [3], nor the bare facilitator), at the service's terms (checked as for the 402 path); the middleware verifies, then the handler (after \`express.json()\`) commits one row to a table of its own (\`bench_reference.orders\`) in the service's embedded PostgreSQL (fsync on) with one INSERT in its own transaction, then the middleware settles and answers 200 with PAYMENT-RESPONSE; each purchase is signed by the same official client for the reference's own 402; success = 200, an active order and a successful PAYMENT-RESPONSE, and the bench checks afterwards that the reference committed a row for each. The four alternate in ${Math.max(1, rounds)} parts (service, MCP, seller reference, bare, service, …); per second = successes / wall time of the timed runs. 3 untimed warm-up purchases of each kind first. Machine CPU per purchase (from /proc, over the timed runs, per success): serve and its children (PostgreSQL, anvil) for the service and the MCP tool, and for the bare facilitator also the bench process it runs in (serve then does only its background work, and anvil mines the bare payments); for the seller reference its process and serve's PostgreSQL and anvil (its processes and their children, by name), not serve; the load generator's own HTTP client is not counted. The next column is each contender's CPU per purchase less the bare facilitator's in the same run; then what the machine's cores would allow at that cost if they did nothing else: when the service's cost per purchase is above the bare facilitator's by more than the target allows, no schedule can meet it on this machine.`,
-        `- Chain slowdown: the bare facilitator, sequentially, verify then settle (settle timed alone) of ${args['settle-samples']} pre-signed payments (+3 discarded) at the chain's height after the purchases, then \`anvil_mine\` of ${args['mine-blocks']} empty blocks in one JSON-RPC call, a 1.5 s pause (the service's 1 s ledger checkpoint reads the new blocks), and the same again.`,
-      ].join('\n'));
+      await writeOrdersDocsSection(
+        join(root, 'docs/benchmarks.md'),
+        [
+          '## Orders: 402 path, paid purchases, chain slowdown',
+          '',
+          `${machineLine({ ...machine, loadAverageAfter: loadavg() })}.`,
+          '',
+          ordersText,
+          '',
+          ...(onlyOrders
+            ? [
+                `With \`--only orders\`: the tables above are the last of ${repeat} run${repeat === 1 ? '' : 's'} on the same service; over all of them:`,
+                '',
+                spread,
+                '',
+              ]
+            : []),
+          'Method (bench/orders.ts, run by `npm run bench` after the cases above, on the same service process):',
+          `- 402 path: autocannon, ${connections} connections, pipelining 1, ${warmupSeconds} s discarded warm-up each, then ${rounds} alternating slices of ${durationSeconds / rounds} s per contender; only 402 answers are counted and timed. Both get the same request: POST /orders with the instant-stream order body, bearer key and one fixed Idempotency-Key (a 402 binds no key), no PAYMENT-SIGNATURE. Service: the real route (authentication, Idempotency-Key, body validation, key lookup in PostgreSQL, pricing, requirements, PAYMENT-REQUIRED). Reference: bench/x402-express-ref.ts in its own process, Express 5 with only \`paymentMiddleware\` from @x402/express protecting \`POST /orders\` at $0.27 (exact, eip155:8453, the service's payTo, 300 s), over an \`x402ResourceServer\` whose facilitator is a local stub that answers getSupported (the only facilitator call of the 402 path, once at start); as in the package's quick start it has no body parser, so the reference never reads the body. Before the load, bench/orders.ts checks both ask for identical terms (270000 atomic USDC at the Base USDC address, same payTo, network, timeout, extra).`,
+          `- Paid purchases: before each concurrency level, every purchase gets its own Idempotency-Key, its own 402 and its own PAYMENT-SIGNATURE from the official x402 client (test/support/wallet.ts, dev.json's buyer); then complete paid POST /orders (verify, claim, settle on the embedded chain, provision) run with 1 or 8 in flight, success = 200 with an active order. Bare facilitator: \`createFacilitator({mode: 'embedded', rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4]})\` in the bench process on the service's anvil (its own gas account, so no nonce clash with the service's facilitator, account 0), no onSettled hook, doing verify then settle of payments signed the same way for the same requirements, with the same concurrency and count. MCP paid tool: the same order as the MCP \`order\` tool (POST /api/v1/mcp, the SDK's Client over Streamable HTTP with the bearer key), each with its own idempotency_key, the PaymentRequired of its own unpaid call and a payload from the official x402 client in \`_meta["x402/payment"]\`; success = a result that is no error with an active order; its target is per second vs the REST purchases of the same run. Seller reference: bench/x402-express-seller-ref.ts in its own process, Express 5 with \`paymentMiddleware\` from @x402/express over an \`x402ResourceServer\` whose facilitator is the same \`createFacilitator\` (embedded) on the service's anvil, paying gas from DEV_ACCOUNTS[5] (used by neither the service, whose refund wallet is [3], nor the bare facilitator), at the service's terms (checked as for the 402 path); the middleware verifies, then the handler (after \`express.json()\`) commits one row to a table of its own (\`bench_reference.orders\`) in the service's embedded PostgreSQL (fsync on) with one INSERT in its own transaction, then the middleware settles and answers 200 with PAYMENT-RESPONSE; each purchase is signed by the same official client for the reference's own 402; success = 200, an active order and a successful PAYMENT-RESPONSE, and the bench checks afterwards that the reference committed a row for each. The four alternate in ${Math.max(1, rounds)} parts (service, MCP, seller reference, bare, service, …); per second = successes / wall time of the timed runs. 3 untimed warm-up purchases of each kind first. Machine CPU per purchase (from /proc, over the timed runs, per success): serve and its children (PostgreSQL, anvil) for the service and the MCP tool, and for the bare facilitator also the bench process it runs in (serve then does only its background work, and anvil mines the bare payments); for the seller reference its process and serve's PostgreSQL and anvil (its processes and their children, by name), not serve; the load generator's own HTTP client is not counted. The next column is each contender's CPU per purchase less the bare facilitator's in the same run; then what the machine's cores would allow at that cost if they did nothing else: when the service's cost per purchase is above the bare facilitator's by more than the target allows, no schedule can meet it on this machine.`,
+          `- Chain slowdown: the bare facilitator, sequentially, verify then settle (settle timed alone) of ${args['settle-samples']} pre-signed payments (+3 discarded) at the chain's height after the purchases, then \`anvil_mine\` of ${args['mine-blocks']} empty blocks in one JSON-RPC call, a 1.5 s pause (the service's 1 s ledger checkpoint reads the new blocks), and the same again.`,
+        ].join('\n'),
+      );
       log('wrote the orders section of docs/benchmarks.md');
     }
   }
@@ -233,7 +333,17 @@ try {
       service = await startService(env, { dataDir });
       return service;
     };
-    await runStreamingSection({ root, service, scratch, signal: abort.signal, log, machine, writeDocs, mounts: args['streaming-mounts'], restart });
+    await runStreamingSection({
+      root,
+      service,
+      scratch,
+      signal: abort.signal,
+      log,
+      machine,
+      writeDocs,
+      mounts: args['streaming-mounts'],
+      restart,
+    });
   }
 } catch (e) {
   exitCode = 1;
@@ -262,13 +372,44 @@ function spreadRows() {
   const pct = (v: number) => `${(v * 100).toFixed(1)} %`;
   const times = (v: number) => `${v.toFixed(2)}×`;
   const num = (unit: string) => (v: number) => `${v < 10 ? v.toFixed(2) : v.toFixed(1)} ${unit}`;
-  const row = (name: string, goal: string, format: (v: number) => string, met: (v: number) => boolean): SpreadRow => ({ name, goal, values: [], format, met });
+  const row = (name: string, goal: string, format: (v: number) => string, met: (v: number) => boolean): SpreadRow => ({
+    name,
+    goal,
+    values: [],
+    format,
+    met,
+  });
   return {
-    evaluate: row('evaluatePrice instant-stream, median', `≤ ${httpTargets.evaluateMedianUs} µs`, num('µs'), (v) => v <= httpTargets.evaluateMedianUs),
-    get: row('GET /products req/s vs bare Koa', `≥ ${httpTargets.getRatio * 100} %`, pct, (v) => v >= httpTargets.getRatio),
-    post: row('POST /quotes req/s vs bare Koa JSON POST', `≥ ${httpTargets.postRatio * 100} %`, pct, (v) => v >= httpTargets.postRatio),
-    postP99: row(`POST /quotes p99 at ${connections} connections`, `≤ ${httpTargets.postP99Ms} ms`, num('ms'), (v) => v <= httpTargets.postP99Ms),
-    paywall: row('402 path req/s vs @x402/express', `≥ ${ordersTargets.paywallRatio.toFixed(1)}×`, times, (v) => v >= ordersTargets.paywallRatio),
+    evaluate: row(
+      'evaluatePrice instant-stream, median',
+      `≤ ${httpTargets.evaluateMedianUs} µs`,
+      num('µs'),
+      (v) => v <= httpTargets.evaluateMedianUs,
+    ),
+    get: row(
+      'GET /products req/s vs bare Koa',
+      `≥ ${httpTargets.getRatio * 100} %`,
+      pct,
+      (v) => v >= httpTargets.getRatio,
+    ),
+    post: row(
+      'POST /quotes req/s vs bare Koa JSON POST',
+      `≥ ${httpTargets.postRatio * 100} %`,
+      pct,
+      (v) => v >= httpTargets.postRatio,
+    ),
+    postP99: row(
+      `POST /quotes p99 at ${connections} connections`,
+      `≤ ${httpTargets.postP99Ms} ms`,
+      num('ms'),
+      (v) => v <= httpTargets.postP99Ms,
+    ),
+    paywall: row(
+      '402 path req/s vs @x402/express',
+      `≥ ${ordersTargets.paywallRatio.toFixed(1)}×`,
+      times,
+      (v) => v >= ordersTargets.paywallRatio,
+    ),
     purchases: {} as Record<number, SpreadRow>,
     seller: {} as Record<number, SpreadRow>,
     serviceBeyond: {} as Record<number, SpreadRow>,

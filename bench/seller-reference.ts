@@ -48,17 +48,21 @@ assert.ok(!used.some((a) => a.address === gasAddress), 'the reference would pay 
 export async function startSellerReference(o: SellerReferenceOptions): Promise<SellerReference> {
   const lock = JSON.parse(await readFile(join(o.dataDir, 'serve.lock'), 'utf8')) as { database_url?: string };
   if (!lock.database_url) throw new Error('serve.lock names no embedded PostgreSQL: the seller reference needs one');
-  const child: ChildServer = await startChildScript(o.root, 'bench/x402-express-seller-ref.ts', [
-    o.terms.payTo, o.rpcUrl, String(o.chainId), lock.database_url, String(SELLER_REFERENCE_GAS_ACCOUNT),
-  ], 120_000); // it loads viem and the x402 packages: slow to start on a busy machine
+  const child: ChildServer = await startChildScript(
+    o.root,
+    'bench/x402-express-seller-ref.ts',
+    [o.terms.payTo, o.rpcUrl, String(o.chainId), lock.database_url, String(SELLER_REFERENCE_GAS_ACCOUNT)],
+    120_000,
+  ); // it loads viem and the x402 packages: slow to start on a busy machine
   const url = `${child.baseUrl}/orders`;
   // A time limit on paid requests only: each AbortSignal.any() adds a listener to `signal` until it is collected.
-  const post = (signal: AbortSignal, signature?: string) => fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(signature && { 'payment-signature': signature }) },
-    body: o.body,
-    signal: signature ? AbortSignal.any([signal, AbortSignal.timeout(30_000)]) : signal,
-  });
+  const post = (signal: AbortSignal, signature?: string) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(signature && { 'payment-signature': signature }) },
+      body: o.body,
+      signal: signature ? AbortSignal.any([signal, AbortSignal.timeout(30_000)]) : signal,
+    });
   const ask402 = async (signal: AbortSignal) => {
     const r = await post(signal);
     const required = r.headers.get('payment-required');
@@ -69,8 +73,13 @@ export async function startSellerReference(o: SellerReferenceOptions): Promise<S
   try {
     const accepted = decodePaymentRequiredHeader(await ask402(AbortSignal.timeout(30_000))).accepts[0];
     const terms = (a: PaymentRequirements) => ({
-      scheme: a.scheme, network: a.network, amount: a.amount, asset: a.asset, payTo: a.payTo,
-      maxTimeoutSeconds: a.maxTimeoutSeconds, extra: a.extra,
+      scheme: a.scheme,
+      network: a.network,
+      amount: a.amount,
+      asset: a.asset,
+      payTo: a.payTo,
+      maxTimeoutSeconds: a.maxTimeoutSeconds,
+      extra: a.extra,
     });
     assert.deepEqual(terms(accepted), terms(o.terms), 'the seller reference and the service ask for other terms');
   } catch (e) {
@@ -79,13 +88,18 @@ export async function startSellerReference(o: SellerReferenceOptions): Promise<S
   }
   return {
     pid: child.pid,
-    sign: (n, signal) => pool(Array.from({ length: n }, (_, i) => i), 4, async () => {
-      signal.throwIfAborted();
-      return o.wallet.pay(await ask402(signal));
-    }),
+    sign: (n, signal) =>
+      pool(
+        Array.from({ length: n }, (_, i) => i),
+        4,
+        async () => {
+          signal.throwIfAborted();
+          return o.wallet.pay(await ask402(signal));
+        },
+      ),
     async buy(signature, signal) {
       const r = await post(signal, signature);
-      const body = await r.json().catch(() => undefined) as { ok?: boolean; order?: { status?: string } } | undefined;
+      const body = (await r.json().catch(() => undefined)) as { ok?: boolean; order?: { status?: string } } | undefined;
       const receipt = r.headers.get('payment-response');
       const settled = receipt ? decodePaymentResponseHeader(receipt).success : false;
       if (r.status === 200 && body?.ok === true && body.order?.status === 'active' && settled) return undefined;

@@ -25,11 +25,15 @@ export function spreadTable(rows: SpreadRow[]): string {
     '',
     '| Target | Goal | min | median | max | Result |',
     '|---|---|--:|--:|--:|---|',
-    ...rows.filter((r) => r.values.length).map((r) => {
-      const m = median(r.values);
-      const met = r.met;
-      const result = met ? `${met(m) ? 'met' : '**MISSED**'} (${r.values.filter(met).length}/${r.values.length})` : '—';
-      return `| ${r.name} | ${r.goal} | ${r.format(Math.min(...r.values))} | ${r.format(m)} | ${r.format(Math.max(...r.values))} | ${result} |`;
-    }),
+    ...rows
+      .filter((r) => r.values.length)
+      .map((r) => {
+        const m = median(r.values);
+        const met = r.met;
+        const result = met
+          ? `${met(m) ? 'met' : '**MISSED**'} (${r.values.filter(met).length}/${r.values.length})`
+          : '—';
+        return `| ${r.name} | ${r.goal} | ${r.format(Math.min(...r.values))} | ${r.format(m)} | ${r.format(Math.max(...r.values))} | ${result} |`;
+      }),
   ].join('\n');
 }

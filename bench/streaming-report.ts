@@ -4,7 +4,10 @@ import type { AdmissionRun, MountsPoint, StreamingResults } from './streaming.js
 /** The streaming benchmark's markdown tables: callback throughput, then concurrent mounts with listeners. */
 export function streamingTables(r: StreamingResults): string {
   const admission = (a: AdmissionRun) => {
-    const refused = Object.entries(a.refused).map(([k, n]) => `${n}× ${k}`).join(', ') || '0';
+    const refused =
+      Object.entries(a.refused)
+        .map(([k, n]) => `${n}× ${k}`)
+        .join(', ') || '0';
     return `| ${a.label} | ${a.answers} | ${a.admitted} | ${refused} | ${a.seconds.toFixed(2)} | **${a.perSecond.toFixed(1)}** | ${ms(a.p50Ms)} | ${ms(a.p99Ms)} | ${a.service.count} | ${ms(a.service.meanMs)} |`;
   };
   const groups = ['service', 'icecast', 'postgres', 'sources', 'listeners', 'other'] as const;
@@ -23,14 +26,16 @@ export function streamingTables(r: StreamingResults): string {
     '| Mounts | sources admitted | listeners admitted | listeners receiving ≥ 90 % of 8 kB/s | listener kB/s min / median | service | Icecast | PostgreSQL | sources (raw clients, 1 process) | listeners (bench process) | other (anvil, …) |',
     '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...r.points.map(point),
-    ...(r.restart ? [
-      '',
-      `A restart of serve (SIGINT, then started again on the same DATA_DIR) with ${r.restart.mounts} mounts streaming; the sources reconnect to the broadcast URLs bought before it, and a listener probes each listen URL bought before it:`,
-      '',
-      '| Mounts | live before | same URLs in GET /services/{id} after | live after | restart s (stop → answering) | until all back s |',
-      '|--:|--:|--:|--:|--:|--:|',
-      `| ${r.restart.mounts} | ${r.restart.liveBefore} | ${r.restart.sameUrls} | **${r.restart.liveAfter}** | ${r.restart.restartSeconds.toFixed(1)} | ${r.restart.backSeconds.toFixed(1)} |`,
-    ] : []),
+    ...(r.restart
+      ? [
+          '',
+          `A restart of serve (SIGINT, then started again on the same DATA_DIR) with ${r.restart.mounts} mounts streaming; the sources reconnect to the broadcast URLs bought before it, and a listener probes each listen URL bought before it:`,
+          '',
+          '| Mounts | live before | same URLs in GET /services/{id} after | live after | restart s (stop → answering) | until all back s |',
+          '|--:|--:|--:|--:|--:|--:|',
+          `| ${r.restart.mounts} | ${r.restart.liveBefore} | ${r.restart.sameUrls} | **${r.restart.liveAfter}** | ${r.restart.restartSeconds.toFixed(1)} | ${r.restart.backSeconds.toFixed(1)} |`,
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -18,11 +18,21 @@ let closed = 0;
 // A few at a time: Icecast listens with a backlog of 5, and connections beyond it wait for SYN retries (1 s, 3 s, …).
 const answers = await pool(urls, 4, (u) => connectSource(sourceTarget(u)).catch(() => undefined));
 for (const a of answers) {
-  if (!a?.admitted) { refused++; a?.socket.destroy(); continue; }
+  if (!a?.admitted) {
+    refused++;
+    a?.socket.destroy();
+    continue;
+  }
   a.socket.on('error', () => undefined);
-  a.socket.once('close', () => { closed++; });
+  a.socket.once('close', () => {
+    closed++;
+  });
   stops.push(pumpSource(a.socket, bytes, frames, Number(rate), sent));
 }
 process.stdout.write(`ready ${urls.length - refused} ${refused}\n`);
 setInterval(() => process.stdout.write(`sent ${sent.bytes} closed ${closed}\n`), 1000);
-process.once('SIGTERM', () => { for (const s of stops) s(); for (const a of answers) a?.socket.destroy(); process.exit(0); });
+process.once('SIGTERM', () => {
+  for (const s of stops) s();
+  for (const a of answers) a?.socket.destroy();
+  process.exit(0);
+});

@@ -44,7 +44,10 @@ export interface StreamingOptions {
   restart?: () => Promise<Service>;
 }
 
-export interface CallbackStats { count: number; meanMs: number }
+export interface CallbackStats {
+  count: number;
+  meanMs: number;
+}
 export interface AdmissionRun {
   label: string;
   answers: number;
@@ -56,7 +59,11 @@ export interface AdmissionRun {
   p99Ms: number;
   service: CallbackStats;
 }
-export interface Usage { cpu: number; memMb: number; processes: number }
+export interface Usage {
+  cpu: number;
+  memMb: number;
+  processes: number;
+}
 export interface MountsPoint {
   mounts: number;
   sourcesAdmitted: number;
@@ -91,12 +98,19 @@ export interface StreamingResults {
   icecastVersion: string;
 }
 
-interface Bought { broadcast_url: string; stream_url: string; service_id: string }
+interface Bought {
+  broadcast_url: string;
+  stream_url: string;
+  service_id: string;
+}
 
 const BYTES_PER_SECOND = 8000; // 64 kbps
 
 export async function runStreamingBench(o: StreamingOptions): Promise<StreamingResults> {
-  const dev = JSON.parse(await readFile(join(o.service.dataDir, 'dev.json'), 'utf8')) as { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
+  const dev = JSON.parse(await readFile(join(o.service.dataDir, 'dev.json'), 'utf8')) as {
+    buyer: { private_key: `0x${string}` };
+    chain: { rpc_url: string };
+  };
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const origin = new URL(o.service.metricsUrl).origin; // the metrics listener
   const icecastVersion = spawnSync('icecast2', ['-v']).stdout?.toString().trim() || 'icecast2';
@@ -104,22 +118,56 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
   try {
     // An MP3 at 64 kbps CBR, no ID3/Xing, so the replay can loop on frame boundaries.
     const mp3 = join(o.scratch, 'bench-64k.mp3');
-    const made = spawnSync('ffmpeg', ['-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-ac', '1', '-ar', '44100',
-      '-c:a', 'libmp3lame', '-b:a', '64k', '-write_xing', '0', '-id3v2_version', '0', '-f', 'mp3', '-y', mp3]);
+    const made = spawnSync('ffmpeg', [
+      '-nostdin',
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:duration=20',
+      '-ac',
+      '1',
+      '-ar',
+      '44100',
+      '-c:a',
+      'libmp3lame',
+      '-b:a',
+      '64k',
+      '-write_xing',
+      '0',
+      '-id3v2_version',
+      '0',
+      '-f',
+      'mp3',
+      '-y',
+      mp3,
+    ]);
     if (made.status !== 0) throw new Error(`ffmpeg could not make the test MP3: ${made.stderr}`);
     const bytes = await readFile(mp3);
     const frames = mp3FrameOffsets(bytes);
 
     const maxMounts = Math.max(o.sourceParallel, ...o.points);
-    o.log(`streaming: buying 1 instant-stream with max_listeners ${o.listenerCap} and ${maxMounts} with max_listeners ${o.listenersPerMount} (64 kbps)`);
+    o.log(
+      `streaming: buying 1 instant-stream with max_listeners ${o.listenerCap} and ${maxMounts} with max_listeners ${o.listenersPerMount} (64 kbps)`,
+    );
     const purchase = async (maxListeners: number): Promise<Bought> => {
       o.signal.throwIfAborted();
-      const r = await buy(o.service, wallet, { product_id: 'instant-stream', email: 'bench@example.com', station_name: 'Bench', parameters: { duration_hours: 1, max_listeners: maxListeners, bitrate_kbps: 64 } });
+      const r = await buy(o.service, wallet, {
+        product_id: 'instant-stream',
+        email: 'bench@example.com',
+        station_name: 'Bench',
+        parameters: { duration_hours: 1, max_listeners: maxListeners, bitrate_kbps: 64 },
+      });
       if (r.status !== 200) throw new Error(`buying an instant-stream answered ${r.status}: ${JSON.stringify(r.body)}`);
       return r.body.service as Bought;
     };
     const wide = await purchase(o.listenerCap);
-    const mounts = await pool(Array.from({ length: maxMounts }, (_, i) => i), 4, () => purchase(o.listenersPerMount));
+    const mounts = await pool(
+      Array.from({ length: maxMounts }, (_, i) => i),
+      4,
+      () => purchase(o.listenersPerMount),
+    );
 
     // ---- 1a. source admissions --------------------------------------------------------------------------------------
     const sources: AdmissionRun[] = [];
@@ -132,21 +180,34 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
       let admitted = 0;
       const started = performance.now();
       const until = started + o.sourceSeconds * 1000;
-      await Promise.all(mounts.slice(0, parallel).map(async (m) => {
-        const target = sourceTarget(m.broadcast_url);
-        while (performance.now() < until) {
-          o.signal.throwIfAborted();
-          const c = await connectSource(target);
-          c.socket.destroy();
-          latencies.push(c.ms);
-          if (c.admitted) admitted++;
-          else refused[c.statusLine || 'closed'] = (refused[c.statusLine || 'closed'] ?? 0) + 1;
-        }
-      }));
+      await Promise.all(
+        mounts.slice(0, parallel).map(async (m) => {
+          const target = sourceTarget(m.broadcast_url);
+          while (performance.now() < until) {
+            o.signal.throwIfAborted();
+            const c = await connectSource(target);
+            c.socket.destroy();
+            latencies.push(c.ms);
+            if (c.admitted) admitted++;
+            else refused[c.statusLine || 'closed'] = (refused[c.statusLine || 'closed'] ?? 0) + 1;
+          }
+        }),
+      );
       const seconds = (performance.now() - started) / 1000;
       const drained = await drain(origin, o.signal); // Icecast's queue of mount_add / mount_remove callbacks
-      o.log(`    ${latencies.length} answers in ${seconds.toFixed(1)} s; Icecast's callback queue drained ${drained.toFixed(1)} s later`);
-      sources.push(admissionRun(`source PUT, ${parallel} mount${parallel > 1 ? 's' : ''} in parallel`, latencies, admitted, refused, seconds, diff(before, await callbackMetrics(origin))));
+      o.log(
+        `    ${latencies.length} answers in ${seconds.toFixed(1)} s; Icecast's callback queue drained ${drained.toFixed(1)} s later`,
+      );
+      sources.push(
+        admissionRun(
+          `source PUT, ${parallel} mount${parallel > 1 ? 's' : ''} in parallel`,
+          latencies,
+          admitted,
+          refused,
+          seconds,
+          diff(before, await callbackMetrics(origin)),
+        ),
+      );
     }
 
     // ---- 1b. listener admissions ------------------------------------------------------------------------------------
@@ -155,7 +216,10 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
     if (!wideSource.admitted) throw new Error(`the source for the listener test was refused: ${wideSource.statusLine}`);
     wideSource.socket.on('error', () => undefined);
     const stopWide = pumpSource(wideSource.socket, bytes, frames, BYTES_PER_SECOND);
-    cleanup.push(() => { stopWide(); wideSource.socket.destroy(); });
+    cleanup.push(() => {
+      stopWide();
+      wideSource.socket.destroy();
+    });
     await waitLive(wide.stream_url, o.signal);
     await sleep(1500); // the probe's listener_remove
     const lBefore = await callbackMetrics(origin);
@@ -164,10 +228,22 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
     const lSeconds = (Math.max(...answers.map((a) => a.at)) - lStarted) / 1000;
     const lMetrics = diff(lBefore, await callbackMetrics(origin));
     for (const a of answers) a.close();
-    o.log(`    ${answers.length} answers in ${lSeconds.toFixed(2)} s, ${answers.filter((a) => a.status === 200).length} admitted`);
+    o.log(
+      `    ${answers.length} answers in ${lSeconds.toFixed(2)} s, ${answers.filter((a) => a.status === 200).length} admitted`,
+    );
     const lRefused: Record<string, number> = {};
-    for (const a of answers) if (a.status !== 200) lRefused[a.status ? String(a.status) : `error ${a.error}`] = (lRefused[a.status ? String(a.status) : `error ${a.error}`] ?? 0) + 1;
-    const listeners = admissionRun(`listener GET, ${o.listenerBurst} at once, max_listeners ${o.listenerCap}`, answers.map((a) => a.at - lStarted), answers.filter((a) => a.status === 200).length, lRefused, lSeconds, lMetrics);
+    for (const a of answers)
+      if (a.status !== 200)
+        lRefused[a.status ? String(a.status) : `error ${a.error}`] =
+          (lRefused[a.status ? String(a.status) : `error ${a.error}`] ?? 0) + 1;
+    const listeners = admissionRun(
+      `listener GET, ${o.listenerBurst} at once, max_listeners ${o.listenerCap}`,
+      answers.map((a) => a.at - lStarted),
+      answers.filter((a) => a.status === 200).length,
+      lRefused,
+      lSeconds,
+      lMetrics,
+    );
     stopWide();
     wideSource.socket.destroy();
     await sleep(1500);
@@ -176,25 +252,48 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
     const points: MountsPoint[] = [];
     for (const k of o.points) {
       o.signal.throwIfAborted();
-      o.log(`  ${k} mounts: ${k} raw sources at 64 kbps (child process), ${k * o.listenersPerMount} listeners, hold ${o.holdSeconds} s`);
-      const child = spawn(process.execPath, ['--import', 'tsx', join(o.root, 'bench/streaming-sources.ts'), mp3, String(BYTES_PER_SECOND), ...mounts.slice(0, k).map((m) => m.broadcast_url)],
-        { cwd: o.root, stdio: ['ignore', 'pipe', 'pipe'] });
+      o.log(
+        `  ${k} mounts: ${k} raw sources at 64 kbps (child process), ${k * o.listenersPerMount} listeners, hold ${o.holdSeconds} s`,
+      );
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(o.root, 'bench/streaming-sources.ts'),
+          mp3,
+          String(BYTES_PER_SECOND),
+          ...mounts.slice(0, k).map((m) => m.broadcast_url),
+        ],
+        { cwd: o.root, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       const stopChild = () => stopProcess(child);
       cleanup.push(stopChild);
       let childOut = '';
       let sourcesClosed = 0;
-      child.stderr!.on('data', (d) => { childOut = (childOut + d).slice(-4000); });
+      child.stderr!.on('data', (d) => {
+        childOut = (childOut + d).slice(-4000);
+      });
       const ready = await new Promise<{ admitted: number; refused: number }>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the sources did not connect within 30 s:\n${childOut}`)), 30_000);
+        const timer = setTimeout(
+          () => reject(new Error(`the sources did not connect within 30 s:\n${childOut}`)),
+          30_000,
+        );
         child.stdout!.on('data', (d) => {
           for (const line of String(d).split('\n')) {
             const r = /^ready (\d+) (\d+)/.exec(line);
-            if (r) { clearTimeout(timer); resolve({ admitted: Number(r[1]), refused: Number(r[2]) }); }
+            if (r) {
+              clearTimeout(timer);
+              resolve({ admitted: Number(r[1]), refused: Number(r[2]) });
+            }
             const c = /closed (\d+)/.exec(line);
             if (c) sourcesClosed = Number(c[1]);
           }
         });
-        child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the sources child exited with ${code}:\n${childOut}`)); });
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`the sources child exited with ${code}:\n${childOut}`));
+        });
       });
       if (ready.refused) o.log(`  warning: ${ready.refused} of ${k} sources refused`);
       await Promise.all(mounts.slice(0, k).map((m) => waitLive(m.stream_url, o.signal)));
@@ -202,10 +301,16 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
       const cBefore = await callbackMetrics(origin);
       const aStarted = performance.now();
       // Opened a few at a time, as for the sources: a burst beyond Icecast's listen backlog only measures SYN retries.
-      const attached = await pool(mounts.slice(0, k).flatMap((m) => Array.from({ length: o.listenersPerMount }, () => m.stream_url)), 8, openListener);
+      const attached = await pool(
+        mounts.slice(0, k).flatMap((m) => Array.from({ length: o.listenersPerMount }, () => m.stream_url)),
+        8,
+        openListener,
+      );
       const attachSeconds = (Math.max(...attached.map((a) => a.at)) - aStarted) / 1000;
       const callbacks = diff(cBefore, await callbackMetrics(origin));
-      cleanup.push(() => { for (const a of attached) a.close(); });
+      cleanup.push(() => {
+        for (const a of attached) a.close();
+      });
       const live = attached.filter((a) => a.status === 200);
       await sleep(2000); // past the 64 kB burst-on-connect
       const tree0 = await sampleTree(o.service.process.pid!, child.pid!);
@@ -220,12 +325,24 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
       const rates = history.map((h) => (h[h.length - 1] - h[0]) / held / 1000);
       // A stall: a listener that got nothing over 2 consecutive seconds.
       const stalled = history.filter((h) => h.some((v, i) => i >= 2 && v === h[i - 2])).length;
-      const receiving = live.filter((a, i) => hasMpegFrame(a.tail()) && rates[i] >= 0.9 * BYTES_PER_SECOND / 1000).length;
+      const receiving = live.filter(
+        (a, i) => hasMpegFrame(a.tail()) && rates[i] >= (0.9 * BYTES_PER_SECOND) / 1000,
+      ).length;
       const sorted = Float64Array.from(rates).sort();
       points.push({
-        mounts: k, sourcesAdmitted: ready.admitted, listeners: attached.length, listenersAdmitted: live.length, attachSeconds, holdSeconds: held,
-        receiving, minKBps: sorted.length ? sorted[0] : 0, medianKBps: percentile(sorted, 0.5), stalled, sourcesClosed,
-        usage: usage(tree0, tree1, held), callbacks,
+        mounts: k,
+        sourcesAdmitted: ready.admitted,
+        listeners: attached.length,
+        listenersAdmitted: live.length,
+        attachSeconds,
+        holdSeconds: held,
+        receiving,
+        minKBps: sorted.length ? sorted[0] : 0,
+        medianKBps: percentile(sorted, 0.5),
+        stalled,
+        sourcesClosed,
+        usage: usage(tree0, tree1, held),
+        callbacks,
       });
       for (const a of attached) a.close();
       await stopChild();
@@ -237,18 +354,40 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
     if (o.restart) {
       const k = Math.min(o.points[0] ?? 0, mounts.length);
       const onRestart = mounts.slice(0, k);
-      o.log(`  restart: ${k} mounts with sources, serve stopped (SIGINT) and started again, sources reconnect to the same URLs`);
+      o.log(
+        `  restart: ${k} mounts with sources, serve stopped (SIGINT) and started again, sources reconnect to the same URLs`,
+      );
       const feed = async () => {
-        const child = spawn(process.execPath, ['--import', 'tsx', join(o.root, 'bench/streaming-sources.ts'), mp3, String(BYTES_PER_SECOND), ...onRestart.map((m) => m.broadcast_url)],
-          { cwd: o.root, stdio: ['ignore', 'pipe', 'ignore'] });
+        const child = spawn(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            join(o.root, 'bench/streaming-sources.ts'),
+            mp3,
+            String(BYTES_PER_SECOND),
+            ...onRestart.map((m) => m.broadcast_url),
+          ],
+          { cwd: o.root, stdio: ['ignore', 'pipe', 'ignore'] },
+        );
         cleanup.push(() => stopProcess(child));
         await new Promise<void>((resolve) => {
-          child.stdout!.on('data', (d) => { if (/^ready /m.test(String(d))) resolve(); });
+          child.stdout!.on('data', (d) => {
+            if (/^ready /m.test(String(d))) resolve();
+          });
           child.once('exit', () => resolve());
         });
         return child;
       };
-      const liveCount = async () => (await pool(onRestart, 8, (m) => waitLive(m.stream_url, o.signal).then(() => 1, () => 0))).reduce((a: number, b) => a + b, 0);
+      const liveCount = async () =>
+        (
+          await pool(onRestart, 8, (m) =>
+            waitLive(m.stream_url, o.signal).then(
+              () => 1,
+              () => 0,
+            ),
+          )
+        ).reduce((a: number, b) => a + b, 0);
       const before = await feed();
       const liveBefore = await liveCount();
       const stopped = performance.now();
@@ -256,12 +395,34 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
       const restartSeconds = (performance.now() - stopped) / 1000;
       await stopProcess(before);
       const answering = performance.now();
-      const documents = await pool(onRestart, 8, async (m) => (await (await fetch(`${service.baseUrl}/services/${m.service_id}`, { headers: { authorization: `Bearer ${service.apiKey}` } })).json() as { service?: Bought }).service);
-      const sameUrls = documents.filter((d, i) => d?.stream_url === onRestart[i].stream_url && d?.broadcast_url === onRestart[i].broadcast_url).length;
+      const documents = await pool(
+        onRestart,
+        8,
+        async (m) =>
+          (
+            (await (
+              await fetch(`${service.baseUrl}/services/${m.service_id}`, {
+                headers: { authorization: `Bearer ${service.apiKey}` },
+              })
+            ).json()) as { service?: Bought }
+          ).service,
+      );
+      const sameUrls = documents.filter(
+        (d, i) => d?.stream_url === onRestart[i].stream_url && d?.broadcast_url === onRestart[i].broadcast_url,
+      ).length;
       const after = await feed();
       const liveAfter = await liveCount();
-      restart = { mounts: k, liveBefore, sameUrls, liveAfter, restartSeconds, backSeconds: (performance.now() - answering) / 1000 };
-      o.log(`    live before ${liveBefore} / ${k}, after ${liveAfter} / ${k} (same URLs: ${sameUrls}); restart ${restartSeconds.toFixed(1)} s, all back ${restart.backSeconds.toFixed(1)} s later`);
+      restart = {
+        mounts: k,
+        liveBefore,
+        sameUrls,
+        liveAfter,
+        restartSeconds,
+        backSeconds: (performance.now() - answering) / 1000,
+      };
+      o.log(
+        `    live before ${liveBefore} / ${k}, after ${liveAfter} / ${k} (same URLs: ${sameUrls}); restart ${restartSeconds.toFixed(1)} s, all back ${restart.backSeconds.toFixed(1)} s later`,
+      );
       await stopProcess(after);
     }
     return { sources, listeners, points, restart, icecastVersion };
@@ -270,12 +431,36 @@ export async function runStreamingBench(o: StreamingOptions): Promise<StreamingR
   }
 }
 
-function admissionRun(label: string, latencies: number[], admitted: number, refused: Record<string, number>, seconds: number, service: CallbackStats): AdmissionRun {
+function admissionRun(
+  label: string,
+  latencies: number[],
+  admitted: number,
+  refused: Record<string, number>,
+  seconds: number,
+  service: CallbackStats,
+): AdmissionRun {
   const sorted = Float64Array.from(latencies).sort();
-  return { label, answers: latencies.length, admitted, refused, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), service };
+  return {
+    label,
+    answers: latencies.length,
+    admitted,
+    refused,
+    seconds,
+    perSecond: latencies.length / seconds,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    service,
+  };
 }
 
-interface OpenListener { status: number; error?: string; at: number; bytes(): number; tail(): Buffer; close(): void }
+interface OpenListener {
+  status: number;
+  error?: string;
+  at: number;
+  bytes(): number;
+  tail(): Buffer;
+  close(): void;
+}
 
 /** One listener: resolves at Icecast's answer (status, or 0 on a socket error); keeps counting bytes until closed. */
 function openListener(url: string): Promise<OpenListener> {
@@ -283,11 +468,29 @@ function openListener(url: string): Promise<OpenListener> {
     let received = 0;
     let last: Buffer = Buffer.alloc(0);
     const req = http.get(url, { agent: false, headers: { 'user-agent': 'bench-listener' } }, (res) => {
-      res.on('data', (chunk: Buffer) => { received += chunk.length; last = chunk; });
+      res.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        last = chunk;
+      });
       res.on('error', () => undefined);
-      resolve({ status: res.statusCode ?? 0, at: performance.now(), bytes: () => received, tail: () => last, close: () => req.destroy() });
+      resolve({
+        status: res.statusCode ?? 0,
+        at: performance.now(),
+        bytes: () => received,
+        tail: () => last,
+        close: () => req.destroy(),
+      });
     });
-    req.on('error', (e) => resolve({ status: 0, error: (e as NodeJS.ErrnoException).code ?? e.message, at: performance.now(), bytes: () => 0, tail: () => Buffer.alloc(0), close: () => undefined }));
+    req.on('error', (e) =>
+      resolve({
+        status: 0,
+        error: (e as NodeJS.ErrnoException).code ?? e.message,
+        at: performance.now(),
+        bytes: () => 0,
+        tail: () => Buffer.alloc(0),
+        close: () => undefined,
+      }),
+    );
   });
 }
 
@@ -311,8 +514,10 @@ async function drain(origin: string, signal: AbortSignal): Promise<number> {
   while (performance.now() - started < 30_000) {
     signal.throwIfAborted();
     const { count } = await callbackMetrics(origin);
-    if (count !== last) { last = count; stableSince = performance.now(); }
-    else if (performance.now() - stableSince >= 1000) break;
+    if (count !== last) {
+      last = count;
+      stableSince = performance.now();
+    } else if (performance.now() - stableSince >= 1000) break;
     await sleep(200);
   }
   return (stableSince - started) / 1000;
@@ -338,19 +543,29 @@ function diff(a: { count: number; sum: number }, b: { count: number; sum: number
 }
 
 type Group = keyof MountsPoint['usage'];
-interface ProcSample { group: Group; cpu: number; pssKb: number }
+interface ProcSample {
+  group: Group;
+  cpu: number;
+  pssKb: number;
+}
 
 /** CPU seconds and PSS of every process in the service's tree (classified by name), the sources child and this process. */
 async function sampleTree(servicePid: number, sourcesPid: number): Promise<Map<number, ProcSample>> {
   const stats = new Map<number, { ppid: number; comm: string; cpu: number }>();
-  await Promise.all((await readdir('/proc')).filter((n) => /^\d+$/.test(n)).map(async (n) => {
-    try {
-      const text = await readFile(`/proc/${n}/stat`, 'utf8');
-      const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
-      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(n), { ppid: Number(rest[1]), comm, cpu: (Number(rest[11]) + Number(rest[12])) / 100 });
-    } catch { /* ended meanwhile */ }
-  }));
+  await Promise.all(
+    (await readdir('/proc'))
+      .filter((n) => /^\d+$/.test(n))
+      .map(async (n) => {
+        try {
+          const text = await readFile(`/proc/${n}/stat`, 'utf8');
+          const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+          const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+          stats.set(Number(n), { ppid: Number(rest[1]), comm, cpu: (Number(rest[11]) + Number(rest[12])) / 100 });
+        } catch {
+          /* ended meanwhile */
+        }
+      }),
+  );
   const out = new Map<number, ProcSample>();
   const add = async (pid: number, group: Group) => {
     const s = stats.get(pid);
@@ -358,7 +573,9 @@ async function sampleTree(servicePid: number, sourcesPid: number): Promise<Map<n
     let pssKb = 0;
     try {
       pssKb = Number(/^Pss:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
-    } catch { /* gone or not permitted */ }
+    } catch {
+      /* gone or not permitted */
+    }
     out.set(pid, { group, cpu: s.cpu, pssKb });
   };
   await add(servicePid, 'service');
@@ -395,4 +612,3 @@ function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
   return exited.finally(() => clearTimeout(timer));
 }
-

@@ -17,27 +17,47 @@ import express from 'express';
 const network = 'eip155:8453';
 const payTo = process.argv[2] ?? '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
-const supported: SupportedResponse = { kinds: [{ x402Version: 2, scheme: 'exact', network }], extensions: [], signers: {} };
+const supported: SupportedResponse = {
+  kinds: [{ x402Version: 2, scheme: 'exact', network }],
+  extensions: [],
+  signers: {},
+};
 let getSupportedCalls = 0;
 const facilitator: FacilitatorClient = {
-  getSupported: async () => { getSupportedCalls++; return supported; },
-  verify: async () => { throw new Error('the reference 402 benchmark never verifies'); },
-  settle: async () => { throw new Error('the reference 402 benchmark never settles'); },
+  getSupported: async () => {
+    getSupportedCalls++;
+    return supported;
+  },
+  verify: async () => {
+    throw new Error('the reference 402 benchmark never verifies');
+  },
+  settle: async () => {
+    throw new Error('the reference 402 benchmark never settles');
+  },
 };
 
 const resourceServer = new x402ResourceServer(facilitator).register(network, new ExactEvmScheme());
 
 const app = express();
 app.disable('x-powered-by');
-app.use(paymentMiddleware({
-  'POST /orders': {
-    accepts: { scheme: 'exact', price: '$0.27', network, payTo, maxTimeoutSeconds: 300 },
-    description: 'Instant stream (instant-stream) for 0.27 USDC',
-    mimeType: 'application/json',
-  },
-}, resourceServer));
-app.post('/orders', (_req, res) => { res.json({ ok: true }); });
-app.get('/stats', (_req, res) => { res.json({ getSupportedCalls }); });
+app.use(
+  paymentMiddleware(
+    {
+      'POST /orders': {
+        accepts: { scheme: 'exact', price: '$0.27', network, payTo, maxTimeoutSeconds: 300 },
+        description: 'Instant stream (instant-stream) for 0.27 USDC',
+        mimeType: 'application/json',
+      },
+    },
+    resourceServer,
+  ),
+);
+app.post('/orders', (_req, res) => {
+  res.json({ ok: true });
+});
+app.get('/stats', (_req, res) => {
+  res.json({ getSupportedCalls });
+});
 
 const server = app.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);

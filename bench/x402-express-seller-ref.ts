@@ -44,13 +44,18 @@ const resourceServer = new x402ResourceServer(facilitator).register(network, new
 
 const app = express();
 app.disable('x-powered-by');
-app.use(paymentMiddleware({
-  'POST /orders': {
-    accepts: { scheme: 'exact', price: '$0.27', network, payTo, maxTimeoutSeconds: 300 },
-    description: 'Instant stream (instant-stream) for 0.27 USDC',
-    mimeType: 'application/json',
-  },
-}, resourceServer));
+app.use(
+  paymentMiddleware(
+    {
+      'POST /orders': {
+        accepts: { scheme: 'exact', price: '$0.27', network, payTo, maxTimeoutSeconds: 300 },
+        description: 'Instant stream (instant-stream) for 0.27 USDC',
+        mimeType: 'application/json',
+      },
+    },
+    resourceServer,
+  ),
+);
 app.use(express.json());
 app.post('/orders', async (req, res, next) => {
   try {
@@ -73,6 +78,8 @@ const server = app.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
 });
 process.once('SIGTERM', () => {
-  server.close(() => { void db.end().finally(() => process.exit(0)); });
+  server.close(() => {
+    void db.end().finally(() => process.exit(0));
+  });
   server.closeAllConnections();
 });

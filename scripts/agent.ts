@@ -49,7 +49,11 @@ export interface AgentOutcome {
   refund?: Record<string, unknown>;
 }
 
-interface Delivery { id: string; type: string; verified: boolean }
+interface Delivery {
+  id: string;
+  type: string;
+  verified: boolean;
+}
 
 /** A paid extension: its order, price and transaction, and the service's expiry before and after it. */
 export interface AgentExtension {
@@ -64,12 +68,14 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
   const { baseUrl, report } = options;
   const account = privateKeyToAccount(options.privateKey);
   const deadline = Date.now() + options.timeoutMs;
-  const json = async (response: Response) => ({ status: response.status, body: await response.json() as any });
+  const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as any });
 
   // 1. Discovery: the well-known x402 document at the site's root names the paid resources.
   const wellKnown = await json(await fetch(new URL('/.well-known/x402', baseUrl)));
   if (wellKnown.status !== 200) throw new Error(`/.well-known/x402 answered ${wellKnown.status}`);
-  const resources: string[] = (wellKnown.body.items ?? []).map((item: { resource: { url: string } }) => item.resource.url);
+  const resources: string[] = (wellKnown.body.items ?? []).map(
+    (item: { resource: { url: string } }) => item.resource.url,
+  );
   const orderResource = resources.find((url) => url.endsWith('/orders'));
   if (!orderResource) throw new Error(`no /orders resource in /.well-known/x402: ${JSON.stringify(wellKnown.body)}`);
   const products = await json(await fetch(`${baseUrl}/products`));
@@ -78,11 +84,19 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
   report('discovered', { resources: resources.length, order: orderResource, product: stream.id });
 
   // 2. An API key, by signing in with the wallet (the official client's sign-in-with-x hook answers the challenge).
-  const signingIn = wrapFetchWithPayment(fetch, new x402HTTPClient(new x402Client()).onPaymentRequired(createSIWxClientHook(account)));
-  const keyAnswer = await json(await signingIn(`${baseUrl}/keys`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'autonomous agent' }),
-  }));
-  if (keyAnswer.status !== 201) throw new Error(`POST /keys answered ${keyAnswer.status}: ${JSON.stringify(keyAnswer.body)}`);
+  const signingIn = wrapFetchWithPayment(
+    fetch,
+    new x402HTTPClient(new x402Client()).onPaymentRequired(createSIWxClientHook(account)),
+  );
+  const keyAnswer = await json(
+    await signingIn(`${baseUrl}/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'autonomous agent' }),
+    }),
+  );
+  if (keyAnswer.status !== 201)
+    throw new Error(`POST /keys answered ${keyAnswer.status}: ${JSON.stringify(keyAnswer.body)}`);
   const apiKey: string = keyAnswer.body.api_key;
   const bearer = { authorization: `Bearer ${apiKey}` };
   report('signed in', { wallet: account.address, api_key: `${apiKey.slice(0, 12)}…` });
@@ -92,50 +106,77 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
   let secret = '';
   const receiver = await listen((body, headers) => {
     const event = JSON.parse(body) as { id: string; type: string };
-    deliveries.push({ id: event.id, type: event.type, verified: signedBy(secret, body, headers['x-agent-audio-signature']) });
+    deliveries.push({
+      id: event.id,
+      type: event.type,
+      verified: signedBy(secret, body, headers['x-agent-audio-signature']),
+    });
   });
   try {
-    const hook = await json(await fetch(`${baseUrl}/webhooks`, {
-      method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: JSON.stringify({ url: receiver.url }),
-    }));
+    const hook = await json(
+      await fetch(`${baseUrl}/webhooks`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: receiver.url }),
+      }),
+    );
     if (hook.status !== 201) throw new Error(`POST /webhooks answered ${hook.status}: ${JSON.stringify(hook.body)}`);
     secret = hook.body.secret;
     report('webhook registered', { url: receiver.url });
 
     // 4. Buy over MCP: the unpaid call answers the x402 PaymentRequired, the paid retry carries the payment in _meta.
     const mcp = new Client({ name: 'autonomous-agent', version: '1.0.0' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: bearer } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: bearer } }),
+    );
     let bought: { orderId: string; serviceId: string; amountAtomic: string; transaction: string };
     let extension: AgentOutcome['extension'];
     try {
       const { tools } = await mcp.listTools();
       const args = {
-        idempotency_key: randomUUID(), product_id: stream.id, email: 'agent@example.com', station_name: 'Autonomous FM',
+        idempotency_key: randomUUID(),
+        product_id: stream.id,
+        email: 'agent@example.com',
+        station_name: 'Autonomous FM',
         parameters: { duration_hours: options.durationHours ?? 1, max_listeners: 5, bitrate_kbps: 64 },
       };
       const paid = await callPaidTool(mcp, account, 'order', args);
       const expiresBefore: string = paid.result.service.expires_at;
       bought = {
-        orderId: paid.result.order.id, serviceId: paid.result.service.service_id, amountAtomic: paid.price,
+        orderId: paid.result.order.id,
+        serviceId: paid.result.service.service_id,
+        amountAtomic: paid.price,
         transaction: paid.transaction,
       };
       report('bought over MCP', {
-        tools: tools.length, order: bought.orderId, service: bought.serviceId, amount_atomic: paid.price,
-        transaction: bought.transaction, expires_at: expiresBefore,
+        tools: tools.length,
+        order: bought.orderId,
+        service: bought.serviceId,
+        amount_atomic: paid.price,
+        transaction: bought.transaction,
+        expires_at: expiresBefore,
       });
 
       // 4b. The event runs late: more hours, paid the same way; the new expiry is the old one plus those hours.
       if (options.extendHours) {
         const more = await callPaidTool(mcp, account, 'extend_service', {
-          idempotency_key: randomUUID(), service_id: bought.serviceId, duration_hours: options.extendHours,
+          idempotency_key: randomUUID(),
+          service_id: bought.serviceId,
+          duration_hours: options.extendHours,
         });
         extension = {
-          orderId: more.result.order.id, amountAtomic: more.price, transaction: more.transaction,
-          expiresBefore, expiresAfter: more.result.service.expires_at,
+          orderId: more.result.order.id,
+          amountAtomic: more.price,
+          transaction: more.transaction,
+          expiresBefore,
+          expiresAfter: more.result.service.expires_at,
         };
         report('extended over MCP', {
-          added_hours: options.extendHours, order: extension.orderId, amount_atomic: more.price,
-          transaction: more.transaction, expires_at: `${expiresBefore} -> ${extension.expiresAfter}`,
+          added_hours: options.extendHours,
+          order: extension.orderId,
+          amount_atomic: more.price,
+          transaction: more.transaction,
+          expires_at: `${expiresBefore} -> ${extension.expiresAfter}`,
         });
       }
     } finally {
@@ -143,9 +184,18 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
     }
 
     // 5. The same events over SSE, until the awaited ones have come both ways.
-    const sseEvents = await readEvents(`${baseUrl}/services/${bought.serviceId}/events`, bearer, options.awaitEvents, deadline);
+    const sseEvents = await readEvents(
+      `${baseUrl}/services/${bought.serviceId}/events`,
+      bearer,
+      options.awaitEvents,
+      deadline,
+    );
     report('events over SSE', { events: sseEvents });
-    await until(() => options.awaitEvents.every((type) => deliveries.some((d) => d.type === type)), deadline, 'webhook deliveries');
+    await until(
+      () => options.awaitEvents.every((type) => deliveries.some((d) => d.type === type)),
+      deadline,
+      'webhook deliveries',
+    );
     const unverified = deliveries.filter((d) => !d.verified);
     if (unverified.length) throw new Error(`deliveries with a bad signature: ${JSON.stringify(unverified)}`);
     const webhookEvents = [...new Set(deliveries.map((d) => d.type))];
@@ -153,7 +203,8 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
 
     // 6. Usage, read as the wallet that paid: no key, a fresh sign-in.
     const usage = await json(await signingIn(`${baseUrl}/services/${bought.serviceId}/usage`));
-    if (usage.status !== 200) throw new Error(`usage by sign-in answered ${usage.status}: ${JSON.stringify(usage.body)}`);
+    if (usage.status !== 200)
+      throw new Error(`usage by sign-in answered ${usage.status}: ${JSON.stringify(usage.body)}`);
     report('usage by wallet sign-in', { usage: usage.body.usage });
 
     // 7. Done with the stream early: stop it as the wallet that paid, and wait for the unused share to come back.
@@ -162,12 +213,23 @@ export async function runAgent(options: AgentOptions): Promise<AgentOutcome> {
       const stopped = await json(await signingIn(`${baseUrl}/services/${bought.serviceId}/stop`, { method: 'POST' }));
       if (stopped.status !== 200) throw new Error(`stop answered ${stopped.status}: ${JSON.stringify(stopped.body)}`);
       refund = stopped.body.refund;
-      report('stopped', { ended: stopped.body.ended, refund_amount: stopped.body.refund.amount, refund_status: stopped.body.refund.status });
-      while (refund && (refund.status === 'pending') && Date.now() < deadline) {
+      report('stopped', {
+        ended: stopped.body.ended,
+        refund_amount: stopped.body.refund.amount,
+        refund_status: stopped.body.refund.status,
+      });
+      while (refund && refund.status === 'pending' && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 500));
-        refund = (await json(await signingIn(`${baseUrl}/services/${bought.serviceId}/usage`))).body.usage?.refund ?? refund;
+        refund =
+          (await json(await signingIn(`${baseUrl}/services/${bought.serviceId}/usage`))).body.usage?.refund ?? refund;
       }
-      report('refund', { status: refund?.status, amount: refund?.amount, transaction: refund?.transaction, to: refund?.to, receipt: refund?.receipt ? 'signed (JWS)' : null });
+      report('refund', {
+        status: refund?.status,
+        amount: refund?.amount,
+        transaction: refund?.transaction,
+        to: refund?.to,
+        receipt: refund?.receipt ? 'signed (JWS)' : null,
+      });
     }
 
     return {
@@ -193,7 +255,7 @@ type Account = ReturnType<typeof privateKeyToAccount>;
  * The official client pays at most $1 unless told otherwise: this agent accepts the quoted price, no more.
  */
 async function callPaidTool(mcp: Client, account: Account, name: string, args: Record<string, unknown>) {
-  const unpaid = await mcp.callTool({ name, arguments: args }) as any;
+  const unpaid = (await mcp.callTool({ name, arguments: args })) as any;
   const required = unpaid.structuredContent as PaymentRequired;
   if (!unpaid.isError || required?.x402Version !== 2) {
     throw new Error(`${name}: expected a PaymentRequired: ${JSON.stringify(unpaid)}`);
@@ -202,7 +264,7 @@ async function callPaidTool(mcp: Client, account: Account, name: string, args: R
   const wallet = registerExactEvmScheme(new x402Client(), { signer: account });
   wallet.setSpendControls({ maxAmountPerPayment: `$${usdc(price)}` });
   const payment = await wallet.createPaymentPayload(required);
-  const paid = await mcp.callTool({ name, arguments: args, _meta: { 'x402/payment': payment } }) as any;
+  const paid = (await mcp.callTool({ name, arguments: args, _meta: { 'x402/payment': payment } })) as any;
   if (paid.isError) {
     throw new Error(`the paid ${name} failed: ${paid.content?.map((c: { text: string }) => c.text).join(' ')}`);
   }
@@ -223,14 +285,20 @@ function signedBy(secret: string, body: string, header: string | string[] | unde
   const t = parts.find(([k]) => k === 't')?.[1];
   if (!t || Math.abs(Date.now() / 1000 - Number(t)) > 300) return false;
   const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
-  return parts.some(([k, v]) => k === 'v1' && v.length === expected.length * 2 && timingSafeEqual(Buffer.from(v, 'hex'), expected));
+  return parts.some(
+    ([k, v]) => k === 'v1' && v.length === expected.length * 2 && timingSafeEqual(Buffer.from(v, 'hex'), expected),
+  );
 }
 
-async function listen(onEvent: (body: string, headers: Record<string, string | string[] | undefined>) => void): Promise<{ server: Server; url: string }> {
+async function listen(
+  onEvent: (body: string, headers: Record<string, string | string[] | undefined>) => void,
+): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
     let body = '';
     req.setEncoding('utf8');
-    req.on('data', (chunk) => { body += chunk; });
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
     req.on('end', () => {
       try {
         onEvent(body, req.headers);
@@ -245,7 +313,12 @@ async function listen(onEvent: (body: string, headers: Record<string, string | s
 }
 
 /** Reads a text/event-stream until every awaited event type has come; the types seen, in order. */
-async function readEvents(url: string, headers: Record<string, string>, awaited: string[], deadline: number): Promise<string[]> {
+async function readEvents(
+  url: string,
+  headers: Record<string, string>,
+  awaited: string[],
+  deadline: number,
+): Promise<string[]> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - Date.now()));
   const seen: string[] = [];
@@ -267,7 +340,10 @@ async function readEvents(url: string, headers: Record<string, string>, awaited:
     }
     throw new Error(`the event stream ended after ${seen.join(', ')}`);
   } catch (e) {
-    if (abort.signal.aborted) throw new Error(`waited in vain for ${awaited.filter((t) => !seen.includes(t)).join(', ')} over SSE (saw ${seen.join(', ') || 'nothing'})`);
+    if (abort.signal.aborted)
+      throw new Error(
+        `waited in vain for ${awaited.filter((t) => !seen.includes(t)).join(', ')} over SSE (saw ${seen.join(', ') || 'nothing'})`,
+      );
     throw e;
   } finally {
     clearTimeout(timer);

@@ -17,7 +17,8 @@ let privateKey = process.env.WALLET_PRIVATE_KEY as `0x${string}` | undefined;
 if (!baseUrl || !privateKey) {
   console.log('starting a scratch service (embedded PostgreSQL, chain and Icecast)…');
   service = await startService({
-    WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', REFUND_INTERVAL_MS: '500',
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1',
+    REFUND_INTERVAL_MS: '500',
     EVENTS_EXPIRING_LEAD_SECONDS: String((durationHours + extendHours) * 3600 + 60),
   });
   baseUrl = service.baseUrl;
@@ -25,7 +26,8 @@ if (!baseUrl || !privateKey) {
 }
 try {
   await runAgent({
-    baseUrl, privateKey: privateKey!,
+    baseUrl,
+    privateKey: privateKey!,
     awaitEvents: (process.env.AGENT_AWAIT_EVENTS ?? 'service.active,service.expiring').split(','),
     timeoutMs: Number(process.env.AGENT_TIMEOUT_MS ?? 120_000),
     report: (step, fields) => console.log(`${step.padEnd(24)} ${JSON.stringify(fields)}`),

@@ -27,7 +27,9 @@ export default async function* fileTimes(source) {
     }
   }
   const rows = [...files].map(([file, times]) => ({
-    ...times, file: relative(process.cwd(), file), ms: times.own ?? times.last - times.first,
+    ...times,
+    file: relative(process.cwd(), file),
+    ms: times.own ?? times.last - times.first,
   }));
   rows.sort((a, b) => b.ms - a.ms);
   const seconds = (ms) => (ms / 1000).toFixed(1).padStart(7);

@@ -14,14 +14,15 @@ let service: Service;
 before(async () => {
   // service.expiring is announced two hours ahead here, so that a one-hour stream extended by an hour warns at once.
   service = await startService({
-    WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', EVENTS_EXPIRING_LEAD_SECONDS: '7260', REFUND_INTERVAL_MS: '200',
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1',
+    EVENTS_EXPIRING_LEAD_SECONDS: '7260',
+    REFUND_INTERVAL_MS: '200',
   });
 });
 after(() => service?.stop());
 
-test('an agent with only the base URL and a funded wallet discovers, signs in for a key, buys and extends over MCP, '
-  + 'hears the events, reads its usage as the wallet, stops and gets its refund',
-{ timeout: 300_000 }, async () => {
+test('an agent with only the base URL and a funded wallet discovers, signs in for a key, buys and extends over MCP, ' +
+  'hears the events, reads its usage as the wallet, stops and gets its refund', { timeout: 300_000 }, async () => {
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const keysBefore = (await service.cli(['keys', 'list'])).stdout;
@@ -29,14 +30,27 @@ test('an agent with only the base URL and a funded wallet discovers, signs in fo
   const usdcBefore = await wallet.balanceOf(USDC_ADDRESS, wallet.address);
 
   const outcome = await runAgent({
-    baseUrl: service.baseUrl, privateKey: dev.buyer.private_key,
-    awaitEvents: ['service.active', 'service.expiring'], timeoutMs: 180_000,
+    baseUrl: service.baseUrl,
+    privateKey: dev.buyer.private_key,
+    awaitEvents: ['service.active', 'service.expiring'],
+    timeoutMs: 180_000,
     report: (step) => steps.push(step),
-    extendHours: 1, stopAtEnd: true,
+    extendHours: 1,
+    stopAtEnd: true,
   });
 
-  assert.deepEqual(steps, ['discovered', 'signed in', 'webhook registered', 'bought over MCP', 'extended over MCP',
-    'events over SSE', 'events by webhook', 'usage by wallet sign-in', 'stopped', 'refund']);
+  assert.deepEqual(steps, [
+    'discovered',
+    'signed in',
+    'webhook registered',
+    'bought over MCP',
+    'extended over MCP',
+    'events over SSE',
+    'events by webhook',
+    'usage by wallet sign-in',
+    'stopped',
+    'refund',
+  ]);
   const extension = outcome.extension!;
   const moved = Date.parse(extension.expiresAfter) - Date.parse(extension.expiresBefore);
   assert.equal(moved, 3_600_000, 'the old expiry plus the hour paid');
@@ -54,8 +68,11 @@ test('an agent with only the base URL and a funded wallet discovers, signs in fo
   assert.ok(outcome.sseEvents.indexOf('service.active') < outcome.sseEvents.indexOf('service.expiring'));
   assert.equal(typeof outcome.usage, 'object');
   const expected = usdcBefore - BigInt(outcome.amountAtomic) - BigInt(extension.amountAtomic) + refunded;
-  assert.equal(await wallet.balanceOf(USDC_ADDRESS, wallet.address), expected,
-    'charged exactly the prices, once each, and refunded exactly the amount stated');
+  assert.equal(
+    await wallet.balanceOf(USDC_ADDRESS, wallet.address),
+    expected,
+    'charged exactly the prices, once each, and refunded exactly the amount stated',
+  );
   const order = await service.cli(['audit', 'show', outcome.orderId]);
   assert.equal(order.code, 0, order.stderr);
 });

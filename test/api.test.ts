@@ -17,8 +17,12 @@ after(async () => {
 });
 
 const get = (path: string) => request(service, 'GET', path, { auth: false });
-const quote = (body: unknown, headers: Record<string, string> = {}) => request(service, 'POST', '/quotes', { body, headers });
-const instant = { product_id: 'instant-stream', parameters: { duration_hours: 2, max_listeners: 10, bitrate_kbps: 128 } };
+const quote = (body: unknown, headers: Record<string, string> = {}) =>
+  request(service, 'POST', '/quotes', { body, headers });
+const instant = {
+  product_id: 'instant-stream',
+  parameters: { duration_hours: 2, max_listeners: 10, bitrate_kbps: 128 },
+};
 
 function assertErrorDocument(response: { status: number; headers: Headers; body: any }, status: number, code: string) {
   assert.equal(response.status, status, JSON.stringify(response.body));
@@ -37,14 +41,46 @@ describe('discovery', () => {
     assert.equal(body.ok, true);
     assert.equal(body.catalog_version, 2);
     assert.equal(body.count, 9);
-    assert.deepEqual(body.products.map((p: any) => p.id), ['radio-directo', 'radio-local', 'radio-local-plus', 'instant-stream', 'event-stream', 'streaming-boost-relay', 'temporary-autodj', 'temporary-audio', 'audio-storage-api']);
+    assert.deepEqual(
+      body.products.map((p: any) => p.id),
+      [
+        'radio-directo',
+        'radio-local',
+        'radio-local-plus',
+        'instant-stream',
+        'event-stream',
+        'streaming-boost-relay',
+        'temporary-autodj',
+        'temporary-audio',
+        'audio-storage-api',
+      ],
+    );
     for (const p of body.products) {
-      for (const field of ['id', 'name', 'type', 'billing_type', 'status', 'pricing_status', 'orderable', 'pricing', 'parameters', 'limits', 'payment']) assert.ok(field in p, `${p.id}.${field}`);
+      for (const field of [
+        'id',
+        'name',
+        'type',
+        'billing_type',
+        'status',
+        'pricing_status',
+        'orderable',
+        'pricing',
+        'parameters',
+        'limits',
+        'payment',
+      ])
+        assert.ok(field in p, `${p.id}.${field}`);
       assert.equal(p.unlisted_parameters, undefined, 'editor-only fields are not published');
     }
     const autodj = body.products.find((p: any) => p.id === 'temporary-autodj');
-    assert.deepEqual(autodj.pricing.packages.map((p: any) => [p.id, p.max_duration_hours, p.max_storage_mb, p.amount_atomic]),
-      [['24h-5gb', 24, 5120, '490000'], ['7d-5gb', 168, 5120, '1900000'], ['30d-10gb', 720, 10240, '6900000']]);
+    assert.deepEqual(
+      autodj.pricing.packages.map((p: any) => [p.id, p.max_duration_hours, p.max_storage_mb, p.amount_atomic]),
+      [
+        ['24h-5gb', 24, 5120, '490000'],
+        ['7d-5gb', 168, 5120, '1900000'],
+        ['30d-10gb', 720, 10240, '6900000'],
+      ],
+    );
     const relay = body.products.find((p: any) => p.id === 'streaming-boost-relay');
     assert.equal(relay.fulfillment.ssrf_protection, 'public_http_https_only');
     assert.equal(relay.fulfillment.source_stream_url_required, true);
@@ -72,7 +108,10 @@ describe('discovery', () => {
     assert.equal(body.agent_checkout.protocol, 'x402');
     assert.equal(body.agent_checkout.network, 'eip155:8453');
     for (const p of body.products) assert.equal(p.available_now, p.agent_orderable, p.product_id);
-    assert.deepEqual(body.products.filter((p: any) => p.agent_orderable).map((p: any) => p.product_id), ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj']);
+    assert.deepEqual(
+      body.products.filter((p: any) => p.agent_orderable).map((p: any) => p.product_id),
+      ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj'],
+    );
     for (const p of body.products) assert.ok(p.reason.length > 0);
   });
 
@@ -85,8 +124,8 @@ describe('discovery', () => {
     assert.match(body.catalog.content_hash, /^sha256:[0-9a-f]{64}$/);
     assert.equal(body.checks.database.ok, true);
     assert.equal(body.checks.chain.ok, true, 'the embedded chain answers');
-    const details = await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json() as any;
-    assert.match(details.checks.chain.block, /^\d+$/, 'the chain height is on the operator\'s listener');
+    const details = (await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json()) as any;
+    assert.match(details.checks.chain.block, /^\d+$/, "the chain height is on the operator's listener");
     assert.equal(typeof body.checks.icecast.ok, 'boolean');
     const check = await service.cli(['catalog', 'check']);
     assert.ok(check.stdout.includes(body.catalog.content_hash), 'same hash as catalog check');
@@ -96,10 +135,21 @@ describe('discovery', () => {
     const { body } = await get('/openapi.json');
     assert.equal(body.openapi, '3.1.0');
     const order = body.paths['/orders'].post;
-    assert.deepEqual({ ...order['x-payment-info'] }, {
-      protocol: 'x402', x402Version: 2, pricing_mode: 'dynamic', currency: 'USD', minimum: '0.27', maximum: '16.15', network: 'eip155:8453', asset: 'USDC',
-      price: { mode: 'dynamic', currency: 'USD', min: '0.27', max: '16.15', minimum: '0.27', maximum: '16.15' }, protocols: [{ x402: {} }],
-    });
+    assert.deepEqual(
+      { ...order['x-payment-info'] },
+      {
+        protocol: 'x402',
+        x402Version: 2,
+        pricing_mode: 'dynamic',
+        currency: 'USD',
+        minimum: '0.27',
+        maximum: '16.15',
+        network: 'eip155:8453',
+        asset: 'USDC',
+        price: { mode: 'dynamic', currency: 'USD', min: '0.27', max: '16.15', minimum: '0.27', maximum: '16.15' },
+        protocols: [{ x402: {} }],
+      },
+    );
     assert.match(order.parameters[0].description, /Reuse the same Idempotency-Key when you retry/);
     // Spec 5.4: POST /orders declares no security requirement of its own, describes the bearer key and answers 401.
     assert.equal(order.security, undefined);
@@ -107,9 +157,21 @@ describe('discovery', () => {
     assert.ok(order.responses[401] && order.responses[404] && order.responses[422]);
     assert.deepEqual(body.paths['/quotes'].post.security, [{ agentApiKey: [] }]);
     assert.deepEqual(body.components.schemas.QuoteRequest.required, ['product_id']);
-    assert.deepEqual(body.components.schemas.Parameters_temporary_autodj.required, ['duration_hours', 'bitrate_kbps', 'storage_mb']);
+    assert.deepEqual(body.components.schemas.Parameters_temporary_autodj.required, [
+      'duration_hours',
+      'bitrate_kbps',
+      'storage_mb',
+    ]);
     assert.equal(body.components.schemas.Parameters_instant_stream.properties.transfer_gb.maximum, 100);
-    for (const path of ['/orders/{order_id}', '/services/{service_id}', '/services/{service_id}/upgrade', '/services/{service_id}/usage', '/services/{service_id}/files/{name}', '/services/{service_id}/playlist']) assert.ok(body.paths[path], path);
+    for (const path of [
+      '/orders/{order_id}',
+      '/services/{service_id}',
+      '/services/{service_id}/upgrade',
+      '/services/{service_id}/usage',
+      '/services/{service_id}/files/{name}',
+      '/services/{service_id}/playlist',
+    ])
+      assert.ok(body.paths[path], path);
     assert.deepEqual(body.paths['/services/{service_id}/usage'].get.tags, ['Services']);
   });
 
@@ -124,21 +186,40 @@ describe('POST /quotes', () => {
     const missing = await request(service, 'POST', '/quotes', { body: instant, auth: false });
     assertErrorDocument(missing, 401, 'authentication_required');
     assert.match(missing.headers.get('www-authenticate')!, /^Bearer/);
-    const wrong = await request(service, 'POST', '/quotes', { body: instant, auth: false, headers: { authorization: 'Bearer aak_0000000000000000_' + 'x'.repeat(43) } });
+    const wrong = await request(service, 'POST', '/quotes', {
+      body: instant,
+      auth: false,
+      headers: { authorization: 'Bearer aak_0000000000000000_' + 'x'.repeat(43) },
+    });
     assertErrorDocument(wrong, 401, 'invalid_api_key');
     assert.match(wrong.headers.get('www-authenticate')!, /^Bearer/);
   });
 
   test('returns the exact price, breakdown, configuration and expiry', async () => {
     const before = Date.now();
-    const { status, body } = await quote({ product_id: 'temporary-autodj', parameters: { duration_hours: 48, bitrate_kbps: 96, storage_mb: 2048, transfer_gb: 0.5 } });
+    const { status, body } = await quote({
+      product_id: 'temporary-autodj',
+      parameters: { duration_hours: 48, bitrate_kbps: 96, storage_mb: 2048, transfer_gb: 0.5 },
+    });
     assert.equal(status, 200, JSON.stringify(body));
     const q = body.quote;
     assert.match(q.id, /^qt_/);
     assert.deepEqual(q.price, { amount: '1.9075', amount_atomic: '1907500', currency: 'USDC', decimals: 6 });
     assert.equal(q.currency, 'USDC');
-    assert.deepEqual(q.configuration, { duration_hours: 48, listeners: 50, bitrate_kbps: 96, storage_mb: 2048, transfer_gb: 0.5 });
-    assert.deepEqual(q.breakdown.map((l: any) => [l.code, l.quantity, l.unit, l.rate, l.amount_atomic]), [['package', '1', 'package', '1.9', '1900000'], ['transfer', '0.5', 'GB', '0.015', '7500']]);
+    assert.deepEqual(q.configuration, {
+      duration_hours: 48,
+      listeners: 50,
+      bitrate_kbps: 96,
+      storage_mb: 2048,
+      transfer_gb: 0.5,
+    });
+    assert.deepEqual(
+      q.breakdown.map((l: any) => [l.code, l.quantity, l.unit, l.rate, l.amount_atomic]),
+      [
+        ['package', '1', 'package', '1.9', '1900000'],
+        ['transfer', '0.5', 'GB', '0.015', '7500'],
+      ],
+    );
     assert.equal(q.formula, 'smallest duration/storage package plus (transfer_gb x 0.015 USDC)');
     assert.equal(q.transfer_policy, 'estimated_included_limit');
     assert.equal(q.pricing_status, 'approved');
@@ -149,10 +230,22 @@ describe('POST /quotes', () => {
   });
 
   test('lists every parameter problem with a JSON pointer, without coercion', async () => {
-    const { status, body } = await quote({ product_id: 'instant-stream', parameters: { duration_hours: '24', max_listeners: 0, colour: 'red' } });
-    assertErrorDocument({ status, body, headers: new Headers({ 'x-request-id': body.error.request_id }) }, 422, 'invalid_parameters');
+    const { status, body } = await quote({
+      product_id: 'instant-stream',
+      parameters: { duration_hours: '24', max_listeners: 0, colour: 'red' },
+    });
+    assertErrorDocument(
+      { status, body, headers: new Headers({ 'x-request-id': body.error.request_id }) },
+      422,
+      'invalid_parameters',
+    );
     const pointers = body.error.details.map((d: any) => d.pointer).sort();
-    assert.deepEqual(pointers, ['/parameters/bitrate_kbps', '/parameters/colour', '/parameters/duration_hours', '/parameters/max_listeners']);
+    assert.deepEqual(pointers, [
+      '/parameters/bitrate_kbps',
+      '/parameters/colour',
+      '/parameters/duration_hours',
+      '/parameters/max_listeners',
+    ]);
   });
 
   test('refuses what cannot be quoted with the right status and code', async () => {
@@ -160,7 +253,10 @@ describe('POST /quotes', () => {
     assertErrorDocument(await quote({ product_id: 'radio-directo', parameters: {} }), 422, 'product_not_quotable');
     assertErrorDocument(await quote({ product_id: 'temporary-audio', parameters: {} }), 409, 'product_planned');
     assertErrorDocument(await quote({ product_id: 'streaming-boost-relay', parameters: {} }), 409, 'pricing_pending');
-    const noPackage = await quote({ product_id: 'temporary-autodj', parameters: { duration_hours: 10, bitrate_kbps: 64, storage_mb: 50000 } });
+    const noPackage = await quote({
+      product_id: 'temporary-autodj',
+      parameters: { duration_hours: 10, bitrate_kbps: 64, storage_mb: 50000 },
+    });
     assertErrorDocument(noPackage, 422, 'no_package_covers');
     assert.equal(noPackage.body.error.details[0].pointer, '/parameters/storage_mb');
   });
@@ -169,18 +265,61 @@ describe('POST /quotes', () => {
     assertErrorDocument(await quote({ ...instant, extra: 1 }), 422, 'invalid_request');
     assertErrorDocument(await quote({ parameters: {} }), 422, 'invalid_request');
     assertErrorDocument(await quote([instant]), 422, 'invalid_json');
-    assertErrorDocument(await request(service, 'POST', '/quotes', { rawBody: '{"product_id": ', headers: { 'content-type': 'application/json' } }), 422, 'invalid_json');
-    assertErrorDocument(await request(service, 'POST', '/quotes', { rawBody: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), headers: { 'content-type': 'application/json' } }), 422, 'invalid_json');
-    assertErrorDocument(await request(service, 'POST', '/quotes', { rawBody: 'product_id=instant-stream', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
-    assertErrorDocument(await request(service, 'POST', '/quotes', { rawBody: JSON.stringify({ ...instant, pad: 'x'.repeat(1024 * 1024) }), headers: { 'content-type': 'application/json' } }), 413, 'body_too_large');
-    assertErrorDocument(await quote({ product_id: 'instant-stream', parameters: { __proto__: { admin: true }, constructor: {} } }), 422, 'invalid_parameters');
-    assertErrorDocument(await quote({ product_id: 'instant-stream', parameters: { duration_hours: 1e308, max_listeners: 1, bitrate_kbps: 16 } }), 422, 'invalid_parameters');
+    assertErrorDocument(
+      await request(service, 'POST', '/quotes', {
+        rawBody: '{"product_id": ',
+        headers: { 'content-type': 'application/json' },
+      }),
+      422,
+      'invalid_json',
+    );
+    assertErrorDocument(
+      await request(service, 'POST', '/quotes', {
+        rawBody: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
+        headers: { 'content-type': 'application/json' },
+      }),
+      422,
+      'invalid_json',
+    );
+    assertErrorDocument(
+      await request(service, 'POST', '/quotes', {
+        rawBody: 'product_id=instant-stream',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
+    assertErrorDocument(
+      await request(service, 'POST', '/quotes', {
+        rawBody: JSON.stringify({ ...instant, pad: 'x'.repeat(1024 * 1024) }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      413,
+      'body_too_large',
+    );
+    assertErrorDocument(
+      await quote({ product_id: 'instant-stream', parameters: { __proto__: { admin: true }, constructor: {} } }),
+      422,
+      'invalid_parameters',
+    );
+    assertErrorDocument(
+      await quote({
+        product_id: 'instant-stream',
+        parameters: { duration_hours: 1e308, max_listeners: 1, bitrate_kbps: 16 },
+      }),
+      422,
+      'invalid_parameters',
+    );
     assertErrorDocument(await quote(instant, { 'idempotency-key': 'k'.repeat(256) }), 422, 'idempotency_key_invalid');
     assertErrorDocument(await quote(instant, { 'idempotency-key': 'clé' }), 422, 'idempotency_key_invalid');
     const spaced = await quote(instant, { 'idempotency-key': 'retry of order 7' });
     assert.equal(spaced.status, 200);
     assert.equal(spaced.body.idempotency.key, 'retry of order 7');
-    const raw = (duration: string) => request(service, 'POST', '/quotes', { rawBody: `{"product_id":"instant-stream","parameters":{"duration_hours":${duration},"max_listeners":1,"bitrate_kbps":16}}`, headers: { 'content-type': 'application/json' } });
+    const raw = (duration: string) =>
+      request(service, 'POST', '/quotes', {
+        rawBody: `{"product_id":"instant-stream","parameters":{"duration_hours":${duration},"max_listeners":1,"bitrate_kbps":16}}`,
+        headers: { 'content-type': 'application/json' },
+      });
     assertErrorDocument(await raw('1.0000000000000000001'), 422, 'number_not_exact');
     assertErrorDocument(await raw('1e400'), 422, 'number_not_exact');
     assert.equal((await raw('1.00000005')).body.quote.price.amount_atomic, '270001');
@@ -188,10 +327,20 @@ describe('POST /quotes', () => {
   });
 
   test('one configuration quoted again: a quote and a record of its own each time, each replaying byte for byte; the answer kept only for an Idempotency-Key', async () => {
-    const configuration = { product_id: 'instant-stream', parameters: { duration_hours: 5, max_listeners: 7, bitrate_kbps: 96 } };
+    const configuration = {
+      product_id: 'instant-stream',
+      parameters: { duration_hours: 5, max_listeners: 7, bitrate_kbps: 96 },
+    };
     const key = `again-${Date.now()}`;
-    const answers = [await quote(configuration), await quote(configuration), await quote(configuration, { 'idempotency-key': key })];
-    const quotes = answers.map((a) => { assert.equal(a.status, 200, JSON.stringify(a.body)); return a.body.quote; });
+    const answers = [
+      await quote(configuration),
+      await quote(configuration),
+      await quote(configuration, { 'idempotency-key': key }),
+    ];
+    const quotes = answers.map((a) => {
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      return a.body.quote;
+    });
     assert.equal(new Set(quotes.map((q) => q.id)).size, 3);
     assert.equal(new Set(quotes.map((q) => q.audit.evaluation_id)).size, 3);
     for (const q of quotes) {
@@ -206,16 +355,29 @@ describe('POST /quotes', () => {
       assert.equal(JSON.parse(replay.stdout.split('\n')[0]).identical, true);
     }
     // The answer is the same text when the key is repeated, byte for byte.
-    const first = await fetch(`${service.baseUrl}/quotes`, { method: 'POST', headers: { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(configuration) });
+    const first = await fetch(`${service.baseUrl}/quotes`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${service.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+      },
+      body: JSON.stringify(configuration),
+    });
     assert.equal(first.headers.get('content-type'), 'application/json; charset=utf-8');
-    assert.equal(await first.text(), JSON.stringify({ ok: true, quote: quotes[2], idempotency: { key, replayed: true } }));
+    assert.equal(
+      await first.text(),
+      JSON.stringify({ ok: true, quote: quotes[2], idempotency: { key, replayed: true } }),
+    );
 
     const pg = (await import('pg')).default;
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
     const client = new pg.Client({ connectionString: lock.database_url });
     await client.connect();
     try {
-      const { rows } = await client.query('SELECT id, response FROM quotes WHERE id = ANY($1)', [quotes.map((q) => q.id)]);
+      const { rows } = await client.query('SELECT id, response FROM quotes WHERE id = ANY($1)', [
+        quotes.map((q) => q.id),
+      ]);
       const stored = new Map(rows.map((r) => [r.id, r.response]));
       assert.equal(stored.get(quotes[0].id), null, 'a quote without an Idempotency-Key is never answered again');
       assert.equal(stored.get(quotes[1].id), null);
@@ -233,7 +395,10 @@ describe('POST /quotes', () => {
     assert.deepEqual(first.body.idempotency, { key, replayed: false });
     assert.deepEqual(again.body.idempotency, { key, replayed: true });
     assert.deepEqual(again.body.quote, first.body.quote);
-    const other = await quote({ ...instant, parameters: { ...instant.parameters, duration_hours: 3 } }, { 'idempotency-key': key });
+    const other = await quote(
+      { ...instant, parameters: { ...instant.parameters, duration_hours: 3 } },
+      { 'idempotency-key': key },
+    );
     assertErrorDocument(other, 409, 'idempotency_key_reused');
   });
 
@@ -277,7 +442,10 @@ describe('API keys', () => {
 
 describe('hot reload and audit replay', () => {
   const file = () => join(catalog.catalogDir, 'products/temporary-autodj.yaml');
-  const autodj = { product_id: 'temporary-autodj', parameters: { duration_hours: 10, bitrate_kbps: 64, storage_mb: 100 } };
+  const autodj = {
+    product_id: 'temporary-autodj',
+    parameters: { duration_hours: 10, bitrate_kbps: 64, storage_mb: 100 },
+  };
 
   async function waitForHash(predicate: (hash: string, body: any) => boolean) {
     for (let i = 0; i < 100; i++) {
@@ -326,14 +494,22 @@ describe('hot reload and audit replay', () => {
     const path = join(catalog.catalogDir, 'products/instant-stream.yaml');
     const original = await readFile(path, 'utf8');
     const oldHash = (await get('/health')).body.catalog.content_hash;
-    await writeFile(path, original.replace('orderable: { human: false, agent: true }', 'orderable: { human: false, agent: false }'));
+    await writeFile(
+      path,
+      original.replace('orderable: { human: false, agent: true }', 'orderable: { human: false, agent: false }'),
+    );
     try {
       await waitForHash((h) => h !== oldHash);
       const { status, body } = await quote(instant);
       assert.equal(status, 200);
       assert.equal(body.quote.agent_orderable, false);
-      assert.deepEqual(body.quote.agent_orderable_reasons.map((r: any) => r.code), ['not_agent_orderable']);
-      const availability = (await get('/availability')).body.products.find((p: any) => p.product_id === 'instant-stream');
+      assert.deepEqual(
+        body.quote.agent_orderable_reasons.map((r: any) => r.code),
+        ['not_agent_orderable'],
+      );
+      const availability = (await get('/availability')).body.products.find(
+        (p: any) => p.product_id === 'instant-stream',
+      );
       assert.equal(availability.available_now, false);
       assert.match(availability.reason, /not open/);
     } finally {
@@ -365,7 +541,9 @@ describe('hot reload and audit replay', () => {
     await client.connect();
     try {
       const id = body.quote.audit.evaluation_id;
-      const { rows: [stored] } = await client.query('SELECT record FROM audit_records WHERE id = $1', [id]);
+      const {
+        rows: [stored],
+      } = await client.query('SELECT record FROM audit_records WHERE id = $1', [id]);
       const tampered = stored.record.replace('"total_atomic":"290000"', '"total_atomic":"1"');
       assert.notEqual(tampered, stored.record);
       await client.query('UPDATE audit_records SET record = $2 WHERE id = $1', [id, tampered]);
@@ -378,7 +556,9 @@ describe('hot reload and audit replay', () => {
       await client.query('UPDATE audit_records SET record = $2 WHERE id = $1', [id, stored.record]);
       assert.equal((await service.cli(['audit', 'verify'])).code, 0, 'restored');
 
-      await client.query('DELETE FROM quotes WHERE evaluation_id = (SELECT id FROM audit_records ORDER BY seq DESC LIMIT 1)');
+      await client.query(
+        'DELETE FROM quotes WHERE evaluation_id = (SELECT id FROM audit_records ORDER BY seq DESC LIMIT 1)',
+      );
       await client.query('DELETE FROM audit_records WHERE seq = (SELECT max(seq) FROM audit_records)');
       const deleted = await service.cli(['audit', 'verify']);
       assert.equal(deleted.code, 1);
@@ -394,11 +574,16 @@ describe('limits', () => {
     const { request: raw } = await import('node:http');
     const url = new URL(service.baseUrl);
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = raw({ host: url.hostname, port: url.port, path: '/api/v1/products', headers: { 'x-big': 'a'.repeat(20_000) } }, (res) => {
-        let body = '';
-        res.on('data', (d) => { body += d; });
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
+      const req = raw(
+        { host: url.hostname, port: url.port, path: '/api/v1/products', headers: { 'x-big': 'a'.repeat(20_000) } },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => {
+            body += d;
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -416,7 +601,9 @@ describe('limits', () => {
     const started = Date.now();
     const answer = await new Promise<string>((resolve) => {
       let text = '';
-      socket.on('data', (d) => { text += d; });
+      socket.on('data', (d) => {
+        text += d;
+      });
       socket.on('close', () => resolve(text));
     });
     assert.match(answer, /^HTTP\/1\.1 408/);
@@ -428,8 +615,9 @@ describe('limits', () => {
   // 60 requests against 2/s with a burst of 4 stay limited unless sending them takes more than 28 s.
   test('an API key past its rate gets 429 with Retry-After', async () => {
     const slow = await startService({ RATE_LIMIT_PER_KEY: '2', RATE_LIMIT_PER_IP: '0' });
-    const answers = await Promise.all(Array.from({ length: 60 }, () => request(slow, 'POST', '/quotes', { body: { product_id: 'no-such-product' } })))
-      .finally(() => slow.stop());
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, () => request(slow, 'POST', '/quotes', { body: { product_id: 'no-such-product' } })),
+    ).finally(() => slow.stop());
     const limited = answers.filter((a) => a.status === 429);
     assert.ok(limited.length >= 40, `most requests are limited (${limited.length} of 60)`);
     assert.ok(answers.filter((a) => a.status === 404).length >= 4, 'the burst allowance passes');

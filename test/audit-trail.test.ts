@@ -29,11 +29,17 @@ after(async () => {
 });
 
 const stream = async (parameters: Record<string, unknown>) => {
-  const r = await buy(service, wallet, { product_id: 'instant-stream', email: 'audit@example.com', station_name: 'Audit FM', parameters });
+  const r = await buy(service, wallet, {
+    product_id: 'instant-stream',
+    email: 'audit@example.com',
+    station_name: 'Audit FM',
+    parameters,
+  });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body as { order: any; service: { service_id: string } };
 };
-const upgrade = (serviceId: string, productId = 'event-stream') => payFor(service, wallet, `/services/${serviceId}/upgrade`, { product_id: productId });
+const upgrade = (serviceId: string, productId = 'event-stream') =>
+  payFor(service, wallet, `/services/${serviceId}/upgrade`, { product_id: productId });
 const verify = (...args: string[]) => service.cli(['audit', 'verify', ...args]);
 const json = (text: string) => JSON.parse(text);
 
@@ -58,36 +64,80 @@ describe('the audit trail', () => {
     const record = json((await service.cli(['audit', 'show', order.evaluation_id])).stdout).record;
     assert.equal(record.kind, 'upgrade_price');
     assert.equal(record.amount_atomic, order.amount.amount_atomic, 'the record says what was charged');
-    assert.deepEqual(record.input.paid, [{ order_id: bought.order.id, amount_atomic: bought.order.amount.amount_atomic, hours: 24 }], 'what was paid for the service so far');
+    assert.deepEqual(
+      record.input.paid,
+      [{ order_id: bought.order.id, amount_atomic: bought.order.amount.amount_atomic, hours: 24 }],
+      'what was paid for the service so far',
+    );
     assert.equal(record.input.from_product_id, 'instant-stream');
     assert.equal(record.target.output.product_id, 'event-stream');
     assert.ok(record.current, 'the credit comes from an evaluation of the current product');
-    const unused = BigInt(bought.order.amount.amount_atomic) * BigInt(Math.round(record.input.remaining_hours * 100)) / 2400n;
+    const unused =
+      (BigInt(bought.order.amount.amount_atomic) * BigInt(Math.round(record.input.remaining_hours * 100))) / 2400n;
     assert.ok(BigInt(record.credit_atomic) <= unused, 'the credit is at most the unused share of what was paid');
-    assert.equal(BigInt(record.amount_atomic), [BigInt(record.target.output.total_atomic) - BigInt(record.credit_atomic), BigInt(record.minimum_atomic)].reduce((a, b) => (a > b ? a : b)));
+    assert.equal(
+      BigInt(record.amount_atomic),
+      [BigInt(record.target.output.total_atomic) - BigInt(record.credit_atomic), BigInt(record.minimum_atomic)].reduce(
+        (a, b) => (a > b ? a : b),
+      ),
+    );
 
     const svc = await request(service, 'GET', `/services/${id}`);
-    assert.equal(svc.body.evaluation_id, order.evaluation_id, 'the service shows the evaluation that priced its current form');
-    assert.deepEqual(svc.body.evaluations.map((e: any) => e.evaluation_id), [bought.order.evaluation_id, order.evaluation_id]);
+    assert.equal(
+      svc.body.evaluation_id,
+      order.evaluation_id,
+      'the service shows the evaluation that priced its current form',
+    );
+    assert.deepEqual(
+      svc.body.evaluations.map((e: any) => e.evaluation_id),
+      [bought.order.evaluation_id, order.evaluation_id],
+    );
     assert.equal((await request(service, 'GET', `/orders/${order.id}`)).body.order.evaluation_id, order.evaluation_id);
 
     const byService = json((await service.cli(['audit', 'show', id])).stdout);
-    assert.deepEqual(new Set(byService.records.map((x: any) => x.kind)), new Set(['order_price', 'upgrade_price', 'order_state']));
-    const states = byService.records.filter((x: any) => x.kind === 'order_state' && x.subject === order.id).map((x: any) => x.record.state);
+    assert.deepEqual(
+      new Set(byService.records.map((x: any) => x.kind)),
+      new Set(['order_price', 'upgrade_price', 'order_state']),
+    );
+    const states = byService.records
+      .filter((x: any) => x.kind === 'order_state' && x.subject === order.id)
+      .map((x: any) => x.record.state);
     assert.deepEqual(states, ['settling', 'provisioning', 'active'], 'claim, settlement and provisioning are chained');
-    const settled = byService.records.find((x: any) => x.kind === 'order_state' && x.subject === order.id && x.record.state === 'provisioning');
+    const settled = byService.records.find(
+      (x: any) => x.kind === 'order_state' && x.subject === order.id && x.record.state === 'provisioning',
+    );
     assert.match(settled.record.settlement.transaction, /^0x[0-9a-f]{64}$/);
 
-    const listed = json((await service.cli(['audit', 'list', '--kind', 'upgrade_price', '--product', 'event-stream', '--since', '2000-01-01'])).stdout);
+    const listed = json(
+      (
+        await service.cli([
+          'audit',
+          'list',
+          '--kind',
+          'upgrade_price',
+          '--product',
+          'event-stream',
+          '--since',
+          '2000-01-01',
+        ])
+      ).stdout,
+    );
     assert.ok(listed.some((x: any) => x.id === order.evaluation_id));
     const keyId = (await db.query('SELECT api_key_id FROM orders WHERE id = $1', [order.id])).rows[0].api_key_id;
-    assert.ok(json((await service.cli(['audit', 'list', '--key', keyId, '--kind', 'order_state'])).stdout).some((x: any) => x.subject === order.id));
+    assert.ok(
+      json((await service.cli(['audit', 'list', '--key', keyId, '--kind', 'order_state'])).stdout).some(
+        (x: any) => x.subject === order.id,
+      ),
+    );
     assert.deepEqual(json((await service.cli(['audit', 'list', '--key', 'key_nobody'])).stdout), []);
     assert.deepEqual(json((await service.cli(['audit', 'list', '--until', '2000-01-01'])).stdout), []);
   });
 
   test('an upgrade that changes nothing is refused before any payment', async () => {
-    const ask = await request(service, 'POST', `/services/${upgraded.serviceId}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': `noop-${Date.now()}` } });
+    const ask = await request(service, 'POST', `/services/${upgraded.serviceId}/upgrade`, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': `noop-${Date.now()}` },
+    });
     assert.equal(ask.status, 409, JSON.stringify(ask.body));
     assert.equal(ask.body.error.code, 'upgrade_changes_nothing');
     assert.match(ask.body.error.message, /would change nothing/);
@@ -95,7 +145,10 @@ describe('the audit trail', () => {
 
   test('parallel upgrades of one service: one is charged, the others are refused without charge', async () => {
     const bought = await stream({ duration_hours: 2, max_listeners: 2, bitrate_kbps: 64 });
-    const ask = await request(service, 'POST', `/services/${bought.service.service_id}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': `ask-${Date.now()}` } });
+    const ask = await request(service, 'POST', `/services/${bought.service.service_id}/upgrade`, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': `ask-${Date.now()}` },
+    });
     const { asset } = decodePaymentRequiredHeader(ask.headers.get('payment-required')!).accepts[0];
     const before = await wallet.balanceOf(asset, dev.buyer.address);
     const answers = await Promise.all([1, 2, 3].map(() => upgrade(bought.service.service_id)));
@@ -103,9 +156,12 @@ describe('the audit trail', () => {
     assert.equal(paid.length, 1, JSON.stringify(answers.map((a) => [a.status, a.body.error?.code])));
     for (const a of answers.filter((x) => x.status !== 200)) {
       assert.equal(a.status, 409, JSON.stringify(a.body));
-      assert.ok(['upgrade_in_progress', 'service_changed', 'upgrade_changes_nothing'].includes(a.body.error.code), a.body.error.code);
+      assert.ok(
+        ['upgrade_in_progress', 'service_changed', 'upgrade_changes_nothing'].includes(a.body.error.code),
+        a.body.error.code,
+      );
     }
-    const spent = before - await wallet.balanceOf(asset, dev.buyer.address);
+    const spent = before - (await wallet.balanceOf(asset, dev.buyer.address));
     assert.equal(spent, BigInt(paid[0].body.order.amount.amount_atomic), 'exactly one upgrade was charged on chain');
   });
 
@@ -149,36 +205,61 @@ describe('the audit trail', () => {
     assert.match(bad.stderr, /record_hash: the record was edited/);
   });
 
-  test('an order at a quote\'s locked price: exported with the quote\'s evaluation, and verify checks the price', async () => {
+  test("an order at a quote's locked price: exported with the quote's evaluation, and verify checks the price", async () => {
     const parameters = { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 };
     const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters } });
     assert.equal(quoted.status, 200);
-    const r = await buy(service, wallet, { product_id: 'instant-stream', billing: 'quote', email: 'audit@example.com', station_name: 'Audit FM', parameters, metadata: { quote_id: quoted.body.quote.id } });
+    const r = await buy(service, wallet, {
+      product_id: 'instant-stream',
+      billing: 'quote',
+      email: 'audit@example.com',
+      station_name: 'Audit FM',
+      parameters,
+      metadata: { quote_id: quoted.body.quote.id },
+    });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.order.amount.amount_atomic, quoted.body.quote.price.amount_atomic);
     const bundle = json((await service.cli(['audit', 'export', '--order', r.body.order.id])).stdout);
-    assert.ok(bundle.records.some((x: any) => x.id === quoted.body.quote.audit.evaluation_id), 'the quote that locked the price is in the bundle');
+    assert.ok(
+      bundle.records.some((x: any) => x.id === quoted.body.quote.audit.evaluation_id),
+      'the quote that locked the price is in the bundle',
+    );
     const result = await verify();
     assert.equal(result.code, 0, result.stderr);
 
-    await db.query("SET session_replication_role = replica");
+    await db.query('SET session_replication_role = replica');
     try {
       await db.query('UPDATE quotes SET amount_atomic = 1 WHERE id = $1', [quoted.body.quote.id]);
       await db.query('UPDATE orders SET amount_atomic = 1 WHERE id = $1', [r.body.order.id]);
       const edited = await verify();
       assert.equal(edited.code, 1);
-      assert.match(edited.stderr, new RegExp(`order ${r.body.order.id}: charged 1 atomic units at quote price, but the quote's evaluation`));
+      assert.match(
+        edited.stderr,
+        new RegExp(`order ${r.body.order.id}: charged 1 atomic units at quote price, but the quote's evaluation`),
+      );
     } finally {
-      await db.query('UPDATE quotes SET amount_atomic = $2 WHERE id = $1', [quoted.body.quote.id, quoted.body.quote.price.amount_atomic]);
-      await db.query('UPDATE orders SET amount_atomic = $2 WHERE id = $1', [r.body.order.id, r.body.order.amount.amount_atomic]);
-      await db.query("SET session_replication_role = origin");
+      await db.query('UPDATE quotes SET amount_atomic = $2 WHERE id = $1', [
+        quoted.body.quote.id,
+        quoted.body.quote.price.amount_atomic,
+      ]);
+      await db.query('UPDATE orders SET amount_atomic = $2 WHERE id = $1', [
+        r.body.order.id,
+        r.body.order.amount.amount_atomic,
+      ]);
+      await db.query('SET session_replication_role = origin');
     }
   });
 
-  test('GET /audit/head tells nobody the record count; the auditor\'s copy still checks the chain', async () => {
-    const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 2, max_listeners: 2, bitrate_kbps: 64 } } });
-    const quotedSeq = (await db.query('SELECT seq::text FROM audit_records WHERE id = $1', [quoted.body.quote.audit.evaluation_id])).rows[0].seq;
-    const answer = await waitForHead(async (h) => BigInt(await seqOfLink(h.signed_head.head.chain_hash)) >= BigInt(quotedSeq));
+  test("GET /audit/head tells nobody the record count; the auditor's copy still checks the chain", async () => {
+    const quoted = await request(service, 'POST', '/quotes', {
+      body: { product_id: 'instant-stream', parameters: { duration_hours: 2, max_listeners: 2, bitrate_kbps: 64 } },
+    });
+    const quotedSeq = (
+      await db.query('SELECT seq::text FROM audit_records WHERE id = $1', [quoted.body.quote.audit.evaluation_id])
+    ).rows[0].seq;
+    const answer = await waitForHead(
+      async (h) => BigInt(await seqOfLink(h.signed_head.head.chain_hash)) >= BigInt(quotedSeq),
+    );
     for (const document of [answer, (await request(service, 'GET', '/audit/head')).body]) {
       assert.doesNotMatch(JSON.stringify(document), /"seq"/, 'no record count, with or without an API key');
       assert.deepEqual(Object.keys(document.signed_head.head).sort(), ['chain_hash', 'key_id', 'signed_at', 'type']);
@@ -193,7 +274,10 @@ describe('the audit trail', () => {
     assert.equal(kept.code, 0, kept.stdout + kept.stderr);
     assert.match(kept.stdout, /intact and passes through the 1 signed heads given/);
     // A checkpoint of a link the chain does not have is reported, not ignored.
-    const elsewhere = { ...answer.signed_head, head: { ...answer.signed_head.head, chain_hash: 'sha256:' + '2'.repeat(64) } };
+    const elsewhere = {
+      ...answer.signed_head,
+      head: { ...answer.signed_head.head, chain_hash: 'sha256:' + '2'.repeat(64) },
+    };
     const stranger = join(dir, 'stranger.json');
     await writeFile(stranger, JSON.stringify(elsewhere));
     assert.match((await verify('--head', stranger)).stderr, /signature does not verify/);
@@ -201,7 +285,9 @@ describe('the audit trail', () => {
 
   test('verify notices an edited kind, created_at or order amount', async () => {
     assert.equal((await verify()).code, 0, (await verify()).stderr);
-    const [quoteRecord] = (await db.query("SELECT id, kind FROM audit_records WHERE kind = 'order_price' ORDER BY seq LIMIT 1")).rows;
+    const [quoteRecord] = (
+      await db.query("SELECT id, kind FROM audit_records WHERE kind = 'order_price' ORDER BY seq LIMIT 1")
+    ).rows;
 
     await db.query("UPDATE audit_records SET kind = 'quote_price' WHERE id = $1", [quoteRecord.id]);
     let result = await verify();
@@ -209,16 +295,30 @@ describe('the audit trail', () => {
     assert.match(result.stderr, new RegExp(`${quoteRecord.id}.*a stored field was edited`));
     await db.query('UPDATE audit_records SET kind = $2 WHERE id = $1', [quoteRecord.id, quoteRecord.kind]);
 
-    await db.query("UPDATE audit_records SET created_at = created_at - interval '1 day' WHERE id = $1", [quoteRecord.id]);
+    await db.query("UPDATE audit_records SET created_at = created_at - interval '1 day' WHERE id = $1", [
+      quoteRecord.id,
+    ]);
     result = await verify();
     assert.equal(result.code, 1);
     assert.match(result.stderr, /a stored field was edited/);
-    await db.query("UPDATE audit_records SET created_at = created_at + interval '1 day' WHERE id = $1", [quoteRecord.id]);
+    await db.query("UPDATE audit_records SET created_at = created_at + interval '1 day' WHERE id = $1", [
+      quoteRecord.id,
+    ]);
     assert.equal((await verify()).code, 0, 'restored');
 
     // The catalog a record ran on, edited: nothing is replayed on it.
-    const { rows: [snapshot] } = await db.query('SELECT hash, files FROM snapshots WHERE hash = (SELECT snapshot_hash FROM audit_records WHERE id = $1)', [quoteRecord.id]);
-    const edited = Object.fromEntries(Object.entries(snapshot.files as Record<string, string>).map(([k, v]) => [k, k.endsWith('instant-stream.yaml') ? v.replace('base_atomic: "250000"', 'base_atomic: "1"') : v]));
+    const {
+      rows: [snapshot],
+    } = await db.query(
+      'SELECT hash, files FROM snapshots WHERE hash = (SELECT snapshot_hash FROM audit_records WHERE id = $1)',
+      [quoteRecord.id],
+    );
+    const edited = Object.fromEntries(
+      Object.entries(snapshot.files as Record<string, string>).map(([k, v]) => [
+        k,
+        k.endsWith('instant-stream.yaml') ? v.replace('base_atomic: "250000"', 'base_atomic: "1"') : v,
+      ]),
+    );
     await db.query('UPDATE snapshots SET files = $2 WHERE hash = $1', [snapshot.hash, edited]);
     const replayed = await service.cli(['audit', 'replay', quoteRecord.id]);
     assert.equal(replayed.code, 1);
@@ -228,13 +328,18 @@ describe('the audit trail', () => {
     // An edit that bypasses the trigger (as a database owner can) leaves the row apart from its chained state.
     const orderId = upgraded.order.id;
     const amount = upgraded.order.amount.amount_atomic;
-    await db.query("SET session_replication_role = replica");
+    await db.query('SET session_replication_role = replica');
     await db.query('UPDATE orders SET amount_atomic = 1 WHERE id = $1', [orderId]);
     result = await verify();
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`order ${orderId}: amount_atomic is "1" in the orders table but "${amount}" in its last chained state`));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `order ${orderId}: amount_atomic is "1" in the orders table but "${amount}" in its last chained state`,
+      ),
+    );
     await db.query('UPDATE orders SET amount_atomic = $2 WHERE id = $1', [orderId, amount]);
-    await db.query("SET session_replication_role = origin");
+    await db.query('SET session_replication_role = origin');
     assert.equal((await verify()).code, 0, 'restored');
   });
 
@@ -243,15 +348,22 @@ describe('the audit trail', () => {
     await db.query('UPDATE orders SET amount_atomic = 2 WHERE id = $1', [orderId]);
     const result = await verify();
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`order ${orderId}: amount_atomic changed from "${upgraded.order.amount.amount_atomic}" to "2"`));
+    assert.match(
+      result.stderr,
+      new RegExp(`order ${orderId}: amount_atomic changed from "${upgraded.order.amount.amount_atomic}" to "2"`),
+    );
   });
 
   test('a whole rewrite with recomputed hashes is caught by the signed heads, and by a head an auditor kept', async () => {
-    const quoted = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 3, max_listeners: 2, bitrate_kbps: 64 } } });
+    const quoted = await request(service, 'POST', '/quotes', {
+      body: { product_id: 'instant-stream', parameters: { duration_hours: 3, max_listeners: 2, bitrate_kbps: 64 } },
+    });
     assert.equal(quoted.status, 200);
     const target = quoted.body.quote.audit.evaluation_id;
     const quotedSeq = (await db.query('SELECT seq::text FROM audit_records WHERE id = $1', [target])).rows[0].seq;
-    const kept = await waitForHead(async (h) => BigInt(await seqOfLink(h.signed_head.head.chain_hash)) >= BigInt(quotedSeq));
+    const kept = await waitForHead(
+      async (h) => BigInt(await seqOfLink(h.signed_head.head.chain_hash)) >= BigInt(quotedSeq),
+    );
     const keptFile = join(await scratchDir('audit-head-'), 'head.json');
     await writeFile(keptFile, JSON.stringify(kept.signed_head));
     // The attacker rewrites a record and recomputes every hash after it, as the schema's own functions do.
@@ -285,7 +397,6 @@ describe('the audit trail', () => {
   });
 });
 
-
 /** The signed head, once it covers what the test needs (heads are signed at most once a second). */
 async function waitForHead(covers: (body: any) => Promise<boolean>): Promise<any> {
   for (let i = 0; i < 100; i++) {
@@ -299,5 +410,7 @@ async function waitForHead(covers: (body: any) => Promise<boolean>): Promise<any
 
 /** The seq of the record whose link is this chain hash (-1 when none): a public head names its place by its link. */
 async function seqOfLink(chainHash: string): Promise<string> {
-  return (await db.query('SELECT seq::text FROM audit_records WHERE chain_hash = $1', [chainHash])).rows[0]?.seq ?? '-1';
+  return (
+    (await db.query('SELECT seq::text FROM audit_records WHERE chain_hash = $1', [chainHash])).rows[0]?.seq ?? '-1'
+  );
 }

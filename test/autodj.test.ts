@@ -28,23 +28,35 @@ describe('autodj play order', () => {
   it('keeps the playlist order, round after round, and follows edits', () => {
     const order = new PlayOrder(false);
     const list = ['/a', '/b', '/c'];
-    assert.deepEqual([1, 2, 3, 4, 5].map(() => order.next(list)), ['/a', '/b', '/c', '/a', '/b']);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5].map(() => order.next(list)),
+      ['/a', '/b', '/c', '/a', '/b'],
+    );
     list.push('/d'); // appended mid-round: plays before the round starts again
-    assert.deepEqual([1, 2, 3].map(() => order.next(list)), ['/c', '/d', '/a']);
+    assert.deepEqual(
+      [1, 2, 3].map(() => order.next(list)),
+      ['/c', '/d', '/a'],
+    );
     assert.equal(order.next([]), undefined);
   });
 
   it('shuffles each round into a new permutation without repeating across the seam', () => {
     let seed = 7;
-    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     const order = new PlayOrder(true, random);
     const list = ['/a', '/b', '/c', '/d', '/e'];
     const rounds = [0, 1, 2, 3].map(() => list.map(() => order.next(list)!));
     for (const round of rounds) assert.deepEqual([...round].sort(), list);
     assert.ok(new Set(rounds.map((r) => r.join())).size > 1, 'rounds differ');
     for (let i = 1; i < rounds.length; i++) assert.notEqual(rounds[i][0], rounds[i - 1].at(-1));
-    assert.deepEqual([1, 2, 3].map(() => order.next(['/x'])), ['/x', '/x', '/x']);
-    assert.deepEqual([1, 2].map(() => order.next(['/y', '/y'])), ['/y', '/y']);
+    assert.deepEqual(
+      [1, 2, 3].map(() => order.next(['/x'])),
+      ['/x', '/x', '/x'],
+    );
+    assert.deepEqual(
+      [1, 2].map(() => order.next(['/y', '/y'])),
+      ['/y', '/y'],
+    );
   });
 });
 
@@ -52,7 +64,13 @@ describe('pcm pacer', () => {
   it('writes in real time on frame boundaries, fires marks in place and fills with silence', async () => {
     const out: Buffer[] = [];
     const marks: number[] = [];
-    const pacer = new PcmPacer((pcm) => out.push(pcm), { bytesPerSecond: 4000, frameBytes: 4, tickMs: 10, leadMs: 0, highWaterMs: 100 });
+    const pacer = new PcmPacer((pcm) => out.push(pcm), {
+      bytesPerSecond: 4000,
+      frameBytes: 4,
+      tickMs: 10,
+      leadMs: 0,
+      highWaterMs: 100,
+    });
     const written = () => out.reduce((n, b) => n + b.length, 0);
     pacer.start();
     void pacer.push(Buffer.alloc(7, 0x11)); // a partial frame at the end of a "track"
@@ -64,13 +82,19 @@ describe('pcm pacer', () => {
     pacer.stop();
     const elapsedMs = performance.now() - began;
     const all = Buffer.concat(out);
-    assert.ok(out.every((b) => b.length % 4 === 0), 'every write is whole frames');
+    assert.ok(
+      out.every((b) => b.length % 4 === 0),
+      'every write is whole frames',
+    );
     // Silence may come first (the clock starts at start()), but only in whole frames.
     const at = all.indexOf(0x11);
     assert.equal(at % 4, 0);
     assert.deepEqual([...all.subarray(at, at + 8)], [0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x00]);
     assert.deepEqual(marks, [at + 8]);
-    assert.equal(all.subarray(at + 8, at + 1008).every((b) => b === 0x22), true);
+    assert.equal(
+      all.subarray(at + 8, at + 1008).every((b) => b === 0x22),
+      true,
+    );
     assert.ok(waitedMs > 100, `push waited ${waitedMs} ms`);
     assert.ok(Math.abs(written() - (elapsedMs / 1000) * 4000) < 200, `${written()} bytes in ${elapsedMs} ms`);
     assert.ok(pacer.silenceBytes > 0 && all.subarray(at + 1008).every((b) => b === 0));
@@ -87,7 +111,9 @@ const SOURCE = { user: 'source', pass: 'dj-s3cret' };
 const BITRATE_KBPS = 64;
 
 const decider: MountDecider = {
-  authorizeSource: (r) => ({ accept: [MOUNT, EMPTY_MOUNT].includes(r.mount) && r.user === SOURCE.user && r.pass === SOURCE.pass }),
+  authorizeSource: (r) => ({
+    accept: [MOUNT, EMPTY_MOUNT].includes(r.mount) && r.user === SOURCE.user && r.pass === SOURCE.pass,
+  }),
   authorizeListener: (r) => ({ accept: [MOUNT, EMPTY_MOUNT].includes(r.mount) }),
   listenerLeft: () => {},
   mountAdded: () => {},
@@ -121,9 +147,14 @@ function cpuSeconds(pid: number | 'self-children'): number {
 
 /** The longest run of silence, in ms, in an MP3 stream, after its first sound. */
 function longestSilenceMs(mp3: Buffer): number {
-  const decoded = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', '8000', 'pipe:1'], {
-    input: mp3, maxBuffer: 64 * 1024 * 1024,
-  });
+  const decoded = spawnSync(
+    'ffmpeg',
+    ['-loglevel', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', '8000', 'pipe:1'],
+    {
+      input: mp3,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   const samples = new Int16Array(decoded.stdout.buffer, decoded.stdout.byteOffset, decoded.stdout.length >> 1);
   const window = 80; // 10 ms
   let heard = false;
@@ -157,49 +188,96 @@ describe('autodj end to end', () => {
   const isLive = async (mount: string) => (await supervisor.admin.listMounts()).some((m) => m.mount === mount);
   /** The mount's `title` as /admin/stats shows it (IcecastAdmin.stats does not read it). */
   const statsTitle = async (mount: string) => {
-    const response = await fetch(`${supervisor.baseUrl}/admin/stats?mount=${encodeURIComponent(mount)}`, { headers: { authorization: adminAuth } });
+    const response = await fetch(`${supervisor.baseUrl}/admin/stats?mount=${encodeURIComponent(mount)}`, {
+      headers: { authorization: adminAuth },
+    });
     const source = parseXml(await response.text()).children.find((e) => e.name === 'source');
     return source?.children.find((e) => e.name === 'title')?.text;
   };
 
-  before(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'autodj-test-'));
-    await chmod(dataDir, 0o755);
-    callbacks = await startCallbackServer({ decider });
-    supervisor = new IcecastSupervisor({ dataDir: join(dataDir, 'icecast'), callbackBaseUrl: callbacks.url, maxClients: 20, maxSources: 4 });
-    await supervisor.start();
-    const config = parseXml(await readFile(supervisor.configPath, 'utf8'));
-    const password = config.children.find((e) => e.name === 'authentication')!.children.find((e) => e.name === 'admin-password')!.text;
-    adminAuth = `Basic ${Buffer.from(`${supervisor.adminUser}:${password}`).toString('base64')}`;
+  before(
+    async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'autodj-test-'));
+      await chmod(dataDir, 0o755);
+      callbacks = await startCallbackServer({ decider });
+      supervisor = new IcecastSupervisor({
+        dataDir: join(dataDir, 'icecast'),
+        callbackBaseUrl: callbacks.url,
+        maxClients: 20,
+        maxSources: 4,
+      });
+      await supervisor.start();
+      const config = parseXml(await readFile(supervisor.configPath, 'utf8'));
+      const password = config.children
+        .find((e) => e.name === 'authentication')!
+        .children.find((e) => e.name === 'admin-password')!.text;
+      adminAuth = `Basic ${Buffer.from(`${supervisor.adminUser}:${password}`).toString('base64')}`;
 
-    // Three tones in three formats, each tagged, and one file that is not audio.
-    const audio = join(dataDir, 'audio');
-    await mkdir(audio);
-    const make = [
-      ['alpha.wav', 440, 'Ann', 'Alpha', []],
-      ['bravo.mp3', 660, 'Bob', 'Bravo', ['-c:a', 'libmp3lame', '-b:a', '96k']],
-      ['charlie.ogg', 880, 'Cy', 'Charlie', ['-c:a', 'libvorbis']],
-      ['delta.flac', 550, 'Di', 'Delta', []],
-    ] as const;
-    await Promise.all(make.map(async ([name, hz, artist, title, codec]) => {
-      files[title] = join(audio, name);
-      const made = spawnSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=2`,
-        '-metadata', `artist=${artist}`, '-metadata', `title=${title}`, ...codec, files[title]]);
-      assert.equal(made.status, 0, made.stderr?.toString());
-    }));
-    for (const [name, title, codec] of [['echo.m4a', 'Echo', []], ['foxtrot.aac', 'Foxtrot', ['-f', 'adts']]] as const) {
-      files[title] = join(audio, name);
-      const made = spawnSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=1', '-metadata', `title=${title}`, '-c:a', 'aac', ...codec, files[title]]);
-      assert.equal(made.status, 0, made.stderr?.toString());
-    }
-    // Stored before uploads were checked: playlists under audio names that point at another file on the disk.
-    files.hls = join(audio, 'innocent.mp3');
-    await writeFile(files.hls, `#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n${files.Bravo}\n#EXT-X-ENDLIST\n`);
-    files.concat = join(audio, 'concat.ogg');
-    await writeFile(files.concat, 'ffconcat version 1.0\nfile bravo.mp3\n');
-    files.junk = join(audio, 'not-audio.mp3');
-    await writeFile(files.junk, 'this is not audio\n'.repeat(100));
-  }, { timeout: 20_000 });
+      // Three tones in three formats, each tagged, and one file that is not audio.
+      const audio = join(dataDir, 'audio');
+      await mkdir(audio);
+      const make = [
+        ['alpha.wav', 440, 'Ann', 'Alpha', []],
+        ['bravo.mp3', 660, 'Bob', 'Bravo', ['-c:a', 'libmp3lame', '-b:a', '96k']],
+        ['charlie.ogg', 880, 'Cy', 'Charlie', ['-c:a', 'libvorbis']],
+        ['delta.flac', 550, 'Di', 'Delta', []],
+      ] as const;
+      await Promise.all(
+        make.map(async ([name, hz, artist, title, codec]) => {
+          files[title] = join(audio, name);
+          const made = spawnSync('ffmpeg', [
+            '-nostdin',
+            '-loglevel',
+            'error',
+            '-f',
+            'lavfi',
+            '-i',
+            `sine=frequency=${hz}:duration=2`,
+            '-metadata',
+            `artist=${artist}`,
+            '-metadata',
+            `title=${title}`,
+            ...codec,
+            files[title],
+          ]);
+          assert.equal(made.status, 0, made.stderr?.toString());
+        }),
+      );
+      for (const [name, title, codec] of [
+        ['echo.m4a', 'Echo', []],
+        ['foxtrot.aac', 'Foxtrot', ['-f', 'adts']],
+      ] as const) {
+        files[title] = join(audio, name);
+        const made = spawnSync('ffmpeg', [
+          '-nostdin',
+          '-loglevel',
+          'error',
+          '-f',
+          'lavfi',
+          '-i',
+          'sine=frequency=330:duration=1',
+          '-metadata',
+          `title=${title}`,
+          '-c:a',
+          'aac',
+          ...codec,
+          files[title],
+        ]);
+        assert.equal(made.status, 0, made.stderr?.toString());
+      }
+      // Stored before uploads were checked: playlists under audio names that point at another file on the disk.
+      files.hls = join(audio, 'innocent.mp3');
+      await writeFile(
+        files.hls,
+        `#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n${files.Bravo}\n#EXT-X-ENDLIST\n`,
+      );
+      files.concat = join(audio, 'concat.ogg');
+      await writeFile(files.concat, 'ffconcat version 1.0\nfile bravo.mp3\n');
+      files.junk = join(audio, 'not-audio.mp3');
+      await writeFile(files.junk, 'this is not audio\n'.repeat(100));
+    },
+    { timeout: 20_000 },
+  );
 
   after(async () => {
     for (const l of listeners) l.close();
@@ -215,12 +293,16 @@ describe('autodj end to end', () => {
     await assert.rejects(probeTrack(files.junk));
   });
 
-  it('plays tracks one after another on one source connection, skipping a file that is not audio', { timeout: 30_000 }, async () => {
+  it('plays tracks one after another on one source connection, skipping a file that is not audio', {
+    timeout: 30_000,
+  }, async () => {
     dj = new AutoDj({
       sourceUrl: sourceUrl(MOUNT),
       bitrateKbps: BITRATE_KBPS,
       playlist: () => [files.Alpha, files.junk, files.Bravo, files.Charlie],
-      onTrack: async (t) => { await supervisor.admin.updateMetadata(MOUNT, `${t.artist} - ${t.title}`); },
+      onTrack: async (t) => {
+        await supervisor.admin.updateMetadata(MOUNT, `${t.artist} - ${t.title}`);
+      },
     });
     djs.push(dj);
     dj.on('track', (t) => tracks.push({ ...t, at: performance.now() }));
@@ -243,19 +325,26 @@ describe('autodj end to end', () => {
     let lastGrowth = performance.now();
     let longestStallMs = 0;
     let silenceAtFirstTrack = 0;
-    await waitFor('Charlie on air', async () => {
-      const length = listener.received().length;
-      const now = performance.now();
-      if (length > lastLength) [lastLength, lastGrowth] = [length, now];
-      longestStallMs = Math.max(longestStallMs, now - lastGrowth);
-      const title = await statsTitle(MOUNT);
-      if (title && title !== titles.at(-1)) titles.push(title);
-      if (tracks.length === 1 && !silenceAtFirstTrack) silenceAtFirstTrack = dj.silenceSeconds;
-      const charlie = tracks.find((t) => t.title === 'Charlie');
-      return charlie && now - charlie.at > 1000 && titles.includes('Cy - Charlie');
-    }, 15_000);
+    await waitFor(
+      'Charlie on air',
+      async () => {
+        const length = listener.received().length;
+        const now = performance.now();
+        if (length > lastLength) [lastLength, lastGrowth] = [length, now];
+        longestStallMs = Math.max(longestStallMs, now - lastGrowth);
+        const title = await statsTitle(MOUNT);
+        if (title && title !== titles.at(-1)) titles.push(title);
+        if (tracks.length === 1 && !silenceAtFirstTrack) silenceAtFirstTrack = dj.silenceSeconds;
+        const charlie = tracks.find((t) => t.title === 'Charlie');
+        return charlie && now - charlie.at > 1000 && titles.includes('Cy - Charlie');
+      },
+      15_000,
+    );
 
-    assert.deepEqual(tracks.slice(0, 3).map((t) => t.title), ['Alpha', 'Bravo', 'Charlie']);
+    assert.deepEqual(
+      tracks.slice(0, 3).map((t) => t.title),
+      ['Alpha', 'Bravo', 'Charlie'],
+    );
     assert.deepEqual(trackErrors, [files.junk]);
     assert.ok(titles.includes('Bob - Bravo') && titles.includes('Cy - Charlie'), `titles seen: ${titles.join(' | ')}`);
     // Same source connection throughout, and the listener never left.
@@ -268,7 +357,9 @@ describe('autodj end to end', () => {
     const changes = tracks.slice(1, 3).map((t, i) => Math.round(t.at - tracks[i].at));
     const silenceDuringTracks = dj.silenceSeconds - silenceAtFirstTrack;
     const heardGapMs = longestSilenceMs(listener.received());
-    console.log(`track starts ${changes.join(' / ')} ms apart (2000 ms tracks); silence inserted after the first track started: ${Math.round(silenceDuringTracks * 1000)} ms; longest silence a listener heard: ${heardGapMs} ms; listener bytes never paused over ${Math.round(longestStallMs)} ms`);
+    console.log(
+      `track starts ${changes.join(' / ')} ms apart (2000 ms tracks); silence inserted after the first track started: ${Math.round(silenceDuringTracks * 1000)} ms; longest silence a listener heard: ${heardGapMs} ms; listener bytes never paused over ${Math.round(longestStallMs)} ms`,
+    );
     assert.ok(silenceDuringTracks < 0.05, `decoders fell behind: ${silenceDuringTracks} s of silence`);
     assert.ok(heardGapMs <= 100, `a ${heardGapMs} ms gap`);
   });
@@ -279,25 +370,34 @@ describe('autodj end to end', () => {
     const nodeCpuBefore = process.cpuUsage();
     const encoderPid = dj.encoderPid!;
     let previous = (await supervisor.admin.stats(MOUNT))[0].totalBytesRead;
-    await waitFor('two stats refreshes 4 s apart', async () => {
-      const [{ totalBytesRead }] = await supervisor.admin.stats(MOUNT);
-      if (totalBytesRead !== previous) {
-        previous = totalBytesRead;
-        refreshes.push({
-          at: performance.now(), bytes: totalBytesRead, heard: listener.received().length,
-          encoderCpu: cpuSeconds(encoderPid), childrenCpu: cpuSeconds('self-children'),
-        });
-      }
-      return refreshes.length >= 2 && refreshes.at(-1)!.at - refreshes[0].at >= 4000;
-    }, 20_000);
+    await waitFor(
+      'two stats refreshes 4 s apart',
+      async () => {
+        const [{ totalBytesRead }] = await supervisor.admin.stats(MOUNT);
+        if (totalBytesRead !== previous) {
+          previous = totalBytesRead;
+          refreshes.push({
+            at: performance.now(),
+            bytes: totalBytesRead,
+            heard: listener.received().length,
+            encoderCpu: cpuSeconds(encoderPid),
+            childrenCpu: cpuSeconds('self-children'),
+          });
+        }
+        return refreshes.length >= 2 && refreshes.at(-1)!.at - refreshes[0].at >= 4000;
+      },
+      20_000,
+    );
     const [first, last] = [refreshes[0], refreshes.at(-1)!];
     const seconds = (last.at - first.at) / 1000;
     const readPerSecond = (last.bytes - first.bytes) / seconds;
     const heardPerSecond = (last.heard - first.heard) / seconds;
     const nodeCpu = process.cpuUsage(nodeCpuBefore);
-    console.log(`over ${seconds.toFixed(1)} s: icecast read ${Math.round(readPerSecond)} B/s, a listener got ${Math.round(heardPerSecond)} B/s (${BITRATE_KBPS} kbps = ${BITRATE_KBPS * 125} B/s); ` +
-      `CPU: encoder ${(100 * (last.encoderCpu - first.encoderCpu) / seconds).toFixed(1)}%, decoders+ffprobe ${(100 * (last.childrenCpu - first.childrenCpu) / seconds).toFixed(1)}%, ` +
-      `this node process (test polling included) ${((nodeCpu.user + nodeCpu.system) / 1e4 / (performance.now() - first.at + 1) * 1000).toFixed(1)}%`);
+    console.log(
+      `over ${seconds.toFixed(1)} s: icecast read ${Math.round(readPerSecond)} B/s, a listener got ${Math.round(heardPerSecond)} B/s (${BITRATE_KBPS} kbps = ${BITRATE_KBPS * 125} B/s); ` +
+        `CPU: encoder ${((100 * (last.encoderCpu - first.encoderCpu)) / seconds).toFixed(1)}%, decoders+ffprobe ${((100 * (last.childrenCpu - first.childrenCpu)) / seconds).toFixed(1)}%, ` +
+        `this node process (test polling included) ${(((nodeCpu.user + nodeCpu.system) / 1e4 / (performance.now() - first.at + 1)) * 1000).toFixed(1)}%`,
+    );
     const expected = BITRATE_KBPS * 125;
     assert.ok(Math.abs(readPerSecond - expected) / expected < 0.25, `${readPerSecond} B/s read`);
     assert.ok(Math.abs(heardPerSecond - expected) / expected < 0.25, `${heardPerSecond} B/s heard`);
@@ -316,7 +416,9 @@ describe('autodj end to end', () => {
     assert.notEqual(pid, oldPid);
     assert.equal(attempt, 1);
     await waitFor('the mount to be live again', () => isLive(MOUNT));
-    console.log(`after killsource: encoder exited in ${exitedMs} ms (code ${exit.code}: ${exit.stderr.split('\n').at(-1)}), mount live again after ${Math.round(performance.now() - began)} ms`);
+    console.log(
+      `after killsource: encoder exited in ${exitedMs} ms (code ${exit.code}: ${exit.stderr.split('\n').at(-1)}), mount live again after ${Math.round(performance.now() - began)} ms`,
+    );
     await listener.ended; // killsource drops the listeners too
   });
 
@@ -329,7 +431,9 @@ describe('autodj end to end', () => {
     const [{ startMs }] = await icecastBack;
     const icecastMs = Math.round(performance.now() - began);
     await waitFor('the mount to be live again', () => isLive(MOUNT), 15_000);
-    console.log(`icecast SIGKILLed: back after ${icecastMs} ms (${startMs} ms to answer), mount live again after ${Math.round(performance.now() - began)} ms`);
+    console.log(
+      `icecast SIGKILLed: back after ${icecastMs} ms (${startMs} ms to answer), mount live again after ${Math.round(performance.now() - began)} ms`,
+    );
   });
 
   it('stops and starts quickly, leaving no ffmpeg behind', { timeout: 20_000 }, async () => {
@@ -347,9 +451,14 @@ describe('autodj end to end', () => {
     const liveMs = Math.round(performance.now() - restartedAt);
     await waitFor('a track to start', () => tracks.length > playedBefore);
     const resumed = tracks[playedBefore];
-    const expectedNext = [files.Alpha, files.Bravo, files.Charlie][[files.Alpha, files.Bravo, files.Charlie].indexOf(tracks[playedBefore - 1].path) + 1] ?? files.Alpha;
+    const expectedNext =
+      [files.Alpha, files.Bravo, files.Charlie][
+        [files.Alpha, files.Bravo, files.Charlie].indexOf(tracks[playedBefore - 1].path) + 1
+      ] ?? files.Alpha;
     assert.equal(resumed.path, expectedNext, 'resumes with the next track');
-    console.log(`stop() resolved in ${stoppedMs} ms, mount free ${freeMs} ms after stop(); after start() live in ${liveMs} ms, first track after ${Math.round(resumed.at - restartedAt)} ms`);
+    console.log(
+      `stop() resolved in ${stoppedMs} ms, mount free ${freeMs} ms after stop(); after start() live in ${liveMs} ms, first track after ${Math.round(resumed.at - restartedAt)} ms`,
+    );
 
     await dj.stop();
     assert.deepEqual(ffmpegChildren(), []);
@@ -357,7 +466,12 @@ describe('autodj end to end', () => {
 
   it('keeps an empty playlist on air with silence until a file appears', { timeout: 20_000 }, async () => {
     const playlist: string[] = [];
-    const empty = new AutoDj({ sourceUrl: sourceUrl(EMPTY_MOUNT), bitrateKbps: 32, playlist: async () => [...playlist], shuffle: true });
+    const empty = new AutoDj({
+      sourceUrl: sourceUrl(EMPTY_MOUNT),
+      bitrateKbps: 32,
+      playlist: async () => [...playlist],
+      shuffle: true,
+    });
     djs.push(empty);
     const played: string[] = [];
     empty.on('track', (t) => played.push(t.title ?? ''));
@@ -381,10 +495,16 @@ describe('autodj end to end', () => {
     assert.deepEqual(ffmpegChildren(), []);
   });
 
-  it('plays M4A and ADTS AAC, and never follows a playlist stored under an audio name', { timeout: 30_000 }, async () => {
+  it('plays M4A and ADTS AAC, and never follows a playlist stored under an audio name', {
+    timeout: 30_000,
+  }, async () => {
     await assert.rejects(probeTrack(files.hls), /playlist/);
     await assert.rejects(probeTrack(files.concat), /playlist/);
-    const guarded = new AutoDj({ sourceUrl: sourceUrl(MOUNT), bitrateKbps: 32, playlist: () => [files.hls, files.concat, files.Echo, files.Foxtrot] });
+    const guarded = new AutoDj({
+      sourceUrl: sourceUrl(MOUNT),
+      bitrateKbps: 32,
+      playlist: () => [files.hls, files.concat, files.Echo, files.Foxtrot],
+    });
     djs.push(guarded);
     const played: AutoDjTrack[] = [];
     const refused: string[] = [];
@@ -393,7 +513,10 @@ describe('autodj end to end', () => {
     guarded.start();
     await waitFor('Echo and Foxtrot to play', () => played.some((t) => t.path === files.Foxtrot), 15_000);
     await guarded.stop();
-    assert.deepEqual(played.slice(0, 2).map((t) => t.path), [files.Echo, files.Foxtrot]);
+    assert.deepEqual(
+      played.slice(0, 2).map((t) => t.path),
+      [files.Echo, files.Foxtrot],
+    );
     assert.equal(played[0].title, 'Echo');
     assert.ok(!played.some((t) => t.title === 'Bravo'), `the playlists' target played: ${JSON.stringify(played)}`);
     assert.deepEqual(refused.slice(0, 2), [files.hls, files.concat]);

@@ -12,7 +12,9 @@ function recordingWriter(maxInFlight = 2) {
     calls.push(items);
     return new Promise((resolve) => pending.push(() => resolve(items.map((i) => `done ${i}`))));
   }, maxInFlight);
-  const finishAll = () => { while (pending.length) pending.shift()!(); };
+  const finishAll = () => {
+    while (pending.length) pending.shift()!();
+  };
   return { writer, calls, pending, finishAll };
 }
 
@@ -53,7 +55,10 @@ describe('BatchedCalls', () => {
       return items;
     });
     const results = await Promise.allSettled([1, 2, 3].map((i) => writer.call(i)));
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     assert.deepEqual(calls, [[1, 2, 3], [1], [2], [3]]);
   });
 });

@@ -37,7 +37,9 @@ after(async () => {
 });
 
 const order = (maxListeners: number, hours = 1) => ({
-  product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Fair FM',
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Fair FM',
   parameters: { duration_hours: hours, max_listeners: maxListeners, bitrate_kbps: 64 },
 });
 let keys = 0;
@@ -47,9 +49,14 @@ async function newAgent(): Promise<Service> {
   return { ...service, apiKey: JSON.parse(created.stdout).api_key };
 }
 const post = (agent: Service, body: unknown, key: string, signature?: string) =>
-  request(agent, 'POST', '/orders', { body, headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) } });
+  request(agent, 'POST', '/orders', {
+    body,
+    headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) },
+  });
 const balance = async () => {
-  asset ??= decodePaymentRequiredHeader((await post(await newAgent(), order(1), newKey())).headers.get('payment-required')!).accepts[0].asset;
+  asset ??= decodePaymentRequiredHeader(
+    (await post(await newAgent(), order(1), newKey())).headers.get('payment-required')!,
+  ).accepts[0].asset;
   return wallet.balanceOf(asset, payer);
 };
 
@@ -80,18 +87,26 @@ describe('per-key and per-payer limits', () => {
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
     }
     const refused = await post(agent, brief, newKey());
-    assertRefused(refused, 'per_key_limit_reached', /already holds 2 live services, the most one key may hold at once \(2\)/);
+    assertRefused(
+      refused,
+      'per_key_limit_reached',
+      /already holds 2 live services, the most one key may hold at once \(2\)/,
+    );
     const wait = Number(refused.headers.get('retry-after'));
     assert.ok(wait >= 1 && wait <= 10, `Retry-After ${wait} is when the first service ends`);
     assert.equal(refused.body.error.retryable, true);
     // Refused until the first service ends; then the next order is asked to pay.
-    await waitFor('the expired services to no longer count', async () => {
-      const answer = await post(agent, brief, newKey());
-      if (answer.status === 402) return true;
-      assertRefused(answer, 'per_key_limit_reached', /already holds 2 live services/);
-      await sleep(200);
-      return false;
-    }, wait * 1000 + 10_000);
+    await waitFor(
+      'the expired services to no longer count',
+      async () => {
+        const answer = await post(agent, brief, newKey());
+        if (answer.status === 402) return true;
+        assertRefused(answer, 'per_key_limit_reached', /already holds 2 live services/);
+        await sleep(200);
+        return false;
+      },
+      wait * 1000 + 10_000,
+    );
   });
 
   test('the order over the key limit is refused before payment, and nothing is charged', async () => {
@@ -106,23 +121,32 @@ describe('per-key and per-payer limits', () => {
 
   test('listener places: an order that takes a key over its places is refused, a smaller one is offered', async () => {
     const agent = await newAgent();
-    assertRefused(await post(agent, order(11), newKey()), 'per_key_limit_reached', /the 11 asked would take it over the 10 one key may hold/);
+    assertRefused(
+      await post(agent, order(11), newKey()),
+      'per_key_limit_reached',
+      /the 11 asked would take it over the 10 one key may hold/,
+    );
     assert.equal((await post(agent, order(10), newKey())).status, 402);
   });
 
   test('two parallel paid orders for the last place of a key: exactly one goes through, the other is not charged', async () => {
     const agent = await newAgent();
     assert.equal((await buy(agent, wallet, order(1), newKey())).status, 200);
-    const attempts = await Promise.all([newKey(), newKey()].map(async (key) => {
-      const required = (await post(agent, order(1), key)).headers.get('payment-required');
-      assert.ok(required, 'the last place is still offered');
-      return { key, signature: await wallet.pay(required) };
-    }));
+    const attempts = await Promise.all(
+      [newKey(), newKey()].map(async (key) => {
+        const required = (await post(agent, order(1), key)).headers.get('payment-required');
+        assert.ok(required, 'the last place is still offered');
+        return { key, signature: await wallet.pay(required) };
+      }),
+    );
     const before = await balance();
     const answers = await Promise.all(attempts.map((a) => post(agent, order(1), a.key, a.signature)));
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 429], JSON.stringify(answers.map((a) => a.body)));
     assertRefused(answers.find((a) => a.status === 429)!, 'per_key_limit_reached', /already holds 2 live services/);
-    assert.equal(before - await balance(), BigInt(answers.find((a) => a.status === 200)!.body.order.amount.amount_atomic));
+    assert.equal(
+      before - (await balance()),
+      BigInt(answers.find((a) => a.status === 200)!.body.order.amount.amount_atomic),
+    );
   });
 
   test('the paying address has its own limit across keys: the paid order is refused and not charged', async () => {
@@ -134,7 +158,13 @@ describe('per-key and per-payer limits', () => {
     assert.ok(required, 'the key itself is under its limit');
     const before = await balance();
     const refused = await post(agent, order(1), key, await wallet.pay(required));
-    assertRefused(refused, 'per_payer_limit_reached', new RegExp(`${payer.toLowerCase()} already pays for 4 live services, the most one address may hold at once \\(4\\)`));
+    assertRefused(
+      refused,
+      'per_payer_limit_reached',
+      new RegExp(
+        `${payer.toLowerCase()} already pays for 4 live services, the most one address may hold at once \\(4\\)`,
+      ),
+    );
     assert.deepEqual(refused.body.error.details.in_use.payer, { live_services: 4, listener_places: 6 });
     assert.equal(await balance(), before, 'nothing was charged');
   });
@@ -148,11 +178,19 @@ describe('buyer limits in the catalog', () => {
       const text = await readFile(file, 'utf8');
       const line = text.split('\n').findIndex((l) => l.includes('per_payer:')) + 1;
       assert.ok(line > 0);
-      await writeFile(file, text.replace(/per_payer: \{ live_services: \d+/, 'per_payer: { live_services: -1').replace('per_key: {', 'per_key: { listeners: 5,'));
+      await writeFile(
+        file,
+        text
+          .replace(/per_payer: \{ live_services: \d+/, 'per_payer: { live_services: -1')
+          .replace('per_key: {', 'per_key: { listeners: 5,'),
+      );
       const result = await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
       assert.equal(result.code, 1);
       assert.match(result.stderr, new RegExp(`^catalog/catalog\\.yaml:${line}:\\d+: must be >= 0$`, 'm'));
-      assert.match(result.stderr, new RegExp(`^catalog/catalog\\.yaml:${line - 1}:\\d+: listeners is not allowed here$`, 'm'));
+      assert.match(
+        result.stderr,
+        new RegExp(`^catalog/catalog\\.yaml:${line - 1}:\\d+: listeners is not allowed here$`, 'm'),
+      );
     } finally {
       await copy.remove();
     }

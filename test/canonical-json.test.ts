@@ -3,7 +3,16 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { canonicalJson, priceRecord, priceRecordText, sha256, TextTemplate } from '../src/audit/index.js';
-import { configurations, evaluatePrice, openSnapshot, readSnapshotFiles, thresholds, type PriceEvaluation, type PriceInput, type Snapshot } from '../src/pricing/index.js';
+import {
+  configurations,
+  evaluatePrice,
+  openSnapshot,
+  readSnapshotFiles,
+  thresholds,
+  type PriceEvaluation,
+  type PriceInput,
+  type Snapshot,
+} from '../src/pricing/index.js';
 import { root } from './support/service.js';
 
 /** The original canonical serializer (filter/sort/map/join), kept here as the reference the fast one must equal byte for byte. */
@@ -13,7 +22,8 @@ function referenceCanonicalJson(value: unknown): string {
     if (text === undefined) throw new TypeError(`cannot encode ${typeof value} canonically`);
     return text;
   }
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : referenceCanonicalJson(v))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => (v === undefined ? 'null' : referenceCanonicalJson(v))).join(',')}]`;
   const entries = Object.keys(value)
     .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
     .sort()
@@ -32,20 +42,75 @@ function random(seed: number): () => number {
   };
 }
 
-const keyPool = ['a', 'b', 'B', '_', '0', '1', '10', '2', 'é', 'ä', '\u{1F600}', '"q"', 'back\\slash', 'line\nbreak', '', 'amount_atomic', 'rate', 'z', 'Z', '\u0000', 'toString', 'constructor'];
-const stringPool = ['', 'plain', 'with "quotes"', 'tab\tand\nnewline', '\u2028\u2029', 'é\u{1F600}', '\ud800', '0.31', 'sha256:00ff', '</script>'];
-const numberPool = [0, -0, 1, -1, 0.1, 1e21, 1e-7, 123456789012345680000, Number.MAX_SAFE_INTEGER, 5e-324, NaN, Infinity, -Infinity, 3.0000000000000004];
+const keyPool = [
+  'a',
+  'b',
+  'B',
+  '_',
+  '0',
+  '1',
+  '10',
+  '2',
+  'é',
+  'ä',
+  '\u{1F600}',
+  '"q"',
+  'back\\slash',
+  'line\nbreak',
+  '',
+  'amount_atomic',
+  'rate',
+  'z',
+  'Z',
+  '\u0000',
+  'toString',
+  'constructor',
+];
+const stringPool = [
+  '',
+  'plain',
+  'with "quotes"',
+  'tab\tand\nnewline',
+  '\u2028\u2029',
+  'é\u{1F600}',
+  '\ud800',
+  '0.31',
+  'sha256:00ff',
+  '</script>',
+];
+const numberPool = [
+  0,
+  -0,
+  1,
+  -1,
+  0.1,
+  1e21,
+  1e-7,
+  123456789012345680000,
+  Number.MAX_SAFE_INTEGER,
+  5e-324,
+  NaN,
+  Infinity,
+  -Infinity,
+  3.0000000000000004,
+];
 
 function generate(next: () => number, depth: number): unknown {
   const pick = <T>(list: T[]) => list[Math.floor(next() * list.length)];
   const kind = depth <= 0 ? Math.floor(next() * 5) : Math.floor(next() * 8);
   switch (kind) {
-    case 0: return pick(numberPool);
-    case 1: return pick(stringPool);
-    case 2: return pick([true, false, null]);
-    case 3: return Math.floor(next() * 1e6) / 100;
-    case 4: return pick(stringPool) + String(Math.floor(next() * 100));
-    case 5: case 6: {
+    case 0:
+      return pick(numberPool);
+    case 1:
+      return pick(stringPool);
+    case 2:
+      return pick([true, false, null]);
+    case 3:
+      return Math.floor(next() * 1e6) / 100;
+    case 4:
+      return pick(stringPool) + String(Math.floor(next() * 100));
+    case 5:
+    case 6: {
       const object: Record<string, unknown> = {};
       const size = Math.floor(next() * 7);
       for (let i = 0; i < size; i++) object[pick(keyPool)] = next() < 0.1 ? undefined : generate(next, depth - 1);
@@ -70,9 +135,15 @@ async function shippedSnapshot(): Promise<Snapshot> {
 }
 
 /** Every shipped product over a grid of its configurations (and the given billings), where it is priced. */
-async function* pricedGrid(snapshot: Snapshot, billings: Array<PriceInput['billing']>): AsyncGenerator<{ input: PriceInput; priced: Priced }> {
+async function* pricedGrid(
+  snapshot: Snapshot,
+  billings: Array<PriceInput['billing']>,
+): AsyncGenerator<{ input: PriceInput; priced: Priced }> {
   for (const entry of snapshot.catalog.products) {
-    for (const parameters of configurations(entry, thresholds(snapshot, entry), { between: 1, acrossThresholds: true })) {
+    for (const parameters of configurations(entry, thresholds(snapshot, entry), {
+      between: 1,
+      acrossThresholds: true,
+    })) {
       for (const billing of billings) {
         const input = { product_id: entry.product.id, parameters, ...(billing && { billing }) };
         const evaluation = await evaluatePrice(snapshot, input);
@@ -91,7 +162,14 @@ describe('canonical JSON', () => {
   });
 
   test('sha256 gives the digest of the UTF-8 bytes, as createHash does (lone surrogates included)', () => {
-    for (const text of ['', 'plain', 'é\u{1F600}', '\ud800 lone', 'x'.repeat(5000), referenceCanonicalJson(generate(random(7), 5))]) {
+    for (const text of [
+      '',
+      'plain',
+      'é\u{1F600}',
+      '\ud800 lone',
+      'x'.repeat(5000),
+      referenceCanonicalJson(generate(random(7), 5)),
+    ]) {
       assert.equal(sha256(text), `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`);
     }
   });
@@ -107,9 +185,18 @@ describe('canonical JSON', () => {
     const snapshot = await shippedSnapshot();
     let checked = 0;
     for await (const { input, priced } of pricedGrid(snapshot, [undefined, 'monthly'])) {
-      const { record, text } = priceRecord(`ev_${checked}`, snapshot.hash, input, priced, new Date(1_700_000_000_000 + checked));
+      const { record, text } = priceRecord(
+        `ev_${checked}`,
+        snapshot.hash,
+        input,
+        priced,
+        new Date(1_700_000_000_000 + checked),
+      );
       assert.equal(text, referenceCanonicalJson(record));
-      assert.equal(record.output_hash, `sha256:${createHash('sha256').update(referenceCanonicalJson(record.output)).digest('hex')}`);
+      assert.equal(
+        record.output_hash,
+        `sha256:${createHash('sha256').update(referenceCanonicalJson(record.output)).digest('hex')}`,
+      );
       checked++;
     }
     assert.ok(checked > 100, `only ${checked} priced configurations were checked`);
@@ -120,10 +207,18 @@ describe('canonical JSON', () => {
     const pick = <T>(list: T[]) => list[Math.floor(next() * list.length)];
     for (let i = 0; i < 5_000; i++) {
       const base = generate(next, 3);
-      const value: Record<string, unknown> = base !== null && typeof base === 'object' && !Array.isArray(base) ? base as Record<string, unknown> : { v: base };
+      const value: Record<string, unknown> =
+        base !== null && typeof base === 'object' && !Array.isArray(base)
+          ? (base as Record<string, unknown>)
+          : { v: base };
       // Holes at the top level and one level down, among generated fields.
       const nested: Record<string, unknown> = { ...(generate(next, 1) as object), inner: '' };
-      const place = (holes: Record<'id' | 'at' | 'inner', string>) => ({ ...value, id: holes.id, nested: { ...nested, inner: holes.inner }, at: holes.at });
+      const place = (holes: Record<'id' | 'at' | 'inner', string>) => ({
+        ...value,
+        id: holes.id,
+        nested: { ...nested, inner: holes.inner },
+        at: holes.at,
+      });
       const filled = { id: pick(stringPool) + String(i), at: pick(stringPool), inner: pick(keyPool) };
       for (const serialize of [canonicalJson, JSON.stringify]) {
         const template = TextTemplate.of(['id', 'at', 'inner'], (holes) => serialize(place(holes)));
@@ -134,15 +229,31 @@ describe('canonical JSON', () => {
   });
 
   test('a value whose hole is left out or written twice gets no template', () => {
-    assert.equal(TextTemplate.of(['id', 'at'], (holes) => JSON.stringify({ id: holes.id })), undefined);
-    assert.equal(TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id, again: holes.id })), undefined);
-    assert.equal(TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id }))?.fill({ id: 'qt_"1"' }), '{"id":"qt_\\"1\\""}');
+    assert.equal(
+      TextTemplate.of(['id', 'at'], (holes) => JSON.stringify({ id: holes.id })),
+      undefined,
+    );
+    assert.equal(
+      TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id, again: holes.id })),
+      undefined,
+    );
+    assert.equal(
+      TextTemplate.of(['id'], (holes) => JSON.stringify({ id: holes.id }))?.fill({ id: 'qt_"1"' }),
+      '{"id":"qt_\\"1\\""}',
+    );
   });
 
   test('a reused serialization is written in full once, then made a template and only filled in', () => {
     let serialized = 0;
-    const value = (fields: Record<'id' | 'at', string>) => ({ kind: 'quote', id: fields.id, nested: { at: fields.at, n: 1.5 } });
-    const text = TextTemplate.reused(['id', 'at'], (fields) => { serialized++; return canonicalJson(value(fields)); });
+    const value = (fields: Record<'id' | 'at', string>) => ({
+      kind: 'quote',
+      id: fields.id,
+      nested: { at: fields.at, n: 1.5 },
+    });
+    const text = TextTemplate.reused(['id', 'at'], (fields) => {
+      serialized++;
+      return canonicalJson(value(fields));
+    });
     for (let i = 0; i < 5; i++) {
       const fields = { id: `qt_${i}"\\`, at: new Date(1_700_000_000_000 + i).toISOString() };
       assert.equal(text(fields), canonicalJson(value(fields)));

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  copyCatalog, request, startService, withoutCapacityReserve, type JsonResponse, type Service,
+  copyCatalog,
+  request,
+  startService,
+  withoutCapacityReserve,
+  type JsonResponse,
+  type Service,
 } from './support/service.js';
 import { buy } from './support/purchase.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
@@ -23,7 +28,10 @@ before(async () => {
   catalog = await copyCatalog();
   await withoutCapacityReserve(catalog.catalogDir);
   service = await startService({
-    ICECAST_MAX_SOURCES: '2', ICECAST_MAX_LISTENERS: '25', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir,
+    ICECAST_MAX_SOURCES: '2',
+    ICECAST_MAX_LISTENERS: '25',
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
   });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
@@ -35,13 +43,18 @@ after(async () => {
 });
 
 const order = (maxListeners: number) => ({
-  product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Capacity FM',
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Capacity FM',
   parameters: { duration_hours: 1, max_listeners: maxListeners, bitrate_kbps: 64 },
 });
 let keys = 0;
 const newKey = () => `capacity-${process.pid}-${keys++}`;
 const post = (body: unknown, key: string, signature?: string) =>
-  request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) } });
+  request(service, 'POST', '/orders', {
+    body,
+    headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) },
+  });
 
 function assertExhausted(response: JsonResponse, pattern: RegExp) {
   assert.equal(response.status, 503, JSON.stringify(response.body));
@@ -84,24 +97,33 @@ describe('stream capacity', () => {
     assert.equal(after.instant.available_now, false);
     assert.match(after.instant.reason, /5 listener places free, fewer than the 10 asked/);
     assert.equal((await availability('?listeners=2')).instant.available_now, true);
-    assert.equal((await request(service, 'GET', '/availability?listeners=many', { auth: false })).body.error.code, 'invalid_query');
+    assert.equal(
+      (await request(service, 'GET', '/availability?listeners=many', { auth: false })).body.error.code,
+      'invalid_query',
+    );
     assertExhausted(await post(order(10), newKey()), /5 of its 25 listener places free, fewer than the 10 asked/);
     assert.equal((await post(order(2), newKey())).status, 402);
   });
 
   test('two buyers of the last stream slot: one gets it, the other is refused and not charged', async () => {
-    const asset = decodePaymentRequiredHeader((await post(order(2), newKey())).headers.get('payment-required')!).accepts[0].asset;
+    const asset = decodePaymentRequiredHeader((await post(order(2), newKey())).headers.get('payment-required')!)
+      .accepts[0].asset;
     // Both see a free slot and sign a payment for it; then both pay at once.
-    const attempts = await Promise.all([newKey(), newKey()].map(async (key) => {
-      const required = (await post(order(2), key)).headers.get('payment-required');
-      assert.ok(required, 'the last slot is still offered');
-      return { key, signature: await wallet.pay(required) };
-    }));
+    const attempts = await Promise.all(
+      [newKey(), newKey()].map(async (key) => {
+        const required = (await post(order(2), key)).headers.get('payment-required');
+        assert.ok(required, 'the last slot is still offered');
+        return { key, signature: await wallet.pay(required) };
+      }),
+    );
     const before = await wallet.balanceOf(asset, buyer);
     const answers = await Promise.all(attempts.map((a) => post(order(2), a.key, a.signature)));
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 503], JSON.stringify(answers.map((a) => a.body)));
     assertExhausted(answers.find((a) => a.status === 503)!, /All 2 stream slots of this deployment are taken/);
-    assert.equal(before - await wallet.balanceOf(asset, buyer), BigInt(answers.find((a) => a.status === 200)!.body.order.amount.amount_atomic));
+    assert.equal(
+      before - (await wallet.balanceOf(asset, buyer)),
+      BigInt(answers.find((a) => a.status === 200)!.body.order.amount.amount_atomic),
+    );
   });
 
   test('once full, an order is refused at once, with nothing asked or charged', async () => {
@@ -117,24 +139,33 @@ describe('stream capacity', () => {
   test('a stream that expires gives its place back', { timeout: 120_000 }, async () => {
     const catalog = await shortLivedCatalog();
     await withoutCapacityReserve(catalog.catalogDir);
-    const single = await startService({ ICECAST_MAX_SOURCES: '1', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+    const single = await startService({
+      ICECAST_MAX_SOURCES: '1',
+      CATALOG_DIR: catalog.catalogDir,
+      RULES_DIR: catalog.rulesDir,
+    });
     try {
       const dev = JSON.parse(await readFile(join(single.dataDir, 'dev.json'), 'utf8'));
       const payer = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
       const brief = { ...order(1), parameters: { duration_hours: 0.002, max_listeners: 1, bitrate_kbps: 64 } };
       const bought = await buy(single, payer, brief, newKey());
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
-      const ask = (key: string) => request(single, 'POST', '/orders', { body: brief, headers: { 'idempotency-key': key } });
+      const ask = (key: string) =>
+        request(single, 'POST', '/orders', { body: brief, headers: { 'idempotency-key': key } });
       assertExhausted(await ask(newKey()), /All 1 stream slots/);
       const expiresAt = new Date(bought.body.service.expires_at).getTime();
       // Full until the stream expires; then the next order is asked to pay.
-      await waitFor('the expired stream to give its slot back', async () => {
-        const answer = await ask(newKey());
-        if (answer.status === 402) return true;
-        assertExhausted(answer, /All 1 stream slots/);
-        await sleep(200);
-        return false;
-      }, Math.max(0, expiresAt - Date.now()) + 10_000);
+      await waitFor(
+        'the expired stream to give its slot back',
+        async () => {
+          const answer = await ask(newKey());
+          if (answer.status === 402) return true;
+          assertExhausted(answer, /All 1 stream slots/);
+          await sleep(200);
+          return false;
+        },
+        Math.max(0, expiresAt - Date.now()) + 10_000,
+      );
       assert.ok(Date.now() >= expiresAt, 'the slot came back at the expiry, not before');
     } finally {
       await single.stop();

@@ -11,8 +11,12 @@ import { cli, copyCatalog, root, startService, type Service } from './support/se
 
 type Copy = Awaited<ReturnType<typeof copyCatalog>>;
 let copy: Copy;
-before(async () => { copy = await copyCatalog(); });
-after(async () => { await copy.remove(); });
+before(async () => {
+  copy = await copyCatalog();
+});
+after(async () => {
+  await copy.remove();
+});
 
 const env = () => ({ CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
 
@@ -30,11 +34,16 @@ async function withEdit<T>(file: string, edit: (text: string) => string, work: (
   }
 }
 
-const cheaperTransfer = (t: string) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"').replace('transfer_gb x 0.015 USDC', 'transfer_gb x 0.01 USDC');
+const cheaperTransfer = (t: string) =>
+  t
+    .replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"')
+    .replace('transfer_gb x 0.015 USDC', 'transfer_gb x 0.01 USDC');
 
 describe('catalog diff', () => {
   test('a cheaper transfer rate in the shipped catalog shows the price table and exits 3', async () => {
-    const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () => cli(['catalog', 'diff', '--against', root], env(), 300_000));
+    const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
+      cli(['catalog', 'diff', '--against', root], env(), 300_000),
+    );
     assert.equal(result.code, 3, result.stderr);
     const out = result.stdout;
     assert.match(out, /^instant-stream: changed$/m);
@@ -42,20 +51,34 @@ describe('catalog diff', () => {
     assert.match(out, /^ {2}\/pricing\/formula: ".*0\.015 USDC\)" -> ".*0\.01 USDC\)"$/m);
     // transfer_gb 0 costs the same; 25, 50, 75 and 100 GB each cost 0.005 USDC less per GB.
     assert.match(out, /^ {2}prices: 80 of 100 configurations change; 0 become orderable, 0 stop being orderable$/m);
-    assert.match(out, /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=25: 0\.645 -> 0\.52 {2}-125000 atomic \(-19\.38%\)$/m);
-    assert.match(out, /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=100: 1\.77 -> 1\.27 {2}-500000 atomic \(-28\.25%\)$/m);
+    assert.match(
+      out,
+      /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=25: 0\.645 -> 0\.52 {2}-125000 atomic \(-19\.38%\)$/m,
+    );
+    assert.match(
+      out,
+      /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=100: 1\.77 -> 1\.27 {2}-500000 atomic \(-28\.25%\)$/m,
+    );
     assert.match(out, /^event-stream: unchanged \(200 configurations, same prices\)$/m);
     assert.match(out, /^prices change$/m);
   });
 
   test('--json gives every row with the change in atomic units and percent', async () => {
-    const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () => cli(['catalog', 'diff', '--against', root, '--json'], env(), 300_000));
+    const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
+      cli(['catalog', 'diff', '--against', root, '--json'], env(), 300_000),
+    );
     assert.equal(result.code, 3, result.stderr);
     const diff = JSON.parse(result.stdout);
     assert.equal(diff.prices_change, true);
     const product = diff.products.find((p: any) => p.product_id === 'instant-stream');
     assert.equal(product.changed_rows.length, 80);
-    const row = product.changed_rows.find((r: any) => r.configuration.duration_hours === 720 && r.configuration.transfer_gb === 100 && r.configuration.max_listeners === 50 && r.configuration.bitrate_kbps === 128);
+    const row = product.changed_rows.find(
+      (r: any) =>
+        r.configuration.duration_hours === 720 &&
+        r.configuration.transfer_gb === 100 &&
+        r.configuration.max_listeners === 50 &&
+        r.configuration.bitrate_kbps === 128,
+    );
     assert.deepEqual(row, {
       configuration: { duration_hours: 720, max_listeners: 50, bitrate_kbps: 128, transfer_gb: 100 },
       before: { priced: true, total_atomic: '16150000', amount: '16.15', orderable: true },
@@ -63,13 +86,23 @@ describe('catalog diff', () => {
       change_atomic: '-500000',
       change_percent: '-3.10',
     });
-    assert.ok(diff.products.filter((p: any) => p.product_id !== 'instant-stream').every((p: any) => p.changed_rows.length === 0));
+    assert.ok(
+      diff.products
+        .filter((p: any) => p.product_id !== 'instant-stream')
+        .every((p: any) => p.changed_rows.length === 0),
+    );
   });
 
   test('a lower parameter maximum shows which configurations stop being orderable', async () => {
-    const result = await withEdit('catalog/products/event-stream.yaml',
-      (t) => t.replace('max_listeners: { type: integer, required: true, minimum: 1, maximum: 50 }', 'max_listeners: { type: integer, required: true, minimum: 1, maximum: 40 }'),
-      () => cli(['catalog', 'diff', '--against', root, '--json'], env(), 300_000));
+    const result = await withEdit(
+      'catalog/products/event-stream.yaml',
+      (t) =>
+        t.replace(
+          'max_listeners: { type: integer, required: true, minimum: 1, maximum: 50 }',
+          'max_listeners: { type: integer, required: true, minimum: 1, maximum: 40 }',
+        ),
+      () => cli(['catalog', 'diff', '--against', root, '--json'], env(), 300_000),
+    );
     assert.equal(result.code, 3, result.stderr);
     const product = JSON.parse(result.stdout).products.find((p: any) => p.product_id === 'event-stream');
     assert.ok(product.changed_rows.length > 0);
@@ -91,21 +124,38 @@ describe('catalog diff', () => {
   });
 
   test('a changed rule is named, and under each product it fired for; without a price change the exit is 0', async () => {
-    const result = await withEdit('rules/pricing.json', (t) => t.replace('"sequence": 30', '"sequence": 31'),
-      () => cli(['catalog', 'diff', '--against', root], env(), 300_000));
+    const result = await withEdit(
+      'rules/pricing.json',
+      (t) => t.replace('"sequence": 30', '"sequence": 31'),
+      () => cli(['catalog', 'diff', '--against', root], env(), 300_000),
+    );
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^rules:\n {2}transfer \(rules\/pricing\.json\): changed$/m);
-    assert.match(result.stdout, /^instant-stream: changed\n {2}rule transfer changed \(fired for this product\)\n {2}prices: 0 of 100 configurations change/m);
+    assert.match(
+      result.stdout,
+      /^instant-stream: changed\n {2}rule transfer changed \(fired for this product\)\n {2}prices: 0 of 100 configurations change/m,
+    );
     assert.match(result.stdout, /^radio-local: unchanged/m);
     assert.match(result.stdout, /^no price changes$/m);
   });
 
   test('--against a git commit compares with catalog/ and rules/ as committed', async () => {
-    const git = (...args: string[]) => promisify(execFile)('git', ['-C', copy.dir, '-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args]);
+    const git = (...args: string[]) =>
+      promisify(execFile)('git', [
+        '-C',
+        copy.dir,
+        '-c',
+        'user.name=test',
+        '-c',
+        'user.email=test@example.com',
+        ...args,
+      ]);
     await git('init', '-q');
     await git('add', 'catalog', 'rules');
     await git('commit', '-q', '-m', 'shipped catalog');
-    const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () => cli(['catalog', 'diff', '--against', 'HEAD'], env(), 300_000));
+    const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
+      cli(['catalog', 'diff', '--against', 'HEAD'], env(), 300_000),
+    );
     assert.equal(result.code, 3, result.stderr);
     assert.match(result.stdout, /compared with git HEAD/);
     assert.match(result.stdout, /^ {2}prices: 80 of 100 configurations change/m);
@@ -115,8 +165,11 @@ describe('catalog diff', () => {
   });
 
   test('an invalid catalog on disk is an error (exit 1), not a price change', async () => {
-    const result = await withEdit('catalog/products/instant-stream.yaml', (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"'),
-      () => cli(['catalog', 'diff', '--against', root], env()));
+    const result = await withEdit(
+      'catalog/products/instant-stream.yaml',
+      (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"'),
+      () => cli(['catalog', 'diff', '--against', root], env()),
+    );
     assert.equal(result.code, 1);
     assert.match(result.stderr, /instant-stream\.yaml:\d+:\d+: the formula says transfer_gb x 0\.015 USDC/);
   });
@@ -124,8 +177,12 @@ describe('catalog diff', () => {
 
 describe('catalog diff against the running service', () => {
   let service: Service;
-  before(async () => { service = await startService(env()); });
-  after(async () => { await service.stop(); });
+  before(async () => {
+    service = await startService(env());
+  });
+  after(async () => {
+    await service.stop();
+  });
 
   test('by default it compares with what the service serves', async () => {
     // The service watches the copy; the edited files live elsewhere, so what is served stays the shipped catalog.
@@ -133,7 +190,11 @@ describe('catalog diff against the running service', () => {
     try {
       const path = join(edited.catalogDir, 'products/instant-stream.yaml');
       await writeFile(path, cheaperTransfer(await readFile(path, 'utf8')));
-      const result = await cli(['catalog', 'diff'], { ...service.env, CATALOG_DIR: edited.catalogDir, RULES_DIR: edited.rulesDir }, 300_000);
+      const result = await cli(
+        ['catalog', 'diff'],
+        { ...service.env, CATALOG_DIR: edited.catalogDir, RULES_DIR: edited.rulesDir },
+        300_000,
+      );
       assert.equal(result.code, 3, result.stderr);
       assert.match(result.stdout, /compared with served sha256:[0-9a-f]{64}/);
       assert.match(result.stdout, /^ {2}prices: 80 of 100 configurations change/m);
@@ -145,7 +206,22 @@ describe('catalog diff against the running service', () => {
 
 describe('catalog preview', () => {
   test('one price with its lines and the rules that fired, from the files on disk', async () => {
-    const result = await cli(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours=2', '--param', 'max_listeners=10', '--param', 'bitrate_kbps=128', '--param', 'transfer_gb=1'], env());
+    const result = await cli(
+      [
+        'catalog',
+        'preview',
+        'instant-stream',
+        '--param',
+        'duration_hours=2',
+        '--param',
+        'max_listeners=10',
+        '--param',
+        'bitrate_kbps=128',
+        '--param',
+        'transfer_gb=1',
+      ],
+      env(),
+    );
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(result.stdout.split('\n').slice(0, 7), [
       'instant-stream duration_hours=2 max_listeners=10 bitrate_kbps=128 transfer_gb=1',
@@ -156,8 +232,25 @@ describe('catalog preview', () => {
       '  agents can order it: yes',
       '  rules fired: formula-base, formula-duration, transfer',
     ]);
-    const edited = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer,
-      () => cli(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours=2', '--param', 'max_listeners=10', '--param', 'bitrate_kbps=128', '--param', 'transfer_gb=1', '--json'], env()));
+    const edited = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
+      cli(
+        [
+          'catalog',
+          'preview',
+          'instant-stream',
+          '--param',
+          'duration_hours=2',
+          '--param',
+          'max_listeners=10',
+          '--param',
+          'bitrate_kbps=128',
+          '--param',
+          'transfer_gb=1',
+          '--json',
+        ],
+        env(),
+      ),
+    );
     assert.equal(edited.code, 0, edited.stderr);
     const document = JSON.parse(edited.stdout);
     assert.equal(document.total_atomic, '300000');
@@ -180,7 +273,11 @@ describe('catalog preview', () => {
 describe('published JSON Schemas', () => {
   test('schemas/ holds exactly what scripts/generate-schemas.ts generates from the validating schemas', async () => {
     for (const [file, schema] of Object.entries(publishedSchemas())) {
-      assert.equal(await readFile(join(root, 'schemas', file), 'utf8'), schemaText(schema), `schemas/${file} is stale: run npx tsx scripts/generate-schemas.ts`);
+      assert.equal(
+        await readFile(join(root, 'schemas', file), 'utf8'),
+        schemaText(schema),
+        `schemas/${file} is stale: run npx tsx scripts/generate-schemas.ts`,
+      );
     }
   });
 

@@ -8,8 +8,12 @@ type Copy = Awaited<ReturnType<typeof copyCatalog>>;
 let copy: Copy;
 const originals = new Map<string, string>();
 
-before(async () => { copy = await copyCatalog(); });
-after(async () => { await copy.remove(); });
+before(async () => {
+  copy = await copyCatalog();
+});
+after(async () => {
+  await copy.remove();
+});
 
 /** Applies an edit to one file, runs `catalog check`, restores the file. */
 async function checkWith(file: string, edit: (text: string) => string) {
@@ -42,15 +46,29 @@ describe('catalog check', () => {
     const text = await readFile(join(copy.dir, file), 'utf8');
     const result = await checkWith(file, (t) => t.replace('per_hour_atomic: "20000"', 'per_hour_atomic: 20000'));
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`^catalog/products/instant-stream\\.yaml:${lineOf(text, 'per_hour_atomic')}:20: must be string`, 'm'));
+    assert.match(
+      result.stderr,
+      new RegExp(`^catalog/products/instant-stream\\.yaml:${lineOf(text, 'per_hour_atomic')}:20: must be string`, 'm'),
+    );
   });
 
   test('an unknown key is reported at the key', async () => {
     const file = 'catalog/products/event-stream.yaml';
     const text = await readFile(join(copy.dir, file), 'utf8');
-    const result = await checkWith(file, (t) => t.replace('pricing_status: approved\nvisibility', 'pricing_status: approved\nvisibilty: { human: true, agent: true }\nvisibility'));
+    const result = await checkWith(file, (t) =>
+      t.replace(
+        'pricing_status: approved\nvisibility',
+        'pricing_status: approved\nvisibilty: { human: true, agent: true }\nvisibility',
+      ),
+    );
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`^catalog/products/event-stream\\.yaml:${lineOf(text, 'visibility:')}:1: visibilty is not allowed here$`, 'm'));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `^catalog/products/event-stream\\.yaml:${lineOf(text, 'visibility:')}:1: visibilty is not allowed here$`,
+        'm',
+      ),
+    );
   });
 
   test('a fulfillment provider must be the panel provider or the operator', async () => {
@@ -58,11 +76,19 @@ describe('catalog check', () => {
     const text = await readFile(join(copy.dir, file), 'utf8');
     const result = await checkWith(file, (t) => t.replace('provider: agent-audio', 'provider: someone-else'));
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`^catalog/products/audio-storage-api\\.yaml:${lineOf(text, 'provider: agent-audio')}:\\d+: fulfillment provider someone-else is neither the panel provider \\(streaming-panel\\) nor the operator \\(agent-audio\\)`, 'm'));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `^catalog/products/audio-storage-api\\.yaml:${lineOf(text, 'provider: agent-audio')}:\\d+: fulfillment provider someone-else is neither the panel provider \\(streaming-panel\\) nor the operator \\(agent-audio\\)`,
+        'm',
+      ),
+    );
   });
 
   test('a YAML syntax error is reported with its position', async () => {
-    const result = await checkWith('catalog/products/temporary-autodj.yaml', (t) => t.replace('name: Temporary AutoDJ', 'name: [Temporary AutoDJ'));
+    const result = await checkWith('catalog/products/temporary-autodj.yaml', (t) =>
+      t.replace('name: Temporary AutoDJ', 'name: [Temporary AutoDJ'),
+    );
     assert.equal(result.code, 1);
     assert.match(result.stderr, /^catalog\/products\/temporary-autodj\.yaml:\d+:\d+: /m);
   });
@@ -72,30 +98,56 @@ describe('catalog check', () => {
     const text = await readFile(join(copy.dir, file), 'utf8');
     const result = await checkWith(file, (t) => t.replace('"operator": "in"', '"operator": "within"'));
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`^rules/pricing\\.json:${lineOf(text, '"operator": "in"')}:\\d+: unknown operator within`, 'm'));
+    assert.match(
+      result.stderr,
+      new RegExp(`^rules/pricing\\.json:${lineOf(text, '"operator": "in"')}:\\d+: unknown operator within`, 'm'),
+    );
   });
 
   test('a price that leaves the order limits is refused', async () => {
-    const result = await checkWith('catalog/products/instant-stream.yaml', (t) => t.replace('base_atomic: "250000"', 'base_atomic: "240000"'));
+    const result = await checkWith('catalog/products/instant-stream.yaml', (t) =>
+      t.replace('base_atomic: "250000"', 'base_atomic: "240000"'),
+    );
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /instant-stream\.yaml:\d+:\d+: the cheapest configuration .* costs 0\.26, below the order minimum 0\.27/);
-    const dear = await checkWith('catalog/products/event-stream.yaml', (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "15001"'));
+    assert.match(
+      result.stderr,
+      /instant-stream\.yaml:\d+:\d+: the cheapest configuration .* costs 0\.26, below the order minimum 0\.27/,
+    );
+    const dear = await checkWith('catalog/products/event-stream.yaml', (t) =>
+      t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "15001"'),
+    );
     assert.equal(dear.code, 1);
-    assert.match(dear.stderr, /event-stream\.yaml:\d+:\d+: the dearest configuration .* costs 16\.1501, above the order maximum 16\.15/);
+    assert.match(
+      dear.stderr,
+      /event-stream\.yaml:\d+:\d+: the dearest configuration .* costs 16\.1501, above the order maximum 16\.15/,
+    );
   });
 
   test('an agent-orderable product must be visible, approved and paid with x402', async () => {
     const file = 'catalog/products/radio-local.yaml';
     const text = await readFile(join(copy.dir, file), 'utf8');
-    const result = await checkWith(file, (t) => t.replace('orderable: { human: true, agent: false }', 'orderable: { human: true, agent: true }'));
+    const result = await checkWith(file, (t) =>
+      t.replace('orderable: { human: true, agent: false }', 'orderable: { human: true, agent: true }'),
+    );
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`^catalog/products/radio-local\\.yaml:${lineOf(text, 'orderable:')}:\\d+: an agent-orderable product .*no_machine_payment`, 'm'));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `^catalog/products/radio-local\\.yaml:${lineOf(text, 'orderable:')}:\\d+: an agent-orderable product .*no_machine_payment`,
+        'm',
+      ),
+    );
   });
 
   test('a price rule that cannot price a product is reported, not a crash', async () => {
-    const result = await checkWith('catalog/products/event-stream.yaml', (t) => t.replace('  per_gb_atomic: "15000"\n', ''));
+    const result = await checkWith('catalog/products/event-stream.yaml', (t) =>
+      t.replace('  per_gb_atomic: "15000"\n', ''),
+    );
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /^catalog\/products\/event-stream\.yaml:\d+:\d+: a price rule cannot price this product: rule transfer: rate undefined/m);
+    assert.match(
+      result.stderr,
+      /^catalog\/products\/event-stream\.yaml:\d+:\d+: a price rule cannot price this product: rule transfer: rate undefined/m,
+    );
   });
 
   test('a product file not listed in catalog.yaml is refused', async () => {
@@ -115,7 +167,9 @@ describe('catalog check reports each problem once, at its cause', () => {
     const result = await checkWith(file, (t) => `${t}notes: "never closed\n`);
     assert.equal(result.code, 1);
     const lines = result.stderr.split('\n');
-    const at = lines.findIndex((l) => l.startsWith(`catalog/products/radio-local.yaml:${lastLine}:21: Missing closing "quote`));
+    const at = lines.findIndex((l) =>
+      l.startsWith(`catalog/products/radio-local.yaml:${lastLine}:21: Missing closing "quote`),
+    );
     assert.ok(at >= 0, result.stderr);
     assert.equal(lines[at + 1], `  ${lastLine} | notes: "never closed`);
     assert.equal(lines[at + 2], `${' '.repeat(`  ${lastLine} | `.length + 20)}^`);
@@ -126,15 +180,26 @@ describe('catalog check reports each problem once, at its cause', () => {
     const text = await readFile(join(copy.dir, file), 'utf8');
     const result = await checkWith(file, (t) => t.replace('billing_type: quote', 'billing_type: quotes'));
     assert.equal(result.code, 1);
-    assert.deepEqual(diagnosticLines(result.stderr), [`catalog/products/event-stream.yaml:${lineOf(text, 'billing_type')}:15: must be one of "subscription", "quote", "one_time"`]);
+    assert.deepEqual(diagnosticLines(result.stderr), [
+      `catalog/products/event-stream.yaml:${lineOf(text, 'billing_type')}:15: must be one of "subscription", "quote", "one_time"`,
+    ]);
   });
 
   test('an unknown product in the upgrade paths is reported once, where it is named', async () => {
     const file = 'catalog/catalog.yaml';
     const text = await readFile(join(copy.dir, file), 'utf8');
-    const result = await checkWith(file, (t) => t.replace('instant-stream: [event-stream]', 'instant-stream: [event-streams]').replace('event-stream: [event-stream]', 'event-stream: [event-streams]'));
+    const result = await checkWith(file, (t) =>
+      t
+        .replace('instant-stream: [event-stream]', 'instant-stream: [event-streams]')
+        .replace('event-stream: [event-stream]', 'event-stream: [event-streams]'),
+    );
     assert.equal(result.code, 1);
-    assert.deepEqual(diagnosticLines(result.stderr).map((l) => l.replace(/;.*/, '')), [`catalog/catalog.yaml:${lineOf(text, 'instant-stream: [event-stream]')}:20: upgrade path names unknown product event-streams`]);
+    assert.deepEqual(
+      diagnosticLines(result.stderr).map((l) => l.replace(/;.*/, '')),
+      [
+        `catalog/catalog.yaml:${lineOf(text, 'instant-stream: [event-stream]')}:20: upgrade path names unknown product event-streams`,
+      ],
+    );
   });
 
   test('a rate that disagrees with the formula text agents read is refused at the formula', async () => {
@@ -145,7 +210,11 @@ describe('catalog check reports each problem once, at its cause', () => {
     assert.deepEqual(diagnosticLines(result.stderr), [
       `catalog/products/instant-stream.yaml:${lineOf(text, 'formula:')}:12: the formula says transfer_gb x 0.015 USDC, but pricing.per_gb_atomic "10000" charges 0.01 USDC: make the text say transfer_gb x 0.01 USDC, or change the rate`,
     ]);
-    const both = await checkWith(file, (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"').replace('transfer_gb x 0.015 USDC', 'transfer_gb x 0.01 USDC'));
+    const both = await checkWith(file, (t) =>
+      t
+        .replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"')
+        .replace('transfer_gb x 0.015 USDC', 'transfer_gb x 0.01 USDC'),
+    );
     assert.equal(both.code, 0, both.stderr);
     const dropped = await checkWith(file, (t) => t.replace(' + (transfer_gb x 0.015 USDC)', ''));
     assert.equal(dropped.code, 1);
@@ -162,7 +231,9 @@ describe('catalog check reports each problem once, at its cause', () => {
       assert.equal(bad.code, 1);
       assert.deepEqual(JSON.parse(bad.stdout), {
         ok: false,
-        diagnostics: [{ file, line: lineOf(text, 'per_hour_atomic'), column: 20, code: 'type', message: 'must be string' }],
+        diagnostics: [
+          { file, line: lineOf(text, 'per_hour_atomic'), column: 20, code: 'type', message: 'must be string' },
+        ],
       });
     } finally {
       await writeFile(path, text);

@@ -159,7 +159,9 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     assert.equal(await read('symbol'), 'USDC');
     assert.equal(await read('version'), '2');
     assert.equal(await read('decimals'), 6);
-    const expected = domainSeparator({ domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: USDC } });
+    const expected = domainSeparator({
+      domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: USDC },
+    });
     assert.equal(await read('DOMAIN_SEPARATOR'), expected);
   });
 
@@ -211,7 +213,10 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     assert.equal((await facilitator.settle(payment, accepted)).success, true);
     const journal = await readFile(join(dataDir, 'chain-state.jsonl'), 'utf8');
     assert.ok(journal.includes(nonceOf(payment)), 'the used nonce is in the journal');
-    assert.ok(journal.includes(`"${payTo}":"${await chain.usdcBalance(payTo)}"`), 'the new payee balance is in the journal');
+    assert.ok(
+      journal.includes(`"${payTo}":"${await chain.usdcBalance(payTo)}"`),
+      'the new payee balance is in the journal',
+    );
   });
 
   test('a replayed payment is refused as a used nonce', T, async () => {
@@ -271,7 +276,10 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
       await simulate('transferWithAuthorization', await sign(now + 3600n, now + 7200n)),
       'FiatTokenV2: authorization is not yet valid',
     );
-    assert.equal(await simulate('transferWithAuthorization', await sign(0n, now - 60n)), 'FiatTokenV2: authorization is expired');
+    assert.equal(
+      await simulate('transferWithAuthorization', await sign(0n, now - 60n)),
+      'FiatTokenV2: authorization is expired',
+    );
     const [from, to, value, validAfter, validBefore, nonce] = await sign(0n, now + 60n);
     const foreign = await privateKeyToAccount(generatePrivateKey()).signTypedData({
       domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: USDC },
@@ -373,14 +381,18 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
 
   test('getSupported lists exact on eip155:8453 with the facilitator signer', T, async () => {
     const supported = await facilitator.getSupported();
-    assert.ok(supported.kinds.some((kind) => kind.x402Version === 2 && kind.scheme === 'exact' && kind.network === NETWORK));
+    assert.ok(
+      supported.kinds.some((kind) => kind.x402Version === 2 && kind.scheme === 'exact' && kind.network === NETWORK),
+    );
     assert.ok(Object.values(supported.signers).flat().includes(chain.accounts.facilitator.address));
   });
 
   test('a restart on the same data dir keeps balances and used nonces', T, async () => {
     const holders = [buyer.address, payTo, chain.accounts.minter.address];
     const balances = await Promise.all(holders.map((holder) => chain.usdcBalance(holder)));
-    const facilitatorNonce = await chain.publicClient.getTransactionCount({ address: chain.accounts.facilitator.address });
+    const facilitatorNonce = await chain.publicClient.getTransactionCount({
+      address: chain.accounts.facilitator.address,
+    });
     assert.ok(facilitatorNonce >= 2);
     const oldPid = chain.pid;
     const oldHeight = await chain.publicClient.getBlockNumber({ cacheTime: 0 });
@@ -391,9 +403,16 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     facilitator = createFacilitator(embeddedFacilitatorConfig(chain));
 
     assert.equal(chain.firstLiveBlock, oldHeight + 1n, 'block numbers go on after the saved height');
-    assert.ok((await chain.publicClient.getBlockNumber()) < oldHeight + 5n, 'the restarted node starts with no old blocks');
-    const used = chain.archivedLogs({ fromBlock: 0n, toBlock: oldHeight, topics: [null, pad(buyer.address), nonceOf(settledPayment)] });
-    assert.equal(used.length, 1, 'the settlement\'s AuthorizationUsed log is kept in the history');
+    assert.ok(
+      (await chain.publicClient.getBlockNumber()) < oldHeight + 5n,
+      'the restarted node starts with no old blocks',
+    );
+    const used = chain.archivedLogs({
+      fromBlock: 0n,
+      toBlock: oldHeight,
+      topics: [null, pad(buyer.address), nonceOf(settledPayment)],
+    });
+    assert.equal(used.length, 1, "the settlement's AuthorizationUsed log is kept in the history");
     assert.deepEqual(await Promise.all(holders.map((holder) => chain.usdcBalance(holder))), balances);
     assert.equal(await chain.authorizationState(buyer.address, nonceOf(settledPayment)), true);
     assert.equal(
@@ -449,7 +468,12 @@ test('anvil does not outlive a parent killed with SIGKILL', T, async () => {
 
 test('ledgerDelta turns the token events of new blocks into the new absolute ledger values', () => {
   const [a, b, c] = DEV_ACCOUNTS.map((account) => account.address);
-  const known: ChainState = { ...emptyState(), totalSupply: '1000', balances: { [a]: '1000' }, allowances: { [a]: { [c]: '5' } } };
+  const known: ChainState = {
+    ...emptyState(),
+    totalSupply: '1000',
+    balances: { [a]: '1000' },
+    allowances: { [a]: { [c]: '5' } },
+  };
   const nonce1 = toHex(1n, { size: 32 });
   const nonce2 = toHex(2n, { size: 32 });
   const events: LedgerEvent[] = [
@@ -468,7 +492,10 @@ test('ledgerDelta turns the token events of new blocks into the new absolute led
     authorizations: { [a]: [nonce1], [b]: [nonce2] },
   });
   assert.deepEqual(ledgerDelta([], known), { balances: {}, allowances: {}, authorizations: {} });
-  assert.throws(() => ledgerDelta([{ eventName: 'Transfer', args: { from: b, to: a, value: 1n } }], known), /below zero/);
+  assert.throws(
+    () => ledgerDelta([{ eventName: 'Transfer', args: { from: b, to: a, value: 1n } }], known),
+    /below zero/,
+  );
 });
 
 test('coalesce: callers share the waiting round, never the running one, and rounds never overlap', async () => {
@@ -537,13 +564,20 @@ async function chainValues(chain: EmbeddedChain, saved: ChainState) {
     totalSupply: (await read.readContract({ ...at, functionName: 'totalSupply' })).toString(),
     balances: Object.fromEntries(
       await Promise.all(
-        holders.map(async (h) => [h, (await read.readContract({ ...at, functionName: 'balanceOf', args: [h] })).toString()]),
+        holders.map(async (h) => [
+          h,
+          (await read.readContract({ ...at, functionName: 'balanceOf', args: [h] })).toString(),
+        ]),
       ),
     ),
     allowances: await Promise.all(
-      pairs.map(async (pair) => `${pair.join('/')}=${await read.readContract({ ...at, functionName: 'allowance', args: pair })}`),
+      pairs.map(
+        async (pair) =>
+          `${pair.join('/')}=${await read.readContract({ ...at, functionName: 'allowance', args: pair })}`,
+      ),
     ),
-    usedNonces: (await Promise.all(nonces.map((pair) => chain.authorizationState(...pair)))).filter((used) => used).length,
+    usedNonces: (await Promise.all(nonces.map((pair) => chain.authorizationState(...pair)))).filter((used) => used)
+      .length,
     accountNonces: await Promise.all(DEV_ACCOUNTS.map(({ address }) => read.getTransactionCount({ address }))),
   };
 }
@@ -551,7 +585,11 @@ async function chainValues(chain: EmbeddedChain, saved: ChainState) {
 function savedValues(saved: ChainState) {
   return {
     totalSupply: saved.totalSupply,
-    balances: Object.fromEntries(Object.keys(saved.balances).sort().map((h) => [h, saved.balances[h]])),
+    balances: Object.fromEntries(
+      Object.keys(saved.balances)
+        .sort()
+        .map((h) => [h, saved.balances[h]]),
+    ),
     allowances: Object.entries(saved.allowances).flatMap(([owner, spenders]) =>
       Object.entries(spenders).map(([spender, value]) => `${owner}/${spender}=${value}`),
     ),
@@ -590,7 +628,12 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     dataDir = await mkdtemp(join(tmpdir(), 'chain-journal-'));
     // No timer checkpoints in the way: every checkpoint here is one the test asks for.
     chain = await startEmbeddedChain({ dataDir, checkpointIntervalMs: 3_600_000 });
-    bare = createFacilitator({ mode: 'embedded', rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4].privateKey });
+    bare = createFacilitator({
+      mode: 'embedded',
+      rpcUrl: chain.rpcUrl,
+      chainId: 8453,
+      privateKey: DEV_ACCOUNTS[4].privateKey,
+    });
     buyer = privateKeyToAccount(chain.accounts.buyer.privateKey);
     payTo = chain.accounts.payTo.address;
     await chain.ensureFunded(buyer.address, 100_000_000n);
@@ -601,36 +644,62 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  test('a checkpoint appends exactly the ledger change of the new blocks, and nothing when there is none', T, async () => {
-    await chain.checkpoint();
-    const before = (await journalState(dataDir)).lines.length;
-    const payment = await settleBare(buyer, 12_345n);
-    await chain.checkpoint();
-    const { lines } = await journalState(dataDir);
-    assert.equal(lines.length, before + 1);
-    const { logs, ...values } = lines.at(-1)!;
-    assert.deepEqual(values, {
-      balances: { [buyer.address]: String(await chain.usdcBalance(buyer.address)), [payTo]: String(await chain.usdcBalance(payTo)) },
-      allowances: {},
-      authorizations: { [buyer.address]: [nonceOf(payment)] },
-      accountNonces: { [DEV_ACCOUNTS[4].address]: await chain.publicClient.getTransactionCount({ address: DEV_ACCOUNTS[4].address }) },
-      height: String(await chain.publicClient.getBlockNumber({ cacheTime: 0 })),
-    });
-    assert.deepEqual(logs!.map((log) => log.topics[0]), ['AuthorizationUsed', 'Transfer'].map((name) => toEventSelector(tokenAbi.find((i) => i.type === 'event' && i.name === name)!)),
-      'the settlement\'s logs are kept');
+  test(
+    'a checkpoint appends exactly the ledger change of the new blocks, and nothing when there is none',
+    T,
+    async () => {
+      await chain.checkpoint();
+      const before = (await journalState(dataDir)).lines.length;
+      const payment = await settleBare(buyer, 12_345n);
+      await chain.checkpoint();
+      const { lines } = await journalState(dataDir);
+      assert.equal(lines.length, before + 1);
+      const { logs, ...values } = lines.at(-1)!;
+      assert.deepEqual(values, {
+        balances: {
+          [buyer.address]: String(await chain.usdcBalance(buyer.address)),
+          [payTo]: String(await chain.usdcBalance(payTo)),
+        },
+        allowances: {},
+        authorizations: { [buyer.address]: [nonceOf(payment)] },
+        accountNonces: {
+          [DEV_ACCOUNTS[4].address]: await chain.publicClient.getTransactionCount({ address: DEV_ACCOUNTS[4].address }),
+        },
+        height: String(await chain.publicClient.getBlockNumber({ cacheTime: 0 })),
+      });
+      assert.deepEqual(
+        logs!.map((log) => log.topics[0]),
+        ['AuthorizationUsed', 'Transfer'].map((name) =>
+          toEventSelector(tokenAbi.find((i) => i.type === 'event' && i.name === name)!),
+        ),
+        "the settlement's logs are kept",
+      );
 
-    await chain.checkpoint();
-    await rpc('anvil_mine', ['0x5']);
-    await chain.checkpoint();
-    const last = (await journalState(dataDir)).lines;
-    assert.equal(last.length, before + 2, 'blocks without a ledger change add one line');
-    assert.deepEqual(last.at(-1), { balances: {}, allowances: {}, authorizations: {}, accountNonces: {}, height: String(await chain.publicClient.getBlockNumber({ cacheTime: 0 })), logs: [] },
-      'only the new height: a restarted node goes on after it');
-  });
+      await chain.checkpoint();
+      await rpc('anvil_mine', ['0x5']);
+      await chain.checkpoint();
+      const last = (await journalState(dataDir)).lines;
+      assert.equal(last.length, before + 2, 'blocks without a ledger change add one line');
+      assert.deepEqual(
+        last.at(-1),
+        {
+          balances: {},
+          allowances: {},
+          authorizations: {},
+          accountNonces: {},
+          height: String(await chain.publicClient.getBlockNumber({ cacheTime: 0 })),
+          logs: [],
+        },
+        'only the new height: a restarted node goes on after it',
+      );
+    },
+  );
 
   test('concurrent checkpoints each cover what was mined before they were called, in fewer appends', T, async () => {
     const before = (await journalState(dataDir)).lines.length;
-    const payments = await Promise.all(Array.from({ length: 12 }, () => signPayment(buyer, requirements(payTo, 1_000n))));
+    const payments = await Promise.all(
+      Array.from({ length: 12 }, () => signPayment(buyer, requirements(payTo, 1_000n))),
+    );
     const appendsSeen = await Promise.all(
       payments.map(async (payment) => {
         const settled = await bare.settle(payment, payment.accepted);
@@ -638,7 +707,10 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
         settledNonces.push([buyer.address, nonceOf(payment)]);
         await chain.checkpoint();
         const { state, lines } = await journalState(dataDir);
-        assert.ok(state.authorizations[buyer.address].includes(nonceOf(payment)), 'the settled nonce is on disk when checkpoint() resolves');
+        assert.ok(
+          state.authorizations[buyer.address].includes(nonceOf(payment)),
+          'the settled nonce is on disk when checkpoint() resolves',
+        );
         return lines.length;
       }),
     );
@@ -646,7 +718,9 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     assert.ok(after.lines.length - before <= 12);
     assert.deepEqual(savedValues(after.state), await chainValues(chain, after.state));
     // Not asserted (timing): how many of the 12 settles one append served.
-    console.log(`# 12 concurrent settle+checkpoint: ${after.lines.length - before} journal appends (${[...new Set(appendsSeen)].length} distinct)`);
+    console.log(
+      `# 12 concurrent settle+checkpoint: ${after.lines.length - before} journal appends (${[...new Set(appendsSeen)].length} distinct)`,
+    );
 
     const many = await Promise.all(Array.from({ length: 20 }, () => chain.checkpoint()));
     assert.equal(many.length, 20);
@@ -656,7 +730,8 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
   test('approvals, transferFrom, cancelations, mints and long runs of empty blocks are saved', T, async () => {
     const spender = DEV_ACCOUNTS[5];
     const abi = readCommittedArtifacts()!.contracts.FiatTokenV2.abi;
-    const walletOf = (key: Hex) => createWalletClient({ account: privateKeyToAccount(key), chain: chain.viemChain, transport: http(chain.rpcUrl) });
+    const walletOf = (key: Hex) =>
+      createWalletClient({ account: privateKeyToAccount(key), chain: chain.viemChain, transport: http(chain.rpcUrl) });
     const send = async (key: Hex, functionName: string, args: readonly unknown[]) => {
       const hash = await walletOf(key).writeContract({ address: USDC, abi, functionName, args });
       const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
@@ -667,7 +742,12 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     const canceled = toHex(randomBytes(32));
     const signature = await buyer.signTypedData({
       domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: USDC },
-      types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+      types: {
+        CancelAuthorization: [
+          { name: 'authorizer', type: 'address' },
+          { name: 'nonce', type: 'bytes32' },
+        ],
+      },
       primaryType: 'CancelAuthorization',
       message: { authorizer: buyer.address, nonce: canceled },
     });
@@ -699,7 +779,9 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
       }
     };
     const spinners = [spin(), spin()];
-    const payments = await Promise.all(Array.from({ length: 30 }, (_, i) => signPayment(buyer, requirements(payTo, 100n + BigInt(i)))));
+    const payments = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => signPayment(buyer, requirements(payTo, 100n + BigInt(i)))),
+    );
     let next = 0;
     await Promise.all(
       Array.from({ length: 6 }, async () => {
@@ -724,7 +806,10 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     const payers = [buyer, privateKeyToAccount(generatePrivateKey()), privateKeyToAccount(generatePrivateKey())];
     for (const payer of payers.slice(1)) await chain.ensureFunded(payer.address, 1_000_000n);
     const hooked = createFacilitator(embeddedFacilitatorConfig(chain));
-    const jobs = Array.from({ length: 48 }, (_, i) => ({ payer: payers[i % payers.length], amount: BigInt(1_000 + i) }));
+    const jobs = Array.from({ length: 48 }, (_, i) => ({
+      payer: payers[i % payers.length],
+      amount: BigInt(1_000 + i),
+    }));
     let next = 0;
     await Promise.all(
       Array.from({ length: 8 }, async () => {
@@ -746,12 +831,30 @@ describe('checkpoint journal', { timeout: 240_000 }, () => {
     const height = await chain.publicClient.getBlockNumber({ cacheTime: 0 });
     await chain.stop();
     chain = await startEmbeddedChain({ dataDir, checkpointIntervalMs: 3_600_000 });
-    bare = createFacilitator({ mode: 'embedded', rpcUrl: chain.rpcUrl, chainId: 8453, privateKey: DEV_ACCOUNTS[4].privateKey });
+    bare = createFacilitator({
+      mode: 'embedded',
+      rpcUrl: chain.rpcUrl,
+      chainId: 8453,
+      privateKey: DEV_ACCOUNTS[4].privateKey,
+    });
     assert.equal(chain.firstLiveBlock, height + 1n, 'block numbers go on after the saved height');
-    assert.equal(chain.archivedLogs({ fromBlock: 0n, toBlock: height, topics: [['AuthorizationUsed', 'AuthorizationCanceled'].map((e) => toEventSelector(`event ${e}(address indexed authorizer, bytes32 indexed nonce)`))] }).length,
-      settledNonces.length, 'the log of every used or canceled nonce is kept in the history');
+    assert.equal(
+      chain.archivedLogs({
+        fromBlock: 0n,
+        toBlock: height,
+        topics: [
+          ['AuthorizationUsed', 'AuthorizationCanceled'].map((e) =>
+            toEventSelector(`event ${e}(address indexed authorizer, bytes32 indexed nonce)`),
+          ),
+        ],
+      }).length,
+      settledNonces.length,
+      'the log of every used or canceled nonce is kept in the history',
+    );
     assert.deepEqual(await chainValues(chain, saved), beforeStop);
-    const used = await Promise.all(settledNonces.map(([authorizer, nonce]) => chain.authorizationState(authorizer, nonce)));
+    const used = await Promise.all(
+      settledNonces.map(([authorizer, nonce]) => chain.authorizationState(authorizer, nonce)),
+    );
     assert.equal(used.filter((u) => u).length, settledNonces.length, 'every used or canceled nonce is still used');
     assert.equal(await chain.authorizationState(buyer.address, toHex(randomBytes(32))), false);
 

@@ -27,7 +27,12 @@ after(() => service?.stop());
 
 let counter = 0;
 const newKey = () => `clients-${process.pid}-${counter++}`;
-const order = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Clients FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const order = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Clients FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+};
 
 /** The buyer's USDC balance and the asset of this service's 402 (read from a live 402). */
 async function buyerBalance(): Promise<bigint> {
@@ -39,16 +44,20 @@ async function buyerBalance(): Promise<bigint> {
 /** The products a client can quote, with the parameters each requires (at their minimum) and a billing it must name. */
 async function quotableRequests(): Promise<Record<string, unknown>[]> {
   const products = (await request(service, 'GET', '/products', { auth: false })).body.products as any[];
-  return products.filter((p) => p.pricing_status === 'approved' && (p.status === 'ready' || p.status === 'available')).map((p) => {
-    const parameters = Object.fromEntries(Object.entries(p.parameters as Record<string, any>)
-      .filter(([, d]) => d.required)
-      .map(([name, d]) => [name, d.minimum ?? (d.type === 'boolean' ? false : 1)]));
-    return {
-      product_id: p.id,
-      ...(Object.keys(parameters).length && { parameters }),
-      ...(p.billing_type === 'subscription' && { billing: 'monthly' }),
-    };
-  });
+  return products
+    .filter((p) => p.pricing_status === 'approved' && (p.status === 'ready' || p.status === 'available'))
+    .map((p) => {
+      const parameters = Object.fromEntries(
+        Object.entries(p.parameters as Record<string, any>)
+          .filter(([, d]) => d.required)
+          .map(([name, d]) => [name, d.minimum ?? (d.type === 'boolean' ? false : 1)]),
+      );
+      return {
+        product_id: p.id,
+        ...(Object.keys(parameters).length && { parameters }),
+        ...(p.billing_type === 'subscription' && { billing: 'monthly' }),
+      };
+    });
 }
 
 const V1_SCRIPT = `
@@ -78,7 +87,10 @@ describe('x402 clients', () => {
     await writeFile(join(dir, 'v1-clients.mjs'), V1_SCRIPT);
     const before = await buyerBalance();
     const ran = await run(process.execPath, ['v1-clients.mjs'], dir, 120_000, {
-      ORDER_URL: `${service.baseUrl}/orders`, API_KEY: service.apiKey, PRIVATE_KEY: dev.buyer.private_key, ORDER_BODY: JSON.stringify(order),
+      ORDER_URL: `${service.baseUrl}/orders`,
+      API_KEY: service.apiKey,
+      PRIVATE_KEY: dev.buyer.private_key,
+      ORDER_BODY: JSON.stringify(order),
     });
     assert.equal(ran.code, 0, ran.stderr);
     const results = JSON.parse(ran.stdout.trim().split('\n').at(-1)!);
@@ -112,10 +124,15 @@ describe('x402 clients', () => {
     const amount = BigInt(decodePaymentRequiredHeader(required.headers.get('payment-required')!).accepts[0].amount);
     const before = await buyerBalance();
     const response = await wallet.payingFetch()(`${service.baseUrl}/orders`, {
-      method: 'POST', body: JSON.stringify(order),
-      headers: { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+      method: 'POST',
+      body: JSON.stringify(order),
+      headers: {
+        authorization: `Bearer ${service.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+      },
     });
-    const body = await response.json() as any;
+    const body = (await response.json()) as any;
     assert.equal(response.status, 200, JSON.stringify(body));
     assert.equal(body.order.status, 'active');
     assert.equal(await buyerBalance(), before - amount);
@@ -158,48 +175,92 @@ describe('agentcash discovery', () => {
     assert.deepEqual(post.inputSchema.requestBody.required, ['product_id', 'email', 'station_name']);
   });
 
-  test('/.well-known/x402 lists the paid resources in the origin-level shape, beside the draft\'s items', async () => {
-    const manifest = await (await fetch(`${origin}/.well-known/x402`)).json() as any;
-    assert.deepEqual(manifest.resources, [`${service.baseUrl}/orders`, `${service.baseUrl}/services/:service_id/upgrade`, `${service.baseUrl}/services/:service_id/extend`]);
+  test("/.well-known/x402 lists the paid resources in the origin-level shape, beside the draft's items", async () => {
+    const manifest = (await (await fetch(`${origin}/.well-known/x402`)).json()) as any;
+    assert.deepEqual(manifest.resources, [
+      `${service.baseUrl}/orders`,
+      `${service.baseUrl}/services/:service_id/upgrade`,
+      `${service.baseUrl}/services/:service_id/extend`,
+    ]);
     assert.equal(manifest.version, 1);
     assert.match(manifest.instructions, /Authorization: Bearer/);
-    assert.deepEqual(manifest.items.map((i: any) => i.resource.url), manifest.resources);
-    const site = await (await fetch(`${origin}/openapi.json`)).json() as any;
-    const api = await (await fetch(`${service.baseUrl}/openapi.json`)).json() as any;
-    assert.deepEqual(Object.keys(site.paths).sort(), Object.keys(api.paths).map((p) => (p.startsWith('/.well-known') ? p : `/api/v1${p}`)).sort());
+    assert.deepEqual(
+      manifest.items.map((i: any) => i.resource.url),
+      manifest.resources,
+    );
+    const site = (await (await fetch(`${origin}/openapi.json`)).json()) as any;
+    const api = (await (await fetch(`${service.baseUrl}/openapi.json`)).json()) as any;
+    assert.deepEqual(
+      Object.keys(site.paths).sort(),
+      Object.keys(api.paths)
+        .map((p) => (p.startsWith('/.well-known') ? p : `/api/v1${p}`))
+        .sort(),
+    );
   });
 });
 
 describe('typed clients from /openapi.json', () => {
   test('openapi-typescript types a client that quotes every product with its required parameters, and refuses a wrong type', async () => {
     const dir = await scratchDir('typed-client-');
-    await writeFile(join(dir, 'openapi.json'), Buffer.from(await (await fetch(`${service.baseUrl}/openapi.json`)).arrayBuffer()));
-    const generated = await run(process.execPath, [join(root, 'node_modules/openapi-typescript/bin/cli.js'), 'openapi.json', '-o', 'api.d.ts'], dir);
+    await writeFile(
+      join(dir, 'openapi.json'),
+      Buffer.from(await (await fetch(`${service.baseUrl}/openapi.json`)).arrayBuffer()),
+    );
+    const generated = await run(
+      process.execPath,
+      [join(root, 'node_modules/openapi-typescript/bin/cli.js'), 'openapi.json', '-o', 'api.d.ts'],
+      dir,
+    );
     assert.equal(generated.code, 0, generated.stderr);
 
     const requests = await quotableRequests();
-    assert.ok(requests.some((r) => r.product_id === 'radio-directo'), 'subscriptions are quotable');
-    const quote = await request(service, 'POST', '/quotes', { body: requests.find((r) => r.product_id === 'instant-stream') });
+    assert.ok(
+      requests.some((r) => r.product_id === 'radio-directo'),
+      'subscriptions are quotable',
+    );
+    const quote = await request(service, 'POST', '/quotes', {
+      body: requests.find((r) => r.product_id === 'instant-stream'),
+    });
     assert.equal(quote.status, 200, JSON.stringify(quote.body));
-    const tsc = (file: string) => run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', file], dir);
-    await writeFile(join(dir, 'client.ts'), [
-      'import type { components } from \'./api.js\';',
-      'type QuoteRequest = components[\'schemas\'][\'QuoteRequest\'];',
-      'type QuoteResponse = components[\'schemas\'][\'QuoteResponse\'];',
-      `export const requests: QuoteRequest[] = ${JSON.stringify(requests, null, 2)};`,
-      // A real answer, as the client receives it: product, configuration and breakdown are typed as what they hold.
-      `export const answer: QuoteResponse = ${JSON.stringify(quote.body, null, 2)};`,
-      'export const minutes: unknown = answer.quote.configuration.duration_hours;',
-      '',
-    ].join('\n'));
+    const tsc = (file: string) =>
+      run(
+        process.execPath,
+        [
+          join(root, 'node_modules/typescript/bin/tsc'),
+          '--noEmit',
+          '--strict',
+          '--target',
+          'es2022',
+          '--module',
+          'nodenext',
+          file,
+        ],
+        dir,
+      );
+    await writeFile(
+      join(dir, 'client.ts'),
+      [
+        "import type { components } from './api.js';",
+        "type QuoteRequest = components['schemas']['QuoteRequest'];",
+        "type QuoteResponse = components['schemas']['QuoteResponse'];",
+        `export const requests: QuoteRequest[] = ${JSON.stringify(requests, null, 2)};`,
+        // A real answer, as the client receives it: product, configuration and breakdown are typed as what they hold.
+        `export const answer: QuoteResponse = ${JSON.stringify(quote.body, null, 2)};`,
+        'export const minutes: unknown = answer.quote.configuration.duration_hours;',
+        '',
+      ].join('\n'),
+    );
     const good = await tsc('client.ts');
     assert.equal(good.code, 0, `${good.stdout}\n${await readFile(join(dir, 'client.ts'), 'utf8')}`);
 
-    await writeFile(join(dir, 'wrong.ts'), [
-      'import type { components } from \'./api.js\';',
-      'export const wrong: components[\'schemas\'][\'QuoteRequest\'] = { product_id: \'instant-stream\', parameters: { duration_hours: \'1\', max_listeners: 2, bitrate_kbps: 64 } };',
-      '',
-    ].join('\n'));
+    await writeFile(
+      join(dir, 'wrong.ts'),
+      [
+        "import type { components } from './api.js';",
+        "export const wrong: components['schemas']['QuoteRequest'] = { product_id: 'instant-stream', parameters: { duration_hours: '1', max_listeners: 2, bitrate_kbps: 64 } };",
+        '',
+      ].join('\n'),
+    );
     const wrong = await tsc('wrong.ts');
     assert.notEqual(wrong.code, 0, 'a string where the schema says number does not compile');
     assert.match(wrong.stdout, /wrong\.ts.*error TS2322/s);
@@ -212,10 +273,18 @@ describe('typed clients from /openapi.json', () => {
     await writeFile(documentFile, Buffer.from(await (await fetch(`${origin}/openapi.json`)).arrayBuffer()));
     const port = await freePort();
     const { spawn } = await import('node:child_process');
-    const prism = spawn(join(dir, 'node_modules/.bin/prism'), ['proxy', documentFile, origin, '--errors', '--port', String(port), '-h', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const prism = spawn(
+      join(dir, 'node_modules/.bin/prism'),
+      ['proxy', documentFile, origin, '--errors', '--port', String(port), '-h', '127.0.0.1'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let log = '';
-    prism.stdout.on('data', (d) => { log += d; });
-    prism.stderr.on('data', (d) => { log += d; });
+    prism.stdout.on('data', (d) => {
+      log += d;
+    });
+    prism.stderr.on('data', (d) => {
+      log += d;
+    });
     try {
       const deadline = Date.now() + 60_000;
       while (!/Prism is listening/.test(log)) {
@@ -226,21 +295,43 @@ describe('typed clients from /openapi.json', () => {
       const expect = async (method: string, path: string, status: number, init: Parameters<typeof request>[3] = {}) => {
         const answer = await request(proxied, method, path, init);
         assert.equal(answer.status, status, `${method} ${path}: ${JSON.stringify(answer.body).slice(0, 800)}`);
-        assert.match(answer.headers.get('x-request-id') ?? '', /^req_/, `${method} ${path} was answered by the service, not Prism`);
-        assert.equal(answer.headers.get('sl-violations'), null, `${method} ${path}: ${answer.headers.get('sl-violations')}`);
+        assert.match(
+          answer.headers.get('x-request-id') ?? '',
+          /^req_/,
+          `${method} ${path} was answered by the service, not Prism`,
+        );
+        assert.equal(
+          answer.headers.get('sl-violations'),
+          null,
+          `${method} ${path}: ${answer.headers.get('sl-violations')}`,
+        );
         return answer;
       };
       for (const body of await quotableRequests()) await expect('POST', '/quotes', 200, { body });
       const radio = await expect('POST', '/quotes', 200, { body: { product_id: 'radio-directo', billing: 'annual' } });
       assert.equal(radio.body.quote.agent_orderable, false);
       await expect('POST', '/orders', 402, { body: order, headers: { 'idempotency-key': newKey() } });
-      await expect('POST', '/orders', 402, { body: { product_id: 'radio-directo', billing: 'monthly', email: 'agent@example.com', station_name: 'Directo FM' }, headers: { 'idempotency-key': newKey() } });
+      await expect('POST', '/orders', 402, {
+        body: {
+          product_id: 'radio-directo',
+          billing: 'monthly',
+          email: 'agent@example.com',
+          station_name: 'Directo FM',
+        },
+        headers: { 'idempotency-key': newKey() },
+      });
       const signIn = await expect('GET', '/services', 402, { auth: false });
       assert.equal(signIn.body.error.code, 'authentication_required');
       await expect('GET', '/products/no-such-product', 404, { auth: false });
       await expect('GET', '/orders/ra_nosuchorder1', 404);
-      await expect('POST', '/quotes', 401, { body: { product_id: 'instant-stream', parameters: order.parameters }, headers: { authorization: 'Bearer not-a-key' } });
-      const unknownQuote = await expect('POST', '/orders', 422, { body: { ...order, metadata: { quote_id: 'qt_nosuchquote1234' } }, headers: { 'idempotency-key': newKey() } });
+      await expect('POST', '/quotes', 401, {
+        body: { product_id: 'instant-stream', parameters: order.parameters },
+        headers: { authorization: 'Bearer not-a-key' },
+      });
+      const unknownQuote = await expect('POST', '/orders', 422, {
+        body: { ...order, metadata: { quote_id: 'qt_nosuchquote1234' } },
+        headers: { 'idempotency-key': newKey() },
+      });
       assert.equal(unknownQuote.body.error.code, 'quote_not_found');
       assert.doesNotMatch(log, /violation/i);
     } finally {
@@ -258,7 +349,11 @@ describe('README', () => {
     const registered = await request(service, 'POST', '/webhooks', { body: JSON.parse(example[1]) });
     assert.equal(registered.status, 201, JSON.stringify(registered.body));
     assert.match(registered.body.secret, /\S{16,}/);
-    assert.match(readme, /WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 npm start/, 'the README says how to run the service for this example');
+    assert.match(
+      readme,
+      /WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 npm start/,
+      'the README says how to run the service for this example',
+    );
   });
 });
 

@@ -10,8 +10,14 @@ import { cli, root, scratchDir } from './support/service.js';
 /** The variables the README's configuration table names (first column, each `NAME` in it). */
 async function readmeSettings(): Promise<Set<string>> {
   const readme = await readFile(join(root, 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5));
-  const names = table.split('\n').filter((line) => line.startsWith('| `')).flatMap((line) => [...line.split('|')[1].matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]));
+  const table = readme.slice(
+    readme.indexOf('## Configuration'),
+    readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5),
+  );
+  const names = table
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+    .flatMap((line) => [...line.split('|')[1].matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]));
   return new Set(names);
 }
 
@@ -25,12 +31,16 @@ test('the README configuration table lists exactly the settings the configuratio
 test('nothing under src/ reads process.env but the configuration module', async () => {
   const files = (await readdir(join(root, 'src'), { recursive: true })).filter((f) => f.endsWith('.ts'));
   const readers = [];
-  for (const file of files) if ((await readFile(join(root, 'src', file), 'utf8')).includes('process.env')) readers.push(file);
+  for (const file of files)
+    if ((await readFile(join(root, 'src', file), 'utf8')).includes('process.env')) readers.push(file);
   assert.deepEqual(readers, ['cli/config.ts']);
 });
 
 const refused: Array<[Record<string, string>, RegExp]> = [
-  [{ RATE_LIMIT_PER_IP: 'lots' }, /^RATE_LIMIT_PER_IP must be a whole number 0 or more \(0 turns the limit off\), got "lots"$/],
+  [
+    { RATE_LIMIT_PER_IP: 'lots' },
+    /^RATE_LIMIT_PER_IP must be a whole number 0 or more \(0 turns the limit off\), got "lots"$/,
+  ],
   [{ LIFECYCLE_INTERVAL_MS: '-5' }, /^LIFECYCLE_INTERVAL_MS must be a whole number 10 or more, got "-5"$/],
   [{ PORT: '70000' }, /^PORT must be a whole number from 0 to 65535 \(0: a free port\), got "70000"$/],
   [{ ORDER_LEASE_SECONDS: '1.5' }, /^ORDER_LEASE_SECONDS must be a whole number 1 or more, got "1.5"$/],
@@ -39,19 +49,30 @@ const refused: Array<[Record<string, string>, RegExp]> = [
   [{ X402_FACILITATOR_URL: 'ftp://x' }, /^X402_FACILITATOR_URL must be an http\(s\) URL, got "ftp:\/\/x"$/],
   [{ SOURCE_BITRATE_TOLERANCE: '9' }, /^SOURCE_BITRATE_TOLERANCE must be a number from 1 to 4, got "9"$/],
   [{ STREAMING_HOST_ID: 'a b' }, /^STREAMING_HOST_ID must be 1 to 100 letters, digits or \. _ : -, got "a b"$/],
-  [{ WEBHOOK_LEASE_SECONDS: '5' }, /^WEBHOOK_LEASE_SECONDS must be a whole number 6 or more \(longer than the 5 s delivery timeout\), got "5"$/],
+  [
+    { WEBHOOK_LEASE_SECONDS: '5' },
+    /^WEBHOOK_LEASE_SECONDS must be a whole number 6 or more \(longer than the 5 s delivery timeout\), got "5"$/,
+  ],
   [{ AUDIO_API_ENV: 'prod' }, /^AUDIO_API_ENV must be one of production, development, got "prod"$/],
   [{ RELAY_FIRST_RETRY_MS: '0' }, /^RELAY_FIRST_RETRY_MS must be a whole number from 10 to 300000, got "0"$/],
 ];
 
 for (const [env, message] of refused) {
   test(`a bad setting is refused with one sentence naming it: ${Object.keys(env)[0]}`, () => {
-    assert.throws(() => configFromEnv(env), (e: Error) => e instanceof SettingError && message.test(e.message));
+    assert.throws(
+      () => configFromEnv(env),
+      (e: Error) => e instanceof SettingError && message.test(e.message),
+    );
   });
 }
 
 test('defaults, and values read as their types', () => {
-  const config = configFromEnv({ RATE_LIMIT_PER_IP: '0', ICECAST_MAX_SOURCES: '7', AGENT_SIGNUP: 'off', SOURCE_BITRATE_WINDOW_SECONDS: '12.5' });
+  const config = configFromEnv({
+    RATE_LIMIT_PER_IP: '0',
+    ICECAST_MAX_SOURCES: '7',
+    AGENT_SIGNUP: 'off',
+    SOURCE_BITRATE_WINDOW_SECONDS: '12.5',
+  });
   assert.equal(config.http.ratePerIp, 0);
   assert.equal(config.http.ratePerKey, 100);
   assert.equal(config.streaming.maxSources, 7);
@@ -62,15 +83,29 @@ test('defaults, and values read as their types', () => {
 });
 
 test('serve stops at once on a bad setting, with the sentence and no stack trace', async () => {
-  const run = await cli(['serve'], { DATA_DIR: await scratchDir('audio-bad-setting-'), RATE_LIMIT_PER_IP: 'lots' }, 30_000);
+  const run = await cli(
+    ['serve'],
+    { DATA_DIR: await scratchDir('audio-bad-setting-'), RATE_LIMIT_PER_IP: 'lots' },
+    30_000,
+  );
   assert.equal(run.code, 1);
-  assert.equal(run.stderr, 'error: RATE_LIMIT_PER_IP must be a whole number 0 or more (0 turns the limit off), got "lots"\n');
+  assert.equal(
+    run.stderr,
+    'error: RATE_LIMIT_PER_IP must be a whole number 0 or more (0 turns the limit off), got "lots"\n',
+  );
 });
 
-test('serve names DATABASE_URL, not an agent\'s retry advice, when that PostgreSQL does not answer', async () => {
-  const env = { AUDIO_API_ENV: 'production', DATA_DIR: await scratchDir('audio-no-db-'), DATABASE_URL: 'postgres://audio:secret@127.0.0.1:1/audio' };
+test("serve names DATABASE_URL, not an agent's retry advice, when that PostgreSQL does not answer", async () => {
+  const env = {
+    AUDIO_API_ENV: 'production',
+    DATA_DIR: await scratchDir('audio-no-db-'),
+    DATABASE_URL: 'postgres://audio:secret@127.0.0.1:1/audio',
+  };
   const run = await cli(['serve'], env, 30_000);
   assert.equal(run.code, 1);
-  assert.match(run.stderr, /^error: the PostgreSQL of DATABASE_URL \(127\.0\.0\.1:1\/audio\) could not be used: no connection could be made\./);
+  assert.match(
+    run.stderr,
+    /^error: the PostgreSQL of DATABASE_URL \(127\.0\.0\.1:1\/audio\) could not be used: no connection could be made\./,
+  );
   assert.doesNotMatch(run.stderr, /Idempotency-Key|secret/);
 });

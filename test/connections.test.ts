@@ -11,7 +11,9 @@ before(async () => {
   service = await startService({ MAX_CONNECTIONS_PER_IP: '3', RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' });
   origin = new URL(service.baseUrl);
 });
-after(async () => { await service?.stop(); });
+after(async () => {
+  await service?.stop();
+});
 
 interface Connection {
   socket: Socket;
@@ -26,24 +28,35 @@ function open(localAddress = '127.0.0.1'): Promise<Connection> {
     const socket = connect({ host: origin.hostname, port: Number(origin.port), localAddress });
     let received = '';
     const waiting: Array<() => void> = [];
-    socket.on('data', (chunk) => { received += chunk.toString('latin1'); waiting.splice(0).forEach((wake) => wake()); });
-    socket.on('error', () => { /* a reset after the answer counts as closed */ });
-    const closed = new Promise<number>((done) => socket.on('close', () => { done(Date.now()); waiting.splice(0).forEach((wake) => wake()); }));
-    const answer = () => new Promise<{ status: number; text: string }>((done) => {
-      const check = () => {
-        const end = received.indexOf('\r\n\r\n');
-        const head = end >= 0 ? received.slice(0, end) : '';
-        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? -1);
-        if (end < 0 || length < 0 || received.length < end + 4 + length) {
-          if (socket.destroyed) return done({ status: 0, text: received });
-          return void waiting.push(check);
-        }
-        const text = received.slice(end + 4, end + 4 + length);
-        received = received.slice(end + 4 + length);
-        done({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), text });
-      };
-      check();
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      waiting.splice(0).forEach((wake) => wake());
     });
+    socket.on('error', () => {
+      /* a reset after the answer counts as closed */
+    });
+    const closed = new Promise<number>((done) =>
+      socket.on('close', () => {
+        done(Date.now());
+        waiting.splice(0).forEach((wake) => wake());
+      }),
+    );
+    const answer = () =>
+      new Promise<{ status: number; text: string }>((done) => {
+        const check = () => {
+          const end = received.indexOf('\r\n\r\n');
+          const head = end >= 0 ? received.slice(0, end) : '';
+          const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? -1);
+          if (end < 0 || length < 0 || received.length < end + 4 + length) {
+            if (socket.destroyed) return done({ status: 0, text: received });
+            return void waiting.push(check);
+          }
+          const text = received.slice(end + 4, end + 4 + length);
+          received = received.slice(end + 4 + length);
+          done({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), text });
+        };
+        check();
+      });
     socket.once('connect', () => resolve({ socket, answer, closed }));
     socket.once('error', reject);
   });
@@ -59,16 +72,23 @@ describe('connections', () => {
   test('an error answered before the body was read closes the connection at once', async () => {
     const connection = await open();
     const declared = 50 * 1024 * 1024;
-    connection.socket.write(`POST ${origin.pathname}/orders HTTP/1.1\r\nHost: ${origin.host}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`);
+    connection.socket.write(
+      `POST ${origin.pathname}/orders HTTP/1.1\r\nHost: ${origin.host}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+    );
     connection.socket.write(Buffer.alloc(256 * 1024, 0x20)); // a part of the body; the rest never comes
     // The client keeps sending its body slowly, as a slow uplink would.
-    const trickle = setInterval(() => { if (!connection.socket.destroyed) connection.socket.write(Buffer.alloc(1024, 0x20)); }, 200);
+    const trickle = setInterval(() => {
+      if (!connection.socket.destroyed) connection.socket.write(Buffer.alloc(1024, 0x20));
+    }, 200);
     const answer = await connection.answer();
     const answeredAt = Date.now();
     assert.equal(answer.status, 401);
     assert.equal(JSON.parse(answer.text).error.code, 'authentication_required');
     // Without Connection: close the server reads the rest of the body until its 30 s request timeout.
-    const closedAt = await Promise.race([connection.closed, new Promise<number>((r) => setTimeout(() => r(-1), 10_000))]);
+    const closedAt = await Promise.race([
+      connection.closed,
+      new Promise<number>((r) => setTimeout(() => r(-1), 10_000)),
+    ]);
     clearInterval(trickle);
     connection.socket.destroy();
     assert.ok(closedAt > 0, 'the server closed the connection');

@@ -31,7 +31,10 @@ function counting(db: Database): { db: Database; statements: Map<string, number>
   return { db: proxy, statements };
 }
 
-const record = (serviceId: string) => store.db.transaction((client) => recordEvent(client, { type: 'listeners.threshold', serviceId, apiKeyId: 'key_feed' }));
+const record = (serviceId: string) =>
+  store.db.transaction((client) =>
+    recordEvent(client, { type: 'listeners.threshold', serviceId, apiKeyId: 'key_feed' }),
+  );
 
 describe('event feed', () => {
   let feed: EventFeed;
@@ -43,7 +46,9 @@ describe('event feed', () => {
       for (const id of [IDLE, BUSY]) {
         await client.query(
           `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits)
-           VALUES ($1, $1, 'key_feed', 'instant-stream', 'active', '/' || $1, 'source', 'pw', '{}')`, [id]);
+           VALUES ($1, $1, 'key_feed', 'instant-stream', 'active', '/' || $1, 'source', 'pw', '{}')`,
+          [id],
+        );
       }
     });
   });
@@ -75,11 +80,17 @@ describe('event feed', () => {
       await record(BUSY);
       await waitFor(`event ${n} at the busy reader`, () => seen.get('busy')!.length >= n);
     }
-    assert.equal(idleStatements(), before, `idle readers made ${idleStatements() - before} queries for another service's events`);
+    assert.equal(
+      idleStatements(),
+      before,
+      `idle readers made ${idleStatements() - before} queries for another service's events`,
+    );
     assert.ok([...seen].every(([reader, events]) => reader === 'busy' || events.length === 0));
 
     // Their own service's event wakes them all.
     await record(IDLE);
-    await waitFor('the idle readers to get their event', () => [...seen].every(([reader, events]) => reader === 'busy' || events.length === 1));
+    await waitFor('the idle readers to get their event', () =>
+      [...seen].every(([reader, events]) => reader === 'busy' || events.length === 1),
+    );
   });
 });

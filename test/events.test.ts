@@ -52,38 +52,61 @@ after(async () => {
   await catalog?.remove();
 });
 
-const register = async (url: string, fields: Record<string, unknown> = {}, on: Pick<Service, 'baseUrl' | 'apiKey'> = service) => {
+const register = async (
+  url: string,
+  fields: Record<string, unknown> = {},
+  on: Pick<Service, 'baseUrl' | 'apiKey'> = service,
+) => {
   const created = await request(on, 'POST', '/webhooks', { body: { url, ...fields } });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   assert.match(created.body.secret, /^whsec_/);
   return created.body as { webhook: { id: string }; secret: string };
 };
 
-const stream = async (hours: number, on: Pick<Service, 'baseUrl' | 'apiKey'> = service, more: Record<string, unknown> = {}) => {
-  const bought = await buy(on, wallet, { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Event FM', parameters: { duration_hours: hours, max_listeners: 1, bitrate_kbps: 64, ...more } });
+const stream = async (
+  hours: number,
+  on: Pick<Service, 'baseUrl' | 'apiKey'> = service,
+  more: Record<string, unknown> = {},
+) => {
+  const bought = await buy(on, wallet, {
+    product_id: 'instant-stream',
+    email: 'ops@example.com',
+    station_name: 'Event FM',
+    parameters: { duration_hours: hours, max_listeners: 1, bitrate_kbps: 64, ...more },
+  });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  return bought.body as { order: { id: string }; service: { service_id: string; stream_url: string; broadcast_url: string; expires_at: string } };
+  return bought.body as {
+    order: { id: string };
+    service: { service_id: string; stream_url: string; broadcast_url: string; expires_at: string };
+  };
 };
 
-const listen = (url: string) => waitFor('a listener', async () => {
-  const l = await connectListener(url).catch(() => undefined);
-  if (l?.status === 200) return l;
-  l?.close();
-  return undefined;
-}, 20_000);
+const listen = (url: string) =>
+  waitFor(
+    'a listener',
+    async () => {
+      const l = await connectListener(url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    },
+    20_000,
+  );
 
 function verified(delivery: Delivery, secret: string): boolean {
   return verifySignature(String(delivery.headers['x-agent-audio-signature']), delivery.body, secret);
 }
 
 describe('events', () => {
-  test('a stream\'s life arrives signed by webhook and over SSE, in order; SSE resumes after Last-Event-ID', async () => {
+  test("a stream's life arrives signed by webhook and over SSE, in order; SSE resumes after Last-Event-ID", async () => {
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());
     const { secret } = await register(receiver.url);
     const bought = await stream(0.01); // 36 s; service.expiring 10 s before the end
     const id = bought.service.service_id;
-    const sse = await openSse(`${service.baseUrl}/services/${id}/events`, { authorization: `Bearer ${service.apiKey}` });
+    const sse = await openSse(`${service.baseUrl}/services/${id}/events`, {
+      authorization: `Bearer ${service.apiKey}`,
+    });
     cleanups.push(() => sse.close());
     assert.equal(sse.status, 200);
     assert.match(sse.contentType ?? '', /^text\/event-stream/);
@@ -94,7 +117,12 @@ describe('events', () => {
     const serviceReceiver = await startReceiver();
     cleanups.push(() => serviceReceiver.close());
     const forService = await register(serviceReceiver.url, { service_id: id });
-    assert.equal((await request(service, 'GET', '/webhooks')).body.webhooks.find((w: { id: string }) => w.id === forService.webhook.id).service_id, id);
+    assert.equal(
+      (await request(service, 'GET', '/webhooks')).body.webhooks.find(
+        (w: { id: string }) => w.id === forService.webhook.id,
+      ).service_id,
+      id,
+    );
     const encoder: ChildProcess = startFfmpegSource(bought.service.broadcast_url);
     cleanups.push(() => encoder.kill('SIGKILL'));
     await receiver.next(ofService('source.connected'));
@@ -104,7 +132,10 @@ describe('events', () => {
     listener.close();
     encoder.kill('SIGKILL');
     await receiver.next(ofService('source.disconnected'));
-    assert.ok(Date.now() < Date.parse(bought.service.expires_at) - 10_000, 'the source left before service.expiring was due');
+    assert.ok(
+      Date.now() < Date.parse(bought.service.expires_at) - 10_000,
+      'the source left before service.expiring was due',
+    );
     await receiver.next(ofService('service.expired'), 60_000);
 
     const mine = receiver.deliveries.filter((d) => d.event.service_id === id || d.event.order_id === bought.order.id);
@@ -113,11 +144,23 @@ describe('events', () => {
       assert.equal(d.headers['x-agent-audio-event-id'], d.event.id);
     }
     const unique = [...new Map(mine.map((d) => [d.event.id, d.event])).values()];
-    assert.deepEqual(unique.map((e) => e.type), [
-      'order.paid', 'service.active', 'source.connected', 'listeners.threshold', 'source.disconnected', 'service.expiring', 'service.expired',
-    ]);
+    assert.deepEqual(
+      unique.map((e) => e.type),
+      [
+        'order.paid',
+        'service.active',
+        'source.connected',
+        'listeners.threshold',
+        'source.disconnected',
+        'service.expiring',
+        'service.expired',
+      ],
+    );
     await serviceReceiver.next((d) => d.event.type === 'service.expired');
-    assert.deepEqual(serviceReceiver.deliveries.map((d) => d.event.id), unique.slice(2).map((e) => e.id));
+    assert.deepEqual(
+      serviceReceiver.deliveries.map((d) => d.event.id),
+      unique.slice(2).map((e) => e.id),
+    );
     assert.ok(serviceReceiver.deliveries.every((d) => verified(d, forService.secret)));
     const paid = unique[0];
     assert.equal(paid.order_id, bought.order.id);
@@ -127,19 +170,35 @@ describe('events', () => {
 
     // SSE: the same events with the same ids, a heartbeat comment, and a resume that gets only the later ones.
     await waitFor('the SSE events', () => sse.messages.length >= unique.length, 10_000);
-    assert.deepEqual(sse.messages.map((m) => [m.id, m.event]), unique.map((e) => [e.id, e.type]));
+    assert.deepEqual(
+      sse.messages.map((m) => [m.id, m.event]),
+      unique.map((e) => [e.id, e.type]),
+    );
     assert.deepEqual(JSON.parse(sse.messages[2].data), unique[2]);
     assert.ok(sse.comments.includes('heartbeat'), 'heartbeats');
-    const resumed = await openSse(`${service.baseUrl}/services/${id}/events`, { authorization: `Bearer ${service.apiKey}`, 'last-event-id': unique[2].id });
+    const resumed = await openSse(`${service.baseUrl}/services/${id}/events`, {
+      authorization: `Bearer ${service.apiKey}`,
+      'last-event-id': unique[2].id,
+    });
     cleanups.push(() => resumed.close());
     await waitFor('the resumed events', () => resumed.messages.length >= unique.length - 3, 10_000);
-    assert.deepEqual(resumed.messages.map((m) => m.id), unique.slice(3).map((e) => e.id));
-    const byQuery = await openSse(`${service.baseUrl}/services/${id}/events?last_event_id=${unique[5].id}`, { authorization: `Bearer ${service.apiKey}` });
+    assert.deepEqual(
+      resumed.messages.map((m) => m.id),
+      unique.slice(3).map((e) => e.id),
+    );
+    const byQuery = await openSse(`${service.baseUrl}/services/${id}/events?last_event_id=${unique[5].id}`, {
+      authorization: `Bearer ${service.apiKey}`,
+    });
     cleanups.push(() => byQuery.close());
     await waitFor('the events after service.expiring', () => byQuery.messages.length >= 1, 10_000);
-    assert.deepEqual(byQuery.messages.map((m) => m.event), ['service.expired']);
+    assert.deepEqual(
+      byQuery.messages.map((m) => m.event),
+      ['service.expired'],
+    );
 
-    const unknown = await request(service, 'GET', `/services/${id}/events`, { headers: { 'last-event-id': 'evt_nosuchevent' } });
+    const unknown = await request(service, 'GET', `/services/${id}/events`, {
+      headers: { 'last-event-id': 'evt_nosuchevent' },
+    });
     assert.equal(unknown.status, 422);
     assert.equal(unknown.body.error.code, 'unknown_last_event_id');
     const stranger = await request({ ...service, apiKey: 'aa_live_not_a_key' }, 'GET', `/services/${id}/events`);
@@ -149,7 +208,10 @@ describe('events', () => {
   test('a receiver that fails gets retries with growing delays; a rotated secret signs alongside the new one', async () => {
     const failing = await startReceiver((_, i) => ({ status: i < 2 ? 500 : 200 }));
     const rotating = await startReceiver();
-    cleanups.push(() => failing.close(), () => rotating.close());
+    cleanups.push(
+      () => failing.close(),
+      () => rotating.close(),
+    );
     await register(failing.url, { events: ['order.paid'] });
     const old = await register(rotating.url, { events: ['order.paid'] });
     const rotated = await request(service, 'POST', `/webhooks/${old.webhook.id}/rotate-secret`);
@@ -160,7 +222,10 @@ describe('events', () => {
     const bought = await stream(1);
     const third = await failing.next((d) => failing.deliveries.indexOf(d) === 2, 30_000);
     const attempts = failing.deliveries.slice(0, 3);
-    assert.ok(attempts.every((d) => d.event.id === third.event.id && d.body === third.body), 'the same event, the same body');
+    assert.ok(
+      attempts.every((d) => d.event.id === third.event.id && d.body === third.body),
+      'the same event, the same body',
+    );
     assert.equal(third.event.order_id, bought.order.id);
     const first = attempts[1].at - attempts[0].at;
     const second = attempts[2].at - attempts[1].at;
@@ -176,7 +241,10 @@ describe('events', () => {
     assert.ok(!verified(signed, 'whsec_someone_else'));
     const listed = await request(service, 'GET', '/webhooks');
     assert.ok(listed.body.webhooks.some((w: { id: string }) => w.id === old.webhook.id));
-    assert.ok(listed.body.webhooks.every((w: Record<string, unknown>) => !('secret' in w)), 'secrets are never listed');
+    assert.ok(
+      listed.body.webhooks.every((w: Record<string, unknown>) => !('secret' in w)),
+      'secrets are never listed',
+    );
     const deleted = await request(service, 'DELETE', `/webhooks/${old.webhook.id}`);
     assert.equal(deleted.status, 200);
     assert.equal((await request(service, 'DELETE', `/webhooks/${old.webhook.id}`)).status, 404);
@@ -187,7 +255,10 @@ describe('events', () => {
     const id = bought.service.service_id;
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());
-    const { secret } = await register(receiver.url, { service_id: id, events: ['service.suspended', 'order.paid', 'upgrade.applied'] });
+    const { secret } = await register(receiver.url, {
+      service_id: id,
+      events: ['service.suspended', 'order.paid', 'upgrade.applied'],
+    });
     const encoder = startFfmpegSource(bought.service.broadcast_url);
     cleanups.push(() => encoder.kill('SIGKILL'));
     const listener = await listen(bought.service.stream_url);
@@ -199,7 +270,10 @@ describe('events', () => {
     const upgrade = await payFor(service, wallet, `/services/${id}/upgrade`, { product_id: 'event-stream' });
     assert.equal(upgrade.status, 200, JSON.stringify(upgrade.body));
     const applied = await receiver.next((d) => d.event.type === 'upgrade.applied');
-    assert.deepEqual(receiver.deliveries.map((d) => d.event.type), ['service.suspended', 'order.paid', 'upgrade.applied']);
+    assert.deepEqual(
+      receiver.deliveries.map((d) => d.event.type),
+      ['service.suspended', 'order.paid', 'upgrade.applied'],
+    );
     const paid = receiver.deliveries[1].event;
     assert.equal(paid.order_id, upgrade.body.order.id);
     assert.equal(paid.service_id, id);
@@ -211,13 +285,22 @@ describe('events', () => {
   });
 
   test('webhook URLs on private, metadata or plain-http addresses are refused at registration', async () => {
-    for (const url of ['http://169.254.169.254/latest/meta-data', 'https://169.254.169.254/hook', 'https://10.1.2.3/hook', 'https://[::ffff:192.168.0.1]/hook', 'http://example.com/hook', 'ftp://127.0.0.1/x']) {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'https://169.254.169.254/hook',
+      'https://10.1.2.3/hook',
+      'https://[::ffff:192.168.0.1]/hook',
+      'http://example.com/hook',
+      'ftp://127.0.0.1/x',
+    ]) {
       const refused = await request(service, 'POST', '/webhooks', { body: { url } });
       assert.equal(refused.status, 422, url);
       assert.equal(refused.body.error.code, 'webhook_url_not_allowed', url);
       assert.match(refused.body.error.message, /https/, url);
     }
-    const other = await request(service, 'POST', '/webhooks', { body: { url: 'http://127.0.0.1:9/x', service_id: 'svc_not_one_of_yours' } });
+    const other = await request(service, 'POST', '/webhooks', {
+      body: { url: 'http://127.0.0.1:9/x', service_id: 'svc_not_one_of_yours' },
+    });
     assert.equal(other.status, 404);
     assert.equal(other.body.error.code, 'service_not_found');
   });
@@ -225,7 +308,14 @@ describe('events', () => {
   test('a delivery continues on another instance after the one delivering it is killed', async () => {
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const second = await startService({ ...eventEnv, CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' });
+    const second = await startService({
+      ...eventEnv,
+      CATALOG_DIR: catalog.catalogDir,
+      RULES_DIR: catalog.rulesDir,
+      DATABASE_URL: lock.database_url,
+      CHAIN_RPC_URL: dev.chain.rpc_url,
+      DEV_FACILITATOR_ACCOUNT: '4',
+    });
     cleanups.push(() => second.stop('SIGKILL'));
     const pids = [service.process.pid!, second.process.pid!];
     let secondKilled = false;
@@ -249,24 +339,34 @@ describe('events', () => {
     const after = await receiver.next((d) => d.at >= killedAt, 60_000);
     assert.equal(after.event.order_id, bought.order.id);
     assert.ok(verified(after, secret));
-    await waitFor('the delivery recorded', async () => {
-      const listed = await request(service, 'GET', '/webhooks');
-      return listed.body.webhooks.find((w: { url: string; consecutive_failures: number }) => w.url === receiver.url)?.consecutive_failures === 0;
-    }, 20_000);
+    await waitFor(
+      'the delivery recorded',
+      async () => {
+        const listed = await request(service, 'GET', '/webhooks');
+        return (
+          listed.body.webhooks.find((w: { url: string; consecutive_failures: number }) => w.url === receiver.url)
+            ?.consecutive_failures === 0
+        );
+      },
+      20_000,
+    );
   });
 
-  test('one key\'s many slow endpoints and backlog do not hold up another key\'s webhooks', async () => {
+  test("one key's many slow endpoints and backlog do not hold up another key's webhooks", async () => {
     const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'slow-endpoints'])).stdout);
     const slowBuyer = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
     let answer!: () => void;
-    const answered = new Promise<void>((resolve) => { answer = resolve; });
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
     // Answers only when the test ends: every attempt to it waits out the 5 s timeout and is retried.
     const slow = await startReceiver(() => ({ status: 200, release: answered }));
     const fast = await startReceiver();
     cleanups.push(() => fast.close());
     const slowHooks: string[] = [];
     try {
-      for (let i = 0; i < 20; i++) slowHooks.push((await register(`${slow.url}?endpoint=${i}`, {}, slowBuyer)).webhook.id);
+      for (let i = 0; i < 20; i++)
+        slowHooks.push((await register(`${slow.url}?endpoint=${i}`, {}, slowBuyer)).webhook.id);
       await stream(1, slowBuyer); // order.paid and service.active for each of the 20 endpoints: 40 slow deliveries
       await slow.next(() => slow.deliveries.length >= 2);
 
@@ -274,8 +374,14 @@ describe('events', () => {
       const bought = await stream(1);
       await fast.next((d) => d.event.order_id === bought.order.id, 30_000);
       const attempted = new Set(slow.deliveries.map((d) => `${d.path} ${d.event.id}`));
-      assert.ok(attempted.size < 40, `the other key's event came while the slow key's backlog was pending (${attempted.size} of 40 tried)`);
-      assert.ok(slow.mostOpen() <= 4, `at most WEBHOOK_CONCURRENCY_PER_KEY deliveries to one key at a time, got ${slow.mostOpen()}`);
+      assert.ok(
+        attempted.size < 40,
+        `the other key's event came while the slow key's backlog was pending (${attempted.size} of 40 tried)`,
+      );
+      assert.ok(
+        slow.mostOpen() <= 4,
+        `at most WEBHOOK_CONCURRENCY_PER_KEY deliveries to one key at a time, got ${slow.mostOpen()}`,
+      );
     } finally {
       for (const id of slowHooks) await request(slowBuyer, 'DELETE', `/webhooks/${id}`); // their deliveries are dropped
       answer();
@@ -288,7 +394,9 @@ describe('events', () => {
     const owner = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
     const [one, two] = [(await stream(1, owner)).service.service_id, (await stream(1, owner)).service.service_id];
     const open = async (id: string) => {
-      const sse = await openSse(`${service.baseUrl}/services/${id}/events`, { authorization: `Bearer ${owner.apiKey}` });
+      const sse = await openSse(`${service.baseUrl}/services/${id}/events`, {
+        authorization: `Bearer ${owner.apiKey}`,
+      });
       cleanups.push(() => sse.close());
       assert.equal(sse.status, 200);
       return sse;
@@ -308,7 +416,9 @@ describe('events', () => {
     await refused(two, /This API key already has 5 event streams open/);
     ofOne[0].close();
     await waitFor('a closed stream to free its place', async () => {
-      const sse = await openSse(`${service.baseUrl}/services/${two}/events`, { authorization: `Bearer ${owner.apiKey}` });
+      const sse = await openSse(`${service.baseUrl}/services/${two}/events`, {
+        authorization: `Bearer ${owner.apiKey}`,
+      });
       cleanups.push(() => sse.close());
       if (sse.status === 200) return true;
       sse.close();
@@ -327,7 +437,10 @@ describe('events', () => {
     assert.equal((await service.cli(['keys', 'revoke', created.id])).code, 0);
     await waitFor('the stream to end', () => sse.ended(), 10_000);
     assert.equal(sse.endedCleanly(), true);
-    assert.ok(sse.comments.some((c) => c.startsWith('the API key was revoked')), sse.comments.join('\n'));
+    assert.ok(
+      sse.comments.some((c) => c.startsWith('the API key was revoked')),
+      sse.comments.join('\n'),
+    );
     const again = await openSse(url, { authorization: `Bearer ${created.api_key}` });
     again.close();
     assert.equal(again.status, 401);
@@ -335,7 +448,9 @@ describe('events', () => {
 
   test('on shutdown SSE streams are ended cleanly, not cut', async () => {
     const bought = await stream(1);
-    const sse = await openSse(`${service.baseUrl}/services/${bought.service.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });
+    const sse = await openSse(`${service.baseUrl}/services/${bought.service.service_id}/events`, {
+      authorization: `Bearer ${service.apiKey}`,
+    });
     await waitFor('the first events', () => sse.messages.length >= 2, 10_000);
     assert.equal(await service.stop(), 0);
     await sse.reading;

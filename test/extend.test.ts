@@ -11,7 +11,14 @@ import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
 import { openSse } from './support/sse.js';
-import { exitOf, hasMpegFrame, listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import {
+  exitOf,
+  hasMpegFrame,
+  listenWhenLive,
+  startFfmpegSource,
+  waitFor,
+  type Listener,
+} from './support/streaming.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -32,7 +39,11 @@ before(async () => {
   catalog = await shortLivedCatalog();
   const settings = join(catalog.catalogDir, 'catalog.yaml');
   await writeFile(settings, (await readFile(settings, 'utf8')).replace('grace_hours: 24', 'grace_hours: 0.002'));
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250' });
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    LIFECYCLE_INTERVAL_MS: '250',
+  });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
@@ -51,12 +62,18 @@ after(async () => {
 type Bought = { service_id: string; stream_url: string; broadcast_url: string; expires_at: string; status: string };
 
 const stream = (hours: number): Promise<Bought> =>
-  buy(service, wallet, { product_id: 'instant-stream', email: 'ext@example.com', station_name: 'Extend FM', parameters: { duration_hours: hours, max_listeners: 2, bitrate_kbps: 64 } }).then((r) => {
+  buy(service, wallet, {
+    product_id: 'instant-stream',
+    email: 'ext@example.com',
+    station_name: 'Extend FM',
+    parameters: { duration_hours: hours, max_listeners: 2, bitrate_kbps: 64 },
+  }).then((r) => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return r.body.service as Bought;
   });
 
-const extend = (id: string, hours: number, key = randomUUID()) => payFor(service, wallet, `/services/${id}/extend`, { duration_hours: hours }, key);
+const extend = (id: string, hours: number, key = randomUUID()) =>
+  payFor(service, wallet, `/services/${id}/extend`, { duration_hours: hours }, key);
 
 function source(url: string): ChildProcess {
   const child = startFfmpegSource(url, 64);
@@ -74,15 +91,22 @@ const statusOf = async (id: string) => (await request(service, 'GET', `/services
 const sleepUntil = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
 
 describe('extending a service', () => {
-  test('paid with x402 like an order: the expiry moves from the old one, the source and a listener connected before play past it, until the new expiry', { timeout: 120_000 }, async () => {
+  test('paid with x402 like an order: the expiry moves from the old one, the source and a listener connected before play past it, until the new expiry', {
+    timeout: 120_000,
+  }, async () => {
     const svc = await stream(0.003); // 10.8 s
-    const events = await openSse(`${service.baseUrl}/services/${svc.service_id}/events`, { authorization: `Bearer ${service.apiKey}` });
+    const events = await openSse(`${service.baseUrl}/services/${svc.service_id}/events`, {
+      authorization: `Bearer ${service.apiKey}`,
+    });
     const encoder = source(svc.broadcast_url);
     const listener = await listen(svc.stream_url);
     await waitFor('audio', () => hasMpegFrame(listener.received()), 10_000);
 
     const key = randomUUID();
-    const unpaid = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 0.003 }, headers: { 'idempotency-key': key } });
+    const unpaid = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 0.003 },
+      headers: { 'idempotency-key': key },
+    });
     assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
     assert.equal(unpaid.body.error.code, 'payment_required');
     const required = decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!);
@@ -97,10 +121,14 @@ describe('extending a service', () => {
     assert.equal(paid.body.order.extension_of, svc.service_id);
     assert.deepEqual(paid.body.order.configuration, { duration_hours: 0.003 });
     assert.equal(paid.body.order.amount.amount, '0.27');
-    assert.equal(Date.parse(paid.body.service.expires_at) - Date.parse(svc.expires_at), 10_800, 'old expiry + 0.003 h, not now + 0.003 h');
+    assert.equal(
+      Date.parse(paid.body.service.expires_at) - Date.parse(svc.expires_at),
+      10_800,
+      'old expiry + 0.003 h, not now + 0.003 h',
+    );
     assert.equal(paid.body.service.limits.duration_hours, 0.006);
     assert.equal(paid.body.service.broadcast_url, svc.broadcast_url, 'same mount and credentials');
-    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n);
+    assert.equal((await wallet.balanceOf(asset, payTo)) - sellerBefore, 270000n);
 
     // The same paid request again: the same answer, no second charge.
     const replay = await extend(svc.service_id, 0.003, key);
@@ -108,8 +136,11 @@ describe('extending a service', () => {
     assert.equal(replay.body.idempotent_replay, true);
     assert.equal(replay.body.order.id, paid.body.order.id);
     assert.equal(replay.body.service.expires_at, paid.body.service.expires_at);
-    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n, 'charged once');
-    const otherBody = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': key } });
+    assert.equal((await wallet.balanceOf(asset, payTo)) - sellerBefore, 270000n, 'charged once');
+    const otherBody = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 1 },
+      headers: { 'idempotency-key': key },
+    });
     assert.equal(otherBody.status, 409);
     assert.equal(otherBody.body.error.code, 'idempotency_key_reused');
 
@@ -120,7 +151,9 @@ describe('extending a service', () => {
     const before = listener.received().length;
     await waitFor('more audio after the old expiry', () => listener.received().length > before + 4000, 5000);
     let cut = false;
-    void listener.ended.then(() => { cut = true; });
+    void listener.ended.then(() => {
+      cut = true;
+    });
     assert.equal(cut, false, 'the listener was not cut at the old expiry');
     const late = await listen(svc.stream_url);
     late.close();
@@ -128,7 +161,12 @@ describe('extending a service', () => {
     // At the new expiry the life-cycle worker cuts both.
     const newExpiry = Date.parse(paid.body.service.expires_at);
     assert.notEqual(await exitOf(encoder, newExpiry - Date.now() + 8000), null, 'the source is cut at the new expiry');
-    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut at the new expiry')), 8000))]);
+    await Promise.race([
+      listener.ended,
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('the listener was not cut at the new expiry')), 8000),
+      ),
+    ]);
     assert.ok(Date.now() >= newExpiry, 'not before the new expiry');
     assert.equal(await statusOf(svc.service_id), 'expired');
 
@@ -141,7 +179,11 @@ describe('extending a service', () => {
     const expiring = JSON.parse(events.messages.find((m) => m.event === 'service.expiring')!.data);
     assert.equal(expiring.data.extend.url, `${service.baseUrl}/services/${svc.service_id}/extend`);
     assert.equal(expiring.data.extend.mcp_tool, 'extend_service');
-    assert.deepEqual(expiring.data.extend.price_for_1_hour, { amount: '0.27', amount_atomic: '270000', currency: 'USDC' });
+    assert.deepEqual(expiring.data.extend.price_for_1_hour, {
+      amount: '0.27',
+      amount_atomic: '270000',
+      currency: 'USDC',
+    });
 
     const audit = await service.cli(['audit', 'replay', paid.body.order.evaluation_id]);
     assert.equal(audit.code, 0, audit.stdout + audit.stderr);
@@ -150,7 +192,9 @@ describe('extending a service', () => {
     assert.equal(verify.code, 0, verify.stdout + verify.stderr);
   });
 
-  test('an expired service extended within the grace period comes back on the same mount; after it, 409 and no charge', { timeout: 120_000 }, async () => {
+  test('an expired service extended within the grace period comes back on the same mount; after it, 409 and no charge', {
+    timeout: 120_000,
+  }, async () => {
     const svc = await stream(0.0005); // 1.8 s
     // Bought now, so its grace period runs out while the first one comes back.
     const gone = await stream(0.0005);
@@ -165,23 +209,35 @@ describe('extending a service', () => {
     await waitFor('audio again', () => hasMpegFrame(listener.received()), 10_000);
 
     await sleepUntil(Date.parse(gone.expires_at) + GRACE_MS + 500);
-    const late = await request(service, 'POST', `/services/${gone.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    const late = await request(service, 'POST', `/services/${gone.service_id}/extend`, {
+      body: { duration_hours: 1 },
+      headers: { 'idempotency-key': randomUUID() },
+    });
     assert.equal(late.status, 409, JSON.stringify(late.body));
     assert.equal(late.body.error.code, 'extension_grace_over');
     assert.equal(late.headers.get('payment-required'), null, 'refused before any payment is asked');
   });
 
-  test('bounds: the product\'s maximum duration over the life of the service; a stopped service is refused before payment', async () => {
+  test("bounds: the product's maximum duration over the life of the service; a stopped service is refused before payment", async () => {
     const svc = await stream(1);
-    const tooLong = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 699.5 }, headers: { 'idempotency-key': randomUUID() } });
+    const tooLong = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 699.5 },
+      headers: { 'idempotency-key': randomUUID() },
+    });
     assert.equal(tooLong.status, 409, JSON.stringify(tooLong.body));
     assert.equal(tooLong.body.error.code, 'extension_too_long');
     assert.match(tooLong.body.error.message, /at most 700 hours.*at most 699 hours/);
-    const invalid = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 0 }, headers: { 'idempotency-key': randomUUID() } });
+    const invalid = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 0 },
+      headers: { 'idempotency-key': randomUUID() },
+    });
     assert.equal(invalid.status, 422);
 
     await db.query('UPDATE services SET stopped_at = now() WHERE id = $1', [svc.service_id]);
-    const stopped = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    const stopped = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 1 },
+      headers: { 'idempotency-key': randomUUID() },
+    });
     assert.equal(stopped.status, 409, JSON.stringify(stopped.body));
     assert.equal(stopped.body.error.code, 'service_stopped');
     assert.match(stopped.body.error.message, /stopped and refunded/);
@@ -191,7 +247,10 @@ describe('extending a service', () => {
   test('a stop that lands between the 402 and the paid request is seen under the service lock: 409, not charged', async () => {
     const svc = await stream(1);
     const key = randomUUID();
-    const unpaid = await request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': key } });
+    const unpaid = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 1 },
+      headers: { 'idempotency-key': key },
+    });
     const header = unpaid.headers.get('payment-required')!;
     const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
     const signature = await wallet.pay(header);
@@ -204,9 +263,20 @@ describe('extending a service', () => {
     try {
       await stopper.query('BEGIN');
       await stopper.query('UPDATE services SET stopped_at = now() WHERE id = $1', [svc.service_id]);
-      const pending = request(service, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': key, 'payment-signature': signature } });
-      await waitFor('the claim to wait for the service row', async () => (await db.query(
-        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM services WHERE id = $1 FOR UPDATE%'")).rows.length > 0, 10_000);
+      const pending = request(service, 'POST', `/services/${svc.service_id}/extend`, {
+        body: { duration_hours: 1 },
+        headers: { 'idempotency-key': key, 'payment-signature': signature },
+      });
+      await waitFor(
+        'the claim to wait for the service row',
+        async () =>
+          (
+            await db.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM services WHERE id = $1 FOR UPDATE%'",
+            )
+          ).rows.length > 0,
+        10_000,
+      );
       await stopper.query('COMMIT');
       const paid = await pending;
       assert.equal(paid.status, 409, JSON.stringify(paid.body));
@@ -217,13 +287,25 @@ describe('extending a service', () => {
     assert.equal(await wallet.balanceOf(asset, payTo), sellerBefore, 'nothing charged');
   });
 
-  test('another API key or another wallet gets 404 as for an unknown id; the paying wallet signed in extends with no key', { timeout: 60_000 }, async () => {
+  test('another API key or another wallet gets 404 as for an unknown id; the paying wallet signed in extends with no key', {
+    timeout: 60_000,
+  }, async () => {
     const svc = await stream(1);
     const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'stranger'])).stdout);
-    const stranger = await request({ baseUrl: service.baseUrl, apiKey: created.api_key }, 'POST', `/services/${svc.service_id}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    const stranger = await request(
+      { baseUrl: service.baseUrl, apiKey: created.api_key },
+      'POST',
+      `/services/${svc.service_id}/extend`,
+      { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } },
+    );
     assert.equal(stranger.status, 404);
     assert.equal(stranger.body.error.code, 'service_not_found');
-    const unknown = await request({ baseUrl: service.baseUrl, apiKey: created.api_key }, 'POST', '/services/svc_doesnotexist/extend', { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } });
+    const unknown = await request(
+      { baseUrl: service.baseUrl, apiKey: created.api_key },
+      'POST',
+      '/services/svc_doesnotexist/extend',
+      { body: { duration_hours: 1 }, headers: { 'idempotency-key': randomUUID() } },
+    );
     assert.deepEqual({ ...stranger.body.error, request_id: '' }, { ...unknown.body.error, request_id: '' });
 
     const path = `/services/${svc.service_id}/extend`;
@@ -231,20 +313,39 @@ describe('extending a service', () => {
     const anonymous = { baseUrl: service.baseUrl, apiKey: '' };
     // A sign-in proof holds for the method and path its challenge was asked on: this extension's.
     const signIn = async (account: PrivateKeyAccount) => {
-      const asked = await request(anonymous, 'POST', path, { auth: false, body, headers: { 'idempotency-key': randomUUID() } });
+      const asked = await request(anonymous, 'POST', path, {
+        auth: false,
+        body,
+        headers: { 'idempotency-key': randomUUID() },
+      });
       return signedHeader(challengeOf(asked), account);
     };
-    const other = await request(anonymous, 'POST', path, { auth: false, body, headers: { 'idempotency-key': randomUUID(), 'sign-in-with-x': await signIn(privateKeyToAccount(generatePrivateKey())) } });
+    const other = await request(anonymous, 'POST', path, {
+      auth: false,
+      body,
+      headers: {
+        'idempotency-key': randomUUID(),
+        'sign-in-with-x': await signIn(privateKeyToAccount(generatePrivateKey())),
+      },
+    });
     assert.equal(other.status, 404);
     assert.equal(other.body.error.code, 'service_not_found');
 
     const headers = { 'idempotency-key': randomUUID() };
     const owner = privateKeyToAccount(buyerKey);
-    const unpaid = await request(anonymous, 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(owner) } });
+    const unpaid = await request(anonymous, 'POST', path, {
+      auth: false,
+      body,
+      headers: { ...headers, 'sign-in-with-x': await signIn(owner) },
+    });
     assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
     assert.equal(decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!).accepts[0].amount, '270000');
     const payment = await wallet.pay(unpaid.headers.get('payment-required')!);
-    const paid = await request(anonymous, 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(owner), 'payment-signature': payment } });
+    const paid = await request(anonymous, 'POST', path, {
+      auth: false,
+      body,
+      headers: { ...headers, 'sign-in-with-x': await signIn(owner), 'payment-signature': payment },
+    });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     assert.equal(paid.body.order.extension_of, svc.service_id);
     assert.equal(Date.parse(paid.body.service.expires_at) - Date.parse(svc.expires_at), 3_600_000);

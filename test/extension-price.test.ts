@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { canonicalJson, extensionRecord, replayRecordText } from '../src/audit/index.js';
-import { evaluateExtension, openSnapshot, readSnapshotFiles, type ExtensionEvaluation, type ExtensionInput, type Snapshot } from '../src/pricing/index.js';
+import {
+  evaluateExtension,
+  openSnapshot,
+  readSnapshotFiles,
+  type ExtensionEvaluation,
+  type ExtensionInput,
+  type Snapshot,
+} from '../src/pricing/index.js';
 import { readFile, writeFile } from 'node:fs/promises';
 import { cli, copyCatalog, root } from './support/service.js';
 
@@ -15,10 +22,23 @@ before(async () => {
 });
 
 const stream = { duration_hours: 1, max_listeners: 10, bitrate_kbps: 64 };
-const autodj = { duration_hours: 24, listeners: 50, bitrate_kbps: 64, storage_mb: 1, transfer_gb: 0, playlist: 'a.mp3', shuffle: false };
+const autodj = {
+  duration_hours: 24,
+  listeners: 50,
+  bitrate_kbps: 64,
+  storage_mb: 1,
+  transfer_gb: 0,
+  playlist: 'a.mp3',
+  shuffle: false,
+};
 
-const input = (product_id: string, limits: Record<string, unknown>, extend_hours: number): ExtensionInput =>
-  ({ service_id: 'svc_test0001', product_id, limits, paid_hours: Number(limits.duration_hours), extend_hours });
+const input = (product_id: string, limits: Record<string, unknown>, extend_hours: number): ExtensionInput => ({
+  service_id: 'svc_test0001',
+  product_id,
+  limits,
+  paid_hours: Number(limits.duration_hours),
+  extend_hours,
+});
 
 function priced(e: ExtensionEvaluation) {
   assert.equal(e.outcome, 'priced', JSON.stringify(e));
@@ -46,22 +66,43 @@ describe('the price of an extension, from the rules', () => {
   });
 
   test('a package product: the package covering the new total minus the package that covered the paid hours', async () => {
-    assert.equal(priced(await evaluateExtension(snapshot, input('temporary-autodj', autodj, 24))).amount_atomic, '1410000', '7d 1.90 - 24h 0.49');
-    assert.equal(priced(await evaluateExtension(snapshot, input('temporary-autodj', autodj, 696))).amount_atomic, '6410000', '30d 6.90 - 24h 0.49');
-    const inside = priced(await evaluateExtension(snapshot, input('temporary-autodj', { ...autodj, duration_hours: 48 }, 24)));
+    assert.equal(
+      priced(await evaluateExtension(snapshot, input('temporary-autodj', autodj, 24))).amount_atomic,
+      '1410000',
+      '7d 1.90 - 24h 0.49',
+    );
+    assert.equal(
+      priced(await evaluateExtension(snapshot, input('temporary-autodj', autodj, 696))).amount_atomic,
+      '6410000',
+      '30d 6.90 - 24h 0.49',
+    );
+    const inside = priced(
+      await evaluateExtension(snapshot, input('temporary-autodj', { ...autodj, duration_hours: 48 }, 24)),
+    );
     assert.equal(inside.amount_atomic, '270000', 'still inside the 7-day package: the minimum');
   });
 
-  test('the product\'s maximum duration counts over the whole life of the service', async () => {
+  test("the product's maximum duration counts over the whole life of the service", async () => {
     priced(await evaluateExtension(snapshot, input('instant-stream', { ...stream, duration_hours: 700 }, 20)));
-    const over = refused(await evaluateExtension(snapshot, input('instant-stream', { ...stream, duration_hours: 700 }, 20.5)));
+    const over = refused(
+      await evaluateExtension(snapshot, input('instant-stream', { ...stream, duration_hours: 700 }, 20.5)),
+    );
     assert.equal(over.code, 'extension_too_long');
-    assert.match(over.message, /at most 720 hours over its whole life; 700 are paid, so it can be extended by at most 20 hours/);
+    assert.match(
+      over.message,
+      /at most 720 hours over its whole life; 700 are paid, so it can be extended by at most 20 hours/,
+    );
   });
 
   test('above the order maximum it is refused: extend by fewer hours', async () => {
     const settings = snapshot.catalog.settings;
-    const strict = { ...snapshot, catalog: { ...snapshot.catalog, settings: { ...settings, order_limits: { ...settings.order_limits, maximum: '1.00' } } } } as Snapshot;
+    const strict = {
+      ...snapshot,
+      catalog: {
+        ...snapshot.catalog,
+        settings: { ...settings, order_limits: { ...settings.order_limits, maximum: '1.00' } },
+      },
+    } as Snapshot;
     const over = refused(await evaluateExtension(strict, input('temporary-autodj', autodj, 24)));
     assert.equal(over.code, 'amount_out_of_range');
     assert.match(over.message, /1\.41 USDC; one payment may cost at most 1\.00 USD/);
@@ -69,31 +110,61 @@ describe('the price of an extension, from the rules', () => {
   });
 
   test('a product not sold by the hour cannot be extended', async () => {
-    assert.equal(refused(await evaluateExtension(snapshot, input('radio-directo', {}, 1))).code, 'extension_not_possible');
+    assert.equal(
+      refused(await evaluateExtension(snapshot, input('radio-directo', {}, 1))).code,
+      'extension_not_possible',
+    );
   });
 
   test('the record replays byte for byte on its snapshot; an edited amount does not', async () => {
     const given = input('temporary-autodj', autodj, 24);
-    const { text } = extensionRecord('ev_ext_test01', snapshot.hash, given, priced(await evaluateExtension(snapshot, given)), new Date('2026-01-01T00:00:00Z'));
+    const { text } = extensionRecord(
+      'ev_ext_test01',
+      snapshot.hash,
+      given,
+      priced(await evaluateExtension(snapshot, given)),
+      new Date('2026-01-01T00:00:00Z'),
+    );
     const report = await replayRecordText('ev_ext_test01', text, async () => snapshot);
     assert.equal(report.identical, true, JSON.stringify(report));
     assert.equal(report.kind, 'extension_price');
     const edited = canonicalJson({ ...JSON.parse(text), amount_atomic: '1' });
     const tampered = await replayRecordText('ev_ext_test01', edited, async () => snapshot);
     assert.equal(tampered.identical, false);
-    assert.ok(tampered.differences!.some((d) => d.path === '$.amount_atomic'), JSON.stringify(tampered.differences));
+    assert.ok(
+      tampered.differences!.some((d) => d.path === '$.amount_atomic'),
+      JSON.stringify(tampered.differences),
+    );
   });
 
-  test('catalog preview --extend-hours shows the price from the files on disk; a catalog editor changes it without code', { timeout: 120_000 }, async () => {
+  test('catalog preview --extend-hours shows the price from the files on disk; a catalog editor changes it without code', {
+    timeout: 120_000,
+  }, async () => {
     const copy = await copyCatalog();
     try {
       const env = { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir };
-      const args = ['catalog', 'preview', 'temporary-autodj', '--param', 'duration_hours=24', '--param', 'storage_mb=1', '--param', 'bitrate_kbps=64', '--extend-hours', '24', '--json'];
+      const args = [
+        'catalog',
+        'preview',
+        'temporary-autodj',
+        '--param',
+        'duration_hours=24',
+        '--param',
+        'storage_mb=1',
+        '--param',
+        'bitrate_kbps=64',
+        '--extend-hours',
+        '24',
+        '--json',
+      ];
       const before = await cli(args, env);
       assert.equal(before.code, 0, before.stderr);
       assert.equal(JSON.parse(before.stdout).amount_atomic, '1410000');
       const file = join(copy.catalogDir, 'products/temporary-autodj.yaml');
-      await writeFile(file, (await readFile(file, 'utf8')).replace('amount_atomic: "1900000"', 'amount_atomic: "2000000"'));
+      await writeFile(
+        file,
+        (await readFile(file, 'utf8')).replace('amount_atomic: "1900000"', 'amount_atomic: "2000000"'),
+      );
       const after = await cli(args, env);
       assert.equal(after.code, 0, after.stderr);
       assert.equal(JSON.parse(after.stdout).amount_atomic, '1510000', 'the 7-day package now costs 2.00');

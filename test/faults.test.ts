@@ -19,7 +19,12 @@ const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1,
 const orderBody = { ...instant, email: 'agent@example.com', station_name: 'Fault FM' };
 
 function isErrorDocument(body: any, requestId: string | null): boolean {
-  return body?.ok === false && typeof body.error?.code === 'string' && typeof body.error?.retryable === 'boolean' && body.error.request_id === requestId;
+  return (
+    body?.ok === false &&
+    typeof body.error?.code === 'string' &&
+    typeof body.error?.retryable === 'boolean' &&
+    body.error.request_id === requestId
+  );
 }
 
 describe('faults', () => {
@@ -38,7 +43,10 @@ describe('faults', () => {
         const answer = await request(service, 'POST', '/quotes', { body: instant }).catch(() => undefined);
         if (!answer) continue;
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-        assert.ok(answer.status === 200 || answer.status === 503, `unexpected ${answer.status}: ${JSON.stringify(answer.body)}`);
+        assert.ok(
+          answer.status === 200 || answer.status === 503,
+          `unexpected ${answer.status}: ${JSON.stringify(answer.body)}`,
+        );
         if (answer.status === 503) {
           assert.ok(isErrorDocument(answer.body, answer.headers.get('x-request-id')));
           assert.equal(answer.body.error.retryable, true);
@@ -72,7 +80,12 @@ describe('faults', () => {
     let chain: EmbeddedChain = await startEmbeddedChain({ dataDir: chainDir, port: chainPort });
     cleanup.push(() => chain.stop());
     await chain.ensureFunded(chain.accounts.buyer.address, 10_000_000n);
-    const attached = await startService({ ...unlimited, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: chain.rpcUrl, DEV_FACILITATOR_ACCOUNT: '5' });
+    const attached = await startService({
+      ...unlimited,
+      DATABASE_URL: lock.database_url,
+      CHAIN_RPC_URL: chain.rpcUrl,
+      DEV_FACILITATOR_ACCOUNT: '5',
+    });
     cleanup.push(() => attached.stop());
     const agent = { baseUrl: attached.baseUrl, apiKey: owner.apiKey };
     const wallet = new TestWallet(chain.accounts.buyer.privateKey, chain.rpcUrl);
@@ -85,7 +98,10 @@ describe('faults', () => {
     const sellerBefore = await chain.usdcBalance(payTo as `0x${string}`);
 
     await chain.stop();
-    const down = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+    const down = await request(agent, 'POST', '/orders', {
+      body: orderBody,
+      headers: { 'idempotency-key': key, 'payment-signature': signature },
+    });
     assert.equal(down.status, 503, JSON.stringify(down.body));
     assert.ok(isErrorDocument(down.body, down.headers.get('x-request-id')));
     assert.equal(down.body.error.retryable, true);
@@ -95,23 +111,33 @@ describe('faults', () => {
     chain = await startEmbeddedChain({ dataDir: chainDir, port: chainPort });
     let answer;
     for (let i = 0; i < 50; i++) {
-      answer = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+      answer = await request(agent, 'POST', '/orders', {
+        body: orderBody,
+        headers: { 'idempotency-key': key, 'payment-signature': signature },
+      });
       if (!answer.body.error?.retryable) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     assert.equal(answer!.status, 200, JSON.stringify(answer!.body));
-    assert.equal(await chain.usdcBalance(payTo as `0x${string}`) - sellerBefore, 270000n, 'paid once');
+    assert.equal((await chain.usdcBalance(payTo as `0x${string}`)) - sellerBefore, 270000n, 'paid once');
     void asset;
   });
 
   test('an instance killed at each order state boundary with 20 purchases in flight: each paid authorization has exactly one service, nothing unpaid', async () => {
     // 80 streams bought with one key: above the shipped per-key limit.
-    const roomy = { ...unlimited, ...await roomyCatalog() };
+    const roomy = { ...unlimited, ...(await roomyCatalog()) };
     const owner = await startService(roomy);
     cleanup.push(() => owner.stop());
     const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(owner.dataDir, 'dev.json'), 'utf8'));
-    const attachEnv = { ...roomy, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '6', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '200' };
+    const attachEnv = {
+      ...roomy,
+      DATABASE_URL: lock.database_url,
+      CHAIN_RPC_URL: dev.chain.rpc_url,
+      DEV_FACILITATOR_ACCOUNT: '6',
+      ORDER_LEASE_SECONDS: '2',
+      ORDER_RECOVERY_INTERVAL_MS: '200',
+    };
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const revived = await startService(attachEnv);
     cleanup.push(() => revived.stop());
@@ -126,10 +152,21 @@ describe('faults', () => {
         const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
         purchases.push({ key, signature: await wallet.pay(ask.headers.get('payment-required')!) });
       }
-      const { payTo, asset } = decodePaymentRequiredHeader((await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': 'probe' } })).headers.get('payment-required')!).accepts[0];
+      const { payTo, asset } = decodePaymentRequiredHeader(
+        (
+          await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': 'probe' } })
+        ).headers.get('payment-required')!,
+      ).accepts[0];
       const sellerBefore = await wallet.balanceOf(asset, payTo);
 
-      await Promise.all(purchases.map((p) => request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } }).catch(() => undefined)));
+      await Promise.all(
+        purchases.map((p) =>
+          request(agent, 'POST', '/orders', {
+            body: orderBody,
+            headers: { 'idempotency-key': p.key, 'payment-signature': p.signature },
+          }).catch(() => undefined),
+        ),
+      );
       assert.equal(await doomed.stop('SIGKILL'), null, `${point}: the instance killed itself`);
 
       const survivor = { baseUrl: revived.baseUrl, apiKey: owner.apiKey };
@@ -137,15 +174,30 @@ describe('faults', () => {
       for (const p of purchases) {
         let answer;
         for (let i = 0; i < 100; i++) {
-          answer = await request(survivor, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': p.key, 'payment-signature': p.signature } });
+          answer = await request(survivor, 'POST', '/orders', {
+            body: orderBody,
+            headers: { 'idempotency-key': p.key, 'payment-signature': p.signature },
+          });
           if (!answer.body.error?.retryable) break;
           await new Promise((r) => setTimeout(r, 200));
         }
         outcomes.push(answer!);
       }
-      assert.deepEqual(outcomes.filter((o) => o.status !== 200).map((o) => o.body.error?.code), [], `${point}: every signed purchase completes on retry`);
-      assert.equal(new Set(outcomes.map((o) => o.body.service.service_id)).size, 20, `${point}: one service per purchase`);
-      assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n * 20n, `${point}: each paid exactly once`);
+      assert.deepEqual(
+        outcomes.filter((o) => o.status !== 200).map((o) => o.body.error?.code),
+        [],
+        `${point}: every signed purchase completes on retry`,
+      );
+      assert.equal(
+        new Set(outcomes.map((o) => o.body.service.service_id)).size,
+        20,
+        `${point}: one service per purchase`,
+      );
+      assert.equal(
+        (await wallet.balanceOf(asset, payTo)) - sellerBefore,
+        270000n * 20n,
+        `${point}: each paid exactly once`,
+      );
     }
   });
 });

@@ -20,7 +20,9 @@ before(async () => {
   if (skip) return;
   catalog = await shortLivedCatalog();
   service = await startService({
-    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250',
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    LIFECYCLE_INTERVAL_MS: '250',
   });
 });
 after(async () => {
@@ -31,31 +33,47 @@ after(async () => {
 
 describe('HLS at expiry', { skip }, () => {
   test('the playlists answer 410 and the rendition is gone once the service expires', async () => {
-    const svc = await buyInstantStream(service, 'Brief FM', { duration_hours: 0.015, max_listeners: 2, bitrate_kbps: 64 });
+    const svc = await buyInstantStream(service, 'Brief FM', {
+      duration_hours: 0.015,
+      max_listeners: 2,
+      bitrate_kbps: 64,
+    });
     encoder = startFfmpegSource(svc.broadcast_url);
-    const master = await waitFor('the HLS playlist', async () => {
-      const answer = await fetch(svc.endpoints.hls_url);
-      return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
-    }, 40_000);
+    const master = await waitFor(
+      'the HLS playlist',
+      async () => {
+        const answer = await fetch(svc.endpoints.hls_url);
+        return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
+      },
+      40_000,
+    );
     const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, svc.endpoints.hls_url);
     const dir = join(service.dataDir, 'hls', svc.service_id);
     assert.ok(existsSync(dir));
 
     // The player keeps polling, as players do, until the stream ends.
-    const ended = await waitFor('the HLS playlist to end', async () => {
-      const answer = await fetch(media);
-      const body = await answer.text();
-      return answer.status !== 200 && { status: answer.status, body: JSON.parse(body) };
-    }, 90_000);
+    const ended = await waitFor(
+      'the HLS playlist to end',
+      async () => {
+        const answer = await fetch(media);
+        const body = await answer.text();
+        return answer.status !== 200 && { status: answer.status, body: JSON.parse(body) };
+      },
+      90_000,
+    );
     assert.equal(ended.status, 410);
     assert.equal(ended.body.error.code, 'service_not_active');
     assert.match(ended.body.error.message, /has ended \(the service is expired\)/);
     assert.equal((await fetch(svc.endpoints.hls_url)).status, 410);
     await waitFor('the rendition to be removed', () => !existsSync(dir), 15_000);
-    const usage = await waitFor('the HLS place to be freed', async () => {
-      const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
-      return u.listeners.current === 0 && u;
-    }, 15_000);
+    const usage = await waitFor(
+      'the HLS place to be freed',
+      async () => {
+        const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+        return u.listeners.current === 0 && u;
+      },
+      15_000,
+    );
     assert.equal(usage.status, 'expired');
     assert.ok(usage.bytes.sent_to_listeners > 0, 'the HLS bytes stay in the usage');
   });

@@ -26,7 +26,12 @@ after(async () => {
   await service?.stop();
 });
 
-interface Fetched { status: number; headers: Headers; bytes: Buffer; text: string }
+interface Fetched {
+  status: number;
+  headers: Headers;
+  bytes: Buffer;
+  text: string;
+}
 
 /** A GET as an HLS player makes it; `counted` adds up the bodies received (what the usage must show). */
 async function get(url: string, counted?: { bytes: number }): Promise<Fetched> {
@@ -39,7 +44,10 @@ async function get(url: string, counted?: { bytes: number }): Promise<Fetched> {
 /** The status Icecast answers a listener (it refuses with 401 when the decider says no). */
 function icecastStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers }, (res) => { resolve(res.statusCode ?? 0); req.destroy(); });
+    const req = http.get(url, { headers }, (res) => {
+      resolve(res.statusCode ?? 0);
+      req.destroy();
+    });
     req.once('error', reject);
   });
 }
@@ -55,10 +63,14 @@ describe('HLS', { skip }, () => {
     const counted = { bytes: 0 };
 
     // The first request starts the rendition and waits for its first segment (503 until the source is up).
-    const master = await waitFor('the HLS playlist', async () => {
-      const answer = await get(hlsUrl, counted);
-      return answer.status === 200 && answer;
-    }, 40_000);
+    const master = await waitFor(
+      'the HLS playlist',
+      async () => {
+        const answer = await get(hlsUrl, counted);
+        return answer.status === 200 && answer;
+      },
+      40_000,
+    );
     assert.match(master.headers.get('content-type') ?? '', /application\/vnd\.apple\.mpegurl/);
     assert.equal(master.headers.get('cache-control'), 'no-cache');
     assert.equal(master.headers.get('access-control-allow-origin'), '*');
@@ -81,8 +93,9 @@ describe('HLS', { skip }, () => {
     const file = join(service.dataDir, 'segment.ts');
     await writeFile(file, segment.bytes);
     const entries = 'stream=codec_name,sample_rate:format=duration';
-    const probe = spawnSync('ffprobe', ['-v', 'error', '-show_entries', entries, '-of', 'json', file],
-      { encoding: 'utf8' });
+    const probe = spawnSync('ffprobe', ['-v', 'error', '-show_entries', entries, '-of', 'json', file], {
+      encoding: 'utf8',
+    });
     const probed = JSON.parse(probe.stdout);
     assert.equal(probed.streams[0].codec_name, 'aac');
     assert.ok(Number(probed.format.duration) >= 2, `a segment of about 4 s, got ${probed.format.duration}`);
@@ -106,22 +119,30 @@ describe('HLS', { skip }, () => {
       authorization: `Basic ${Buffer.from('hls-segmenter:guess').toString('base64')}`,
     };
     assert.equal(await icecastStatus(svc.stream_url, impostor), 401);
-    await waitFor('the impostor refused as such in Icecast\'s log', async () => {
-      const log = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8');
-      return log.includes('failed with "not an internal reader"');
-    }, 10_000);
+    await waitFor(
+      "the impostor refused as such in Icecast's log",
+      async () => {
+        const log = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8');
+        return log.includes('failed with "not an internal reader"');
+      },
+      10_000,
+    );
 
     // The usage counts the HLS listener (and not the segmenter) and exactly the bytes HLS clients were sent.
     let fetchedAt = 0;
-    const usage = await waitFor('the HLS bytes in the usage', async () => {
-      // A player fetches its playlist every few seconds: the session stays present (within 2 x 4 s).
-      if (Date.now() - fetchedAt > 2500) {
-        fetchedAt = Date.now();
-        assert.equal((await get(mediaUrl, counted)).status, 200);
-      }
-      const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
-      return u.bytes.sent_to_listeners === counted.bytes && u.listeners.current === 1 && u;
-    }, 15_000).catch(async (e) => {
+    const usage = await waitFor(
+      'the HLS bytes in the usage',
+      async () => {
+        // A player fetches its playlist every few seconds: the session stays present (within 2 x 4 s).
+        if (Date.now() - fetchedAt > 2500) {
+          fetchedAt = Date.now();
+          assert.equal((await get(mediaUrl, counted)).status, 200);
+        }
+        const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+        return u.bytes.sent_to_listeners === counted.bytes && u.listeners.current === 1 && u;
+      },
+      15_000,
+    ).catch(async (e) => {
       const usageNow = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
       throw new Error(`${e.message}; counted ${counted.bytes}, usage ${JSON.stringify(usageNow)}`);
     });
@@ -135,8 +156,10 @@ describe('HLS', { skip }, () => {
     assert.equal(current[0].client_network, '127.0.0.0/24');
 
     // ffmpeg plays the session's playlist as a player does (the one place is this session's).
-    const played = spawnSync('ffmpeg', ['-v', 'error', '-i', mediaUrl, '-t', '2', '-f', 'null', '-'],
-      { encoding: 'utf8', timeout: 60_000 });
+    const played = spawnSync('ffmpeg', ['-v', 'error', '-i', mediaUrl, '-t', '2', '-f', 'null', '-'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(played.status, 0, played.stderr);
 
     // serve restarts (Icecast with it, on a new port): the same HLS address works again once the source is back,
@@ -149,10 +172,14 @@ describe('HLS', { skip }, () => {
     assert.equal(again.endpoints.hls_url, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
     encoder = startFfmpegSource(again.broadcast_url);
     mediaUrl = `${service.baseUrl}/hls/${svc.service_id}/${mediaUri}`;
-    const resumed = await waitFor('the HLS playlist after the restart', async () => {
-      const answer = await get(mediaUrl, counted);
-      return answer.status === 200 && answer;
-    }, 40_000);
+    const resumed = await waitFor(
+      'the HLS playlist after the restart',
+      async () => {
+        const answer = await get(mediaUrl, counted);
+        return answer.status === 200 && answer;
+      },
+      40_000,
+    );
     assert.match(uris(resumed.text)[0], new RegExp(`^seg\\d+\\.ts\\?session=${mediaUri.split('=')[1]}$`));
     const after = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
     assert.ok(after.bytes.sent_to_listeners >= before, `${after.bytes.sent_to_listeners} >= ${before}`);
@@ -160,8 +187,9 @@ describe('HLS', { skip }, () => {
     assert.equal((await get(newHlsUrl)).status, 403, 'the place is taken again');
 
     // Stopped: the playlist answers 410 with an error document, the rendition's files and ffmpeg are gone.
-    const stopped = await request(service, 'POST', `/services/${svc.service_id}/stop`,
-      { headers: { 'idempotency-key': 'stop-hls-test' } });
+    const stopped = await request(service, 'POST', `/services/${svc.service_id}/stop`, {
+      headers: { 'idempotency-key': 'stop-hls-test' },
+    });
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     for (const url of [newHlsUrl, mediaUrl]) {
       const gone = await get(url);

@@ -21,7 +21,14 @@ import {
   type MountDecider,
   type SourceAuthRequest,
 } from '../src/provisioning/index.js';
-import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import {
+  connectListener,
+  exitOf,
+  hasMpegFrame,
+  startFfmpegSource,
+  waitFor,
+  type Listener,
+} from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
 // ---------- pieces that need no Icecast ----------
@@ -29,12 +36,21 @@ import { requireStreamingTools } from './support/system-tools.js';
 describe('icecast config', () => {
   it('escapes values and sends every callback to the base URL', () => {
     const xml = buildIcecastConfig({
-      host: '127.0.0.1', port: 8000, adminUser: 'admin', adminPassword: 'a<b&"c\'',
-      callbackBaseUrl: 'http://127.0.0.1:9000/internal/', dir: '/tmp/ice', maxClients: 10, maxSources: 2,
+      host: '127.0.0.1',
+      port: 8000,
+      adminUser: 'admin',
+      adminPassword: 'a<b&"c\'',
+      callbackBaseUrl: 'http://127.0.0.1:9000/internal/',
+      dir: '/tmp/ice',
+      maxClients: 10,
+      maxSources: 2,
     });
     assert.match(xml, /<admin-password>a&lt;b&amp;&quot;c&apos;<\/admin-password>/);
     for (const action of ['stream_auth', 'mount_add', 'mount_remove', 'listener_add', 'listener_remove']) {
-      assert.ok(xml.includes(`<option name="${action}" value="http://127.0.0.1:9000/internal/icecast/${action}"/>`), action);
+      assert.ok(
+        xml.includes(`<option name="${action}" value="http://127.0.0.1:9000/internal/icecast/${action}"/>`),
+        action,
+      );
     }
     assert.ok(xml.includes('<option name="auth_header" value="icecast-auth-user: 1"/>'));
     assert.ok(xml.includes('<option name="timelimit_header" value="icecast-auth-timelimit:"/>'));
@@ -48,43 +64,113 @@ describe('icecast config', () => {
 describe('icecast callbacks without icecast', () => {
   const calls: unknown[] = [];
   const decider: MountDecider = {
-    authorizeSource: (r) => { calls.push(['source', r]); return { accept: r.pass === 'ok' }; },
-    authorizeListener: (r) => { calls.push(['listener', r]); return { accept: true, timeLimitSeconds: 12.7 }; },
-    listenerLeft: (e) => { calls.push(['left', e]); },
-    mountAdded: (e) => { calls.push(['added', e]); },
-    mountRemoved: (e) => { calls.push(['removed', e]); },
+    authorizeSource: (r) => {
+      calls.push(['source', r]);
+      return { accept: r.pass === 'ok' };
+    },
+    authorizeListener: (r) => {
+      calls.push(['listener', r]);
+      return { accept: true, timeLimitSeconds: 12.7 };
+    },
+    listenerLeft: (e) => {
+      calls.push(['left', e]);
+    },
+    mountAdded: (e) => {
+      calls.push(['added', e]);
+    },
+    mountRemoved: (e) => {
+      calls.push(['removed', e]);
+    },
   };
 
   it('parses mounts with their query and refuses odd paths', () => {
     assert.deepEqual(parseMount('/abc?token=x%20y&b=2'), { mount: '/abc', query: { token: 'x y', b: '2' } });
     assert.deepEqual(parseMount('/a/b.mp3'), { mount: '/a/b.mp3', query: {} });
-    for (const bad of ['', 'abc', '/', '/a/../b', '/a b', '/a\nb', `/${'x'.repeat(300)}`]) assert.equal(parseMount(bad), null, bad);
+    for (const bad of ['', 'abc', '/', '/a/../b', '/a b', '/a\nb', `/${'x'.repeat(300)}`])
+      assert.equal(parseMount(bad), null, bad);
   });
 
   it('maps forms onto the decider and refuses what it does not know', async () => {
-    const listener = { action: 'listener_add', server: '127.0.0.1', port: '8000', client: '7', mount: '/abc?token=t', user: '', pass: '', ip: '127.0.0.1', agent: 'ua' };
-    assert.deepEqual(await handleIcecastCallback('listener_add', listener, decider), { accept: true, timeLimitSeconds: 12.7 });
-    assert.deepEqual(calls.at(-1), ['listener', { mount: '/abc', query: { token: 't' }, clientId: '7', ip: '127.0.0.1', userAgent: 'ua', user: '', pass: '' }]);
-    assert.equal((await handleIcecastCallback('stream_auth', { action: 'stream_auth', mount: '/abc', user: 'source', pass: 'no', ip: '1.2.3.4' }, decider)).accept, false);
-    assert.equal((await handleIcecastCallback('stream_auth', { mount: '/abc?x=1', user: 'source', pass: 'ok' }, decider)).accept, false);
-    assert.equal((await handleIcecastCallback('listener_remove', { ...listener, action: 'listener_remove', duration: '42' }, decider)).accept, true);
-    assert.deepEqual(calls.at(-1), ['left', { mount: '/abc', query: { token: 't' }, clientId: '7', ip: '127.0.0.1', durationSeconds: 42 }]);
-    assert.deepEqual(await handleIcecastCallback('nope', { mount: '/abc' }, decider), { accept: false, message: 'unknown action' });
-    assert.deepEqual(await handleIcecastCallback('listener_add', { ...listener, action: 'stream_auth' }, decider), { accept: false, message: 'action mismatch' });
-    assert.deepEqual(await handleIcecastCallback('mount_add', { mount: '../x' }, decider), { accept: false, message: 'invalid mount' });
+    const listener = {
+      action: 'listener_add',
+      server: '127.0.0.1',
+      port: '8000',
+      client: '7',
+      mount: '/abc?token=t',
+      user: '',
+      pass: '',
+      ip: '127.0.0.1',
+      agent: 'ua',
+    };
+    assert.deepEqual(await handleIcecastCallback('listener_add', listener, decider), {
+      accept: true,
+      timeLimitSeconds: 12.7,
+    });
+    assert.deepEqual(calls.at(-1), [
+      'listener',
+      { mount: '/abc', query: { token: 't' }, clientId: '7', ip: '127.0.0.1', userAgent: 'ua', user: '', pass: '' },
+    ]);
+    assert.equal(
+      (
+        await handleIcecastCallback(
+          'stream_auth',
+          { action: 'stream_auth', mount: '/abc', user: 'source', pass: 'no', ip: '1.2.3.4' },
+          decider,
+        )
+      ).accept,
+      false,
+    );
+    assert.equal(
+      (await handleIcecastCallback('stream_auth', { mount: '/abc?x=1', user: 'source', pass: 'ok' }, decider)).accept,
+      false,
+    );
+    assert.equal(
+      (
+        await handleIcecastCallback(
+          'listener_remove',
+          { ...listener, action: 'listener_remove', duration: '42' },
+          decider,
+        )
+      ).accept,
+      true,
+    );
+    assert.deepEqual(calls.at(-1), [
+      'left',
+      { mount: '/abc', query: { token: 't' }, clientId: '7', ip: '127.0.0.1', durationSeconds: 42 },
+    ]);
+    assert.deepEqual(await handleIcecastCallback('nope', { mount: '/abc' }, decider), {
+      accept: false,
+      message: 'unknown action',
+    });
+    assert.deepEqual(await handleIcecastCallback('listener_add', { ...listener, action: 'stream_auth' }, decider), {
+      accept: false,
+      message: 'action mismatch',
+    });
+    assert.deepEqual(await handleIcecastCallback('mount_add', { mount: '../x' }, decider), {
+      accept: false,
+      message: 'invalid mount',
+    });
   });
 
   it('turns decisions into Icecast headers', () => {
-    assert.deepEqual(icecastResponseHeaders({ accept: true, timeLimitSeconds: 12.7 }), { 'icecast-auth-user': '1', 'icecast-auth-timelimit': '12' });
-    assert.deepEqual(icecastResponseHeaders({ accept: false, message: 'no\r\nX-Evil: 1' }), { 'icecast-auth-message': 'no  X-Evil: 1' });
+    assert.deepEqual(icecastResponseHeaders({ accept: true, timeLimitSeconds: 12.7 }), {
+      'icecast-auth-user': '1',
+      'icecast-auth-timelimit': '12',
+    });
+    assert.deepEqual(icecastResponseHeaders({ accept: false, message: 'no\r\nX-Evil: 1' }), {
+      'icecast-auth-message': 'no  X-Evil: 1',
+    });
   });
 
   it('answers over HTTP and checks the callback credentials', async () => {
     const server = await startCallbackServer({ decider, auth: { user: 'ice', password: 'pw' } });
     try {
-      const post = (path: string, body: string, authorization?: string) => fetch(server.url + path, {
-        method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
-      });
+      const post = (path: string, body: string, authorization?: string) =>
+        fetch(server.url + path, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
+        });
       const good = `Basic ${Buffer.from('ice:pw').toString('base64')}`;
       const accepted = await post('/icecast/stream_auth', 'action=stream_auth&mount=%2fabc&user=source&pass=ok', good);
       assert.equal(accepted.status, 200);
@@ -101,10 +187,20 @@ describe('icecast callbacks without icecast', () => {
 
 describe('admin XML reader', () => {
   it('reads elements, attributes, entities and mixed-case names', () => {
-    const root = parseXml('<?xml version="1.0"?>\n<icestats><source mount="/a&amp;b"><Listeners>2</Listeners><x/><t><![CDATA[<raw>]]></t><n>&lt;&#65;&#x42;</n></source></icestats>\n');
+    const root = parseXml(
+      '<?xml version="1.0"?>\n<icestats><source mount="/a&amp;b"><Listeners>2</Listeners><x/><t><![CDATA[<raw>]]></t><n>&lt;&#65;&#x42;</n></source></icestats>\n',
+    );
     const source = root.children[0];
     assert.equal(source.attributes.mount, '/a&b');
-    assert.deepEqual(source.children.map((c) => [c.name, c.text]), [['Listeners', '2'], ['x', ''], ['t', '<raw>'], ['n', '<AB']]);
+    assert.deepEqual(
+      source.children.map((c) => [c.name, c.text]),
+      [
+        ['Listeners', '2'],
+        ['x', ''],
+        ['t', '<raw>'],
+        ['n', '<AB'],
+      ],
+    );
     assert.throws(() => parseXml('<a><b></a>'));
     assert.throws(() => parseXml('<a>'));
   });
@@ -134,7 +230,10 @@ class TestDecider implements MountDecider {
 
   authorizeSource(r: SourceAuthRequest): Decision {
     const known = this.mounts.get(r.mount);
-    const decision = known && known.user === r.user && known.pass === r.pass ? { accept: true } : { accept: false, message: 'bad source credentials' };
+    const decision =
+      known && known.user === r.user && known.pass === r.pass
+        ? { accept: true }
+        : { accept: false, message: 'bad source credentials' };
     this.sourceRequests.push({ ...r, decision });
     return decision;
   }
@@ -158,8 +257,12 @@ class TestDecider implements MountDecider {
     this.left.push({ ...e, at: Date.now() });
   }
 
-  mountAdded(e: { mount: string }): void { this.added.push(e.mount); }
-  mountRemoved(e: { mount: string }): void { this.removed.push(e.mount); }
+  mountAdded(e: { mount: string }): void {
+    this.added.push(e.mount);
+  }
+  mountRemoved(e: { mount: string }): void {
+    this.removed.push(e.mount);
+  }
 }
 
 /** Gone, or a zombie nobody has reaped yet (containers' init may not reap). */
@@ -181,23 +284,33 @@ describe('icecast end to end', () => {
   let source: ChildProcess;
   let streamUrl: string;
 
-  before(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'icecast-test-'));
-    await chmod(dataDir, 0o755); // the icecast2 user must be able to reach its data dir inside
-    callbacks = await startCallbackServer({ decider });
-    supervisor = new IcecastSupervisor({ dataDir: join(dataDir, 'icecast'), callbackBaseUrl: callbacks.url, maxClients: 50, maxSources: 5 });
-    const started = once(supervisor, 'started');
-    await supervisor.start();
-    const [{ startMs }] = await started;
-    console.log(`icecast answered ${startMs} ms after spawn, on ${supervisor.baseUrl}`);
-    streamUrl = `${supervisor.baseUrl}${MOUNT}`;
+  before(
+    async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'icecast-test-'));
+      await chmod(dataDir, 0o755); // the icecast2 user must be able to reach its data dir inside
+      callbacks = await startCallbackServer({ decider });
+      supervisor = new IcecastSupervisor({
+        dataDir: join(dataDir, 'icecast'),
+        callbackBaseUrl: callbacks.url,
+        maxClients: 50,
+        maxSources: 5,
+      });
+      const started = once(supervisor, 'started');
+      await supervisor.start();
+      const [{ startMs }] = await started;
+      console.log(`icecast answered ${startMs} ms after spawn, on ${supervisor.baseUrl}`);
+      streamUrl = `${supervisor.baseUrl}${MOUNT}`;
 
-    source = startFfmpegSource(`icecast://source:s3cret@127.0.0.1:${supervisor.port}${MOUNT}`);
-    processes.push(source);
-    const sourceBegan = performance.now();
-    await waitFor('the mount to go live', async () => (await supervisor.admin.listMounts()).some((m) => m.mount === MOUNT));
-    console.log(`${MOUNT} live ${Math.round(performance.now() - sourceBegan)} ms after ffmpeg started`);
-  }, { timeout: 30_000 });
+      source = startFfmpegSource(`icecast://source:s3cret@127.0.0.1:${supervisor.port}${MOUNT}`);
+      processes.push(source);
+      const sourceBegan = performance.now();
+      await waitFor('the mount to go live', async () =>
+        (await supervisor.admin.listMounts()).some((m) => m.mount === MOUNT),
+      );
+      console.log(`${MOUNT} live ${Math.round(performance.now() - sourceBegan)} ms after ffmpeg started`);
+    },
+    { timeout: 30_000 },
+  );
 
   after(async () => {
     for (const listener of listeners) listener.close();
@@ -211,7 +324,9 @@ describe('icecast end to end', () => {
     const impostor = startFfmpegSource(`icecast://source:wrong@127.0.0.1:${supervisor.port}${OTHER_MOUNT}`);
     processes.push(impostor);
     let stderr = '';
-    impostor.stderr!.on('data', (chunk) => { stderr += chunk; });
+    impostor.stderr!.on('data', (chunk) => {
+      stderr += chunk;
+    });
     assert.notEqual(await exitOf(impostor, 10_000), 0);
     assert.match(stderr, /401|Unauthorized|authorization failed/i);
     assert.ok(decider.sourceRequests.some((r) => r.mount === OTHER_MOUNT && r.pass === 'wrong' && !r.decision.accept));
@@ -228,7 +343,9 @@ describe('icecast end to end', () => {
       assert.equal(listener.status, 200);
       assert.equal(listener.contentType, 'audio/mpeg');
       const call = decider.listenerRequests.at(-1)!;
-      console.log(`listener ${i + 1}: response headers after ${listener.headersAfterMs} ms (callback reached the decider after ${call.at - requested} ms)`);
+      console.log(
+        `listener ${i + 1}: response headers after ${listener.headersAfterMs} ms (callback reached the decider after ${call.at - requested} ms)`,
+      );
     }
     for (const listener of listeners) {
       await waitFor('MP3 bytes', () => listener.received().length >= 8000);
@@ -276,7 +393,9 @@ describe('icecast end to end', () => {
     await limited.ended;
     const cutAfterMs = Date.now() - began;
     assert.ok(cutAfterMs >= 2000 && cutAfterMs < 7000, `cut off after ${cutAfterMs} ms`);
-    const left = await waitFor('listener_remove for the limited listener', () => decider.left.find((e) => e.clientId === limitedId));
+    const left = await waitFor('listener_remove for the limited listener', () =>
+      decider.left.find((e) => e.clientId === limitedId),
+    );
     assert.ok(left.durationSeconds >= 2 && left.durationSeconds <= 6, `duration ${left.durationSeconds}`);
     assert.ok(limited.received().length > 8000);
   });
@@ -293,12 +412,19 @@ describe('icecast end to end', () => {
   it('writes an access log with per-listener bytes into its data dir', { timeout: 10_000 }, async () => {
     const log = await waitFor('access log lines', async () => {
       const text = await readFile(supervisor.accessLogPath, 'utf8').catch(() => '');
-      return text.split('\n').filter((line) => line.includes(`"GET ${MOUNT} `) && line.includes(' 200 ')).length >= 3 ? text : undefined;
+      return text.split('\n').filter((line) => line.includes(`"GET ${MOUNT} `) && line.includes(' 200 ')).length >= 3
+        ? text
+        : undefined;
     });
     // e.g. 127.0.0.1 - - [date] "GET /test-abc HTTP/1.1" 200 28244 "-" "icecast-test" 3
-    const bytes = [...log.matchAll(new RegExp(`"GET ${MOUNT} HTTP/1\\.1" 200 (\\d+) "[^"]*" "icecast-test" (\\d+)`, 'g'))].map((m) => Number(m[1]));
+    const bytes = [
+      ...log.matchAll(new RegExp(`"GET ${MOUNT} HTTP/1\\.1" 200 (\\d+) "[^"]*" "icecast-test" (\\d+)`, 'g')),
+    ].map((m) => Number(m[1]));
     assert.equal(bytes.length, 3);
-    assert.ok(bytes.every((b) => b > 8000), String(bytes));
+    assert.ok(
+      bytes.every((b) => b > 8000),
+      String(bytes),
+    );
   });
 
   it('restarts icecast after it is killed', { timeout: 20_000 }, async () => {
@@ -311,7 +437,9 @@ describe('icecast end to end', () => {
     const [exit] = await exited;
     assert.equal(exit.signal, 'SIGKILL');
     const [event] = await restarted;
-    console.log(`restarted ${Math.round(performance.now() - began)} ms after SIGKILL (icecast answered ${event.startMs} ms after spawn)`);
+    console.log(
+      `restarted ${Math.round(performance.now() - began)} ms after SIGKILL (icecast answered ${event.startMs} ms after spawn)`,
+    );
     assert.equal(event.port, port);
     assert.notEqual(event.pid, oldPid);
     assert.equal(supervisor.pid, event.pid);
@@ -321,16 +449,21 @@ describe('icecast end to end', () => {
   it('does not outlive a parent that is killed', { timeout: 40_000 }, async () => {
     const script = join(dataDir, 'orphan.mts');
     const index = new URL('../src/provisioning/index.ts', import.meta.url).pathname;
-    await writeFile(script, `
+    await writeFile(
+      script,
+      `
       import { IcecastSupervisor } from ${JSON.stringify(index)};
       const s = new IcecastSupervisor({ dataDir: ${JSON.stringify(join(dataDir, 'orphan'))}, callbackBaseUrl: 'http://127.0.0.1:9' });
       await s.start();
       console.log('pid', s.pid);
-    `);
+    `,
+    );
     const parent = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     processes.push(parent);
     let out = '';
-    parent.stdout!.on('data', (chunk) => { out += chunk; });
+    parent.stdout!.on('data', (chunk) => {
+      out += chunk;
+    });
     const pid = Number(await waitFor('the child icecast pid', () => /pid (\d+)/.exec(out)?.[1]));
     assert.ok(!processGone(pid));
     parent.kill('SIGKILL');

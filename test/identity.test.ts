@@ -22,12 +22,20 @@ const CHALLENGE_SECONDS_B = 6;
 let aging: { wallet: PrivateKeyAccount; asIssued: string; kept: ReturnType<typeof challengeOf> };
 
 before(async () => {
-  a = await startService({ AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR: '3', AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2', AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9' });
+  a = await startService({
+    AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR: '3',
+    AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2',
+    AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9',
+  });
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
   dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
   b = await startService({
-    DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4',
-    PUBLIC_BASE_URL: new URL(a.baseUrl).origin, SIWX_CHALLENGE_SECONDS: String(CHALLENGE_SECONDS_B), AGENT_SIGNUP: 'off',
+    DATABASE_URL: lock.database_url,
+    CHAIN_RPC_URL: dev.chain.rpc_url,
+    DEV_FACILITATOR_ACCOUNT: '4',
+    PUBLIC_BASE_URL: new URL(a.baseUrl).origin,
+    SIWX_CHALLENGE_SECONDS: String(CHALLENGE_SECONDS_B),
+    AGENT_SIGNUP: 'off',
   });
   const wallet = newWallet();
   const asIssued = await signIn(b, wallet);
@@ -50,8 +58,12 @@ const described = (() => {
 })();
 
 async function rpc(method: string, params: unknown[]): Promise<unknown> {
-  const answer = await fetch(dev.chain.rpc_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const body = await answer.json() as { result?: unknown; error?: unknown };
+  const answer = await fetch(dev.chain.rpc_url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await answer.json()) as { result?: unknown; error?: unknown };
   if (body.error) throw new Error(JSON.stringify(body.error));
   return body.result;
 }
@@ -60,7 +72,13 @@ const newWallet = () => privateKeyToAccount(generatePrivateKey());
 const anonymous = (service: Service) => ({ baseUrl: service.baseUrl, apiKey: '' });
 
 /** A fresh challenge from `service` for `method` `path` (a request with no credentials), signed by `account`. */
-async function signIn(service: Service, account: PrivateKeyAccount, options: Parameters<typeof signedHeader>[2] = {}, path = '/keys', method = 'GET'): Promise<string> {
+async function signIn(
+  service: Service,
+  account: PrivateKeyAccount,
+  options: Parameters<typeof signedHeader>[2] = {},
+  path = '/keys',
+  method = 'GET',
+): Promise<string> {
   const asked = await request(anonymous(service), method, path, { auth: false });
   assert.equal(asked.status, 402, JSON.stringify(asked.body));
   return signedHeader(challengeOf(asked), account, options);
@@ -68,9 +86,10 @@ async function signIn(service: Service, account: PrivateKeyAccount, options: Par
 
 async function postKey(account: PrivateKeyAccount, name?: string) {
   const response = await signingInFetch(account)(`${a.baseUrl}/keys`, {
-    method: 'POST', ...(name && { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) }),
+    method: 'POST',
+    ...(name && { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) }),
   });
-  return { status: response.status, headers: response.headers, body: await response.json() as any };
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
 }
 
 describe('wallet sign-in (SIWX)', () => {
@@ -81,7 +100,10 @@ describe('wallet sign-in (SIWX)', () => {
     assert.match(asked.body.error.message, /SIGN-IN-WITH-X/);
     const required = JSON.parse(Buffer.from(asked.headers.get('payment-required')!, 'base64').toString('utf8'));
     // One entry that names the chain (x402 clients read it there) and cannot be paid.
-    assert.deepEqual(required.accepts.map((x: any) => [x.scheme, x.network, x.amount]), [['sign-in-with-x', 'eip155:8453', '0']]);
+    assert.deepEqual(
+      required.accepts.map((x: any) => [x.scheme, x.network, x.amount]),
+      [['sign-in-with-x', 'eip155:8453', '0']],
+    );
     const { info, supportedChains } = required.extensions['sign-in-with-x'];
     assert.equal(info.domain, new URL(a.baseUrl).host);
     assert.equal(info.uri, `${a.baseUrl}/keys`);
@@ -100,11 +122,12 @@ describe('wallet sign-in (SIWX)', () => {
     assert.equal(got.body.key.name, 'my agent');
     assert.equal(got.body.key.wallet_address, wallet.address.toLowerCase());
     described('KeyIssued', got.body);
-    const quoted = await request({ baseUrl: a.baseUrl, apiKey: got.body.api_key }, 'POST', '/quotes',
-      { body: { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } } });
+    const quoted = await request({ baseUrl: a.baseUrl, apiKey: got.body.api_key }, 'POST', '/quotes', {
+      body: { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } },
+    });
     assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
     // Only the hash is stored: the token is nowhere in the keys table.
-    const listed = await (signingInFetch(wallet))(`${a.baseUrl}/keys`).then((r) => r.json() as any);
+    const listed = await signingInFetch(wallet)(`${a.baseUrl}/keys`).then((r) => r.json() as any);
     assert.equal(listed.keys.length, 1);
     described('WalletKeys', listed);
     assert.equal(JSON.stringify(listed).includes(got.body.api_key.split('_')[2]), false);
@@ -128,18 +151,37 @@ describe('wallet sign-in (SIWX)', () => {
     const cases = {
       'another domain': await signIn(a, wallet, { change: { domain: 'evil.example' } }),
       'another origin': await signIn(a, wallet, { change: { uri: 'https://evil.example/api/v1/keys' } }),
-      'another wallet signed': await signIn(a, other, { after: (p) => { p.address = wallet.address; } }),
+      'another wallet signed': await signIn(a, other, {
+        after: (p) => {
+          p.address = wallet.address;
+        },
+      }),
       'nonce not issued here': await signIn(a, wallet, { change: { nonce: 'a'.repeat(32) } }),
-      'another chain': await signIn(a, wallet, { after: (p) => { p.chainId = 'eip155:1'; } }),
+      'another chain': await signIn(a, wallet, {
+        after: (p) => {
+          p.chainId = 'eip155:1';
+        },
+      }),
       'not base64 JSON': '%%%not-a-header',
     };
     for (const [name, header] of Object.entries(cases)) {
-      const answer = await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
+      const answer = await request(anonymous(a), 'GET', '/keys', {
+        auth: false,
+        headers: { 'sign-in-with-x': header },
+      });
       assert.equal(answer.status, 401, `${name}: ${JSON.stringify(answer.body)}`);
       assert.equal(answer.body.error.code, 'siwx_invalid', name);
     }
     // The refused attempts did not use up the wallet's own challenge: signed properly, a new one works.
-    assert.equal((await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': await signIn(a, wallet) } })).status, 200);
+    assert.equal(
+      (
+        await request(anonymous(a), 'GET', '/keys', {
+          auth: false,
+          headers: { 'sign-in-with-x': await signIn(a, wallet) },
+        })
+      ).status,
+      200,
+    );
   });
 
   test('a smart-contract wallet (EIP-1271) signs in: its signature is checked on chain', async () => {
@@ -147,7 +189,11 @@ describe('wallet sign-in (SIWX)', () => {
     const contract = privateKeyToAccount(generatePrivateKey()).address;
     await rpc('anvil_setCode', [contract, '0x631626ba7e60e01b60005260206000f3']);
     const someKey = newWallet();
-    const header = await signIn(a, someKey, { after: (p) => { p.address = contract; } });
+    const header = await signIn(a, someKey, {
+      after: (p) => {
+        p.address = contract;
+      },
+    });
     const answer = await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     assert.equal(answer.body.wallet_address, contract.toLowerCase());
@@ -156,45 +202,78 @@ describe('wallet sign-in (SIWX)', () => {
   test('two instances on one database: a nonce used on one is refused on the other', async () => {
     const wallet = newWallet();
     const header = await signIn(a, wallet);
-    assert.equal((await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } })).status, 200, 'B accepts a challenge A issued');
+    assert.equal(
+      (await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } })).status,
+      200,
+      'B accepts a challenge A issued',
+    );
     const replay = await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
     assert.equal(replay.status, 401);
     assert.equal(replay.body.error.code, 'siwx_nonce_used');
     const second = await signIn(a, wallet);
-    assert.equal((await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': second } })).status, 200);
-    assert.equal((await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': second } })).body.error?.code, 'siwx_nonce_used');
+    assert.equal(
+      (await request(anonymous(a), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': second } })).status,
+      200,
+    );
+    assert.equal(
+      (await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': second } })).body.error
+        ?.code,
+      'siwx_nonce_used',
+    );
     // Sent 10 times at once to both instances: accepted exactly once.
     const raced = await signIn(a, wallet);
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      request(anonymous(i % 2 ? a : b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': raced } })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        request(anonymous(i % 2 ? a : b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': raced } }),
+      ),
+    );
     assert.equal(answers.filter((r) => r.status === 200).length, 1);
-    assert.deepEqual(new Set(answers.filter((r) => r.status !== 200).map((r) => r.body.error.code)), new Set(['siwx_nonce_used']));
+    assert.deepEqual(
+      new Set(answers.filter((r) => r.status !== 200).map((r) => r.body.error.code)),
+      new Set(['siwx_nonce_used']),
+    );
   });
 });
 
 describe('self-service keys', () => {
-  test('list and revoke own keys, not another wallet\'s; a revoked key stops working', async () => {
+  test("list and revoke own keys, not another wallet's; a revoked key stops working", async () => {
     const wallet = newWallet();
     const stranger = newWallet();
     const first = (await postKey(wallet, 'one')).body;
     const second = (await postKey(wallet, 'two')).body;
     const theirs = (await postKey(stranger)).body;
-    const mine = await (await signingInFetch(wallet)(`${a.baseUrl}/keys`)).json() as any;
-    assert.deepEqual(mine.keys.map((k: any) => k.name), ['one', 'two']);
+    const mine = (await (await signingInFetch(wallet)(`${a.baseUrl}/keys`)).json()) as any;
+    assert.deepEqual(
+      mine.keys.map((k: any) => k.name),
+      ['one', 'two'],
+    );
     assert.ok(mine.keys.every((k: any) => k.revoked_at === null && !('secret_hash' in k)));
 
     const notMine = await signingInFetch(wallet)(`${a.baseUrl}/keys/${theirs.key.id}`, { method: 'DELETE' });
     assert.equal(notMine.status, 404);
-    assert.equal((await notMine.json() as any).error.code, 'key_not_found');
-    const quote = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } };
-    assert.equal((await request({ baseUrl: a.baseUrl, apiKey: theirs.api_key }, 'POST', '/quotes', { body: quote })).status, 200, 'their key still works');
+    assert.equal(((await notMine.json()) as any).error.code, 'key_not_found');
+    const quote = {
+      product_id: 'instant-stream',
+      parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 },
+    };
+    assert.equal(
+      (await request({ baseUrl: a.baseUrl, apiKey: theirs.api_key }, 'POST', '/quotes', { body: quote })).status,
+      200,
+      'their key still works',
+    );
 
     const revoked = await signingInFetch(wallet)(`${a.baseUrl}/keys/${first.key.id}`, { method: 'DELETE' });
     assert.equal(revoked.status, 200);
     described('KeyRevoked', await revoked.json());
-    assert.equal((await request({ baseUrl: a.baseUrl, apiKey: first.api_key }, 'POST', '/quotes', { body: quote })).status, 401);
-    assert.equal((await request({ baseUrl: a.baseUrl, apiKey: second.api_key }, 'POST', '/quotes', { body: quote })).status, 200);
-    const after = await (await signingInFetch(wallet)(`${a.baseUrl}/keys`)).json() as any;
+    assert.equal(
+      (await request({ baseUrl: a.baseUrl, apiKey: first.api_key }, 'POST', '/quotes', { body: quote })).status,
+      401,
+    );
+    assert.equal(
+      (await request({ baseUrl: a.baseUrl, apiKey: second.api_key }, 'POST', '/quotes', { body: quote })).status,
+      200,
+    );
+    const after = (await (await signingInFetch(wallet)(`${a.baseUrl}/keys`)).json()) as any;
     assert.ok(after.keys.find((k: any) => k.id === first.key.id).revoked_at);
   });
 
@@ -207,7 +286,11 @@ describe('self-service keys', () => {
     assert.equal(third.body.error.code, 'key_limit_reached');
     assert.equal((await signingInFetch(wallet)(`${a.baseUrl}/keys/${one.key.id}`, { method: 'DELETE' })).status, 200);
     assert.equal((await postKey(wallet)).status, 201, 'room again after a revocation');
-    assert.equal((await signingInFetch(wallet)(`${a.baseUrl}/keys/${one.key.id}`, { method: 'DELETE' })).status, 404, 'already revoked');
+    assert.equal(
+      (await signingInFetch(wallet)(`${a.baseUrl}/keys/${one.key.id}`, { method: 'DELETE' })).status,
+      404,
+      'already revoked',
+    );
     const fourth = await postKey(wallet);
     assert.equal(fourth.status, 429, JSON.stringify(fourth.body));
     assert.equal(fourth.body.error.code, 'signup_rate_limited');
@@ -233,7 +316,12 @@ describe('a wallet that paid reaches its services with no key', () => {
     // The buyer's wallet gets a key by signing in and buys with it: its services are then reachable both ways.
     payerKey = (await postKey(buyer(), 'buyer')).body.api_key;
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const order = await buy({ baseUrl: a.baseUrl, apiKey: payerKey }, wallet, { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Wallet FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } });
+    const order = await buy({ baseUrl: a.baseUrl, apiKey: payerKey }, wallet, {
+      product_id: 'instant-stream',
+      email: 'agent@example.com',
+      station_name: 'Wallet FM',
+      parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+    });
     assert.equal(order.status, 200, JSON.stringify(order.body));
     bought = order.body;
   });
@@ -243,25 +331,35 @@ describe('a wallet that paid reaches its services with no key', () => {
     const signedIn = signingInFetch(buyer());
     const status = await signedIn(`${a.baseUrl}/services/${id}`);
     assert.equal(status.status, 200);
-    assert.equal((await status.json() as any).service.service_id, id);
+    assert.equal(((await status.json()) as any).service.service_id, id);
     const usage = await signedIn(`${a.baseUrl}/services/${id}/usage`);
     assert.equal(usage.status, 200);
-    assert.equal((await usage.json() as any).usage.service_id, id);
-    const listed = await (await signedIn(`${a.baseUrl}/services`)).json() as any;
-    assert.deepEqual(listed.services.map((s: any) => s.service_id), [id]);
+    assert.equal(((await usage.json()) as any).usage.service_id, id);
+    const listed = (await (await signedIn(`${a.baseUrl}/services`)).json()) as any;
+    assert.deepEqual(
+      listed.services.map((s: any) => s.service_id),
+      [id],
+    );
     described('ServiceList', listed);
 
-    assert.equal((await request({ baseUrl: a.baseUrl, apiKey: payerKey }, 'GET', `/services/${id}`)).status, 200, 'the wallet-bound key too');
+    assert.equal(
+      (await request({ baseUrl: a.baseUrl, apiKey: payerKey }, 'GET', `/services/${id}`)).status,
+      200,
+      'the wallet-bound key too',
+    );
     const byKey = await request({ baseUrl: a.baseUrl, apiKey: payerKey }, 'GET', '/services');
-    assert.deepEqual(byKey.body.services.map((s: any) => s.service_id), [id]);
+    assert.deepEqual(
+      byKey.body.services.map((s: any) => s.service_id),
+      [id],
+    );
 
     const stranger = signingInFetch(newWallet());
     for (const path of [`/services/${id}`, `/services/${id}/usage`]) {
       const answer = await stranger(`${a.baseUrl}${path}`);
       assert.equal(answer.status, 404, path);
-      assert.equal((await answer.json() as any).error.code, 'service_not_found');
+      assert.equal(((await answer.json()) as any).error.code, 'service_not_found');
     }
-    assert.deepEqual((await (await stranger(`${a.baseUrl}/services`)).json() as any).services, []);
+    assert.deepEqual(((await (await stranger(`${a.baseUrl}/services`)).json()) as any).services, []);
   });
 
   test('an upgrade paid by the wallet, signed in with no key: SIWX and PAYMENT-SIGNATURE on the same request', async () => {
@@ -269,11 +367,25 @@ describe('a wallet that paid reaches its services with no key', () => {
     const path = `/services/${id}/upgrade`;
     const body = { product_id: 'event-stream' };
     const headers = { 'idempotency-key': `wallet-upgrade-${Date.now()}` };
-    const unpaid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer(), {}, path, 'POST') } });
+    const unpaid = await request(anonymous(a), 'POST', path, {
+      auth: false,
+      body,
+      headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer(), {}, path, 'POST') },
+    });
     assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
     assert.equal(unpaid.body.error.code, 'payment_required');
-    const payment = await new TestWallet(dev.buyer.private_key, dev.chain.rpc_url).pay(unpaid.headers.get('payment-required')!);
-    const paid = await request(anonymous(a), 'POST', path, { auth: false, body, headers: { ...headers, 'sign-in-with-x': await signIn(a, buyer(), {}, path, 'POST'), 'payment-signature': payment } });
+    const payment = await new TestWallet(dev.buyer.private_key, dev.chain.rpc_url).pay(
+      unpaid.headers.get('payment-required')!,
+    );
+    const paid = await request(anonymous(a), 'POST', path, {
+      auth: false,
+      body,
+      headers: {
+        ...headers,
+        'sign-in-with-x': await signIn(a, buyer(), {}, path, 'POST'),
+        'payment-signature': payment,
+      },
+    });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     assert.equal(paid.body.order.upgrade_of, id);
     assert.equal(paid.body.order.product_id, 'event-stream');
@@ -284,7 +396,11 @@ describe('a wallet that paid reaches its services with no key', () => {
     const bare = await request(anonymous(a), 'GET', `/services/${id}`, { auth: false });
     assert.equal(bare.status, 402);
     assert.equal(challengeOf(bare).info.uri, `${a.baseUrl}/services/${id}`);
-    const badKey = await request({ baseUrl: a.baseUrl, apiKey: `aak_0000000000000000_${'x'.repeat(43)}` }, 'GET', `/services/${id}`);
+    const badKey = await request(
+      { baseUrl: a.baseUrl, apiKey: `aak_0000000000000000_${'x'.repeat(43)}` },
+      'GET',
+      `/services/${id}`,
+    );
     assert.equal(badKey.status, 401);
     assert.equal(badKey.body.error.code, 'invalid_api_key');
   });
@@ -325,7 +441,9 @@ describe('wallet sign-in (SIWX): challenges kept past their expiry', () => {
     const expiry = Date.parse(kept.info.expirationTime!);
     await waitFor('the challenges to expire', () => Date.now() > expiry, (CHALLENGE_SECONDS_B + 1) * 1000);
     // A client that kept a challenge past its expiry and signs it now, with times of its own: the nonce has expired.
-    const stretched = await signedHeader(kept, wallet, { change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() } });
+    const stretched = await signedHeader(kept, wallet, {
+      change: { issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 3_600_000).toISOString() },
+    });
     for (const header of [asIssued, stretched]) {
       const late = await request(anonymous(b), 'GET', '/keys', { auth: false, headers: { 'sign-in-with-x': header } });
       assert.equal(late.status, 401, JSON.stringify(late.body));

@@ -6,7 +6,15 @@ import { after, before, describe, test } from 'node:test';
 import { buy, payFor } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
-import { connectListener, exitOf, hasMpegFrame, listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import {
+  connectListener,
+  exitOf,
+  hasMpegFrame,
+  listenWhenLive,
+  startFfmpegSource,
+  waitFor,
+  type Listener,
+} from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -28,7 +36,9 @@ before(async () => {
   if (skip) return;
   catalog = await shortLivedCatalog();
   service = await startService({
-    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250',
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    LIFECYCLE_INTERVAL_MS: '250',
     SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
   });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
@@ -42,10 +52,12 @@ after(async () => {
 });
 
 const stream = (parameters: Record<string, unknown>, product = 'instant-stream') =>
-  buy(service, wallet, { product_id: product, email: 'ops@example.com', station_name: 'Cycle FM', parameters }).then((r) => {
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    return r.body.service as { service_id: string; stream_url: string; broadcast_url: string; expires_at: string };
-  });
+  buy(service, wallet, { product_id: product, email: 'ops@example.com', station_name: 'Cycle FM', parameters }).then(
+    (r) => {
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body.service as { service_id: string; stream_url: string; broadcast_url: string; expires_at: string };
+    },
+  );
 
 function source(url: string, kbps = 64): ChildProcess {
   const child = startFfmpegSource(url, kbps);
@@ -66,10 +78,14 @@ async function workerPasses(id: string, count: number): Promise<void> {
   let seen = Date.now();
   for (let pass = 0; pass < count; pass++) {
     const after = seen;
-    seen = await waitFor(`life-cycle pass ${pass + 1}`, async () => {
-      const measured = Date.parse((await usage(id)).measured_at);
-      return measured > after ? measured : undefined;
-    }, 10_000);
+    seen = await waitFor(
+      `life-cycle pass ${pass + 1}`,
+      async () => {
+        const measured = Date.parse((await usage(id)).measured_at);
+        return measured > after ? measured : undefined;
+      },
+      10_000,
+    );
   }
 }
 
@@ -84,7 +100,10 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     assert.ok(untilExpiry > 0 && untilExpiry < 11_000, `expires in ${untilExpiry} ms`);
 
     assert.notEqual(await exitOf(encoder, untilExpiry + 8000), null, 'the source was disconnected');
-    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000))]);
+    await Promise.race([
+      listener.ended,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000)),
+    ]);
     const record = await request(service, 'GET', `/services/${svc.service_id}`);
     assert.equal(record.body.service.status, 'expired');
     assert.match(record.body.status_reason, /paid time ended/);
@@ -101,7 +120,9 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     const svc = await stream({ duration_hours: 0.05, max_listeners: 5, bitrate_kbps: 64 });
     source(svc.broadcast_url);
     listeners.push(await listen(svc.stream_url));
-    const burst = await Promise.all(Array.from({ length: 40 }, () => connectListener(svc.stream_url).catch(() => undefined)));
+    const burst = await Promise.all(
+      Array.from({ length: 40 }, () => connectListener(svc.stream_url).catch(() => undefined)),
+    );
     for (const l of burst) if (l) listeners.push(l);
     assert.equal(burst.filter((l) => l?.status === 200).length, 4, 'one was already connected: four more, no more');
     await workerPasses(svc.service_id, 3);
@@ -125,7 +146,10 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     const encoder = source(svc.broadcast_url);
     const listener = await listen(svc.stream_url);
     assert.notEqual(await exitOf(encoder, 30_000), null, 'the source was disconnected');
-    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000))]);
+    await Promise.race([
+      listener.ended,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000)),
+    ]);
     const record = await request(service, 'GET', `/services/${svc.service_id}`);
     assert.equal(record.body.service.status, 'suspended');
     assert.match(record.body.status_reason, /more than the 0\.00003 GB bought/);
@@ -135,7 +159,9 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     assert.notEqual(refused?.status, 200, 'a suspended stream admits nobody');
     refused?.close();
 
-    const resumed = await payFor(service, wallet, `/services/${svc.service_id}/upgrade`, { product_id: 'event-stream' });
+    const resumed = await payFor(service, wallet, `/services/${svc.service_id}/upgrade`, {
+      product_id: 'event-stream',
+    });
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     assert.equal(resumed.body.service.status, 'active', 'an upgrade ends the suspension');
     source(svc.broadcast_url);
@@ -148,24 +174,46 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     const listener = await listen(svc.stream_url);
     await waitFor('audio', () => listener.received().length > 8000, 10_000);
 
-    const ask = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': `up-${svc.service_id}` } });
+    const ask = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': `up-${svc.service_id}` },
+    });
     assert.equal(ask.status, 402);
-    assert.equal(decodePaymentRequiredHeader(ask.headers.get('payment-required')!).accepts[0].amount, '270000', 'same formula: the order minimum');
-    const wrong = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, { body: { product_id: 'temporary-autodj' }, headers: { 'idempotency-key': `up2-${svc.service_id}` } });
+    assert.equal(
+      decodePaymentRequiredHeader(ask.headers.get('payment-required')!).accepts[0].amount,
+      '270000',
+      'same formula: the order minimum',
+    );
+    const wrong = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, {
+      body: { product_id: 'temporary-autodj' },
+      headers: { 'idempotency-key': `up2-${svc.service_id}` },
+    });
     assert.equal(wrong.status, 409);
     assert.equal(wrong.body.error.code, 'upgrade_not_possible');
 
     const before = listener.received().length;
-    const upgraded = await payFor(service, wallet, `/services/${svc.service_id}/upgrade`, { product_id: 'event-stream' }, `up-${svc.service_id}`);
+    const upgraded = await payFor(
+      service,
+      wallet,
+      `/services/${svc.service_id}/upgrade`,
+      { product_id: 'event-stream' },
+      `up-${svc.service_id}`,
+    );
     assert.equal(upgraded.status, 200, JSON.stringify(upgraded.body));
     assert.equal(upgraded.body.service.service_id, svc.service_id);
     assert.equal(upgraded.body.service.stream_url, svc.stream_url);
     assert.equal(upgraded.body.service.expires_at, svc.expires_at, 'the paid time is unchanged');
-    assert.equal((await request(service, 'GET', `/services/${svc.service_id}`)).body.status_reason, 'Upgraded from instant-stream to event-stream.');
+    assert.equal(
+      (await request(service, 'GET', `/services/${svc.service_id}`)).body.status_reason,
+      'Upgraded from instant-stream to event-stream.',
+    );
     await waitFor('audio after the upgrade', () => listener.received().length > before + 16_000, 10_000);
     assert.equal(listener.status, 200);
 
-    const replay = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': `up-${svc.service_id}` } });
+    const replay = await request(service, 'POST', `/services/${svc.service_id}/upgrade`, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': `up-${svc.service_id}` },
+    });
     assert.equal(replay.status, 200);
     assert.equal(replay.body.idempotent_replay, true);
   });
@@ -176,17 +224,27 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     const a = await listen(svc.stream_url);
     const b = await listen(svc.stream_url);
     // Four seconds of the stream each (64 kbps); Icecast's burst at connect may bring the first of it at once.
-    const fourSeconds = 64_000 / 8 * 4;
+    const fourSeconds = (64_000 / 8) * 4;
     await waitFor('4 s of audio for each', () => [a, b].every((l) => l.received().length >= fourSeconds), 20_000);
     a.close();
     b.close();
     await Promise.all([a.ended, b.ended]);
     const received = a.received().length + b.received().length;
-    const measured = await waitFor('usage to catch up', async () => {
-      const u = await usage(svc.service_id);
-      return Math.abs(u.bytes.sent_to_listeners - received) <= 6000 ? u : undefined;
-    }, 20_000).catch(async (error: Error) => { console.log(`# usage did not catch up: ${error.message}`); return usage(svc.service_id); });
-    assert.ok(Math.abs(measured.bytes.sent_to_listeners - received) <= 6000, `usage ${measured.bytes.sent_to_listeners} B vs received ${received} B`);
+    const measured = await waitFor(
+      'usage to catch up',
+      async () => {
+        const u = await usage(svc.service_id);
+        return Math.abs(u.bytes.sent_to_listeners - received) <= 6000 ? u : undefined;
+      },
+      20_000,
+    ).catch(async (error: Error) => {
+      console.log(`# usage did not catch up: ${error.message}`);
+      return usage(svc.service_id);
+    });
+    assert.ok(
+      Math.abs(measured.bytes.sent_to_listeners - received) <= 6000,
+      `usage ${measured.bytes.sent_to_listeners} B vs received ${received} B`,
+    );
     assert.ok(measured.bytes.read_from_source > 0);
     assert.equal(measured.source.connected, true);
     assert.ok(measured.listeners.peak >= 2);
@@ -194,8 +252,34 @@ describe('service life cycle', { skip, concurrency: true }, () => {
 
   test('event-stream with autodj: AutoDJ fills the mount and yields to the live encoder, then takes over again', async () => {
     const svc = await stream({ duration_hours: 1, max_listeners: 5, bitrate_kbps: 64, autodj: true }, 'event-stream');
-    const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=3', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
-    assert.equal((await request(service, 'PUT', `/services/${svc.service_id}/files/fill.mp3`, { rawBody: song, headers: { 'content-type': 'audio/mpeg' } })).status, 201);
+    const song = spawnSync(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=frequency=660:duration=3',
+        '-c:a',
+        'libmp3lame',
+        '-b:a',
+        '64k',
+        '-f',
+        'mp3',
+        'pipe:1',
+      ],
+      { maxBuffer: 1 << 24 },
+    ).stdout;
+    assert.equal(
+      (
+        await request(service, 'PUT', `/services/${svc.service_id}/files/fill.mp3`, {
+          rawBody: song,
+          headers: { 'content-type': 'audio/mpeg' },
+        })
+      ).status,
+      201,
+    );
     const filler = await listen(svc.stream_url);
     await waitFor('AutoDJ audio', () => hasMpegFrame(filler.received()), 15_000);
 
@@ -215,17 +299,52 @@ describe('service life cycle', { skip, concurrency: true }, () => {
 describe('service life cycle: Icecast restarts', { skip }, () => {
   test('AutoDJ plays an uploaded file; after Icecast is killed the mount comes back', async () => {
     const svc = await stream({ duration_hours: 1, bitrate_kbps: 64, storage_mb: 5 }, 'temporary-autodj');
-    const song = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=4', '-metadata', 'title=Loop', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 }).stdout;
-    const upload = await request(service, 'PUT', `/services/${svc.service_id}/files/loop.mp3`, { rawBody: song, headers: { 'content-type': 'audio/mpeg' } });
+    const song = spawnSync(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=frequency=660:duration=4',
+        '-metadata',
+        'title=Loop',
+        '-c:a',
+        'libmp3lame',
+        '-b:a',
+        '64k',
+        '-f',
+        'mp3',
+        'pipe:1',
+      ],
+      { maxBuffer: 1 << 24 },
+    ).stdout;
+    const upload = await request(service, 'PUT', `/services/${svc.service_id}/files/loop.mp3`, {
+      rawBody: song,
+      headers: { 'content-type': 'audio/mpeg' },
+    });
     assert.equal(upload.status, 201);
     const listener = await listen(svc.stream_url);
-    await waitFor('AutoDJ audio', () => hasMpegFrame(listener.received()) && listener.received().length > 16_000, 15_000);
+    await waitFor(
+      'AutoDJ audio',
+      () => hasMpegFrame(listener.received()) && listener.received().length > 16_000,
+      15_000,
+    );
 
-    const icecast = spawnSync('pgrep', ['-f', `icecast2 -c ${join(service.dataDir, 'icecast')}`]).stdout.toString().trim().split('\n').filter(Boolean);
+    const icecast = spawnSync('pgrep', ['-f', `icecast2 -c ${join(service.dataDir, 'icecast')}`])
+      .stdout.toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean);
     assert.ok(icecast.length > 0, 'found the Icecast process');
     for (const pid of icecast) process.kill(Number(pid), 'SIGKILL');
     await Promise.race([listener.ended, new Promise((r) => setTimeout(r, 5000))]);
     const back = await listen(svc.stream_url);
-    await waitFor('AutoDJ audio after the restart', () => hasMpegFrame(back.received()) && back.received().length > 8000, 20_000);
+    await waitFor(
+      'AutoDJ audio after the restart',
+      () => hasMpegFrame(back.received()) && back.received().length > 8000,
+      20_000,
+    );
   });
 });

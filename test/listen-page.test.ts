@@ -33,7 +33,9 @@ before(async () => {
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const bought = await buy(service, wallet, {
-    product_id: 'instant-stream', email: 'owner@example.com', station_name: 'Listen <FM>',
+    product_id: 'instant-stream',
+    email: 'owner@example.com',
+    station_name: 'Listen <FM>',
     parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
   });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
@@ -88,7 +90,7 @@ describe('listen page', { skip }, () => {
     const pageUrl = encodeURIComponent(svc.endpoints.listen_page);
     const oembed = await publicGet(`${service.baseUrl}/listen/oembed?url=${pageUrl}&format=json`);
     assert.equal(oembed.status, 200);
-    const described = await oembed.json() as any;
+    const described = (await oembed.json()) as any;
     assert.equal(described.type, 'rich');
     assert.match(described.html, new RegExp(`<iframe src="${svc.endpoints.listen_embed}"`));
     const script = await publicGet(`${service.baseUrl}/listen/assets/hls.light.min.js`);
@@ -106,7 +108,7 @@ describe('listen page', { skip }, () => {
     }
     const json = await publicGet(`${service.baseUrl}/listen/svc_doesnotexistatall000/now-playing`);
     assert.equal(json.status, 404);
-    const body = await json.json() as any;
+    const body = (await json.json()) as any;
     assert.equal(body.ok, false);
     assert.equal(body.error.code, 'stream_not_found');
     const elsewhere = encodeURIComponent('https://elsewhere.example/listen/svc_x');
@@ -126,17 +128,26 @@ describe('listen page', { skip }, () => {
       const got = await owner('GET', '/now-playing');
       assert.deepEqual(got.body.history.map((t: any) => t.title).slice(0, 2), ['Second Song', 'First Song']);
       assert.equal(got.body.now_playing.artist, null);
-      const event = await waitFor('track.changed', () => sse.messages.map((m) => JSON.parse(m.data))
-        .find((e) => e.type === 'track.changed' && e.data.title === 'Second Song'), 15_000);
+      const event = await waitFor(
+        'track.changed',
+        () =>
+          sse.messages
+            .map((m) => JSON.parse(m.data))
+            .find((e) => e.type === 'track.changed' && e.data.title === 'Second Song'),
+        15_000,
+      );
       assert.equal(event.data.previous, 'Ann - First Song');
-      const listen = (await (await publicGet(svc.endpoints.now_playing_public)).json() as any).listen;
+      const listen = ((await (await publicGet(svc.endpoints.now_playing_public)).json()) as any).listen;
       assert.equal(listen.now_playing.title, 'Second Song');
       assert.equal(listen.now_playing.source, undefined);
       const bad = await owner('PUT', '/now-playing', { title: '' });
       assert.equal(bad.status, 422, JSON.stringify(bad.body));
       assert.equal(bad.body.ok, false);
-      const stranger = await request({ ...service, apiKey: 'sk_nobody' }, 'GET',
-        `/services/${svc.service_id}/now-playing`);
+      const stranger = await request(
+        { ...service, apiKey: 'sk_nobody' },
+        'GET',
+        `/services/${svc.service_id}/now-playing`,
+      );
       assert.equal(stranger.status, 401);
     } finally {
       sse.close();
@@ -154,10 +165,14 @@ describe('listen page', { skip }, () => {
     assert.equal(wrong.status, 401, 'another password cannot set the title');
     const sent = await fetch(url, { headers: { authorization: basic(decodeURIComponent(broadcast.password)) } });
     assert.equal(sent.status, 200, await sent.text());
-    const playing = await waitFor('the live title', async () => {
-      const now = (await owner('GET', '/now-playing')).body.now_playing;
-      return now?.title === 'Live Song' && now;
-    }, 20_000);
+    const playing = await waitFor(
+      'the live title',
+      async () => {
+        const now = (await owner('GET', '/now-playing')).body.now_playing;
+        return now?.title === 'Live Song' && now;
+      },
+      20_000,
+    );
     assert.equal(playing.artist, 'Live Band');
     assert.equal(playing.source, 'live');
   });
@@ -169,17 +184,22 @@ describe('listen page', { skip }, () => {
     const clients = await Promise.all(agents.map((agent) => rawListener(port, path, agent)));
     // Past Icecast's burst on connect (64 KB): then a few seconds of the 64 kbps stream.
     await waitFor('both listeners to receive audio', () => clients.every((c) => c.received() > 100_000), 30_000);
-    const current = (await owner('GET', '/listeners')).body.current
-      .filter((s: any) => s.user_agent.startsWith('stats-client'));
+    const current = (await owner('GET', '/listeners')).body.current.filter((s: any) =>
+      s.user_agent.startsWith('stats-client'),
+    );
     assert.equal(current.length, 2);
     assert.equal(current[0].client_network, '127.0.0.0/24');
     assert.equal(current[0].protocol, 'icecast');
     const read = clients.map((c) => c.close());
-    const recent = await waitFor('both sessions with their bytes', async () => {
-      const page = (await owner('GET', '/listeners?limit=50')).body;
-      const done = page.recent.filter((s: any) => s.user_agent.startsWith('stats-client') && s.bytes !== null);
-      return done.length === 2 && done;
-    }, 30_000);
+    const recent = await waitFor(
+      'both sessions with their bytes',
+      async () => {
+        const page = (await owner('GET', '/listeners?limit=50')).body;
+        const done = page.recent.filter((s: any) => s.user_agent.startsWith('stats-client') && s.bytes !== null);
+        return done.length === 2 && done;
+      },
+      30_000,
+    );
     // As for usage (metering-service.test): Icecast counts what it wrote, which includes what was still in the
     // sockets' buffers when the client closed, up to about a second of the stream.
     const inFlight = 64_000 / 8;
@@ -187,8 +207,10 @@ describe('listen page', { skip }, () => {
     console.log(`listener sessions: read ${read.join(', ')} bytes; recorded ${recorded}`);
     for (const [i, agent] of agents.entries()) {
       const session = recent.find((s: any) => s.user_agent === agent);
-      assert.ok(session.bytes >= read[i] * 0.98 && session.bytes <= read[i] * 1.02 + inFlight,
-        `${agent}: ${session.bytes} bytes recorded, ${read[i]} read (2 % + ${inFlight} bytes in flight)`);
+      assert.ok(
+        session.bytes >= read[i] * 0.98 && session.bytes <= read[i] * 1.02 + inFlight,
+        `${agent}: ${session.bytes} bytes recorded, ${read[i]} read (2 % + ${inFlight} bytes in flight)`,
+      );
       assert.ok(session.ended_at, 'ended');
     }
     const paged = (await owner('GET', '/listeners?limit=1')).body;
@@ -208,9 +230,17 @@ describe('listen page', { skip }, () => {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--autoplay-policy=no-user-gesture-required',
+      ],
     });
     browser = context.browser() ?? undefined;
     try {
@@ -220,11 +250,17 @@ describe('listen page', { skip }, () => {
       await page.click('#play');
       const currentTime = () => page.evaluate(() => document.querySelector<HTMLAudioElement>('#player')!.currentTime);
       await waitFor('first sound', async () => (await currentTime()) > 0, 30_000);
-      console.log(`listen page: first sound ${Math.round(performance.now() - clickedAt)} ms after the click (loopback, HLS)`);
-      const startedAt = await waitFor('the audio to play', async () => {
-        const t = await currentTime();
-        return t > 0.5 && t;
-      }, 30_000);
+      console.log(
+        `listen page: first sound ${Math.round(performance.now() - clickedAt)} ms after the click (loopback, HLS)`,
+      );
+      const startedAt = await waitFor(
+        'the audio to play',
+        async () => {
+          const t = await currentTime();
+          return t > 0.5 && t;
+        },
+        30_000,
+      );
       await waitFor('currentTime to advance', async () => (await currentTime()) > startedAt + 1, 30_000);
       assert.equal(await page.evaluate(() => document.body.dataset.protocol), 'hls');
       const title = 'Browser Test Song';
@@ -251,6 +287,6 @@ describe('listen page', { skip }, () => {
     assert.match(await page.text(), /This stream was stopped by its owner/);
     const json = await publicGet(svc.endpoints.now_playing_public);
     assert.equal(json.status, 410);
-    assert.equal((await json.json() as any).error.code, 'stream_ended');
+    assert.equal(((await json.json()) as any).error.code, 'stream_ended');
   });
 });

@@ -29,10 +29,17 @@ after(async () => {
 /** Everything Icecast answers a listener, body included. */
 function refusal(url: string): Promise<{ status: number; statusMessage: string; body: string }> {
   return new Promise((resolve, reject) => {
-    http.get(url, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d) => { body += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? '', body }));
-    }).once('error', reject);
+    http
+      .get(url, (res) => {
+        let body = '';
+        res
+          .setEncoding('utf8')
+          .on('data', (d) => {
+            body += d;
+          })
+          .on('end', () => resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? '', body }));
+      })
+      .once('error', reject);
   });
 }
 
@@ -40,16 +47,25 @@ describe('listener limit', () => {
   test('a listener over the cap is refused with "listener limit reached", and the owner sees it', async () => {
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const bought = await buy(service, wallet, { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Cap FM', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } });
+    const bought = await buy(service, wallet, {
+      product_id: 'instant-stream',
+      email: 'ops@example.com',
+      station_name: 'Cap FM',
+      parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 },
+    });
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
     const svc = bought.body.service;
     encoder = startFfmpegSource(svc.broadcast_url);
-    const first = await waitFor('the mount to go live', async () => {
-      const l = await connectListener(svc.stream_url).catch(() => undefined);
-      if (l?.status === 200) return l;
-      l?.close();
-      return undefined;
-    }, 20_000);
+    const first = await waitFor(
+      'the mount to go live',
+      async () => {
+        const l = await connectListener(svc.stream_url).catch(() => undefined);
+        if (l?.status === 200) return l;
+        l?.close();
+        return undefined;
+      },
+      20_000,
+    );
     listeners.push(first);
     await waitFor('audio', () => hasMpegFrame(first.received()), 10_000);
 
@@ -57,15 +73,27 @@ describe('listener limit', () => {
     assert.equal(over.status, 401);
     // Icecast 2.4.4 (Debian) answers every refused listener with its own 401 "You need to authenticate" and only
     // logs the icecast-auth-message we send (auth_url.c); an Icecast that forwards it shows the listener the same text.
-    const said = await waitFor('the message in Icecast\'s log', async () => {
-      const log = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8');
-      return /client auth \(.*listener_add\) failed with "([^"]*)"/.exec(log)?.[1];
-    }, 10_000);
-    assert.equal(said, 'Listener limit reached: this stream was bought for 1 listener and all are connected; try again when one leaves');
+    const said = await waitFor(
+      "the message in Icecast's log",
+      async () => {
+        const log = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8');
+        return /client auth \(.*listener_add\) failed with "([^"]*)"/.exec(log)?.[1];
+      },
+      10_000,
+    );
+    assert.equal(
+      said,
+      'Listener limit reached: this stream was bought for 1 listener and all are connected; try again when one leaves',
+    );
 
     await refusal(svc.stream_url);
-    const events = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage.events.filter((e: any) => e.code === 'listener_limit_reached');
+    const events = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage.events.filter(
+      (e: any) => e.code === 'listener_limit_reached',
+    );
     assert.equal(events.length, 1, 'two refusals within a minute: one event');
-    assert.match(events[0].reason, /A listener was refused: the stream was bought for 1 listener and all are connected\. An upgrade with more listeners raises the limit\./);
+    assert.match(
+      events[0].reason,
+      /A listener was refused: the stream was bought for 1 listener and all are connected\. An upgrade with more listeners raises the limit\./,
+    );
   });
 });

@@ -41,7 +41,9 @@ after(async () => {
 
 async function sdkClient(headers: Record<string, string>): Promise<Client> {
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers } }),
+  );
   return client;
 }
 
@@ -49,14 +51,21 @@ const call = (client: Client, name: string, args: Record<string, unknown>, meta?
   client.callTool({ name, arguments: args, ...(meta && { _meta: meta }) }) as Promise<any>;
 
 const streamOrder = (key: string, hours = 1) => ({
-  idempotency_key: key, product_id: 'instant-stream', email: 'client@example.com', station_name: 'Client FM',
+  idempotency_key: key,
+  product_id: 'instant-stream',
+  email: 'client@example.com',
+  station_name: 'Client FM',
   parameters: { duration_hours: hours, max_listeners: 2, bitrate_kbps: 64 },
 });
 
 /** Each text block of a result: its JSON document, or the text itself when it is not JSON. */
 function documentsOf(result: any): any[] {
   return result.content.map((c: { text: string }) => {
-    try { return JSON.parse(c.text); } catch { return c.text; }
+    try {
+      return JSON.parse(c.text);
+    } catch {
+      return c.text;
+    }
   });
 }
 
@@ -69,11 +78,14 @@ function errorOf(result: any): { code: string; message: string } {
 const BRIDGE_TIMEOUT = /Bridge failed to start: socket file not created within timeout/;
 
 /** Words of the HTTP transport that mean nothing in an MCP tool call. */
-const HTTP_WORDING = /PAYMENT-SIGNATURE|PAYMENT-REQUIRED|X-PAYMENT|Idempotency-Key|Retry-After|\b(?:GET|POST|DELETE) \/|same request|402 answer/;
+const HTTP_WORDING =
+  /PAYMENT-SIGNATURE|PAYMENT-REQUIRED|X-PAYMENT|Idempotency-Key|Retry-After|\b(?:GET|POST|DELETE) \/|same request|402 answer/;
 
 /** What an error result tells a model to do, in each of its text blocks: the error message, PaymentRequired.error. */
 function assertMcpWording(result: any): void {
-  const texts: string[] = documentsOf(result).map((d: any) => (typeof d === 'string' ? d : d.x402Version ? d.error : d.error.message));
+  const texts: string[] = documentsOf(result).map((d: any) =>
+    typeof d === 'string' ? d : d.x402Version ? d.error : d.error.message,
+  );
   assert.equal(texts.length, result.content.length);
   for (const text of texts) assert.doesNotMatch(text, HTTP_WORDING, text);
 }
@@ -103,7 +115,9 @@ describe('MCP clients and wording', () => {
     // A payment signed for another configuration (another price) of the same call.
     const other = (await call(agent, 'order', streamOrder(randomUUID(), 3))).structuredContent as PaymentRequired;
     assert.notEqual(other.accepts[0].amount, required.accepts[0].amount);
-    const mismatch = await call(agent, 'order', args, { 'x402/payment': await wallet.client.createPaymentPayload(other) });
+    const mismatch = await call(agent, 'order', args, {
+      'x402/payment': await wallet.client.createPaymentPayload(other),
+    });
     assert.equal(errorOf(mismatch).code, 'payment_mismatch');
     assertMcpWording(mismatch);
 
@@ -119,7 +133,10 @@ describe('MCP clients and wording', () => {
     const anonymous = await sdkClient({});
     try {
       const noKey = await call(anonymous, 'quote', { product_id: 'instant-stream', parameters: args.parameters });
-      assert.match(errorOf(noKey).message, /"Authorization: Bearer <key>" header of the MCP connection's HTTP requests/);
+      assert.match(
+        errorOf(noKey).message,
+        /"Authorization: Bearer <key>" header of the MCP connection's HTTP requests/,
+      );
       const signIn = await call(anonymous, 'service_status', { service_id: 'svc_doesnotexist' });
       assert.equal(errorOf(signIn).code, 'authentication_required');
       assert.match(errorOf(signIn).message, /PaymentRequired of this result/);
@@ -148,7 +165,9 @@ describe('MCP clients and wording', () => {
     assert.equal(errorOf(await call(agent, 'order', args)).code, 'payment_required', 'no order was made');
   });
 
-  test('mcpc (@apify/mcpc --x402) pays the order tool: the order becomes active and settles on the chain', { timeout: 300_000 }, async (t) => {
+  test('mcpc (@apify/mcpc --x402) pays the order tool: the order becomes active and settles on the chain', {
+    timeout: 300_000,
+  }, async (t) => {
     const listed = (await agent.listTools()).tools;
     for (const name of ['order', 'upgrade_service', 'extend_service']) {
       const x402 = (listed.find((t) => t.name === name)!._meta as any)?.x402;
@@ -162,8 +181,10 @@ describe('MCP clients and wording', () => {
     const mcpc = await mcpcIn(await scratchDir('mcpc-home-'));
     try {
       assert.equal((await mcpc.run(['x402', 'import', buyerKey])).code, 0);
-      if (await mcpc.connect(`${service.baseUrl}/mcp`, `Authorization: Bearer ${service.apiKey}`) === 'bridge too slow') {
-        t.skip('mcpc\'s bridge process did not start within mcpc\'s own 5 s on this loaded machine (6 attempts)');
+      if (
+        (await mcpc.connect(`${service.baseUrl}/mcp`, `Authorization: Bearer ${service.apiKey}`)) === 'bridge too slow'
+      ) {
+        t.skip("mcpc's bridge process did not start within mcpc's own 5 s on this loaded machine (6 attempts)");
         return;
       }
       const tools = JSON.parse((await mcpc.run(['@shop', 'tools-list', '--json'])).stdout);
@@ -195,24 +216,43 @@ describe('MCP clients and wording', () => {
     }
   });
 
-  test('x402-mcp (x402 v1, _meta["x402.payment"]) gets payment_not_in_meta naming x402/payment and x402Version 2; nothing is charged', { timeout: 120_000 }, async () => {
+  test('x402-mcp (x402 v1, _meta["x402.payment"]) gets payment_not_in_meta naming x402/payment and x402Version 2; nothing is charged', {
+    timeout: 120_000,
+  }, async () => {
     const mcp = await experimental_createMCPClient({
-      transport: new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${service.apiKey}` } } }),
+      transport: new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${service.apiKey}` } },
+      }),
     });
     try {
-      const paying = await withPayment(mcp as never, { account: privateKeyToAccount(buyerKey), network: 'base', maxPaymentValue: 1_000_000_000 });
+      const paying = await withPayment(mcp as never, {
+        account: privateKeyToAccount(buyerKey),
+        network: 'base',
+        maxPaymentValue: 1_000_000_000,
+      });
       const tools: Record<string, any> = await paying.tools();
       const options = { toolCallId: 'call-1', messages: [] };
       const args = streamOrder(randomUUID());
       const unpaid = await tools.order.execute(args, options);
       const accept = (unpaid.structuredContent as PaymentRequired).accepts[0];
       // What a model does with x402-mcp: the v2 terms in its v1 requirements shape, then the call with the authorization.
-      const { paymentAuthorization } = await tools.generatePaymentAuthorization.execute({
-        paymentRequirements: {
-          scheme: 'exact', network: 'base', maxAmountRequired: accept.amount, resource: `${service.baseUrl}/mcp`, description: 'order',
-          mimeType: 'application/json', payTo: accept.payTo, maxTimeoutSeconds: accept.maxTimeoutSeconds, asset: accept.asset, extra: accept.extra,
+      const { paymentAuthorization } = await tools.generatePaymentAuthorization.execute(
+        {
+          paymentRequirements: {
+            scheme: 'exact',
+            network: 'base',
+            maxAmountRequired: accept.amount,
+            resource: `${service.baseUrl}/mcp`,
+            description: 'order',
+            mimeType: 'application/json',
+            payTo: accept.payTo,
+            maxTimeoutSeconds: accept.maxTimeoutSeconds,
+            asset: accept.asset,
+            extra: accept.extra,
+          },
         },
-      }, options);
+        options,
+      );
       assert.equal(JSON.parse(Buffer.from(paymentAuthorization, 'base64').toString()).x402Version, 1);
       const before = await getBalance();
       const result = await tools.order.execute({ ...args, paymentAuthorization }, options);
@@ -257,11 +297,18 @@ async function mcpcIn(home: string) {
       assert.fail(`mcpc connect failed: ${last!.stdout}\n${last!.stderr}`);
     },
     async close() {
-      const sessions = JSON.parse(await readFile(join(home, '.mcpc/sessions.json'), 'utf8').catch(() => '{"sessions":{}}'));
+      const sessions = JSON.parse(
+        await readFile(join(home, '.mcpc/sessions.json'), 'utf8').catch(() => '{"sessions":{}}'),
+      );
       await run(['close', '@shop']);
       // The bridge is a detached process mcpc started for this test: make sure it is gone.
       for (const session of Object.values(sessions.sessions ?? {}) as { pid?: number }[]) {
-        if (session.pid) try { process.kill(session.pid, 'SIGKILL'); } catch { /* already gone */ }
+        if (session.pid)
+          try {
+            process.kill(session.pid, 'SIGKILL');
+          } catch {
+            /* already gone */
+          }
       }
     },
   };
@@ -269,7 +316,8 @@ async function mcpcIn(home: string) {
 
 async function receiptStatus(transaction: string): Promise<string | undefined> {
   const response = await fetch(rpcUrl, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [transaction] }),
   });
   return ((await response.json()) as { result?: { status: string } }).result?.status;

@@ -28,11 +28,14 @@ const EXCLUDED: Record<string, string> = {
   'tools-call-elicitation': 'a server-to-client request (elicitation/create): the stateless endpoint makes none',
   'elicitation-sep1034-defaults': 'a server-to-client request (elicitation/create): the stateless endpoint makes none',
   'elicitation-sep1330-enums': 'a server-to-client request (elicitation/create): the stateless endpoint makes none',
-  'tools-call-image': 'calls the suite\'s fixture tool test_image_content; no tool of this API returns image content',
-  'tools-call-audio': 'calls the suite\'s fixture tool test_audio_content; no tool of this API returns audio content',
-  'tools-call-embedded-resource': 'calls the suite\'s fixture tool test_embedded_resource; the resources capability is not advertised',
-  'tools-call-mixed-content': 'calls the suite\'s fixture tool test_multiple_content_types (image and resource content); none of this API\'s tools returns them',
-  'json-schema-2020-12': 'looks for the suite\'s fixture tool json_schema_2020_12_tool (pending scenario); this API\'s tools publish their own schemas',
+  'tools-call-image': "calls the suite's fixture tool test_image_content; no tool of this API returns image content",
+  'tools-call-audio': "calls the suite's fixture tool test_audio_content; no tool of this API returns audio content",
+  'tools-call-embedded-resource':
+    "calls the suite's fixture tool test_embedded_resource; the resources capability is not advertised",
+  'tools-call-mixed-content':
+    "calls the suite's fixture tool test_multiple_content_types (image and resource content); none of this API's tools returns them",
+  'json-schema-2020-12':
+    "looks for the suite's fixture tool json_schema_2020_12_tool (pending scenario); this API's tools publish their own schemas",
   'resources-list': 'the resources capability is not advertised',
   'resources-read-text': 'the resources capability is not advertised',
   'resources-read-binary': 'the resources capability is not advertised',
@@ -55,34 +58,47 @@ before(async () => {
 });
 after(() => service?.stop());
 
-const conformance = (args: string[]) => runNode([join(root, 'node_modules/@modelcontextprotocol/conformance/dist/index.js'), ...args], {}, 300_000);
+const conformance = (args: string[]) =>
+  runNode([join(root, 'node_modules/@modelcontextprotocol/conformance/dist/index.js'), ...args], {}, 300_000);
 
 /** A POST of tools/list with these Host and Origin headers (fetch cannot set Host). */
 function post(headers: { host?: string; origin?: string }): Promise<{ status: number; body: any }> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
   return new Promise((resolve, reject) => {
-    const req = httpRequest(mcpUrl, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(body),
-        host: headers.host ?? mcpUrl.host, ...(headers.origin && { origin: headers.origin }),
+    const req = httpRequest(
+      mcpUrl,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'content-length': Buffer.byteLength(body),
+          host: headers.host ?? mcpUrl.host,
+          ...(headers.origin && { origin: headers.origin }),
+        },
       },
-    }, (res) => {
-      let text = '';
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
+      (res) => {
+        let text = '';
+        res.on('data', (d) => {
+          text += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
 describe('MCP conformance and DNS rebinding protection', () => {
-  test('the conformance suite\'s server scenarios pass, but for capabilities this server does not advertise', { timeout: 400_000 }, async () => {
+  test("the conformance suite's server scenarios pass, but for capabilities this server does not advertise", {
+    timeout: 400_000,
+  }, async () => {
     const listed = await conformance(['list']);
     const scenarios = [...listed.stdout.split('Client scenarios')[0].matchAll(/^\s+- (\S+)$/gm)].map((m) => m[1]);
     assert.ok(scenarios.includes('dns-rebinding-protection') && scenarios.includes('tools-list'), listed.stdout);
-    for (const name of Object.keys(EXCLUDED)) assert.ok(scenarios.includes(name), `excluded ${name} is a scenario of the suite`);
+    for (const name of Object.keys(EXCLUDED))
+      assert.ok(scenarios.includes(name), `excluded ${name} is a scenario of the suite`);
 
     const out = await scratchDir('mcp-conformance-');
     await conformance(['server', '--url', mcpUrl.href, '--suite', 'all', '-o', out]);
@@ -100,11 +116,13 @@ describe('MCP conformance and DNS rebinding protection', () => {
       assert.deepEqual(failed, [], `${scenario}: ${JSON.stringify(failed)}`);
     }
     const rebinding = checksOf.get('dns-rebinding-protection')!;
-    assert.deepEqual(rebinding.map((c) => [c.id, c.status]).sort(),
-      [['localhost-host-rebinding-rejected', 'SUCCESS'], ['localhost-host-valid-accepted', 'SUCCESS']]);
+    assert.deepEqual(rebinding.map((c) => [c.id, c.status]).sort(), [
+      ['localhost-host-rebinding-rejected', 'SUCCESS'],
+      ['localhost-host-valid-accepted', 'SUCCESS'],
+    ]);
   });
 
-  test('a foreign Host or Origin gets 403 naming the protection; the service\'s own names, allowed origins and agents without Origin are answered', async () => {
+  test("a foreign Host or Origin gets 403 naming the protection; the service's own names, allowed origins and agents without Origin are answered", async () => {
     const refused = [
       { host: 'evil.example.com', origin: 'http://evil.example.com' },
       { host: 'evil.example.com' },
@@ -135,11 +153,22 @@ describe('MCP conformance and DNS rebinding protection', () => {
   });
 
   test('MCP_ALLOWED_ORIGINS takes web origins separated by commas and refuses anything else', () => {
-    assert.deepEqual(configFromEnv({ MCP_ALLOWED_ORIGINS: ' https://a.example.com, http://localhost:6274/ ' }).mcpAllowedOrigins,
-      ['https://a.example.com', 'http://localhost:6274']);
+    assert.deepEqual(
+      configFromEnv({ MCP_ALLOWED_ORIGINS: ' https://a.example.com, http://localhost:6274/ ' }).mcpAllowedOrigins,
+      ['https://a.example.com', 'http://localhost:6274'],
+    );
     assert.deepEqual(configFromEnv({}).mcpAllowedOrigins, []);
-    for (const wrong of ['https://a.example.com/path', 'ftp://a.example.com', 'a.example.com', 'https://a.example.com?x=1']) {
-      assert.throws(() => configFromEnv({ MCP_ALLOWED_ORIGINS: wrong }), /MCP_ALLOWED_ORIGINS must be web origins/, wrong);
+    for (const wrong of [
+      'https://a.example.com/path',
+      'ftp://a.example.com',
+      'a.example.com',
+      'https://a.example.com?x=1',
+    ]) {
+      assert.throws(
+        () => configFromEnv({ MCP_ALLOWED_ORIGINS: wrong }),
+        /MCP_ALLOWED_ORIGINS must be web origins/,
+        wrong,
+      );
     }
   });
 });

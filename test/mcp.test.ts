@@ -58,14 +58,24 @@ const call = (client: Client, name: string, args: Record<string, unknown>, meta?
   client.callTool({ name, arguments: args, ...(meta && { _meta: meta }) }) as Promise<any>;
 
 const streamOrder = (key: string) => ({
-  idempotency_key: key, product_id: 'instant-stream', email: 'mcp@example.com', station_name: 'MCP FM',
+  idempotency_key: key,
+  product_id: 'instant-stream',
+  email: 'mcp@example.com',
+  station_name: 'MCP FM',
   parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
 });
 
 /** The error document of a failed tool call (its last text for a payment error, which leads with PaymentRequired). */
-function errorOf(result: any): { code: string; message: string; retryable: boolean; request_id: string; details?: any[] } {
+function errorOf(result: any): {
+  code: string;
+  message: string;
+  retryable: boolean;
+  request_id: string;
+  details?: any[];
+} {
   assert.equal(result.isError, true, JSON.stringify(result));
-  const document = 'x402Version' in result.structuredContent ? JSON.parse(result.content[1].text) : result.structuredContent;
+  const document =
+    'x402Version' in result.structuredContent ? JSON.parse(result.content[1].text) : result.structuredContent;
   assert.equal(document.ok, false);
   assert.equal(typeof document.error.request_id, 'string');
   return document.error;
@@ -74,8 +84,19 @@ function errorOf(result: any): { code: string; message: string; retryable: boole
 describe('MCP', () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(),
-      ['describe_product', 'extend_service', 'list_products', 'order', 'quote', 'service_events', 'service_status', 'service_usage', 'set_playlist', 'stop_service', 'upgrade_service']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), [
+      'describe_product',
+      'extend_service',
+      'list_products',
+      'order',
+      'quote',
+      'service_events',
+      'service_status',
+      'service_usage',
+      'set_playlist',
+      'stop_service',
+      'upgrade_service',
+    ]);
     const openapi = (await request(service, 'GET', '/openapi.json')).body;
     const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]));
     for (const name of ['quote', 'order']) {
@@ -83,8 +104,15 @@ describe('MCP', () => {
       assert.ok(schema.properties.product_id.enum.includes('instant-stream'), name);
       const branch = schema.oneOf.find((b: any) => b.properties.product_id.const === 'instant-stream');
       // Compared without annotations: /openapi.json states defaults in the descriptions (for generated typed clients).
-      const shapeOf = (value: unknown) => JSON.parse(JSON.stringify(value, (key, inner) => (key === 'default' || key === 'description' ? undefined : inner)));
-      assert.deepEqual(shapeOf(branch.properties.parameters), shapeOf(openapi.components.schemas.Parameters_instant_stream), `${name}: the same parameters schema`);
+      const shapeOf = (value: unknown) =>
+        JSON.parse(
+          JSON.stringify(value, (key, inner) => (key === 'default' || key === 'description' ? undefined : inner)),
+        );
+      assert.deepEqual(
+        shapeOf(branch.properties.parameters),
+        shapeOf(openapi.components.schemas.Parameters_instant_stream),
+        `${name}: the same parameters schema`,
+      );
       assert.ok(branch.properties.parameters.properties.bitrate_kbps, name);
     }
     assert.ok(byName.get('order').required.includes('idempotency_key'));
@@ -100,19 +128,27 @@ describe('MCP', () => {
     const described = await call(anonymous, 'describe_product', { product_id: 'instant-stream' });
     assert.equal(described.structuredContent.product.id, 'instant-stream');
     assert.equal(described.structuredContent.parameters_schema.properties.max_listeners.type, 'integer');
-    assert.equal(errorOf(await call(anonymous, 'describe_product', { product_id: 'no-such-product' })).code, 'product_not_found');
+    assert.equal(
+      errorOf(await call(anonymous, 'describe_product', { product_id: 'no-such-product' })).code,
+      'product_not_found',
+    );
   });
 
   test('quote needs the API key, then prices as POST /quotes', async () => {
     const parameters = { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 };
-    assert.equal(errorOf(await call(anonymous, 'quote', { product_id: 'instant-stream', parameters })).code, 'authentication_required');
+    assert.equal(
+      errorOf(await call(anonymous, 'quote', { product_id: 'instant-stream', parameters })).code,
+      'authentication_required',
+    );
     const quoted = await call(agent, 'quote', { product_id: 'instant-stream', parameters });
     assert.equal(quoted.isError, undefined, JSON.stringify(quoted));
     const rest = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters } });
     assert.equal(quoted.structuredContent.quote.price.amount_atomic, rest.body.quote.price.amount_atomic);
   });
 
-  test('order: PaymentRequired, paid with the official x402 client in _meta, settled once; the stream works; a replay gives the same order', { timeout: 120_000 }, async () => {
+  test('order: PaymentRequired, paid with the official x402 client in _meta, settled once; the stream works; a replay gives the same order', {
+    timeout: 120_000,
+  }, async () => {
     const args = streamOrder(randomUUID());
     const unpaid = await call(agent, 'order', args);
     assert.equal(unpaid.isError, true);
@@ -125,16 +161,27 @@ describe('MCP', () => {
     const { asset, amount, payTo } = required.accepts[0];
     // x402 discovery of the tool (bazaar, MCP form): its name and the input schema tools/list publishes.
     const bazaar = required.extensions!.bazaar as any;
-    assert.equal(validateDiscoveryExtension(bazaar).valid, true, JSON.stringify(validateDiscoveryExtension(bazaar).errors));
+    assert.equal(
+      validateDiscoveryExtension(bazaar).valid,
+      true,
+      JSON.stringify(validateDiscoveryExtension(bazaar).errors),
+    );
     assert.equal(bazaar.info.input.type, 'mcp');
     assert.equal(bazaar.info.input.toolName, 'order');
     const listed = (await agent.listTools()).tools.find((t) => t.name === 'order')!;
     const published = listed.inputSchema as any;
-    assert.deepEqual(bazaar.info.input.inputSchema, {
-      ...published,
-      properties: { ...published.properties, product_id: { ...published.properties.product_id, enum: ['instant-stream'] } },
-      oneOf: published.oneOf.filter((b: any) => b.properties.product_id.const === 'instant-stream'),
-    }, 'the published schema narrowed to the ordered product');
+    assert.deepEqual(
+      bazaar.info.input.inputSchema,
+      {
+        ...published,
+        properties: {
+          ...published.properties,
+          product_id: { ...published.properties.product_id, enum: ['instant-stream'] },
+        },
+        oneOf: published.oneOf.filter((b: any) => b.properties.product_id.const === 'instant-stream'),
+      },
+      'the published schema narrowed to the ordered product',
+    );
 
     const payload = await wallet.client.createPaymentPayload(required);
     const before = await wallet.balanceOf(asset, wallet.address);
@@ -160,12 +207,16 @@ describe('MCP', () => {
 
     const encoder = startFfmpegSource(bought.broadcast_url);
     processes.push(encoder);
-    const listener = await waitFor('the mount to go live', async () => {
-      const l = await connectListener(bought.stream_url).catch(() => undefined);
-      if (l?.status === 200) return l;
-      l?.close();
-      return undefined;
-    }, 30_000);
+    const listener = await waitFor(
+      'the mount to go live',
+      async () => {
+        const l = await connectListener(bought.stream_url).catch(() => undefined);
+        if (l?.status === 200) return l;
+        l?.close();
+        return undefined;
+      },
+      30_000,
+    );
     listeners.push(listener);
     await waitFor('MP3 bytes', () => listener.received().length >= 8000 && hasMpegFrame(listener.received()), 20_000);
 
@@ -177,17 +228,29 @@ describe('MCP', () => {
     assert.equal(status.structuredContent.listen.now_playing, null, 'nothing announced yet');
     const usage = await call(agent, 'service_usage', { service_id: bought.service_id });
     assert.equal(usage.structuredContent.usage.source.bought_kbps, 64);
-    assert.equal(errorOf(await call(anonymous, 'service_usage', { service_id: bought.service_id })).code, 'authentication_required');
+    assert.equal(
+      errorOf(await call(anonymous, 'service_usage', { service_id: bought.service_id })).code,
+      'authentication_required',
+    );
 
     // Events over MCP: read, then followed with last_event_id (the call waits for the next one).
     const events = await call(agent, 'service_events', { service_id: bought.service_id, wait_seconds: 0 });
     const types = events.structuredContent.events.map((e: { type: string }) => e.type);
-    for (const type of ['order.paid', 'service.active', 'source.connected']) assert.ok(types.includes(type), `${type} in ${types}`);
-    const next = call(agent, 'service_events', { service_id: bought.service_id, last_event_id: events.structuredContent.last_event_id, wait_seconds: 25 });
+    for (const type of ['order.paid', 'service.active', 'source.connected'])
+      assert.ok(types.includes(type), `${type} in ${types}`);
+    const next = call(agent, 'service_events', {
+      service_id: bought.service_id,
+      last_event_id: events.structuredContent.last_event_id,
+      wait_seconds: 25,
+    });
     encoder.kill('SIGKILL');
     const followed = (await next).structuredContent.events.map((e: { type: string }) => e.type);
     assert.deepEqual(followed, ['source.disconnected'], 'only the later event, which came while the call waited');
-    assert.equal(errorOf(await call(agent, 'service_events', { service_id: bought.service_id, last_event_id: 'evt_nosuchevent' })).code, 'unknown_last_event_id');
+    assert.equal(
+      errorOf(await call(agent, 'service_events', { service_id: bought.service_id, last_event_id: 'evt_nosuchevent' }))
+        .code,
+      'unknown_last_event_id',
+    );
 
     const replay = await call(agent, 'order', args, { 'x402/payment': payload });
     assert.equal(replay.isError, undefined, JSON.stringify(replay));
@@ -207,7 +270,9 @@ describe('MCP', () => {
     assert.equal(errorOf(otherBody).code, 'idempotency_key_reused');
   });
 
-  test('service tools accept the wallet that paid, signed in with SIGN-IN-WITH-X on the HTTP transport, with no key', { timeout: 120_000 }, async () => {
+  test('service tools accept the wallet that paid, signed in with SIGN-IN-WITH-X on the HTTP transport, with no key', {
+    timeout: 120_000,
+  }, async () => {
     const { idempotency_key: _, ...body } = streamOrder(randomUUID());
     const bought = await buy(service, wallet, body);
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
@@ -217,7 +282,9 @@ describe('MCP', () => {
     assert.ok(challenge, `the sign-in challenge as PaymentRequired: ${JSON.stringify(asked)}`);
     assert.equal(errorOf(asked).code, 'authentication_required');
 
-    const signedIn = await mcpClientWith({ 'sign-in-with-x': await signedHeader(challenge, privateKeyToAccount(buyerKey)) });
+    const signedIn = await mcpClientWith({
+      'sign-in-with-x': await signedHeader(challenge, privateKeyToAccount(buyerKey)),
+    });
     const status = await call(signedIn, 'service_status', { service_id: serviceId });
     assert.equal(status.isError, undefined, JSON.stringify(status));
     assert.equal(status.structuredContent.service.service_id, serviceId);
@@ -227,29 +294,61 @@ describe('MCP', () => {
 
     const stranger = privateKeyToAccount(generatePrivateKey());
     const again = await call(anonymous, 'service_status', { service_id: serviceId });
-    const other = await mcpClientWith({ 'sign-in-with-x': await signedHeader(again.structuredContent.extensions['sign-in-with-x'], stranger) });
+    const other = await mcpClientWith({
+      'sign-in-with-x': await signedHeader(again.structuredContent.extensions['sign-in-with-x'], stranger),
+    });
     assert.equal(errorOf(await call(other, 'service_status', { service_id: serviceId })).code, 'service_not_found');
     await other.close();
   });
 
-  test('upgrade_service is paid over MCP like an order; set_playlist answers as PUT /playlist', { timeout: 120_000 }, async () => {
-    const live = (await buy(service, wallet, { product_id: 'instant-stream', email: 'up@example.com', station_name: 'Up FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } })).body;
+  test('upgrade_service is paid over MCP like an order; set_playlist answers as PUT /playlist', {
+    timeout: 120_000,
+  }, async () => {
+    const live = (
+      await buy(service, wallet, {
+        product_id: 'instant-stream',
+        email: 'up@example.com',
+        station_name: 'Up FM',
+        parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+      })
+    ).body;
     const args = { service_id: live.service.service_id, product_id: 'event-stream', idempotency_key: randomUUID() };
     const unpaid = await call(agent, 'upgrade_service', args);
     const required = unpaid.structuredContent as PaymentRequired;
     assert.equal(required.resource.url, 'mcp://tool/upgrade_service');
-    const paid = await call(agent, 'upgrade_service', args, { 'x402/payment': await wallet.client.createPaymentPayload(required) });
+    const paid = await call(agent, 'upgrade_service', args, {
+      'x402/payment': await wallet.client.createPaymentPayload(required),
+    });
     assert.equal(paid.isError, undefined, JSON.stringify(paid));
     assert.equal(paid.structuredContent.order.upgrade_of, live.service.service_id);
     assert.equal(paid._meta['x402/payment-response'].success, true);
-    assert.equal((await call(agent, 'service_status', { service_id: live.service.service_id })).structuredContent.status_reason, 'Upgraded from instant-stream to event-stream.');
+    assert.equal(
+      (await call(agent, 'service_status', { service_id: live.service.service_id })).structuredContent.status_reason,
+      'Upgraded from instant-stream to event-stream.',
+    );
 
-    assert.equal(errorOf(await call(agent, 'set_playlist', { service_id: live.service.service_id, playlist: [] })).code, 'storage_not_included');
-    const autodj = (await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Auto FM', parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 1, listeners: 2 } })).body;
-    const unknown = errorOf(await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: ['missing.mp3'] }));
+    assert.equal(
+      errorOf(await call(agent, 'set_playlist', { service_id: live.service.service_id, playlist: [] })).code,
+      'storage_not_included',
+    );
+    const autodj = (
+      await buy(service, wallet, {
+        product_id: 'temporary-autodj',
+        email: 'dj@example.com',
+        station_name: 'Auto FM',
+        parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 1, listeners: 2 },
+      })
+    ).body;
+    const unknown = errorOf(
+      await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: ['missing.mp3'] }),
+    );
     assert.equal(unknown.code, 'unknown_files');
     assert.equal(unknown.details![0].pointer, '/playlist/0');
-    const set = await call(agent, 'set_playlist', { service_id: autodj.service.service_id, playlist: [], shuffle: true });
+    const set = await call(agent, 'set_playlist', {
+      service_id: autodj.service.service_id,
+      playlist: [],
+      shuffle: true,
+    });
     assert.deepEqual(set.structuredContent, { ok: true, playlist: [], shuffle: true });
 
     // stop_service answers as POST /services/{id}/stop: the service ends, its refund is stated, a repeat is the same refund.
@@ -261,11 +360,23 @@ describe('MCP', () => {
     const again = await call(agent, 'stop_service', { service_id: live.service.service_id });
     assert.equal(again.structuredContent.refund.id, stopped.structuredContent.refund.id);
     assert.equal(again.structuredContent.idempotent_replay, true);
-    assert.equal(errorOf(await call(agent, 'stop_service', { service_id: 'svc_nosuchservice' })).code, 'service_not_found');
+    assert.equal(
+      errorOf(await call(agent, 'stop_service', { service_id: 'svc_nosuchservice' })).code,
+      'service_not_found',
+    );
   });
 
-  test('extend_service is paid over MCP with _meta["x402/payment"]: the expiry moves by the hours bought; a replay is not charged again', { timeout: 120_000 }, async () => {
-    const live = (await buy(service, wallet, { product_id: 'instant-stream', email: 'ext@example.com', station_name: 'Ext FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } })).body;
+  test('extend_service is paid over MCP with _meta["x402/payment"]: the expiry moves by the hours bought; a replay is not charged again', {
+    timeout: 120_000,
+  }, async () => {
+    const live = (
+      await buy(service, wallet, {
+        product_id: 'instant-stream',
+        email: 'ext@example.com',
+        station_name: 'Ext FM',
+        parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+      })
+    ).body;
     const args = { service_id: live.service.service_id, duration_hours: 100, idempotency_key: randomUUID() };
     const unpaid = await call(agent, 'extend_service', args);
     const required = unpaid.structuredContent as PaymentRequired;
@@ -273,17 +384,27 @@ describe('MCP', () => {
     assert.equal(required.accepts[0].amount, '2000000', '100 hours at 0.02 USDC');
     const { asset, payTo } = required.accepts[0];
     const sellerBefore = await wallet.balanceOf(asset, payTo);
-    const paid = await call(agent, 'extend_service', args, { 'x402/payment': await wallet.client.createPaymentPayload(required) });
+    const paid = await call(agent, 'extend_service', args, {
+      'x402/payment': await wallet.client.createPaymentPayload(required),
+    });
     assert.equal(paid.isError, undefined, JSON.stringify(paid));
     assert.equal(paid.structuredContent.order.extension_of, live.service.service_id);
     assert.equal(paid._meta['x402/payment-response'].success, true);
-    assert.equal(Date.parse(paid.structuredContent.service.expires_at) - Date.parse(live.service.expires_at), 100 * 3_600_000);
+    assert.equal(
+      Date.parse(paid.structuredContent.service.expires_at) - Date.parse(live.service.expires_at),
+      100 * 3_600_000,
+    );
     const replay = await call(agent, 'extend_service', args);
     assert.equal(replay.structuredContent.idempotent_replay, true);
     assert.equal(replay.structuredContent.order.id, paid.structuredContent.order.id);
-    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 2_000_000n, 'charged once');
-    const stranger = await mcpClient(JSON.parse((await service.cli(['keys', 'create', '--name', 'mcp-stranger'])).stdout).api_key);
-    assert.equal(errorOf(await call(stranger, 'extend_service', { ...args, idempotency_key: randomUUID() })).code, 'service_not_found');
+    assert.equal((await wallet.balanceOf(asset, payTo)) - sellerBefore, 2_000_000n, 'charged once');
+    const stranger = await mcpClient(
+      JSON.parse((await service.cli(['keys', 'create', '--name', 'mcp-stranger'])).stdout).api_key,
+    );
+    assert.equal(
+      errorOf(await call(stranger, 'extend_service', { ...args, idempotency_key: randomUUID() })).code,
+      'service_not_found',
+    );
     await stranger.close();
   });
 
@@ -306,11 +427,22 @@ describe('MCP', () => {
     assert.equal(wrongType.code, 'invalid_request');
     assert.equal(wrongType.details![0].pointer, '/parameters');
 
-    const outOfRange = errorOf(await call(agent, 'order', { ...streamOrder(randomUUID()), parameters: { duration_hours: 1, max_listeners: -5, bitrate_kbps: 64 } }));
+    const outOfRange = errorOf(
+      await call(agent, 'order', {
+        ...streamOrder(randomUUID()),
+        parameters: { duration_hours: 1, max_listeners: -5, bitrate_kbps: 64 },
+      }),
+    );
     assert.equal(outOfRange.details![0].pointer, '/parameters/max_listeners');
 
-    assert.equal(errorOf(await call(agent, 'order', { ...streamOrder(randomUUID()), product_id: 'no-such-product' })).code, 'product_not_found');
-    assert.equal(errorOf(await call(agent, 'service_status', { service_id: 'svc_doesnotexist' })).code, 'service_not_found');
+    assert.equal(
+      errorOf(await call(agent, 'order', { ...streamOrder(randomUUID()), product_id: 'no-such-product' })).code,
+      'product_not_found',
+    );
+    assert.equal(
+      errorOf(await call(agent, 'service_status', { service_id: 'svc_doesnotexist' })).code,
+      'service_not_found',
+    );
     assert.equal(errorOf(await call(agent, 'service_status', {})).code, 'invalid_request');
 
     // The connection still works.
@@ -319,10 +451,20 @@ describe('MCP', () => {
 
   test('a JSON-RPC batch or a body that is no request object gets a JSON-RPC error saying what to send', async () => {
     const post = async (body: unknown) => {
-      const response = await fetch(`${service.baseUrl}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(body) });
-      return { status: response.status, body: await response.json() as { jsonrpc: string; id: null; error: { code: number; message: string } } };
+      const response = await fetch(`${service.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: response.status,
+        body: (await response.json()) as { jsonrpc: string; id: null; error: { code: number; message: string } },
+      };
     };
-    const batch = await post([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' }]);
+    const batch = await post([
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ]);
     assert.equal(batch.status, 400);
     assert.deepEqual([batch.body.jsonrpc, batch.body.id, batch.body.error.code], ['2.0', null, -32600]);
     assert.match(batch.body.error.message, /batches are not accepted.*a POST of its own/);

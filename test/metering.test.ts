@@ -27,23 +27,47 @@ import { requireStreamingTools } from './support/system-tools.js';
 // ---------- pieces that need no Icecast ----------
 
 const DATE = '21/Nov/2026:23:59:53 +0000';
-const logLine = (mount: string, bytes: number, o: { agent?: string; duration?: number; status?: number; method?: string; date?: string; user?: string } = {}) =>
+const logLine = (
+  mount: string,
+  bytes: number,
+  o: { agent?: string; duration?: number; status?: number; method?: string; date?: string; user?: string } = {},
+) =>
   `127.0.0.1 - ${o.user ?? '-'} [${o.date ?? DATE}] "${o.method ?? 'GET'} ${mount} HTTP/1.1" ${o.status ?? 200} ${bytes} "-" "${o.agent ?? 'ua'}" ${o.duration ?? 3}\n`;
 const mounts = (entries: AccessLogEntry[]) => entries.map((e) => e.mount);
 
 describe('access log parsing', () => {
   it('parses Icecast lines and rejects others', () => {
-    const e = parseAccessLogLine('10.1.2.3 - bob [21/Nov/2026:23:59:53 +0100] "GET /test-abc HTTP/1.1" 200 28244 "http://r/.q." "a .quoted. agent" 3');
+    const e = parseAccessLogLine(
+      '10.1.2.3 - bob [21/Nov/2026:23:59:53 +0100] "GET /test-abc HTTP/1.1" 200 28244 "http://r/.q." "a .quoted. agent" 3',
+    );
     assert.deepEqual(e, {
-      mount: '/test-abc', ip: '10.1.2.3', user: 'bob', method: 'GET', kind: 'listener', status: 200, bytes: 28244,
-      referer: 'http://r/.q.', userAgent: 'a .quoted. agent', durationSeconds: 3, endedAt: new Date('2026-11-21T22:59:53Z'),
+      mount: '/test-abc',
+      ip: '10.1.2.3',
+      user: 'bob',
+      method: 'GET',
+      kind: 'listener',
+      status: 200,
+      bytes: 28244,
+      referer: 'http://r/.q.',
+      userAgent: 'a .quoted. agent',
+      durationSeconds: 3,
+      endedAt: new Date('2026-11-21T22:59:53Z'),
     });
     assert.equal(parseAccessLogLine(logLine('/m', 63, { method: 'PUT', user: 'source' }).trim())!.kind, 'source');
-    assert.equal(parseAccessLogLine('127.0.0.1 - - [21/Nov/2026:23:59:53 +0000] "GET /m HTTP/1.0" 200 5 "-" "-" 0')!.userAgent, '-');
+    assert.equal(
+      parseAccessLogLine('127.0.0.1 - - [21/Nov/2026:23:59:53 +0000] "GET /m HTTP/1.0" 200 5 "-" "-" 0')!.userAgent,
+      '-',
+    );
     assert.equal(parseAccessLogLine(logLine('/m', 0, { method: 'HEAD' }).trim())!.kind, 'other');
     assert.equal(parseAccessLogLine('garbage'), null);
-    assert.equal(parseAccessLogLine('127.0.0.1 - - [99/Xyz/2026:23:59:53 +0000] "GET /m HTTP/1.1" 200 5 "-" "-" 0'), null);
-    assert.equal(parseAccessLogLine('127.0.0.1 - - [21/Nov/2026:23:59:53 +0000] "GET /m HTTP/1.1" 200 5 "-" "-"'), null);
+    assert.equal(
+      parseAccessLogLine('127.0.0.1 - - [99/Xyz/2026:23:59:53 +0000] "GET /m HTTP/1.1" 200 5 "-" "-" 0'),
+      null,
+    );
+    assert.equal(
+      parseAccessLogLine('127.0.0.1 - - [21/Nov/2026:23:59:53 +0000] "GET /m HTTP/1.1" 200 5 "-" "-"'),
+      null,
+    );
     assert.equal(parseClfDate('01/Jan/2026:00:00:00 -0130')!.toISOString(), '2026-01-01T01:30:00.000Z');
   });
 });
@@ -55,14 +79,25 @@ describe('access log reader on a file', () => {
     dir = await mkdtemp(join(tmpdir(), 'access-log-'));
     path = join(dir, 'access.log');
   });
-  after(async () => { await rm(dir, { recursive: true, force: true }); });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   it('yields complete listener lines once, across restarts, truncation and rotation', { timeout: 10_000 }, async () => {
     const reader = new AccessLogReader({ path });
     assert.deepEqual(await reader.read(), []); // no file yet
 
-    await writeFile(path, logLine('/a', 100) + logLine('/admin/stats', 5) + 'garbage\n' + logLine('/b', 328, { status: 401, duration: 0 })
-      + logLine('/a', 63, { method: 'PUT', user: 'source' }) + logLine('/status-json.xsl', 10) + logLine('/', 10) + logLine('/c', 1, { status: 404 }));
+    await writeFile(
+      path,
+      logLine('/a', 100) +
+        logLine('/admin/stats', 5) +
+        'garbage\n' +
+        logLine('/b', 328, { status: 401, duration: 0 }) +
+        logLine('/a', 63, { method: 'PUT', user: 'source' }) +
+        logLine('/status-json.xsl', 10) +
+        logLine('/', 10) +
+        logLine('/c', 1, { status: 404 }),
+    );
     let entries = await reader.read();
     assert.deepEqual(mounts(entries), ['/a']);
     assert.equal(entries[0].bytes, 100);
@@ -109,7 +144,10 @@ describe('access log reader on a file', () => {
 
     // Truncated and regrown past the offset between two reads: the fingerprint notices.
     const offsetBefore = resumed.offset;
-    await writeFile(path, logLine('/k', 3, { date: '22/Nov/2026:00:00:01 +0000' }) + logLine('/l', 4) + logLine('/m', 5));
+    await writeFile(
+      path,
+      logLine('/k', 3, { date: '22/Nov/2026:00:00:01 +0000' }) + logLine('/l', 4) + logLine('/m', 5),
+    );
     assert.ok((await readFile(path)).length > offsetBefore);
     assert.deepEqual(mounts(await resumed.read()), ['/k', '/l', '/m']);
     assert.equal(resumed.last.truncated, true);
@@ -130,8 +168,22 @@ describe('access log reader on a file', () => {
 });
 
 const T = Date.parse('2026-01-01T00:00:00Z');
-const stat = (mount: string, sent: number, read: number, start: number, listeners = 0, peak = listeners): MountStats => ({
-  mount, listeners, listenerPeak: peak, maxListeners: null, totalBytesSent: sent, totalBytesRead: read, streamStart: new Date(start), sourceIp: '127.0.0.1',
+const stat = (
+  mount: string,
+  sent: number,
+  read: number,
+  start: number,
+  listeners = 0,
+  peak = listeners,
+): MountStats => ({
+  mount,
+  listeners,
+  listenerPeak: peak,
+  maxListeners: null,
+  totalBytesSent: sent,
+  totalBytesRead: read,
+  streamStart: new Date(start),
+  sourceIp: '127.0.0.1',
 });
 
 describe('mount meter without icecast', () => {
@@ -142,8 +194,21 @@ describe('mount meter without icecast', () => {
     meter.observeStats([stat('/a', 3000, 9000, T, 2, 3)], T + 11000);
     assert.deepEqual(
       { ...meter.snapshot('/a')!, lastSeenAt: null },
-      { mount: '/a', listeners: 2, peakListeners: 3, listenerSeconds: 10, bytesSent: 3000, bytesRead: 9000, bytesReadEstimated: 0, sourceConnected: true,
-        sourceSince: new Date(T).toISOString(), sourceSessions: 1, finishedListeners: 0, finishedListenerBytes: 0, lastSeenAt: null },
+      {
+        mount: '/a',
+        listeners: 2,
+        peakListeners: 3,
+        listenerSeconds: 10,
+        bytesSent: 3000,
+        bytesRead: 9000,
+        bytesReadEstimated: 0,
+        sourceConnected: true,
+        sourceSince: new Date(T).toISOString(),
+        sourceSessions: 1,
+        finishedListeners: 0,
+        finishedListenerBytes: 0,
+        lastSeenAt: null,
+      },
     );
     meter.observeStats([], T + 12000); // source gone
     assert.equal(meter.snapshot('/a')!.sourceConnected, false);
@@ -153,24 +218,36 @@ describe('mount meter without icecast', () => {
     let s = meter.snapshot('/a')!;
     // Plus what each ended session read after its last refresh, at its last measured rate: 0.8 B/ms × (11 500 − 10 250) ms
     // for the first (ended between the polls at 11 s and 12 s), 2000 B / 250 ms × (14 000 − 13 250) ms for the second.
-    assert.deepEqual([s.bytesSent, s.bytesRead, s.bytesReadEstimated, s.sourceSessions, s.listenerSeconds], [3600, 11300 + 1000 + 6000, 7000, 3, 13]);
+    assert.deepEqual(
+      [s.bytesSent, s.bytesRead, s.bytesReadEstimated, s.sourceSessions, s.listenerSeconds],
+      [3600, 11300 + 1000 + 6000, 7000, 3, 13],
+    );
 
     const restored = new MountMeter({ state: JSON.parse(JSON.stringify(meter.toJSON())) });
     restored.observeStats([stat('/a', 150, 400, T + 13000, 1)], T + 16000);
     s = restored.snapshot('/a')!;
-    assert.deepEqual([s.bytesSent, s.bytesRead, s.sourceSessions, s.listenerSeconds, s.peakListeners], [3650, 18400, 3, 14, 3]);
+    assert.deepEqual(
+      [s.bytesSent, s.bytesRead, s.sourceSessions, s.listenerSeconds, s.peakListeners],
+      [3650, 18400, 3, 14, 3],
+    );
   });
 
   it('counts listener time from the access log plus connected listeners', () => {
     const meter = new MountMeter({ accessLogPath: '/nonexistent/access.log' });
     meter.observeStats([stat('/a', 0, 0, T, 2)], T + 1000);
-    meter.observeClients('/a', [{ id: '1', ip: '', userAgent: '', connectedSeconds: 30 }, { id: '2', ip: '', userAgent: '', connectedSeconds: 5 }]);
+    meter.observeClients('/a', [
+      { id: '1', ip: '', userAgent: '', connectedSeconds: 30 },
+      { id: '2', ip: '', userAgent: '', connectedSeconds: 5 },
+    ]);
     assert.equal(meter.snapshot('/a')!.listenerSeconds, 35);
     const entry = { ...parseAccessLogLine(logLine('/a', 1234, { duration: 31 }).trim())!, offset: 0, inode: 1 };
     meter.ingest([entry, { ...entry, status: 401, offset: 99 }]);
     meter.observeClients('/a', [{ id: '2', ip: '', userAgent: '', connectedSeconds: 6 }]);
     const s = meter.snapshot('/a')!;
-    assert.deepEqual([s.listenerSeconds, s.listeners, s.peakListeners, s.finishedListeners, s.finishedListenerBytes], [37, 1, 2, 1, 1234]);
+    assert.deepEqual(
+      [s.listenerSeconds, s.listeners, s.peakListeners, s.finishedListeners, s.finishedListenerBytes],
+      [37, 1, 2, 1, 1234],
+    );
   });
 });
 
@@ -189,13 +266,18 @@ describe('mount meter with our own reader (the HLS segmenter)', () => {
 
     // Our reader leaves (its log line) and comes back: only the listener's bytes and time count.
     const line = (agent: string, bytes: number, duration: number) => ({
-      ...parseAccessLogLine(logLine('/a', bytes, { agent, duration }).trim())!, offset: bytes, inode: 1,
+      ...parseAccessLogLine(logLine('/a', bytes, { agent, duration }).trim())!,
+      offset: bytes,
+      inode: 1,
     });
     const counts = (x: typeof s) => [x.listeners, x.peakListeners, x.listenerSeconds, x.bytesSent, x.finishedListeners];
     meter.ingest([line('ours', 4100, 31)]);
     ourBytes = 300;
     meter.observeStats([stat('/a', 6400, 9500, T, 2)], T + 2000);
-    meter.observeClients('/a', [{ ...ours, connectedSeconds: 1 }, { ...listener, connectedSeconds: 6 }]);
+    meter.observeClients('/a', [
+      { ...ours, connectedSeconds: 1 },
+      { ...listener, connectedSeconds: 6 },
+    ]);
     s = meter.snapshot('/a')!;
     assert.deepEqual(counts(s), [1, 1, 6, 6400 - 4100 - 300, 0]);
 
@@ -210,13 +292,20 @@ describe('mount meter with our own reader (the HLS segmenter)', () => {
 
 describe('source rate monitor without icecast', () => {
   // A source reading `rate` B/s since T; Icecast refreshes the counter every 5 s; we poll every 500 ms.
-  const feed = (monitor: SourceRateMonitor, rate: number | ((s: number) => number), fromMs: number, toMs: number, start = T) => {
+  const feed = (
+    monitor: SourceRateMonitor,
+    rate: number | ((s: number) => number),
+    fromMs: number,
+    toMs: number,
+    start = T,
+  ) => {
     const bytesAt = (ms: number) => {
       let total = 0;
       for (let s = 0; s < ms / 1000; s++) total += typeof rate === 'number' ? rate : rate(s);
       return total;
     };
-    for (let ms = fromMs; ms <= toMs; ms += 500) monitor.observeMount('/x', bytesAt(Math.floor((ms - (start - T)) / 5000) * 5000), new Date(start), T + ms);
+    for (let ms = fromMs; ms <= toMs; ms += 500)
+      monitor.observeMount('/x', bytesAt(Math.floor((ms - (start - T)) / 5000) * 5000), new Date(start), T + ms);
   };
 
   it('flags a source above 1.25× its allowance for the whole window, and nothing else', () => {
@@ -227,7 +316,10 @@ describe('source rate monitor without icecast', () => {
     assert.equal(fast.overLimit('/x', 64), true);
     assert.equal(fast.overLimit('/x', 128), false);
     assert.equal(fast.rate('/x')!.bytesPerSecond, 16_000);
-    assert.deepEqual(fast.check({ '/x': 64, '/y': 64 }).map((o) => [o.mount, o.allowedBytesPerSecond]), [['/x', 10_000]]);
+    assert.deepEqual(
+      fast.check({ '/x': 64, '/y': 64 }).map((o) => [o.mount, o.allowedBytesPerSecond]),
+      [['/x', 10_000]],
+    );
     // Stalled: the counter stops moving, the measurement goes stale.
     for (let ms = 10_500; ms <= 18_000; ms += 500) fast.observeMount('/x', 160_000, new Date(T), T + ms);
     assert.equal(fast.overLimit('/x', 64), false);
@@ -268,20 +360,42 @@ const SOURCE_PASS = 'meter-pass';
 /** Every /meter-* mount, one password; every listener. */
 class OpenDecider implements MountDecider {
   authorizeSource(r: SourceAuthRequest): Decision {
-    return r.mount.startsWith('/meter-') && r.user === 'source' && r.pass === SOURCE_PASS ? { accept: true } : { accept: false, message: 'no' };
+    return r.mount.startsWith('/meter-') && r.user === 'source' && r.pass === SOURCE_PASS
+      ? { accept: true }
+      : { accept: false, message: 'no' };
   }
-  authorizeListener(): Decision { return { accept: true }; }
+  authorizeListener(): Decision {
+    return { accept: true };
+  }
   listenerLeft(): void {}
   mountAdded(): void {}
   mountRemoved(): void {}
 }
 
 function startSource(port: number, mount: string, kbps: number): ChildProcess {
-  return spawn('ffmpeg', [
-    '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
-    '-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-content_type', 'audio/mpeg', '-f', 'mp3',
-    `icecast://source:${SOURCE_PASS}@127.0.0.1:${port}${mount}`,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return spawn(
+    'ffmpeg',
+    [
+      '-nostdin',
+      '-loglevel',
+      'error',
+      '-re',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440',
+      '-c:a',
+      'libmp3lame',
+      '-b:a',
+      `${kbps}k`,
+      '-content_type',
+      'audio/mpeg',
+      '-f',
+      'mp3',
+      `icecast://source:${SOURCE_PASS}@127.0.0.1:${port}${mount}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
 }
 
 /** A listener on a raw socket: counts every byte it receives, response headers included (as Icecast does). */
@@ -294,7 +408,10 @@ describe('metering end to end', () => {
   let meter: MountMeter;
   const monitor = new SourceRateMonitor();
   /** Raw stats per mount, as the poll loop saw them. */
-  const raw = new Map<string, Array<{ at: number; totalBytesRead: number; totalBytesSent: number; streamStart: string | undefined }>>();
+  const raw = new Map<
+    string,
+    Array<{ at: number; totalBytesRead: number; totalBytesSent: number; streamStart: string | undefined }>
+  >();
   /** MountMeter's snapshot per mount after each poll. */
   const metered = new Map<string, number[]>();
   let polls = 0;
@@ -308,40 +425,55 @@ describe('metering end to end', () => {
     processes.push(child);
     return child;
   };
-  const live = async (mount: string) => waitFor(`${mount} live`, () => meter.snapshot(mount)?.sourceConnected && meter.snapshot(mount));
+  const live = async (mount: string) =>
+    waitFor(`${mount} live`, () => meter.snapshot(mount)?.sourceConnected && meter.snapshot(mount));
   const nextPolls = async (n: number) => {
     const target = polls + n;
     await waitFor(`${n} polls`, () => polls >= target);
   };
 
-  before(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'metering-test-'));
-    await chmod(dataDir, 0o755); // the icecast2 user must reach its data dir inside
-    callbacks = await startCallbackServer({ decider: new OpenDecider() });
-    supervisor = new IcecastSupervisor({ dataDir: join(dataDir, 'icecast'), callbackBaseUrl: callbacks.url, maxClients: 50, maxSources: 10 });
-    await supervisor.start();
-    meter = new MountMeter({ admin: supervisor.admin, accessLogPath: supervisor.accessLogPath });
-    loop = (async () => {
-      while (polling) {
-        if (!pauseLoop) {
-          try {
-            const result = await meter.poll();
-            monitor.observe(result.stats, result.at);
-            for (const s of result.stats) {
-              const list = raw.get(s.mount) ?? [];
-              list.push({ at: result.at, totalBytesRead: s.totalBytesRead, totalBytesSent: s.totalBytesSent, streamStart: s.streamStart?.toISOString() });
-              raw.set(s.mount, list);
+  before(
+    async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'metering-test-'));
+      await chmod(dataDir, 0o755); // the icecast2 user must reach its data dir inside
+      callbacks = await startCallbackServer({ decider: new OpenDecider() });
+      supervisor = new IcecastSupervisor({
+        dataDir: join(dataDir, 'icecast'),
+        callbackBaseUrl: callbacks.url,
+        maxClients: 50,
+        maxSources: 10,
+      });
+      await supervisor.start();
+      meter = new MountMeter({ admin: supervisor.admin, accessLogPath: supervisor.accessLogPath });
+      loop = (async () => {
+        while (polling) {
+          if (!pauseLoop) {
+            try {
+              const result = await meter.poll();
+              monitor.observe(result.stats, result.at);
+              for (const s of result.stats) {
+                const list = raw.get(s.mount) ?? [];
+                list.push({
+                  at: result.at,
+                  totalBytesRead: s.totalBytesRead,
+                  totalBytesSent: s.totalBytesSent,
+                  streamStart: s.streamStart?.toISOString(),
+                });
+                raw.set(s.mount, list);
+              }
+              for (const snap of result.snapshots)
+                metered.set(snap.mount, [...(metered.get(snap.mount) ?? []), snap.bytesRead]);
+            } catch (error) {
+              pollErrors.push(String(error));
             }
-            for (const snap of result.snapshots) metered.set(snap.mount, [...(metered.get(snap.mount) ?? []), snap.bytesRead]);
-          } catch (error) {
-            pollErrors.push(String(error));
+            polls++;
           }
-          polls++;
+          await sleep(250);
         }
-        await sleep(250);
-      }
-    })();
-  }, { timeout: 20_000 });
+      })();
+    },
+    { timeout: 20_000 },
+  );
 
   after(async () => {
     polling = false;
@@ -354,14 +486,19 @@ describe('metering end to end', () => {
     assert.deepEqual(pollErrors, []);
   });
 
-  it('counts per-listener bytes exactly from the access log, and bytes sent from the stats', { timeout: 30_000 }, async () => {
+  it('counts per-listener bytes exactly from the access log, and bytes sent from the stats', {
+    timeout: 30_000,
+  }, async () => {
     const mount = '/meter-bytes';
     source(mount, 64);
     await live(mount);
     const a = await rawListener(supervisor.port, `${mount}?token=a`, 'meter-a');
     const b = await rawListener(supervisor.port, `${mount}?token=b`, 'meter-b');
     sockets.push(a, b);
-    await waitFor('both listeners streaming', () => a.status() === 200 && b.status() === 200 && a.received() > 30_000 && b.received() > 30_000);
+    await waitFor(
+      'both listeners streaming',
+      () => a.status() === 200 && b.status() === 200 && a.received() > 30_000 && b.received() > 30_000,
+    );
     await sleep(3000);
     const during = await waitFor('two connected listeners metered', () => {
       const snap = meter.snapshot(mount)!;
@@ -393,16 +530,25 @@ describe('metering end to end', () => {
 
     // Icecast refreshes total_bytes_sent every ~5 s: the meter catches up with the log within that.
     const logBytes = lines.reduce((sum, l) => sum + l.bytes, 0);
-    const settled = await waitFor('bytesSent to reach the log total', () => {
-      const snap = meter.snapshot(mount)!;
-      return snap.finishedListeners === 2 && snap.bytesSent >= logBytes ? snap : undefined;
-    }, 10_000);
+    const settled = await waitFor(
+      'bytesSent to reach the log total',
+      () => {
+        const snap = meter.snapshot(mount)!;
+        return snap.finishedListeners === 2 && snap.bytesSent >= logBytes ? snap : undefined;
+      },
+      10_000,
+    );
     const statsLag = Date.now() - closedAt;
-    console.log(`bytes: received ${JSON.stringify(received)}, log-received ${JSON.stringify(inFlight)} B; log line ${logLag} ms after close; `
-      + `bytesSent ${settled.bytesSent} vs log ${logBytes} after ${statsLag} ms; listenerSeconds ${during.listenerSeconds} live -> ${settled.listenerSeconds} finished`);
+    console.log(
+      `bytes: received ${JSON.stringify(received)}, log-received ${JSON.stringify(inFlight)} B; log line ${logLag} ms after close; ` +
+        `bytesSent ${settled.bytesSent} vs log ${logBytes} after ${statsLag} ms; listenerSeconds ${during.listenerSeconds} live -> ${settled.listenerSeconds} finished`,
+    );
     assert.equal(settled.bytesSent, logBytes);
     assert.equal(settled.finishedListenerBytes, logBytes);
-    assert.equal(settled.listenerSeconds, lines.reduce((sum, l) => sum + l.durationSeconds, 0));
+    assert.equal(
+      settled.listenerSeconds,
+      lines.reduce((sum, l) => sum + l.durationSeconds, 0),
+    );
     assert.ok(settled.peakListeners >= 2);
     assert.equal(settled.listeners, 0);
   });
@@ -411,25 +557,41 @@ describe('metering end to end', () => {
     const mount = '/meter-reconnect';
     const first = source(mount, 64);
     await live(mount);
-    const beforeKill = await waitFor('first session counted', () => (meter.snapshot(mount)!.bytesRead > 0 ? meter.snapshot(mount)! : undefined), 10_000);
+    const beforeKill = await waitFor(
+      'first session counted',
+      () => (meter.snapshot(mount)!.bytesRead > 0 ? meter.snapshot(mount)! : undefined),
+      10_000,
+    );
     const firstRaw = raw.get(mount)!.at(-1)!;
     first.kill('SIGKILL');
     await waitFor('source gone', () => !meter.snapshot(mount)!.sourceConnected);
     const countedA = meter.snapshot(mount)!.bytesRead;
 
     source(mount, 64);
-    const second = await waitFor('second session counted', () => {
-      const snap = meter.snapshot(mount)!;
-      return snap.sourceConnected && snap.sourceSessions === 2 && snap.bytesRead > countedA ? snap : undefined;
-    }, 12_000);
+    const second = await waitFor(
+      'second session counted',
+      () => {
+        const snap = meter.snapshot(mount)!;
+        return snap.sourceConnected && snap.sourceSessions === 2 && snap.bytesRead > countedA ? snap : undefined;
+      },
+      12_000,
+    );
     const secondRaw = raw.get(mount)!.filter((r) => r.streamStart === second.sourceSince);
-    console.log(`reconnect: raw total_bytes_read ${firstRaw.totalBytesRead} (session 1) then ${secondRaw.map((r) => r.totalBytesRead).filter((v, i, all) => all.indexOf(v) === i).join(', ')} (session 2); metered ${countedA} -> ${second.bytesRead}`);
+    console.log(
+      `reconnect: raw total_bytes_read ${firstRaw.totalBytesRead} (session 1) then ${secondRaw
+        .map((r) => r.totalBytesRead)
+        .filter((v, i, all) => all.indexOf(v) === i)
+        .join(', ')} (session 2); metered ${countedA} -> ${second.bytesRead}`,
+    );
     assert.notEqual(second.sourceSince, beforeKill.sourceSince);
     assert.equal(secondRaw[0].totalBytesRead, 0, 'Icecast restarts total_bytes_read at 0');
     assert.ok(secondRaw.at(-1)!.totalBytesRead < second.bytesRead);
     assert.equal(second.bytesRead, countedA + secondRaw.at(-1)!.totalBytesRead);
     const series = metered.get(mount)!;
-    assert.ok(series.every((v, i) => i === 0 || v >= series[i - 1]), 'metered bytesRead never decreases');
+    assert.ok(
+      series.every((v, i) => i === 0 || v >= series[i - 1]),
+      'metered bytesRead never decreases',
+    );
   });
 
   it('flags a source over its bitrate allowance and killSource disconnects it', { timeout: 30_000 }, async () => {
@@ -442,14 +604,19 @@ describe('metering end to end', () => {
     const detectedMs = Date.now() - started;
     const fastRate = monitor.rate(fast)!;
     const okRate = monitor.rate(ok)!;
-    console.log(`rate: 128 kbps source flagged against 64 kbps ${detectedMs} ms after ffmpeg started; measured ${Math.round(fastRate.bytesPerSecond!)} B/s `
-      + `(min stretch ${Math.round(fastRate.minSegmentBytesPerSecond!)}, span ${fastRate.spanMs} ms); the 64 kbps source ${Math.round(okRate.bytesPerSecond ?? 0)} B/s `
-      + `(span ${okRate.spanMs} ms); limit ${allowedBytesPerSecond(64)} B/s`);
+    console.log(
+      `rate: 128 kbps source flagged against 64 kbps ${detectedMs} ms after ffmpeg started; measured ${Math.round(fastRate.bytesPerSecond!)} B/s ` +
+        `(min stretch ${Math.round(fastRate.minSegmentBytesPerSecond!)}, span ${fastRate.spanMs} ms); the 64 kbps source ${Math.round(okRate.bytesPerSecond ?? 0)} B/s ` +
+        `(span ${okRate.spanMs} ms); limit ${allowedBytesPerSecond(64)} B/s`,
+    );
     assert.ok(fastRate.bytesPerSecond! > 13_000 && fastRate.bytesPerSecond! < 19_000);
     assert.equal(monitor.overLimit(fast, 128), false);
     assert.equal(monitor.overLimit(ok, 64), false);
     assert.ok(okRate.bytesPerSecond! > 6_500 && okRate.bytesPerSecond! < 9_500, String(okRate.bytesPerSecond));
-    assert.deepEqual(monitor.check({ [ok]: 64, [fast]: 64 }).map((o) => o.mount), [fast]);
+    assert.deepEqual(
+      monitor.check({ [ok]: 64, [fast]: 64 }).map((o) => o.mount),
+      [fast],
+    );
 
     assert.equal(await supervisor.admin.killSource(fast), true);
     assert.notEqual(await exitOf(fastSource, 10_000), 0);
@@ -461,7 +628,9 @@ describe('metering end to end', () => {
     assert.ok((await supervisor.admin.listMounts()).some((m) => m.mount === ok));
   });
 
-  it('resumes reading the access log at a persisted position without repeating a line', { timeout: 20_000 }, async () => {
+  it('resumes reading the access log at a persisted position without repeating a line', {
+    timeout: 20_000,
+  }, async () => {
     const path = supervisor.accessLogPath;
     const first = new AccessLogReader({ path, includeFailed: true, includeSources: true });
     const seen1 = await first.read();
@@ -491,12 +660,26 @@ describe('metering end to end', () => {
     pauseLoop = true;
     try {
       await meter.poll(); // queued behind a poll the loop may have had in flight
-      const restored = new MountMeter({ admin: supervisor.admin, accessLogPath: path, state: JSON.parse(JSON.stringify(meter.toJSON())) });
+      const restored = new MountMeter({
+        admin: supervisor.admin,
+        accessLogPath: path,
+        state: JSON.parse(JSON.stringify(meter.toJSON())),
+      });
       for (let attempt = 0; ; attempt++) {
         const [a, b] = [await meter.poll(), await restored.poll()];
-        const sameStats = JSON.stringify(a.stats.map((s) => [s.totalBytesRead, s.totalBytesSent])) === JSON.stringify(b.stats.map((s) => [s.totalBytesRead, s.totalBytesSent]));
+        const sameStats =
+          JSON.stringify(a.stats.map((s) => [s.totalBytesRead, s.totalBytesSent])) ===
+          JSON.stringify(b.stats.map((s) => [s.totalBytesRead, s.totalBytesSent]));
         if (!sameStats && attempt < 3) continue; // Icecast refreshed its counters between the two polls
-        const pick = (snaps: typeof a.snapshots) => snaps.map((s) => [s.mount, s.bytesSent, s.bytesRead, s.finishedListeners, s.finishedListenerBytes, s.sourceSessions]);
+        const pick = (snaps: typeof a.snapshots) =>
+          snaps.map((s) => [
+            s.mount,
+            s.bytesSent,
+            s.bytesRead,
+            s.finishedListeners,
+            s.finishedListenerBytes,
+            s.sourceSessions,
+          ]);
         assert.deepEqual(pick(b.snapshots), pick(a.snapshots));
         assert.deepEqual(b.entries, []);
         break;

@@ -29,7 +29,8 @@ before(async () => {
   // Not strict: OpenAPI's own keywords (example, discriminator) and type unions are part of the document.
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats.default(ajv);
-  const local = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"openapi#/$defs/'));
+  const local = (value: unknown) =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"openapi#/$defs/'));
   ajv.addSchema({ $id: 'openapi', $defs: local(document.components.schemas) });
   validators = (schema) => {
     const validate = ajv.compile(local(schema));
@@ -37,16 +38,33 @@ before(async () => {
   };
 });
 let source: ChildProcess | undefined;
-after(() => { source?.kill('SIGKILL'); return service?.stop(); });
+after(() => {
+  source?.kill('SIGKILL');
+  return service?.stop();
+});
 
 const checked = new Set<string>();
 
 /** Calls the API and checks the answer against the document's response for this operation and status. */
-async function call(method: string, template: string, path: string, init: { body?: unknown; raw?: Buffer; headers?: Record<string, string>; auth?: boolean } = {}) {
-  const headers: Record<string, string> = { ...(init.auth !== false && { authorization: `Bearer ${service.apiKey}` }), ...init.headers };
+async function call(
+  method: string,
+  template: string,
+  path: string,
+  init: { body?: unknown; raw?: Buffer; headers?: Record<string, string>; auth?: boolean } = {},
+) {
+  const headers: Record<string, string> = {
+    ...(init.auth !== false && { authorization: `Bearer ${service.apiKey}` }),
+    ...init.headers,
+  };
   if (init.body !== undefined) headers['content-type'] ??= 'application/json';
   const url = template.startsWith('/.well-known') ? `${origin}${path}` : `${service.baseUrl}${path}`;
-  const response = await fetch(url, { method, headers, body: (init.raw ?? (init.body !== undefined ? JSON.stringify(init.body) : undefined)) as BodyInit | undefined }).catch((e) => { throw new Error(`${method} ${url}: ${e.cause?.message ?? e.message}`); });
+  const response = await fetch(url, {
+    method,
+    headers,
+    body: (init.raw ?? (init.body !== undefined ? JSON.stringify(init.body) : undefined)) as BodyInit | undefined,
+  }).catch((e) => {
+    throw new Error(`${method} ${url}: ${e.cause?.message ?? e.message}`);
+  });
   const body = await response.json();
   return { status: response.status, headers: response.headers, body: check(method, template, response.status, body) };
 }
@@ -59,12 +77,21 @@ function check(method: string, template: string, status: number, body: unknown):
   const schema = response.content?.['application/json']?.schema;
   assert.ok(schema, `${method} ${template} ${status} has a JSON schema`);
   const problem = validators(schema)(body);
-  assert.equal(problem, undefined, `${method} ${template} ${status}: ${problem}\n${JSON.stringify(body).slice(0, 600)}`);
+  assert.equal(
+    problem,
+    undefined,
+    `${method} ${template} ${status}: ${problem}\n${JSON.stringify(body).slice(0, 600)}`,
+  );
   checked.add(`${method} ${template} ${status}`);
   return body;
 }
 
-const order = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'OpenAPI FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const order = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'OpenAPI FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+};
 
 describe('/openapi.json', () => {
   test('every operation states its security (empty where public) and references the Parameters_* schemas', () => {
@@ -73,7 +100,11 @@ describe('/openapi.json', () => {
         if (method === 'servers') continue;
         if (path === '/orders' && method === 'post') {
           assert.equal(operation.security, undefined, 'spec 5.4: POST /orders has no security requirement of its own');
-          assert.deepEqual(document.security, [{ agentApiKey: [] }], 'so the document\'s default (the bearer key) applies');
+          assert.deepEqual(
+            document.security,
+            [{ agentApiKey: [] }],
+            "so the document's default (the bearer key) applies",
+          );
         } else {
           assert.ok(Array.isArray(operation.security), `${method} ${path} states security`);
         }
@@ -83,7 +114,13 @@ describe('/openapi.json', () => {
           // POST /mcp: the MCP transport answers some malformed messages with JSON-RPC errors (documented as such).
           if (path === '/mcp' && schema.$ref !== '#/components/schemas/Error') {
             const refs = (schema.oneOf ?? [schema]).map((s: any) => s.$ref);
-            assert.ok(refs.includes('#/components/schemas/McpJsonRpcResponse') && refs.every((r: string) => ['#/components/schemas/Error', '#/components/schemas/McpJsonRpcResponse'].includes(r)), `${method} ${path} ${status}`);
+            assert.ok(
+              refs.includes('#/components/schemas/McpJsonRpcResponse') &&
+                refs.every((r: string) =>
+                  ['#/components/schemas/Error', '#/components/schemas/McpJsonRpcResponse'].includes(r),
+                ),
+              `${method} ${path} ${status}`,
+            );
           } else if (status === '402') {
             // The error document with x402Version and accepts of PAYMENT-REQUIRED (x402 v1 clients read the body).
             assert.equal(schema.$ref, '#/components/schemas/PaymentRequired', `${method} ${path} ${status}`);
@@ -93,45 +130,128 @@ describe('/openapi.json', () => {
         }
         // Where credentials are optional ({} among the requirements, POST /mcp) a refused key is not an HTTP 401 (a tool result says so).
         const optional = operation.security?.some((requirement: object) => Object.keys(requirement).length === 0);
-        if ((operation.security?.length && !optional) || (path === '/orders' && method === 'post')) assert.ok(operation.responses[401], `${method} ${path} documents 401`);
+        if ((operation.security?.length && !optional) || (path === '/orders' && method === 'post'))
+          assert.ok(operation.responses[401], `${method} ${path} documents 401`);
         assert.ok(operation.responses[429], `${method} ${path} documents 429`);
         if (operation.tags?.includes('Services')) {
           // {}: without credentials the answer is the 402 sign-in challenge.
-          assert.deepEqual(operation.security, [{ agentApiKey: [] }, { walletSignIn: [] }, {}], `${method} ${path}: the key or the paying wallet`);
-          assert.ok(operation.responses[402]?.headers?.['PAYMENT-REQUIRED'], `${method} ${path} documents the 402 (sign-in challenge or payment)`);
+          assert.deepEqual(
+            operation.security,
+            [{ agentApiKey: [] }, { walletSignIn: [] }, {}],
+            `${method} ${path}: the key or the paying wallet`,
+          );
+          assert.ok(
+            operation.responses[402]?.headers?.['PAYMENT-REQUIRED'],
+            `${method} ${path} documents the 402 (sign-in challenge or payment)`,
+          );
         }
       }
     }
-    const references = JSON.stringify(document.components.schemas.QuoteRequest) + JSON.stringify(document.components.schemas.OrderRequest);
-    for (const name of Object.keys(document.components.schemas).filter((n) => n.startsWith('Parameters_'))) assert.ok(references.includes(`#/components/schemas/${name}`), `${name} is referenced`);
+    const references =
+      JSON.stringify(document.components.schemas.QuoteRequest) +
+      JSON.stringify(document.components.schemas.OrderRequest);
+    for (const name of Object.keys(document.components.schemas).filter((n) => n.startsWith('Parameters_')))
+      assert.ok(references.includes(`#/components/schemas/${name}`), `${name} is referenced`);
     assert.match(document.info.description, /maxAmountPerPayment/);
     assert.match(document.paths['/orders'].post.description, /above 1 USDC by default/);
   });
 
   test('the real answers of every operation, success and errors, a paid order included, match the document', async () => {
-    for (const [template, path] of [['/health', '/health'], ['/products', '/products'], ['/products/{product_id}', '/products/instant-stream'], ['/pricing', '/pricing'],
-      ['/availability', '/availability'], ['/audit/head', '/audit/head'], ['/openapi.json', '/openapi.json'], ['/.well-known/x402', '/.well-known/x402']]) {
+    for (const [template, path] of [
+      ['/health', '/health'],
+      ['/products', '/products'],
+      ['/products/{product_id}', '/products/instant-stream'],
+      ['/pricing', '/pricing'],
+      ['/availability', '/availability'],
+      ['/audit/head', '/audit/head'],
+      ['/openapi.json', '/openapi.json'],
+      ['/.well-known/x402', '/.well-known/x402'],
+    ]) {
       assert.equal((await call('GET', template, path, { auth: false })).status, 200, path);
     }
-    assert.equal((await call('GET', '/products/{product_id}', '/products/no-such-product', { auth: false })).status, 404);
+    assert.equal(
+      (await call('GET', '/products/{product_id}', '/products/no-such-product', { auth: false })).status,
+      404,
+    );
 
-    assert.equal((await call('POST', '/quotes', '/quotes', { body: { product_id: 'instant-stream', parameters: order.parameters } })).status, 200);
-    assert.equal((await call('POST', '/quotes', '/quotes', { body: { product_id: 'instant-stream' }, auth: false })).status, 401);
-    assert.equal((await call('POST', '/quotes', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 'two' } } })).status, 422);
+    assert.equal(
+      (
+        await call('POST', '/quotes', '/quotes', {
+          body: { product_id: 'instant-stream', parameters: order.parameters },
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (await call('POST', '/quotes', '/quotes', { body: { product_id: 'instant-stream' }, auth: false })).status,
+      401,
+    );
+    assert.equal(
+      (
+        await call('POST', '/quotes', '/quotes', {
+          body: { product_id: 'instant-stream', parameters: { duration_hours: 'two' } },
+        })
+      ).status,
+      422,
+    );
     assert.equal((await call('POST', '/quotes', '/quotes', { body: { product_id: 'no-such-product' } })).status, 404);
-    assert.equal((await call('POST', '/quotes', '/quotes', { raw: Buffer.from('not json'), headers: { 'content-type': 'text/plain' } })).status, 415);
+    assert.equal(
+      (
+        await call('POST', '/quotes', '/quotes', {
+          raw: Buffer.from('not json'),
+          headers: { 'content-type': 'text/plain' },
+        })
+      ).status,
+      415,
+    );
 
-    assert.equal((await call('POST', '/orders', '/orders', { body: order, headers: { 'idempotency-key': 'openapi-ask' } })).status, 402);
-    assert.equal((await call('POST', '/orders', '/orders', { body: order, headers: { 'idempotency-key': 'openapi-ask' }, auth: false })).status, 401);
+    assert.equal(
+      (await call('POST', '/orders', '/orders', { body: order, headers: { 'idempotency-key': 'openapi-ask' } })).status,
+      402,
+    );
+    assert.equal(
+      (
+        await call('POST', '/orders', '/orders', {
+          body: order,
+          headers: { 'idempotency-key': 'openapi-ask' },
+          auth: false,
+        })
+      ).status,
+      401,
+    );
     assert.equal((await call('POST', '/orders', '/orders', { body: order })).status, 400);
-    assert.equal((await call('POST', '/orders', '/orders', { body: { ...order, product_id: 'no-such-product' }, headers: { 'idempotency-key': 'openapi-404' } })).status, 404);
-    assert.equal((await call('POST', '/orders', '/orders', { body: { ...order, email: 3 }, headers: { 'idempotency-key': 'openapi-422' } })).status, 422);
+    assert.equal(
+      (
+        await call('POST', '/orders', '/orders', {
+          body: { ...order, product_id: 'no-such-product' },
+          headers: { 'idempotency-key': 'openapi-404' },
+        })
+      ).status,
+      404,
+    );
+    assert.equal(
+      (
+        await call('POST', '/orders', '/orders', {
+          body: { ...order, email: 3 },
+          headers: { 'idempotency-key': 'openapi-422' },
+        })
+      ).status,
+      422,
+    );
     const paid = await buy(service, wallet, order, 'openapi-paid');
     check('POST', '/orders', paid.status, paid.body);
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     const replay = await buy(service, wallet, order, 'openapi-paid');
     check('POST', '/orders', replay.status, replay.body);
-    assert.equal((await call('POST', '/orders', '/orders', { body: { ...order, station_name: 'Other' }, headers: { 'idempotency-key': 'openapi-paid' } })).status, 409);
+    assert.equal(
+      (
+        await call('POST', '/orders', '/orders', {
+          body: { ...order, station_name: 'Other' },
+          headers: { 'idempotency-key': 'openapi-paid' },
+        })
+      ).status,
+      409,
+    );
 
     const orderId = paid.body.order.id;
     const serviceId = paid.body.service.service_id;
@@ -143,45 +263,199 @@ describe('/openapi.json', () => {
     assert.equal((await call('GET', '/services/{service_id}', '/services/nosuchservice')).status, 404);
     assert.equal((await call('GET', '/services/{service_id}/usage', `/services/${serviceId}/usage`)).status, 200);
     assert.equal((await call('GET', '/services/{service_id}/files', `/services/${serviceId}/files`)).status, 200);
-    assert.equal((await call('PUT', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`, { body: { title: 'OpenAPI Song', artist: null } })).status, 200);
-    assert.equal((await call('PUT', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`, { body: { name: 'x' } })).status, 422);
-    assert.equal((await call('GET', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`)).status, 200);
-    assert.equal((await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=5`)).status, 200);
-    assert.equal((await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=none`)).status, 400);
-    assert.equal((await call('GET', '/listen/{service_id}/now-playing', `/listen/${serviceId}/now-playing`, { auth: false })).status, 200);
-    assert.equal((await call('GET', '/listen/{service_id}/now-playing', '/listen/nosuchservice/now-playing', { auth: false })).status, 404);
-    assert.equal((await call('GET', '/listen/oembed', `/listen/oembed?url=${encodeURIComponent(`${service.baseUrl}/listen/${serviceId}`)}`, { auth: false })).status, 200);
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`, {
+          body: { title: 'OpenAPI Song', artist: null },
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`, {
+          body: { name: 'x' },
+        })
+      ).status,
+      422,
+    );
+    assert.equal(
+      (await call('GET', '/services/{service_id}/now-playing', `/services/${serviceId}/now-playing`)).status,
+      200,
+    );
+    assert.equal(
+      (await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=5`)).status,
+      200,
+    );
+    assert.equal(
+      (await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=none`)).status,
+      400,
+    );
+    assert.equal(
+      (await call('GET', '/listen/{service_id}/now-playing', `/listen/${serviceId}/now-playing`, { auth: false }))
+        .status,
+      200,
+    );
+    assert.equal(
+      (await call('GET', '/listen/{service_id}/now-playing', '/listen/nosuchservice/now-playing', { auth: false }))
+        .status,
+      404,
+    );
+    assert.equal(
+      (
+        await call(
+          'GET',
+          '/listen/oembed',
+          `/listen/oembed?url=${encodeURIComponent(`${service.baseUrl}/listen/${serviceId}`)}`,
+          { auth: false },
+        )
+      ).status,
+      200,
+    );
     assert.equal((await call('GET', '/listen/oembed', '/listen/oembed?url=nowhere', { auth: false })).status, 404);
-    assert.equal((await call('PUT', '/services/{service_id}/playlist', `/services/${serviceId}/playlist`, { body: { playlist: [] } })).status, 409);
-    assert.equal((await call('POST', '/services/{service_id}/upgrade', `/services/${serviceId}/upgrade`, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': 'openapi-up' } })).status, 402);
-    const paidUpgrade = await payFor(service, wallet, `/services/${serviceId}/upgrade`, { product_id: 'event-stream' }, 'openapi-up-paid');
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/playlist', `/services/${serviceId}/playlist`, {
+          body: { playlist: [] },
+        })
+      ).status,
+      409,
+    );
+    assert.equal(
+      (
+        await call('POST', '/services/{service_id}/upgrade', `/services/${serviceId}/upgrade`, {
+          body: { product_id: 'event-stream' },
+          headers: { 'idempotency-key': 'openapi-up' },
+        })
+      ).status,
+      402,
+    );
+    const paidUpgrade = await payFor(
+      service,
+      wallet,
+      `/services/${serviceId}/upgrade`,
+      { product_id: 'event-stream' },
+      'openapi-up-paid',
+    );
     check('POST', '/services/{service_id}/upgrade', paidUpgrade.status, paidUpgrade.body);
     assert.equal(paidUpgrade.status, 200, JSON.stringify(paidUpgrade.body));
-    assert.equal((await call('POST', '/services/{service_id}/extend', `/services/${serviceId}/extend`, { body: { duration_hours: 1 }, headers: { 'idempotency-key': 'openapi-ext' } })).status, 402);
-    assert.equal((await call('POST', '/services/{service_id}/extend', `/services/${serviceId}/extend`, { body: { duration_hours: 100_000 }, headers: { 'idempotency-key': 'openapi-ext-422' } })).status, 422);
-    const paidExtension = await payFor(service, wallet, `/services/${serviceId}/extend`, { duration_hours: 1 }, 'openapi-ext-paid');
+    assert.equal(
+      (
+        await call('POST', '/services/{service_id}/extend', `/services/${serviceId}/extend`, {
+          body: { duration_hours: 1 },
+          headers: { 'idempotency-key': 'openapi-ext' },
+        })
+      ).status,
+      402,
+    );
+    assert.equal(
+      (
+        await call('POST', '/services/{service_id}/extend', `/services/${serviceId}/extend`, {
+          body: { duration_hours: 100_000 },
+          headers: { 'idempotency-key': 'openapi-ext-422' },
+        })
+      ).status,
+      422,
+    );
+    const paidExtension = await payFor(
+      service,
+      wallet,
+      `/services/${serviceId}/extend`,
+      { duration_hours: 1 },
+      'openapi-ext-paid',
+    );
     check('POST', '/services/{service_id}/extend', paidExtension.status, paidExtension.body);
     assert.equal(paidExtension.status, 200, JSON.stringify(paidExtension.body));
 
     // AutoDJ: files, playlist, delete.
-    const autodj = await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'OpenAPI DJ', parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 5, listeners: 2 } }, 'openapi-dj');
+    const autodj = await buy(
+      service,
+      wallet,
+      {
+        product_id: 'temporary-autodj',
+        email: 'dj@example.com',
+        station_name: 'OpenAPI DJ',
+        parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 5, listeners: 2 },
+      },
+      'openapi-dj',
+    );
     check('POST', '/orders', autodj.status, autodj.body);
     assert.equal(autodj.status, 200, JSON.stringify(autodj.body));
     const dj = autodj.body.service.service_id;
-    const tone = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], { maxBuffer: 1 << 24 });
+    const tone = spawnSync(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=frequency=440:duration=1',
+        '-c:a',
+        'libmp3lame',
+        '-b:a',
+        '64k',
+        '-f',
+        'mp3',
+        'pipe:1',
+      ],
+      { maxBuffer: 1 << 24 },
+    );
     assert.equal(tone.status, 0, String(tone.stderr));
-    assert.equal((await call('PUT', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`, { raw: tone.stdout, headers: { 'content-type': 'audio/mpeg' } })).status, 201);
-    assert.equal((await call('PUT', '/services/{service_id}/files/{name}', `/services/${dj}/files/bad.mp3`, { raw: Buffer.from('not audio at all'), headers: { 'content-type': 'audio/mpeg' } })).status, 422);
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`, {
+          raw: tone.stdout,
+          headers: { 'content-type': 'audio/mpeg' },
+        })
+      ).status,
+      201,
+    );
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/files/{name}', `/services/${dj}/files/bad.mp3`, {
+          raw: Buffer.from('not audio at all'),
+          headers: { 'content-type': 'audio/mpeg' },
+        })
+      ).status,
+      422,
+    );
     assert.equal((await call('GET', '/services/{service_id}/files', `/services/${dj}/files`)).status, 200);
-    assert.equal((await call('PUT', '/services/{service_id}/playlist', `/services/${dj}/playlist`, { body: { playlist: ['tone.mp3'], shuffle: false } })).status, 200);
-    assert.equal((await call('PUT', '/services/{service_id}/playlist', `/services/${dj}/playlist`, { body: { playlist: ['missing.mp3'] } })).status, 422);
-    assert.equal((await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status, 200);
-    assert.equal((await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status, 404);
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/playlist', `/services/${dj}/playlist`, {
+          body: { playlist: ['tone.mp3'], shuffle: false },
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (
+        await call('PUT', '/services/{service_id}/playlist', `/services/${dj}/playlist`, {
+          body: { playlist: ['missing.mp3'] },
+        })
+      ).status,
+      422,
+    );
+    assert.equal(
+      (await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status,
+      200,
+    );
+    assert.equal(
+      (await call('DELETE', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`)).status,
+      404,
+    );
     const stopped = await call('POST', '/services/{service_id}/stop', `/services/${dj}/stop`);
     assert.equal(stopped.status, 200);
-    assert.equal((await call('POST', '/services/{service_id}/stop', `/services/${dj}/stop`)).body.idempotent_replay, true);
+    assert.equal(
+      (await call('POST', '/services/{service_id}/stop', `/services/${dj}/stop`)).body.idempotent_replay,
+      true,
+    );
     assert.equal((await call('POST', '/services/{service_id}/stop', '/services/nosuchservice/stop')).status, 404);
-    assert.equal((await call('GET', '/services/{service_id}/usage', `/services/${dj}/usage`)).body.usage.ended.reason, 'stopped');
+    assert.equal(
+      (await call('GET', '/services/{service_id}/usage', `/services/${dj}/usage`)).body.usage.ended.reason,
+      'stopped',
+    );
 
     // Keys, by wallet sign-in: the 402 challenge, then the signed request (each challenge is accepted once).
     const account = privateKeyToAccount(generatePrivateKey());
@@ -191,36 +465,119 @@ describe('/openapi.json', () => {
       return signedHeader(challengeOf(asked), who);
     };
     const keyHeader = await signIn('POST', '/keys', '/keys');
-    const issued = await call('POST', '/keys', '/keys', { auth: false, body: { name: 'openapi' }, headers: { 'sign-in-with-x': keyHeader } });
+    const issued = await call('POST', '/keys', '/keys', {
+      auth: false,
+      body: { name: 'openapi' },
+      headers: { 'sign-in-with-x': keyHeader },
+    });
     assert.equal(issued.status, 201);
-    assert.equal((await call('POST', '/keys', '/keys', { auth: false, body: { name: 'again' }, headers: { 'sign-in-with-x': keyHeader } })).status, 401);
-    assert.equal((await call('POST', '/keys', '/keys', { auth: false, body: { name: 3 }, headers: { 'sign-in-with-x': await signIn('POST', '/keys', '/keys') } })).status, 422);
-    assert.equal((await call('GET', '/keys', '/keys', { auth: false, headers: { 'sign-in-with-x': await signIn('GET', '/keys', '/keys') } })).status, 200);
+    assert.equal(
+      (
+        await call('POST', '/keys', '/keys', {
+          auth: false,
+          body: { name: 'again' },
+          headers: { 'sign-in-with-x': keyHeader },
+        })
+      ).status,
+      401,
+    );
+    assert.equal(
+      (
+        await call('POST', '/keys', '/keys', {
+          auth: false,
+          body: { name: 3 },
+          headers: { 'sign-in-with-x': await signIn('POST', '/keys', '/keys') },
+        })
+      ).status,
+      422,
+    );
+    assert.equal(
+      (
+        await call('GET', '/keys', '/keys', {
+          auth: false,
+          headers: { 'sign-in-with-x': await signIn('GET', '/keys', '/keys') },
+        })
+      ).status,
+      200,
+    );
     const keyPath = `/keys/${issued.body.key.id}`;
-    assert.equal((await call('DELETE', '/keys/{key_id}', keyPath, { auth: false, headers: { 'sign-in-with-x': await signIn('DELETE', '/keys/{key_id}', keyPath) } })).status, 200);
-    assert.equal((await call('DELETE', '/keys/{key_id}', keyPath, { auth: false, headers: { 'sign-in-with-x': await signIn('DELETE', '/keys/{key_id}', keyPath) } })).status, 404);
+    assert.equal(
+      (
+        await call('DELETE', '/keys/{key_id}', keyPath, {
+          auth: false,
+          headers: { 'sign-in-with-x': await signIn('DELETE', '/keys/{key_id}', keyPath) },
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (
+        await call('DELETE', '/keys/{key_id}', keyPath, {
+          auth: false,
+          headers: { 'sign-in-with-x': await signIn('DELETE', '/keys/{key_id}', keyPath) },
+        })
+      ).status,
+      404,
+    );
 
     // Services: by key, and by the wallet that paid for them.
-    const buyer = privateKeyToAccount(JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key);
+    const buyer = privateKeyToAccount(
+      JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key,
+    );
     assert.equal((await call('GET', '/services', '/services')).status, 200);
-    assert.ok((await call('GET', '/services', '/services', { auth: false, headers: { 'sign-in-with-x': await signIn('GET', '/services', '/services', buyer) } })).body.services.some((s: any) => s.service_id === serviceId));
-    assert.equal((await call('GET', '/services', '/services', { auth: true, headers: { authorization: 'Bearer aak_0000000000000000_nope' } })).status, 401);
+    assert.ok(
+      (
+        await call('GET', '/services', '/services', {
+          auth: false,
+          headers: { 'sign-in-with-x': await signIn('GET', '/services', '/services', buyer) },
+        })
+      ).body.services.some((s: any) => s.service_id === serviceId),
+    );
+    assert.equal(
+      (
+        await call('GET', '/services', '/services', {
+          auth: true,
+          headers: { authorization: 'Bearer aak_0000000000000000_nope' },
+        })
+      ).status,
+      401,
+    );
     const servicePath = `/services/${serviceId}`;
-    assert.equal((await call('GET', '/services/{service_id}', servicePath, { auth: false, headers: { 'sign-in-with-x': await signIn('GET', '/services/{service_id}', servicePath, buyer) } })).status, 200);
-    assert.equal((await call('GET', '/services/{service_id}/usage', `${servicePath}/usage`, { auth: false })).status, 402);
+    assert.equal(
+      (
+        await call('GET', '/services/{service_id}', servicePath, {
+          auth: false,
+          headers: { 'sign-in-with-x': await signIn('GET', '/services/{service_id}', servicePath, buyer) },
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (await call('GET', '/services/{service_id}/usage', `${servicePath}/usage`, { auth: false })).status,
+      402,
+    );
 
     // Webhooks.
     const hook = { url: 'http://127.0.0.1:9/hook', service_id: serviceId };
     const registered = await call('POST', '/webhooks', '/webhooks', { body: hook });
     assert.equal(registered.status, 201);
     assert.equal((await call('POST', '/webhooks', '/webhooks', { body: hook, auth: false })).status, 401);
-    assert.equal((await call('POST', '/webhooks', '/webhooks', { body: { url: 'ftp://example.com/hook' } })).status, 422);
-    assert.equal((await call('POST', '/webhooks', '/webhooks', { body: { ...hook, service_id: 'nosuchservice' } })).status, 404);
+    assert.equal(
+      (await call('POST', '/webhooks', '/webhooks', { body: { url: 'ftp://example.com/hook' } })).status,
+      422,
+    );
+    assert.equal(
+      (await call('POST', '/webhooks', '/webhooks', { body: { ...hook, service_id: 'nosuchservice' } })).status,
+      404,
+    );
     assert.equal((await call('GET', '/webhooks', '/webhooks')).status, 200);
     assert.equal((await call('GET', '/webhooks', '/webhooks', { auth: false })).status, 401);
     const hookPath = `/webhooks/${registered.body.webhook.id}`;
     assert.equal((await call('POST', '/webhooks/{webhook_id}/rotate-secret', `${hookPath}/rotate-secret`)).status, 200);
-    assert.equal((await call('POST', '/webhooks/{webhook_id}/rotate-secret', '/webhooks/whk_nosuchhook00/rotate-secret')).status, 404);
+    assert.equal(
+      (await call('POST', '/webhooks/{webhook_id}/rotate-secret', '/webhooks/whk_nosuchhook00/rotate-secret')).status,
+      404,
+    );
     assert.equal((await call('DELETE', '/webhooks/{webhook_id}', hookPath)).status, 200);
     assert.equal((await call('DELETE', '/webhooks/{webhook_id}', hookPath)).status, 404);
 
@@ -228,39 +585,106 @@ describe('/openapi.json', () => {
     const events = document.paths['/services/{service_id}/events'].get;
     assert.ok(events.responses[200].content['text/event-stream'], 'the document declares text/event-stream');
     const stream = new AbortController();
-    const opened = await fetch(`${service.baseUrl}${servicePath}/events`, { headers: { authorization: `Bearer ${service.apiKey}` }, signal: stream.signal });
+    const opened = await fetch(`${service.baseUrl}${servicePath}/events`, {
+      headers: { authorization: `Bearer ${service.apiKey}` },
+      signal: stream.signal,
+    });
     assert.equal(opened.status, 200);
     assert.match(opened.headers.get('content-type') ?? '', /^text\/event-stream/);
     stream.abort();
     checked.add('GET /services/{service_id}/events 200');
-    assert.equal((await call('GET', '/services/{service_id}/events', `${servicePath}/events`, { auth: false })).status, 401);
+    assert.equal(
+      (await call('GET', '/services/{service_id}/events', `${servicePath}/events`, { auth: false })).status,
+      401,
+    );
     assert.equal((await call('GET', '/services/{service_id}/events', '/services/nosuchservice/events')).status, 404);
-    assert.equal((await call('GET', '/services/{service_id}/events', `${servicePath}/events?last_event_id=nosuchevent`)).status, 422);
+    assert.equal(
+      (await call('GET', '/services/{service_id}/events', `${servicePath}/events?last_event_id=nosuchevent`)).status,
+      422,
+    );
 
     // MCP (Streamable HTTP): JSON-RPC answers, and our error document where the body is not JSON.
     const mcpAccept = { accept: 'application/json, text/event-stream' };
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } },
+    };
     assert.ok((await call('POST', '/mcp', '/mcp', { body: initialize, headers: mcpAccept })).body.result);
-    const tools = await call('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: mcpAccept });
-    assert.ok(tools.body.result.tools.some((t: any) => t.name === 'order'), JSON.stringify(tools.body).slice(0, 300));
-    const refused = await call('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'service_status', arguments: { service_id: serviceId } } }, headers: { ...mcpAccept, authorization: 'Bearer aak_0000000000000000_nope' } });
+    const tools = await call('POST', '/mcp', '/mcp', {
+      body: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      headers: mcpAccept,
+    });
+    assert.ok(
+      tools.body.result.tools.some((t: any) => t.name === 'order'),
+      JSON.stringify(tools.body).slice(0, 300),
+    );
+    const refused = await call('POST', '/mcp', '/mcp', {
+      body: {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'service_status', arguments: { service_id: serviceId } },
+      },
+      headers: { ...mcpAccept, authorization: 'Bearer aak_0000000000000000_nope' },
+    });
     assert.equal(refused.body.result.isError, true, JSON.stringify(refused.body).slice(0, 300));
     assert.equal((await call('POST', '/mcp', '/mcp', { body: { hello: 'world' }, headers: mcpAccept })).status, 400);
     assert.equal((await call('POST', '/mcp', '/mcp', { body: [initialize], headers: mcpAccept })).status, 400);
-    assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { accept: 'application/json' } })).status, 406);
-    assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('not json'), headers: { ...mcpAccept, 'content-type': 'text/plain' } })).status, 415);
-    assert.equal((await call('POST', '/mcp', '/mcp', { body: initialize, headers: { ...mcpAccept, 'content-type': 'application/vnd.mcp+json' } })).status, 415);
-    assert.equal((await call('POST', '/mcp', '/mcp', { raw: Buffer.from('{"jsonrpc":'), headers: { ...mcpAccept, 'content-type': 'application/json' } })).status, 422);
+    assert.equal(
+      (await call('POST', '/mcp', '/mcp', { body: initialize, headers: { accept: 'application/json' } })).status,
+      406,
+    );
+    assert.equal(
+      (
+        await call('POST', '/mcp', '/mcp', {
+          raw: Buffer.from('not json'),
+          headers: { ...mcpAccept, 'content-type': 'text/plain' },
+        })
+      ).status,
+      415,
+    );
+    assert.equal(
+      (
+        await call('POST', '/mcp', '/mcp', {
+          body: initialize,
+          headers: { ...mcpAccept, 'content-type': 'application/vnd.mcp+json' },
+        })
+      ).status,
+      415,
+    );
+    assert.equal(
+      (
+        await call('POST', '/mcp', '/mcp', {
+          raw: Buffer.from('{"jsonrpc":'),
+          headers: { ...mcpAccept, 'content-type': 'application/json' },
+        })
+      ).status,
+      422,
+    );
 
     // HLS: playlists and segments are not JSON (as documented); their errors are.
-    const master = await waitFor('the HLS playlist', async () => {
-      const answer = await fetch(paid.body.service.endpoints.hls_url);
-      return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
-    }, 40_000);
+    const master = await waitFor(
+      'the HLS playlist',
+      async () => {
+        const answer = await fetch(paid.body.service.endpoints.hls_url);
+        return answer.status === 200 ? answer.text() : (await answer.arrayBuffer(), undefined);
+      },
+      40_000,
+    );
     const hlsUrl = paid.body.service.endpoints.hls_url;
     const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, hlsUrl);
     const mediaText = await (await fetch(media)).text();
-    const segment = await fetch(new URL(mediaText.split('\n').filter((line) => line.startsWith('seg')).at(-1)!, media));
+    const segment = await fetch(
+      new URL(
+        mediaText
+          .split('\n')
+          .filter((line) => line.startsWith('seg'))
+          .at(-1)!,
+        media,
+      ),
+    );
     assert.equal(segment.headers.get('content-type'), 'video/mp2t');
     await segment.arrayBuffer();
     const hlsOperations = ['index.m3u8', 'live.m3u8', '{segment}'];
@@ -272,18 +696,33 @@ describe('/openapi.json', () => {
     assert.equal((await hls('{segment}', `/hls/${serviceId}/seg1.ts?session=short`)).status, 404);
 
     // Every operation of the document was answered at least once with a success.
-    const operations = Object.entries<any>(document.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => m !== 'servers').map((m) => `${m.toUpperCase()} ${path}`));
-    for (const operation of operations) assert.ok([...checked].some((c) => c.startsWith(`${operation} 2`)), `${operation} was checked with a success: ${[...checked].join(', ')}`);
+    const operations = Object.entries<any>(document.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((m) => m !== 'servers')
+        .map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    for (const operation of operations)
+      assert.ok(
+        [...checked].some((c) => c.startsWith(`${operation} 2`)),
+        `${operation} was checked with a success: ${[...checked].join(', ')}`,
+      );
   });
 
   test('Redocly lint with the recommended rules reports no error, on the served document and the offline one', async () => {
     const file = join(await scratchDir('openapi-'), 'openapi.json');
     await writeFile(file, JSON.stringify(document));
-    const served = spawnSync(join(root, 'node_modules/.bin/redocly'), ['lint', '--extends', 'recommended', '--format', 'json', file], { encoding: 'utf8', cwd: root });
+    const served = spawnSync(
+      join(root, 'node_modules/.bin/redocly'),
+      ['lint', '--extends', 'recommended', '--format', 'json', file],
+      { encoding: 'utf8', cwd: root },
+    );
     assert.equal(served.status, 0, served.stdout + served.stderr);
     const report = JSON.parse(served.stdout.slice(served.stdout.indexOf('{')));
     assert.equal(report.totals.errors, 0, served.stdout);
-    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/lint-openapi.ts'], { encoding: 'utf8', cwd: root });
+    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/lint-openapi.ts'], {
+      encoding: 'utf8',
+      cwd: root,
+    });
     assert.equal(offline.status, 0, offline.stdout + offline.stderr);
   });
 });

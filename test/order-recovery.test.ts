@@ -6,9 +6,16 @@ import { request, scratchDir, startService, type Service } from './support/servi
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 
 const running: Service[] = [];
-after(async () => { await Promise.all(running.map((s) => s.stop('SIGKILL'))); });
+after(async () => {
+  await Promise.all(running.map((s) => s.stop('SIGKILL')));
+});
 
-const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Crash FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const body = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Crash FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+};
 const fast = { ORDER_LEASE_SECONDS: '1', ORDER_RECOVERY_INTERVAL_MS: '200' };
 
 async function start(dataDir: string, env: Record<string, string>) {
@@ -20,7 +27,10 @@ async function start(dataDir: string, env: Record<string, string>) {
 /** Repeats the request until it stops being "in progress" (or a dependency is briefly away). */
 async function retryUntilSettled(service: Service, key: string, signature: string) {
   for (let i = 0; i < 100; i++) {
-    const response = await request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+    const response = await request(service, 'POST', '/orders', {
+      body,
+      headers: { 'idempotency-key': key, 'payment-signature': signature },
+    });
     if (!response.body.error?.retryable) return response;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -41,7 +51,13 @@ describe('an instance killed (SIGKILL) between two steps of an order', () => {
       const sellerBefore = await wallet.balanceOf(asset, payTo);
       const signature = await wallet.pay(header);
 
-      await assert.rejects(request(doomed, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } }), 'the instance dies mid-order');
+      await assert.rejects(
+        request(doomed, 'POST', '/orders', {
+          body,
+          headers: { 'idempotency-key': key, 'payment-signature': signature },
+        }),
+        'the instance dies mid-order',
+      );
       assert.equal(await doomed.stop(), null, 'killed by a signal');
 
       const revived = await start(dataDir, {});
@@ -53,9 +69,12 @@ describe('an instance killed (SIGKILL) between two steps of an order', () => {
       assert.equal(response.body.service.status, 'active');
       assert.equal(decodePaymentResponseHeader(response.headers.get('payment-response')!).success, true);
       // The buyer's test wallet is topped up on every start, so the seller's side tells what moved.
-      assert.equal(await chain.balanceOf(asset, payTo) - sellerBefore, 270000n, 'charged exactly once');
+      assert.equal((await chain.balanceOf(asset, payTo)) - sellerBefore, 270000n, 'charged exactly once');
 
-      const again = await request(revived, 'POST', '/orders', { body, headers: { 'idempotency-key': `${key}-other`, 'payment-signature': signature } });
+      const again = await request(revived, 'POST', '/orders', {
+        body,
+        headers: { 'idempotency-key': `${key}-other`, 'payment-signature': signature },
+      });
       assert.equal(again.status, 409);
       assert.equal(again.body.error.code, 'payment_already_used');
       await revived.stop();
@@ -69,14 +88,25 @@ describe('an instance killed while an extension is being paid', () => {
     const first = await start(dataDir, {});
     const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const ordered = await retryUntilSettled(first, 'ext-order', await wallet.pay((await request(first, 'POST', '/orders', { body, headers: { 'idempotency-key': 'ext-order' } })).headers.get('payment-required')!));
+    const ordered = await retryUntilSettled(
+      first,
+      'ext-order',
+      await wallet.pay(
+        (await request(first, 'POST', '/orders', { body, headers: { 'idempotency-key': 'ext-order' } })).headers.get(
+          'payment-required',
+        )!,
+      ),
+    );
     assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
     const svc = ordered.body.service;
     await first.stop();
 
     const doomed = await start(dataDir, { ORDER_CRASH_AT: 'after_settled' });
     // Each start runs the chain on a new port.
-    const paying = new TestWallet(dev.buyer.private_key, JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')).chain.rpc_url);
+    const paying = new TestWallet(
+      dev.buyer.private_key,
+      JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')).chain.rpc_url,
+    );
     const path = `/services/${svc.service_id}/extend`;
     const extension = { body: { duration_hours: 2 }, headers: { 'idempotency-key': 'ext-crash' } };
     const ask = await request(doomed, 'POST', path, extension);
@@ -85,7 +115,13 @@ describe('an instance killed while an extension is being paid', () => {
     const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
     const sellerBefore = await paying.balanceOf(asset, payTo);
     const signature = await paying.pay(header);
-    await assert.rejects(request(doomed, 'POST', path, { ...extension, headers: { ...extension.headers, 'payment-signature': signature } }), 'the instance dies mid-extension');
+    await assert.rejects(
+      request(doomed, 'POST', path, {
+        ...extension,
+        headers: { ...extension.headers, 'payment-signature': signature },
+      }),
+      'the instance dies mid-extension',
+    );
     assert.equal(await doomed.stop(), null, 'killed by a signal');
 
     const revived = await start(dataDir, {});
@@ -98,13 +134,20 @@ describe('an instance killed while an extension is being paid', () => {
       if (Date.parse(read.body.service.expires_at) === moved) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    assert.equal(Date.parse((await request(revived, 'GET', `/services/${svc.service_id}`)).body.service.expires_at), moved, 'extended by recovery');
-    const retry = await request(revived, 'POST', path, { ...extension, headers: { ...extension.headers, 'payment-signature': signature } });
+    assert.equal(
+      Date.parse((await request(revived, 'GET', `/services/${svc.service_id}`)).body.service.expires_at),
+      moved,
+      'extended by recovery',
+    );
+    const retry = await request(revived, 'POST', path, {
+      ...extension,
+      headers: { ...extension.headers, 'payment-signature': signature },
+    });
     assert.equal(retry.status, 200, JSON.stringify(retry.body));
     assert.equal(retry.body.idempotent_replay, true);
     assert.equal(retry.body.order.extension_of, svc.service_id);
     assert.equal(Date.parse(retry.body.service.expires_at), moved, 'applied once');
-    assert.equal(await chain.balanceOf(asset, payTo) - sellerBefore, 270000n, 'charged exactly once');
+    assert.equal((await chain.balanceOf(asset, payTo)) - sellerBefore, 270000n, 'charged exactly once');
     await revived.stop();
   });
 });

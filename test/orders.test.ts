@@ -6,7 +6,14 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { request, root, runNode, startService, type JsonResponse, type Service } from './support/service.js';
 import { buy } from './support/purchase.js';
-import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import {
+  connectListener,
+  exitOf,
+  hasMpegFrame,
+  startFfmpegSource,
+  waitFor,
+  type Listener,
+} from './support/streaming.js';
 import { DEV_ACCOUNTS } from '../src/chain/index.js';
 import { KeyRevoked } from '../src/keys/index.js';
 import { OrderStore } from '../src/orders/index.js';
@@ -18,7 +25,12 @@ requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
-let dev: { base_url: string; api_key: string; chain: { rpc_url: string; chain_id: number }; buyer: { address: string; private_key: `0x${string}` } };
+let dev: {
+  base_url: string;
+  api_key: string;
+  chain: { rpc_url: string; chain_id: number };
+  buyer: { address: string; private_key: `0x${string}` };
+};
 const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
@@ -55,7 +67,8 @@ function assertError(response: JsonResponse, status: number, code: string) {
   assert.ok(response.body.error.request_id);
 }
 
-const paidOrder = (body: Record<string, unknown>, key: string, sent: string[] = []) => buy(service, wallet, body, key, sent);
+const paidOrder = (body: Record<string, unknown>, key: string, sent: string[] = []) =>
+  buy(service, wallet, body, key, sent);
 
 describe('POST /orders without payment', () => {
   test('answers 402 with x402 v2 PAYMENT-REQUIRED and binds nothing', async () => {
@@ -76,37 +89,109 @@ describe('POST /orders without payment', () => {
     assert.ok(accept.maxTimeoutSeconds > 0);
     assert.deepEqual(accept.extra, { name: 'USD Coin', version: '2' });
 
-    const other = await post(order({ parameters: { duration_hours: 2, max_listeners: 2, bitrate_kbps: 64 } }), { 'idempotency-key': key });
+    const other = await post(order({ parameters: { duration_hours: 2, max_listeners: 2, bitrate_kbps: 64 } }), {
+      'idempotency-key': key,
+    });
     assertError(other, 402, 'payment_required');
-    assert.equal(decodePaymentRequiredHeader(other.headers.get('payment-required')!).accepts[0].amount, '290000', 'the key was not bound by the first 402');
+    assert.equal(
+      decodePaymentRequiredHeader(other.headers.get('payment-required')!).accepts[0].amount,
+      '290000',
+      'the key was not bound by the first 402',
+    );
   });
 
   test('validates the request before asking for money', async () => {
     assertError(await post(order()), 400, 'idempotency_key_missing');
     assertError(await post(order(), { 'idempotency-key': '' }), 400, 'idempotency_key_missing');
-    const invalid = await post(order({ email: 'not-an-email', quantity: 2, station_name: 'x'.repeat(121), metadata: { note: 'y'.repeat(201) }, extra: true }), { 'idempotency-key': newKey() });
+    const invalid = await post(
+      order({
+        email: 'not-an-email',
+        quantity: 2,
+        station_name: 'x'.repeat(121),
+        metadata: { note: 'y'.repeat(201) },
+        extra: true,
+      }),
+      { 'idempotency-key': newKey() },
+    );
     assertError(invalid, 422, 'invalid_request');
-    assert.deepEqual(invalid.body.error.details.map((d: any) => d.pointer).sort(), ['/email', '/extra', '/metadata/note', '/quantity', '/station_name']);
-    assertError(await request(service, 'POST', '/orders', { body: order(), auth: false, headers: { 'idempotency-key': newKey() } }), 401, 'authentication_required');
-    assertError(await post(order({ product_id: 'no-such-thing' }), { 'idempotency-key': newKey() }), 404, 'product_not_found');
-    assertError(await post(order({ product_id: 'radio-local', parameters: {}, billing: 'monthly' }), { 'idempotency-key': newKey() }), 409, 'product_not_orderable');
-    assertError(await post(order({ product_id: 'radio-directo', parameters: {}, billing: 'annual' }), { 'idempotency-key': newKey() }), 409, 'amount_out_of_range');
-    assertError(await post(order({ billing: 'monthly' }), { 'idempotency-key': newKey() }), 422, 'billing_not_supported');
-    const withoutBilling = await post(order({ product_id: 'radio-directo', parameters: {} }), { 'idempotency-key': newKey() });
+    assert.deepEqual(invalid.body.error.details.map((d: any) => d.pointer).sort(), [
+      '/email',
+      '/extra',
+      '/metadata/note',
+      '/quantity',
+      '/station_name',
+    ]);
+    assertError(
+      await request(service, 'POST', '/orders', {
+        body: order(),
+        auth: false,
+        headers: { 'idempotency-key': newKey() },
+      }),
+      401,
+      'authentication_required',
+    );
+    assertError(
+      await post(order({ product_id: 'no-such-thing' }), { 'idempotency-key': newKey() }),
+      404,
+      'product_not_found',
+    );
+    assertError(
+      await post(order({ product_id: 'radio-local', parameters: {}, billing: 'monthly' }), {
+        'idempotency-key': newKey(),
+      }),
+      409,
+      'product_not_orderable',
+    );
+    assertError(
+      await post(order({ product_id: 'radio-directo', parameters: {}, billing: 'annual' }), {
+        'idempotency-key': newKey(),
+      }),
+      409,
+      'amount_out_of_range',
+    );
+    assertError(
+      await post(order({ billing: 'monthly' }), { 'idempotency-key': newKey() }),
+      422,
+      'billing_not_supported',
+    );
+    const withoutBilling = await post(order({ product_id: 'radio-directo', parameters: {} }), {
+      'idempotency-key': newKey(),
+    });
     assertError(withoutBilling, 422, 'billing_not_supported');
     assert.equal(withoutBilling.body.error.details[0].pointer, '/billing');
-    const monthly = await post(order({ product_id: 'radio-directo', parameters: {}, billing: 'monthly' }), { 'idempotency-key': newKey() });
+    const monthly = await post(order({ product_id: 'radio-directo', parameters: {}, billing: 'monthly' }), {
+      'idempotency-key': newKey(),
+    });
     assertError(monthly, 402, 'payment_required');
     assert.equal(decodePaymentRequiredHeader(monthly.headers.get('payment-required')!).accepts[0].amount, '7452000');
   });
 
   test('a live quote locks its price; an expired or mismatched one is refused', async () => {
-    const q = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 } } });
-    const locked = await post(order({ parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 }, metadata: { quote_id: q.body.quote.id } }), { 'idempotency-key': newKey() });
+    const q = await request(service, 'POST', '/quotes', {
+      body: { product_id: 'instant-stream', parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 } },
+    });
+    const locked = await post(
+      order({
+        parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 },
+        metadata: { quote_id: q.body.quote.id },
+      }),
+      { 'idempotency-key': newKey() },
+    );
     assertError(locked, 402, 'payment_required');
-    assert.equal(decodePaymentRequiredHeader(locked.headers.get('payment-required')!).accepts[0].amount, q.body.quote.price.amount_atomic);
-    assertError(await post(order({ metadata: { quote_id: q.body.quote.id } }), { 'idempotency-key': newKey() }), 409, 'quote_mismatch');
-    assertError(await post(order({ metadata: { quote_id: 'qt_unknown' } }), { 'idempotency-key': newKey() }), 422, 'quote_not_found');
+    assert.equal(
+      decodePaymentRequiredHeader(locked.headers.get('payment-required')!).accepts[0].amount,
+      q.body.quote.price.amount_atomic,
+    );
+    assertError(
+      await post(order({ metadata: { quote_id: q.body.quote.id } }), { 'idempotency-key': newKey() }),
+      409,
+      'quote_mismatch',
+    );
+    assertError(
+      await post(order({ metadata: { quote_id: 'qt_unknown' } }), { 'idempotency-key': newKey() }),
+      422,
+      'quote_not_found',
+    );
 
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
     const db = new pg.Client({ connectionString: lock.database_url });
@@ -116,7 +201,13 @@ describe('POST /orders without payment', () => {
     } finally {
       await db.end();
     }
-    const expired = await post(order({ parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 }, metadata: { quote_id: q.body.quote.id } }), { 'idempotency-key': newKey() });
+    const expired = await post(
+      order({
+        parameters: { duration_hours: 1.5, max_listeners: 2, bitrate_kbps: 64 },
+        metadata: { quote_id: q.body.quote.id },
+      }),
+      { 'idempotency-key': newKey() },
+    );
     assertError(expired, 409, 'quote_expired');
   });
 });
@@ -127,7 +218,9 @@ describe('a paid order', () => {
   const signatures: string[] = [];
 
   test('pays with @x402/fetch, moves exactly the price on chain and returns a live service', async () => {
-    const required = decodePaymentRequiredHeader((await post(order(), { 'idempotency-key': newKey() })).headers.get('payment-required')!);
+    const required = decodePaymentRequiredHeader(
+      (await post(order(), { 'idempotency-key': newKey() })).headers.get('payment-required')!,
+    );
     const { asset, payTo } = required.accepts[0];
     const buyerBefore = await wallet.balanceOf(asset, dev.buyer.address);
     const sellerBefore = await wallet.balanceOf(asset, payTo);
@@ -140,7 +233,15 @@ describe('a paid order', () => {
     assert.match(paid.body.order.id, /^ra_[a-zA-Z0-9_-]{8,120}$/);
     assert.equal(paid.body.order.status, 'active');
     const svc = paid.body.service;
-    assert.deepEqual(Object.keys(svc).sort(), ['broadcast_url', 'endpoints', 'expires_at', 'limits', 'service_id', 'status', 'stream_url']);
+    assert.deepEqual(Object.keys(svc).sort(), [
+      'broadcast_url',
+      'endpoints',
+      'expires_at',
+      'limits',
+      'service_id',
+      'status',
+      'stream_url',
+    ]);
     assert.match(svc.service_id, /^[a-zA-Z0-9_-]{8,120}$/);
     assert.equal(svc.status, 'active');
     assert.match(svc.stream_url, /^http:\/\/127\.0\.0\.1:\d+\/live-/);
@@ -155,8 +256,8 @@ describe('a paid order', () => {
     assert.equal(settlement.network, 'eip155:8453');
     assert.equal(settlement.payer?.toLowerCase(), dev.buyer.address.toLowerCase());
 
-    assert.equal(buyerBefore - await wallet.balanceOf(asset, dev.buyer.address), 270000n);
-    assert.equal(await wallet.balanceOf(asset, payTo) - sellerBefore, 270000n);
+    assert.equal(buyerBefore - (await wallet.balanceOf(asset, dev.buyer.address)), 270000n);
+    assert.equal((await wallet.balanceOf(asset, payTo)) - sellerBefore, 270000n);
 
     const fetched = await request(service, 'GET', `/orders/${paid.body.order.id}`);
     assert.equal(fetched.body.order.id, paid.body.order.id);
@@ -166,7 +267,9 @@ describe('a paid order', () => {
   });
 
   test('a repeat returns the same order without paying again; another body with the key is refused', async () => {
-    const required = decodePaymentRequiredHeader((await post(order(), { 'idempotency-key': newKey() })).headers.get('payment-required')!);
+    const required = decodePaymentRequiredHeader(
+      (await post(order(), { 'idempotency-key': newKey() })).headers.get('payment-required')!,
+    );
     const before = await wallet.balanceOf(required.accepts[0].asset, dev.buyer.address);
     const again = await post(order(), { 'idempotency-key': key });
     assert.equal(again.status, 200);
@@ -175,7 +278,11 @@ describe('a paid order', () => {
     assert.deepEqual(again.body.service, paid.body.service);
     assert.equal(again.headers.get('payment-response'), paid.headers.get('payment-response'));
     assert.equal(await wallet.balanceOf(required.accepts[0].asset, dev.buyer.address), before);
-    assertError(await post(order({ station_name: 'Other FM' }), { 'idempotency-key': key }), 409, 'idempotency_key_reused');
+    assertError(
+      await post(order({ station_name: 'Other FM' }), { 'idempotency-key': key }),
+      409,
+      'idempotency_key_reused',
+    );
   });
 
   test('Idempotency-Key look-ups made in one turn go to PostgreSQL as one statement and each gets its own answer', async () => {
@@ -186,7 +293,10 @@ describe('a paid order', () => {
     try {
       const statements: string[] = [];
       const query = db.query.bind(db);
-      db.query = ((sql: string, params?: unknown[]) => { statements.push(sql); return query(sql, params); }) as typeof db.query;
+      db.query = ((sql: string, params?: unknown[]) => {
+        statements.push(sql);
+        return query(sql, params);
+      }) as typeof db.query;
       const store = new OrderStore(db);
       const devKeyId = dev.api_key.split('_')[1];
       const asked = [
@@ -197,10 +307,15 @@ describe('a paid order', () => {
         ...Array.from({ length: 5 }, () => ({ apiKeyId: devKeyId, idempotencyKey: newKey() })),
       ];
       const answers = await Promise.allSettled(asked.map((a) => store.byKey(a.apiKeyId, a.idempotencyKey)));
-      assert.equal(statements.length, 2, `one statement looks up the ${asked.length} keys, one reads the order found whole`);
+      assert.equal(
+        statements.length,
+        2,
+        `one statement looks up the ${asked.length} keys, one reads the order found whole`,
+      );
       answers.forEach((answer, i) => {
         if (i === 5) assert.equal(answer.status === 'fulfilled' && answer.value?.id, paid.body.order.id);
-        else if (i === 6 || i === 7) assert.equal(answer.status === 'rejected' && answer.reason instanceof KeyRevoked, true, `look-up ${i}`);
+        else if (i === 6 || i === 7)
+          assert.equal(answer.status === 'rejected' && answer.reason instanceof KeyRevoked, true, `look-up ${i}`);
         else assert.deepEqual(answer, { status: 'fulfilled', value: undefined }, `look-up ${i}`);
       });
     } finally {
@@ -218,37 +333,94 @@ describe('a paid order', () => {
     const ask = await post(order(), { 'idempotency-key': newKey() });
     const header = ask.headers.get('payment-required')!;
     const attempts: [string, (p: any) => void][] = [
-      ['amount', (p) => { p.accepted.amount = '1'; }],
-      ['payTo', (p) => { p.accepted.payTo = dev.buyer.address; }],
-      ['network', (p) => { p.accepted.network = 'eip155:1'; }],
-      ['asset', (p) => { p.accepted.asset = '0x0000000000000000000000000000000000000001'; }],
-      ['signed value', (p) => { p.payload.authorization.value = '1'; }],
-      ['signature', (p) => { p.payload.signature = p.payload.signature.slice(0, -4) + '0000'; }],
+      [
+        'amount',
+        (p) => {
+          p.accepted.amount = '1';
+        },
+      ],
+      [
+        'payTo',
+        (p) => {
+          p.accepted.payTo = dev.buyer.address;
+        },
+      ],
+      [
+        'network',
+        (p) => {
+          p.accepted.network = 'eip155:1';
+        },
+      ],
+      [
+        'asset',
+        (p) => {
+          p.accepted.asset = '0x0000000000000000000000000000000000000001';
+        },
+      ],
+      [
+        'signed value',
+        (p) => {
+          p.payload.authorization.value = '1';
+        },
+      ],
+      [
+        'signature',
+        (p) => {
+          p.payload.signature = p.payload.signature.slice(0, -4) + '0000';
+        },
+      ],
     ];
     for (const [what, tamper] of attempts) {
-      const response = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await wallet.pay(header, tamper) });
+      const response = await post(order(), {
+        'idempotency-key': newKey(),
+        'payment-signature': await wallet.pay(header, tamper),
+      });
       assert.equal(response.status, 402, `${what}: ${JSON.stringify(response.body)}`);
       assert.ok(['payment_mismatch', 'payment_rejected'].includes(response.body.error.code), what);
       assert.ok(response.headers.get('payment-required'), `${what}: a fresh PAYMENT-REQUIRED`);
     }
-    for (const garbage of ['not base64!', Buffer.from('{"x402Version":2}').toString('base64'), Buffer.from('[]').toString('base64')]) {
-      assertError(await post(order(), { 'idempotency-key': newKey(), 'payment-signature': garbage }), 402, 'payment_invalid');
+    for (const garbage of [
+      'not base64!',
+      Buffer.from('{"x402Version":2}').toString('base64'),
+      Buffer.from('[]').toString('base64'),
+    ]) {
+      assertError(
+        await post(order(), { 'idempotency-key': newKey(), 'payment-signature': garbage }),
+        402,
+        'payment_invalid',
+      );
     }
     const now = BigInt(Math.floor(Date.now() / 1000));
-    const expired = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await wallet.payWithValidity(header, 0n, now - 60n) });
+    const expired = await post(order(), {
+      'idempotency-key': newKey(),
+      'payment-signature': await wallet.payWithValidity(header, 0n, now - 60n),
+    });
     assertError(expired, 402, 'payment_rejected');
-    const notYetValid = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await wallet.payWithValidity(header, now + 3600n, now + 7200n) });
+    const notYetValid = await post(order(), {
+      'idempotency-key': newKey(),
+      'payment-signature': await wallet.payWithValidity(header, now + 3600n, now + 7200n),
+    });
     assertError(notYetValid, 402, 'payment_rejected');
     const broke = new TestWallet(DEV_ACCOUNTS[5].privateKey, dev.chain.rpc_url);
-    const underFunded = await post(order(), { 'idempotency-key': newKey(), 'payment-signature': await broke.pay(header) });
+    const underFunded = await post(order(), {
+      'idempotency-key': newKey(),
+      'payment-signature': await broke.pay(header),
+    });
     assertError(underFunded, 402, 'payment_rejected');
     assert.match(underFunded.body.error.message, /insufficient/i);
-    const dearer = await post(order({ parameters: { duration_hours: 5, max_listeners: 2, bitrate_kbps: 64 } }), { 'idempotency-key': newKey(), 'payment-signature': await wallet.pay(header) });
+    const dearer = await post(order({ parameters: { duration_hours: 5, max_listeners: 2, bitrate_kbps: 64 } }), {
+      'idempotency-key': newKey(),
+      'payment-signature': await wallet.pay(header),
+    });
     assertError(dearer, 402, 'payment_mismatch');
 
     // None of the refused attempts bound its key or provisioned anything: the key still takes a good payment.
     const retryKey = newKey();
-    assertError(await post(order(), { 'idempotency-key': retryKey, 'payment-signature': await broke.pay(header) }), 402, 'payment_rejected');
+    assertError(
+      await post(order(), { 'idempotency-key': retryKey, 'payment-signature': await broke.pay(header) }),
+      402,
+      'payment_rejected',
+    );
     const good = await post(order(), { 'idempotency-key': retryKey, 'payment-signature': await wallet.pay(header) });
     assert.equal(good.status, 200);
     assert.equal(good.body.idempotent_replay, false);
@@ -261,15 +433,21 @@ describe('a paid order', () => {
     const signature = await wallet.pay(header);
     const asset = decodePaymentRequiredHeader(header).accepts[0].asset;
     const before = await wallet.balanceOf(asset, dev.buyer.address);
-    const answers = await Promise.all(Array.from({ length: 50 }, () => post(body, { 'idempotency-key': raceKey, 'payment-signature': signature })));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => post(body, { 'idempotency-key': raceKey, 'payment-signature': signature })),
+    );
     const ok = answers.filter((a) => a.status === 200);
     const busy = answers.filter((a) => a.status === 409 && a.body.error.code === 'idempotency_in_progress');
-    assert.equal(ok.length + busy.length, 50, JSON.stringify(answers.filter((a) => a.status !== 200 && a.status !== 409).map((a) => a.body)));
+    assert.equal(
+      ok.length + busy.length,
+      50,
+      JSON.stringify(answers.filter((a) => a.status !== 200 && a.status !== 409).map((a) => a.body)),
+    );
     assert.ok(ok.length >= 1);
     assert.equal(new Set(ok.map((a) => a.body.service.service_id)).size, 1);
     assert.equal(ok.filter((a) => !a.body.idempotent_replay).length, 1);
     for (const b of busy) assert.equal(b.body.error.retryable, true);
-    assert.equal(before - await wallet.balanceOf(asset, dev.buyer.address), 270000n, 'charged exactly once');
+    assert.equal(before - (await wallet.balanceOf(asset, dev.buyer.address)), 270000n, 'charged exactly once');
   });
 });
 
@@ -287,7 +465,8 @@ test('logs carry request and order ids, never secrets; /metrics counts what happ
   assert.match(logs, new RegExp(`"order_id":"${body.order.id}"`));
   assert.match(logs, /"request_id":"req_/);
   const password = new URL(body.service.broadcast_url.replace(/^icecast:/, 'http:')).password;
-  for (const secret of [service.apiKey, dev.buyer.private_key, dev.buyer.private_key.slice(2), password]) assert.ok(!logs.includes(secret), 'a secret reached the logs');
+  for (const secret of [service.apiKey, dev.buyer.private_key, dev.buyer.private_key.slice(2), password])
+    assert.ok(!logs.includes(secret), 'a secret reached the logs');
   const metrics = await (await fetch(service.metricsUrl)).text();
   assert.match(metrics, /^http_requests_total\{route="\/api\/v1\/orders",method="POST",status="200"\} [1-9]/m);
   assert.match(metrics, /^settlements_total\{result="settled"\} [1-9]/m);
@@ -306,17 +485,25 @@ describe('the bought stream', () => {
 
     const source = startFfmpegSource(broadcast);
     processes.push(source);
-    const first = await waitFor('the mount to go live', async () => {
-      const l = await connectListener(stream).catch(() => undefined);
-      if (l && l.status === 200) return l;
-      l?.close();
-      return undefined;
-    }, 20_000);
+    const first = await waitFor(
+      'the mount to go live',
+      async () => {
+        const l = await connectListener(stream).catch(() => undefined);
+        if (l && l.status === 200) return l;
+        l?.close();
+        return undefined;
+      },
+      20_000,
+    );
     listeners.push(first);
     const second = await connectListener(stream);
     listeners.push(second);
     assert.equal(second.status, 200);
-    await waitFor('audio for both listeners', () => hasMpegFrame(first.received()) && hasMpegFrame(second.received()), 10_000);
+    await waitFor(
+      'audio for both listeners',
+      () => hasMpegFrame(first.received()) && hasMpegFrame(second.received()),
+      10_000,
+    );
 
     const third = await connectListener(stream);
     listeners.push(third);

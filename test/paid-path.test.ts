@@ -25,11 +25,24 @@ const [USED, TRANSFER] = parseAbi([
 /** A settlement's receipt as viem returns it: the token's AuthorizationUsed and Transfer logs. */
 function receipt(amount: bigint): TransactionReceipt {
   const log = (topics: Hex[], data: Hex, logIndex: number) => ({
-    address: token, topics, data, blockNumber: 42n, blockHash: `0x${'22'.repeat(32)}` as Hex, transactionHash: transaction, logIndex, transactionIndex: 0, removed: false,
+    address: token,
+    topics,
+    data,
+    blockNumber: 42n,
+    blockHash: `0x${'22'.repeat(32)}` as Hex,
+    transactionHash: transaction,
+    logIndex,
+    transactionIndex: 0,
+    removed: false,
   });
   return {
-    status: 'success', transactionHash: transaction, blockNumber: 42n,
-    logs: [log([USED, pad(payer as Hex), nonce], '0x', 0), log([TRANSFER, pad(payer as Hex), pad(payTo as Hex)], numberToHex(amount, { size: 32 }), 1)],
+    status: 'success',
+    transactionHash: transaction,
+    blockNumber: 42n,
+    logs: [
+      log([USED, pad(payer as Hex), nonce], '0x', 0),
+      log([TRANSFER, pad(payer as Hex), pad(payTo as Hex)], numberToHex(amount, { size: 32 }), 1),
+    ],
   } as unknown as TransactionReceipt;
 }
 
@@ -57,20 +70,33 @@ describe('proof of payment from the settlement receipt the facilitator already h
 describe('a paid order', () => {
   let service: Service | undefined;
   let db: pg.Client | undefined;
-  after(async () => { await db?.end(); await service?.stop(); });
+  after(async () => {
+    await db?.end();
+    await service?.stop();
+  });
 
   test('is settled and provisioned in one transaction, still chained as settling → provisioning → active', async () => {
     service = await startService();
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const bought = await buy(service, wallet, { product_id: 'instant-stream', email: 'paid@example.com', station_name: 'Paid FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } });
+    const bought = await buy(service, wallet, {
+      product_id: 'instant-stream',
+      email: 'paid@example.com',
+      station_name: 'Paid FM',
+      parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+    });
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
     db = new pg.Client({ connectionString: lock.database_url });
     await db.connect();
     const { rows } = await db.query<{ state: string; at: string; tx: string }>(
-      `SELECT record::jsonb ->> 'state' AS state, audit_time(created_at) AS at, xmin::text AS tx FROM audit_records WHERE subject = $1 ORDER BY seq`, [bought.body.order.id]);
-    assert.deepEqual(rows.map((r) => r.state), ['settling', 'provisioning', 'active']);
+      `SELECT record::jsonb ->> 'state' AS state, audit_time(created_at) AS at, xmin::text AS tx FROM audit_records WHERE subject = $1 ORDER BY seq`,
+      [bought.body.order.id],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.state),
+      ['settling', 'provisioning', 'active'],
+    );
     assert.equal(rows[1].tx, rows[2].tx, 'provisioning and active were committed together');
     assert.notEqual(rows[0].tx, rows[1].tx, 'the claim is committed before the settlement is sent');
     assert.equal(bought.body.order.payment.block_number !== null, true, 'the proof is recorded');

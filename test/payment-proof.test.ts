@@ -11,7 +11,9 @@ import { authorizationOf, decodePaymentRequiredHeader, TestWallet } from './supp
 
 const running: Service[] = [];
 const proxies: Array<{ close(): Promise<void> }> = [];
-after(async () => { await Promise.all([...running.map((s) => s.stop('SIGKILL')), ...proxies.map((p) => p.close())]); });
+after(async () => {
+  await Promise.all([...running.map((s) => s.stop('SIGKILL')), ...proxies.map((p) => p.close())]);
+});
 
 /** Reads go through an RPC endpoint that refuses log ranges wider than 3 blocks, as remote providers refuse wide ones. */
 async function narrowRpc() {
@@ -20,7 +22,12 @@ async function narrowRpc() {
   return { rpc, env: { X402_RPC_URL: rpc.url, X402_LOG_WINDOW_BLOCKS: '3' } };
 }
 
-const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Proof FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const body = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Proof FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+};
 const PRICE = 270000n;
 const elsewhere = '0x000000000000000000000000000000000000dEaD';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,7 +36,11 @@ async function start(env: Record<string, string>, dataDir?: string) {
   const service = await startService(env, { dataDir });
   running.push(service);
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  return { service, rpcUrl: dev.chain.rpc_url as string, wallet: new TestWallet(dev.buyer.private_key, dev.chain.rpc_url) };
+  return {
+    service,
+    rpcUrl: dev.chain.rpc_url as string,
+    wallet: new TestWallet(dev.buyer.private_key, dev.chain.rpc_url),
+  };
 }
 
 async function offer(service: Service, wallet: TestWallet, key: string) {
@@ -37,11 +48,20 @@ async function offer(service: Service, wallet: TestWallet, key: string) {
   assert.equal(ask.status, 402);
   const header = ask.headers.get('payment-required')!;
   const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
-  return { header, asset, payTo, signature: await wallet.pay(header), sellerBefore: await wallet.balanceOf(asset, payTo) };
+  return {
+    header,
+    asset,
+    payTo,
+    signature: await wallet.pay(header),
+    sellerBefore: await wallet.balanceOf(asset, payTo),
+  };
 }
 
 function order(service: Service, key: string, signature: string) {
-  return request(service, 'POST', '/orders', { body, headers: { 'idempotency-key': key, 'payment-signature': signature } });
+  return request(service, 'POST', '/orders', {
+    body,
+    headers: { 'idempotency-key': key, 'payment-signature': signature },
+  });
 }
 
 /** Repeats the paid request until it stops being "in progress" (recovery finishing the order). */
@@ -56,7 +76,10 @@ async function settledAnswer(service: Service, key: string, signature: string) {
 
 const lies = {
   cancel: { act: (w: TestWallet, signature: string) => w.cancel(signature), reason: /authorization_canceled/ },
-  spend: { act: (w: TestWallet, signature: string) => w.spendNonceElsewhere(signature, elsewhere, 1n), reason: /authorization_spent_elsewhere/ },
+  spend: {
+    act: (w: TestWallet, signature: string) => w.spendNonceElsewhere(signature, elsewhere, 1n),
+    reason: /authorization_spent_elsewhere/,
+  },
 };
 
 describe('an order is paid only on proof of transfer', () => {
@@ -66,7 +89,11 @@ describe('an order is paid only on proof of transfer', () => {
       const { service, wallet, rpcUrl } = await start({ ...reads, ORDER_PAUSE_AT: 'after_claim:1500' });
       rpc.setUpstream(rpcUrl);
       // A chain with a past: the proof must be searched from the claim height, not from block 0.
-      await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x40'] }) });
+      await fetch(rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x40'] }),
+      });
       const paid = await offer(service, wallet, `lie-${lie}`);
       const pending = order(service, `lie-${lie}`, paid.signature);
       await sleep(500); // the order is claimed and waits before settling
@@ -79,8 +106,14 @@ describe('an order is paid only on proof of transfer', () => {
       assert.equal(response.body.service, undefined, 'no stream handed out');
       assert.equal(await wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore, 'the seller received nothing');
       assert.equal(rpc.refused, 0, 'no log search wider than the provider allows');
-      assert.ok(rpc.ranges.length >= 2, `the search went window by window from the claim height (${rpc.ranges.length} windows)`);
-      assert.ok(rpc.ranges.every(([from]) => from >= 60n), `no search from before the claim (${rpc.ranges.map(([f, t]) => `${f}-${t}`)})`);
+      assert.ok(
+        rpc.ranges.length >= 2,
+        `the search went window by window from the claim height (${rpc.ranges.length} windows)`,
+      );
+      assert.ok(
+        rpc.ranges.every(([from]) => from >= 60n),
+        `no search from before the claim (${rpc.ranges.map(([f, t]) => `${f}-${t}`)})`,
+      );
 
       const again = await order(service, `lie-${lie}`, paid.signature);
       assert.equal(again.status, 402, 'the same dead authorization never buys the order');
@@ -90,7 +123,7 @@ describe('an order is paid only on proof of transfer', () => {
       const honest = await order(service, `lie-${lie}`, await wallet.pay(paid.header));
       assert.equal(honest.status, 200, JSON.stringify(honest.body));
       assert.match(honest.body.order.payment.transaction, /^0x[0-9a-f]{64}$/);
-      assert.equal(await wallet.balanceOf(paid.asset, paid.payTo) - paid.sellerBefore, PRICE);
+      assert.equal((await wallet.balanceOf(paid.asset, paid.payTo)) - paid.sellerBefore, PRICE);
     });
   }
 
@@ -102,7 +135,7 @@ describe('an order is paid only on proof of transfer', () => {
       await sleep(delay);
       const cancel = await wallet.cancel(paid.signature);
       const response = await pending;
-      const received = await wallet.balanceOf(paid.asset, paid.payTo) - paid.sellerBefore;
+      const received = (await wallet.balanceOf(paid.asset, paid.payTo)) - paid.sellerBefore;
       if (response.status === 200) {
         assert.equal(received, PRICE, `delay ${delay} ms: a stream handed out must have been paid`);
         assert.equal(cancel, 'reverted');
@@ -122,8 +155,14 @@ describe('an order is paid only on proof of transfer', () => {
       const response = await order(service, `durable-${i}`, paid.signature);
       assert.equal(response.status, 200, JSON.stringify(response.body));
       const journal = (await readFile(join(service.dataDir, 'chain-state.jsonl'), 'utf8')).toLowerCase();
-      assert.ok(journal.includes(authorizationOf(paid.signature).nonce.toLowerCase()), `purchase ${i}: the used nonce is in the saved chain state`);
-      assert.ok(journal.includes(response.body.order.payment.transaction.toLowerCase()), `purchase ${i}: the transfer's log is in the saved chain state`);
+      assert.ok(
+        journal.includes(authorizationOf(paid.signature).nonce.toLowerCase()),
+        `purchase ${i}: the used nonce is in the saved chain state`,
+      );
+      assert.ok(
+        journal.includes(response.body.order.payment.transaction.toLowerCase()),
+        `purchase ${i}: the transfer's log is in the saved chain state`,
+      );
     }
   });
 
@@ -136,7 +175,7 @@ describe('an order is paid only on proof of transfer', () => {
     assert.equal(response.body.error.code, 'payment_rejected');
     assert.match(response.body.error.message, /validBefore/);
     assert.equal(await wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore);
-    assert.equal((await wallet.cancel(forever)), 'mined', 'the authorization was never used');
+    assert.equal(await wallet.cancel(forever), 'mined', 'the authorization was never used');
   });
 
   for (const [lie, { act, reason }] of Object.entries(lies)) {
@@ -144,7 +183,15 @@ describe('an order is paid only on proof of transfer', () => {
       const dataDir = await scratchDir('audio-proof-');
       const { rpc, env: reads } = await narrowRpc();
       // Paused long enough to be killed before settling; its own recovery loop does not come round again.
-      const doomed = await start({ ...reads, ORDER_PAUSE_AT: 'after_claim:20000', ORDER_LEASE_SECONDS: '2', ORDER_RECOVERY_INTERVAL_MS: '600000' }, dataDir);
+      const doomed = await start(
+        {
+          ...reads,
+          ORDER_PAUSE_AT: 'after_claim:20000',
+          ORDER_LEASE_SECONDS: '2',
+          ORDER_RECOVERY_INTERVAL_MS: '600000',
+        },
+        dataDir,
+      );
       rpc.setUpstream(doomed.rpcUrl);
       const paid = await offer(doomed.service, doomed.wallet, `kill-${lie}`);
       const pending = order(doomed.service, `kill-${lie}`, paid.signature).catch(() => undefined);
@@ -152,7 +199,13 @@ describe('an order is paid only on proof of transfer', () => {
       assert.equal(await act(doomed.wallet, paid.signature), 'mined');
       // The chain's ledger is saved about once a second: wait until the consumed nonce is in it, as a real chain keeps it.
       const { nonce } = authorizationOf(paid.signature);
-      for (let i = 0; i < 50 && !(await readFile(join(dataDir, 'chain-state.jsonl'), 'utf8')).toLowerCase().includes(nonce.toLowerCase()); i++) await sleep(100);
+      for (
+        let i = 0;
+        i < 50 &&
+        !(await readFile(join(dataDir, 'chain-state.jsonl'), 'utf8')).toLowerCase().includes(nonce.toLowerCase());
+        i++
+      )
+        await sleep(100);
       assert.equal(await doomed.service.stop('SIGKILL'), null);
       await pending;
 
@@ -162,7 +215,11 @@ describe('an order is paid only on proof of transfer', () => {
       assert.equal(response.status, 402, JSON.stringify(response.body));
       assert.equal(response.body.error.code, 'payment_failed');
       assert.match(response.body.error.message, reason);
-      assert.equal(await revived.wallet.balanceOf(paid.asset, paid.payTo), paid.sellerBefore, 'the seller received nothing');
+      assert.equal(
+        await revived.wallet.balanceOf(paid.asset, paid.payTo),
+        paid.sellerBefore,
+        'the seller received nothing',
+      );
       assert.match(revived.service.output(), /order failed: payment not taken/);
       assert.equal(rpc.refused, 0, 'no log search wider than the provider allows');
     });

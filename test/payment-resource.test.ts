@@ -24,28 +24,45 @@ before(async () => {
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   agent = new Client({ name: 'test-agent', version: '1.0.0' });
-  await agent.connect(new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${service.apiKey}` } } }));
+  await agent.connect(
+    new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${service.apiKey}` } },
+    }),
+  );
 });
 after(async () => {
   await agent?.close();
   await service?.stop();
 });
 
-const stream = { product_id: 'instant-stream', email: 'bind@example.com', station_name: 'Bound FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const stream = {
+  product_id: 'instant-stream',
+  email: 'bind@example.com',
+  station_name: 'Bound FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+};
 
 /** A payment signed by the official client for these requirements, made out for `resourceUrl`. */
 async function signedFor(required: PaymentRequired, resourceUrl: string) {
-  return wallet.client.createPaymentPayload({ ...structuredClone(required), resource: { ...required.resource, url: resourceUrl } });
+  return wallet.client.createPaymentPayload({
+    ...structuredClone(required),
+    resource: { ...required.resource, url: resourceUrl },
+  });
 }
 
 describe('a payment is bound to the resource it was made out for', () => {
-  test('REST: a payment made out for /orders does not pay an upgrade of the same price; nothing is charged', { timeout: 120_000 }, async () => {
+  test('REST: a payment made out for /orders does not pay an upgrade of the same price; nothing is charged', {
+    timeout: 120_000,
+  }, async () => {
     const bought = await buy(service, wallet, stream);
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
     const serviceId = bought.body.service.service_id;
     const path = `/services/${serviceId}/upgrade`;
     const key = randomUUID();
-    const unpaid = await request(service, 'POST', path, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': key } });
+    const unpaid = await request(service, 'POST', path, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': key },
+    });
     assert.equal(unpaid.status, 402);
     const required = decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!);
     assert.match(required.resource.url, new RegExp(`/services/${serviceId}/upgrade$`));
@@ -56,34 +73,61 @@ describe('a payment is bound to the resource it was made out for', () => {
 
     // The payer signed for an order; someone replays it on an upgrade priced the same.
     const forOrders = await signedFor(required, ordersUrl);
-    const refused = await request(service, 'POST', path, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(forOrders) } });
+    const refused = await request(service, 'POST', path, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(forOrders) },
+    });
     assert.equal(refused.status, 402, JSON.stringify(refused.body));
     assert.equal(refused.body.error.code, 'payment_wrong_resource');
     assert.match(refused.body.error.message, /Nothing was charged/);
     assert.ok(refused.body.error.message.includes(required.resource.url), refused.body.error.message);
-    assert.equal(decodePaymentRequiredHeader(refused.headers.get('payment-required')!).resource.url, required.resource.url);
+    assert.equal(
+      decodePaymentRequiredHeader(refused.headers.get('payment-required')!).resource.url,
+      required.resource.url,
+    );
     assert.equal(await wallet.balanceOf(asset, wallet.address), before);
     assert.equal(await wallet.balanceOf(asset, payTo), receivedBefore);
-    assert.doesNotMatch(String((await request(service, 'GET', `/services/${serviceId}`)).body.status_reason), /Upgraded/, 'not upgraded');
+    assert.doesNotMatch(
+      String((await request(service, 'GET', `/services/${serviceId}`)).body.status_reason),
+      /Upgraded/,
+      'not upgraded',
+    );
 
     // A payment made out for another service's upgrade, or for none, is refused the same way.
     const forOther = await signedFor(required, required.resource.url.replace(serviceId, 'svcsomeotherone'));
-    const other = await request(service, 'POST', path, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(forOther) } });
+    const other = await request(service, 'POST', path, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(forOther) },
+    });
     assert.equal(other.body.error.code, 'payment_wrong_resource');
     const { resource: _, ...bare } = await wallet.client.createPaymentPayload(required);
-    const none = await request(service, 'POST', path, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(bare as never) } });
+    const none = await request(service, 'POST', path, {
+      body: { product_id: 'event-stream' },
+      headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(bare as never) },
+    });
     assert.equal(none.body.error.code, 'payment_wrong_resource');
     assert.match(none.body.error.message, /resource\.url is missing/);
 
     // Signed for the resource the 402 named, the same key goes through.
-    const paid = await request(service, 'POST', path, { body: { product_id: 'event-stream' }, headers: { 'idempotency-key': key, 'payment-signature': encodePaymentSignatureHeader(await wallet.client.createPaymentPayload(required)) } });
+    const paid = await request(service, 'POST', path, {
+      body: { product_id: 'event-stream' },
+      headers: {
+        'idempotency-key': key,
+        'payment-signature': encodePaymentSignatureHeader(await wallet.client.createPaymentPayload(required)),
+      },
+    });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     assert.equal(paid.body.order.upgrade_of, serviceId);
   });
 
-  test('MCP: a payment made out for POST /orders does not pay the order tool; nothing is charged', { timeout: 120_000 }, async () => {
+  test('MCP: a payment made out for POST /orders does not pay the order tool; nothing is charged', {
+    timeout: 120_000,
+  }, async () => {
     const key = randomUUID();
-    const unpaidRest = await request(service, 'POST', '/orders', { body: stream, headers: { 'idempotency-key': randomUUID() } });
+    const unpaidRest = await request(service, 'POST', '/orders', {
+      body: stream,
+      headers: { 'idempotency-key': randomUUID() },
+    });
     assert.equal(unpaidRest.status, 402);
     const restRequired = decodePaymentRequiredHeader(unpaidRest.headers.get('payment-required')!);
     const forRest = await wallet.client.createPaymentPayload(restRequired);
@@ -92,7 +136,11 @@ describe('a payment is bound to the resource it was made out for', () => {
     const receivedBefore = await wallet.balanceOf(asset, payTo);
 
     const args = { idempotency_key: key, ...stream };
-    const refused = await agent.callTool({ name: 'order', arguments: args, _meta: { 'x402/payment': forRest } }) as any;
+    const refused = (await agent.callTool({
+      name: 'order',
+      arguments: args,
+      _meta: { 'x402/payment': forRest },
+    })) as any;
     assert.equal(refused.isError, true);
     assert.equal(refused.structuredContent.resource.url, 'mcp://tool/order', 'the PaymentRequired names the tool');
     const document = JSON.parse(refused.content[1].text);
@@ -102,7 +150,11 @@ describe('a payment is bound to the resource it was made out for', () => {
     assert.equal(await wallet.balanceOf(asset, payTo), receivedBefore);
 
     // The tool's own requirements, signed as named, pay it.
-    const paid = await agent.callTool({ name: 'order', arguments: args, _meta: { 'x402/payment': await wallet.client.createPaymentPayload(refused.structuredContent) } }) as any;
+    const paid = (await agent.callTool({
+      name: 'order',
+      arguments: args,
+      _meta: { 'x402/payment': await wallet.client.createPaymentPayload(refused.structuredContent) },
+    })) as any;
     assert.equal(paid.isError, undefined, JSON.stringify(paid));
     assert.equal(paid.structuredContent.order.status, 'active');
   });

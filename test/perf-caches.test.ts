@@ -28,10 +28,16 @@ after(async () => {
   await catalog?.remove();
 });
 
-const order = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Memo FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } };
+const order = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Memo FM',
+  parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+};
 let keys = 0;
 const newKey = () => `perf-caches-${process.pid}-${keys++}`;
-const ask = (agent: Pick<Service, 'baseUrl' | 'apiKey'>) => request(agent, 'POST', '/orders', { body: order, headers: { 'idempotency-key': newKey() } });
+const ask = (agent: Pick<Service, 'baseUrl' | 'apiKey'>) =>
+  request(agent, 'POST', '/orders', { body: order, headers: { 'idempotency-key': newKey() } });
 const askedAmount = async () => {
   const answer = await ask(service);
   assert.equal(answer.status, 402, JSON.stringify(answer.body));
@@ -44,22 +50,33 @@ async function newAgent(): Promise<Pick<Service, 'baseUrl' | 'apiKey'>> {
 
 describe('request-path caches', () => {
   test('the memoized 402 follows a catalog reload: a price edit shows in the next 402', async () => {
-    const hash = async () => (await request(service, 'GET', '/health', { auth: false })).body.catalog.content_hash as string;
+    const hash = async () =>
+      (await request(service, 'GET', '/health', { auth: false })).body.catalog.content_hash as string;
     const servedHash = await hash();
     const before = await askedAmount();
     assert.equal(await askedAmount(), before, 'the same request asks the same amount');
     const text = await readFile(productFile(), 'utf8');
     // Within the order limits at both ends: base 0.26 instead of 0.25, 0.019 an hour instead of 0.02.
-    const edited = text.replace('base_atomic: "250000"', 'base_atomic: "260000"').replace('per_hour_atomic: "20000"', 'per_hour_atomic: "19000"').replace('duration_hours x 0.02 USDC', 'duration_hours x 0.019 USDC');
+    const edited = text
+      .replace('base_atomic: "250000"', 'base_atomic: "260000"')
+      .replace('per_hour_atomic: "20000"', 'per_hour_atomic: "19000"')
+      .replace('duration_hours x 0.02 USDC', 'duration_hours x 0.019 USDC');
     assert.notEqual(edited, text);
     await writeFile(productFile(), edited);
     // Reloaded once the served content hash changes (bounded: reloads converge within seconds).
     const started = Date.now();
-    while (await hash() === servedHash) {
-      assert.ok(Date.now() - started < 30_000, `the edit was not served within 30 s: ${JSON.stringify((await request(service, 'GET', '/health', { auth: false })).body.catalog)}`);
+    while ((await hash()) === servedHash) {
+      assert.ok(
+        Date.now() - started < 30_000,
+        `the edit was not served within 30 s: ${JSON.stringify((await request(service, 'GET', '/health', { auth: false })).body.catalog)}`,
+      );
       await new Promise((r) => setTimeout(r, 50));
     }
-    assert.equal(BigInt(await askedAmount()), BigInt(before) + 9000n, 'the 402 asks the edited price (one hour: +0.01 base, -0.001 per hour) at once');
+    assert.equal(
+      BigInt(await askedAmount()),
+      BigInt(before) + 9000n,
+      'the 402 asks the edited price (one hour: +0.01 base, -0.001 per hour) at once',
+    );
     await writeFile(productFile(), text);
   });
 
@@ -91,7 +108,13 @@ describe('authentication cache', () => {
   test('a key revoked through one instance is refused by another that cached it, within a bound', async () => {
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const second = await startService({ DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4', CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+    const second = await startService({
+      DATABASE_URL: lock.database_url,
+      CHAIN_RPC_URL: dev.chain.rpc_url,
+      DEV_FACILITATOR_ACCOUNT: '4',
+      CATALOG_DIR: catalog.catalogDir,
+      RULES_DIR: catalog.rulesDir,
+    });
     try {
       const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'cached'])).stdout);
       const agent = { baseUrl: second.baseUrl, apiKey: created.api_key };
@@ -101,11 +124,18 @@ describe('authentication cache', () => {
       const boundMs = 5000; // PostgreSQL delivers the notification at commit; the slack is for a loaded machine
       const started = Date.now();
       let status = 0;
-      while ((status = (await request(agent, 'GET', '/orders/ra_notanorder000')).status) !== 401 && Date.now() - started < boundMs) {
+      while (
+        (status = (await request(agent, 'GET', '/orders/ra_notanorder000')).status) !== 401 &&
+        Date.now() - started < boundMs
+      ) {
         await new Promise((r) => setTimeout(r, 20));
       }
       assert.equal(status, 401, `the revoked key is still accepted by the other instance after ${boundMs} ms`);
-      assert.equal((await request(agent, 'POST', '/orders', { body: order, headers: { 'idempotency-key': newKey() } })).status, 401, 'and writes refuse it too');
+      assert.equal(
+        (await request(agent, 'POST', '/orders', { body: order, headers: { 'idempotency-key': newKey() } })).status,
+        401,
+        'and writes refuse it too',
+      );
     } finally {
       await second.stop();
     }

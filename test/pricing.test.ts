@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { join } from 'node:path';
-import { evaluatePrice, openSnapshot, readSnapshotFiles, type PriceEvaluation, type Snapshot } from '../src/pricing/index.js';
+import {
+  evaluatePrice,
+  openSnapshot,
+  readSnapshotFiles,
+  type PriceEvaluation,
+  type Snapshot,
+} from '../src/pricing/index.js';
 import { root } from './support/service.js';
 
 let snapshot: Snapshot;
@@ -37,13 +43,19 @@ describe('pricing rules', () => {
 
   test('the catalog hits the order limits exactly at its cheapest and dearest configurations', async () => {
     assert.equal(priced(await price('instant-stream', { duration_hours: 1, ...stream })).amount, '0.27');
-    assert.equal(priced(await price('event-stream', { duration_hours: 720, ...stream, transfer_gb: 100 })).amount, '16.15');
+    assert.equal(
+      priced(await price('event-stream', { duration_hours: 720, ...stream, transfer_gb: 100 })).amount,
+      '16.15',
+    );
   });
 
   test('a price line never uses binary floating point', async () => {
     // 0.1 + 0.2 style inputs: 0.3 GB at 15000/GB is exactly 4500 atomic units.
     const out = priced(await price('event-stream', { duration_hours: 2.3, ...stream, transfer_gb: 0.3 }));
-    assert.deepEqual(out.lines.map((l) => l.amount_atomic), ['250000', '46000', '4500']);
+    assert.deepEqual(
+      out.lines.map((l) => l.amount_atomic),
+      ['250000', '46000', '4500'],
+    );
     assert.equal(out.total_atomic, '300500');
   });
 
@@ -55,7 +67,9 @@ describe('pricing rules', () => {
       [720, 10240, '30d-10gb', '6900000'],
     ];
     for (const [duration_hours, storage_mb, item, amount] of cases) {
-      const out = priced(await price('temporary-autodj', { duration_hours, storage_mb, bitrate_kbps: 64, transfer_gb: 2 }));
+      const out = priced(
+        await price('temporary-autodj', { duration_hours, storage_mb, bitrate_kbps: 64, transfer_gb: 2 }),
+      );
       const line = out.lines.find((l) => l.code === 'package')!;
       assert.equal(line.item, item, `${duration_hours} h, ${storage_mb} MB`);
       assert.equal(line.amount_atomic, amount);
@@ -79,8 +93,12 @@ describe('pricing rules', () => {
     assert.equal(e.outcome, 'rejected');
     const { rejection, problems } = e as Extract<PriceEvaluation, { outcome: 'rejected' }>;
     assert.equal(rejection.code, 'invalid_parameters');
-    assert.deepEqual(problems!.map((p) => p.pointer).sort(),
-      ['/parameters/bitrate_kbps', '/parameters/bogus', '/parameters/duration_hours', '/parameters/max_listeners']);
+    assert.deepEqual(problems!.map((p) => p.pointer).sort(), [
+      '/parameters/bitrate_kbps',
+      '/parameters/bogus',
+      '/parameters/duration_hours',
+      '/parameters/max_listeners',
+    ]);
   });
 
   test('instant-stream accepts transfer_gb although it does not publish it', async () => {
@@ -104,22 +122,40 @@ describe('pricing rules', () => {
   });
 
   test('subscriptions are priced for orders from their EUR price through the catalog exchange rate', async () => {
-    const monthly = priced(await evaluatePrice(snapshot, { product_id: 'radio-directo', parameters: {}, billing: 'monthly' }));
-    assert.deepEqual(monthly.lines.map((l) => [l.code, l.quantity, l.unit, l.rate_atomic, l.amount_atomic]), [['subscription_month', '6.9', 'EUR', '1080000', '7452000']]);
-    const annual = priced(await evaluatePrice(snapshot, { product_id: 'radio-directo', parameters: {}, billing: 'annual' }));
+    const monthly = priced(
+      await evaluatePrice(snapshot, { product_id: 'radio-directo', parameters: {}, billing: 'monthly' }),
+    );
+    assert.deepEqual(
+      monthly.lines.map((l) => [l.code, l.quantity, l.unit, l.rate_atomic, l.amount_atomic]),
+      [['subscription_month', '6.9', 'EUR', '1080000', '7452000']],
+    );
+    const annual = priced(
+      await evaluatePrice(snapshot, { product_id: 'radio-directo', parameters: {}, billing: 'annual' }),
+    );
     assert.equal(annual.total_atomic, '74520000');
-    const quoted = await evaluatePrice(snapshot, { product_id: 'instant-stream', parameters: { duration_hours: 1, ...stream }, billing: 'monthly' });
+    const quoted = await evaluatePrice(snapshot, {
+      product_id: 'instant-stream',
+      parameters: { duration_hours: 1, ...stream },
+      billing: 'monthly',
+    });
     assert.equal(quoted.outcome === 'rejected' && quoted.rejection.code, 'billing_not_supported');
   });
 
   test('orderability: the orderable products are exactly those of the spec', () => {
     const orderable = [...snapshot.verdicts].filter(([, v]) => v.notOrderable.length === 0).map(([id]) => id);
     assert.deepEqual(orderable, ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj']);
-    assert.deepEqual(snapshot.verdicts.get('radio-local')!.notOrderable.map((r) => r.code), ['not_agent_orderable', 'no_machine_payment']);
+    assert.deepEqual(
+      snapshot.verdicts.get('radio-local')!.notOrderable.map((r) => r.code),
+      ['not_agent_orderable', 'no_machine_payment'],
+    );
   });
 
   test('concurrent evaluations all see every rule', async () => {
-    const inputs = Array.from({ length: 300 }, (_, i) => ({ duration_hours: 1 + (i % 700), ...stream, transfer_gb: i % 101 }));
+    const inputs = Array.from({ length: 300 }, (_, i) => ({
+      duration_hours: 1 + (i % 700),
+      ...stream,
+      transfer_gb: i % 101,
+    }));
     const results = await Promise.all(inputs.map((p) => price('event-stream', p)));
     results.forEach((e, i) => {
       const out = priced(e);
@@ -129,8 +165,18 @@ describe('pricing rules', () => {
   });
 
   test('the same input gives byte-identical output and trace', async () => {
-    const a = await price('temporary-autodj', { duration_hours: 100, storage_mb: 4000, bitrate_kbps: 64, transfer_gb: 1.5 });
-    const b = await price('temporary-autodj', { duration_hours: 100, storage_mb: 4000, bitrate_kbps: 64, transfer_gb: 1.5 });
+    const a = await price('temporary-autodj', {
+      duration_hours: 100,
+      storage_mb: 4000,
+      bitrate_kbps: 64,
+      transfer_gb: 1.5,
+    });
+    const b = await price('temporary-autodj', {
+      duration_hours: 100,
+      storage_mb: 4000,
+      bitrate_kbps: 64,
+      transfer_gb: 1.5,
+    });
     assert.equal(JSON.stringify(a), JSON.stringify(b));
   });
 });

@@ -4,8 +4,13 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
-  decodeSignedOffers, extractOffersFromPaymentRequired, extractReceiptFromResponse, verifyOfferSignatureJWS,
-  verifyReceiptMatchesOffer, verifyReceiptSignatureJWS, type JWSSignedReceipt,
+  decodeSignedOffers,
+  extractOffersFromPaymentRequired,
+  extractReceiptFromResponse,
+  verifyOfferSignatureJWS,
+  verifyReceiptMatchesOffer,
+  verifyReceiptSignatureJWS,
+  type JWSSignedReceipt,
 } from '@x402/extensions/offer-receipt';
 import { request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
@@ -22,7 +27,12 @@ before(async () => {
 });
 after(() => service?.stop());
 
-const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Receipt FM', parameters: { duration_hours: 2, max_listeners: 3, bitrate_kbps: 64 } };
+const body = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Receipt FM',
+  parameters: { duration_hours: 2, max_listeners: 3, bitrate_kbps: 64 },
+};
 
 describe('offer-receipt', () => {
   test('the 402 carries an operator-signed offer for exactly the requirements, and the order a receipt naming the order and its evaluation', async () => {
@@ -38,39 +48,61 @@ describe('offer-receipt', () => {
 
     const paid = await fetch(`${service.baseUrl}/orders`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', 'idempotency-key': 'receipt-1', 'payment-signature': await wallet.pay(ask.headers.get('payment-required')!) },
+      headers: {
+        authorization: `Bearer ${service.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'receipt-1',
+        'payment-signature': await wallet.pay(ask.headers.get('payment-required')!),
+      },
       body: JSON.stringify(body),
     });
     const order = await paid.json();
     assert.equal(paid.status, 200, JSON.stringify(order));
     const receipt = extractReceiptFromResponse(paid) as JWSSignedReceipt;
     assert.equal(receipt?.format, 'jws');
-    const stated = await verifyReceiptSignatureJWS(receipt) as unknown as Record<string, unknown>;
+    const stated = (await verifyReceiptSignatureJWS(receipt)) as unknown as Record<string, unknown>;
     assert.equal(stated.orderId, order.order.id);
     assert.equal(stated.transaction, order.order.payment.transaction);
     assert.equal(stated.amount, order.order.amount.amount_atomic);
     assert.equal(stated.evaluationId, order.order.evaluation_id);
     assert.match(String(stated.evaluationHash), /^sha256:[0-9a-f]{64}$/);
-    assert.ok(verifyReceiptMatchesOffer(receipt, offer, [wallet.address]), 'the receipt matches the offer the agent paid');
+    assert.ok(
+      verifyReceiptMatchesOffer(receipt, offer, [wallet.address]),
+      'the receipt matches the offer the agent paid',
+    );
     assert.equal(extractOffersFromPaymentRequired(required)[0].format, 'jws');
-    assert.equal(JSON.parse(Buffer.from(receipt.signature.split('.')[0], 'base64url').toString()).kid,
-      JSON.parse(Buffer.from((offer.signedOffer as { signature: string }).signature.split('.')[0], 'base64url').toString()).kid, 'one operator key signs both');
+    assert.equal(
+      JSON.parse(Buffer.from(receipt.signature.split('.')[0], 'base64url').toString()).kid,
+      JSON.parse(
+        Buffer.from((offer.signedOffer as { signature: string }).signature.split('.')[0], 'base64url').toString(),
+      ).kid,
+      'one operator key signs both',
+    );
 
     // The key that signed it is the operator key the service publishes with its signed audit head.
     const published = await request(service, 'GET', '/audit/head', { auth: false });
     const kid = JSON.parse(Buffer.from(receipt.signature.split('.')[0], 'base64url').toString()).kid as string;
     const signedWith = JSON.parse(Buffer.from(kid.replace('did:jwk:', ''), 'base64url').toString());
-    assert.equal(signedWith.x, createPublicKey(published.body.public_key).export({ format: 'jwk' }).x, 'signed with the published operator key');
+    assert.equal(
+      signedWith.x,
+      createPublicKey(published.body.public_key).export({ format: 'jwk' }).x,
+      'signed with the published operator key',
+    );
 
     // The evaluation it names is the stored record that priced the order.
     const shown = await service.cli(['audit', 'show', String(stated.evaluationId)]);
     assert.equal(shown.code, 0, shown.stderr);
-    assert.ok(shown.stdout.includes(String(stated.evaluationHash)), 'the receipt names the audit record\'s hash');
+    assert.ok(shown.stdout.includes(String(stated.evaluationHash)), "the receipt names the audit record's hash");
 
     // A replay hands back the same receipt, byte for byte.
     const again = await fetch(`${service.baseUrl}/orders`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${service.apiKey}`, 'content-type': 'application/json', 'idempotency-key': 'receipt-1', 'payment-signature': 'ignored-on-replay' },
+      headers: {
+        authorization: `Bearer ${service.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'receipt-1',
+        'payment-signature': 'ignored-on-replay',
+      },
       body: JSON.stringify(body),
     });
     assert.equal(again.status, 200);
@@ -78,7 +110,9 @@ describe('offer-receipt', () => {
 
     // A receipt whose claims were edited no longer verifies.
     const [header, claims, signature] = receipt.signature.split('.');
-    const edited = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), amount: '1' })).toString('base64url');
+    const edited = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), amount: '1' }),
+    ).toString('base64url');
     await assert.rejects(verifyReceiptSignatureJWS({ format: 'jws', signature: `${header}.${edited}.${signature}` }));
   });
 });

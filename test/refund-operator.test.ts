@@ -11,7 +11,12 @@ import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
-const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Operator FM', parameters: { duration_hours: 10, max_listeners: 1, bitrate_kbps: 64 } };
+const body = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Operator FM',
+  parameters: { duration_hours: 10, max_listeners: 1, bitrate_kbps: 64 },
+};
 
 let service: Service;
 let db: Database;
@@ -23,7 +28,10 @@ before(async () => {
   // A refund wallet with nothing in it, a daily cap below one refund, and paid orders that wait after their claim
   // (long enough to stop their service meanwhile).
   service = await startService({
-    DEV_REFUND_FUNDS_ATOMIC: '0', REFUND_MAX_PER_DAY_ATOMIC: '150000', REFUND_INTERVAL_MS: '200', ORDER_LEASE_SECONDS: '2',
+    DEV_REFUND_FUNDS_ATOMIC: '0',
+    REFUND_MAX_PER_DAY_ATOMIC: '150000',
+    REFUND_INTERVAL_MS: '200',
+    ORDER_LEASE_SECONDS: '2',
     ORDER_PAUSE_AT: 'after_claim:2500',
   });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
@@ -33,9 +41,13 @@ before(async () => {
   await mintUsdc(rpc, payer.address, 20_000_000n);
   wallet = new TestWallet(payer.privateKey, rpc);
 });
-after(async () => { await db?.close(); await service?.stop(); });
+after(async () => {
+  await db?.close();
+  await service?.stop();
+});
 
-const refundOf = async (serviceId: string) => (await request(service, 'GET', `/services/${serviceId}/usage`)).body.usage.refund;
+const refundOf = async (serviceId: string) =>
+  (await request(service, 'GET', `/services/${serviceId}/usage`)).body.usage.refund;
 
 describe('the operator side: a daily cap, a refund wallet without funds', () => {
   let serviceId: string;
@@ -58,10 +70,14 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
   });
 
   test('the refund wallet runs dry: pending with its reason and a metric, never sent without proof; sent once funded', async () => {
-    const short = await waitFor('the refund postponed for lack of USDC', async () => {
-      const refund = await refundOf(serviceId);
-      return /holds 0 USDC/.test(refund.pending_reason ?? '') && refund;
-    }, 30_000);
+    const short = await waitFor(
+      'the refund postponed for lack of USDC',
+      async () => {
+        const refund = await refundOf(serviceId);
+        return /holds 0 USDC/.test(refund.pending_reason ?? '') && refund;
+      },
+      30_000,
+    );
     assert.equal(short.status, 'pending');
     assert.equal(short.transaction, null);
     const metrics = await (await fetch(`${service.metricsUrl}`)).text();
@@ -70,11 +86,15 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
 
     const before = await usdcBalance(rpc, payer.address);
     await mintUsdc(rpc, refundWallet, 3_000_000n);
-    const sent = await waitFor('the refund sent once funded', async () => {
-      const refund = await refundOf(serviceId);
-      return refund.status === 'sent' && refund;
-    }, 60_000);
-    assert.equal(await usdcBalance(rpc, payer.address) - before, BigInt(sent.amount.amount_atomic));
+    const sent = await waitFor(
+      'the refund sent once funded',
+      async () => {
+        const refund = await refundOf(serviceId);
+        return refund.status === 'sent' && refund;
+      },
+      60_000,
+    );
+    assert.equal((await usdcBalance(rpc, payer.address)) - before, BigInt(sent.amount.amount_atomic));
   });
 
   const paidWhileStopping = [
@@ -82,8 +102,8 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
     { kind: 'extension', column: 'extension_of', path: 'extend', body: { duration_hours: 1 } },
   ];
   for (const { kind, column, path, body: paidBody } of paidWhileStopping) {
-    test(`an ${kind} paid while its service is stopped is never applied and is refunded in full`,
-      () => paidWhileStopped(kind, column, path, paidBody));
+    test(`an ${kind} paid while its service is stopped is never applied and is refunded in full`, () =>
+      paidWhileStopped(kind, column, path, paidBody));
   }
 
   async function paidWhileStopped(kind: string, column: string, path: string, paidBody: Record<string, unknown>) {
@@ -93,8 +113,11 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
     const before = await usdcBalance(rpc, payer.address);
     const paying = payFor(service, wallet, `/services/${id}/${path}`, paidBody);
     const claimedSql = `SELECT id, amount_atomic::text FROM orders WHERE ${column} = $1 AND state = 'settling'`;
-    const claimed = await waitFor(`the ${kind} claimed`,
-      async () => (await db.query<{ id: string; amount_atomic: string }>(claimedSql, [id]))[0], 20_000);
+    const claimed = await waitFor(
+      `the ${kind} claimed`,
+      async () => (await db.query<{ id: string; amount_atomic: string }>(claimedSql, [id]))[0],
+      20_000,
+    );
     const stopped = await request(service, 'POST', `/services/${id}/stop`);
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     assert.deepEqual(stopped.body.refund.order_ids, [ordered.body.order.id], 'the stop refunds what was provisioned');
@@ -106,21 +129,33 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
     assert.equal(after.status, 'expired', `not revived by the ${kind}`);
 
     // Both refunds are over the cap of the day: the operator approves them as they come.
-    const refunded = await waitFor(`the ${kind} refunded in full`, async () => {
-      for (const row of JSON.parse((await service.cli(['refunds', 'list'])).stdout)) {
-        if (row.waits_for_operator) await service.cli(['refunds', 'approve', row.id]);
-      }
-      const order = await request(service, 'GET', `/orders/${claimed.id}`);
-      return order.body.order?.status === 'refunded' && order.body.refund?.status === 'sent' && order.body;
-    }, 120_000);
+    const refunded = await waitFor(
+      `the ${kind} refunded in full`,
+      async () => {
+        for (const row of JSON.parse((await service.cli(['refunds', 'list'])).stdout)) {
+          if (row.waits_for_operator) await service.cli(['refunds', 'approve', row.id]);
+        }
+        const order = await request(service, 'GET', `/orders/${claimed.id}`);
+        return order.body.order?.status === 'refunded' && order.body.refund?.status === 'sent' && order.body;
+      },
+      120_000,
+    );
     assert.equal(refunded.refund.amount.amount_atomic, claimed.amount_atomic, `everything the ${kind} paid`);
     assert.equal(refunded.refund.reason, 'provisioning_failed');
-    const stopRefund = await waitFor('the stop refund sent', async () => {
-      const refund = await refundOf(id);
-      return refund.status === 'sent' && refund;
-    }, 30_000);
-    assert.equal(await usdcBalance(rpc, payer.address) - before,
-      BigInt(refunded.refund.amount.amount_atomic) + BigInt(stopRefund.amount.amount_atomic) - BigInt(claimed.amount_atomic));
+    const stopRefund = await waitFor(
+      'the stop refund sent',
+      async () => {
+        const refund = await refundOf(id);
+        return refund.status === 'sent' && refund;
+      },
+      30_000,
+    );
+    assert.equal(
+      (await usdcBalance(rpc, payer.address)) - before,
+      BigInt(refunded.refund.amount.amount_atomic) +
+        BigInt(stopRefund.amount.amount_atomic) -
+        BigInt(claimed.amount_atomic),
+    );
     const verify = await service.cli(['audit', 'verify']);
     assert.equal(verify.code, 0, verify.stdout + verify.stderr);
   }
@@ -131,18 +166,32 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
     const id = ordered.body.service.service_id;
     const stopped = await request(service, 'POST', `/services/${id}/stop`);
     assert.equal(stopped.body.refund.waits_for_operator, true);
-    const thief = new RefundWallet({ rpcUrl: rpc, chainId: 8453, token: USDC_ADDRESS, privateKey: DEV_ROLES.refunds.privateKey, tokenName: USDC_NAME, tokenVersion: USDC_VERSION });
+    const thief = new RefundWallet({
+      rpcUrl: rpc,
+      chainId: 8453,
+      token: USDC_ADDRESS,
+      privateKey: DEV_ROLES.refunds.privateKey,
+      tokenName: USDC_NAME,
+      tokenVersion: USDC_VERSION,
+    });
     const spent = await thief.send(DEV_ACCOUNTS[7].address, 1n, refundNonce(stopped.body.refund.id));
     assert.equal(spent.success, true);
     const approved = await service.cli(['refunds', 'approve', stopped.body.refund.id]);
     assert.equal(approved.code, 0, approved.stdout + approved.stderr);
-    const failed = await waitFor('the refund failed', async () => {
-      const refund = await refundOf(id);
-      return refund.status === 'failed' && refund;
-    }, 30_000);
+    const failed = await waitFor(
+      'the refund failed',
+      async () => {
+        const refund = await refundOf(id);
+        return refund.status === 'failed' && refund;
+      },
+      30_000,
+    );
     assert.equal(failed.transaction, null);
     assert.match(failed.pending_reason, /used by another transaction/);
-    const [event] = await db.query<{ type: string }>("SELECT type FROM events WHERE type = 'refund.failed' AND service_id = $1", [id]);
+    const [event] = await db.query<{ type: string }>(
+      "SELECT type FROM events WHERE type = 'refund.failed' AND service_id = $1",
+      [id],
+    );
     assert.equal(event?.type, 'refund.failed');
   });
 });

@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { replayRecordText } from '../src/audit/index.js';
 import { refundRecord } from '../src/audit/refund-record.js';
-import { evaluateRefund, openSnapshot, readSnapshotFiles, type RefundInput, type Snapshot } from '../src/pricing/index.js';
+import {
+  evaluateRefund,
+  openSnapshot,
+  readSnapshotFiles,
+  type RefundInput,
+  type Snapshot,
+} from '../src/pricing/index.js';
 import { cli, root } from './support/service.js';
 
 let snapshot: Snapshot;
@@ -14,34 +20,65 @@ before(async () => {
 });
 
 const stop = (fields: Partial<RefundInput>): RefundInput => ({
-  refund_id: 'rf_test', service_id: 'svc_test', product_id: 'instant-stream', reason: 'stopped', as_of: '2026-11-26T00:00:00.000Z',
-  payments: [], refunded_atomic: '0', transfer_used_gb: '0', ...fields,
+  refund_id: 'rf_test',
+  service_id: 'svc_test',
+  product_id: 'instant-stream',
+  reason: 'stopped',
+  as_of: '2026-11-26T00:00:00.000Z',
+  payments: [],
+  refunded_atomic: '0',
+  transfer_used_gb: '0',
+  ...fields,
 });
 
 describe('the refund rules (rules/refunds.json)', () => {
   test('a stopped service gets the unused share of each payment back, less the base fee, to the atomic unit', async () => {
     // 0.45 USDC for 10 h, 7.5 h unused: 337500; less the 0.25 base fee.
-    const evaluation = await evaluateRefund(snapshot, stop({ payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '7.5' }] }));
-    assert.deepEqual(evaluation.lines.map((l) => [l.code, l.direction, l.amount_atomic]), [['unused_share', 'credit', '337500'], ['base_fee', 'deduct', '250000']]);
+    const evaluation = await evaluateRefund(
+      snapshot,
+      stop({
+        payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '7.5' }],
+      }),
+    );
+    assert.deepEqual(
+      evaluation.lines.map((l) => [l.code, l.direction, l.amount_atomic]),
+      [
+        ['unused_share', 'credit', '337500'],
+        ['base_fee', 'deduct', '250000'],
+      ],
+    );
     assert.equal(evaluation.total_atomic, '87500');
     assert.equal(evaluation.amount_atomic, '87500');
   });
 
   test('transfer already used is kept at its price per GB', async () => {
-    const evaluation = await evaluateRefund(snapshot, stop({ transfer_used_gb: '2.5', payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '2000000', hours: '10', unused_hours: '10' }] }));
+    const evaluation = await evaluateRefund(
+      snapshot,
+      stop({
+        transfer_used_gb: '2.5',
+        payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '2000000', hours: '10', unused_hours: '10' }],
+      }),
+    );
     assert.equal(evaluation.lines.find((l) => l.code === 'transfer_used')?.amount_atomic, '37500');
     assert.equal(evaluation.amount_atomic, String(2_000_000 - 250_000 - 37_500));
   });
 
   test('buy and stop at once: below the minimum refund nothing is sent (no gas spent on dust)', async () => {
-    const evaluation = await evaluateRefund(snapshot, stop({ payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '270000', hours: '1', unused_hours: '0.999' }] }));
+    const evaluation = await evaluateRefund(
+      snapshot,
+      stop({
+        payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '270000', hours: '1', unused_hours: '0.999' }],
+      }),
+    );
     assert.equal(evaluation.total_atomic, String(269730 - 250000));
     assert.equal(evaluation.minimum_atomic, '50000');
     assert.equal(evaluation.amount_atomic, '0');
   });
 
   test('never more than was received minus refunds already made', async () => {
-    const payments = [{ order_id: 'ra_1', kind: 'order' as const, amount_atomic: '5000000', hours: '10', unused_hours: '10' }];
+    const payments = [
+      { order_id: 'ra_1', kind: 'order' as const, amount_atomic: '5000000', hours: '10', unused_hours: '10' },
+    ];
     const evaluation = await evaluateRefund(snapshot, stop({ payments, refunded_atomic: '4900000' }));
     assert.equal(evaluation.bound_atomic, '100000');
     assert.equal(evaluation.amount_atomic, '100000');
@@ -52,37 +89,60 @@ describe('the refund rules (rules/refunds.json)', () => {
   test('an upgrade refunds what was paid for it, not the credit it was given: the credit is not refunded again', async () => {
     // 10 h order of 0.45, upgraded with 5 h left: the order's unused share then was 225000 and was credited, the upgrade
     // cost 0.5 for those 5 h. Stopped with 2.5 h left: half of each payment's own hours remain.
-    const evaluation = await evaluateRefund(snapshot, stop({
-      payments: [
-        { order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '2.5' },
-        { order_id: 'ra_2', kind: 'upgrade', amount_atomic: '500000', hours: '5', unused_hours: '2.5' },
-      ],
-    }));
-    assert.equal(evaluation.facts.paid && (evaluation.facts.paid as Record<string, string>).unused_atomic, String(112500 + 250000));
+    const evaluation = await evaluateRefund(
+      snapshot,
+      stop({
+        payments: [
+          { order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '2.5' },
+          { order_id: 'ra_2', kind: 'upgrade', amount_atomic: '500000', hours: '5', unused_hours: '2.5' },
+        ],
+      }),
+    );
+    assert.equal(
+      evaluation.facts.paid && (evaluation.facts.paid as Record<string, string>).unused_atomic,
+      String(112500 + 250000),
+    );
     assert.equal(evaluation.amount_atomic, String(112500 + 250000 - 250000));
   });
 
   test('an extension is refunded for its own hours not yet used', async () => {
-    const evaluation = await evaluateRefund(snapshot, stop({
-      payments: [
-        { order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '0' },
-        { order_id: 'ra_3', kind: 'extension', amount_atomic: '2000000', hours: '10', unused_hours: '4' },
-      ],
-    }));
+    const evaluation = await evaluateRefund(
+      snapshot,
+      stop({
+        payments: [
+          { order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '0' },
+          { order_id: 'ra_3', kind: 'extension', amount_atomic: '2000000', hours: '10', unused_hours: '4' },
+        ],
+      }),
+    );
     assert.equal(evaluation.amount_atomic, String(800000 - 250000));
   });
 
   test('an order we could not provision comes back in full, base fee included', async () => {
     const evaluation = await evaluateRefund(snapshot, {
-      ...stop({ payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '10' }] }), reason: 'provisioning_failed',
+      ...stop({
+        payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '10' }],
+      }),
+      reason: 'provisioning_failed',
     });
-    assert.deepEqual(evaluation.lines.map((l) => l.code), ['not_delivered']);
+    assert.deepEqual(
+      evaluation.lines.map((l) => l.code),
+      ['not_delivered'],
+    );
     assert.equal(evaluation.amount_atomic, '450000');
   });
 
   test('the evaluation is a record that replays byte for byte on its snapshot', async () => {
-    const input = stop({ payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '7.5' }] });
-    const { text } = refundRecord('rfe_test', snapshot.hash, input, await evaluateRefund(snapshot, input), new Date('2026-11-26T00:00:00Z'));
+    const input = stop({
+      payments: [{ order_id: 'ra_1', kind: 'order', amount_atomic: '450000', hours: '10', unused_hours: '7.5' }],
+    });
+    const { text } = refundRecord(
+      'rfe_test',
+      snapshot.hash,
+      input,
+      await evaluateRefund(snapshot, input),
+      new Date('2026-11-26T00:00:00Z'),
+    );
     const report = await replayRecordText('rfe_test', text, async () => snapshot);
     assert.equal(report.identical, true, JSON.stringify(report));
     const edited = text.replace('"amount_atomic":"87500"', '"amount_atomic":"387500"');
@@ -91,22 +151,51 @@ describe('the refund rules (rules/refunds.json)', () => {
   });
 
   test('catalog preview shows the refund of a service shape stopped after some hours', async () => {
-    const shown = await cli(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours=10', '--param', 'max_listeners=2', '--param', 'bitrate_kbps=64',
-      '--stop-after-hours', '2.5', '--transfer-used-gb', '1', '--json']);
+    const shown = await cli([
+      'catalog',
+      'preview',
+      'instant-stream',
+      '--param',
+      'duration_hours=10',
+      '--param',
+      'max_listeners=2',
+      '--param',
+      'bitrate_kbps=64',
+      '--stop-after-hours',
+      '2.5',
+      '--transfer-used-gb',
+      '1',
+      '--json',
+    ]);
     assert.equal(shown.code, 0, shown.stderr);
     const { refund } = JSON.parse(shown.stdout);
     assert.equal(refund.amount_atomic, String(337500 - 250000 - 15000));
-    assert.deepEqual(refund.lines.map((l: { code: string }) => l.code), ['unused_share', 'base_fee', 'transfer_used']);
+    assert.deepEqual(
+      refund.lines.map((l: { code: string }) => l.code),
+      ['unused_share', 'base_fee', 'transfer_used'],
+    );
   });
 });
 
 describe('a service paid by several wallets: the refund is split per wallet that paid', () => {
   const A = '0x00000000000000000000000000000000000000aA';
   const B = '0x00000000000000000000000000000000000000bB';
-  const order = (unused: string, payer = A) => (
-    { order_id: 'ra_1', kind: 'order' as const, amount_atomic: '450000', hours: '10', unused_hours: unused, payer });
-  const extension = (unused: string, payer = B, id = 'ra_3') => (
-    { order_id: id, kind: 'extension' as const, amount_atomic: '2000000', hours: '10', unused_hours: unused, payer });
+  const order = (unused: string, payer = A) => ({
+    order_id: 'ra_1',
+    kind: 'order' as const,
+    amount_atomic: '450000',
+    hours: '10',
+    unused_hours: unused,
+    payer,
+  });
+  const extension = (unused: string, payer = B, id = 'ra_3') => ({
+    order_id: id,
+    kind: 'extension' as const,
+    amount_atomic: '2000000',
+    hours: '10',
+    unused_hours: unused,
+    payer,
+  });
 
   test('latest payment first, each at most its own unused share: what is kept falls on the earliest one', async () => {
     // A's order: 337500 unused; B's extension: 800000 unused; the 0.25 base fee is kept from A's share.
@@ -133,9 +222,12 @@ describe('a service paid by several wallets: the refund is split per wallet that
 
   test('a wallet whose share is below the minimum refund gets nothing sent (no gas spent on dust)', async () => {
     // A: 270000 unused less the 250000 base fee = 20000, below the 50000 minimum; B's 800000 is sent.
-    const evaluation = await evaluateRefund(snapshot, stop({
-      payments: [{ ...order('10'), amount_atomic: '270000' }, extension('4')],
-    }));
+    const evaluation = await evaluateRefund(
+      snapshot,
+      stop({
+        payments: [{ ...order('10'), amount_atomic: '270000' }, extension('4')],
+      }),
+    );
     assert.deepEqual(evaluation.transfers, [{ payer: B, order_ids: ['ra_3'], amount_atomic: '800000' }]);
     assert.equal(evaluation.amount_atomic, '800000');
   });

@@ -13,7 +13,12 @@ import { request, startService, type Service } from './support/service.js';
 import { connectListener, exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
-const body = { product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Refund FM', parameters: { duration_hours: 10, max_listeners: 2, bitrate_kbps: 64 } };
+const body = {
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Refund FM',
+  parameters: { duration_hours: 10, max_listeners: 2, bitrate_kbps: 64 },
+};
 
 let service: Service;
 let dev: { chain: { rpc_url: string }; refund_wallet: { address: string } };
@@ -22,7 +27,9 @@ let db: Database;
 before(async () => {
   // A paid order not provisioned after 2 s is refunded in full.
   service = await startService({
-    ORDER_LEASE_SECONDS: '2', REFUND_INTERVAL_MS: '200', REFUND_PROVISION_TIMEOUT_SECONDS: '2',
+    ORDER_LEASE_SECONDS: '2',
+    REFUND_INTERVAL_MS: '200',
+    REFUND_PROVISION_TIMEOUT_SECONDS: '2',
   });
   dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
@@ -31,7 +38,10 @@ before(async () => {
   await mintUsdc(dev.chain.rpc_url, payer.address, 5_000_000n);
   wallet = new TestWallet(payer.privateKey, dev.chain.rpc_url);
 });
-after(async () => { await db?.close(); await service?.stop(); });
+after(async () => {
+  await db?.close();
+  await service?.stop();
+});
 
 describe('POST /services/{id}/stop: the service ends at once and the unused share comes back on chain', () => {
   let ordered: any;
@@ -44,18 +54,26 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
     assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
     const id = ordered.body.service.service_id;
     const source = startFfmpegSource(ordered.body.service.broadcast_url);
-    const listener = await waitFor('the listener admitted', async () => {
-      const l = await connectListener(ordered.body.service.stream_url).catch(() => undefined);
-      if (l?.status === 200) return l;
-      l?.close();
-      return undefined;
-    }, 20_000);
-    const events = await openSse(`${service.baseUrl}/services/${id}/events`, { authorization: `Bearer ${service.apiKey}` });
+    const listener = await waitFor(
+      'the listener admitted',
+      async () => {
+        const l = await connectListener(ordered.body.service.stream_url).catch(() => undefined);
+        if (l?.status === 200) return l;
+        l?.close();
+        return undefined;
+      },
+      20_000,
+    );
+    const events = await openSse(`${service.baseUrl}/services/${id}/events`, {
+      authorization: `Bearer ${service.apiKey}`,
+    });
     payerBefore = await usdcBalance(dev.chain.rpc_url, wallet.address);
     refundWalletBefore = await usdcBalance(dev.chain.rpc_url, dev.refund_wallet.address);
 
     // The request carries an address of the buyer's choosing: it is not read; the refund goes to the payer.
-    stopped = await request(service, 'POST', `/services/${id}/stop`, { body: { to: DEV_ACCOUNTS[7].address, address: DEV_ACCOUNTS[7].address } });
+    stopped = await request(service, 'POST', `/services/${id}/stop`, {
+      body: { to: DEV_ACCOUNTS[7].address, address: DEV_ACCOUNTS[7].address },
+    });
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     assert.equal(stopped.body.service.status, 'expired');
     assert.deepEqual(Object.keys(stopped.body.ended), ['reason', 'stopped_at']);
@@ -75,28 +93,43 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
     refused.close();
     assert.notEqual(refused.status, 200, 'listeners are refused');
 
-    await waitFor('service.stopped and refund.sent events', () => events.messages.some((m) => m.event === 'refund.sent') && events.messages, 20_000);
+    await waitFor(
+      'service.stopped and refund.sent events',
+      () => events.messages.some((m) => m.event === 'refund.sent') && events.messages,
+      20_000,
+    );
     events.close();
     const types = events.messages.map((m) => m.event);
-    assert.ok(types.indexOf('service.stopped') >= 0 && types.indexOf('service.stopped') < types.indexOf('refund.sent'), types.join(','));
+    assert.ok(
+      types.indexOf('service.stopped') >= 0 && types.indexOf('service.stopped') < types.indexOf('refund.sent'),
+      types.join(','),
+    );
   });
 
   test('the refund counts as sent only with its transfer on chain: balances moved by exactly the amount', async () => {
     const id = ordered.body.service.service_id;
-    const usage = await waitFor('the refund sent', async () => {
-      const u = await request(service, 'GET', `/services/${id}/usage`);
-      return u.body.usage.refund?.status === 'sent' && u.body.usage;
-    }, 20_000);
+    const usage = await waitFor(
+      'the refund sent',
+      async () => {
+        const u = await request(service, 'GET', `/services/${id}/usage`);
+        return u.body.usage.refund?.status === 'sent' && u.body.usage;
+      },
+      20_000,
+    );
     const refund = usage.refund;
     assert.equal(usage.ended.reason, 'stopped');
     assert.equal(refund.amount.amount_atomic, stopped.body.refund.amount.amount_atomic);
     assert.match(refund.transaction, /^0x[0-9a-f]{64}$/);
     const amount = BigInt(refund.amount.amount_atomic);
-    assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address) - payerBefore, amount);
-    assert.equal(refundWalletBefore - await usdcBalance(dev.chain.rpc_url, dev.refund_wallet.address), amount);
-    assert.equal(await usdcBalance(dev.chain.rpc_url, DEV_ACCOUNTS[7].address), 0n, 'nothing to the address the request named');
+    assert.equal((await usdcBalance(dev.chain.rpc_url, wallet.address)) - payerBefore, amount);
+    assert.equal(refundWalletBefore - (await usdcBalance(dev.chain.rpc_url, dev.refund_wallet.address)), amount);
+    assert.equal(
+      await usdcBalance(dev.chain.rpc_url, DEV_ACCOUNTS[7].address),
+      0n,
+      'nothing to the address the request named',
+    );
 
-    const stated = await verifyReceiptSignatureJWS(refund.receipt) as unknown as Record<string, unknown>;
+    const stated = (await verifyReceiptSignatureJWS(refund.receipt)) as unknown as Record<string, unknown>;
     assert.equal(stated.kind, 'refund');
     assert.equal(stated.serviceId, id);
     assert.deepEqual(stated.orderIds, [ordered.body.order.id]);
@@ -123,7 +156,7 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
     assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), payerNow);
   });
 
-  test('someone else\'s service: the same 404 as an unknown id', async () => {
+  test("someone else's service: the same 404 as an unknown id", async () => {
     const id = ordered.body.service.service_id;
     const other = await service.cli(['keys', 'create', '--name', 'someone-else']);
     const otherKey = JSON.parse(other.stdout).api_key;
@@ -136,7 +169,8 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
   });
 
   test('audit replay, verify, export and verify-bundle cover the refund', async () => {
-    const refund = (await request(service, 'GET', `/services/${ordered.body.service.service_id}/usage`)).body.usage.refund;
+    const refund = (await request(service, 'GET', `/services/${ordered.body.service.service_id}/usage`)).body.usage
+      .refund;
     const replay = await service.cli(['audit', 'replay', refund.evaluation_id]);
     assert.equal(replay.code, 0, replay.stdout + replay.stderr);
     assert.match(replay.stdout, /"identical":true/);
@@ -168,15 +202,22 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     const paidA = BigInt(ordered.body.order.amount.amount_atomic);
     const paidB = BigInt(extended.body.order.amount.amount_atomic);
     assert.equal(paidB, 270_000n);
-    const balances = () => Promise.all([wallet.address, walletB.address, dev.refund_wallet.address]
-      .map((address) => usdcBalance(dev.chain.rpc_url, address)));
+    const balances = () =>
+      Promise.all(
+        [wallet.address, walletB.address, dev.refund_wallet.address].map((address) =>
+          usdcBalance(dev.chain.rpc_url, address),
+        ),
+      );
     const [beforeA, beforeB, beforeRefunds] = await balances();
 
     const stopped = await request(service, 'POST', `/services/${id}/stop`);
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     const refund = stopped.body.refund;
     assert.equal(refund.to, null, 'several wallets: see the transfers');
-    assert.deepEqual(refund.transfers.map((t: any) => t.to), [wallet.address, walletB.address]);
+    assert.deepEqual(
+      refund.transfers.map((t: any) => t.to),
+      [wallet.address, walletB.address],
+    );
     const orderIds = refund.transfers.map((t: any) => t.order_ids);
     assert.deepEqual(orderIds, [[ordered.body.order.id], [extended.body.order.id]]);
     // The extension's hours are the last ones, all unused: B gets back all it paid. A's share bears the base fee.
@@ -185,17 +226,21 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     assert.ok(toA > 199_000n && toA < 200_000n, String(toA));
     assert.equal(BigInt(refund.amount.amount_atomic), toA + toB);
 
-    const sent = await waitFor('both transfers sent', async () => {
-      const r = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
-      return r.status === 'sent' && r;
-    }, 60_000);
+    const sent = await waitFor(
+      'both transfers sent',
+      async () => {
+        const r = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+        return r.status === 'sent' && r;
+      },
+      60_000,
+    );
     const [afterA, afterB, afterRefunds] = await balances();
     assert.equal(afterA - beforeA, toA);
     assert.equal(afterB - beforeB, toB);
     assert.equal(beforeRefunds - afterRefunds, toA + toB);
     assert.ok(toA <= paidA && toB <= paidB, 'nobody gets back more than it paid');
     for (const transfer of sent.transfers) {
-      const stated = await verifyReceiptSignatureJWS(transfer.receipt) as unknown as Record<string, unknown>;
+      const stated = (await verifyReceiptSignatureJWS(transfer.receipt)) as unknown as Record<string, unknown>;
       assert.equal(stated.payer, transfer.to);
       assert.equal(stated.transaction, transfer.transaction);
       assert.equal(stated.amount, transfer.amount.amount_atomic);
@@ -221,9 +266,13 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
       FOR EACH ROW EXECUTE FUNCTION test_refuse_services()`);
     // While the test holds this lock the refund worker cannot write: audit verify sees the order as the bound passes.
     let release!: () => void;
-    const held = new Promise<void>((resolve) => { release = resolve; });
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     let locked!: () => void;
-    const lockTaken = new Promise<void>((resolve) => { locked = resolve; });
+    const lockTaken = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
     const holding = db.transaction(async (client) => {
       await client.query('LOCK TABLE refunds IN SHARE MODE');
       locked();
@@ -241,32 +290,44 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
       assert.match(failed.body.error.message, /refunded automatically/);
       assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before - 450_000n, 'the payment was taken');
 
-      const reported = await waitFor('audit verify reports the undelivered order', async () => {
-        const verify = await service.cli(['audit', 'verify']);
-        return verify.code !== 0 && verify.stderr.includes(orderId) && verify;
-      }, 60_000);
+      const reported = await waitFor(
+        'audit verify reports the undelivered order',
+        async () => {
+          const verify = await service.cli(['audit', 'verify']);
+          return verify.code !== 0 && verify.stderr.includes(orderId) && verify;
+        },
+        60_000,
+      );
       const problem = new RegExp(`order ${orderId}: settled at .* neither provisioned nor refunded after 2 s`);
       assert.match(reported.stderr, problem);
       assert.match(reported.stdout, /the chain is intact; 1 paid orders neither provisioned nor refunded/);
       release();
       await holding;
 
-      const order = await waitFor('the order refunded and the refund sent', async () => {
-        const o = await request(service, 'GET', `/orders/${orderId}`);
-        return o.body.order?.status === 'refunded' && o.body.refund?.status === 'sent' && o.body;
-      }, 60_000);
+      const order = await waitFor(
+        'the order refunded and the refund sent',
+        async () => {
+          const o = await request(service, 'GET', `/orders/${orderId}`);
+          return o.body.order?.status === 'refunded' && o.body.refund?.status === 'sent' && o.body;
+        },
+        60_000,
+      );
       assert.equal(order.refund.reason, 'provisioning_failed');
       assert.equal(order.refund.amount.amount_atomic, '450000', 'everything it paid');
       assert.equal(order.refund.to, wallet.address);
       assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before, 'the buyer has all its money back');
-      const stated = await verifyReceiptSignatureJWS(order.refund.receipt) as unknown as Record<string, unknown>;
+      const stated = (await verifyReceiptSignatureJWS(order.refund.receipt)) as unknown as Record<string, unknown>;
       assert.deepEqual(stated.orderIds, [orderId]);
       const events = await db.query<{ type: string; data: { reason: string } }>(
-        'SELECT type, data FROM events WHERE order_id = $1 ORDER BY created_at', [orderId]);
+        'SELECT type, data FROM events WHERE order_id = $1 ORDER BY created_at',
+        [orderId],
+      );
       const heard = events.some((e) => e.type === 'refund.sent' && e.data.reason === 'provisioning_failed');
       assert.ok(heard, JSON.stringify(events));
       const records = await db.query<{ kind: string }>(
-        'SELECT kind FROM audit_records WHERE subject = $1 ORDER BY seq', [orderId]);
+        'SELECT kind FROM audit_records WHERE subject = $1 ORDER BY seq',
+        [orderId],
+      );
       const kinds = records.map((r) => r.kind);
       assert.ok(kinds.includes('refund_evaluation') && kinds.includes('refund_sent'), kinds.join(','));
       const retried = await buy(service, wallet, { ...body, station_name: 'Never Provisioned FM' }, key);
@@ -284,12 +345,17 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
 });
 
 describe('a refund wallet without gas', () => {
-  const setEth = (address: string, wei: bigint) => fetch(dev.chain.rpc_url, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [address, `0x${wei.toString(16)}`],
-    }),
-  }).then((r) => r.json());
+  const setEth = (address: string, wei: bigint) =>
+    fetch(dev.chain.rpc_url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'anvil_setBalance',
+        params: [address, `0x${wei.toString(16)}`],
+      }),
+    }).then((r) => r.json());
 
   test('the refund waits with the reason and a metric, never sent without proof; sent once it has gas', async () => {
     await setEth(dev.refund_wallet.address, 0n);
@@ -299,19 +365,27 @@ describe('a refund wallet without gas', () => {
       const id = ordered.body.service.service_id;
       const before = await usdcBalance(dev.chain.rpc_url, wallet.address);
       assert.equal((await request(service, 'POST', `/services/${id}/stop`)).status, 200);
-      const short = await waitFor('the refund postponed for lack of gas', async () => {
-        const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
-        return /lacks gas/.test(refund.pending_reason ?? '') && refund;
-      }, 30_000);
+      const short = await waitFor(
+        'the refund postponed for lack of gas',
+        async () => {
+          const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+          return /lacks gas/.test(refund.pending_reason ?? '') && refund;
+        },
+        30_000,
+      );
       assert.equal(short.status, 'pending');
       assert.equal(short.transaction, null);
       assert.match(await (await fetch(service.metricsUrl)).text(), /refund_wallet_short_total\{lacks="gas"\} [1-9]/);
       await setEth(dev.refund_wallet.address, 10n ** 18n);
-      const sent = await waitFor('the refund sent once the wallet has gas', async () => {
-        const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
-        return refund.status === 'sent' && refund;
-      }, 60_000);
-      assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address) - before, BigInt(sent.amount.amount_atomic));
+      const sent = await waitFor(
+        'the refund sent once the wallet has gas',
+        async () => {
+          const refund = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund;
+          return refund.status === 'sent' && refund;
+        },
+        60_000,
+      );
+      assert.equal((await usdcBalance(dev.chain.rpc_url, wallet.address)) - before, BigInt(sent.amount.amount_atomic));
     } finally {
       await setEth(dev.refund_wallet.address, 10n ** 18n);
     }

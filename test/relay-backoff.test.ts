@@ -29,8 +29,11 @@ before(async () => {
   catalog = await relayCatalog();
   // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
   service = await startService({
-    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2',
-    LIFECYCLE_INTERVAL_MS: '250', RELAY_FIRST_RETRY_MS: String(FIRST_RETRY_MS),
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2',
+    LIFECYCLE_INTERVAL_MS: '250',
+    RELAY_FIRST_RETRY_MS: String(FIRST_RETRY_MS),
   });
 });
 after(async () => {
@@ -42,17 +45,24 @@ describe('relay upstream that is not audio', { skip }, () => {
   test('is re-fetched with a doubling wait, and the service record says why', async () => {
     const fetchedAt: number[] = [];
     const garbage = Buffer.from('this is not audio, just text that no decoder accepts\n'.repeat(2000));
-    const upstream = http.createServer((_req, res) => {
-      fetchedAt.push(Date.now());
-      res.writeHead(200, { 'content-type': 'audio/mpeg' });
-      res.end(garbage);
-    }).listen(0, '127.0.0.2');
+    const upstream = http
+      .createServer((_req, res) => {
+        fetchedAt.push(Date.now());
+        res.writeHead(200, { 'content-type': 'audio/mpeg' });
+        res.end(garbage);
+      })
+      .listen(0, '127.0.0.2');
     await once(upstream, 'listening');
     try {
       const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
       const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
       const url = `http://127.0.0.2:${(upstream.address() as AddressInfo).port}/live.mp3`;
-      const bought = await buy(service, wallet, { product_id: 'streaming-boost-relay', email: 'r@example.com', station_name: 'Relay', parameters: { duration_hours: 1, listeners: 5, bitrate_kbps: 64, source_stream_url: url } });
+      const bought = await buy(service, wallet, {
+        product_id: 'streaming-boost-relay',
+        email: 'r@example.com',
+        station_name: 'Relay',
+        parameters: { duration_hours: 1, listeners: 5, bitrate_kbps: 64, source_stream_url: url },
+      });
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
       const id = bought.body.service.service_id;
 
@@ -73,10 +83,17 @@ describe('relay upstream that is not audio', { skip }, () => {
 
       const record = (await request(service, 'GET', `/services/${id}`)).body;
       assert.equal(record.service.status, 'active');
-      assert.match(record.status_reason, /The relay could not use http:\/\/127\.0\.0\.2:\d+\/live\.mp3: its audio could not be decoded/);
+      assert.match(
+        record.status_reason,
+        /The relay could not use http:\/\/127\.0\.0\.2:\d+\/live\.mp3: its audio could not be decoded/,
+      );
       assert.match(record.status_reason, /Retrying in \d+ s \(attempt \d+; the wait doubles up to 5 min/);
       const events = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.events;
-      assert.equal(events.filter((e: any) => e.code === 'relay_upstream_failed').length, 1, 'one event for the run of failures, not one per retry');
+      assert.equal(
+        events.filter((e: any) => e.code === 'relay_upstream_failed').length,
+        1,
+        'one event for the run of failures, not one per retry',
+      );
     } finally {
       upstream.close();
       upstream.closeAllConnections();

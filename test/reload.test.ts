@@ -32,14 +32,18 @@ after(async () => {
 });
 
 // The operator's view (the metrics listener): the hash on disk and the last reload error are not public.
-const health = async () => ((await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json()) as any).catalog;
-const servedPrice = async () => (await request(service, 'GET', '/products/temporary-autodj', { auth: false })).body.product.pricing.packages[0].amount_atomic as string;
+const health = async () =>
+  ((await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json()) as any).catalog;
+const servedPrice = async () =>
+  (await request(service, 'GET', '/products/temporary-autodj', { auth: false })).body.product.pricing.packages[0]
+    .amount_atomic as string;
 
 /** Polls until the condition holds; returns how long it took, or fails after boundMs. */
 async function converge(what: string, condition: () => Promise<boolean>): Promise<number> {
   const started = performance.now();
   while (!(await condition())) {
-    if (performance.now() - started > boundMs) assert.fail(`${what}: not served within ${boundMs} ms (health: ${JSON.stringify(await health())})`);
+    if (performance.now() - started > boundMs)
+      assert.fail(`${what}: not served within ${boundMs} ms (health: ${JSON.stringify(await health())})`);
     await sleep(20);
   }
   return performance.now() - started;
@@ -91,17 +95,27 @@ describe('catalog hot reload', () => {
       const price = 480000 + i;
       await writeFile(productFile(), withPrice(price));
       await git('git', ['add', '-A'], { cwd: catalog.dir });
-      await git('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', `price ${price}`], { cwd: catalog.dir });
+      await git('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', `price ${price}`], {
+        cwd: catalog.dir,
+      });
       commits.push({ sha: (await git('git', ['rev-parse', 'HEAD'], { cwd: catalog.dir })).stdout.trim(), price });
     }
 
     let current = 480005;
     const fresh = () => {
       let price;
-      do price = 481000 + Math.floor(Math.random() * 18000); while (price === current);
+      do price = 481000 + Math.floor(Math.random() * 18000);
+      while (price === current);
       return price;
     };
-    const kinds = [...Object.keys(writers), 'gitCheckout', 'burst', 'replaceProducts', 'replaceCatalog', 'invalid'] as const;
+    const kinds = [
+      ...Object.keys(writers),
+      'gitCheckout',
+      'burst',
+      'replaceProducts',
+      'replaceCatalog',
+      'invalid',
+    ] as const;
     const counts: Record<string, number> = {};
     const times: number[] = [];
     let written = 0;
@@ -112,7 +126,9 @@ describe('catalog hot reload', () => {
       let expected: number;
       if (kind === 'gitCheckout') {
         const commit = commits[Math.floor(Math.random() * commits.length)];
-        await git('git', ['checkout', '-q', commit.sha, '--', 'catalog/products/temporary-autodj.yaml'], { cwd: catalog.dir });
+        await git('git', ['checkout', '-q', commit.sha, '--', 'catalog/products/temporary-autodj.yaml'], {
+          cwd: catalog.dir,
+        });
         expected = commit.price;
         written++;
       } else if (kind === 'burst') {
@@ -127,12 +143,18 @@ describe('catalog hot reload', () => {
         expected = current;
       } else if (kind === 'replaceProducts' || kind === 'replaceCatalog') {
         expected = fresh();
-        await replaceDirectory(kind === 'replaceCatalog' ? catalog.catalogDir : join(catalog.catalogDir, 'products'), withPrice(expected));
+        await replaceDirectory(
+          kind === 'replaceCatalog' ? catalog.catalogDir : join(catalog.catalogDir, 'products'),
+          withPrice(expected),
+        );
         written++;
       } else if (kind === 'invalid') {
         // A rejected edit keeps the last good price and says where the error is; the next edit fixes it.
         const before = await health();
-        await writers.renameOver(productFile(), withPrice(fresh()).replace('bitrate_kbps: { type: integer', 'bitrate_kbps: { type: integr'));
+        await writers.renameOver(
+          productFile(),
+          withPrice(fresh()).replace('bitrate_kbps: { type: integer', 'bitrate_kbps: { type: integr'),
+        );
         written++;
         await converge('an invalid edit reported', async () => (await health()).reload_errors > 0);
         const now = await health();
@@ -157,7 +179,9 @@ describe('catalog hot reload', () => {
     });
     assert.ok(final >= 0);
     times.sort((a, b) => a - b);
-    console.log(`reload: ${written} edits in ${times.length} steps (${JSON.stringify(counts)}), ${Math.round(performance.now() - started)} ms; ` +
-      `convergence median ${Math.round(times[times.length >> 1])} ms, max ${Math.round(times[times.length - 1])} ms`);
+    console.log(
+      `reload: ${written} edits in ${times.length} steps (${JSON.stringify(counts)}), ${Math.round(performance.now() - started)} ms; ` +
+        `convergence median ${Math.round(times[times.length >> 1])} ms, max ${Math.round(times[times.length - 1])} ms`,
+    );
   });
 });

@@ -8,7 +8,14 @@ import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, withoutCapacityReserve, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
-import { connectListener, exitOf, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import {
+  connectListener,
+  exitOf,
+  hasMpegFrame,
+  startFfmpegSource,
+  waitFor,
+  type Listener,
+} from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -25,7 +32,12 @@ const listeners: Listener[] = [];
 before(async () => {
   catalog = await shortLivedCatalog();
   await withoutCapacityReserve(catalog.catalogDir); // one wallet fills this 2-slot host
-  env = { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, LIFECYCLE_INTERVAL_MS: '250', ICECAST_MAX_SOURCES: '2' };
+  env = {
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    LIFECYCLE_INTERVAL_MS: '250',
+    ICECAST_MAX_SOURCES: '2',
+  };
   service = await startService(env);
 });
 after(async () => {
@@ -40,10 +52,20 @@ async function wallet(): Promise<TestWallet> {
   return new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
 }
 
-interface Bought { service_id: string; stream_url: string; broadcast_url: string; expires_at: string }
+interface Bought {
+  service_id: string;
+  stream_url: string;
+  broadcast_url: string;
+  expires_at: string;
+}
 
 async function stream(durationHours: number): Promise<Bought> {
-  const r = await buy(service, await wallet(), { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Restart FM', parameters: { duration_hours: durationHours, max_listeners: 2, bitrate_kbps: 64 } });
+  const r = await buy(service, await wallet(), {
+    product_id: 'instant-stream',
+    email: 'ops@example.com',
+    station_name: 'Restart FM',
+    parameters: { duration_hours: durationHours, max_listeners: 2, bitrate_kbps: 64 },
+  });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.service;
 }
@@ -56,12 +78,16 @@ function source(url: string): ChildProcess {
 
 /** A listener that gets audio from this URL (the source may take a moment to connect). */
 async function hears(url: string): Promise<Listener> {
-  const listener = await waitFor(`audio on ${url}`, async () => {
-    const l = await connectListener(url).catch(() => undefined);
-    if (l?.status === 200) return l;
-    l?.close();
-    return undefined;
-  }, 30_000);
+  const listener = await waitFor(
+    `audio on ${url}`,
+    async () => {
+      const l = await connectListener(url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    },
+    30_000,
+  );
   listeners.push(listener);
   await waitFor('MPEG frames', () => hasMpegFrame(listener.received()), 15_000);
   return listener;
@@ -83,7 +109,9 @@ function programsUsing(dir: string): string[] {
     try {
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       if (args.some((a) => a.includes(dir))) found.push(args[0].split('/').pop()!);
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return found.sort();
 }
@@ -111,7 +139,8 @@ describe('restarts keep paid streams', () => {
     assert.throws(() => process.kill(pgPid, 0), 'the PostgreSQL of the killed serve was stopped');
     assert.match(service.output(), /stopped the PostgreSQL left running/);
     const programs = programsUsing(service.dataDir);
-    for (const name of ['icecast2', 'anvil', 'postgres']) assert.equal(programs.filter((p) => p === name).length, 1, `one ${name}, the new one: ${programs.join(', ')}`);
+    for (const name of ['icecast2', 'anvil', 'postgres'])
+      assert.equal(programs.filter((p) => p === name).length, 1, `one ${name}, the new one: ${programs.join(', ')}`);
 
     source(long.broadcast_url);
     (await hears(long.stream_url)).close();
@@ -120,7 +149,10 @@ describe('restarts keep paid streams', () => {
     const untilExpiry = Date.parse(short.expires_at) - Date.now();
     assert.ok(untilExpiry > 0, `the short stream expired during the restart (${untilExpiry} ms): give it more time`);
     assert.notEqual(await exitOf(encoder, untilExpiry + 15_000), null, 'the source was cut at expiry');
-    await Promise.race([listener.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 15_000))]);
+    await Promise.race([
+      listener.ended,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 15_000)),
+    ]);
     assert.equal((await record(short.service_id)).status, 'expired');
   });
 
@@ -129,7 +161,12 @@ describe('restarts keep paid streams', () => {
     const another = await stream(0.2);
     const refused = await request(service, 'POST', '/orders', {
       headers: { 'idempotency-key': `restart-${process.pid}` },
-      body: { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Full FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } },
+      body: {
+        product_id: 'instant-stream',
+        email: 'ops@example.com',
+        station_name: 'Full FM',
+        parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+      },
     });
     assert.equal(refused.status, 503, JSON.stringify(refused.body));
     assert.equal(refused.body.error.code, 'capacity_exhausted');
@@ -138,15 +175,22 @@ describe('restarts keep paid streams', () => {
 
   test('the old Icecast port taken by something else: the addresses move, and work, and usage counts on', async () => {
     // The long stream's source has run since the last restart: more than the first seconds after this one could add.
-    const readBefore = await waitFor('usage measured', async () => {
-      const read = (await usage(long.service_id)).bytes.read_from_source;
-      return read >= 80_000 && read;
-    }, 30_000);
+    const readBefore = await waitFor(
+      'usage measured',
+      async () => {
+        const read = (await usage(long.service_id)).bytes.read_from_source;
+        return read >= 80_000 && read;
+      },
+      30_000,
+    );
     await service.stop('SIGINT');
     const restartedAt = Date.now();
     const oldPort = icecastPort();
     const blocker: Server = createServer((socket) => socket.destroy());
-    await new Promise<void>((resolve, reject) => { blocker.once('error', reject); blocker.listen(oldPort, '127.0.0.1', () => resolve()); });
+    await new Promise<void>((resolve, reject) => {
+      blocker.once('error', reject);
+      blocker.listen(oldPort, '127.0.0.1', () => resolve());
+    });
     try {
       service = await startService(env, { dataDir: service.dataDir });
       const moved = await record(long.service_id);
@@ -159,11 +203,19 @@ describe('restarts keep paid streams', () => {
       (await hears(moved.stream_url)).close();
       // The meter goes on counting the service at its new address (its state is kept under the host's id).
       const seen: number[] = [];
-      await waitFor('usage counted on from before the restart', async () => {
-        const u = await usage(long.service_id);
-        if (Date.parse(u.measured_at) > restartedAt) seen.push(u.bytes.read_from_source);
-        return seen.at(-1)! > readBefore;
-      }, 20_000).catch((e) => { throw new Error(`${e.message}: ${readBefore} bytes read before the restart, after: ${[...new Set(seen)].join(', ')}`); });
+      await waitFor(
+        'usage counted on from before the restart',
+        async () => {
+          const u = await usage(long.service_id);
+          if (Date.parse(u.measured_at) > restartedAt) seen.push(u.bytes.read_from_source);
+          return seen.at(-1)! > readBefore;
+        },
+        20_000,
+      ).catch((e) => {
+        throw new Error(
+          `${e.message}: ${readBefore} bytes read before the restart, after: ${[...new Set(seen)].join(', ')}`,
+        );
+      });
       assert.ok(Math.min(...seen) >= readBefore, `never counted from zero again: ${[...new Set(seen)].join(', ')}`);
     } finally {
       blocker.close();

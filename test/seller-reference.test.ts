@@ -41,7 +41,13 @@ before(async () => {
   assert.equal(unpaid.status, 402);
   terms = decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!).accepts[0];
   seller = await startSellerReference({
-    root, dataDir: service.dataDir, rpcUrl: dev.chain.rpc_url, chainId: dev.chain.chain_id, terms, wallet, body,
+    root,
+    dataDir: service.dataDir,
+    rpcUrl: dev.chain.rpc_url,
+    chainId: dev.chain.chain_id,
+    terms,
+    wallet,
+    body,
   });
 });
 
@@ -60,7 +66,7 @@ test('each paid purchase of the seller reference settles on the chain and commit
   assert.equal(await wallet.balanceOf(terms.asset, terms.payTo), paidBefore + 2n * BigInt(terms.amount));
 
   // A payment already spent is refused before the handler runs: no row without a payment.
-  assert.match(await seller!.buy(signatures[0], signal) ?? '', /^reference 402/);
+  assert.match((await seller!.buy(signatures[0], signal)) ?? '', /^reference 402/);
   assert.equal(await seller!.committedOrders(), rowsBefore + 2);
 });
 

@@ -5,7 +5,9 @@ import { after, describe, test } from 'node:test';
 import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 
 const started: Service[] = [];
-after(async () => { await Promise.all(started.map((s) => s.stop('SIGKILL'))); });
+after(async () => {
+  await Promise.all(started.map((s) => s.stop('SIGKILL')));
+});
 
 async function start(env: Record<string, string> = {}, dataDir?: string) {
   const service = await startService(env, { dataDir });
@@ -14,7 +16,12 @@ async function start(env: Record<string, string> = {}, dataDir?: string) {
 }
 
 function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function postgresPid(dataDir: string): Promise<number> {
@@ -26,11 +33,23 @@ const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1,
 describe('serve', () => {
   test('refuses to start in production with a test hook set, naming it', async (t) => {
     const dataDir = await scratchDir('audio-prod-hooks-');
-    for (const [name, value] of [['ORDER_CRASH_AT', 'after_claim'], ['ORDER_PAUSE_AT', 'after_claim:1000'], ['SSRF_TEST_PUBLIC_ADDRESSES', '127.0.0.1'], ['WEBHOOK_ALLOW_INSECURE_LOOPBACK', '1']]) {
+    for (const [name, value] of [
+      ['ORDER_CRASH_AT', 'after_claim'],
+      ['ORDER_PAUSE_AT', 'after_claim:1000'],
+      ['SSRF_TEST_PUBLIC_ADDRESSES', '127.0.0.1'],
+      ['WEBHOOK_ALLOW_INSECURE_LOOPBACK', '1'],
+    ]) {
       await t.test(name, async () => {
-        const run = await cli(['serve'], { AUDIO_API_ENV: 'production', DATA_DIR: dataDir, PORT: '0', [name]: value }, 30_000);
+        const run = await cli(
+          ['serve'],
+          { AUDIO_API_ENV: 'production', DATA_DIR: dataDir, PORT: '0', [name]: value },
+          30_000,
+        );
         assert.equal(run.code, 1, run.stderr);
-        assert.match(run.stderr, new RegExp(`^error: ${name} is a test hook and cannot be set with AUDIO_API_ENV=production`, 'm'));
+        assert.match(
+          run.stderr,
+          new RegExp(`^error: ${name} is a test hook and cannot be set with AUDIO_API_ENV=production`, 'm'),
+        );
       });
     }
   });
@@ -43,7 +62,11 @@ describe('serve', () => {
     const second = await cli(['serve'], { DATA_DIR: first.dataDir, PORT: '0' }, 30_000);
     assert.notEqual(second.code, 0);
     assert.match(second.stderr, /another serve \(pid \d+\) is already using DATA_DIR/);
-    assert.equal((await request(first, 'POST', '/quotes', { body: instant })).status, 200, 'the first one is untouched');
+    assert.equal(
+      (await request(first, 'POST', '/quotes', { body: instant })).status,
+      200,
+      'the first one is untouched',
+    );
 
     assert.equal(await first.stop('SIGTERM'), 0);
     for (let i = 0; i < 50 && isAlive(pgPid); i++) await new Promise((r) => setTimeout(r, 100));
@@ -72,7 +95,10 @@ describe('serve', () => {
     const availability = await request(agent, 'GET', '/availability', { auth: false });
     assert.equal(availability.body.agent_checkout.configured, false);
     assert.match(availability.body.agent_checkout.reason, /X402_PAY_TO/);
-    const order = await request(agent, 'POST', '/orders', { body: { product_id: 'instant-stream', email: 'a@example.com', station_name: 'x', parameters: instant.parameters }, headers: { 'idempotency-key': 'k1' } });
+    const order = await request(agent, 'POST', '/orders', {
+      body: { product_id: 'instant-stream', email: 'a@example.com', station_name: 'x', parameters: instant.parameters },
+      headers: { 'idempotency-key': 'k1' },
+    });
     assert.equal(order.status, 503);
     assert.equal(order.body.error.code, 'machine_payment_not_configured');
     assert.equal(order.body.error.retryable, true);
@@ -87,9 +113,18 @@ describe('serve', () => {
     const pgPid = await postgresPid(first.dataDir);
 
     const key = `two-instances-${Date.now()}`;
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      request({ baseUrl: (i % 2 ? first : second).baseUrl, apiKey: first.apiKey }, 'POST', '/quotes', { body: instant, headers: { 'idempotency-key': key } })));
-    assert.deepEqual(answers.map((a) => a.status), Array(10).fill(200));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        request({ baseUrl: (i % 2 ? first : second).baseUrl, apiKey: first.apiKey }, 'POST', '/quotes', {
+          body: instant,
+          headers: { 'idempotency-key': key },
+        }),
+      ),
+    );
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      Array(10).fill(200),
+    );
     assert.equal(new Set(answers.map((a) => a.body.quote.id)).size, 1);
     assert.equal(answers.filter((a) => !a.body.idempotency.replayed).length, 1);
 

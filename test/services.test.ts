@@ -20,17 +20,50 @@ before(async () => {
   service = await startService();
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-  autodj = (await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Auto FM', parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 1, listeners: 3 } })).body;
-  live = (await buy(service, wallet, { product_id: 'instant-stream', email: 'live@example.com', station_name: 'Live FM', parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 } })).body;
+  autodj = (
+    await buy(service, wallet, {
+      product_id: 'temporary-autodj',
+      email: 'dj@example.com',
+      station_name: 'Auto FM',
+      parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 1, listeners: 3 },
+    })
+  ).body;
+  live = (
+    await buy(service, wallet, {
+      product_id: 'instant-stream',
+      email: 'live@example.com',
+      station_name: 'Live FM',
+      parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+    })
+  ).body;
 });
-after(async () => { await service?.stop(); });
+after(async () => {
+  await service?.stop();
+});
 
-const api = (method: string, path: string, options: Parameters<typeof request>[3] = {}) => request(service, method, path, options);
+const api = (method: string, path: string, options: Parameters<typeof request>[3] = {}) =>
+  request(service, method, path, options);
 
 /** A short audio file made by ffmpeg, with artist and title tags. */
 function tone(seconds: number, format: 'mp3' | 'wav', title: string): Buffer {
-  const out = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', `sine=frequency=523:duration=${seconds}`, '-metadata', `title=${title}`, '-metadata', 'artist=Test Band',
-    ...(format === 'mp3' ? ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'] : ['-f', 'wav']), 'pipe:1'], { maxBuffer: 64 * 1024 * 1024 });
+  const out = spawnSync(
+    'ffmpeg',
+    [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      `sine=frequency=523:duration=${seconds}`,
+      '-metadata',
+      `title=${title}`,
+      '-metadata',
+      'artist=Test Band',
+      ...(format === 'mp3' ? ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'] : ['-f', 'wav']),
+      'pipe:1',
+    ],
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
   assert.equal(out.status, 0, String(out.stderr));
   return out.stdout;
 }
@@ -42,7 +75,12 @@ describe('services', () => {
     assert.equal(own.body.service.service_id, autodj.service.service_id);
     const other = JSON.parse((await service.cli(['keys', 'create', '--name', 'stranger'])).stdout);
     const stranger = { baseUrl: service.baseUrl, apiKey: other.api_key };
-    for (const path of [`/services/${autodj.service.service_id}`, `/services/${autodj.service.service_id}/usage`, `/services/${autodj.service.service_id}/files`, `/orders/${autodj.order.id}`]) {
+    for (const path of [
+      `/services/${autodj.service.service_id}`,
+      `/services/${autodj.service.service_id}/usage`,
+      `/services/${autodj.service.service_id}/files`,
+      `/orders/${autodj.order.id}`,
+    ]) {
       const answer = await request(stranger, 'GET', path);
       assert.equal(answer.status, 404, path);
       assert.match(answer.body.error.code, /not_found$/);
@@ -70,7 +108,11 @@ describe('services', () => {
     const id = autodj.service.service_id;
     const mediaDir = join(service.dataDir, 'media', id);
     const song = tone(3, 'mp3', 'First Song');
-    const put = (name: string, body: Buffer) => api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`, { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
+    const put = (name: string, body: Buffer) =>
+      api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`, {
+        rawBody: body,
+        headers: { 'content-type': 'application/octet-stream' },
+      });
 
     const ok = await put('first.mp3', song);
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
@@ -89,7 +131,10 @@ describe('services', () => {
     assert.equal(tooBig.body.error.code, 'storage_quota_exceeded');
 
     const listed = await api('GET', `/services/${id}/files`);
-    assert.deepEqual(listed.body.files.map((f: any) => f.name), ['first.mp3']);
+    assert.deepEqual(
+      listed.body.files.map((f: any) => f.name),
+      ['first.mp3'],
+    );
     assert.deepEqual((await readdir(mediaDir)).sort(), ['first.mp3'], 'nothing partial is left on disk');
 
     const bad = await api('PUT', `/services/${id}/playlist`, { body: { playlist: ['first.mp3', 'missing.mp3'] } });
@@ -102,31 +147,56 @@ describe('services', () => {
     assert.equal((await api('DELETE', `/services/${id}/files/first.mp3`)).status, 404);
     assert.deepEqual(await readdir(mediaDir), []);
 
-    const liveUpload = await api('PUT', `/services/${live.service.service_id}/files/x.mp3`, { rawBody: song, headers: { 'content-type': 'audio/mpeg' } });
+    const liveUpload = await api('PUT', `/services/${live.service.service_id}/files/x.mp3`, {
+      rawBody: song,
+      headers: { 'content-type': 'audio/mpeg' },
+    });
     assert.equal(liveUpload.status, 409);
     assert.equal(liveUpload.body.error.code, 'storage_not_included');
   });
 
   test('AutoDJ announces each file: its tags, else its name; the owner sees it and the history', async () => {
     const id = autodj.service.service_id;
-    const put = (name: string, body: Buffer) => api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`,
-      { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
+    const put = (name: string, body: Buffer) =>
+      api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`, {
+        rawBody: body,
+        headers: { 'content-type': 'application/octet-stream' },
+      });
     assert.equal((await put('tagged.mp3', tone(2, 'mp3', 'Tagged Song'))).status, 201);
-    const plain = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=2',
-      '-map_metadata', '-1', '-f', 'wav', 'pipe:1'], { maxBuffer: 8 * 1024 * 1024 });
+    const plain = spawnSync(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=frequency=330:duration=2',
+        '-map_metadata',
+        '-1',
+        '-f',
+        'wav',
+        'pipe:1',
+      ],
+      { maxBuffer: 8 * 1024 * 1024 },
+    );
     assert.equal((await put('plain-tone.wav', plain.stdout)).status, 201);
     const playlist = { playlist: ['tagged.mp3', 'plain-tone.wav'], shuffle: false };
     assert.equal((await api('PUT', `/services/${id}/playlist`, { body: playlist })).status, 200);
-    const history = await waitFor('both files announced', async () => {
-      const tracks = (await api('GET', `/services/${id}/now-playing`)).body.history ?? [];
-      const titles = tracks.map((t: any) => t.title);
-      return titles.includes('Tagged Song') && titles.includes('plain-tone.wav') && tracks;
-    }, 60_000);
+    const history = await waitFor(
+      'both files announced',
+      async () => {
+        const tracks = (await api('GET', `/services/${id}/now-playing`)).body.history ?? [];
+        const titles = tracks.map((t: any) => t.title);
+        return titles.includes('Tagged Song') && titles.includes('plain-tone.wav') && tracks;
+      },
+      60_000,
+    );
     const tagged = history.find((t: any) => t.title === 'Tagged Song');
     assert.equal(tagged.artist, 'Test Band');
     assert.equal(tagged.source, 'autodj');
     assert.equal(history.find((t: any) => t.title === 'plain-tone.wav').artist, null);
-    const listen = (await (await fetch(autodj.service.endpoints.now_playing_public)).json() as any).listen;
+    const listen = ((await (await fetch(autodj.service.endpoints.now_playing_public)).json()) as any).listen;
     assert.equal(listen.station_name, 'Auto FM');
     assert.ok(['Tagged Song', 'plain-tone.wav'].includes(listen.now_playing.title), listen.now_playing.title);
   });

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { spawnSync } from 'node:child_process';
-import { mp3EncoderArgs, MountMeter, SourceBudget, type MountStats, type SourceBudgetReading } from '../src/provisioning/index.js';
+import {
+  mp3EncoderArgs,
+  MountMeter,
+  SourceBudget,
+  type MountStats,
+  type SourceBudgetReading,
+} from '../src/provisioning/index.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
 const T = Date.parse('2026-11-23T12:00:00Z');
@@ -12,7 +18,13 @@ const BOUGHT = (KBPS * 1000) / 8; // 4000 B/s
  * Drives a budget the way the life-cycle worker does: the meter's cumulative bytes read, refreshed by Icecast every
  * 5 s, observed every second. `rate(s)` is what the source sends during second s (0 while disconnected).
  */
-function drive(budget: SourceBudget, rate: (s: number) => number, seconds: number, from = 0, total = { bytes: 0, seen: 0 }) {
+function drive(
+  budget: SourceBudget,
+  rate: (s: number) => number,
+  seconds: number,
+  from = 0,
+  total = { bytes: 0, seen: 0 },
+) {
   const readings: Array<SourceBudgetReading & { second: number }> = [];
   for (let s = from; s < from + seconds; s++) {
     total.bytes += rate(s);
@@ -62,7 +74,10 @@ describe('source bitrate budget', () => {
     const until = first.at(-1)!.refusedUntil!;
     const after = drive(quiet, () => 0, 120, 10, total);
     const back = after.find((r) => !r.over)!;
-    assert.ok(Math.abs(T + back.second * 1000 - until) <= 1000, `let back at ${back.second} s, promised ${(until - T) / 1000} s`);
+    assert.ok(
+      Math.abs(T + back.second * 1000 - until) <= 1000,
+      `let back at ${back.second} s, promised ${(until - T) / 1000} s`,
+    );
     assert.ok(back.level >= quiet.capacity(KBPS) * 0.5);
   });
 
@@ -71,7 +86,9 @@ describe('source bitrate budget', () => {
     const readings = drive(budget, () => 40_000, 10);
     const last = readings.at(-1)!;
     assert.equal(last.over, true);
-    const saved = JSON.parse(JSON.stringify({ level: last.level, bytesRead: last.bytesRead, at: last.at, over: last.over }));
+    const saved = JSON.parse(
+      JSON.stringify({ level: last.level, bytesRead: last.bytesRead, at: last.at, over: last.over }),
+    );
     const restarted = new SourceBudget();
     const next = restarted.observe('svc', KBPS, last.bytesRead, last.at + 1000, saved);
     assert.equal(next.over, true);
@@ -92,8 +109,14 @@ describe('mount meter: the end of a source session', () => {
       const refreshed = start + Math.floor((at - start - 100) / 5000) * 5000 + 100;
       const bytes = Math.round(((refreshed - start) / 1000) * rate);
       const stats: MountStats = {
-        mount, listeners: 0, listenerPeak: 0, totalBytesRead: bytes, totalBytesSent: 0, streamStart: new Date(start),
-      maxListeners: null, sourceIp: null,
+        mount,
+        listeners: 0,
+        listenerPeak: 0,
+        totalBytesRead: bytes,
+        totalBytesSent: 0,
+        streamStart: new Date(start),
+        maxListeners: null,
+        sourceIp: null,
       };
       meter.observeStats([stats], at);
     }
@@ -104,7 +127,10 @@ describe('mount meter: the end of a source session', () => {
     session(meter, '/a', 8000, T, T + 13_300, T + 15_000);
     const s = meter.snapshot('/a')!;
     assert.equal(s.sourceConnected, false);
-    assert.ok(Math.abs(s.bytesRead - 13.3 * 8000) / (13.3 * 8000) < 0.02, `bytesRead ${s.bytesRead} for ${13.3 * 8000}`);
+    assert.ok(
+      Math.abs(s.bytesRead - 13.3 * 8000) / (13.3 * 8000) < 0.02,
+      `bytesRead ${s.bytesRead} for ${13.3 * 8000}`,
+    );
     assert.ok(s.bytesReadEstimated > 0 && s.bytesReadEstimated < 5.5 * 8000);
     // Counted once: more polls without the source change nothing.
     meter.observeStats([], T + 20_000);
@@ -123,8 +149,23 @@ requireStreamingTools(['ffmpeg']);
 describe('MP3 encoder settings', () => {
   it('encode 16, 24, 32 and 128 kbps at what was bought (the AutoDJ and relays use them)', () => {
     for (const kbps of [16, 24, 32, 128]) {
-      const out = spawnSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20',
-        ...mp3EncoderArgs(kbps), '-f', 'mp3', 'pipe:1'], { maxBuffer: 16 * 1024 * 1024 });
+      const out = spawnSync(
+        'ffmpeg',
+        [
+          '-nostdin',
+          '-loglevel',
+          'error',
+          '-f',
+          'lavfi',
+          '-i',
+          'sine=frequency=440:duration=20',
+          ...mp3EncoderArgs(kbps),
+          '-f',
+          'mp3',
+          'pipe:1',
+        ],
+        { maxBuffer: 16 * 1024 * 1024 },
+      );
       assert.equal(out.status, 0, String(out.stderr));
       const measured = (out.stdout.length * 8) / 20 / 1000;
       assert.ok(measured >= kbps && measured <= kbps * 1.03, `${kbps} kbps asked, ${measured} kbps sent`);

@@ -12,8 +12,10 @@ const quiet: Logger = { info() {}, warn() {}, error() {} };
 const SERVICE = 'svc_flapping_source';
 const MOUNT = '/flapping';
 
-const sourceEvents = () => store.db.query<{ type: string }>(`SELECT type FROM events WHERE service_id = $1 ORDER BY seq`, [SERVICE])
-  .then((rows) => rows.map((r) => r.type));
+const sourceEvents = () =>
+  store.db
+    .query<{ type: string }>(`SELECT type FROM events WHERE service_id = $1 ORDER BY seq`, [SERVICE])
+    .then((rows) => rows.map((r) => r.type));
 
 describe('source events', () => {
   before(async () => {
@@ -22,7 +24,9 @@ describe('source events', () => {
       await client.query('SET LOCAL session_replication_role = replica'); // no orders or keys needed for this row
       await client.query(
         `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits)
-         VALUES ($1, $1, 'key_source', 'instant-stream', 'active', $2, 'source', 'pw', '{}')`, [SERVICE, MOUNT]);
+         VALUES ($1, $1, 'key_source', 'instant-stream', 'active', $2, 'source', 'pw', '{}')`,
+        [SERVICE, MOUNT],
+      );
     });
   });
 
@@ -34,7 +38,11 @@ describe('source events', () => {
       await decider.mountRemoved({ mount: MOUNT });
     }
     await decider.mountAdded({ mount: MOUNT }); // the source is connected in the end
-    assert.deepEqual(await sourceEvents(), ['source.connected', 'source.disconnected'], '11 callbacks, one pair recorded');
+    assert.deepEqual(
+      await sourceEvents(),
+      ['source.connected', 'source.disconnected'],
+      '11 callbacks, one pair recorded',
+    );
 
     await waitFor('the held state to be recorded when the window ends', async () => (await gate.flush()) > 0, 15_000);
     assert.deepEqual(await sourceEvents(), ['source.connected', 'source.disconnected', 'source.connected']);

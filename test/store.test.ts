@@ -9,7 +9,8 @@ describe('Database', () => {
   test('a prepared statement whose table another instance changed is run again unprepared', async () => {
     await store.db.query('CREATE TABLE widgets (id int PRIMARY KEY, name text)');
     await store.db.query("INSERT INTO widgets VALUES (1, 'one')");
-    const read = () => store.db.query<{ id: number; name: string; colour?: string }>('SELECT * FROM widgets WHERE id = $1', [1]);
+    const read = () =>
+      store.db.query<{ id: number; name: string; colour?: string }>('SELECT * FROM widgets WHERE id = $1', [1]);
     assert.deepEqual(await read(), [{ id: 1, name: 'one' }]);
     // What a migration run by another instance does: the prepared plan's result type no longer holds (0A000).
     const other = new Database(store.db.url);
@@ -20,7 +21,8 @@ describe('Database', () => {
   });
 
   test('the same statement gives the same answers prepared as the first time', async () => {
-    for (let i = 0; i < 3; i++) assert.deepEqual(await store.db.query<{ n: string }>('SELECT $1::text AS n', [String(i)]), [{ n: String(i) }]);
+    for (let i = 0; i < 3; i++)
+      assert.deepEqual(await store.db.query<{ n: string }>('SELECT $1::text AS n', [String(i)]), [{ n: String(i) }]);
     await assert.rejects(store.db.query('SELECT 1/$1::int AS n', [0]), /division by zero/);
   });
 });

@@ -20,8 +20,8 @@ let veteran: TestWallet;
 let winner: Service;
 /** The services the veteran bought, oldest first. */
 const veteranServices: string[] = [];
-const RESERVE = 'capacity_reserve:\n  newcomer_share: 0.5\n'
-  + '  established_payer: { minimum_paid: "0.50", paid_hours_ago: 1 }\n';
+const RESERVE =
+  'capacity_reserve:\n  newcomer_share: 0.5\n' + '  established_payer: { minimum_paid: "0.50", paid_hours_ago: 1 }\n';
 
 before(async () => {
   catalog = await copyCatalog();
@@ -31,7 +31,10 @@ before(async () => {
   assert.notEqual(reserved, text, 'the shipped catalog sets capacity_reserve');
   await writeFile(settings, reserved);
   service = await startService({
-    CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, ICECAST_MAX_SOURCES: '6', ICECAST_MAX_LISTENERS: '60',
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    ICECAST_MAX_SOURCES: '6',
+    ICECAST_MAX_LISTENERS: '60',
   });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   rpcUrl = dev.chain.rpc_url;
@@ -43,7 +46,9 @@ after(async () => {
 });
 
 const order = (maxListeners = 2) => ({
-  product_id: 'instant-stream', email: 'agent@example.com', station_name: 'Sybil FM',
+  product_id: 'instant-stream',
+  email: 'agent@example.com',
+  station_name: 'Sybil FM',
   parameters: { duration_hours: 1, max_listeners: maxListeners, bitrate_kbps: 64 },
 });
 let keys = 0;
@@ -55,9 +60,11 @@ async function newcomer(): Promise<{ agent: Service; wallet: TestWallet }> {
   await mintUsdc(rpcUrl, wallet.address, 5_000_000n);
   return { agent: { ...service, apiKey: JSON.parse(created.stdout).api_key }, wallet };
 }
-const post = (agent: Service, key: string, signature?: string, body = order()) => request(agent, 'POST', '/orders', {
-  body, headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) },
-});
+const post = (agent: Service, key: string, signature?: string, body = order()) =>
+  request(agent, 'POST', '/orders', {
+    body,
+    headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) },
+  });
 const availability = async () => {
   const answer = await request(service, 'GET', '/availability', { auth: false });
   assert.equal(answer.status, 200, JSON.stringify(answer.body));
@@ -77,24 +84,28 @@ function assertReserved(response: JsonResponse, pattern: RegExp) {
 }
 
 describe('capacity kept for established payers', () => {
-  test('/availability publishes the reserve and the newcomers\' part of the host', async () => {
+  test("/availability publishes the reserve and the newcomers' part of the host", async () => {
     const now = await availability();
     assert.deepEqual(now.agent_checkout.capacity_reserve, {
-      newcomer_share: 0.5, established_payer: { minimum_paid: '0.50', paid_hours_ago: 1 },
+      newcomer_share: 0.5,
+      established_payer: { minimum_paid: '0.50', paid_hours_ago: 1 },
     });
     assert.deepEqual(now.capacity.newcomers, {
-      stream_slots: { total: 3, free: 3 }, listener_places: { total: 30, free: 30 },
+      stream_slots: { total: 3, free: 3 },
+      listener_places: { total: 30, free: 30 },
     });
     assert.equal(now.instant.available_now, true);
     assert.equal(now.instant.newcomer_available_now, true);
   });
 
-  test('a newcomer asking for more listener places than the newcomers\' part is refused before payment', async () => {
+  test("a newcomer asking for more listener places than the newcomers' part is refused before payment", async () => {
     const { agent } = await newcomer();
-    assertReserved(await post(agent, newKey(), undefined, order(31)),
-      /The 31 listener places asked would take this host to 31 of its 60, beyond the 30 newcomers may fill/);
+    assertReserved(
+      await post(agent, newKey(), undefined, order(31)),
+      /The 31 listener places asked would take this host to 31 of its 60, beyond the 30 newcomers may fill/,
+    );
     const fits = await post(agent, newKey(), undefined, order(30));
-    assert.equal(fits.status, 402, 'the newcomers\' part itself is sold');
+    assert.equal(fits.status, 402, "the newcomers' part itself is sold");
   });
 
   test('two newcomers race for the last newcomer place: one is served, the other not charged', async () => {
@@ -106,22 +117,28 @@ describe('capacity kept for established payers', () => {
       amounts.push(BigInt(bought.body.order.amount.amount_atomic));
       veteranServices.push(bought.body.service.service_id);
     }
-    assert.ok(amounts[0] < 500_000n && amounts[0] + amounts[1] >= 500_000n,
-      `one order (${amounts[0]}) is below minimum_paid, two are not`);
+    assert.ok(
+      amounts[0] < 500_000n && amounts[0] + amounts[1] >= 500_000n,
+      `one order (${amounts[0]}) is below minimum_paid, two are not`,
+    );
 
     const racers = await Promise.all([newcomer(), newcomer()]);
-    const attempts = await Promise.all(racers.map(async ({ agent, wallet }) => {
-      const key = newKey();
-      const required = (await post(agent, key)).headers.get('payment-required');
-      assert.ok(required, 'the last newcomer place is offered to both');
-      return { agent, wallet, key, signature: await wallet.pay(required) };
-    }));
+    const attempts = await Promise.all(
+      racers.map(async ({ agent, wallet }) => {
+        const key = newKey();
+        const required = (await post(agent, key)).headers.get('payment-required');
+        assert.ok(required, 'the last newcomer place is offered to both');
+        return { agent, wallet, key, signature: await wallet.pay(required) };
+      }),
+    );
     const answers = await Promise.all(attempts.map((a) => post(a.agent, a.key, a.signature)));
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 503], JSON.stringify(answers.map((a) => a.body)));
     const lost = answers.findIndex((a) => a.status === 503);
     // The winner's order may be counted twice for a moment (in flight and provisioned): on the safe side.
-    assertReserved(answers[lost],
-      /Only the [23] stream slots kept for established payers are free on this host \(newcomers may fill 3 of its 6\)/);
+    assertReserved(
+      answers[lost],
+      /Only the [23] stream slots kept for established payers are free on this host \(newcomers may fill 3 of its 6\)/,
+    );
     assert.equal(answers[lost].body.error.details.history.paid, '0');
     assert.equal(await usdcBalance(rpcUrl, attempts[lost].wallet.address), 5_000_000n, 'the loser was not charged');
     winner = attempts[1 - lost].agent;
@@ -130,15 +147,24 @@ describe('capacity kept for established payers', () => {
     assert.equal(winnerBalance, 5_000_000n - BigInt(won), 'the winner paid its order');
   });
 
-  test('with the newcomers\' part full, fresh wallets are refused before paying, and too young history', async () => {
+  test("with the newcomers' part full, fresh wallets are refused before paying, and too young history", async () => {
     for (let i = 0; i < 2; i++) {
       const { agent, wallet } = await newcomer();
       const refused = await post(agent, newKey());
-      assertReserved(refused, new RegExp('they go to a wallet that has paid at least 0\\.50 USDC, settled at least '
-        + '1 hours ago, and no wallet this API key was issued to or paid with has 0 USDC so'));
+      assertReserved(
+        refused,
+        new RegExp(
+          'they go to a wallet that has paid at least 0\\.50 USDC, settled at least ' +
+            '1 hours ago, and no wallet this API key was issued to or paid with has 0 USDC so',
+        ),
+      );
       assert.deepEqual(refused.body.error.details.host, {
-        stream_slots: 6, newcomer_stream_slots: 3, listener_places: 60, newcomer_listener_places: 30,
-        live_services_after: 4, listener_places_after: 8,
+        stream_slots: 6,
+        newcomer_stream_slots: 3,
+        listener_places: 60,
+        newcomer_listener_places: 30,
+        live_services_after: 4,
+        listener_places_after: 8,
       });
       assert.equal(await usdcBalance(rpcUrl, wallet.address), 5_000_000n, 'nothing was charged');
     }
@@ -160,14 +186,14 @@ describe('capacity kept for established payers', () => {
     const text = await readFile(settings, 'utf8');
     await writeFile(settings, text.replace('paid_hours_ago: 1 }', 'paid_hours_ago: 0.0005 }'));
     const age = async () => (await availability()).agent_checkout.capacity_reserve.established_payer.paid_hours_ago;
-    for (let i = 0; i < 100 && await age() !== 0.0005; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && (await age()) !== 0.0005; i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(await age(), 0.0005, 'the edit was loaded');
     await new Promise((r) => setTimeout(r, 2000)); // 0.0005 h = 1.8 s: the last order's payment is older than that now
 
     const before = await usdcBalance(rpcUrl, veteran.address);
     const bought = await buy(service, veteran, order(), newKey());
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
-    assert.equal(before - await usdcBalance(rpcUrl, veteran.address), BigInt(bought.body.order.amount.amount_atomic));
+    assert.equal(before - (await usdcBalance(rpcUrl, veteran.address)), BigInt(bought.body.order.amount.amount_atomic));
     veteranServices.push(bought.body.service.service_id);
 
     // The newcomer who won the race has paid one order, old enough but below minimum_paid: still refused.
@@ -195,7 +221,7 @@ describe('capacity kept for established payers', () => {
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     const refunded = BigInt(stopped.body.refund.amount.amount_atomic);
     assert.ok(paid - refunded < 500_000n, `the refund (${refunded}) takes the history below minimum_paid`);
-    assert.equal((await buy(service, veteran, order(), newKey())).status, 200, 'the veteran fills the newcomers\' part');
+    assert.equal((await buy(service, veteran, order(), newKey())).status, 200, "the veteran fills the newcomers' part");
     const refused = await post(agent, newKey());
     assertReserved(refused, /has 0\.\d+ USDC so/);
     assert.equal(refused.body.error.details.history.paid, atomicToAmount(String(paid - refunded), 6));
@@ -210,7 +236,8 @@ describe('the capacity reserve in the catalog', () => {
       const text = await readFile(file, 'utf8');
       const line = text.split('\n').findIndex((l) => l.includes('newcomer_share:')) + 1;
       assert.ok(line > 0);
-      const broken = text.replace(/newcomer_share: [0-9.]+/, 'newcomer_share: 1.5')
+      const broken = text
+        .replace(/newcomer_share: [0-9.]+/, 'newcomer_share: 1.5')
         .replace(/, paid_hours_ago: [0-9.]+/, '');
       await writeFile(file, broken);
       const result = await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });

@@ -14,7 +14,9 @@ import { requireStreamingTools } from './support/system-tools.js';
 // Operators at a terminal: readable logs on a TTY and JSON otherwise, a summary once ready, Ctrl-C (SIGINT to the
 // whole process group) stopping everything within seconds with one line saying so, and a CLI that explains itself.
 const running: ServeProcess[] = [];
-after(() => { for (const s of running) s.kill(); });
+after(() => {
+  for (const s of running) s.kill();
+});
 
 requireStreamingTools();
 
@@ -27,8 +29,18 @@ describe('serve, not on a terminal (JSON)', () => {
     await new Promise((r) => setTimeout(r, 200)); // the ready line follows the stdout lines
 
     const lines = serve.stderr().split('\n').filter(Boolean);
-    const entries = lines.map((line) => { try { return JSON.parse(line); } catch { assert.fail(`not JSON: ${line}`); } });
-    assert.deepEqual(entries.filter((e) => e.component === 'postgres'), [], 'PostgreSQL output is at debug level');
+    const entries = lines.map((line) => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        assert.fail(`not JSON: ${line}`);
+      }
+    });
+    assert.deepEqual(
+      entries.filter((e) => e.component === 'postgres'),
+      [],
+      'PostgreSQL output is at debug level',
+    );
     const ready = entries.filter((e) => e.msg === 'ready');
     assert.equal(ready.length, 1, serve.stderr());
     const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
@@ -42,7 +54,9 @@ describe('serve, not on a terminal (JSON)', () => {
 
     // Progress of a slow command goes to stderr, only when asked (stderr is not a terminal here); stdout is unchanged.
     const service = { baseUrl: dev.base_url, apiKey: dev.api_key };
-    const quote = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } } });
+    const quote = await request(service, 'POST', '/quotes', {
+      body: { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } },
+    });
     assert.equal(quote.status, 200, JSON.stringify(quote.body));
     const replayed = await cli(['audit', 'replay', '--all', '--progress'], { DATA_DIR: dataDir });
     assert.equal(replayed.code, 0, replayed.stderr);
@@ -60,9 +74,21 @@ describe('serve, not on a terminal (JSON)', () => {
     console.log(`stopped ${seconds.toFixed(2)} s after SIGINT to the process group`);
     assert.ok(seconds < 5, `stopped after ${seconds} s`);
     assert.match(serve.stdout(), /^stopped \(SIGINT\) in \d+\.\d s$/m);
-    const after = serve.stderr().split('\n').filter(Boolean).map((line) => JSON.parse(line));
-    assert.deepEqual(after.filter((e) => e.level === 'warn' || e.level === 'error'), [], 'no warning or error on a normal stop');
-    assert.match(readFileSync(join(dataDir, 'icecast', 'error.log'), 'utf8'), /Shutting down/, 'Icecast stopped by itself, not killed');
+    const after = serve
+      .stderr()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      after.filter((e) => e.level === 'warn' || e.level === 'error'),
+      [],
+      'no warning or error on a normal stop',
+    );
+    assert.match(
+      readFileSync(join(dataDir, 'icecast', 'error.log'), 'utf8'),
+      /Shutting down/,
+      'Icecast stopped by itself, not killed',
+    );
 
     // The data is safe: the same DATA_DIR starts again, with the same key and the quote's record.
     const again = await startService({}, { dataDir });
@@ -85,18 +111,42 @@ describe('Ctrl-C while an AutoDJ plays', () => {
     await serve.waitFor(/metrics on \S+/);
     const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
     const service = { baseUrl: dev.base_url, apiKey: dev.api_key };
-    const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Ctrl-C FM', parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 } });
+    const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), {
+      product_id: 'temporary-autodj',
+      email: 'dj@example.com',
+      station_name: 'Ctrl-C FM',
+      parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
+    });
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
     const id = bought.body.service.service_id;
-    const tone = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-f', 'wav', 'pipe:1'], { maxBuffer: 16 << 20 });
-    assert.equal((await request(service, 'PUT', `/services/${id}/files/tone.wav`, { rawBody: tone.stdout, headers: { 'content-type': 'application/octet-stream' } })).status, 201);
-    assert.equal((await request(service, 'PUT', `/services/${id}/playlist`, { body: { playlist: ['tone.wav'] } })).status, 200);
-    const listener = await waitFor('the AutoDJ on air', async () => {
-      const l = await connectListener(bought.body.service.stream_url).catch(() => undefined);
-      if (l?.status === 200) return l;
-      l?.close();
-      return undefined;
-    }, 60_000);
+    const tone = spawnSync(
+      'ffmpeg',
+      ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-f', 'wav', 'pipe:1'],
+      { maxBuffer: 16 << 20 },
+    );
+    assert.equal(
+      (
+        await request(service, 'PUT', `/services/${id}/files/tone.wav`, {
+          rawBody: tone.stdout,
+          headers: { 'content-type': 'application/octet-stream' },
+        })
+      ).status,
+      201,
+    );
+    assert.equal(
+      (await request(service, 'PUT', `/services/${id}/playlist`, { body: { playlist: ['tone.wav'] } })).status,
+      200,
+    );
+    const listener = await waitFor(
+      'the AutoDJ on air',
+      async () => {
+        const l = await connectListener(bought.body.service.stream_url).catch(() => undefined);
+        if (l?.status === 200) return l;
+        l?.close();
+        return undefined;
+      },
+      60_000,
+    );
     await waitFor('MPEG frames', () => hasMpegFrame(listener.received()), 30_000);
     listener.close();
 
@@ -104,8 +154,16 @@ describe('Ctrl-C while an AutoDJ plays', () => {
     process.kill(-serve.child.pid!, 'SIGINT');
     assert.equal(await serve.exited, 0, serve.stderr());
     assert.match(serve.stdout(), /^stopped \(SIGINT\) in \d+\.\d s$/m);
-    const entries = serve.stderr().slice(before).split('\n').filter(Boolean).map((line) => JSON.parse(line));
-    assert.deepEqual(entries.filter((e) => e.level === 'warn' || e.level === 'error' || /exited|restart/.test(e.msg)), []);
+    const entries = serve
+      .stderr()
+      .slice(before)
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      entries.filter((e) => e.level === 'warn' || e.level === 'error' || /exited|restart/.test(e.msg)),
+      [],
+    );
   });
 });
 
@@ -116,8 +174,15 @@ describe('serve on a terminal', () => {
     running.push(serve);
     await serve.waitFor(/ready in \d+\.\d s/);
     const shown = plain(serve.stdout()).split('\n');
-    assert.deepEqual(shown.filter((l) => l.startsWith('{')), [], 'no JSON lines on a terminal');
-    assert.ok(shown.some((l) => /^\[\d\d:\d\d:\d\d\] INFO: icecast started {2}component=icecast/.test(l)), shown.join('\n'));
+    assert.deepEqual(
+      shown.filter((l) => l.startsWith('{')),
+      [],
+      'no JSON lines on a terminal',
+    );
+    assert.ok(
+      shown.some((l) => /^\[\d\d:\d\d:\d\d\] INFO: icecast started {2}component=icecast/.test(l)),
+      shown.join('\n'),
+    );
     assert.ok(!shown.some((l) => /initdb|database system is ready/.test(l)), 'PostgreSQL output is at debug level');
     const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
     assert.ok(shown.includes(`serving on ${dev.base_url}`));
@@ -135,7 +200,10 @@ describe('serve on a terminal', () => {
     console.log(`stopped ${seconds.toFixed(2)} s after Ctrl-C on a terminal`);
     assert.ok(seconds < 5, `stopped after ${seconds} s`);
     const end = plain(serve.stdout()).split('\n');
-    assert.ok(end.some((l) => /^stopped \(SIGINT\) in \d+\.\d s$/.test(l)), end.slice(-10).join('\n'));
+    assert.ok(
+      end.some((l) => /^stopped \(SIGINT\) in \d+\.\d s$/.test(l)),
+      end.slice(-10).join('\n'),
+    );
     assert.ok(!end.some((l) => /WARN|ERROR/.test(l)), end.slice(-10).join('\n'));
   });
 
@@ -146,7 +214,10 @@ describe('serve on a terminal', () => {
     await serve.waitFor(/metrics on \S+/);
     await new Promise((r) => setTimeout(r, 300));
     const shown = plain(serve.stdout()).split('\n').filter(Boolean);
-    assert.deepEqual(shown.filter((l) => !l.startsWith('{') && !/^(serving|metrics) on /.test(l)), []);
+    assert.deepEqual(
+      shown.filter((l) => !l.startsWith('{') && !/^(serving|metrics) on /.test(l)),
+      [],
+    );
     assert.ok(shown.some((l) => l.startsWith('{') && JSON.parse(l).msg === 'ready'));
     serve.child.stdin!.write('\x03');
     assert.equal(await serve.exited, 0);
@@ -154,7 +225,22 @@ describe('serve on a terminal', () => {
 });
 
 describe('command line', () => {
-  const commands = ['serve', 'catalog check', 'catalog diff', 'catalog preview', 'keys create', 'keys list', 'keys revoke', 'audit list', 'audit show', 'audit replay', 'audit verify', 'audit head', 'audit export', 'audit verify-bundle'];
+  const commands = [
+    'serve',
+    'catalog check',
+    'catalog diff',
+    'catalog preview',
+    'keys create',
+    'keys list',
+    'keys revoke',
+    'audit list',
+    'audit show',
+    'audit replay',
+    'audit verify',
+    'audit head',
+    'audit export',
+    'audit verify-bundle',
+  ];
 
   test('--help, -h and help for every command: its usage on stdout, exit 0', async () => {
     for (const [i, command] of commands.entries()) {
@@ -168,7 +254,8 @@ describe('command line', () => {
     for (const group of ['keys', 'audit', 'catalog']) {
       const result = await cli([group, '--help']);
       assert.equal(result.code, 0);
-      for (const command of commands.filter((c) => c.startsWith(`${group} `))) assert.ok(result.stdout.includes(`  ${command}`), `${group} --help lists ${command}`);
+      for (const command of commands.filter((c) => c.startsWith(`${group} `)))
+        assert.ok(result.stdout.includes(`  ${command}`), `${group} --help lists ${command}`);
     }
     const overview = await cli(['help']);
     assert.equal(overview.code, 0);

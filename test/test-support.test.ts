@@ -11,11 +11,14 @@ import { copyTemplateCluster } from './support/template-data-dir.js';
 // The suite's own machinery: what makes it fast must not make it say less.
 describe('test support', () => {
   test('a missing system program fails with the command that installs it, it does not skip', () => {
-    assert.throws(() => requireStreamingTools(['icecast2', 'no-such-program-here']), (e: Error) => {
-      const install = 'run `sh scripts/install-system-deps.sh`';
-      assert.equal(e.message, `no-such-program-here is not installed; these tests need them: ${install}`);
-      return true;
-    });
+    assert.throws(
+      () => requireStreamingTools(['icecast2', 'no-such-program-here']),
+      (e: Error) => {
+        const install = 'run `sh scripts/install-system-deps.sh`';
+        assert.equal(e.message, `no-such-program-here is not installed; these tests need them: ${install}`);
+        return true;
+      },
+    );
     assert.equal(requireStreamingTools(['sh']), false);
   });
 
@@ -30,7 +33,10 @@ describe('test support', () => {
       assert.deepEqual(await migrate(db), []);
       const applied = await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
       const migrations = await readdir(new URL('../src/store/migrations/', import.meta.url));
-      assert.deepEqual(applied.map((r) => r.name), migrations.filter((f) => f.endsWith('.sql')).sort());
+      assert.deepEqual(
+        applied.map((r) => r.name),
+        migrations.filter((f) => f.endsWith('.sql')).sort(),
+      );
     } finally {
       await db.close();
       await pg.stop();

@@ -41,7 +41,23 @@ function setTotalSamples(header: Buffer, streamInfo: number, total: bigint): voi
 }
 
 // 4 s of 7.1 silence at 192 kHz in the largest FLAC blocks: a few hundred bytes of frames.
-const silence = () => splitFlac(ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=192000:cl=7.1', '-t', '4', '-c:a', 'flac', '-frame_size', '65535', '-f', 'flac']));
+const silence = () =>
+  splitFlac(
+    ffmpeg([
+      '-f',
+      'lavfi',
+      '-i',
+      'anullsrc=r=192000:cl=7.1',
+      '-t',
+      '4',
+      '-c:a',
+      'flac',
+      '-frame_size',
+      '65535',
+      '-f',
+      'flac',
+    ]),
+  );
 
 /** A small FLAC that says it holds 50 hours of 8-channel 192 kHz audio. */
 function declaresHours(): Buffer {
@@ -62,24 +78,41 @@ describe('audio checks cannot be starved by one buyer', () => {
   let attacker: { apiKey: string; serviceId: string };
   let other: { apiKey: string; serviceId: string };
 
-  before(async () => {
-    // Two audio-check slots, as on a two-core host.
-    service = await startService({ UPLOAD_PROBE_CONCURRENCY: '2', UPLOAD_PROBE_QUEUE: '4', UPLOADS_PER_SERVICE: '4' });
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const buyer = async (name: string) => {
-      const apiKey = JSON.parse((await service.cli(['keys', 'create', '--name', name])).stdout).api_key as string;
-      const bought = await buy({ ...service, apiKey }, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: name, parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 20, listeners: 2 } });
-      assert.equal(bought.status, 200, JSON.stringify(bought.body));
-      return { apiKey, serviceId: bought.body.service.service_id as string };
-    };
-    attacker = await buyer('attacker');
-    other = await buyer('other');
-  }, { timeout: 180_000 });
-  after(async () => { await service?.stop(); });
+  before(
+    async () => {
+      // Two audio-check slots, as on a two-core host.
+      service = await startService({
+        UPLOAD_PROBE_CONCURRENCY: '2',
+        UPLOAD_PROBE_QUEUE: '4',
+        UPLOADS_PER_SERVICE: '4',
+      });
+      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const buyer = async (name: string) => {
+        const apiKey = JSON.parse((await service.cli(['keys', 'create', '--name', name])).stdout).api_key as string;
+        const bought = await buy({ ...service, apiKey }, wallet, {
+          product_id: 'temporary-autodj',
+          email: 'dj@example.com',
+          station_name: name,
+          parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 20, listeners: 2 },
+        });
+        assert.equal(bought.status, 200, JSON.stringify(bought.body));
+        return { apiKey, serviceId: bought.body.service.service_id as string };
+      };
+      attacker = await buyer('attacker');
+      other = await buyer('other');
+    },
+    { timeout: 180_000 },
+  );
+  after(async () => {
+    await service?.stop();
+  });
 
   const put = (who: { apiKey: string; serviceId: string }, name: string, body: Buffer) =>
-    request({ ...service, apiKey: who.apiKey }, 'PUT', `/services/${who.serviceId}/files/${name}`, { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
+    request({ ...service, apiKey: who.apiKey }, 'PUT', `/services/${who.serviceId}/files/${name}`, {
+      rawBody: body,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
 
   test('declared properties far beyond real audio or the time bought are refused before any decode', async () => {
     const long = await put(attacker, 'hours.flac', declaresHours());
@@ -87,25 +120,50 @@ describe('audio checks cannot be starved by one buyer', () => {
     assert.equal(long.body.error.code, 'audio_beyond_limits');
     assert.match(long.body.error.message, /declares 50 h of audio, longer than the 1 h this service was bought for/);
 
-    const wide = await put(attacker, 'wide.wav', ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=8000:cl=hexadecagonal', '-t', '0.1', '-f', 'wav']));
+    const wide = await put(
+      attacker,
+      'wide.wav',
+      ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=8000:cl=hexadecagonal', '-t', '0.1', '-f', 'wav']),
+    );
     assert.equal(wide.body.error.code, 'audio_beyond_limits', JSON.stringify(wide.body));
     assert.match(wide.body.error.message, /16 audio channels; at most 8/);
 
-    const fast = await put(attacker, 'fast.wav', ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=384000:cl=mono', '-t', '0.1', '-f', 'wav']));
+    const fast = await put(
+      attacker,
+      'fast.wav',
+      ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=384000:cl=mono', '-t', '0.1', '-f', 'wav']),
+    );
     assert.equal(fast.body.error.code, 'audio_beyond_limits', JSON.stringify(fast.body));
     assert.match(fast.body.error.message, /384000 Hz; at most 192000/);
-    assert.deepEqual((await request({ ...service, apiKey: attacker.apiKey }, 'GET', `/services/${attacker.serviceId}/files`)).body.files, []);
+    assert.deepEqual(
+      (await request({ ...service, apiKey: attacker.apiKey }, 'GET', `/services/${attacker.serviceId}/files`)).body
+        .files,
+      [],
+    );
   });
 
-  test('one buyer\'s slow-to-check files hold at most its share of the slots and are cut short; another buyer\'s upload is checked meanwhile', { timeout: 300_000 }, async (t) => {
+  test("one buyer's slow-to-check files hold at most its share of the slots and are cut short; another buyer's upload is checked meanwhile", {
+    timeout: 300_000,
+  }, async (t) => {
     const slow = decodesForMinutes();
     const attacks = [0, 1, 2].map((i) => put(attacker, `slow-${i}.flac`, slow));
     // Wait until the attacker's checks are decoding: one (its share) now, both slots before the fix.
     const deadline = Date.now() + 30_000;
     while (audioChecks(service.process.pid!) < 1 && Date.now() < deadline) await sleep(20);
-    for (const end = Date.now() + 2000; audioChecks(service.process.pid!) < 2 && Date.now() < end;) await sleep(20);
+    for (const end = Date.now() + 2000; audioChecks(service.process.pid!) < 2 && Date.now() < end; ) await sleep(20);
 
-    const song = ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=3', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3']);
+    const song = ffmpeg([
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:duration=3',
+      '-c:a',
+      'libmp3lame',
+      '-b:a',
+      '64k',
+      '-f',
+      'mp3',
+    ]);
     const accepted = await put(other, 'song.mp3', song);
     assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
     assert.equal(accepted.body.file.name, 'song.mp3');
@@ -123,9 +181,17 @@ describe('audio checks cannot be starved by one buyer', () => {
     }
     const refused = answers.filter((a) => a.status === 422);
     assert.ok(refused.length >= 1, 'the decode is cut short, not run to its end');
-    assert.match(refused[0].body.error.message, /checking it took more than the \d+(\.\d+)? s allowed for a file of \d+ bytes/);
-    const kept = answers.filter((a) => a.status === 201).map((a) => a.body.file.name).sort();
-    const listed = (await request({ ...service, apiKey: attacker.apiKey }, 'GET', `/services/${attacker.serviceId}/files`)).body.files;
+    assert.match(
+      refused[0].body.error.message,
+      /checking it took more than the \d+(\.\d+)? s allowed for a file of \d+ bytes/,
+    );
+    const kept = answers
+      .filter((a) => a.status === 201)
+      .map((a) => a.body.file.name)
+      .sort();
+    const listed = (
+      await request({ ...service, apiKey: attacker.apiKey }, 'GET', `/services/${attacker.serviceId}/files`)
+    ).body.files;
     assert.deepEqual(listed.map((f: { name: string }) => f.name).sort(), kept);
   });
 });

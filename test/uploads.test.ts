@@ -25,8 +25,24 @@ const IDLE_TIMEOUT_MS = 2000;
 
 /** A tone made by ffmpeg, tagged with this title. */
 function tone(seconds: number, title: string, args: string[]): Buffer {
-  const out = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', `sine=frequency=523:duration=${seconds}`, '-metadata', `title=${title}`, '-metadata', 'artist=Test Band', ...args, 'pipe:1'],
-    { maxBuffer: 64 * MB });
+  const out = spawnSync(
+    'ffmpeg',
+    [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      `sine=frequency=523:duration=${seconds}`,
+      '-metadata',
+      `title=${title}`,
+      '-metadata',
+      'artist=Test Band',
+      ...args,
+      'pipe:1',
+    ],
+    { maxBuffer: 64 * MB },
+  );
   assert.equal(out.status, 0, String(out.stderr));
   return out.stdout;
 }
@@ -34,14 +50,31 @@ function tone(seconds: number, title: string, args: string[]): Buffer {
 /** Bytes of every file (finished or partial) in a folder. */
 function bytesIn(dir: string): number {
   let total = 0;
-  for (const name of (() => { try { return readdirSync(dir); } catch { return []; } })()) {
-    try { total += statSync(join(dir, name)).size; } catch { /* gone meanwhile */ }
+  for (const name of (() => {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  })()) {
+    try {
+      total += statSync(join(dir, name)).size;
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return total;
 }
 
 /** Sends an upload on a raw socket, `chunkBytes` every `everyMs`, and reads the answer. */
-function slowUpload(origin: string, apiKey: string, path: string, body: Buffer, chunkBytes: number, everyMs: number): Promise<{ status: number; body: any; ms: number }> {
+function slowUpload(
+  origin: string,
+  apiKey: string,
+  path: string,
+  body: Buffer,
+  chunkBytes: number,
+  everyMs: number,
+): Promise<{ status: number; body: any; ms: number }> {
   const url = new URL(origin + path);
   const began = performance.now();
   return new Promise((resolve, reject) => {
@@ -55,10 +88,14 @@ function slowUpload(origin: string, apiKey: string, path: string, body: Buffer, 
       setTimeout(next, everyMs);
     };
     socket.on('connect', () => {
-      socket.write(`PUT ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: audio/wav\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+      socket.write(
+        `PUT ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: audio/wav\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+      );
       next();
     });
-    socket.on('data', (chunk: Buffer) => { answer = Buffer.concat([answer, chunk]); });
+    socket.on('data', (chunk: Buffer) => {
+      answer = Buffer.concat([answer, chunk]);
+    });
     socket.on('error', reject);
     socket.on('close', () => {
       const text = answer.toString();
@@ -76,26 +113,45 @@ describe('AutoDJ uploads', () => {
   let slow: any;
   let secret: string;
 
-  before(async () => {
-    service = await startService({
-      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), UPLOAD_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
-      UPLOAD_PROBE_CONCURRENCY: '1', UPLOAD_PROBE_QUEUE: '1', UPLOADS_PER_SERVICE: '2',
-    });
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const autodj = (station: string) => buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: station, parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 } })
-      .then((r) => { assert.equal(r.status, 200, JSON.stringify(r.body)); return r.body.service; });
-    formats = await autodj('Formats FM');
-    disk = await autodj('Disk FM');
-    slow = await autodj('Slow FM');
-    // Someone else's file on the server's disk, which a playlist upload must not reach.
-    secret = join(await scratchDir('upload-secret-'), 'secret.mp3');
-    await writeFile(secret, tone(2, 'Secret', ['-c:a', 'libmp3lame', '-f', 'mp3']));
-  }, { timeout: 180_000 });
-  after(async () => { await service?.stop(); });
+  before(
+    async () => {
+      service = await startService({
+        REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+        UPLOAD_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+        UPLOAD_PROBE_CONCURRENCY: '1',
+        UPLOAD_PROBE_QUEUE: '1',
+        UPLOADS_PER_SERVICE: '2',
+      });
+      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const autodj = (station: string) =>
+        buy(service, wallet, {
+          product_id: 'temporary-autodj',
+          email: 'dj@example.com',
+          station_name: station,
+          parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
+        }).then((r) => {
+          assert.equal(r.status, 200, JSON.stringify(r.body));
+          return r.body.service;
+        });
+      formats = await autodj('Formats FM');
+      disk = await autodj('Disk FM');
+      slow = await autodj('Slow FM');
+      // Someone else's file on the server's disk, which a playlist upload must not reach.
+      secret = join(await scratchDir('upload-secret-'), 'secret.mp3');
+      await writeFile(secret, tone(2, 'Secret', ['-c:a', 'libmp3lame', '-f', 'mp3']));
+    },
+    { timeout: 180_000 },
+  );
+  after(async () => {
+    await service?.stop();
+  });
 
   const put = (id: string, name: string, body: Buffer) =>
-    request(service, 'PUT', `/services/${id}/files/${encodeURIComponent(name)}`, { rawBody: body, headers: { 'content-type': 'application/octet-stream' } });
+    request(service, 'PUT', `/services/${id}/files/${encodeURIComponent(name)}`, {
+      rawBody: body,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
   const mediaDir = (id: string) => join(service.dataDir, 'media', id);
 
   test('refuses playlists and files that only start like audio, and bodies without Content-Length', async () => {
@@ -118,15 +174,27 @@ describe('AutoDJ uploads', () => {
     // An MPEG frame header, or an ID3 tag, in front of a playlist.
     const mp3Header = Buffer.from([0xff, 0xfb, 0x90, 0x64]);
     const id3 = Buffer.concat([Buffer.from('ID3'), Buffer.from([3, 0, 0, 0, 0, 0, 0])]);
-    for (const [name, body] of [['framed.mp3', Buffer.concat([mp3Header, Buffer.from(hls)])], ['tagged.mp3', Buffer.concat([id3, Buffer.from(hls)])]] as const) {
+    for (const [name, body] of [
+      ['framed.mp3', Buffer.concat([mp3Header, Buffer.from(hls)])],
+      ['tagged.mp3', Buffer.concat([id3, Buffer.from(hls)])],
+    ] as const) {
       const answer = await put(id, name, body);
       assert.equal(answer.status, 422, `${name}: ${JSON.stringify(answer.body)}`);
       assert.equal(answer.body.error.code, 'not_audio');
     }
-    const chunked = await sendRaw(service.baseUrl.replace(/\/api\/v1$/, ''), buildRawRequest({
-      method: 'PUT', target: `/api/v1/services/${id}/files/chunked.wav`, framing: 'chunked', body: tone(1, 'Chunked', ['-f', 'wav']),
-      headers: [['Authorization', `Bearer ${service.apiKey}`], ['Content-Type', 'audio/wav']],
-    }));
+    const chunked = await sendRaw(
+      service.baseUrl.replace(/\/api\/v1$/, ''),
+      buildRawRequest({
+        method: 'PUT',
+        target: `/api/v1/services/${id}/files/chunked.wav`,
+        framing: 'chunked',
+        body: tone(1, 'Chunked', ['-f', 'wav']),
+        headers: [
+          ['Authorization', `Bearer ${service.apiKey}`],
+          ['Content-Type', 'audio/wav'],
+        ],
+      }),
+    );
     assert.equal(chunked.status, 411);
     assert.equal(JSON.parse(chunked.body.toString()).error.code, 'length_required');
 
@@ -134,7 +202,9 @@ describe('AutoDJ uploads', () => {
     assert.deepEqual(await readdir(mediaDir(id)).catch(() => []), [], 'nothing kept on disk');
   });
 
-  test('accepts mp3, aac, m4a, ogg (vorbis, opus), flac and wav, and the AutoDJ plays each', { timeout: 120_000 }, async () => {
+  test('accepts mp3, aac, m4a, ogg (vorbis, opus), flac and wav, and the AutoDJ plays each', {
+    timeout: 120_000,
+  }, async () => {
     const id = formats.service_id;
     const made: Record<string, [Buffer, string]> = {
       'one.mp3': [tone(1.5, 'One', ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3']), 'mp3'],
@@ -147,7 +217,19 @@ describe('AutoDJ uploads', () => {
     };
     // MP4 cannot be written to a pipe without fragmenting: write a real file, with its index at the end.
     const m4a = join(await scratchDir('upload-m4a-'), 'three.m4a');
-    const wrote = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=523:duration=1.5', '-metadata', 'title=Three', '-c:a', 'aac', m4a]);
+    const wrote = spawnSync('ffmpeg', [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=523:duration=1.5',
+      '-metadata',
+      'title=Three',
+      '-c:a',
+      'aac',
+      m4a,
+    ]);
     assert.equal(wrote.status, 0, String(wrote.stderr));
     made['three.m4a'][0] = await readFile(m4a);
 
@@ -156,7 +238,10 @@ describe('AutoDJ uploads', () => {
       assert.equal(answer.status, 201, `${name}: ${JSON.stringify(answer.body)}`);
       assert.equal(answer.body.file.format, format, name);
       assert.equal(answer.body.file.size_bytes, body.length);
-      assert.ok(Math.abs(answer.body.file.duration_seconds - 1.5) < 0.2, `${name}: ${answer.body.file.duration_seconds} s`);
+      assert.ok(
+        Math.abs(answer.body.file.duration_seconds - 1.5) < 0.2,
+        `${name}: ${answer.body.file.duration_seconds} s`,
+      );
     }
 
     // Every track's title shows on the mount as the AutoDJ plays it, and nothing is skipped.
@@ -168,19 +253,29 @@ describe('AutoDJ uploads', () => {
     const mount = new URL(streamUrl).pathname;
     const stats = `${new URL(streamUrl).origin}/admin/stats?mount=${encodeURIComponent(mount)}`;
     const titles = new Set<string>();
-    await waitFor('every title on air', async () => {
-      const source = parseXml(await (await fetch(stats, { headers: { authorization: auth } })).text()).children.find((e) => e.name === 'source');
-      const title = source?.children.find((e) => e.name === 'title')?.text;
-      if (title) titles.add(title.replace(/^Test Band - /, ''));
-      // ADTS has no tags: the AutoDJ shows the file name.
-      return ['One', 'two.aac', 'Three', 'Four', 'Five', 'Six', 'Seven'].every((t) => titles.has(t));
-    }, 60_000).catch((e) => { throw new Error(`${e.message}; seen: ${[...titles].join(', ')}\n${service.output().slice(-3000)}`); });
+    await waitFor(
+      'every title on air',
+      async () => {
+        const source = parseXml(await (await fetch(stats, { headers: { authorization: auth } })).text()).children.find(
+          (e) => e.name === 'source',
+        );
+        const title = source?.children.find((e) => e.name === 'title')?.text;
+        if (title) titles.add(title.replace(/^Test Band - /, ''));
+        // ADTS has no tags: the AutoDJ shows the file name.
+        return ['One', 'two.aac', 'Three', 'Four', 'Five', 'Six', 'Seven'].every((t) => titles.has(t));
+      },
+      60_000,
+    ).catch((e) => {
+      throw new Error(`${e.message}; seen: ${[...titles].join(', ')}\n${service.output().slice(-3000)}`);
+    });
     listener.close();
     assert.ok(hasMpegFrame(listener.received()));
     assert.doesNotMatch(service.output(), /AutoDJ skipped a file/);
   });
 
-  test('parallel uploads never put more than the quota on disk; the ones beyond get a clear, retryable error', { timeout: 120_000 }, async () => {
+  test('parallel uploads never put more than the quota on disk; the ones beyond get a clear, retryable error', {
+    timeout: 120_000,
+  }, async () => {
     const id = disk.service_id;
     const quota = 5 * MB;
     let peak = 0;
@@ -198,16 +293,22 @@ describe('AutoDJ uploads', () => {
     assert.ok(small.length > 1 * MB && large.length > 4.5 * MB && large.length < quota);
     const bursts: Array<Awaited<ReturnType<typeof put>>[]> = [];
     bursts.push(await Promise.all(Array.from({ length: 20 }, (_, i) => put(id, `small-${i}.wav`, small))));
-    for (const file of (await request(service, 'GET', `/services/${id}/files`)).body.files) await request(service, 'DELETE', `/services/${id}/files/${file.name}`);
+    for (const file of (await request(service, 'GET', `/services/${id}/files`)).body.files)
+      await request(service, 'DELETE', `/services/${id}/files/${file.name}`);
     bursts.push(await Promise.all(Array.from({ length: 10 }, (_, i) => put(id, `large-${i}.wav`, large))));
     sampling = false;
     await sampler;
 
     const all = bursts.flat();
-    const codes = all.map((a) => a.status === 201 ? 'stored' : a.body.error.code);
-    console.log(`outcomes: ${JSON.stringify(codes.reduce((n: Record<string, number>, c) => ({ ...n, [c]: (n[c] ?? 0) + 1 }), {}))}; peak on disk ${(peak / MB).toFixed(2)} MB of ${quota / MB} MB`);
+    const codes = all.map((a) => (a.status === 201 ? 'stored' : a.body.error.code));
+    console.log(
+      `outcomes: ${JSON.stringify(codes.reduce((n: Record<string, number>, c) => ({ ...n, [c]: (n[c] ?? 0) + 1 }), {}))}; peak on disk ${(peak / MB).toFixed(2)} MB of ${quota / MB} MB`,
+    );
     assert.ok(peak <= quota, `${peak} bytes on disk at peak, ${quota} bought`);
-    assert.ok(bursts[0].some((a) => a.status === 201) && bursts[1].filter((a) => a.status === 201).length === 1, codes.join());
+    assert.ok(
+      bursts[0].some((a) => a.status === 201) && bursts[1].filter((a) => a.status === 201).length === 1,
+      codes.join(),
+    );
     for (const answer of all.filter((a) => a.status !== 201)) {
       assert.ok([429, 413, 503].includes(answer.status), JSON.stringify(answer.body));
       if (answer.status !== 413) {
@@ -218,14 +319,24 @@ describe('AutoDJ uploads', () => {
         assert.equal(answer.body.error.code, 'storage_quota_exceeded');
       }
     }
-    assert.ok(all.some((a) => a.status === 429), 'more than two at once to one service are turned away');
+    assert.ok(
+      all.some((a) => a.status === 429),
+      'more than two at once to one service are turned away',
+    );
     const listed = (await request(service, 'GET', `/services/${id}/files`)).body.files;
     assert.ok(listed.reduce((n: number, f: any) => n + f.size_bytes, 0) <= quota);
-    assert.deepEqual((await readdir(mediaDir(id))).filter((n) => n.startsWith('.')), [], 'no partial upload left');
+    assert.deepEqual(
+      (await readdir(mediaDir(id))).filter((n) => n.startsWith('.')),
+      [],
+      'no partial upload left',
+    );
   });
 
-  test('audio checks run one at a time here (UPLOAD_PROBE_CONCURRENCY=1); beyond the queue uploads get a retryable 503', { timeout: 120_000 }, async () => {
-    for (const file of (await request(service, 'GET', `/services/${disk.service_id}/files`)).body.files) await request(service, 'DELETE', `/services/${disk.service_id}/files/${file.name}`);
+  test('audio checks run one at a time here (UPLOAD_PROBE_CONCURRENCY=1); beyond the queue uploads get a retryable 503', {
+    timeout: 120_000,
+  }, async () => {
+    for (const file of (await request(service, 'GET', `/services/${disk.service_id}/files`)).body.files)
+      await request(service, 'DELETE', `/services/${disk.service_id}/files/${file.name}`);
     const song = tone(150, 'Long', ['-c:a', 'libmp3lame', '-b:a', '32k', '-f', 'mp3']);
     let most = 0;
     let sampling = true;
@@ -254,35 +365,71 @@ describe('AutoDJ uploads', () => {
     for (const id of ids) await request(service, 'DELETE', `/services/${id}/files/long-1.mp3`);
   });
 
-  test('a slow upload that takes longer than the request timeout succeeds; one that stalls gets the idle timeout', { timeout: 120_000 }, async () => {
+  test('a slow upload that takes longer than the request timeout succeeds; one that stalls gets the idle timeout', {
+    timeout: 120_000,
+  }, async () => {
     const id = slow.service_id;
     const body = tone(3, 'Slow', ['-f', 'wav']); // ~530 kB
     const chunk = 4096;
     const everyMs = Math.ceil((chunk / body.length) * REQUEST_TIMEOUT_MS * 2); // the whole body in about twice the request timeout
-    const slowAnswer = await slowUpload(service.baseUrl.replace(/\/api\/v1$/, ''), service.apiKey, `/api/v1/services/${id}/files/slow.wav`, body, chunk, everyMs);
-    console.log(`${body.length} bytes in ${Math.round(slowAnswer.ms)} ms (request timeout ${REQUEST_TIMEOUT_MS} ms): ${slowAnswer.status}`);
+    const slowAnswer = await slowUpload(
+      service.baseUrl.replace(/\/api\/v1$/, ''),
+      service.apiKey,
+      `/api/v1/services/${id}/files/slow.wav`,
+      body,
+      chunk,
+      everyMs,
+    );
+    console.log(
+      `${body.length} bytes in ${Math.round(slowAnswer.ms)} ms (request timeout ${REQUEST_TIMEOUT_MS} ms): ${slowAnswer.status}`,
+    );
     assert.ok(slowAnswer.ms > REQUEST_TIMEOUT_MS);
     assert.equal(slowAnswer.status, 201, JSON.stringify(slowAnswer.body));
     assert.equal(slowAnswer.body.file.size_bytes, body.length);
 
     // Half the body, then nothing.
     const began = performance.now();
-    const stalled = await sendRaw(service.baseUrl.replace(/\/api\/v1$/, ''), buildRawRequest({
-      method: 'PUT', target: `/api/v1/services/${id}/files/stalled.wav`, body: body.subarray(0, body.length / 2),
-      headers: [['Authorization', `Bearer ${service.apiKey}`], ['Content-Type', 'audio/wav'], ['Content-Length', String(body.length)]],
-    }), 30_000);
+    const stalled = await sendRaw(
+      service.baseUrl.replace(/\/api\/v1$/, ''),
+      buildRawRequest({
+        method: 'PUT',
+        target: `/api/v1/services/${id}/files/stalled.wav`,
+        body: body.subarray(0, body.length / 2),
+        headers: [
+          ['Authorization', `Bearer ${service.apiKey}`],
+          ['Content-Type', 'audio/wav'],
+          ['Content-Length', String(body.length)],
+        ],
+      }),
+      30_000,
+    );
     const answer = JSON.parse(stalled.body.toString());
-    console.log(`stalled upload answered ${stalled.status} after ${Math.round(performance.now() - began)} ms (idle timeout ${IDLE_TIMEOUT_MS} ms)`);
+    console.log(
+      `stalled upload answered ${stalled.status} after ${Math.round(performance.now() - began)} ms (idle timeout ${IDLE_TIMEOUT_MS} ms)`,
+    );
     assert.equal(stalled.status, 408);
     assert.equal(answer.error.code, 'upload_stalled');
     assert.equal(answer.error.retryable, true);
-    assert.deepEqual((await request(service, 'GET', `/services/${id}/files`)).body.files.map((f: any) => f.name), ['slow.wav']);
+    assert.deepEqual(
+      (await request(service, 'GET', `/services/${id}/files`)).body.files.map((f: any) => f.name),
+      ['slow.wav'],
+    );
 
     // Other requests still have the request timeout: a JSON body that never completes.
-    const partialJson = await sendRaw(service.baseUrl.replace(/\/api\/v1$/, ''), buildRawRequest({
-      method: 'PUT', target: `/api/v1/services/${id}/playlist`, body: Buffer.from('{"playlist":'),
-      headers: [['Authorization', `Bearer ${service.apiKey}`], ['Content-Type', 'application/json'], ['Content-Length', '100']],
-    }), 30_000);
+    const partialJson = await sendRaw(
+      service.baseUrl.replace(/\/api\/v1$/, ''),
+      buildRawRequest({
+        method: 'PUT',
+        target: `/api/v1/services/${id}/playlist`,
+        body: Buffer.from('{"playlist":'),
+        headers: [
+          ['Authorization', `Bearer ${service.apiKey}`],
+          ['Content-Type', 'application/json'],
+          ['Content-Length', '100'],
+        ],
+      }),
+      30_000,
+    );
     assert.equal(partialJson.status, 408);
     assert.equal(JSON.parse(partialJson.body.toString()).error.code, 'request_timeout');
   });
@@ -295,7 +442,12 @@ describe('an upload cut short by a crash', () => {
     try {
       const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
       const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-      const bought = await buy(service, wallet, { product_id: 'temporary-autodj', email: 'dj@example.com', station_name: 'Crash FM', parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 } });
+      const bought = await buy(service, wallet, {
+        product_id: 'temporary-autodj',
+        email: 'dj@example.com',
+        station_name: 'Crash FM',
+        parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
+      });
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
       const id = bought.body.service.service_id;
       const dir = join(service.dataDir, 'media', id);
@@ -305,7 +457,9 @@ describe('an upload cut short by a crash', () => {
       // Half the file arrives, then the server dies.
       const socket = connect(Number(url.port), url.hostname);
       socket.on('error', () => {});
-      socket.write(`PUT ${url.pathname}/services/${id}/files/large.wav HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${service.apiKey}\r\nContent-Length: ${large.length}\r\n\r\n`);
+      socket.write(
+        `PUT ${url.pathname}/services/${id}/files/large.wav HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${service.apiKey}\r\nContent-Length: ${large.length}\r\n\r\n`,
+      );
       socket.write(large.subarray(0, large.length / 2));
       await waitFor('half the upload on disk', () => bytesIn(dir) >= MB, 30_000);
       await service.stop('SIGKILL');
@@ -317,11 +471,16 @@ describe('an upload cut short by a crash', () => {
       const began = performance.now();
       let answer;
       for (;;) {
-        answer = await request(service, 'PUT', `/services/${id}/files/large.wav`, { rawBody: large, headers: { 'content-type': 'audio/wav' } });
+        answer = await request(service, 'PUT', `/services/${id}/files/large.wav`, {
+          rawBody: large,
+          headers: { 'content-type': 'audio/wav' },
+        });
         if (answer.status !== 413 || performance.now() - began > 30_000) break;
         await sleep(500);
       }
-      console.log(`the crashed upload's storage was free again ${Math.round(performance.now() - began)} ms after the restart (lease 3000 ms)`);
+      console.log(
+        `the crashed upload's storage was free again ${Math.round(performance.now() - began)} ms after the restart (lease 3000 ms)`,
+      );
       assert.equal(answer.status, 201, JSON.stringify(answer.body));
     } finally {
       await service.stop();

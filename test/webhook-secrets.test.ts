@@ -10,9 +10,15 @@ import { request, startService, type Service } from './support/service.js';
 import { startReceiver } from './support/webhook-receiver.js';
 import { TestWallet } from './support/wallet.js';
 
-const env = { WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1', WEBHOOK_POLL_INTERVAL_MS: '200', WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64') };
+const env = {
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1',
+  WEBHOOK_POLL_INTERVAL_MS: '200',
+  WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+};
 const cleanups: (() => unknown)[] = [];
-after(async () => { for (const cleanup of cleanups.reverse()) await cleanup(); });
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
 
 async function stored(service: Service, id: string): Promise<string> {
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
@@ -29,7 +35,9 @@ async function storeInTheClear(service: Service, id: string, secret: string): Pr
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
   const client = new pg.Client({ connectionString: lock.database_url });
   await client.connect();
-  await client.query('UPDATE webhook_endpoints SET secret = $2 WHERE id = $1', [id, secret]).finally(() => client.end());
+  await client
+    .query('UPDATE webhook_endpoints SET secret = $2 WHERE id = $1', [id, secret])
+    .finally(() => client.end());
 }
 
 test('webhook secrets are sealed at rest; one stored in the clear before is sealed at start and still signs', async () => {
@@ -51,8 +59,12 @@ test('webhook secrets are sealed at rest; one stored in the clear before is seal
   assert.match(await stored(service, webhook.id), /^sealed:v1:/);
 
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url),
-    { product_id: 'instant-stream', email: 'ops@example.com', station_name: 'Sealed FM', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 } });
+  const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), {
+    product_id: 'instant-stream',
+    email: 'ops@example.com',
+    station_name: 'Sealed FM',
+    parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 },
+  });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
   const paid = await receiver.next((d) => d.event.type === 'order.paid' && d.event.order_id === bought.body.order.id);
   assert.ok(verifySignature(String(paid.headers['x-agent-audio-signature']), paid.body, secret));
@@ -62,7 +74,9 @@ test('in production without WEBHOOK_SECRETS_KEY webhooks cannot be registered, a
   const prod = await startService({ AUDIO_API_ENV: 'production' });
   cleanups.push(() => prod.stop());
   const { api_key: apiKey } = JSON.parse((await prod.cli(['keys', 'create', '--name', 'prod'])).stdout);
-  const refused = await request({ baseUrl: prod.baseUrl, apiKey }, 'POST', '/webhooks', { body: { url: 'https://hooks.example.com/x' } });
+  const refused = await request({ baseUrl: prod.baseUrl, apiKey }, 'POST', '/webhooks', {
+    body: { url: 'https://hooks.example.com/x' },
+  });
   assert.equal(refused.status, 503, JSON.stringify(refused.body));
   assert.equal(refused.body.error.code, 'webhooks_not_configured');
   assert.match(refused.body.error.message, /WEBHOOK_SECRETS_KEY.*SSE/);

@@ -42,7 +42,10 @@ export class AuditLog {
 
   async saveSnapshot(snapshot: Pick<Snapshot, 'hash' | 'files'>): Promise<void> {
     if (this.savedSnapshots.has(snapshot.hash)) return;
-    await this.db.query('INSERT INTO snapshots (hash, files) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING', [snapshot.hash, snapshot.files]);
+    await this.db.query('INSERT INTO snapshots (hash, files) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING', [
+      snapshot.hash,
+      snapshot.files,
+    ]);
     this.savedSnapshots.add(snapshot.hash);
   }
 
@@ -64,21 +67,39 @@ export class AuditLog {
                                OR EXISTS (SELECT 1 FROM orders o WHERE (o.evaluation_id = r.id OR o.id = r.subject) AND o.api_key_id = $5))
          AND ($6::timestamptz IS NULL OR r.created_at >= $6) AND ($7::timestamptz IS NULL OR r.created_at < $7)
        ORDER BY r.seq DESC LIMIT $1`,
-      [filter.limit, filter.beforeSeq ?? null, filter.kind ?? null, filter.productId ?? null, filter.apiKeyId ?? null, filter.since ?? null, filter.until ?? null]);
+      [
+        filter.limit,
+        filter.beforeSeq ?? null,
+        filter.kind ?? null,
+        filter.productId ?? null,
+        filter.apiKeyId ?? null,
+        filter.since ?? null,
+        filter.until ?? null,
+      ],
+    );
   }
 
   async get(id: string): Promise<StoredRecord | undefined> {
-    const [row] = await this.db.query<StoredRecord & Record<string, unknown>>(`SELECT ${columns} FROM audit_records r WHERE r.id = $1`, [id]);
+    const [row] = await this.db.query<StoredRecord & Record<string, unknown>>(
+      `SELECT ${columns} FROM audit_records r WHERE r.id = $1`,
+      [id],
+    );
     return row;
   }
 
   async bySeq(seqs: string[]): Promise<StoredRecord[]> {
-    return this.db.query<StoredRecord & Record<string, unknown>>(`SELECT ${columns} FROM audit_records r WHERE r.seq = ANY($1::bigint[]) ORDER BY r.seq`, [seqs]);
+    return this.db.query<StoredRecord & Record<string, unknown>>(
+      `SELECT ${columns} FROM audit_records r WHERE r.seq = ANY($1::bigint[]) ORDER BY r.seq`,
+      [seqs],
+    );
   }
 
   /** The chained states of an order, oldest first. */
   async orderStates(orderId: string): Promise<StoredRecord[]> {
-    return this.db.query<StoredRecord & Record<string, unknown>>(`SELECT ${columns} FROM audit_records r WHERE r.subject = $1 ORDER BY r.seq`, [orderId]);
+    return this.db.query<StoredRecord & Record<string, unknown>>(
+      `SELECT ${columns} FROM audit_records r WHERE r.subject = $1 ORDER BY r.seq`,
+      [orderId],
+    );
   }
 
   /**
@@ -88,19 +109,23 @@ export class AuditLog {
   async lookup(id: string): Promise<{ about: string; records: StoredRecord[] } | undefined> {
     const direct = await this.get(id);
     if (direct) return { about: `record ${id}`, records: [direct] };
-    const [quote] = await this.db.query<{ evaluation_id: string }>('SELECT evaluation_id FROM quotes WHERE id = $1', [id]);
+    const [quote] = await this.db.query<{ evaluation_id: string }>('SELECT evaluation_id FROM quotes WHERE id = $1', [
+      id,
+    ]);
     if (quote) return { about: `quote ${id}`, records: [(await this.get(quote.evaluation_id))!] };
     const orders = await this.db.query<{ id: string; evaluation_id: string | null }>(
       `SELECT id, evaluation_id FROM orders WHERE id = $1
-       UNION ALL SELECT o.id, o.evaluation_id FROM services s JOIN orders o ON o.id = s.order_id OR o.upgrade_of = s.id OR o.extension_of = s.id WHERE s.id = $1`, [id]);
+       UNION ALL SELECT o.id, o.evaluation_id FROM services s JOIN orders o ON o.id = s.order_id OR o.upgrade_of = s.id OR o.extension_of = s.id WHERE s.id = $1`,
+      [id],
+    );
     if (!orders.length) return undefined;
     const records: StoredRecord[] = [];
     for (const order of orders) {
       const evaluation = order.evaluation_id ? await this.get(order.evaluation_id) : undefined;
       if (evaluation) records.push(evaluation);
-      records.push(...await this.orderStates(order.id));
+      records.push(...(await this.orderStates(order.id)));
     }
-    records.push(...await this.refundRecords([id, ...orders.map((o) => o.id)]));
+    records.push(...(await this.refundRecords([id, ...orders.map((o) => o.id)])));
     records.sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
     return { about: orders.length > 1 || orders[0].id !== id ? `service ${id}` : `order ${id}`, records };
   }
@@ -108,13 +133,18 @@ export class AuditLog {
   /** Refund evaluations and proofs about these services or orders (their subject). */
   private async refundRecords(subjects: string[]): Promise<StoredRecord[]> {
     return this.db.query<StoredRecord & Record<string, unknown>>(
-      `SELECT ${columns} FROM audit_records r WHERE r.subject = ANY($1) AND r.kind IN ('refund_evaluation', 'refund_sent') ORDER BY r.seq`, [[...new Set(subjects)]]);
+      `SELECT ${columns} FROM audit_records r WHERE r.subject = ANY($1) AND r.kind IN ('refund_evaluation', 'refund_sent') ORDER BY r.seq`,
+      [[...new Set(subjects)]],
+    );
   }
 
   async *all(batch = 500): AsyncGenerator<StoredRecord> {
     let after = '0';
     for (;;) {
-      const rows = await this.db.query<StoredRecord & Record<string, unknown>>(`SELECT ${columns} FROM audit_records r WHERE r.seq > $1 ORDER BY r.seq LIMIT $2`, [after, batch]);
+      const rows = await this.db.query<StoredRecord & Record<string, unknown>>(
+        `SELECT ${columns} FROM audit_records r WHERE r.seq > $1 ORDER BY r.seq LIMIT $2`,
+        [after, batch],
+      );
       yield* rows;
       if (rows.length < batch) return;
       after = rows[rows.length - 1].seq;
@@ -122,7 +152,9 @@ export class AuditLog {
   }
 
   async signedHeads(): Promise<SignedHead[]> {
-    const rows = await this.db.query<{ document: string; signature: string }>('SELECT document, signature FROM audit_signed_heads ORDER BY seq');
+    const rows = await this.db.query<{ document: string; signature: string }>(
+      'SELECT document, signature FROM audit_signed_heads ORDER BY seq',
+    );
     return rows.map((r) => ({ head: JSON.parse(r.document), signature: r.signature, public_key: '' }));
   }
 
@@ -132,27 +164,50 @@ export class AuditLog {
    * state, and that the chain passes through every signed head: the ones kept in the database and the ones an
    * auditor kept (`heads`), under the operator key.
    */
-  async verify(options: { operatorKey?: KeyObject; heads?: Array<SignedHead | SignedCheckpoint>; provisionBoundMs?: number } = {}): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
+  async verify(
+    options: { operatorKey?: KeyObject; heads?: Array<SignedHead | SignedCheckpoint>; provisionBoundMs?: number } = {},
+  ): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
     const problems: ChainProblem[] = [];
     const notes: string[] = [];
     const all = await this.signedHeads();
     // Kept heads signed with another key (each development instance has its own) prove nothing here; say so.
     const stored = options.operatorKey ? all.filter((h) => h.head?.key_id === keyIdOf(options.operatorKey!)) : all;
     const others = [...new Set(all.filter((h) => !stored.includes(h)).map((h) => String(h.head?.key_id)))];
-    if (others.length) notes.push(`${all.length - stored.length} signed heads kept by other keys (${others.join(', ')}) were not checked`);
-    const heads = [...stored.map((h) => ({ signed: h, source: 'kept in audit_signed_heads' })), ...(options.heads ?? []).map((h) => ({ signed: h, source: 'given' }))];
+    if (others.length)
+      notes.push(
+        `${all.length - stored.length} signed heads kept by other keys (${others.join(', ')}) were not checked`,
+      );
+    const heads = [
+      ...stored.map((h) => ({ signed: h, source: 'kept in audit_signed_heads' })),
+      ...(options.heads ?? []).map((h) => ({ signed: h, source: 'given' })),
+    ];
     const wanted = new Map<string, Array<{ signed: SignedHead; source: string }>>();
     // Checkpoints (the public heads) carry no seq: the record whose link they name is found by that link.
     const checkpoints = new Map<string, Array<{ signed: SignedCheckpoint; source: string }>>();
     for (const h of heads) {
-      const problem = options.operatorKey || h.source === 'given' ? signedHeadProblem(h.signed, options.operatorKey) : undefined;
+      const problem =
+        options.operatorKey || h.source === 'given' ? signedHeadProblem(h.signed, options.operatorKey) : undefined;
       const seq = (h.signed?.head as { seq?: unknown } | undefined)?.seq;
-      if (problem) { problems.push({ seq: String(seq ?? '?'), problem: `signed head (${h.source}): ${problem}` }); continue; }
-      if (h.signed.head.type === HEAD_TYPE) wanted.set(h.signed.head.seq, [...(wanted.get(h.signed.head.seq) ?? []), h as { signed: SignedHead; source: string }]);
-      else checkpoints.set(h.signed.head.chain_hash, [...(checkpoints.get(h.signed.head.chain_hash) ?? []), h as { signed: SignedCheckpoint; source: string }]);
+      if (problem) {
+        problems.push({ seq: String(seq ?? '?'), problem: `signed head (${h.source}): ${problem}` });
+        continue;
+      }
+      if (h.signed.head.type === HEAD_TYPE)
+        wanted.set(h.signed.head.seq, [
+          ...(wanted.get(h.signed.head.seq) ?? []),
+          h as { signed: SignedHead; source: string },
+        ]);
+      else
+        checkpoints.set(h.signed.head.chain_hash, [
+          ...(checkpoints.get(h.signed.head.chain_hash) ?? []),
+          h as { signed: SignedCheckpoint; source: string },
+        ]);
     }
     checkpoints.delete(GENESIS_CHAIN_HASH);
-    if (stored.length && !options.operatorKey) notes.push(`${stored.length} signed heads were compared with the chain without checking their signatures: no operator key here (give --public-key)`);
+    if (stored.length && !options.operatorKey)
+      notes.push(
+        `${stored.length} signed heads were compared with the chain without checking their signatures: no operator key here (give --public-key)`,
+      );
 
     const orders = new OrderStates();
     let previous = GENESIS_CHAIN_HASH;
@@ -164,14 +219,22 @@ export class AuditLog {
       const at = (problem: string) => problems.push({ seq: r.seq, id: r.id, problem });
       if (BigInt(r.seq) !== expectedSeq) at(`sequence jumps from ${expectedSeq - 1n} to ${r.seq}: records are missing`);
       if (sha256(r.record) !== r.record_hash) at('record text does not match its record_hash: the record was edited');
-      if (r.prev_chain_hash !== previous) at('prev_chain_hash does not match the previous record: the chain was broken');
+      if (r.prev_chain_hash !== previous)
+        at('prev_chain_hash does not match the previous record: the chain was broken');
       if (r.format === 2) seenFormat2 = true;
-      else if (r.format !== 1 || seenFormat2) at(`format ${r.format} where format 2 links are required: a stored field was edited`);
+      else if (r.format !== 1 || seenFormat2)
+        at(`format ${r.format} where format 2 links are required: a stored field was edited`);
       if (linkHash(r.prev_chain_hash, r) !== r.chain_hash) {
-        at('chain_hash does not follow from the previous link and this record\'s stored fields (kind, created_at, id, snapshot, subject, record hash): a stored field was edited');
+        at(
+          "chain_hash does not follow from the previous link and this record's stored fields (kind, created_at, id, snapshot, subject, record hash): a stored field was edited",
+        );
       }
       let body: Record<string, unknown> | undefined;
-      try { body = JSON.parse(r.record) as Record<string, unknown>; } catch { at('the record text is not JSON'); }
+      try {
+        body = JSON.parse(r.record) as Record<string, unknown>;
+      } catch {
+        at('the record text is not JSON');
+      }
       if (body && r.kind === 'order_state') {
         if (body.order_id !== r.subject) at('the chained order state names another order than its row');
         else orders.add(r.seq, body);
@@ -182,7 +245,9 @@ export class AuditLog {
       }
       for (const h of wanted.get(r.seq) ?? []) {
         if (h.signed.head.chain_hash !== r.chain_hash || linkHash(r.prev_chain_hash, r) !== h.signed.head.chain_hash) {
-          at(`the chain at seq ${r.seq} does not end in the signed head's ${h.signed.head.chain_hash} (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to here was rewritten`);
+          at(
+            `the chain at seq ${r.seq} does not end in the signed head's ${h.signed.head.chain_hash} (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to here was rewritten`,
+          );
         }
       }
       wanted.delete(r.seq);
@@ -191,34 +256,57 @@ export class AuditLog {
       expectedSeq = BigInt(r.seq) + 1n;
     }
     for (const h of wanted.get('0') ?? []) {
-      if (h.signed.head.chain_hash !== GENESIS_CHAIN_HASH) problems.push({ seq: '0', problem: `a signed head (${h.source}) of the empty log names ${h.signed.head.chain_hash}, not the genesis hash` });
+      if (h.signed.head.chain_hash !== GENESIS_CHAIN_HASH)
+        problems.push({
+          seq: '0',
+          problem: `a signed head (${h.source}) of the empty log names ${h.signed.head.chain_hash}, not the genesis hash`,
+        });
     }
     wanted.delete('0');
-    for (const [seq, hs] of wanted) for (const h of hs) problems.push({ seq, problem: `a signed head (${h.source}) covers seq ${seq}, which is not in the log: records were deleted` });
+    for (const [seq, hs] of wanted)
+      for (const h of hs)
+        problems.push({
+          seq,
+          problem: `a signed head (${h.source}) covers seq ${seq}, which is not in the log: records were deleted`,
+        });
     for (const [hash, hs] of checkpoints) {
       for (const h of hs) {
-        problems.push({ seq: '?', problem: `the chain does not end in the signed head's ${hash} at any record (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to it was rewritten or records were deleted` });
+        problems.push({
+          seq: '?',
+          problem: `the chain does not end in the signed head's ${hash} at any record (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to it was rewritten or records were deleted`,
+        });
       }
     }
-    const [head] = await this.db.query<{ seq: string; chain_hash: string }>('SELECT seq::text, chain_hash FROM audit_head');
+    const [head] = await this.db.query<{ seq: string; chain_hash: string }>(
+      'SELECT seq::text, chain_hash FROM audit_head',
+    );
     if (!head || head.chain_hash !== previous || BigInt(head.seq) !== expectedSeq - 1n) {
-      problems.push({ seq: head?.seq ?? '?', problem: `the chain head (seq ${head?.seq}) does not match the last record (seq ${expectedSeq - 1n}): records at the end were deleted or added` });
+      problems.push({
+        seq: head?.seq ?? '?',
+        problem: `the chain head (seq ${head?.seq}) does not match the last record (seq ${expectedSeq - 1n}): records at the end were deleted or added`,
+      });
     }
     problems.push(...checkOrderHistory(orders));
-    problems.push(...await this.ordersAgainstChain(orders));
-    problems.push(...await this.quotedOrders());
-    if (options.provisionBoundMs !== undefined) problems.push(...await this.undeliveredOrders(options.provisionBoundMs));
+    problems.push(...(await this.ordersAgainstChain(orders)));
+    problems.push(...(await this.quotedOrders()));
+    if (options.provisionBoundMs !== undefined)
+      problems.push(...(await this.undeliveredOrders(options.provisionBoundMs)));
     return { checked, problems, notes };
   }
 
   /** A settled order must be provisioned or refunded within the bound: one that is neither was paid for nothing. */
   private async undeliveredOrders(boundMs: number): Promise<ChainProblem[]> {
     const rows = await this.db.query<{ id: string; settled_at: Date }>(
-      `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`, [boundMs]);
+      `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`,
+      [boundMs],
+    );
     return rows.map((r) => ({
-      seq: '-', id: r.id, undelivered: true,
-      problem: `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded `
-        + `after ${Math.round(boundMs / 1000)} s`,
+      seq: '-',
+      id: r.id,
+      undelivered: true,
+      problem:
+        `order ${r.id}: settled at ${r.settled_at.toISOString()} and neither provisioned nor refunded ` +
+        `after ${Math.round(boundMs / 1000)} s`,
     }));
   }
 
@@ -227,8 +315,13 @@ export class AuditLog {
     const rows = await this.db.query<{ id: string; amount: string; quoted: string | null; evaluation_id: string }>(
       `SELECT o.id, o.amount_atomic::text AS amount, r.record::jsonb #>> '{output,total_atomic}' AS quoted, q.evaluation_id
        FROM orders o JOIN quotes q ON q.id = o.quote_id JOIN audit_records r ON r.id = q.evaluation_id
-       WHERE (r.record::jsonb #>> '{output,total_atomic}') IS DISTINCT FROM o.amount_atomic::text`);
-    return rows.map((r) => ({ seq: '-', id: r.id, problem: `order ${r.id}: charged ${r.amount} atomic units at quote price, but the quote's evaluation ${r.evaluation_id} says ${r.quoted}` }));
+       WHERE (r.record::jsonb #>> '{output,total_atomic}') IS DISTINCT FROM o.amount_atomic::text`,
+    );
+    return rows.map((r) => ({
+      seq: '-',
+      id: r.id,
+      problem: `order ${r.id}: charged ${r.amount} atomic units at quote price, but the quote's evaluation ${r.evaluation_id} says ${r.quoted}`,
+    }));
   }
 
   /** Each order row must equal its last chained state; a row without one was written outside the chain. */
@@ -238,21 +331,41 @@ export class AuditLog {
     let after = '';
     for (;;) {
       const rows = await this.db.query<{ id: string; state: Record<string, unknown> }>(
-        'SELECT o.id, order_audit_state(o) AS state FROM orders o WHERE o.id > $1 ORDER BY o.id LIMIT 500', [after]);
+        'SELECT o.id, order_audit_state(o) AS state FROM orders o WHERE o.id > $1 ORDER BY o.id LIMIT 500',
+        [after],
+      );
       for (const row of rows) {
         seen.add(row.id);
         const last = orders.last(row.id);
-        if (!last) { problems.push({ seq: '-', id: row.id, problem: `order ${row.id} has no chained state: it was written outside the audit chain` }); continue; }
+        if (!last) {
+          problems.push({
+            seq: '-',
+            id: row.id,
+            problem: `order ${row.id} has no chained state: it was written outside the audit chain`,
+          });
+          continue;
+        }
         for (const field of [...new Set([...Object.keys(row.state), ...Object.keys(last.state)])].sort()) {
           const now = canonicalJson(row.state[field] ?? null);
           const chained = canonicalJson(last.state[field] ?? null);
-          if (now !== chained) problems.push({ seq: last.seq, id: row.id, problem: `order ${row.id}: ${field} is ${now} in the orders table but ${chained} in its last chained state: the row was edited outside the chain` });
+          if (now !== chained)
+            problems.push({
+              seq: last.seq,
+              id: row.id,
+              problem: `order ${row.id}: ${field} is ${now} in the orders table but ${chained} in its last chained state: the row was edited outside the chain`,
+            });
         }
       }
       if (rows.length < 500) break;
       after = rows[rows.length - 1].id;
     }
-    for (const id of orders.ids()) if (!seen.has(id)) problems.push({ seq: orders.last(id)!.seq, id, problem: `order ${id} is in the chain but not in the orders table: it was deleted` });
+    for (const id of orders.ids())
+      if (!seen.has(id))
+        problems.push({
+          seq: orders.last(id)!.seq,
+          id,
+          problem: `order ${id} is in the chain but not in the orders table: it was deleted`,
+        });
     return problems;
   }
 }

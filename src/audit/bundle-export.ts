@@ -6,13 +6,23 @@ import { signCurrentHead } from './head-publisher.js';
 import { EVALUATION_KINDS } from './replay.js';
 import type { HeadSigner, SignedHead } from './signing.js';
 
-export interface BundleSelection { order?: string; quote?: string; since?: Date; until?: Date }
+export interface BundleSelection {
+  order?: string;
+  quote?: string;
+  since?: Date;
+  until?: Date;
+}
 
 /**
  * One self-contained file: the selected records, the snapshots they ran on, the chain from the first of them to a
  * signed head (the earliest kept one that covers them all, else the current head signed now), the settlements.
  */
-export async function exportBundle(db: Database, log: AuditLog, selection: BundleSelection, signer?: HeadSigner): Promise<AuditBundle> {
+export async function exportBundle(
+  db: Database,
+  log: AuditLog,
+  selection: BundleSelection,
+  signer?: HeadSigner,
+): Promise<AuditBundle> {
   const records = await selectRecords(db, log, selection);
   if (!records.length) throw new Error('nothing matches this selection');
   records.sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
@@ -22,25 +32,41 @@ export async function exportBundle(db: Database, log: AuditLog, selection: Bundl
   const head = await signedHeadCovering(db, last, signer);
   const links = await db.query<StoredRecord & Record<string, unknown>>(
     `SELECT r.seq, r.id, r.kind, r.snapshot_hash, r.subject, r.record_hash, r.prev_chain_hash, r.chain_hash, r.format, audit_time(r.created_at) AS created_at_text
-     FROM audit_records r WHERE r.seq BETWEEN $1 AND $2 ORDER BY r.seq`, [first, head.head.seq]);
+     FROM audit_records r WHERE r.seq BETWEEN $1 AND $2 ORDER BY r.seq`,
+    [first, head.head.seq],
+  );
 
   const snapshots: AuditBundle['snapshots'] = {};
   for (const r of records) {
-    if (r.snapshot_hash && !snapshots[r.snapshot_hash]) snapshots[r.snapshot_hash] = (await log.snapshotFiles(r.snapshot_hash)) ?? {};
+    if (r.snapshot_hash && !snapshots[r.snapshot_hash])
+      snapshots[r.snapshot_hash] = (await log.snapshotFiles(r.snapshot_hash)) ?? {};
   }
   const orderIds = [...new Set(records.filter((r) => r.subject).map((r) => r.subject!))];
   const settlements: AuditBundle['settlements'] = {};
-  for (const row of await db.query<{ id: string; settlement: unknown }>('SELECT id, settlement FROM orders WHERE id = ANY($1)', [orderIds])) settlements[row.id] = row.settlement;
+  for (const row of await db.query<{ id: string; settlement: unknown }>(
+    'SELECT id, settlement FROM orders WHERE id = ANY($1)',
+    [orderIds],
+  ))
+    settlements[row.id] = row.settlement;
 
   return {
     type: BUNDLE_TYPE,
     exported_at: new Date().toISOString(),
-    selection: Object.fromEntries(Object.entries(selection).filter(([, v]) => v !== undefined).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : String(v)])),
+    selection: Object.fromEntries(
+      Object.entries(selection)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : String(v)]),
+    ),
     records: records.map(bundleRecord),
     snapshots,
     chain: {
       prev_chain_hash: links[0].prev_chain_hash,
-      links: links.map((l) => ({ seq: l.seq, format: l.format, hash: l.format === 1 ? l.record_hash : entryHash(l), chain_hash: l.chain_hash })),
+      links: links.map((l) => ({
+        seq: l.seq,
+        format: l.format,
+        hash: l.format === 1 ? l.record_hash : entryHash(l),
+        chain_hash: l.chain_hash,
+      })),
     },
     signed_head: head,
     settlements,
@@ -49,19 +75,32 @@ export async function exportBundle(db: Database, log: AuditLog, selection: Bundl
 
 function bundleRecord(r: StoredRecord): BundleRecord {
   return {
-    seq: r.seq, id: r.id, kind: r.kind, snapshot_hash: r.snapshot_hash, subject: r.subject, record: r.record, record_hash: r.record_hash,
-    prev_chain_hash: r.prev_chain_hash, chain_hash: r.chain_hash, format: r.format, created_at: r.created_at_text,
+    seq: r.seq,
+    id: r.id,
+    kind: r.kind,
+    snapshot_hash: r.snapshot_hash,
+    subject: r.subject,
+    record: r.record,
+    record_hash: r.record_hash,
+    prev_chain_hash: r.prev_chain_hash,
+    chain_hash: r.chain_hash,
+    format: r.format,
+    created_at: r.created_at_text,
   };
 }
 
 async function selectRecords(db: Database, log: AuditLog, selection: BundleSelection): Promise<StoredRecord[]> {
   const byId = new Map<string, StoredRecord>();
-  const add = (rows: Array<StoredRecord | undefined>) => { for (const r of rows) if (r) byId.set(r.id, r); };
+  const add = (rows: Array<StoredRecord | undefined>) => {
+    for (const r of rows) if (r) byId.set(r.id, r);
+  };
   if (selection.order) {
     const found = await log.lookup(selection.order);
     if (!found) throw new Error(`no order ${selection.order}`);
     add(found.records);
-    const [order] = await db.query<{ quote_id: string | null }>('SELECT quote_id FROM orders WHERE id = $1', [selection.order]);
+    const [order] = await db.query<{ quote_id: string | null }>('SELECT quote_id FROM orders WHERE id = $1', [
+      selection.order,
+    ]);
     if (order?.quote_id) add((await log.lookup(order.quote_id))?.records ?? []);
   }
   if (selection.quote) {
@@ -78,14 +117,23 @@ async function selectRecords(db: Database, log: AuditLog, selection: BundleSelec
       beforeSeq = rows[rows.length - 1].seq;
     }
   }
-  return [...byId.values()].filter((r) => (EVALUATION_KINDS as readonly string[]).includes(r.kind) || r.kind === 'order_state' || r.kind === 'refund_sent');
+  return [...byId.values()].filter(
+    (r) =>
+      (EVALUATION_KINDS as readonly string[]).includes(r.kind) || r.kind === 'order_state' || r.kind === 'refund_sent',
+  );
 }
 
 async function signedHeadCovering(db: Database, seq: string, signer?: HeadSigner): Promise<SignedHead> {
   // Instances in development each have their own key: only a head signed with this one is shipped with its public key.
   const [kept] = await db.query<{ document: string; signature: string }>(
-    "SELECT document, signature FROM audit_signed_heads WHERE seq >= $1 AND document::jsonb ->> 'key_id' = $2 ORDER BY seq LIMIT 1", [seq, signer?.keyId ?? '']);
-  if (kept && signer) return { head: JSON.parse(kept.document), signature: kept.signature, public_key: signer.publicKeyPem };
-  if (!signer) throw new Error('exporting needs the operator signing key (AUDIT_SIGNING_KEY, AUDIT_SIGNING_KEY_FILE, or DATA_DIR/audit-signing-key.pem)');
+    "SELECT document, signature FROM audit_signed_heads WHERE seq >= $1 AND document::jsonb ->> 'key_id' = $2 ORDER BY seq LIMIT 1",
+    [seq, signer?.keyId ?? ''],
+  );
+  if (kept && signer)
+    return { head: JSON.parse(kept.document), signature: kept.signature, public_key: signer.publicKeyPem };
+  if (!signer)
+    throw new Error(
+      'exporting needs the operator signing key (AUDIT_SIGNING_KEY, AUDIT_SIGNING_KEY_FILE, or DATA_DIR/audit-signing-key.pem)',
+    );
   return signCurrentHead(db, signer);
 }

@@ -22,15 +22,18 @@ export interface BundleVerdict {
 export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Promise<BundleVerdict> {
   const problems: string[] = [];
   const facts: string[] = [];
-  if (bundle?.type !== BUNDLE_TYPE) return { ok: false, problems: [`not an audit bundle (type ${JSON.stringify(bundle?.type)})`], replays: [], facts };
+  if (bundle?.type !== BUNDLE_TYPE)
+    return { ok: false, problems: [`not an audit bundle (type ${JSON.stringify(bundle?.type)})`], replays: [], facts };
 
   // The chain: each link follows from the previous one; the last one is the signed head.
   const chainAt = new Map<string, { format: number; hash: string; chain_hash: string }>();
   let previous = bundle.chain.prev_chain_hash;
   let expected: bigint | undefined;
   for (const link of bundle.chain.links) {
-    if (expected !== undefined && BigInt(link.seq) !== expected) problems.push(`chain: seq ${link.seq} follows ${expected - 1n}: links are missing`);
-    if (chainHash(previous, link.hash) !== link.chain_hash) problems.push(`chain: the link at seq ${link.seq} does not follow from the one before it`);
+    if (expected !== undefined && BigInt(link.seq) !== expected)
+      problems.push(`chain: seq ${link.seq} follows ${expected - 1n}: links are missing`);
+    if (chainHash(previous, link.hash) !== link.chain_hash)
+      problems.push(`chain: the link at seq ${link.seq} does not follow from the one before it`);
     chainAt.set(link.seq, link);
     previous = link.chain_hash;
     expected = BigInt(link.seq) + 1n;
@@ -38,23 +41,37 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
   const last = bundle.chain.links.at(-1);
   const head = bundle.signed_head?.head;
   if (!last || !head || head.seq !== last.seq || head.chain_hash !== last.chain_hash) {
-    problems.push(`chain: it does not end in the signed head (head seq ${head?.seq} ${head?.chain_hash}, last link seq ${last?.seq} ${last?.chain_hash})`);
+    problems.push(
+      `chain: it does not end in the signed head (head seq ${head?.seq} ${head?.chain_hash}, last link seq ${last?.seq} ${last?.chain_hash})`,
+    );
   }
   const signature = signedHeadProblem(bundle.signed_head, trusted);
   if (signature) problems.push(`signed head: ${signature}`);
-  else facts.push(`the chain up to seq ${head.seq} ends in ${head.chain_hash}, signed ${head.signed_at} by key ${head.key_id}${trusted ? ' (the operator key given)' : ' (the key in the bundle: compare it with the key the operator publishes at GET /api/v1/audit/head)'}`);
+  else
+    facts.push(
+      `the chain up to seq ${head.seq} ends in ${head.chain_hash}, signed ${head.signed_at} by key ${head.key_id}${trusted ? ' (the operator key given)' : ' (the key in the bundle: compare it with the key the operator publishes at GET /api/v1/audit/head)'}`,
+    );
 
   // The records: their text, their stored fields and their place in the chain.
   const orders = new OrderStates();
   for (const r of bundle.records) {
     const where = `record ${r.id} (seq ${r.seq}, ${r.kind})`;
-    if (sha256(r.record) !== r.record_hash) problems.push(`${where}: its text does not match its record_hash: the record was edited`);
+    if (sha256(r.record) !== r.record_hash)
+      problems.push(`${where}: its text does not match its record_hash: the record was edited`);
     const link = chainAt.get(r.seq);
     const hash = r.format === 1 ? r.record_hash : entryHash({ ...r, created_at_text: r.created_at });
     if (!link) problems.push(`${where}: not on the chain path`);
-    else if (link.hash !== hash || link.format !== r.format) problems.push(`${where}: its stored fields (kind, created_at, id, snapshot, subject, record hash) do not give the chained link: a field was edited`);
+    else if (link.hash !== hash || link.format !== r.format)
+      problems.push(
+        `${where}: its stored fields (kind, created_at, id, snapshot, subject, record hash) do not give the chained link: a field was edited`,
+      );
     let body: Record<string, unknown>;
-    try { body = JSON.parse(r.record); } catch { problems.push(`${where}: the text is not JSON`); continue; }
+    try {
+      body = JSON.parse(r.record);
+    } catch {
+      problems.push(`${where}: the text is not JSON`);
+      continue;
+    }
     if (r.kind === 'order_state') orders.add(r.seq, body);
     else orders.evaluation(r.id, body);
   }
@@ -62,26 +79,38 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
   for (const [id, states] of orders.entries()) {
     const final = states.at(-1)!.state;
     const settlement = final.settlement as { transaction?: string } | null;
-    facts.push(`order ${id}: ${final.state}, ${final.amount_atomic} atomic units from ${final.payer}${settlement?.transaction ? `, transaction ${settlement.transaction}` : ''}`);
-    if (bundle.settlements?.[id] !== undefined && canonicalJson(bundle.settlements[id]) !== canonicalJson(final.settlement ?? null)) {
+    facts.push(
+      `order ${id}: ${final.state}, ${final.amount_atomic} atomic units from ${final.payer}${settlement?.transaction ? `, transaction ${settlement.transaction}` : ''}`,
+    );
+    if (
+      bundle.settlements?.[id] !== undefined &&
+      canonicalJson(bundle.settlements[id]) !== canonicalJson(final.settlement ?? null)
+    ) {
       problems.push(`order ${id}: the settlement in the bundle differs from its last chained state`);
     }
   }
 
   // The snapshots and the replays.
   for (const [hash, files] of Object.entries(bundle.snapshots ?? {})) {
-    if (snapshotHash(files) !== hash) problems.push(`snapshot ${hash}: its files hash to ${snapshotHash(files)}: the catalog or rules in the bundle were edited`);
+    if (snapshotHash(files) !== hash)
+      problems.push(
+        `snapshot ${hash}: its files hash to ${snapshotHash(files)}: the catalog or rules in the bundle were edited`,
+      );
   }
   const snapshotOf = snapshotCache(async (hash) => bundle.snapshots?.[hash]);
   const replays: ReplayReport[] = [];
   for (const r of bundle.records) {
     if (!(EVALUATION_KINDS as readonly string[]).includes(r.kind)) continue;
-    const report = await replayRecordText(r.id, r.record, snapshotOf).catch((e) => ({ id: r.id, identical: false, stored_output_hash: '', problem: (e as Error).message }) as ReplayReport);
+    const report = await replayRecordText(r.id, r.record, snapshotOf).catch(
+      (e) => ({ id: r.id, identical: false, stored_output_hash: '', problem: (e as Error).message }) as ReplayReport,
+    );
     replays.push(report);
     if (report.problem) problems.push(`record ${r.id}: replay failed: ${report.problem}`);
-    for (const d of report.differences ?? []) problems.push(`record ${r.id}: ${d.path} recorded ${JSON.stringify(d.recorded)}, replayed ${JSON.stringify(d.replayed)}`);
+    for (const d of report.differences ?? [])
+      problems.push(
+        `record ${r.id}: ${d.path} recorded ${JSON.stringify(d.recorded)}, replayed ${JSON.stringify(d.replayed)}`,
+      );
   }
   facts.push(`${replays.filter((r) => r.identical).length} of ${replays.length} evaluations replayed byte for byte`);
   return { ok: problems.length === 0, problems, replays, facts };
 }
-

@@ -8,7 +8,12 @@ export const BUNDLE_TYPE = 'agent-audio.audit-bundle/1';
 export type BundleRecord = Omit<StoredRecord, 'created_at' | 'created_at_text'> & { created_at: string };
 
 /** One link of the chain: enough to recompute chain_hash from the previous link without the record itself. */
-export interface BundleLink { seq: string; format: number; hash: string; chain_hash: string }
+export interface BundleLink {
+  seq: string;
+  format: number;
+  hash: string;
+  chain_hash: string;
+}
 
 /** Everything an auditor needs to check some records with neither the database nor the network. */
 export interface AuditBundle {

@@ -71,11 +71,23 @@ export function chainHash(previous: string, recordHash: string): string {
 export const GENESIS_CHAIN_HASH = `sha256:${'0'.repeat(64)}`;
 
 /** The fields of a stored record that a format 2 chain link covers (created_at as written by SQL audit_time). */
-export interface ChainedFields { seq: string; id: string; kind: string; snapshot_hash: string | null; subject: string | null; record_hash: string; created_at_text: string }
+export interface ChainedFields {
+  seq: string;
+  id: string;
+  kind: string;
+  snapshot_hash: string | null;
+  subject: string | null;
+  record_hash: string;
+  created_at_text: string;
+}
 
 /** Mirrors the SQL function audit_entry_hash. */
 export function entryHash(r: ChainedFields): string {
-  return sha256(['audit/2', r.seq, r.id, r.kind, r.snapshot_hash ?? '', r.subject ?? '', r.record_hash, r.created_at_text].join('\n'));
+  return sha256(
+    ['audit/2', r.seq, r.id, r.kind, r.snapshot_hash ?? '', r.subject ?? '', r.record_hash, r.created_at_text].join(
+      '\n',
+    ),
+  );
 }
 
 /** The chain hash a stored record must have after `previous`, by its format. */

@@ -24,9 +24,18 @@ export interface ExtensionRecord {
   amount_atomic: string;
 }
 
-export function extensionRecord(id: string, snapshotHash: string, input: ExtensionInput, evaluation: PricedExtension, evaluatedAt: Date): { record: ExtensionRecord; text: string; hash: string } {
+export function extensionRecord(
+  id: string,
+  snapshotHash: string,
+  input: ExtensionInput,
+  evaluation: PricedExtension,
+  evaluatedAt: Date,
+): { record: ExtensionRecord; text: string; hash: string } {
   const part = (priceInput: PriceInput, priced: Priced): EvaluationPart => ({
-    input: priceInput, trace: priced.trace.quote, output: priced.output, output_hash: sha256(canonicalJson(priced.output)),
+    input: priceInput,
+    trace: priced.trace.quote,
+    output: priced.output,
+    output_hash: sha256(canonicalJson(priced.output)),
   });
   const record: ExtensionRecord = {
     kind: 'extension_price',
@@ -47,5 +56,11 @@ export function extensionRecord(id: string, snapshotHash: string, input: Extensi
 
 /** What an extension record derives from its inputs. */
 export function extensionResult(record: ExtensionRecord): unknown {
-  return { total: record.total, paid: record.paid, minimum_atomic: record.minimum_atomic, maximum_atomic: record.maximum_atomic, amount_atomic: record.amount_atomic };
+  return {
+    total: record.total,
+    paid: record.paid,
+    minimum_atomic: record.minimum_atomic,
+    maximum_atomic: record.maximum_atomic,
+    amount_atomic: record.amount_atomic,
+  };
 }

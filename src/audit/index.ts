@@ -1,7 +1,14 @@
 export { AuditLog, type StoredRecord, type ListFilter } from './audit-log.js';
 export type { ChainProblem } from './chain-problem.js';
 export { Replayer, replayRecordText, snapshotCache, EVALUATION_KINDS, type ReplayReport } from './replay.js';
-export { priceRecord, priceRecordText, upgradeRecord, type PriceRecord, type PriceRecordText, type UpgradeRecord } from './record.js';
+export {
+  priceRecord,
+  priceRecordText,
+  upgradeRecord,
+  type PriceRecord,
+  type PriceRecordText,
+  type UpgradeRecord,
+} from './record.js';
 export { extensionRecord, type ExtensionRecord } from './extension-record.js';
 export { TextTemplate } from './text-template.js';
 export { canonicalJson, sha256 } from './canonical.js';

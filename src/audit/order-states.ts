@@ -4,9 +4,18 @@ import type { ChainProblem } from './chain-problem.js';
 /** Fields of an order that may change after its claim; every other field is the order's terms. */
 const MUTABLE = new Set(['state', 'settlement', 'failure', 'settled_at']);
 // An order we could not provision is refunded in full (src/refunds): it ends refunded, never active.
-const NEXT: Record<string, string[]> = { settling: ['provisioning', 'failed'], provisioning: ['active', 'failed', 'refunded'], active: [], failed: [], refunded: [] };
+const NEXT: Record<string, string[]> = {
+  settling: ['provisioning', 'failed'],
+  provisioning: ['active', 'failed', 'refunded'],
+  active: [],
+  failed: [],
+  refunded: [],
+};
 
-interface Chained { seq: string; state: Record<string, unknown> }
+interface Chained {
+  seq: string;
+  state: Record<string, unknown>;
+}
 
 /** The chained states of every order, and the amounts of the evaluations that priced them, met while walking the chain. */
 export class OrderStates {
@@ -20,14 +29,24 @@ export class OrderStates {
 
   /** Order and upgrade evaluations: the amount they say is charged (a quote-locked order's price is the quote's). */
   evaluation(id: string, body: Record<string, unknown>): void {
-    if (body.kind === 'upgrade_price' || body.kind === 'extension_price') this.charged.set(id, String(body.amount_atomic));
-    if (body.kind === 'order_price') this.charged.set(id, String((body.output as { total_atomic?: string } | undefined)?.total_atomic));
+    if (body.kind === 'upgrade_price' || body.kind === 'extension_price')
+      this.charged.set(id, String(body.amount_atomic));
+    if (body.kind === 'order_price')
+      this.charged.set(id, String((body.output as { total_atomic?: string } | undefined)?.total_atomic));
   }
 
-  chargedBy(evaluationId: string): string | undefined { return this.charged.get(evaluationId); }
-  last(id: string): Chained | undefined { return this.history.get(id)?.at(-1); }
-  ids(): Iterable<string> { return this.history.keys(); }
-  entries(): Iterable<[string, Chained[]]> { return this.history.entries(); }
+  chargedBy(evaluationId: string): string | undefined {
+    return this.charged.get(evaluationId);
+  }
+  last(id: string): Chained | undefined {
+    return this.history.get(id)?.at(-1);
+  }
+  ids(): Iterable<string> {
+    return this.history.keys();
+  }
+  entries(): Iterable<[string, Chained[]]> {
+    return this.history.entries();
+  }
 }
 
 /** An order's terms never change after its claim, its state only moves forward, and it charges what its evaluation says. */
@@ -39,17 +58,29 @@ export function checkOrderHistory(orders: OrderStates): ChainProblem[] {
       const after = states[i].state;
       for (const field of Object.keys({ ...before, ...after })) {
         if (!MUTABLE.has(field) && canonicalJson(before[field] ?? null) !== canonicalJson(after[field] ?? null)) {
-          problems.push({ seq: states[i].seq, id, problem: `order ${id}: ${field} changed from ${canonicalJson(before[field] ?? null)} to ${canonicalJson(after[field] ?? null)}; an order's terms never change after its claim` });
+          problems.push({
+            seq: states[i].seq,
+            id,
+            problem: `order ${id}: ${field} changed from ${canonicalJson(before[field] ?? null)} to ${canonicalJson(after[field] ?? null)}; an order's terms never change after its claim`,
+          });
         }
       }
       if (before.state !== after.state && !NEXT[String(before.state)]?.includes(String(after.state))) {
-        problems.push({ seq: states[i].seq, id, problem: `order ${id}: state went from ${before.state} to ${after.state}, which no order does` });
+        problems.push({
+          seq: states[i].seq,
+          id,
+          problem: `order ${id}: state went from ${before.state} to ${after.state}, which no order does`,
+        });
       }
     }
     const first = states[0].state;
     const priced = first.evaluation_id ? orders.chargedBy(String(first.evaluation_id)) : undefined;
     if (priced !== undefined && first.quote_id === null && priced !== first.amount_atomic) {
-      problems.push({ seq: states[0].seq, id, problem: `order ${id}: charged ${first.amount_atomic} atomic units but its evaluation ${first.evaluation_id} says ${priced}` });
+      problems.push({
+        seq: states[0].seq,
+        id,
+        problem: `order ${id}: charged ${first.amount_atomic} atomic units but its evaluation ${first.evaluation_id} says ${priced}`,
+      });
     }
   }
   return problems;

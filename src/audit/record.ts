@@ -21,7 +21,14 @@ export interface PriceRecord {
   output_hash: string;
 }
 
-export function priceRecord(id: string, snapshotHash: string, input: PriceInput, evaluation: Priced, evaluatedAt: Date, kind: PriceRecord['kind'] = 'quote_price'): { record: PriceRecord; text: string; hash: string } {
+export function priceRecord(
+  id: string,
+  snapshotHash: string,
+  input: PriceInput,
+  evaluation: Priced,
+  evaluatedAt: Date,
+  kind: PriceRecord['kind'] = 'quote_price',
+): { record: PriceRecord; text: string; hash: string } {
   // The output is serialized once: for its own hash and, the same text, inside the record.
   const outputText = canonicalJson(evaluation.output);
   const record = priceRecordFields(id, evaluatedAt.toISOString(), snapshotHash, input, evaluation, kind, outputText);
@@ -35,19 +42,42 @@ export function priceRecord(id: string, snapshotHash: string, input: PriceInput,
  */
 export type PriceRecordText = (id: string, evaluatedAt: Date) => { text: string; hash: string };
 
-export function priceRecordText(snapshotHash: string, input: PriceInput, evaluation: Priced, kind: PriceRecord['kind'] = 'quote_price'): PriceRecordText {
+export function priceRecordText(
+  snapshotHash: string,
+  input: PriceInput,
+  evaluation: Priced,
+  kind: PriceRecord['kind'] = 'quote_price',
+): PriceRecordText {
   const outputText = canonicalJson(evaluation.output);
-  const text = TextTemplate.reused(['id', 'evaluated_at'], (fields) => canonicalJsonWith(
-    priceRecordFields(fields.id, fields.evaluated_at, snapshotHash, input, evaluation, kind, outputText) as unknown as Record<string, unknown>,
-    { output: outputText },
-  ));
+  const text = TextTemplate.reused(['id', 'evaluated_at'], (fields) =>
+    canonicalJsonWith(
+      priceRecordFields(
+        fields.id,
+        fields.evaluated_at,
+        snapshotHash,
+        input,
+        evaluation,
+        kind,
+        outputText,
+      ) as unknown as Record<string, unknown>,
+      { output: outputText },
+    ),
+  );
   return (id, evaluatedAt) => {
     const filled = text({ id, evaluated_at: evaluatedAt.toISOString() });
     return { text: filled, hash: sha256(filled) };
   };
 }
 
-function priceRecordFields(id: string, evaluatedAt: string, snapshotHash: string, input: PriceInput, evaluation: Priced, kind: PriceRecord['kind'], outputText: string): PriceRecord {
+function priceRecordFields(
+  id: string,
+  evaluatedAt: string,
+  snapshotHash: string,
+  input: PriceInput,
+  evaluation: Priced,
+  kind: PriceRecord['kind'],
+  outputText: string,
+): PriceRecord {
   return {
     kind,
     id,
@@ -95,9 +125,18 @@ export interface UpgradeRecord {
   amount_atomic: string;
 }
 
-export function upgradeRecord(id: string, snapshotHash: string, input: UpgradeInput, evaluation: PricedUpgrade, evaluatedAt: Date): { record: UpgradeRecord; text: string; hash: string } {
+export function upgradeRecord(
+  id: string,
+  snapshotHash: string,
+  input: UpgradeInput,
+  evaluation: PricedUpgrade,
+  evaluatedAt: Date,
+): { record: UpgradeRecord; text: string; hash: string } {
   const part = (priceInput: PriceInput, priced: Priced): EvaluationPart => ({
-    input: priceInput, trace: priced.trace.quote, output: priced.output, output_hash: sha256(canonicalJson(priced.output)),
+    input: priceInput,
+    trace: priced.trace.quote,
+    output: priced.output,
+    output_hash: sha256(canonicalJson(priced.output)),
   });
   const record: UpgradeRecord = {
     kind: 'upgrade_price',

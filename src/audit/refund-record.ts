@@ -21,7 +21,13 @@ export interface RefundRecord {
   amount_atomic: string;
 }
 
-export function refundRecord(id: string, snapshotHash: string, input: RefundInput, evaluation: RefundEvaluation, evaluatedAt: Date): { record: RefundRecord; text: string; hash: string } {
+export function refundRecord(
+  id: string,
+  snapshotHash: string,
+  input: RefundInput,
+  evaluation: RefundEvaluation,
+  evaluatedAt: Date,
+): { record: RefundRecord; text: string; hash: string } {
   const record: RefundRecord = {
     kind: 'refund_evaluation',
     id,
@@ -45,9 +51,12 @@ export function refundRecord(id: string, snapshotHash: string, input: RefundInpu
 /** What a refund evaluation derives from its inputs (compared by a replay). */
 export function refundResult(record: RefundRecord): unknown {
   return {
-    lines: record.lines, total_atomic: record.total_atomic, bound_atomic: record.bound_atomic,
+    lines: record.lines,
+    total_atomic: record.total_atomic,
+    bound_atomic: record.bound_atomic,
     minimum_atomic: record.minimum_atomic,
-    ...(record.transfers && { transfers: record.transfers }), amount_atomic: record.amount_atomic,
+    ...(record.transfers && { transfers: record.transfers }),
+    amount_atomic: record.amount_atomic,
   };
 }
 
@@ -71,7 +80,11 @@ export interface RefundProofRecord {
   sent_at: string;
 }
 
-export function refundProofRecord(fields: Omit<RefundProofRecord, 'kind' | 'snapshot_hash'>): { record: RefundProofRecord; text: string; hash: string } {
+export function refundProofRecord(fields: Omit<RefundProofRecord, 'kind' | 'snapshot_hash'>): {
+  record: RefundProofRecord;
+  text: string;
+  hash: string;
+} {
   const record: RefundProofRecord = { kind: 'refund_sent', snapshot_hash: null, ...fields };
   const text = canonicalJson(record);
   return { record, text, hash: sha256(text) };

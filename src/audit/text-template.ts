@@ -10,14 +10,23 @@ const markerNonce = randomBytes(12).toString('hex');
  * byte for byte what serializing the value with those fields would give.
  */
 export class TextTemplate<Hole extends string> {
-  private constructor(private readonly pieces: string[], private readonly order: Hole[]) {}
+  private constructor(
+    private readonly pieces: string[],
+    private readonly order: Hole[],
+  ) {}
 
   /**
    * `serialize` gets the markers to put in the holes. Undefined when a marker does not stand exactly once in its text
    * (a hole left out or repeated): such a value is serialized in full each time by the caller.
    */
-  static of<Hole extends string>(holes: readonly Hole[], serialize: (markers: Record<Hole, string>) => string): TextTemplate<Hole> | undefined {
-    const markers = Object.fromEntries(holes.map((hole, i) => [hole, `\u0001${markerNonce}:${i}`])) as Record<Hole, string>;
+  static of<Hole extends string>(
+    holes: readonly Hole[],
+    serialize: (markers: Record<Hole, string>) => string,
+  ): TextTemplate<Hole> | undefined {
+    const markers = Object.fromEntries(holes.map((hole, i) => [hole, `\u0001${markerNonce}:${i}`])) as Record<
+      Hole,
+      string
+    >;
     const text = serialize(markers);
     const found = holes.map((hole) => {
       const quoted = JSON.stringify(markers[hole]);
@@ -33,14 +42,20 @@ export class TextTemplate<Hole extends string> {
       from = at + length;
     }
     pieces.push(text.slice(from));
-    return new TextTemplate(pieces, sorted.map((f) => f.hole));
+    return new TextTemplate(
+      pieces,
+      sorted.map((f) => f.hole),
+    );
   }
 
   /**
    * `serialize` for values that may be serialized again: the first call serializes in full, the second makes the
    * template, and later calls only fill it in. A value serialized once costs what serializing it costs.
    */
-  static reused<Hole extends string>(holes: readonly Hole[], serialize: (fields: Record<Hole, string>) => string): (fields: Record<Hole, string>) => string {
+  static reused<Hole extends string>(
+    holes: readonly Hole[],
+    serialize: (fields: Record<Hole, string>) => string,
+  ): (fields: Record<Hole, string>) => string {
     let template: TextTemplate<Hole> | undefined;
     let calls = 0;
     return (fields) => {

@@ -25,7 +25,11 @@ export interface CatalogDiff {
 }
 
 /** What an edit changes: per product the fields, the rules, and the price of the same grid of configurations before and after. */
-export async function diffSnapshots(before: Snapshot, after: Snapshot, onProgress?: (productId: string, done: number, total: number) => void): Promise<CatalogDiff> {
+export async function diffSnapshots(
+  before: Snapshot,
+  after: Snapshot,
+  onProgress?: (productId: string, done: number, total: number) => void,
+): Promise<CatalogDiff> {
   const rules = ruleChanges(before.files, after.files);
   const ids = [...new Set([...after.catalog.settings.products, ...before.catalog.settings.products])];
   const products: ProductDiff[] = [];
@@ -36,8 +40,21 @@ export async function diffSnapshots(before: Snapshot, after: Snapshot, onProgres
     const fields = fieldChanges(parsed(before, old?.file), parsed(after, now?.file));
     const fired = rules.filter((r) => table.firedRules.has(r.rule));
     const changed_rows = table.rows.filter(changes);
-    const status = !old ? 'added' : !now ? 'removed' : fields.length || fired.length || changed_rows.length ? 'changed' : 'unchanged';
-    products.push({ product_id: id, status, fields: old && now ? fields : [], rules: fired, configurations: table.configurations, changed_rows });
+    const status = !old
+      ? 'added'
+      : !now
+        ? 'removed'
+        : fields.length || fired.length || changed_rows.length
+          ? 'changed'
+          : 'unchanged';
+    products.push({
+      product_id: id,
+      status,
+      fields: old && now ? fields : [],
+      rules: fired,
+      configurations: table.configurations,
+      changed_rows,
+    });
   }
   return {
     before_hash: before.hash,

@@ -20,12 +20,21 @@ export interface PriceRow {
   orderability?: 'becomes_orderable' | 'stops_being_orderable';
 }
 
-export interface PriceTable { configurations: number; rows: PriceRow[]; firedRules: Set<string> }
+export interface PriceTable {
+  configurations: number;
+  rows: PriceRow[];
+  firedRules: Set<string>;
+}
 
 export const GRID = { between: 3, acrossThresholds: true };
 
 /** The same grid of configurations of one product, priced on both versions. */
-export async function priceTable(id: string, before: Snapshot | undefined, after: Snapshot | undefined, onProgress?: (done: number, total: number) => void): Promise<PriceTable> {
+export async function priceTable(
+  id: string,
+  before: Snapshot | undefined,
+  after: Snapshot | undefined,
+  onProgress?: (done: number, total: number) => void,
+): Promise<PriceTable> {
   const grid = new Map<string, Record<string, unknown>>();
   const read = new Set([...parametersRulesRead(before), ...parametersRulesRead(after)]);
   for (const snapshot of [before, after]) {
@@ -58,7 +67,13 @@ function billingsOf(entry: CatalogProduct | undefined): (undefined | 'monthly' |
   return entry?.product.billing_type === 'subscription' ? ['monthly', 'annual'] : [undefined];
 }
 
-async function pricePoint(snapshot: Snapshot | undefined, id: string, parameters: Record<string, unknown>, billing: 'monthly' | 'annual' | undefined, fired: Set<string>): Promise<PricePoint> {
+async function pricePoint(
+  snapshot: Snapshot | undefined,
+  id: string,
+  parameters: Record<string, unknown>,
+  billing: 'monthly' | 'annual' | undefined,
+  fired: Set<string>,
+): Promise<PricePoint> {
   if (!snapshot?.catalog.byId.has(id)) return { priced: false, code: 'no_such_product' };
   try {
     const evaluation = await evaluatePrice(snapshot, { product_id: id, parameters, ...(billing && { billing }) });
@@ -73,12 +88,18 @@ async function pricePoint(snapshot: Snapshot | undefined, id: string, parameters
   }
 }
 
-function row(configuration: Record<string, unknown>, billing: 'monthly' | 'annual' | undefined, before: PricePoint, after: PricePoint): PriceRow {
+function row(
+  configuration: Record<string, unknown>,
+  billing: 'monthly' | 'annual' | undefined,
+  before: PricePoint,
+  after: PricePoint,
+): PriceRow {
   const result: PriceRow = { configuration, ...(billing && { billing }), before, after };
   if (before.priced && after.priced) {
     const change = new Decimal(after.total_atomic).minus(before.total_atomic);
     result.change_atomic = change.toFixed();
-    if (!new Decimal(before.total_atomic).isZero()) result.change_percent = change.times(100).dividedBy(before.total_atomic).toFixed(2);
+    if (!new Decimal(before.total_atomic).isZero())
+      result.change_percent = change.times(100).dividedBy(before.total_atomic).toFixed(2);
   }
   const could = before.priced && before.orderable;
   const can = after.priced && after.orderable;
@@ -90,10 +111,14 @@ function row(configuration: Record<string, unknown>, billing: 'monthly' | 'annua
 function parametersRulesRead(snapshot: Snapshot | undefined): Set<string> {
   const names = new Set<string>();
   const visit = (node: unknown): void => {
-    if (Array.isArray(node)) { node.forEach(visit); return; }
+    if (Array.isArray(node)) {
+      node.forEach(visit);
+      return;
+    }
     if (typeof node !== 'object' || node === null) return;
     const record = node as Record<string, unknown>;
-    if (record.fact === 'params' && typeof record.path === 'string') names.add(record.path.replace(/^\$\./, '').split('.')[0]);
+    if (record.fact === 'params' && typeof record.path === 'string')
+      names.add(record.path.replace(/^\$\./, '').split('.')[0]);
     if (typeof record.param === 'string') names.add(record.param);
     Object.values(record).forEach(visit);
   };
@@ -104,5 +129,9 @@ function parametersRulesRead(snapshot: Snapshot | undefined): Set<string> {
 }
 
 function key(configuration: Record<string, unknown>): string {
-  return JSON.stringify(Object.keys(configuration).sort().map((k) => [k, configuration[k]]));
+  return JSON.stringify(
+    Object.keys(configuration)
+      .sort()
+      .map((k) => [k, configuration[k]]),
+  );
 }

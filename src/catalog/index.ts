@@ -2,7 +2,12 @@ export { loadCatalog, CATALOG_FILE } from './load.js';
 export { SourceFile, formatDiagnostic, formatDiagnosticWithSource, type Diagnostic } from './source.js';
 export { parametersSchema, descriptorSchema } from './parameters.js';
 export type {
-  CapacityReserve, Catalog, CatalogProduct, CatalogSettings, Product, ParameterDescriptor,
+  CapacityReserve,
+  Catalog,
+  CatalogProduct,
+  CatalogSettings,
+  Product,
+  ParameterDescriptor,
 } from './types.js';
 export { productStateSchemas } from './schemas.js';
 export { publishedSchemas, schemaText } from './published-schemas.js';

@@ -37,7 +37,11 @@ export class LiveSnapshot extends EventEmitter {
   private rejectedHash?: string;
   private closed = false;
 
-  private constructor(private snapshot: Snapshot, private readonly catalogDir: string, private readonly rulesDir: string) {
+  private constructor(
+    private snapshot: Snapshot,
+    private readonly catalogDir: string,
+    private readonly rulesDir: string,
+  ) {
     super();
     this.diskHash = snapshot.hash;
   }
@@ -62,7 +66,10 @@ export class LiveSnapshot extends EventEmitter {
       if (this.closed) return;
       for (const dir of [this.catalogDir, this.rulesDir]) {
         // A replaced directory is a new inode: the old watcher would stay silent forever.
-        const inode = await stat(dir).then((s) => s.ino, () => undefined);
+        const inode = await stat(dir).then(
+          (s) => s.ino,
+          () => undefined,
+        );
         const existing = this.watchers.get(dir);
         if (this.closed) return;
         if (existing && existing.inode === inode) continue;
@@ -71,13 +78,21 @@ export class LiveSnapshot extends EventEmitter {
         if (inode === undefined) continue;
         try {
           const watcher = watch(dir, { recursive: true }, onEvent);
-          watcher.on('error', () => { watcher.close(); this.watchers.delete(dir); });
+          watcher.on('error', () => {
+            watcher.close();
+            this.watchers.delete(dir);
+          });
           this.watchers.set(dir, { watcher, inode });
-        } catch { /* the directory vanished meanwhile: the next check tries again */ }
+        } catch {
+          /* the directory vanished meanwhile: the next check tries again */
+        }
       }
     };
     void rearm();
-    this.interval = setInterval(() => { void rearm(); void this.reload(); }, checkIntervalMs);
+    this.interval = setInterval(() => {
+      void rearm();
+      void this.reload();
+    }, checkIntervalMs);
     this.interval.unref();
   }
 
@@ -131,7 +146,12 @@ export class LiveSnapshot extends EventEmitter {
         return await readSnapshotFiles(this.catalogDir, this.rulesDir);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 3) {
-          const diagnostic = { file: (e as NodeJS.ErrnoException).path ?? this.catalogDir, line: 1, column: 1, message: (e as Error).message };
+          const diagnostic = {
+            file: (e as NodeJS.ErrnoException).path ?? this.catalogDir,
+            line: 1,
+            column: 1,
+            message: (e as Error).message,
+          };
           // Checked every interval: report a lasting read error once, not twice a second.
           if (this.lastDiagnostics[0]?.message !== diagnostic.message) this.reject([diagnostic]);
           this.rejectedHash = undefined;
@@ -145,7 +165,12 @@ export class LiveSnapshot extends EventEmitter {
   private reject(diagnostics: Diagnostic[]): void {
     this.lastDiagnostics = diagnostics;
     const first = diagnostics[0];
-    if (first) this.lastError = { location: `${first.file}:${first.line}:${first.column}`, message: first.message, at: new Date().toISOString() };
+    if (first)
+      this.lastError = {
+        location: `${first.file}:${first.line}:${first.column}`,
+        message: first.message,
+        at: new Date().toISOString(),
+      };
     this.emit('rejected', diagnostics);
   }
 

@@ -6,7 +6,9 @@ import type { Catalog, CatalogProduct, CatalogSettings, ParameterDescriptor, Pro
 
 const ajv = createAjv();
 const validateCatalogFile = ajv.compile<CatalogSettings>(catalogFileSchema);
-const validateProductFile = ajv.compile<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(productFileSchema);
+const validateProductFile = ajv.compile<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(
+  productFileSchema,
+);
 
 export const CATALOG_FILE = 'catalog/catalog.yaml';
 
@@ -14,7 +16,18 @@ export const CATALOG_FILE = 'catalog/catalog.yaml';
 export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   const settingsFile = files.find((f) => f.path === CATALOG_FILE);
-  if (!settingsFile) return { diagnostics: [{ file: CATALOG_FILE, line: 1, column: 1, message: 'the catalog settings file is missing', code: 'missing_catalog_file' }] };
+  if (!settingsFile)
+    return {
+      diagnostics: [
+        {
+          file: CATALOG_FILE,
+          line: 1,
+          column: 1,
+          message: 'the catalog settings file is missing',
+          code: 'missing_catalog_file',
+        },
+      ],
+    };
   const settings = validated(settingsFile, validateCatalogFile, diagnostics);
 
   const products: CatalogProduct[] = [];
@@ -22,30 +35,69 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
   const invalid = new Set<string>();
   for (const file of files.filter((f) => f.path.startsWith('catalog/products/'))) {
     const product = validated(file, validateProductFile, diagnostics);
-    if (!product) { invalid.add(idFromPath(file.path)); continue; }
+    if (!product) {
+      invalid.add(idFromPath(file.path));
+      continue;
+    }
     const expectedPath = `catalog/products/${product.id}.yaml`;
-    if (file.path !== expectedPath) diagnostics.push(file.at('/id', `product ${product.id} must live in ${expectedPath}`, 'value', 'product_file_name'));
+    if (file.path !== expectedPath)
+      diagnostics.push(
+        file.at('/id', `product ${product.id} must live in ${expectedPath}`, 'value', 'product_file_name'),
+      );
     checkDescriptors(file, product, diagnostics);
     const provider = product.fulfillment?.provider;
     if (settings && provider !== undefined && provider !== settings.panel_provider && provider !== settings.provider) {
-      diagnostics.push(file.at('/fulfillment/provider', `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) nor the operator (${settings.provider}) named in ${CATALOG_FILE}`, 'value', 'unknown_provider'));
+      diagnostics.push(
+        file.at(
+          '/fulfillment/provider',
+          `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) nor the operator (${settings.provider}) named in ${CATALOG_FILE}`,
+          'value',
+          'unknown_provider',
+        ),
+      );
     }
     const { unlisted_parameters: unlisted = {}, ...published } = product;
     for (const name of Object.keys(unlisted)) {
-      if (name in published.parameters) diagnostics.push(file.at(`/unlisted_parameters/${name}`, `${name} is already a published parameter`, 'key', 'duplicate_parameter'));
+      if (name in published.parameters)
+        diagnostics.push(
+          file.at(
+            `/unlisted_parameters/${name}`,
+            `${name} is already a published parameter`,
+            'key',
+            'duplicate_parameter',
+          ),
+        );
     }
-    products.push({ product: published, acceptedParameters: { ...published.parameters, ...unlisted }, file: file.path });
+    products.push({
+      product: published,
+      acceptedParameters: { ...published.parameters, ...unlisted },
+      file: file.path,
+    });
   }
   if (!settings) return { diagnostics };
 
   const byId = new Map(products.map((p) => [p.product.id, p]));
   const known = (id: string) => byId.has(id) || invalid.has(id);
   settings.products.forEach((id, i) => {
-    if (!known(id)) diagnostics.push(settingsFile.at(`/products/${i}`, `no file catalog/products/${id}.yaml for listed product ${id}`, 'value', 'missing_product_file'));
+    if (!known(id))
+      diagnostics.push(
+        settingsFile.at(
+          `/products/${i}`,
+          `no file catalog/products/${id}.yaml for listed product ${id}`,
+          'value',
+          'missing_product_file',
+        ),
+      );
   });
   for (const p of products) {
     if (!settings.products.includes(p.product.id)) {
-      diagnostics.push({ file: p.file, line: 1, column: 1, message: `product ${p.product.id} is not listed under products in ${CATALOG_FILE}`, code: 'unlisted_product' });
+      diagnostics.push({
+        file: p.file,
+        line: 1,
+        column: 1,
+        message: `product ${p.product.id} is not listed under products in ${CATALOG_FILE}`,
+        code: 'unlisted_product',
+      });
     }
   }
   // A product listed without a file is reported above; an unknown name in the upgrade paths is reported once, where it first appears.
@@ -53,7 +105,14 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
   const checkUpgrade = (id: string, pointer: string, at: 'key' | 'value') => {
     if (known(id) || settings.products.includes(id) || unknownUpgrade.has(id)) return;
     unknownUpgrade.add(id);
-    diagnostics.push(settingsFile.at(pointer, `upgrade path names unknown product ${id}; list it under products and give it a file catalog/products/${id}.yaml, or remove it here`, at, 'unknown_upgrade_product'));
+    diagnostics.push(
+      settingsFile.at(
+        pointer,
+        `upgrade path names unknown product ${id}; list it under products and give it a file catalog/products/${id}.yaml, or remove it here`,
+        at,
+        'unknown_upgrade_product',
+      ),
+    );
   };
   for (const [from, targets] of Object.entries(settings.upgrades ?? {})) {
     checkUpgrade(from, `/upgrades/${from}`, 'key');
@@ -61,7 +120,10 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
   }
   if (diagnostics.length) return { diagnostics };
   const ordered = settings.products.map((id) => byId.get(id)!);
-  return { catalog: { settings, products: ordered, byId: new Map(ordered.map((p) => [p.product.id, p])) }, diagnostics };
+  return {
+    catalog: { settings, products: ordered, byId: new Map(ordered.map((p) => [p.product.id, p])) },
+    diagnostics,
+  };
 }
 
 function idFromPath(path: string): string {
@@ -69,27 +131,54 @@ function idFromPath(path: string): string {
 }
 
 function validated<T>(file: SourceFile, validate: ValidateFunction<T>, out: Diagnostic[]): T | undefined {
-  if (file.syntaxErrors.length) { out.push(...file.syntaxErrors); return undefined; }
+  if (file.syntaxErrors.length) {
+    out.push(...file.syntaxErrors);
+    return undefined;
+  }
   if (validate(file.value)) return file.value as T;
-  for (const p of schemaProblems(validate.errors as never)) out.push(file.at(p.pointer, p.message, p.atKey ? 'key' : 'value', p.code));
+  for (const p of schemaProblems(validate.errors as never))
+    out.push(file.at(p.pointer, p.message, p.atKey ? 'key' : 'value', p.code));
   return undefined;
 }
 
-function checkDescriptors(file: SourceFile, product: Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }, out: Diagnostic[]): void {
+function checkDescriptors(
+  file: SourceFile,
+  product: Product & { unlisted_parameters?: Record<string, ParameterDescriptor> },
+  out: Diagnostic[],
+): void {
   for (const group of ['parameters', 'unlisted_parameters'] as const) {
     for (const [name, d] of Object.entries(product[group] ?? {})) {
       const at = `/${group}/${name}`;
-      if (d.minimum !== undefined && d.maximum !== undefined && d.minimum > d.maximum) out.push(file.at(`${at}/minimum`, `minimum ${d.minimum} is above maximum ${d.maximum}`, 'value', 'bounds'));
+      if (d.minimum !== undefined && d.maximum !== undefined && d.minimum > d.maximum)
+        out.push(file.at(`${at}/minimum`, `minimum ${d.minimum} is above maximum ${d.maximum}`, 'value', 'bounds'));
       if (d.default !== undefined) {
         const check = ajv.compile(parametersSchema({ [name]: { ...d, default: undefined } }));
-        if (!check({ [name]: d.default })) out.push(file.at(`${at}/default`, `default ${JSON.stringify(d.default)} is not a valid ${d.type} within the bounds`, 'value', 'default'));
+        if (!check({ [name]: d.default }))
+          out.push(
+            file.at(
+              `${at}/default`,
+              `default ${JSON.stringify(d.default)} is not a valid ${d.type} within the bounds`,
+              'value',
+              'default',
+            ),
+          );
       }
     }
   }
   const pricing = product.pricing;
   if (product.billing_type === 'quote' && pricing.currency === 'USDC') {
-    if (pricing.decimals !== 6) out.push(file.at('/pricing/decimals', 'USDC prices must declare decimals: 6', 'value', 'decimals'));
-    if (product.pricing_status === 'approved' && pricing.quote_ttl_seconds === undefined) out.push(file.at('/pricing', 'approved quotable USDC products need quote_ttl_seconds', 'value', 'quote_ttl'));
+    if (pricing.decimals !== 6)
+      out.push(file.at('/pricing/decimals', 'USDC prices must declare decimals: 6', 'value', 'decimals'));
+    if (product.pricing_status === 'approved' && pricing.quote_ttl_seconds === undefined)
+      out.push(file.at('/pricing', 'approved quotable USDC products need quote_ttl_seconds', 'value', 'quote_ttl'));
   }
-  if (product.pricing_status !== pricing.pricing_status) out.push(file.at('/pricing/pricing_status', `pricing.pricing_status (${pricing.pricing_status}) differs from the product's pricing_status (${product.pricing_status})`, 'value', 'pricing_status'));
+  if (product.pricing_status !== pricing.pricing_status)
+    out.push(
+      file.at(
+        '/pricing/pricing_status',
+        `pricing.pricing_status (${pricing.pricing_status}) differs from the product's pricing_status (${product.pricing_status})`,
+        'value',
+        'pricing_status',
+      ),
+    );
 }

@@ -16,8 +16,10 @@ const capacityReserve = {
   required: ['newcomer_share', 'established_payer'],
   properties: {
     newcomer_share: {
-      type: 'number', minimum: 0, maximum: 1,
-      description: 'Share of the host\'s stream slots and listener places that an order from a newcomer may fill.',
+      type: 'number',
+      minimum: 0,
+      maximum: 1,
+      description: "Share of the host's stream slots and listener places that an order from a newcomer may fill.",
     },
     established_payer: {
       type: 'object',
@@ -45,7 +47,11 @@ export const parameterDescriptorSchema = {
   },
 };
 
-const parameterMap = { type: 'object', propertyNames: { pattern: '^[a-z][a-z0-9_]{0,63}$' }, additionalProperties: parameterDescriptorSchema };
+const parameterMap = {
+  type: 'object',
+  propertyNames: { pattern: '^[a-z][a-z0-9_]{0,63}$' },
+  additionalProperties: parameterDescriptorSchema,
+};
 const booleanPair = {
   type: 'object',
   additionalProperties: false,
@@ -66,11 +72,33 @@ export const productFileSchema = {
   $id: 'product-file',
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'name', 'type', 'billing_type', 'status', 'pricing_status', 'orderable', 'pricing', 'parameters', 'limits', 'payment'],
+  required: [
+    'id',
+    'name',
+    'type',
+    'billing_type',
+    'status',
+    'pricing_status',
+    'orderable',
+    'pricing',
+    'parameters',
+    'limits',
+    'payment',
+  ],
   properties: {
     id: identifier,
     name: { type: 'string', minLength: 1 },
-    type: { enum: ['radio_streaming_subscription', 'instant_stream', 'event_stream', 'streaming_boost_relay', 'temporary_autodj', 'temporary_audio', 'audio_storage_api'] },
+    type: {
+      enum: [
+        'radio_streaming_subscription',
+        'instant_stream',
+        'event_stream',
+        'streaming_boost_relay',
+        'temporary_autodj',
+        'temporary_audio',
+        'audio_storage_api',
+      ],
+    },
     ...productStateSchemas,
     description: { type: 'string' },
     pricing: {
@@ -116,8 +144,14 @@ export const productFileSchema = {
       type: 'object',
       properties: {
         provider: { type: 'string' },
-        provisioning: { enum: ['automatic_for_human_checkout', 'validated', 'prepared_with_relay_adapter_pending', 'not_validated'] },
-        capabilities: { type: 'array', uniqueItems: true, items: { enum: ['live_source', 'autodj_option', 'autodj', 'storage', 'expiry'] } },
+        provisioning: {
+          enum: ['automatic_for_human_checkout', 'validated', 'prepared_with_relay_adapter_pending', 'not_validated'],
+        },
+        capabilities: {
+          type: 'array',
+          uniqueItems: true,
+          items: { enum: ['live_source', 'autodj_option', 'autodj', 'storage', 'expiry'] },
+        },
         source_stream_url_required: { type: 'boolean' },
         ssrf_protection: { enum: ['public_http_https_only'] },
       },
@@ -138,7 +172,17 @@ export const catalogFileSchema = {
   $id: 'catalog-file',
   type: 'object',
   additionalProperties: false,
-  required: ['catalog_version', 'service', 'provider', 'region', 'human_checkout', 'panel_provider', 'order_limits', 'exchange_rates', 'products'],
+  required: [
+    'catalog_version',
+    'service',
+    'provider',
+    'region',
+    'human_checkout',
+    'panel_provider',
+    'order_limits',
+    'exchange_rates',
+    'products',
+  ],
   properties: {
     catalog_version: { type: 'integer', minimum: 1 },
     service: { type: 'string', minLength: 1 },
@@ -152,20 +196,40 @@ export const catalogFileSchema = {
       required: ['currency', 'minimum', 'maximum'],
       properties: { currency: { const: 'USD' }, minimum: decimalString, maximum: decimalString },
     },
-    exchange_rates: { type: 'object', propertyNames: { pattern: '^[A-Z]{3,5}_[A-Z]{3,5}$' }, additionalProperties: decimalString },
+    exchange_rates: {
+      type: 'object',
+      propertyNames: { pattern: '^[A-Z]{3,5}_[A-Z]{3,5}$' },
+      additionalProperties: decimalString,
+    },
     products: { type: 'array', uniqueItems: true, minItems: 1, items: identifier },
-    upgrades: { type: 'object', propertyNames: identifier, additionalProperties: { type: 'array', uniqueItems: true, items: identifier } },
+    upgrades: {
+      type: 'object',
+      propertyNames: identifier,
+      additionalProperties: { type: 'array', uniqueItems: true, items: identifier },
+    },
     extensions: {
       type: 'object',
       additionalProperties: false,
-      properties: { grace_hours: { type: 'number', minimum: 0, maximum: 8760, description: 'Hours after its expiry during which a service can still be extended (default 24).' } },
+      properties: {
+        grace_hours: {
+          type: 'number',
+          minimum: 0,
+          maximum: 8760,
+          description: 'Hours after its expiry during which a service can still be extended (default 24).',
+        },
+      },
     },
     buyer_limits: {
       type: 'object',
       additionalProperties: false,
       properties: { per_key: buyerLimit, per_payer: buyerLimit },
     },
-    refunds: { type: 'object', additionalProperties: false, required: ['minimum'], properties: { minimum: decimalString } },
+    refunds: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['minimum'],
+      properties: { minimum: decimalString },
+    },
     capacity_reserve: capacityReserve,
   },
 };

@@ -28,7 +28,10 @@ export class SourceFile {
   private readonly lines = new LineCounter();
   private readonly document;
 
-  constructor(readonly path: string, readonly text: string) {
+  constructor(
+    readonly path: string,
+    readonly text: string,
+  ) {
     this.document = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
     this.syntaxErrors = [...this.document.errors, ...this.document.warnings].map((e) => {
       const { line, col } = this.position(e.pos[0]);
@@ -44,15 +47,20 @@ export class SourceFile {
 
   /** Diagnostic at the node a JSON pointer names, or at its key when `at` is 'key'; falls back to the nearest existing parent. */
   at(pointer: string, message: string, at: 'value' | 'key' = 'value', code?: string): Diagnostic {
-    const segments = pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const segments = pointer
+      .split('/')
+      .slice(1)
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     let node: unknown = this.document.contents;
     let offset = (node as Node | null)?.range?.[0] ?? 0;
     for (const segment of segments) {
       const found = child(node, segment);
       if (!found) break;
       node = found.value;
-      offset = (at === 'key' && segment === segments[segments.length - 1] ? found.keyOffset : undefined)
-        ?? (found.value as Node | null)?.range?.[0] ?? offset;
+      offset =
+        (at === 'key' && segment === segments[segments.length - 1] ? found.keyOffset : undefined) ??
+        (found.value as Node | null)?.range?.[0] ??
+        offset;
     }
     const { line, col } = this.lines.linePos(offset);
     return { file: this.path, line, column: col, message, ...(code && { code }) };

@@ -20,7 +20,14 @@ export interface Product {
   visibility?: { human: boolean; agent: boolean };
   orderable: { human: boolean; agent: boolean };
   description?: string;
-  pricing: Record<string, unknown> & { basis: string; currency: string; model?: string; quote_ttl_seconds?: number; formula?: string; transfer_policy?: string };
+  pricing: Record<string, unknown> & {
+    basis: string;
+    currency: string;
+    model?: string;
+    quote_ttl_seconds?: number;
+    formula?: string;
+    transfer_policy?: string;
+  };
   parameters: Record<string, ParameterDescriptor>;
   limits: Record<string, unknown>;
   fulfillment?: Record<string, unknown>;
@@ -64,7 +71,10 @@ export interface CapacityReserve {
   established_payer: { minimum_paid: string; paid_hours_ago: number };
 }
 
-export interface BuyerLimit { live_services?: number; listener_places?: number }
+export interface BuyerLimit {
+  live_services?: number;
+  listener_places?: number;
+}
 
 export interface Catalog {
   settings: CatalogSettings;

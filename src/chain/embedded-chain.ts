@@ -122,7 +122,10 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       port,
       chainId: EMBEDDED_CHAIN_ID,
       loadStateFile: genesisFile,
-      extraArgs: [...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS), ...(firstLiveBlock > 0n ? ['--number', String(firstLiveBlock)] : [])],
+      extraArgs: [
+        ...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS),
+        ...(firstLiveBlock > 0n ? ['--number', String(firstLiveBlock)] : []),
+      ],
       onUnexpectedExit: options.onUnexpectedExit,
     });
   } catch (error) {
@@ -136,7 +139,9 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     pollingInterval: 10,
   }) as PublicClient;
   const minter = createWalletClient({
-    account: privateKeyToAccount(DEV_ROLES.minter.privateKey, { nonceManager: createNonceManager({ source: jsonRpc() }) }),
+    account: privateKeyToAccount(DEV_ROLES.minter.privateKey, {
+      nonceManager: createNonceManager({ source: jsonRpc() }),
+    }),
     chain: viemChain,
     transport: http(anvil.rpcUrl),
     pollingInterval: 10,
@@ -186,7 +191,14 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       const [moreLogs, ...rest] = await rpcBatch(anvil.rpcUrl, [
         {
           method: 'eth_getLogs',
-          params: [{ address: USDC_ADDRESS, topics: [ledgerTopics], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(head) }],
+          params: [
+            {
+              address: USDC_ADDRESS,
+              topics: [ledgerTopics],
+              fromBlock: numberToHex(fromBlock),
+              toBlock: numberToHex(head),
+            },
+          ],
         },
         ...(readBlocks
           ? Array.from({ length: Number(head - fromBlock) + 1 }, (_, i) => ({
@@ -215,7 +227,12 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     const position = (log: RpcLog) => hexToBigInt(log.blockNumber!) * 1_000_000n + hexToBigInt(log.logIndex!);
     logs.sort((a, b) => (position(a) < position(b) ? -1 : position(a) > position(b) ? 1 : 0));
     const events = parseEventLogs({ abi: ledgerEvents, logs, strict: true });
-    const delta: StateDelta = { ...ledgerDelta(events, state), accountNonces: {}, height: head.toString(), logs: logs.map(archived) };
+    const delta: StateDelta = {
+      ...ledgerDelta(events, state),
+      accountNonces: {},
+      height: head.toString(),
+      logs: logs.map(archived),
+    };
     for (const [address, count] of Object.entries(counts)) {
       if (count > (state.accountNonces[address] ?? 0)) delta.accountNonces![address] = count;
     }
@@ -233,7 +250,12 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     publicClient.readContract({ address: USDC_ADDRESS, abi: tokenAbi, functionName: 'balanceOf', args: [address] });
 
   const mintUsdc = async (to: Address, atomic: bigint): Promise<Hex> => {
-    const hash = await minter.writeContract({ address: USDC_ADDRESS, abi: tokenAbi, functionName: 'mint', args: [to, atomic] });
+    const hash = await minter.writeContract({
+      address: USDC_ADDRESS,
+      abi: tokenAbi,
+      functionName: 'mint',
+      args: [to, atomic],
+    });
     const receipt = await minter.waitForTransactionReceipt({ hash });
     if (receipt.status !== 'success') throw new Error(`mint reverted: ${hash}`);
     await checkpoint();
@@ -275,26 +297,41 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
         args: [authorizer, nonce],
       }),
     ensureFunded: (address, minimumAtomic) =>
-      (funding = funding.catch(() => 0n).then(async () => {
-        const balance = await usdcBalance(address);
-        if (balance >= minimumAtomic) return balance;
-        await mintUsdc(address, minimumAtomic - balance);
-        return minimumAtomic;
-      })),
+      (funding = funding
+        .catch(() => 0n)
+        .then(async () => {
+          const balance = await usdcBalance(address);
+          if (balance >= minimumAtomic) return balance;
+          await mintUsdc(address, minimumAtomic - balance);
+          return minimumAtomic;
+        })),
     checkpoint,
     firstLiveBlock,
-    archivedLogs: (filter) => history.filter((log) => {
-      const block = BigInt(log.blockNumber);
-      return block >= filter.fromBlock && block <= filter.toBlock && filter.topics.every((wanted, i) =>
-        wanted === null || (Array.isArray(wanted) ? wanted : [wanted]).some((t) => t.toLowerCase() === log.topics[i]?.toLowerCase()));
-    }),
+    archivedLogs: (filter) =>
+      history.filter((log) => {
+        const block = BigInt(log.blockNumber);
+        return (
+          block >= filter.fromBlock &&
+          block <= filter.toBlock &&
+          filter.topics.every(
+            (wanted, i) =>
+              wanted === null ||
+              (Array.isArray(wanted) ? wanted : [wanted]).some((t) => t.toLowerCase() === log.topics[i]?.toLowerCase()),
+          )
+        );
+      }),
     stop,
   };
 }
 
 function archived(log: RpcLog): ArchivedLog {
   return {
-    address: log.address, topics: log.topics, data: log.data, blockNumber: log.blockNumber!, blockHash: log.blockHash!,
-    transactionHash: log.transactionHash!, logIndex: log.logIndex!,
+    address: log.address,
+    topics: log.topics,
+    data: log.data,
+    blockNumber: log.blockNumber!,
+    blockHash: log.blockHash!,
+    transactionHash: log.transactionHash!,
+    logIndex: log.logIndex!,
   };
 }

@@ -33,12 +33,25 @@ export interface ArchivedLog {
 export type StateDelta = Partial<ChainState>;
 
 export function emptyState(): ChainState {
-  return { totalSupply: '0', balances: {}, allowances: {}, authorizations: {}, accountNonces: {}, height: '0', logs: [] };
+  return {
+    totalSupply: '0',
+    balances: {},
+    allowances: {},
+    authorizations: {},
+    accountNonces: {},
+    height: '0',
+    logs: [],
+  };
 }
 
 export function isEmptyDelta(delta: StateDelta): boolean {
   const maps = [delta.balances, delta.allowances, delta.authorizations, delta.accountNonces];
-  return delta.totalSupply === undefined && delta.height === undefined && !delta.logs?.length && maps.every((map) => map === undefined || Object.keys(map).length === 0);
+  return (
+    delta.totalSupply === undefined &&
+    delta.height === undefined &&
+    !delta.logs?.length &&
+    maps.every((map) => map === undefined || Object.keys(map).length === 0)
+  );
 }
 
 export function mergeDelta(state: ChainState, delta: StateDelta): ChainState {
@@ -103,7 +116,8 @@ async function readJournal(path: string): Promise<ChainState> {
       mergeDelta(state, JSON.parse(line) as StateDelta);
     } catch (error) {
       // A torn last line is what a crash mid-append leaves behind; anything else is corruption.
-      if (index !== lines.length - 1) throw new Error(`corrupt chain state journal ${path} line ${index + 1}: ${error}`);
+      if (index !== lines.length - 1)
+        throw new Error(`corrupt chain state journal ${path} line ${index + 1}: ${error}`);
     }
   });
   return state;

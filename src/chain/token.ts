@@ -107,7 +107,8 @@ export function ledgerDelta(events: readonly LedgerEvent[], known: ChainState): 
   }
   const delta: StateDelta = { balances: {}, allowances, authorizations };
   for (const [holder, balance] of Object.entries(balances)) {
-    if (balance < 0n) throw new Error(`the token's events take ${holder} below zero: the chain and the saved ledger disagree`);
+    if (balance < 0n)
+      throw new Error(`the token's events take ${holder} below zero: the chain and the saved ledger disagree`);
     delta.balances![holder] = balance.toString();
   }
   if (totalSupply.toString() !== known.totalSupply) delta.totalSupply = totalSupply.toString();

@@ -8,7 +8,11 @@ export function cachedProbe<T>(ms: number, probe: () => Promise<T>): () => Promi
     if (last && last.until > Date.now()) return last.value;
     const entry = { value: probe(), until: Number.POSITIVE_INFINITY };
     last = entry;
-    void entry.value.finally(() => { entry.until = Date.now() + ms; }).catch(() => {});
+    void entry.value
+      .finally(() => {
+        entry.until = Date.now() + ms;
+      })
+      .catch(() => {});
     return entry.value;
   };
 }

@@ -108,11 +108,19 @@ export interface TestHooks {
   ssrfPublicAddresses: string[];
 }
 
-export const TEST_HOOKS = ['ORDER_CRASH_AT', 'ORDER_PAUSE_AT', 'SSRF_TEST_PUBLIC_ADDRESSES', 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'];
+export const TEST_HOOKS = [
+  'ORDER_CRASH_AT',
+  'ORDER_PAUSE_AT',
+  'SSRF_TEST_PUBLIC_ADDRESSES',
+  'WEBHOOK_ALLOW_INSECURE_LOOPBACK',
+];
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env, stdoutIsTerminal = Boolean(process.stdout.isTTY)): Config {
+export function configFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  stdoutIsTerminal = Boolean(process.stdout.isTTY),
+): Config {
   return readConfig(new SettingsReader(env), stdoutIsTerminal);
 }
 
@@ -162,7 +170,13 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
     uploads: readUploads(r),
     signup: {
       enabled: r.flag('AGENT_SIGNUP', true),
-      keysPerWalletPerHour: r.whole('AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR', 5, 0, Number.MAX_SAFE_INTEGER, '0: no limit'),
+      keysPerWalletPerHour: r.whole(
+        'AGENT_SIGNUP_KEYS_PER_WALLET_PER_HOUR',
+        5,
+        0,
+        Number.MAX_SAFE_INTEGER,
+        '0: no limit',
+      ),
       keysPerIpPerHour: r.whole('AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR', 20, 0, Number.MAX_SAFE_INTEGER, '0: no limit'),
       liveKeysPerWallet: r.whole('AGENT_SIGNUP_LIVE_KEYS_PER_WALLET', 10, 0, Number.MAX_SAFE_INTEGER, '0: no limit'),
     },
@@ -182,12 +196,20 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
 
 /** Where the operator key comes from: the settings, else DATA_DIR (created there by serve in development). */
 export function signingKeyOptions(config: Config, create: boolean) {
-  return { dataDir: config.dataDir, production: config.production, create, key: config.audit.signingKey, keyFile: config.audit.signingKeyFile };
+  return {
+    dataDir: config.dataDir,
+    production: config.production,
+    create,
+    key: config.audit.signingKey,
+    keyFile: config.audit.signingKeyFile,
+  };
 }
 
 function readRefunds(r: SettingsReader): RefundConfig {
   const file = r.text('X402_REFUND_KEY_FILE');
-  const key = r.custom('X402_REFUND_KEY', privateKey) ?? (file && r.custom('X402_REFUND_KEY_FILE', () => privateKey(readFileSync(file, 'utf8').trim())));
+  const key =
+    r.custom('X402_REFUND_KEY', privateKey) ??
+    (file && r.custom('X402_REFUND_KEY_FILE', () => privateKey(readFileSync(file, 'utf8').trim())));
   return {
     ...(key && { privateKey: key }),
     ...(r.text('REFUND_MAX_PER_DAY_ATOMIC') && { maxPerDayAtomic: r.custom('REFUND_MAX_PER_DAY_ATOMIC', atomic) }),
@@ -198,7 +220,8 @@ function readRefunds(r: SettingsReader): RefundConfig {
 }
 
 function privateKey(text: string): `0x${string}` {
-  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new Error("a 0x-prefixed 32-byte hex private key (the refund hot wallet's)");
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text))
+    throw new Error("a 0x-prefixed 32-byte hex private key (the refund hot wallet's)");
   return text as `0x${string}`;
 }
 
@@ -265,7 +288,13 @@ function readEvents(r: SettingsReader, insecureLoopback: boolean): EventSettings
 function readDelivery(r: SettingsReader): DeliveryOptions {
   const timeoutMs = 5000;
   // A lease shorter than an attempt would let a second instance send the same delivery while the first still waits.
-  const leaseSeconds = r.whole('WEBHOOK_LEASE_SECONDS', 60, timeoutMs / 1000 + 1, Number.MAX_SAFE_INTEGER, 'longer than the 5 s delivery timeout');
+  const leaseSeconds = r.whole(
+    'WEBHOOK_LEASE_SECONDS',
+    60,
+    timeoutMs / 1000 + 1,
+    Number.MAX_SAFE_INTEGER,
+    'longer than the 5 s delivery timeout',
+  );
   return {
     intervalMs: r.whole('WEBHOOK_POLL_INTERVAL_MS', 1000, 1),
     leaseSeconds,
@@ -294,7 +323,9 @@ function refuseTestHooks(r: SettingsReader): void {
   const set = TEST_HOOKS.filter((name) => r.text(name));
   if (set.length) {
     const them = set.length > 1 ? 'them' : 'it';
-    throw new SettingError(`${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${them}`);
+    throw new SettingError(
+      `${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${them}`,
+    );
   }
 }
 
@@ -304,20 +335,41 @@ function caip2(text: string): `${string}:${string}` {
 }
 
 function addressList(text: string): string[] {
-  const list = text.split(',').map((f) => f.trim()).filter(Boolean);
+  const list = text
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);
   if (list.some((f) => !/^0x[0-9a-fA-F]{40}$/.test(f))) throw new Error('0x addresses separated by commas');
   return list;
 }
 
 function webOrigins(text: string): string[] {
-  return text.split(',').map((o) => o.trim()).filter(Boolean).map((origin) => {
-    let url: URL | undefined;
-    try { url = new URL(origin); } catch { /* refused below */ }
-    if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
-      throw new Error('web origins (scheme://host[:port], no path) separated by commas, e.g. https://inspector.example.com');
-    }
-    return url.origin;
-  });
+  return text
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean)
+    .map((origin) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(origin);
+      } catch {
+        /* refused below */
+      }
+      if (
+        !url ||
+        !/^https?:$/.test(url.protocol) ||
+        url.pathname !== '/' ||
+        url.search ||
+        url.hash ||
+        url.username ||
+        url.password
+      ) {
+        throw new Error(
+          'web origins (scheme://host[:port], no path) separated by commas, e.g. https://inspector.example.com',
+        );
+      }
+      return url.origin;
+    });
 }
 
 const HOST_ID = /^[A-Za-z0-9._:-]{1,100}$/;

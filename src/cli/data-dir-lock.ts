@@ -1,11 +1,18 @@
 import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export interface LockInfo { pid: number; database_url?: string; base_url?: string }
+export interface LockInfo {
+  pid: number;
+  database_url?: string;
+  base_url?: string;
+}
 
 /** One serve per DATA_DIR: a second one would run a second PostgreSQL on the same files. */
 export class DataDirLock {
-  private constructor(private readonly file: string, private info: LockInfo) {}
+  private constructor(
+    private readonly file: string,
+    private info: LockInfo,
+  ) {}
 
   static path(dataDir: string): string {
     return join(dataDir, 'serve.lock');
@@ -24,7 +31,10 @@ export class DataDirLock {
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
         const holder = await DataDirLock.holder(dataDir);
-        if (holder) throw new Error(`another serve (pid ${holder.pid}) is already using DATA_DIR ${dataDir}; stop it first or set DATA_DIR to another directory`);
+        if (holder)
+          throw new Error(
+            `another serve (pid ${holder.pid}) is already using DATA_DIR ${dataDir}; stop it first or set DATA_DIR to another directory`,
+          );
         await rm(file, { force: true });
       } finally {
         await rm(candidate, { force: true });

@@ -19,7 +19,14 @@ export async function openDatabase(config: Config): Promise<{ db: Database; clos
     const pg = await startEmbeddedPostgres(config.dataDir);
     const db = new Database(pg.url, { max: 4 });
     await migrate(db);
-    return { db, close: async () => { await db.close(); await pg.stop(); await lock.release(); } };
+    return {
+      db,
+      close: async () => {
+        await db.close();
+        await pg.stop();
+        await lock.release();
+      },
+    };
   } catch (e) {
     await lock.release();
     throw e;

@@ -1,4 +1,11 @@
-import { DeliveryWorker, EventFeed, loadSecretBox, SourceEventGate, WebhookEndpoints, webhookUrlPolicy } from '../events/index.js';
+import {
+  DeliveryWorker,
+  EventFeed,
+  loadSecretBox,
+  SourceEventGate,
+  WebhookEndpoints,
+  webhookUrlPolicy,
+} from '../events/index.js';
 import type { EventsApi } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import type { Database } from '../store/index.js';
@@ -18,13 +25,26 @@ export interface Events {
  * Webhooks and SSE as configured. WEBHOOK_ALLOW_INSECURE_LOOPBACK (tests and development only, refused in production
  * by the configuration) lets webhooks go to http on loopback.
  */
-export async function events(db: Database, log: Logger, config: Pick<Config, 'dataDir' | 'production' | 'events'>): Promise<Events> {
+export async function events(
+  db: Database,
+  log: Logger,
+  config: Pick<Config, 'dataDir' | 'production' | 'events'>,
+): Promise<Events> {
   const settings = config.events;
   const policy = webhookUrlPolicy({ insecureLoopback: settings.insecureLoopback });
   const feed = new EventFeed(db, log);
   await feed.start();
-  const secrets = await loadSecretBox({ dataDir: config.dataDir, production: config.production, key: settings.secretsKey, keyFile: settings.secretsKeyFile });
-  if (!secrets) log.warn({ setting: 'WEBHOOK_SECRETS_KEY' }, 'webhooks are off: set WEBHOOK_SECRETS_KEY (32 random bytes in base64) to offer them; SSE works without it');
+  const secrets = await loadSecretBox({
+    dataDir: config.dataDir,
+    production: config.production,
+    key: settings.secretsKey,
+    keyFile: settings.secretsKeyFile,
+  });
+  if (!secrets)
+    log.warn(
+      { setting: 'WEBHOOK_SECRETS_KEY' },
+      'webhooks are off: set WEBHOOK_SECRETS_KEY (32 random bytes in base64) to offer them; SSE works without it',
+    );
   const endpoints = new WebhookEndpoints(db, settings.secretGraceSeconds, secrets);
   const sealed = await endpoints.sealStoredSecrets();
   if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
@@ -47,8 +67,9 @@ export async function events(db: Database, log: Logger, config: Pick<Config, 'da
       worker.start();
       sourceEvents.start();
     },
-    stop: () => (stopped ??= feed.close().then(async () => {
-      await Promise.all([worker.stop(), sourceEvents.stop()]);
-    })),
+    stop: () =>
+      (stopped ??= feed.close().then(async () => {
+        await Promise.all([worker.stop(), sourceEvents.stop()]);
+      })),
   };
 }

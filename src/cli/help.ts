@@ -106,7 +106,9 @@ const members = (group: string) => Object.keys(commandHelp).filter((c) => c.star
 export const usage = `usage: agent-audio <command> [flags]     (agent-audio <command> --help, or agent-audio help <command>: one command)
 
   serve                      start the service
-${Object.entries(groups).map(([group, about]) => `\n${group}: ${about}\n${listing(members(group))}`).join('\n')}
+${Object.entries(groups)
+  .map(([group, about]) => `\n${group}: ${about}\n${listing(members(group))}`)
+  .join('\n')}
 
 environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), PUBLIC_BASE_URL, METRICS_HOST, METRICS_PORT, DATABASE_URL,
 CATALOG_DIR (./catalog), RULES_DIR (./rules), LOG_FORMAT (json|pretty), LOG_LEVEL (info); more in README.md`;
@@ -128,10 +130,16 @@ const helpFlags = ['--help', '-h'];
  */
 export function helpRequest(argv: string[]): string | undefined {
   if (argv[0] === 'help' || helpFlags.includes(argv[0])) {
-    const topic = argv.slice(1).filter((a) => !helpFlags.includes(a)).join(' ');
+    const topic = argv
+      .slice(1)
+      .filter((a) => !helpFlags.includes(a))
+      .join(' ');
     return topic ? helpFor(topic) : usage;
   }
   if (!argv.some((a) => helpFlags.includes(a))) return undefined;
   // "keys frob --help" is not help for keys: the command line reports the unknown command.
-  return helpFor(argv.slice(0, 2).join(' ')) ?? (isGroup(argv[0]) && !helpFlags.includes(argv[1]) ? undefined : helpFor(argv[0]));
+  return (
+    helpFor(argv.slice(0, 2).join(' ')) ??
+    (isGroup(argv[0]) && !helpFlags.includes(argv[1]) ? undefined : helpFor(argv[0]))
+  );
 }

@@ -1,10 +1,28 @@
 import type { Address, Hex } from 'viem';
-import { DEV_ACCOUNTS, DEV_ROLES, EMBEDDED_CHAIN_ID, startEmbeddedChain, USDC_ADDRESS, USDC_NAME, USDC_VERSION, type EmbeddedChain } from '../chain/index.js';
+import {
+  DEV_ACCOUNTS,
+  DEV_ROLES,
+  EMBEDDED_CHAIN_ID,
+  startEmbeddedChain,
+  USDC_ADDRESS,
+  USDC_NAME,
+  USDC_VERSION,
+  type EmbeddedChain,
+} from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import { RefundWallet } from '../refunds/index.js';
 import type { PaymentSettings } from './config.js';
-import { AuthorizationLedger, createFacilitator, embeddedFacilitatorConfig, OfferReceipts, PaymentGateway, SettledReceipts, type OperatorKey, type TokenLog } from '../payments/index.js';
+import {
+  AuthorizationLedger,
+  createFacilitator,
+  embeddedFacilitatorConfig,
+  OfferReceipts,
+  PaymentGateway,
+  SettledReceipts,
+  type OperatorKey,
+  type TokenLog,
+} from '../payments/index.js';
 
 /** What `dev.json`'s buyer holds after every start: enough for many demo purchases. */
 const DEV_BUYER_FUNDS = 1_000_000_000n;
@@ -14,7 +32,11 @@ export interface Payments {
   gateway?: PaymentGateway;
   ledger?: AuthorizationLedger;
   /** Development only: the local chain, a funded buyer and the refund wallet, written to dev.json. */
-  dev?: { chain: { rpc_url: string; chain_id: number }; buyer: { address: string; private_key: string }; refund_wallet?: { address: string } };
+  dev?: {
+    chain: { rpc_url: string; chain_id: number };
+    buyer: { address: string; private_key: string };
+    refund_wallet?: { address: string };
+  };
   /** Where refunds are paid from; without it they wait, with this reason. */
   refunds: { wallet?: RefundWallet; missingReason?: string };
   stop(): Promise<void>;
@@ -24,16 +46,40 @@ export interface Payments {
  * Machine payment: in production a remote facilitator named by the environment; in development an embedded
  * anvil chain with our USDC contract and the official facilitator in-process. Same gateway either way.
  */
-export async function payments(options: { production: boolean; dataDir: string; log: Logger; settings: PaymentSettings; operatorKey?: OperatorKey; refundKey?: Hex; devRefundFunds?: bigint }): Promise<Payments> {
+export async function payments(options: {
+  production: boolean;
+  dataDir: string;
+  log: Logger;
+  settings: PaymentSettings;
+  operatorKey?: OperatorKey;
+  refundKey?: Hex;
+  devRefundFunds?: bigint;
+}): Promise<Payments> {
   const settings = options.settings;
   const logWindow = settings.logWindowBlocks;
   const { network, maxTimeoutSeconds } = settings;
   const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, maxTimeoutSeconds);
 
   if (options.production) {
-    const missing = Object.entries({ X402_PAY_TO: settings.payTo, X402_FACILITATOR_URL: settings.facilitatorUrl, X402_RPC_URL: settings.rpcUrl }).filter(([, v]) => !v).map(([name]) => name);
+    const missing = Object.entries({
+      X402_PAY_TO: settings.payTo,
+      X402_FACILITATOR_URL: settings.facilitatorUrl,
+      X402_RPC_URL: settings.rpcUrl,
+    })
+      .filter(([, v]) => !v)
+      .map(([name]) => name);
     if (missing.length) {
-      return { checkout: { available: false, configured: false, protocol: 'x402', network, reason: `machine payment is not configured for production: set ${missing.join(', ')}` }, refunds: {}, stop: async () => {} };
+      return {
+        checkout: {
+          available: false,
+          configured: false,
+          protocol: 'x402',
+          network,
+          reason: `machine payment is not configured for production: set ${missing.join(', ')}`,
+        },
+        refunds: {},
+        stop: async () => {},
+      };
     }
     const asset = settings.asset ?? USDC_ADDRESS;
     const facilitator = createFacilitator({ mode: 'remote', url: settings.facilitatorUrl! });
@@ -43,12 +89,22 @@ export async function payments(options: { production: boolean; dataDir: string; 
       ledger: new AuthorizationLedger(settings.rpcUrl!, asset as Address, { windowBlocks: logWindow }),
       refunds: options.refundKey
         ? { wallet: refundWallet(settings.rpcUrl!, Number(network.split(':')[1]), asset as Address, options.refundKey) }
-        : { missingReason: 'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one' },
+        : {
+            missingReason:
+              'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one',
+          },
       stop: async () => {},
     };
   }
 
-  if (settings.chainRpcUrl) return attachToChain(settings.chainRpcUrl, settings.devFacilitatorAccount, maxTimeoutSeconds, receipts, options.refundKey);
+  if (settings.chainRpcUrl)
+    return attachToChain(
+      settings.chainRpcUrl,
+      settings.devFacilitatorAccount,
+      maxTimeoutSeconds,
+      receipts,
+      options.refundKey,
+    );
 
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
@@ -72,7 +128,11 @@ export async function payments(options: { production: boolean; dataDir: string; 
       network: chain.network,
       reason: `development: an embedded local chain (chain id ${chain.chainId}) with test USDC; see dev.json for a funded buyer wallet`,
     },
-    gateway: new PaymentGateway(facilitator, { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds }, receipts),
+    gateway: new PaymentGateway(
+      facilitator,
+      { network: chain.network, asset: chain.usdcAddress, payTo: chain.accounts.payTo.address, maxTimeoutSeconds },
+      receipts,
+    ),
     // Reads may go through another endpoint (X402_RPC_URL), as they do in production.
     ledger: new AuthorizationLedger(settings.rpcUrl ?? chain.rpcUrl, chain.usdcAddress, {
       windowBlocks: logWindow,
@@ -94,16 +154,42 @@ export async function payments(options: { production: boolean; dataDir: string; 
  * Development with several instances: attach to the embedded chain another instance started (CHAIN_RPC_URL).
  * Each instance settles from its own dev account (DEV_FACILITATOR_ACCOUNT) so their transaction nonces never clash.
  */
-function attachToChain(rpcUrl: string, facilitatorAccount: number, maxTimeoutSeconds: number, receipts?: OfferReceipts, refundKey?: Hex): Payments {
+function attachToChain(
+  rpcUrl: string,
+  facilitatorAccount: number,
+  maxTimeoutSeconds: number,
+  receipts?: OfferReceipts,
+  refundKey?: Hex,
+): Payments {
   const network = `eip155:${EMBEDDED_CHAIN_ID}` as const;
-  const facilitator = createFacilitator({ mode: 'embedded', rpcUrl, chainId: EMBEDDED_CHAIN_ID, privateKey: DEV_ACCOUNTS[facilitatorAccount].privateKey });
+  const facilitator = createFacilitator({
+    mode: 'embedded',
+    rpcUrl,
+    chainId: EMBEDDED_CHAIN_ID,
+    privateKey: DEV_ACCOUNTS[facilitatorAccount].privateKey,
+  });
   return {
-    checkout: { available: true, configured: true, protocol: 'x402', network, reason: `development: attached to the local chain at ${rpcUrl}` },
-    gateway: new PaymentGateway(facilitator, { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds }, receipts),
+    checkout: {
+      available: true,
+      configured: true,
+      protocol: 'x402',
+      network,
+      reason: `development: attached to the local chain at ${rpcUrl}`,
+    },
+    gateway: new PaymentGateway(
+      facilitator,
+      { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds },
+      receipts,
+    ),
     ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS),
-    dev: { chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID }, buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey } },
+    dev: {
+      chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID },
+      buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey },
+    },
     // Instances on one chain share the dev refund wallet: the refund nonce keeps two of them from paying twice.
-    refunds: { wallet: refundWallet(rpcUrl, EMBEDDED_CHAIN_ID, USDC_ADDRESS, refundKey ?? DEV_ROLES.refunds.privateKey) },
+    refunds: {
+      wallet: refundWallet(rpcUrl, EMBEDDED_CHAIN_ID, USDC_ADDRESS, refundKey ?? DEV_ROLES.refunds.privateKey),
+    },
     stop: async () => {},
   };
 }

@@ -7,7 +7,11 @@ import type { RunningService } from './serve.js';
  * its local chain and Icecast, and what to try next. As lines for a terminal (the first two are also what scripts
  * read: "serving on URL", "metrics on URL") and as the fields of one structured 'ready' log entry.
  */
-export function readySummary(config: Config, service: RunningService, seconds: number): { lines: string[]; fields: Record<string, unknown> } {
+export function readySummary(
+  config: Config,
+  service: RunningService,
+  seconds: number,
+): { lines: string[]; fields: Record<string, unknown> } {
   // Relative to where serve was started when it is below it (data/dev.json), else the full path.
   const below = service.dev && relative(process.cwd(), service.dev.file);
   const devFile = below && (below.startsWith('..') ? service.dev!.file : below);

@@ -41,7 +41,8 @@ export class SettingsReader {
     const text = this.text(name);
     if (text === undefined) return fallback;
     const value = Number(text);
-    if (!Number.isFinite(value) || value < min || value > max) throw this.refuse(name, `a number from ${min} to ${max}`, text);
+    if (!Number.isFinite(value) || value < min || value > max)
+      throw this.refuse(name, `a number from ${min} to ${max}`, text);
     return value;
   }
 
@@ -67,7 +68,10 @@ export class SettingsReader {
 
   /** Comma-separated IP addresses. */
   addresses(name: string): string[] {
-    const list = (this.text(name) ?? '').split(',').map((a) => a.trim()).filter(Boolean);
+    const list = (this.text(name) ?? '')
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean);
     const wrong = list.find((a) => isIP(a) === 0);
     if (wrong) throw this.refuse(name, 'IP addresses separated by commas, e.g. 10.0.0.2,10.0.0.3', wrong);
     return list;
@@ -78,7 +82,11 @@ export class SettingsReader {
     const text = this.text(name);
     if (text === undefined) return undefined;
     let url: URL | undefined;
-    try { url = new URL(text); } catch { /* refused below */ }
+    try {
+      url = new URL(text);
+    } catch {
+      /* refused below */
+    }
     const extras = url && (url.search || url.hash || url.username || url.password);
     if (!url || !/^https?:$/.test(url.protocol) || (options.bare && extras)) {
       const what = options.bare ? 'an http(s) URL without query, fragment or credentials' : 'an http(s) URL';
@@ -99,6 +107,8 @@ export class SettingsReader {
   }
 
   refuse(name: string, accepts: string, got: string): SettingError {
-    return new SettingError(`${name} must be ${accepts}, got ${JSON.stringify(got.length > 80 ? `${got.slice(0, 80)}…` : got)}`);
+    return new SettingError(
+      `${name} must be ${accepts}, got ${JSON.stringify(got.length > 80 ? `${got.slice(0, 80)}…` : got)}`,
+    );
   }
 }

@@ -17,8 +17,13 @@ export function loadStreamingHost(dataDir: string, configured: string | undefine
   let saved: { id?: unknown; port?: unknown } = {};
   try {
     saved = JSON.parse(readFileSync(join(dataDir, FILE), 'utf8'));
-  } catch { /* first start */ }
-  const lastPort = Number.isInteger(saved.port) && (saved.port as number) > 0 && (saved.port as number) < 65536 ? saved.port as number : undefined;
+  } catch {
+    /* first start */
+  }
+  const lastPort =
+    Number.isInteger(saved.port) && (saved.port as number) > 0 && (saved.port as number) < 65536
+      ? (saved.port as number)
+      : undefined;
   if (configured) return { id: configured, lastPort };
   if (typeof saved.id === 'string' && HOST_ID.test(saved.id)) return { id: saved.id, lastPort };
   const identity = { id: `host_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}` };

@@ -60,22 +60,38 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       await allowTraversal(dataDir);
       // Icecast counts sources, listeners and our own admin requests as clients.
       supervisor = new IcecastSupervisor({
-        dataDir: join(dataDir, 'icecast'), callbackBaseUrl, callbackAuth: callbackCredentials,
-        maxSources: limits.sources, maxClients: limits.sources + limits.listeners + 50,
+        dataDir: join(dataDir, 'icecast'),
+        callbackBaseUrl,
+        callbackAuth: callbackCredentials,
+        maxSources: limits.sources,
+        maxClients: limits.sources + limits.listeners + 50,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts).
         preferredPort: host.lastPort,
       });
       supervisor.on('exited', ({ expected, ...e }) => {
         if (expected) log.debug?.({ component: 'icecast', ...e }, 'icecast stopped');
-        else log.warn({ component: 'icecast', ...e }, e.signal === 'SIGKILL' ? 'icecast killed (it did not stop within the stop timeout, or something else killed it)' : 'icecast exited');
+        else
+          log.warn(
+            { component: 'icecast', ...e },
+            e.signal === 'SIGKILL'
+              ? 'icecast killed (it did not stop within the stop timeout, or something else killed it)'
+              : 'icecast exited',
+          );
       });
-      supervisor.on('restarted', (e) => log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'));
-      supervisor.on('restartFailed', (err) => log.error({ component: 'icecast', err }, 'icecast could not be restarted'));
+      supervisor.on('restarted', (e) =>
+        log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'),
+      );
+      supervisor.on('restartFailed', (err) =>
+        log.error({ component: 'icecast', err }, 'icecast could not be restarted'),
+      );
       await supervisor.start();
       rememberStreamingHost(dataDir, host.id, supervisor.port);
       if (host.lastPort && host.lastPort !== supervisor.port) {
-        log.warn({ component: 'icecast', port: supervisor.port, previous_port: host.lastPort }, 'the previous icecast port is taken; service addresses move to the new one');
+        log.warn(
+          { component: 'icecast', port: supervisor.port, previous_port: host.lastPort },
+          'the previous icecast port is taken; service addresses move to the new one',
+        );
       }
       log.info({ component: 'icecast', url: supervisor.baseUrl, host_id: host.id }, 'icecast started');
     },

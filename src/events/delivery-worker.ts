@@ -72,7 +72,11 @@ const PICK = `
     SELECT id, slow FROM lanes WHERE NOT slow OR lane_rank <= $4 ORDER BY key_rank, event_seq, id LIMIT $1)`;
 
 /** Seconds to wait after the n-th failed attempt (n ≥ 1). */
-export function retryDelaySeconds(attempt: number, options: Pick<DeliveryOptions, 'retryBaseSeconds' | 'retryMaxSeconds'>, random = Math.random): number {
+export function retryDelaySeconds(
+  attempt: number,
+  options: Pick<DeliveryOptions, 'retryBaseSeconds' | 'retryMaxSeconds'>,
+  random = Math.random,
+): number {
   const plain = Math.min(options.retryMaxSeconds, options.retryBaseSeconds * 2 ** Math.min(attempt - 1, 30));
   return plain * (0.8 + 0.4 * random());
 }
@@ -165,34 +169,58 @@ export class DeliveryWorker {
          SELECT c.id::text AS delivery_id, c.attempts, c.event_seq, c.slow, e.id AS endpoint_id, e.url, e.secret,
                 e.previous_secret, e.previous_secret_until, ev.created_at AS event_created_at
          FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN events ev ON ev.seq = c.event_seq
-         ORDER BY c.event_seq, c.id`, [limit, this.options.leaseSeconds, this.options.perKey, slowLimit]);
+         ORDER BY c.event_seq, c.id`,
+        [limit, this.options.leaseSeconds, this.options.perKey, slowLimit],
+      );
       return rows;
     });
   }
 
   private async deliver(delivery: Due & Record<string, unknown>): Promise<void> {
-    const [event] = await this.db.query<StoredEvent & Record<string, unknown>>(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq = $1`, [delivery.event_seq]);
+    const [event] = await this.db.query<StoredEvent & Record<string, unknown>>(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE seq = $1`,
+      [delivery.event_seq],
+    );
     const body = JSON.stringify(publicEvent(event));
     const started = Date.now();
     const outcome = await this.signed(delivery, body).then(
-      (signature) => postWebhook(delivery.url, body, { [SIGNATURE_HEADER]: signature, [EVENT_ID_HEADER]: event.id }, this.policy, this.options.timeoutMs),
+      (signature) =>
+        postWebhook(
+          delivery.url,
+          body,
+          { [SIGNATURE_HEADER]: signature, [EVENT_ID_HEADER]: event.id },
+          this.policy,
+          this.options.timeoutMs,
+        ),
       (error: Error): PostOutcome => {
         this.log.error({ err: error, endpoint_id: delivery.endpoint_id }, 'webhook secret unreadable');
         return { ok: false, error: error.message };
-      });
+      },
+    );
     const slow = Date.now() - started >= this.options.slowMs;
     await this.db.transaction(async (client) => {
       await this.record(client, delivery, outcome);
       await this.markPace(client, delivery, slow, outcome.ok);
     });
-    this.log.info({ event_id: event.id, endpoint_id: delivery.endpoint_id, attempt: delivery.attempts, status: outcome.status, error: outcome.error }, outcome.ok ? 'webhook delivered' : 'webhook delivery failed');
+    this.log.info(
+      {
+        event_id: event.id,
+        endpoint_id: delivery.endpoint_id,
+        attempt: delivery.attempts,
+        status: outcome.status,
+        error: outcome.error,
+      },
+      outcome.ok ? 'webhook delivered' : 'webhook delivery failed',
+    );
   }
 
   /** A slow answer (or none) moves the endpoint to the slow lane for a while; a quick success takes it out. */
   private async markPace(client: Client, delivery: Due, slow: boolean, ok: boolean): Promise<void> {
     if (slow) {
-      await client.query('UPDATE webhook_endpoints SET slow_until = now() + make_interval(secs => $2) WHERE id = $1',
-        [delivery.endpoint_id, this.options.slowSeconds]);
+      await client.query('UPDATE webhook_endpoints SET slow_until = now() + make_interval(secs => $2) WHERE id = $1', [
+        delivery.endpoint_id,
+        this.options.slowSeconds,
+      ]);
     } else if (ok && delivery.slow) {
       await client.query('UPDATE webhook_endpoints SET slow_until = NULL WHERE id = $1', [delivery.endpoint_id]);
     }
@@ -204,8 +232,10 @@ export class DeliveryWorker {
 
   private async record(client: Client, delivery: Due, outcome: PostOutcome): Promise<void> {
     if (outcome.ok) {
-      await client.query(`UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), lease_until = NULL, last_status = $2, last_error = NULL WHERE id = $1`,
-        [delivery.delivery_id, outcome.status]);
+      await client.query(
+        `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), lease_until = NULL, last_status = $2, last_error = NULL WHERE id = $1`,
+        [delivery.delivery_id, outcome.status],
+      );
       await client.query('UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = $1', [delivery.endpoint_id]);
       return;
     }
@@ -214,14 +244,32 @@ export class DeliveryWorker {
       // AND state = 'pending': a delivery dropped meanwhile (its endpoint deleted or disabled) stays dropped.
       `UPDATE webhook_deliveries SET state = $2, lease_until = NULL, last_status = $3, last_error = $4,
          next_attempt_at = now() + make_interval(secs => $5) WHERE id = $1 AND state = 'pending'`,
-      [delivery.delivery_id, giveUp ? 'failed' : 'pending', outcome.status ?? null, outcome.error ?? null, retryDelaySeconds(delivery.attempts, this.options)]);
-    const { rows: [endpoint] } = await client.query(
-      'UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures', [delivery.endpoint_id]);
+      [
+        delivery.delivery_id,
+        giveUp ? 'failed' : 'pending',
+        outcome.status ?? null,
+        outcome.error ?? null,
+        retryDelaySeconds(delivery.attempts, this.options),
+      ],
+    );
+    const {
+      rows: [endpoint],
+    } = await client.query(
+      'UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures',
+      [delivery.endpoint_id],
+    );
     if (endpoint && endpoint.consecutive_failures >= this.options.disableAfterFailures) {
       await client.query(
         `UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = $2 WHERE id = $1 AND disabled_at IS NULL`,
-        [delivery.endpoint_id, `disabled after ${endpoint.consecutive_failures} failed deliveries in a row (last: ${outcome.error ?? 'no answer'}); register it again when it answers`]);
-      await client.query(`UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint disabled' WHERE endpoint_id = $1 AND state = 'pending'`, [delivery.endpoint_id]);
+        [
+          delivery.endpoint_id,
+          `disabled after ${endpoint.consecutive_failures} failed deliveries in a row (last: ${outcome.error ?? 'no answer'}); register it again when it answers`,
+        ],
+      );
+      await client.query(
+        `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint disabled' WHERE endpoint_id = $1 AND state = 'pending'`,
+        [delivery.endpoint_id],
+      );
     }
   }
 }

@@ -8,10 +8,17 @@ const CHANNEL = 'agent_audio_events';
 const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
 
 /** A reader's wait for its next look: woken, cancelled, or after a delay. */
-interface Wake { promise: Promise<void>; cancel(): void; lookAgainIn(ms: number): void }
+interface Wake {
+  promise: Promise<void>;
+  cancel(): void;
+  lookAgainIn(ms: number): void;
+}
 
 /** Where a reader is in the event order; an event id (Last-Event-ID) becomes one with `position`. */
-export interface FeedPosition { tx: string; seq: string }
+export interface FeedPosition {
+  tx: string;
+  seq: string;
+}
 
 /**
  * The event table as live feeds: `subscribe(serviceId, afterEventId)` yields a service's events in order, first those
@@ -30,7 +37,11 @@ export class EventFeed {
   private closed = false;
   private readonly onNotify: Array<(serviceId: string) => void> = [];
 
-  constructor(private readonly db: Database, private readonly log: Logger, private readonly pollMs = 2000) {}
+  constructor(
+    private readonly db: Database,
+    private readonly log: Logger,
+    private readonly pollMs = 2000,
+  ) {}
 
   /** Starts listening; notifications also reach `onEvent` callbacks (the webhook worker wakes up with them). */
   async start(): Promise<void> {
@@ -54,7 +65,12 @@ export class EventFeed {
       this.listener = undefined;
       connection.release(true);
       this.wakeAll(); // they poll until the connection is back
-      if (!this.closed) setTimeout(() => { this.listen().catch(() => { /* polling goes on; retried on the next failure */ }); }, this.pollMs).unref();
+      if (!this.closed)
+        setTimeout(() => {
+          this.listen().catch(() => {
+            /* polling goes on; retried on the next failure */
+          });
+        }, this.pollMs).unref();
     });
     try {
       await connection.query(`LISTEN ${CHANNEL}`);
@@ -73,7 +89,7 @@ export class EventFeed {
   }
 
   private wake(serviceId: string): void {
-    for (const wake of [...this.waiting.get(serviceId) ?? []]) wake();
+    for (const wake of [...(this.waiting.get(serviceId) ?? [])]) wake();
   }
 
   private wakeAll(): void {
@@ -82,7 +98,10 @@ export class EventFeed {
 
   /** The position of an event of this service, or undefined when it has no such event. */
   async position(serviceId: string, eventId: string): Promise<FeedPosition | undefined> {
-    const [row] = await this.db.query<FeedPosition & Record<string, unknown>>(`SELECT tx::text AS tx, seq::text AS seq FROM events WHERE id = $2 AND ${OF_SERVICE}`, [serviceId, eventId]);
+    const [row] = await this.db.query<FeedPosition & Record<string, unknown>>(
+      `SELECT tx::text AS tx, seq::text AS seq FROM events WHERE id = $2 AND ${OF_SERVICE}`,
+      [serviceId, eventId],
+    );
     return row;
   }
 
@@ -91,7 +110,8 @@ export class EventFeed {
     return this.db.query<StoredEvent & Record<string, unknown>>(
       `SELECT ${EVENT_COLUMNS} FROM events WHERE ${OF_SERVICE} AND ${SETTLED_EVENTS}
          AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint)) ${EVENT_ORDER} LIMIT $4`,
-      [serviceId, after?.tx ?? null, after?.seq ?? null, limit]);
+      [serviceId, after?.tx ?? null, after?.seq ?? null, limit],
+    );
   }
 
   /** Whether the service has events after `after` that read() does not show yet (not settled). */
@@ -99,7 +119,8 @@ export class EventFeed {
     const [row] = await this.db.query<{ found: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM events WHERE ${OF_SERVICE} AND NOT (${SETTLED_EVENTS})
          AND ($2::xid8 IS NULL OR (tx, seq) > ($2::xid8, $3::bigint))) AS found`,
-      [serviceId, after?.tx ?? null, after?.seq ?? null]);
+      [serviceId, after?.tx ?? null, after?.seq ?? null],
+    );
     return row?.found === true;
   }
 
@@ -126,7 +147,9 @@ export class EventFeed {
 
   private nextWake(serviceId: string, signal?: AbortSignal): Wake {
     let done!: () => void;
-    const promise = new Promise<void>((resolve) => { done = resolve; });
+    const promise = new Promise<void>((resolve) => {
+      done = resolve;
+    });
     // Without a LISTEN connection a notification may be missed: look again after pollMs.
     let timer = this.listener ? undefined : setTimeout(() => finish(), this.pollMs);
     const readers = this.waiting.get(serviceId) ?? new Set<() => void>();

@@ -28,15 +28,30 @@ export async function recordEvent(sql: Sql, event: NewEvent): Promise<void> {
      FROM (SELECT coalesce($3, (SELECT api_key_id FROM services WHERE id = $4), (SELECT api_key_id FROM orders WHERE id = $5)) AS owner) o
      WHERE owner IS NOT NULL -- an event nobody owns is not recorded, and never fails the change it reports
      ON CONFLICT (once_key) DO NOTHING`,
-    [randomId('evt_'), event.type, event.apiKeyId ?? null, event.serviceId ?? null, event.orderId ?? null, event.data ?? {}, event.onceKey ?? null]);
+    [
+      randomId('evt_'),
+      event.type,
+      event.apiKeyId ?? null,
+      event.serviceId ?? null,
+      event.orderId ?? null,
+      event.data ?? {},
+      event.onceKey ?? null,
+    ],
+  );
 }
 
 /** The same, for the service on an Icecast mount (source callbacks name the mount, not the service). */
-export async function recordMountEvent(sql: Sql, mount: string, type: EventType, data: Record<string, unknown> = {}): Promise<void> {
+export async function recordMountEvent(
+  sql: Sql,
+  mount: string,
+  type: EventType,
+  data: Record<string, unknown> = {},
+): Promise<void> {
   await (sql as Pick<Client, 'query'>).query(
     `INSERT INTO events (id, type, api_key_id, service_id, order_id, data)
      SELECT $1, $2, api_key_id, id, order_id, $4 FROM services WHERE mount = $3`,
-    [randomId('evt_'), type, mount, data]);
+    [randomId('evt_'), type, mount, data],
+  );
 }
 
 /** Columns of a stored event: what agents see and its position (tx, seq). */
@@ -51,5 +66,12 @@ export const SETTLED_EVENTS = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
 export const EVENT_ORDER = 'ORDER BY events.tx, events.seq'; // the columns, not the text aliases of EVENT_COLUMNS
 
 export function publicEvent(row: StoredEvent): AgentEvent {
-  return { id: row.id, type: row.type, created_at: row.created_at, service_id: row.service_id, order_id: row.order_id, data: row.data };
+  return {
+    id: row.id,
+    type: row.type,
+    created_at: row.created_at,
+    service_id: row.service_id,
+    order_id: row.order_id,
+    data: row.data,
+  };
 }

@@ -38,7 +38,10 @@ export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void>
       payer: order.payer,
       transaction: order.settlement?.transaction ?? null,
       upgrade_of: order.upgrade_of,
-      ...(order.extension_of && { extension_of: order.extension_of, duration_hours: order.configuration?.duration_hours }),
+      ...(order.extension_of && {
+        extension_of: order.extension_of,
+        duration_hours: order.configuration?.duration_hours,
+      }),
     },
   });
 }
@@ -47,7 +50,16 @@ export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void>
  * service.active for a new service, upgrade.applied for an upgrade, service.extended for an extension (with the
  * hours added); in the transaction that activates the order.
  */
-export async function recordProvisioned(sql: Sql, order: { id: string; upgrade_of: string | null; extension_of?: string | null; configuration?: Record<string, unknown> }, service: ProvisionedService): Promise<void> {
+export async function recordProvisioned(
+  sql: Sql,
+  order: {
+    id: string;
+    upgrade_of: string | null;
+    extension_of?: string | null;
+    configuration?: Record<string, unknown>;
+  },
+  service: ProvisionedService,
+): Promise<void> {
   await recordEvent(sql, {
     type: order.extension_of ? 'service.extended' : order.upgrade_of ? 'upgrade.applied' : 'service.active',
     serviceId: service.id,

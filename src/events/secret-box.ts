@@ -24,12 +24,17 @@ export class SecretBox {
 
   open(stored: string, endpointId: string): string {
     if (!isSealed(stored)) return stored;
-    const [iv, sealed, tag] = stored.slice(SEALED.length).split('.').map((part) => Buffer.from(part, 'base64url'));
+    const [iv, sealed, tag] = stored
+      .slice(SEALED.length)
+      .split('.')
+      .map((part) => Buffer.from(part, 'base64url'));
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, iv).setAAD(Buffer.from(endpointId)).setAuthTag(tag);
       return Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
     } catch {
-      throw new Error(`the secret of webhook endpoint ${endpointId} was sealed with another WEBHOOK_SECRETS_KEY (every instance needs the same key)`);
+      throw new Error(
+        `the secret of webhook endpoint ${endpointId} was sealed with another WEBHOOK_SECRETS_KEY (every instance needs the same key)`,
+      );
     }
   }
 }
@@ -40,14 +45,23 @@ export const isSealed = (stored: string): boolean => stored.startsWith(SEALED);
  * WEBHOOK_SECRETS_KEY (32 bytes in base64) or WEBHOOK_SECRETS_KEY_FILE; outside production a key made once in
  * DATA_DIR. In production without one: undefined (webhooks are then not offered).
  */
-export async function loadSecretBox(options: { dataDir: string; production: boolean; key?: string; keyFile?: string }): Promise<SecretBox | undefined> {
+export async function loadSecretBox(options: {
+  dataDir: string;
+  production: boolean;
+  key?: string;
+  keyFile?: string;
+}): Promise<SecretBox | undefined> {
   const fromText = (text: string, source: string) => {
     const key = Buffer.from(text.trim(), 'base64');
-    if (key.length !== 32) throw new Error(`${source} must be 32 random bytes in base64 (e.g. openssl rand -base64 32), got ${key.length} bytes`);
+    if (key.length !== 32)
+      throw new Error(
+        `${source} must be 32 random bytes in base64 (e.g. openssl rand -base64 32), got ${key.length} bytes`,
+      );
     return new SecretBox(key);
   };
   if (options.key) return fromText(options.key, 'WEBHOOK_SECRETS_KEY');
-  if (options.keyFile) return fromText(await readFile(options.keyFile, 'utf8'), `WEBHOOK_SECRETS_KEY_FILE ${options.keyFile}`);
+  if (options.keyFile)
+    return fromText(await readFile(options.keyFile, 'utf8'), `WEBHOOK_SECRETS_KEY_FILE ${options.keyFile}`);
   if (options.production) return undefined;
   const file = join(options.dataDir, KEY_FILE);
   try {

@@ -4,17 +4,30 @@ import { recordEvent } from './event-log.js';
 import type { EventType } from './event-types.js';
 
 /** What a service.expiring event tells about extending the service (the operation and its price), if anything. */
-export type ExtendHint = (service: { id: string; product_id: string; limits: Record<string, unknown>; status: string; expires_at: Date | null }) => Promise<Record<string, unknown> | undefined>;
+export type ExtendHint = (service: {
+  id: string;
+  product_id: string;
+  limits: Record<string, unknown>;
+  status: string;
+  expires_at: Date | null;
+}) => Promise<Record<string, unknown> | undefined>;
 
 /**
  * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service and expiry time
  * (an upgrade or renewal that moves expires_at arms it again). With `extendHint`, the event also says how to extend.
  */
-export async function recordExpiringServices(sql: Sql, hostId: string, leadSeconds: number, extendHint?: ExtendHint): Promise<void> {
+export async function recordExpiringServices(
+  sql: Sql,
+  hostId: string,
+  leadSeconds: number,
+  extendHint?: ExtendHint,
+): Promise<void> {
   // A Database answers rows, a transaction's Client a result with rows.
   const query = async (text: string, params: unknown[]) => {
     const result = await (sql as { query(text: string, params: unknown[]): Promise<unknown> }).query(text, params);
-    return { rows: (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, unknown>> };
+    return {
+      rows: (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, unknown>>,
+    };
   };
   const due = `FROM services s
      WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
@@ -22,10 +35,16 @@ export async function recordExpiringServices(sql: Sql, hostId: string, leadSecon
   const ids: string[] = [];
   const hints: string[] = [];
   if (extendHint) {
-    const { rows } = await query(`SELECT s.id, s.product_id, s.limits, s.status, s.expires_at ${due}`, [hostId, leadSeconds]);
+    const { rows } = await query(`SELECT s.id, s.product_id, s.limits, s.status, s.expires_at ${due}`, [
+      hostId,
+      leadSeconds,
+    ]);
     for (const row of rows as Array<Parameters<ExtendHint>[0]>) {
       const hint = await extendHint(row).catch(() => undefined);
-      if (hint) { ids.push(row.id); hints.push(JSON.stringify(hint)); }
+      if (hint) {
+        ids.push(row.id);
+        hints.push(JSON.stringify(hint));
+      }
     }
   }
   await query(
@@ -37,14 +56,20 @@ export async function recordExpiringServices(sql: Sql, hostId: string, leadSecon
             'service.expiring ' || s.id || ' ' || s.expires_at::text
      ${due}
      ON CONFLICT DO NOTHING`,
-    [hostId, leadSeconds, randomId('evt_', 6), ids, hints]);
+    [hostId, leadSeconds, randomId('evt_', 6), ids, hints],
+  );
 }
 
 /** Fractions of the bought listener places whose crossing (upwards) is reported. */
 const THRESHOLDS = [0.8, 1];
 
 /** listeners.threshold when the measured listeners cross 80 % or 100 % of the bought places upwards. */
-export async function recordListenerThreshold(sql: Sql, service: { id: string; usage: Record<string, unknown> | null }, cap: number, listeners: number): Promise<void> {
+export async function recordListenerThreshold(
+  sql: Sql,
+  service: { id: string; usage: Record<string, unknown> | null },
+  cap: number,
+  listeners: number,
+): Promise<void> {
   if (!(cap > 0)) return;
   const before = Number(service.usage?.listeners ?? 0);
   const crossed = THRESHOLDS.filter((t) => before < t * cap && listeners >= t * cap).pop();
@@ -56,10 +81,20 @@ export async function recordListenerThreshold(sql: Sql, service: { id: string; u
   });
 }
 
-const STATUS_EVENTS: Record<string, EventType> = { active: 'service.active', suspended: 'service.suspended', expired: 'service.expired' };
+const STATUS_EVENTS: Record<string, EventType> = {
+  active: 'service.active',
+  suspended: 'service.suspended',
+  expired: 'service.expired',
+};
 
 /** service.active / .suspended / .expired for a status change, in the transaction that makes it. */
-export async function recordStatusChange(sql: Sql, serviceId: string, from: string, to: string | undefined, reason: string): Promise<void> {
+export async function recordStatusChange(
+  sql: Sql,
+  serviceId: string,
+  from: string,
+  to: string | undefined,
+  reason: string,
+): Promise<void> {
   const type = to && STATUS_EVENTS[to];
   if (type) await recordEvent(sql, { type, serviceId, data: { status: to, previous_status: from, reason } });
 }

@@ -15,10 +15,19 @@ export function signatureHeader(secrets: string[], body: string, timestamp = Mat
 }
 
 /** What a receiver does: some v1 matches the HMAC of "t.body" under its secret, and t is recent. */
-export function verifySignature(header: string, body: string, secret: string, now = Date.now() / 1000, toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS): boolean {
+export function verifySignature(
+  header: string,
+  body: string,
+  secret: string,
+  now = Date.now() / 1000,
+  toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
+): boolean {
   const parts = header.split(',').map((p) => p.trim().split('='));
   const timestamp = Number(parts.find(([k]) => k === 't')?.[1]);
   if (!Number.isInteger(timestamp) || Math.abs(now - timestamp) > toleranceSeconds) return false;
   const expected = Buffer.from(hmac(secret, timestamp, body));
-  return parts.some(([k, v]) => k === 'v1' && v !== undefined && v.length === expected.length && timingSafeEqual(Buffer.from(v), expected));
+  return parts.some(
+    ([k, v]) =>
+      k === 'v1' && v !== undefined && v.length === expected.length && timingSafeEqual(Buffer.from(v), expected),
+  );
 }

@@ -4,7 +4,11 @@ import { recordEvent } from './event-log.js';
 
 export type SourceEventType = 'source.connected' | 'source.disconnected';
 
-interface Held { service_id: string; held_type: SourceEventType; last_type: SourceEventType | null }
+interface Held {
+  service_id: string;
+  held_type: SourceEventType;
+  last_type: SourceEventType | null;
+}
 
 interface Gate {
   last_type: SourceEventType | null;
@@ -23,20 +27,30 @@ export class SourceEventGate {
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<unknown>;
 
-  constructor(private readonly db: Database, private readonly windowSeconds: number, private readonly log?: Logger) {}
+  constructor(
+    private readonly db: Database,
+    private readonly windowSeconds: number,
+    private readonly log?: Logger,
+  ) {}
 
   /** The source on this Icecast mount connected or disconnected. */
   async record(mount: string, type: SourceEventType): Promise<void> {
     await this.db.transaction(async (client) => {
-      const { rows: [service] } = await client.query<{ id: string }>(
-        'SELECT id FROM services WHERE mount = $1', [mount]);
+      const {
+        rows: [service],
+      } = await client.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
       if (!service) return;
-      await client.query(
-        'INSERT INTO source_event_gates (service_id) VALUES ($1) ON CONFLICT DO NOTHING', [service.id]);
-      const { rows: [gate] } = await client.query<Gate>(
+      await client.query('INSERT INTO source_event_gates (service_id) VALUES ($1) ON CONFLICT DO NOTHING', [
+        service.id,
+      ]);
+      const {
+        rows: [gate],
+      } = await client.query<Gate>(
         `SELECT last_type, window_count,
                 window_start IS NULL OR now() >= window_start + make_interval(secs => $2) AS window_over
-         FROM source_event_gates WHERE service_id = $1 FOR UPDATE`, [service.id, this.windowSeconds]);
+         FROM source_event_gates WHERE service_id = $1 FOR UPDATE`,
+        [service.id, this.windowSeconds],
+      );
       if (gate.last_type === type) {
         await client.query('UPDATE source_event_gates SET held_type = NULL WHERE service_id = $1', [service.id]);
       } else if (gate.window_over || gate.window_count < 2) {
@@ -53,7 +67,9 @@ export class SourceEventGate {
       const { rows } = await client.query<Held>(
         `SELECT service_id, held_type, last_type FROM source_event_gates
          WHERE held_type IS NOT NULL AND now() >= window_start + make_interval(secs => $1)
-         FOR UPDATE SKIP LOCKED`, [this.windowSeconds]);
+         FOR UPDATE SKIP LOCKED`,
+        [this.windowSeconds],
+      );
       let recorded = 0;
       for (const row of rows) {
         if (row.held_type === row.last_type) {
@@ -73,7 +89,9 @@ export class SourceEventGate {
       `UPDATE source_event_gates SET last_type = $2, held_type = NULL,
          window_start = CASE WHEN $3 THEN now() ELSE window_start END,
          window_count = CASE WHEN $3 THEN 1 ELSE window_count + 1 END
-       WHERE service_id = $1`, [serviceId, type, newWindow]);
+       WHERE service_id = $1`,
+      [serviceId, type, newWindow],
+    );
   }
 
   /** Flushes held states every second (or every window, when shorter) until stop(). */
@@ -82,7 +100,9 @@ export class SourceEventGate {
     this.timer = setInterval(() => {
       this.flushing ??= this.flush()
         .catch((err) => this.log?.warn({ err }, 'could not record held source events'))
-        .finally(() => { this.flushing = undefined; });
+        .finally(() => {
+          this.flushing = undefined;
+        });
     }, every);
     this.timer.unref();
   }

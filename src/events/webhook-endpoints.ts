@@ -42,7 +42,11 @@ function newSecret(): string {
  * endpoint can be registered.
  */
 export class WebhookEndpoints {
-  constructor(private readonly db: Database, private readonly graceSeconds: number, private readonly box: SecretBox | undefined) {}
+  constructor(
+    private readonly db: Database,
+    private readonly graceSeconds: number,
+    private readonly box: SecretBox | undefined,
+  ) {}
 
   /** Throws 503 webhooks_not_configured when endpoints cannot be registered here. */
   ensureConfigured(): void {
@@ -51,45 +55,66 @@ export class WebhookEndpoints {
 
   private sealer(): SecretBox {
     if (!this.box) {
-      throw new ApiError(503, 'webhooks_not_configured',
-        'Webhooks are not configured on this deployment (the operator has not set WEBHOOK_SECRETS_KEY). Follow the service\'s events over SSE (GET /services/{id}/events) instead.');
+      throw new ApiError(
+        503,
+        'webhooks_not_configured',
+        "Webhooks are not configured on this deployment (the operator has not set WEBHOOK_SECRETS_KEY). Follow the service's events over SSE (GET /services/{id}/events) instead.",
+      );
     }
     return this.box;
   }
 
-  async create(apiKeyId: string, fields: { url: string; serviceId?: string; events?: EventType[] }): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  async create(
+    apiKeyId: string,
+    fields: { url: string; serviceId?: string; events?: EventType[] },
+  ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
     const id = randomId('whk_');
     const secret = newSecret();
     const [endpoint] = await this.db.query<WebhookEndpoint & Record<string, unknown>>(
       `INSERT INTO webhook_endpoints (id, api_key_id, service_id, url, events, secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${PUBLIC_COLUMNS}`,
-      [id, apiKeyId, fields.serviceId ?? null, fields.url, fields.events ?? null, this.sealer().seal(secret, id)]);
+      [id, apiKeyId, fields.serviceId ?? null, fields.url, fields.events ?? null, this.sealer().seal(secret, id)],
+    );
     return { endpoint, secret };
   }
 
   /** Seals the secrets stored in the clear before sealing existed; returns how many. */
   async sealStoredSecrets(): Promise<number> {
     if (!this.box) return 0;
-    const plain = await this.db.query<{ id: string; secret: string; previous_secret: string | null } & Record<string, unknown>>(
-      "SELECT id, secret, previous_secret FROM webhook_endpoints WHERE secret NOT LIKE 'sealed:%' OR previous_secret NOT LIKE 'sealed:%'");
+    const plain = await this.db.query<
+      { id: string; secret: string; previous_secret: string | null } & Record<string, unknown>
+    >(
+      "SELECT id, secret, previous_secret FROM webhook_endpoints WHERE secret NOT LIKE 'sealed:%' OR previous_secret NOT LIKE 'sealed:%'",
+    );
     for (const row of plain) {
-      const seal = (stored: string | null) => (stored === null || isSealed(stored) ? stored : this.box!.seal(stored, row.id));
-      await this.db.query('UPDATE webhook_endpoints SET secret = $3, previous_secret = $4 WHERE id = $1 AND secret = $2',
-        [row.id, row.secret, seal(row.secret), seal(row.previous_secret)]);
+      const seal = (stored: string | null) =>
+        stored === null || isSealed(stored) ? stored : this.box!.seal(stored, row.id);
+      await this.db.query(
+        'UPDATE webhook_endpoints SET secret = $3, previous_secret = $4 WHERE id = $1 AND secret = $2',
+        [row.id, row.secret, seal(row.secret), seal(row.previous_secret)],
+      );
     }
     return plain.length;
   }
 
   async list(apiKeyId: string): Promise<WebhookEndpoint[]> {
     return this.db.query<WebhookEndpoint & Record<string, unknown>>(
-      `SELECT ${PUBLIC_COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, [apiKeyId]);
+      `SELECT ${PUBLIC_COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`,
+      [apiKeyId],
+    );
   }
 
   /** Deletes the endpoint; deliveries not yet made are dropped. False when the key has no such endpoint. */
   async remove(apiKeyId: string, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
-      const { rows } = await client.query('UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING id', [id, apiKeyId]);
+      const { rows } = await client.query(
+        'UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING id',
+        [id, apiKeyId],
+      );
       if (!rows.length) return false;
-      await client.query("UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted' WHERE endpoint_id = $1 AND state = 'pending'", [id]);
+      await client.query(
+        "UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted' WHERE endpoint_id = $1 AND state = 'pending'",
+        [id],
+      );
       return true;
     });
   }
@@ -99,7 +124,9 @@ export class WebhookEndpoints {
     const secret = newSecret();
     const [endpoint] = await this.db.query<WebhookEndpoint & Record<string, unknown>>(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = now() + make_interval(secs => $4), secret = $3
-       WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING ${PUBLIC_COLUMNS}`, [id, apiKeyId, this.sealer().seal(secret, id), this.graceSeconds]);
+       WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING ${PUBLIC_COLUMNS}`,
+      [id, apiKeyId, this.sealer().seal(secret, id), this.graceSeconds],
+    );
     return endpoint && { endpoint, secret };
   }
 }
@@ -108,7 +135,10 @@ export class WebhookEndpoints {
 export function signingSecrets(endpoint: EndpointSecrets, box: SecretBox | undefined, now = new Date()): string[] {
   const open = (stored: string) => {
     if (box) return box.open(stored, endpoint.endpoint_id);
-    if (isSealed(stored)) throw new Error(`the secret of webhook endpoint ${endpoint.endpoint_id} is sealed and WEBHOOK_SECRETS_KEY is not set`);
+    if (isSealed(stored))
+      throw new Error(
+        `the secret of webhook endpoint ${endpoint.endpoint_id} is sealed and WEBHOOK_SECRETS_KEY is not set`,
+      );
     return stored;
   };
   return endpoint.previous_secret && endpoint.previous_secret_until && endpoint.previous_secret_until > now

@@ -17,7 +17,13 @@ const RESPONSE_BYTES = 1024;
  * One delivery attempt: the URL checked against the policy before and at connect time (DNS rebinding), the whole
  * exchange bounded by `timeoutMs`, no redirect followed, at most 1 KiB of the answer read.
  */
-export async function postWebhook(url: string, body: string, headers: Record<string, string>, policy: WebhookUrlPolicy, timeoutMs: number): Promise<PostOutcome> {
+export async function postWebhook(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  policy: WebhookUrlPolicy,
+  timeoutMs: number,
+): Promise<PostOutcome> {
   const refused = await policy.refuse(url);
   if (refused) return { ok: false, error: `refused: ${refused}` };
   const client = url.startsWith('https:') ? https : http;
@@ -30,23 +36,34 @@ export async function postWebhook(url: string, body: string, headers: Record<str
       request.destroy();
       resolve(outcome);
     };
-    const request = client.request(url, {
-      method: 'POST',
-      lookup: checkedLookup(policy),
-      agent: false,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'agent-audio-webhooks' },
-    }, (response) => {
-      const status = response.statusCode ?? 0;
-      let text = '';
-      response.on('data', (chunk: Buffer) => {
-        text += chunk.toString('utf8');
-        if (text.length >= RESPONSE_BYTES) finish(outcomeOf(status, text));
-      });
-      response.on('end', () => finish(outcomeOf(status, text)));
-      response.on('error', (e) => finish({ ok: false, status, error: e.message }));
-    });
+    const request = client.request(
+      url,
+      {
+        method: 'POST',
+        lookup: checkedLookup(policy),
+        agent: false,
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'agent-audio-webhooks',
+        },
+      },
+      (response) => {
+        const status = response.statusCode ?? 0;
+        let text = '';
+        response.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+          if (text.length >= RESPONSE_BYTES) finish(outcomeOf(status, text));
+        });
+        response.on('end', () => finish(outcomeOf(status, text)));
+        response.on('error', (e) => finish({ ok: false, status, error: e.message }));
+      },
+    );
     const timer = setTimeout(() => finish({ ok: false, error: `no answer within ${timeoutMs} ms` }), timeoutMs);
-    request.on('error', (e) => finish({ ok: false, error: e instanceof RefusedUrl ? `refused: ${e.message}` : e.message }));
+    request.on('error', (e) =>
+      finish({ ok: false, error: e instanceof RefusedUrl ? `refused: ${e.message}` : e.message }),
+    );
     request.end(body);
   });
 }

@@ -15,7 +15,9 @@ function isLoopback(address: string): boolean {
  * connecting. `insecureLoopback` (WEBHOOK_ALLOW_INSECURE_LOOPBACK=1, tests and development only, refused in
  * production) lets http reach loopback receivers and nothing else.
  */
-export function webhookUrlPolicy(options: { insecureLoopback?: boolean; resolve?: UrlPolicy['resolve'] } = {}): WebhookUrlPolicy {
+export function webhookUrlPolicy(
+  options: { insecureLoopback?: boolean; resolve?: UrlPolicy['resolve'] } = {},
+): WebhookUrlPolicy {
   const loopbackAllowed = options.insecureLoopback === true;
   const base = publicHttpOnly({
     ...(options.resolve && { resolve: options.resolve }),
@@ -28,7 +30,10 @@ export function webhookUrlPolicy(options: { insecureLoopback?: boolean; resolve?
       if (typeof url === 'string') return url;
       if (url.protocol !== 'https:') {
         const host = hostOf(url);
-        const loopbackHttp = loopbackAllowed && url.protocol === 'http:' && (host === 'localhost' || (isIP(host) !== 0 && isLoopback(host)));
+        const loopbackHttp =
+          loopbackAllowed &&
+          url.protocol === 'http:' &&
+          (host === 'localhost' || (isIP(host) !== 0 && isLoopback(host)));
         if (!loopbackHttp) return `webhook URLs must use https, not ${url.protocol.replace(':', '')}`;
       }
       if (url.hash) return 'webhook URLs may not have a fragment';

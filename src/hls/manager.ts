@@ -24,7 +24,10 @@ export interface HlsManagerOptions {
 }
 
 /** Who fetches: the listener session keeps its network and user agent, never the full address. */
-export interface HlsClient { ip: string; userAgent: string }
+export interface HlsClient {
+  ip: string;
+  userAgent: string;
+}
 
 /** A rendition nobody fetched for this long is stopped (started again by the next request). */
 const RENDITION_IDLE_MS = 60_000;
@@ -59,8 +62,11 @@ export class HlsManager implements InternalReaders, InternalListeners {
     await this.options.db.query(
       `DELETE FROM listeners WHERE client_id LIKE 'hls:%'
        AND service_id IN (SELECT id FROM services WHERE host_id = $1)`,
-      [this.options.hostId()]);
-    const sweep = () => { this.sweep().catch((err) => this.options.log.warn({ err }, 'HLS sweep failed')); };
+      [this.options.hostId()],
+    );
+    const sweep = () => {
+      this.sweep().catch((err) => this.options.log.warn({ err }, 'HLS sweep failed'));
+    };
     this.timer = setInterval(sweep, 1000);
     this.timer.unref();
   }
@@ -102,7 +108,9 @@ export class HlsManager implements InternalReaders, InternalListeners {
     if (unlisted.length) {
       const stillLive = await this.options.db.query<{ id: string }>(
         `SELECT id FROM services WHERE id = ANY($1::text[]) AND status = 'active'
-         AND (expires_at IS NULL OR expires_at > now())`, [unlisted]);
+         AND (expires_at IS NULL OR expires_at > now())`,
+        [unlisted],
+      );
       for (const { id } of stillLive) ended.delete(id);
     }
     this.active = active;
@@ -117,8 +125,13 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const token = randomBytes(16).toString('base64url');
     const session = await this.admit(service, token, client);
     const kbps = Math.max(32, Math.min(256, Number(service.limits.bitrate_kbps ?? 128)));
-    const body = ['#EXTM3U', '#EXT-X-VERSION:3', '#EXT-X-INDEPENDENT-SEGMENTS',
-      `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`, `${MEDIA_PLAYLIST}?session=${token}`, '',
+    const body = [
+      '#EXTM3U',
+      '#EXT-X-VERSION:3',
+      '#EXT-X-INDEPENDENT-SEGMENTS',
+      `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`,
+      `${MEDIA_PLAYLIST}?session=${token}`,
+      '',
     ].join('\n');
     this.sessions.seen(session, Buffer.byteLength(body));
     return body;
@@ -126,7 +139,9 @@ export class HlsManager implements InternalReaders, InternalListeners {
 
   /** The sliding media playlist, its segment addresses carrying the session's token. */
   async mediaPlaylist(
-    serviceId: string, token: string, client: HlsClient,
+    serviceId: string,
+    token: string,
+    client: HlsClient,
   ): Promise<{ body: string; session: HlsSession }> {
     const service = await this.serviceFor(serviceId);
     const text = await this.ready(service);
@@ -137,17 +152,23 @@ export class HlsManager implements InternalReaders, InternalListeners {
   }
 
   async segment(
-    serviceId: string, token: string, name: string, client: HlsClient,
+    serviceId: string,
+    token: string,
+    name: string,
+    client: HlsClient,
   ): Promise<{ body: Buffer; session: HlsSession }> {
     if (!SEGMENT.test(name)) {
       throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the playlist.`);
     }
     const service = await this.serviceFor(serviceId, true);
     const rendition = this.renditions.get(service.id);
-    const body = rendition && await readFile(join(rendition.dir, name)).catch(() => undefined);
+    const body = rendition && (await readFile(join(rendition.dir, name)).catch(() => undefined));
     if (!body) {
-      throw new ApiError(404, 'hls_segment_not_found',
-        `Segment ${name} is no longer in the playlist: fetch the media playlist again and play its segments.`);
+      throw new ApiError(
+        404,
+        'hls_segment_not_found',
+        `Segment ${name} is no longer in the playlist: fetch the media playlist again and play its segments.`,
+      );
     }
     rendition.lastUsedAt = Date.now();
     return { body, session: await this.sessionFor(service, token, client) };
@@ -166,10 +187,15 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const known = cached ? this.active.get(serviceId) : undefined;
     if (known && (!known.expires_at || known.expires_at.getTime() > Date.now())) return known;
     const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>(
-      'SELECT * FROM services WHERE id = $1', [serviceId]);
+      'SELECT * FROM services WHERE id = $1',
+      [serviceId],
+    );
     if (!row) {
-      throw new ApiError(404, 'service_not_found',
-        `No service ${serviceId}: check the hls_url in the service record (GET /services/{service_id}).`);
+      throw new ApiError(
+        404,
+        'service_not_found',
+        `No service ${serviceId}: check the hls_url in the service record (GET /services/{service_id}).`,
+      );
     }
     const live = row.status === 'active' && (!row.expires_at || row.expires_at.getTime() > Date.now());
     if (!live) throw ended(row.status === 'active' ? 'expired' : row.status);
@@ -189,7 +215,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
     }
     const message = 'The stream has no audio to segment yet (is its source connected?); retry in a few seconds.';
     throw new ApiError(503, 'hls_not_ready', message, {
-      retryable: true, headers: { 'Retry-After': '3' },
+      retryable: true,
+      headers: { 'Retry-After': '3' },
     });
   }
 
@@ -201,9 +228,16 @@ export class HlsManager implements InternalReaders, InternalListeners {
       const message = 'Streaming is not running on this host right now; retry shortly.';
       throw new ApiError(503, 'streaming_unavailable', message, { retryable: true });
     }
-    const rendition = new Rendition(join(this.options.dir, service.id), {
-      icecastUrl, mount: service.mount, secret: this.secret, bitrateKbps: Number(service.limits.bitrate_kbps ?? 128),
-    }, this.options.log);
+    const rendition = new Rendition(
+      join(this.options.dir, service.id),
+      {
+        icecastUrl,
+        mount: service.mount,
+        secret: this.secret,
+        bitrateKbps: Number(service.limits.bitrate_kbps ?? 128),
+      },
+      this.options.log,
+    );
     this.renditions.set(service.id, rendition);
     this.options.log.info({ service_id: service.id }, 'HLS rendition started');
     return rendition;
@@ -212,13 +246,16 @@ export class HlsManager implements InternalReaders, InternalListeners {
   /** The token's session; one that idled out (or was kept by a previous run) is admitted again while there is room. */
   private async sessionFor(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
     if (!TOKEN.test(token)) {
-      throw new ApiError(400, 'hls_session_invalid',
-        'This address lacks a valid session: start from the service\'s hls_url (index.m3u8).');
+      throw new ApiError(
+        400,
+        'hls_session_invalid',
+        "This address lacks a valid session: start from the service's hls_url (index.m3u8).",
+      );
     }
     const session = this.sessions.get(token);
     if (session?.serviceId === service.id) return session;
     if (session) {
-      const message = 'This session belongs to another stream: start from the service\'s hls_url.';
+      const message = "This session belongs to another stream: start from the service's hls_url.";
       throw new ApiError(400, 'hls_session_invalid', message);
     }
     return this.admit(service, token, client);
@@ -229,16 +266,25 @@ export class HlsManager implements InternalReaders, InternalListeners {
    * waits in memory for its turn instead of holding every database connection of the pool while it waits.
    */
   private admit(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
-    const turn = (this.admissions.get(service.id) ?? Promise.resolve()).then(() => this.admitNow(service, token, client));
-    const settled = turn.then(() => {}, () => {});
+    const turn = (this.admissions.get(service.id) ?? Promise.resolve()).then(() =>
+      this.admitNow(service, token, client),
+    );
+    const settled = turn.then(
+      () => {},
+      () => {},
+    );
     this.admissions.set(service.id, settled);
-    void settled.then(() => { if (this.admissions.get(service.id) === settled) this.admissions.delete(service.id); });
+    void settled.then(() => {
+      if (this.admissions.get(service.id) === settled) this.admissions.delete(service.id);
+    });
     return turn;
   }
 
   private async admitNow(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
-    const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, client.ip,
-      { userAgent: client.userAgent, protocol: 'hls' });
+    const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, client.ip, {
+      userAgent: client.userAgent,
+      protocol: 'hls',
+    });
     if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
     if (!admitted.accept) {
       const retry = { retryable: true, headers: { 'Retry-After': '10' } };
@@ -263,7 +309,9 @@ export class HlsManager implements InternalReaders, InternalListeners {
     await this.options.db.query(
       `UPDATE listener_sessions ls SET bytes = ended.bytes
          FROM unnest($1::text[], $2::bigint[]) AS ended (client_id, bytes)
-        WHERE ls.client_id = ended.client_id AND ls.ended_at IS NULL`, [clientIds, ended.map((s) => s.bytes)]);
+        WHERE ls.client_id = ended.client_id AND ls.ended_at IS NULL`,
+      [clientIds, ended.map((s) => s.bytes)],
+    );
     await this.options.db.query('DELETE FROM listeners WHERE client_id = ANY($1::text[])', [clientIds]);
   }
 
@@ -277,6 +325,9 @@ export class HlsManager implements InternalReaders, InternalListeners {
 }
 
 function ended(status: string): ApiError {
-  return new ApiError(410, 'service_not_active',
-    `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`);
+  return new ApiError(
+    410,
+    'service_not_active',
+    `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`,
+  );
 }

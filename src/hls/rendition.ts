@@ -29,7 +29,11 @@ export class Rendition {
   private readonly wake = new AbortController();
   lastUsedAt = Date.now();
 
-  constructor(readonly dir: string, private readonly source: RenditionSource, private readonly log: Logger) {
+  constructor(
+    readonly dir: string,
+    private readonly source: RenditionSource,
+    private readonly log: Logger,
+  ) {
     this.done = this.loop();
   }
 
@@ -80,7 +84,9 @@ export class Rendition {
     const encoder = spawn('ffmpeg', this.encoderArgs(), { stdio: ['pipe', 'ignore', 'pipe'], detached: true });
     this.encoder = encoder;
     let errors = '';
-    encoder.stderr!.on('data', (chunk: Buffer) => { errors = (errors + chunk.toString()).slice(-400); });
+    encoder.stderr!.on('data', (chunk: Buffer) => {
+      errors = (errors + chunk.toString()).slice(-400);
+    });
     encoder.stdin!.on('error', () => response.destroy());
     response.pipe(encoder.stdin!);
     const code = await new Promise<number | null>((resolve) => encoder.on('exit', (exitCode) => resolve(exitCode)));
@@ -104,13 +110,31 @@ export class Rendition {
   private encoderArgs(): string[] {
     const kbps = Math.max(32, Math.min(256, this.source.bitrateKbps));
     return [
-      '-nostdin', '-loglevel', 'error', '-i', 'pipe:0', '-vn', '-c:a', 'aac', '-b:a', `${kbps}k`,
-      '-f', 'hls', '-hls_time', String(HLS_SEGMENT_SECONDS), '-hls_list_size', '6',
+      '-nostdin',
+      '-loglevel',
+      'error',
+      '-i',
+      'pipe:0',
+      '-vn',
+      '-c:a',
+      'aac',
+      '-b:a',
+      `${kbps}k`,
+      '-f',
+      'hls',
+      '-hls_time',
+      String(HLS_SEGMENT_SECONDS),
+      '-hls_list_size',
+      '6',
       // Segment numbers from the clock: a restarted segmenter never reuses a name a client may have cached.
-      '-hls_start_number_source', 'epoch',
+      '-hls_start_number_source',
+      'epoch',
       // omit_endlist: a source that leaves and comes back must not tell players the stream has ended.
-      '-hls_flags', 'delete_segments+temp_file+independent_segments+omit_endlist',
-      '-hls_segment_filename', join(this.dir, 'seg%d.ts'), join(this.dir, MEDIA_PLAYLIST),
+      '-hls_flags',
+      'delete_segments+temp_file+independent_segments+omit_endlist',
+      '-hls_segment_filename',
+      join(this.dir, 'seg%d.ts'),
+      join(this.dir, MEDIA_PLAYLIST),
     ];
   }
 }

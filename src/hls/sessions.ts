@@ -13,7 +13,11 @@ export interface HlsSession {
 }
 
 /** What a service's HLS listeners used since the last save (added to hls_usage then). */
-export interface UsageDelta { bytes: number; listenerMs: number; sessions: number }
+export interface UsageDelta {
+  bytes: number;
+  listenerMs: number;
+  sessions: number;
+}
 
 /**
  * HLS listener sessions in memory, one per token: the token rides in the playlist's segment URLs, so a session is
@@ -94,7 +98,7 @@ export class HlsSessions {
 
   private delta(serviceId: string): UsageDelta {
     let d = this.pending.get(serviceId);
-    if (!d) this.pending.set(serviceId, d = { bytes: 0, listenerMs: 0, sessions: 0 });
+    if (!d) this.pending.set(serviceId, (d = { bytes: 0, listenerMs: 0, sessions: 0 }));
     return d;
   }
 }

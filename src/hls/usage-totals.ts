@@ -2,11 +2,25 @@ import type { MountUsage, ServiceRow, UsageMeter } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import type { HlsSessions } from './sessions.js';
 
-interface Totals { bytes: number; listenerMs: number; sessions: number; peak: number }
+interface Totals {
+  bytes: number;
+  listenerMs: number;
+  sessions: number;
+  peak: number;
+}
 type SavedRow = {
-  service_id: string; bytes_sent: string; listener_ms: string; sessions: number; peak_listeners: number;
+  service_id: string;
+  bytes_sent: string;
+  listener_ms: string;
+  sessions: number;
+  peak_listeners: number;
 };
-interface HlsUsage { listeners: number; peak: number; seconds: number; bytes: number }
+interface HlsUsage {
+  listeners: number;
+  peak: number;
+  seconds: number;
+  bytes: number;
+}
 
 /**
  * What HLS listeners used per service: saved totals (hls_usage) + what is not saved yet + open sessions' time.
@@ -36,7 +50,8 @@ export class HlsUsageTotals {
            ON CONFLICT (service_id) DO UPDATE SET bytes_sent = hls_usage.bytes_sent + $2,
              listener_ms = hls_usage.listener_ms + $3, sessions = hls_usage.sessions + $4,
              peak_listeners = GREATEST(hls_usage.peak_listeners, $5), updated_at = now()`,
-          [id, d.bytes, Math.round(d.listenerMs), d.sessions, peaks.get(id) ?? 0]);
+          [id, d.bytes, Math.round(d.listenerMs), d.sessions, peaks.get(id) ?? 0],
+        );
       } catch (err) {
         this.sessions.restore(id, d);
         this.peaks.set(id, Math.max(this.peaks.get(id) ?? 0, peaks.get(id) ?? 0));
@@ -44,10 +59,20 @@ export class HlsUsageTotals {
       }
     }
     const rows = await this.db.query<SavedRow>(
-      'SELECT h.* FROM hls_usage h JOIN services s ON s.id = h.service_id WHERE s.host_id = $1', [this.hostId()]);
-    this.saved = new Map(rows.map((r) => [r.service_id, {
-      bytes: Number(r.bytes_sent), listenerMs: Number(r.listener_ms), sessions: r.sessions, peak: r.peak_listeners,
-    }]));
+      'SELECT h.* FROM hls_usage h JOIN services s ON s.id = h.service_id WHERE s.host_id = $1',
+      [this.hostId()],
+    );
+    this.saved = new Map(
+      rows.map((r) => [
+        r.service_id,
+        {
+          bytes: Number(r.bytes_sent),
+          listenerMs: Number(r.listener_ms),
+          sessions: r.sessions,
+          peak: r.peak_listeners,
+        },
+      ]),
+    );
   }
 
   /** The service's HLS usage now, given its Icecast listeners now (for the combined peak). */

@@ -38,7 +38,9 @@ import { wellKnownX402 } from './well-known.js';
 import type { ConnectionCap } from './connection-cap.js';
 
 /** An endpoint another room serves under /api/v1 (the MCP server): http mounts it without knowing it. */
-export interface MountedEndpoint { handle: Koa.Middleware }
+export interface MountedEndpoint {
+  handle: Koa.Middleware;
+}
 
 export const API_PREFIX = '/api/v1';
 
@@ -107,7 +109,10 @@ function envelopeParts(deps: AppDeps): EnvelopeParts {
     rateLimiter: rateLimiter(deps.rateLimits),
     record: deps.metrics && deps.log ? deps.metrics.requestRecorder(deps.log) : undefined,
     // A router matches every request against its routes: only Icecast's callbacks are sent through this one.
-    internal: deps.icecast && { prefix: ICECAST_CALLBACK_PREFIX, routes: icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes() as Koa.Middleware },
+    internal: deps.icecast && {
+      prefix: ICECAST_CALLBACK_PREFIX,
+      routes: icecastCallbackRoutes(deps.icecast.decider, deps.icecast.credentials).routes() as Koa.Middleware,
+    },
   };
 }
 

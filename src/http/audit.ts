@@ -2,7 +2,9 @@ import type Router from '@koa/router';
 import type { HeadPublisher } from '../audit/index.js';
 import { ApiError } from '../errors/index.js';
 
-export interface AuditRouteDeps { auditHead?: HeadPublisher }
+export interface AuditRouteDeps {
+  auditHead?: HeadPublisher;
+}
 
 /**
  * Public: the latest chain head signed with the operator key, for auditors to keep, in its checkpoint form (no seq):
@@ -11,7 +13,11 @@ export interface AuditRouteDeps { auditHead?: HeadPublisher }
 export function auditRoutes(router: Router, deps: AuditRouteDeps): void {
   router.get('/audit/head', async (ctx) => {
     if (!deps.auditHead) {
-      throw new ApiError(503, 'audit_signing_not_configured', 'This deployment has no operator signing key, so it publishes no signed audit head. Ask the operator to set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE.');
+      throw new ApiError(
+        503,
+        'audit_signing_not_configured',
+        'This deployment has no operator signing key, so it publishes no signed audit head. Ask the operator to set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE.',
+      );
     }
     const signed = await deps.auditHead.latestCheckpoint();
     ctx.set('Cache-Control', 'no-store');

@@ -29,7 +29,9 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
   const load = () => {
     if (!recent || Date.now() - recent.at > 1000) {
       const next = { at: Date.now(), load: capacity!.inUse() };
-      next.load.catch(() => { if (recent === next) recent = undefined; });
+      next.load.catch(() => {
+        if (recent === next) recent = undefined;
+      });
       recent = next;
     }
     return recent.load;
@@ -51,10 +53,13 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
     body.capacity = {
       stream_slots: { total: capacity.limits.sources, free: free.sources },
       listener_places: { total: capacity.limits.listeners, free: free.listeners },
-      ...(newcomers && newcomerFree && { newcomers: {
-        stream_slots: { total: newcomers.sources, free: newcomerFree.sources },
-        listener_places: { total: newcomers.listeners, free: newcomerFree.listeners },
-      } }),
+      ...(newcomers &&
+        newcomerFree && {
+          newcomers: {
+            stream_slots: { total: newcomers.sources, free: newcomerFree.sources },
+            listener_places: { total: newcomers.listeners, free: newcomerFree.listeners },
+          },
+        }),
       ...(asked !== undefined && { asked_listeners: asked }),
     };
     for (const product of body.products) {
@@ -82,9 +87,10 @@ function markNewcomers(product: ProductAvailability, free: StreamLoad, asked: nu
   const room = product.available_now ? roomFor(product, free, asked) : undefined;
   product.newcomer_available_now = product.available_now && room === undefined;
   if (room) {
-    product.reason = `${product.reason} Only for established payers now: the rest of this host is kept for wallets`
-      + ` with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill (capacity.newcomers):`
-      + ` ${room}`;
+    product.reason =
+      `${product.reason} Only for established payers now: the rest of this host is kept for wallets` +
+      ` with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill (capacity.newcomers):` +
+      ` ${room}`;
   }
 }
 
@@ -92,9 +98,11 @@ function markNewcomers(product: ProductAvailability, free: StreamLoad, asked: nu
 function roomFor(product: ProductAvailability, free: StreamLoad, asked: number | undefined): string | undefined {
   const range = product.limits?.listeners ?? {};
   const listeners = asked ?? range.minimum ?? 1;
-  if (range.maximum !== undefined && listeners > range.maximum) return `${product.product_id} takes at most ${range.maximum} listeners.`;
+  if (range.maximum !== undefined && listeners > range.maximum)
+    return `${product.product_id} takes at most ${range.maximum} listeners.`;
   if (free.sources < 1) return 'Every stream slot of this host is taken.';
-  if (free.listeners < listeners) return `This host has ${free.listeners} listener places free, fewer than the ${listeners} asked.`;
+  if (free.listeners < listeners)
+    return `This host has ${free.listeners} listener places free, fewer than the ${listeners} asked.`;
   return undefined;
 }
 
@@ -102,7 +110,11 @@ function askedListeners(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (typeof value !== 'string' || !/^[0-9]{1,6}$/.test(value) || !(n >= 1)) {
-    throw new ApiError(400, 'invalid_query', 'listeners must be a whole number of listener places, 1 or more, e.g. /availability?listeners=20.');
+    throw new ApiError(
+      400,
+      'invalid_query',
+      'listeners must be a whole number of listener places, 1 or more, e.g. /availability?listeners=20.',
+    );
   }
   return n;
 }

@@ -24,6 +24,7 @@ export function credentialsOf(ctx: Context, publicBaseUrl: string, description: 
 
 /** The caller of a route that takes an API key or a signed-in wallet. */
 export async function callerOf(ctx: Context, deps: CallerDeps, description: string): Promise<Caller> {
-  if (!deps.callers) return { kind: 'api_key', key: await deps.keys.authenticate(ctx.get('Authorization') || undefined) };
+  if (!deps.callers)
+    return { kind: 'api_key', key: await deps.keys.authenticate(ctx.get('Authorization') || undefined) };
   return deps.callers.resolve(credentialsOf(ctx, deps.publicBaseUrl(), description));
 }

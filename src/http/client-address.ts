@@ -19,7 +19,10 @@ export function limitKey(address: string): string {
   const right = tail ? tail.split(':') : [];
   if (right.length && right[right.length - 1].includes('.')) right.splice(-1, 1, '0', '0');
   const groups = plain.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((group) => parseInt(group || '0', 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => parseInt(group || '0', 16).toString(16))
+    .join(':')}::/64`;
 }
 
 /**
@@ -34,7 +37,10 @@ export function clientAddress(trusted: ReadonlySet<string> = new Set()) {
     const peer = plainAddress(remote);
     if (!peer || !trusted.has(peer)) return remote;
     const forwarded = req.headers['x-forwarded-for'];
-    const hops = (Array.isArray(forwarded) ? forwarded.join(',') : forwarded ?? '').split(',').map((hop) => plainAddress(hop.trim())!).filter((hop) => isIP(hop) !== 0);
+    const hops = (Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? ''))
+      .split(',')
+      .map((hop) => plainAddress(hop.trim())!)
+      .filter((hop) => isIP(hop) !== 0);
     let client = peer;
     for (let i = hops.length - 1; i >= 0 && trusted.has(client); i--) client = hops[i];
     return client;

@@ -16,7 +16,10 @@ const GRACE_MS = 2000;
 export class ConnectionCap {
   private readonly open = new Map<string, number>();
 
-  constructor(readonly max: number, private readonly exempt: ReadonlySet<string> = new Set()) {}
+  constructor(
+    readonly max: number,
+    private readonly exempt: ReadonlySet<string> = new Set(),
+  ) {}
 
   /** Counts the server's connections; call before it accepts any. */
   watch(server: Server): void {
@@ -47,8 +50,11 @@ export class ConnectionCap {
   /** Refuses a request on a connection over the cap (throws the 429 to answer it with). */
   check(ctx: Context): void {
     if (!this.isOver(ctx.req.socket)) return;
-    throw new ApiError(429, 'too_many_connections',
+    throw new ApiError(
+      429,
+      'too_many_connections',
       `This address already has ${this.max} connections open to this service, the most allowed. Reuse an open connection (keep-alive) or close some, then retry.`,
-      { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } });
+      { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } },
+    );
   }
 }

@@ -2,7 +2,15 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 
 /** What a browser agent may send, and read back, across origins. */
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PAYMENT-SIGNATURE', 'SIGN-IN-WITH-X', 'X-Request-Id', 'Last-Event-ID'];
+export const CORS_ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'PAYMENT-SIGNATURE',
+  'SIGN-IN-WITH-X',
+  'X-Request-Id',
+  'Last-Event-ID',
+];
 export const CORS_EXPOSED_HEADERS = ['PAYMENT-REQUIRED', 'PAYMENT-RESPONSE', 'X-Request-Id', 'Retry-After', 'Location'];
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
 const ALLOWED_HEADERS = CORS_ALLOWED_HEADERS.join(', ');

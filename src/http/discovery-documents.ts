@@ -18,11 +18,19 @@ export interface DiscoveryDocuments {
 const cache = new SnapshotCache<DiscoveryDocuments>();
 
 /** The discovery bodies only change with the snapshot: serialise them once per snapshot. */
-export function discoveryDocuments(snapshot: Snapshot, checkout: CheckoutStatus, billing = new Map<string, BillingOption[]>()): DiscoveryDocuments {
+export function discoveryDocuments(
+  snapshot: Snapshot,
+  checkout: CheckoutStatus,
+  billing = new Map<string, BillingOption[]>(),
+): DiscoveryDocuments {
   return cache.get(snapshot, () => build(snapshot, checkout, billing));
 }
 
-function build(snapshot: Snapshot, checkout: CheckoutStatus, billing: Map<string, BillingOption[]>): DiscoveryDocuments {
+function build(
+  snapshot: Snapshot,
+  checkout: CheckoutStatus,
+  billing: Map<string, BillingOption[]>,
+): DiscoveryDocuments {
   const { settings, products } = snapshot.catalog;
   const json = (value: unknown) => Buffer.from(JSON.stringify(value));
   // Which billings the rules accept and agents can order (e.g. radio-directo annual is above the order maximum).
@@ -55,13 +63,20 @@ function build(snapshot: Snapshot, checkout: CheckoutStatus, billing: Map<string
       fulfillment: p.fulfillment ?? {},
       ...billingOf(p.id),
       reason: orderable
-        ? checkout.configured ? 'Agents can order this product now.' : `Agents can order this product; machine payment on this deployment: ${checkout.reason}`
+        ? checkout.configured
+          ? 'Agents can order this product now.'
+          : `Agents can order this product; machine payment on this deployment: ${checkout.reason}`
         : verdict.notOrderable.map((r) => r.reason).join(' '),
     };
   });
 
   return {
-    products: json({ ok: true, catalog_version: settings.catalog_version, count: published.length, products: published }),
+    products: json({
+      ok: true,
+      catalog_version: settings.catalog_version,
+      count: published.length,
+      products: published,
+    }),
     product: new Map(published.map((p) => [p.id, json({ ok: true, product: p })])),
     pricing: json({ ok: true, currency: currencies.length === 1 ? currencies[0] : null, currencies, prices }),
     availability: json({

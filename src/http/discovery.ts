@@ -30,7 +30,8 @@ const CATALOG_DOCUMENTS: Record<string, (documents: DiscoveryDocuments) => Buffe
 };
 
 function catalogDocuments(deps: DiscoveryDeps) {
-  return async (snapshot = deps.live.current) => discoveryDocuments(snapshot, deps.checkout, await billingOptions(snapshot));
+  return async (snapshot = deps.live.current) =>
+    discoveryDocuments(snapshot, deps.checkout, await billingOptions(snapshot));
 }
 
 function send(ctx: Context, body: Buffer): void {
@@ -43,14 +44,20 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
   router.get('/health', async (ctx) => {
     ctx.body = publicHealth(deps, await deps.checkHealth());
   });
-  for (const [path, pick] of Object.entries(CATALOG_DOCUMENTS)) router.get(path, async (ctx) => send(ctx, pick(await documents())));
+  for (const [path, pick] of Object.entries(CATALOG_DOCUMENTS))
+    router.get(path, async (ctx) => send(ctx, pick(await documents())));
   // Not a fixed document: it tells what the host has room for now.
   const availability = availabilityAnswer(deps.capacity, () => deps.live.current.catalog.settings.capacity_reserve);
   router.get('/availability', async (ctx) => availability(ctx, (await documents()).availability));
   router.get('/products/:product_id', async (ctx) => {
     const id = ctx.params.product_id;
     const body = productId.test(id) ? (await documents()).product.get(id) : undefined;
-    if (!body) throw new ApiError(404, 'product_not_found', `There is no product ${JSON.stringify(id).slice(0, 100)}. GET /api/v1/products lists every product id.`);
+    if (!body)
+      throw new ApiError(
+        404,
+        'product_not_found',
+        `There is no product ${JSON.stringify(id).slice(0, 100)}. GET /api/v1/products lists every product id.`,
+      );
     send(ctx, body);
   });
 }
@@ -62,14 +69,19 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
 export function catalogDocumentAt(deps: DiscoveryDeps, prefix: string): (url: string) => FixedAnswer | undefined {
   const documents = catalogDocuments(deps);
   const built = new WeakMap<Snapshot, DiscoveryDocuments>();
-  const byUrl = new Map(Object.entries(CATALOG_DOCUMENTS).map(([path, pick]) => [prefix + path, { route: prefix + path, pick }]));
+  const byUrl = new Map(
+    Object.entries(CATALOG_DOCUMENTS).map(([path, pick]) => [prefix + path, { route: prefix + path, pick }]),
+  );
   return (url) => {
     const document = byUrl.get(url);
     if (!document) return undefined;
     const snapshot = deps.live.current;
     const found = built.get(snapshot);
     if (!found) {
-      void documents(snapshot).then((ready) => built.set(snapshot, ready), () => {}); // the router answers meanwhile
+      void documents(snapshot).then(
+        (ready) => built.set(snapshot, ready),
+        () => {},
+      ); // the router answers meanwhile
       return undefined;
     }
     return { route: document.route, body: document.pick(found) };
@@ -96,9 +108,19 @@ function publicHealth(deps: DiscoveryDeps, checks: HealthReport) {
     },
     checks: Object.fromEntries(Object.entries(checks).map(([name, check]) => [name, { ok: check.ok }])),
     audit: deps.auditHead
-      ? { signed_head: '/api/v1/audit/head', key_id: deps.auditHead.signer.keyId, public_key: deps.auditHead.signer.publicKeyPem }
+      ? {
+          signed_head: '/api/v1/audit/head',
+          key_id: deps.auditHead.signer.keyId,
+          public_key: deps.auditHead.signer.publicKeyPem,
+        }
       : { signed_head: null, reason: 'no operator signing key is configured' },
-    links: { openapi: '/api/v1/openapi.json', products: '/api/v1/products', pricing: '/api/v1/pricing', availability: '/api/v1/availability', x402_discovery: '/.well-known/x402' },
+    links: {
+      openapi: '/api/v1/openapi.json',
+      products: '/api/v1/products',
+      pricing: '/api/v1/pricing',
+      availability: '/api/v1/availability',
+      x402_discovery: '/.well-known/x402',
+    },
   };
 }
 

@@ -57,10 +57,17 @@ export function envelope(parts: EnvelopeParts): Middleware {
         if (!answerPreflight(ctx)) await answerErrors(ctx, next, publicRoute);
       }
     } finally {
-      record?.({
-        route: (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched',
-        method: ctx.method, status: ctx.status, res: ctx.res, requestId: ctx.state.requestId, orderId: ctx.state.orderId,
-      }, started);
+      record?.(
+        {
+          route: (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched',
+          method: ctx.method,
+          status: ctx.status,
+          res: ctx.res,
+          requestId: ctx.state.requestId,
+          orderId: ctx.state.orderId,
+        },
+        started,
+      );
       closeIfBodyUnread(ctx);
     }
   };
@@ -85,7 +92,11 @@ export function fixedAnswers(parts: EnvelopeParts, answerFor: (url: string) => F
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const fixed = answerFor(req.url ?? '');
     if (!fixed || hasUnreadBody(req) || connections?.isOver(req.socket)) return false;
-    if (rateLimiter && rateLimiter.wait(addressOf ? addressOf(req) : req.socket.remoteAddress ?? '', req.headers.authorization) > 0) return false;
+    if (
+      rateLimiter &&
+      rateLimiter.wait(addressOf ? addressOf(req) : (req.socket.remoteAddress ?? ''), req.headers.authorization) > 0
+    )
+      return false;
     const started = process.hrtime.bigint();
     const requestId = assignRequestId(req, res);
     allowAnyOrigin(res);

@@ -3,23 +3,40 @@ import { ApiError } from '../errors/index.js';
 import { clientGone } from '../observability/index.js';
 import { paymentRequiredFields } from './payment-required-body.js';
 
-export interface ErrorLogger { (fields: Record<string, unknown>, message: string): void }
+export interface ErrorLogger {
+  (fields: Record<string, unknown>, message: string): void;
+}
 
 /**
  * Runs the request's route and turns every failure into the error document of spec 2.8; an unexpected failure is
  * logged and answered 500, retryable.
  */
 export function errorDocuments(logError: ErrorLogger) {
-  return async function answerErrors(ctx: Context, next: Next, route: (ctx: Context, next: Next) => Promise<unknown>): Promise<void> {
+  return async function answerErrors(
+    ctx: Context,
+    next: Next,
+    route: (ctx: Context, next: Next) => Promise<unknown>,
+  ): Promise<void> {
     try {
       await route(ctx, next);
-      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'route_not_found', `There is no ${ctx.method} ${ctx.path}. GET /api/v1/openapi.json lists every operation.`);
-      if ((ctx.status === 405 || ctx.status === 501) && !ctx.state.errorSent) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`);
+      if (ctx.status === 404 && ctx.body === undefined)
+        throw new ApiError(
+          404,
+          'route_not_found',
+          `There is no ${ctx.method} ${ctx.path}. GET /api/v1/openapi.json lists every operation.`,
+        );
+      if ((ctx.status === 405 || ctx.status === 501) && !ctx.state.errorSent)
+        throw new ApiError(
+          405,
+          'method_not_allowed',
+          `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`,
+        );
     } catch (e) {
       // The client hung up (e.g. mid-body): nobody is left to answer, and it is not our failure (counted as 499).
       if (clientGone(ctx.res)) return;
       const error = asApiError(e);
-      if (!(e instanceof ApiError) && error.status >= 500) logError({ err: e, request_id: ctx.state.requestId, path: ctx.path }, 'request failed');
+      if (!(e instanceof ApiError) && error.status >= 500)
+        logError({ err: e, request_id: ctx.state.requestId, path: ctx.path }, 'request failed');
       sendError(ctx, error);
     }
   };
@@ -53,7 +70,16 @@ export function asApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
   const status = (e as { status?: number; expose?: boolean }).status;
   if (status && status >= 400 && status < 500) {
-    return new ApiError(status, 'bad_request', `The request could not be read (${(e as Error).message}). Send a well-formed HTTP request with a JSON body.`);
+    return new ApiError(
+      status,
+      'bad_request',
+      `The request could not be read (${(e as Error).message}). Send a well-formed HTTP request with a JSON body.`,
+    );
   }
-  return new ApiError(500, 'internal_error', 'Something went wrong on our side; nothing was charged. Retry the same request (with the same Idempotency-Key) in a few seconds.', { retryable: true, headers: { 'Retry-After': '2' } });
+  return new ApiError(
+    500,
+    'internal_error',
+    'Something went wrong on our side; nothing was charged. Retry the same request (with the same Idempotency-Key) in a few seconds.',
+    { retryable: true, headers: { 'Retry-After': '2' } },
+  );
 }

@@ -9,17 +9,24 @@ export class EventStreamCaps {
   private readonly byKey = new Map<string, number>();
   private readonly byService = new Map<string, number>();
 
-  constructor(readonly perKey: number, readonly perService: number) {}
+  constructor(
+    readonly perKey: number,
+    readonly perService: number,
+  ) {}
 
   /** Counts a new stream; returns what ends it (call it once, when the stream ends). Throws the 429 over a cap. */
   open(keyId: string, serviceId: string): () => void {
     if ((this.byService.get(serviceId) ?? 0) >= this.perService) {
-      throw refusal(`This service already has ${this.perService} event streams open, the most allowed. `
-        + 'Close one, or follow the service with one stream (or a webhook), then retry.');
+      throw refusal(
+        `This service already has ${this.perService} event streams open, the most allowed. ` +
+          'Close one, or follow the service with one stream (or a webhook), then retry.',
+      );
     }
     if ((this.byKey.get(keyId) ?? 0) >= this.perKey) {
-      throw refusal(`This API key already has ${this.perKey} event streams open, the most allowed. `
-        + 'Close one, or register a webhook (POST /webhooks) for every service of your key, then retry.');
+      throw refusal(
+        `This API key already has ${this.perKey} event streams open, the most allowed. ` +
+          'Close one, or register a webhook (POST /webhooks) for every service of your key, then retry.',
+      );
     }
     add(this.byService, serviceId, 1);
     add(this.byKey, keyId, 1);

@@ -1,5 +1,11 @@
 import Router from '@koa/router';
-import { handleIcecastCallback, hasBasicCredentials, icecastResponseHeaders, readCallbackForm, type MountDecider } from '../provisioning/index.js';
+import {
+  handleIcecastCallback,
+  hasBasicCredentials,
+  icecastResponseHeaders,
+  readCallbackForm,
+  type MountDecider,
+} from '../provisioning/index.js';
 
 export const ICECAST_CALLBACK_PREFIX = '/internal';
 

@@ -9,7 +9,15 @@ export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
 export { asApiError, errorBody } from './error-document.js';
 export { objectValidator } from './request-body.js';
 export { discoveryDocuments } from './discovery-documents.js';
-export { extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from './schemas.js';
+export {
+  extendRequestSchema,
+  idempotencyKeyPattern,
+  orderRequestSchema,
+  playlistSchema,
+  productIdPattern,
+  quoteRequestSchema,
+  upgradeRequestSchema,
+} from './schemas.js';
 export { readJson, readJsonObject } from './json-body.js';
 export { credentialsOf } from './caller.js';
 export { eventRoutes, type EventsApi } from './events.js';

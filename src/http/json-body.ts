@@ -10,7 +10,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export async function readJsonObject(ctx: Context): Promise<Record<string, unknown>> {
   const value = await readJson(ctx);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new ApiError(422, 'invalid_json', 'The body must be one JSON object, for example {"product_id": "instant-stream", "parameters": {...}}.');
+    throw new ApiError(
+      422,
+      'invalid_json',
+      'The body must be one JSON object, for example {"product_id": "instant-stream", "parameters": {...}}.',
+    );
   }
   return value as Record<string, unknown>;
 }
@@ -19,7 +23,11 @@ export async function readJsonObject(ctx: Context): Promise<Record<string, unkno
 export async function readJson(ctx: Context): Promise<unknown> {
   const type = ctx.request.type.toLowerCase();
   if (type !== 'application/json' && !type.endsWith('+json')) {
-    throw new ApiError(415, 'unsupported_media_type', `The body must be JSON sent with "Content-Type: application/json" (got ${type ? `"${type}"` : 'none'}).`);
+    throw new ApiError(
+      415,
+      'unsupported_media_type',
+      `The body must be JSON sent with "Content-Type: application/json" (got ${type ? `"${type}"` : 'none'}).`,
+    );
   }
   const declared = Number(ctx.get('Content-Length') || 0);
   if (declared > MAX_BODY_BYTES) {
@@ -42,11 +50,19 @@ export async function readJson(ctx: Context): Promise<unknown> {
     text = utf8.decode(Buffer.concat(chunks));
     value = JSON.parse(text);
   } catch (e) {
-    throw new ApiError(422, 'invalid_json', `The body is not valid UTF-8 JSON (${(e as Error).message}). Send one JSON object.`);
+    throw new ApiError(
+      422,
+      'invalid_json',
+      `The body is not valid UTF-8 JSON (${(e as Error).message}). Send one JSON object.`,
+    );
   }
   const inexact = firstInexactNumber(text);
   if (inexact) {
-    throw new ApiError(422, 'number_not_exact', `The number ${inexact.slice(0, 40)} cannot be read exactly (it has too many significant digits or is out of range). Send numbers with at most 15 significant digits.`);
+    throw new ApiError(
+      422,
+      'number_not_exact',
+      `The number ${inexact.slice(0, 40)} cannot be read exactly (it has too many significant digits or is out of range). Send numbers with at most 15 significant digits.`,
+    );
   }
   const unsafe = unsafeJson(value);
   if (unsafe) throw new ApiError(422, 'invalid_json', `The body cannot be accepted: ${unsafe}. Send plain JSON text.`);
@@ -54,7 +70,11 @@ export async function readJson(ctx: Context): Promise<unknown> {
 }
 
 function tooLarge(): ApiError {
-  return new ApiError(413, 'body_too_large', `The body is larger than ${MAX_BODY_BYTES} bytes. Send only the fields the operation describes.`);
+  return new ApiError(
+    413,
+    'body_too_large',
+    `The body is larger than ${MAX_BODY_BYTES} bytes. Send only the fields the operation describes.`,
+  );
 }
 
 const tokens = /"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/g;

@@ -18,13 +18,16 @@ const keyId = /^[0-9a-f]{16}$/;
 const keyRequestSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { name: { type: 'string', minLength: 1, maxLength: 100, description: 'A name to tell your keys apart in GET /keys.' } },
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 100, description: 'A name to tell your keys apart in GET /keys.' },
+  },
 };
 const readKeyRequest = bodyReader<{ name?: string }>(keyRequestSchema, 'key request');
 
 /** Self-service keys: a wallet signs in (SIWX) to get, list and revoke its own agent API keys. */
 export function keyRoutes(router: Router, deps: KeyRouteDeps): void {
-  const wallet = (ctx: Context, description: string) => deps.callers.wallet(credentialsOf(ctx, deps.publicBaseUrl(), description));
+  const wallet = (ctx: Context, description: string) =>
+    deps.callers.wallet(credentialsOf(ctx, deps.publicBaseUrl(), description));
 
   router.post('/keys', async (ctx) => {
     deps.selfServiceKeys.assertEnabled();
@@ -33,7 +36,12 @@ export function keyRoutes(router: Router, deps: KeyRouteDeps): void {
     const { name } = hasBody ? await readKeyRequest(ctx) : {};
     const { key, token } = await deps.selfServiceKeys.issue(address, limitKey(ctx.ip), name ?? `wallet ${address}`);
     ctx.status = 201;
-    ctx.body = { ok: true, api_key: token, key: { ...keyDocument(key), wallet_address: address }, note: 'The api_key is shown only now: keep it. Send it as "Authorization: Bearer <api_key>".' };
+    ctx.body = {
+      ok: true,
+      api_key: token,
+      key: { ...keyDocument(key), wallet_address: address },
+      note: 'The api_key is shown only now: keep it. Send it as "Authorization: Bearer <api_key>".',
+    };
   });
 
   router.get('/keys', async (ctx) => {
@@ -42,7 +50,12 @@ export function keyRoutes(router: Router, deps: KeyRouteDeps): void {
   });
 
   router.delete('/keys/:key_id', async (ctx) => {
-    const notFound = () => new ApiError(404, 'key_not_found', 'This wallet has no live key with this id. GET /keys lists your keys and which are revoked.');
+    const notFound = () =>
+      new ApiError(
+        404,
+        'key_not_found',
+        'This wallet has no live key with this id. GET /keys lists your keys and which are revoked.',
+      );
     const id = ctx.params.key_id;
     // Before the sign-in challenge, which names the requested URL (see services.ts).
     if (!keyId.test(id)) throw notFound();
@@ -53,5 +66,10 @@ export function keyRoutes(router: Router, deps: KeyRouteDeps): void {
 }
 
 function keyDocument(key: ApiKey) {
-  return { id: key.id, name: key.name, created_at: key.created_at.toISOString(), revoked_at: key.revoked_at?.toISOString() ?? null };
+  return {
+    id: key.id,
+    name: key.name,
+    created_at: key.created_at.toISOString(),
+    revoked_at: key.revoked_at?.toISOString() ?? null,
+  };
 }

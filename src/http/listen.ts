@@ -2,8 +2,14 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import {
-  EMBED_SIZE, embedSnippet, LISTEN_ASSETS, listenPageHtml, pagePolicy, unavailablePageHtml,
-  type ListenLookup, type ListenPages,
+  EMBED_SIZE,
+  embedSnippet,
+  LISTEN_ASSETS,
+  listenPageHtml,
+  pagePolicy,
+  unavailablePageHtml,
+  type ListenLookup,
+  type ListenPages,
 } from '../listen/index.js';
 import type { ErrorLogger } from './error-document.js';
 
@@ -15,7 +21,9 @@ export interface ListenRouteDeps {
 }
 
 const TITLES: Record<Exclude<ListenLookup['kind'], 'on_air'>, string> = {
-  unknown: 'No such stream', ended: 'This stream has ended', off_air: 'This stream is not on air',
+  unknown: 'No such stream',
+  ended: 'This stream has ended',
+  off_air: 'This stream is not on air',
 };
 const UNKNOWN_REASON = 'There is no stream at this address. Check the link you were given.';
 
@@ -29,8 +37,11 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
   router.get('/listen/assets/:name', (ctx) => {
     const asset = Object.hasOwn(LISTEN_ASSETS, ctx.params.name) ? LISTEN_ASSETS[ctx.params.name] : undefined;
     if (!asset) {
-      throw new ApiError(404, 'asset_not_found',
-        'There is no such listen page asset. Open a listen page (endpoints.listen_page of a service) instead.');
+      throw new ApiError(
+        404,
+        'asset_not_found',
+        'There is no such listen page asset. Open a listen page (endpoints.listen_page of a service) instead.',
+      );
     }
     ctx.type = asset.type;
     ctx.set('Cache-Control', 'public, max-age=3600');
@@ -40,16 +51,23 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
   router.get('/listen/oembed', async (ctx) => {
     const serviceId = listenPageId(String(ctx.query.url ?? ''), deps.publicBaseUrl());
     if (ctx.query.format !== undefined && ctx.query.format !== 'json') {
-      throw new ApiError(501, 'oembed_format_not_supported',
-        'Only format=json is offered. Ask again with format=json or without format.');
+      throw new ApiError(
+        501,
+        'oembed_format_not_supported',
+        'Only format=json is offered. Ask again with format=json or without format.',
+      );
     }
     const found = serviceId ? await lookup(deps, serviceId) : { kind: 'unknown' as const };
     if (found.kind !== 'on_air') throw noStream(found);
     ctx.set('Cache-Control', 'no-cache');
     ctx.body = {
-      version: '1.0', type: 'rich', provider_name: 'agent-audio-api',
+      version: '1.0',
+      type: 'rich',
+      provider_name: 'agent-audio-api',
       provider_url: new URL(deps.publicBaseUrl()).origin,
-      title: found.view.station_name, html: embedSnippet(found.view), ...EMBED_SIZE,
+      title: found.view.station_name,
+      html: embedSnippet(found.view),
+      ...EMBED_SIZE,
     };
   });
 
@@ -100,8 +118,10 @@ function noStream(found: Exclude<ListenLookup, { kind: 'on_air' }>): ApiError {
   if (found.kind === 'ended') {
     return new ApiError(410, 'stream_ended', `${found.reason} Its owner can buy a new stream (POST /orders).`);
   }
-  return new ApiError(503, 'stream_off_air', `${found.reason} Ask again in a minute.`,
-    { retryable: true, headers: { 'Retry-After': '60' } });
+  return new ApiError(503, 'stream_off_air', `${found.reason} Ask again in a minute.`, {
+    retryable: true,
+    headers: { 'Retry-After': '60' },
+  });
 }
 
 /** The service id in a listen page address of this deployment (…/listen/{id} or …/listen/{id}/embed). */

@@ -8,8 +8,15 @@ const cache = new SnapshotCache<Buffer>();
  * (/api/v1/orders). Discovery clients (agentcash discover and check) read it there and match request paths against its
  * paths as written, without the server's base path.
  */
-export function siteOpenApiDocument(snapshot: Snapshot, version: string, prefix: string, billing?: Map<string, BillingOption[]>): Buffer {
-  return cache.get(snapshot, () => Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing), prefix))));
+export function siteOpenApiDocument(
+  snapshot: Snapshot,
+  version: string,
+  prefix: string,
+  billing?: Map<string, BillingOption[]>,
+): Buffer {
+  return cache.get(snapshot, () =>
+    Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing), prefix))),
+  );
 }
 
 function fromRoot(document: Record<string, unknown>, prefix: string): Record<string, unknown> {

@@ -21,19 +21,28 @@ export interface ProductVariant {
  * One object schema per product (product_id a const, its own parameters and billings) for a oneOf: generators type a
  * request as a union that checks each product's parameters, where if/then on product_id types them as unknown.
  */
-export function productVariants(base: Schema & { properties: Record<string, unknown>; required: string[] }, products: ProductVariant[]): Schema[] {
-  return products.map((product) => withoutDefaults({
-    ...base,
-    type: 'object',
-    additionalProperties: false,
-    required: [...base.required, ...(product.parametersRequired ? ['parameters'] : []), ...(product.billingRequired ? ['billing'] : [])],
-    properties: {
-      ...base.properties,
-      product_id: { const: product.id },
-      parameters: product.parameters,
-      billing: { enum: product.billings },
-    },
-  }));
+export function productVariants(
+  base: Schema & { properties: Record<string, unknown>; required: string[] },
+  products: ProductVariant[],
+): Schema[] {
+  return products.map((product) =>
+    withoutDefaults({
+      ...base,
+      type: 'object',
+      additionalProperties: false,
+      required: [
+        ...base.required,
+        ...(product.parametersRequired ? ['parameters'] : []),
+        ...(product.billingRequired ? ['billing'] : []),
+      ],
+      properties: {
+        ...base.properties,
+        product_id: { const: product.id },
+        parameters: product.parameters,
+        billing: { enum: product.billings },
+      },
+    }),
+  );
 }
 
 /**
@@ -44,7 +53,12 @@ export function withoutDefaults<T>(schema: T): T {
   if (Array.isArray(schema)) return schema.map(withoutDefaults) as T;
   if (!schema || typeof schema !== 'object') return schema;
   const { default: fallback, ...rest } = schema as Schema;
-  const copy = Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, key === 'const' || key === 'enum' ? value : withoutDefaults(value)]));
+  const copy = Object.fromEntries(
+    Object.entries(rest).map(([key, value]) => [
+      key,
+      key === 'const' || key === 'enum' ? value : withoutDefaults(value),
+    ]),
+  );
   if (fallback === undefined) return copy as T;
   const said = `Default when left out: ${JSON.stringify(fallback)}.`;
   return { ...copy, description: typeof copy.description === 'string' ? `${copy.description} ${said}` : said } as T;
@@ -58,9 +72,23 @@ export function freeFormObjectsOpen<T>(document: T): T {
   const open = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(open);
     if (!value || typeof value !== 'object') return value;
-    const copy = Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, ['const', 'enum', 'example', 'examples'].includes(key) ? inner : open(inner)]));
+    const copy = Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [
+        key,
+        ['const', 'enum', 'example', 'examples'].includes(key) ? inner : open(inner),
+      ]),
+    );
     const isObject = copy.type === 'object' || (Array.isArray(copy.type) && copy.type.includes('object'));
-    const shaped = ['properties', 'additionalProperties', 'patternProperties', 'oneOf', 'anyOf', 'allOf', '$ref', 'const'].some((k) => k in copy);
+    const shaped = [
+      'properties',
+      'additionalProperties',
+      'patternProperties',
+      'oneOf',
+      'anyOf',
+      'allOf',
+      '$ref',
+      'const',
+    ].some((k) => k in copy);
     return isObject && !shaped ? { ...copy, additionalProperties: true } : copy;
   };
   return open(document) as T;

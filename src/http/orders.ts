@@ -32,20 +32,25 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
     const idempotency = idempotencyKey(ctx, true)!;
     const request = await readOrderRequest(ctx);
     if (!deps.orders) {
-      throw new ApiError(503, 'machine_payment_not_configured',
+      throw new ApiError(
+        503,
+        'machine_payment_not_configured',
         `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
-        { retryable: true, headers: { 'Retry-After': '3600' } });
+        { retryable: true, headers: { 'Retry-After': '3600' } },
+      );
     }
-    const placed = await deps.orders.place({
-      apiKeyId: key.id,
-      idempotencyKey: idempotency,
-      request,
-      paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
-      resourceUrl: `${deps.publicBaseUrl()}/orders`,
-      ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path, request.product_id) }),
-    }).catch((e) => {
-      throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
-    });
+    const placed = await deps.orders
+      .place({
+        apiKeyId: key.id,
+        idempotencyKey: idempotency,
+        request,
+        paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
+        resourceUrl: `${deps.publicBaseUrl()}/orders`,
+        ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path, request.product_id) }),
+      })
+      .catch((e) => {
+        throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
+      });
     ctx.state.orderId = placed.body.order.id;
     ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
     ctx.body = placed.body;
@@ -55,10 +60,21 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
     const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
     const id = ctx.params.order_id;
     const found = orderId.test(id) && deps.orders ? await deps.orders.get(key.id, id) : undefined;
-    if (!found) throw new ApiError(404, 'order_not_found', 'There is no order with this id for your API key. Use the order.id returned by POST /orders.');
+    if (!found)
+      throw new ApiError(
+        404,
+        'order_not_found',
+        'There is no order with this id for your API key. Use the order.id returned by POST /orders.',
+      );
     const refunds = deps.refunds ? await deps.refunds.ofOrder(id) : [];
     const service = found.service as { service_id?: string } | null;
-    const ended = service?.service_id && deps.refunds ? (await deps.refunds.ofService(service.service_id))?.ended : undefined;
-    ctx.body = { ok: true, ...found, ...(ended && { service_ended: ended }), ...(refunds.length && { refund: refunds[refunds.length - 1], refunds }) };
+    const ended =
+      service?.service_id && deps.refunds ? (await deps.refunds.ofService(service.service_id))?.ended : undefined;
+    ctx.body = {
+      ok: true,
+      ...found,
+      ...(ended && { service_ended: ended }),
+      ...(refunds.length && { refund: refunds[refunds.length - 1], refunds }),
+    };
   });
 }

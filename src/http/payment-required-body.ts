@@ -1,6 +1,9 @@
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 
-export interface PaymentRequiredFields { x402Version: number; accepts: unknown[] }
+export interface PaymentRequiredFields {
+  x402Version: number;
+  accepts: unknown[];
+}
 
 const decoded = new Map<string, PaymentRequiredFields>();
 

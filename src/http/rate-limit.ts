@@ -53,8 +53,12 @@ export class RateLimiter {
   check(ctx: Context): void {
     const wait = this.wait(ctx.ip, ctx.get('Authorization'));
     if (wait > 0) {
-      throw new ApiError(429, 'rate_limited', `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same Idempotency-Key for orders.`,
-        { retryable: true, headers: { 'Retry-After': String(wait) } });
+      throw new ApiError(
+        429,
+        'rate_limited',
+        `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same Idempotency-Key for orders.`,
+        { retryable: true, headers: { 'Retry-After': String(wait) } },
+      );
     }
   }
 }

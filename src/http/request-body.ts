@@ -17,6 +17,11 @@ export function objectValidator<T>(schema: Record<string, unknown>, what: string
   return (value: unknown): T => {
     if (validate(value)) return value as T;
     const details = schemaProblems(validate.errors).map(({ pointer, code, message }) => ({ pointer, code, message }));
-    throw new ApiError(422, 'invalid_request', `The ${what} is not valid: ${details.map((d) => `${d.pointer || '/'} ${d.message}`).join('; ')}. Fix it as listed in error.details; ${describedBy}.`, { details });
+    throw new ApiError(
+      422,
+      'invalid_request',
+      `The ${what} is not valid: ${details.map((d) => `${d.pointer || '/'} ${d.message}`).join('; ')}. Fix it as listed in error.details; ${describedBy}.`,
+      { details },
+    );
   };
 }

@@ -11,9 +11,21 @@ export const quoteRequestSchema = {
   additionalProperties: false,
   required: ['product_id'],
   properties: {
-    product_id: { type: 'string', maxLength: 200, description: 'Id of a quotable product, e.g. "instant-stream". GET /products lists them.' },
-    parameters: { type: 'object', description: 'Technical parameters of the product as described in its parameters map (GET /products/{product_id}). Numbers must be JSON numbers, not strings.' },
-    billing: { enum: ['monthly', 'annual', 'one_time', 'quote'], description: 'For a subscription (e.g. radio-directo): monthly or annual, priced in USDC at the catalog\'s exchange rate. Leave it out for products priced per order.' },
+    product_id: {
+      type: 'string',
+      maxLength: 200,
+      description: 'Id of a quotable product, e.g. "instant-stream". GET /products lists them.',
+    },
+    parameters: {
+      type: 'object',
+      description:
+        'Technical parameters of the product as described in its parameters map (GET /products/{product_id}). Numbers must be JSON numbers, not strings.',
+    },
+    billing: {
+      enum: ['monthly', 'annual', 'one_time', 'quote'],
+      description:
+        "For a subscription (e.g. radio-directo): monthly or annual, priced in USDC at the catalog's exchange rate. Leave it out for products priced per order.",
+    },
   },
 };
 
@@ -26,11 +38,25 @@ export const errorSchema = {
       type: 'object',
       required: ['code', 'message', 'retryable', 'request_id'],
       properties: {
-        code: { type: 'string', description: 'Stable machine-readable reason, e.g. invalid_parameters, product_not_found, idempotency_key_reused.' },
+        code: {
+          type: 'string',
+          description:
+            'Stable machine-readable reason, e.g. invalid_parameters, product_not_found, idempotency_key_reused.',
+        },
         message: { type: 'string', description: 'What went wrong and what to do next.' },
-        retryable: { type: 'boolean', description: 'True when the same request may succeed if repeated later (reuse the same Idempotency-Key).' },
+        retryable: {
+          type: 'boolean',
+          description: 'True when the same request may succeed if repeated later (reuse the same Idempotency-Key).',
+        },
         request_id: { type: 'string' },
-        details: { type: 'array', items: { type: 'object', properties: { pointer: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } } }, description: 'One entry per problem, with a JSON pointer into the request body.' },
+        details: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { pointer: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
+          },
+          description: 'One entry per problem, with a JSON pointer into the request body.',
+        },
       },
     },
   },
@@ -38,20 +64,43 @@ export const errorSchema = {
 
 export const productSchema = {
   type: 'object',
-  required: ['id', 'name', 'type', 'billing_type', 'status', 'pricing_status', 'orderable', 'pricing', 'parameters', 'limits', 'payment'],
+  required: [
+    'id',
+    'name',
+    'type',
+    'billing_type',
+    'status',
+    'pricing_status',
+    'orderable',
+    'pricing',
+    'parameters',
+    'limits',
+    'payment',
+  ],
   properties: {
     id: { type: 'string', pattern: productIdPattern },
     name: { type: 'string' },
     type: { type: 'string' },
     ...productStateSchemas,
     description: { type: 'string' },
-    pricing: { type: 'object', required: ['basis', 'currency'], properties: { basis: { type: 'string' }, currency: { type: 'string' } }, description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).' },
+    pricing: {
+      type: 'object',
+      required: ['basis', 'currency'],
+      properties: { basis: { type: 'string' }, currency: { type: 'string' } },
+      description: 'Price; USDC amounts are integer strings of atomic units (6 decimals).',
+    },
     parameters: {
       type: 'object',
       additionalProperties: {
         type: 'object',
         required: ['type', 'required'],
-        properties: { type: { type: 'string' }, required: { type: 'boolean' }, default: {}, minimum: { type: 'number' }, maximum: { type: 'number' } },
+        properties: {
+          type: { type: 'string' },
+          required: { type: 'boolean' },
+          default: {},
+          minimum: { type: 'number' },
+          maximum: { type: 'number' },
+        },
       },
     },
     limits: { type: 'object' },
@@ -69,14 +118,27 @@ export const quoteResponseSchema = {
       type: 'object',
       required: ['id', 'product', 'configuration', 'price', 'currency', 'breakdown', 'expires_at_quote'],
       properties: {
-        id: { type: 'string', description: 'Stable across retries with the same Idempotency-Key. Put it in metadata.quote_id of POST /orders to lock this price until expires_at_quote.' },
+        id: {
+          type: 'string',
+          description:
+            'Stable across retries with the same Idempotency-Key. Put it in metadata.quote_id of POST /orders to lock this price until expires_at_quote.',
+        },
         product: {
-          type: 'object', required: ['id', 'name', 'type', 'billing_type'],
-          properties: { id: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, billing_type: { type: 'string' }, pricing_model: { type: 'string' } },
+          type: 'object',
+          required: ['id', 'name', 'type', 'billing_type'],
+          properties: {
+            id: { type: 'string' },
+            name: { type: 'string' },
+            type: { type: 'string' },
+            billing_type: { type: 'string' },
+            pricing_model: { type: 'string' },
+          },
         },
         configuration: {
-          type: 'object', additionalProperties: true,
-          description: 'The parameters as they will be provisioned, defaults filled in (the Parameters_* schema of the product).',
+          type: 'object',
+          additionalProperties: true,
+          description:
+            'The parameters as they will be provisioned, defaults filled in (the Parameters_* schema of the product).',
         },
         billing: { enum: ['monthly', 'annual'], description: 'For a subscription: the billing quoted.' },
         price: {
@@ -93,14 +155,26 @@ export const quoteResponseSchema = {
         breakdown: {
           type: 'array',
           items: {
-            type: 'object', required: ['code', 'quantity', 'unit', 'rate', 'amount_atomic'],
+            type: 'object',
+            required: ['code', 'quantity', 'unit', 'rate', 'amount_atomic'],
             description: 'One price component (each line rounded up to a whole atomic unit).',
             properties: {
-              code: { type: 'string' }, quantity: { type: 'string' }, unit: { type: 'string' }, rate: { type: 'string' }, rate_atomic: { type: 'string' },
-              amount_atomic: { type: 'string', pattern: '^[0-9]+$' }, amount: { type: 'string' },
+              code: { type: 'string' },
+              quantity: { type: 'string' },
+              unit: { type: 'string' },
+              rate: { type: 'string' },
+              rate_atomic: { type: 'string' },
+              amount_atomic: { type: 'string', pattern: '^[0-9]+$' },
+              amount: { type: 'string' },
               exchange_rate: {
-                type: 'object', description: 'For a price in another currency: the rate applied and where it comes from.',
-                properties: { pair: { type: 'string' }, rate: { type: 'string' }, source: { type: 'string' }, catalog_hash: { type: 'string' } },
+                type: 'object',
+                description: 'For a price in another currency: the rate applied and where it comes from.',
+                properties: {
+                  pair: { type: 'string' },
+                  rate: { type: 'string' },
+                  source: { type: 'string' },
+                  catalog_hash: { type: 'string' },
+                },
               },
             },
           },
@@ -112,8 +186,13 @@ export const quoteResponseSchema = {
         pricing_status: { enum: ['approved', 'pending'] },
         agent_orderable: { type: 'boolean' },
         agent_orderable_reasons: {
-          type: 'array', description: 'Why an agent cannot order this configuration (agent_orderable false).',
-          items: { type: 'object', required: ['code', 'reason'], properties: { code: { type: 'string' }, reason: { type: 'string' } } },
+          type: 'array',
+          description: 'Why an agent cannot order this configuration (agent_orderable false).',
+          items: {
+            type: 'object',
+            required: ['code', 'reason'],
+            properties: { code: { type: 'string' }, reason: { type: 'string' } },
+          },
         },
         audit: { type: 'object', properties: { evaluation_id: { type: 'string' }, catalog_hash: { type: 'string' } } },
       },
@@ -143,7 +222,12 @@ export const playlistSchema = {
   additionalProperties: false,
   required: ['playlist'],
   properties: {
-    playlist: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 128 }, description: 'Uploaded file names in play order.' },
+    playlist: {
+      type: 'array',
+      maxItems: 1000,
+      items: { type: 'string', minLength: 1, maxLength: 128 },
+      description: 'Uploaded file names in play order.',
+    },
     shuffle: { type: 'boolean', description: 'Play the playlist in a new random order each round.' },
   },
 };
@@ -154,8 +238,11 @@ export const extendRequestSchema = {
   required: ['duration_hours'],
   properties: {
     duration_hours: {
-      type: 'number', exclusiveMinimum: 0, maximum: 8760,
-      description: 'Hours of paid time to add. The new expiry is the current expiry plus these hours (never counted from now); the service\'s hours over its whole life may not pass its product\'s maximum duration_hours.',
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 8760,
+      description:
+        "Hours of paid time to add. The new expiry is the current expiry plus these hours (never counted from now); the service's hours over its whole life may not pass its product's maximum duration_hours.",
     },
   },
 };
@@ -164,7 +251,13 @@ export const upgradeRequestSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['product_id'],
-  properties: { product_id: { type: 'string', maxLength: 200, description: 'The product the service becomes, e.g. "event-stream" for an instant-stream.' } },
+  properties: {
+    product_id: {
+      type: 'string',
+      maxLength: 200,
+      description: 'The product the service becomes, e.g. "event-stream" for an instant-stream.',
+    },
+  },
 };
 
 export const nowPlayingSchema = {

@@ -6,7 +6,12 @@ import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
 import {
-  replacePlaylist, storageOf, type ListenerSessions, type MediaLibrary, type NowPlaying, type ServiceRecords,
+  replacePlaylist,
+  storageOf,
+  type ListenerSessions,
+  type MediaLibrary,
+  type NowPlaying,
+  type ServiceRecords,
   type ServiceRow,
 } from '../services/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
@@ -40,18 +45,31 @@ export interface ServiceRouteDeps {
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
 const readNowPlaying = bodyReader<{ title: string; artist?: string | null }>(nowPlayingSchema, 'now playing');
 const readExtend = bodyReader<{ duration_hours: number }>(extendRequestSchema, 'extend request');
-const notConfigured = (what: string) => new ApiError(503, 'machine_payment_not_configured', `Machine payment is not configured on this deployment, so ${what} cannot be paid. Check agent_checkout in GET /api/v1/availability.`, { retryable: true });
+const notConfigured = (what: string) =>
+  new ApiError(
+    503,
+    'machine_payment_not_configured',
+    `Machine payment is not configured on this deployment, so ${what} cannot be paid. Check agent_checkout in GET /api/v1/availability.`,
+    { retryable: true },
+  );
 
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   const owned = async (ctx: Context): Promise<ServiceRow> => {
-    const notFound = () => new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.');
+    const notFound = () =>
+      new ApiError(
+        404,
+        'service_not_found',
+        'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.',
+      );
     const id = ctx.params.service_id;
     // Before the caller: a wallet's sign-in challenge names the requested URL, and one with a huge made-up id would
     // not fit in a response header.
     if (!serviceId.test(id) || !deps.services) throw notFound();
     const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
-    const service = await (caller.kind === 'wallet' ? deps.services.paidBy(caller.address, id) : deps.services.owned(caller.key.id, id));
+    const service = await (caller.kind === 'wallet'
+      ? deps.services.paidBy(caller.address, id)
+      : deps.services.owned(caller.key.id, id));
     if (!service) throw notFound();
     return service;
   };
@@ -59,7 +77,9 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.get('/services', async (ctx) => {
     const caller = await callerOf(ctx, deps, 'The services bought with this API key or paid by this wallet');
-    const rows = deps.services ? await deps.services.list(caller.kind === 'wallet' ? { payer: caller.address } : { apiKeyId: caller.key.id }) : [];
+    const rows = deps.services
+      ? await deps.services.list(caller.kind === 'wallet' ? { payer: caller.address } : { apiKeyId: caller.key.id })
+      : [];
     ctx.body = { ok: true, services: rows.map((row) => deps.services!.document(row)) };
   });
 
@@ -69,24 +89,42 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
       ok: true,
       service: deps.services!.document(service),
       ...(service.status_reason && { status_reason: service.status_reason }),
-      ...(deps.orders && await deps.orders.pricedBy(service)),
-      ...(deps.refunds && await deps.refunds.ofService(service.id)),
+      ...(deps.orders && (await deps.orders.pricedBy(service))),
+      ...(deps.refunds && (await deps.refunds.ofService(service.id))),
     };
   });
 
   router.post('/services/:service_id/stop', async (ctx) => {
     const service = await owned(ctx);
-    if (!deps.refunds) throw new ApiError(503, 'stop_not_available', 'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.', { retryable: true });
+    if (!deps.refunds)
+      throw new ApiError(
+        503,
+        'stop_not_available',
+        'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.',
+        { retryable: true },
+      );
     const stopped = await deps.refunds.stop(service);
     const now = await deps.services!.byId(service.id);
-    ctx.body = { ok: true, service: deps.services!.document(now ?? service), ended: { reason: stopped.reason, stopped_at: stopped.stopped_at }, refund: stopped.refund, idempotent_replay: stopped.idempotent_replay };
+    ctx.body = {
+      ok: true,
+      service: deps.services!.document(now ?? service),
+      ended: { reason: stopped.reason, stopped_at: stopped.stopped_at },
+      refund: stopped.refund,
+      idempotent_replay: stopped.idempotent_replay,
+    };
   });
 
   router.post('/services/:service_id/upgrade', async (ctx) => {
     const service = await owned(ctx);
     const idempotency = idempotencyKey(ctx, true)!;
     const { product_id: productId } = await readUpgrade(ctx);
-    if (!deps.orders) throw new ApiError(503, 'machine_payment_not_configured', 'Machine payment is not configured on this deployment, so upgrades cannot be paid. Check agent_checkout in GET /api/v1/availability.', { retryable: true });
+    if (!deps.orders)
+      throw new ApiError(
+        503,
+        'machine_payment_not_configured',
+        'Machine payment is not configured on this deployment, so upgrades cannot be paid. Check agent_checkout in GET /api/v1/availability.',
+        { retryable: true },
+      );
     const placed = await deps.orders.place({
       apiKeyId: service.api_key_id,
       idempotencyKey: idempotency,
@@ -122,23 +160,30 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.get('/services/:service_id/usage', async (ctx) => {
     const service = await owned(ctx);
-    const stopped = deps.refunds && await deps.refunds.ofService(service.id);
-    ctx.body = { ok: true, usage: { ...await deps.services!.usage(service, deps.media), ...stopped } };
+    const stopped = deps.refunds && (await deps.refunds.ofService(service.id));
+    ctx.body = { ok: true, usage: { ...(await deps.services!.usage(service, deps.media)), ...stopped } };
   });
 
   router.get('/services/:service_id/files', async (ctx) => {
     const service = await owned(ctx);
-    ctx.body = { ok: true, files: deps.media ? await deps.media.list(service.id) : [], playlist: service.playlist ?? [], shuffle: service.shuffle };
+    ctx.body = {
+      ok: true,
+      files: deps.media ? await deps.media.list(service.id) : [],
+      playlist: service.playlist ?? [],
+      shuffle: service.shuffle,
+    };
   });
 
   router.put('/services/:service_id/files/:name', async (ctx) => {
     const service = await owned(ctx);
     const media = withStorage(service);
     const length = ctx.get('Content-Length');
-    const file = await media.upload(service, ctx.params.name, ctx.req, length ? Number(length) : undefined).catch((e) => {
-      if (!ctx.req.complete) ctx.set('Connection', 'close'); // the rest of the body is not read
-      throw e;
-    });
+    const file = await media
+      .upload(service, ctx.params.name, ctx.req, length ? Number(length) : undefined)
+      .catch((e) => {
+        if (!ctx.req.complete) ctx.set('Connection', 'close'); // the rest of the body is not read
+        throw e;
+      });
     ctx.status = 201;
     ctx.body = { ok: true, file };
   });
@@ -146,7 +191,11 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   router.delete('/services/:service_id/files/:name', async (ctx) => {
     const service = await owned(ctx);
     if (!(await withStorage(service).remove(service.id, ctx.params.name))) {
-      throw new ApiError(404, 'file_not_found', `There is no file ${ctx.params.name.slice(0, 128)} on this service. GET /services/{service_id}/files lists them.`);
+      throw new ApiError(
+        404,
+        'file_not_found',
+        `There is no file ${ctx.params.name.slice(0, 128)} on this service. GET /services/{service_id}/files lists them.`,
+      );
     }
     ctx.body = { ok: true, deleted: ctx.params.name };
   });
@@ -166,9 +215,13 @@ const LISTENERS_PAGE = { default: 50, max: 200 };
 
 /** What a service plays (its owner may set it) and who listens to it, for its owner. */
 function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: Context) => Promise<ServiceRow>): void {
-  const unavailable = () => new ApiError(503, 'not_available',
-    'This is not available on this deployment (streaming is off). Check GET /api/v1/availability.',
-    { retryable: true });
+  const unavailable = () =>
+    new ApiError(
+      503,
+      'not_available',
+      'This is not available on this deployment (streaming is off). Check GET /api/v1/availability.',
+      { retryable: true },
+    );
 
   router.get('/services/:service_id/now-playing', async (ctx) => {
     const service = await owned(ctx);
@@ -182,8 +235,12 @@ function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: C
     const track = await readNowPlaying(ctx);
     if (!deps.nowPlaying) throw unavailable();
     if (service.status !== 'active') {
-      throw new ApiError(409, 'service_not_active', `This service is ${service.status}: nothing plays on it. `
-        + 'Extend or upgrade it first (POST /services/{service_id}/extend).');
+      throw new ApiError(
+        409,
+        'service_not_active',
+        `This service is ${service.status}: nothing plays on it. ` +
+          'Extend or upgrade it first (POST /services/{service_id}/extend).',
+      );
     }
     ctx.body = { ok: true, now_playing: await deps.nowPlaying.setByOwner(service, track) };
   });
@@ -194,8 +251,11 @@ function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: C
     const limit = pageLimit(ctx.query.limit);
     const cursor = ctx.query.cursor;
     if (cursor !== undefined && !(typeof cursor === 'string' && /^\d{1,18}$/.test(cursor))) {
-      throw new ApiError(400, 'invalid_cursor',
-        'cursor must be the next_cursor of a previous answer. Ask without cursor for the first page.');
+      throw new ApiError(
+        400,
+        'invalid_cursor',
+        'cursor must be the next_cursor of a previous answer. Ask without cursor for the first page.',
+      );
     }
     const page = await deps.listenerSessions.page(service.id, limit, cursor);
     ctx.body = { ok: true, ...page, aggregates: await deps.listenerSessions.aggregates(service.id) };
@@ -206,8 +266,11 @@ function pageLimit(raw: unknown): number {
   if (raw === undefined) return LISTENERS_PAGE.default;
   const limit = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : 0;
   if (limit < 1 || limit > LISTENERS_PAGE.max) {
-    throw new ApiError(400, 'invalid_limit',
-      `limit must be a whole number from 1 to ${LISTENERS_PAGE.max}. Ask without it for ${LISTENERS_PAGE.default}.`);
+    throw new ApiError(
+      400,
+      'invalid_limit',
+      `limit must be a whole number from 1 to ${LISTENERS_PAGE.max}. Ask without it for ${LISTENERS_PAGE.default}.`,
+    );
   }
   return limit;
 }

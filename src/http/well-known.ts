@@ -11,12 +11,22 @@ const cache = new KeyedSnapshotCache<Buffer>();
  * prices depend on the order, and the live 402 is authoritative, so `accepts` carries no amount and `priceRange` says
  * what any order may cost.
  */
-export function wellKnownX402(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined): Buffer {
+export function wellKnownX402(
+  snapshot: Snapshot,
+  billing: Map<string, BillingOption[]>,
+  apiBaseUrl: string,
+  terms: PaymentTerms | undefined,
+): Buffer {
   const key = `${apiBaseUrl}\n${terms?.payTo ?? ''}`;
   return cache.get(snapshot, key, () => Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms))));
 }
 
-function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBaseUrl: string, terms: PaymentTerms | undefined) {
+function build(
+  snapshot: Snapshot,
+  billing: Map<string, BillingOption[]>,
+  apiBaseUrl: string,
+  terms: PaymentTerms | undefined,
+) {
   const { minimum, maximum } = snapshot.catalog.settings.order_limits;
   const atomic = (amount: string) => new Decimal(amount).times(1_000_000).toFixed(0);
   const operations = paidOperations(snapshot, billing);
@@ -29,18 +39,42 @@ function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>, apiBas
     // a POST, the method such readers assume when none is given), and what an agent must know to call them.
     version: 1,
     resources: operations.map((operation) => `${apiBaseUrl}${operation.routeTemplate}`),
-    instructions: `Agent Audio API: buy live audio streams and AutoDJ, paid with x402 v2 (USDC on ${terms?.network ?? 'eip155:8453'}). `
-      + `Every call needs Authorization: Bearer <agent API key> (POST ${apiBaseUrl}/keys with wallet sign-in, or from the operator). `
-      + `Price a configuration with POST ${apiBaseUrl}/quotes, then POST ${apiBaseUrl}/orders with an Idempotency-Key: the 402 says what to pay. `
-      + `OpenAPI: ${apiBaseUrl}/openapi.json (also /openapi.json at the site root).`,
+    instructions:
+      `Agent Audio API: buy live audio streams and AutoDJ, paid with x402 v2 (USDC on ${terms?.network ?? 'eip155:8453'}). ` +
+      `Every call needs Authorization: Bearer <agent API key> (POST ${apiBaseUrl}/keys with wallet sign-in, or from the operator). ` +
+      `Price a configuration with POST ${apiBaseUrl}/quotes, then POST ${apiBaseUrl}/orders with an Idempotency-Key: the 402 says what to pay. ` +
+      `OpenAPI: ${apiBaseUrl}/openapi.json (also /openapi.json at the site root).`,
     items: operations.map((operation) => ({
-      resource: { url: `${apiBaseUrl}${operation.routeTemplate}`, description: operation.description, mimeType: 'application/json', serviceName: SERVICE_NAME, tags: SERVICE_TAGS },
+      resource: {
+        url: `${apiBaseUrl}${operation.routeTemplate}`,
+        description: operation.description,
+        mimeType: 'application/json',
+        serviceName: SERVICE_NAME,
+        tags: SERVICE_TAGS,
+      },
       type: 'http',
-      accepts: terms ? [{
-        scheme: 'exact', network: terms.network, asset: terms.asset, payTo: terms.payTo, maxTimeoutSeconds: terms.maxTimeoutSeconds,
-        extra: { name: 'USD Coin', version: '2' },
-      }] : [],
-      priceRange: { currency: 'USDC', decimals: 6, minimum, maximum, minimum_atomic: atomic(minimum), maximum_atomic: atomic(maximum), mode: 'dynamic', quote: `${apiBaseUrl}/quotes` },
+      accepts: terms
+        ? [
+            {
+              scheme: 'exact',
+              network: terms.network,
+              asset: terms.asset,
+              payTo: terms.payTo,
+              maxTimeoutSeconds: terms.maxTimeoutSeconds,
+              extra: { name: 'USD Coin', version: '2' },
+            },
+          ]
+        : [],
+      priceRange: {
+        currency: 'USDC',
+        decimals: 6,
+        minimum,
+        maximum,
+        minimum_atomic: atomic(minimum),
+        maximum_atomic: atomic(maximum),
+        mode: 'dynamic',
+        quote: `${apiBaseUrl}/quotes`,
+      },
       input: {
         method: operation.method,
         routeTemplate: `/api/v1${operation.routeTemplate}`,

@@ -21,16 +21,22 @@ export interface Credentials {
 
 /** The one place that decides who a request comes from (HTTP routes; the MCP transport may use it too). */
 export class Callers {
-  constructor(private readonly keys: ApiKeys, private readonly signIn?: WalletSignIn) {}
+  constructor(
+    private readonly keys: ApiKeys,
+    private readonly signIn?: WalletSignIn,
+  ) {}
 
   /**
    * The bearer key when Authorization is sent (401 if it is not valid), else the wallet of a valid SIGN-IN-WITH-X
    * (401 if not); with neither, the 402 sign-in challenge — or 401 where wallet sign-in is not set up.
    */
   async resolve(credentials: Credentials): Promise<Caller> {
-    if (credentials.authorization || !this.signIn) return { kind: 'api_key', key: await this.keys.authenticate(credentials.authorization) };
-    if (credentials.signIn) return { kind: 'wallet', address: await this.signIn.verify(credentials.signIn, credentials) };
-    const alternative = 'Send your agent API key as "Authorization: Bearer <key>", or sign in with the wallet that paid. ';
+    if (credentials.authorization || !this.signIn)
+      return { kind: 'api_key', key: await this.keys.authenticate(credentials.authorization) };
+    if (credentials.signIn)
+      return { kind: 'wallet', address: await this.signIn.verify(credentials.signIn, credentials) };
+    const alternative =
+      'Send your agent API key as "Authorization: Bearer <key>", or sign in with the wallet that paid. ';
     throw await this.signIn.challenge(credentials, credentials.description, alternative, credentials.paymentSent);
   }
 

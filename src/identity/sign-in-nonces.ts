@@ -1,13 +1,24 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../store/index.js';
 
-export interface IssuedNonce { nonce: string; issuedAt: Date; expiresAt: Date }
+export interface IssuedNonce {
+  nonce: string;
+  issuedAt: Date;
+  expiresAt: Date;
+}
 
 /** What a request asks for: the method (HEAD counts as GET) and the resource's public URL (no query). */
-export interface SignInTarget { method: string; uri: string }
+export interface SignInTarget {
+  method: string;
+  uri: string;
+}
 
 /** Why a nonce was not accepted; `other_method` names the method it was issued for. */
-export type NonceRefusal = { kind: 'unknown' } | { kind: 'expired' } | { kind: 'used' } | { kind: 'other_method'; method: string };
+export type NonceRefusal =
+  | { kind: 'unknown' }
+  | { kind: 'expired' }
+  | { kind: 'used' }
+  | { kind: 'other_method'; method: string };
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const CLEANUP_EVERY_MS = 60_000;
@@ -39,7 +50,11 @@ export class SignInNonces {
    * Whether this nonce is one this service issued for this method and URI, unexpired and not yet redeemed: answered
    * from the nonce itself and one indexed read, before any signature is looked at.
    */
-  async check(nonce: string, target: SignInTarget, now = Date.now()): Promise<{ expiresAt: Date } | { refusal: NonceRefusal }> {
+  async check(
+    nonce: string,
+    target: SignInTarget,
+    now = Date.now(),
+  ): Promise<{ expiresAt: Date } | { refusal: NonceRefusal }> {
     if (typeof nonce !== 'string' || !NONCE.test(nonce)) return { refusal: { kind: 'unknown' } };
     const bytes = Buffer.from(nonce, 'hex');
     const head = bytes.subarray(0, 8);
@@ -47,7 +62,8 @@ export class SignInNonces {
     const method = methodOf(target.method);
     if (!(await this.signs(sent, head, method, target.uri))) {
       for (const other of METHODS) {
-        if (other !== method && await this.signs(sent, head, other, target.uri)) return { refusal: { kind: 'other_method', method: other } };
+        if (other !== method && (await this.signs(sent, head, other, target.uri)))
+          return { refusal: { kind: 'other_method', method: other } };
       }
       return { refusal: { kind: 'unknown' } };
     }
@@ -60,7 +76,9 @@ export class SignInNonces {
   /** Records the nonce as used; false when another request redeemed it first. */
   async redeem(nonce: string, expiresAt: Date): Promise<boolean> {
     const rows = await this.db.query(
-      'INSERT INTO wallet_sign_in_redeemed (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING nonce', [nonce, expiresAt]);
+      'INSERT INTO wallet_sign_in_redeemed (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING nonce',
+      [nonce, expiresAt],
+    );
     await this.removeExpired();
     return rows.length === 1;
   }
@@ -70,17 +88,27 @@ export class SignInNonces {
   }
 
   private async mac(head: Buffer, method: string, uri: string): Promise<Buffer> {
-    return createHmac('sha256', await this.key()).update(head).update(`\n${method}\n${uri}`).digest().subarray(0, 8);
+    return createHmac('sha256', await this.key())
+      .update(head)
+      .update(`\n${method}\n${uri}`)
+      .digest()
+      .subarray(0, 8);
   }
 
   /** The secret, created once by the first instance that needs it. */
   private key(): Promise<Buffer> {
     this.secret ??= (async () => {
-      await this.db.query('INSERT INTO wallet_sign_in_secret (id, secret) VALUES (1, $1) ON CONFLICT DO NOTHING', [randomBytes(32)]);
-      const [row] = await this.db.query<{ secret: Buffer } & Record<string, unknown>>('SELECT secret FROM wallet_sign_in_secret WHERE id = 1');
+      await this.db.query('INSERT INTO wallet_sign_in_secret (id, secret) VALUES (1, $1) ON CONFLICT DO NOTHING', [
+        randomBytes(32),
+      ]);
+      const [row] = await this.db.query<{ secret: Buffer } & Record<string, unknown>>(
+        'SELECT secret FROM wallet_sign_in_secret WHERE id = 1',
+      );
       return row.secret;
     })();
-    this.secret.catch(() => { this.secret = undefined; });
+    this.secret.catch(() => {
+      this.secret = undefined;
+    });
     return this.secret;
   }
 

@@ -21,9 +21,16 @@ export type WalletIdentityOptions = Omit<WalletSignInOptions, 'signatures'> & {
 };
 
 /** Wallet sign-in and self-service keys, with the configured challenge lifetime and sign-up policy. */
-export function walletIdentity(db: Database, keys: ApiKeys, options: WalletIdentityOptions, signup: SignupPolicy): WalletIdentity {
+export function walletIdentity(
+  db: Database,
+  keys: ApiKeys,
+  options: WalletIdentityOptions,
+  signup: SignupPolicy,
+): WalletIdentity {
   const signIn = new WalletSignIn(new SignInNonces(db), {
-    publicBaseUrl: options.publicBaseUrl, network: options.network, challengeSeconds: options.challengeSeconds,
+    publicBaseUrl: options.publicBaseUrl,
+    network: options.network,
+    challengeSeconds: options.challengeSeconds,
     signatures: new WalletSignatures(options.chain, options.allowedFactories),
   });
   return { signIn, callers: new Callers(keys, signIn), selfServiceKeys: new SelfServiceKeys(db, keys, signup) };

@@ -1,8 +1,13 @@
 import { encodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
 import {
-  buildSIWxSchema, createSIWxMessage, parseSIWxHeader, SIGN_IN_WITH_X, validateSIWxMessage,
-  type SIWxExtension, type SIWxPayload,
+  buildSIWxSchema,
+  createSIWxMessage,
+  parseSIWxHeader,
+  SIGN_IN_WITH_X,
+  validateSIWxMessage,
+  type SIWxExtension,
+  type SIWxPayload,
 } from '@x402/extensions/sign-in-with-x';
 import type { Address } from 'viem';
 import { ApiError } from '../errors/index.js';
@@ -31,13 +36,29 @@ export interface WalletSignInOptions {
 }
 
 /** What a request asks for: its method and the public URL of its resource (no query). */
-export interface SignInRequest { method: string; resourceUrl: string }
+export interface SignInRequest {
+  method: string;
+  resourceUrl: string;
+}
 
-const AGAIN = 'Ask again without SIGN-IN-WITH-X: the 402 answer carries a fresh challenge in its PAYMENT-REQUIRED header '
-  + '(extensions["sign-in-with-x"]); sign it with your wallet and send it once.';
+const AGAIN =
+  'Ask again without SIGN-IN-WITH-X: the 402 answer carries a fresh challenge in its PAYMENT-REQUIRED header ' +
+  '(extensions["sign-in-with-x"]); sign it with your wallet and send it once.';
 const TEXT_FIELDS = [
-  'domain', 'address', 'statement', 'uri', 'version', 'chainId', 'type', 'nonce', 'issuedAt', 'expirationTime', 'notBefore',
-  'requestId', 'signature', 'signatureScheme',
+  'domain',
+  'address',
+  'statement',
+  'uri',
+  'version',
+  'chainId',
+  'type',
+  'nonce',
+  'issuedAt',
+  'expirationTime',
+  'notBefore',
+  'requestId',
+  'signature',
+  'signatureScheme',
 ] as const;
 
 /**
@@ -48,7 +69,10 @@ const TEXT_FIELDS = [
 export class WalletSignIn {
   private readonly challengeSeconds: number;
 
-  constructor(private readonly nonces: SignInNonces, private readonly options: WalletSignInOptions) {
+  constructor(
+    private readonly nonces: SignInNonces,
+    private readonly options: WalletSignInOptions,
+  ) {
     this.challengeSeconds = Math.max(1, Math.min(MAX_CHALLENGE_SECONDS, Math.floor(options.challengeSeconds)));
   }
 
@@ -56,7 +80,10 @@ export class WalletSignIn {
   async paymentRequired(request: SignInRequest, description: string): Promise<PaymentRequired> {
     const origin = this.origin();
     const uri = this.uriOf(request.resourceUrl);
-    const { nonce, issuedAt, expiresAt } = await this.nonces.issue({ method: request.method, uri }, this.challengeSeconds);
+    const { nonce, issuedAt, expiresAt } = await this.nonces.issue(
+      { method: request.method, uri },
+      this.challengeSeconds,
+    );
     const declaration: SIWxExtension = {
       info: {
         domain: origin.host,
@@ -73,15 +100,25 @@ export class WalletSignIn {
     };
     return {
       x402Version: 2,
-      error: 'Sign in with your wallet: sign extensions["sign-in-with-x"] and send it in the SIGN-IN-WITH-X header. Nothing is to be paid.',
+      error:
+        'Sign in with your wallet: sign extensions["sign-in-with-x"] and send it in the SIGN-IN-WITH-X header. Nothing is to be paid.',
       resource: { url: request.resourceUrl, description, mimeType: 'application/json' },
       // x402 clients (wrapFetchWithSIWx) take the chain to sign for from accepts[0].network. This entry's scheme is no
       // payment scheme, its amount is 0 and its payTo nobody: a paying client finds nothing it can pay.
-      accepts: [{
-        scheme: SIGN_IN_SCHEME, network: this.options.network as `${string}:${string}`, amount: '0', asset: NOBODY, payTo: NOBODY,
-        maxTimeoutSeconds: this.challengeSeconds,
-        extra: { payment: 'none', note: 'Nothing to pay: this is a sign-in. Sign extensions["sign-in-with-x"] and send it in SIGN-IN-WITH-X.' },
-      }],
+      accepts: [
+        {
+          scheme: SIGN_IN_SCHEME,
+          network: this.options.network as `${string}:${string}`,
+          amount: '0',
+          asset: NOBODY,
+          payTo: NOBODY,
+          maxTimeoutSeconds: this.challengeSeconds,
+          extra: {
+            payment: 'none',
+            note: 'Nothing to pay: this is a sign-in. Sign extensions["sign-in-with-x"] and send it in SIGN-IN-WITH-X.',
+          },
+        },
+      ],
       extensions: { [SIGN_IN_WITH_X]: declaration },
     };
   }
@@ -90,18 +127,27 @@ export class WalletSignIn {
    * The 402 answer to a request that needs a signed-in wallet (or, where `alternative` says so, a key) and sent
    * neither; `paymentSent` when it carried a PAYMENT-SIGNATURE, which is then neither used nor charged.
    */
-  async challenge(request: SignInRequest, description: string, alternative = '', paymentSent = false): Promise<ApiError> {
+  async challenge(
+    request: SignInRequest,
+    description: string,
+    alternative = '',
+    paymentSent = false,
+  ): Promise<ApiError> {
     const required = await this.paymentRequired(request, description);
     const unpaid = paymentSent
       ? 'Nothing was charged: this request needs a signed-in wallet, not a payment, and the PAYMENT-SIGNATURE sent was not used. '
       : '';
     const route = `${request.method.toUpperCase()} ${new URL(request.resourceUrl).pathname}`;
-    const message = `${unpaid}${alternative}Sign in with your wallet: sign the SIWX challenge in the PAYMENT-REQUIRED header `
-      + `(extensions["sign-in-with-x"], CAIP-122/EIP-4361, chain ${this.options.network}; its accepts entry of scheme `
-      + `"${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X header of this `
-      + `same request (${route}) within ${this.challengeSeconds} s; each challenge is accepted once, for the method and path it `
-      + 'was issued for. The x402 client helpers wrapFetchWithSIWx and createSIWxClientHook do this.';
-    const headers = { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(required), 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' };
+    const message =
+      `${unpaid}${alternative}Sign in with your wallet: sign the SIWX challenge in the PAYMENT-REQUIRED header ` +
+      `(extensions["sign-in-with-x"], CAIP-122/EIP-4361, chain ${this.options.network}; its accepts entry of scheme ` +
+      `"${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X header of this ` +
+      `same request (${route}) within ${this.challengeSeconds} s; each challenge is accepted once, for the method and path it ` +
+      'was issued for. The x402 client helpers wrapFetchWithSIWx and createSIWxClientHook do this.';
+    const headers = {
+      'PAYMENT-REQUIRED': encodePaymentRequiredHeader(required),
+      'WWW-Authenticate': 'Bearer realm="agent-audio-api"',
+    };
     return new ApiError(402, 'authentication_required', message, { headers });
   }
 
@@ -110,13 +156,19 @@ export class WalletSignIn {
     const payload = readPayload(header);
     if (payload.chainId !== this.options.network || payload.type !== 'eip191') {
       const accepted = `${this.options.network} with eip191 signatures`;
-      throw invalid(`The message is signed for ${payload.chainId} (${payload.type}); this service accepts ${accepted}.`);
+      throw invalid(
+        `The message is signed for ${payload.chainId} (${payload.type}); this service accepts ${accepted}.`,
+      );
     }
-    if (!/^0x[0-9a-fA-F]{40}$/.test(payload.address)) throw invalid('The message\'s address is not a 0x address of 40 hex digits.');
+    if (!/^0x[0-9a-fA-F]{40}$/.test(payload.address))
+      throw invalid("The message's address is not a 0x address of 40 hex digits.");
     if (!payload.expirationTime) throw invalid('The message has no expirationTime; sign the challenge as issued.');
-    const valid = await clientError(() => validateSIWxMessage(payload, this.origin(), { maxAge: this.challengeSeconds * 1000 }));
+    const valid = await clientError(() =>
+      validateSIWxMessage(payload, this.origin(), { maxAge: this.challengeSeconds * 1000 }),
+    );
     if (!valid.isValid) {
-      if (['invalid_siwx_expired', 'invalid_siwx_issued_at_too_old'].includes(valid.invalidReason ?? '')) throw expired();
+      if (['invalid_siwx_expired', 'invalid_siwx_issued_at_too_old'].includes(valid.invalidReason ?? ''))
+        throw expired();
       throw invalid(`The message is not valid for this service: ${valid.invalidMessage}.`);
     }
     const target: SignInTarget = { method: request.method, uri: this.uriOf(request.resourceUrl) };
@@ -157,21 +209,29 @@ function readPayload(header: string): SIWxPayload {
     payload = parseSIWxHeader(header.trim());
   } catch (e) {
     const why = String((e as Error)?.message).slice(0, 300);
-    throw invalid(`The SIGN-IN-WITH-X header cannot be read (${why}). It must be the base64 JSON of the signed message.`);
+    throw invalid(
+      `The SIGN-IN-WITH-X header cannot be read (${why}). It must be the base64 JSON of the signed message.`,
+    );
   }
   if (!payload || typeof payload !== 'object') throw invalid('The SIGN-IN-WITH-X header is not a JSON object.');
   for (const field of TEXT_FIELDS) {
     const value = (payload as unknown as Record<string, unknown>)[field];
     if (value === undefined) continue;
     if (typeof value !== 'string' || value.length > 2048 || /[\u0000-\u001f\u007f]/.test(value)) {
-      throw invalid(`The message's ${field} must be text of at most 2048 characters without line breaks or control `
-        + 'characters; sign the challenge as issued.');
+      throw invalid(
+        `The message's ${field} must be text of at most 2048 characters without line breaks or control ` +
+          'characters; sign the challenge as issued.',
+      );
     }
   }
   const resources = payload.resources;
-  if (resources !== undefined && (!Array.isArray(resources) || resources.length > 10
-    || resources.some((r) => typeof r !== 'string' || r.length > 2048 || /[\u0000-\u001f\u007f]/.test(r)))) {
-    throw invalid('The message\'s resources must be a list of at most 10 URLs, as issued in the challenge.');
+  if (
+    resources !== undefined &&
+    (!Array.isArray(resources) ||
+      resources.length > 10 ||
+      resources.some((r) => typeof r !== 'string' || r.length > 2048 || /[\u0000-\u001f\u007f]/.test(r)))
+  ) {
+    throw invalid("The message's resources must be a list of at most 10 URLs, as issued in the challenge.");
   }
   return payload;
 }
@@ -181,16 +241,24 @@ async function clientError<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (e) {
-    throw invalid(`The signed message is malformed (${String((e as Error)?.message ?? e).split('\n')[0].slice(0, 200)}).`);
+    throw invalid(
+      `The signed message is malformed (${String((e as Error)?.message ?? e)
+        .split('\n')[0]
+        .slice(0, 200)}).`,
+    );
   }
 }
 
 function wrongResource(reason: string, target: SignInTarget): ApiError {
   const path = new URL(target.uri).pathname;
   const route = `${target.method.toUpperCase()} ${path}`;
-  return new ApiError(401, 'siwx_wrong_resource', `${reason}, not for ${route}: a sign-in proves one request to the method and `
-    + `path its challenge was issued for. Ask ${route} again without SIGN-IN-WITH-X for a fresh challenge of its own, sign it `
-    + 'and send it once.');
+  return new ApiError(
+    401,
+    'siwx_wrong_resource',
+    `${reason}, not for ${route}: a sign-in proves one request to the method and ` +
+      `path its challenge was issued for. Ask ${route} again without SIGN-IN-WITH-X for a fresh challenge of its own, sign it ` +
+      'and send it once.',
+  );
 }
 
 function invalid(reason: string): ApiError {
@@ -203,11 +271,18 @@ function expired(): ApiError {
 
 function nonceRefused(refusal: NonceRefusal, target: SignInTarget): ApiError {
   if (refusal.kind === 'used') {
-    return new ApiError(401, 'siwx_nonce_used', `This challenge was already used; a signed message is accepted once. ${AGAIN}`);
+    return new ApiError(
+      401,
+      'siwx_nonce_used',
+      `This challenge was already used; a signed message is accepted once. ${AGAIN}`,
+    );
   }
   if (refusal.kind === 'expired') return expired();
   if (refusal.kind === 'other_method') {
-    return wrongResource(`This signed message was issued for ${refusal.method} ${new URL(target.uri).pathname}`, target);
+    return wrongResource(
+      `This signed message was issued for ${refusal.method} ${new URL(target.uri).pathname}`,
+      target,
+    );
   }
-  return invalid('The message\'s nonce is not a challenge this service issued for this request.');
+  return invalid("The message's nonce is not a challenge this service issued for this request.");
 }

@@ -1,6 +1,16 @@
 import {
-  encodeDeployData, encodeFunctionData, hashMessage, isAddressEqual, isErc6492Signature, parseAbi, parseErc6492Signature,
-  recoverMessageAddress, universalSignatureValidatorAbi, universalSignatureValidatorByteCode, type Address, type Hex,
+  encodeDeployData,
+  encodeFunctionData,
+  hashMessage,
+  isAddressEqual,
+  isErc6492Signature,
+  parseAbi,
+  parseErc6492Signature,
+  recoverMessageAddress,
+  universalSignatureValidatorAbi,
+  universalSignatureValidatorByteCode,
+  type Address,
+  type Hex,
 } from 'viem';
 
 /** The chain reads a smart-wallet signature needs (budgeted and cached by the caller: src/payments ChainChecks). */
@@ -24,7 +34,10 @@ const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
 export class WalletSignatures {
   private readonly factories: Set<string>;
 
-  constructor(private readonly chain: SignatureChain | undefined, allowedFactories: readonly string[] = []) {
+  constructor(
+    private readonly chain: SignatureChain | undefined,
+    allowedFactories: readonly string[] = [],
+  ) {
     this.factories = new Set(allowedFactories.map((f) => f.toLowerCase()));
   }
 
@@ -35,7 +48,7 @@ export class WalletSignatures {
     if (await recovers(address, message, sig)) return undefined;
     const notSigned = `The signature is not by ${address}: sign the message with the wallet it names.`;
     if (!this.chain || !(await this.chain.hasCode(address))) return notSigned;
-    return await this.acceptedByContract(address, message, sig) ? undefined : notSigned;
+    return (await this.acceptedByContract(address, message, sig)) ? undefined : notSigned;
   }
 
   /** ERC-6492: a wallet not deployed yet, whose factory would run in our eth_call; only allowed factories may. */
@@ -48,22 +61,32 @@ export class WalletSignatures {
     }
     const factory = parsed.address;
     if (!factory || !this.factories.has(factory.toLowerCase())) {
-      return `The ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which this service does not `
-        + 'allow. Sign with a deployed wallet or a plain (EOA) wallet.';
+      return (
+        `The ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which this service does not ` +
+        'allow. Sign with a deployed wallet or a plain (EOA) wallet.'
+      );
     }
     if (!this.chain) return 'Smart-wallet signatures cannot be checked here (no chain is configured).';
     if (await this.chain.hasCode(address)) {
-      return await this.acceptedByContract(address, message, parsed.signature) ? undefined : `The signature is not by ${address}.`;
+      return (await this.acceptedByContract(address, message, parsed.signature))
+        ? undefined
+        : `The signature is not by ${address}.`;
     }
     const data = encodeDeployData({
-      abi: universalSignatureValidatorAbi, bytecode: universalSignatureValidatorByteCode, args: [address, hashMessage(message), sig],
+      abi: universalSignatureValidatorAbi,
+      bytecode: universalSignatureValidatorByteCode,
+      args: [address, hashMessage(message), sig],
     });
     const answer = await this.chain.call(address, { data });
     return answer !== undefined && /^0x0*1$/.test(answer) ? undefined : `The signature is not by ${address}.`;
   }
 
   private async acceptedByContract(address: Address, message: string, sig: Hex): Promise<boolean> {
-    const data = encodeFunctionData({ abi: erc1271, functionName: 'isValidSignature', args: [hashMessage(message), sig] });
+    const data = encodeFunctionData({
+      abi: erc1271,
+      functionName: 'isValidSignature',
+      args: [hashMessage(message), sig],
+    });
     const answer = await this.chain!.call(address, { to: address, data });
     return answer !== undefined && answer.toLowerCase().startsWith(MAGIC);
   }

@@ -3,10 +3,18 @@ import { ApiError } from '../errors/index.js';
 import type { Client, Database } from '../store/index.js';
 import { RevocationListener } from './revocation-listener.js';
 
-export interface ApiKey { id: string; name: string; created_at: Date; revoked_at: Date | null }
+export interface ApiKey {
+  id: string;
+  name: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
 
 /** A self-service key's owner: the wallet it was issued to (lower-case 0x address) and the client address that asked. */
-export interface KeyWallet { address: string; ip: string }
+export interface KeyWallet {
+  address: string;
+  ip: string;
+}
 
 const TOKEN = /^aak_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 
@@ -31,7 +39,11 @@ export class ApiKeys {
    * while that notification channel is down nothing is cached. Returns the function that stops listening.
    */
   async listenForRevocations(): Promise<() => Promise<void>> {
-    this.revocations = new RevocationListener(this.db, (id) => this.forget(id), () => this.forgetAll());
+    this.revocations = new RevocationListener(
+      this.db,
+      (id) => this.forget(id),
+      () => this.forgetAll(),
+    );
     await this.revocations.start();
     return () => this.revocations!.stop();
   }
@@ -52,29 +64,43 @@ export class ApiKeys {
   async create(name: string, wallet?: KeyWallet, client?: Client): Promise<{ key: ApiKey; token: string }> {
     const id = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
-    const sql = 'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip) VALUES ($1, $2, $3, $4, $5) RETURNING id, name, created_at, revoked_at';
+    const sql =
+      'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip) VALUES ($1, $2, $3, $4, $5) RETURNING id, name, created_at, revoked_at';
     const params = [id, name, hashSecret(secret), wallet?.address ?? null, wallet?.ip ?? null];
-    const [row] = client ? (await client.query(sql, params)).rows as ApiKey[] : await this.db.query<ApiKey & Record<string, unknown>>(sql, params);
+    const [row] = client
+      ? ((await client.query(sql, params)).rows as ApiKey[])
+      : await this.db.query<ApiKey & Record<string, unknown>>(sql, params);
     return { key: row, token: `aak_${id}_${secret}` };
   }
 
   /** The keys issued to this wallet, revoked ones too (never their secrets). */
   listForWallet(address: string): Promise<ApiKey[]> {
-    return this.db.query<ApiKey & Record<string, unknown>>('SELECT id, name, created_at, revoked_at FROM api_keys WHERE wallet_address = $1 ORDER BY created_at, id', [address]);
+    return this.db.query<ApiKey & Record<string, unknown>>(
+      'SELECT id, name, created_at, revoked_at FROM api_keys WHERE wallet_address = $1 ORDER BY created_at, id',
+      [address],
+    );
   }
 
   /** Revokes one of this wallet's keys; false when it has no such live key. */
   async revokeForWallet(address: string, id: string): Promise<boolean> {
-    const rows = await this.db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND wallet_address = $2 AND revoked_at IS NULL RETURNING id', [id, address]);
+    const rows = await this.db.query(
+      'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND wallet_address = $2 AND revoked_at IS NULL RETURNING id',
+      [id, address],
+    );
     return rows.length === 1;
   }
 
   list(): Promise<ApiKey[]> {
-    return this.db.query<ApiKey & Record<string, unknown>>('SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY created_at, id');
+    return this.db.query<ApiKey & Record<string, unknown>>(
+      'SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY created_at, id',
+    );
   }
 
   async revoke(id: string): Promise<boolean> {
-    const rows = await this.db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id', [id]);
+    const rows = await this.db.query(
+      'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id',
+      [id],
+    );
     return rows.length === 1;
   }
 
@@ -83,7 +109,9 @@ export class ApiKeys {
     const match = TOKEN.exec(token);
     if (!match) return undefined;
     const [row] = await this.db.query<ApiKey & { secret_hash: Buffer } & Record<string, unknown>>(
-      'SELECT id, name, created_at, revoked_at, secret_hash FROM api_keys WHERE id = $1', [match[1]]);
+      'SELECT id, name, created_at, revoked_at, secret_hash FROM api_keys WHERE id = $1',
+      [match[1]],
+    );
     if (!row || !timingSafeEqual(row.secret_hash, hashSecret(match[2])) || row.revoked_at) return undefined;
     return { id: row.id, name: row.name, created_at: row.created_at, revoked_at: row.revoked_at };
   }
@@ -140,9 +168,12 @@ function bearerToken(authorization: string | undefined): string | undefined {
 }
 
 function unauthorized(authorization: string | undefined): ApiError {
-  return new ApiError(401, authorization ? 'invalid_api_key' : 'authentication_required',
-      authorization
-        ? 'The API key is not valid or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
-        : 'This operation needs an agent API key: send it as "Authorization: Bearer <key>".',
-      { headers: { 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' } });
+  return new ApiError(
+    401,
+    authorization ? 'invalid_api_key' : 'authentication_required',
+    authorization
+      ? 'The API key is not valid or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
+      : 'This operation needs an agent API key: send it as "Authorization: Bearer <key>".',
+    { headers: { 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' } },
+  );
 }

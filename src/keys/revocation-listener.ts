@@ -14,7 +14,11 @@ export class RevocationListener {
   private stopped = false;
   private retry?: NodeJS.Timeout;
 
-  constructor(private readonly db: Database, private readonly onRevoked: (keyId: string) => void, private readonly onLost: () => void) {}
+  constructor(
+    private readonly db: Database,
+    private readonly onRevoked: (keyId: string) => void,
+    private readonly onLost: () => void,
+  ) {}
 
   async start(): Promise<void> {
     if (this.stopped) return;
@@ -24,7 +28,9 @@ export class RevocationListener {
       const lost = (err?: Error) => this.lose(client!, err);
       client.on('error', lost);
       client.on('end', lost);
-      client.on('notification', (n) => { if (n.channel === REVOCATION_CHANNEL && n.payload) this.onRevoked(n.payload); });
+      client.on('notification', (n) => {
+        if (n.channel === REVOCATION_CHANNEL && n.payload) this.onRevoked(n.payload);
+      });
       await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
       this.client = client;
       this.listening = true;
@@ -41,14 +47,23 @@ export class RevocationListener {
     client.removeAllListeners('notification');
     client.removeAllListeners('end');
     client.removeAllListeners('error');
-    client.on('error', () => { /* already given up */ });
-    try { client.release(err ?? new Error('revocation listener lost')); } catch { /* released already */ }
+    client.on('error', () => {
+      /* already given up */
+    });
+    try {
+      client.release(err ?? new Error('revocation listener lost'));
+    } catch {
+      /* released already */
+    }
     this.scheduleRetry();
   }
 
   private scheduleRetry(): void {
     if (this.stopped || this.retry) return;
-    this.retry = setTimeout(() => { this.retry = undefined; void this.start(); }, RECONNECT_MS);
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      void this.start();
+    }, RECONNECT_MS);
     this.retry.unref();
   }
 
@@ -61,7 +76,9 @@ export class RevocationListener {
     if (!client) return;
     client.removeAllListeners('end');
     client.removeAllListeners('error');
-    client.on('error', () => { /* closing */ });
+    client.on('error', () => {
+      /* closing */
+    });
     await client.query(`UNLISTEN ${REVOCATION_CHANNEL}`).catch(() => undefined);
     client.release(true);
   }

@@ -1,10 +1,18 @@
 import {
-  listenAddresses, type NowPlaying, type ServiceRecords, type ServiceRow, type Track,
+  listenAddresses,
+  type NowPlaying,
+  type ServiceRecords,
+  type ServiceRow,
+  type Track,
 } from '../services/index.js';
 import type { Database } from '../store/index.js';
 
 /** A track as the public sees it (no source of the change: that is the owner's business). */
-export interface PublicTrack { title: string; artist: string | null; started_at: string }
+export interface PublicTrack {
+  title: string;
+  artist: string | null;
+  started_at: string;
+}
 
 /** The public JSON beside the listen page, and what the page shows. No credentials, no owner data. */
 export interface PublicListenView {
@@ -62,7 +70,9 @@ export class ListenPages {
   private async view(service: ServiceRow): Promise<PublicListenView> {
     const [facts] = await this.db.query<{ station_name: string | null; listeners: number }>(
       `SELECT (SELECT request->>'station_name' FROM orders WHERE id = $2) AS station_name,
-         (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS listeners`, [service.id, service.order_id]);
+         (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS listeners`,
+      [service.id, service.order_id],
+    );
     const history = await this.nowPlaying.history(service.id);
     const remaining = service.expires_at
       ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))

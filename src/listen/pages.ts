@@ -27,8 +27,15 @@ const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u0
  */
 export function pagePolicy(embeddable: boolean): string {
   return [
-    "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'self' data:",
-    'media-src * blob:', 'connect-src *', 'worker-src blob:', "base-uri 'none'", "form-action 'none'",
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'unsafe-inline'",
+    "img-src 'self' data:",
+    'media-src * blob:',
+    'connect-src *',
+    'worker-src blob:',
+    "base-uri 'none'",
+    "form-action 'none'",
     `frame-ancestors ${embeddable ? '*' : "'self'"}`,
   ].join('; ');
 }
@@ -57,8 +64,12 @@ export function listenPageHtml(
 ): string {
   const track = view.now_playing;
   const name = escapeHtml(view.station_name);
-  const history = options.embed ? '' : `<h2>Recently played</h2><ol id="history">${view.history.slice(1)
-    .map((t) => `<li>${escapeHtml([t.artist, t.title].filter(Boolean).join(' – '))}</li>`).join('')}</ol>`;
+  const history = options.embed
+    ? ''
+    : `<h2>Recently played</h2><ol id="history">${view.history
+        .slice(1)
+        .map((t) => `<li>${escapeHtml([t.artist, t.title].filter(Boolean).join(' – '))}</li>`)
+        .join('')}</ol>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${name}</title>
@@ -96,6 +107,8 @@ export function unavailablePageHtml(title: string, message: string, embed: boole
 
 /** The iframe a site pastes to embed the player (the oEmbed `html`, and docs/api.md's snippet). */
 export function embedSnippet(view: Pick<PublicListenView, 'listen_embed' | 'station_name'>): string {
-  return `<iframe src="${escapeHtml(view.listen_embed)}" width="${EMBED_SIZE.width}" height="${EMBED_SIZE.height}" `
-    + `title="${escapeHtml(view.station_name)}" allow="autoplay" style="border:0"></iframe>`;
+  return (
+    `<iframe src="${escapeHtml(view.listen_embed)}" width="${EMBED_SIZE.width}" height="${EMBED_SIZE.height}" ` +
+    `title="${escapeHtml(view.station_name)}" allow="autoplay" style="border:0"></iframe>`
+  );
 }

@@ -21,19 +21,37 @@ export interface LogOptions {
 }
 
 /** Anything that could carry a secret is replaced before it is written, wherever it appears. */
-const secrets = ['api_key', 'private_key', 'privateKey', 'password', 'pass', 'secret', 'authorization', 'database_url', 'broadcast_url', 'source_password', 'payment_signature'];
+const secrets = [
+  'api_key',
+  'private_key',
+  'privateKey',
+  'password',
+  'pass',
+  'secret',
+  'authorization',
+  'database_url',
+  'broadcast_url',
+  'source_password',
+  'payment_signature',
+];
 
 /** Log lines on stderr (pino), so stdout stays free for command output. */
 export function jsonLogger(base: Fields = {}, options: LogOptions = {}): Logger {
   const pretty = options.format === 'pretty';
-  return pino({
-    base,
-    level: options.level ?? 'info',
-    timestamp: pino.stdTimeFunctions.isoTime,
-    messageKey: 'msg',
-    formatters: { level: (label) => ({ level: label }) },
-    redact: { paths: [...secrets, ...secrets.map((s) => `*.${s}`), ...secrets.map((s) => `*.*.${s}`)], censor: '[redacted]' },
-  }, pretty ? prettyStream(Object.keys(base)) : pino.destination({ fd: 2, sync: false }));
+  return pino(
+    {
+      base,
+      level: options.level ?? 'info',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      messageKey: 'msg',
+      formatters: { level: (label) => ({ level: label }) },
+      redact: {
+        paths: [...secrets, ...secrets.map((s) => `*.${s}`), ...secrets.map((s) => `*.*.${s}`)],
+        censor: '[redacted]',
+      },
+    },
+    pretty ? prettyStream(Object.keys(base)) : pino.destination({ fd: 2, sync: false }),
+  );
 }
 
 /**

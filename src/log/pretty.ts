@@ -14,7 +14,9 @@ export function prettyStream(hidden: string[]) {
     messageKey: 'msg',
     hideObject: true,
     messageFormat: (entry) => {
-      const fields = Object.entries(entry).filter(([key]) => !skip.has(key)).map(([key, value]) => `${key}=${fieldText(value)}`);
+      const fields = Object.entries(entry)
+        .filter(([key]) => !skip.has(key))
+        .map(([key, value]) => `${key}=${fieldText(value)}`);
       return [String(entry.msg ?? ''), ...fields].join('  ');
     },
   });
@@ -22,6 +24,7 @@ export function prettyStream(hidden: string[]) {
 
 function fieldText(value: unknown): string {
   if (typeof value === 'string') return /\s/.test(value) || value === '' ? JSON.stringify(value) : value;
-  if (value && typeof value === 'object' && 'message' in value) return JSON.stringify((value as { message: unknown }).message);
+  if (value && typeof value === 'object' && 'message' in value)
+    return JSON.stringify((value as { message: unknown }).message);
   return JSON.stringify(value);
 }

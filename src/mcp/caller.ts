@@ -19,14 +19,22 @@ export interface Caller {
   revokedDuring(e: unknown): unknown;
 }
 
-export function identify(ctx: Context, keys: ApiKeys, signIn?: { callers: Callers; publicBaseUrl: () => string }): Caller {
+export function identify(
+  ctx: Context,
+  keys: ApiKeys,
+  signIn?: { callers: Callers; publicBaseUrl: () => string },
+): Caller {
   const authorization = ctx.get('Authorization') || undefined;
   return {
     keyForWrite: () => keys.authenticateForWrite(authorization),
     ownedService: async (services, serviceId) => {
       if (!signIn) return services?.owned((await keys.authenticate(authorization)).id, serviceId);
-      const caller = await signIn.callers.resolve(credentialsOf(ctx, signIn.publicBaseUrl(), 'A service bought with this API key or paid by this wallet'));
-      return caller.kind === 'wallet' ? services?.paidBy(caller.address, serviceId) : services?.owned(caller.key.id, serviceId);
+      const caller = await signIn.callers.resolve(
+        credentialsOf(ctx, signIn.publicBaseUrl(), 'A service bought with this API key or paid by this wallet'),
+      );
+      return caller.kind === 'wallet'
+        ? services?.paidBy(caller.address, serviceId)
+        : services?.owned(caller.key.id, serviceId);
     },
     revokedDuring: (e) => (e instanceof KeyRevoked ? keys.revokedDuringRequest(authorization) : e),
   };

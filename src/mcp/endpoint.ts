@@ -35,21 +35,33 @@ export class McpEndpoint {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       // JSON-RPC's own answer to a request it cannot take; MCP 2025-06-18 removed batches.
       ctx.status = 400;
-      ctx.body = { jsonrpc: '2.0', id: null, error: { code: -32600, message: Array.isArray(body)
-        ? 'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each request in a POST of its own.'
-        : 'The body must be one JSON-RPC request object, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}.' } };
+      ctx.body = {
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32600,
+          message: Array.isArray(body)
+            ? 'JSON-RPC batches are not accepted (MCP 2025-06-18 removed them): send each request in a POST of its own.'
+            : 'The body must be one JSON-RPC request object, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}.',
+        },
+      };
       return;
     }
     const { callers, publicBaseUrl } = this.deps;
     const caller = identify(ctx, this.deps.keys, callers && { callers, publicBaseUrl });
     const paymentHeader = HTTP_PAYMENT_HEADERS.find((name) => ctx.get(name));
     const server = mcpServer(this.deps, caller, ctx.state, this.deps.version, paymentHeader);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     try {
       await server.connect(transport);
       const response = await transport.handleRequest(webRequest(ctx), { parsedBody: body });
       ctx.status = response.status;
-      response.headers.forEach((value, name) => { ctx.set(name, value); });
+      response.headers.forEach((value, name) => {
+        ctx.set(name, value);
+      });
       const answer = Buffer.from(await response.arrayBuffer());
       if (answer.length) ctx.body = answer;
     } finally {

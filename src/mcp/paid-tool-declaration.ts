@@ -31,7 +31,10 @@ export function paidToolMeta(tool: string, terms: PaymentTerms | undefined): { x
       paymentMetaKey: PAYMENT_META_KEY,
       paymentResponseMetaKey: PAYMENT_RESPONSE_META_KEY,
       ...(terms && {
-        scheme: 'exact', network: terms.network, asset: terms.asset, payTo: terms.payTo,
+        scheme: 'exact',
+        network: terms.network,
+        asset: terms.asset,
+        payTo: terms.payTo,
         maxTimeoutSeconds: terms.maxTimeoutSeconds,
       }),
     },

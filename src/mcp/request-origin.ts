@@ -32,13 +32,17 @@ export class RequestOrigins {
   /** Why a request with these Host and Origin headers is refused, or undefined when it is allowed. */
   refusal(host: string | undefined, origin: string | undefined): string | undefined {
     if (host && !this.hostAllowed(host)) {
-      return `Host ${JSON.stringify(host.slice(0, 200))} is not an address of this service (DNS rebinding `
-        + `protection): call the MCP endpoint at ${this.settings.publicBaseUrl()}/mcp.`;
+      return (
+        `Host ${JSON.stringify(host.slice(0, 200))} is not an address of this service (DNS rebinding ` +
+        `protection): call the MCP endpoint at ${this.settings.publicBaseUrl()}/mcp.`
+      );
     }
     if (origin !== undefined && !this.originAllowed(origin, host)) {
-      return `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this MCP endpoint (DNS rebinding `
-        + 'protection): a browser page must come from this service\'s own address or an origin the operator lists in '
-        + 'MCP_ALLOWED_ORIGINS. Agents outside a browser send no Origin header.';
+      return (
+        `Origin ${JSON.stringify(origin.slice(0, 200))} may not call this MCP endpoint (DNS rebinding ` +
+        "protection): a browser page must come from this service's own address or an origin the operator lists in " +
+        'MCP_ALLOWED_ORIGINS. Agents outside a browser send no Origin header.'
+      );
     }
     return undefined;
   }
@@ -51,7 +55,11 @@ export class RequestOrigins {
   private originAllowed(origin: string, host: string | undefined): boolean {
     if (this.configured.has(origin)) return true;
     let url: URL;
-    try { url = new URL(origin); } catch { return false; }
+    try {
+      url = new URL(origin);
+    } catch {
+      return false;
+    }
     if (!/^https?:$/.test(url.protocol)) return false;
     // The page was served from the address the request came to: a same-origin call, allowed when its Host is.
     if (host && url.host === host.toLowerCase()) return this.hostAllowed(host);
@@ -70,7 +78,11 @@ export class RequestOrigins {
 }
 
 function hostnameOf(url: string): string | undefined {
-  try { return bare(new URL(url).hostname); } catch { return undefined; }
+  try {
+    return bare(new URL(url).hostname);
+  } catch {
+    return undefined;
+  }
 }
 
 /** An IPv6 host name without its brackets, lower case. */

@@ -1,5 +1,10 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool as ListedTool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { ApiError } from '../errors/index.js';
 import { asApiError, objectValidator } from '../http/index.js';
 import type { Snapshot } from '../pricing/index.js';
@@ -11,9 +16,12 @@ import { toolError, toolResult } from './tool-results.js';
 import { tools, toolsByName, type McpDeps } from './tools.js';
 import { paymentOfCall } from './x402-binding.js';
 
-const checkArguments = new Map(Object.entries(argumentSchemas).map(([name, schema]) => [
-  name, objectValidator<Record<string, unknown>>(schema, `input of the ${name} tool`, 'tools/list gives its inputSchema'),
-]));
+const checkArguments = new Map(
+  Object.entries(argumentSchemas).map(([name, schema]) => [
+    name,
+    objectValidator<Record<string, unknown>>(schema, `input of the ${name} tool`, 'tools/list gives its inputSchema'),
+  ]),
+);
 
 const listed = new WeakMap<Snapshot, { terms: PaymentTerms | undefined; tools: ListedTool[] }>();
 
@@ -39,25 +47,42 @@ export function listTools(snapshot: Snapshot, terms?: PaymentTerms): ListedTool[
 }
 
 /** What a tool call leaves on its HTTP request for the request log: the request id, and the order id of a paid call. */
-export interface RequestState { requestId: string; orderId?: string }
+export interface RequestState {
+  requestId: string;
+  orderId?: string;
+}
 
 /**
  * One MCP server for one HTTP request (stateless): the caller is that request's, and so is `httpPaymentHeader`, the
  * name of an x402 payment header the request carries (a payment misplaced: over MCP it belongs in _meta).
  */
-export function mcpServer(deps: McpDeps, caller: Caller, state: RequestState, version: string, httpPaymentHeader?: string): Server {
+export function mcpServer(
+  deps: McpDeps,
+  caller: Caller,
+  state: RequestState,
+  version: string,
+  httpPaymentHeader?: string,
+): Server {
   const { requestId } = state;
-  const server = new Server({ name: 'agent-audio-api', version }, {
-    capabilities: { tools: { listChanged: false } },
-    instructions: 'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
-  });
+  const server = new Server(
+    { name: 'agent-audio-api', version },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions:
+        'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
+    },
+  );
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(deps.live.current, deps.paymentTerms) }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const { name, arguments: given, _meta: meta } = request.params;
     try {
       const tool = toolsByName.get(name);
       if (!tool) {
-        throw new ApiError(404, 'tool_not_found', `There is no tool ${JSON.stringify(name).slice(0, 100)}. tools/list names every tool: ${tools.map((t) => t.name).join(', ')}.`);
+        throw new ApiError(
+          404,
+          'tool_not_found',
+          `There is no tool ${JSON.stringify(name).slice(0, 100)}. tools/list names every tool: ${tools.map((t) => t.name).join(', ')}.`,
+        );
       }
       const payment = tool.paid ? paymentOfCall(tool.name, meta, httpPaymentHeader) : undefined;
       const args = checkArguments.get(tool.name as ToolName)!(structuredClone(given ?? {}));
@@ -66,7 +91,8 @@ export function mcpServer(deps: McpDeps, caller: Caller, state: RequestState, ve
       return toolResult(outcome.body, outcome.paymentResponse);
     } catch (e) {
       const error = asApiError(e);
-      if (!(e instanceof ApiError) && error.status >= 500) deps.logError({ err: e, request_id: requestId, tool: name }, 'MCP tool call failed');
+      if (!(e instanceof ApiError) && error.status >= 500)
+        deps.logError({ err: e, request_id: requestId, tool: name }, 'MCP tool call failed');
       return toolError(error, requestId, name);
     }
   });

@@ -12,17 +12,33 @@ const cache = new KeyedSnapshotCache<NonNullable<PlaceOrder['discovery']>>();
  * input schema narrowed to the ordered product (its product_id and parameters branch only: every product's made the
  * PaymentRequired ~13 KiB, a header near clients' limits on the REST side).
  */
-export function toolDiscovery(snapshot: Snapshot, name: ToolName, description: string, productId: string): NonNullable<PlaceOrder['discovery']> {
+export function toolDiscovery(
+  snapshot: Snapshot,
+  name: ToolName,
+  description: string,
+  productId: string,
+): NonNullable<PlaceOrder['discovery']> {
   const published = publishedSchemas(snapshot)[name];
   const known = productsOf(published).includes(productId);
   // An unknown product gets no PaymentRequired; its id (from the call) is not kept.
   const cacheKey = known ? `${name}\n${productId}` : name;
   return cache.get(snapshot, cacheKey, () => {
     const inputSchema = known ? narrowed(published, productId) : published;
-    const extensions = declareDiscoveryExtension({ toolName: name, description, inputSchema, transport: 'streamable-http' });
+    const extensions = declareDiscoveryExtension({
+      toolName: name,
+      description,
+      inputSchema,
+      transport: 'streamable-http',
+    });
     return {
       // Bazaar's MCP declarations need no HTTP context; the MCP endpoint stands in for it.
-      declaration: { key: `${snapshot.hash}\nmcp\n${cacheKey}`, method: 'POST', path: '/api/v1/mcp', routePattern: '/api/v1/mcp', extensions },
+      declaration: {
+        key: `${snapshot.hash}\nmcp\n${cacheKey}`,
+        method: 'POST',
+        path: '/api/v1/mcp',
+        routePattern: '/api/v1/mcp',
+        extensions,
+      },
       serviceName: SERVICE_NAME,
       tags: SERVICE_TAGS,
     };
@@ -30,7 +46,7 @@ export function toolDiscovery(snapshot: Snapshot, name: ToolName, description: s
 }
 
 function productsOf(schema: Schema): unknown[] {
-  return ((schema.properties as Schema).product_id as Schema | undefined)?.enum as unknown[] ?? [];
+  return (((schema.properties as Schema).product_id as Schema | undefined)?.enum as unknown[]) ?? [];
 }
 
 /** The schema with product_id as this one product and only its parameters branch. */

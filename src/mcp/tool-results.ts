@@ -28,7 +28,10 @@ export function toolError(error: ApiError, requestId: string, tool: string): Cal
     return {
       isError: true,
       structuredContent: paymentRequired,
-      content: [{ type: 'text', text: JSON.stringify(paymentRequired) }, { type: 'text', text: JSON.stringify(document) }],
+      content: [
+        { type: 'text', text: JSON.stringify(paymentRequired) },
+        { type: 'text', text: JSON.stringify(document) },
+      ],
     };
   }
   return { isError: true, structuredContent: document, content: [{ type: 'text', text: JSON.stringify(document) }] };

@@ -1,5 +1,13 @@
 import { parametersSchema } from '../catalog/index.js';
-import { extendRequestSchema, idempotencyKeyPattern, orderRequestSchema, playlistSchema, productIdPattern, quoteRequestSchema, upgradeRequestSchema } from '../http/index.js';
+import {
+  extendRequestSchema,
+  idempotencyKeyPattern,
+  orderRequestSchema,
+  playlistSchema,
+  productIdPattern,
+  quoteRequestSchema,
+  upgradeRequestSchema,
+} from '../http/index.js';
 import { SnapshotCache, type Snapshot } from '../pricing/index.js';
 
 type Schema = Record<string, unknown>;
@@ -10,12 +18,21 @@ type Schema = Record<string, unknown>;
  * live catalog (product ids and each product's parameters schema), as /openapi.json does.
  */
 const idempotencyKey = (required: boolean) => ({
-  type: 'string', minLength: 1, maxLength: 255, pattern: idempotencyKeyPattern,
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  pattern: idempotencyKeyPattern,
   description: required
     ? 'A new unique value (e.g. a UUID) per purchase, as the Idempotency-Key header of the REST API. Send the same key when you retry the same call (also with the payment): you get the same order and are never charged twice.'
     : 'Optional, as the Idempotency-Key header of POST /quotes: the same arguments with the same key give the same quote.',
 });
-const serviceId = { type: 'string', minLength: 8, maxLength: 120, pattern: '^[a-zA-Z0-9_-]{8,120}$', description: 'service.service_id from your order.' };
+const serviceId = {
+  type: 'string',
+  minLength: 8,
+  maxLength: 120,
+  pattern: '^[a-zA-Z0-9_-]{8,120}$',
+  description: 'service.service_id from your order.',
+};
 
 const withFields = (schema: Schema, fields: Record<string, unknown>, required: string[]): Schema => ({
   ...schema,
@@ -25,21 +42,60 @@ const withFields = (schema: Schema, fields: Record<string, unknown>, required: s
 
 export const argumentSchemas = {
   list_products: { type: 'object', additionalProperties: false, properties: {} },
-  describe_product: { type: 'object', additionalProperties: false, required: ['product_id'], properties: { product_id: { type: 'string', maxLength: 200 } } },
+  describe_product: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['product_id'],
+    properties: { product_id: { type: 'string', maxLength: 200 } },
+  },
   quote: withFields(quoteRequestSchema, { idempotency_key: idempotencyKey(false) }, []),
   order: withFields(orderRequestSchema, { idempotency_key: idempotencyKey(true) }, ['idempotency_key']),
-  service_status: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
-  service_usage: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
-  stop_service: { type: 'object', additionalProperties: false, required: ['service_id'], properties: { service_id: serviceId } },
-  upgrade_service: withFields(upgradeRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
-  extend_service: withFields(extendRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, ['service_id', 'idempotency_key']),
+  service_status: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['service_id'],
+    properties: { service_id: serviceId },
+  },
+  service_usage: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['service_id'],
+    properties: { service_id: serviceId },
+  },
+  stop_service: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['service_id'],
+    properties: { service_id: serviceId },
+  },
+  upgrade_service: withFields(upgradeRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, [
+    'service_id',
+    'idempotency_key',
+  ]),
+  extend_service: withFields(extendRequestSchema, { service_id: serviceId, idempotency_key: idempotencyKey(true) }, [
+    'service_id',
+    'idempotency_key',
+  ]),
   set_playlist: withFields(playlistSchema, { service_id: serviceId }, ['service_id']),
   service_events: {
-    type: 'object', additionalProperties: false, required: ['service_id'],
+    type: 'object',
+    additionalProperties: false,
+    required: ['service_id'],
     properties: {
       service_id: serviceId,
-      last_event_id: { type: 'string', pattern: '^evt_[A-Za-z0-9_-]{4,80}$', description: 'The id of the last event you have: only later ones are returned. Leave it out for every event from the first.' },
-      wait_seconds: { type: 'integer', minimum: 0, maximum: 25, default: 20, description: 'When there is no later event yet, wait this long for one before answering with none.' },
+      last_event_id: {
+        type: 'string',
+        pattern: '^evt_[A-Za-z0-9_-]{4,80}$',
+        description:
+          'The id of the last event you have: only later ones are returned. Leave it out for every event from the first.',
+      },
+      wait_seconds: {
+        type: 'integer',
+        minimum: 0,
+        maximum: 25,
+        default: 20,
+        description: 'When there is no later event yet, wait this long for one before answering with none.',
+      },
     },
   },
 } satisfies Record<string, Schema>;
@@ -61,16 +117,35 @@ function build(snapshot: Snapshot): Record<ToolName, Schema> {
   return {
     ...argumentSchemas,
     describe_product: withProducts(argumentSchemas.describe_product, all),
-    quote: withParameters(withProducts(argumentSchemas.quote, quotable.map((p) => p.product.id)), quotable),
-    order: withParameters(withProducts(argumentSchemas.order, orderable.map((p) => p.product.id)), orderable),
-    upgrade_service: withProducts(argumentSchemas.upgrade_service, orderable.map((p) => p.product.id)),
+    quote: withParameters(
+      withProducts(
+        argumentSchemas.quote,
+        quotable.map((p) => p.product.id),
+      ),
+      quotable,
+    ),
+    order: withParameters(
+      withProducts(
+        argumentSchemas.order,
+        orderable.map((p) => p.product.id),
+      ),
+      orderable,
+    ),
+    upgrade_service: withProducts(
+      argumentSchemas.upgrade_service,
+      orderable.map((p) => p.product.id),
+    ),
   };
 }
 
 /** product_id narrowed to the products the tool takes now. */
 function withProducts(schema: Schema, ids: string[]): Schema {
   const properties = schema.properties as Schema;
-  const productId = { ...(properties.product_id as Schema), pattern: productIdPattern, ...(ids.length && { enum: ids }) };
+  const productId = {
+    ...(properties.product_id as Schema),
+    pattern: productIdPattern,
+    ...(ids.length && { enum: ids }),
+  };
   return { ...schema, properties: { ...properties, product_id: productId } };
 }
 
@@ -80,7 +155,10 @@ function withParameters(schema: Schema, products: Snapshot['catalog']['products'
   return {
     ...schema,
     oneOf: products.map((p) => {
-      const parameters: Record<string, unknown> = { ...parametersSchema(p.acceptedParameters), description: `parameters for product_id "${p.product.id}"` };
+      const parameters: Record<string, unknown> = {
+        ...parametersSchema(p.acceptedParameters),
+        description: `parameters for product_id "${p.product.id}"`,
+      };
       const required = (parameters.required as string[]).length ? ['product_id', 'parameters'] : ['product_id'];
       return { required, properties: { product_id: { const: p.product.id }, parameters } };
     }),

@@ -10,15 +10,26 @@ type Rewrite = [RegExp, (tool: string) => string];
 const PAYMENT_META = 'params._meta["x402/payment"]';
 const PAYMENT_REQUIRED = 'the PaymentRequired of this result (its structuredContent)';
 const SAME_CALL = (tool: string) => `call the ${tool} tool again with the same arguments (the same idempotency_key)`;
-const OWN_HEADER = 'header of the MCP connection\'s HTTP requests';
+const OWN_HEADER = "header of the MCP connection's HTTP requests";
 
 const rewrites: Rewrite[] = [
-  [/send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE/g,
-    (tool) => `${SAME_CALL(tool)}, adding the signed x402 PaymentPayload object in ${PAYMENT_META}`],
-  [/PAYMENT-SIGNATURE is not a Base64-encoded x402 v2 payment payload/g, () => `The payment in ${PAYMENT_META} is not an x402 v2 PaymentPayload object`],
-  [/the 402 answer carries a fresh challenge in its PAYMENT-REQUIRED header/g, () => 'the error result carries a fresh challenge in its PaymentRequired (structuredContent)'],
+  [
+    /send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE/g,
+    (tool) => `${SAME_CALL(tool)}, adding the signed x402 PaymentPayload object in ${PAYMENT_META}`,
+  ],
+  [
+    /PAYMENT-SIGNATURE is not a Base64-encoded x402 v2 payment payload/g,
+    () => `The payment in ${PAYMENT_META} is not an x402 v2 PaymentPayload object`,
+  ],
+  [
+    /the 402 answer carries a fresh challenge in its PAYMENT-REQUIRED header/g,
+    () => 'the error result carries a fresh challenge in its PaymentRequired (structuredContent)',
+  ],
   [/(?:the|this|its) PAYMENT-REQUIRED header(?: of this answer)?/g, () => PAYMENT_REQUIRED],
-  [/retry (?:this|the) same request(?: with the same Idempotency-Key)?|retry with the same Idempotency-Key/gi, SAME_CALL],
+  [
+    /retry (?:this|the) same request(?: with the same Idempotency-Key)?|retry with the same Idempotency-Key/gi,
+    SAME_CALL,
+  ],
   [/retry now/gi, (tool) => `call the ${tool} tool again now`],
   [/send the request again/g, (tool) => `call the ${tool} tool again`],
   [/Idempotency-Key/g, () => 'idempotency_key'],
@@ -39,10 +50,14 @@ const rewrites: Rewrite[] = [
 
 /** The message with each HTTP term in its MCP form; a rewrite that starts a sentence starts with a capital. */
 export function mcpWording(message: string, tool: string): string {
-  return rewrites.reduce((text, [pattern, replacement]) => text.replace(pattern, (match: string, ...rest: unknown[]) => {
-    const replaced = replacement(tool);
-    const at = rest.find((r) => typeof r === 'number') as number;
-    const startsSentence = at === 0 || /\.\s$/.test(text.slice(0, at));
-    return startsSentence ? replaced[0].toUpperCase() + replaced.slice(1) : replaced;
-  }), message);
+  return rewrites.reduce(
+    (text, [pattern, replacement]) =>
+      text.replace(pattern, (match: string, ...rest: unknown[]) => {
+        const replaced = replacement(tool);
+        const at = rest.find((r) => typeof r === 'number') as number;
+        const startsSentence = at === 0 || /\.\s$/.test(text.slice(0, at));
+        return startsSentence ? replaced[0].toUpperCase() + replaced.slice(1) : replaced;
+      }),
+    message,
+  );
 }

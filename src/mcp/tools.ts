@@ -11,8 +11,23 @@ import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
 /** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<AppDeps, 'live' | 'keys' | 'quotes' | 'checkout' | 'logError' | 'orders' | 'services' | 'refunds' | 'media' | 'metrics' | 'publicBaseUrl' | 'events' | 'paymentTerms'
-  | 'nowPlaying'> & {
+export type McpDeps = Pick<
+  AppDeps,
+  | 'live'
+  | 'keys'
+  | 'quotes'
+  | 'checkout'
+  | 'logError'
+  | 'orders'
+  | 'services'
+  | 'refunds'
+  | 'media'
+  | 'metrics'
+  | 'publicBaseUrl'
+  | 'events'
+  | 'paymentTerms'
+  | 'nowPlaying'
+> & {
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };
@@ -25,7 +40,10 @@ export interface ToolCall {
   payment?: string;
 }
 
-export interface ToolOutcome { body: Record<string, unknown>; paymentResponse?: string }
+export interface ToolOutcome {
+  body: Record<string, unknown>;
+  paymentResponse?: string;
+}
 
 export interface Tool {
   name: ToolName;
@@ -38,59 +56,99 @@ export interface Tool {
 }
 
 const productId = new RegExp(productIdPattern);
-const PAYMENT_HOW = 'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
+const PAYMENT_HOW =
+  'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
 const ORDER_DESCRIPTION = `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`;
 const EXTEND_DESCRIPTION = `Adds duration_hours of paid time to a service you bought (as POST /api/v1/services/{service_id}/extend): the expiry moves from the current expiry, the stream and listeners stay connected; an expired service comes back within the grace period (same mount and credentials). The price is the product's price for the new total of hours minus its price for the hours paid, at least the order minimum. ${PAYMENT_HOW}`;
 const UPGRADE_DESCRIPTION = `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). ${PAYMENT_HOW}`;
 
 export const tools: Tool[] = [
   {
-    name: 'list_products', title: 'List products', readOnly: true,
-    description: 'Every product with its parameters, limits, price basis and payment methods (as GET /api/v1/products). Public.',
+    name: 'list_products',
+    title: 'List products',
+    readOnly: true,
+    description:
+      'Every product with its parameters, limits, price basis and payment methods (as GET /api/v1/products). Public.',
     run: async (_call, deps) => ({ body: json(discoveryDocuments(deps.live.current, deps.checkout).products) }),
   },
   {
-    name: 'describe_product', title: 'Describe a product', readOnly: true,
-    description: 'One product (as GET /api/v1/products/{product_id}), with parameters_schema: the JSON Schema its parameters are validated with. Public.',
+    name: 'describe_product',
+    title: 'Describe a product',
+    readOnly: true,
+    description:
+      'One product (as GET /api/v1/products/{product_id}), with parameters_schema: the JSON Schema its parameters are validated with. Public.',
     run: async ({ args }, deps) => {
       const id = args.product_id as string;
       const snapshot = deps.live.current;
       const body = productId.test(id) ? discoveryDocuments(snapshot, deps.checkout).product.get(id) : undefined;
       const entry = snapshot.catalog.byId.get(id);
-      if (!body || !entry) throw new ApiError(404, 'product_not_found', `There is no product ${JSON.stringify(id).slice(0, 100)}. The list_products tool lists every product id.`);
+      if (!body || !entry)
+        throw new ApiError(
+          404,
+          'product_not_found',
+          `There is no product ${JSON.stringify(id).slice(0, 100)}. The list_products tool lists every product id.`,
+        );
       return { body: { ...json(body), parameters_schema: parametersSchema(entry.acceptedParameters) } };
     },
   },
   {
-    name: 'quote', title: 'Quote a configuration', readOnly: true,
-    description: 'The exact USDC price of a product configuration, with its breakdown and expiry (as POST /api/v1/quotes); creates no order. Put quote.id in metadata.quote_id of the order tool to pay this price until expires_at_quote. Needs "Authorization: Bearer <API key>" on the HTTP transport.',
+    name: 'quote',
+    title: 'Quote a configuration',
+    readOnly: true,
+    description:
+      'The exact USDC price of a product configuration, with its breakdown and expiry (as POST /api/v1/quotes); creates no order. Put quote.id in metadata.quote_id of the order tool to pay this price until expires_at_quote. Needs "Authorization: Bearer <API key>" on the HTTP transport.',
     run: async ({ args, caller }, deps) => {
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, product_id: product, parameters } = args;
-      const { quoteText, replayed } = await deps.quotes.create({ apiKeyId: key.id, idempotencyKey, input: { product_id: product, parameters: parameters ?? {} } })
-        .catch((e) => { throw caller.revokedDuring(e); });
+      const { quoteText, replayed } = await deps.quotes
+        .create({ apiKeyId: key.id, idempotencyKey, input: { product_id: product, parameters: parameters ?? {} } })
+        .catch((e) => {
+          throw caller.revokedDuring(e);
+        });
       if (!replayed) deps.metrics?.quotes.inc({ product });
-      return { body: { ok: true, quote: JSON.parse(quoteText) as Record<string, unknown>, ...(idempotencyKey !== undefined && { idempotency: { key: idempotencyKey, replayed } }) } };
+      return {
+        body: {
+          ok: true,
+          quote: JSON.parse(quoteText) as Record<string, unknown>,
+          ...(idempotencyKey !== undefined && { idempotency: { key: idempotencyKey, replayed } }),
+        },
+      };
     },
   },
   {
-    name: 'order', title: 'Order and pay', readOnly: false, paid: true,
+    name: 'order',
+    title: 'Order and pay',
+    readOnly: false,
+    paid: true,
     description: ORDER_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, ...request } = args;
       const orders = paymentReady(deps);
-      const placed = await orders.place({ apiKeyId: key.id, idempotencyKey, request: request as OrderRequest, paymentSignature: payment, resourceUrl: toolResourceUrl('order'), discovery: toolDiscovery(deps.live.current, 'order', ORDER_DESCRIPTION, String(request.product_id)) })
-        .catch((e) => { throw caller.revokedDuring(e); });
+      const placed = await orders
+        .place({
+          apiKeyId: key.id,
+          idempotencyKey,
+          request: request as OrderRequest,
+          paymentSignature: payment,
+          resourceUrl: toolResourceUrl('order'),
+          discovery: toolDiscovery(deps.live.current, 'order', ORDER_DESCRIPTION, String(request.product_id)),
+        })
+        .catch((e) => {
+          throw caller.revokedDuring(e);
+        });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },
   {
-    name: 'service_status', title: 'Service status', readOnly: true,
-    description: 'A service you bought: status, listener and broadcast URLs (Icecast, and HLS at endpoints.hls_url), '
-      + 'its public listen page (listen.page, listen.embed; HLS at listen.hls_url), what plays now '
-      + '(listen.now_playing), limits, expiry, and the evaluations that priced it (as GET '
-      + '/api/v1/services/{service_id} and …/now-playing). Needs the API key that ordered it.',
+    name: 'service_status',
+    title: 'Service status',
+    readOnly: true,
+    description:
+      'A service you bought: status, listener and broadcast URLs (Icecast, and HLS at endpoints.hls_url), ' +
+      'its public listen page (listen.page, listen.embed; HLS at listen.hls_url), what plays now ' +
+      '(listen.now_playing), limits, expiry, and the evaluations that priced it (as GET ' +
+      '/api/v1/services/{service_id} and …/now-playing). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const document = deps.services!.document(service);
@@ -105,69 +163,118 @@ export const tools: Tool[] = [
             now_playing: deps.nowPlaying ? await deps.nowPlaying.current(service.id) : null,
           },
           ...(service.status_reason && { status_reason: service.status_reason }),
-          ...(deps.orders && await deps.orders.pricedBy(service)),
+          ...(deps.orders && (await deps.orders.pricedBy(service))),
         },
       };
     },
   },
   {
-    name: 'service_usage', title: 'Service usage', readOnly: true,
-    description: 'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service (as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
+    name: 'service_usage',
+    title: 'Service usage',
+    readOnly: true,
+    description:
+      'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service (as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      const stopped = deps.refunds && await deps.refunds.ofService(service.id);
-      return { body: { ok: true, usage: { ...await deps.services!.usage(service, deps.media), ...stopped } } };
+      const stopped = deps.refunds && (await deps.refunds.ofService(service.id));
+      return { body: { ok: true, usage: { ...(await deps.services!.usage(service, deps.media)), ...stopped } } };
     },
   },
   {
-    name: 'upgrade_service', title: 'Upgrade a service', readOnly: false, paid: true,
+    name: 'upgrade_service',
+    title: 'Upgrade a service',
+    readOnly: false,
+    paid: true,
     description: UPGRADE_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const orders = paymentReady(deps);
       const placed = await orders.place({
-        apiKeyId: service.api_key_id, idempotencyKey: args.idempotency_key, request: { upgrade_of: service.id, product_id: args.product_id },
-        upgradeOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('upgrade_service'), discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id),
+        apiKeyId: service.api_key_id,
+        idempotencyKey: args.idempotency_key,
+        request: { upgrade_of: service.id, product_id: args.product_id },
+        upgradeOf: service,
+        paymentSignature: payment,
+        resourceUrl: toolResourceUrl('upgrade_service'),
+        discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id),
       });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },
   {
-    name: 'extend_service', title: 'Extend a service', readOnly: false, paid: true,
+    name: 'extend_service',
+    title: 'Extend a service',
+    readOnly: false,
+    paid: true,
     description: EXTEND_DESCRIPTION,
     run: async ({ args, caller, payment }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const orders = paymentReady(deps);
       const placed = await orders.place({
-        apiKeyId: service.api_key_id, idempotencyKey: args.idempotency_key, request: { extension_of: service.id, duration_hours: args.duration_hours },
-        extensionOf: service, paymentSignature: payment, resourceUrl: toolResourceUrl('extend_service'), discovery: toolDiscovery(deps.live.current, 'extend_service', EXTEND_DESCRIPTION, service.product_id),
+        apiKeyId: service.api_key_id,
+        idempotencyKey: args.idempotency_key,
+        request: { extension_of: service.id, duration_hours: args.duration_hours },
+        extensionOf: service,
+        paymentSignature: payment,
+        resourceUrl: toolResourceUrl('extend_service'),
+        discovery: toolDiscovery(deps.live.current, 'extend_service', EXTEND_DESCRIPTION, service.product_id),
       });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },
   {
-    name: 'stop_service', title: 'Stop a service and get the unused share back', readOnly: false,
-    description: 'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and the unused share of what you paid (less the base fee and transfer used, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
+    name: 'stop_service',
+    title: 'Stop a service and get the unused share back',
+    readOnly: false,
+    description:
+      'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and the unused share of what you paid (less the base fee and transfer used, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      if (!deps.refunds) throw new ApiError(503, 'stop_not_available', 'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.', { retryable: true });
+      if (!deps.refunds)
+        throw new ApiError(
+          503,
+          'stop_not_available',
+          'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.',
+          { retryable: true },
+        );
       const stopped = await deps.refunds.stop(service);
       const now = await deps.services!.byId(service.id);
-      return { body: { ok: true, service: deps.services!.document(now ?? service), ended: { reason: stopped.reason, stopped_at: stopped.stopped_at }, refund: stopped.refund, idempotent_replay: stopped.idempotent_replay } };
+      return {
+        body: {
+          ok: true,
+          service: deps.services!.document(now ?? service),
+          ended: { reason: stopped.reason, stopped_at: stopped.stopped_at },
+          refund: stopped.refund,
+          idempotent_replay: stopped.idempotent_replay,
+        },
+      };
     },
   },
   {
-    name: 'service_events', title: 'Events of a service', readOnly: true,
-    description: 'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, service.stopped, refund.sent, refund.failed. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
+    name: 'service_events',
+    title: 'Events of a service',
+    readOnly: true,
+    description:
+      'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, service.stopped, refund.sent, refund.failed. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const events = await eventsAfter(deps, service.id, args.last_event_id, args.wait_seconds ?? 20);
-      return { body: { ok: true, service_id: service.id, events, last_event_id: events.at(-1)?.id ?? args.last_event_id ?? null } };
+      return {
+        body: {
+          ok: true,
+          service_id: service.id,
+          events,
+          last_event_id: events.at(-1)?.id ?? args.last_event_id ?? null,
+        },
+      };
     },
   },
   {
-    name: 'set_playlist', title: 'Set the AutoDJ playlist', readOnly: false,
-    description: 'Sets the AutoDJ playlist of a service to files already uploaded (PUT /api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the API key that ordered it.',
+    name: 'set_playlist',
+    title: 'Set the AutoDJ playlist',
+    readOnly: false,
+    description:
+      'Sets the AutoDJ playlist of a service to files already uploaded (PUT /api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const updated = await replacePlaylist(deps.services!, deps.media, service, args.playlist, args.shuffle);
@@ -180,7 +287,12 @@ export const toolsByName = new Map(tools.map((t) => [t.name as string, t]));
 
 async function owned(serviceId: string, caller: Caller, deps: McpDeps): Promise<ServiceRow> {
   const service = await caller.ownedService(deps.services, serviceId);
-  if (!service) throw new ApiError(404, 'service_not_found', 'There is no service with this id for your API key or signed-in wallet. Use service.service_id from your order.');
+  if (!service)
+    throw new ApiError(
+      404,
+      'service_not_found',
+      'There is no service with this id for your API key or signed-in wallet. Use service.service_id from your order.',
+    );
   return service;
 }
 
@@ -190,15 +302,25 @@ async function owned(serviceId: string, caller: Caller, deps: McpDeps): Promise<
  */
 async function eventsAfter(deps: McpDeps, serviceId: string, lastEventId: string | undefined, waitSeconds: number) {
   const feed = deps.events?.feed;
-  if (!feed) throw new ApiError(503, 'events_not_available', 'Events are not available on this deployment. Read the service with service_status instead.', { retryable: true });
+  if (!feed)
+    throw new ApiError(
+      503,
+      'events_not_available',
+      'Events are not available on this deployment. Read the service with service_status instead.',
+      { retryable: true },
+    );
   const after = lastEventId ? await feed.position(serviceId, lastEventId) : undefined;
   if (lastEventId && !after) {
-    throw new ApiError(422, 'unknown_last_event_id', `${lastEventId} is not an event of this service. Send the id of an event you received from it, or no last_event_id for every event from the first.`);
+    throw new ApiError(
+      422,
+      'unknown_last_event_id',
+      `${lastEventId} is not an event of this service. Send the id of an event you received from it, or no last_event_id for every event from the first.`,
+    );
   }
   let events = await feed.read(serviceId, after);
   if (!events.length && waitSeconds > 0) {
     for await (const first of feed.subscribe(serviceId, after, AbortSignal.timeout(waitSeconds * 1000))) {
-      events = [first, ...await feed.read(serviceId, first)];
+      events = [first, ...(await feed.read(serviceId, first))];
       break;
     }
   }
@@ -207,9 +329,12 @@ async function eventsAfter(deps: McpDeps, serviceId: string, lastEventId: string
 
 function paymentReady(deps: McpDeps) {
   if (deps.orders) return deps.orders;
-  throw new ApiError(503, 'machine_payment_not_configured',
+  throw new ApiError(
+    503,
+    'machine_payment_not_configured',
     `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
-    { retryable: true, headers: { 'Retry-After': '3600' } });
+    { retryable: true, headers: { 'Retry-After': '3600' } },
+  );
 }
 
 function json(body: Buffer): Record<string, unknown> {

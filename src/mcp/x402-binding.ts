@@ -1,4 +1,8 @@
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentRequired, SettleResponse } from '@x402/core/types';
 import { ApiError } from '../errors/index.js';
 
@@ -22,7 +26,9 @@ export const HTTP_PAYMENT_HEADERS = ['PAYMENT-SIGNATURE', 'X-PAYMENT'];
  * or charged, with a message that says where and in what form the payment goes.
  */
 export function paymentOfCall(
-  tool: string, meta: Record<string, unknown> | undefined, httpHeader: string | undefined,
+  tool: string,
+  meta: Record<string, unknown> | undefined,
+  httpHeader: string | undefined,
 ): string | undefined {
   const payload = meta?.[PAYMENT_META_KEY];
   if (payload !== undefined) {
@@ -46,19 +52,26 @@ export function paymentOfCall(
 }
 
 function misplaced(tool: string, what: string): ApiError {
-  return new ApiError(400, 'payment_not_in_meta',
-    `${what}; nothing was charged. Over MCP this server takes x402Version ${X402_VERSION} only, in the tools/call `
-    + `request itself: put the PaymentPayload object (x402Version ${X402_VERSION}, signed for one of the accepts of the `
-    + `PaymentRequired that the ${tool} tool returns when called without a payment) in `
-    + `params._meta["${PAYMENT_META_KEY}"], and call the ${tool} tool again with the same arguments (the same `
-    + 'idempotency_key).');
+  return new ApiError(
+    400,
+    'payment_not_in_meta',
+    `${what}; nothing was charged. Over MCP this server takes x402Version ${X402_VERSION} only, in the tools/call ` +
+      `request itself: put the PaymentPayload object (x402Version ${X402_VERSION}, signed for one of the accepts of the ` +
+      `PaymentRequired that the ${tool} tool returns when called without a payment) in ` +
+      `params._meta["${PAYMENT_META_KEY}"], and call the ${tool} tool again with the same arguments (the same ` +
+      'idempotency_key).',
+  );
 }
 
 /** The x402Version of a payload, an object or the Base64 JSON of a payment header; undefined when unreadable. */
 function x402VersionOf(payload: unknown): unknown {
   let value = payload;
   if (typeof value === 'string') {
-    try { value = JSON.parse(Buffer.from(value, 'base64').toString('utf8')); } catch { return undefined; }
+    try {
+      value = JSON.parse(Buffer.from(value, 'base64').toString('utf8'));
+    } catch {
+      return undefined;
+    }
   }
   return value !== null && typeof value === 'object' && 'x402Version' in value ? value.x402Version : undefined;
 }

@@ -9,40 +9,84 @@ const CLIENT_CLOSED_REQUEST = 499;
 /** Prometheus metrics of one instance; gauges read from PostgreSQL when scraped, so they are the same on every instance. */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  private readonly requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'],
+    registers: [this.registry],
+  });
   private readonly latency = new Histogram({
-    name: 'http_request_duration_seconds', help: 'HTTP request latency by route and method', labelNames: ['route', 'method'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route and method',
+    labelNames: ['route', 'method'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
   });
   private readonly series = new Map<string, { count: { inc(): void }; latency: { observe(seconds: number): void } }>();
-  readonly quotes = new Counter({ name: 'quotes_total', help: 'Quotes answered, by product', labelNames: ['product'], registers: [this.registry] });
-  readonly settlements = new Counter({ name: 'settlements_total', help: 'Settlement attempts by result', labelNames: ['result'], registers: [this.registry] });
-  readonly provisioningFailures = new Counter({ name: 'provisioning_failures_total', help: 'Provisioning attempts that failed (retried by recovery)', registers: [this.registry] });
-  readonly refunds = new Counter({ name: 'refunds_total', help: 'Refund send attempts by result (sent, postponed, error)', labelNames: ['result'], registers: [this.registry] });
-  readonly refundWalletShort = new Counter({ name: 'refund_wallet_short_total', help: 'Refunds postponed because the refund wallet lacked USDC or gas', labelNames: ['lacks'], registers: [this.registry] });
+  readonly quotes = new Counter({
+    name: 'quotes_total',
+    help: 'Quotes answered, by product',
+    labelNames: ['product'],
+    registers: [this.registry],
+  });
+  readonly settlements = new Counter({
+    name: 'settlements_total',
+    help: 'Settlement attempts by result',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly provisioningFailures = new Counter({
+    name: 'provisioning_failures_total',
+    help: 'Provisioning attempts that failed (retried by recovery)',
+    registers: [this.registry],
+  });
+  readonly refunds = new Counter({
+    name: 'refunds_total',
+    help: 'Refund send attempts by result (sent, postponed, error)',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly refundWalletShort = new Counter({
+    name: 'refund_wallet_short_total',
+    help: 'Refunds postponed because the refund wallet lacked USDC or gas',
+    labelNames: ['lacks'],
+    registers: [this.registry],
+  });
 
   /** The gauges below read PostgreSQL; a scrape within gaugeCacheMs of the last one reuses its rows. */
   constructor(db: Database, gaugeCacheMs = 5000) {
     const registry = this.registry;
     const count = <T extends Record<string, unknown>>(sql: string) => cached(gaugeCacheMs, () => db.query<T>(sql));
-    const ordersByState = count<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM orders GROUP BY state');
-    const servicesByStatus = count<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM services GROUP BY status');
+    const ordersByState = count<{ state: string; n: number }>(
+      'SELECT state, count(*)::int AS n FROM orders GROUP BY state',
+    );
+    const servicesByStatus = count<{ status: string; n: number }>(
+      'SELECT status, count(*)::int AS n FROM services GROUP BY status',
+    );
     const listeners = count<{ n: number }>('SELECT count(*)::int AS n FROM listeners');
     new Gauge({
-      name: 'orders', help: 'Orders by state', labelNames: ['state'], registers: [registry],
+      name: 'orders',
+      help: 'Orders by state',
+      labelNames: ['state'],
+      registers: [registry],
       async collect() {
         for (const state of ['settling', 'provisioning', 'active', 'failed', 'refunded']) this.set({ state }, 0);
         for (const row of await ordersByState()) this.set({ state: row.state }, row.n);
       },
     });
     new Gauge({
-      name: 'services', help: 'Services by status', labelNames: ['status'], registers: [registry],
+      name: 'services',
+      help: 'Services by status',
+      labelNames: ['status'],
+      registers: [registry],
       async collect() {
         for (const row of await servicesByStatus()) this.set({ status: row.status }, row.n);
       },
     });
     new Gauge({
-      name: 'icecast_listeners', help: 'Listeners admitted on Icecast mounts', registers: [registry],
+      name: 'icecast_listeners',
+      help: 'Listeners admitted on Icecast mounts',
+      registers: [registry],
       async collect() {
         const [row] = await listeners();
         this.set(row.n);
@@ -55,7 +99,10 @@ export class Metrics {
     const key = `${status} ${method} ${route}`;
     let series = this.series.get(key);
     if (!series) {
-      series = { count: this.requests.labels(route, method, String(status)), latency: this.latency.labels(route, method) };
+      series = {
+        count: this.requests.labels(route, method, String(status)),
+        latency: this.latency.labels(route, method),
+      };
       if (this.series.size < 1000) this.series.set(key, series);
     }
     return series;
@@ -73,7 +120,17 @@ export class Metrics {
       series.count.inc();
       series.latency.observe(seconds);
       if (status >= 499 || orderId || method !== 'GET') {
-        requestLog.info({ request_id: requestId, method, route, status, ms: Math.round(seconds * 1e5) / 100, ...(orderId && { order_id: orderId }) }, 'request');
+        requestLog.info(
+          {
+            request_id: requestId,
+            method,
+            route,
+            status,
+            ms: Math.round(seconds * 1e5) / 100,
+            ...(orderId && { order_id: orderId }),
+          },
+          'request',
+        );
       }
     };
   }
@@ -98,7 +155,9 @@ function cached<T>(ms: number, load: () => Promise<T>): () => Promise<T> {
       const value = load();
       const entry = { at: performance.now(), value };
       last = entry;
-      value.catch(() => { if (last === entry) last = undefined; });
+      value.catch(() => {
+        if (last === entry) last = undefined;
+      });
     }
     return last.value;
   };

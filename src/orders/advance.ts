@@ -1,7 +1,15 @@
 import { recordProvisioned } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
-import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence, PaymentGateway, PaymentPayload, PaymentRequirements, TransferProof } from '../payments/index.js';
+import type {
+  AuthorizationLedger,
+  ExpectedPayment,
+  PaymentEvidence,
+  PaymentGateway,
+  PaymentPayload,
+  PaymentRequirements,
+  TransferProof,
+} from '../payments/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
@@ -25,7 +33,10 @@ export class SettlementPending extends Error {}
 
 /** A definite refusal: the payment was not taken. */
 export class PaymentNotTaken extends Error {
-  constructor(readonly reason: string, message: string) {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -70,18 +81,25 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   deps.metrics?.settlements.inc({ result: result.success ? 'settled' : 'refused' });
   if (result.success) crashPoint('after_chain_settle');
   // The facilitator's word is checked against the chain: its transaction first, else a search from the claim.
-  const evidence = (result.success && result.transaction
-    ? await deps.ledger.evidenceOfTransaction(result.transaction, expectedPayment(order)).catch(() => undefined)
-    : undefined) ?? await findOnChain(order, deps).catch(() => ({ kind: 'not_visible_yet' } as const));
+  const evidence =
+    (result.success && result.transaction
+      ? await deps.ledger.evidenceOfTransaction(result.transaction, expectedPayment(order)).catch(() => undefined)
+      : undefined) ?? (await findOnChain(order, deps).catch(() => ({ kind: 'not_visible_yet' }) as const));
   if (evidence.kind !== 'unused') return conclude(order, evidence, deps);
-  if (result.success) throw new SettlementPending(`the facilitator reported transaction ${result.transaction}, which the chain does not show yet`);
+  if (result.success)
+    throw new SettlementPending(
+      `the facilitator reported transaction ${result.transaction}, which the chain does not show yet`,
+    );
   const reason = result.errorReason ?? 'settlement_failed';
   return fail(order, reason, result.errorMessage ?? reason, deps);
 }
 
 function expectedPayment(order: OrderRow): ExpectedPayment {
   return {
-    payer: order.payer, nonce: order.nonce, payTo: order.pay_to, amount: order.amount_atomic,
+    payer: order.payer,
+    nonce: order.nonce,
+    payTo: order.pay_to,
+    amount: order.amount_atomic,
     // Legacy orders claimed before heights were recorded: the last day of Base blocks (2 s each).
     fromBlock: order.claim_block !== null ? BigInt(order.claim_block) : -1n,
   };
@@ -97,17 +115,30 @@ async function findOnChain(order: OrderRow, deps: AdvanceDeps): Promise<PaymentE
 }
 
 /** Records what the chain proved: paid (→ provisioning → active), or not paid and never will be (→ failed). */
-async function conclude(order: OrderRow, evidence: Exclude<PaymentEvidence, { kind: 'unused' }>, deps: AdvanceDeps): Promise<Advanced> {
+async function conclude(
+  order: OrderRow,
+  evidence: Exclude<PaymentEvidence, { kind: 'unused' }>,
+  deps: AdvanceDeps,
+): Promise<Advanced> {
   switch (evidence.kind) {
     case 'paid':
       return settleAndProvision(order, evidence.proof, deps);
     case 'canceled':
-      return fail(order, 'authorization_canceled',
-        `the payer cancelled this payment authorization on chain (cancelAuthorization in transaction ${evidence.transaction}, block ${evidence.block_number}) before it was settled`, deps);
+      return fail(
+        order,
+        'authorization_canceled',
+        `the payer cancelled this payment authorization on chain (cancelAuthorization in transaction ${evidence.transaction}, block ${evidence.block_number}) before it was settled`,
+        deps,
+      );
     case 'spent_elsewhere':
-      return fail(order, 'authorization_spent_elsewhere', evidence.transaction
-        ? `this payment authorization was used by transaction ${evidence.transaction} (block ${evidence.block_number}) for another transfer than ${order.amount_atomic} atomic USDC to ${order.pay_to}`
-        : 'this payment authorization was used or cancelled before this order was claimed', deps);
+      return fail(
+        order,
+        'authorization_spent_elsewhere',
+        evidence.transaction
+          ? `this payment authorization was used by transaction ${evidence.transaction} (block ${evidence.block_number}) for another transfer than ${order.amount_atomic} atomic USDC to ${order.pay_to}`
+          : 'this payment authorization was used or cancelled before this order was claimed',
+        deps,
+      );
     case 'not_visible_yet':
       throw new SettlementPending('the authorization is used on chain but its transaction is not visible yet');
   }
@@ -127,14 +158,21 @@ async function fail(order: OrderRow, reason: string, message: string, deps: Adva
  * the transaction commits only once it is: nothing counts as paid before its proof would survive a restart of the chain.
  */
 async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced> {
-  const saved = deps.ledger.saved().then(() => undefined, (e: unknown) => e as Error);
+  const saved = deps.ledger.saved().then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
   const done = await deps.db.transaction(async (client) => {
     const recorded = await recordPaidAndProvision(client, order, proof, deps);
     const saveError = await saved;
-    if (saveError) throw new SettlementPending(`the chain state that proves the payment could not be saved: ${saveError.message}`);
+    if (saveError)
+      throw new SettlementPending(`the chain state that proves the payment could not be saved: ${saveError.message}`);
     return recorded;
   });
-  deps.log.info({ order_id: order.id, transaction: proof.transaction, block: proof.block_number }, 'settled: transfer proven on chain');
+  deps.log.info(
+    { order_id: order.id, transaction: proof.transaction, block: proof.block_number },
+    'settled: transfer proven on chain',
+  );
   if (done.provisioningError) {
     deps.metrics?.provisioningFailures.inc();
     throw done.provisioningError;
@@ -143,13 +181,22 @@ async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: A
   return { order: done.order, service: done.service };
 }
 
-async function recordPaidAndProvision(client: Client, order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced & { provisioningError?: unknown }> {
+async function recordPaidAndProvision(
+  client: Client,
+  order: OrderRow,
+  proof: TransferProof,
+  deps: AdvanceDeps,
+): Promise<Advanced & { provisioningError?: unknown }> {
   // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
   // that order here too: settling first would hold the in-flight order's new row version while waiting for the
   // service, and a concurrent claim waiting on that version would deadlock with us.
   const target = order.upgrade_of ?? order.extension_of;
   if (target) await deps.services.lock(client, target);
-  const settled = await deps.orders.settled(order.id, { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof }, client);
+  const settled = await deps.orders.settled(
+    order.id,
+    { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof },
+    client,
+  );
   // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
   crashPoint('after_settled');
   if (settled.state !== 'provisioning') return { order: settled };
@@ -163,21 +210,32 @@ async function recordPaidAndProvision(client: Client, order: OrderRow, proof: Tr
 }
 
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
-  const done = await deps.db.transaction((client) => provisionWith(client, order, deps)).catch((e) => {
-    deps.metrics?.provisioningFailures.inc();
-    throw e;
-  });
+  const done = await deps.db
+    .transaction((client) => provisionWith(client, order, deps))
+    .catch((e) => {
+      deps.metrics?.provisioningFailures.inc();
+      throw e;
+    });
   deps.log.info({ order_id: order.id }, 'provisioned');
   return done;
 }
 
-async function provisionWith(client: Client, order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {
+async function provisionWith(
+  client: Client,
+  order: OrderRow,
+  deps: AdvanceDeps,
+): Promise<{ order: OrderRow; service: ServiceRow }> {
   const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
   const service = order.extension_of
-    ? await deps.services.applyExtension(client, order.extension_of, order.id, Number(order.configuration.duration_hours))
+    ? await deps.services.applyExtension(
+        client,
+        order.extension_of,
+        order.id,
+        Number(order.configuration.duration_hours),
+      )
     : order.upgrade_of
-    ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
-    : await deps.services.createForOrder(client, order, limits, expiryOf(order));
+      ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
+      : await deps.services.createForOrder(client, order, limits, expiryOf(order));
   const active = await deps.orders.activate(client, order.id);
   if (active) await recordProvisioned(client, order, service);
   // Refunded in full meanwhile (not provisioned within the bound, src/refunds): the service must not be delivered too.
@@ -191,7 +249,8 @@ async function provisionWith(client: Client, order: OrderRow, deps: AdvanceDeps)
 function expiryOf(order: OrderRow): Date | null {
   const start = order.settled_at ?? new Date();
   const hours = order.configuration.duration_hours;
-  if (typeof hours === 'number') return new Date(start.getTime() + new Decimal(String(hours)).times(3_600_000).floor().toNumber());
+  if (typeof hours === 'number')
+    return new Date(start.getTime() + new Decimal(String(hours)).times(3_600_000).floor().toNumber());
   const end = new Date(start);
   if (order.billing === 'monthly') end.setUTCMonth(end.getUTCMonth() + 1);
   else if (order.billing === 'annual') end.setUTCFullYear(end.getUTCFullYear() + 1);

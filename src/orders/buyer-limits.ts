@@ -22,7 +22,9 @@ interface Holding {
 
 const IN_FLIGHT = `o.state IN ('settling', 'provisioning') AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
 // The live services (one row however many a buyer holds), then the paid orders not provisioned yet.
-const held = (scope: 'key' | 'payer') => `SELECT h.live_services, h.listener_places, h.next_expiry, NULL AS product_id, NULL::jsonb AS configuration, NULL AS upgrade_of
+const held = (
+  scope: 'key' | 'payer',
+) => `SELECT h.live_services, h.listener_places, h.next_expiry, NULL AS product_id, NULL::jsonb AS configuration, NULL AS upgrade_of
                                           FROM (${liveHoldingSql(scope)}) h`;
 const ORDERS_IN_FLIGHT = 'NULL, NULL, NULL, o.product_id, o.configuration, o.upgrade_of FROM orders o';
 const HOLDING_SQL = {
@@ -51,7 +53,11 @@ export interface BuyerCheck {
  * per_key_limit_reached or per_payer_limit_reached, or 503 capacity_reserved.
  */
 export async function checkBuyerLimits(
-  db: Database, snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, check: BuyerCheck = {},
+  db: Database,
+  snapshot: Snapshot,
+  buyer: Buyer,
+  demand: StreamLoad,
+  check: BuyerCheck = {},
 ): Promise<void> {
   const settings = snapshot.catalog.settings;
   if (!settings.buyer_limits && !settings.capacity_reserve) return;
@@ -61,7 +67,9 @@ export async function checkBuyerLimits(
   const verified = client ? payer : undefined;
   if (client && settings.buyer_limits) {
     // Always key first, then payer: two claims never wait for each other in opposite orders.
-    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0))", [buyer.apiKeyId]);
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0))", [
+      buyer.apiKeyId,
+    ]);
     if (verified) {
       await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [verified]);
     }
@@ -88,7 +96,9 @@ export async function checkBuyerLimits(
   if (refusal.code === 'capacity_reserved') throw reserved(refusal.reason, reserve!, host!, history!);
   const held = refusal.code === 'per_payer_limit_reached' && paying ? paying : key;
   const wait = held.nextExpiry ? Math.max(1, Math.ceil((held.nextExpiry.getTime() - Date.now()) / 1000)) : undefined;
-  throw new ApiError(429, refusal.code,
+  throw new ApiError(
+    429,
+    refusal.code,
     `${refusal.reason} Nothing was charged or stored. A place comes free when one of these services expires${wait ? ` (the next in ${wait} s, see Retry-After)` : ''}: send the request again then (the same Idempotency-Key is fine), or order fewer listeners.`,
     {
       retryable: wait !== undefined,
@@ -98,7 +108,8 @@ export async function checkBuyerLimits(
         in_use: { key: counts(key), ...(paying && { payer: counts(paying) }) },
         asked,
       },
-    });
+    },
+  );
 }
 
 /** The host as the reserve's rules read it: its size, its fill with this order, and the part newcomers may fill. */
@@ -113,8 +124,9 @@ function hostFacts({ limits, load }: HostLoad, reserve: CapacityReserve, demand:
     listener_places_after: after.listeners,
     newcomer_stream_slots: newcomers.sources,
     newcomer_listener_places: newcomers.listeners,
-    beyond_newcomer_share: (demand.sources > 0 && after.sources > newcomers.sources)
-      || (demand.listeners > 0 && after.listeners > newcomers.listeners),
+    beyond_newcomer_share:
+      (demand.sources > 0 && after.sources > newcomers.sources) ||
+      (demand.listeners > 0 && after.listeners > newcomers.listeners),
   };
 }
 
@@ -139,32 +151,50 @@ function historyOf(db: Database, reserve: CapacityReserve, buyer: Buyer, client?
 type HostFacts = ReturnType<typeof hostFacts>;
 
 function reserved(reason: string, reserve: CapacityReserve, host: HostFacts, history: PaidHistory): ApiError {
-  return new ApiError(503, 'capacity_reserved',
-    `${reason} Nothing was charged or stored. Retry later (places come free as streams expire; GET /availability says`
-    + ' what a newcomer can buy now), ask for fewer listeners, or pay from a wallet with that history: before payment'
-    + ' this service knows the wallet your API key was issued to (POST /keys, signed in with it) and the wallets that'
-    + ' paid its orders; the paying wallet decides when the payment is verified.',
+  return new ApiError(
+    503,
+    'capacity_reserved',
+    `${reason} Nothing was charged or stored. Retry later (places come free as streams expire; GET /availability says` +
+      ' what a newcomer can buy now), ask for fewer listeners, or pay from a wallet with that history: before payment' +
+      ' this service knows the wallet your API key was issued to (POST /keys, signed in with it) and the wallets that' +
+      ' paid its orders; the paying wallet decides when the payment is verified.',
     {
       retryable: true,
       headers: { 'Retry-After': '300' },
       details: {
         capacity_reserve: reserve,
         host: {
-          stream_slots: host.stream_slots, newcomer_stream_slots: host.newcomer_stream_slots,
-          listener_places: host.listener_places, newcomer_listener_places: host.newcomer_listener_places,
-          live_services_after: host.live_services_after, listener_places_after: host.listener_places_after,
+          stream_slots: host.stream_slots,
+          newcomer_stream_slots: host.newcomer_stream_slots,
+          listener_places: host.listener_places,
+          newcomer_listener_places: host.newcomer_listener_places,
+          live_services_after: host.live_services_after,
+          listener_places_after: host.listener_places_after,
         },
         history: { paid: history.paid, of: history.who },
       },
-    });
+    },
+  );
 }
 
-async function holding(db: Database, snapshot: Snapshot, by: 'key' | 'payer', id: string, client?: Client): Promise<Holding> {
+async function holding(
+  db: Database,
+  snapshot: Snapshot,
+  by: 'key' | 'payer',
+  id: string,
+  client?: Client,
+): Promise<Holding> {
   type Row = {
-    live_services: number | null; listener_places: string | null; next_expiry: Date | null;
-    product_id: string | null; configuration: Record<string, unknown> | null; upgrade_of: string | null;
+    live_services: number | null;
+    listener_places: string | null;
+    next_expiry: Date | null;
+    product_id: string | null;
+    configuration: Record<string, unknown> | null;
+    upgrade_of: string | null;
   };
-  const rows = (client ? (await client.query(HOLDING_SQL[by], [id])).rows : await db.query(HOLDING_SQL[by], [id])) as Row[];
+  const rows = (
+    client ? (await client.query(HOLDING_SQL[by], [id])).rows : await db.query(HOLDING_SQL[by], [id])
+  ) as Row[];
   const held: Holding = { live_services: 0, listener_places: 0 };
   for (const row of rows) {
     if (row.live_services !== null) {

@@ -1,6 +1,12 @@
-export type CrashPoint = 'after_claim' | 'after_chain_settle' | 'after_settled' | 'after_provision'
+export type CrashPoint =
+  | 'after_claim'
+  | 'after_chain_settle'
+  | 'after_settled'
+  | 'after_provision'
   // A refund: its stop committed, its transfer broadcast, its proof found (before it is recorded).
-  | 'refund_after_stop' | 'refund_after_broadcast' | 'refund_after_proof';
+  | 'refund_after_stop'
+  | 'refund_after_broadcast'
+  | 'refund_after_proof';
 
 let armed: string | undefined;
 let pause: { at: string; ms: number } | undefined;

@@ -5,7 +5,11 @@ import { atomicToAmount } from '../rules/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import {
-  ServiceStopped, type ServiceRecords, type ServiceRow, type StreamCapacity, type StreamLoad,
+  ServiceStopped,
+  type ServiceRecords,
+  type ServiceRow,
+  type StreamCapacity,
+  type StreamLoad,
 } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
@@ -17,8 +21,14 @@ import type { OrderRequest } from './order-price.js';
 import { placeMessages as m } from './place-messages.js';
 import { PriceMemo } from './price-memo.js';
 import {
-  auditEntryOf, newOrderOf,
-  type Attempt, type Offer, type PlaceOrder, type Sale, type SentPayment, type VerifiedPayment,
+  auditEntryOf,
+  newOrderOf,
+  type Attempt,
+  type Offer,
+  type PlaceOrder,
+  type Sale,
+  type SentPayment,
+  type VerifiedPayment,
 } from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
 import type { OrderRow, OrderStore } from './order-store.js';
@@ -41,7 +51,9 @@ function retryNow() {
 }
 
 /** A step of place() found the order this request already placed: the answer is that order. */
-interface Replayed { placed: PlacedOrder }
+interface Replayed {
+  placed: PlacedOrder;
+}
 
 export interface OrderServiceOptions {
   leaseSeconds: number;
@@ -110,17 +122,22 @@ export class OrderService {
   private async priceSale(attempt: Attempt): Promise<Sale> {
     const { request, extensionOf, upgradeOf } = attempt;
     const snapshot = this.live.current;
-    const extension = extensionOf && 'extension_of' in request
-      ? await priceExtension(snapshot, extensionOf, request.duration_hours) : undefined;
-    const upgrade = upgradeOf && 'upgrade_of' in request
-      ? await priceUpgrade(snapshot, upgradeOf, request.product_id, this.db) : undefined;
-    const { priced, amountAtomic, quoteId } = extension ?? upgrade
-      ?? await this.prices.price(snapshot, request as OrderRequest, attempt.apiKeyId, this.db);
+    const extension =
+      extensionOf && 'extension_of' in request
+        ? await priceExtension(snapshot, extensionOf, request.duration_hours)
+        : undefined;
+    const upgrade =
+      upgradeOf && 'upgrade_of' in request
+        ? await priceUpgrade(snapshot, upgradeOf, request.product_id, this.db)
+        : undefined;
+    const { priced, amountAtomic, quoteId } =
+      extension ?? upgrade ?? (await this.prices.price(snapshot, request as OrderRequest, attempt.apiKeyId, this.db));
     const billing = 'billing' in request ? request.billing : 'one_time';
     // An extension's order carries its own hours only; the service keeps its limits.
     const configuration = extension ? { duration_hours: extension.input.extend_hours } : priced.output.configuration;
     const demand = extensionOf
-      ? revivalLoadOf(extensionOf) : streamLoadOf(serviceLimitsOf(priced.product, configuration), upgradeOf);
+      ? revivalLoadOf(extensionOf)
+      : streamLoadOf(serviceLimitsOf(priced.product, configuration), upgradeOf);
     return { snapshot, priced, amountAtomic, quoteId, billing, configuration, demand, extension, upgrade };
   }
 
@@ -172,8 +189,10 @@ export class OrderService {
     const { maxTimeoutSeconds } = requirements;
     const latestAccepted = BigInt(Math.floor(Date.now() / 1000) + maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS);
     if (BigInt(authorization.validBefore) > latestAccepted) {
-      throw await paymentRequired('payment_rejected', m.validTooLong(
-        authorization.validBefore, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted));
+      throw await paymentRequired(
+        'payment_rejected',
+        m.validTooLong(authorization.validBefore, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted),
+      );
     }
     const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
     if (usedBy) return { placed: await this.paidBy(usedBy, attempt, offer) };
@@ -197,7 +216,9 @@ export class OrderService {
       const claimedMeanwhile = await this.orders.byAuthorization(authorization.from, authorization.nonce);
       if (claimedMeanwhile) return { placed: await this.paidBy(claimedMeanwhile, attempt, offer) };
       // The facilitator reports an unreachable chain as an invalid payment: tell the agent to retry instead.
-      await this.deps.ledger.latestBlock().catch((e) => { throw PaymentGateway.unavailable(e); });
+      await this.deps.ledger.latestBlock().catch((e) => {
+        throw PaymentGateway.unavailable(e);
+      });
       throw await offer.paymentRequired('payment_rejected', m.refused(verification));
     }
     if (heightAtVerify instanceof Error) throw PaymentGateway.unavailable(heightAtVerify);
@@ -211,15 +232,19 @@ export class OrderService {
    * this request's order.
    */
   private async claimOrder(
-    attempt: Attempt, sale: Sale, offer: Offer, payment: VerifiedPayment,
+    attempt: Attempt,
+    sale: Sale,
+    offer: Offer,
+    payment: VerifiedPayment,
   ): Promise<OrderRow | Replayed> {
     await this.audit.saveSnapshot(sale.snapshot);
     const entry = auditEntryOf(attempt, sale);
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
     try {
-      claimed = await this.orders.claim(order, entry, this.options.leaseSeconds,
-        (client) => this.stillFits(client, attempt, sale, payment.authorization.from));
+      claimed = await this.orders.claim(order, entry, this.options.leaseSeconds, (client) =>
+        this.stillFits(client, attempt, sale, payment.authorization.from),
+      );
     } catch (e) {
       return { placed: await this.claimRefused(e, attempt, payment) };
     }
@@ -281,10 +306,12 @@ export class OrderService {
       return new ApiError(409, 'service_stopped', m.serviceStopped, { details: [{ order_id: claimed.id }] });
     }
     if (e instanceof SettlementPending) {
-      return new ApiError(503, 'settlement_pending', m.settlementPending,
-        { retryable: true, headers: { 'Retry-After': '5' } });
+      return new ApiError(503, 'settlement_pending', m.settlementPending, {
+        retryable: true,
+        headers: { 'Retry-After': '5' },
+      });
     }
-    return await this.paidNotProvisioned(claimed.id) ?? e;
+    return (await this.paidNotProvisioned(claimed.id)) ?? e;
   }
 
   /**
@@ -297,12 +324,15 @@ export class OrderService {
     if (order?.state !== 'provisioning') return undefined;
     const after = this.options.refundAfterMs;
     const bound = after === undefined ? '' : ` within ${Math.round(after / 1000)} s`;
-    return new ApiError(503, 'provisioning_pending',
-      `The payment was taken (order ${order.id}) but the service could not be provisioned yet; it is retried `
-      + 'automatically. Retry this same request with the same Idempotency-Key in a few seconds to get the service; '
-      + `you will not be charged twice. If it cannot be provisioned${bound}, everything it paid is refunded `
-      + `automatically: GET /orders/${order.id} shows the refund.`,
-      { retryable: true, headers: { 'Retry-After': '5' }, details: [{ order_id: order.id }] });
+    return new ApiError(
+      503,
+      'provisioning_pending',
+      `The payment was taken (order ${order.id}) but the service could not be provisioned yet; it is retried ` +
+        'automatically. Retry this same request with the same Idempotency-Key in a few seconds to get the service; ' +
+        `you will not be charged twice. If it cannot be provisioned${bound}, everything it paid is refunded ` +
+        `automatically: GET /orders/${order.id} shows the refund.`,
+      { retryable: true, headers: { 'Retry-After': '5' }, details: [{ order_id: order.id }] },
+    );
   }
 
   /**
@@ -310,9 +340,20 @@ export class OrderService {
    * that service, so that parallel upgrades cannot each be charged for the same change.
    */
   private async upgradeStillFits(client: Client, priced: ServiceRow): Promise<void> {
-    const { rows: [now] } = await client.query('SELECT product_id, limits, status FROM services WHERE id = $1 FOR UPDATE', [priced.id]);
-    if (!now || now.product_id !== priced.product_id || canonicalJson(now.limits) !== canonicalJson(priced.limits) || now.status !== priced.status) {
-      throw new ApiError(409, 'service_changed', 'The service changed while this upgrade was being paid (another upgrade or a status change); nothing was charged. Read the service (GET /services/{service_id}) and ask for the upgrade again if it still needs one.');
+    const {
+      rows: [now],
+    } = await client.query('SELECT product_id, limits, status FROM services WHERE id = $1 FOR UPDATE', [priced.id]);
+    if (
+      !now ||
+      now.product_id !== priced.product_id ||
+      canonicalJson(now.limits) !== canonicalJson(priced.limits) ||
+      now.status !== priced.status
+    ) {
+      throw new ApiError(
+        409,
+        'service_changed',
+        'The service changed while this upgrade was being paid (another upgrade or a status change); nothing was charged. Read the service (GET /services/{service_id}) and ask for the upgrade again if it still needs one.',
+      );
     }
   }
 
@@ -322,10 +363,19 @@ export class OrderService {
    * before any money moves, and a stop that comes later waits for this order's lock and sees it.
    */
   private async extensionStillFits(client: Client, priced: ServiceRow): Promise<void> {
-    const { rows: [now] } = await client.query('SELECT product_id, limits, status, expires_at, stopped_at FROM services WHERE id = $1 FOR UPDATE', [priced.id]);
+    const {
+      rows: [now],
+    } = await client.query(
+      'SELECT product_id, limits, status, expires_at, stopped_at FROM services WHERE id = $1 FOR UPDATE',
+      [priced.id],
+    );
     if (now) checkExtensible(this.live.current, now);
     if (!now || now.product_id !== priced.product_id || canonicalJson(now.limits) !== canonicalJson(priced.limits)) {
-      throw new ApiError(409, 'service_changed', 'The service changed while this extension was being paid (another extension or an upgrade); nothing was charged. Read the service (GET /services/{service_id}) and extend again if it still needs more time.');
+      throw new ApiError(
+        409,
+        'service_changed',
+        'The service changed while this extension was being paid (another extension or an upgrade); nothing was charged. Read the service (GET /services/{service_id}) and extend again if it still needs more time.',
+      );
     }
   }
 
@@ -345,7 +395,9 @@ export class OrderService {
     }
     if (!this.recentLoad || Date.now() - this.recentLoad.at > 1000) {
       const load = this.streamLoad(capacity);
-      load.catch(() => { this.recentLoad = undefined; });
+      load.catch(() => {
+        this.recentLoad = undefined;
+      });
       this.recentLoad = { at: Date.now(), load };
     }
     const load = await this.recentLoad.load;
@@ -359,7 +411,10 @@ export class OrderService {
    * The limits are checked again, exactly and under locks, when the paid order is claimed.
    */
   private checkBuyerBeforePayment(
-    snapshot: Snapshot, buyer: Buyer, demand: StreamLoad, host?: HostLoad,
+    snapshot: Snapshot,
+    buyer: Buyer,
+    demand: StreamLoad,
+    host?: HostLoad,
   ): Promise<void> {
     const key = `${buyer.apiKeyId}\n${buyer.payer ?? ''}\n${demand.sources}\n${demand.listeners}`;
     const recent = this.recentBuyerChecks.get(key);
@@ -367,7 +422,9 @@ export class OrderService {
     if (this.recentBuyerChecks.size >= 10_000) this.recentBuyerChecks.clear();
     const entry = { at: Date.now(), snapshot, check: checkBuyerLimits(this.db, snapshot, buyer, demand, { host }) };
     this.recentBuyerChecks.set(key, entry);
-    entry.check.catch(() => { if (this.recentBuyerChecks.get(key) === entry) this.recentBuyerChecks.delete(key); });
+    entry.check.catch(() => {
+      if (this.recentBuyerChecks.get(key) === entry) this.recentBuyerChecks.delete(key);
+    });
     return entry.check;
   }
 
@@ -379,7 +436,10 @@ export class OrderService {
     const inFlight = await this.orders.inFlight(client);
     const load = await capacity.inUse(client);
     for (const order of inFlight) {
-      const limits = serviceLimitsOf(this.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
+      const limits = serviceLimitsOf(
+        this.live.current.catalog.byId.get(order.product_id)?.product,
+        order.configuration,
+      );
       // An upgrade in flight: its whole new listener count, as the service it replaces is not looked up here.
       const added = streamLoadOf(limits, order.upgrade_of ? { limits: {} } : undefined);
       load.sources += added.sources;
@@ -397,7 +457,9 @@ export class OrderService {
   }
 
   /** What priced a service: the evaluation of its order, or of its latest paid upgrade, and all of them in order. */
-  async pricedBy(service: ServiceRow): Promise<{ evaluation_id: string | null; evaluations: Array<{ order_id: string; evaluation_id: string | null }> }> {
+  async pricedBy(
+    service: ServiceRow,
+  ): Promise<{ evaluation_id: string | null; evaluations: Array<{ order_id: string; evaluation_id: string | null }> }> {
     const evaluations = await this.orders.evaluationsOf(service);
     return { evaluation_id: evaluations.at(-1)?.evaluation_id ?? null, evaluations };
   }
@@ -427,7 +489,10 @@ export class OrderService {
    * resend (whatever its Idempotency-Key) and gets that order; anything else under that id is refused.
    */
   private async samePayment(
-    order: OrderRow, requestHash: string, payload: PaymentPayload, resourceUrl: string,
+    order: OrderRow,
+    requestHash: string,
+    payload: PaymentPayload,
+    resourceUrl: string,
   ): Promise<PlacedOrder> {
     if (order.request_hash !== requestHash || canonicalJson(order.payment) !== canonicalJson(payload)) {
       throw new ApiError(409, 'payment_id_conflict', m.paymentIdConflict(order));
@@ -454,30 +519,53 @@ export class OrderService {
     throw new ApiError(409, 'idempotency_in_progress', m.stillInProgress, retryNow());
   }
 
-  private async respond(order: OrderRow, replay: boolean, resourceUrl: string, provisioned?: ServiceRow): Promise<PlacedOrder> {
+  private async respond(
+    order: OrderRow,
+    replay: boolean,
+    resourceUrl: string,
+    provisioned?: ServiceRow,
+  ): Promise<PlacedOrder> {
     const [service, evaluation] = await Promise.all([
-      provisioned ?? ((order.upgrade_of ?? order.extension_of) ? this.services.byId((order.upgrade_of ?? order.extension_of)!) : this.services.forOrder(order.id)),
+      provisioned ??
+        ((order.upgrade_of ?? order.extension_of)
+          ? this.services.byId((order.upgrade_of ?? order.extension_of)!)
+          : this.services.forOrder(order.id)),
       this.gateway.receipts && order.evaluation_id ? this.audit.get(order.evaluation_id) : undefined,
     ]);
     if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
     const settlement = settlementOf(order);
     const extensions = await this.gateway.receipts?.receipt({
-      resourceUrl, payer: settlement.payer ?? order.payer, network: settlement.network, transaction: settlement.transaction,
-      issuedAt: order.settled_at ?? order.created_at, orderId: order.id, evaluationId: order.evaluation_id,
-      evaluationHash: evaluation?.record_hash ?? null, amountAtomic: order.amount_atomic,
+      resourceUrl,
+      payer: settlement.payer ?? order.payer,
+      network: settlement.network,
+      transaction: settlement.transaction,
+      issuedAt: order.settled_at ?? order.created_at,
+      orderId: order.id,
+      evaluationId: order.evaluation_id,
+      evaluationHash: evaluation?.record_hash ?? null,
+      amountAtomic: order.amount_atomic,
     });
     return {
-      body: { ok: true, order: orderDocument(order), service: this.services.document(service), idempotent_replay: replay },
+      body: {
+        ok: true,
+        order: orderDocument(order),
+        service: this.services.document(service),
+        idempotent_replay: replay,
+      },
       paymentResponse: PaymentGateway.responseHeader({ ...settlement, ...(extensions && { extensions }) }),
     };
   }
 }
 
 function refundedError(order: OrderRow): ApiError {
-  return new ApiError(409, 'order_refunded',
-    `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is `
-    + `refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key `
-    + 'if you still need the service.', { details: [{ order_id: order.id }] });
+  return new ApiError(
+    409,
+    'order_refunded',
+    `This order was paid but could not be delivered (${order.failure ?? 'not provisioned'}); everything it paid is ` +
+      `refunded. GET /orders/${order.id} shows the refund and its transaction. Order again with a new Idempotency-Key ` +
+      'if you still need the service.',
+    { details: [{ order_id: order.id }] },
+  );
 }
 
 /** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */
@@ -487,7 +575,12 @@ function revivalLoadOf(service: ServiceRow): StreamLoad {
 
 function settlementOf(order: OrderRow): SettleResponse {
   const s = order.settlement as Partial<SettleResponse> | null;
-  return { success: true, transaction: s?.transaction ?? '', network: (s?.network ?? order.network) as SettleResponse['network'], payer: s?.payer ?? order.payer };
+  return {
+    success: true,
+    transaction: s?.transaction ?? '',
+    network: (s?.network ?? order.network) as SettleResponse['network'],
+    payer: s?.payer ?? order.payer,
+  };
 }
 
 function orderDocument(order: OrderRow): Record<string, unknown> {
@@ -497,13 +590,20 @@ function orderDocument(order: OrderRow): Record<string, unknown> {
     product_id: order.product_id,
     billing: order.billing,
     configuration: order.configuration,
-    amount: { amount: atomicToAmount(order.amount_atomic, 6), amount_atomic: order.amount_atomic, currency: 'USDC', decimals: 6 },
+    amount: {
+      amount: atomicToAmount(order.amount_atomic, 6),
+      amount_atomic: order.amount_atomic,
+      currency: 'USDC',
+      decimals: 6,
+    },
     quote_id: order.quote_id,
     evaluation_id: order.evaluation_id,
     ...(order.upgrade_of && { upgrade_of: order.upgrade_of }),
     ...(order.extension_of && { extension_of: order.extension_of }),
     payment: {
-      protocol: 'x402', network: order.network, payer: order.payer,
+      protocol: 'x402',
+      network: order.network,
+      payer: order.payer,
       transaction: (order.settlement as { transaction?: string } | null)?.transaction ?? null,
       block_number: (order.settlement as { proof?: { block_number?: string } } | null)?.proof?.block_number ?? null,
     },

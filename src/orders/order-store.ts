@@ -39,7 +39,13 @@ export interface OrderRow {
   settled_at: Date | null;
 }
 
-export interface AuditEntry { id: string; kind: string; snapshotHash: string; text: string; hash: string }
+export interface AuditEntry {
+  id: string;
+  kind: string;
+  snapshotHash: string;
+  text: string;
+  hash: string;
+}
 
 const keyTaken = new Error('idempotency key taken');
 
@@ -59,7 +65,9 @@ export class OrderStore {
     if (found.orderId === null) return undefined;
     // Still bound to the key: a failed payment may have released it in between.
     const [order] = await this.db.query<OrderRow & Record<string, unknown>>(
-      'SELECT * FROM orders WHERE id = $1 AND api_key_id = $2 AND idempotency_key = $3', [found.orderId, apiKeyId, idempotencyKey]);
+      'SELECT * FROM orders WHERE id = $1 AND api_key_id = $2 AND idempotency_key = $3',
+      [found.orderId, apiKeyId, idempotencyKey],
+    );
     return order;
   }
 
@@ -68,13 +76,17 @@ export class OrderStore {
    * PostgreSQL as one statement (each still reads its key's revocation and its order together), since one round trip
    * per request cost more of a 402's CPU than anything else it does.
    */
-  private readonly keyLookups = new BatchedCalls<{ apiKeyId: string; idempotencyKey: string }, { keyValid: boolean; orderId: string | null }>(async (lookups) => {
+  private readonly keyLookups = new BatchedCalls<
+    { apiKeyId: string; idempotencyKey: string },
+    { keyValid: boolean; orderId: string | null }
+  >(async (lookups) => {
     const rows = await this.db.query<{ i: string; key_valid: boolean; id: string | null }>(
       `SELECT l.i, k.id IS NOT NULL AND k.revoked_at IS NULL AS key_valid, o.id
        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(api_key_id, idempotency_key, i)
        LEFT JOIN api_keys k ON k.id = l.api_key_id
        LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = l.idempotency_key`,
-      [lookups.map((l) => l.apiKeyId), lookups.map((l) => l.idempotencyKey)]);
+      [lookups.map((l) => l.apiKeyId), lookups.map((l) => l.idempotencyKey)],
+    );
     const found = lookups.map(() => ({ keyValid: false, orderId: null as string | null }));
     for (const row of rows) found[Number(row.i) - 1] = { keyValid: row.key_valid, orderId: row.id };
     return found;
@@ -86,19 +98,30 @@ export class OrderStore {
   }
 
   async byPaymentId(apiKeyId: string, paymentId: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE api_key_id = $1 AND payment_id = $2', [apiKeyId, paymentId]);
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
+      'SELECT * FROM orders WHERE api_key_id = $1 AND payment_id = $2',
+      [apiKeyId, paymentId],
+    );
     return row;
   }
 
   async byAuthorization(payer: string, nonce: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE payer = $1 AND nonce = $2', [payer.toLowerCase(), nonce.toLowerCase()]);
+    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
+      'SELECT * FROM orders WHERE payer = $1 AND nonce = $2',
+      [payer.toLowerCase(), nonce.toLowerCase()],
+    );
     return row;
   }
 
   /** The evaluations that priced a service: its order's, then each paid upgrade's, oldest first. */
-  async evaluationsOf(service: { id: string; order_id: string }): Promise<Array<{ order_id: string; evaluation_id: string | null }>> {
+  async evaluationsOf(service: {
+    id: string;
+    order_id: string;
+  }): Promise<Array<{ order_id: string; evaluation_id: string | null }>> {
     return this.db.query<{ order_id: string; evaluation_id: string | null }>(
-      `SELECT id AS order_id, evaluation_id FROM orders WHERE state = 'active' AND (id = $1 OR upgrade_of = $2 OR extension_of = $2) ORDER BY created_at, id`, [service.order_id, service.id]);
+      `SELECT id AS order_id, evaluation_id FROM orders WHERE state = 'active' AND (id = $1 OR upgrade_of = $2 OR extension_of = $2) ORDER BY created_at, id`,
+      [service.order_id, service.id],
+    );
   }
 
   /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
@@ -106,7 +129,9 @@ export class OrderStore {
     // An extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
     const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
                  AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
-    return (client ? (await client.query(sql)).rows : await this.db.query(sql)) as Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>;
+    return (client ? (await client.query(sql)).rows : await this.db.query(sql)) as Array<
+      Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>
+    >;
   }
 
   /**
@@ -115,23 +140,40 @@ export class OrderStore {
    * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
    * AuthorizationUsed).
    */
-  async claim(order: NewOrder, record: AuditEntry, leaseSeconds: number, admit?: (client: Client) => Promise<void>): Promise<OrderRow | undefined> {
+  async claim(
+    order: NewOrder,
+    record: AuditEntry,
+    leaseSeconds: number,
+    admit?: (client: Client) => Promise<void>,
+  ): Promise<OrderRow | undefined> {
     const columns = Object.keys(order);
     const values = Object.values(order);
     try {
       return await this.db.transaction(async (client) => {
         // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
-        const { rows: active } = await client.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE', [order.api_key_id]);
+        const { rows: active } = await client.query(
+          'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE',
+          [order.api_key_id],
+        );
         if (!active.length) throw new KeyRevoked();
         await admit?.(client);
-        const { rows: [row] } = await client.query(
+        const {
+          rows: [row],
+        } = await client.query(
           `INSERT INTO orders (${columns.join(', ')}, state, lease_until)
            VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling', now() + make_interval(secs => $${columns.length + 1}))
            ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *`,
-          [...values, leaseSeconds]);
+          [...values, leaseSeconds],
+        );
         if (!row) throw keyTaken;
         // After the insert: the chain head is taken last (see migration 008), the evaluation's key is checked at commit.
-        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [record.id, record.kind, record.snapshotHash, record.text, record.hash]);
+        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [
+          record.id,
+          record.kind,
+          record.snapshotHash,
+          record.text,
+          record.hash,
+        ]);
         return row as OrderRow;
       });
     } catch (e) {
@@ -142,26 +184,40 @@ export class OrderStore {
 
   /** Records the settlement (in the caller's transaction when given); the order as it is now (unchanged if it had already left "settling"). */
   async settled(id: string, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
-    const sql = "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *";
+    const sql =
+      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *";
     const record = async (c: Client) => {
-      const { rows: [paid] } = await c.query(sql, [id, settlement]);
+      const {
+        rows: [paid],
+      } = await c.query(sql, [id, settlement]);
       if (paid) await recordOrderPaid(c, paid as OrderRow);
       return paid as OrderRow | undefined;
     };
     const row = client ? await record(client) : await this.db.transaction(record);
     if (row) return row;
-    return (client ? (await client.query('SELECT * FROM orders WHERE id = $1', [id])).rows[0] as OrderRow : await this.byId(id))!;
+    return (
+      client
+        ? ((await client.query('SELECT * FROM orders WHERE id = $1', [id])).rows[0] as OrderRow)
+        : await this.byId(id)
+    )!;
   }
 
   /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */
   async failedUnpaid(id: string, reason: string): Promise<void> {
     await this.db.query(
       `UPDATE orders SET state = 'failed', failure = $2, released_idempotency_key = idempotency_key, idempotency_key = NULL, payment_id = NULL, lease_until = NULL, updated_at = now()
-       WHERE id = $1 AND state = 'settling'`, [id, reason]);
+       WHERE id = $1 AND state = 'settling'`,
+      [id, reason],
+    );
   }
 
   async activate(client: Client, id: string): Promise<OrderRow | undefined> {
-    const { rows: [row] } = await client.query("UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning' RETURNING *", [id]);
+    const {
+      rows: [row],
+    } = await client.query(
+      "UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning' RETURNING *",
+      [id],
+    );
     return row as OrderRow | undefined;
   }
 
@@ -171,7 +227,9 @@ export class OrderStore {
       `UPDATE orders SET lease_until = now() + make_interval(secs => $2), attempts = attempts + 1
        WHERE id IN (SELECT id FROM orders WHERE state IN ('settling', 'provisioning') AND (lease_until IS NULL OR lease_until < now())
                     ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING id`, [limit, leaseSeconds]);
+       RETURNING id`,
+      [limit, leaseSeconds],
+    );
     return rows.map((r) => r.id);
   }
 }

@@ -38,7 +38,9 @@ const KEY_SQL = `
  * transaction once the payment is verified, from the pool for the wallet a payment sent along names.
  */
 export async function payerHistory(
-  db: Database | Client, reserve: CapacityReserve, payer: string,
+  db: Database | Client,
+  reserve: CapacityReserve,
+  payer: string,
 ): Promise<PaidHistory> {
   const params = [payer.toLowerCase(), ageSeconds(reserve)];
   const [row] = db instanceof Database ? await db.query(PAYER_SQL, params) : (await db.query(PAYER_SQL, params)).rows;

@@ -6,26 +6,43 @@ const CLIENT_DEFAULT_CAP_ATOMIC = 1_000_000n;
 
 /** What POST /orders (and every paid operation) tells an agent, by situation; each says what to do next. */
 export const placeMessages = {
-  payFirst: (amountAtomic: string) => `Pay ${atomicToAmount(amountAtomic, 6)} USDC (${amountAtomic} atomic units) as described in the PAYMENT-REQUIRED header, then send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE. Nothing has been ordered yet.${aboveClientCap(amountAtomic)}`,
-  notAPayment: 'PAYMENT-SIGNATURE is not a Base64-encoded x402 v2 payment payload. Build it from the PAYMENT-REQUIRED header of this answer with an x402 client and retry.',
-  otherTerms: (amountAtomic: string, requirements: PaymentRequirements) => `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
-  wrongResource: (paidFor: unknown, resourceUrl: string) => `The payment was made out for ${describeResource(paidFor)}, not for ${resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`,
-  validTooLong: (validBefore: string, maxTimeoutSeconds: number, slackSeconds: number, latestAccepted: bigint) => `The payment authorization is valid until ${validBefore}, later than this service accepts (now + maxTimeoutSeconds ${maxTimeoutSeconds} s + ${slackSeconds} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`,
-  cannotBeValid: (refusal: string) => `The payment cannot be valid: ${refusal}. Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header with the wallet it names as from, and retry with the same Idempotency-Key.`,
-  refused: (v: VerifyResponse) => `The payment was refused (${v.invalidReason ?? 'invalid'}${v.invalidMessage ? `: ${v.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
+  payFirst: (amountAtomic: string) =>
+    `Pay ${atomicToAmount(amountAtomic, 6)} USDC (${amountAtomic} atomic units) as described in the PAYMENT-REQUIRED header, then send this same request again, with the same Idempotency-Key, adding PAYMENT-SIGNATURE. Nothing has been ordered yet.${aboveClientCap(amountAtomic)}`,
+  notAPayment:
+    'PAYMENT-SIGNATURE is not a Base64-encoded x402 v2 payment payload. Build it from the PAYMENT-REQUIRED header of this answer with an x402 client and retry.',
+  otherTerms: (amountAtomic: string, requirements: PaymentRequirements) =>
+    `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
+  wrongResource: (paidFor: unknown, resourceUrl: string) =>
+    `The payment was made out for ${describeResource(paidFor)}, not for ${resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`,
+  validTooLong: (validBefore: string, maxTimeoutSeconds: number, slackSeconds: number, latestAccepted: bigint) =>
+    `The payment authorization is valid until ${validBefore}, later than this service accepts (now + maxTimeoutSeconds ${maxTimeoutSeconds} s + ${slackSeconds} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`,
+  cannotBeValid: (refusal: string) =>
+    `The payment cannot be valid: ${refusal}. Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header with the wallet it names as from, and retry with the same Idempotency-Key.`,
+  refused: (v: VerifyResponse) =>
+    `The payment was refused (${v.invalidReason ?? 'invalid'}${v.invalidMessage ? `: ${v.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
   /** The payment was not taken: why, and what to do. */
-  notTaken: (failure: string) => `The payment was not taken (${failure}). Nothing was charged and nothing was ordered. Sign a new payment (a new authorization) for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
-  paymentAlreadyUsed: 'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.',
-  upgradeInProgress: 'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.',
-  extensionInProgress: 'Another extension of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and extend again if it still needs more time.',
-  paymentIdInvalid: (why: string) => `The payment-identifier in your payment payload is not valid: ${why}. Nothing was charged. Sign the payment again with the extension as PAYMENT-REQUIRED declares it and a valid id (generatePaymentId() of @x402/extensions/payment-identifier), or without one.`,
-  paymentIdConflict: (order: { id: string; payment_id?: string | null }) => `The payment-identifier ${String(order.payment_id)} already belongs to order ${order.id}, paid with another payment payload or for another request. Nothing was charged. Use a new id (generatePaymentId()) for a new purchase, or resend exactly the original payload and body to get that order back.`,
-  keyReused: 'This Idempotency-Key already belongs to an order with a different body. Use a new Idempotency-Key for a new order, or repeat the original body to get that order back.',
+  notTaken: (failure: string) =>
+    `The payment was not taken (${failure}). Nothing was charged and nothing was ordered. Sign a new payment (a new authorization) for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
+  paymentAlreadyUsed:
+    'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.',
+  upgradeInProgress:
+    'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.',
+  extensionInProgress:
+    'Another extension of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and extend again if it still needs more time.',
+  paymentIdInvalid: (why: string) =>
+    `The payment-identifier in your payment payload is not valid: ${why}. Nothing was charged. Sign the payment again with the extension as PAYMENT-REQUIRED declares it and a valid id (generatePaymentId() of @x402/extensions/payment-identifier), or without one.`,
+  paymentIdConflict: (order: { id: string; payment_id?: string | null }) =>
+    `The payment-identifier ${String(order.payment_id)} already belongs to order ${order.id}, paid with another payment payload or for another request. Nothing was charged. Use a new id (generatePaymentId()) for a new purchase, or resend exactly the original payload and body to get that order back.`,
+  keyReused:
+    'This Idempotency-Key already belongs to an order with a different body. Use a new Idempotency-Key for a new order, or repeat the original body to get that order back.',
   earlierAttemptFailed: 'The earlier attempt with this key failed without charging; retry now with a new payment.',
-  stillInProgress: 'An order with this Idempotency-Key is still being paid or provisioned. Retry this same request in a moment to get it; you will not be charged twice.',
+  stillInProgress:
+    'An order with this Idempotency-Key is still being paid or provisioned. Retry this same request in a moment to get it; you will not be charged twice.',
   keyReleased: 'Another request with this Idempotency-Key just finished without charging. Retry this same request.',
-  serviceStopped: 'The service was stopped by its owner while this payment was being settled. The payment was taken and is refunded in full automatically (GET /orders/{order_id} shows the refund); nothing was changed.',
-  settlementPending: 'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
+  serviceStopped:
+    'The service was stopped by its owner while this payment was being settled. The payment was taken and is refunded in full automatically (GET /orders/{order_id} shows the refund); nothing was changed.',
+  settlementPending:
+    'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
 };
 
 /** The 402's warning when the official x402 client would refuse this amount with its default spend cap. */
@@ -36,5 +53,7 @@ function aboveClientCap(amountAtomic: string): string {
 
 /** A payload's resource.url as an error message quotes it (the agent's own text, cut short). */
 function describeResource(url: unknown): string {
-  return typeof url === 'string' && url.length > 0 ? JSON.stringify(url.slice(0, 200)) : 'no resource (resource.url is missing)';
+  return typeof url === 'string' && url.length > 0
+    ? JSON.stringify(url.slice(0, 200))
+    : 'no resource (resource.url is missing)';
 }

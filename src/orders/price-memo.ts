@@ -17,17 +17,24 @@ export class PriceMemo {
 
   price(snapshot: Snapshot, request: OrderRequest, apiKeyId: string, db: Database): Promise<OrderPrice> {
     const product = snapshot.catalog.byId.get(request.product_id)?.product;
-    if (!product || request.metadata?.quote_id !== undefined || hasUrlParameters(product)) return priceOrder(snapshot, request, apiKeyId, db);
+    if (!product || request.metadata?.quote_id !== undefined || hasUrlParameters(product))
+      return priceOrder(snapshot, request, apiKeyId, db);
     if (snapshot !== this.snapshot || this.prices.size >= MAX_ENTRIES) {
       this.prices.clear();
       this.snapshot = snapshot;
     }
-    const key = canonicalJson({ product_id: request.product_id, parameters: request.parameters ?? {}, billing: request.billing });
+    const key = canonicalJson({
+      product_id: request.product_id,
+      parameters: request.parameters ?? {},
+      billing: request.billing,
+    });
     let price = this.prices.get(key);
     if (!price) {
       price = priceOrder(snapshot, request, apiKeyId, db);
       this.prices.set(key, price);
-      price.catch(() => { if (this.prices.get(key) === price) this.prices.delete(key); });
+      price.catch(() => {
+        if (this.prices.get(key) === price) this.prices.delete(key);
+      });
     }
     return price;
   }

@@ -35,7 +35,10 @@ export interface Attempt extends PlaceOrder {
   paymentId?: string;
 }
 
-export interface SentPayment { payload: PaymentPayload; authorization: Authorization }
+export interface SentPayment {
+  payload: PaymentPayload;
+  authorization: Authorization;
+}
 
 /** What the sale costs and what it will need on the Icecast, priced on one snapshot. */
 export interface Sale {
@@ -57,7 +60,9 @@ export interface Offer {
 }
 
 /** A payment the facilitator vouched for; its proof is searched on the chain from claimBlock. */
-export interface VerifiedPayment extends SentPayment { claimBlock: bigint }
+export interface VerifiedPayment extends SentPayment {
+  claimBlock: bigint;
+}
 
 /** The audit record of the evaluation that priced the sale, as the claim appends it to the chain. */
 export function auditEntryOf(attempt: Attempt, sale: Sale): AuditEntry {
@@ -67,15 +72,25 @@ export function auditEntryOf(attempt: Attempt, sale: Sale): AuditEntry {
   const record = extension
     ? extensionRecord(id, snapshot.hash, extension.input, extension.evaluation, new Date())
     : upgrade
-    ? upgradeRecord(id, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
-    : priceRecord(id, snapshot.hash, { product_id: request.product_id, parameters: request.parameters ?? {}, billing },
-      priced, new Date(), 'order_price');
+      ? upgradeRecord(id, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
+      : priceRecord(
+          id,
+          snapshot.hash,
+          { product_id: request.product_id, parameters: request.parameters ?? {}, billing },
+          priced,
+          new Date(),
+          'order_price',
+        );
   return { id, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash };
 }
 
 /** The order row a verified payment claims, in "settling". */
 export function newOrderOf(
-  attempt: Attempt, sale: Sale, offer: Offer, payment: VerifiedPayment, evaluationId: string,
+  attempt: Attempt,
+  sale: Sale,
+  offer: Offer,
+  payment: VerifiedPayment,
+  evaluationId: string,
 ): NewOrder {
   const { requirements } = offer;
   const { authorization } = payment;

@@ -22,7 +22,11 @@ export interface TokenLog {
   logIndex: Hex;
 }
 
-export interface LogFilter { fromBlock: bigint; toBlock: bigint; topics: Array<Hex | Hex[] | null> }
+export interface LogFilter {
+  fromBlock: bigint;
+  toBlock: bigint;
+  topics: Array<Hex | Hex[] | null>;
+}
 
 /**
  * Where logs of blocks before the live chain's first block are kept (the embedded chain restarts its node but keeps
@@ -35,7 +39,13 @@ export interface LogArchive {
 }
 
 /** The payment an order expects: this authorization moving exactly `amount` from `payer` to `payTo`. */
-export interface ExpectedPayment { payer: string; nonce: string; payTo: string; amount: string; fromBlock: bigint }
+export interface ExpectedPayment {
+  payer: string;
+  nonce: string;
+  payTo: string;
+  amount: string;
+  fromBlock: bigint;
+}
 
 /** The token's own logs that prove a payment, as an auditor can check them on any node. */
 export interface TransferProof {
@@ -107,7 +117,12 @@ export class AuthorizationLedger {
   }
 
   isUsed(authorizer: string, nonce: string): Promise<boolean> {
-    return this.client.readContract({ address: this.token, abi, functionName: 'authorizationState', args: [authorizer as Address, nonce as Hex] });
+    return this.client.readContract({
+      address: this.token,
+      abi,
+      functionName: 'authorizationState',
+      args: [authorizer as Address, nonce as Hex],
+    });
   }
 
   /**
@@ -115,12 +130,18 @@ export class AuthorizationLedger {
    * as the in-process facilitator received it from the same node when it has one, else asked from the node.
    */
   async evidenceOfTransaction(transaction: string, expected: ExpectedPayment): Promise<PaymentEvidence | undefined> {
-    const receipt = this.options.settledReceipts?.take(transaction)
-      ?? await this.client.getTransactionReceipt({ hash: transaction as Hex }).catch(() => undefined);
+    const receipt =
+      this.options.settledReceipts?.take(transaction) ??
+      (await this.client.getTransactionReceipt({ hash: transaction as Hex }).catch(() => undefined));
     if (!receipt || receipt.status !== 'success') return undefined;
     const logs: TokenLog[] = receipt.logs.map((l) => ({
-      address: l.address, topics: l.topics as Hex[], data: l.data, blockNumber: `0x${l.blockNumber.toString(16)}`, blockHash: l.blockHash,
-      transactionHash: l.transactionHash, logIndex: `0x${l.logIndex.toString(16)}`,
+      address: l.address,
+      topics: l.topics as Hex[],
+      data: l.data,
+      blockNumber: `0x${l.blockNumber.toString(16)}`,
+      blockHash: l.blockHash,
+      transactionHash: l.transactionHash,
+      logIndex: `0x${l.logIndex.toString(16)}`,
     }));
     const used = logs.find((l) => this.isAuthorizationLog(l, AUTHORIZATION_USED, expected));
     return used ? this.judge(used, logs, expected) : undefined;
@@ -130,51 +151,94 @@ export class AuthorizationLedger {
   async evidence(expected: ExpectedPayment): Promise<PaymentEvidence> {
     const [used, latest] = await Promise.all([this.isUsed(expected.payer, expected.nonce), this.latestBlock()]);
     if (!used) return { kind: 'unused' };
-    const topics = [[AUTHORIZATION_USED, AUTHORIZATION_CANCELED], pad(getAddress(expected.payer)), expected.nonce as Hex];
+    const topics = [
+      [AUTHORIZATION_USED, AUTHORIZATION_CANCELED],
+      pad(getAddress(expected.payer)),
+      expected.nonce as Hex,
+    ];
     const window = BigInt(this.options.windowBlocks ?? 2000);
     for (let from = expected.fromBlock; from <= latest; from += window) {
       const to = from + window - 1n < latest ? from + window - 1n : latest;
       const [found] = await this.logs({ fromBlock: from, toBlock: to, topics });
       if (!found) continue;
-      if (found.topics[0] === AUTHORIZATION_CANCELED) return { kind: 'canceled', transaction: found.transactionHash, block_number: BigInt(found.blockNumber).toString() };
+      if (found.topics[0] === AUTHORIZATION_CANCELED)
+        return {
+          kind: 'canceled',
+          transaction: found.transactionHash,
+          block_number: BigInt(found.blockNumber).toString(),
+        };
       const block = BigInt(found.blockNumber);
       const transfers = await this.logs({ fromBlock: block, toBlock: block, topics: [TRANSFER] });
-      return this.judge(found, transfers.filter((l) => l.transactionHash === found.transactionHash), expected);
+      return this.judge(
+        found,
+        transfers.filter((l) => l.transactionHash === found.transactionHash),
+        expected,
+      );
     }
     return { kind: 'not_visible_yet' };
   }
 
   /** Paid only when the same transaction moved exactly the expected amount from the payer to the seller. */
   private judge(used: TokenLog, transactionLogs: TokenLog[], expected: ExpectedPayment): PaymentEvidence {
-    const transfer = transactionLogs.find((l) =>
-      l.address.toLowerCase() === this.token.toLowerCase() && l.topics[0] === TRANSFER
-      && l.topics[1]?.toLowerCase() === pad(getAddress(expected.payer)).toLowerCase()
-      && l.topics[2]?.toLowerCase() === pad(getAddress(expected.payTo)).toLowerCase()
-      && BigInt(l.data) === BigInt(expected.amount));
+    const transfer = transactionLogs.find(
+      (l) =>
+        l.address.toLowerCase() === this.token.toLowerCase() &&
+        l.topics[0] === TRANSFER &&
+        l.topics[1]?.toLowerCase() === pad(getAddress(expected.payer)).toLowerCase() &&
+        l.topics[2]?.toLowerCase() === pad(getAddress(expected.payTo)).toLowerCase() &&
+        BigInt(l.data) === BigInt(expected.amount),
+    );
     const block_number = BigInt(used.blockNumber).toString();
     if (!transfer) return { kind: 'spent_elsewhere', transaction: used.transactionHash, block_number };
-    const entry = (l: TokenLog) => ({ address: l.address, topics: l.topics, data: l.data, log_index: BigInt(l.logIndex).toString() });
-    return { kind: 'paid', proof: { transaction: used.transactionHash, block_number, block_hash: used.blockHash, logs: [entry(used), entry(transfer)] } };
+    const entry = (l: TokenLog) => ({
+      address: l.address,
+      topics: l.topics,
+      data: l.data,
+      log_index: BigInt(l.logIndex).toString(),
+    });
+    return {
+      kind: 'paid',
+      proof: {
+        transaction: used.transactionHash,
+        block_number,
+        block_hash: used.blockHash,
+        logs: [entry(used), entry(transfer)],
+      },
+    };
   }
 
   private isAuthorizationLog(log: TokenLog, topic: Hex, expected: ExpectedPayment): boolean {
-    return log.address.toLowerCase() === this.token.toLowerCase() && log.topics[0] === topic
-      && log.topics[1]?.toLowerCase() === pad(getAddress(expected.payer)).toLowerCase()
-      && log.topics[2]?.toLowerCase() === expected.nonce.toLowerCase();
+    return (
+      log.address.toLowerCase() === this.token.toLowerCase() &&
+      log.topics[0] === topic &&
+      log.topics[1]?.toLowerCase() === pad(getAddress(expected.payer)).toLowerCase() &&
+      log.topics[2]?.toLowerCase() === expected.nonce.toLowerCase()
+    );
   }
 
   /** The token's logs in a range: blocks before the live node's first block from the archive, the rest from the node. */
   private async logs(filter: LogFilter): Promise<TokenLog[]> {
     const archive = this.options.archive;
-    const archived = archive && filter.fromBlock < archive.firstLiveBlock
-      ? archive.logs({ ...filter, toBlock: filter.toBlock < archive.firstLiveBlock ? filter.toBlock : archive.firstLiveBlock - 1n })
-      : [];
+    const archived =
+      archive && filter.fromBlock < archive.firstLiveBlock
+        ? archive.logs({
+            ...filter,
+            toBlock: filter.toBlock < archive.firstLiveBlock ? filter.toBlock : archive.firstLiveBlock - 1n,
+          })
+        : [];
     const liveFrom = archive && filter.fromBlock < archive.firstLiveBlock ? archive.firstLiveBlock : filter.fromBlock;
     if (liveFrom > filter.toBlock) return archived;
-    const live = await this.client.request({
+    const live = (await this.client.request({
       method: 'eth_getLogs',
-      params: [{ address: this.token, topics: filter.topics, fromBlock: `0x${liveFrom.toString(16)}`, toBlock: `0x${filter.toBlock.toString(16)}` }],
-    }) as unknown as TokenLog[];
+      params: [
+        {
+          address: this.token,
+          topics: filter.topics,
+          fromBlock: `0x${liveFrom.toString(16)}`,
+          toBlock: `0x${filter.toBlock.toString(16)}`,
+        },
+      ],
+    })) as unknown as TokenLog[];
     return [...archived, ...live];
   }
 }

@@ -19,7 +19,10 @@ export interface ChainCheckLimits {
 }
 
 export const DEFAULT_CHAIN_CHECK_LIMITS: ChainCheckLimits = {
-  perAddressPerMinute: 10, globalPerMinute: 120, codeCacheMs: 30_000, gasCap: 500_000n,
+  perAddressPerMinute: 10,
+  globalPerMinute: 120,
+  codeCacheMs: 30_000,
+  gasCap: 500_000n,
 };
 
 const WINDOW_MS = 60_000;
@@ -35,7 +38,10 @@ export class ChainChecks {
   private readonly code = new Map<string, { has: boolean; until: number }>();
   private window = { start: 0, total: 0, byAddress: new Map<string, number>() };
 
-  constructor(private readonly node: ChainNode, readonly limits: ChainCheckLimits = DEFAULT_CHAIN_CHECK_LIMITS) {}
+  constructor(
+    private readonly node: ChainNode,
+    readonly limits: ChainCheckLimits = DEFAULT_CHAIN_CHECK_LIMITS,
+  ) {}
 
   /** Whether the address holds contract code (a smart wallet), from the cache when it was asked recently. */
   async hasCode(address: Address): Promise<boolean> {
@@ -43,7 +49,9 @@ export class ChainChecks {
     const known = this.code.get(key);
     if (known && known.until > Date.now()) return known.has;
     this.spend(key);
-    const code = await this.node.getCode(address).catch((e: unknown) => { throw unreachable(e); });
+    const code = await this.node.getCode(address).catch((e: unknown) => {
+      throw unreachable(e);
+    });
     if (this.code.size >= MAX_REMEMBERED) this.code.clear();
     const has = Boolean(code && code !== '0x');
     this.code.set(key, { has, until: Date.now() + this.limits.codeCacheMs });
@@ -62,21 +70,25 @@ export class ChainChecks {
     const used = this.window.byAddress.get(address) ?? 0;
     const wait = Math.max(1, Math.ceil((this.window.start + WINDOW_MS - now) / 1000));
     const { perAddressPerMinute: perAddress, globalPerMinute: global } = this.limits;
-    if (used >= perAddress) throw busy(`This address needed ${used} on-chain signature checks this minute (at most ${perAddress}).`, wait);
-    if (this.window.total >= global) throw busy(`This service made its ${global} on-chain signature checks of this minute.`, wait);
+    if (used >= perAddress)
+      throw busy(`This address needed ${used} on-chain signature checks this minute (at most ${perAddress}).`, wait);
+    if (this.window.total >= global)
+      throw busy(`This service made its ${global} on-chain signature checks of this minute.`, wait);
     if (this.window.byAddress.size < MAX_REMEMBERED) this.window.byAddress.set(address, used + 1);
     this.window.total++;
   }
 }
 
 function busy(reason: string, wait: number): ApiError {
-  const message = `${reason} Signatures by plain wallets (EOA) are checked without the chain; a smart-wallet signature `
-    + `needs the chain. Wait ${wait} s (Retry-After) and sign a fresh challenge or payment.`;
+  const message =
+    `${reason} Signatures by plain wallets (EOA) are checked without the chain; a smart-wallet signature ` +
+    `needs the chain. Wait ${wait} s (Retry-After) and sign a fresh challenge or payment.`;
   return new ApiError(429, 'chain_checks_busy', message, { retryable: true, headers: { 'Retry-After': String(wait) } });
 }
 
 function unreachable(cause: unknown): ApiError {
-  const message = `The chain did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}), so a smart-wallet `
-    + 'signature cannot be checked now. Retry in a few seconds with a fresh signature.';
+  const message =
+    `The chain did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}), so a smart-wallet ` +
+    'signature cannot be checked now. Retry in a few seconds with a fresh signature.';
   return new ApiError(503, 'chain_unavailable', message, { retryable: true, headers: { 'Retry-After': '5' } });
 }

@@ -46,7 +46,10 @@ export interface FacilitatorChain {
 }
 
 /** Settles as the chain's facilitator dev account and makes each settlement durable before answering. */
-export function embeddedFacilitatorConfig(chain: FacilitatorChain, receipts?: SettledReceipts): EmbeddedFacilitatorConfig {
+export function embeddedFacilitatorConfig(
+  chain: FacilitatorChain,
+  receipts?: SettledReceipts,
+): EmbeddedFacilitatorConfig {
   return {
     receipts,
     mode: 'embedded',
@@ -99,7 +102,9 @@ function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitat
       return receipt;
     },
   } as unknown as SignerSource;
-  const signer = toFacilitatorEvmSigner(signerSource, { confirmationTimeoutMs: config.confirmationTimeoutMs ?? 30_000 });
+  const signer = toFacilitatorEvmSigner(signerSource, {
+    confirmationTimeoutMs: config.confirmationTimeoutMs ?? 30_000,
+  });
   registerExactEvmScheme(facilitator, { signer, networks: network });
 
   return {

@@ -1,6 +1,27 @@
-export { PaymentGateway, type DiscoveryDeclaration, type PaidResource, type PaymentTerms, type Authorization, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from './payment-gateway.js';
-export { AuthorizationLedger, type ExpectedPayment, type PaymentEvidence, type TokenLog, type TransferProof } from './authorization-ledger.js';
-export { createFacilitator, embeddedFacilitatorConfig, type Facilitator, type FacilitatorConfig } from './facilitator.js';
+export {
+  PaymentGateway,
+  type DiscoveryDeclaration,
+  type PaidResource,
+  type PaymentTerms,
+  type Authorization,
+  type PaymentPayload,
+  type PaymentRequirements,
+  type SettleResponse,
+  type VerifyResponse,
+} from './payment-gateway.js';
+export {
+  AuthorizationLedger,
+  type ExpectedPayment,
+  type PaymentEvidence,
+  type TokenLog,
+  type TransferProof,
+} from './authorization-ledger.js';
+export {
+  createFacilitator,
+  embeddedFacilitatorConfig,
+  type Facilitator,
+  type FacilitatorConfig,
+} from './facilitator.js';
 export { OfferReceipts, type OperatorKey, type ReceiptFacts, type RefundReceiptFacts } from './receipts.js';
 export { SettledReceipts } from './settled-receipts.js';
 export { ChainChecks, DEFAULT_CHAIN_CHECK_LIMITS, type ChainCheckLimits, type ChainNode } from './chain-checks.js';

@@ -1,10 +1,16 @@
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from '@x402/core/http';
 import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/server';
 import { bazaarResourceServerExtension } from '@x402/extensions/bazaar';
 import {
-  declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER, paymentIdentifierResourceServerExtension,
+  declarePaymentIdentifierExtension,
+  PAYMENT_IDENTIFIER,
+  paymentIdentifierResourceServerExtension,
 } from '@x402/extensions/payment-identifier';
 import { ApiError } from '../errors/index.js';
 import { unsafeJson } from '../schema/json-limits.js';
@@ -23,16 +29,34 @@ export interface PaymentTerms {
 }
 
 /** What a 402 names as the thing paid for (x402 ResourceInfo; serviceName and tags are read by bazaar catalogs). */
-export interface PaidResource { url: string; description: string; serviceName?: string; tags?: string[] }
+export interface PaidResource {
+  url: string;
+  description: string;
+  serviceName?: string;
+  tags?: string[];
+}
 
 /**
  * A paid operation's bazaar declaration (declareDiscoveryExtension), enriched with the HTTP method and route.
  * `key` identifies it for caching: the same key must always mean the same declaration.
  */
-export interface DiscoveryDeclaration { key: string; method: string; path: string; routePattern: string; extensions: Record<string, unknown> }
+export interface DiscoveryDeclaration {
+  key: string;
+  method: string;
+  path: string;
+  routePattern: string;
+  extensions: Record<string, unknown>;
+}
 
 /** What one x402 v2 "exact" payment looks like when it is authorised by EIP-3009. */
-export interface Authorization { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }
+export interface Authorization {
+  from: string;
+  to: string;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: string;
+}
 
 /**
  * The x402 resource-server side of a purchase, built on @x402/core: requirements for an exact amount,
@@ -44,7 +68,11 @@ export class PaymentGateway {
   /** Requirements and PAYMENT-REQUIRED headers depend only on the amount and resource: built once each. */
   private readonly built = new Map<string, Promise<PaymentRequirements | string>>();
 
-  constructor(facilitator: FacilitatorClient, readonly terms: PaymentTerms, readonly receipts?: OfferReceipts) {
+  constructor(
+    facilitator: FacilitatorClient,
+    readonly terms: PaymentTerms,
+    readonly receipts?: OfferReceipts,
+  ) {
     this.server = registerExactEvmScheme(new x402ResourceServer(facilitator), { networks: [terms.network] });
     if (receipts) this.server.registerExtension(receipts.extension());
     this.server.registerExtension(paymentIdentifierResourceServerExtension);
@@ -61,10 +89,17 @@ export class PaymentGateway {
   }
 
   requirements(amountAtomic: string): Promise<PaymentRequirements> {
-    return this.memo(`requirements\n${amountAtomic}`, () => this.buildRequirements(amountAtomic)) as Promise<PaymentRequirements>;
+    return this.memo(`requirements\n${amountAtomic}`, () =>
+      this.buildRequirements(amountAtomic),
+    ) as Promise<PaymentRequirements>;
   }
 
-  paymentRequiredHeader(requirements: PaymentRequirements, resource: PaidResource, error: string, discovery?: DiscoveryDeclaration): Promise<string> {
+  paymentRequiredHeader(
+    requirements: PaymentRequirements,
+    resource: PaidResource,
+    error: string,
+    discovery?: DiscoveryDeclaration,
+  ): Promise<string> {
     // Signed offers expire: a header is rebuilt every minute, so an offer has most of its validity left.
     const key = `header\n${requirements.amount}\n${JSON.stringify(resource)}\n${error}\n${discovery?.key ?? ''}\n${this.receipts ? Math.floor(Date.now() / 60_000) : ''}`;
     return this.memo(key, () => this.buildHeader(requirements, resource, error, discovery)) as Promise<string>;
@@ -98,13 +133,23 @@ export class PaymentGateway {
     return requirements;
   }
 
-  private async buildHeader(requirements: PaymentRequirements, resource: PaidResource, error: string, discovery?: DiscoveryDeclaration): Promise<string> {
+  private async buildHeader(
+    requirements: PaymentRequirements,
+    resource: PaidResource,
+    error: string,
+    discovery?: DiscoveryDeclaration,
+  ): Promise<string> {
     const extensions = {
       ...this.receipts?.declaration(),
       [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
       ...(discovery && this.server.enrichExtensions(discovery.extensions, httpContext(discovery))),
     };
-    const required = await this.server.createPaymentRequiredResponse([requirements], { ...resource, mimeType: 'application/json' }, error, extensions);
+    const required = await this.server.createPaymentRequiredResponse(
+      [requirements],
+      { ...resource, mimeType: 'application/json' },
+      error,
+      extensions,
+    );
     return encodePaymentRequiredHeader(required);
   }
 
@@ -126,7 +171,9 @@ export class PaymentGateway {
 
   async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     await this.initialize();
-    return this.server.verifyPayment(payload, requirements).catch((e) => { throw unavailable(e); });
+    return this.server.verifyPayment(payload, requirements).catch((e) => {
+      throw unavailable(e);
+    });
   }
 
   async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
@@ -146,15 +193,22 @@ export class PaymentGateway {
 /** The request as x402's HTTP extensions read it (bazaar takes the method and the route template from it). */
 function httpContext(discovery: DiscoveryDeclaration) {
   const adapter = {
-    getHeader: () => undefined, getMethod: () => discovery.method, getPath: () => discovery.path, getUrl: () => discovery.path,
-    getAcceptHeader: () => 'application/json', getUserAgent: () => '',
+    getHeader: () => undefined,
+    getMethod: () => discovery.method,
+    getPath: () => discovery.path,
+    getUrl: () => discovery.path,
+    getAcceptHeader: () => 'application/json',
+    getUserAgent: () => '',
   };
   return { adapter, path: discovery.path, method: discovery.method, routePattern: discovery.routePattern };
 }
 
 /** The facilitator or the chain did not answer: nothing was charged, the same request may be retried. */
 function unavailable(cause: unknown): ApiError {
-  return new ApiError(503, 'payment_network_unavailable',
+  return new ApiError(
+    503,
+    'payment_network_unavailable',
     `The payment network did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}). Nothing was charged: retry the same request with the same Idempotency-Key in a few seconds.`,
-    { retryable: true, headers: { 'Retry-After': '5' } });
+    { retryable: true, headers: { 'Retry-After': '5' } },
+  );
 }

@@ -16,12 +16,16 @@ export function readPaymentIdentifier(extension: unknown): PaymentIdentifier {
   if (typeof extension !== 'object' || Array.isArray(extension)) return { invalid: 'the extension must be an object' };
   const { info, schema } = extension as { info?: unknown; schema?: unknown };
   if (schema !== undefined && !isDeepStrictEqual(schema, paymentIdentifierSchema)) {
-    return { invalid: 'its schema is not the one this service declares in PAYMENT-REQUIRED; send the declared schema or none' };
+    return {
+      invalid: 'its schema is not the one this service declares in PAYMENT-REQUIRED; send the declared schema or none',
+    };
   }
-  if (typeof info !== 'object' || info === null || Array.isArray(info)) return { invalid: "it must have an 'info' object" };
+  if (typeof info !== 'object' || info === null || Array.isArray(info))
+    return { invalid: "it must have an 'info' object" };
   const { required, id } = info as { required?: unknown; id?: unknown };
-  if (typeof required !== 'boolean') return { invalid: "info.required must be a boolean" };
+  if (typeof required !== 'boolean') return { invalid: 'info.required must be a boolean' };
   if (id === undefined) return undefined;
-  if (typeof id !== 'string' || !isValidPaymentId(id)) return { invalid: 'info.id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -' };
+  if (typeof id !== 'string' || !isValidPaymentId(id))
+    return { invalid: 'info.id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -' };
   return { id };
 }

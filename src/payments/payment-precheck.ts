@@ -1,6 +1,14 @@
 import {
-  encodeFunctionData, getAddress, hashTypedData, isAddressEqual, isErc6492Signature, parseAbi, parseErc6492Signature,
-  recoverAddress, type Address, type Hex,
+  encodeFunctionData,
+  getAddress,
+  hashTypedData,
+  isAddressEqual,
+  isErc6492Signature,
+  parseAbi,
+  parseErc6492Signature,
+  recoverAddress,
+  type Address,
+  type Hex,
 } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 
@@ -17,13 +25,23 @@ const MIN_VALIDITY_SECONDS = 6n;
 
 const transferWithAuthorization = {
   TransferWithAuthorization: [
-    { name: 'from', type: 'address' }, { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
   ],
 } as const;
 
-interface Authorization { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }
+interface Authorization {
+  from: string;
+  to: string;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: string;
+}
 
 /**
  * What can be said of an x402 "exact" EVM payment without the chain, checked before the facilitator is asked (whose
@@ -36,38 +54,56 @@ interface Authorization { from: string; to: string; value: string; validAfter: s
 export class PaymentPrecheck {
   private readonly factories: Set<string>;
 
-  constructor(private readonly code?: CodeLookup, allowedFactories: readonly string[] = []) {
+  constructor(
+    private readonly code?: CodeLookup,
+    allowedFactories: readonly string[] = [],
+  ) {
     this.factories = new Set(allowedFactories.map((f) => f.toLowerCase()));
   }
 
   /** Why the payment cannot be valid, or undefined when only the facilitator can tell. */
-  async refusal(requirements: PaymentRequirements, payload: PaymentPayload, now = Math.floor(Date.now() / 1000)): Promise<string | undefined> {
+  async refusal(
+    requirements: PaymentRequirements,
+    payload: PaymentPayload,
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<string | undefined> {
     const { signature, authorization: a } = payload.payload as { signature: Hex; authorization: Authorization };
     const { scheme, network } = payload.accepted;
     if (scheme !== 'exact' || network !== requirements.network) {
       return `the payment is for ${scheme} on ${network}, not exact on ${requirements.network}`;
     }
-    if (!isAddressEqual(a.to as Address, requirements.payTo as Address)) return `the authorization pays ${a.to}, not ${requirements.payTo}`;
-    if (BigInt(a.value) !== BigInt(requirements.amount)) return `the authorization moves ${a.value} atomic units, not ${requirements.amount}`;
+    if (!isAddressEqual(a.to as Address, requirements.payTo as Address))
+      return `the authorization pays ${a.to}, not ${requirements.payTo}`;
+    if (BigInt(a.value) !== BigInt(requirements.amount))
+      return `the authorization moves ${a.value} atomic units, not ${requirements.amount}`;
     if (BigInt(a.validAfter) > BigInt(now)) return `the authorization is valid only after ${a.validAfter}`;
-    if (BigInt(a.validBefore) < BigInt(now) + MIN_VALIDITY_SECONDS) return `the authorization expired (validBefore ${a.validBefore})`;
+    if (BigInt(a.validBefore) < BigInt(now) + MIN_VALIDITY_SECONDS)
+      return `the authorization expired (validBefore ${a.validBefore})`;
     if (isErc6492Signature(signature)) {
       const factory = safely(() => parseErc6492Signature(signature).address);
       if (factory && this.factories.has(factory.toLowerCase())) return undefined;
       return `the ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which is not allowed`;
     }
-    const digest = safely(() => hashTypedData({
-      domain: {
-        name: String(requirements.extra?.name), version: String(requirements.extra?.version),
-        chainId: Number(requirements.network.split(':')[1]), verifyingContract: getAddress(requirements.asset),
-      },
-      types: transferWithAuthorization,
-      primaryType: 'TransferWithAuthorization',
-      message: {
-        from: a.from as Address, to: a.to as Address, value: BigInt(a.value),
-        validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce as Hex,
-      },
-    }));
+    const digest = safely(() =>
+      hashTypedData({
+        domain: {
+          name: String(requirements.extra?.name),
+          version: String(requirements.extra?.version),
+          chainId: Number(requirements.network.split(':')[1]),
+          verifyingContract: getAddress(requirements.asset),
+        },
+        types: transferWithAuthorization,
+        primaryType: 'TransferWithAuthorization',
+        message: {
+          from: a.from as Address,
+          to: a.to as Address,
+          value: BigInt(a.value),
+          validAfter: BigInt(a.validAfter),
+          validBefore: BigInt(a.validBefore),
+          nonce: a.nonce as Hex,
+        },
+      }),
+    );
     if (!digest) return 'the authorization cannot be hashed (EIP-712)';
     const signer = await safely(() => recoverAddress({ hash: digest, signature }));
     if (signer && isAddressEqual(signer, a.from as Address)) return undefined;
@@ -76,14 +112,16 @@ export class PaymentPrecheck {
     if (!this.code || !(await this.code.hasCode(from))) return `the signature is not by ${a.from}`;
     const data = encodeFunctionData({ abi: erc1271, functionName: 'isValidSignature', args: [digest, signature] });
     const answer = await this.code.call(from, { to: from, data });
-    return answer?.toLowerCase().startsWith('0x1626ba7e') ? undefined : `the wallet contract at ${a.from} does not accept the signature`;
+    return answer?.toLowerCase().startsWith('0x1626ba7e')
+      ? undefined
+      : `the wallet contract at ${a.from} does not accept the signature`;
   }
 }
 
 function safely<T>(work: () => T): T | undefined {
   try {
     const result = work();
-    return result instanceof Promise ? result.catch(() => undefined) as T : result;
+    return result instanceof Promise ? (result.catch(() => undefined) as T) : result;
   } catch {
     return undefined;
   }

@@ -17,7 +17,14 @@ const exactEvmPaymentSchema = {
     accepted: {
       type: 'object',
       required: ['scheme', 'network', 'amount', 'asset', 'payTo', 'maxTimeoutSeconds'],
-      properties: { scheme: text, network: text, amount: uint, asset: address, payTo: address, maxTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400 } },
+      properties: {
+        scheme: text,
+        network: text,
+        amount: uint,
+        asset: address,
+        payTo: address,
+        maxTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+      },
     },
     payload: {
       type: 'object',
@@ -28,7 +35,14 @@ const exactEvmPaymentSchema = {
           type: 'object',
           additionalProperties: false,
           required: ['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce'],
-          properties: { from: address, to: address, value: uint, validAfter: uint, validBefore: uint, nonce: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' } },
+          properties: {
+            from: address,
+            to: address,
+            value: uint,
+            validAfter: uint,
+            validBefore: uint,
+            nonce: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' },
+          },
         },
       },
     },

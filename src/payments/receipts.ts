@@ -1,7 +1,12 @@
 import type { KeyObject } from 'node:crypto';
 import {
-  createJWS, createJWSOfferReceiptIssuer, createOfferReceiptExtension, declareOfferReceiptExtension, OFFER_RECEIPT,
-  type JWSSignedReceipt, type JWSSigner,
+  createJWS,
+  createJWSOfferReceiptIssuer,
+  createOfferReceiptExtension,
+  declareOfferReceiptExtension,
+  OFFER_RECEIPT,
+  type JWSSignedReceipt,
+  type JWSSigner,
 } from '@x402/extensions/offer-receipt';
 import type { ResourceServerExtension } from '@x402/core/types';
 
@@ -47,10 +52,18 @@ export class OfferReceipts {
   readonly kid: string;
   private readonly signer: JWSSigner;
 
-  constructor(key: OperatorKey, readonly offerValiditySeconds: number) {
+  constructor(
+    key: OperatorKey,
+    readonly offerValiditySeconds: number,
+  ) {
     const { kty, crv, x } = key.publicKey.export({ format: 'jwk' });
     this.kid = `did:jwk:${Buffer.from(JSON.stringify({ crv, kty, x })).toString('base64url')}`;
-    this.signer = { kid: this.kid, format: 'jws', algorithm: 'EdDSA', sign: async (bytes) => key.signBytes(bytes).toString('base64url') };
+    this.signer = {
+      kid: this.kid,
+      format: 'jws',
+      algorithm: 'EdDSA',
+      sign: async (bytes) => key.signBytes(bytes).toString('base64url'),
+    };
   }
 
   /** Registered on the resource server: signs an offer for every PAYMENT-REQUIRED. */
@@ -79,7 +92,9 @@ export class OfferReceipts {
       evaluationHash: facts.evaluationHash,
       amount: facts.amountAtomic,
     };
-    return { [OFFER_RECEIPT]: { info: { receipt: { format: 'jws', signature: await createJWS(payload, this.signer) } } } };
+    return {
+      [OFFER_RECEIPT]: { info: { receipt: { format: 'jws', signature: await createJWS(payload, this.signer) } } },
+    };
   }
 
   /**

@@ -35,22 +35,33 @@ async function build(snapshot: Snapshot): Promise<Map<string, BillingOption[]>> 
     const verdict = snapshot.verdicts.get(entry.product.id)!;
     if (verdict.rejection) continue;
     const fixedPrice = Object.keys(entry.acceptedParameters).length === 0;
-    const parameters = Object.fromEntries(Object.entries(entry.acceptedParameters)
-      .filter(([, d]) => d.required)
-      .map(([name, d]) => [name, d.default ?? d.minimum ?? (d.type === 'boolean' ? false : 1)]));
+    const parameters = Object.fromEntries(
+      Object.entries(entry.acceptedParameters)
+        .filter(([, d]) => d.required)
+        .map(([name, d]) => [name, d.default ?? d.minimum ?? (d.type === 'boolean' ? false : 1)]),
+    );
     const options: BillingOption[] = [];
     for (const billing of BILLINGS) {
-      const evaluation = await evaluatePrice(snapshot, { product_id: entry.product.id, parameters, billing }).catch(() => undefined);
+      const evaluation = await evaluatePrice(snapshot, { product_id: entry.product.id, parameters, billing }).catch(
+        () => undefined,
+      );
       if (evaluation?.outcome !== 'priced' || evaluation.output.decimals !== 6) continue;
       const amount = new Decimal(evaluation.output.total_atomic).dividedBy(1_000_000);
-      const price = { amount: amount.toFixed(), amount_atomic: evaluation.output.total_atomic, currency: 'USDC' as const, decimals: 6 as const };
+      const price = {
+        amount: amount.toFixed(),
+        amount_atomic: evaluation.output.total_atomic,
+        currency: 'USDC' as const,
+        decimals: 6 as const,
+      };
       const outOfRange = fixedPrice && (amount.lessThan(minimum) || amount.greaterThan(maximum));
       const notOrderable = verdict.notOrderable.map((r) => r.reason).join(' ');
       options.push({
         billing,
         agent_orderable: !notOrderable && !outOfRange,
         ...(fixedPrice && { price }),
-        ...(outOfRange && { reason: `Costs ${amount.toFixed()} USDC, outside the agent order limits (${minimum} to ${maximum} ${snapshot.catalog.settings.order_limits.currency}): agents cannot order it with billing ${billing}.` }),
+        ...(outOfRange && {
+          reason: `Costs ${amount.toFixed()} USDC, outside the agent order limits (${minimum} to ${maximum} ${snapshot.catalog.settings.order_limits.currency}): agents cannot order it with billing ${billing}.`,
+        }),
         ...(!outOfRange && notOrderable && { reason: notOrderable }),
       });
     }

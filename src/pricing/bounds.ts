@@ -3,7 +3,11 @@ import { evaluatePrice } from './evaluate.js';
 import { configurations, thresholds } from './grid.js';
 import type { Snapshot } from './snapshot-shape.js';
 
-export interface BoundProblem { file: string; pointer: string; message: string }
+export interface BoundProblem {
+  file: string;
+  pointer: string;
+  message: string;
+}
 
 /**
  * Checks that the cheapest and the dearest valid configuration of every quotable product cost within the order limits.
@@ -18,11 +22,13 @@ export async function checkPriceBounds(snapshot: Snapshot): Promise<BoundProblem
     let dearest: typeof cheapest;
     let broken: string | undefined;
     for (const parameters of configurations(entry, thresholds(snapshot, entry))) {
-      const evaluation = await evaluatePrice(snapshot, { product_id: entry.product.id, parameters }).catch((e: Error) => {
-        if (!(e instanceof RuleEvaluationError)) throw e;
-        broken = e.message;
-        return undefined;
-      });
+      const evaluation = await evaluatePrice(snapshot, { product_id: entry.product.id, parameters }).catch(
+        (e: Error) => {
+          if (!(e instanceof RuleEvaluationError)) throw e;
+          broken = e.message;
+          return undefined;
+        },
+      );
       if (!evaluation) break;
       if (evaluation.outcome !== 'priced') continue;
       const total = new Decimal(evaluation.output.amount);
@@ -30,18 +36,34 @@ export async function checkPriceBounds(snapshot: Snapshot): Promise<BoundProblem
       if (!dearest || total.greaterThan(dearest.total)) dearest = { total, parameters };
     }
     if (broken) {
-      problems.push({ file: entry.file, pointer: '/pricing', message: `a price rule cannot price this product: ${broken}` });
+      problems.push({
+        file: entry.file,
+        pointer: '/pricing',
+        message: `a price rule cannot price this product: ${broken}`,
+      });
       continue;
     }
     if (!cheapest || !dearest) {
-      problems.push({ file: entry.file, pointer: '/parameters', message: 'no valid configuration of this product can be priced' });
+      problems.push({
+        file: entry.file,
+        pointer: '/parameters',
+        message: 'no valid configuration of this product can be priced',
+      });
       continue;
     }
     if (cheapest.total.lessThan(minimum)) {
-      problems.push({ file: entry.file, pointer: '/pricing', message: `the cheapest configuration ${JSON.stringify(cheapest.parameters)} costs ${cheapest.total.toFixed()}, below the order minimum ${minimum}` });
+      problems.push({
+        file: entry.file,
+        pointer: '/pricing',
+        message: `the cheapest configuration ${JSON.stringify(cheapest.parameters)} costs ${cheapest.total.toFixed()}, below the order minimum ${minimum}`,
+      });
     }
     if (dearest.total.greaterThan(maximum)) {
-      problems.push({ file: entry.file, pointer: '/pricing', message: `the dearest configuration ${JSON.stringify(dearest.parameters)} costs ${dearest.total.toFixed()}, above the order maximum ${maximum}` });
+      problems.push({
+        file: entry.file,
+        pointer: '/pricing',
+        message: `the dearest configuration ${JSON.stringify(dearest.parameters)} costs ${dearest.total.toFixed()}, above the order maximum ${maximum}`,
+      });
     }
   }
   return problems;

@@ -1,5 +1,11 @@
 import type { Product } from '../catalog/index.js';
-import { atomicToAmount, type NotOrderableReason, type PriceLine, type Rejection, type TraceEntry } from '../rules/index.js';
+import {
+  atomicToAmount,
+  type NotOrderableReason,
+  type PriceLine,
+  type Rejection,
+  type TraceEntry,
+} from '../rules/index.js';
 import { schemaProblems, type SchemaProblem } from '../schema/ajv.js';
 import { decimalsOf, type Snapshot } from './snapshot-shape.js';
 
@@ -47,14 +53,23 @@ export async function evaluatePrice(snapshot: Snapshot, input: PriceInput): Prom
     return {
       outcome: 'rejected',
       problems,
-      rejection: { status: 422, code: 'invalid_parameters', message: `The parameters of ${input.product_id} are not valid: ${problems.map((p) => `${p.pointer} ${p.message}`).join('; ')}. Fix them as listed in error.details and send the request again; GET /products/${input.product_id} describes every parameter.` },
+      rejection: {
+        status: 422,
+        code: 'invalid_parameters',
+        message: `The parameters of ${input.product_id} are not valid: ${problems.map((p) => `${p.pointer} ${p.message}`).join('; ')}. Fix them as listed in error.details and send the request again; GET /products/${input.product_id} describes every parameter.`,
+      },
     };
   }
   const configuration: Record<string, unknown> = {};
   for (const name of Object.keys(entry.acceptedParameters)) if (name in params) configuration[name] = params[name];
 
   const product = entry.product;
-  const facts = { product, settings: snapshot.catalog.settings, params: configuration, billing: input.billing ?? 'quote' };
+  const facts = {
+    product,
+    settings: snapshot.catalog.settings,
+    params: configuration,
+    billing: input.billing ?? 'quote',
+  };
   const outcome = await snapshot.rules.quote.evaluate(facts, decimalsOf(entry));
   if (outcome.rejections.length) return { outcome: 'rejected', rejection: outcome.rejections[0] };
 

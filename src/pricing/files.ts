@@ -7,7 +7,10 @@ export type SnapshotFiles = Record<string, string>;
 
 export async function readSnapshotFiles(catalogDir: string, rulesDir: string): Promise<SnapshotFiles> {
   const files: SnapshotFiles = {};
-  for (const [prefix, dir, pattern] of [['catalog', catalogDir, /\.ya?ml$/], ['rules', rulesDir, /\.json$/]] as const) {
+  for (const [prefix, dir, pattern] of [
+    ['catalog', catalogDir, /\.ya?ml$/],
+    ['rules', rulesDir, /\.json$/],
+  ] as const) {
     for (const path of await listFiles(dir)) {
       if (!pattern.test(path)) continue;
       files[`${prefix}/${relative(dir, path).split(sep).join('/')}`] = await readFile(path, 'utf8');
@@ -18,11 +21,13 @@ export async function readSnapshotFiles(catalogDir: string, rulesDir: string): P
 
 async function listFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => {
-    const path = join(dir, e.name);
-    if (e.name.startsWith('.')) return [];
-    return e.isDirectory() ? listFiles(path) : e.isFile() ? [path] : [];
-  }));
+  const nested = await Promise.all(
+    entries.map((e) => {
+      const path = join(dir, e.name);
+      if (e.name.startsWith('.')) return [];
+      return e.isDirectory() ? listFiles(path) : e.isFile() ? [path] : [];
+    }),
+  );
   return nested.flat().sort();
 }
 

@@ -29,10 +29,19 @@ export function thresholds(snapshot: Snapshot, entry: CatalogProduct): Map<strin
 }
 
 /** The grid of configurations: every combination of each parameter's candidate values. */
-export function* configurations(entry: CatalogProduct, extra: Map<string, unknown[]>, options: GridOptions = { between: 0, acrossThresholds: false }): Generator<Record<string, unknown>> {
-  const choices = Object.entries(entry.acceptedParameters).map(([name, d]) => [name, candidates(d, extra.get(name) ?? [], pointsFor(name, options))] as const);
+export function* configurations(
+  entry: CatalogProduct,
+  extra: Map<string, unknown[]>,
+  options: GridOptions = { between: 0, acrossThresholds: false },
+): Generator<Record<string, unknown>> {
+  const choices = Object.entries(entry.acceptedParameters).map(
+    ([name, d]) => [name, candidates(d, extra.get(name) ?? [], pointsFor(name, options))] as const,
+  );
   const combine = function* (i: number, acc: Record<string, unknown>): Generator<Record<string, unknown>> {
-    if (i === choices.length) { yield { ...acc }; return; }
+    if (i === choices.length) {
+      yield { ...acc };
+      return;
+    }
     const [name, values] = choices[i];
     for (const v of values) yield* combine(i + 1, { ...acc, [name]: v });
   };
@@ -45,7 +54,8 @@ function pointsFor(name: string, options: GridOptions): GridOptions {
 
 function candidates(d: ParameterDescriptor, thresholdValues: unknown[], options: GridOptions): unknown[] {
   if (d.type === 'boolean') return [false, true];
-  if (d.type !== 'number' && d.type !== 'integer' && d.type !== 'quantity') return [d.default ?? (d.type === 'url' ? 'https://example.com/stream' : 'x')];
+  if (d.type !== 'number' && d.type !== 'integer' && d.type !== 'quantity')
+    return [d.default ?? (d.type === 'url' ? 'https://example.com/stream' : 'x')];
   const low = d.minimum ?? (d.default as number | undefined) ?? 0;
   const high = d.maximum ?? d.minimum ?? (d.default as number | undefined) ?? 0;
   const values: number[] = [low, high];
@@ -57,6 +67,8 @@ function candidates(d: ParameterDescriptor, thresholdValues: unknown[], options:
     values.push(t);
     if (options.acrossThresholds) values.push(t + 1);
   }
-  const inBounds = values.filter((v) => (d.minimum === undefined || v >= d.minimum) && (d.maximum === undefined || v <= d.maximum));
+  const inBounds = values.filter(
+    (v) => (d.minimum === undefined || v >= d.minimum) && (d.maximum === undefined || v <= d.maximum),
+  );
   return [...new Set(inBounds)].sort((a, b) => a - b);
 }

@@ -69,7 +69,11 @@ export async function evaluateRefund(snapshot: Snapshot, input: RefundInput): Pr
     product: entry?.product ?? { id: input.product_id },
     settings: snapshot.catalog.settings,
     refund: { reason: input.reason, service_id: input.service_id, as_of: input.as_of },
-    paid: { received_atomic: received.toFixed(0), unused_atomic: unused.toFixed(0), refunded_atomic: input.refunded_atomic },
+    paid: {
+      received_atomic: received.toFixed(0),
+      unused_atomic: unused.toFixed(0),
+      refunded_atomic: input.refunded_atomic,
+    },
     usage: { transfer_used_gb: input.transfer_used_gb },
   };
   const outcome = await snapshot.rules.refund.evaluate(facts, entry ? decimalsOf(entry) : 6);
@@ -110,7 +114,10 @@ function unusedShare(p: RefundPayment): Decimal {
  * whatever the order of payments. Per wallet, nothing below the minimum is sent (no gas spent on dust).
  */
 function splitByPayer(
-  payments: RefundPayment[], shares: Decimal[], amount: Decimal, minimum: Decimal,
+  payments: RefundPayment[],
+  shares: Decimal[],
+  amount: Decimal,
+  minimum: Decimal,
 ): RefundTransfer[] {
   const given = payments.map(() => new Decimal(0));
   let left = amount;
@@ -129,6 +136,7 @@ function splitByPayer(
     entry.amount = entry.amount.plus(given[i]);
     byPayer.set(payer, entry);
   });
-  return [...byPayer].filter(([, t]) => t.amount.greaterThan(0) && !t.amount.lessThan(minimum))
+  return [...byPayer]
+    .filter(([, t]) => t.amount.greaterThan(0) && !t.amount.lessThan(minimum))
     .map(([payer, t]) => ({ payer, order_ids: t.order_ids, amount_atomic: t.amount.toFixed(0) }));
 }

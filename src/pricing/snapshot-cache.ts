@@ -24,7 +24,7 @@ export class KeyedSnapshotCache<T> {
 
   get(snapshot: Snapshot, key: string, build: () => T): T {
     let byKey = this.values.get(snapshot);
-    if (!byKey) this.values.set(snapshot, byKey = new Map());
+    if (!byKey) this.values.set(snapshot, (byKey = new Map()));
     if (!byKey.has(key)) {
       if (byKey.size >= this.maxKeys) byKey.clear();
       byKey.set(key, build());

@@ -1,4 +1,11 @@
-import { loadCatalog, parametersSchema, SourceFile, type Catalog, type CatalogProduct, type Diagnostic } from '../catalog/index.js';
+import {
+  loadCatalog,
+  parametersSchema,
+  SourceFile,
+  type Catalog,
+  type CatalogProduct,
+  type Diagnostic,
+} from '../catalog/index.js';
 import { compileRules, type CompiledRules } from '../rules/index.js';
 import { createAjv, type ValidateFunction } from '../schema/ajv.js';
 import { checkPriceBounds } from './bounds.js';
@@ -19,14 +26,18 @@ let compiledValidators = new Map<string, ValidateFunction>();
 
 export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: Snapshot; diagnostics: Diagnostic[] }> {
   const parsed = new Map<string, SourceFile>();
-  const sources = Object.keys(files).sort().map((path) => {
-    const key = `${path}\0${files[path]}`;
-    const source = parsedFiles.get(key) ?? new SourceFile(path, files[path]);
-    parsed.set(key, source);
-    return source;
-  });
+  const sources = Object.keys(files)
+    .sort()
+    .map((path) => {
+      const key = `${path}\0${files[path]}`;
+      const source = parsedFiles.get(key) ?? new SourceFile(path, files[path]);
+      parsed.set(key, source);
+      return source;
+    });
   parsedFiles = parsed;
-  const { catalog, diagnostics: catalogDiagnostics } = loadCatalog(sources.filter((s) => s.path.startsWith('catalog/')));
+  const { catalog, diagnostics: catalogDiagnostics } = loadCatalog(
+    sources.filter((s) => s.path.startsWith('catalog/')),
+  );
   const { rules, diagnostics: ruleDiagnostics } = compileRules(sources.filter((s) => s.path.startsWith('rules/')));
   const diagnostics = [...catalogDiagnostics, ...ruleDiagnostics];
   if (!catalog || !rules || diagnostics.length) return { diagnostics };
@@ -49,16 +60,27 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
   for (const entry of catalog.products) {
     const verdict = verdicts.get(entry.product.id)!;
     if (entry.product.orderable.agent && verdict.notOrderable.length) {
-      diagnostics.push(source(entry.file).at('/orderable/agent',
-        `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ${verdict.notOrderable.map((r) => r.code).join(', ')}`, 'value', 'not_orderable'));
+      diagnostics.push(
+        source(entry.file).at(
+          '/orderable/agent',
+          `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ${verdict.notOrderable.map((r) => r.code).join(', ')}`,
+          'value',
+          'not_orderable',
+        ),
+      );
     }
   }
   diagnostics.push(...checkFormulaText(catalog, sources));
-  diagnostics.push(...(await checkPriceBounds(snapshot)).map((p) => source(p.file).at(p.pointer, p.message, 'value', 'price_bounds')));
+  diagnostics.push(
+    ...(await checkPriceBounds(snapshot)).map((p) => source(p.file).at(p.pointer, p.message, 'value', 'price_bounds')),
+  );
   return diagnostics.length ? { diagnostics } : { snapshot, diagnostics };
 }
 
 async function judgeProduct(entry: CatalogProduct, catalog: Catalog, rules: CompiledRules): Promise<ProductVerdict> {
-  const outcome = await rules.product.evaluate({ product: entry.product, settings: catalog.settings }, decimalsOf(entry));
+  const outcome = await rules.product.evaluate(
+    { product: entry.product, settings: catalog.settings },
+    decimalsOf(entry),
+  );
   return { rejection: outcome.rejections[0], notOrderable: outcome.notOrderable, outcome };
 }

@@ -52,22 +52,40 @@ export async function evaluateUpgrade(snapshot: Snapshot, input: UpgradeInput): 
     return { ...picked, duration_hours: hours };
   };
 
-  const targetInput: PriceInput = { product_id: input.to_product_id, parameters: parametersFor(target.acceptedParameters) };
+  const targetInput: PriceInput = {
+    product_id: input.to_product_id,
+    parameters: parametersFor(target.acceptedParameters),
+  };
   const targetPrice = await evaluatePrice(snapshot, targetInput);
-  if (targetPrice.outcome !== 'priced') return { outcome: 'refused', message: `The service's parameters do not fit ${input.to_product_id}: ${reasonOf(targetPrice)}` };
+  if (targetPrice.outcome !== 'priced')
+    return {
+      outcome: 'refused',
+      message: `The service's parameters do not fit ${input.to_product_id}: ${reasonOf(targetPrice)}`,
+    };
 
   const current = snapshot.catalog.byId.get(input.from_product_id);
-  const currentInput: PriceInput | undefined = current && { product_id: input.from_product_id, parameters: parametersFor(current.acceptedParameters) };
-  const currentEvaluation = currentInput && await evaluatePrice(snapshot, currentInput);
+  const currentInput: PriceInput | undefined = current && {
+    product_id: input.from_product_id,
+    parameters: parametersFor(current.acceptedParameters),
+  };
+  const currentEvaluation = currentInput && (await evaluatePrice(snapshot, currentInput));
   const currentPrice = currentEvaluation?.outcome === 'priced' ? currentEvaluation : undefined;
 
   const worth = currentPrice
-    ? new Decimal(currentPrice.output.total_atomic).minus(currentPrice.output.lines.find((l) => l.code === 'transfer')?.amount_atomic ?? 0)
+    ? new Decimal(currentPrice.output.total_atomic).minus(
+        currentPrice.output.lines.find((l) => l.code === 'transfer')?.amount_atomic ?? 0,
+      )
     : new Decimal(0);
   // Each payment covered its own hours (an upgrade, only what was left then); the unused share of each is credited at most.
-  const unusedPaid = input.paid.reduce((sum, p) => (Number(p.hours) > 0
-    ? sum.plus(new Decimal(p.amount_atomic).times(Decimal.min(input.remaining_hours, p.hours)).dividedBy(p.hours).floor())
-    : sum), new Decimal(0));
+  const unusedPaid = input.paid.reduce(
+    (sum, p) =>
+      Number(p.hours) > 0
+        ? sum.plus(
+            new Decimal(p.amount_atomic).times(Decimal.min(input.remaining_hours, p.hours)).dividedBy(p.hours).floor(),
+          )
+        : sum,
+    new Decimal(0),
+  );
   const credit = Decimal.max(0, Decimal.min(worth, unusedPaid));
   const minimum = new Decimal(snapshot.catalog.settings.order_limits.minimum).times(1_000_000);
   const amount = Decimal.max(minimum, new Decimal(targetPrice.output.total_atomic).minus(credit));

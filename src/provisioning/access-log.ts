@@ -97,7 +97,8 @@ export function parseClfDate(text: string): Date | null {
 
 /** Valid mount paths, except admin requests and status pages. */
 export function defaultIsMount(path: string): boolean {
-  if (path === '/admin' || path.startsWith('/admin/') || path.startsWith('/admin.') || path.endsWith('.xsl')) return false;
+  if (path === '/admin' || path.startsWith('/admin/') || path.startsWith('/admin.') || path.endsWith('.xsl'))
+    return false;
   return parseMount(path) !== null && !path.includes('?');
 }
 
@@ -140,10 +141,12 @@ export class AccessLogReader {
   constructor(options: AccessLogReaderOptions) {
     this.path = options.path;
     const start = options.start;
-    this.pos = typeof start === 'number' || start === undefined
-      ? { offset: start ?? 0, inode: null, headHash: null, headLength: 0 }
-      : { ...start };
-    if (!Number.isSafeInteger(this.pos.offset) || this.pos.offset < 0) throw new Error(`invalid access log offset ${this.pos.offset}`);
+    this.pos =
+      typeof start === 'number' || start === undefined
+        ? { offset: start ?? 0, inode: null, headHash: null, headLength: 0 }
+        : { ...start };
+    if (!Number.isSafeInteger(this.pos.offset) || this.pos.offset < 0)
+      throw new Error(`invalid access log offset ${this.pos.offset}`);
     this.isMount = options.isMount ?? defaultIsMount;
     this.includeFailed = options.includeFailed ?? false;
     this.includeSources = options.includeSources ?? false;
@@ -218,7 +221,12 @@ export class AccessLogReader {
    * Reads complete lines from pos.offset of the file whose inode is pos.inode. A final file (rotated away)
    * also yields its unterminated last line, and is never re-read from 0.
    */
-  private async readFile(path: string, final: boolean, entries: AccessLogEntry[], stats: AccessLogReadStats): Promise<void> {
+  private async readFile(
+    path: string,
+    final: boolean,
+    entries: AccessLogEntry[],
+    stats: AccessLogReadStats,
+  ): Promise<void> {
     const handle = await open(path, 'r').catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return null;
       throw error;
@@ -273,10 +281,11 @@ export class AccessLogReader {
     this.totals.lines++;
     const line = bytes.toString('latin1').replace(/\r$/, '');
     const parsed = parseAccessLogLine(line);
-    const wanted = parsed !== null
-      && this.isMount(parsed.mount)
-      && (this.includeFailed || (parsed.status >= 200 && parsed.status < 300))
-      && (parsed.kind === 'listener' || (this.includeSources && parsed.kind === 'source'));
+    const wanted =
+      parsed !== null &&
+      this.isMount(parsed.mount) &&
+      (this.includeFailed || (parsed.status >= 200 && parsed.status < 300)) &&
+      (parsed.kind === 'listener' || (this.includeSources && parsed.kind === 'source'));
     if (!wanted) {
       stats.skipped++;
       this.totals.skipped++;

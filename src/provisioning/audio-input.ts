@@ -10,8 +10,13 @@ export type AudioFormat = (typeof AUDIO_FORMATS)[number];
 
 /** The file is not one of AUDIO_FORMATS (by its first bytes); `playlist` when it looks like a playlist or list of URLs. */
 export class UnsupportedAudioError extends Error {
-  constructor(readonly path: string, readonly playlist: boolean) {
-    super(`${path}: ${playlist ? 'a playlist, not audio' : 'not an allowed audio format (mp3, aac, m4a, ogg, flac, wav)'}`);
+  constructor(
+    readonly path: string,
+    readonly playlist: boolean,
+  ) {
+    super(
+      `${path}: ${playlist ? 'a playlist, not audio' : 'not an allowed audio format (mp3, aac, m4a, ogg, flac, wav)'}`,
+    );
   }
 }
 
@@ -42,8 +47,14 @@ function mpegSync(head: Buffer): AudioFormat | undefined {
 
 /** Whether text at the start of a file reads like a playlist, a concat script, an SDP or a bare URL. */
 export function looksLikePlaylist(head: Buffer): boolean {
-  const start = head.subarray(0, 64).toString('latin1').replace(/^(\xef\xbb\xbf|\s)+/, '').toLowerCase();
-  return /^(#extm3u|#ext|ffconcat|\[playlist\]|file\s|v=0|<\?xml|<asx|<smil|<playlist|[a-z][a-z0-9+.-]*:\/\/|\/)/.test(start);
+  const start = head
+    .subarray(0, 64)
+    .toString('latin1')
+    .replace(/^(\xef\xbb\xbf|\s)+/, '')
+    .toLowerCase();
+  return /^(#extm3u|#ext|ffconcat|\[playlist\]|file\s|v=0|<\?xml|<asx|<smil|<playlist|[a-z][a-z0-9+.-]*:\/\/|\/)/.test(
+    start,
+  );
 }
 
 /** Reads the file's first bytes, skipping an ID3v2 tag, and names its container; throws UnsupportedAudioError. */
@@ -76,7 +87,11 @@ export function audioInputArgs(format: AudioFormat): string[] {
  * Starts `command` with the audio file as its stdin; `args` gets the input options to place where `-i` belongs.
  * Throws UnsupportedAudioError before starting anything when the file is not an allowed container.
  */
-export function spawnOnAudio(command: string, path: string, args: (input: string[]) => string[]): { child: ChildProcess; format: AudioFormat } {
+export function spawnOnAudio(
+  command: string,
+  path: string,
+  args: (input: string[]) => string[],
+): { child: ChildProcess; format: AudioFormat } {
   const fd = openSync(path, 'r');
   try {
     const format = detectAudioFormat(fd, path);
@@ -90,13 +105,21 @@ export function spawnOnAudio(command: string, path: string, args: (input: string
 }
 
 export interface AudioRun {
-  code: number | null; stdout: string; stderr: string; format: AudioFormat;
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  format: AudioFormat;
   /** Killed because it ran longer than timeoutMs. */
   timedOut: boolean;
 }
 
 /** Runs `command` on the audio file (as spawnOnAudio) to its end and collects its output; killed after timeoutMs or on abort. */
-export function runOnAudio(command: string, path: string, args: (input: string[]) => string[], options: { timeoutMs: number; signal?: AbortSignal; maxBytes?: number }): Promise<AudioRun> {
+export function runOnAudio(
+  command: string,
+  path: string,
+  args: (input: string[]) => string[],
+  options: { timeoutMs: number; signal?: AbortSignal; maxBytes?: number },
+): Promise<AudioRun> {
   let started: { child: ChildProcess; format: AudioFormat };
   try {
     started = spawnOnAudio(command, path, args);
@@ -110,11 +133,22 @@ export function runOnAudio(command: string, path: string, args: (input: string[]
     let stderr = '';
     let timedOut = false;
     const kill = () => child.kill('SIGKILL');
-    const timer = setTimeout(() => { timedOut = true; kill(); }, options.timeoutMs);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, options.timeoutMs);
     options.signal?.addEventListener('abort', kill, { once: true });
-    child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk; if (stdout.length > maxBytes) kill(); });
-    child.stderr!.on('data', (chunk: Buffer) => { stderr = (stderr + chunk).slice(-4000); });
-    child.on('error', (e) => { clearTimeout(timer); reject(e); });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk;
+      if (stdout.length > maxBytes) kill();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk).slice(-4000);
+    });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
     child.on('close', (code) => {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', kill);

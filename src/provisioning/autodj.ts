@@ -4,7 +4,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { mp3EncoderArgs } from './mp3-encoding.js';
 import { PcmPacer } from './pcm-pacer.js';
 import {
-  PCM_ARGS, PCM_BYTES_PER_SECOND, PCM_FRAME_BYTES, probeTrack, spawnDecoder, type TrackInfo,
+  PCM_ARGS,
+  PCM_BYTES_PER_SECOND,
+  PCM_FRAME_BYTES,
+  probeTrack,
+  spawnDecoder,
+  type TrackInfo,
 } from './track-decoder.js';
 
 // A temporary AutoDJ for one mount. One long-lived ffmpeg encoder holds the source connection and
@@ -28,7 +33,12 @@ export interface AutoDjOptions {
   restartDelayMs?: { min: number; max: number };
 }
 
-export interface EncoderExit { pid: number; code: number | null; signal: NodeJS.Signals | null; stderr: string }
+export interface EncoderExit {
+  pid: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
 
 export type AutoDjEvents = {
   track: [AutoDjTrack];
@@ -41,7 +51,10 @@ export type AutoDjEvents = {
   restarted: [{ pid: number; attempt: number }];
 };
 
-interface Running { child: ChildProcess; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+interface Running {
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
 
 /** An encoder that ran this long resets the restart backoff. */
 const HEALTHY_RUN_MS = 30_000;
@@ -71,7 +84,8 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     super();
     this.order = new PlayOrder(options.shuffle ?? false);
     this.pacer = new PcmPacer((pcm) => this.writeToEncoder(pcm), {
-      bytesPerSecond: PCM_BYTES_PER_SECOND, frameBytes: PCM_FRAME_BYTES,
+      bytesPerSecond: PCM_BYTES_PER_SECOND,
+      frameBytes: PCM_FRAME_BYTES,
     });
   }
 
@@ -118,7 +132,9 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
       this.feeding,
       terminate(this.decoder, 'SIGKILL'),
       terminate(this.encoder, 'SIGTERM'),
-    ]).then(() => { this.stopping = undefined; });
+    ]).then(() => {
+      this.stopping = undefined;
+    });
     return this.stopping;
   }
 
@@ -132,15 +148,35 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     const { ffmpeg = 'ffmpeg', bitrateKbps, sourceUrl } = this.options;
     // detached: out of the terminal's process group, so Ctrl-C reaches only serve, which stops it (and it ends by
     // itself at the end of its input if serve dies).
-    const child = spawn(ffmpeg, [
-      '-nostdin', '-hide_banner', '-loglevel', 'error',
-      // Without these ffmpeg reads ~1 s of input before connecting; the format is known anyway.
-      '-probesize', '32', '-analyzeduration', '0', ...PCM_ARGS, '-i', 'pipe:0',
-      ...mp3EncoderArgs(bitrateKbps), '-content_type', 'audio/mpeg', '-f', 'mp3', sourceUrl,
-    ], { stdio: ['pipe', 'ignore', 'pipe'], detached: true });
+    const child = spawn(
+      ffmpeg,
+      [
+        '-nostdin',
+        '-hide_banner',
+        '-loglevel',
+        'error',
+        // Without these ffmpeg reads ~1 s of input before connecting; the format is known anyway.
+        '-probesize',
+        '32',
+        '-analyzeduration',
+        '0',
+        ...PCM_ARGS,
+        '-i',
+        'pipe:0',
+        ...mp3EncoderArgs(bitrateKbps),
+        '-content_type',
+        'audio/mpeg',
+        '-f',
+        'mp3',
+        sourceUrl,
+      ],
+      { stdio: ['pipe', 'ignore', 'pipe'], detached: true },
+    );
     child.stdin!.on('error', () => {}); // EPIPE when it dies: handled on exit
     this.encoderStderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => { this.encoderStderr = (this.encoderStderr + chunk).slice(-2000); });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      this.encoderStderr = (this.encoderStderr + chunk).slice(-2000);
+    });
     const running = { child, exited: exitOf(child) };
     this.encoder = running;
     this.encoderStartedAt = Date.now();
@@ -211,7 +247,9 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     const decoder = { child, exited: exitOf(child) };
     this.decoder = decoder;
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => { stderr = (stderr + chunk).slice(-2000); });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk).slice(-2000);
+    });
     let bytes = 0;
     try {
       for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
@@ -238,7 +276,9 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     this.emit('track', track);
     if (!this.options.onTrack) return;
     // The pacer calls this from its clock: never let the callback throw into it.
-    Promise.resolve().then(() => this.options.onTrack!(track)).catch((error) => this.emit('onTrackError', error as Error));
+    Promise.resolve()
+      .then(() => this.options.onTrack!(track))
+      .catch((error) => this.emit('onTrackError', error as Error));
   }
 }
 
@@ -250,7 +290,10 @@ export class PlayOrder {
   private played = new Set<string>();
   private last?: string;
 
-  constructor(private readonly shuffle: boolean, private readonly random: () => number = Math.random) {}
+  constructor(
+    private readonly shuffle: boolean,
+    private readonly random: () => number = Math.random,
+  ) {}
 
   next(playlist: readonly string[]): string | undefined {
     let candidates = playlist.filter((path) => !this.played.has(path));
@@ -258,7 +301,8 @@ export class PlayOrder {
       this.played.clear();
       candidates = [...playlist];
       // A shuffled round does not open with the track that closed the previous one.
-      if (this.shuffle && candidates.some((path) => path !== this.last)) candidates = candidates.filter((path) => path !== this.last);
+      if (this.shuffle && candidates.some((path) => path !== this.last))
+        candidates = candidates.filter((path) => path !== this.last);
     }
     const path = this.shuffle ? candidates[Math.floor(this.random() * candidates.length)] : candidates[0];
     if (path !== undefined) {

@@ -30,7 +30,10 @@ export interface ListenerInfo {
 }
 
 export class IcecastAdminError extends Error {
-  constructor(message: string, readonly status: number) {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
     super(message);
     this.name = 'IcecastAdminError';
   }
@@ -52,43 +55,49 @@ export class IcecastAdmin {
 
   async listMounts(): Promise<MountSummary[]> {
     const root = await this.getXml('listmounts');
-    return root.children.filter((e) => e.name === 'source').map((source) => ({
-      mount: source.attributes.mount ?? '',
-      listeners: toNumber(childText(source, 'listeners')),
-      contentType: childText(source, 'content-type') ?? '',
-    }));
+    return root.children
+      .filter((e) => e.name === 'source')
+      .map((source) => ({
+        mount: source.attributes.mount ?? '',
+        listeners: toNumber(childText(source, 'listeners')),
+        contentType: childText(source, 'content-type') ?? '',
+      }));
   }
 
   /** Stats for every live mount, or only for `mount` (Icecast's numbers lag by a few seconds). */
   async stats(mount?: string): Promise<MountStats[]> {
     const root = await this.getXml('stats', mount === undefined ? {} : { mount });
-    return root.children.filter((e) => e.name === 'source').map((source) => {
-      const maxListeners = childText(source, 'max_listeners');
-      const start = childText(source, 'stream_start_iso8601');
-      return {
-        mount: source.attributes.mount ?? '',
-        listeners: toNumber(childText(source, 'listeners')),
-        listenerPeak: toNumber(childText(source, 'listener_peak')),
-        maxListeners: maxListeners === undefined || maxListeners === 'unlimited' ? null : toNumber(maxListeners),
-        totalBytesSent: toNumber(childText(source, 'total_bytes_sent')),
-        totalBytesRead: toNumber(childText(source, 'total_bytes_read')),
-        // Icecast writes "+0000"; Date wants "+00:00".
-        streamStart: start ? new Date(start.replace(/([+-]\d\d)(\d\d)$/, '$1:$2')) : null,
-        sourceIp: childText(source, 'source_ip') ?? null,
-        ...(childText(source, 'title') && { title: childText(source, 'title') }),
-      };
-    });
+    return root.children
+      .filter((e) => e.name === 'source')
+      .map((source) => {
+        const maxListeners = childText(source, 'max_listeners');
+        const start = childText(source, 'stream_start_iso8601');
+        return {
+          mount: source.attributes.mount ?? '',
+          listeners: toNumber(childText(source, 'listeners')),
+          listenerPeak: toNumber(childText(source, 'listener_peak')),
+          maxListeners: maxListeners === undefined || maxListeners === 'unlimited' ? null : toNumber(maxListeners),
+          totalBytesSent: toNumber(childText(source, 'total_bytes_sent')),
+          totalBytesRead: toNumber(childText(source, 'total_bytes_read')),
+          // Icecast writes "+0000"; Date wants "+00:00".
+          streamStart: start ? new Date(start.replace(/([+-]\d\d)(\d\d)$/, '$1:$2')) : null,
+          sourceIp: childText(source, 'source_ip') ?? null,
+          ...(childText(source, 'title') && { title: childText(source, 'title') }),
+        };
+      });
   }
 
   async listClients(mount: string): Promise<ListenerInfo[]> {
     const root = await this.getXml('listclients', { mount });
     const source = root.children.find((e) => e.name === 'source');
-    return (source?.children ?? []).filter((e) => e.name === 'listener').map((listener) => ({
-      id: childText(listener, 'id') ?? '',
-      ip: childText(listener, 'ip') ?? '',
-      userAgent: childText(listener, 'useragent') ?? '',
-      connectedSeconds: toNumber(childText(listener, 'connected')),
-    }));
+    return (source?.children ?? [])
+      .filter((e) => e.name === 'listener')
+      .map((listener) => ({
+        id: childText(listener, 'id') ?? '',
+        ip: childText(listener, 'ip') ?? '',
+        userAgent: childText(listener, 'useragent') ?? '',
+        connectedSeconds: toNumber(childText(listener, 'connected')),
+      }));
   }
 
   /** False when the mount or client does not exist. */
@@ -159,7 +168,8 @@ function decodeEntities(text: string): string {
   });
 }
 
-const TOKEN = /<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!DOCTYPE[^>]*>|<!\[CDATA\[([\s\S]*?)\]\]>|<\/([\w:.-]+)\s*>|<([\w:.-]+)((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>|([^<]+)/y;
+const TOKEN =
+  /<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!DOCTYPE[^>]*>|<!\[CDATA\[([\s\S]*?)\]\]>|<\/([\w:.-]+)\s*>|<([\w:.-]+)((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>|([^<]+)/y;
 const ATTRIBUTE = /([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
 
 export function parseXml(xml: string): XmlElement {

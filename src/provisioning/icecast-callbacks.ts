@@ -19,7 +19,12 @@ export interface Decision {
   timeLimitSeconds?: number;
 }
 
-export interface SourceAuthRequest { mount: string; user: string; pass: string; ip: string }
+export interface SourceAuthRequest {
+  mount: string;
+  user: string;
+  pass: string;
+  ip: string;
+}
 export interface ListenerAuthRequest {
   mount: string;
   /** The query string the listener put after the mount, e.g. a token. */
@@ -31,8 +36,16 @@ export interface ListenerAuthRequest {
   user: string;
   pass: string;
 }
-export interface ListenerLeftEvent { mount: string; query: Record<string, string>; clientId: string; ip: string; durationSeconds: number }
-export interface MountEvent { mount: string }
+export interface ListenerLeftEvent {
+  mount: string;
+  query: Record<string, string>;
+  clientId: string;
+  ip: string;
+  durationSeconds: number;
+}
+export interface MountEvent {
+  mount: string;
+}
 
 /** What the caller decides; provisioning's data plane knows nothing about orders or the database. */
 export interface MountDecider {
@@ -83,13 +96,22 @@ export async function handleIcecastCallback(
       const clientId = text('client');
       if (!/^\d+$/.test(clientId)) return refuse('invalid client id');
       return decider.authorizeListener({
-        mount, query, clientId, ip: text('ip'), userAgent: text('agent'), user: text('user'), pass: text('pass'),
+        mount,
+        query,
+        clientId,
+        ip: text('ip'),
+        userAgent: text('agent'),
+        user: text('user'),
+        pass: text('pass'),
       });
     }
     case 'listener_remove': {
       const durationSeconds = Number.parseInt(text('duration'), 10);
       await decider.listenerLeft({
-        mount, query, clientId: text('client'), ip: text('ip'),
+        mount,
+        query,
+        clientId: text('client'),
+        ip: text('ip'),
         durationSeconds: Number.isFinite(durationSeconds) ? durationSeconds : 0,
       });
       return ACCEPTED;
@@ -109,10 +131,14 @@ export function icecastResponseHeaders(decision: Decision): Record<string, strin
   if (decision.accept) {
     headers['icecast-auth-user'] = '1';
     const limit = decision.timeLimitSeconds;
-    if (limit !== undefined && Number.isFinite(limit)) headers['icecast-auth-timelimit'] = String(Math.max(1, Math.floor(limit)));
+    if (limit !== undefined && Number.isFinite(limit))
+      headers['icecast-auth-timelimit'] = String(Math.max(1, Math.floor(limit)));
   }
   if (decision.message) {
-    const safe = decision.message.replace(/[^\x20-\x7e]/g, ' ').trim().slice(0, 200);
+    const safe = decision.message
+      .replace(/[^\x20-\x7e]/g, ' ')
+      .trim()
+      .slice(0, 200);
     if (safe) headers['icecast-auth-message'] = safe;
   }
   return headers;
@@ -160,7 +186,13 @@ export function readCallbackForm(req: http.IncomingMessage): Promise<Record<stri
 
 /** A bare node:http server for the callbacks, for tests and until the main app mounts the handler. */
 export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
-  const { decider, host = '127.0.0.1', port = 0, auth, onError = (e) => console.error('icecast callback failed:', e) } = options;
+  const {
+    decider,
+    host = '127.0.0.1',
+    port = 0,
+    auth,
+    onError = (e) => console.error('icecast callback failed:', e),
+  } = options;
 
   const server = http.createServer(async (req, res) => {
     const match = /^\/icecast\/([a-z_]+)$/.exec(req.url ?? '');
@@ -186,9 +218,10 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
   return {
     url: `http://${host}:${actualPort}`,
     port: actualPort,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

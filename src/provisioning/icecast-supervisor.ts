@@ -38,7 +38,11 @@ export interface IcecastSupervisorOptions {
   restartDelayMs?: { min: number; max: number };
 }
 
-export interface IcecastStartedEvent { pid: number; port: number; startMs: number }
+export interface IcecastStartedEvent {
+  pid: number;
+  port: number;
+  startMs: number;
+}
 export interface IcecastExitedEvent {
   pid: number;
   code: number | null;
@@ -137,8 +141,14 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private async launchOnSomePort(): Promise<IcecastStartedEvent> {
     for (let attempt = 1; ; attempt++) {
       const preferred = attempt === 1 ? this.options.preferredPort : undefined;
-      this.currentPort = this.options.port ?? (preferred && (await isFree(this.host, preferred)) ? preferred : await freePort(this.host));
-      this.adminClient = new IcecastAdmin({ baseUrl: this.baseUrl, user: this.adminUser, password: this.adminPassword });
+      this.currentPort =
+        this.options.port ??
+        (preferred && (await isFree(this.host, preferred)) ? preferred : await freePort(this.host));
+      this.adminClient = new IcecastAdmin({
+        baseUrl: this.baseUrl,
+        user: this.adminUser,
+        password: this.adminPassword,
+      });
       await this.writeConfig();
       try {
         return await this.launch();
@@ -183,9 +193,18 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     const { owner } = this;
     const switchUser = owner ? [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--init-groups'] : [];
     return [
-      'sh', '-c', RAISE_LIMIT_AND_EXEC, String(this.options.openFiles ?? 65536),
-      'setpriv', ...switchUser, '--pdeathsig', 'SIGKILL', '--',
-      this.options.binary ?? 'icecast2', '-c', this.configPath,
+      'sh',
+      '-c',
+      RAISE_LIMIT_AND_EXEC,
+      String(this.options.openFiles ?? 65536),
+      'setpriv',
+      ...switchUser,
+      '--pdeathsig',
+      'SIGKILL',
+      '--',
+      this.options.binary ?? 'icecast2',
+      '-c',
+      this.configPath,
     ];
   }
 
@@ -199,12 +218,17 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     this.child = child;
     this.outputTail = '';
     this.launching = true;
-    const keepTail = (chunk: Buffer) => { this.outputTail = (this.outputTail + chunk.toString()).slice(-4000); };
+    const keepTail = (chunk: Buffer) => {
+      this.outputTail = (this.outputTail + chunk.toString()).slice(-4000);
+    };
     child.stdout!.on('data', keepTail);
     child.stderr!.on('data', keepTail);
     this.childExited = new Promise((resolve) => {
       child.once('exit', () => resolve());
-      child.once('error', (error) => { keepTail(Buffer.from(String(error))); resolve(); });
+      child.once('error', (error) => {
+        keepTail(Buffer.from(String(error)));
+        resolve();
+      });
     });
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
 

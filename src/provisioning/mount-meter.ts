@@ -157,12 +157,19 @@ export class MountMeter {
     this.now = options.now ?? Date.now;
     const state = options.state;
     if (state && state.version !== 1) throw new Error(`unknown mount meter state version ${String(state.version)}`);
-    this.accessLog = options.accessLog
-      ?? (options.accessLogPath ? new AccessLogReader({ path: options.accessLogPath, start: state?.accessLog ?? undefined }) : null);
+    this.accessLog =
+      options.accessLog ??
+      (options.accessLogPath
+        ? new AccessLogReader({ path: options.accessLogPath, start: state?.accessLog ?? undefined })
+        : null);
     this.lastPollAt = state?.lastPollAt ?? null;
     this.logPosition = this.accessLog?.position ?? null;
     for (const [mount, counters] of Object.entries(state?.mounts ?? {})) {
-      this.mounts.set(mount, { ...emptyCounters(), ...counters, session: counters.session ? { ...counters.session } : null });
+      this.mounts.set(mount, {
+        ...emptyCounters(),
+        ...counters,
+        session: counters.session ? { ...counters.session } : null,
+      });
     }
   }
 
@@ -193,9 +200,11 @@ export class MountMeter {
     const clients = new Map<string, ListenerInfo[] | null>();
     if (this.askClients) {
       const wanted = stats.filter((s) => s.listeners > 0 || (this.liveSeconds.get(s.mount) ?? 0) > 0);
-      await Promise.all(wanted.map(async (s) => {
-        clients.set(s.mount, await admin.listClients(s.mount).catch(() => null));
-      }));
+      await Promise.all(
+        wanted.map(async (s) => {
+          clients.set(s.mount, await admin.listClients(s.mount).catch(() => null));
+        }),
+      );
     }
     // Applied together, so that no snapshot sees a listener both in the log and among the connected.
     this.ingest(entries, position);
@@ -241,20 +250,26 @@ export class MountMeter {
       if (!this.accessLog) c.closedListenerSeconds += c.listeners * dt;
       const streamStart = s.streamStart && !Number.isNaN(s.streamStart.getTime()) ? s.streamStart.toISOString() : null;
       const prev = c.session;
-      const newSession = prev === null
-        || prev.streamStart !== streamStart
-        || s.totalBytesSent < prev.totalBytesSent
-        || s.totalBytesRead < prev.totalBytesRead;
+      const newSession =
+        prev === null ||
+        prev.streamStart !== streamStart ||
+        s.totalBytesSent < prev.totalBytesSent ||
+        s.totalBytesRead < prev.totalBytesRead;
       const startMs = streamStart === null ? null : Date.parse(streamStart);
       if (newSession) {
         // The old session ended between the last poll that saw it and the new session's start.
-        if (prev && !prev.closed) this.closeSession(c, prev, Math.min(this.endOf(c, at), startMs === null ? at : startMs + 1000));
+        if (prev && !prev.closed)
+          this.closeSession(c, prev, Math.min(this.endOf(c, at), startMs === null ? at : startMs + 1000));
         c.bytesSent += s.totalBytesSent;
         c.bytesRead += s.totalBytesRead;
         c.sourceSessions++;
         c.session = {
-          streamStart, totalBytesSent: s.totalBytesSent, totalBytesRead: s.totalBytesRead,
-          readAt: refreshTime(startMs, startMs, at), previousRead: null, finishedBytes: 0,
+          streamStart,
+          totalBytesSent: s.totalBytesSent,
+          totalBytesRead: s.totalBytesRead,
+          readAt: refreshTime(startMs, startMs, at),
+          previousRead: null,
+          finishedBytes: 0,
         };
       } else {
         c.bytesSent += s.totalBytesSent - prev.totalBytesSent;
@@ -297,7 +312,11 @@ export class MountMeter {
     this.internalConnected.set(mount, own.length);
     c.listeners = clients.length;
     c.peakListeners = Math.max(c.peakListeners, clients.length);
-    if (this.accessLog) this.liveSeconds.set(mount, clients.reduce((sum, l) => sum + l.connectedSeconds, 0));
+    if (this.accessLog)
+      this.liveSeconds.set(
+        mount,
+        clients.reduce((sum, l) => sum + l.connectedSeconds, 0),
+      );
   }
 
   private ownOf(clients: readonly ListenerInfo[]): ListenerInfo[] {
@@ -320,7 +339,9 @@ export class MountMeter {
       version: 1,
       accessLog: this.logPosition ? { ...this.logPosition } : null,
       lastPollAt: this.lastPollAt,
-      mounts: Object.fromEntries([...this.mounts].map(([m, c]) => [m, { ...c, session: c.session ? { ...c.session } : null }])),
+      mounts: Object.fromEntries(
+        [...this.mounts].map(([m, c]) => [m, { ...c, session: c.session ? { ...c.session } : null }]),
+      ),
     };
   }
 
@@ -372,7 +393,7 @@ export class MountMeter {
       mount,
       listeners: c.listeners,
       peakListeners: c.peakListeners,
-      listenerSeconds: c.closedListenerSeconds + (c.sourceConnected ? this.liveSeconds.get(mount) ?? 0 : 0),
+      listenerSeconds: c.closedListenerSeconds + (c.sourceConnected ? (this.liveSeconds.get(mount) ?? 0) : 0),
       bytesSent: this.accessLog ? c.finishedListenerBytes + this.connectedListenerBytes(mount, c) : c.bytesSent,
       bytesRead: c.bytesRead,
       bytesReadEstimated: c.bytesReadEstimated ?? 0,

@@ -33,10 +33,13 @@ export class PcmPacer {
   /** Silence written so far, in bytes: an empty playlist, or decoders not keeping up. */
   silenceBytes = 0;
 
-  constructor(private readonly sink: (pcm: Buffer) => void, private readonly options: PcmPacerOptions) {
+  constructor(
+    private readonly sink: (pcm: Buffer) => void,
+    private readonly options: PcmPacerOptions,
+  ) {
     this.tickMs = options.tickMs ?? 20;
-    this.leadBytes = this.alignDown((options.leadMs ?? 200) * options.bytesPerSecond / 1000);
-    this.highWaterBytes = (options.highWaterMs ?? 2000) * options.bytesPerSecond / 1000;
+    this.leadBytes = this.alignDown(((options.leadMs ?? 200) * options.bytesPerSecond) / 1000);
+    this.highWaterBytes = ((options.highWaterMs ?? 2000) * options.bytesPerSecond) / 1000;
     this.silence = Buffer.alloc(this.alignDown(options.bytesPerSecond)); // the most one tick may need
   }
 

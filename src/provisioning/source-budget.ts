@@ -69,9 +69,10 @@ export class SourceBudget {
     const refill = this.refillPerSecond(kbps);
     let state = this.buckets.get(key);
     if (!state) {
-      state = restored && validState(restored) && restored.at <= at && restored.bytesRead <= bytesRead
-        ? { ...restored }
-        : { level: capacity, bytesRead, at, over: false };
+      state =
+        restored && validState(restored) && restored.at <= at && restored.bytesRead <= bytesRead
+          ? { ...restored }
+          : { level: capacity, bytesRead, at, over: false };
       this.buckets.set(key, state);
     }
     const seconds = Math.max(0, at - state.at) / 1000;
@@ -82,7 +83,9 @@ export class SourceBudget {
     state.at = Math.max(state.at, at);
     if (state.level < 0) state.over = true;
     else if (state.over && state.level >= capacity * this.resumeFraction) state.over = false;
-    const refusedUntil = state.over ? state.at + Math.ceil(((capacity * this.resumeFraction - state.level) / refill) * 1000) : null;
+    const refusedUntil = state.over
+      ? state.at + Math.ceil(((capacity * this.resumeFraction - state.level) / refill) * 1000)
+      : null;
     return { ...state, capacity, refillPerSecond: refill, refusedUntil };
   }
 
@@ -92,5 +95,8 @@ export class SourceBudget {
 }
 
 function validState(s: SourceBudgetState): boolean {
-  return [s.level, s.bytesRead, s.at].every((n) => typeof n === 'number' && Number.isFinite(n)) && typeof s.over === 'boolean';
+  return (
+    [s.level, s.bytesRead, s.at].every((n) => typeof n === 'number' && Number.isFinite(n)) &&
+    typeof s.over === 'boolean'
+  );
 }

@@ -47,7 +47,10 @@ export interface OverLimit {
   rate: SourceRate;
 }
 
-interface Point { at: number; bytes: number }
+interface Point {
+  at: number;
+  bytes: number;
+}
 interface MountTrack {
   sessionStart: string | null;
   lastBytes: number;
@@ -57,7 +60,7 @@ interface MountTrack {
 
 /** bytes/s a mount may read: kbps × 1000 / 8 × tolerance. */
 export function allowedBytesPerSecond(allowedKbps: number, tolerance = 1.25): number {
-  return (allowedKbps * 1000 / 8) * tolerance;
+  return ((allowedKbps * 1000) / 8) * tolerance;
 }
 
 export class SourceRateMonitor {
@@ -113,7 +116,13 @@ export class SourceRateMonitor {
     if (!track) return undefined;
     const { points } = track;
     const none: SourceRate = {
-      mount, bytesPerSecond: null, minSegmentBytesPerSecond: null, spanMs: 0, points: points.length, complete: false, sessionStart: track.sessionStart,
+      mount,
+      bytesPerSecond: null,
+      minSegmentBytesPerSecond: null,
+      spanMs: 0,
+      points: points.length,
+      complete: false,
+      sessionStart: track.sessionStart,
     };
     if (points.length < 2) return none;
     const last = points[points.length - 1];
@@ -121,7 +130,10 @@ export class SourceRateMonitor {
     const need = this.windowMs - this.slackMs;
     let first = 0;
     for (let i = points.length - 2; i >= 0; i--) {
-      if (last.at - points[i].at >= need) { first = i; break; }
+      if (last.at - points[i].at >= need) {
+        first = i;
+        break;
+      }
     }
     const spanMs = last.at - points[first].at;
     if (spanMs <= 0) return none;
@@ -160,7 +172,12 @@ export class SourceRateMonitor {
     for (const mount of this.tracks.keys()) {
       const kbps = allowance(mount);
       if (kbps === undefined || !this.overLimit(mount, kbps)) continue;
-      over.push({ mount, allowedKbps: kbps, allowedBytesPerSecond: allowedBytesPerSecond(kbps, this.tolerance), rate: this.rate(mount)! });
+      over.push({
+        mount,
+        allowedKbps: kbps,
+        allowedBytesPerSecond: allowedBytesPerSecond(kbps, this.tolerance),
+        rate: this.rate(mount)!,
+      });
     }
     return over;
   }

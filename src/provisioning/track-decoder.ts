@@ -19,10 +19,26 @@ export interface TrackInfo {
  * Reads the artist and title tags; rejects when the file is not an allowed audio container (even one stored before
  * uploads were checked for it) or ffprobe finds no audio stream in it.
  */
-export async function probeTrack(path: string, options: { ffprobe?: string; signal?: AbortSignal } = {}): Promise<TrackInfo> {
-  const { code, stdout, stderr } = await runOnAudio(options.ffprobe ?? 'ffprobe', path, (input) => [
-    '-v', 'error', ...input, '-select_streams', 'a:0', '-show_entries', 'format_tags:stream_tags:stream=codec_type', '-of', 'json',
-  ], { signal: options.signal, timeoutMs: 10_000 });
+export async function probeTrack(
+  path: string,
+  options: { ffprobe?: string; signal?: AbortSignal } = {},
+): Promise<TrackInfo> {
+  const { code, stdout, stderr } = await runOnAudio(
+    options.ffprobe ?? 'ffprobe',
+    path,
+    (input) => [
+      '-v',
+      'error',
+      ...input,
+      '-select_streams',
+      'a:0',
+      '-show_entries',
+      'format_tags:stream_tags:stream=codec_type',
+      '-of',
+      'json',
+    ],
+    { signal: options.signal, timeoutMs: 10_000 },
+  );
   if (code !== 0) throw new Error(`ffprobe could not read ${path}: ${stderr.trim() || `exit ${code}`}`);
   const probed = JSON.parse(stdout) as { streams?: Array<{ tags?: Tags }>; format?: { tags?: Tags } };
   const stream = probed.streams?.[0];
@@ -46,7 +62,14 @@ function findTag(tags: Tags | undefined, name: string): string | undefined {
  */
 export function spawnDecoder(path: string, ffmpeg = 'ffmpeg'): ChildProcess {
   return spawnOnAudio(ffmpeg, path, (input) => [
-    '-nostdin', '-hide_banner', '-loglevel', 'error',
-    ...input, '-map', '0:a:0', ...PCM_ARGS, 'pipe:1',
+    '-nostdin',
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    ...input,
+    '-map',
+    '0:a:0',
+    ...PCM_ARGS,
+    'pipe:1',
   ]).child;
 }

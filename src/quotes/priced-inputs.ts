@@ -25,7 +25,9 @@ export class PricedInputs<Document> {
   private snapshot?: Snapshot;
   private readonly entries = new Map<string, Promise<Refused | PricedInput<Document>>>();
 
-  constructor(private readonly prepare: (snapshot: Snapshot, input: PriceInput, priced: Priced) => PricedInput<Document>) {}
+  constructor(
+    private readonly prepare: (snapshot: Snapshot, input: PriceInput, priced: Priced) => PricedInput<Document>,
+  ) {}
 
   /** The evaluation of `input` (whose canonical JSON is `inputText`): prepared when priced, else the refusal. */
   of(snapshot: Snapshot, input: PriceInput, inputText: string): Promise<Refused | PricedInput<Document>> {
@@ -42,7 +44,9 @@ export class PricedInputs<Document> {
       }
       return this.prepare(snapshot, input, evaluation);
     });
-    entry.catch(() => { if (this.entries.get(inputText) === entry) this.entries.delete(inputText); });
+    entry.catch(() => {
+      if (this.entries.get(inputText) === entry) this.entries.delete(inputText);
+    });
     this.entries.set(inputText, entry);
     return entry;
   }

@@ -51,9 +51,17 @@ export class QuoteService {
     document: quoteDocumentText(priced, snapshot, input.billing),
   }));
 
-  constructor(private readonly db: Database, private readonly live: LiveSnapshot, private readonly audit: AuditLog, private readonly now = () => new Date()) {
+  constructor(
+    private readonly db: Database,
+    private readonly live: LiveSnapshot,
+    private readonly audit: AuditLog,
+    private readonly now = () => new Date(),
+  ) {
     this.writer = new BatchedCalls<QuoteWrite, WriteResult>(async (items) => {
-      const rows = await this.db.query<WriteResult & { idx: number }>(recordQuotesCall(items.length), recordQuotesParameters(items));
+      const rows = await this.db.query<WriteResult & { idx: number }>(
+        recordQuotesCall(items.length),
+        recordQuotesParameters(items),
+      );
       const byPosition: WriteResult[] = [];
       for (const row of rows) byPosition[row.idx] = row;
       return items.map((_, i) => byPosition[i]);
@@ -66,7 +74,9 @@ export class QuoteService {
     if (request.idempotencyKey) {
       const [existing] = await this.db.query<{ request_hash: string; response: string }>(
         `SELECT q.request_hash, q.response FROM quotes q JOIN api_keys k ON k.id = q.api_key_id AND k.revoked_at IS NULL
-         WHERE q.api_key_id = $1 AND q.idempotency_key = $2`, [request.apiKeyId, request.idempotencyKey]);
+         WHERE q.api_key_id = $1 AND q.idempotency_key = $2`,
+        [request.apiKeyId, request.idempotencyKey],
+      );
       if (existing) return replay(existing, requestHash);
     }
 
@@ -124,8 +134,11 @@ function recordQuotesParameters(items: QuoteWrite[]): (string | null)[] {
 
 function replay(existing: { request_hash: string; response: string }, requestHash: string): QuoteResult {
   if (existing.request_hash !== requestHash) {
-    throw new ApiError(409, 'idempotency_key_reused',
-      'This Idempotency-Key was already used for a different quote request. Use a new Idempotency-Key for a new request, or repeat the original body to get the original quote back.');
+    throw new ApiError(
+      409,
+      'idempotency_key_reused',
+      'This Idempotency-Key was already used for a different quote request. Use a new Idempotency-Key for a new request, or repeat the original body to get the original quote back.',
+    );
   }
   return { quoteText: existing.response, replayed: true };
 }
@@ -133,18 +146,30 @@ function replay(existing: { request_hash: string; response: string }, requestHas
 function refusal(refused: Refused, productId: string): ApiError {
   switch (refused.outcome) {
     case 'unknown_product':
-      return new ApiError(404, 'product_not_found', `There is no product ${productId}. List the products with GET /products and use one of their ids.`);
+      return new ApiError(
+        404,
+        'product_not_found',
+        `There is no product ${productId}. List the products with GET /products and use one of their ids.`,
+      );
     case 'rejected': {
       const { status, code, message, pointer } = refused.rejection;
       const details = refused.problems ?? (pointer ? [{ pointer, code, message }] : undefined);
-      return new ApiError(status, code, message, { details: details?.map(({ pointer: p, code: c, message: m }) => ({ pointer: p, code: c, message: m })) });
+      return new ApiError(status, code, message, {
+        details: details?.map(({ pointer: p, code: c, message: m }) => ({ pointer: p, code: c, message: m })),
+      });
     }
   }
 }
 
 /** The quote document's JSON text, but for the fields each quote has of its own (QuoteFields). */
-function quoteDocumentText(priced: Priced, snapshot: Snapshot, billing?: PriceInput['billing']): (fields: QuoteFields) => string {
-  return TextTemplate.reused(['id', 'evaluation_id', 'created_at', 'expires_at_quote'], (fields) => JSON.stringify(quoteDocument(fields, priced, snapshot, billing)));
+function quoteDocumentText(
+  priced: Priced,
+  snapshot: Snapshot,
+  billing?: PriceInput['billing'],
+): (fields: QuoteFields) => string {
+  return TextTemplate.reused(['id', 'evaluation_id', 'created_at', 'expires_at_quote'], (fields) =>
+    JSON.stringify(quoteDocument(fields, priced, snapshot, billing)),
+  );
 }
 
 function quoteDocument(fields: QuoteFields, priced: Priced, snapshot: Snapshot, billing?: PriceInput['billing']) {
@@ -153,10 +178,21 @@ function quoteDocument(fields: QuoteFields, priced: Priced, snapshot: Snapshot, 
   const notOrderable = [...output.not_orderable_reasons, ...(outOfRange ? [outOfRange] : [])];
   return {
     id: fields.id,
-    product: { id: product.id, name: product.name, type: product.type, billing_type: product.billing_type, pricing_model: product.pricing.model },
+    product: {
+      id: product.id,
+      name: product.name,
+      type: product.type,
+      billing_type: product.billing_type,
+      pricing_model: product.pricing.model,
+    },
     configuration: output.configuration,
     ...(billing && { billing }),
-    price: { amount: output.amount, amount_atomic: output.total_atomic, currency: 'USDC' as const, decimals: 6 as const },
+    price: {
+      amount: output.amount,
+      amount_atomic: output.total_atomic,
+      currency: 'USDC' as const,
+      decimals: 6 as const,
+    },
     currency: 'USDC' as const,
     breakdown: output.lines.map((line) => withExchangeRate(line, snapshot)),
     formula: product.pricing.formula,
@@ -178,7 +214,15 @@ function withExchangeRate(line: PriceLine, snapshot: Snapshot): PriceLine & { ex
   const pair = `${line.unit}_USDC`;
   const rate = snapshot.catalog.settings.exchange_rates[pair];
   if (rate === undefined) return line;
-  return { ...line, exchange_rate: { pair, rate, source: `catalog settings exchange_rates.${pair} (catalog/catalog.yaml)`, catalog_hash: snapshot.hash } };
+  return {
+    ...line,
+    exchange_rate: {
+      pair,
+      rate,
+      source: `catalog settings exchange_rates.${pair} (catalog/catalog.yaml)`,
+      catalog_hash: snapshot.hash,
+    },
+  };
 }
 
 /** An order must cost within the catalog's order limits (as priceOrder checks it): a quote says so before the 402 does. */
@@ -186,5 +230,8 @@ function outsideOrderLimits(totalAtomic: string, snapshot: Snapshot): { code: st
   const { minimum, maximum, currency } = snapshot.catalog.settings.order_limits;
   const amount = new Decimal(totalAtomic).dividedBy(1_000_000);
   if (!amount.lessThan(minimum) && !amount.greaterThan(maximum)) return undefined;
-  return { code: 'amount_out_of_range', reason: `This configuration costs ${amount.toFixed()} USDC; agent orders must cost between ${minimum} and ${maximum} ${currency}.` };
+  return {
+    code: 'amount_out_of_range',
+    reason: `This configuration costs ${amount.toFixed()} USDC; agent orders must cost between ${minimum} and ${maximum} ${currency}.`,
+  };
 }

@@ -19,7 +19,8 @@ export async function computeRefund(deps: RefundDeps, refundId: string): Promise
   const snapshot = deps.live.current;
   await deps.audit.saveSnapshot(snapshot);
   const latest = deps.ledger ? await deps.ledger.latestBlock().catch(() => undefined) : undefined;
-  const fromBlock = latest === undefined ? null : (latest > REORG_MARGIN_BLOCKS ? latest - REORG_MARGIN_BLOCKS : 0n).toString();
+  const fromBlock =
+    latest === undefined ? null : (latest > REORG_MARGIN_BLOCKS ? latest - REORG_MARGIN_BLOCKS : 0n).toString();
   const done = await deps.db.transaction(async (client) => {
     const refund = await deps.store.lockById(client, refundId);
     if (!refund || refund.status !== 'computing') return refund;
@@ -29,9 +30,16 @@ export async function computeRefund(deps: RefundDeps, refundId: string): Promise
     const evaluation = await evaluateRefund(snapshot, input);
     const evaluationId = randomId('rfe_', 16);
     const { record, text, hash } = refundRecord(evaluationId, snapshot.hash, input, evaluation, new Date());
-    await client.query('SELECT audit_append($1, $2, $3, $4, $5, $6)', [evaluationId, record.kind, snapshot.hash, refund.service_id ?? refund.order_id, text, hash]);
+    await client.query('SELECT audit_append($1, $2, $3, $4, $5, $6)', [
+      evaluationId,
+      record.kind,
+      snapshot.hash,
+      refund.service_id ?? refund.order_id,
+      text,
+      hash,
+    ]);
     const amount = BigInt(evaluation.amount_atomic);
-    const needsApproval = amount > 0n && await overDailyCap(deps, client, amount);
+    const needsApproval = amount > 0n && (await overDailyCap(deps, client, amount));
     const transfers = evaluation.transfers;
     const pendingReason = whyNotSentYet(deps, evaluation, needsApproval);
     const split = transfers !== undefined && transfers.length > 1;
@@ -40,7 +48,7 @@ export async function computeRefund(deps: RefundDeps, refundId: string): Promise
       amount: evaluation.amount_atomic,
       evaluationId,
       orderIds: terms.orderIds,
-      payer: split ? null : transfers?.[0]?.payer ?? terms.payer,
+      payer: split ? null : (transfers?.[0]?.payer ?? terms.payer),
       fromBlock,
       needsApproval,
       pendingReason: split ? null : pendingReason,
@@ -49,19 +57,34 @@ export async function computeRefund(deps: RefundDeps, refundId: string): Promise
     return whole;
   });
   if (!done) throw new Error(`no refund ${refundId}`);
-  if (done.status !== 'computing') deps.log.info({ refund_id: done.id, amount_atomic: done.amount_atomic, status: done.status, service_id: done.service_id }, 'refund computed');
+  if (done.status !== 'computing')
+    deps.log.info(
+      { refund_id: done.id, amount_atomic: done.amount_atomic, status: done.status, service_id: done.service_id },
+      'refund computed',
+    );
   return done;
 }
 
-async function termsOf(client: Client, refund: RefundRow): Promise<{ input: Omit<RefundInput, 'refunded_atomic'>; orderIds: string[]; payer: string | null }> {
+async function termsOf(
+  client: Client,
+  refund: RefundRow,
+): Promise<{ input: Omit<RefundInput, 'refunded_atomic'>; orderIds: string[]; payer: string | null }> {
   if (refund.reason === 'stopped') {
-    const { rows: [service] } = await client.query('SELECT id, order_id, product_id, expires_at, usage FROM services WHERE id = $1', [refund.service_id]);
+    const {
+      rows: [service],
+    } = await client.query('SELECT id, order_id, product_id, expires_at, usage FROM services WHERE id = $1', [
+      refund.service_id,
+    ]);
     return stopTerms(client, refund.id, service, refund.as_of);
   }
-  const { rows: [order] } = await client.query(
+  const {
+    rows: [order],
+  } = await client.query(
     `SELECT id, product_id, amount_atomic::text AS amount_atomic, payer, settlement, configuration ->> 'duration_hours' AS hours,
             CASE WHEN upgrade_of IS NOT NULL THEN 'upgrade' WHEN extension_of IS NOT NULL THEN 'extension' ELSE 'order' END AS kind
-     FROM orders WHERE id = $1`, [refund.order_id]);
+     FROM orders WHERE id = $1`,
+    [refund.order_id],
+  );
   const terms = failureTerms(refund.id, order, refund.service_id, refund.as_of);
   return { ...terms, orderIds: [order.id] };
 }
@@ -70,8 +93,10 @@ async function termsOf(client: Client, refund: RefundRow): Promise<{ input: Omit
 function whyNotSentYet(deps: RefundDeps, evaluation: RefundEvaluation, needsApproval: boolean): string | null {
   if (evaluation.amount_atomic === '0') {
     const minimum = atomicToAmount(evaluation.minimum_atomic, 6);
-    return `nothing to refund: the unused share less what is kept (${evaluation.total_atomic} atomic units `
-      + `in all) is below the minimum refund of ${minimum} USDC for each wallet that paid`;
+    return (
+      `nothing to refund: the unused share less what is kept (${evaluation.total_atomic} atomic units ` +
+      `in all) is below the minimum refund of ${minimum} USDC for each wallet that paid`
+    );
   }
   if (needsApproval) {
     const cap = atomicToAmount(String(deps.settings.maxPerDayAtomic), 6);

@@ -26,16 +26,20 @@ export async function sendRefund(deps: RefundDeps, refund: RefundRow): Promise<R
     return undefined;
   }
   const expected = {
-    payer: wallet.address, nonce: refund.nonce, payTo: refund.payer!, amount: refund.amount_atomic!,
+    payer: wallet.address,
+    nonce: refund.nonce,
+    payTo: refund.payer!,
+    amount: refund.amount_atomic!,
     fromBlock: BigInt(refund.from_block ?? '0'),
   };
   let evidence = await ledger.evidence(expected);
   if (evidence.kind === 'unused') {
     const short = await wallet.shortfall(BigInt(refund.amount_atomic!));
     if (short) {
-      const lacks = short.kind === 'usdc'
-        ? `the refund wallet ${wallet.address} holds ${atomicToAmount(short.holds.toString(), 6)} USDC and this refund needs ${atomicToAmount(short.needs.toString(), 6)}`
-        : `the refund wallet ${wallet.address} lacks gas (holds ${short.holds} wei, needs about ${short.needs})`;
+      const lacks =
+        short.kind === 'usdc'
+          ? `the refund wallet ${wallet.address} holds ${atomicToAmount(short.holds.toString(), 6)} USDC and this refund needs ${atomicToAmount(short.needs.toString(), 6)}`
+          : `the refund wallet ${wallet.address} lacks gas (holds ${short.holds} wei, needs about ${short.needs})`;
       const delay = retryDelaySeconds(refund.attempts);
       deps.metrics?.refundWalletShort.inc({ lacks: short.kind });
       deps.metrics?.refunds.inc({ result: 'postponed' });
@@ -43,20 +47,33 @@ export async function sendRefund(deps: RefundDeps, refund: RefundRow): Promise<R
       await deps.store.postpone(refund.id, `${lacks}; retried in ${delay} s`, delay, wallet.address);
       return undefined;
     }
-    const sent = await wallet.send(getAddress(refund.payer as Address), BigInt(refund.amount_atomic!), refund.nonce as Hex, () => crashPoint('refund_after_broadcast'));
-    evidence = (sent.success && await ledger.evidenceOfTransaction(sent.transaction, expected)) || await ledger.evidence(expected);
+    const sent = await wallet.send(
+      getAddress(refund.payer as Address),
+      BigInt(refund.amount_atomic!),
+      refund.nonce as Hex,
+      () => crashPoint('refund_after_broadcast'),
+    );
+    evidence =
+      (sent.success && (await ledger.evidenceOfTransaction(sent.transaction, expected))) ||
+      (await ledger.evidence(expected));
   }
   if (evidence.kind === 'paid') return recordSent(deps, refund, wallet.address, evidence.proof);
   if (evidence.kind === 'canceled' || evidence.kind === 'spent_elsewhere') {
     // Only the refund wallet can use its nonces: someone else holds its key, or it was used by hand. This refund can
     // never be sent with its nonce; it fails visibly for an operator instead of being retried or shown as sent.
     const reason = `the refund's authorization was used by another transaction (${('transaction' in evidence && evidence.transaction) || 'unknown'}), not this refund: an operator must look at the refund wallet`;
-    deps.log.error({ refund_id: refund.id, evidence }, 'the refund nonce was used by another transfer than this refund');
+    deps.log.error(
+      { refund_id: refund.id, evidence },
+      'the refund nonce was used by another transfer than this refund',
+    );
     await deps.db.transaction(async (client) => {
       const failed = await deps.store.markFailed(client, refund.id, reason);
       if (failed) {
         await recordEvent(client, {
-          type: 'refund.failed', serviceId: failed.service_id ?? undefined, orderId: failed.order_id ?? undefined, apiKeyId: failed.api_key_id,
+          type: 'refund.failed',
+          serviceId: failed.service_id ?? undefined,
+          orderId: failed.order_id ?? undefined,
+          apiKeyId: failed.api_key_id,
           data: { refund_id: failed.id, reason: failed.reason, amount_atomic: failed.amount_atomic, message: reason },
         });
       }
@@ -69,30 +86,68 @@ export async function sendRefund(deps: RefundDeps, refund: RefundRow): Promise<R
 }
 
 /** The proof, once the chain state that holds it is saved, then the refund is sent: chained record and event. */
-async function recordSent(deps: RefundDeps, refund: RefundRow, from: string, proof: TransferProof): Promise<RefundRow | undefined> {
+async function recordSent(
+  deps: RefundDeps,
+  refund: RefundRow,
+  from: string,
+  proof: TransferProof,
+): Promise<RefundRow | undefined> {
   await deps.ledger!.saved();
   crashPoint('refund_after_proof');
   const row = await deps.db.transaction(async (client) => {
-    const sent = await deps.store.markSent(client, refund.id, from, proof.transaction, proof as unknown as Record<string, unknown>);
+    const sent = await deps.store.markSent(
+      client,
+      refund.id,
+      from,
+      proof.transaction,
+      proof as unknown as Record<string, unknown>,
+    );
     if (!sent) return undefined;
     const id = randomId('rfp_', 16);
     const { record, text, hash } = refundProofRecord({
-      id, refund_id: sent.id, evaluation_id: sent.evaluation_id!, service_id: sent.service_id, order_ids: sent.order_ids, from, to: sent.payer!,
-      amount_atomic: sent.amount_atomic!, nonce: sent.nonce, proof: proof as unknown as Record<string, unknown>, sent_at: sent.sent_at!.toISOString(),
+      id,
+      refund_id: sent.id,
+      evaluation_id: sent.evaluation_id!,
+      service_id: sent.service_id,
+      order_ids: sent.order_ids,
+      from,
+      to: sent.payer!,
+      amount_atomic: sent.amount_atomic!,
+      nonce: sent.nonce,
+      proof: proof as unknown as Record<string, unknown>,
+      sent_at: sent.sent_at!.toISOString(),
     });
-    await client.query('SELECT audit_append($1, $2, $3, $4, $5, $6)', [id, record.kind, null, sent.service_id ?? sent.order_id, text, hash]);
+    await client.query('SELECT audit_append($1, $2, $3, $4, $5, $6)', [
+      id,
+      record.kind,
+      null,
+      sent.service_id ?? sent.order_id,
+      text,
+      hash,
+    ]);
     await recordEvent(client, {
-      type: 'refund.sent', serviceId: sent.service_id ?? undefined, orderId: sent.order_id ?? undefined, apiKeyId: sent.api_key_id,
+      type: 'refund.sent',
+      serviceId: sent.service_id ?? undefined,
+      orderId: sent.order_id ?? undefined,
+      apiKeyId: sent.api_key_id,
       data: {
-        refund_id: sent.id, ...(sent.part_of && { part_of: sent.part_of }), reason: sent.reason,
-        amount_atomic: sent.amount_atomic, to: sent.payer, transaction: proof.transaction, order_ids: sent.order_ids,
+        refund_id: sent.id,
+        ...(sent.part_of && { part_of: sent.part_of }),
+        reason: sent.reason,
+        amount_atomic: sent.amount_atomic,
+        to: sent.payer,
+        transaction: proof.transaction,
+        order_ids: sent.order_ids,
       },
     });
     return sent;
   });
   if (row) {
     deps.metrics?.refunds.inc({ result: 'sent' });
-    deps.log.info({ refund_id: refund.id, transaction: proof.transaction, amount_atomic: refund.amount_atomic }, 'refund sent: transfer proven on chain');
+    deps.log.info(
+      { refund_id: refund.id, transaction: proof.transaction, amount_atomic: refund.amount_atomic },
+      'refund sent: transfer proven on chain',
+    );
   }
   return row;
 }

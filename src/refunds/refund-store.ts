@@ -56,57 +56,86 @@ interface ComputedFields extends PartFields {
 }
 
 /** What every part of a split refund shares with the whole. */
-interface PartFields { fromBlock: string | null; needsApproval: boolean; pendingReason: string | null }
+interface PartFields {
+  fromBlock: string | null;
+  needsApproval: boolean;
+  pendingReason: string | null;
+}
 
 /** The refunds outbox in PostgreSQL: a refund is committed with what it pays back, before anything is sent. */
 export class RefundStore {
   constructor(private readonly db: Database) {}
 
   /** A service's stop refund, in the caller's transaction (created by it). */
-  async insertStop(client: Client, service: { id: string; api_key_id: string }, asOf: Date, leaseSeconds: number): Promise<RefundRow> {
+  async insertStop(
+    client: Client,
+    service: { id: string; api_key_id: string },
+    asOf: Date,
+    leaseSeconds: number,
+  ): Promise<RefundRow> {
     const id = randomId('rf_', 18);
-    const { rows: [row] } = await client.query(
+    const {
+      rows: [row],
+    } = await client.query(
       `INSERT INTO refunds (id, service_id, api_key_id, reason, status, nonce, as_of, lease_until)
        VALUES ($1, $2, $3, 'stopped', 'computing', $4, $5, now() + make_interval(secs => $6)) RETURNING ${COLUMNS}`,
-      [id, service.id, service.api_key_id, refundNonce(id), asOf, leaseSeconds]);
+      [id, service.id, service.api_key_id, refundNonce(id), asOf, leaseSeconds],
+    );
     return row as RefundRow;
   }
 
   /** A refund in full of one order that was paid and never provisioned, in the caller's transaction. */
-  async insertFailure(client: Client, order: { id: string; api_key_id: string; service_id: string | null }, asOf: Date): Promise<RefundRow> {
+  async insertFailure(
+    client: Client,
+    order: { id: string; api_key_id: string; service_id: string | null },
+    asOf: Date,
+  ): Promise<RefundRow> {
     const id = randomId('rf_', 18);
-    const { rows: [row] } = await client.query(
+    const {
+      rows: [row],
+    } = await client.query(
       `INSERT INTO refunds (id, service_id, order_id, api_key_id, reason, status, nonce, as_of)
        VALUES ($1, $2, $3, $4, 'provisioning_failed', 'computing', $5, $6) RETURNING ${COLUMNS}`,
-      [id, order.service_id, order.id, order.api_key_id, refundNonce(id), asOf]);
+      [id, order.service_id, order.id, order.api_key_id, refundNonce(id), asOf],
+    );
     return row as RefundRow;
   }
 
   async byId(id: string, client?: Client): Promise<RefundRow | undefined> {
     const sql = `SELECT ${COLUMNS} FROM refunds WHERE id = $1`;
-    return client ? (await client.query(sql, [id])).rows[0] as RefundRow | undefined : (await this.db.query<RefundRow & Record<string, unknown>>(sql, [id]))[0];
+    return client
+      ? ((await client.query(sql, [id])).rows[0] as RefundRow | undefined)
+      : (await this.db.query<RefundRow & Record<string, unknown>>(sql, [id]))[0];
   }
 
   async lockById(client: Client, id: string): Promise<RefundRow | undefined> {
-    return (await client.query(`SELECT ${COLUMNS} FROM refunds WHERE id = $1 FOR UPDATE`, [id])).rows[0] as RefundRow | undefined;
+    return (await client.query(`SELECT ${COLUMNS} FROM refunds WHERE id = $1 FOR UPDATE`, [id])).rows[0] as
+      | RefundRow
+      | undefined;
   }
 
   async stopOf(serviceId: string, client?: Client): Promise<RefundRow | undefined> {
     const sql = `SELECT ${COLUMNS} FROM refunds WHERE service_id = $1 AND reason = 'stopped' AND part_of IS NULL`;
-    return client ? (await client.query(sql, [serviceId])).rows[0] as RefundRow | undefined : (await this.db.query<RefundRow & Record<string, unknown>>(sql, [serviceId]))[0];
+    return client
+      ? ((await client.query(sql, [serviceId])).rows[0] as RefundRow | undefined)
+      : (await this.db.query<RefundRow & Record<string, unknown>>(sql, [serviceId]))[0];
   }
 
   /** Every refund that pays back this order (the stop of its service, or its own failure refund). */
   async forOrder(orderId: string): Promise<RefundRow[]> {
     return this.db.query<RefundRow & Record<string, unknown>>(
       `SELECT ${COLUMNS} FROM refunds WHERE ($1 = ANY(order_ids) OR order_id = $1) AND part_of IS NULL
-       ORDER BY created_at`, [orderId]);
+       ORDER BY created_at`,
+      [orderId],
+    );
   }
 
   /** The parts of a split refund, one per wallet, in the order the evaluation named them. */
   async partsOf(id: string): Promise<RefundRow[]> {
     return this.db.query<RefundRow & Record<string, unknown>>(
-      `SELECT ${COLUMNS} FROM refunds WHERE part_of = $1 ORDER BY created_at, id`, [id]);
+      `SELECT ${COLUMNS} FROM refunds WHERE part_of = $1 ORDER BY created_at, id`,
+      [id],
+    );
   }
 
   /** The parts of a refund that goes back to several wallets, to be sent like any refund (their own nonces). */
@@ -117,34 +146,68 @@ export class RefundStore {
         `INSERT INTO refunds (id, service_id, api_key_id, reason, status, part_of, order_ids, payer, amount_atomic,
                               evaluation_id, nonce, from_block, needs_approval, pending_reason, as_of)
          VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-        [id, whole.service_id, whole.api_key_id, whole.reason, whole.id, part.order_ids, part.payer, part.amount_atomic,
-          whole.evaluation_id, refundNonce(id), fields.fromBlock, fields.needsApproval, fields.pendingReason,
-          whole.as_of]);
+        [
+          id,
+          whole.service_id,
+          whole.api_key_id,
+          whole.reason,
+          whole.id,
+          part.order_ids,
+          part.payer,
+          part.amount_atomic,
+          whole.evaluation_id,
+          refundNonce(id),
+          fields.fromBlock,
+          fields.needsApproval,
+          fields.pendingReason,
+          whole.as_of,
+        ],
+      );
     }
   }
 
   /** What was already refunded (or is committed to be) for any of these orders, except by `exceptId`. */
   async refundedFor(client: Client, orderIds: string[], exceptId: string): Promise<string> {
-    const { rows: [row] } = await client.query(
+    const {
+      rows: [row],
+    } = await client.query(
       `SELECT coalesce(sum(amount_atomic), 0)::text AS sum FROM refunds
-       WHERE id <> $2 AND status IN ('pending', 'sent') AND (order_ids && $1::text[] OR order_id = ANY($1::text[]))`, [orderIds, exceptId]);
+       WHERE id <> $2 AND status IN ('pending', 'sent') AND (order_ids && $1::text[] OR order_id = ANY($1::text[]))`,
+      [orderIds, exceptId],
+    );
     return (row as { sum: string }).sum;
   }
 
   /** Refunds sent, or approved and waiting, in the last 24 hours: what the daily cap counts. */
   async committedToday(client: Client): Promise<bigint> {
-    const { rows: [row] } = await client.query(
+    const {
+      rows: [row],
+    } = await client.query(
       `SELECT coalesce(sum(amount_atomic), 0)::text AS sum FROM refunds
-       WHERE (status = 'sent' AND sent_at > now() - interval '1 day') OR (status = 'pending' AND (NOT needs_approval OR approved_at IS NOT NULL) AND created_at > now() - interval '1 day')`);
+       WHERE (status = 'sent' AND sent_at > now() - interval '1 day') OR (status = 'pending' AND (NOT needs_approval OR approved_at IS NOT NULL) AND created_at > now() - interval '1 day')`,
+    );
     return BigInt((row as { sum: string }).sum);
   }
 
   async computed(client: Client, id: string, fields: ComputedFields): Promise<RefundRow> {
-    const { rows: [row] } = await client.query(
+    const {
+      rows: [row],
+    } = await client.query(
       `UPDATE refunds SET status = $2, amount_atomic = $3, evaluation_id = $4, order_ids = $5, payer = $6, from_block = $7,
          needs_approval = $8, pending_reason = $9, lease_until = NULL, next_attempt_at = now(), updated_at = now()
        WHERE id = $1 AND status = 'computing' RETURNING ${COLUMNS}`,
-      [id, fields.status, fields.amount, fields.evaluationId, fields.orderIds, fields.payer, fields.fromBlock, fields.needsApproval, fields.pendingReason]);
+      [
+        id,
+        fields.status,
+        fields.amount,
+        fields.evaluationId,
+        fields.orderIds,
+        fields.payer,
+        fields.fromBlock,
+        fields.needsApproval,
+        fields.pendingReason,
+      ],
+    );
     return row as RefundRow;
   }
 
@@ -156,7 +219,9 @@ export class RefundStore {
                     WHERE (status = 'computing' OR (status = 'pending' AND (NOT needs_approval OR approved_at IS NOT NULL) AND next_attempt_at <= now()))
                       AND (lease_until IS NULL OR lease_until < now())
                     ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING ${COLUMNS}`, [limit, leaseSeconds]);
+       RETURNING ${COLUMNS}`,
+      [limit, leaseSeconds],
+    );
   }
 
   /** Not sent this time: why, and when to try again (the lease is released). */
@@ -164,19 +229,34 @@ export class RefundStore {
     await this.db.query(
       `UPDATE refunds SET pending_reason = $2, next_attempt_at = now() + make_interval(secs => $3), lease_until = NULL,
          from_address = coalesce($4, from_address), updated_at = now() WHERE id = $1 AND status = 'pending'`,
-      [id, reason, delaySeconds, fromAddress ?? null]);
+      [id, reason, delaySeconds, fromAddress ?? null],
+    );
   }
 
-  async markSent(client: Client, id: string, fromAddress: string, transaction: string, proof: Record<string, unknown>): Promise<RefundRow | undefined> {
-    const { rows: [row] } = await client.query(
+  async markSent(
+    client: Client,
+    id: string,
+    fromAddress: string,
+    transaction: string,
+    proof: Record<string, unknown>,
+  ): Promise<RefundRow | undefined> {
+    const {
+      rows: [row],
+    } = await client.query(
       `UPDATE refunds SET status = 'sent', from_address = $2, transaction = $3, proof = $4, sent_at = now(), pending_reason = NULL,
-         lease_until = NULL, updated_at = now() WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`, [id, fromAddress, transaction, proof]);
+         lease_until = NULL, updated_at = now() WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
+      [id, fromAddress, transaction, proof],
+    );
     return row as RefundRow | undefined;
   }
 
   async markFailed(client: Client, id: string, reason: string): Promise<RefundRow | undefined> {
-    const { rows: [row] } = await client.query(
-      `UPDATE refunds SET status = 'failed', pending_reason = $2, lease_until = NULL, updated_at = now() WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`, [id, reason]);
+    const {
+      rows: [row],
+    } = await client.query(
+      `UPDATE refunds SET status = 'failed', pending_reason = $2, lease_until = NULL, updated_at = now() WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
+      [id, reason],
+    );
     return row as RefundRow | undefined;
   }
 
@@ -185,10 +265,15 @@ export class RefundStore {
     return this.db.query<RefundRow & Record<string, unknown>>(
       `UPDATE refunds SET approved_at = now(), approved_by = $2, next_attempt_at = now(), pending_reason = NULL, updated_at = now()
        WHERE (id = $1 OR part_of = $1) AND status = 'pending' AND needs_approval AND approved_at IS NULL
-       RETURNING ${COLUMNS}`, [id, by]);
+       RETURNING ${COLUMNS}`,
+      [id, by],
+    );
   }
 
   async list(limit = 100): Promise<RefundRow[]> {
-    return this.db.query<RefundRow & Record<string, unknown>>(`SELECT ${COLUMNS} FROM refunds ORDER BY created_at DESC LIMIT $1`, [limit]);
+    return this.db.query<RefundRow & Record<string, unknown>>(
+      `SELECT ${COLUMNS} FROM refunds ORDER BY created_at DESC LIMIT $1`,
+      [limit],
+    );
   }
 }

@@ -16,7 +16,18 @@ interface PaidRow {
 }
 
 /** What a stopped service's refund is computed from: each payment for it, the hours it paid for and the hours unused. */
-export async function stopTerms(client: Client, refundId: string, service: { id: string; order_id: string; product_id: string; expires_at: Date | null; usage: Record<string, unknown> | null }, stoppedAt: Date): Promise<{ input: Omit<RefundInput, 'refunded_atomic'>; orderIds: string[]; payer: string | null }> {
+export async function stopTerms(
+  client: Client,
+  refundId: string,
+  service: {
+    id: string;
+    order_id: string;
+    product_id: string;
+    expires_at: Date | null;
+    usage: Record<string, unknown> | null;
+  },
+  stoppedAt: Date,
+): Promise<{ input: Omit<RefundInput, 'refunded_atomic'>; orderIds: string[]; payer: string | null }> {
   // The hours an upgrade paid for are the target hours of its own evaluation (what was left of the service then).
   const { rows } = await client.query(
     `SELECT o.id, CASE WHEN o.id = $1 THEN 'order' WHEN o.upgrade_of = $2 THEN 'upgrade' ELSE 'extension' END AS kind,
@@ -25,7 +36,8 @@ export async function stopTerms(client: Client, refundId: string, service: { id:
                  ELSE o.configuration ->> 'duration_hours' END AS hours
      FROM orders o LEFT JOIN audit_records r ON r.id = o.evaluation_id
      WHERE o.state = 'active' AND (o.id = $1 OR o.upgrade_of = $2 OR o.extension_of = $2) ORDER BY o.created_at, o.id`,
-    [service.order_id, service.id]);
+    [service.order_id, service.id],
+  );
   const paid = rows as PaidRow[];
   const payments = unusedHours(paid, service.expires_at, stoppedAt);
   const first = paid.find((p) => p.kind === 'order') ?? paid[0];
@@ -45,7 +57,12 @@ export async function stopTerms(client: Client, refundId: string, service: { id:
 }
 
 /** An order that was paid and never provisioned: everything it paid comes back. */
-export function failureTerms(refundId: string, order: PaidRow & { product_id: string; extension_of?: string | null; upgrade_of?: string | null }, serviceId: string | null, asOf: Date): { input: Omit<RefundInput, 'refunded_atomic'>; payer: string } {
+export function failureTerms(
+  refundId: string,
+  order: PaidRow & { product_id: string; extension_of?: string | null; upgrade_of?: string | null },
+  serviceId: string | null,
+  asOf: Date,
+): { input: Omit<RefundInput, 'refunded_atomic'>; payer: string } {
   return {
     input: {
       refund_id: refundId,
@@ -53,10 +70,16 @@ export function failureTerms(refundId: string, order: PaidRow & { product_id: st
       product_id: order.product_id,
       reason: 'provisioning_failed',
       as_of: asOf.toISOString(),
-      payments: [{
-        order_id: order.id, kind: order.kind, amount_atomic: order.amount_atomic, hours: String(order.hours ?? '0'),
-        unused_hours: String(order.hours ?? '0'), payer: payerOf(order),
-      }],
+      payments: [
+        {
+          order_id: order.id,
+          kind: order.kind,
+          amount_atomic: order.amount_atomic,
+          hours: String(order.hours ?? '0'),
+          unused_hours: String(order.hours ?? '0'),
+          payer: payerOf(order),
+        },
+      ],
       transfer_used_gb: '0',
     },
     payer: payerOf(order),
@@ -69,7 +92,9 @@ export function failureTerms(refundId: string, order: PaidRow & { product_id: st
  */
 function unusedHours(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): RefundPayment[] {
   const end = expiresAt?.getTime() ?? stoppedAt.getTime();
-  const extensionMs = paid.filter((p) => p.kind === 'extension').reduce((sum, p) => sum + hoursOf(p).times(HOUR_MS).toNumber(), 0);
+  const extensionMs = paid
+    .filter((p) => p.kind === 'extension')
+    .reduce((sum, p) => sum + hoursOf(p).times(HOUR_MS).toNumber(), 0);
   const baseEnd = end - extensionMs;
   let extensionStart = baseEnd;
   const now = stoppedAt.getTime();
@@ -85,8 +110,12 @@ function unusedHours(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): 
     }
     const unused = Decimal.min(hours, new Decimal(unusedMs).dividedBy(HOUR_MS)).toDecimalPlaces(6, Decimal.ROUND_DOWN);
     return {
-      order_id: p.id, kind: p.kind, amount_atomic: p.amount_atomic, hours: hours.toFixed(),
-      unused_hours: unused.toFixed(), payer: payerOf(p),
+      order_id: p.id,
+      kind: p.kind,
+      amount_atomic: p.amount_atomic,
+      hours: hours.toFixed(),
+      unused_hours: unused.toFixed(),
+      payer: payerOf(p),
     };
   });
 }

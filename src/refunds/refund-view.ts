@@ -56,32 +56,59 @@ export async function refundView(deps: ViewDeps, row: RefundRow): Promise<Refund
   };
   if (row.status === 'split') {
     const transfers = await Promise.all((await deps.store.partsOf(row.id)).map((part) => transferView(deps, part)));
-    const status = transfers.some((t) => t.status === 'failed') ? 'failed'
-      : transfers.every((t) => t.status === 'sent') ? 'sent' : 'pending';
+    const status = transfers.some((t) => t.status === 'failed')
+      ? 'failed'
+      : transfers.every((t) => t.status === 'sent')
+        ? 'sent'
+        : 'pending';
     return {
-      ...whole, status, to: null, transaction: null, receipt: null,
+      ...whole,
+      status,
+      to: null,
+      transaction: null,
+      receipt: null,
       pending_reason: transfers.find((t) => t.pending_reason)?.pending_reason ?? null,
       waits_for_operator: transfers.some((t) => t.waits_for_operator),
-      sent_at: status === 'sent' ? transfers.map((t) => t.sent_at!).sort().at(-1)! : null,
+      sent_at:
+        status === 'sent'
+          ? transfers
+              .map((t) => t.sent_at!)
+              .sort()
+              .at(-1)!
+          : null,
       transfers,
     };
   }
   const transfer = await transferView(deps, row);
   return {
-    ...whole, status: row.status === 'none' ? 'none' : transfer.status, to: row.payer, transaction: row.transaction,
-    receipt: transfer.receipt, pending_reason: transfer.pending_reason, waits_for_operator: transfer.waits_for_operator,
+    ...whole,
+    status: row.status === 'none' ? 'none' : transfer.status,
+    to: row.payer,
+    transaction: row.transaction,
+    receipt: transfer.receipt,
+    pending_reason: transfer.pending_reason,
+    waits_for_operator: transfer.waits_for_operator,
     sent_at: transfer.sent_at,
     transfers: row.status === 'none' || row.amount_atomic === null ? [] : [transfer],
   };
 }
 
 async function transferView(deps: ViewDeps, row: RefundRow): Promise<RefundTransferView> {
-  const receipt = row.status === 'sent' && deps.receipts
-    ? await deps.receipts.refundReceipt({
-      refundId: row.id, serviceId: row.service_id, orderIds: row.order_ids, payer: row.payer!, network: deps.network, transaction: row.transaction!,
-      issuedAt: row.sent_at!, evaluationId: row.evaluation_id, amountAtomic: row.amount_atomic!, reason: row.reason,
-    })
-    : null;
+  const receipt =
+    row.status === 'sent' && deps.receipts
+      ? await deps.receipts.refundReceipt({
+          refundId: row.id,
+          serviceId: row.service_id,
+          orderIds: row.order_ids,
+          payer: row.payer!,
+          network: deps.network,
+          transaction: row.transaction!,
+          issuedAt: row.sent_at!,
+          evaluationId: row.evaluation_id,
+          amountAtomic: row.amount_atomic!,
+          reason: row.reason,
+        })
+      : null;
   return {
     id: row.id,
     to: row.payer,
@@ -89,7 +116,10 @@ async function transferView(deps: ViewDeps, row: RefundRow): Promise<RefundTrans
     order_ids: row.order_ids,
     status: row.status === 'sent' || row.status === 'failed' ? row.status : 'pending',
     transaction: row.transaction,
-    pending_reason: row.status === 'sent' ? null : row.pending_reason ?? (row.status === 'computing' ? 'the amount is being computed' : null),
+    pending_reason:
+      row.status === 'sent'
+        ? null
+        : (row.pending_reason ?? (row.status === 'computing' ? 'the amount is being computed' : null)),
     waits_for_operator: row.status === 'pending' && row.needs_approval && !row.approved_at,
     sent_at: row.sent_at?.toISOString() ?? null,
     receipt,

@@ -1,4 +1,13 @@
-import { createPublicClient, createWalletClient, defineChain, http, parseAbi, parseSignature, type Address, type Hex } from 'viem';
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  http,
+  parseAbi,
+  parseSignature,
+  type Address,
+  type Hex,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 
@@ -35,13 +44,24 @@ export class RefundWallet {
 
   constructor(private readonly config: RefundWalletConfig) {
     const chain = defineChain({
-      id: config.chainId, name: `eip155:${config.chainId}`, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      id: config.chainId,
+      name: `eip155:${config.chainId}`,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
       rpcUrls: { default: { http: [config.rpcUrl] } },
     });
     const account = privateKeyToAccount(config.privateKey, { nonceManager: createNonceManager({ source: jsonRpc() }) });
     this.address = account.address;
-    this.wallet = createWalletClient({ account, chain, transport: http(config.rpcUrl, { timeout: 10_000 }), pollingInterval: 50 });
-    this.reader = createPublicClient({ chain, transport: http(config.rpcUrl, { timeout: 10_000 }), pollingInterval: 50 });
+    this.wallet = createWalletClient({
+      account,
+      chain,
+      transport: http(config.rpcUrl, { timeout: 10_000 }),
+      pollingInterval: 50,
+    });
+    this.reader = createPublicClient({
+      chain,
+      transport: http(config.rpcUrl, { timeout: 10_000 }),
+      pollingInterval: 50,
+    });
   }
 
   /** Whether the wallet holds the USDC and the gas this refund needs. */
@@ -58,14 +78,28 @@ export class RefundWallet {
   }
 
   /** Signs and sends the transfer; resolves with its transaction once mined (whatever its outcome). */
-  async send(to: Address, amount: bigint, nonce: Hex, broadcast?: () => void): Promise<{ transaction: Hex; success: boolean }> {
+  async send(
+    to: Address,
+    amount: bigint,
+    nonce: Hex,
+    broadcast?: () => void,
+  ): Promise<{ transaction: Hex; success: boolean }> {
     const validBefore = BigInt(Math.floor(Date.now() / 1000) + 3600);
     const signature = await this.wallet.signTypedData({
-      domain: { name: this.config.tokenName, version: this.config.tokenVersion, chainId: this.config.chainId, verifyingContract: this.config.token },
+      domain: {
+        name: this.config.tokenName,
+        version: this.config.tokenVersion,
+        chainId: this.config.chainId,
+        verifyingContract: this.config.token,
+      },
       types: {
         TransferWithAuthorization: [
-          { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' },
-          { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
+          { name: 'from', type: 'address' },
+          { name: 'to', type: 'address' },
+          { name: 'value', type: 'uint256' },
+          { name: 'validAfter', type: 'uint256' },
+          { name: 'validBefore', type: 'uint256' },
+          { name: 'nonce', type: 'bytes32' },
         ],
       },
       primaryType: 'TransferWithAuthorization',
@@ -73,7 +107,9 @@ export class RefundWallet {
     });
     const { v, r, s, yParity } = parseSignature(signature);
     const transaction = await this.wallet.writeContract({
-      address: this.config.token, abi, functionName: 'transferWithAuthorization',
+      address: this.config.token,
+      abi,
+      functionName: 'transferWithAuthorization',
       args: [this.address, to, amount, 0n, validBefore, nonce, Number(v ?? BigInt(yParity + 27)), r, s],
     });
     broadcast?.();

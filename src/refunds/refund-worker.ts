@@ -32,17 +32,22 @@ export class RefundWorker {
   }
 
   async runOnce(): Promise<number> {
-    await refundUndeliveredOrders(this.deps).catch((err) => this.log.warn({ err }, 'could not refund undelivered orders'));
+    await refundUndeliveredOrders(this.deps).catch((err) =>
+      this.log.warn({ err }, 'could not refund undelivered orders'),
+    );
     const due = await this.deps.store.leaseDue(10, this.options.leaseSeconds);
     for (const refund of due) {
       try {
         if (refund.status === 'computing') {
           const [service] = refund.service_id
-            ? await this.deps.db.query<{ id: string; mount: string }>('SELECT id, mount FROM services WHERE id = $1', [refund.service_id])
+            ? await this.deps.db.query<{ id: string; mount: string }>('SELECT id, mount FROM services WHERE id = $1', [
+                refund.service_id,
+              ])
             : [];
-          const computed = refund.reason === 'stopped'
-            ? service && await finishStop(this.deps, refund, service)
-            : await computeRefund(this.deps, refund.id);
+          const computed =
+            refund.reason === 'stopped'
+              ? service && (await finishStop(this.deps, refund, service))
+              : await computeRefund(this.deps, refund.id);
           if (computed?.status === 'pending') await sendRefund(this.deps, computed);
         } else {
           await sendRefund(this.deps, refund);
@@ -51,7 +56,13 @@ export class RefundWorker {
         const delay = retryDelaySeconds(refund.attempts);
         this.deps.metrics?.refunds.inc({ result: 'error' });
         this.log.warn({ refund_id: refund.id, err, retry_in_seconds: delay }, 'refund not sent; will retry');
-        await this.deps.store.postpone(refund.id, `not sent yet (${(err as Error).message.split('\n')[0].slice(0, 200)}); retried in ${delay} s`, delay).catch(() => undefined);
+        await this.deps.store
+          .postpone(
+            refund.id,
+            `not sent yet (${(err as Error).message.split('\n')[0].slice(0, 200)}); retried in ${delay} s`,
+            delay,
+          )
+          .catch(() => undefined);
       }
     }
     return due.length;

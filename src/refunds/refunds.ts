@@ -12,18 +12,33 @@ export interface StopOutcome {
 
 /** The refunds room's front: stop a service, read refunds for services and orders, operator approval. */
 export class Refunds {
-  constructor(private readonly deps: RefundDeps, private readonly wake: () => void = () => {}) {}
+  constructor(
+    private readonly deps: RefundDeps,
+    private readonly wake: () => void = () => {},
+  ) {}
 
   async stop(service: StoppableService): Promise<StopOutcome> {
     const { refund, stoppedAt, repeated } = await stopService(this.deps, service);
     if (refund.status === 'pending' || refund.status === 'split') this.wake();
-    return { stopped_at: stoppedAt.toISOString(), reason: 'stopped', refund: await this.view(refund), idempotent_replay: repeated };
+    return {
+      stopped_at: stoppedAt.toISOString(),
+      reason: 'stopped',
+      refund: await this.view(refund),
+      idempotent_replay: repeated,
+    };
   }
 
   /** How a service ended and its refund, when it was stopped. */
-  async ofService(serviceId: string): Promise<{ ended: { reason: 'stopped'; stopped_at: string }; refund: RefundView } | undefined> {
+  async ofService(
+    serviceId: string,
+  ): Promise<{ ended: { reason: 'stopped'; stopped_at: string }; refund: RefundView } | undefined> {
     const refund = await this.deps.store.stopOf(serviceId);
-    return refund && { ended: { reason: 'stopped', stopped_at: refund.as_of.toISOString() }, refund: await this.view(refund) };
+    return (
+      refund && {
+        ended: { reason: 'stopped', stopped_at: refund.as_of.toISOString() },
+        refund: await this.view(refund),
+      }
+    );
   }
 
   async ofOrder(orderId: string): Promise<RefundView[]> {

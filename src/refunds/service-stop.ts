@@ -8,7 +8,12 @@ import type { RefundRow } from './refund-store.js';
 
 export const STOPPED_REASON = 'Stopped by its owner; the unused share of what was paid is refunded.';
 
-export interface StoppableService { id: string; api_key_id: string; mount: string; status: string }
+export interface StoppableService {
+  id: string;
+  api_key_id: string;
+  mount: string;
+  status: string;
+}
 
 /**
  * Stops a service at its owner's request. In order, each step committed before the next: the service ends (expired,
@@ -16,21 +21,39 @@ export interface StoppableService { id: string; api_key_id: string; mount: strin
  * listeners from then on; the mount is cut; only then is the refund computed and committed. A repeated stop finds
  * the same refund. An instance killed in between leaves a refund that the worker finishes (cut, compute, send).
  */
-export async function stopService(deps: RefundDeps, service: StoppableService): Promise<{ refund: RefundRow; stoppedAt: Date; repeated: boolean }> {
+export async function stopService(
+  deps: RefundDeps,
+  service: StoppableService,
+): Promise<{ refund: RefundRow; stoppedAt: Date; repeated: boolean }> {
   const stopped = await deps.db.transaction(async (client) => {
-    const { rows: [now] } = await client.query('SELECT status, stopped_at FROM services WHERE id = $1 FOR UPDATE', [service.id]);
+    const {
+      rows: [now],
+    } = await client.query('SELECT status, stopped_at FROM services WHERE id = $1 FOR UPDATE', [service.id]);
     const existing = await deps.store.stopOf(service.id, client);
     if (existing) return { refund: existing, repeated: true };
     if (now.status !== 'active' && now.status !== 'suspended') {
-      throw new ApiError(409, 'service_not_running', `The service is ${String(now.status)}, so there is nothing to stop and nothing to refund. GET /services/{service_id}/usage shows how it ended.`);
+      throw new ApiError(
+        409,
+        'service_not_running',
+        `The service is ${String(now.status)}, so there is nothing to stop and nothing to refund. GET /services/{service_id}/usage shows how it ended.`,
+      );
     }
-    const { rows: [ended] } = await client.query(
+    const {
+      rows: [ended],
+    } = await client.query(
       "UPDATE services SET status = 'expired', stopped_at = now(), status_reason = $2, updated_at = now() WHERE id = $1 RETURNING stopped_at",
-      [service.id, STOPPED_REASON]);
-    await client.query("INSERT INTO service_events (service_id, kind, from_status, to_status, code, reason) VALUES ($1, 'transition', $2, 'expired', 'stopped', $3)",
-      [service.id, now.status, STOPPED_REASON]);
+      [service.id, STOPPED_REASON],
+    );
+    await client.query(
+      "INSERT INTO service_events (service_id, kind, from_status, to_status, code, reason) VALUES ($1, 'transition', $2, 'expired', 'stopped', $3)",
+      [service.id, now.status, STOPPED_REASON],
+    );
     const refund = await deps.store.insertStop(client, service, ended.stopped_at as Date, deps.settings.leaseSeconds);
-    await recordEvent(client, { type: 'service.stopped', serviceId: service.id, data: { reason: 'stopped', stopped_at: (ended.stopped_at as Date).toISOString(), refund_id: refund.id } });
+    await recordEvent(client, {
+      type: 'service.stopped',
+      serviceId: service.id,
+      data: { reason: 'stopped', stopped_at: (ended.stopped_at as Date).toISOString(), refund_id: refund.id },
+    });
     return { refund, repeated: false };
   });
   crashPoint('refund_after_stop');
@@ -40,7 +63,11 @@ export async function stopService(deps: RefundDeps, service: StoppableService): 
 }
 
 /** The cut, then the refund's amount: also what the worker does for a stop an instance did not finish. */
-export async function finishStop(deps: RefundDeps, refund: RefundRow, service: { id: string; mount: string }): Promise<RefundRow> {
+export async function finishStop(
+  deps: RefundDeps,
+  refund: RefundRow,
+  service: { id: string; mount: string },
+): Promise<RefundRow> {
   await cutMount(deps.cutter, service, deps.log);
   return computeRefund(deps, refund.id);
 }

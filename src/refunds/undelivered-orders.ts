@@ -16,13 +16,23 @@ export async function refundUndeliveredOrders(deps: RefundDeps, limit = 10): Pro
        FROM orders o LEFT JOIN services s ON s.order_id = o.id LEFT JOIN services t ON t.id = coalesce(o.upgrade_of, o.extension_of)
        WHERE o.state = 'provisioning'
          AND (o.settled_at < now() - make_interval(secs => $1::double precision / 1000) OR t.stopped_at IS NOT NULL)
-       ORDER BY o.settled_at LIMIT $2 FOR UPDATE OF o SKIP LOCKED`, [deps.settings.provisionTimeoutMs, limit]);
+       ORDER BY o.settled_at LIMIT $2 FOR UPDATE OF o SKIP LOCKED`,
+      [deps.settings.provisionTimeoutMs, limit],
+    );
     const created: RefundRow[] = [];
-    for (const order of rows as Array<{ id: string; api_key_id: string; service_id: string | null; service_stopped: boolean }>) {
+    for (const order of rows as Array<{
+      id: string;
+      api_key_id: string;
+      service_id: string | null;
+      service_stopped: boolean;
+    }>) {
       const why = order.service_stopped
         ? 'refunded in full: the service was stopped while this payment was being settled'
         : `refunded in full: it could not be provisioned within ${Math.round(deps.settings.provisionTimeoutMs / 1000)} s`;
-      await client.query("UPDATE orders SET state = 'refunded', failure = $2, lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning'", [order.id, why]);
+      await client.query(
+        "UPDATE orders SET state = 'refunded', failure = $2, lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning'",
+        [order.id, why],
+      );
       const refund = await deps.store.insertFailure(client, order, new Date());
       created.push(refund);
     }

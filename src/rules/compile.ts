@@ -30,38 +30,59 @@ export type CompiledRules = Record<StageName, Stage>;
 /** Validates rule files and builds one Stage per stage; errors name file:line:column. */
 export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
-  const collected = Object.fromEntries(Object.keys(baseFacts).map((stage) => [stage, { rules: [] as RuleSpec[], derived: [] as DerivedFactSpec[] }])) as Record<StageName, { rules: RuleSpec[]; derived: DerivedFactSpec[] }>;
+  const collected = Object.fromEntries(
+    Object.keys(baseFacts).map((stage) => [stage, { rules: [] as RuleSpec[], derived: [] as DerivedFactSpec[] }]),
+  ) as Record<StageName, { rules: RuleSpec[]; derived: DerivedFactSpec[] }>;
   const ruleNames = new Map<string, string>();
 
   const documents: { file: SourceFile; doc: RuleDocument }[] = [];
   for (const file of files) {
-    if (file.syntaxErrors.length) { diagnostics.push(...file.syntaxErrors); continue; }
-    if (validateDocument(file.value)) { documents.push({ file, doc: file.value as RuleDocument }); continue; }
-    for (const p of schemaProblems(validateDocument.errors)) diagnostics.push(file.at(p.pointer, p.message, p.atKey ? 'key' : 'value'));
+    if (file.syntaxErrors.length) {
+      diagnostics.push(...file.syntaxErrors);
+      continue;
+    }
+    if (validateDocument(file.value)) {
+      documents.push({ file, doc: file.value as RuleDocument });
+      continue;
+    }
+    for (const p of schemaProblems(validateDocument.errors))
+      diagnostics.push(file.at(p.pointer, p.message, p.atKey ? 'key' : 'value'));
   }
-  const factsOf = (stage: StageName) => new Set([
-    ...baseFacts[stage],
-    ...documents.filter((d) => d.doc.stage === stage).flatMap((d) => (d.doc.derived_facts ?? []).map((f) => f.name)),
-  ]);
+  const factsOf = (stage: StageName) =>
+    new Set([
+      ...baseFacts[stage],
+      ...documents.filter((d) => d.doc.stage === stage).flatMap((d) => (d.doc.derived_facts ?? []).map((f) => f.name)),
+    ]);
 
   for (const { file, doc } of documents) {
     const stage = collected[doc.stage];
     const facts = factsOf(doc.stage);
     (doc.derived_facts ?? []).forEach((d, i) => {
       (d.where ?? []).forEach((w, j) => {
-        if (!knownOperators.has(w.operator)) diagnostics.push(file.at(`/derived_facts/${i}/where/${j}/operator`, `unknown operator ${w.operator}`));
+        if (!knownOperators.has(w.operator))
+          diagnostics.push(file.at(`/derived_facts/${i}/where/${j}/operator`, `unknown operator ${w.operator}`));
       });
-      if (!facts.has(d.from.split('.')[0])) diagnostics.push(file.at(`/derived_facts/${i}/from`, `unknown fact ${d.from.split('.')[0]}`));
+      if (!facts.has(d.from.split('.')[0]))
+        diagnostics.push(file.at(`/derived_facts/${i}/from`, `unknown fact ${d.from.split('.')[0]}`));
       stage.derived.push(d);
     });
     doc.rules.forEach((rule, i) => {
       const previous = ruleNames.get(rule.name);
-      if (previous) diagnostics.push(file.at(`/rules/${i}/name`, `rule name ${rule.name} is already used in ${previous}`));
+      if (previous)
+        diagnostics.push(file.at(`/rules/${i}/name`, `rule name ${rule.name} is already used in ${previous}`));
       ruleNames.set(rule.name, file.path);
       checkConditions(rule.conditions, `/rules/${i}/conditions`, facts, file, diagnostics);
       checkFactRefs(rule.event.params, `/rules/${i}/event/params`, facts, file, diagnostics);
-      if ((rule.event.type === 'price_line' || rule.event.type === 'refund_line') && ('rate' in rule.event.params) === ('rate_atomic' in rule.event.params)) {
-        diagnostics.push(file.at(`/rules/${i}/event/params`, `a ${rule.event.type} needs exactly one of rate_atomic (atomic units) and rate (whole currency units)`));
+      if (
+        (rule.event.type === 'price_line' || rule.event.type === 'refund_line') &&
+        'rate' in rule.event.params === 'rate_atomic' in rule.event.params
+      ) {
+        diagnostics.push(
+          file.at(
+            `/rules/${i}/event/params`,
+            `a ${rule.event.type} needs exactly one of rate_atomic (atomic units) and rate (whole currency units)`,
+          ),
+        );
       }
       stage.rules.push(rule);
     });
@@ -69,23 +90,47 @@ export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diag
   if (diagnostics.length) return { diagnostics };
   return {
     diagnostics,
-    rules: Object.fromEntries(Object.entries(collected).map(([stage, c]) => [stage, new Stage(c.rules, c.derived, { keyFacts: [...(keyFacts[stage as StageName] ?? []), ...c.derived.map((d) => d.name)] })])) as CompiledRules,
+    rules: Object.fromEntries(
+      Object.entries(collected).map(([stage, c]) => [
+        stage,
+        new Stage(c.rules, c.derived, {
+          keyFacts: [...(keyFacts[stage as StageName] ?? []), ...c.derived.map((d) => d.name)],
+        }),
+      ]),
+    ) as CompiledRules,
   };
 }
 
-function checkConditions(node: unknown, pointer: string, facts: Set<string>, file: SourceFile, out: Diagnostic[]): void {
+function checkConditions(
+  node: unknown,
+  pointer: string,
+  facts: Set<string>,
+  file: SourceFile,
+  out: Diagnostic[],
+): void {
   const c = node as Record<string, unknown>;
   for (const key of ['all', 'any'] as const) {
-    if (Array.isArray(c[key])) (c[key] as unknown[]).forEach((child, i) => checkConditions(child, `${pointer}/${key}/${i}`, facts, file, out));
+    if (Array.isArray(c[key]))
+      (c[key] as unknown[]).forEach((child, i) => checkConditions(child, `${pointer}/${key}/${i}`, facts, file, out));
   }
   if (c.not) checkConditions(c.not, `${pointer}/not`, facts, file, out);
   if (typeof c.fact === 'string') {
-    if (!facts.has(c.fact)) out.push(file.at(`${pointer}/fact`, `unknown fact ${c.fact}; known here: ${[...facts].join(', ')}`));
-    if (!knownOperators.has(String(c.operator))) out.push(file.at(`${pointer}/operator`, `unknown operator ${c.operator}; known: ${[...knownOperators].join(', ')}`));
+    if (!facts.has(c.fact))
+      out.push(file.at(`${pointer}/fact`, `unknown fact ${c.fact}; known here: ${[...facts].join(', ')}`));
+    if (!knownOperators.has(String(c.operator)))
+      out.push(
+        file.at(`${pointer}/operator`, `unknown operator ${c.operator}; known: ${[...knownOperators].join(', ')}`),
+      );
   }
 }
 
-function checkFactRefs(params: Record<string, unknown>, pointer: string, facts: Set<string>, file: SourceFile, out: Diagnostic[]): void {
+function checkFactRefs(
+  params: Record<string, unknown>,
+  pointer: string,
+  facts: Set<string>,
+  file: SourceFile,
+  out: Diagnostic[],
+): void {
   for (const [key, value] of Object.entries(params)) {
     const ref = value as { fact?: unknown } | null;
     if (ref && typeof ref === 'object' && typeof ref.fact === 'string' && !facts.has(ref.fact)) {

@@ -19,7 +19,11 @@ export interface RuleOutcome {
 /** How many distinct key fact values (e.g. billings x packages) one product keeps decisions for; more are decided per run. */
 const MAX_DECISIONS = 64;
 
-interface Decision { rule: RuleSpec; result: boolean; conditions: unknown }
+interface Decision {
+  rule: RuleSpec;
+  result: boolean;
+  conditions: unknown;
+}
 
 /**
  * Rules whose conditions read only snapshot facts and key facts (facts with a few possible values: the billing, a
@@ -36,7 +40,10 @@ export class DecidedRules {
   private readonly objectIds = new WeakMap<object, number>();
   private lastObjectId = 0;
 
-  constructor(private readonly rules: RuleSpec[], private readonly keyFacts: string[]) {
+  constructor(
+    private readonly rules: RuleSpec[],
+    private readonly keyFacts: string[],
+  ) {
     this.pool = new EnginePool(rules);
     this.byName = new Map(rules.map((rule) => [rule.name, rule]));
   }
@@ -55,7 +62,12 @@ export class DecidedRules {
       decided = [...run.results, ...run.failureResults].map((r) => this.decisionOf(r));
       if (key !== undefined && this.decisions.size < MAX_DECISIONS) this.decisions.set(key, decided);
     }
-    return decided.map((d) => ({ name: d.rule.name, result: d.result, conditions: d.conditions, event: d.result ? resolvedEvent(d.rule.event, facts) : undefined }));
+    return decided.map((d) => ({
+      name: d.rule.name,
+      result: d.result,
+      conditions: d.conditions,
+      event: d.result ? resolvedEvent(d.rule.event, facts) : undefined,
+    }));
   }
 
   /** The key facts' values as text: undefined when one holds a number or a function (not worth keeping). */
@@ -64,7 +76,8 @@ export class DecidedRules {
     for (const name of this.keyFacts) {
       const value = factValue(facts, name);
       if (value === undefined) key += 'u;';
-      else if (value === null || typeof value === 'string' || typeof value === 'boolean') key += `${JSON.stringify(value)};`;
+      else if (value === null || typeof value === 'string' || typeof value === 'boolean')
+        key += `${JSON.stringify(value)};`;
       else if (typeof value === 'object') key += `o${this.objectId(value)};`;
       else return undefined;
     }
@@ -83,15 +96,19 @@ export class DecidedRules {
   private decisionOf(r: RuleResult): Decision {
     const json = r.toJSON(false) as { conditions: unknown };
     // A copy of its own, frozen: it is shared by every later outcome and must not alias the product's objects.
-    return { rule: this.byName.get(String(r.name))!, result: Boolean(r.result), conditions: deepFreeze(structuredClone(json.conditions)) };
+    return {
+      rule: this.byName.get(String(r.name))!,
+      result: Boolean(r.result),
+      conditions: deepFreeze(structuredClone(json.conditions)),
+    };
   }
 }
-
 
 /** The facts a condition tree reads: each leaf's fact and the fact a leaf's value refers to. */
 export function factsReadBy(node: unknown, into = new Set<string>()): Set<string> {
   const c = node as Record<string, unknown>;
-  for (const key of ['all', 'any'] as const) if (Array.isArray(c[key])) for (const child of c[key] as unknown[]) factsReadBy(child, into);
+  for (const key of ['all', 'any'] as const)
+    if (Array.isArray(c[key])) for (const child of c[key] as unknown[]) factsReadBy(child, into);
   if (c.not) factsReadBy(c.not, into);
   if (typeof c.fact === 'string') into.add(c.fact);
   if (isFactRef(c.value)) into.add(c.value.fact);

@@ -1,7 +1,12 @@
 import { Decimal as DecimalJs } from 'decimal.js';
 
 /** A private Decimal so no other code's configuration can change how money is computed. */
-export const Decimal = DecimalJs.clone({ precision: 60, rounding: DecimalJs.ROUND_HALF_EVEN, toExpNeg: -100, toExpPos: 100 });
+export const Decimal = DecimalJs.clone({
+  precision: 60,
+  rounding: DecimalJs.ROUND_HALF_EVEN,
+  toExpNeg: -100,
+  toExpPos: 100,
+});
 export type Decimal = InstanceType<typeof Decimal>;
 
 const decimalText = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?(e[+-]?[0-9]+)?$/i;
@@ -34,7 +39,14 @@ const wholeAtomic = /^(0|[1-9][0-9]{0,59})$/;
 
 export function atomicToAmount(atomic: string | Decimal, decimals: number): string {
   // A whole number of at most 60 digits (the precision) divides exactly: moving the point gives the same text.
-  if (typeof atomic === 'string' && Number.isInteger(decimals) && decimals >= 0 && decimals <= 100 && wholeAtomic.test(atomic)) return movePoint(atomic, decimals);
+  if (
+    typeof atomic === 'string' &&
+    Number.isInteger(decimals) &&
+    decimals >= 0 &&
+    decimals <= 100 &&
+    wholeAtomic.test(atomic)
+  )
+    return movePoint(atomic, decimals);
   return plain(new Decimal(atomic).dividedBy(scale(decimals)));
 }
 

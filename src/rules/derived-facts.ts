@@ -9,7 +9,8 @@ export function deriveFact(spec: DerivedFactSpec, facts: Record<string, unknown>
   if (!Array.isArray(list)) return null;
   const params = (facts.params ?? {}) as Record<string, unknown>;
   const matching = list.filter((item) =>
-    (spec.where ?? []).every((w) => compareDecimal(w.operator, readPath(item, w.field), params[w.param])));
+    (spec.where ?? []).every((w) => compareDecimal(w.operator, readPath(item, w.field), params[w.param])),
+  );
   if (matching.length === 0) return null;
   const sorted = [...matching].sort((a, b) => {
     const x = toDecimal(readPath(a, spec.order_by));

@@ -22,8 +22,13 @@ export class EnginePool {
   }
 
   private build(): Engine {
-    const engine = new Engine([], { allowUndefinedFacts: true, replaceFactsInEventParams: true, pathResolver: readPath });
-    for (const name of decimalOperators) engine.addOperator(name, (a: unknown, b: unknown) => compareDecimal(name, a, b));
+    const engine = new Engine([], {
+      allowUndefinedFacts: true,
+      replaceFactsInEventParams: true,
+      pathResolver: readPath,
+    });
+    for (const name of decimalOperators)
+      engine.addOperator(name, (a: unknown, b: unknown) => compareDecimal(name, a, b));
     for (const rule of this.rules) engine.addRule({ ...rule, priority: 1 } as never);
     return engine;
   }

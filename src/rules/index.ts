@@ -1,5 +1,13 @@
 export { compileRules, type CompiledRules } from './compile.js';
 export { Stage, RuleEvaluationError } from './stage.js';
 export { Decimal, toDecimal, plain, atomicToAmount } from './decimal.js';
-export type { PriceLine, Rejection, NotOrderableReason, StageOutcome, TraceEntry, ServiceDecision, ServiceAction } from './types.js';
+export type {
+  PriceLine,
+  Rejection,
+  NotOrderableReason,
+  StageOutcome,
+  TraceEntry,
+  ServiceDecision,
+  ServiceAction,
+} from './types.js';
 export { readPath } from './path.js';

@@ -22,8 +22,16 @@ export function compareDecimal(operator: string, left: unknown, right: unknown):
 export const decimalOperators = Object.keys(comparisons);
 
 export const builtInOperators = [
-  'equal', 'notEqual', 'in', 'notIn', 'contains', 'doesNotContain',
-  'lessThan', 'lessThanInclusive', 'greaterThan', 'greaterThanInclusive',
+  'equal',
+  'notEqual',
+  'in',
+  'notIn',
+  'contains',
+  'doesNotContain',
+  'lessThan',
+  'lessThanInclusive',
+  'greaterThan',
+  'greaterThanInclusive',
 ];
 
 export const knownOperators = new Set([...builtInOperators, ...decimalOperators]);

@@ -9,7 +9,8 @@ export function readPath(value: unknown, path: string): unknown {
   }
   let current = value;
   for (const segment of segments) {
-    if (current === null || typeof current !== 'object' || !Object.prototype.hasOwnProperty.call(current, segment)) return undefined;
+    if (current === null || typeof current !== 'object' || !Object.prototype.hasOwnProperty.call(current, segment))
+      return undefined;
     current = (current as Record<string, unknown>)[segment];
   }
   return current;

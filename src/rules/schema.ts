@@ -52,75 +52,131 @@ export const ruleDocumentSchema = {
         event: {
           oneOf: [
             {
-              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'params'],
               properties: {
                 type: { const: 'price_line' },
                 params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'unit', 'quantity'],
-                  properties: { sequence, code: { type: 'string' }, unit: { type: 'string' }, item: { oneOf: [{ type: 'string' }, factRef] }, quantity: decimalOrRef, rate_atomic: decimalOrRef, rate: decimalOrRef },
-                },
-              },
-            },
-            {
-              type: 'object', additionalProperties: false, required: ['type', 'params'],
-              properties: {
-                type: { const: 'refund_line' },
-                params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'unit', 'quantity', 'direction'],
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['sequence', 'code', 'unit', 'quantity'],
                   properties: {
-                    sequence, code: { type: 'string' }, unit: { type: 'string' }, item: { oneOf: [{ type: 'string' }, factRef] },
-                    quantity: decimalOrRef, rate_atomic: decimalOrRef, rate: decimalOrRef, direction: { enum: ['credit', 'deduct'] },
+                    sequence,
+                    code: { type: 'string' },
+                    unit: { type: 'string' },
+                    item: { oneOf: [{ type: 'string' }, factRef] },
+                    quantity: decimalOrRef,
+                    rate_atomic: decimalOrRef,
+                    rate: decimalOrRef,
                   },
                 },
               },
             },
             {
-              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'params'],
               properties: {
-                type: { const: 'reject' },
+                type: { const: 'refund_line' },
                 params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'status', 'code', 'message'],
-                  properties: { sequence, status: { enum: [409, 422] }, code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' }, message: { type: 'string' }, pointer: { type: 'string' } },
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['sequence', 'code', 'unit', 'quantity', 'direction'],
+                  properties: {
+                    sequence,
+                    code: { type: 'string' },
+                    unit: { type: 'string' },
+                    item: { oneOf: [{ type: 'string' }, factRef] },
+                    quantity: decimalOrRef,
+                    rate_atomic: decimalOrRef,
+                    rate: decimalOrRef,
+                    direction: { enum: ['credit', 'deduct'] },
+                  },
                 },
               },
             },
             {
-              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'params'],
+              properties: {
+                type: { const: 'reject' },
+                params: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['sequence', 'status', 'code', 'message'],
+                  properties: {
+                    sequence,
+                    status: { enum: [409, 422] },
+                    code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' },
+                    message: { type: 'string' },
+                    pointer: { type: 'string' },
+                  },
+                },
+              },
+            },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'params'],
               properties: {
                 type: { const: 'transition' },
                 params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'to', 'reason'],
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['sequence', 'to', 'reason'],
                   properties: {
                     sequence,
                     to: { enum: ['active', 'suspended', 'expired', 'failed'] },
                     reason: { type: 'string' },
-                    actions: { type: 'array', uniqueItems: true, items: { enum: ['disconnect_source', 'disconnect_listeners', 'stop_autodj'] } },
+                    actions: {
+                      type: 'array',
+                      uniqueItems: true,
+                      items: { enum: ['disconnect_source', 'disconnect_listeners', 'stop_autodj'] },
+                    },
                   },
                 },
               },
             },
             {
-              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'params'],
               properties: {
                 type: { const: 'enforce' },
                 params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'reason', 'actions'],
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['sequence', 'code', 'reason', 'actions'],
                   properties: {
                     sequence,
                     code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' },
                     reason: { type: 'string' },
-                    actions: { type: 'array', uniqueItems: true, items: { enum: ['disconnect_source', 'disconnect_listeners', 'stop_autodj'] } },
+                    actions: {
+                      type: 'array',
+                      uniqueItems: true,
+                      items: { enum: ['disconnect_source', 'disconnect_listeners', 'stop_autodj'] },
+                    },
                   },
                 },
               },
             },
             {
-              type: 'object', additionalProperties: false, required: ['type', 'params'],
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'params'],
               properties: {
                 type: { const: 'not_orderable' },
                 params: {
-                  type: 'object', additionalProperties: false, required: ['sequence', 'code', 'reason'],
-                  properties: { sequence, code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' }, reason: { type: 'string' } },
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['sequence', 'code', 'reason'],
+                  properties: {
+                    sequence,
+                    code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' },
+                    reason: { type: 'string' },
+                  },
                 },
               },
             },
@@ -130,16 +186,33 @@ export const ruleDocumentSchema = {
     },
     topCondition: {
       oneOf: [
-        { type: 'object', additionalProperties: false, required: ['all'], properties: { all: { type: 'array', items: { $ref: '#/$defs/condition' } } } },
-        { type: 'object', additionalProperties: false, required: ['any'], properties: { any: { type: 'array', items: { $ref: '#/$defs/condition' } } } },
-        { type: 'object', additionalProperties: false, required: ['not'], properties: { not: { $ref: '#/$defs/condition' } } },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['all'],
+          properties: { all: { type: 'array', items: { $ref: '#/$defs/condition' } } },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['any'],
+          properties: { any: { type: 'array', items: { $ref: '#/$defs/condition' } } },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['not'],
+          properties: { not: { $ref: '#/$defs/condition' } },
+        },
       ],
     },
     condition: {
       oneOf: [
         { $ref: '#/$defs/topCondition' },
         {
-          type: 'object', additionalProperties: false, required: ['fact', 'operator', 'value'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['fact', 'operator', 'value'],
           properties: { fact: { type: 'string' }, path: { type: 'string' }, operator: { type: 'string' }, value: {} },
         },
       ],

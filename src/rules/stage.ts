@@ -5,7 +5,17 @@ import { deriveFact } from './derived-facts.js';
 import { applicableRules } from './applicable-rules.js';
 import { EnginePool } from './engine-pool.js';
 import { readPath } from './path.js';
-import type { DerivedFactSpec, NotOrderableReason, PriceLine, Rejection, RuleSpec, ServiceAction, ServiceDecision, StageOutcome, TraceEntry } from './types.js';
+import type {
+  DerivedFactSpec,
+  NotOrderableReason,
+  PriceLine,
+  Rejection,
+  RuleSpec,
+  ServiceAction,
+  ServiceDecision,
+  StageOutcome,
+  TraceEntry,
+} from './types.js';
 
 export class RuleEvaluationError extends Error {}
 
@@ -33,9 +43,16 @@ export class Stage {
   private readonly products = new Map<string, ProductRules>();
   private readonly rates = new Map<string, Rate>();
 
-  constructor(readonly rules: RuleSpec[], readonly derivedFacts: DerivedFactSpec[], private readonly options: StageOptions = {}) {}
+  constructor(
+    readonly rules: RuleSpec[],
+    readonly derivedFacts: DerivedFactSpec[],
+    private readonly options: StageOptions = {},
+  ) {}
 
-  async evaluate(baseFacts: { product?: { id: string }; settings: unknown } & Record<string, unknown>, decimals: number): Promise<StageOutcome> {
+  async evaluate(
+    baseFacts: { product?: { id: string }; settings: unknown } & Record<string, unknown>,
+    decimals: number,
+  ): Promise<StageOutcome> {
     const facts: Record<string, unknown> = { ...baseFacts };
     for (const spec of this.derivedFacts) facts[spec.name] = deriveFact(spec, facts);
     const rules = this.rulesFor(baseFacts.product, baseFacts.settings);
@@ -56,7 +73,14 @@ export class Stage {
       const p = r.event!.params as Record<string, unknown>;
       switch (r.event!.type) {
         case 'reject':
-          rejections.push(withoutUndefined({ status: p.status as 409 | 422, code: String(p.code), message: fill(String(p.message), facts), pointer: p.pointer as string | undefined }));
+          rejections.push(
+            withoutUndefined({
+              status: p.status as 409 | 422,
+              code: String(p.code),
+              message: fill(String(p.message), facts),
+              pointer: p.pointer as string | undefined,
+            }),
+          );
           break;
         case 'not_orderable':
           notOrderable.push({ code: String(p.code), reason: fill(String(p.reason), facts) });
@@ -73,7 +97,15 @@ export class Stage {
         }
         case 'transition':
         case 'enforce':
-          decisions.push(withoutUndefined({ kind: r.event!.type, to: p.to as string | undefined, code: p.code as string | undefined, reason: fill(String(p.reason), facts), actions: (p.actions ?? []) as ServiceAction[] }));
+          decisions.push(
+            withoutUndefined({
+              kind: r.event!.type,
+              to: p.to as string | undefined,
+              code: p.code as string | undefined,
+              reason: fill(String(p.reason), facts),
+              actions: (p.actions ?? []) as ServiceAction[],
+            }),
+          );
           break;
       }
     }
@@ -92,7 +124,10 @@ export class Stage {
   /** Adds the line's amount to amounts. */
   private priceLine(rule: string, p: Record<string, unknown>, decimals: number, amounts: Decimal[]): PriceLine {
     const quantity = toDecimal(p.quantity ?? '0');
-    if (!quantity || quantity.isNegative()) throw new RuleEvaluationError(`rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`);
+    if (!quantity || quantity.isNegative())
+      throw new RuleEvaluationError(
+        `rule ${rule}: quantity ${JSON.stringify(p.quantity)} is not a non-negative decimal`,
+      );
     const rate = this.rate(rule, p, decimals);
     const amount = quantity.times(rate.value).ceil();
     amounts.push(amount);
@@ -116,10 +151,13 @@ export class Stage {
     if (known) return known;
     const value = atomic ? toDecimal(given) : toDecimal(given)?.times(scale(decimals));
     if (!value || value.isNegative() || (atomic && !value.isInteger())) {
-      throw new RuleEvaluationError(`rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`);
+      throw new RuleEvaluationError(
+        `rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`,
+      );
     }
     const rate = { value, rate: atomicToAmount(value, decimals), rate_atomic: plain(value) };
-    if ((typeof given === 'string' || typeof given === 'number') && this.rates.size < MAX_RATES) this.rates.set(key, rate);
+    if ((typeof given === 'string' || typeof given === 'number') && this.rates.size < MAX_RATES)
+      this.rates.set(key, rate);
     return rate;
   }
 
@@ -129,9 +167,15 @@ export class Stage {
     if (!rules || rules.product !== product || rules.settings !== settings) {
       const applicable = applicableRules(this.rules, product ? { product, settings } : { settings });
       const keyFacts = this.options.keyFacts ?? [];
-      const once = this.options.decideOnce === false ? [] : applicable.filter((rule) => DecidedRules.canDecide(rule, keyFacts));
+      const once =
+        this.options.decideOnce === false ? [] : applicable.filter((rule) => DecidedRules.canDecide(rule, keyFacts));
       const perRun = applicable.filter((rule) => !once.includes(rule));
-      rules = { product, settings, decided: new DecidedRules(once, keyFacts), pool: perRun.length ? new EnginePool(perRun) : undefined };
+      rules = {
+        product,
+        settings,
+        decided: new DecidedRules(once, keyFacts),
+        pool: perRun.length ? new EnginePool(perRun) : undefined,
+      };
       this.products.set(key, rules);
     }
     return rules;
@@ -140,11 +184,20 @@ export class Stage {
 
 function outcomeOf(r: RuleResult): RuleOutcome {
   const json = r.toJSON(false) as { conditions: unknown };
-  return { name: String(r.name), result: Boolean(r.result), conditions: json.conditions, event: r.result ? r.event as RuleOutcome['event'] : undefined };
+  return {
+    name: String(r.name),
+    result: Boolean(r.result),
+    conditions: json.conditions,
+    event: r.result ? (r.event as RuleOutcome['event']) : undefined,
+  };
 }
 
 /** A rate as a price line shows it. */
-interface Rate { value: Decimal; rate: string; rate_atomic: string }
+interface Rate {
+  value: Decimal;
+  rate: string;
+  rate_atomic: string;
+}
 
 /** How many rates one stage keeps: they come from the catalog, a few per product. */
 const MAX_RATES = 256;
@@ -157,7 +210,9 @@ function fill(template: string, facts: Record<string, unknown>): string {
 }
 
 function traceEntry(r: RuleOutcome): TraceEntry {
-  return r.result ? { rule: r.name, result: r.result, conditions: r.conditions, event: r.event } : { rule: r.name, result: r.result, conditions: r.conditions };
+  return r.result
+    ? { rule: r.name, result: r.result, conditions: r.conditions, event: r.event }
+    : { rule: r.name, result: r.result, conditions: r.conditions };
 }
 
 function bySequenceThenName(a: RuleOutcome, b: RuleOutcome): number {

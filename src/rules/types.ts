@@ -1,4 +1,7 @@
-export interface FactRef { fact: string; path?: string }
+export interface FactRef {
+  fact: string;
+  path?: string;
+}
 
 export interface DerivedFactSpec {
   name: string;
@@ -11,7 +14,10 @@ export interface DerivedFactSpec {
 export interface RuleSpec {
   name: string;
   conditions: Record<string, unknown>;
-  event: { type: 'price_line' | 'refund_line' | 'reject' | 'not_orderable' | 'transition' | 'enforce'; params: Record<string, unknown> };
+  event: {
+    type: 'price_line' | 'refund_line' | 'reject' | 'not_orderable' | 'transition' | 'enforce';
+    params: Record<string, unknown>;
+  };
 }
 
 export interface RuleDocument {
@@ -34,14 +40,33 @@ export interface PriceLine {
   direction?: 'credit' | 'deduct';
 }
 
-export interface Rejection { status: 409 | 422; code: string; message: string; pointer?: string }
-export interface NotOrderableReason { code: string; reason: string }
+export interface Rejection {
+  status: 409 | 422;
+  code: string;
+  message: string;
+  pointer?: string;
+}
+export interface NotOrderableReason {
+  code: string;
+  reason: string;
+}
 
 export type ServiceAction = 'disconnect_source' | 'disconnect_listeners' | 'stop_autodj';
 /** A life-cycle decision: move the service to another status, or act on it without changing its status. */
-export interface ServiceDecision { kind: 'transition' | 'enforce'; to?: string; code?: string; reason: string; actions: ServiceAction[] }
+export interface ServiceDecision {
+  kind: 'transition' | 'enforce';
+  to?: string;
+  code?: string;
+  reason: string;
+  actions: ServiceAction[];
+}
 
-export interface TraceEntry { rule: string; result: boolean; conditions: unknown; event?: unknown }
+export interface TraceEntry {
+  rule: string;
+  result: boolean;
+  conditions: unknown;
+  event?: unknown;
+}
 
 /** What a stage decided: everything an auditor needs to replay it. */
 export interface StageOutcome {

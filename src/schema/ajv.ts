@@ -5,7 +5,12 @@ export type { ValidateFunction };
 
 /** Every schema in the service is compiled by one strictly configured Ajv (JSON Schema 2020-12). */
 export function createAjv(options: { useDefaults?: boolean } = {}) {
-  const ajv = new Ajv2020({ strict: true, allErrors: true, useDefaults: options.useDefaults ?? false, coerceTypes: false });
+  const ajv = new Ajv2020({
+    strict: true,
+    allErrors: true,
+    useDefaults: options.useDefaults ?? false,
+    coerceTypes: false,
+  });
   addFormats.default(ajv);
   return ajv;
 }
@@ -40,11 +45,26 @@ function toProblem(e: ErrorObject): SchemaProblem {
   const p = e.params as Record<string, unknown>;
   switch (e.keyword) {
     case 'required':
-      return { pointer: `${e.instancePath}/${escape(String(p.missingProperty))}`, atKey: true, code: 'required', message: `${p.missingProperty} is required` };
+      return {
+        pointer: `${e.instancePath}/${escape(String(p.missingProperty))}`,
+        atKey: true,
+        code: 'required',
+        message: `${p.missingProperty} is required`,
+      };
     case 'additionalProperties':
-      return { pointer: `${e.instancePath}/${escape(String(p.additionalProperty))}`, atKey: true, code: 'unknown_property', message: `${p.additionalProperty} is not allowed here` };
+      return {
+        pointer: `${e.instancePath}/${escape(String(p.additionalProperty))}`,
+        atKey: true,
+        code: 'unknown_property',
+        message: `${p.additionalProperty} is not allowed here`,
+      };
     case 'enum':
-      return { pointer: e.instancePath, atKey: false, code: 'enum', message: `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
+      return {
+        pointer: e.instancePath,
+        atKey: false,
+        code: 'enum',
+        message: `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+      };
     default:
       return { pointer: e.instancePath, atKey: false, code: e.keyword, message: e.message ?? 'is invalid' };
   }

@@ -11,7 +11,8 @@ export function unsafeJson(value: unknown): string | undefined {
   while (stack.length) {
     const [current, depth] = stack.pop()!;
     if (typeof current === 'string') {
-      if (current.includes('\u0000') || !current.isWellFormed()) return 'a string contains a NUL character or an unpaired surrogate';
+      if (current.includes('\u0000') || !current.isWellFormed())
+        return 'a string contains a NUL character or an unpaired surrogate';
       continue;
     }
     if (current === null || typeof current !== 'object') continue;

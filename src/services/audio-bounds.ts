@@ -18,13 +18,23 @@ export const MAX_EXPANSION = 2000;
 const DECODE_BASE_MS = 10_000;
 const DECODE_MS_PER_MB = 500;
 
-export interface DeclaredStream { channels?: number; sample_rate?: string | number; duration?: string }
+export interface DeclaredStream {
+  channels?: number;
+  sample_rate?: string | number;
+  duration?: string;
+}
 
 /** Why the stream's declared properties are refused before it is decoded, or undefined when they are acceptable. */
-export function declaredProblem(stream: DeclaredStream, formatDuration: string | undefined, sizeBytes: number, boughtSeconds: number | undefined): string | undefined {
+export function declaredProblem(
+  stream: DeclaredStream,
+  formatDuration: string | undefined,
+  sizeBytes: number,
+  boughtSeconds: number | undefined,
+): string | undefined {
   const channels = Number(stream.channels ?? 0);
   const rate = Number(stream.sample_rate ?? 0);
-  if (channels > MAX_CHANNELS) return `it has ${channels} audio channels; at most ${MAX_CHANNELS} are accepted (the station plays stereo)`;
+  if (channels > MAX_CHANNELS)
+    return `it has ${channels} audio channels; at most ${MAX_CHANNELS} are accepted (the station plays stereo)`;
   if (rate > MAX_SAMPLE_RATE) return `its sample rate is ${rate} Hz; at most ${MAX_SAMPLE_RATE} Hz is accepted`;
   const duration = Number(stream.duration ?? formatDuration);
   if (!(duration > 0)) return undefined;

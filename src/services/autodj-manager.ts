@@ -34,7 +34,9 @@ export class AutoDjManager {
 
   /** Starts what should run and stops what should not; called on every life-cycle pass. */
   async sync(services: ServiceRow[]): Promise<void> {
-    const wanted = new Map(services.filter((s) => AutoDjManager.wanted(s) && !this.liveSources.has(s.id)).map((s) => [s.id, s]));
+    const wanted = new Map(
+      services.filter((s) => AutoDjManager.wanted(s) && !this.liveSources.has(s.id)).map((s) => [s.id, s]),
+    );
     for (const id of this.running.keys()) if (!wanted.has(id)) await this.stop(id);
     for (const service of wanted.values()) if (!this.running.has(service.id)) this.start(service);
   }
@@ -80,12 +82,17 @@ export class AutoDjManager {
           ? { title: track.title, artist: track.artist ?? null }
           : { title: basename(track.path), artist: null };
         // Recorded before Icecast hears it: the stats poll then sees a title already playing, not a live change.
-        await this.nowPlaying?.record(service.id, { ...named, source: 'autodj' })
+        await this.nowPlaying
+          ?.record(service.id, { ...named, source: 'autodj' })
           .catch((err) => this.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));
-        await this.admin()?.updateMetadata(service.mount, songText(named)).catch(() => false);
+        await this.admin()
+          ?.updateMetadata(service.mount, songText(named))
+          .catch(() => false);
       },
     });
-    dj.on('trackError', ({ path, error }) => this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'));
+    dj.on('trackError', ({ path, error }) =>
+      this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'),
+    );
     dj.on('encoderExited', ({ code }) => {
       // After stop() the encoder's exit is the plan, not news.
       if (dj.isRunning) this.log.info({ service_id: service.id, code }, 'AutoDJ encoder exited; restarting');
@@ -97,7 +104,9 @@ export class AutoDjManager {
 
   /** The current playlist as file paths: the chosen order, or every uploaded file by name. */
   private async playlist(serviceId: string): Promise<string[]> {
-    const [row] = await this.db.query<{ playlist: string[] | null }>('SELECT playlist FROM services WHERE id = $1', [serviceId]);
+    const [row] = await this.db.query<{ playlist: string[] | null }>('SELECT playlist FROM services WHERE id = $1', [
+      serviceId,
+    ]);
     const files = (await this.media.list(serviceId)).map((f) => f.name);
     const chosen = (row?.playlist ?? []).filter((name) => files.includes(name));
     return (chosen.length ? chosen : files).map((name) => this.media.pathOf(serviceId, name));

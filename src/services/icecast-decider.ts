@@ -45,7 +45,9 @@ export class IcecastDecider implements MountDecider {
 
   private async live(mount: string): Promise<ServiceRow | undefined> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now())", [mount]);
+      "SELECT * FROM services WHERE mount = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now())",
+      [mount],
+    );
     return row;
   }
 
@@ -54,8 +56,12 @@ export class IcecastDecider implements MountDecider {
     if (!service) return refuse('no active service on this mount');
     if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
     const refusedUntil = sourceRefusedUntil(service);
-    if (refusedUntil) return refuse(`the source sent above the bought bitrate; reconnect after ${refusedUntil.toISOString()} at ${String(service.limits.bitrate_kbps)} kbps`);
-    if (user === RELAY_USER) return RelayManager.wanted(service) ? { accept: true } : refuse('this service has no relay');
+    if (refusedUntil)
+      return refuse(
+        `the source sent above the bought bitrate; reconnect after ${refusedUntil.toISOString()} at ${String(service.limits.bitrate_kbps)} kbps`,
+      );
+    if (user === RELAY_USER)
+      return RelayManager.wanted(service) ? { accept: true } : refuse('this service has no relay');
     if (user === AUTODJ_USER && this.autodj && AutoDjManager.wanted(service)) {
       return this.autodj.isLive(service.id) ? refuse('the live encoder holds the mount') : { accept: true };
     }
@@ -76,7 +82,10 @@ export class IcecastDecider implements MountDecider {
   }
 
   async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
-    await this.db.query('DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id = $2', [mount, clientId]);
+    await this.db.query(
+      'DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id = $2',
+      [mount, clientId],
+    );
   }
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
@@ -90,8 +99,11 @@ export class IcecastDecider implements MountDecider {
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
     // HLS sessions (client_id hls:…) end by themselves when their clients stop fetching.
-    await this.db.query(`DELETE FROM listeners l USING services s
-      WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'`, [mount]);
+    await this.db.query(
+      `DELETE FROM listeners l USING services s
+      WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'`,
+      [mount],
+    );
   }
 }
 

@@ -1,7 +1,14 @@
 import type { Logger } from '../log/index.js';
 import {
-  MountMeter, SourceBudget, SourceRateMonitor, type IcecastAdmin, type InternalListeners, type SourceBudgetOptions,
-  type MountMeterState, type MountSnapshot, type SourceBudgetState,
+  MountMeter,
+  SourceBudget,
+  SourceRateMonitor,
+  type IcecastAdmin,
+  type InternalListeners,
+  type SourceBudgetOptions,
+  type MountMeterState,
+  type MountSnapshot,
+  type SourceBudgetState,
 } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
@@ -47,10 +54,12 @@ export class IcecastUsageMeter implements UsageMeter {
         await client.query(
           `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
            ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
-          [this.icecastUrl(), meter.toJSON()]);
+          [this.icecastUrl(), meter.toJSON()],
+        );
         await ListenerSessions.attribute(client, poll.entries);
       });
-      await this.nowPlaying?.observe(poll.stats)
+      await this.nowPlaying
+        ?.observe(poll.stats)
         .catch((err) => this.log.warn({ err }, 'could not record what plays now'));
       return true;
     } catch (err) {
@@ -63,9 +72,10 @@ export class IcecastUsageMeter implements UsageMeter {
     const s = this.meter?.snapshot(service.mount) as MountSnapshot | undefined;
     const rate = this.rates.rate(service.mount);
     const bought = Number(service.limits.bitrate_kbps ?? 0);
-    const budget = bought > 0 && s
-      ? this.budget.observe(service.id, bought, s.bytesRead, this.polledAt, savedBudget(service))
-      : undefined;
+    const budget =
+      bought > 0 && s
+        ? this.budget.observe(service.id, bought, s.bytesRead, this.polledAt, savedBudget(service))
+        : undefined;
     return {
       listeners: s?.listeners ?? 0,
       peakListeners: s?.peakListeners ?? 0,
@@ -74,7 +84,10 @@ export class IcecastUsageMeter implements UsageMeter {
       bytesRead: s?.bytesRead ?? 0,
       sourceConnected: s?.sourceConnected ?? false,
       sourceSince: s?.sourceConnected ? s.sourceSince : null,
-      sourceKbps: rate?.bytesPerSecond === undefined || rate.bytesPerSecond === null ? null : Math.round(rate.bytesPerSecond * 8 / 100) / 10,
+      sourceKbps:
+        rate?.bytesPerSecond === undefined || rate.bytesPerSecond === null
+          ? null
+          : Math.round((rate.bytesPerSecond * 8) / 100) / 10,
       sourceOverBitrate: budget?.over ?? false,
       ...(budget && {
         sourceBudget: {
@@ -89,7 +102,10 @@ export class IcecastUsageMeter implements UsageMeter {
   }
 
   private async restore(): Promise<MountMeter> {
-    const [row] = await this.db.query<{ state: MountMeterState }>('SELECT state FROM meter_state WHERE icecast_url = $1', [this.icecastUrl()]);
+    const [row] = await this.db.query<{ state: MountMeterState }>(
+      'SELECT state FROM meter_state WHERE icecast_url = $1',
+      [this.icecastUrl()],
+    );
     const admin = {
       stats: (mount?: string) => this.admin()!.stats(mount),
       listClients: (mount: string) => this.admin()!.listClients(mount),

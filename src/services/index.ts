@@ -1,4 +1,11 @@
-export { ServiceRecords, ServiceStopped, listenerCapOf, type ServiceRow, type ServiceDocument, type StreamingEndpoint } from './service-records.js';
+export {
+  ServiceRecords,
+  ServiceStopped,
+  listenerCapOf,
+  type ServiceRow,
+  type ServiceDocument,
+  type StreamingEndpoint,
+} from './service-records.js';
 export { IcecastDecider, type InternalReaders } from './icecast-decider.js';
 export { admitListener, type Admission } from './listener-admission.js';
 export { MediaLibrary, quotaOf, type MediaFile, type UploadLimits } from './media-library.js';
@@ -12,7 +19,11 @@ export { storageOf, replacePlaylist } from './playlist.js';
 export { liveHoldingSql, type HolderScope } from './live-holdings.js';
 export { NowPlaying, songText, TRACK_HISTORY, type Track, type NewTrack, type TrackSource } from './now-playing.js';
 export {
-  ListenerSessions, clientNetwork, type ListenerSession, type ListenerAggregates, type ListenerPage,
+  ListenerSessions,
+  clientNetwork,
+  type ListenerSession,
+  type ListenerAggregates,
+  type ListenerPage,
   type ListenerProtocol,
 } from './listener-sessions.js';
 export { listenAddresses } from './listen-addresses.js';

@@ -1,4 +1,9 @@
-import { recordExpiringServices, recordListenerThreshold, recordStatusChange, type ExtendHint } from '../events/index.js';
+import {
+  recordExpiringServices,
+  recordListenerThreshold,
+  recordStatusChange,
+  type ExtendHint,
+} from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
@@ -8,7 +13,10 @@ import { listenerCapOf, type ServiceRow } from './service-records.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
-export type MountUsage = Pick<MountSnapshot, 'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'> & {
+export type MountUsage = Pick<
+  MountSnapshot,
+  'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'
+> & {
   sourceKbps: number | null;
   /** The source's bitrate budget is used up: it is cut, and refused until refusedUntil. */
   sourceOverBitrate: boolean;
@@ -82,31 +90,51 @@ export class LifecycleWorker {
     if (!(await this.lead())) return [];
     const fresh = await this.deps.meter.poll();
     const services = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')", [this.deps.hostId()]);
+      "SELECT * FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')",
+      [this.deps.hostId()],
+    );
     const done: { service: string; decision: ServiceDecision }[] = [];
     if (fresh) await this.reconcileListeners(services);
     for (const service of services) {
       const usage = fresh ? this.deps.meter.usage(service) : undefined;
       const usageFacts = usageFactsOf(service, usage);
-      if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFacts]);
-      if (usage) await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners).catch((err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record listeners.threshold'));
+      if (usage)
+        await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [
+          service.id,
+          usageFacts,
+        ]);
+      if (usage)
+        await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners).catch(
+          (err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record listeners.threshold'),
+        );
       const snapshot = this.deps.live.current;
-      const outcome = await snapshot.rules.lifecycle.evaluate({
-        service: serviceFacts(service),
-        usage: usageFacts,
-        product: snapshot.catalog.byId.get(service.product_id)?.product ?? { id: service.product_id },
-        settings: snapshot.catalog.settings,
-      }, 6);
+      const outcome = await snapshot.rules.lifecycle.evaluate(
+        {
+          service: serviceFacts(service),
+          usage: usageFacts,
+          product: snapshot.catalog.byId.get(service.product_id)?.product ?? { id: service.product_id },
+          settings: snapshot.catalog.settings,
+        },
+        6,
+      );
       for (const decision of outcome.decisions) {
         if (await this.apply(service, decision)) done.push({ service: service.id, decision });
         if (decision.kind === 'transition') break;
       }
     }
     if (fresh) await this.finalUsage();
-    await recordExpiringServices(this.deps.db, this.deps.hostId(), this.deps.expiringLeadSeconds, this.deps.extendHint)
-      .catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
-    const stillActive = done.length ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE host_id = $1 AND status = 'active'", [this.deps.hostId()]) : services.filter((s) => s.status === 'active');
+    await recordExpiringServices(
+      this.deps.db,
+      this.deps.hostId(),
+      this.deps.expiringLeadSeconds,
+      this.deps.extendHint,
+    ).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
+    const stillActive = done.length
+      ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
+          "SELECT * FROM services WHERE host_id = $1 AND status = 'active'",
+          [this.deps.hostId()],
+        )
+      : services.filter((s) => s.status === 'active');
     await this.deps.autodj?.sync(stillActive);
     await this.deps.relays?.sync(stillActive);
     await this.deps.hls?.sync(stillActive);
@@ -119,10 +147,16 @@ export class LifecycleWorker {
    */
   private async finalUsage(): Promise<void> {
     const ended = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE host_id = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'", [this.deps.hostId()]);
+      "SELECT * FROM services WHERE host_id = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'",
+      [this.deps.hostId()],
+    );
     for (const service of ended) {
       const usage = this.deps.meter.usage(service);
-      if (usage) await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [service.id, usageFactsOf(service, usage)]);
+      if (usage)
+        await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [
+          service.id,
+          usageFactsOf(service, usage),
+        ]);
     }
   }
 
@@ -134,19 +168,27 @@ export class LifecycleWorker {
     if (!mounts) return;
     const live = new Set(mounts.map((m) => m.mount));
     for (const service of services) {
-      const connected = live.has(service.mount) ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id) : [];
+      const connected = live.has(service.mount)
+        ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id)
+        : [];
       if (connected === undefined) continue;
       // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale.
       await this.deps.db.query(
         `DELETE FROM listeners WHERE service_id = $1 AND connected_at < now() - interval '10 seconds'
-         AND NOT (client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`, [service.id, connected]);
+         AND NOT (client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`,
+        [service.id, connected],
+      );
     }
   }
 
   private async lead(): Promise<boolean> {
     if (this.leaderConnection) return true;
     const connection = await this.deps.db.dedicated();
-    const { rows: [{ locked }] } = await connection.query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [this.deps.hostId()]);
+    const {
+      rows: [{ locked }],
+    } = await connection.query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [
+      this.deps.hostId(),
+    ]);
     if (!locked) {
       connection.release();
       return false;
@@ -166,23 +208,37 @@ export class LifecycleWorker {
         // Decided on the row as this pass read it: an extension paid meanwhile moved expires_at, and the decision is void.
         const { rows } = await client.query(
           'UPDATE services SET status = $3, status_reason = $4, updated_at = now() WHERE id = $1 AND status = $2 AND expires_at IS NOT DISTINCT FROM $5 RETURNING id',
-          [service.id, service.status, decision.to, decision.reason, service.expires_at]);
+          [service.id, service.status, decision.to, decision.reason, service.expires_at],
+        );
         if (rows.length) {
-          await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
-            [service.id, 'transition', service.status, decision.to, decision.reason]);
+          await client.query(
+            'INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
+            [service.id, 'transition', service.status, decision.to, decision.reason],
+          );
           await recordStatusChange(client, service.id, service.status, decision.to, decision.reason);
         }
         return rows.length === 1;
       });
       if (!changed) return false;
-      this.deps.log.info({ service_id: service.id, from: service.status, to: decision.to, reason: decision.reason }, 'service status changed');
+      this.deps.log.info(
+        { service_id: service.id, from: service.status, to: decision.to, reason: decision.reason },
+        'service status changed',
+      );
       await this.act(service, decision.actions);
       return true;
     }
     const acted = await this.act(service, decision.actions);
     if (acted) {
-      await this.deps.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [service.id, 'enforce', decision.code, decision.reason]);
-      await this.deps.db.query('UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1', [service.id, decision.reason]);
+      await this.deps.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
+        service.id,
+        'enforce',
+        decision.code,
+        decision.reason,
+      ]);
+      await this.deps.db.query('UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1', [
+        service.id,
+        decision.reason,
+      ]);
       this.deps.log.info({ service_id: service.id, code: decision.code, reason: decision.reason }, 'enforced');
     }
     return acted;
@@ -198,7 +254,9 @@ export class LifecycleWorker {
         if (action === 'disconnect_source') await this.deps.relays?.stop(service.id);
         if (action === 'disconnect_source' && admin) changed = (await admin.killSource(service.mount)) || changed;
         if (action === 'disconnect_listeners') {
-          if (admin) for (const client of await admin.listClients(service.mount).catch(() => [])) changed = (await admin.killClient(service.mount, client.id)) || changed;
+          if (admin)
+            for (const client of await admin.listClients(service.mount).catch(() => []))
+              changed = (await admin.killClient(service.mount, client.id)) || changed;
           await this.deps.db.query('DELETE FROM listeners WHERE service_id = $1', [service.id]);
         }
       } catch (err) {
@@ -225,14 +283,17 @@ function serviceFacts(service: ServiceRow): Record<string, unknown> {
 /** Usage as the rules read it: amounts as decimal strings. Without a fresh reading, the last persisted one. */
 function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined): Record<string, unknown> {
   const previous = service.usage ?? {};
-  if (!usage) return { ...previous, transfer_included_gb: String(service.limits.transfer_gb ?? 0), source_over_bitrate: false };
+  if (!usage)
+    return { ...previous, transfer_included_gb: String(service.limits.transfer_gb ?? 0), source_over_bitrate: false };
   return {
     listeners: usage.listeners,
     peak_listeners: usage.peakListeners,
     listener_hours: new Decimal(usage.listenerSeconds).dividedBy(3600).toDecimalPlaces(6).toFixed(),
     bytes_sent: usage.bytesSent,
     bytes_read: usage.bytesRead,
-    transfer_used_gb: Decimal.max(0, new Decimal(usage.bytesSent).minus(service.transfer_offset_bytes ?? 0)).dividedBy(GB).toFixed(),
+    transfer_used_gb: Decimal.max(0, new Decimal(usage.bytesSent).minus(service.transfer_offset_bytes ?? 0))
+      .dividedBy(GB)
+      .toFixed(),
     transfer_included_gb: String(service.limits.transfer_gb ?? 0),
     source_connected: usage.sourceConnected,
     source_since: usage.sourceSince,

@@ -12,30 +12,45 @@ export type Admission =
  * An admitted listener's session (the owner's statistics) opens in the same transaction.
  */
 export async function admitListener(
-  db: Database, where: { mount: string } | { serviceId: string }, clientId: string, ip: string,
+  db: Database,
+  where: { mount: string } | { serviceId: string },
+  clientId: string,
+  ip: string,
   session: Pick<NewListenerSession, 'userAgent' | 'protocol'>,
 ): Promise<Admission> {
   return db.transaction(async (client) => {
     const service = await lockActiveService(client, where);
     if (!service) return { accept: false, message: 'no active stream on this mount' };
     const max = listenerCapOf(service.limits);
-    const { rows: [{ count }] } = await client.query(
-      'SELECT count(*)::int AS count FROM listeners WHERE service_id = $1 AND client_id <> $2', [service.id, clientId]);
+    const {
+      rows: [{ count }],
+    } = await client.query('SELECT count(*)::int AS count FROM listeners WHERE service_id = $1 AND client_id <> $2', [
+      service.id,
+      clientId,
+    ]);
     if (count >= max) return { accept: false, service, message: await refuseOverCap(client, service, max) };
-    await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      [service.id, clientId, ip]);
+    await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+      service.id,
+      clientId,
+      ip,
+    ]);
     await ListenerSessions.open(client, service.id, { clientId, ip, ...session });
     return { accept: true, service };
   });
 }
 
 async function lockActiveService(
-  client: Client, where: { mount: string } | { serviceId: string },
+  client: Client,
+  where: { mount: string } | { serviceId: string },
 ): Promise<ServiceRow | undefined> {
   const [column, value] = 'mount' in where ? ['mount', where.mount] : ['id', where.serviceId];
-  const { rows: [service] } = await client.query(
+  const {
+    rows: [service],
+  } = await client.query(
     `SELECT * FROM services WHERE ${column} = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now())
-     FOR UPDATE`, [value]);
+     FOR UPDATE`,
+    [value],
+  );
   return service as ServiceRow | undefined;
 }
 
@@ -46,8 +61,13 @@ async function refuseOverCap(client: Client, service: ServiceRow, max: number): 
     `INSERT INTO service_events (service_id, kind, code, reason) SELECT $1, 'enforce', 'listener_limit_reached', $2
      WHERE NOT EXISTS (SELECT 1 FROM service_events
                        WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
-    [service.id, `A listener was refused: the stream was bought for ${places} and all are connected. `
-      + 'An upgrade with more listeners raises the limit.']);
-  return `Listener limit reached: this stream was bought for ${places} and all are connected; `
-    + 'try again when one leaves';
+    [
+      service.id,
+      `A listener was refused: the stream was bought for ${places} and all are connected. ` +
+        'An upgrade with more listeners raises the limit.',
+    ],
+  );
+  return (
+    `Listener limit reached: this stream was bought for ${places} and all are connected; ` + 'try again when one leaves'
+  );
 }

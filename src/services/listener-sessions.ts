@@ -58,11 +58,20 @@ export function clientNetwork(ip: string): string {
 }
 
 /** How Icecast writes a user agent in its access log (`"`, `\` and non-ASCII bytes become `.`). */
-const asLogged = (agent: string) => Buffer.from(agent, 'utf8').toString('latin1').replace(/["\\]|[^\x20-\x7e]/g, '.');
+const asLogged = (agent: string) =>
+  Buffer.from(agent, 'utf8')
+    .toString('latin1')
+    .replace(/["\\]|[^\x20-\x7e]/g, '.');
 
 interface SessionRow {
-  id: string; protocol: ListenerProtocol; client_network: string; user_agent: string;
-  started_at: Date; ended_at: Date | null; duration_seconds: number | null; bytes: string | null;
+  id: string;
+  protocol: ListenerProtocol;
+  client_network: string;
+  user_agent: string;
+  started_at: Date;
+  ended_at: Date | null;
+  duration_seconds: number | null;
+  bytes: string | null;
 }
 
 const sessionOf = (row: SessionRow): ListenerSession => ({
@@ -88,8 +97,8 @@ export class ListenerSessions {
       `INSERT INTO listener_sessions (service_id, client_id, protocol, client_network, user_agent)
        SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
          SELECT 1 FROM listener_sessions WHERE service_id = $1 AND client_id = $2 AND ended_at IS NULL)`,
-      [serviceId, session.clientId, session.protocol, clientNetwork(session.ip),
-        session.userAgent.slice(0, MAX_AGENT)]);
+      [serviceId, session.clientId, session.protocol, clientNetwork(session.ip), session.userAgent.slice(0, MAX_AGENT)],
+    );
   }
 
   /**
@@ -107,14 +116,16 @@ export class ListenerSessions {
            AND ls.started_at BETWEEN $3::timestamptz - make_interval(secs => $4)
                                  AND $3::timestamptz + make_interval(secs => $4)
          ORDER BY apart, ls.id FOR UPDATE OF ls`,
-        [entry.mount, clientNetwork(entry.ip), connectedAt, MATCH_WINDOW_SECONDS]);
+        [entry.mount, clientNetwork(entry.ip), connectedAt, MATCH_WINDOW_SECONDS],
+      );
       const candidates = rows as { id: string; user_agent: string }[];
       const match = candidates.find((r) => asLogged(r.user_agent) === entry.userAgent);
       if (!match) continue;
       await client.query(
         `UPDATE listener_sessions SET bytes = $2, duration_seconds = $3, ended_at = coalesce(ended_at, $4)
          WHERE id = $1`,
-        [match.id, entry.bytes, entry.durationSeconds, entry.endedAt]);
+        [match.id, entry.bytes, entry.durationSeconds, entry.endedAt],
+      );
     }
   }
 
@@ -122,11 +133,15 @@ export class ListenerSessions {
   async page(serviceId: string, limit: number, cursor?: string): Promise<ListenerPage> {
     const current = await this.db.query<SessionRow & Record<string, unknown>>(
       `SELECT ${COLUMNS} FROM listener_sessions WHERE service_id = $1 AND ended_at IS NULL
-       ORDER BY id DESC LIMIT 1000`, [serviceId]);
+       ORDER BY id DESC LIMIT 1000`,
+      [serviceId],
+    );
     const recent = await this.db.query<SessionRow & Record<string, unknown>>(
       `SELECT ${COLUMNS} FROM listener_sessions
        WHERE service_id = $1 AND ended_at IS NOT NULL AND ($2::bigint IS NULL OR id < $2)
-       ORDER BY id DESC LIMIT $3`, [serviceId, cursor ?? null, limit + 1]);
+       ORDER BY id DESC LIMIT $3`,
+      [serviceId, cursor ?? null, limit + 1],
+    );
     const shown = recent.slice(0, limit);
     return {
       current: current.map(sessionOf),
@@ -139,7 +154,9 @@ export class ListenerSessions {
     const [totals] = await this.db.query<{ sessions: number; average: string | null }>(
       `SELECT count(*)::int AS sessions,
          round(avg(duration_seconds) FILTER (WHERE ended_at IS NOT NULL), 1)::text AS average
-       FROM listener_sessions WHERE service_id = $1`, [serviceId]);
+       FROM listener_sessions WHERE service_id = $1`,
+      [serviceId],
+    );
     // Each session split over the UTC hours it spans (g.t: the hour's start as UTC wall time, h: the same instant).
     const byHour = await this.db.query<{ hour: number; hours: string }>(
       `SELECT extract(hour FROM g.t)::int AS hour,
@@ -150,7 +167,9 @@ export class ListenerSessions {
          generate_series(date_trunc('hour', ls.started_at AT TIME ZONE 'UTC'),
                          coalesce(ls.ended_at, now()) AT TIME ZONE 'UTC', interval '1 hour') g(t),
          LATERAL (SELECT g.t AT TIME ZONE 'UTC' AS h) hh
-       WHERE ls.service_id = $1 GROUP BY 1`, [serviceId]);
+       WHERE ls.service_id = $1 GROUP BY 1`,
+      [serviceId],
+    );
     const hours = Array.from({ length: 24 }, () => '0');
     for (const row of byHour) hours[row.hour] = row.hours;
     return {

@@ -31,15 +31,27 @@ export interface UploadLimits {
   reservationLeaseMs: number;
 }
 
-export interface MediaFile { name: string; size_bytes: number; format: string; duration_seconds: number | null; artist: string | null; title: string | null; created_at: Date }
+export interface MediaFile {
+  name: string;
+  size_bytes: number;
+  format: string;
+  duration_seconds: number | null;
+  artist: string | null;
+  title: string | null;
+  created_at: Date;
+}
 
 /** Audio files of AutoDJ services: storage_mb reserved before they stream in (upload-reservations.ts), checked as audio, nothing partial ever kept. */
 export class MediaLibrary {
   private readonly probes: ProbeSlots;
   private readonly reservations: UploadReservations;
 
-  constructor(private readonly db: Database, private readonly dir: string, private readonly limits: UploadLimits,
-    private readonly tools = { ffprobe: 'ffprobe', ffmpeg: 'ffmpeg' }) {
+  constructor(
+    private readonly db: Database,
+    private readonly dir: string,
+    private readonly limits: UploadLimits,
+    private readonly tools = { ffprobe: 'ffprobe', ffmpeg: 'ffmpeg' },
+  ) {
     this.probes = new ProbeSlots(limits.probeConcurrency, limits.probeQueue, limits.probeWaitMs);
     this.reservations = new UploadReservations(db, limits.reservationLeaseMs);
   }
@@ -49,7 +61,8 @@ export class MediaLibrary {
     const services = await readdir(this.dir).catch(() => [] as string[]);
     for (const service of services) {
       const names = await readdir(join(this.dir, service)).catch(() => [] as string[]);
-      for (const name of names.filter((n) => n.startsWith(PARTIAL_PREFIX))) await rm(join(this.dir, service, name), { force: true });
+      for (const name of names.filter((n) => n.startsWith(PARTIAL_PREFIX)))
+        await rm(join(this.dir, service, name), { force: true });
     }
   }
 
@@ -59,43 +72,71 @@ export class MediaLibrary {
 
   async list(serviceId: string): Promise<MediaFile[]> {
     return this.db.query<MediaFile & Record<string, unknown>>(
-      'SELECT name, size_bytes::float8 AS size_bytes, format, duration_seconds::float8 AS duration_seconds, artist, title, created_at FROM service_files WHERE service_id = $1 ORDER BY name', [serviceId]);
+      'SELECT name, size_bytes::float8 AS size_bytes, format, duration_seconds::float8 AS duration_seconds, artist, title, created_at FROM service_files WHERE service_id = $1 ORDER BY name',
+      [serviceId],
+    );
   }
 
   async usedBytes(serviceId: string): Promise<number> {
-    const [{ used }] = await this.db.query<{ used: number }>('SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1', [serviceId]);
+    const [{ used }] = await this.db.query<{ used: number }>(
+      'SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1',
+      [serviceId],
+    );
     return used;
   }
 
   async upload(service: ServiceRow, name: string, body: Readable, declaredLength?: number): Promise<MediaFile> {
     if (!fileName.test(name) || name.includes('..')) {
-      throw new ApiError(422, 'invalid_file_name', 'File names are 1–128 characters: letters, digits, spaces, dot, dash, underscore and parentheses, starting with a letter or digit.');
+      throw new ApiError(
+        422,
+        'invalid_file_name',
+        'File names are 1–128 characters: letters, digits, spaces, dot, dash, underscore and parentheses, starting with a letter or digit.',
+      );
     }
     if (declaredLength === undefined || !Number.isSafeInteger(declaredLength) || declaredLength < 0) {
-      throw new ApiError(411, 'length_required', 'Send the file with a Content-Length header (its size in bytes): storage is reserved before the upload starts.');
+      throw new ApiError(
+        411,
+        'length_required',
+        'Send the file with a Content-Length header (its size in bytes): storage is reserved before the upload starts.',
+      );
     }
     if (declaredLength === 0) throw emptyFile();
     const quota = quotaOf(service);
     if (declaredLength > quota) throw overQuota(service, quota - (await this.usedBytes(service.id)));
 
     const reservation = await this.reservations.reserve(service, declaredLength, quota, this.limits.perService);
-    const renewal = setInterval(() => { this.reservations.renew(reservation).catch(() => {}); }, this.reservations.leaseMs / 3);
+    const renewal = setInterval(() => {
+      this.reservations.renew(reservation).catch(() => {});
+    }, this.reservations.leaseMs / 3);
     const serviceDir = join(this.dir, service.id);
     const partial = join(serviceDir, `${PARTIAL_PREFIX}${randomId('', 9)}`);
     try {
       this.probes.refuseIfFull(service.api_key_id); // before the body arrives, not after it
       await mkdir(serviceDir, { recursive: true });
-      const received = await receiveUpload(body, partial, { expectedBytes: declaredLength, idleTimeoutMs: this.limits.idleTimeoutMs });
-      const probe = await this.probes.run(service.api_key_id, () => this.probe(partial, received, boughtSecondsOf(service.limits)));
+      const received = await receiveUpload(body, partial, {
+        expectedBytes: declaredLength,
+        idleTimeoutMs: this.limits.idleTimeoutMs,
+      });
+      const probe = await this.probes.run(service.api_key_id, () =>
+        this.probe(partial, received, boughtSecondsOf(service.limits)),
+      );
       return await this.db.transaction(async (client) => {
         await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [service.id]);
-        const { rows: [{ used }] } = await client.query('SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1 AND name <> $2', [service.id, name]);
+        const {
+          rows: [{ used }],
+        } = await client.query(
+          'SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1 AND name <> $2',
+          [service.id, name],
+        );
         if (used + received > quota) throw overQuota(service, quota - used);
-        const { rows: [row] } = await client.query(
+        const {
+          rows: [row],
+        } = await client.query(
           `INSERT INTO service_files (service_id, name, size_bytes, format, duration_seconds, artist, title) VALUES ($1, $2, $3, $4, $5, $6, $7)
            ON CONFLICT (service_id, name) DO UPDATE SET size_bytes = $3, format = $4, duration_seconds = $5, artist = $6, title = $7, created_at = now()
            RETURNING name, size_bytes::float8 AS size_bytes, format, duration_seconds::float8 AS duration_seconds, artist, title, created_at`,
-          [service.id, name, received, probe.format, probe.duration, probe.artist, probe.title]);
+          [service.id, name, received, probe.format, probe.duration, probe.artist, probe.title],
+        );
         await client.query('DELETE FROM upload_reservations WHERE id = $1', [reservation]);
         await rename(partial, this.pathOf(service.id, name));
         return row as MediaFile;
@@ -108,7 +149,10 @@ export class MediaLibrary {
   }
 
   async remove(serviceId: string, name: string): Promise<boolean> {
-    const rows = await this.db.query('DELETE FROM service_files WHERE service_id = $1 AND name = $2 RETURNING name', [serviceId, name]);
+    const rows = await this.db.query('DELETE FROM service_files WHERE service_id = $1 AND name = $2 RETURNING name', [
+      serviceId,
+      name,
+    ]);
     if (rows.length) await rm(this.pathOf(serviceId, name), { force: true });
     return rows.length === 1;
   }
@@ -119,15 +163,35 @@ export class MediaLibrary {
    * ffprobe declares is checked before the decode, and the decode is bounded by the file's size and the time bought
    * (audio-bounds.ts).
    */
-  private async probe(path: string, sizeBytes: number, boughtSeconds: number | undefined): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
+  private async probe(
+    path: string,
+    sizeBytes: number,
+    boughtSeconds: number | undefined,
+  ): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
     const run = (command: string, args: (input: string[]) => string[], timeoutMs = this.limits.probeTimeoutMs) =>
       runOnAudio(command, path, args, { timeoutMs }).catch((e) => {
         if (!(e instanceof UnsupportedAudioError)) throw e;
-        if (e.playlist) throw new ApiError(415, 'playlist_not_accepted', 'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.');
+        if (e.playlist)
+          throw new ApiError(
+            415,
+            'playlist_not_accepted',
+            'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.',
+          );
         throw notAudio('its first bytes are not one of these formats');
       });
-    let info: { streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>; format?: { format_name?: string; duration?: string; tags?: Record<string, string> } };
-    const probed = await run(this.tools.ffprobe, (input) => ['-v', 'error', ...input, '-show_streams', '-show_format', '-of', 'json']);
+    let info: {
+      streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>;
+      format?: { format_name?: string; duration?: string; tags?: Record<string, string> };
+    };
+    const probed = await run(this.tools.ffprobe, (input) => [
+      '-v',
+      'error',
+      ...input,
+      '-show_streams',
+      '-show_format',
+      '-of',
+      'json',
+    ]);
     try {
       info = JSON.parse(probed.stdout);
     } catch {
@@ -140,17 +204,45 @@ export class MediaLibrary {
     // Decoding it all proves it is audio (not just a header in front of something else) and gives the duration.
     const limit = boughtSeconds === undefined ? [] : ['-t', String(boughtSeconds + 1)];
     const decodeMs = decodeTimeLimitMs(sizeBytes, this.limits.probeTimeoutMs);
-    const decoded = await run(this.tools.ffmpeg, (input) => ['-nostdin', '-v', 'error', ...input, '-map', '0:a:0', ...limit, '-f', 'null', '-progress', 'pipe:1', '-nostats', '-'], decodeMs);
+    const decoded = await run(
+      this.tools.ffmpeg,
+      (input) => [
+        '-nostdin',
+        '-v',
+        'error',
+        ...input,
+        '-map',
+        '0:a:0',
+        ...limit,
+        '-f',
+        'null',
+        '-progress',
+        'pipe:1',
+        '-nostats',
+        '-',
+      ],
+      decodeMs,
+    );
     if (decoded.timedOut) {
-      throw beyondLimits(`checking it took more than the ${decodeMs / 1000} s allowed for a file of ${sizeBytes} bytes: it decodes to far more audio than real audio of that size holds`);
+      throw beyondLimits(
+        `checking it took more than the ${decodeMs / 1000} s allowed for a file of ${sizeBytes} bytes: it decodes to far more audio than real audio of that size holds`,
+      );
     }
     const outTimeUs = Number([...decoded.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
-    if (decoded.code !== 0 || !/^progress=end$/m.test(decoded.stdout) || !(outTimeUs > 0)) throw notAudio(`it does not decode as ${probed.format}`);
-    if (boughtSeconds !== undefined && outTimeUs / 1e6 > boughtSeconds) throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
-    const tagsOf = (tags?: Record<string, string>) => Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    if (decoded.code !== 0 || !/^progress=end$/m.test(decoded.stdout) || !(outTimeUs > 0))
+      throw notAudio(`it does not decode as ${probed.format}`);
+    if (boughtSeconds !== undefined && outTimeUs / 1e6 > boughtSeconds)
+      throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
+    const tagsOf = (tags?: Record<string, string>) =>
+      Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     // MP3, WAV and FLAC carry tags on the file; Ogg and Opus on the stream.
     const tags = { ...tagsOf(stream.tags), ...tagsOf(info.format.tags) };
-    return { format: info.format.format_name, duration: Math.round(outTimeUs / 1000) / 1000, artist: tags.artist ?? null, title: tags.title ?? null };
+    return {
+      format: info.format.format_name,
+      duration: Math.round(outTimeUs / 1000) / 1000,
+      artist: tags.artist ?? null,
+      title: tags.title ?? null,
+    };
   }
 }
 
@@ -164,9 +256,17 @@ function emptyFile(): ApiError {
 }
 
 function beyondLimits(why: string): ApiError {
-  return new ApiError(422, 'audio_beyond_limits', `The file was not kept: ${why}. Upload ordinary audio (MP3, AAC, M4A, Ogg, FLAC or WAV; at most 8 channels and 192 kHz; no longer than the service's paid time).`);
+  return new ApiError(
+    422,
+    'audio_beyond_limits',
+    `The file was not kept: ${why}. Upload ordinary audio (MP3, AAC, M4A, Ogg, FLAC or WAV; at most 8 channels and 192 kHz; no longer than the service's paid time).`,
+  );
 }
 
 function notAudio(why: string): ApiError {
-  return new ApiError(422, 'not_audio', `The file is not audio that the AutoDJ can play (${why}). Upload an audio file: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.`);
+  return new ApiError(
+    422,
+    'not_audio',
+    `The file is not audio that the AutoDJ can play (${why}). Upload an audio file: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.`,
+  );
 }

@@ -23,10 +23,18 @@ const MAX_TEXT = 300;
 const TRACK_COLUMNS = 'title, artist, source, started_at';
 const LATEST_TRACKS = `SELECT ${TRACK_COLUMNS} FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT $2`;
 
-interface TrackRow { title: string; artist: string | null; source: TrackSource; started_at: Date }
+interface TrackRow {
+  title: string;
+  artist: string | null;
+  source: TrackSource;
+  started_at: Date;
+}
 
 const trackOf = (row: TrackRow): Track => ({
-  title: row.title, artist: row.artist, source: row.source, started_at: row.started_at.toISOString(),
+  title: row.title,
+  artist: row.artist,
+  source: row.source,
+  started_at: row.started_at.toISOString(),
 });
 
 /** How a track reads as one line (Icecast's "Artist - Title" song text). */
@@ -34,7 +42,11 @@ export function songText(track: { title: string; artist?: string | null }): stri
   return [track.artist, track.title].filter(Boolean).join(' - ');
 }
 
-const clean = (text: string) => text.replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, MAX_TEXT);
+const clean = (text: string) =>
+  text
+    .replace(/[\u0000-\u001f\u007f]/g, ' ')
+    .trim()
+    .slice(0, MAX_TEXT);
 
 /**
  * What each service plays now and played before (the last TRACK_HISTORY tracks). A change is stored with its event
@@ -54,7 +66,9 @@ export class NowPlaying {
   /** The owner's title (PUT now-playing), also sent to the mount so players that read ICY metadata show it. */
   async setByOwner(service: { id: string; mount: string }, track: Omit<NewTrack, 'source'>): Promise<Track> {
     const added = await this.record(service.id, { ...track, source: 'owner' });
-    await this.admin()?.updateMetadata(service.mount, songText(track)).catch(() => false);
+    await this.admin()
+      ?.updateMetadata(service.mount, songText(track))
+      .catch(() => false);
     return added ?? (await this.current(service.id))!;
   }
 
@@ -74,16 +88,22 @@ export class NowPlaying {
     if (!title) return null;
     return this.db.transaction(async (client) => {
       await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
-      const { rows: [playing] } = await client.query(LATEST_TRACKS, [serviceId, 1]) as { rows: TrackRow[] };
+      const {
+        rows: [playing],
+      } = (await client.query(LATEST_TRACKS, [serviceId, 1])) as { rows: TrackRow[] };
       if (playing && songText(playing) === songText({ title, artist })) return null;
-      const { rows: [row] } = await client.query(
+      const {
+        rows: [row],
+      } = await client.query(
         `INSERT INTO now_playing (service_id, title, artist, source) VALUES ($1, $2, $3, $4)
          RETURNING ${TRACK_COLUMNS}`,
-        [serviceId, title, artist, track.source]);
+        [serviceId, title, artist, track.source],
+      );
       await client.query(
         `DELETE FROM now_playing WHERE service_id = $1 AND id < (SELECT min(id) FROM (
            SELECT id FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT ${TRACK_HISTORY}) kept)`,
-        [serviceId]);
+        [serviceId],
+      );
       const added = trackOf(row as TrackRow);
       const previous = playing ? songText(playing) : null;
       await recordEvent(client, { type: 'track.changed', serviceId, data: { ...added, previous } });
@@ -100,7 +120,9 @@ export class NowPlaying {
     if (!titled.length) return;
     for (const s of titled) this.seen.set(s.mount, s.title!);
     const services = await this.db.query<{ id: string; mount: string }>(
-      "SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'", [titled.map((s) => s.mount)]);
+      "SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'",
+      [titled.map((s) => s.mount)],
+    );
     for (const service of services) {
       const title = titled.find((s) => s.mount === service.mount)!.title!;
       const playing = await this.current(service.id);

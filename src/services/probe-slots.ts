@@ -1,6 +1,9 @@
 import { ApiError } from '../errors/index.js';
 
-interface Waiter { owner: string; turn: () => void }
+interface Waiter {
+  owner: string;
+  turn: () => void;
+}
 
 /**
  * Bounds how many audio checks (ffprobe, a test decode) run at once on this instance: a few run, a few wait their
@@ -14,7 +17,11 @@ export class ProbeSlots {
   private readonly perOwner: number;
   private readonly perOwnerQueue: number;
 
-  constructor(private readonly max: number, private readonly queueMax: number, private readonly waitMs: number) {
+  constructor(
+    private readonly max: number,
+    private readonly queueMax: number,
+    private readonly waitMs: number,
+  ) {
     this.perOwner = Math.max(1, Math.ceil(max / 2));
     this.perOwnerQueue = Math.max(1, Math.ceil(queueMax / 2));
   }
@@ -47,7 +54,7 @@ export class ProbeSlots {
 
   private count(owner: string): { running: number; waiting: number } {
     let count = this.byOwner.get(owner);
-    if (!count) this.byOwner.set(owner, count = { running: 0, waiting: 0 });
+    if (!count) this.byOwner.set(owner, (count = { running: 0, waiting: 0 }));
     return count;
   }
 
@@ -88,6 +95,10 @@ export class ProbeSlots {
 }
 
 function busy(): ApiError {
-  return new ApiError(503, 'audio_check_busy', 'The server is checking too many uploads right now (yours or everyone\'s), so this one was not kept. Send the same upload again in a few seconds (see Retry-After).',
-    { retryable: true, headers: { 'Retry-After': '5' } });
+  return new ApiError(
+    503,
+    'audio_check_busy',
+    "The server is checking too many uploads right now (yours or everyone's), so this one was not kept. Send the same upload again in a few seconds (see Retry-After).",
+    { retryable: true, headers: { 'Retry-After': '5' } },
+  );
 }

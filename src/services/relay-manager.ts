@@ -9,7 +9,12 @@ import type { ServiceRow } from './service-records.js';
 /** The source user a relay connects as. */
 export const RELAY_USER = 'relay';
 
-interface Relay { stopped: boolean; encoder?: ChildProcess; abort: AbortController; done: Promise<void> }
+interface Relay {
+  stopped: boolean;
+  encoder?: ChildProcess;
+  abort: AbortController;
+  done: Promise<void>;
+}
 
 /**
  * Relays of streaming-boost-relay services: the upstream is fetched through the service's URL policy (checked again
@@ -20,7 +25,9 @@ export class RelayManager {
 
   /** `firstRetryMs`: the wait after a first failure (RELAY_FIRST_RETRY_MS), doubling while failures go on. */
   constructor(
-    private readonly db: Database, private readonly icecastUrl: () => string, private readonly log: Logger,
+    private readonly db: Database,
+    private readonly icecastUrl: () => string,
+    private readonly log: Logger,
     private readonly firstRetryMs = FIRST_RETRY_MS,
   ) {}
 
@@ -77,12 +84,30 @@ export class RelayManager {
         }
         const base = new URL(this.icecastUrl());
         const target = `icecast://${RELAY_USER}:${encodeURIComponent(service.source_password)}@${base.host}${service.mount}`;
-        const encoder = spawn('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', 'pipe:0', '-vn', ...mp3EncoderArgs(Number(service.limits.bitrate_kbps ?? 128)),
-          // detached: out of the terminal's process group, so Ctrl-C reaches only serve, which stops it.
-          '-content_type', 'audio/mpeg', '-f', 'mp3', target], { stdio: ['pipe', 'ignore', 'pipe'], detached: true });
+        const encoder = spawn(
+          'ffmpeg',
+          [
+            '-nostdin',
+            '-loglevel',
+            'error',
+            '-i',
+            'pipe:0',
+            '-vn',
+            ...mp3EncoderArgs(Number(service.limits.bitrate_kbps ?? 128)),
+            // detached: out of the terminal's process group, so Ctrl-C reaches only serve, which stops it.
+            '-content_type',
+            'audio/mpeg',
+            '-f',
+            'mp3',
+            target,
+          ],
+          { stdio: ['pipe', 'ignore', 'pipe'], detached: true },
+        );
         relay.encoder = encoder;
         let errors = '';
-        encoder.stderr!.on('data', (chunk: Buffer) => { errors = (errors + chunk.toString()).slice(-400); });
+        encoder.stderr!.on('data', (chunk: Buffer) => {
+          errors = (errors + chunk.toString()).slice(-400);
+        });
         upstream.pipe(encoder.stdin!);
         encoder.stdin!.on('error', () => upstream.destroy());
         this.log.info({ service_id: service.id }, 'relay connected');
@@ -90,16 +115,23 @@ export class RelayManager {
         upstream.destroy();
         if (Date.now() - began < HEALTHY_SESSION_MS) {
           const said = lastLine(errors);
-          problem = code === 0
-            ? 'the upstream ended its stream within seconds'
-            : `its audio could not be decoded or relayed${said ? ` (ffmpeg: ${said})` : ''}`;
+          problem =
+            code === 0
+              ? 'the upstream ended its stream within seconds'
+              : `its audio could not be decoded or relayed${said ? ` (ffmpeg: ${said})` : ''}`;
         }
       } catch (err) {
         refused = err instanceof RefusedUrl;
         problem = (err as Error).message;
         if (refused) {
-          await this.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)',
-            [service.id, 'enforce', 'relay_url_refused', problem]).catch(() => {});
+          await this.db
+            .query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
+              service.id,
+              'enforce',
+              'relay_url_refused',
+              problem,
+            ])
+            .catch(() => {});
         }
       }
       if (relay.stopped) break;
@@ -107,11 +139,19 @@ export class RelayManager {
       const doubled = Math.min(MAX_RETRY_MS, this.firstRetryMs * 2 ** (failures - 1));
       const delay = problem ? Math.max(refused ? 30_000 : 0, doubled) : this.firstRetryMs;
       if (problem) {
-        this.log.warn({ service_id: service.id, problem, retry_in_ms: delay }, refused ? 'relay upstream refused by the URL policy' : 'relay upstream failed');
+        this.log.warn(
+          { service_id: service.id, problem, retry_in_ms: delay },
+          refused ? 'relay upstream refused by the URL policy' : 'relay upstream failed',
+        );
         shown = `The relay could not use ${url}: ${problem}. Retrying in ${Math.ceil(delay / 1000)} s (attempt ${failures}; the wait doubles up to ${MAX_RETRY_MS / 60_000} min while it keeps failing).`;
         await this.showReason(service.id, shown, failures === 1);
       } else if (shown) {
-        await this.db.query('UPDATE services SET status_reason = NULL, updated_at = now() WHERE id = $1 AND status_reason = $2', [service.id, shown]).catch(() => {});
+        await this.db
+          .query('UPDATE services SET status_reason = NULL, updated_at = now() WHERE id = $1 AND status_reason = $2', [
+            service.id,
+            shown,
+          ])
+          .catch(() => {});
         shown = undefined;
       }
       await sleep(delay, undefined, { signal: relay.abort.signal }).catch(() => {});
@@ -121,9 +161,17 @@ export class RelayManager {
   /** The reason in the service record (GET /services/{id}); the first failure of a run also goes to its events. */
   private async showReason(serviceId: string, reason: string, firstFailure: boolean): Promise<void> {
     try {
-      await this.db.query("UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1 AND status = 'active'", [serviceId, reason]);
+      await this.db.query(
+        "UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1 AND status = 'active'",
+        [serviceId, reason],
+      );
       if (firstFailure) {
-        await this.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [serviceId, 'enforce', 'relay_upstream_failed', reason]);
+        await this.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
+          serviceId,
+          'enforce',
+          'relay_upstream_failed',
+          reason,
+        ]);
       }
     } catch (err) {
       this.log.warn({ service_id: serviceId, err }, 'could not record the relay failure');
@@ -137,5 +185,13 @@ const FIRST_RETRY_MS = 1000;
 const MAX_RETRY_MS = 5 * 60_000;
 
 function lastLine(text: string): string {
-  return text.trim().split('\n').pop()?.replace(/[^\x20-\x7e]/g, ' ').trim().slice(0, 160) ?? '';
+  return (
+    text
+      .trim()
+      .split('\n')
+      .pop()
+      ?.replace(/[^\x20-\x7e]/g, ' ')
+      .trim()
+      .slice(0, 160) ?? ''
+  );
 }

@@ -51,7 +51,8 @@ export interface StreamingEndpoint {
 
 /** A service row with its host's current public address (the address its URLs are derived from). */
 const WITH_HOST_URL = 's.*, h.public_url AS host_url FROM services s LEFT JOIN streaming_hosts h ON h.id = s.host_id';
-const RETURNING_WITH_HOST_URL = 'RETURNING *, (SELECT public_url FROM streaming_hosts h WHERE h.id = services.host_id) AS host_url';
+const RETURNING_WITH_HOST_URL =
+  'RETURNING *, (SELECT public_url FROM streaming_hosts h WHERE h.id = services.host_id) AS host_url';
 
 /** How many listeners a service was sold, whichever way its product names it (listener_places() in SQL, migration 030). */
 export function listenerCapOf(limits: Record<string, unknown>): number {
@@ -76,50 +77,92 @@ export class ServiceRecords {
   ) {}
 
   /** Creates the service of a paid order inside the caller's transaction; a second call for the same order returns the first service. */
-  async createForOrder(client: Client, order: { id: string; api_key_id: string; product_id: string }, limits: Record<string, unknown>, expiresAt: Date | null): Promise<ServiceRow> {
+  async createForOrder(
+    client: Client,
+    order: { id: string; api_key_id: string; product_id: string },
+    limits: Record<string, unknown>,
+    expiresAt: Date | null,
+  ): Promise<ServiceRow> {
     const id = randomId('svc_');
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const inserted = await client.query(
       `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at, icecast_url, playlist, shuffle, host_id)
        VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (order_id) DO NOTHING ${RETURNING_WITH_HOST_URL}`,
-      [id, order.id, order.api_key_id, order.product_id, mount, randomBytes(18).toString('base64url'), limits, expiresAt,
-        this.streaming.publicUrl(), JSON.stringify(playlistOf(limits)), limits.shuffle === true, this.streaming.hostId()]);
+      [
+        id,
+        order.id,
+        order.api_key_id,
+        order.product_id,
+        mount,
+        randomBytes(18).toString('base64url'),
+        limits,
+        expiresAt,
+        this.streaming.publicUrl(),
+        JSON.stringify(playlistOf(limits)),
+        limits.shuffle === true,
+        this.streaming.hostId(),
+      ],
+    );
     if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;
     return (await client.query(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [order.id])).rows[0] as ServiceRow;
   }
 
   /** The service if it belongs to this API key; another key's service is indistinguishable from none. */
   async owned(apiKeyId: string, serviceId: string): Promise<ServiceRow | undefined> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.id = $1 AND s.api_key_id = $2`, [serviceId, apiKeyId]);
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
+      `SELECT ${WITH_HOST_URL} WHERE s.id = $1 AND s.api_key_id = $2`,
+      [serviceId, apiKeyId],
+    );
     return row;
   }
 
   /** The service if its order was paid by this wallet (lower-case 0x address); any other is indistinguishable from none. */
   async paidBy(payer: string, serviceId: string): Promise<ServiceRow | undefined> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
-      `SELECT ${WITH_HOST_URL} JOIN orders o ON o.id = s.order_id WHERE s.id = $1 AND o.payer = $2`, [serviceId, payer]);
+      `SELECT ${WITH_HOST_URL} JOIN orders o ON o.id = s.order_id WHERE s.id = $1 AND o.payer = $2`,
+      [serviceId, payer],
+    );
     return row;
   }
 
   /** The newest services of one API key, or paid by one wallet (lower-case 0x address). */
   async list(owner: { apiKeyId: string } | { payer: string }, limit = 100): Promise<ServiceRow[]> {
     return 'payer' in owner
-      ? this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} JOIN orders o ON o.id = s.order_id WHERE o.payer = $1 ORDER BY s.created_at DESC, s.id LIMIT $2`, [owner.payer, limit])
-      : this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.api_key_id = $1 ORDER BY s.created_at DESC, s.id LIMIT $2`, [owner.apiKeyId, limit]);
+      ? this.db.query<ServiceRow & Record<string, unknown>>(
+          `SELECT ${WITH_HOST_URL} JOIN orders o ON o.id = s.order_id WHERE o.payer = $1 ORDER BY s.created_at DESC, s.id LIMIT $2`,
+          [owner.payer, limit],
+        )
+      : this.db.query<ServiceRow & Record<string, unknown>>(
+          `SELECT ${WITH_HOST_URL} WHERE s.api_key_id = $1 ORDER BY s.created_at DESC, s.id LIMIT $2`,
+          [owner.apiKeyId, limit],
+        );
   }
 
   async setPlaylist(serviceId: string, playlist: string[], shuffle: boolean): Promise<ServiceRow> {
     const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
-      `UPDATE services SET playlist = $2, shuffle = $3, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`, [serviceId, JSON.stringify(playlist), shuffle]);
+      `UPDATE services SET playlist = $2, shuffle = $3, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`,
+      [serviceId, JSON.stringify(playlist), shuffle],
+    );
     return row;
   }
 
   /** What the service used so far, as the life-cycle worker last measured it, plus time and storage. */
-  async usage(service: ServiceRow, media?: { usedBytes(id: string): Promise<number> }): Promise<Record<string, unknown>> {
+  async usage(
+    service: ServiceRow,
+    media?: { usedBytes(id: string): Promise<number> },
+  ): Promise<Record<string, unknown>> {
     const measured = service.usage ?? {};
-    const events = await this.db.query('SELECT at, kind, from_status, to_status, code, reason FROM service_events WHERE service_id = $1 ORDER BY id DESC LIMIT 20', [service.id]);
-    const [{ connected }] = await this.db.query<{ connected: number }>('SELECT count(*)::int AS connected FROM listeners WHERE service_id = $1', [service.id]);
-    const remaining = service.expires_at ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000)) : null;
+    const events = await this.db.query(
+      'SELECT at, kind, from_status, to_status, code, reason FROM service_events WHERE service_id = $1 ORDER BY id DESC LIMIT 20',
+      [service.id],
+    );
+    const [{ connected }] = await this.db.query<{ connected: number }>(
+      'SELECT count(*)::int AS connected FROM listeners WHERE service_id = $1',
+      [service.id],
+    );
+    const remaining = service.expires_at
+      ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))
+      : null;
     const storageMb = service.limits.storage_mb;
     const budget = measured.source_budget as Record<string, unknown> | undefined;
     return {
@@ -128,7 +171,11 @@ export class ServiceRecords {
       status_reason: service.status_reason,
       // Admitted listeners leave the table at once (listener_remove callback, else the worker's reconciliation with
       // listclients); the measured count lags by a pass and stops with the service.
-      listeners: { current: Math.min(Number(measured.listeners ?? connected), connected), peak: measured.peak_listeners ?? connected, admitted_now: connected },
+      listeners: {
+        current: Math.min(Number(measured.listeners ?? connected), connected),
+        peak: measured.peak_listeners ?? connected,
+        admitted_now: connected,
+      },
       listener_hours: measured.listener_hours ?? '0',
       listener_sessions: await new ListenerSessions(this.db).aggregates(service.id),
       bytes: { sent_to_listeners: measured.bytes_sent ?? 0, read_from_source: measured.bytes_read ?? 0 },
@@ -138,11 +185,20 @@ export class ServiceRecords {
         // The catalog's estimated_included_limit applies to transfer bought; without any, the listener cap and the
         // bitrate bought are what bound it (lifecycle rule suspend-when-bought-transfer-is-used-up).
         ...(Number(service.limits.transfer_gb ?? 0) > 0
-          ? { policy: 'estimated_included_limit', note: 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.' }
-          : { policy: 'not_limited', note: 'No transfer was bought (transfer_gb 0): usage is reported, not limited; max_listeners and the bitrate bought bound it.' }),
+          ? {
+              policy: 'estimated_included_limit',
+              note: 'The service is suspended when listeners use more than the included transfer; an upgrade resumes it.',
+            }
+          : {
+              policy: 'not_limited',
+              note: 'No transfer was bought (transfer_gb 0): usage is reported, not limited; max_listeners and the bitrate bought bound it.',
+            }),
       },
       source: {
-        connected: measured.source_connected ?? false, since: measured.source_since ?? null, measured_kbps: measured.source_kbps ?? null, bought_kbps: service.limits.bitrate_kbps ?? null,
+        connected: measured.source_connected ?? false,
+        since: measured.source_since ?? null,
+        measured_kbps: measured.source_kbps ?? null,
+        bought_kbps: service.limits.bitrate_kbps ?? null,
         ...(budget && {
           bitrate_budget: {
             window_seconds: budget.window_seconds,
@@ -154,16 +210,22 @@ export class ServiceRecords {
         }),
       },
       time: { expires_at: service.expires_at?.toISOString() ?? null, remaining_seconds: remaining },
-      ...(storageMb !== undefined && media && {
-        storage: { used_mb: Math.round((await media.usedBytes(service.id)) / 1024 / 1024 * 1000) / 1000, bought_mb: storageMb },
-      }),
+      ...(storageMb !== undefined &&
+        media && {
+          storage: {
+            used_mb: Math.round(((await media.usedBytes(service.id)) / 1024 / 1024) * 1000) / 1000,
+            bought_mb: storageMb,
+          },
+        }),
       measured_at: measured.measured_at ?? null,
       events,
     };
   }
 
   async byId(serviceId: string): Promise<ServiceRow | undefined> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.id = $1`, [serviceId]);
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.id = $1`, [
+      serviceId,
+    ]);
     return row;
   }
 
@@ -176,18 +238,31 @@ export class ServiceRecords {
     await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
   }
 
-  async applyUpgrade(client: Client, serviceId: string, productId: string, configuration: Record<string, unknown>): Promise<ServiceRow> {
-    const { rows: [before] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+  async applyUpgrade(
+    client: Client,
+    serviceId: string,
+    productId: string,
+    configuration: Record<string, unknown>,
+  ): Promise<ServiceRow> {
+    const {
+      rows: [before],
+    } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
     // Stopped while the upgrade was being paid: it is not revived; the upgrade is refunded in full (src/refunds).
     if ((before as { stopped_at?: Date | null }).stopped_at) throw new ServiceStopped(serviceId);
     const limits = { ...configuration, duration_hours: (before as ServiceRow).limits.duration_hours };
     const reason = `Upgraded from ${(before as ServiceRow).product_id} to ${productId}.`;
-    const { rows: [after] } = await client.query(
+    const {
+      rows: [after],
+    } = await client.query(
       `UPDATE services SET product_id = $2, limits = $3, status = 'active', status_reason = $4,
          transfer_offset_bytes = coalesce((usage->>'bytes_sent')::bigint, 0), updated_at = now()
-       WHERE id = $1 ${RETURNING_WITH_HOST_URL}`, [serviceId, productId, limits, reason]);
-    await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
-      [serviceId, 'upgrade', (before as ServiceRow).status, 'active', reason]);
+       WHERE id = $1 ${RETURNING_WITH_HOST_URL}`,
+      [serviceId, productId, limits, reason],
+    );
+    await client.query(
+      'INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
+      [serviceId, 'upgrade', (before as ServiceRow).status, 'active', reason],
+    );
     return after as ServiceRow;
   }
 
@@ -197,25 +272,38 @@ export class ServiceRecords {
    * a suspended one stays suspended (an upgrade resumes it). Icecast reads the new expiry at its next callback.
    */
   async applyExtension(client: Client, serviceId: string, orderId: string, hours: number): Promise<ServiceRow> {
-    const { rows: [found] } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+    const {
+      rows: [found],
+    } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
     const before = found as ServiceRow;
     // Stopped (and refunded) after this extension was claimed: never revived; the extension is refunded in full.
     if (before.stopped_at) throw new ServiceStopped(serviceId);
     const added = new Decimal(String(hours));
     const expiresAt = new Date(before.expires_at!.getTime() + added.times(3_600_000).floor().toNumber());
-    const limits = { ...before.limits, duration_hours: new Decimal(String(before.limits.duration_hours ?? 0)).plus(added).toNumber() };
+    const limits = {
+      ...before.limits,
+      duration_hours: new Decimal(String(before.limits.duration_hours ?? 0)).plus(added).toNumber(),
+    };
     const status = before.status === 'expired' ? 'active' : before.status;
     const reason = `Extended by ${added.toFixed()} hours (order ${orderId}) until ${expiresAt.toISOString()}${before.status === 'expired' ? ', back from expired' : ''}.`;
-    const { rows: [after] } = await client.query(
+    const {
+      rows: [after],
+    } = await client.query(
       `UPDATE services SET expires_at = $2, limits = $3, status = $4, status_reason = $5, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`,
-      [serviceId, expiresAt, limits, status, reason]);
-    await client.query('INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
-      [serviceId, 'extend', before.status, status, reason]);
+      [serviceId, expiresAt, limits, status, reason],
+    );
+    await client.query(
+      'INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
+      [serviceId, 'extend', before.status, status, reason],
+    );
     return after as ServiceRow;
   }
 
   async forOrder(orderId: string): Promise<ServiceRow | undefined> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [orderId]);
+    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
+      `SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`,
+      [orderId],
+    );
     return row;
   }
 
@@ -245,7 +333,12 @@ export class ServiceRecords {
 
 /** The order's playlist parameter: file names separated by newlines or commas, in play order. */
 function playlistOf(limits: Record<string, unknown>): string[] {
-  return typeof limits.playlist === 'string' ? limits.playlist.split(/[\n,]/).map((n) => n.trim()).filter(Boolean) : [];
+  return typeof limits.playlist === 'string'
+    ? limits.playlist
+        .split(/[\n,]/)
+        .map((n) => n.trim())
+        .filter(Boolean)
+    : [];
 }
 
 /** How to feed the mount with ffmpeg (16 and 24 kbps need a lower sample rate: see mp3EncoderArgs). */
@@ -253,7 +346,8 @@ function encoderHints(kbps: number): Record<string, string> {
   if (!(kbps > 0)) return {};
   return {
     encoder_example: `ffmpeg -re -i INPUT ${mp3EncoderArgs(kbps).join(' ')} -content_type audio/mpeg -f mp3 BROADCAST_URL`,
-    encoder_note: `Send at most ${kbps} kbps on average: a source that sends more is cut and refused for a while (GET /services/{service_id}/usage shows source.bitrate_budget). `
-      + 'MP3 below 32 kbps needs a sample rate of 24 kHz or lower (-ar 22050); at 44.1 or 48 kHz the encoder sends 32 kbps.',
+    encoder_note:
+      `Send at most ${kbps} kbps on average: a source that sends more is cut and refused for a while (GET /services/{service_id}/usage shows source.bitrate_budget). ` +
+      'MP3 below 32 kbps needs a sample rate of 24 kHz or lower (-ar 22050); at 44.1 or 48 kHz the encoder sends 32 kbps.',
   };
 }

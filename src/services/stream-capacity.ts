@@ -15,18 +15,27 @@ export interface StreamLoad {
  * services on this Icecast that may still stream, plus what paid orders not provisioned yet will add (the caller's).
  */
 export class StreamCapacity {
-  constructor(private readonly db: Database, private readonly streaming: StreamingEndpoint, readonly limits: StreamLoad) {}
+  constructor(
+    private readonly db: Database,
+    private readonly streaming: StreamingEndpoint,
+    readonly limits: StreamLoad,
+  ) {}
 
   /** Admissions to this Icecast wait for each other until the caller's transaction ends. */
   async lock(client: Client): Promise<void> {
-    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [this.streaming.hostId()]);
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [
+      this.streaming.hostId(),
+    ]);
   }
 
   /** The services on this Icecast that may still stream: one source each, and the listener places they were sold. */
   async inUse(client?: Client): Promise<StreamLoad> {
     const sql = `SELECT held.live_services AS sources, held.listener_places AS listeners FROM (${liveHoldingSql('host')}) held`;
     const params = [this.streaming.hostId()];
-    const [load] = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{ sources: number; listeners: string }>;
+    const [load] = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{
+      sources: number;
+      listeners: string;
+    }>;
     return { sources: load.sources, listeners: Number(load.listeners) };
   }
 
@@ -37,13 +46,18 @@ export class StreamCapacity {
     }
     if (demand.listeners > 0 && load.listeners + demand.listeners > this.limits.listeners) {
       const free = Math.max(0, this.limits.listeners - load.listeners);
-      throw exhausted(`This deployment has ${free} of its ${this.limits.listeners} listener places free, fewer than the ${demand.listeners} asked`);
+      throw exhausted(
+        `This deployment has ${free} of its ${this.limits.listeners} listener places free, fewer than the ${demand.listeners} asked`,
+      );
     }
   }
 }
 
 function exhausted(why: string): ApiError {
-  return new ApiError(503, 'capacity_exhausted',
+  return new ApiError(
+    503,
+    'capacity_exhausted',
     `${why}. Nothing was charged. Retry later (places come free as streams expire), or ask for fewer listeners.`,
-    { retryable: true, headers: { 'Retry-After': '300' } });
+    { retryable: true, headers: { 'Retry-After': '300' } },
+  );
 }

@@ -7,7 +7,12 @@ import type { Database } from '../store/index.js';
 export async function registerStreamingHost(db: Database, hostId: string, publicUrl: string): Promise<void> {
   await db.query(
     `INSERT INTO streaming_hosts (id, public_url) VALUES ($1, $2)
-     ON CONFLICT (id) DO UPDATE SET public_url = $2, updated_at = now()`, [hostId, publicUrl]);
+     ON CONFLICT (id) DO UPDATE SET public_url = $2, updated_at = now()`,
+    [hostId, publicUrl],
+  );
   // Services sold before hosts had ids (migration 009 gave them a host per address) join the host now at that address.
-  await db.query("UPDATE services SET host_id = $1 WHERE host_id = 'url:' || $2::text AND icecast_url = $2", [hostId, publicUrl]);
+  await db.query("UPDATE services SET host_id = $1 WHERE host_id = 'url:' || $2::text AND icecast_url = $2", [
+    hostId,
+    publicUrl,
+  ]);
 }

@@ -7,7 +7,11 @@ import { ApiError } from '../errors/index.js';
  * the upload is stopped when no byte arrives for idleTimeoutMs. On a stall the body is left unread (not destroyed),
  * so the client still gets the error document. Resolves with the number of bytes written, exactly expectedBytes.
  */
-export function receiveUpload(body: Readable, path: string, options: { expectedBytes: number; idleTimeoutMs: number }): Promise<number> {
+export function receiveUpload(
+  body: Readable,
+  path: string,
+  options: { expectedBytes: number; idleTimeoutMs: number },
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const out = createWriteStream(path, { mode: 0o640 });
     let received = 0;
@@ -29,17 +33,32 @@ export function receiveUpload(body: Readable, path: string, options: { expectedB
     }
     function stalled(): void {
       const seconds = Math.round(options.idleTimeoutMs / 100) / 10;
-      fail(new ApiError(408, 'upload_stalled', `No bytes of the upload arrived for ${seconds} s, so it was stopped and nothing was kept. Send the whole file again; a slow upload is fine as long as bytes keep arriving.`,
-        { retryable: true }));
+      fail(
+        new ApiError(
+          408,
+          'upload_stalled',
+          `No bytes of the upload arrived for ${seconds} s, so it was stopped and nothing was kept. Send the whole file again; a slow upload is fine as long as bytes keep arriving.`,
+          { retryable: true },
+        ),
+      );
     }
     function onData(chunk: Buffer): void {
       received += chunk.length;
       wake();
       if (received > options.expectedBytes) {
-        fail(new ApiError(400, 'upload_too_long', `The body is longer than its Content-Length (${options.expectedBytes} bytes). Nothing was kept.`));
+        fail(
+          new ApiError(
+            400,
+            'upload_too_long',
+            `The body is longer than its Content-Length (${options.expectedBytes} bytes). Nothing was kept.`,
+          ),
+        );
       } else if (!out.write(chunk)) {
         body.pause();
-        out.once('drain', () => { wake(); if (!settled) body.resume(); });
+        out.once('drain', () => {
+          wake();
+          if (!settled) body.resume();
+        });
       }
     }
 
@@ -50,7 +69,9 @@ export function receiveUpload(body: Readable, path: string, options: { expectedB
       if (received !== options.expectedBytes) return fail(incomplete(received, options.expectedBytes));
       out.end();
     });
-    body.once('close', () => { if (received < options.expectedBytes) fail(incomplete(received, options.expectedBytes)); });
+    body.once('close', () => {
+      if (received < options.expectedBytes) fail(incomplete(received, options.expectedBytes));
+    });
     body.once('error', (e) => fail(e));
     out.once('error', (e) => fail(e));
     out.once('finish', () => {
@@ -62,5 +83,10 @@ export function receiveUpload(body: Readable, path: string, options: { expectedB
 }
 
 function incomplete(received: number, expected: number): ApiError {
-  return new ApiError(400, 'upload_incomplete', `The connection ended after ${received} of ${expected} bytes. Nothing was kept: send the whole file again.`, { retryable: true });
+  return new ApiError(
+    400,
+    'upload_incomplete',
+    `The connection ended after ${received} of ${expected} bytes. Nothing was kept: send the whole file again.`,
+    { retryable: true },
+  );
 }

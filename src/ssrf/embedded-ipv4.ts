@@ -1,7 +1,10 @@
 import { isIPv6 } from 'node:net';
 
 /** An IPv4 address carried inside an IPv6 one, and the transition mechanism that carries it. */
-export interface EmbeddedIpv4 { address: string; form: string }
+export interface EmbeddedIpv4 {
+  address: string;
+  form: string;
+}
 
 /**
  * Every IPv4 address an IPv6 address may lead to: IPv4-compatible (::/96), IPv4-mapped (::ffff:0:0/96),
@@ -16,12 +19,19 @@ export function embeddedIpv4(address: string): EmbeddedIpv4[] {
   const word = (i: number) => (b[i] << 8) | b[i + 1];
   const found: EmbeddedIpv4[] = [];
   if (zero(0, 10) && word(10) === 0xffff) found.push({ address: v4(b.slice(12)), form: 'IPv4-mapped' });
-  else if (zero(0, 8) && word(8) === 0xffff && word(10) === 0) found.push({ address: v4(b.slice(12)), form: 'IPv4-translated' });
-  else if (zero(0, 12) && (!zero(12, 15) || b[15] > 1)) found.push({ address: v4(b.slice(12)), form: 'IPv4-compatible' });
+  else if (zero(0, 8) && word(8) === 0xffff && word(10) === 0)
+    found.push({ address: v4(b.slice(12)), form: 'IPv4-translated' });
+  else if (zero(0, 12) && (!zero(12, 15) || b[15] > 1))
+    found.push({ address: v4(b.slice(12)), form: 'IPv4-compatible' });
   if (word(0) === 0x64 && word(2) === 0xff9b && zero(4, 12)) found.push({ address: v4(b.slice(12)), form: 'NAT64' });
   if (word(0) === 0x64 && word(2) === 0xff9b && word(4) === 1) {
     // RFC 6052: the IPv4 bits follow the prefix, skipping bits 64-71.
-    for (const octets of [[6, 7, 9, 10], [7, 9, 10, 11], [9, 10, 11, 12], [12, 13, 14, 15]]) {
+    for (const octets of [
+      [6, 7, 9, 10],
+      [7, 9, 10, 11],
+      [9, 10, 11, 12],
+      [12, 13, 14, 15],
+    ]) {
       found.push({ address: v4(octets.map((i) => b[i])), form: 'NAT64 (local-use prefix)' });
     }
   }

@@ -5,7 +5,8 @@ import { nonPublicAddress } from './address-policy.js';
 export type Resolver = (hostname: string) => Promise<string[]>;
 export type AddressCheck = (address: string) => string | undefined;
 
-const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+const systemResolver: Resolver = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
 export interface UrlPolicy {
   /** Why this URL may not be fetched, or undefined. Resolves the host: every address must pass. */
@@ -39,7 +40,8 @@ export function publicHttpOnly(options: { resolve?: Resolver; checkAddress?: Add
     async refuse(text) {
       const url = absoluteUrl(text);
       if (typeof url === 'string') return url;
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return `only http and https URLs are allowed, not ${url.protocol.replace(':', '')}`;
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        return `only http and https URLs are allowed, not ${url.protocol.replace(':', '')}`;
       if (url.username || url.password) return 'URLs with credentials are not allowed';
       const host = hostOf(url);
       let addresses: string[];
@@ -70,7 +72,8 @@ export function treatAsPublic(addresses: string[]): void {
 
 /** Policies by the name a product's fulfillment gives. */
 export const policies: Record<string, () => UrlPolicy> = {
-  public_http_https_only: () => publicHttpOnly(standIns.size ? { checkAddress: (a) => (standIns.has(a) ? undefined : nonPublicAddress(a)) } : {}),
+  public_http_https_only: () =>
+    publicHttpOnly(standIns.size ? { checkAddress: (a) => (standIns.has(a) ? undefined : nonPublicAddress(a)) } : {}),
 };
 
 /** Problems with a product's url parameters under the policy its fulfillment names (ssrf_protection), one per parameter. */
@@ -80,14 +83,27 @@ export async function refusedUrlParameters(
   choose: (name: string) => UrlPolicy | undefined = (name) => policies[name]?.(),
 ): Promise<{ pointer: string; code: string; message: string }[]> {
   const name = product.fulfillment?.ssrf_protection;
-  const urls = Object.entries(product.parameters).filter(([, d]) => d.type === 'url').map(([p]) => p).filter((p) => typeof configuration[p] === 'string');
+  const urls = Object.entries(product.parameters)
+    .filter(([, d]) => d.type === 'url')
+    .map(([p]) => p)
+    .filter((p) => typeof configuration[p] === 'string');
   if (!urls.length) return [];
   const policy = typeof name === 'string' ? choose(name) : undefined;
-  if (!policy) return urls.map((p) => ({ pointer: `/parameters/${p}`, code: 'url_not_allowed', message: `no URL policy ${String(name)} is known, so no URL is accepted` }));
+  if (!policy)
+    return urls.map((p) => ({
+      pointer: `/parameters/${p}`,
+      code: 'url_not_allowed',
+      message: `no URL policy ${String(name)} is known, so no URL is accepted`,
+    }));
   const problems = [];
   for (const p of urls) {
     const reason = await policy.refuse(configuration[p] as string);
-    if (reason) problems.push({ pointer: `/parameters/${p}`, code: 'url_not_allowed', message: `${p} is not allowed: ${reason}` });
+    if (reason)
+      problems.push({
+        pointer: `/parameters/${p}`,
+        code: 'url_not_allowed',
+        message: `${p} is not allowed: ${reason}`,
+      });
   }
   return problems;
 }

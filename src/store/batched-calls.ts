@@ -11,7 +11,11 @@ export class BatchedCalls<Item, Result> {
   private inFlight = 0;
   private flushScheduled = false;
 
-  constructor(private readonly callAll: (items: Item[]) => Promise<Result[]>, private readonly maxInFlight = 2, private readonly maxBatch = 256) {}
+  constructor(
+    private readonly callAll: (items: Item[]) => Promise<Result[]>,
+    private readonly maxInFlight = 2,
+    private readonly maxBatch = 256,
+  ) {}
 
   call(item: Item): Promise<Result> {
     return new Promise((resolve, reject) => {

@@ -10,9 +10,14 @@ const unavailableCodes = /^(08|57P|53)/;
 export class Database {
   private readonly pool: pg.Pool;
 
-  constructor(readonly url: string, options: { max?: number } = {}) {
+  constructor(
+    readonly url: string,
+    options: { max?: number } = {},
+  ) {
     this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 20, connectionTimeoutMillis: 5000 });
-    this.pool.on('error', () => { /* an idle client lost its connection; the next query reconnects */ });
+    this.pool.on('error', () => {
+      /* an idle client lost its connection; the next query reconnects */
+    });
   }
 
   private readonly statementNames = new Map<string, string>();
@@ -88,10 +93,19 @@ export class Database {
 function translate(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   const err = e as { code?: string; message?: string };
-  const connectionLost = (err.code !== undefined && (unavailableCodes.test(err.code) || /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(err.code)))
-    || /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(err.message ?? '');
+  const connectionLost =
+    (err.code !== undefined &&
+      (unavailableCodes.test(err.code) || /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(err.code))) ||
+    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(
+      err.message ?? '',
+    );
   if (connectionLost) {
-    return new ApiError(503, 'store_unavailable', 'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same Idempotency-Key) in a few seconds.', { retryable: true, headers: { 'Retry-After': '2' } });
+    return new ApiError(
+      503,
+      'store_unavailable',
+      'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same Idempotency-Key) in a few seconds.',
+      { retryable: true, headers: { 'Retry-After': '2' } },
+    );
   }
   return e;
 }

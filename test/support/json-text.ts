@@ -24,7 +24,8 @@ export function fromJs(value: unknown): JsonNode {
   if (typeof value === 'number') return Number.isFinite(value) ? value : new Raw(String(value));
   if (value instanceof Obj || value instanceof Raw) return value;
   if (Array.isArray(value)) return value.map(fromJs);
-  if (typeof value === 'object') return new Obj(Object.keys(value).map((k) => [k, fromJs((value as Record<string, unknown>)[k])]));
+  if (typeof value === 'object')
+    return new Obj(Object.keys(value).map((k) => [k, fromJs((value as Record<string, unknown>)[k])]));
   return String(value);
 }
 
@@ -37,7 +38,11 @@ export function toText(node: JsonNode): string {
 }
 
 /** Every node with its path, the root first. */
-export function allPaths(node: JsonNode, path: JsonPath = [], out: { path: JsonPath; node: JsonNode }[] = []): { path: JsonPath; node: JsonNode }[] {
+export function allPaths(
+  node: JsonNode,
+  path: JsonPath = [],
+  out: { path: JsonPath; node: JsonNode }[] = [],
+): { path: JsonPath; node: JsonNode }[] {
   out.push({ path, node });
   if (node instanceof Obj) node.pairs.forEach(([, v], i) => allPaths(v, [...path, i], out));
   else if (Array.isArray(node)) node.forEach((v, i) => allPaths(v, [...path, i], out));
@@ -45,13 +50,21 @@ export function allPaths(node: JsonNode, path: JsonPath = [], out: { path: JsonP
 }
 
 /** A copy with the node at path replaced by what change returns; undefined removes it (not the root). */
-export function changeAt(node: JsonNode, path: JsonPath, change: (old: JsonNode, key: string | undefined) => JsonNode | undefined, key?: string): JsonNode {
+export function changeAt(
+  node: JsonNode,
+  path: JsonPath,
+  change: (old: JsonNode, key: string | undefined) => JsonNode | undefined,
+  key?: string,
+): JsonNode {
   if (path.length === 0) return change(node, key) ?? null;
   const [step, ...rest] = path;
   if (node instanceof Obj) {
     const pairs: [string, JsonNode][] = [];
     node.pairs.forEach(([k, v], i) => {
-      if (i !== step) { pairs.push([k, v]); return; }
+      if (i !== step) {
+        pairs.push([k, v]);
+        return;
+      }
       if (rest.length === 0) {
         const next = change(v, k);
         if (next !== undefined) pairs.push([k, next]);
@@ -64,7 +77,10 @@ export function changeAt(node: JsonNode, path: JsonPath, change: (old: JsonNode,
   if (Array.isArray(node)) {
     const items: JsonNode[] = [];
     node.forEach((v, i) => {
-      if (i !== step) { items.push(v); return; }
+      if (i !== step) {
+        items.push(v);
+        return;
+      }
       if (rest.length === 0) {
         const next = change(v, undefined);
         if (next !== undefined) items.push(next);
@@ -84,7 +100,11 @@ export function addMember(node: JsonNode, path: JsonPath, key: string, value: Js
 
 /** A copy with the member key: value added to every object in the document, the root included. */
 export function addMemberEverywhere(node: JsonNode, key: string, value: JsonNode): JsonNode {
-  if (node instanceof Obj) return new Obj([...node.pairs.map(([k, v]): [string, JsonNode] => [k, addMemberEverywhere(v, key, value)]), [key, value]]);
+  if (node instanceof Obj)
+    return new Obj([
+      ...node.pairs.map(([k, v]): [string, JsonNode] => [k, addMemberEverywhere(v, key, value)]),
+      [key, value],
+    ]);
   if (Array.isArray(node)) return node.map((v) => addMemberEverywhere(v, key, value));
   return node;
 }
@@ -94,7 +114,13 @@ export function keyAt(node: JsonNode, path: JsonPath): string | undefined {
   let current: JsonNode = node;
   let key: string | undefined;
   for (const step of path) {
-    if (current instanceof Obj) { key = current.pairs[step]?.[0]; current = current.pairs[step]?.[1] ?? null; } else if (Array.isArray(current)) { key = undefined; current = current[step] ?? null; } else return undefined;
+    if (current instanceof Obj) {
+      key = current.pairs[step]?.[0];
+      current = current.pairs[step]?.[1] ?? null;
+    } else if (Array.isArray(current)) {
+      key = undefined;
+      current = current[step] ?? null;
+    } else return undefined;
   }
   return key;
 }
@@ -114,7 +140,9 @@ export function memberPath(node: JsonNode, keys: string[]): JsonPath | undefined
   for (const key of keys) {
     if (!(current instanceof Obj)) return undefined;
     let index = -1;
-    current.pairs.forEach(([k], i) => { if (k === key) index = i; });
+    current.pairs.forEach(([k], i) => {
+      if (k === key) index = i;
+    });
     if (index < 0) return undefined;
     path.push(index);
     current = current.pairs[index][1];

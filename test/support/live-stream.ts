@@ -10,7 +10,10 @@ export async function buyInstantStream(service: Service, stationName: string, pa
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const bought = await buy(service, wallet, {
-    product_id: 'instant-stream', email: 'ops@example.com', station_name: stationName, parameters,
+    product_id: 'instant-stream',
+    email: 'ops@example.com',
+    station_name: stationName,
+    parameters,
   });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
   return bought.body.service;

@@ -11,16 +11,29 @@ import { join } from 'node:path';
  * kept under the system's temporary folder, named after what it holds, so that later runs on this machine reuse it.
  */
 export async function npmScratch(name: string, packages: string[], flags: string[] = []): Promise<string> {
-  const id = createHash('sha256').update(JSON.stringify([packages, flags])).digest('hex').slice(0, 12);
+  const id = createHash('sha256')
+    .update(JSON.stringify([packages, flags]))
+    .digest('hex')
+    .slice(0, 12);
   const dir = join(tmpdir(), `agent-audio-npm-${name}-${id}`);
   if (existsSync(join(dir, '.installed'))) return dir;
   const building = await mkdtemp(join(tmpdir(), `agent-audio-npm-${name}-building-`));
   try {
-    await writeFile(join(building, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module' }));
-    await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...flags, ...packages], building, 540_000);
+    await writeFile(
+      join(building, 'package.json'),
+      JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module' }),
+    );
+    await run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--loglevel=error', ...flags, ...packages],
+      building,
+      540_000,
+    );
     await writeFile(join(building, '.installed'), `${packages.join(' ')}\n`);
     // Another run may have finished first: then its folder is used and this one dropped.
-    await rename(building, dir).catch(async () => { await rm(building, { recursive: true, force: true }); });
+    await rename(building, dir).catch(async () => {
+      await rm(building, { recursive: true, force: true });
+    });
   } catch (error) {
     await rm(building, { recursive: true, force: true });
     throw error;
@@ -28,21 +41,42 @@ export async function npmScratch(name: string, packages: string[], flags: string
   return dir;
 }
 
-export interface Ran { code: number | null; stdout: string; stderr: string }
+export interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs a command to its end (killed after timeoutMs) and collects its output. */
-export function run(command: string, args: string[], cwd: string, timeoutMs = 120_000, env: Record<string, string> = {}): Promise<Ran> {
+export function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  timeoutMs = 120_000,
+  env: Record<string, string> = {},
+): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${command} ${args.join(' ')} timed out\n${stderr}`)); }, timeoutMs);
-    child.on('error', (error) => { clearTimeout(timer); reject(error); });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${command} ${args.join(' ')} timed out\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (command === 'npm' && code !== 0) reject(new Error(`npm ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`));
+      if (command === 'npm' && code !== 0)
+        reject(new Error(`npm ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`));
       else resolve({ code, stdout, stderr });
     });
   });

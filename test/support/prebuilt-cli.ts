@@ -17,7 +17,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
  * path). The tests that start bin/agent-audio.mjs itself (terminal.test.ts) keep the real entry covered.
  */
 export function prebuiltEntry(): Promise<string> {
-  entry ??= sourceKey().then((key) => builtOnce(join(tmpdir(), `agent-audio-test-build-${key}`), transformSources))
+  entry ??= sourceKey()
+    .then((key) => builtOnce(join(tmpdir(), `agent-audio-test-build-${key}`), transformSources))
     .then((dir) => join(dir, 'src/cli/entry.js'));
   return entry;
 }
@@ -26,7 +27,10 @@ let entry: Promise<string> | undefined;
 
 async function sourceFiles(): Promise<string[]> {
   const entries = await readdir(join(root, 'src'), { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => relative(root, join(e.parentPath ?? e.path, e.name))).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(root, join(e.parentPath ?? e.path, e.name)))
+    .sort();
 }
 
 async function sourceKey(): Promise<string> {

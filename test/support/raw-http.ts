@@ -36,7 +36,12 @@ export function encodeText(value: string | Buffer): Buffer {
 }
 
 export function buildRawRequest(request: RawRequest): Buffer {
-  const parts: Buffer[] = [encodeText(request.method), Buffer.from(' '), encodeText(request.target), Buffer.from(` ${request.version ?? 'HTTP/1.1'}\r\n`)];
+  const parts: Buffer[] = [
+    encodeText(request.method),
+    Buffer.from(' '),
+    encodeText(request.target),
+    Buffer.from(` ${request.version ?? 'HTTP/1.1'}\r\n`),
+  ];
   const names = new Set(request.headers.map(([name]) => name.toLowerCase()));
   const headers: [string, HeaderValue][] = [];
   if (request.host !== false && !names.has('host')) headers.push(['Host', request.host ?? 'localhost']);
@@ -44,12 +49,19 @@ export function buildRawRequest(request: RawRequest): Buffer {
   if (!names.has('connection')) headers.push(['Connection', 'close']);
   const framing = request.framing ?? 'length';
   let body = request.body ?? Buffer.alloc(0);
-  if (framing === 'length' && request.body !== undefined && !names.has('content-length')) headers.push(['Content-Length', String(body.length)]);
+  if (framing === 'length' && request.body !== undefined && !names.has('content-length'))
+    headers.push(['Content-Length', String(body.length)]);
   if (framing === 'chunked') {
     if (!names.has('transfer-encoding')) headers.push(['Transfer-Encoding', 'chunked']);
-    body = Buffer.concat([body.length ? Buffer.from(`${body.length.toString(16)}\r\n`) : Buffer.alloc(0), body, body.length ? Buffer.from('\r\n') : Buffer.alloc(0), Buffer.from('0\r\n\r\n')]);
+    body = Buffer.concat([
+      body.length ? Buffer.from(`${body.length.toString(16)}\r\n`) : Buffer.alloc(0),
+      body,
+      body.length ? Buffer.from('\r\n') : Buffer.alloc(0),
+      Buffer.from('0\r\n\r\n'),
+    ]);
   }
-  for (const [name, value] of headers) parts.push(encodeText(name), Buffer.from(': '), encodeText(value), Buffer.from('\r\n'));
+  for (const [name, value] of headers)
+    parts.push(encodeText(name), Buffer.from(': '), encodeText(value), Buffer.from('\r\n'));
   parts.push(Buffer.from('\r\n'), body);
   return Buffer.concat(parts);
 }
@@ -65,7 +77,12 @@ export function sendRaw(origin: string, bytes: Buffer, timeoutMs = 15_000): Prom
       if (settled) return;
       const parsed = parseAnswer(received);
       // Without Content-Length or chunks the body ends with the connection.
-      const complete = parsed.complete || (closed && parsed.status > 0 && parsed.headers['content-length'] === undefined && !/chunked/i.test(parsed.headers['transfer-encoding'] ?? ''));
+      const complete =
+        parsed.complete ||
+        (closed &&
+          parsed.status > 0 &&
+          parsed.headers['content-length'] === undefined &&
+          !/chunked/i.test(parsed.headers['transfer-encoding'] ?? ''));
       if (!complete && !problem) return;
       settled = true;
       clearTimeout(timer);
@@ -79,11 +96,20 @@ export function sendRaw(origin: string, bytes: Buffer, timeoutMs = 15_000): Prom
     });
     socket.on('error', (e: NodeJS.ErrnoException) => finish(`socket error ${e.code ?? e.message}`, true));
     socket.on('close', () => finish('connection closed', true));
-    socket.on('connect', () => socket.write(bytes, () => { /* the server may answer and close before all is written */ }));
+    socket.on('connect', () =>
+      socket.write(bytes, () => {
+        /* the server may answer and close before all is written */
+      }),
+    );
   });
 }
 
-interface Parsed { complete: boolean; status: number; headers: Record<string, string>; body: Buffer }
+interface Parsed {
+  complete: boolean;
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
 
 function parseAnswer(data: Buffer): Parsed {
   const empty = { complete: false, status: 0, headers: {}, body: Buffer.alloc(0) };
@@ -113,7 +139,8 @@ function parseAnswer(data: Buffer): Parsed {
       const size = parseInt(rest.subarray(at, lineEnd).toString('latin1'), 16);
       if (!Number.isFinite(size)) return { complete: true, status, headers, body: Buffer.concat(chunks) };
       if (size === 0) return { complete: true, status, headers, body: Buffer.concat(chunks) };
-      if (rest.length < lineEnd + 2 + size + 2) return { complete: false, status, headers, body: Buffer.concat(chunks) };
+      if (rest.length < lineEnd + 2 + size + 2)
+        return { complete: false, status, headers, body: Buffer.concat(chunks) };
       chunks.push(rest.subarray(lineEnd + 2, lineEnd + 2 + size));
       at = lineEnd + 2 + size + 2;
     }

@@ -8,20 +8,40 @@ const abi = parseAbi([
 ]);
 
 function chainOf(rpcUrl: string) {
-  return defineChain({ id: 8453, name: 'local', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  return defineChain({
+    id: 8453,
+    name: 'local',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
 }
 
 /** Mints test USDC to an address (as the dev token's minter), mined when this resolves. */
 export async function mintUsdc(rpcUrl: string, to: string, atomic: bigint): Promise<void> {
   const chain = chainOf(rpcUrl);
-  const wallet = createWalletClient({ account: privateKeyToAccount(DEV_ROLES.minter.privateKey), chain, transport: http(rpcUrl), pollingInterval: 20 });
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(DEV_ROLES.minter.privateKey),
+    chain,
+    transport: http(rpcUrl),
+    pollingInterval: 20,
+  });
   const reader = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 20 });
-  const hash = await wallet.writeContract({ address: USDC_ADDRESS, abi, functionName: 'mint', args: [to as Address, atomic] });
+  const hash = await wallet.writeContract({
+    address: USDC_ADDRESS,
+    abi,
+    functionName: 'mint',
+    args: [to as Address, atomic],
+  });
   await reader.waitForTransactionReceipt({ hash });
 }
 
 export function usdcBalance(rpcUrl: string, owner: string): Promise<bigint> {
-  return createPublicClient({ chain: chainOf(rpcUrl), transport: http(rpcUrl) }).readContract({ address: USDC_ADDRESS, abi, functionName: 'balanceOf', args: [owner as Address] });
+  return createPublicClient({ chain: chainOf(rpcUrl), transport: http(rpcUrl) }).readContract({
+    address: USDC_ADDRESS,
+    abi,
+    functionName: 'balanceOf',
+    args: [owner as Address],
+  });
 }
 
 /** The payload of a compact JWS (the signature is checked by the tests that need it). */

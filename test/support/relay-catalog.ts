@@ -7,11 +7,20 @@ export async function relayCatalog(): Promise<Awaited<ReturnType<typeof copyCata
   const catalog = await copyCatalog();
   const file = join(catalog.catalogDir, 'products/streaming-boost-relay.yaml');
   const text = await readFile(file, 'utf8');
-  await writeFile(file, text
-    .replace('status: pending\npricing_status: pending', 'status: ready\npricing_status: approved')
-    .replace('orderable: { human: false, agent: false }', 'orderable: { human: false, agent: true }')
-    .replace(/pricing:\n  basis: quote\n  model: granular\n  currency: USDC\n  decimals: 6\n  pricing_status: pending/, 'pricing:\n  basis: quote\n  model: formula\n  currency: USDC\n  decimals: 6\n  base_atomic: "250000"\n  per_hour_atomic: "20000"\n  per_gb_atomic: "15000"\n  pricing_status: approved\n  quote_ttl_seconds: 300')
-    .replace('listeners: { type: integer, required: true }', 'listeners: { type: integer, required: true, minimum: 1, maximum: 50 }')
-    .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'));
+  await writeFile(
+    file,
+    text
+      .replace('status: pending\npricing_status: pending', 'status: ready\npricing_status: approved')
+      .replace('orderable: { human: false, agent: false }', 'orderable: { human: false, agent: true }')
+      .replace(
+        /pricing:\n  basis: quote\n  model: granular\n  currency: USDC\n  decimals: 6\n  pricing_status: pending/,
+        'pricing:\n  basis: quote\n  model: formula\n  currency: USDC\n  decimals: 6\n  base_atomic: "250000"\n  per_hour_atomic: "20000"\n  per_gb_atomic: "15000"\n  pricing_status: approved\n  quote_ttl_seconds: 300',
+      )
+      .replace(
+        'listeners: { type: integer, required: true }',
+        'listeners: { type: integer, required: true, minimum: 1, maximum: 50 }',
+      )
+      .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'),
+  );
   return catalog;
 }

@@ -8,7 +8,11 @@ import { prebuiltEntry } from './prebuilt-cli.js';
 import { copyTemplateCluster } from './template-data-dir.js';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
-export interface CliResult { code: number | null; stdout: string; stderr: string }
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /**
  * Runs the CLI as a user would, with the given environment on top of this process's: its entry, transformed ahead of
@@ -21,13 +25,27 @@ export async function cli(args: string[], env: Record<string, string> = {}, time
 /** Runs node with these arguments in the project folder and collects its output. */
 export function runNode(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`node ${args.join(' ')} timed out\n${stderr}`)); }, timeoutMs);
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`node ${args.join(' ')} timed out\n${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -44,11 +62,21 @@ export async function scratchDir(prefix: string): Promise<string> {
 }
 
 /** A copy of catalog/ and rules/ that a test may edit. */
-export async function copyCatalog(): Promise<{ dir: string; catalogDir: string; rulesDir: string; remove(): Promise<void> }> {
+export async function copyCatalog(): Promise<{
+  dir: string;
+  catalogDir: string;
+  rulesDir: string;
+  remove(): Promise<void>;
+}> {
   const dir = await scratchDir('audio-catalog-');
   await cp(join(root, 'catalog'), join(dir, 'catalog'), { recursive: true });
   await cp(join(root, 'rules'), join(dir, 'rules'), { recursive: true });
-  return { dir, catalogDir: join(dir, 'catalog'), rulesDir: join(dir, 'rules'), remove: () => rm(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    catalogDir: join(dir, 'catalog'),
+    rulesDir: join(dir, 'rules'),
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
 }
 
 /**
@@ -59,7 +87,13 @@ export async function copyCatalog(): Promise<{ dir: string; catalogDir: string; 
 export async function roomyCatalog(): Promise<{ CATALOG_DIR: string; RULES_DIR: string }> {
   const catalog = await copyCatalog();
   const settingsFile = join(catalog.catalogDir, 'catalog.yaml');
-  await writeFile(settingsFile, (await readFile(settingsFile, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, '$1: { live_services: 100000, listener_places: 10000000 }'));
+  await writeFile(
+    settingsFile,
+    (await readFile(settingsFile, 'utf8')).replace(
+      /(per_key|per_payer): \{[^}]*\}/g,
+      '$1: { live_services: 100000, listener_places: 10000000 }',
+    ),
+  );
   await withoutCapacityReserve(catalog.catalogDir);
   return { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir };
 }
@@ -89,7 +123,10 @@ export interface Service {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export interface StartOptions { dataDir?: string; freshDatabase?: boolean }
+export interface StartOptions {
+  dataDir?: string;
+  freshDatabase?: boolean;
+}
 
 /**
  * Starts `serve` in its own process on a fresh DATA_DIR and a free loopback port. A DATA_DIR without a database gets
@@ -97,15 +134,19 @@ export interface StartOptions { dataDir?: string; freshDatabase?: boolean }
  * `freshDatabase` leaves it to serve.
  */
 export async function startService(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Service> {
-  const dataDir = options.dataDir ?? await scratchDir('audio-data-');
+  const dataDir = options.dataDir ?? (await scratchDir('audio-data-'));
   const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
   if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
   const child = spawn(process.execPath, [await prebuiltEntry(), 'serve'], {
-    cwd: root, env: { ...process.env, ...fullEnv }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: root,
+    env: { ...process.env, ...fullEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stderr!.on('data', (d) => { output += d; });
+  child.stderr!.on('data', (d) => {
+    output += d;
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stdout = '';
   const [baseUrl, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
@@ -114,11 +155,19 @@ export async function startService(env: Record<string, string> = {}, options: St
       stdout += d;
       const serving = /serving on (\S+)/.exec(stdout);
       const metrics = /metrics on (\S+)/.exec(stdout);
-      if (serving && metrics) { clearTimeout(timer); resolve([serving[1], metrics[1]]); }
+      if (serving && metrics) {
+        clearTimeout(timer);
+        resolve([serving[1], metrics[1]]);
+      }
     });
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`serve exited with ${code}:\n${output}`)); });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}:\n${output}`));
+    });
   });
-  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8').catch(() => '{"api_key": ""}')) as { api_key: string };
+  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8').catch(() => '{"api_key": ""}')) as {
+    api_key: string;
+  };
   let stopped: Promise<number | null> | undefined;
   return {
     baseUrl,
@@ -140,20 +189,42 @@ export async function startService(env: Record<string, string> = {}, options: St
   };
 }
 
-export interface JsonResponse { status: number; headers: Headers; body: any }
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
 
-export async function request(service: Pick<Service, 'baseUrl' | 'apiKey'>, method: string, path: string, options: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; auth?: boolean } = {}): Promise<JsonResponse> {
-  const headers: Record<string, string> = { ...(options.auth !== false && { authorization: `Bearer ${service.apiKey}` }), ...options.headers };
+export async function request(
+  service: Pick<Service, 'baseUrl' | 'apiKey'>,
+  method: string,
+  path: string,
+  options: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; auth?: boolean } = {},
+): Promise<JsonResponse> {
+  const headers: Record<string, string> = {
+    ...(options.auth !== false && { authorization: `Bearer ${service.apiKey}` }),
+    ...options.headers,
+  };
   let body: string | Buffer | undefined = options.rawBody;
   if (options.body !== undefined) {
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
   // Bounded well below undici's own 300 s, so that a request the service never answers fails the test by its name.
-  const response = await fetch(service.baseUrl + path, { method, headers, body: body as BodyInit | undefined, signal: AbortSignal.timeout(120_000) })
-    .catch((error: Error) => { throw new Error(`${method} ${path}: ${error.message}`, { cause: error }); });
+  const response = await fetch(service.baseUrl + path, {
+    method,
+    headers,
+    body: body as BodyInit | undefined,
+    signal: AbortSignal.timeout(120_000),
+  }).catch((error: Error) => {
+    throw new Error(`${method} ${path}: ${error.message}`, { cause: error });
+  });
   const text = await response.text();
   let parsed: unknown = text;
-  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
   return { status: response.status, headers: response.headers, body: parsed };
 }

@@ -10,8 +10,14 @@ export async function shortLivedCatalog() {
   const copy = await copyCatalog();
   const file = join(copy.catalogDir, 'products/instant-stream.yaml');
   const text = await readFile(file, 'utf8');
-  await writeFile(file, text
-    .replace('base_atomic: "250000"', 'base_atomic: "270000"')
-    .replace('duration_hours: { type: number, required: true, minimum: 1, maximum: 720 }', 'duration_hours: { type: number, required: true, minimum: 0.0005, maximum: 700 }'));
+  await writeFile(
+    file,
+    text
+      .replace('base_atomic: "250000"', 'base_atomic: "270000"')
+      .replace(
+        'duration_hours: { type: number, required: true, minimum: 1, maximum: 720 }',
+        'duration_hours: { type: number, required: true, minimum: 0.0005, maximum: 700 }',
+      ),
+  );
   return copy;
 }

@@ -1,6 +1,13 @@
 import { x402Client, x402HTTPClient } from '@x402/core/client';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
-import { createSIWxClientHook, createSIWxMessage, createSIWxPayload, encodeSIWxHeader, type SIWxExtension, type SIWxPayload } from '@x402/extensions/sign-in-with-x';
+import {
+  createSIWxClientHook,
+  createSIWxMessage,
+  createSIWxPayload,
+  encodeSIWxHeader,
+  type SIWxExtension,
+  type SIWxPayload,
+} from '@x402/extensions/sign-in-with-x';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import type { PrivateKeyAccount } from 'viem/accounts';
 
@@ -21,12 +28,26 @@ export function challengeOf(response: { headers: Headers }): SIWxExtension {
  * A SIGN-IN-WITH-X header for this challenge, signed by `account` with the package's client functions; `change` edits
  * the challenge before signing (a client that lies), `after` the signed payload.
  */
-export async function signedHeader(challenge: SIWxExtension, account: PrivateKeyAccount, options: { change?: Partial<SIWxExtension['info']>; after?: (p: SIWxPayload) => void } = {}): Promise<string> {
-  const info = { ...challenge.info, ...options.change, chainId: challenge.supportedChains[0].chainId, type: challenge.supportedChains[0].type };
+export async function signedHeader(
+  challenge: SIWxExtension,
+  account: PrivateKeyAccount,
+  options: { change?: Partial<SIWxExtension['info']>; after?: (p: SIWxPayload) => void } = {},
+): Promise<string> {
+  const info = {
+    ...challenge.info,
+    ...options.change,
+    chainId: challenge.supportedChains[0].chainId,
+    type: challenge.supportedChains[0].type,
+  };
   // The package's client refuses to sign a challenge bound to another origin than the one asked; a lying client signs anyway.
-  const payload: SIWxPayload = options.change?.domain || options.change?.uri
-    ? { ...info, address: account.address, signature: await account.signMessage({ message: createSIWxMessage(info, account.address) }) }
-    : await createSIWxPayload(info, account, info.uri);
+  const payload: SIWxPayload =
+    options.change?.domain || options.change?.uri
+      ? {
+          ...info,
+          address: account.address,
+          signature: await account.signMessage({ message: createSIWxMessage(info, account.address) }),
+        }
+      : await createSIWxPayload(info, account, info.uri);
   options.after?.(payload);
   return encodeSIWxHeader(payload);
 }

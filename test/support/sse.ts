@@ -1,10 +1,17 @@
 /** One Server-Sent Event as a client sees it. */
-export interface SseMessage { id?: string; event?: string; data: string }
+export interface SseMessage {
+  id?: string;
+  event?: string;
+  data: string;
+}
 
 /** Opens an SSE stream with fetch and collects its events (and comment lines) until closed. */
 export async function openSse(url: string, headers: Record<string, string>) {
   const controller = new AbortController();
-  const response = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  const response = await fetch(url, {
+    headers: { accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
   const messages: SseMessage[] = [];
   const comments: string[] = [];
   let ended = false;
@@ -24,15 +31,24 @@ export async function openSse(url: string, headers: Record<string, string>) {
           let isEvent = false;
           for (const line of block.split('\n')) {
             if (line.startsWith(':')) comments.push(line.slice(1).trim());
-            else if (line.startsWith('id: ')) { message.id = line.slice(4); isEvent = true; }
-            else if (line.startsWith('event: ')) { message.event = line.slice(7); isEvent = true; }
-            else if (line.startsWith('data: ')) { message.data += line.slice(6); isEvent = true; }
+            else if (line.startsWith('id: ')) {
+              message.id = line.slice(4);
+              isEvent = true;
+            } else if (line.startsWith('event: ')) {
+              message.event = line.slice(7);
+              isEvent = true;
+            } else if (line.startsWith('data: ')) {
+              message.data += line.slice(6);
+              isEvent = true;
+            }
           }
           if (isEvent) messages.push(message);
         }
       }
       endedCleanly = true;
-    } catch { /* aborted, or the connection was cut */ }
+    } catch {
+      /* aborted, or the connection was cut */
+    }
     ended = true;
   })();
   return {

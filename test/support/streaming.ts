@@ -19,7 +19,9 @@ export function connectListener(url: string): Promise<Listener> {
     const req = http.get(url, { headers: { 'user-agent': 'icecast-test' } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      const ended = new Promise<void>((done) => { res.once('close', () => done()); });
+      const ended = new Promise<void>((done) => {
+        res.once('close', () => done());
+      });
       resolve({
         status: res.statusCode ?? 0,
         contentType: res.headers['content-type'],
@@ -34,13 +36,36 @@ export function connectListener(url: string): Promise<Listener> {
 }
 
 export function startFfmpegSource(url: string, kbps = 64): ChildProcess {
-  return spawn('ffmpeg', [
-    '-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
-    '-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-content_type', 'audio/mpeg', '-f', 'mp3', url,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return spawn(
+    'ffmpeg',
+    [
+      '-nostdin',
+      '-loglevel',
+      'error',
+      '-re',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440',
+      '-c:a',
+      'libmp3lame',
+      '-b:a',
+      `${kbps}k`,
+      '-content_type',
+      'audio/mpeg',
+      '-f',
+      'mp3',
+      url,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -52,19 +77,25 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | fals
 
 /** A listener on `url` once its mount is live (Icecast answers 404 before the source connects). */
 export function listenWhenLive(url: string, timeoutMs = 20_000): Promise<Listener> {
-  return waitFor('the mount to go live', async () => {
-    const l = await connectListener(url).catch(() => undefined);
-    if (l?.status === 200) return l;
-    l?.close();
-    return undefined;
-  }, timeoutMs);
+  return waitFor(
+    'the mount to go live',
+    async () => {
+      const l = await connectListener(url).catch(() => undefined);
+      if (l?.status === 200) return l;
+      l?.close();
+      return undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return Promise.race([
     once(child, 'exit').then(([code]) => code as number | null),
-    sleep(timeoutMs, undefined, { ref: false }).then(() => { throw new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`); }),
+    sleep(timeoutMs, undefined, { ref: false }).then(() => {
+      throw new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`);
+    }),
   ]);
 }
 
@@ -75,7 +106,11 @@ export function hasMpegFrame(bytes: Buffer): boolean {
 }
 
 /** A listener on a raw socket counting every byte it receives (response headers included, as Icecast counts). */
-export interface RawListener { status: () => number; received: () => number; close: () => number }
+export interface RawListener {
+  status: () => number;
+  received: () => number;
+  close: () => number;
+}
 export function rawListener(port: number, path: string, agent: string): Promise<RawListener> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -93,7 +128,14 @@ export function rawListener(port: number, path: string, agent: string): Promise<
     socket.once('error', reject);
     socket.once('connect', () => {
       socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: ${agent}\r\n\r\n`);
-      resolve({ status: () => status, received: () => received, close: () => { socket.destroy(); return received; } });
+      resolve({
+        status: () => status,
+        received: () => received,
+        close: () => {
+          socket.destroy();
+          return received;
+        },
+      });
     });
   });
 }

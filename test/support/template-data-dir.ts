@@ -36,7 +36,10 @@ const built = new Map<TemplateKind, Promise<string>>();
 function templateDir(kind: TemplateKind): Promise<string> {
   if (!built.has(kind)) {
     const dir = templateKey().then((key) => join(templatesRoot(), `${kind}-${key}`));
-    built.set(kind, dir.then((folder) => builtOnce(folder, (into) => build(into, kind))));
+    built.set(
+      kind,
+      dir.then((folder) => builtOnce(folder, (into) => build(into, kind))),
+    );
   }
   return built.get(kind)!;
 }

@@ -25,14 +25,33 @@ export interface ServeProcess {
 export function spawnServe(env: Record<string, string>, options: { terminal?: boolean } = {}): ServeProcess {
   const fullEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env };
   const child = options.terminal
-    ? spawn('script', ['-qfec', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} serve`, '/dev/null'], { cwd: root, env: fullEnv, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
-    : spawn(process.execPath, [bin, 'serve'], { cwd: root, env: fullEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    ? spawn('script', ['-qfec', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} serve`, '/dev/null'], {
+        cwd: root,
+        env: fullEnv,
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      })
+    : spawn(process.execPath, [bin, 'serve'], {
+        cwd: root,
+        env: fullEnv,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
   let stdout = '';
   let stderr = '';
   let exitedAt = 0;
-  child.stdout!.on('data', (d) => { stdout += d; });
-  child.stderr!.on('data', (d) => { stderr += d; });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { exitedAt = performance.now(); resolve(code); }));
+  child.stdout!.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      exitedAt = performance.now();
+      resolve(code);
+    }),
+  );
   return {
     child,
     stdout: () => stdout,
@@ -48,7 +67,11 @@ export function spawnServe(env: Record<string, string>, options: { terminal?: bo
       }
     },
     kill() {
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     },
   };
 }

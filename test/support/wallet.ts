@@ -1,5 +1,9 @@
 import { x402Client } from '@x402/core/client';
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
@@ -15,8 +19,12 @@ const erc20 = parseAbi([
 ]);
 const transferTypes = {
   TransferWithAuthorization: [
-    { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' },
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
   ],
 } as const;
 
@@ -71,8 +79,12 @@ export class TestWallet {
       types: transferTypes,
       primaryType: 'TransferWithAuthorization',
       message: {
-        from: authorization.from as Address, to: authorization.to as Address, value: BigInt(authorization.value),
-        validAfter, validBefore, nonce: authorization.nonce as `0x${string}`,
+        from: authorization.from as Address,
+        to: authorization.to as Address,
+        value: BigInt(authorization.value),
+        validAfter,
+        validBefore,
+        nonce: authorization.nonce as `0x${string}`,
       },
     });
     return encodePaymentSignatureHeader(payload);
@@ -83,7 +95,12 @@ export class TestWallet {
     const { asset, nonce } = authorizationOf(signature);
     const cancelSignature = await this.account.signTypedData({
       domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: asset },
-      types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+      types: {
+        CancelAuthorization: [
+          { name: 'authorizer', type: 'address' },
+          { name: 'nonce', type: 'bytes32' },
+        ],
+      },
       primaryType: 'CancelAuthorization',
       message: { authorizer: this.address, nonce },
     });
@@ -100,25 +117,65 @@ export class TestWallet {
       primaryType: 'TransferWithAuthorization',
       message: { from: this.address, to, value, validAfter: 0n, validBefore, nonce },
     });
-    return this.send(asset, 'transferWithAuthorization', [this.address, to, value, 0n, validBefore, nonce, transferSignature]);
+    return this.send(asset, 'transferWithAuthorization', [
+      this.address,
+      to,
+      value,
+      0n,
+      validBefore,
+      nonce,
+      transferSignature,
+    ]);
   }
 
-  private async send(token: Address, functionName: 'cancelAuthorization' | 'transferWithAuthorization', args: readonly unknown[]): Promise<'mined' | 'reverted'> {
-    const chain = defineChain({ id: 8453, name: 'local', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [this.rpcUrl] } } });
-    const wallet = createWalletClient({ account: this.account, chain, transport: http(this.rpcUrl), pollingInterval: 20 });
+  private async send(
+    token: Address,
+    functionName: 'cancelAuthorization' | 'transferWithAuthorization',
+    args: readonly unknown[],
+  ): Promise<'mined' | 'reverted'> {
+    const chain = defineChain({
+      id: 8453,
+      name: 'local',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [this.rpcUrl] } },
+    });
+    const wallet = createWalletClient({
+      account: this.account,
+      chain,
+      transport: http(this.rpcUrl),
+      pollingInterval: 20,
+    });
     // Sent without simulation, as an attacker would: a revert is an answer too.
-    const hash = await wallet.writeContract({ address: token, abi: erc20, functionName, args: args as never, gas: 200_000n });
+    const hash = await wallet.writeContract({
+      address: token,
+      abi: erc20,
+      functionName,
+      args: args as never,
+      gas: 200_000n,
+    });
     const receipt = await this.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     return receipt.status === 'success' ? 'mined' : 'reverted';
   }
 
   balanceOf(token: string, owner: string): Promise<bigint> {
-    return this.chain.readContract({ address: token as Address, abi: erc20, functionName: 'balanceOf', args: [owner as Address] });
+    return this.chain.readContract({
+      address: token as Address,
+      abi: erc20,
+      functionName: 'balanceOf',
+      args: [owner as Address],
+    });
   }
 }
 
 /** The token and nonce a PAYMENT-SIGNATURE header authorizes. */
 export function authorizationOf(signature: string): { asset: Address; nonce: Hex; from: Address } {
-  const payload = JSON.parse(Buffer.from(signature, 'base64').toString('utf8')) as { accepted: { asset: Address }; payload: { authorization: { nonce: Hex; from: Address } } };
-  return { asset: payload.accepted.asset, nonce: payload.payload.authorization.nonce, from: payload.payload.authorization.from };
+  const payload = JSON.parse(Buffer.from(signature, 'base64').toString('utf8')) as {
+    accepted: { asset: Address };
+    payload: { authorization: { nonce: Hex; from: Address } };
+  };
+  return {
+    asset: payload.accepted.asset,
+    nonce: payload.payload.authorization.nonce,
+    from: payload.payload.authorization.from,
+  };
 }

@@ -6,7 +6,14 @@ export interface Delivery {
   at: number;
   headers: http.IncomingHttpHeaders;
   body: string;
-  event: { id: string; type: string; created_at: string; service_id: string | null; order_id: string | null; data: Record<string, unknown> };
+  event: {
+    id: string;
+    type: string;
+    created_at: string;
+    service_id: string | null;
+    order_id: string | null;
+    data: Record<string, unknown>;
+  };
   /** The sender's port (to find the process that sent it: socketOwner). */
   remotePort: number;
   /** The path and query it was posted to (endpoints of one receiver differ by query). */
@@ -25,16 +32,29 @@ export async function startReceiver(answer: (delivery: Delivery, index: number) 
   const server = http.createServer((req, res) => {
     open++;
     mostOpen = Math.max(mostOpen, open);
-    res.once('close', () => { open--; });
+    res.once('close', () => {
+      open--;
+    });
     let body = '';
     req.setEncoding('utf8');
-    req.on('data', (chunk: string) => { body += chunk; });
+    req.on('data', (chunk: string) => {
+      body += chunk;
+    });
     req.on('end', () => {
-      const delivery: Delivery = { at: Date.now(), headers: req.headers, body, event: JSON.parse(body), remotePort: req.socket.remotePort ?? 0, path: req.url ?? '' };
+      const delivery: Delivery = {
+        at: Date.now(),
+        headers: req.headers,
+        body,
+        event: JSON.parse(body),
+        remotePort: req.socket.remotePort ?? 0,
+        path: req.url ?? '',
+      };
       deliveries.push(delivery);
       for (const wake of [...waiters]) wake();
       const { status, release } = answer(delivery, deliveries.length - 1);
-      void (release ?? Promise.resolve()).then(() => { res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not now'); });
+      void (release ?? Promise.resolve()).then(() => {
+        res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not now');
+      });
     });
   });
   server.listen(0, '127.0.0.1');
@@ -51,15 +71,26 @@ export async function startReceiver(answer: (delivery: Delivery, index: number) 
       for (;;) {
         const found = deliveries.find(match);
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`no matching delivery within ${timeoutMs} ms; got ${deliveries.map((d) => d.event.type).join(', ')}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `no matching delivery within ${timeoutMs} ms; got ${deliveries.map((d) => d.event.type).join(', ')}`,
+          );
         await new Promise<void>((resolve) => {
-          const wake = () => { clearTimeout(timer); waiters.delete(wake); resolve(); };
+          const wake = () => {
+            clearTimeout(timer);
+            waiters.delete(wake);
+            resolve();
+          };
           const timer = setTimeout(wake, 500);
           waiters.add(wake);
         });
       }
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -67,7 +98,14 @@ export async function startReceiver(answer: (delivery: Delivery, index: number) 
 export async function socketOwner(localPort: number, pids: number[]): Promise<number | undefined> {
   const table = await readFile('/proc/net/tcp', 'utf8');
   const hexPort = localPort.toString(16).toUpperCase().padStart(4, '0');
-  const inodes = new Set(table.split('\n').slice(1).map((line) => line.trim().split(/\s+/)).filter((f) => f[1]?.endsWith(`:${hexPort}`)).map((f) => f[9]));
+  const inodes = new Set(
+    table
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((f) => f[1]?.endsWith(`:${hexPort}`))
+      .map((f) => f[9]),
+  );
   for (const pid of pids) {
     const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
     for (const fd of fds) {

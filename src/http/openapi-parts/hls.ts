@@ -2,7 +2,8 @@ import { HLS_SEGMENT_SECONDS } from '../../hls/index.js';
 import type { OpenApiPart } from './part.js';
 
 const error = (description: string) => ({
-  description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 });
 const playlist = (description: string) => ({
   description,
@@ -10,29 +11,42 @@ const playlist = (description: string) => ({
   content: { 'application/vnd.apple.mpegurl': { schema: { type: 'string' } } },
 });
 const serviceId = {
-  name: 'service_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' },
+  name: 'service_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' },
 };
 const segment = {
-  name: 'segment', in: 'path', required: true, schema: { type: 'string', pattern: '^seg[0-9]{1,12}\\.ts$' },
+  name: 'segment',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^seg[0-9]{1,12}\\.ts$' },
 };
 const session = {
-  name: 'session', in: 'query', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' },
+  name: 'session',
+  in: 'query',
+  required: true,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' },
   description: 'The listener session named by index.m3u8 (copied into every address it leads to).',
 };
 const gone = error('service_not_active: the service was stopped, suspended or has expired; its HLS is gone.');
 const notFound = error('service_not_found: no such service.');
 const rateLimited = error('rate_limited or too_many_connections from this address: wait Retry-After seconds.');
-const full = error('listener_limit_reached (retryable, Retry-After): all bought listener places are taken, '
-  + 'by Icecast and HLS listeners together.');
+const full = error(
+  'listener_limit_reached (retryable, Retry-After): all bought listener places are taken, ' +
+    'by Icecast and HLS listeners together.',
+);
 const notReady = error('hls_not_ready (retryable, Retry-After): the stream has no source to segment yet.');
 const badSession = error('hls_session_invalid: the session is missing or malformed; start again from index.m3u8.');
 const segmentGone = error('hls_segment_not_found: no longer in the playlist; fetch live.m3u8 again.');
-const presence = `A session is a listener while it fetched something within ${2 * HLS_SEGMENT_SECONDS} s `
-  + '(twice the segment length); one that comes back later takes a place again if one is free.';
-const tag = `A service's stream as HLS (AAC in MPEG-TS segments of about ${HLS_SEGMENT_SECONDS} s, `
-  + 'a sliding playlist), for browsers and iOS: the address is endpoints.hls_url of the service record. '
-  + 'Public like the Icecast URL; any origin may read it (CORS). HLS listeners take the bought listener places '
-  + `and count in the usage (listeners, listener_hours, bytes sent, transfer). ${presence}`;
+const presence =
+  `A session is a listener while it fetched something within ${2 * HLS_SEGMENT_SECONDS} s ` +
+  '(twice the segment length); one that comes back later takes a place again if one is free.';
+const tag =
+  `A service's stream as HLS (AAC in MPEG-TS segments of about ${HLS_SEGMENT_SECONDS} s, ` +
+  'a sliding playlist), for browsers and iOS: the address is endpoints.hls_url of the service record. ' +
+  'Public like the Icecast URL; any origin may read it (CORS). HLS listeners take the bought listener places ' +
+  `and count in the usage (listeners, listener_hours, bytes sent, transfer). ${presence}`;
 
 /** OpenAPI for the HLS tag (merged into /openapi.json by src/http/openapi.ts). */
 export const part: OpenApiPart = {
@@ -41,31 +55,46 @@ export const part: OpenApiPart = {
   paths: {
     '/hls/{service_id}/index.m3u8': {
       get: {
-        tags: ['HLS'], operationId: 'getHlsPlaylist', security: [],
+        tags: ['HLS'],
+        operationId: 'getHlsPlaylist',
+        security: [],
         summary: 'The multivariant playlist: admits a listener session and names its media playlist.',
         description: 'The first request starts the rendition and waits for its first segment (a few seconds).',
         parameters: [serviceId],
         responses: {
           200: playlist('One variant, live.m3u8?session=…'),
-          403: full, 404: notFound, 410: gone, 429: rateLimited, 503: notReady,
+          403: full,
+          404: notFound,
+          410: gone,
+          429: rateLimited,
+          503: notReady,
         },
       },
     },
     '/hls/{service_id}/live.m3u8': {
       get: {
-        tags: ['HLS'], operationId: 'getHlsMediaPlaylist', security: [],
+        tags: ['HLS'],
+        operationId: 'getHlsMediaPlaylist',
+        security: [],
         summary: 'The sliding media playlist of a session; its segment addresses carry the session.',
         description: presence,
         parameters: [serviceId, session],
         responses: {
           200: playlist('The last six segments.'),
-          400: badSession, 403: full, 404: notFound, 410: gone, 429: rateLimited, 503: notReady,
+          400: badSession,
+          403: full,
+          404: notFound,
+          410: gone,
+          429: rateLimited,
+          503: notReady,
         },
       },
     },
     '/hls/{service_id}/{segment}': {
       get: {
-        tags: ['HLS'], operationId: 'getHlsSegment', security: [],
+        tags: ['HLS'],
+        operationId: 'getHlsSegment',
+        security: [],
         summary: 'One segment (its bytes count in the usage once sent in full).',
         parameters: [serviceId, segment, session],
         responses: {
@@ -74,7 +103,11 @@ export const part: OpenApiPart = {
             headers: { 'Cache-Control': { schema: { type: 'string' } } },
             content: { 'video/mp2t': { schema: { type: 'string', format: 'binary' } } },
           },
-          400: badSession, 403: full, 404: segmentGone, 410: gone, 429: rateLimited,
+          400: badSession,
+          403: full,
+          404: segmentGone,
+          410: gone,
+          429: rateLimited,
         },
       },
     },

@@ -8,7 +8,9 @@
   var pollMs = Number(body.getAttribute('data-poll-ms')) || 3000;
   var audio = document.getElementById('player');
   var button = document.getElementById('play');
-  var el = function (id) { return document.getElementById(id); };
+  var el = function (id) {
+    return document.getElementById(id);
+  };
   var state = null;
   var source = null; // the address being played
   var hls = null;
@@ -27,7 +29,9 @@
     var h = Math.floor(seconds / 3600);
     var m = Math.floor((seconds % 3600) / 60);
     var s = Math.floor(seconds % 60);
-    var two = function (n) { return (n < 10 ? '0' : '') + n; };
+    var two = function (n) {
+      return (n < 10 ? '0' : '') + n;
+    };
     return (h > 0 ? h + ':' + two(m) : String(m)) + ':' + two(s) + ' left';
   }
 
@@ -45,12 +49,17 @@
     var script = document.createElement('script');
     script.src = hlsScript;
     script.onload = then;
-    script.onerror = function () { playMp3(); };
+    script.onerror = function () {
+      playMp3();
+    };
     document.head.appendChild(script);
   }
 
   function playMp3() {
-    if (hls) { hls.destroy(); hls = null; }
+    if (hls) {
+      hls.destroy();
+      hls = null;
+    }
     source = state.stream_url;
     audio.src = source;
     body.setAttribute('data-protocol', 'icecast');
@@ -78,7 +87,9 @@
       audio.src = source;
       body.setAttribute('data-protocol', 'hls');
     } else {
-      loadHlsJs(function () { attachHls(state.hls_url); });
+      loadHlsJs(function () {
+        attachHls(state.hls_url);
+      });
     }
   }
 
@@ -87,13 +98,18 @@
     wantPlaying = true;
     choose();
     var started = audio.play();
-    if (started && started.catch) started.catch(function () { /* autoplay refused: the button stays */ });
+    if (started && started.catch)
+      started.catch(function () {
+        /* autoplay refused: the button stays */
+      });
   }
 
   function showHistory(tracks) {
     var list = el('history');
     if (!list) return;
-    var lines = tracks.slice(1).map(function (t) { return (t.artist ? t.artist + ' \u2013 ' : '') + t.title; });
+    var lines = tracks.slice(1).map(function (t) {
+      return (t.artist ? t.artist + ' \u2013 ' : '') + t.title;
+    });
     if (list.getAttribute('data-shown') === lines.join('\n')) return;
     list.setAttribute('data-shown', lines.join('\n'));
     list.textContent = '';
@@ -120,7 +136,10 @@
 
   function ended(message) {
     state = null;
-    if (hls) { hls.destroy(); hls = null; }
+    if (hls) {
+      hls.destroy();
+      hls = null;
+    }
     audio.pause();
     audio.removeAttribute('src');
     body.setAttribute('data-ended', 'true');
@@ -130,25 +149,41 @@
   }
 
   function poll() {
-    fetch(stateUrl, { cache: 'no-store' }).then(function (response) {
-      if (response.status === 404 || response.status === 410) {
+    fetch(stateUrl, { cache: 'no-store' })
+      .then(function (response) {
+        if (response.status === 404 || response.status === 410) {
+          return response.json().then(function (doc) {
+            ended(doc.error ? doc.error.message : 'This stream has ended.');
+            return false;
+          });
+        }
+        if (!response.ok) return true;
         return response.json().then(function (doc) {
-          ended(doc.error ? doc.error.message : 'This stream has ended.');
-          return false;
+          render(doc.listen);
+          return true;
         });
-      }
-      if (!response.ok) return true;
-      return response.json().then(function (doc) { render(doc.listen); return true; });
-    }).catch(function () { return true; }).then(function (again) {
-      if (again) setTimeout(poll, pollMs);
-    });
+      })
+      .catch(function () {
+        return true;
+      })
+      .then(function (again) {
+        if (again) setTimeout(poll, pollMs);
+      });
   }
 
   button.addEventListener('click', function () {
-    if (audio.paused) play(); else { wantPlaying = false; audio.pause(); }
+    if (audio.paused) play();
+    else {
+      wantPlaying = false;
+      audio.pause();
+    }
   });
-  audio.addEventListener('play', function () { button.textContent = 'Pause'; });
-  audio.addEventListener('pause', function () { button.textContent = 'Play'; });
+  audio.addEventListener('play', function () {
+    button.textContent = 'Pause';
+  });
+  audio.addEventListener('pause', function () {
+    button.textContent = 'Play';
+  });
   // A live stream that drops (the source reconnects) is picked up again.
   audio.addEventListener('error', function () {
     if (!state || !wantPlaying) return;
@@ -158,7 +193,9 @@
   setInterval(showTimeLeft, 1000);
   try {
     render(JSON.parse(el('initial-state').textContent));
-  } catch (e) { /* the first poll renders */ }
+  } catch (e) {
+    /* the first poll renders */
+  }
   setTimeout(poll, pollMs);
   if (body.getAttribute('data-autoplay') === 'true') play();
-}());
+})();
