@@ -1,30 +1,26 @@
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { AuditLog, HeadPublisher, loadSigningKey } from '../audit/index.js';
+import { AuditLog, HeadPublisher, loadSigningKey, type HeadSigner } from '../audit/index.js';
 import { formatDiagnostic, type Diagnostic } from '../catalog/index.js';
+import { LiveSnapshot } from '../catalog/live-snapshot.js';
+import { HlsManager, hlsUrlFor, withHlsUsage } from '../hls/index.js';
 import {
-  answerClientErrors,
-  API_PREFIX,
   ConnectionCap,
   createRequestListener,
   healthDetails,
   ICECAST_CALLBACK_PREFIX,
-  limitRequestTime,
   type CheckoutStatus,
 } from '../http/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
+import { ListenPages } from '../listen/index.js';
 import type { Logger } from '../log/index.js';
-import { LiveSnapshot } from '../catalog/live-snapshot.js';
-import { HlsManager, hlsUrlFor, withHlsUsage } from '../hls/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
+import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import {
   AutoDjManager,
   IcecastDecider,
@@ -38,16 +34,16 @@ import {
   ServiceRecords,
   StreamCapacity,
 } from '../services/index.js';
-import { ListenPages } from '../listen/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
-import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import { cachedProbe } from './cached-probe.js';
 import { signingKeyOptions, type Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { events } from './events.js';
-import { payments } from './payments.js';
-import { streaming } from './streaming.js';
+import { events, type Events } from './events.js';
+import { openHttpServer, type HttpServer } from './http-server.js';
+import { payments, type Payments } from './payments.js';
+import { BackgroundStop, Shutdown } from './shutdown.js';
+import { streaming, type Streaming } from './streaming.js';
 import { serviceVersion } from './version.js';
 
 export interface RunningService {
@@ -60,361 +56,420 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Brings up everything on embedded defaults (or DATABASE_URL): PostgreSQL, migrations, catalog with hot reload, HTTP. */
-/** How long GET /health answers the chain's state from its last probe (it is unauthenticated: a flood must not reach the RPC). */
+/** How long GET /health answers the chain's state from its last probe (unauthenticated: a flood must not reach the RPC). */
 const HEALTH_CHAIN_PROBE_MS = 5000;
 
+/** What every part of the application is built from, once the HTTP server listens. */
+interface Foundation {
+  config: Config;
+  log: Logger;
+  db: Database;
+  live: LiveSnapshot;
+  audit: AuditLog;
+  keys: ApiKeys;
+  pay: Payments;
+  /** Signature checks that need the chain (smart wallets), for callers who have paid nothing yet: cached, budgeted. */
+  chainChecks?: ChainChecks;
+  stream: Streaming;
+  http: HttpServer;
+  metrics: Metrics;
+  shutdown: Shutdown;
+}
+
+/**
+ * Brings up everything on embedded defaults (or DATABASE_URL): PostgreSQL, migrations, catalog with hot reload,
+ * payments, Icecast, HTTP, then the workers. Each step registers how it is undone; a failed start undoes what ran.
+ */
 export async function serve(config: Config, log: Logger): Promise<RunningService> {
-  const cleanup: (() => Promise<unknown>)[] = [];
-  const stop = async () => {
-    for (const step of cleanup.reverse()) await step().catch((err) => log.error({ err }, 'shutdown step failed'));
-  };
+  const shutdown = new Shutdown(log);
   try {
     armCrashPoints({ crashAt: config.testHooks.orderCrashAt, pauseAt: config.testHooks.orderPauseAt });
     treatAsPublic(config.testHooks.ssrfPublicAddresses);
     const lock = await DataDirLock.acquire(config.dataDir);
-    cleanup.push(() => lock.release());
-    // Icecast takes over a second to stop by itself: it stops while the steps after it run, and is waited for here.
-    let streamStopped: Promise<void> = Promise.resolve();
-    cleanup.push(() => streamStopped);
-
-    let pg: RunningPostgres | undefined;
-    if (!config.databaseUrl) {
-      // PostgreSQL's own output is for LOG_LEVEL=debug; what was done about the data directory is worth a line.
-      pg = await startEmbeddedPostgres(config.dataDir, (line, level) =>
-        level === 'info' ? log.info({ component: 'postgres' }, line) : log.debug?.({ component: 'postgres' }, line),
-      );
-      cleanup.push(() => pg!.stop());
-    }
-    const databaseUrl = config.databaseUrl ?? pg!.url;
-    const db = new Database(databaseUrl);
-    cleanup.push(() => db.close());
-    const applied = await migrate(db).catch((e) => {
-      throw config.databaseUrl ? unreachable(config.databaseUrl, e) : e;
-    });
-    if (applied.length) log.info({ migrations: applied }, 'migrations applied');
-
-    const live = await LiveSnapshot.open(config.catalogDir, config.rulesDir);
-    cleanup.push(async () => live.close());
-    const audit = new AuditLog(db);
-    await audit.saveSnapshot(live.current);
-    live.on('reloaded', (snapshot) => {
-      log.info({ content_hash: snapshot.hash }, 'catalog reloaded');
-      audit.saveSnapshot(snapshot).catch((err) => log.error({ err }, 'could not store the reloaded snapshot'));
-    });
-    live.on('rejected', (diagnostics: Diagnostic[]) => {
-      log.warn(
-        { errors: diagnostics.map(formatDiagnostic) },
-        'catalog edit rejected; still serving the last good version',
-      );
-    });
-    live.watch({ checkIntervalMs: config.catalogCheckIntervalMs });
-
-    const keys = new ApiKeys(db);
-    cleanup.push(await keys.listenForRevocations()); // verified keys are cached; revocations are pushed by PostgreSQL
-    // The operator key signs the audit chain's heads and the offers and receipts agents keep.
-    const signer = await loadSigningKey(signingKeyOptions(config, true));
-    if (!signer)
-      log.warn(
-        {},
-        'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)',
-      );
-    const pay = await payments({
-      production: config.production,
-      dataDir: config.dataDir,
-      log,
-      settings: config.payments,
-      operatorKey: signer,
-      refundKey: config.refunds.privateKey,
-      devRefundFunds: config.refunds.devFundsAtomic,
-    });
-    if (
-      pay.refunds.wallet &&
-      pay.gateway &&
-      pay.refunds.wallet.address.toLowerCase() === pay.gateway.terms.payTo.toLowerCase()
-    ) {
-      throw new Error(
-        'X402_REFUND_KEY is the key of X402_PAY_TO: refunds must come from a separate hot wallet holding only what refunds need',
-      );
-    }
-    // Signature checks that need the chain (smart wallets), for callers who have paid nothing yet: cached, budgeted.
-    const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
-    cleanup.push(() => pay.stop());
-    const stream = streaming(config.dataDir, log, config.streaming);
-    cleanup.push(async () => {
-      streamStopped = stream.stop();
-    });
-
-    let baseUrl = '';
-    let publicBaseUrl = '';
-    const metrics = new Metrics(db);
-    const hls = stream.available
-      ? new HlsManager({
-          db,
-          dir: join(config.dataDir, 'hls'),
-          icecastUrl: () => stream.localUrl(),
-          hostId: () => stream.hostId(),
-          log,
-        })
-      : undefined;
-    const hlsEndpoint = (s: { id: string }): Record<string, string> =>
-      hls ? { hls_url: hlsUrlFor(publicBaseUrl, s) } : {};
-    const services = new ServiceRecords(db, stream, () => publicBaseUrl, hlsEndpoint);
-    const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
-    await media.removePartialUploads();
-    const nowPlaying = new NowPlaying(db, () => stream.admin());
-    const listenerSessions = new ListenerSessions(db);
-    const listen = new ListenPages(db, services, nowPlaying, () => publicBaseUrl);
-    const autodj = new AutoDjManager(
-      db,
-      media,
-      () => stream.publicUrl(),
-      () => stream.admin(),
-      log,
-      nowPlaying,
-    );
-    const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
-    const checkout: CheckoutStatus = stream.available
-      ? pay.checkout
-      : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
-    let orders: OrderService | undefined;
-    let capacity: StreamCapacity | undefined;
-    let recovery: OrderRecovery | undefined;
-    if (pay.gateway && pay.ledger && stream.available) {
-      const store = new OrderStore(db);
-      const { leaseSeconds, recoveryIntervalMs } = config.orders;
-      const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
-      capacity = new StreamCapacity(db, stream, stream.limits);
-      const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
-      orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {
-        leaseSeconds,
-        waitForInFlightMs: 3000,
-        capacity,
-        precheck,
-        refundAfterMs: config.refunds.provisionTimeoutMs,
-      });
-      recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
-    }
-
-    const refundLeaseSeconds = config.orders.leaseSeconds;
-    const refundDeps: RefundDeps = {
-      db,
-      live,
-      audit,
-      log,
-      metrics,
-      store: new RefundStore(db),
-      ledger: pay.ledger,
-      wallet: pay.refunds.wallet,
-      receipts: pay.gateway?.receipts,
-      network: pay.checkout.network,
-      cutter: {
-        admin: () => stream.admin(),
-        autodj,
-        relays,
-        dropListeners: async (id) => {
-          await db.query('DELETE FROM listeners WHERE service_id = $1', [id]);
-        },
-      },
-      settings: {
-        maxPerDayAtomic: config.refunds.maxPerDayAtomic,
-        provisionTimeoutMs: config.refunds.provisionTimeoutMs,
-        leaseSeconds: refundLeaseSeconds,
-        walletMissingReason: pay.refunds.missingReason,
-      },
-    };
-    const refundWorker = new RefundWorker(refundDeps, log, {
-      intervalMs: config.refunds.intervalMs,
-      leaseSeconds: refundLeaseSeconds,
-    });
-    const refunds = new Refunds(refundDeps, () => refundWorker.kick());
-
-    // Icecast calls back from 127.0.0.1 (see streaming.start below), so loopback is not capped; nor are trusted proxies.
+    shutdown.push(() => lock.release());
+    // Icecast is waited for here, after the database: a new start on this DATA_DIR finds its port free.
+    const icecastStop = new BackgroundStop();
+    shutdown.push(icecastStop.waiter);
+    const store = await startStore(config, log, shutdown);
+    const { live, audit } = await startCatalog(config, log, store.db, shutdown);
+    const keys = new ApiKeys(store.db);
+    shutdown.push(await keys.listenForRevocations()); // verified keys are cached; revocations are pushed by PostgreSQL
+    const signer = await operatorSigner(config, log);
+    const pay = await startPayments(config, log, signer, shutdown);
+    const stream = startStreaming(config, log, shutdown, icecastStop);
+    // Icecast calls back from 127.0.0.1 (see startStreamingHost), so loopback is not capped; nor are trusted proxies.
     const connections = new ConnectionCap(
       config.http.connectionsPerIp,
       new Set(['127.0.0.1', ...config.trustedProxies]),
     );
-    const auditHead = signer && new HeadPublisher(db, signer);
-    if (auditHead) {
-      // Heads are also signed and kept at start and now and then when nobody asks, so that a rewrite shows in audit verify.
-      await auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head'));
-      const timer = setInterval(() => {
-        auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head'));
-      }, config.audit.headIntervalMs);
-      timer.unref();
-      cleanup.push(async () => clearInterval(timer));
-    }
-
-    const eventing = await events(db, log, config);
-    cleanup.push(() => eventing.stop());
-    const quotes = new QuoteService(db, live, audit);
-    const identity = walletIdentity(
-      db,
-      keys,
-      {
-        publicBaseUrl: () => publicBaseUrl,
-        network: pay.checkout.network,
-        challengeSeconds: config.siwxChallengeSeconds,
-        allowedFactories: config.eip6492Factories,
-        ...(chainChecks && { chain: chainChecks }),
-      },
-      config.signup,
-    );
-    const mcp = new McpEndpoint({
+    const http = await openHttpServer(config, connections, shutdown);
+    const metrics = new Metrics(store.db);
+    const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
+    const base: Foundation = {
+      config,
+      log,
+      db: store.db,
       live,
+      audit,
       keys,
-      events: eventing.api,
-      callers: identity.callers,
-      publicBaseUrl: () => publicBaseUrl,
-      quotes,
-      checkout,
-      orders,
-      services,
-      refunds,
-      media,
+      pay,
+      chainChecks,
+      stream,
+      http,
       metrics,
-      nowPlaying,
-      version: serviceVersion,
-      logError: (fields, message) => log.error(fields, message),
-      ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
-      listenHost: config.host,
-      allowedOrigins: config.mcpAllowedOrigins,
-    });
-    const chainProbe =
-      pay.ledger &&
-      cachedProbe(HEALTH_CHAIN_PROBE_MS, () =>
-        timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))),
-      );
-    const checkHealth = async () => ({
-      ...(await checkDatabase(db)),
-      ...(chainProbe && { chain: await chainProbe() }),
-      icecast: await stream.health(),
-    });
-    const listener = createRequestListener({
-      events: eventing.api,
+      shutdown,
+    };
+    const app = await startApplication(base, signer, connections);
+    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort, () =>
+      healthDetails({
+        live,
+        checkout: app.checkout,
+        version: serviceVersion,
+        checkHealth: app.checkHealth,
+        auditHead: app.auditHead,
+      }),
+    );
+    shutdown.push(() => metricsServer.close());
+    await startStreamingHost(base, app);
+    await lock.update({ base_url: http.baseUrl, ...(store.pg && { database_url: store.databaseUrl }) });
+    const dev = config.production
+      ? undefined
+      : await writeDevFile(config, keys, { base_url: http.baseUrl, ...pay.dev });
+    log.info({ base_url: http.baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
+    const icecastUrl = stream.available ? stream.publicUrl() : undefined;
+    const chainRpcUrl = pay.dev?.chain.rpc_url;
+    return {
+      baseUrl: http.baseUrl,
+      metricsUrl: metricsServer.url,
+      dev,
+      chainRpcUrl,
+      icecastUrl,
+      stop: () => shutdown.run(),
+    };
+  } catch (e) {
+    await shutdown.run();
+    throw e;
+  }
+}
+
+/** The embedded PostgreSQL (unless DATABASE_URL names one), connected and migrated. */
+async function startStore(config: Config, log: Logger, shutdown: Shutdown) {
+  let pg: RunningPostgres | undefined;
+  if (!config.databaseUrl) {
+    // PostgreSQL's own output is for LOG_LEVEL=debug; what was done about the data directory is worth a line.
+    pg = await startEmbeddedPostgres(config.dataDir, (line, level) =>
+      level === 'info' ? log.info({ component: 'postgres' }, line) : log.debug?.({ component: 'postgres' }, line),
+    );
+    const started = pg;
+    shutdown.push(() => started.stop());
+  }
+  const databaseUrl = config.databaseUrl ?? pg!.url;
+  const db = new Database(databaseUrl);
+  shutdown.push(() => db.close());
+  const applied = await migrate(db).catch((e) => {
+    throw config.databaseUrl ? unreachable(config.databaseUrl, e) : e;
+  });
+  if (applied.length) log.info({ migrations: applied }, 'migrations applied');
+  return { db, pg, databaseUrl };
+}
+
+/** The catalog and rules being served, reloaded on edit; every version is kept for the audit trail. */
+async function startCatalog(config: Config, log: Logger, db: Database, shutdown: Shutdown) {
+  const live = await LiveSnapshot.open(config.catalogDir, config.rulesDir);
+  shutdown.push(async () => live.close());
+  const audit = new AuditLog(db);
+  await audit.saveSnapshot(live.current);
+  live.on('reloaded', (snapshot) => {
+    log.info({ content_hash: snapshot.hash }, 'catalog reloaded');
+    audit.saveSnapshot(snapshot).catch((err) => log.error({ err }, 'could not store the reloaded snapshot'));
+  });
+  live.on('rejected', (diagnostics: Diagnostic[]) => {
+    const errors = diagnostics.map(formatDiagnostic);
+    log.warn({ errors }, 'catalog edit rejected; still serving the last good version');
+  });
+  live.watch({ checkIntervalMs: config.catalogCheckIntervalMs });
+  return { live, audit };
+}
+
+/** The operator key signs the audit chain's heads and the offers and receipts agents keep. */
+async function operatorSigner(config: Config, log: Logger): Promise<HeadSigner | undefined> {
+  const signer = await loadSigningKey(signingKeyOptions(config, true));
+  if (!signer) {
+    log.warn(
+      {},
+      'audit chain heads, offers and receipts are not signed: set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE (an Ed25519 private key)',
+    );
+  }
+  return signer;
+}
+
+async function startPayments(config: Config, log: Logger, signer: HeadSigner | undefined, shutdown: Shutdown) {
+  const pay = await payments({
+    production: config.production,
+    dataDir: config.dataDir,
+    log,
+    settings: config.payments,
+    operatorKey: signer,
+    refundKey: config.refunds.privateKey,
+    devRefundFunds: config.refunds.devFundsAtomic,
+  });
+  shutdown.push(() => pay.stop());
+  const refundFrom = pay.refunds.wallet?.address.toLowerCase();
+  if (refundFrom && pay.gateway && refundFrom === pay.gateway.terms.payTo.toLowerCase()) {
+    throw new Error(
+      'X402_REFUND_KEY is the key of X402_PAY_TO: refunds must come from a separate hot wallet holding only what refunds need',
+    );
+  }
+  return pay;
+}
+
+/** Icecast, supervised; it starts once the HTTP server that answers its callbacks listens (startStreamingHost). */
+function startStreaming(config: Config, log: Logger, shutdown: Shutdown, icecastStop: BackgroundStop): Streaming {
+  const stream = streaming(config.dataDir, log, config.streaming);
+  // Icecast takes over a second to stop by itself: it stops while the steps after it run.
+  shutdown.push(icecastStop.starter(() => stream.stop()));
+  return stream;
+}
+
+/** The parts that read and write services: records, media, now playing, players, HLS. */
+function streamingParts({ config, log, db, stream, http }: Foundation) {
+  const hls = stream.available
+    ? new HlsManager({
+        db,
+        dir: join(config.dataDir, 'hls'),
+        icecastUrl: () => stream.localUrl(),
+        hostId: () => stream.hostId(),
+        log,
+      })
+    : undefined;
+  const hlsEndpoint = (s: { id: string }): Record<string, string> =>
+    hls ? { hls_url: hlsUrlFor(http.publicBaseUrl, s) } : {};
+  const services = new ServiceRecords(db, stream, () => http.publicBaseUrl, hlsEndpoint);
+  const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
+  const nowPlaying = new NowPlaying(db, () => stream.admin());
+  const listenerSessions = new ListenerSessions(db);
+  const listen = new ListenPages(db, services, nowPlaying, () => http.publicBaseUrl);
+  const autodj = new AutoDjManager(
+    db,
+    media,
+    () => stream.publicUrl(),
+    () => stream.admin(),
+    log,
+    nowPlaying,
+  );
+  const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
+  return { hls, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+}
+type StreamingParts = ReturnType<typeof streamingParts>;
+
+/** Orders paid with x402, when payments and Icecast are both there: the order service, capacity and recovery. */
+function sales(base: Foundation, services: ServiceRecords) {
+  const { config, log, db, live, audit, pay, chainChecks, stream, metrics } = base;
+  if (!(pay.gateway && pay.ledger && stream.available)) return {};
+  const store = new OrderStore(db);
+  const { leaseSeconds, recoveryIntervalMs } = config.orders;
+  const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
+  const capacity = new StreamCapacity(db, stream, stream.limits);
+  const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
+  const orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {
+    leaseSeconds,
+    waitForInFlightMs: 3000,
+    capacity,
+    precheck,
+    refundAfterMs: config.refunds.provisionTimeoutMs,
+  });
+  const recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
+  return { orders, capacity, recovery, paymentTerms: pay.gateway.terms };
+}
+
+/** Stops and refunds: the owner's stop, and the worker that sends refunds and proves them on chain. */
+function refunding(base: Foundation, parts: StreamingParts) {
+  const { config, log, db, live, audit, pay, stream, metrics } = base;
+  const leaseSeconds = config.orders.leaseSeconds;
+  const deps: RefundDeps = {
+    db,
+    live,
+    audit,
+    log,
+    metrics,
+    store: new RefundStore(db),
+    ledger: pay.ledger,
+    wallet: pay.refunds.wallet,
+    receipts: pay.gateway?.receipts,
+    network: pay.checkout.network,
+    cutter: {
+      admin: () => stream.admin(),
+      autodj: parts.autodj,
+      relays: parts.relays,
+      dropListeners: async (id) => {
+        await db.query('DELETE FROM listeners WHERE service_id = $1', [id]);
+      },
+    },
+    settings: {
+      maxPerDayAtomic: config.refunds.maxPerDayAtomic,
+      provisionTimeoutMs: config.refunds.provisionTimeoutMs,
+      leaseSeconds,
+      walletMissingReason: pay.refunds.missingReason,
+    },
+  };
+  const worker = new RefundWorker(deps, log, { intervalMs: config.refunds.intervalMs, leaseSeconds });
+  return { refunds: new Refunds(deps, () => worker.kick()), worker };
+}
+
+/** Audit chain heads, signed at start and now and then when nobody asks, so that a rewrite shows in audit verify. */
+async function startAuditHead({ config, log, db, shutdown }: Foundation, signer: HeadSigner | undefined) {
+  if (!signer) return undefined;
+  const auditHead = new HeadPublisher(db, signer);
+  const sign = () => auditHead.latest().catch((err) => log.warn({ err }, 'could not sign the audit head'));
+  await sign();
+  const timer = setInterval(sign, config.audit.headIntervalMs);
+  timer.unref();
+  shutdown.push(async () => clearInterval(timer));
+  return auditHead;
+}
+
+/** GET /health's checks: the database, the chain (from a probe a few seconds old at most) and Icecast. */
+function healthCheck({ db, pay, stream }: Foundation) {
+  const chainProbe =
+    pay.ledger &&
+    cachedProbe(HEALTH_CHAIN_PROBE_MS, () =>
+      timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))),
+    );
+  return async () => ({
+    ...(await checkDatabase(db)),
+    ...(chainProbe && { chain: await chainProbe() }),
+    icecast: await stream.health(),
+  });
+}
+
+/** Everything agents reach over HTTP and MCP, handed to the listening server; then webhooks start delivering. */
+async function startApplication(base: Foundation, signer: HeadSigner | undefined, connections: ConnectionCap) {
+  const { config, log, db, live, audit, keys, pay, chainChecks, stream, http, metrics, shutdown } = base;
+  const parts = streamingParts(base);
+  await parts.media.removePartialUploads();
+  const checkout: CheckoutStatus = stream.available
+    ? pay.checkout
+    : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
+  const sold = sales(base, parts.services);
+  const refunds = refunding(base, parts);
+  const auditHead = await startAuditHead(base, signer);
+  const eventing = await events(db, log, config);
+  shutdown.push(() => eventing.stop());
+  const identity = walletIdentity(
+    db,
+    keys,
+    {
+      publicBaseUrl: () => http.publicBaseUrl,
+      network: pay.checkout.network,
+      challengeSeconds: config.siwxChallengeSeconds,
+      allowedFactories: config.eip6492Factories,
+      ...(chainChecks && { chain: chainChecks }),
+    },
+    config.signup,
+  );
+  const shared = {
+    live,
+    keys,
+    events: eventing.api,
+    publicBaseUrl: () => http.publicBaseUrl,
+    quotes: new QuoteService(db, live, audit),
+    checkout,
+    orders: sold.orders,
+    services: parts.services,
+    refunds: refunds.refunds,
+    media: parts.media,
+    metrics,
+    nowPlaying: parts.nowPlaying,
+    version: serviceVersion,
+    logError: (fields: Record<string, unknown>, message: string) => log.error(fields, message),
+    ...(sold.paymentTerms && { paymentTerms: sold.paymentTerms }),
+  };
+  const mcp = new McpEndpoint({
+    ...shared,
+    callers: identity.callers,
+    listenHost: config.host,
+    allowedOrigins: config.mcpAllowedOrigins,
+  });
+  const checkHealth = healthCheck(base);
+  http.serve(
+    createRequestListener({
+      ...shared,
       auditHead,
-      live,
-      keys,
-      quotes,
-      checkout,
-      version: serviceVersion,
-      publicBaseUrl: () => publicBaseUrl,
       checkHealth,
-      logError: (fields, message) => log.error(fields, message),
-      orders,
-      ...(capacity && { capacity: { limits: capacity.limits, inUse: () => capacity!.inUse() } }),
-      services,
-      refunds,
-      media,
-      nowPlaying,
-      listenerSessions,
-      listen,
-      hls,
+      ...(sold.capacity && { capacity: { limits: sold.capacity.limits, inUse: () => sold.capacity.inUse() } }),
+      listenerSessions: parts.listenerSessions,
+      listen: parts.listen,
+      hls: parts.hls,
       ...(stream.available && {
         icecast: {
-          decider: new IcecastDecider(db, log, autodj, eventing.sourceEvents, live, hls),
+          decider: new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls),
           credentials: stream.callbackCredentials,
         },
       }),
-      metrics,
       log,
       connections,
       trustedProxies: config.trustedProxies,
       mcp,
       identity,
-      ...(orders && pay.gateway && { paymentTerms: pay.gateway.terms }),
       rateLimits: { perIp: config.http.ratePerIp, perKey: config.http.ratePerKey },
-    });
-    // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
-    const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, listener).listen(
-      config.port,
-      config.host,
-    );
-    answerClientErrors(server);
-    connections.watch(server);
-    await once(server, 'listening');
-    limitRequestTime(server, config.http.requestTimeoutMs); // uploads have an idle timeout instead
-    server.headersTimeout = 10_000;
-    server.keepAliveTimeout = 5_000;
-    cleanup.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-          setTimeout(() => server.closeAllConnections(), 2000).unref();
-        }),
-    );
+    }),
+  );
+  shutdown.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
+  eventing.start();
+  return { ...parts, checkout, checkHealth, auditHead, recovery: sold.recovery, refundWorker: refunds.worker };
+}
+type Application = Awaited<ReturnType<typeof startApplication>>;
 
-    cleanup.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
-    eventing.start();
-
-    const metricsServer = await startMetricsServer(metrics.registry, config.metricsHost, config.metricsPort, () =>
-      healthDetails({ live, checkout, version: serviceVersion, checkHealth, auditHead }),
-    );
-    cleanup.push(() => metricsServer.close());
-
-    const { port } = server.address() as AddressInfo;
-    baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
-    publicBaseUrl = config.publicBaseUrl ? `${config.publicBaseUrl}${API_PREFIX}` : baseUrl;
-    await stream.start(`http://127.0.0.1:${port}${ICECAST_CALLBACK_PREFIX}`);
-    if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
-    if (recovery) {
-      recovery.start();
-      cleanup.push(() => recovery!.stop());
-    }
-    refundWorker.start();
-    cleanup.push(() => refundWorker.stop());
-    if (stream.available && hls) {
-      await hls.start();
-      cleanup.push(() => hls.stopAll());
-      const meter = new IcecastUsageMeter(
-        db,
-        () => stream.hostId(),
-        () => stream.admin(),
-        () => stream.accessLogPath(),
-        log,
-        config.streaming.sourceBudget,
-        nowPlaying,
-        undefined,
-        hls,
-      );
-      const worker = new LifecycleWorker({
-        db,
-        live,
-        log,
-        autodj,
-        relays,
-        hls,
-        hostId: () => stream.hostId(),
-        admin: () => stream.admin(),
-        // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
-        meter: withHlsUsage(meter, hls.totals),
-        intervalMs: config.lifecycleIntervalMs,
-        expiringLeadSeconds: config.events.expiringLeadSeconds,
-        extendHint: extendHint(live, () => publicBaseUrl),
-      });
-      worker.start();
-      cleanup.push(async () => {
-        await worker.stop();
-        await autodj.stopAll();
-        await relays.stopAll();
-      });
-    }
-    await lock.update({ base_url: baseUrl, ...(pg && { database_url: databaseUrl }) });
-    const dev = config.production ? undefined : await writeDevFile(config, keys, { base_url: baseUrl, ...pay.dev });
-    log.info({ base_url: baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
-    return {
-      baseUrl,
-      metricsUrl: metricsServer.url,
-      dev,
-      chainRpcUrl: pay.dev?.chain.rpc_url,
-      icecastUrl: stream.available ? stream.publicUrl() : undefined,
-      stop,
-    };
-  } catch (e) {
-    await stop();
-    throw e;
+/**
+ * Icecast (its callbacks come to this server on loopback), this host's record, the workers that recover orders and
+ * send refunds, and the life-cycle worker that enforces what was bought and meters it.
+ */
+async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
+  const { config, log, db, live, stream, http, shutdown } = base;
+  await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
+  if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
+  const { recovery, refundWorker, hls, autodj, relays, nowPlaying } = app;
+  if (recovery) {
+    recovery.start();
+    shutdown.push(() => recovery.stop());
   }
+  refundWorker.start();
+  shutdown.push(() => refundWorker.stop());
+  if (!(stream.available && hls)) return;
+  await hls.start();
+  shutdown.push(() => hls.stopAll());
+  const meter = new IcecastUsageMeter(
+    db,
+    () => stream.hostId(),
+    () => stream.admin(),
+    () => stream.accessLogPath(),
+    log,
+    config.streaming.sourceBudget,
+    nowPlaying,
+    undefined,
+    hls,
+  );
+  const worker = new LifecycleWorker({
+    db,
+    live,
+    log,
+    autodj,
+    relays,
+    hls,
+    hostId: () => stream.hostId(),
+    admin: () => stream.admin(),
+    // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
+    meter: withHlsUsage(meter, hls.totals),
+    intervalMs: config.lifecycleIntervalMs,
+    expiringLeadSeconds: config.events.expiringLeadSeconds,
+    extendHint: extendHint(live, () => http.publicBaseUrl),
+  });
+  worker.start();
+  shutdown.push(async () => {
+    await worker.stop();
+    await autodj.stopAll();
+    await relays.stopAll();
+  });
 }
 
 /** An operator's message for a DATABASE_URL that does not answer (the error itself is written for agents). */

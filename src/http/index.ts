@@ -3,6 +3,7 @@ export type { CheckoutStatus } from './discovery-documents.js';
 export { healthDetails, type HealthReport } from './discovery.js';
 export { ICECAST_CALLBACK_PREFIX } from './icecast-callbacks.js';
 export { answerClientErrors } from './client-errors.js';
+export { answerStarting } from './starting.js';
 export type { RateLimits } from './rate-limit.js';
 export { ConnectionCap } from './connection-cap.js';
 export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
