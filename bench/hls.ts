@@ -1,5 +1,6 @@
-// HLS capacity on this machine (npm run bench:hls): the CPU of one rendition, and how many concurrent HLS listeners of
-// one 128 kbps stream serve keeps in real time, per core of its own CPU. Writes its section of docs/benchmarks.md.
+// HLS capacity on this machine (npm run bench:hls): the CPU of one rendition, how many concurrent HLS listeners of
+// one 128 kbps stream serve keeps in real time, per core of its own CPU, and the listen page's time to first sound
+// in Chromium. Writes its section of docs/benchmarks.md.
 // Env: HLS_LISTENERS (500), SECONDS (60, the measured window), NO_WRITE_DOCS=1.
 import type { ChildProcess } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { copyCatalog, startService, type Service } from '../test/support/service
 import { startFfmpegSource, waitFor } from '../test/support/streaming.js';
 import { TestWallet } from '../test/support/wallet.js';
 import { writeMarkedSection } from './docs.js';
+import { timesToFirstSound } from './first-sound.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
 
 const listeners = Number(process.env.HLS_LISTENERS ?? 500);
@@ -159,6 +161,8 @@ try {
   const failures = players.reduce((n, p) => n + p.failures, 0);
   const retries = players.reduce((n, p) => n + p.retries, 0);
   const mbps = (players.reduce((n, p) => n + p.bytes, 0) * 8) / 1e6 / (seconds + 24);
+  // 3. The listen page in Chromium, the rendition running (the players above have gone): click to first sound.
+  const firstSound = (await timesToFirstSound(svc.endpoints.listen_page, 5)).sort((a, b) => a - b);
 
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const section = [
@@ -186,6 +190,8 @@ try {
     `| … of serve and PostgreSQL together | ${Math.round(listeners / (serveCores + pgCores))} |`,
     `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; ` +
       `${retries} admissions retried (retryable 503) |`,
+    `| listen page, click to first sound in Chromium (HLS, 5 new profiles): median (min–max) | ` +
+      `${Math.round(firstSound[2])} ms (${Math.round(firstSound[0])}–${Math.round(firstSound[4])}) |`,
     '',
   ].join('\n');
   console.log(section);
