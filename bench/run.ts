@@ -8,7 +8,8 @@
  * settle latency before and after mining blocks. Options: --purchases <c:n,...> (1:60,8:200), --settle-samples <n> (30),
  * --mine-blocks <n> (2000), --no-orders (skip them).
  * Then the streaming benchmark (bench/streaming.ts): Icecast auth-callback throughput and concurrent mounts with listeners.
- * Options: --streaming-mounts <k,...> (20,100), --no-streaming (skip it).
+ * Options: --streaming-mounts <k,...> (20,100), --no-streaming (skip it). Then HLS (bench/hls.ts, its own process and
+ * service; also `npm run bench:hls`): CPU per rendition, HLS listeners per core, the listen page's time to first sound.
  * --repeat <n> (1): runs the micro-benchmark, HTTP and order benchmarks n times on the same service and reports each
  * target's ratio over the runs (min / median / max); the detailed tables are those of the last run. Streaming runs once.
  * --budget <s>: stop everything after this long instead of the default deadline (below), e.g. on a loaded machine.
@@ -24,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
 import { startChildScript, type ChildServer } from './child-script.js';
 import { writeDocsSection } from './docs.js';
+import { runHlsSection } from './hls-section.js';
 import { compareLoad, type LoadTarget } from './http-load.js';
 import { instantStreamInput, runMicro } from './micro.js';
 import { machineLine, reportTables, type HttpResults, type Machine } from './report.js';
@@ -70,8 +72,10 @@ const repeat = Math.max(1, Number(args.repeat));
  * Past this the load stops and everything is shut down: 300 s for the HTTP and order parts (the paid purchases over REST, MCP and the bare facilitator), and for streaming two
  * minutes (one of them for the restart) plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
  */
+// The streaming section, then HLS (about 3 minutes on this machine).
 const streamingBudgetMs =
   120_000 +
+  240_000 +
   args['streaming-mounts']
     .split(',')
     .map(Number)
@@ -344,6 +348,7 @@ try {
       mounts: args['streaming-mounts'],
       restart,
     });
+    await runHlsSection(root, writeDocs, abort.signal);
   }
 } catch (e) {
   exitCode = 1;
