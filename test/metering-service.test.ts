@@ -333,9 +333,13 @@ const exactUsageSuite = () =>
       console.log(
         `expiry usage: listener received ${received}, usage ${u.bytes.sent_to_listeners}; source sent ${sent}, usage ${u.bytes.read_from_source}`,
       );
+      // As when the listener closes (above): Icecast counts what it wrote, the listener what it read before the cut;
+      // under load up to a second of this stream was seen between the two (CI, the metering tests side by side).
+      const inFlightAllowance = 64_000 / 8;
       assert.ok(
-        within(u.bytes.sent_to_listeners, received, 0.02),
-        `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received}`,
+        u.bytes.sent_to_listeners >= received * 0.98 &&
+          u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
+        `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)`,
       );
       assert.ok(
         within(u.bytes.read_from_source, sent, 0.02),
