@@ -16,8 +16,32 @@ function chainOf(rpcUrl: string) {
   });
 }
 
-/** Mints test USDC to an address (as the dev token's minter), mined when this resolves. */
-export async function mintUsdc(rpcUrl: string, to: string, atomic: bigint): Promise<void> {
+const mints = new Map<string, Promise<unknown>>();
+
+/**
+ * Mints test USDC to an address (as the dev token's minter), mined when this resolves. Mints of this process go one
+ * at a time (the minter's nonce), and one that meets a nonce already taken (serve's own minting) is sent again.
+ */
+export function mintUsdc(rpcUrl: string, to: string, atomic: bigint): Promise<void> {
+  const turn = (mints.get(rpcUrl) ?? Promise.resolve()).then(() => mintWithRetry(rpcUrl, to, atomic));
+  mints.set(
+    rpcUrl,
+    turn.catch(() => undefined),
+  );
+  return turn;
+}
+
+async function mintWithRetry(rpcUrl: string, to: string, atomic: bigint): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await mintOnce(rpcUrl, to, atomic);
+    } catch (e) {
+      if (attempt >= 5 || !/nonce too low|nonce.*lower/i.test(String((e as Error).message))) throw e;
+    }
+  }
+}
+
+async function mintOnce(rpcUrl: string, to: string, atomic: bigint): Promise<void> {
   const chain = chainOf(rpcUrl);
   const wallet = createWalletClient({
     account: privateKeyToAccount(DEV_ROLES.minter.privateKey),
