@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { listenerCapOf, liveHoldingSql, registerStreamingHost, type HolderScope } from '../src/services/index.js';
+import { registerStreamingHost } from '../src/hosts/index.js';
+import { listenerCapOf, liveHoldingSql, type HolderScope } from '../src/services/index.js';
 import { migrate } from '../src/store/index.js';
 import { embeddedDatabase } from './support/database.js';
 
@@ -197,7 +198,12 @@ describe('service holdings (migration 030)', () => {
     await store.db.query(
       "UPDATE services SET host_id = 'url:http://127.0.0.1:8001', icecast_url = 'http://127.0.0.1:8001' WHERE host_id = 'host_1'",
     );
-    await registerStreamingHost(store.db, 'host_3', 'http://127.0.0.1:8001');
+    await registerStreamingHost(store.db, {
+      id: 'host_3',
+      publicUrl: 'http://127.0.0.1:8001',
+      maxSources: 100,
+      maxListeners: 5000,
+    });
     await assertCountersMatch('services moved to another host');
     await store.db.query('DELETE FROM services WHERE id = $1', [sold]);
     await assertCountersMatch('a service deleted');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { registerStreamingHost } from '../src/services/index.js';
+import { registerStreamingHost } from '../src/hosts/index.js';
 import { migrate } from '../src/store/index.js';
 import { embeddedDatabase } from './support/database.js';
 
@@ -56,9 +56,19 @@ describe('streaming hosts', () => {
       svc_c: 'url:http://127.0.0.1:8002',
     });
 
-    await registerStreamingHost(store.db, 'host_one', 'http://127.0.0.1:8001');
+    await registerStreamingHost(store.db, {
+      id: 'host_one',
+      publicUrl: 'http://127.0.0.1:8001',
+      maxSources: 100,
+      maxListeners: 5000,
+    });
     assert.deepEqual(await hostOf(), { svc_a: 'host_one', svc_b: 'host_one', svc_c: 'url:http://127.0.0.1:8002' });
-    await registerStreamingHost(store.db, 'host_one', 'http://127.0.0.1:9001');
+    await registerStreamingHost(store.db, {
+      id: 'host_one',
+      publicUrl: 'http://127.0.0.1:9001',
+      maxSources: 100,
+      maxListeners: 5000,
+    });
     assert.deepEqual(
       await store.db.query('SELECT public_url FROM streaming_hosts WHERE id = $1', ['host_one']),
       [{ public_url: 'http://127.0.0.1:9001' }],

@@ -83,6 +83,11 @@ export interface StreamingSettings {
   hostId?: string;
   maxSources: number;
   maxListeners: number;
+  /** Outgoing bandwidth this host may use (kbit/s), recorded for placement and the operator; unset: not limited. */
+  bandwidthKbps?: number;
+  /** How often this host writes its heartbeat, and after how long without one the pool counts it down. */
+  heartbeatMs: number;
+  downAfterSeconds: number;
   sourceBudget: SourceBudgetOptions;
 }
 
@@ -250,6 +255,9 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     hostId: r.custom('STREAMING_HOST_ID', hostId),
     maxSources: r.whole('ICECAST_MAX_SOURCES', 100, 1),
     maxListeners: r.whole('ICECAST_MAX_LISTENERS', 5000, 1),
+    bandwidthKbps: r.text('HOST_BANDWIDTH_KBPS') === undefined ? undefined : r.whole('HOST_BANDWIDTH_KBPS', 0, 1),
+    heartbeatMs: r.whole('HOST_HEARTBEAT_MS', 5000, 100),
+    downAfterSeconds: r.whole('HOST_DOWN_AFTER_SECONDS', 30, 1),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),

@@ -11,6 +11,7 @@ import {
   ICECAST_CALLBACK_PREFIX,
   type CheckoutStatus,
 } from '../http/index.js';
+import { beatStreamingHost, registerStreamingHost } from '../hosts/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { ListenPages } from '../listen/index.js';
@@ -30,11 +31,11 @@ import {
   MediaLibrary,
   NowPlaying,
   RelayManager,
-  registerStreamingHost,
   ServiceRecords,
   StreamCapacity,
 } from '../services/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
+import { PeriodicTask } from '../tasks/index.js';
 import { Database, migrate, startEmbeddedPostgres, type RunningPostgres } from '../store/index.js';
 import { cachedProbe } from './cached-probe.js';
 import { signingKeyOptions, type Config } from './config.js';
@@ -420,6 +421,16 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
 }
 type Application = Awaited<ReturnType<typeof startApplication>>;
 
+/** Registers this host with what it carries and keeps its heartbeat while it runs. */
+async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): Promise<void> {
+  const { maxSources, maxListeners, bandwidthKbps, heartbeatMs } = config.streaming;
+  const id = stream.hostId();
+  await registerStreamingHost(db, { id, publicUrl: stream.publicUrl(), maxSources, maxListeners, bandwidthKbps });
+  const heartbeat = new PeriodicTask('host heartbeat', () => beatStreamingHost(db, id), heartbeatMs, log);
+  heartbeat.start();
+  shutdown.push(() => heartbeat.stop());
+}
+
 /**
  * Icecast (its callbacks come to this server on loopback), this host's record, the workers that recover orders and
  * send refunds, and the life-cycle worker that enforces what was bought and meters it.
@@ -427,7 +438,7 @@ type Application = Awaited<ReturnType<typeof startApplication>>;
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
   const { config, log, db, live, stream, http, shutdown } = base;
   await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
-  if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
+  if (stream.available) await joinHostPool(base);
   const { recovery, refundWorker, hls, autodj, relays, nowPlaying } = app;
   if (recovery) {
     recovery.start();

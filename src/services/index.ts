@@ -14,7 +14,6 @@ export { IcecastUsageMeter } from './icecast-usage-meter.js';
 export { AutoDjManager, AUTODJ_USER } from './autodj-manager.js';
 export { RelayManager, RELAY_USER } from './relay-manager.js';
 export { StreamCapacity, type StreamLoad } from './stream-capacity.js';
-export { registerStreamingHost } from './streaming-hosts.js';
 export { storageOf, replacePlaylist } from './playlist.js';
 export { liveHoldingSql, type HolderScope } from './live-holdings.js';
 export { NowPlaying, songText, TRACK_HISTORY, type Track, type NewTrack, type TrackSource } from './now-playing.js';

@@ -1,0 +1,7 @@
+export {
+  registerStreamingHost,
+  beatStreamingHost,
+  listStreamingHosts,
+  type HostRegistration,
+  type HostRecord,
+} from './host-registry.js';
