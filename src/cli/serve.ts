@@ -11,7 +11,7 @@ import {
   ICECAST_CALLBACK_PREFIX,
   type CheckoutStatus,
 } from '../http/index.js';
-import { beatStreamingHost, registerStreamingHost } from '../hosts/index.js';
+import { beatStreamingHost, dropServicesMovedAway, HostMonitor, registerStreamingHost } from '../hosts/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { ListenPages } from '../listen/index.js';
@@ -132,6 +132,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     );
     shutdown.push(() => metricsServer.close());
     await startStreamingHost(base, app);
+    watchHostPool(base);
     await lock.update({ base_url: http.baseUrl, ...(store.pg && { database_url: store.databaseUrl }) });
     const dev = config.production
       ? undefined
@@ -403,7 +404,9 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       hls: parts.hls,
       ...(stream.available && {
         icecast: {
-          decider: new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls),
+          decider: new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls, () =>
+            stream.hostId(),
+          ),
           credentials: stream.callbackCredentials,
         },
       }),
@@ -432,6 +435,35 @@ async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): 
 }
 
 /**
+ * Every instance watches the pool (one pass at a time across instances): hosts that miss their heartbeat are marked
+ * down and their services moved to hosts with room.
+ */
+function watchHostPool({ config, log, db, metrics, shutdown }: Foundation): void {
+  const monitor = new HostMonitor(db, log, {
+    downAfterSeconds: config.streaming.downAfterSeconds,
+    intervalMs: config.streaming.heartbeatMs,
+    onPass: (pass) => {
+      metrics.hostsMarkedDown.inc(pass.markedDown.length);
+      metrics.serviceMoves.inc(pass.moved.length);
+    },
+  });
+  monitor.start();
+  shutdown.push(() => monitor.stop());
+}
+
+/** Drop-on-return: this host cuts what its Icecast still carries for services that moved off it. */
+function fenceThisHost({ config, log, db, stream, shutdown }: Foundation): void {
+  const fence = new PeriodicTask(
+    'host fence',
+    () => dropServicesMovedAway(db, stream.hostId(), stream.admin(), log),
+    config.streaming.heartbeatMs,
+    log,
+  );
+  fence.start();
+  shutdown.push(() => fence.stop());
+}
+
+/**
  * Icecast (its callbacks come to this server on loopback), this host's record, the workers that recover orders and
  * send refunds, and the life-cycle worker that enforces what was bought and meters it.
  */
@@ -439,6 +471,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
   const { config, log, db, live, stream, http, shutdown } = base;
   await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
   if (stream.available) await joinHostPool(base);
+  if (stream.available) fenceThisHost(base);
   const { recovery, refundWorker, hls, autodj, relays, nowPlaying } = app;
   if (recovery) {
     recovery.start();

@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'refund.sent',
   'refund.failed',
   'track.changed',
+  'service.moved',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

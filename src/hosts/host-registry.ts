@@ -44,9 +44,18 @@ export async function registerStreamingHost(db: Database, host: HostRegistration
   ]);
 }
 
-/** The host is alive: placements may count on it for another HOST_DOWN_AFTER_SECONDS. */
+/**
+ * The host is alive: placements may count on it for another HOST_DOWN_AFTER_SECONDS. A host counted down that beats
+ * again (it lost the database for a while) is up again; what moved off it meanwhile stays where it went.
+ */
 export async function beatStreamingHost(db: Database, hostId: string): Promise<void> {
-  await db.query('UPDATE streaming_hosts SET heartbeat_at = now() WHERE id = $1', [hostId]);
+  await db.query(
+    `UPDATE streaming_hosts SET heartbeat_at = now(),
+       down_since = CASE WHEN state = 'down' THEN NULL ELSE down_since END,
+       state = CASE WHEN state = 'down' THEN 'up' ELSE state END
+     WHERE id = $1`,
+    [hostId],
+  );
 }
 
 /** Every registered host, oldest first. */

@@ -255,7 +255,7 @@ export const tools: Tool[] = [
     title: 'Events of a service',
     readOnly: true,
     description:
-      'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, service.stopped, refund.sent, refund.failed. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
+      'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, service.stopped, refund.sent, refund.failed, track.changed, service.moved. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const events = await eventsAfter(deps, service.id, args.last_event_id, args.wait_seconds ?? 20);

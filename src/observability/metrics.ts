@@ -22,6 +22,17 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
+  /** Losing a host (src/hosts/host-monitor.ts): hosts marked down, services moved off them. */
+  readonly hostsMarkedDown = new Counter({
+    name: 'streaming_hosts_marked_down_total',
+    help: 'Streaming hosts marked down after missing their heartbeat',
+    registers: [this.registry],
+  });
+  readonly serviceMoves = new Counter({
+    name: 'service_moves_total',
+    help: 'Services moved off a lost streaming host',
+    registers: [this.registry],
+  });
   private readonly series = new Map<string, { count: { inc(): void }; latency: { observe(seconds: number): void } }>();
   readonly quotes = new Counter({
     name: 'quotes_total',
@@ -64,6 +75,19 @@ export class Metrics {
       'SELECT status, count(*)::int AS n FROM services GROUP BY status',
     );
     const listeners = count<{ n: number }>('SELECT count(*)::int AS n FROM listeners');
+    const awaitingMove = count<{ n: number }>(
+      `SELECT count(*)::int AS n FROM services s JOIN streaming_hosts h ON h.id = s.host_id AND h.state = 'down'
+        WHERE s.status IN ('pending', 'provisioning', 'active', 'suspended') AND (s.expires_at IS NULL OR s.expires_at > now())`,
+    );
+    new Gauge({
+      name: 'services_awaiting_move',
+      help: 'Live services on a lost streaming host that no live host had room for yet (tried again every pass)',
+      registers: [registry],
+      async collect() {
+        const [row] = await awaitingMove();
+        this.set(row.n);
+      },
+    });
     new Gauge({
       name: 'orders',
       help: 'Orders by state',

@@ -17,6 +17,7 @@ export interface InternalReaders {
 }
 
 const refuse = (message: string): Decision => ({ accept: false, message });
+const MOVED_AWAY = 'this service is not on this streaming host (it moved): read its record for the current addresses';
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -36,7 +37,23 @@ export class IcecastDecider implements MountDecider {
     private readonly catalog?: LiveSnapshot,
     /** Recognises our own readers of the mounts (the HLS segmenter). */
     private readonly internalReaders?: InternalReaders,
+    /** The streaming host whose Icecast calls back here; without it every service is answered for (tests). */
+    private readonly hostId?: () => string,
   ) {}
+
+  /**
+   * Fencing (issue 24): a host answers only for the services placed on it now. Once a service moved off this host
+   * (its host_id changed with a new host_epoch), this Icecast refuses its sources and listeners, and its callbacks
+   * leave the service's rows alone, so two hosts never both serve one service's mount.
+   */
+  private async servesHere(mount: string): Promise<boolean> {
+    if (!this.hostId) return true;
+    const [row] = await this.db.query('SELECT 1 FROM services WHERE mount = $1 AND host_id = $2', [
+      mount,
+      this.hostId(),
+    ]);
+    return row !== undefined;
+  }
 
   private async recordSource(mount: string, type: SourceEventType): Promise<void> {
     const recorded = this.sourceEvents ? this.sourceEvents.record(mount, type) : recordMountEvent(this.db, mount, type);
@@ -52,6 +69,7 @@ export class IcecastDecider implements MountDecider {
   }
 
   async authorizeSource({ mount, user, pass }: { mount: string; user: string; pass: string }): Promise<Decision> {
+    if (!(await this.servesHere(mount))) return refuse(MOVED_AWAY);
     const service = await this.live(mount);
     if (!service) return refuse('no active service on this mount');
     if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
@@ -76,12 +94,14 @@ export class IcecastDecider implements MountDecider {
     const internal = this.internalReaders?.recognise(request);
     // Our own reader takes no listener place; a client that claims to be one without its secret is refused.
     if (internal) return internal === 'ours' ? { accept: true } : refuse('not an internal reader');
+    if (!(await this.servesHere(mount))) return refuse(MOVED_AWAY);
     const admitted = await admitListener(this.db, { mount }, clientId, ip, { userAgent, protocol: 'icecast' });
     if (!admitted.accept) return refuse(admitted.message);
     return { accept: true, ...listenerTimeLimit(admitted.service, this.catalog) };
   }
 
   async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
+    if (!(await this.servesHere(mount))) return;
     await this.db.query(
       'DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id = $2',
       [mount, clientId],
@@ -89,11 +109,13 @@ export class IcecastDecider implements MountDecider {
   }
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
+    if (!(await this.servesHere(mount))) return;
     this.log.info({ mount }, 'source connected');
     await this.recordSource(mount, 'source.connected');
   }
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
+    if (!(await this.servesHere(mount))) return;
     this.log.info({ mount }, 'source disconnected');
     await this.recordSource(mount, 'source.disconnected');
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);

@@ -309,12 +309,10 @@ export class ServiceRecords {
 
   document(service: ServiceRow): ServiceDocument {
     const base = new URL(service.host_url ?? service.icecast_url ?? this.streaming.publicUrl());
-    const credentials = `${encodeURIComponent(service.source_user)}:${encodeURIComponent(service.source_password)}`;
     return {
       service_id: service.id,
       status: service.status,
-      stream_url: new URL(service.mount, base).href,
-      broadcast_url: `icecast://${credentials}@${base.host}${service.mount}`,
+      ...streamAddresses(base, service),
       ...(service.expires_at && { expires_at: service.expires_at.toISOString() }),
       limits: service.limits,
       endpoints: {
@@ -329,6 +327,18 @@ export class ServiceRecords {
       },
     };
   }
+}
+
+/** Where listeners hear a service and where its encoder sends, on the host reached at `base`. */
+export function streamAddresses(
+  base: URL,
+  service: Pick<ServiceRow, 'mount' | 'source_user' | 'source_password'>,
+): { stream_url: string; broadcast_url: string } {
+  const credentials = `${encodeURIComponent(service.source_user)}:${encodeURIComponent(service.source_password)}`;
+  return {
+    stream_url: new URL(service.mount, base).href,
+    broadcast_url: `icecast://${credentials}@${base.host}${service.mount}`,
+  };
 }
 
 /** The order's playlist parameter: file names separated by newlines or commas, in play order. */

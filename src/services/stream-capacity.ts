@@ -23,9 +23,7 @@ export class StreamCapacity {
 
   /** Admissions to this Icecast wait for each other until the caller's transaction ends. */
   async lock(client: Client): Promise<void> {
-    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [
-      this.streaming.hostId(),
-    ]);
+    await lockHostCapacity(client, this.streaming.hostId());
   }
 
   /** The services on this Icecast that may still stream: one source each, and the listener places they were sold. */
@@ -51,6 +49,11 @@ export class StreamCapacity {
       );
     }
   }
+}
+
+/** Admissions to a host (sales, and services moved onto it) wait for each other until the transaction ends. */
+export async function lockHostCapacity(client: Client, hostId: string): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream capacity ' || $1, 0))", [hostId]);
 }
 
 function exhausted(why: string): ApiError {

@@ -1,0 +1,149 @@
+import { recordEvent } from '../events/index.js';
+import { liveHoldingSql, lockHostCapacity, streamAddresses, type ServiceRow } from '../services/index.js';
+import type { Client } from '../store/index.js';
+
+/** The statuses that hold a place on a host (as in services/live-holdings.ts): what a lost host's services may be. */
+export const HOLDS_A_PLACE = "status IN ('pending', 'provisioning', 'active', 'suspended')";
+
+/** The PostgreSQL channel a host's reconciler listens on; the payload is the host id whose services changed. */
+export const HOST_SERVICES_CHANNEL = 'host_services';
+
+/** A service of a lost host, as the monitor found it. */
+export interface Stranded {
+  id: string;
+  fromHost: string;
+  hostEpoch: number;
+  /** Listener places it was sold: what it takes on the host it moves to, beside its one source. */
+  listenerPlaces: number;
+}
+
+/** A live host that may take services, with what it carries and what is in use on it. */
+export interface Destination {
+  id: string;
+  publicUrl: string;
+  maxSources: number | null;
+  maxListeners: number | null;
+  sources: number;
+  listeners: number;
+}
+
+export interface MoveOutcome {
+  serviceId: string;
+  fromHost: string;
+  toHost: string;
+  hostEpoch: number;
+  creditedSeconds: number;
+}
+
+/** Whether a service of `listenerPlaces` fits on `host` beside what it carries (a host without limits takes any). */
+export function fits(host: Destination, listenerPlaces: number): boolean {
+  if (host.maxSources !== null && host.sources + 1 > host.maxSources) return false;
+  return host.maxListeners === null || host.listeners + listenerPlaces <= host.maxListeners;
+}
+
+/** What is in use on a host now: its live services (one source each) and the listener places they were sold. */
+export async function hostLoad(
+  client: Pick<Client, 'query'>,
+  hostId: string,
+): Promise<{ sources: number; listeners: number }> {
+  const {
+    rows: [held],
+  } = await client.query(`SELECT live_services, listener_places FROM (${liveHoldingSql('host')}) held`, [hostId]);
+  return { sources: Number(held.live_services), listeners: Number(held.listener_places) };
+}
+
+/**
+ * Moves one service of a lost host to `to`, in one transaction, under the capacity lock its sales take: the service
+ * keeps its mount and source credentials, gets the next host epoch (fencing: callbacks of the old host refuse it from
+ * now on), and its expiry is credited with the time it was unavailable (from the lost host's last heartbeat to now).
+ * The move is recorded, the owner gets service.moved, and both hosts are notified on host_services.
+ * Undefined when it did not happen: the old host beat again, the service changed meanwhile, or `to` has no room now.
+ */
+export async function moveService(
+  client: Client,
+  service: Stranded,
+  to: Destination,
+): Promise<MoveOutcome | undefined> {
+  // A beat of the lost host waits for this row lock, and once it has returned the host to 'up' nothing moves.
+  const {
+    rows: [lost],
+  } = await client.query(
+    "SELECT heartbeat_at, down_since FROM streaming_hosts WHERE id = $1 AND state = 'down' FOR UPDATE",
+    [service.fromHost],
+  );
+  if (!lost) return undefined;
+  await lockHostCapacity(client, to.id);
+  const {
+    rows: [target],
+  } = await client.query("SELECT public_url FROM streaming_hosts WHERE id = $1 AND state = 'up'", [to.id]);
+  if (!target) return undefined;
+  const load = await hostLoad(client, to.id);
+  if (!fits({ ...to, ...load }, service.listenerPlaces)) return undefined;
+  const {
+    rows: [moved],
+  } = await client.query(
+    `WITH lost AS (SELECT GREATEST(0, ceil(extract(epoch FROM now() - $4::timestamptz)))::int AS seconds)
+     UPDATE services s SET host_id = $2, host_epoch = s.host_epoch + 1, updated_at = now(),
+            expires_at = s.expires_at + make_interval(secs => lost.seconds)
+       FROM lost
+      WHERE s.id = $1 AND s.host_id = $3 AND s.host_epoch = $5 AND s.${HOLDS_A_PLACE}
+        AND (s.expires_at IS NULL OR s.expires_at > now())
+     RETURNING s.*, lost.seconds AS unavailable_seconds,
+               (SELECT expires_at FROM services WHERE id = $1) AS expires_before`,
+    [service.id, to.id, service.fromHost, lost.heartbeat_at, service.hostEpoch],
+  );
+  if (!moved) return undefined;
+  const row = moved as ServiceRow & { host_epoch: number; unavailable_seconds: number; expires_before: Date | null };
+  const creditedSeconds = row.expires_at ? row.unavailable_seconds : 0;
+  await recordMove(client, row, { from: service.fromHost, to: to.id, lost, creditedSeconds });
+  await recordEvent(client, {
+    type: 'service.moved',
+    serviceId: row.id,
+    data: {
+      ...streamAddresses(new URL(target.public_url as string), row),
+      expires_at: row.expires_at?.toISOString() ?? null,
+      credited_seconds: creditedSeconds,
+      reason:
+        `The streaming host of this service stopped answering; the service now streams on another host. ` +
+        `Reconnect your encoder to the new broadcast_url (same credentials); listeners use the new stream_url.` +
+        (creditedSeconds ? ` The ${creditedSeconds} s it was unavailable were added to its expiry.` : ''),
+    },
+  });
+  await client.query(`SELECT pg_notify('${HOST_SERVICES_CHANNEL}', $1), pg_notify('${HOST_SERVICES_CHANNEL}', $2)`, [
+    service.fromHost,
+    to.id,
+  ]);
+  return { serviceId: row.id, fromHost: service.fromHost, toHost: to.id, hostEpoch: row.host_epoch, creditedSeconds };
+}
+
+/** The audit trail of the move (service_moves, service_events); the lost host's listeners are gone with it. */
+async function recordMove(
+  client: Client,
+  service: ServiceRow & { host_epoch: number; expires_before: Date | null },
+  move: { from: string; to: string; lost: Record<string, unknown>; creditedSeconds: number },
+): Promise<void> {
+  await client.query(
+    `INSERT INTO service_moves (service_id, from_host, to_host, host_epoch, unavailable_from, down_since,
+                                credited_seconds, expires_before, expires_after)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      service.id,
+      move.from,
+      move.to,
+      service.host_epoch,
+      move.lost.heartbeat_at,
+      move.lost.down_since,
+      move.creditedSeconds,
+      service.expires_before,
+      service.expires_at,
+    ],
+  );
+  await client.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
+    service.id,
+    'move',
+    'host_lost',
+    `Moved to another streaming host after its host stopped answering; ${move.creditedSeconds} s credited to the expiry.`,
+  ]);
+  // Listener places held on the lost host are free: those listeners were cut with it and reconnect to the new host.
+  await client.query("DELETE FROM listeners WHERE service_id = $1 AND client_id NOT LIKE 'hls:%'", [service.id]);
+}
