@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { buy } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { openSse } from './support/sse.js';
+import {
+  connectListener,
+  exitOf,
+  hasMpegFrame,
+  listenWhenLive,
+  startFfmpegSource,
+  waitFor,
+  type Listener,
+} from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
+import { TestWallet } from './support/wallet.js';
+import { startReceiver } from './support/webhook-receiver.js';
+
+// Issue 24, losing a host: two instances on one PostgreSQL and chain, each the streaming host of its own Icecast.
+// The host of a live stream is killed; the stream moves to the other host within the bound, its owner is told the
+// new addresses, and the lost host, started again, does not take the stream back.
+requireStreamingTools();
+
+const DOWN_AFTER_SECONDS = 3;
+const pool = {
+  HOST_DOWN_AFTER_SECONDS: String(DOWN_AFTER_SECONDS),
+  HOST_HEARTBEAT_MS: '500',
+  LIFECYCLE_INTERVAL_MS: '250',
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1',
+  WEBHOOK_POLL_INTERVAL_MS: '200',
+  // Instances that share a database share the key that seals webhook secrets.
+  WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+};
+
+const cleanups: Array<() => unknown> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function icecastOrigin(instance: Service): Promise<string> {
+  const saved = JSON.parse(await readFile(join(instance.dataDir, 'streaming-host.json'), 'utf8'));
+  return `http://127.0.0.1:${saved.port}`;
+}
+
+test('a lost host: its live stream moves to a host with room, is credited, and the host does not take it back', async () => {
+  const a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
+  cleanups.push(() => a.stop());
+  const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
+  const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
+  const shared = { DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' };
+  let b = await startService({ ...pool, ...shared, STREAMING_HOST_ID: 'host-b' });
+  cleanups.push(() => b.stop());
+  const owner = { baseUrl: a.baseUrl, apiKey: a.apiKey };
+  const [originA, originB] = [await icecastOrigin(a), await icecastOrigin(b)];
+
+  // Sold through B's API: B places it on its own host.
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const bought = await buy({ baseUrl: b.baseUrl, apiKey: a.apiKey }, wallet, {
+    product_id: 'event-stream',
+    email: 'agent@example.com',
+    station_name: 'Lost Host FM',
+    parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
+  });
+  assert.equal(bought.status, 200, JSON.stringify(bought.body));
+  const before = bought.body.service;
+  assert.equal(new URL(before.stream_url).origin, originB, 'placed on host B');
+
+  const receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+  const hook = await request(owner, 'POST', '/webhooks', {
+    body: { url: receiver.url, service_id: before.service_id, events: ['service.moved'] },
+  });
+  assert.equal(hook.status, 201, JSON.stringify(hook.body));
+  const sse = await openSse(`${a.baseUrl}/services/${before.service_id}/events`, {
+    authorization: `Bearer ${a.apiKey}`,
+  });
+  cleanups.push(() => sse.close());
+  assert.equal(sse.status, 200);
+
+  const encoderOnB = startFfmpegSource(before.broadcast_url);
+  cleanups.push(() => encoderOnB.kill('SIGKILL'));
+  const listenerOnB = await listenWhenLive(before.stream_url);
+  cleanups.push(() => listenerOnB.close());
+
+  // B dies with its Icecast (which follows its parent through the parent-death signal).
+  const killedAt = Date.now();
+  b.process.kill('SIGKILL');
+  await exitOf(b.process, 10_000);
+  await listenerOnB.ended;
+
+  const moved = await waitFor(
+    'the service to move to host A',
+    async () => {
+      const read = (await request(owner, 'GET', `/services/${before.service_id}`)).body.service;
+      return new URL(read.stream_url).origin === originA ? read : undefined;
+    },
+    (DOWN_AFTER_SECONDS + 30) * 1000,
+  );
+  const movedAfterMs = Date.now() - killedAt;
+  assert.equal(new URL(moved.broadcast_url).host, new URL(originA).host);
+  assert.equal(new URL(moved.stream_url).pathname, new URL(before.stream_url).pathname, 'same mount');
+  assert.equal(
+    moved.broadcast_url.replace(/@[^/]+/, '@'),
+    before.broadcast_url.replace(/@[^/]+/, '@'),
+    'same source credentials',
+  );
+  const credit = (Date.parse(moved.expires_at) - Date.parse(before.expires_at)) / 1000;
+  assert.ok(credit >= DOWN_AFTER_SECONDS, `the unavailable time is credited (${credit} s)`);
+  assert.ok(credit <= Math.ceil(movedAfterMs / 1000) + 2, `no more than the time since the kill (${credit} s)`);
+
+  const delivery = await receiver.next((d) => d.event.type === 'service.moved', 30_000);
+  const event = delivery.event;
+  assert.equal(event.service_id, before.service_id);
+  assert.equal(event.data.stream_url, moved.stream_url);
+  assert.equal(event.data.broadcast_url, moved.broadcast_url);
+  assert.equal(event.data.expires_at, moved.expires_at);
+  assert.equal(event.data.credited_seconds, credit);
+  const pushed = await waitFor('service.moved on the event stream', () =>
+    sse.messages.find((m) => m.event === 'service.moved'),
+  );
+  assert.equal(JSON.parse(pushed.data).id, event.id, 'the same event by SSE and webhook');
+
+  // The encoder reconnects to the new broadcast URL; a listener on the new stream URL hears it.
+  const encoderOnA = startFfmpegSource(moved.broadcast_url);
+  cleanups.push(() => encoderOnA.kill('SIGKILL'));
+  const listenerOnA = await listenWhenLive(moved.stream_url);
+  cleanups.push(() => listenerOnA.close());
+  await waitFor('audio from the moved stream', () => hasMpegFrame(listenerOnA.received()));
+
+  // B comes back on the same DATA_DIR and host id: it refuses the moved service's source and listeners.
+  b = await startService(b.env, { dataDir: b.dataDir });
+  cleanups.push(() => b.stop());
+  assert.equal(await icecastOrigin(b), originB, 'B listens where it did');
+  const intruder = startFfmpegSource(before.broadcast_url);
+  cleanups.push(() => intruder.kill('SIGKILL'));
+  const intruderExit = await exitOf(intruder, 20_000);
+  assert.notEqual(intruderExit, 0, 'the source sent to B is refused');
+  const stray: Listener = await connectListener(before.stream_url);
+  stray.close();
+  assert.notEqual(stray.status, 200, 'no listener is admitted on B');
+  for (const instance of [a, b]) {
+    const read = await request({ baseUrl: instance.baseUrl, apiKey: a.apiKey }, 'GET', `/services/${before.service_id}`);
+    assert.equal(read.body.service.stream_url, moved.stream_url, 'the record still says host A');
+  }
+  assert.equal(await waitFor('A still streams', () => listenerOnA.received().length > 0), true);
+});
