@@ -136,8 +136,14 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   assert.equal(await icecastOrigin(b), originB, 'B listens where it did');
   const intruder = startFfmpegSource(before.broadcast_url);
   cleanups.push(() => intruder.kill('SIGKILL'));
+  let said = '';
+  intruder.stderr!.on('data', (chunk: Buffer) => {
+    said += chunk;
+  });
   const intruderExit = await exitOf(intruder, 20_000);
   assert.notEqual(intruderExit, 0, 'the source sent to B is refused');
+  // Refused when it asks (Icecast's URL auth answers 401/403), not cut after it was let in.
+  assert.match(said, /40[13]|Unauthorized|Forbidden/, said);
   const stray: Listener = await connectListener(before.stream_url);
   stray.close();
   assert.notEqual(stray.status, 200, 'no listener is admitted on B');
