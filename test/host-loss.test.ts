@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { openSse } from './support/sse.js';
@@ -45,28 +46,64 @@ async function icecastOrigin(instance: Service): Promise<string> {
   return `http://127.0.0.1:${saved.port}`;
 }
 
+/** Host A and host B, set up by the first test and used by the next. */
+let a: Service;
+let b: Service;
+let originA: string;
+let originB: string;
+let wallet: TestWallet;
+
+async function buyOnB(stationName: string) {
+  const bought = await buy({ baseUrl: b.baseUrl, apiKey: a.apiKey }, wallet, {
+    product_id: 'event-stream',
+    email: 'agent@example.com',
+    station_name: stationName,
+    parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
+  });
+  assert.equal(bought.status, 200, JSON.stringify(bought.body));
+  assert.equal(new URL(bought.body.service.stream_url).origin, originB, 'sold through B: placed on host B');
+  return bought.body.service;
+}
+
+function movedToA(serviceId: string, timeoutMs: number) {
+  return waitFor(
+    'the service to move to host A',
+    async () => {
+      const read = (await request(a, 'GET', `/services/${serviceId}`)).body.service;
+      return new URL(read.stream_url).origin === originA ? read : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** A source refused when it asks for the mount (Icecast's URL auth answers 401/403), not cut after it was let in. */
+async function assertSourceRefused(broadcastUrl: string): Promise<void> {
+  const intruder = startFfmpegSource(broadcastUrl);
+  cleanups.push(() => intruder.kill('SIGKILL'));
+  let said = '';
+  intruder.stderr!.on('data', (chunk: Buffer) => {
+    said += chunk;
+  });
+  assert.notEqual(await exitOf(intruder, 20_000), 0, 'the source is refused');
+  assert.match(said, /40[13]|Unauthorized|Forbidden/, said);
+}
+
+function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`timed out waiting for ${what}`)))]);
+}
+
 test('a lost host: its live stream moves to a host with room, is credited, and the host does not take it back', async () => {
-  const a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
+  a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
   cleanups.push(() => a.stop());
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
   const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
   const shared = { DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' };
-  let b = await startService({ ...pool, ...shared, STREAMING_HOST_ID: 'host-b' });
+  b = await startService({ ...pool, ...shared, STREAMING_HOST_ID: 'host-b' });
   cleanups.push(() => b.stop());
   const owner = { baseUrl: a.baseUrl, apiKey: a.apiKey };
-  const [originA, originB] = [await icecastOrigin(a), await icecastOrigin(b)];
-
-  // Sold through B's API: B places it on its own host.
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-  const bought = await buy({ baseUrl: b.baseUrl, apiKey: a.apiKey }, wallet, {
-    product_id: 'event-stream',
-    email: 'agent@example.com',
-    station_name: 'Lost Host FM',
-    parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
-  });
-  assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  const before = bought.body.service;
-  assert.equal(new URL(before.stream_url).origin, originB, 'placed on host B');
+  [originA, originB] = [await icecastOrigin(a), await icecastOrigin(b)];
+  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const before = await buyOnB('Lost Host FM');
 
   const receiver = await startReceiver();
   cleanups.push(() => receiver.close());
@@ -91,14 +128,7 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   await exitOf(b.process, 10_000);
   await listenerOnB.ended;
 
-  const moved = await waitFor(
-    'the service to move to host A',
-    async () => {
-      const read = (await request(owner, 'GET', `/services/${before.service_id}`)).body.service;
-      return new URL(read.stream_url).origin === originA ? read : undefined;
-    },
-    (DOWN_AFTER_SECONDS + 30) * 1000,
-  );
+  const moved = await movedToA(before.service_id, (DOWN_AFTER_SECONDS + 30) * 1000);
   const movedAfterMs = Date.now() - killedAt;
   assert.equal(new URL(moved.broadcast_url).host, new URL(originA).host);
   assert.equal(new URL(moved.stream_url).pathname, new URL(before.stream_url).pathname, 'same mount');
@@ -134,22 +164,47 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   b = await startService(b.env, { dataDir: b.dataDir });
   cleanups.push(() => b.stop());
   assert.equal(await icecastOrigin(b), originB, 'B listens where it did');
-  const intruder = startFfmpegSource(before.broadcast_url);
-  cleanups.push(() => intruder.kill('SIGKILL'));
-  let said = '';
-  intruder.stderr!.on('data', (chunk: Buffer) => {
-    said += chunk;
-  });
-  const intruderExit = await exitOf(intruder, 20_000);
-  assert.notEqual(intruderExit, 0, 'the source sent to B is refused');
-  // Refused when it asks (Icecast's URL auth answers 401/403), not cut after it was let in.
-  assert.match(said, /40[13]|Unauthorized|Forbidden/, said);
+  await assertSourceRefused(before.broadcast_url);
   const stray: Listener = await connectListener(before.stream_url);
   stray.close();
   assert.notEqual(stray.status, 200, 'no listener is admitted on B');
   for (const instance of [a, b]) {
-    const read = await request({ baseUrl: instance.baseUrl, apiKey: a.apiKey }, 'GET', `/services/${before.service_id}`);
+    const read = await request(
+      { baseUrl: instance.baseUrl, apiKey: a.apiKey },
+      'GET',
+      `/services/${before.service_id}`,
+    );
     assert.equal(read.body.service.stream_url, moved.stream_url, 'the record still says host A');
   }
   assert.equal(await waitFor('A still streams', () => listenerOnA.received().length > 0), true);
+});
+
+test('a host cut off longer than the bound: its stream moves, and when it returns it cuts what it still carried', async () => {
+  assert.ok(a && b, 'runs after the first test, on its two hosts');
+  const before = await buyOnB('Frozen Host FM');
+  const encoderOnB = startFfmpegSource(before.broadcast_url);
+  cleanups.push(() => encoderOnB.kill('SIGKILL'));
+  const listenerOnB = await listenWhenLive(before.stream_url);
+  cleanups.push(() => listenerOnB.close());
+
+  // B's process stops (as if cut off from PostgreSQL); its Icecast goes on serving what is connected.
+  b.process.kill('SIGSTOP');
+  cleanups.push(() => b.process.kill('SIGCONT'));
+  const moved = await movedToA(before.service_id, (DOWN_AFTER_SECONDS + 30) * 1000);
+  const encoderOnA = startFfmpegSource(moved.broadcast_url);
+  cleanups.push(() => encoderOnA.kill('SIGKILL'));
+  const listenerOnA = await listenWhenLive(moved.stream_url);
+  cleanups.push(() => listenerOnA.close());
+
+  // B runs again: it beats (up again), learns that the service moved, and cuts its source and listener there.
+  b.process.kill('SIGCONT');
+  await within('B to cut the listener of the moved mount', listenerOnB.ended, 20_000);
+  assert.notEqual(await exitOf(encoderOnB, 20_000), 0, 'the old source is cut');
+  await assertSourceRefused(before.broadcast_url);
+  const stray = await connectListener(before.stream_url);
+  stray.close();
+  assert.notEqual(stray.status, 200, 'no listener is admitted on B');
+  await waitFor('audio from the moved stream', () => hasMpegFrame(listenerOnA.received()));
+  const read = (await request(a, 'GET', `/services/${before.service_id}`)).body.service;
+  assert.equal(read.stream_url, moved.stream_url, 'the record still says host A');
 });

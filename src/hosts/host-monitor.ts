@@ -37,6 +37,8 @@ const MOVES_PER_PASS = 500;
  */
 export class HostMonitor {
   private readonly task: PeriodicTask;
+  /** Since when this instance has reached PostgreSQL without a failed pass (see mayMarkDown). */
+  private reachableSince?: number;
 
   constructor(
     private readonly db: Database,
@@ -56,20 +58,38 @@ export class HostMonitor {
 
   /** One pass, or nothing when another instance runs one now. */
   async pass(): Promise<MonitorPass | undefined> {
-    const connection = await this.db.dedicated();
+    const connection = await this.db.dedicated().catch((err) => {
+      this.reachableSince = undefined;
+      throw err;
+    });
     let locked = false;
     try {
       locked = await tryLock(connection);
+      this.reachableSince ??= Date.now();
       if (!locked) return undefined;
-      const markedDown = await this.markDown(connection);
+      const markedDown = this.mayMarkDown() ? await this.markDown(connection) : [];
       const { moved, stranded } = await this.moveStranded(connection);
       const pass = { markedDown, moved, stranded };
       if (markedDown.length || moved.length || stranded) this.options.onPass?.(pass);
       return pass;
+    } catch (err) {
+      this.reachableSince = undefined;
+      throw err;
     } finally {
       if (locked) await connection.query(`SELECT pg_advisory_unlock(${MONITOR_LOCK})`).catch(() => {});
       connection.release();
     }
+  }
+
+  /**
+   * After PostgreSQL was unreachable (or this instance just started), every host's heartbeat may be old only because
+   * no host could write it: hosts are marked down only once this instance has reached PostgreSQL for the whole bound,
+   * time enough for every live host to beat again. Services of hosts already down keep moving meanwhile.
+   */
+  private mayMarkDown(): boolean {
+    return (
+      this.reachableSince !== undefined && Date.now() - this.reachableSince >= this.options.downAfterSeconds * 1000
+    );
   }
 
   private async markDown(connection: Client): Promise<string[]> {
