@@ -122,6 +122,15 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   const listenerOnB = await listenWhenLive(before.stream_url);
   cleanups.push(() => listenerOnB.close());
 
+  const usage = async (on: Service) =>
+    (await request({ baseUrl: on.baseUrl, apiKey: a.apiKey }, 'GET', `/services/${before.service_id}/usage`)).body
+      .usage;
+  const bytesOf = (gb: string) => Math.round(Number(gb) * 1e9);
+  const usedOnB = await waitFor('transfer measured on B', async () => {
+    const used = bytesOf((await usage(b)).transfer.used_gb);
+    return used > 0 && used;
+  });
+
   // B dies with its Icecast (which follows its parent through the parent-death signal).
   const killedAt = Date.now();
   b.process.kill('SIGKILL');
@@ -129,7 +138,8 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   await listenerOnB.ended;
 
   const moved = await movedToA(before.service_id, (DOWN_AFTER_SECONDS + 30) * 1000);
-  const movedAfterMs = Date.now() - killedAt;
+  const movedAt = Date.now();
+  const movedAfterMs = movedAt - killedAt;
   assert.equal(new URL(moved.broadcast_url).host, new URL(originA).host);
   assert.equal(new URL(moved.stream_url).pathname, new URL(before.stream_url).pathname, 'same mount');
   assert.equal(
@@ -159,6 +169,15 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   const listenerOnA = await listenWhenLive(moved.stream_url);
   cleanups.push(() => listenerOnA.close());
   await waitFor('audio from the moved stream', () => hasMpegFrame(listenerOnA.received()));
+  // A's Icecast counts the mount's bytes from zero; the transfer used on B is still counted.
+  const onA = await waitFor('transfer measured on A', async () => {
+    const read = await usage(a);
+    return Date.parse(read.measured_at) > movedAt && read.bytes.sent_to_listeners > 0 && read;
+  });
+  assert.ok(
+    bytesOf(onA.transfer.used_gb) >= usedOnB + Number(onA.bytes.sent_to_listeners),
+    `transfer used on B (${usedOnB} bytes) carried over: ${JSON.stringify(onA.transfer)} ${JSON.stringify(onA.bytes)}`,
+  );
 
   // B comes back on the same DATA_DIR and host id: it refuses the moved service's source and listeners.
   b = await startService(b.env, { dataDir: b.dataDir });

@@ -56,6 +56,8 @@ export async function hostLoad(
  * Moves one service of a lost host to `to`, in one transaction, under the capacity lock its sales take: the service
  * keeps its mount and source credentials, gets the next host epoch (fencing: callbacks of the old host refuse it from
  * now on), and its expiry is credited with the time it was unavailable (from the lost host's last heartbeat to now).
+ * The new host's Icecast counts the mount's bytes from zero: the transfer used on the old host is carried in
+ * transfer_offset_bytes (negative by as much), so the transfer still bought is what it was.
  * The move is recorded, the owner gets service.moved, and both hosts are notified on host_services.
  * Undefined when it did not happen: the old host beat again, the service changed meanwhile, or `to` has no room now.
  */
@@ -84,7 +86,8 @@ export async function moveService(
   } = await client.query(
     `WITH lost AS (SELECT GREATEST(0, ceil(extract(epoch FROM now() - $4::timestamptz)))::int AS seconds)
      UPDATE services s SET host_id = $2, host_epoch = s.host_epoch + 1, updated_at = now(),
-            expires_at = s.expires_at + make_interval(secs => lost.seconds)
+            expires_at = s.expires_at + make_interval(secs => lost.seconds),
+            transfer_offset_bytes = s.transfer_offset_bytes - coalesce((s.usage->>'bytes_sent')::bigint, 0)
        FROM lost
       WHERE s.id = $1 AND s.host_id = $3 AND s.host_epoch = $5 AND s.${HOLDS_A_PLACE}
         AND (s.expires_at IS NULL OR s.expires_at > now())
