@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { beatStreamingHost, HostMonitor } from '../src/hosts/index.js';
+import type { Logger } from '../src/log/index.js';
+import { migrate } from '../src/store/index.js';
+import { embeddedDatabase } from './support/database.js';
+import { waitFor } from './support/streaming.js';
+
+// The host monitor on a real PostgreSQL, without Icecast (test/host-loss.test.ts runs the whole path): which hosts
+// are marked down, where their services go under the hosts' capacity, what stays when nothing has room.
+const store = embeddedDatabase('audio-host-monitor-');
+const quiet: Logger = { info() {}, warn() {}, error() {} };
+
+async function addHost(
+  id: string,
+  fields: { state?: string; beatSecondsAgo: number; sources: number; listeners: number },
+) {
+  await store.db.query(
+    `INSERT INTO streaming_hosts (id, public_url, state, max_sources, max_listeners, heartbeat_at, started_at)
+     VALUES ($1, $2, $3, $4, $5, now() - make_interval(secs => $6), now() - interval '1 hour')`,
+    [id, `http://${id}.example:8000`, fields.state ?? 'up', fields.sources, fields.listeners, fields.beatSecondsAgo],
+  );
+}
+
+/** Services on `host` (50 listener places each) with their service_holdings, without orders or keys behind them. */
+async function addServices(host: string, ids: string[], expires = "now() + interval '1 hour'", status = 'active') {
+  await store.db.transaction(async (client) => {
+    await client.query('SET LOCAL session_replication_role = replica');
+    for (const id of ids)
+      await client.query(
+        `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits,
+                               expires_at, host_id)
+         VALUES ($1, $1, 'key_1', 'event-stream', $3, '/' || $1, 'source', 'pw-' || $1, '{"max_listeners": 50}',
+                 ${expires}, $2)`,
+        [id, host, status],
+      );
+  });
+  await recountHoldings();
+}
+
+async function recountHoldings() {
+  await store.db.query('DELETE FROM service_holdings');
+  await store.db.query(
+    `INSERT INTO service_holdings (scope, holder, services, listener_places)
+     SELECT 'host', host_id, count(*), sum(listener_places(limits)) FROM services
+      WHERE status IN ('pending', 'provisioning', 'active', 'suspended') GROUP BY host_id`,
+  );
+}
+
+const hostsOf = async () =>
+  Object.fromEntries(
+    (await store.db.query<{ id: string; host_id: string }>('SELECT id, host_id FROM services ORDER BY id')).map((r) => [
+      r.id,
+      r.host_id,
+    ]),
+  );
+
+describe('host monitor', () => {
+  test('a lost host is marked down; its live services move to live hosts with room, credited; the rest wait', async () => {
+    await migrate(store.db);
+    await addHost('lost', { beatSecondsAgo: 60, sources: 10, listeners: 1000 });
+    await addHost('big', { beatSecondsAgo: 0, sources: 3, listeners: 1000 });
+    await addHost('small', { beatSecondsAgo: 0, sources: 2, listeners: 100 });
+    await addHost('drained', { state: 'draining', beatSecondsAgo: 0, sources: 100, listeners: 5000 });
+    await addHost('silent', { beatSecondsAgo: 3600, sources: 100, listeners: 5000 }); // down too: takes nothing
+    await addServices('lost', ['s1', 's2', 's3', 's4', 's5', 's6']);
+    await addServices('lost', ['ended'], "now() - interval '1 minute'");
+    await addServices('lost', ['stopped'], "now() + interval '1 hour'", 'expired');
+    const expiresBefore = new Map(
+      (await store.db.query<{ id: string; expires_at: Date }>('SELECT id, expires_at FROM services')).map((r) => [
+        r.id,
+        r.expires_at.getTime(),
+      ]),
+    );
+    const notified: string[] = [];
+    const listening = await store.db.dedicated();
+    listening.on('notification', (n) => notified.push(n.payload ?? ''));
+    await listening.query('LISTEN host_services');
+
+    const monitor = new HostMonitor(store.db, quiet, { downAfterSeconds: 2, intervalMs: 100 });
+    const live = async () => {
+      for (const id of ['big', 'small', 'drained']) await beatStreamingHost(store.db, id);
+    };
+    // The first passes only watch: a host is marked down once the monitor has reached PostgreSQL for the bound.
+    const first = await monitor.pass();
+    assert.deepEqual(first?.markedDown, []);
+    const pass = await waitFor('a pass that marks the lost hosts down', async () => {
+      await live();
+      const p = await monitor.pass();
+      return p?.markedDown.length ? p : undefined;
+    });
+    assert.deepEqual(pass.markedDown.sort(), ['lost', 'silent']);
+    assert.equal(pass.moved.length, 5);
+    assert.equal(pass.stranded, 1, 'six services, room for five');
+    const placed = await hostsOf();
+    const count = (host: string) => Object.values(placed).filter((h) => h === host).length;
+    assert.equal(count('big'), 3, 'big: its 3 sources');
+    assert.equal(count('small'), 2, 'small: 2 sources, 100 listener places');
+    assert.equal(placed.ended, 'lost', 'an expired service is not moved');
+    assert.equal(placed.stopped, 'lost');
+
+    const moves = await store.db.query<{ service_id: string; credited_seconds: number; host_epoch: number }>(
+      'SELECT service_id, credited_seconds, host_epoch FROM service_moves',
+    );
+    assert.equal(moves.length, 5);
+    const services = await store.db.query<{ id: string; expires_at: Date; host_epoch: number }>(
+      'SELECT id, expires_at, host_epoch FROM services',
+    );
+    for (const move of moves) {
+      const service = services.find((s) => s.id === move.service_id)!;
+      assert.ok(move.credited_seconds >= 60 && move.credited_seconds < 120, `credited ${move.credited_seconds} s`);
+      assert.equal(service.expires_at.getTime() - expiresBefore.get(service.id)!, move.credited_seconds * 1000);
+      assert.equal(service.host_epoch, 1);
+      assert.equal(move.host_epoch, 1);
+    }
+    const events = await store.db.query<{ service_id: string; data: Record<string, unknown> }>(
+      "SELECT service_id, data FROM events WHERE type = 'service.moved'",
+    );
+    assert.equal(events.length, 5);
+    const s1 = events.find((e) => e.service_id === moves[0].service_id)!;
+    const host = placed[moves[0].service_id];
+    assert.equal(s1.data.stream_url, `http://${host}.example:8000/${moves[0].service_id}`);
+    assert.equal(
+      s1.data.broadcast_url,
+      `icecast://source:pw-${moves[0].service_id}@${host}.example:8000/${moves[0].service_id}`,
+    );
+    await waitFor('the notifications', () => notified.length >= 10);
+    assert.deepEqual([...new Set(notified)].sort(), ['big', 'lost', 'small']);
+    listening.release();
+
+    // Room comes free on a live host: the next pass moves the one left.
+    await store.db.query("UPDATE streaming_hosts SET max_sources = 4 WHERE id = 'big'");
+    await live();
+    const next = await monitor.pass();
+    assert.equal(next?.moved.length, 1);
+    assert.equal(next?.stranded, 0);
+    assert.equal(Object.values(await hostsOf()).filter((h) => h === 'lost').length, 2, 'only the ended ones stay');
+  });
+
+  test('a down host that beats again is up, and keeps what had not moved yet', async () => {
+    await addServices('silent', ['late']);
+    await store.db.query(
+      "UPDATE streaming_hosts SET max_sources = 4, max_listeners = 200 WHERE id IN ('big', 'small')",
+    );
+    await beatStreamingHost(store.db, 'silent');
+    const [silent] = await store.db.query<{ state: string; down_since: Date | null }>(
+      "SELECT state, down_since FROM streaming_hosts WHERE id = 'silent'",
+    );
+    assert.deepEqual(silent, { state: 'up', down_since: null });
+    const monitor = new HostMonitor(store.db, quiet, { downAfterSeconds: 1, intervalMs: 100 });
+    const pass = await monitor.pass();
+    assert.equal(pass?.moved.length, 0);
+    assert.equal((await hostsOf()).late, 'silent');
+  });
+});
