@@ -92,7 +92,7 @@ function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`timed out waiting for ${what}`)))]);
 }
 
-test('a lost host: its live stream moves to a host with room, is credited, and the host does not take it back', async () => {
+test('a lost host: its stream moves to a host with room, is credited, and the host does not take it back', async () => {
   a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
   cleanups.push(() => a.stop());
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
@@ -198,7 +198,7 @@ test('a lost host: its live stream moves to a host with room, is credited, and t
   assert.equal(await waitFor('A still streams', () => listenerOnA.received().length > 0), true);
 });
 
-test('a host cut off longer than the bound: its stream moves, and when it returns it cuts what it still carried', async () => {
+test('a host cut off past the bound: its stream moves; when it returns it cuts what it still carried', async () => {
   assert.ok(a && b, 'runs after the first test, on its two hosts');
   const before = await buyOnB('Frozen Host FM');
   const encoderOnB = startFfmpegSource(before.broadcast_url);

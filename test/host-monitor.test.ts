@@ -28,8 +28,8 @@ async function addServices(host: string, ids: string[], expires = "now() + inter
     await client.query('SET LOCAL session_replication_role = replica');
     for (const id of ids)
       await client.query(
-        `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits,
-                               expires_at, host_id)
+        `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password,
+                               limits, expires_at, host_id)
          VALUES ($1, $1, 'key_1', 'event-stream', $3, '/' || $1, 'source', 'pw-' || $1, '{"max_listeners": 50}',
                  ${expires}, $2)`,
         [id, host, status],
@@ -56,7 +56,7 @@ const hostsOf = async () =>
   );
 
 describe('host monitor', () => {
-  test('a lost host is marked down; its live services move to live hosts with room, credited; the rest wait', async () => {
+  test('a lost host is marked down; its services move to live hosts with room, credited; the rest wait', async () => {
     await migrate(store.db);
     await addHost('lost', { beatSecondsAgo: 60, sources: 10, listeners: 1000 });
     await addHost('big', { beatSecondsAgo: 0, sources: 3, listeners: 1000 });

@@ -145,7 +145,8 @@ async function recordMove(
     service.id,
     'move',
     'host_lost',
-    `Moved to another streaming host after its host stopped answering; ${move.creditedSeconds} s credited to the expiry.`,
+    `Moved to another streaming host after its host stopped answering; ` +
+      `${move.creditedSeconds} s credited to the expiry.`,
   ]);
   // Listener places held on the lost host are free: those listeners were cut with it and reconnect to the new host.
   await client.query("DELETE FROM listeners WHERE service_id = $1 AND client_id NOT LIKE 'hls:%'", [service.id]);

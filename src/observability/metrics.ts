@@ -77,7 +77,8 @@ export class Metrics {
     const listeners = count<{ n: number }>('SELECT count(*)::int AS n FROM listeners');
     const awaitingMove = count<{ n: number }>(
       `SELECT count(*)::int AS n FROM services s JOIN streaming_hosts h ON h.id = s.host_id AND h.state = 'down'
-        WHERE s.status IN ('pending', 'provisioning', 'active', 'suspended') AND (s.expires_at IS NULL OR s.expires_at > now())`,
+        WHERE s.status IN ('pending', 'provisioning', 'active', 'suspended')
+          AND (s.expires_at IS NULL OR s.expires_at > now())`,
     );
     new Gauge({
       name: 'services_awaiting_move',

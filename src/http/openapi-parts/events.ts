@@ -58,7 +58,8 @@ export const part: {
             'refund.failed: refund_id, reason, amount_atomic, message; ' +
             'track.changed: title, artist, source (autodj, live or owner), started_at, ' +
             'previous (the track before, as "Artist - Title", or null); ' +
-            'service.moved (its streaming host was lost; reconnect the encoder to the new broadcast_url): stream_url, ' +
+            'service.moved (its streaming host was lost; reconnect the encoder to the new broadcast_url): ' +
+            'stream_url, ' +
             'broadcast_url, expires_at, credited_seconds (the unavailable time, added to the expiry), reason.',
         },
       },
