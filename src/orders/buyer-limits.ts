@@ -66,13 +66,14 @@ export async function checkBuyerLimits(
   const payer = buyer.payer?.toLowerCase();
   const verified = client ? payer : undefined;
   if (client && settings.buyer_limits) {
-    // Always key first, then payer: two claims never wait for each other in opposite orders.
-    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0))", [
-      buyer.apiKeyId,
-    ]);
-    if (verified) {
-      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [verified]);
-    }
+    // Always key first, then payer (one statement, its select list taken in order): two claims never wait for each
+    // other in opposite orders.
+    await client.query(
+      `SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0)),
+              CASE WHEN $2::text IS NOT NULL
+                THEN pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $2, 0)) END`,
+      [buyer.apiKeyId, verified ?? null],
+    );
   }
   const none: Holding = { live_services: 0, listener_places: 0 };
   const asked = { live_services: demand.sources, listener_places: demand.listeners };

@@ -1,4 +1,4 @@
-import { recordOrderPaid } from '../events/index.js';
+import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
 import { claimConflictOf } from './claim-conflicts.js';
@@ -182,23 +182,25 @@ export class OrderStore {
     }
   }
 
-  /** Records the settlement (in the caller's transaction when given); the order as it is now (unchanged if it had already left "settling"). */
-  async settled(id: string, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
-    const sql =
-      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *";
-    const record = async (c: Client) => {
-      const {
-        rows: [paid],
-      } = await c.query(sql, [id, settlement]);
-      if (paid) await recordOrderPaid(c, paid as OrderRow);
-      return paid as OrderRow | undefined;
-    };
+  /**
+   * Records the settlement and its order.paid event in one statement (in the caller's transaction when given); the
+   * order as it is now (unchanged if it had already left "settling").
+   */
+  async settled(order: OrderRow, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
+    const paid = eventInsert(orderPaidEvent({ ...order, settlement }), 3, 'paid');
+    const sql = `WITH paid AS (UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(),
+                                          updated_at = now()
+                 WHERE id = $1 AND state = 'settling' RETURNING *),
+                 paid_event AS (${paid.sql})
+                 SELECT * FROM paid`;
+    const params = [order.id, settlement, ...paid.params];
+    const record = async (c: Client) => (await c.query(sql, params)).rows[0] as OrderRow | undefined;
     const row = client ? await record(client) : await this.db.transaction(record);
     if (row) return row;
     return (
       client
-        ? ((await client.query('SELECT * FROM orders WHERE id = $1', [id])).rows[0] as OrderRow)
-        : await this.byId(id)
+        ? ((await client.query('SELECT * FROM orders WHERE id = $1', [order.id])).rows[0] as OrderRow)
+        : await this.byId(order.id)
     )!;
   }
 
@@ -211,12 +213,17 @@ export class OrderStore {
     );
   }
 
-  async activate(client: Client, id: string): Promise<OrderRow | undefined> {
+  /** Activates a provisioned order and records `event` (its service.active or the like) in the same statement. */
+  async activate(client: Client, id: string, event: NewEvent): Promise<OrderRow | undefined> {
+    const provisioned = eventInsert(event, 2, 'active');
     const {
       rows: [row],
     } = await client.query(
-      "UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning' RETURNING *",
-      [id],
+      `WITH active AS (UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now()
+                       WHERE id = $1 AND state = 'provisioning' RETURNING *),
+            provisioned_event AS (${provisioned.sql})
+       SELECT * FROM active`,
+      [id, ...provisioned.params],
     );
     return row as OrderRow | undefined;
   }
