@@ -31,7 +31,7 @@ import {
   type VerifiedPayment,
 } from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
-import type { OrderRow, OrderStore } from './order-store.js';
+import { IN_FLIGHT_ORDERS_SQL, type InFlightOrder, type OrderRow, type OrderStore } from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
 /** How much later than now + maxTimeoutSeconds an authorization may expire: clocks of payer and service differ. */
@@ -436,12 +436,11 @@ export class OrderService {
   }
 
   /**
-   * What this Icecast carries now, plus what paid orders not provisioned yet will add to it. Orders first: one
-   * provisioned between the two reads is then counted twice (for a moment, on the safe side) instead of not at all.
+   * What this Icecast carries now, plus what paid orders not provisioned yet will add to it: one statement, so an
+   * order provisioned meanwhile is counted once, as an order or as a service.
    */
   private async streamLoad(capacity: StreamCapacity, client?: Client): Promise<StreamLoad> {
-    const inFlight = await this.orders.inFlight(client);
-    const load = await capacity.inUse(client);
+    const { load, rows: inFlight } = await capacity.inUseAlong<InFlightOrder>(IN_FLIGHT_ORDERS_SQL, client);
     for (const order of inFlight) {
       const limits = serviceLimitsOf(
         this.live.current.catalog.byId.get(order.product_id)?.product,

@@ -49,6 +49,16 @@ export interface AuditEntry {
 
 const keyTaken = new Error('idempotency key taken');
 
+/**
+ * Orders paid or being paid, not provisioned yet: what they will add to their Icecast is already spoken for. An
+ * extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
+ */
+export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_of FROM orders o
+  WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
+    AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
+
+export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>;
+
 export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
 
 /** Orders in PostgreSQL. Every state change is committed before the side effect that follows it. */
@@ -124,16 +134,6 @@ export class OrderStore {
     );
   }
 
-  /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
-  async inFlight(client?: Client): Promise<Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>> {
-    // An extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
-    const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
-                 AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
-    return (client ? (await client.query(sql)).rows : await this.db.query(sql)) as Array<
-      Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>
-    >;
-  }
-
   /**
    * Claims the Idempotency-Key for a verified payment: the order starts in "settling" with a lease held by the caller.
    * `admit` runs first in the same transaction (it may refuse by throwing). Undefined when another request holds the
@@ -157,24 +157,24 @@ export class OrderStore {
         );
         if (!active.length) throw new KeyRevoked();
         await admit?.(client);
+        // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
+        // still taken last (see migration 008); the evaluation's key is checked at commit.
+        const n = columns.length;
         const {
           rows: [row],
         } = await client.query(
-          `INSERT INTO orders (${columns.join(', ')}, state, lease_until)
-           VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling', now() + make_interval(secs => $${columns.length + 1}))
-           ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *`,
-          [...values, leaseSeconds],
+          `WITH claimed AS (
+             INSERT INTO orders (${columns.join(', ')}, state, lease_until)
+             VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling',
+                     now() + make_interval(secs => $${n + 1}))
+             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *)
+           SELECT claimed.*, audit_append($${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}) AS appended_seq
+           FROM claimed`,
+          [...values, leaseSeconds, record.id, record.kind, record.snapshotHash, record.text, record.hash],
         );
         if (!row) throw keyTaken;
-        // After the insert: the chain head is taken last (see migration 008), the evaluation's key is checked at commit.
-        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [
-          record.id,
-          record.kind,
-          record.snapshotHash,
-          record.text,
-          record.hash,
-        ]);
-        return row as OrderRow;
+        const { appended_seq: _, ...claimed } = row;
+        return claimed as OrderRow;
       });
     } catch (e) {
       if (e === keyTaken) return undefined;
