@@ -4,7 +4,7 @@ import { EVENT_COLUMNS, EVENT_ORDER, SETTLED_EVENTS } from './event-log.js';
 import type { StoredEvent } from './event-types.js';
 
 const CHANNEL = 'agent_audio_events';
-/** Notified only for events that queued a webhook delivery (migration 052). */
+/** Notified when a webhook delivery is queued (migration 052). */
 const DELIVERIES_CHANNEL = 'agent_audio_deliveries';
 /** A service's events ($1: its id): its own, and its order's order.paid, recorded before the service existed. */
 const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
