@@ -322,6 +322,9 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
   });
   const buySeller = (signature: string) => seller.buy(signature, o.signal);
   const purchases: OrdersResults['purchases'] = [];
+  // Which side failed, after how long, and why: a timeout is the bench's 30 s limit on one purchase.
+  const failed = (who: string) => (failure: string, ms: number) =>
+    o.log(`    ${who}: a purchase failed after ${ms.toFixed(0)} ms: ${failure}`);
   try {
     const committedBefore = await seller.committedOrders();
     o.log(
@@ -366,7 +369,7 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
         const perPurchaseMs = (seconds: number) => ((seconds * 1000) / (to - from)).toFixed(1);
         o.log(`  round ${s + 1}: service, ${to - from} paid POST /orders at concurrency ${concurrency}`);
         const used = await machineCpu(o.service.process.pid!, svc, false, () =>
-          timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal),
+          timedPool(orders.slice(from, to), concurrency, buy, svc, o.signal, failed('service')),
         );
         if (used)
           o.log(
@@ -375,12 +378,12 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
         serviceAlive();
         o.log(`  round ${s + 1}: service, ${to - from} paid MCP \`order\` tool calls at concurrency ${concurrency}`);
         await machineCpu(o.service.process.pid!, tool, false, () =>
-          timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal),
+          timedPool(toolOrders.slice(from, to), concurrency, buyTool, tool, o.signal, failed('MCP tool')),
         );
         serviceAlive();
         o.log(`  round ${s + 1}: seller reference, ${to - from} paid POST /orders at concurrency ${concurrency}`);
         const refUsed = await sellerCpu(seller, o.service.process.pid!, ref, () =>
-          timedPool(sellerOrders.slice(from, to), concurrency, buySeller, ref, o.signal),
+          timedPool(sellerOrders.slice(from, to), concurrency, buySeller, ref, o.signal, failed('seller reference')),
         );
         if (refUsed)
           o.log(
@@ -389,7 +392,7 @@ export async function runOrdersBench(o: OrdersBenchOptions): Promise<OrdersResul
         serviceAlive();
         o.log(`  round ${s + 1}: bare facilitator, ${to - from} verify+settle at concurrency ${concurrency}`);
         const bareUsed = await machineCpu(o.service.process.pid!, bare, true, () =>
-          timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal),
+          timedPool(payments.slice(from, to), concurrency, settleBare, bare, o.signal, failed('bare facilitator')),
         );
         if (bareUsed)
           o.log(
@@ -581,6 +584,7 @@ async function timedPool<T>(
   work: (item: T) => Promise<string | undefined>,
   run: OpenRun,
   signal: AbortSignal,
+  onFailure?: (failure: string, ms: number) => void,
 ): Promise<void> {
   const started = performance.now();
   await pool(items, concurrency, async (item) => {
@@ -595,6 +599,7 @@ async function timedPool<T>(
     }
     run.attempted++;
     if (failure) {
+      onFailure?.(failure, performance.now() - t0);
       run.failed++;
       run.failures[failure] = (run.failures[failure] ?? 0) + 1;
     } else {

@@ -461,8 +461,11 @@ test('npm run demo buys a 1-hour instant-stream with the official x402 client', 
 
 test('logs carry request and order ids, never secrets; /metrics counts what happened', async () => {
   const { body } = await paidOrder(order({ station_name: 'Logged FM' }), newKey());
-  const logs = service.output();
-  assert.match(logs, new RegExp(`"order_id":"${body.order.id}"`));
+  // The logger writes asynchronously: its lines may reach the pipe just after the answer.
+  const logs = await waitFor('the order id in the logs', () => {
+    const output = service.output();
+    return output.includes(`"order_id":"${body.order.id}"`) && output;
+  });
   assert.match(logs, /"request_id":"req_/);
   const password = new URL(body.service.broadcast_url.replace(/^icecast:/, 'http:')).password;
   for (const secret of [service.apiKey, dev.buyer.private_key, dev.buyer.private_key.slice(2), password])

@@ -50,7 +50,7 @@ export async function events(
   if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
   const worker = new DeliveryWorker(db, policy, settings.delivery, log, secrets);
   const sourceEvents = new SourceEventGate(db, settings.sourceWindowSeconds, log);
-  feed.onEvent(() => worker.wake());
+  feed.onDeliveries(() => worker.wake());
   let stopped: Promise<void> | undefined;
   return {
     api: {

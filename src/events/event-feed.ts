@@ -4,6 +4,8 @@ import { EVENT_COLUMNS, EVENT_ORDER, SETTLED_EVENTS } from './event-log.js';
 import type { StoredEvent } from './event-types.js';
 
 const CHANNEL = 'agent_audio_events';
+/** Notified when a webhook delivery is queued (migration 052). */
+const DELIVERIES_CHANNEL = 'agent_audio_deliveries';
 /** A service's events ($1: its id): its own, and its order's order.paid, recorded before the service existed. */
 const OF_SERVICE = '(service_id = $1 OR order_id = (SELECT order_id FROM services WHERE id = $1))';
 
@@ -35,7 +37,7 @@ export class EventFeed {
   /** A LISTEN connection was up before: the next one follows a break. */
   private everListened = false;
   private closed = false;
-  private readonly onNotify: Array<(serviceId: string) => void> = [];
+  private readonly onQueued: Array<() => void> = [];
 
   constructor(
     private readonly db: Database,
@@ -43,21 +45,21 @@ export class EventFeed {
     private readonly pollMs = 2000,
   ) {}
 
-  /** Starts listening; notifications also reach `onEvent` callbacks (the webhook worker wakes up with them). */
+  /** Starts listening; events that queued webhook deliveries also reach `onDeliveries` callbacks (the worker's). */
   async start(): Promise<void> {
     await this.listen().catch((err) => this.log.warn({ err }, 'events: LISTEN failed; readers fall back to polling'));
   }
 
-  onEvent(callback: (serviceId: string) => void): void {
-    this.onNotify.push(callback);
+  onDeliveries(callback: () => void): void {
+    this.onQueued.push(callback);
   }
 
   private async listen(): Promise<void> {
     if (this.closed) return;
     const connection = await this.db.dedicated();
     connection.on('notification', (message) => {
-      this.wake(message.payload ?? '');
-      for (const callback of this.onNotify) callback(message.payload ?? '');
+      if (message.channel === DELIVERIES_CHANNEL) for (const callback of this.onQueued) callback();
+      else this.wake(message.payload ?? '');
     });
     connection.on('error', () => {
       // close() may have released it already: PostgreSQL ends the connection after UNLISTEN when it shuts down too.
@@ -73,7 +75,7 @@ export class EventFeed {
         }, this.pollMs).unref();
     });
     try {
-      await connection.query(`LISTEN ${CHANNEL}`);
+      await connection.query(`LISTEN ${CHANNEL}; LISTEN ${DELIVERIES_CHANNEL}`);
     } catch (error) {
       connection.release(true);
       throw error;
@@ -180,7 +182,7 @@ export class EventFeed {
     const listener = this.listener;
     this.listener = undefined;
     if (listener) {
-      await listener.query(`UNLISTEN ${CHANNEL}`).catch(() => {});
+      await listener.query(`UNLISTEN ${CHANNEL}; UNLISTEN ${DELIVERIES_CHANNEL}`).catch(() => {});
       listener.release();
     }
   }

@@ -22,13 +22,27 @@ export interface NewEvent {
  * database fans it out to webhook endpoints and wakes SSE readers (trigger events_fan_out, migration 016).
  */
 export async function recordEvent(sql: Sql, event: NewEvent): Promise<void> {
-  await (sql as Pick<Client, 'query'>).query(
-    `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
-     SELECT $1, $2, owner, $4, coalesce($5, (SELECT order_id FROM services WHERE id = $4)), $6, $7
-     FROM (SELECT coalesce($3, (SELECT api_key_id FROM services WHERE id = $4), (SELECT api_key_id FROM orders WHERE id = $5)) AS owner) o
+  const insert = eventInsert(event, 1);
+  await (sql as Pick<Client, 'query'>).query(insert.sql, insert.params);
+}
+
+/**
+ * recordEvent's INSERT with its parameters numbered from `first`, to run as a data-modifying CTE of the statement that
+ * makes the change it reports (one round trip for both); with `onlyIf`, the name of a CTE of that statement, it is
+ * recorded only when that CTE returns a row.
+ */
+export function eventInsert(event: NewEvent, first: number, onlyIf?: string): { sql: string; params: unknown[] } {
+  const [id, type, key, service, order, data, once] = Array.from({ length: 7 }, (_, i) => `$${first + i}`);
+  return {
+    sql: `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
+     SELECT ${id}, ${type}, owner, ${service},
+            coalesce(${order}, (SELECT order_id FROM services WHERE id = ${service})), ${data}, ${once}
+     FROM (SELECT coalesce(${key}, (SELECT api_key_id FROM services WHERE id = ${service}),
+                           (SELECT api_key_id FROM orders WHERE id = ${order})) AS owner) o
      WHERE owner IS NOT NULL -- an event nobody owns is not recorded, and never fails the change it reports
+     ${onlyIf ? `AND EXISTS (SELECT 1 FROM ${onlyIf})` : ''}
      ON CONFLICT (once_key) DO NOTHING`,
-    [
+    params: [
       randomId('evt_'),
       event.type,
       event.apiKeyId ?? null,
@@ -37,7 +51,7 @@ export async function recordEvent(sql: Sql, event: NewEvent): Promise<void> {
       event.data ?? {},
       event.onceKey ?? null,
     ],
-  );
+  };
 }
 
 /** The same, for the service on an Icecast mount (source callbacks name the mount, not the service). */

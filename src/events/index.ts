@@ -1,5 +1,5 @@
 export { EVENT_TYPES, type AgentEvent, type EventType, type StoredEvent } from './event-types.js';
-export { recordEvent, recordMountEvent, publicEvent, type NewEvent } from './event-log.js';
+export { eventInsert, recordEvent, recordMountEvent, publicEvent, type NewEvent } from './event-log.js';
 export { EventFeed, type FeedPosition } from './event-feed.js';
 export { WebhookEndpoints, type WebhookEndpoint } from './webhook-endpoints.js';
 export { webhookUrlPolicy, type WebhookUrlPolicy } from './webhook-url-policy.js';
@@ -18,6 +18,6 @@ export {
   recordStatusChange,
   type ExtendHint,
 } from './service-watch.js';
-export { recordOrderPaid, recordProvisioned } from './order-events.js';
+export { orderPaidEvent, provisionedEvent } from './order-events.js';
 export { loadSecretBox, SecretBox } from './secret-box.js';
 export { SourceEventGate, type SourceEventType } from './source-event-gate.js';

@@ -1,5 +1,4 @@
-import type { Sql } from './event-log.js';
-import { recordEvent } from './event-log.js';
+import type { NewEvent } from './event-log.js';
 
 interface PaidOrder {
   id: string;
@@ -23,9 +22,9 @@ interface ProvisionedService {
   limits: Record<string, unknown>;
 }
 
-/** order.paid, with the transfer the chain proved; in the transaction that records the settlement. */
-export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void> {
-  await recordEvent(sql, {
+/** order.paid, with the transfer the chain proved; recorded in the statement that records the settlement. */
+export function orderPaidEvent(order: PaidOrder): NewEvent {
+  return {
     type: 'order.paid',
     orderId: order.id,
     apiKeyId: order.api_key_id,
@@ -43,15 +42,14 @@ export async function recordOrderPaid(sql: Sql, order: PaidOrder): Promise<void>
         duration_hours: order.configuration?.duration_hours,
       }),
     },
-  });
+  };
 }
 
 /**
  * service.active for a new service, upgrade.applied for an upgrade, service.extended for an extension (with the
- * hours added); in the transaction that activates the order.
+ * hours added); recorded in the statement that activates the order.
  */
-export async function recordProvisioned(
-  sql: Sql,
+export function provisionedEvent(
   order: {
     id: string;
     upgrade_of: string | null;
@@ -59,8 +57,8 @@ export async function recordProvisioned(
     configuration?: Record<string, unknown>;
   },
   service: ProvisionedService,
-): Promise<void> {
-  await recordEvent(sql, {
+): NewEvent {
+  return {
     type: order.extension_of ? 'service.extended' : order.upgrade_of ? 'upgrade.applied' : 'service.active',
     serviceId: service.id,
     orderId: order.id,
@@ -71,5 +69,5 @@ export async function recordProvisioned(
       limits: service.limits,
       ...(order.extension_of && { added_hours: order.configuration?.duration_hours }),
     },
-  });
+  };
 }

@@ -1,4 +1,4 @@
-import { recordProvisioned } from '../events/index.js';
+import { provisionedEvent } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
 import type {
@@ -193,7 +193,7 @@ async function recordPaidAndProvision(
   const target = order.upgrade_of ?? order.extension_of;
   if (target) await deps.services.lock(client, target);
   const settled = await deps.orders.settled(
-    order.id,
+    order,
     { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof },
     client,
   );
@@ -236,11 +236,13 @@ async function provisionWith(
     : order.upgrade_of
       ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
       : await deps.services.createForOrder(client, order, limits, expiryOf(order));
-  const active = await deps.orders.activate(client, order.id);
-  if (active) await recordProvisioned(client, order, service);
+  const active = await deps.orders.activate(client, order.id, provisionedEvent(order, service));
   // Refunded in full meanwhile (not provisioned within the bound, src/refunds): the service must not be delivered too.
-  else if ((await client.query('SELECT state FROM orders WHERE id = $1', [order.id])).rows[0]?.state === 'refunded') {
-    throw new Error(`order ${order.id} was refunded while it was being provisioned; nothing is delivered`);
+  if (!active) {
+    const { rows } = await client.query('SELECT state FROM orders WHERE id = $1', [order.id]);
+    if (rows[0]?.state === 'refunded') {
+      throw new Error(`order ${order.id} was refunded while it was being provisioned; nothing is delivered`);
+    }
   }
   return { order: active ?? order, service };
 }

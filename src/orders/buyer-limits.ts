@@ -31,6 +31,9 @@ const HOLDING_SQL = {
   key: `${held('key')} UNION ALL SELECT ${ORDERS_IN_FLIGHT} WHERE o.api_key_id = $1 AND ${IN_FLIGHT}`,
   payer: `${held('payer')} UNION ALL SELECT ${ORDERS_IN_FLIGHT} WHERE o.payer = $1 AND ${IN_FLIGHT}`,
 };
+// The key's ($1) and the payer's ($2) in one round trip, each row named by whose it is.
+const KEY_AND_PAYER_SQL = `SELECT 'key' AS holder, k.* FROM (${HOLDING_SQL.key}) k
+  UNION ALL SELECT 'payer', p.* FROM (${HOLDING_SQL.payer.replaceAll('$1', '$2')}) p`;
 
 /** The host an order streams on: its limits, and what is in use and spoken for before this order. */
 export interface HostLoad {
@@ -66,21 +69,21 @@ export async function checkBuyerLimits(
   const payer = buyer.payer?.toLowerCase();
   const verified = client ? payer : undefined;
   if (client && settings.buyer_limits) {
-    // Always key first, then payer: two claims never wait for each other in opposite orders.
-    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0))", [
-      buyer.apiKeyId,
-    ]);
-    if (verified) {
-      await client.query("SELECT pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $1, 0))", [verified]);
-    }
+    // Always key first, then payer (one statement, its select list taken in order): two claims never wait for each
+    // other in opposite orders.
+    await client.query(
+      `SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0)),
+              CASE WHEN $2::text IS NOT NULL
+                THEN pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $2, 0)) END`,
+      [buyer.apiKeyId, verified ?? null],
+    );
   }
   const none: Holding = { live_services: 0, listener_places: 0 };
   const asked = { live_services: demand.sources, listener_places: demand.listeners };
   const reserve = settings.capacity_reserve;
   const host = check.host && reserve ? hostFacts(check.host, reserve, demand) : undefined;
-  const [key, paying, history] = await Promise.all([
-    settings.buyer_limits ? holding(db, snapshot, 'key', buyer.apiKeyId, client) : none,
-    verified && settings.buyer_limits ? holding(db, snapshot, 'payer', verified, client) : undefined,
+  const [[key, paying], history] = await Promise.all([
+    settings.buyer_limits ? holdings(db, snapshot, buyer.apiKeyId, verified, client) : [none, undefined],
     host?.beyond_newcomer_share ? historyOf(db, reserve!, buyer, client) : undefined,
   ]);
   const facts = {
@@ -177,14 +180,16 @@ function reserved(reason: string, reserve: CapacityReserve, host: HostFacts, his
   );
 }
 
-async function holding(
+/** What the key holds, and the payer when one is given (verified), from one statement. */
+async function holdings(
   db: Database,
   snapshot: Snapshot,
-  by: 'key' | 'payer',
-  id: string,
+  apiKeyId: string,
+  payer: string | undefined,
   client?: Client,
-): Promise<Holding> {
+): Promise<[Holding, Holding | undefined]> {
   type Row = {
+    holder?: 'key' | 'payer';
     live_services: number | null;
     listener_places: string | null;
     next_expiry: Date | null;
@@ -192,11 +197,12 @@ async function holding(
     configuration: Record<string, unknown> | null;
     upgrade_of: string | null;
   };
-  const rows = (
-    client ? (await client.query(HOLDING_SQL[by], [id])).rows : await db.query(HOLDING_SQL[by], [id])
-  ) as Row[];
-  const held: Holding = { live_services: 0, listener_places: 0 };
+  const [sql, params] = payer ? [KEY_AND_PAYER_SQL, [apiKeyId, payer]] : [HOLDING_SQL.key, [apiKeyId]];
+  const rows = (client ? (await client.query(sql, params)).rows : await db.query(sql, params)) as Row[];
+  const key: Holding = { live_services: 0, listener_places: 0 };
+  const paying: Holding | undefined = payer ? { live_services: 0, listener_places: 0 } : undefined;
   for (const row of rows) {
+    const held = row.holder === 'payer' ? paying! : key;
     if (row.live_services !== null) {
       held.live_services += row.live_services;
       held.listener_places += Number(row.listener_places);
@@ -209,7 +215,7 @@ async function holding(
     held.live_services += added.sources;
     held.listener_places += added.listeners;
   }
-  return held;
+  return [key, paying];
 }
 
 function counts(held: Holding): { live_services: number; listener_places: number } {

@@ -31,7 +31,7 @@ import {
   type VerifiedPayment,
 } from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
-import type { OrderRow, OrderStore } from './order-store.js';
+import { IN_FLIGHT_ORDERS_SQL, type InFlightOrder, type OrderRow, type OrderStore } from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
 /** How much later than now + maxTimeoutSeconds an authorization may expire: clocks of payer and service differ. */
@@ -48,6 +48,12 @@ export interface PlacedOrder {
 /** A 409 the agent resolves by sending the same request again in a second. */
 function retryNow() {
   return { retryable: true, headers: { 'Retry-After': '1' } };
+}
+
+/** The order this request claimed, and the hash of the evaluation record appended with it. */
+interface Claimed {
+  order: OrderRow;
+  evaluationHash: string;
 }
 
 /** A step of place() found the order this request already placed: the answer is that order. */
@@ -236,7 +242,7 @@ export class OrderService {
     sale: Sale,
     offer: Offer,
     payment: VerifiedPayment,
-  ): Promise<OrderRow | Replayed> {
+  ): Promise<Claimed | Replayed> {
     await this.audit.saveSnapshot(sale.snapshot);
     const entry = auditEntryOf(attempt, sale);
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
@@ -251,7 +257,7 @@ export class OrderService {
     // This instance's own sale is seen at once; other instances' within a second.
     this.recentLoad = undefined;
     this.recentBuyerChecks.clear();
-    if (claimed) return claimed;
+    if (claimed) return { order: claimed, evaluationHash: entry.hash };
     const winner = await this.orders.byKey(attempt.apiKeyId, attempt.idempotencyKey);
     if (winner) return { placed: await this.repeat(winner, attempt.requestHash, attempt.resourceUrl) };
     throw new ApiError(409, 'idempotency_in_progress', m.keyReleased, retryNow());
@@ -285,13 +291,14 @@ export class OrderService {
   }
 
   /** Settles and provisions the claimed order: the service, or what the agent does next. */
-  private async deliver(claimed: OrderRow, attempt: Attempt, offer: Offer): Promise<PlacedOrder> {
+  private async deliver(claim: Claimed, attempt: Attempt, offer: Offer): Promise<PlacedOrder> {
+    const { order: claimed, evaluationHash } = claim;
     crashPoint('after_claim');
     await pausePoint('after_claim');
     try {
       const done = await advance(claimed, this.deps, 'request');
       crashPoint('after_provision');
-      return await this.respond(done.order, false, attempt.resourceUrl, done.service);
+      return await this.respond(done.order, false, attempt.resourceUrl, done.service, evaluationHash);
     } catch (e) {
       throw await this.notDelivered(e, claimed, offer);
     }
@@ -429,12 +436,11 @@ export class OrderService {
   }
 
   /**
-   * What this Icecast carries now, plus what paid orders not provisioned yet will add to it. Orders first: one
-   * provisioned between the two reads is then counted twice (for a moment, on the safe side) instead of not at all.
+   * What this Icecast carries now, plus what paid orders not provisioned yet will add to it: one statement, so an
+   * order provisioned meanwhile is counted once, as an order or as a service.
    */
   private async streamLoad(capacity: StreamCapacity, client?: Client): Promise<StreamLoad> {
-    const inFlight = await this.orders.inFlight(client);
-    const load = await capacity.inUse(client);
+    const { load, rows: inFlight } = await capacity.inUseAlong<InFlightOrder>(IN_FLIGHT_ORDERS_SQL, client);
     for (const order of inFlight) {
       const limits = serviceLimitsOf(
         this.live.current.catalog.byId.get(order.product_id)?.product,
@@ -524,13 +530,16 @@ export class OrderService {
     replay: boolean,
     resourceUrl: string,
     provisioned?: ServiceRow,
+    /** The evaluation record's hash when this request just appended it: no need to read it back. */
+    evaluationHash?: string,
   ): Promise<PlacedOrder> {
+    const readHash = this.gateway.receipts && order.evaluation_id && !evaluationHash;
     const [service, evaluation] = await Promise.all([
       provisioned ??
         ((order.upgrade_of ?? order.extension_of)
           ? this.services.byId((order.upgrade_of ?? order.extension_of)!)
           : this.services.forOrder(order.id)),
-      this.gateway.receipts && order.evaluation_id ? this.audit.get(order.evaluation_id) : undefined,
+      readHash ? this.audit.get(order.evaluation_id!) : undefined,
     ]);
     if (order.state !== 'active' || !service) throw new Error(`order ${order.id} is ${order.state} without a service`);
     const settlement = settlementOf(order);
@@ -542,7 +551,7 @@ export class OrderService {
       issuedAt: order.settled_at ?? order.created_at,
       orderId: order.id,
       evaluationId: order.evaluation_id,
-      evaluationHash: evaluation?.record_hash ?? null,
+      evaluationHash: evaluationHash ?? evaluation?.record_hash ?? null,
       amountAtomic: order.amount_atomic,
     });
     return {

@@ -1,4 +1,4 @@
-import { recordOrderPaid } from '../events/index.js';
+import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
 import { claimConflictOf } from './claim-conflicts.js';
@@ -48,6 +48,16 @@ export interface AuditEntry {
 }
 
 const keyTaken = new Error('idempotency key taken');
+
+/**
+ * Orders paid or being paid, not provisioned yet: what they will add to their Icecast is already spoken for. An
+ * extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
+ */
+export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_of FROM orders o
+  WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
+    AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
+
+export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>;
 
 export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
 
@@ -124,16 +134,6 @@ export class OrderStore {
     );
   }
 
-  /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
-  async inFlight(client?: Client): Promise<Array<Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>>> {
-    // An extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
-    const sql = `SELECT product_id, configuration, upgrade_of FROM orders o WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
-                 AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
-    return (client ? (await client.query(sql)).rows : await this.db.query(sql)) as Array<
-      Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>
-    >;
-  }
-
   /**
    * Claims the Idempotency-Key for a verified payment: the order starts in "settling" with a lease held by the caller.
    * `admit` runs first in the same transaction (it may refuse by throwing). Undefined when another request holds the
@@ -157,24 +157,24 @@ export class OrderStore {
         );
         if (!active.length) throw new KeyRevoked();
         await admit?.(client);
+        // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
+        // still taken last (see migration 008); the evaluation's key is checked at commit.
+        const n = columns.length;
         const {
           rows: [row],
         } = await client.query(
-          `INSERT INTO orders (${columns.join(', ')}, state, lease_until)
-           VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling', now() + make_interval(secs => $${columns.length + 1}))
-           ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *`,
-          [...values, leaseSeconds],
+          `WITH claimed AS (
+             INSERT INTO orders (${columns.join(', ')}, state, lease_until)
+             VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling',
+                     now() + make_interval(secs => $${n + 1}))
+             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *)
+           SELECT claimed.*, audit_append($${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}) AS appended_seq
+           FROM claimed`,
+          [...values, leaseSeconds, record.id, record.kind, record.snapshotHash, record.text, record.hash],
         );
         if (!row) throw keyTaken;
-        // After the insert: the chain head is taken last (see migration 008), the evaluation's key is checked at commit.
-        await client.query('SELECT audit_append($1, $2, $3, $4, $5)', [
-          record.id,
-          record.kind,
-          record.snapshotHash,
-          record.text,
-          record.hash,
-        ]);
-        return row as OrderRow;
+        const { appended_seq: _, ...claimed } = row;
+        return claimed as OrderRow;
       });
     } catch (e) {
       if (e === keyTaken) return undefined;
@@ -182,23 +182,25 @@ export class OrderStore {
     }
   }
 
-  /** Records the settlement (in the caller's transaction when given); the order as it is now (unchanged if it had already left "settling"). */
-  async settled(id: string, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
-    const sql =
-      "UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(), updated_at = now() WHERE id = $1 AND state = 'settling' RETURNING *";
-    const record = async (c: Client) => {
-      const {
-        rows: [paid],
-      } = await c.query(sql, [id, settlement]);
-      if (paid) await recordOrderPaid(c, paid as OrderRow);
-      return paid as OrderRow | undefined;
-    };
+  /**
+   * Records the settlement and its order.paid event in one statement (in the caller's transaction when given); the
+   * order as it is now (unchanged if it had already left "settling").
+   */
+  async settled(order: OrderRow, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
+    const paid = eventInsert(orderPaidEvent({ ...order, settlement }), 3, 'paid');
+    const sql = `WITH paid AS (UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(),
+                                          updated_at = now()
+                 WHERE id = $1 AND state = 'settling' RETURNING *),
+                 paid_event AS (${paid.sql})
+                 SELECT * FROM paid`;
+    const params = [order.id, settlement, ...paid.params];
+    const record = async (c: Client) => (await c.query(sql, params)).rows[0] as OrderRow | undefined;
     const row = client ? await record(client) : await this.db.transaction(record);
     if (row) return row;
     return (
       client
-        ? ((await client.query('SELECT * FROM orders WHERE id = $1', [id])).rows[0] as OrderRow)
-        : await this.byId(id)
+        ? ((await client.query('SELECT * FROM orders WHERE id = $1', [order.id])).rows[0] as OrderRow)
+        : await this.byId(order.id)
     )!;
   }
 
@@ -211,12 +213,17 @@ export class OrderStore {
     );
   }
 
-  async activate(client: Client, id: string): Promise<OrderRow | undefined> {
+  /** Activates a provisioned order and records `event` (its service.active or the like) in the same statement. */
+  async activate(client: Client, id: string, event: NewEvent): Promise<OrderRow | undefined> {
+    const provisioned = eventInsert(event, 2, 'active');
     const {
       rows: [row],
     } = await client.query(
-      "UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning' RETURNING *",
-      [id],
+      `WITH active AS (UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now()
+                       WHERE id = $1 AND state = 'provisioning' RETURNING *),
+            provisioned_event AS (${provisioned.sql})
+       SELECT * FROM active`,
+      [id, ...provisioned.params],
     );
     return row as OrderRow | undefined;
   }

@@ -95,14 +95,12 @@ export class LifecycleWorker {
     );
     const done: { service: string; decision: ServiceDecision }[] = [];
     if (fresh) await this.reconcileListeners(services);
-    for (const service of services) {
-      const usage = fresh ? this.deps.meter.usage(service) : undefined;
-      const usageFacts = usageFactsOf(service, usage);
-      if (usage)
-        await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [
-          service.id,
-          usageFacts,
-        ]);
+    const usages = services.map((service) => (fresh ? this.deps.meter.usage(service) : undefined));
+    const facts = services.map((service, i) => usageFactsOf(service, usages[i]));
+    await this.saveUsage(services.flatMap((service, i) => (usages[i] ? [{ id: service.id, usage: facts[i] }] : [])));
+    for (const [i, service] of services.entries()) {
+      const usage = usages[i];
+      const usageFacts = facts[i];
       if (usage)
         await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners).catch(
           (err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record listeners.threshold'),
@@ -150,14 +148,22 @@ export class LifecycleWorker {
       "SELECT * FROM services WHERE host_id = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'",
       [this.deps.hostId()],
     );
+    const saved = [];
     for (const service of ended) {
       const usage = this.deps.meter.usage(service);
-      if (usage)
-        await this.deps.db.query('UPDATE services SET usage = $2, updated_at = now() WHERE id = $1', [
-          service.id,
-          usageFactsOf(service, usage),
-        ]);
+      if (usage) saved.push({ id: service.id, usage: usageFactsOf(service, usage) });
     }
+    await this.saveUsage(saved);
+  }
+
+  /** Each service's usage, in one statement for the whole pass (a round trip per service cost more than the rest). */
+  private async saveUsage(usages: Array<{ id: string; usage: Record<string, unknown> }>): Promise<void> {
+    if (!usages.length) return;
+    await this.deps.db.query(
+      `UPDATE services s SET usage = u.usage, updated_at = now()
+       FROM jsonb_to_recordset($1::jsonb) AS u(id text, usage jsonb) WHERE s.id = u.id`,
+      [JSON.stringify(usages)],
+    );
   }
 
   /** Listener rows whose listener_remove callback was lost (service down, Icecast restarted) are dropped. */
@@ -167,18 +173,24 @@ export class LifecycleWorker {
     const mounts = await admin.listMounts().catch(() => undefined);
     if (!mounts) return;
     const live = new Set(mounts.map((m) => m.mount));
+    const checked: string[] = [];
+    const connected: string[] = [];
     for (const service of services) {
-      const connected = live.has(service.mount)
+      const clients = live.has(service.mount)
         ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id)
         : [];
-      if (connected === undefined) continue;
-      // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale.
-      await this.deps.db.query(
-        `DELETE FROM listeners WHERE service_id = $1 AND connected_at < now() - interval '10 seconds'
-         AND NOT (client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`,
-        [service.id, connected],
-      );
+      if (clients === undefined) continue;
+      checked.push(service.id);
+      for (const client of clients) connected.push(`${service.id} ${client}`);
     }
+    if (!checked.length) return;
+    // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale. One
+    // statement for every service of the pass.
+    await this.deps.db.query(
+      `DELETE FROM listeners WHERE service_id = ANY($1::text[]) AND connected_at < now() - interval '10 seconds'
+       AND NOT (service_id || ' ' || client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`,
+      [checked, connected],
+    );
   }
 
   private async lead(): Promise<boolean> {

@@ -28,13 +28,24 @@ export class StreamCapacity {
 
   /** The services on this Icecast that may still stream: one source each, and the listener places they were sold. */
   async inUse(client?: Client): Promise<StreamLoad> {
-    const sql = `SELECT held.live_services AS sources, held.listener_places AS listeners FROM (${liveHoldingSql('host')}) held`;
+    return (await this.inUseAlong<never>(undefined, client)).load;
+  }
+
+  /**
+   * inUse, and the rows of `alongside` (a query without parameters) read in the same statement, so from the same
+   * snapshot and in one round trip.
+   */
+  async inUseAlong<T>(alongside: string | undefined, client?: Client): Promise<{ load: StreamLoad; rows: T[] }> {
+    const rows = alongside ? `, (SELECT coalesce(json_agg(a), '[]') FROM (${alongside}) a) AS rows` : '';
+    const sql = `SELECT held.live_services AS sources, held.listener_places AS listeners${rows}
+                 FROM (${liveHoldingSql('host')}) held`;
     const params = [this.streaming.hostId()];
     const [load] = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{
       sources: number;
       listeners: string;
+      rows?: T[];
     }>;
-    return { sources: load.sources, listeners: Number(load.listeners) };
+    return { load: { sources: load.sources, listeners: Number(load.listeners) }, rows: load.rows ?? [] };
   }
 
   /** Throws 503 capacity_exhausted unless `demand` fits beside `load` (what is in use and spoken for). */
