@@ -453,7 +453,7 @@ function admissionRun(
   };
 }
 
-interface OpenListener {
+export interface OpenListener {
   status: number;
   error?: string;
   at: number;
@@ -463,7 +463,7 @@ interface OpenListener {
 }
 
 /** One listener: resolves at Icecast's answer (status, or 0 on a socket error); keeps counting bytes until closed. */
-function openListener(url: string): Promise<OpenListener> {
+export function openListener(url: string): Promise<OpenListener> {
   return new Promise((resolve) => {
     let received = 0;
     let last: Buffer = Buffer.alloc(0);
@@ -494,7 +494,7 @@ function openListener(url: string): Promise<OpenListener> {
   });
 }
 
-async function waitLive(url: string, signal: AbortSignal): Promise<void> {
+export async function waitLive(url: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     signal.throwIfAborted();
@@ -507,7 +507,7 @@ async function waitLive(url: string, signal: AbortSignal): Promise<void> {
 }
 
 /** Waits until the service's callback count has not moved for 1 s (at most 30 s); returns the seconds waited. */
-async function drain(origin: string, signal: AbortSignal): Promise<number> {
+export async function drain(origin: string, signal: AbortSignal): Promise<number> {
   const started = performance.now();
   let last = -1;
   let stableSince = performance.now();
@@ -524,7 +524,7 @@ async function drain(origin: string, signal: AbortSignal): Promise<number> {
 }
 
 /** Count and total seconds of the service's callback requests, from its /metrics histogram. */
-async function callbackMetrics(origin: string): Promise<{ count: number; sum: number }> {
+export async function callbackMetrics(origin: string): Promise<{ count: number; sum: number }> {
   const text = await (await fetch(`${origin}/metrics`)).text();
   let count = 0;
   let sum = 0;
@@ -605,7 +605,7 @@ function usage(a: Map<number, ProcSample>, b: Map<number, ProcSample>, seconds: 
   return out;
 }
 
-function stopProcess(child: ChildProcess): Promise<void> {
+export function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');

@@ -84,6 +84,12 @@ export interface StreamingSettings {
   maxSources: number;
   maxListeners: number;
   sourceBudget: SourceBudgetOptions;
+  /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
+  admissionFullPassMs: number;
+  /** Listeners and sources reach Icecast through provisioning/front-door.ts (a deep backlog, paced into Icecast). */
+  frontDoor: boolean;
+  /** Connections the front door lets into Icecast at once. */
+  frontDoorInFlight: number;
 }
 
 export interface EventSettings {
@@ -250,6 +256,9 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     hostId: r.custom('STREAMING_HOST_ID', hostId),
     maxSources: r.whole('ICECAST_MAX_SOURCES', 100, 1),
     maxListeners: r.whole('ICECAST_MAX_LISTENERS', 5000, 1),
+    admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
+    frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
+    frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 4, 1, 5, "Icecast's accept queue holds 6"),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),

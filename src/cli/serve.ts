@@ -24,6 +24,7 @@ import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/
 import {
   AutoDjManager,
   IcecastDecider,
+  ListenerPlaces,
   IcecastUsageMeter,
   LifecycleWorker,
   ListenerSessions,
@@ -233,6 +234,9 @@ function startStreaming(config: Config, log: Logger, shutdown: Shutdown, icecast
 
 /** The parts that read and write services: records, media, now playing, players, HLS. */
 function streamingParts({ config, log, db, stream, http }: Foundation) {
+  const places = stream.available
+    ? new ListenerPlaces(db, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
+    : undefined;
   const hls = stream.available
     ? new HlsManager({
         db,
@@ -240,6 +244,7 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
         icecastUrl: () => stream.localUrl(),
         hostId: () => stream.hostId(),
         log,
+        places,
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
@@ -258,7 +263,7 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hls, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+  return { hls, places, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
@@ -402,7 +407,16 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       hls: parts.hls,
       ...(stream.available && {
         icecast: {
-          decider: new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls),
+          decider: new IcecastDecider(
+            db,
+            log,
+            parts.autodj,
+            eventing.sourceEvents,
+            live,
+            parts.hls,
+            parts.places,
+            (user, pass) => stream.claimForwarded(user, pass),
+          ),
           credentials: stream.callbackCredentials,
         },
       }),
@@ -428,7 +442,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
   const { config, log, db, live, stream, http, shutdown } = base;
   await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
   if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
-  const { recovery, refundWorker, hls, autodj, relays, nowPlaying } = app;
+  const { recovery, refundWorker, hls, autodj, relays, nowPlaying, places } = app;
   if (recovery) {
     recovery.start();
     shutdown.push(() => recovery.stop());
@@ -438,6 +452,10 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
+  if (places) {
+    await places.start();
+    shutdown.push(() => places.stop());
+  }
   const meter = new IcecastUsageMeter(
     db,
     () => stream.hostId(),
@@ -456,6 +474,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     autodj,
     relays,
     hls,
+    places,
     hostId: () => stream.hostId(),
     admin: () => stream.admin(),
     // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.

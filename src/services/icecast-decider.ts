@@ -3,12 +3,13 @@ import { recordMountEvent, type SourceEventType } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { extensionHeadroomHours } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import type { Decision, ListenerAuthRequest, MountDecider } from '../provisioning/index.js';
+import type { Decision, ForwardedClaim, ListenerAuthRequest, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
 import { ListenerSessions } from './listener-sessions.js';
 import { RELAY_USER, RelayManager } from './relay-manager.js';
 import { admitListener } from './listener-admission.js';
+import type { ListenerPlaces } from './listener-places.js';
 import type { ServiceRow } from './service-records.js';
 
 /** 'ours': an internal reader with its secret; 'impostor': claims to be one without it; undefined: a listener. */
@@ -36,6 +37,10 @@ export class IcecastDecider implements MountDecider {
     private readonly catalog?: LiveSnapshot,
     /** Recognises our own readers of the mounts (the HLS segmenter). */
     private readonly internalReaders?: InternalReaders,
+    /** This host's listener places in memory; without it every admission is a database transaction. */
+    private readonly places?: ListenerPlaces,
+    /** Redeems the front door's ticket in a listener's credentials for its real address (provisioning/front-door). */
+    private readonly forwarded?: (user: string, pass: string) => ForwardedClaim,
   ) {}
 
   private async recordSource(mount: string, type: SourceEventType): Promise<void> {
@@ -72,16 +77,23 @@ export class IcecastDecider implements MountDecider {
   }
 
   async authorizeListener(request: ListenerAuthRequest): Promise<Decision> {
-    const { mount, clientId, ip, userAgent } = request;
+    const { mount, clientId, userAgent } = request;
+    const claim = this.forwarded?.(request.user, request.pass);
+    if (claim === 'impostor') return refuse('not from the front door');
+    const ip = claim?.ip ?? request.ip;
     const internal = this.internalReaders?.recognise(request);
     // Our own reader takes no listener place; a client that claims to be one without its secret is refused.
     if (internal) return internal === 'ours' ? { accept: true } : refuse('not an internal reader');
-    const admitted = await admitListener(this.db, { mount }, clientId, ip, { userAgent, protocol: 'icecast' });
+    const session = { userAgent, protocol: 'icecast' } as const;
+    const admitted = this.places
+      ? await this.places.admit({ mount }, clientId, ip, session)
+      : await admitListener(this.db, { mount }, clientId, ip, session);
     if (!admitted.accept) return refuse(admitted.message);
     return { accept: true, ...listenerTimeLimit(admitted.service, this.catalog) };
   }
 
   async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
+    if (this.places) return this.places.release({ mount }, [clientId]);
     await this.db.query(
       'DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id = $2',
       [mount, clientId],
@@ -90,6 +102,7 @@ export class IcecastDecider implements MountDecider {
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
     this.log.info({ mount }, 'source connected');
+    this.places?.sourceConnected(mount);
     await this.recordSource(mount, 'source.connected');
   }
 
@@ -99,6 +112,7 @@ export class IcecastDecider implements MountDecider {
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
     // HLS sessions (client_id hls:…) end by themselves when their clients stop fetching.
+    if (this.places) return this.places.releaseIcecast(mount);
     await this.db.query(
       `DELETE FROM listeners l USING services s
       WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'`,

@@ -10,6 +10,7 @@ import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisio
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
+import type { ListenerPlaces } from './listener-places.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
@@ -51,6 +52,8 @@ export interface LifecycleDeps {
   relays?: { sync(services: ServiceRow[]): Promise<void>; stop(serviceId: string): Promise<void> };
   /** HLS renditions and sessions end with their service. */
   hls?: { sync(services: ServiceRow[]): Promise<void> };
+  /** The host's listener places in memory: told what Icecast reports on each pass. */
+  places?: Pick<ListenerPlaces, 'observeIcecast'>;
   log: Logger;
   intervalMs: number;
   /** How long before its expiry a service announces service.expiring. */
@@ -167,11 +170,13 @@ export class LifecycleWorker {
     const mounts = await admin.listMounts().catch(() => undefined);
     if (!mounts) return;
     const live = new Set(mounts.map((m) => m.mount));
+    const seen = new Map<string, string[]>();
     for (const service of services) {
       const connected = live.has(service.mount)
         ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id)
         : [];
       if (connected === undefined) continue;
+      seen.set(service.id, connected);
       // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale.
       await this.deps.db.query(
         `DELETE FROM listeners WHERE service_id = $1 AND connected_at < now() - interval '10 seconds'
@@ -179,6 +184,7 @@ export class LifecycleWorker {
         [service.id, connected],
       );
     }
+    this.deps.places?.observeIcecast([...live], seen);
   }
 
   private async lead(): Promise<boolean> {
