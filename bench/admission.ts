@@ -167,10 +167,13 @@ try {
   const row =
     `| ${label} | ${streams} × ${places} | ${admitted} / ${answers.length} ` +
     `(${((admitted / answers.length) * 100).toFixed(1)} %) | ` +
-    `${Object.entries(refused)
-      .map(([k, n]) => `${n}× ${k}`)
-      .join(', ') || '0'} | ${seconds(percentile(times, 0.5))} | ${seconds(percentile(times, 0.9))} | ` +
+    `${
+      Object.entries(refused)
+        .map(([k, n]) => `${n}× ${k}`)
+        .join(', ') || '0'
+    } | ${seconds(percentile(times, 0.5))} | ${seconds(percentile(times, 0.9))} | ` +
     `${seconds(times[times.length - 1])} | ${extraAdmitted} / ${extra.length} | ${count} | ` +
+    `${count ? (((callbacks1.sum - callbacks0.sum) / count) * 1000).toFixed(3) : 'n/a'} | ` +
     `${perCallback(cpu1.service - cpu0.service)} | ${perCallback(cpu1.postgres - cpu0.postgres)} | ` +
     `${perCallback(cpu1.icecast - cpu0.icecast)} |`;
   const machine =
@@ -189,9 +192,9 @@ try {
     "listener_remove of refused ones): serve's own process, its PostgreSQL (all backends), its Icecast.",
     '',
     '| Run | streams × places | admitted | refused (while the stream had room) | p50 | p90 | last | ' +
-      'a 51st listener admitted | callbacks | serve CPU ms / callback | PostgreSQL CPU ms / callback | ' +
-      'Icecast CPU ms / callback |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+      'a 51st listener admitted | callbacks | ms in the callback handler (mean) | serve CPU ms / callback | ' +
+      'PostgreSQL CPU ms / callback | Icecast CPU ms / callback |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     row,
     '',
   ].join('\n');

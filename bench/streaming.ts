@@ -529,10 +529,12 @@ export async function callbackMetrics(origin: string): Promise<{ count: number; 
   let count = 0;
   let sum = 0;
   for (const line of text.split('\n')) {
-    if (!line.includes('route="/internal/icecast/:action"')) continue;
+    // Icecast's callbacks, on their own server (icecast_callback_…) or, before it, the API's route.
+    const own = line.startsWith('icecast_callback_duration_seconds_');
+    if (!own && !line.includes('route="/internal/icecast/:action"')) continue;
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (line.startsWith('http_request_duration_seconds_count')) count += value;
-    else if (line.startsWith('http_request_duration_seconds_sum')) sum += value;
+    if (/^(http_request|icecast_callback)_duration_seconds_count/.test(line)) count += value;
+    else if (/^(http_request|icecast_callback)_duration_seconds_sum/.test(line)) sum += value;
   }
   return { count, sum };
 }

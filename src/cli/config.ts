@@ -258,7 +258,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     maxListeners: r.whole('ICECAST_MAX_LISTENERS', 5000, 1),
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
     frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
-    frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 4, 1, 5, "Icecast's accept queue holds 6"),
+    frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),

@@ -19,6 +19,7 @@ import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
+import { startCallbackServer } from '../provisioning/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import {
@@ -360,6 +361,11 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   const auditHead = await startAuditHead(base, signer);
   const eventing = await events(db, log, config);
   shutdown.push(() => eventing.stop());
+  const decider = stream.available
+    ? new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls, parts.places, (user, pass) =>
+        stream.claimForwarded(user, pass),
+      )
+    : undefined;
   const identity = walletIdentity(
     db,
     keys,
@@ -405,21 +411,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       listenerSessions: parts.listenerSessions,
       listen: parts.listen,
       hls: parts.hls,
-      ...(stream.available && {
-        icecast: {
-          decider: new IcecastDecider(
-            db,
-            log,
-            parts.autodj,
-            eventing.sourceEvents,
-            live,
-            parts.hls,
-            parts.places,
-            (user, pass) => stream.claimForwarded(user, pass),
-          ),
-          credentials: stream.callbackCredentials,
-        },
-      }),
+      ...(decider && { icecast: { decider, credentials: stream.callbackCredentials } }),
       log,
       connections,
       trustedProxies: config.trustedProxies,
@@ -430,7 +422,15 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   );
   shutdown.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
   eventing.start();
-  return { ...parts, checkout, checkHealth, auditHead, recovery: sold.recovery, refundWorker: refunds.worker };
+  return {
+    ...parts,
+    decider,
+    checkout,
+    checkHealth,
+    auditHead,
+    recovery: sold.recovery,
+    refundWorker: refunds.worker,
+  };
 }
 type Application = Awaited<ReturnType<typeof startApplication>>;
 
@@ -440,7 +440,7 @@ type Application = Awaited<ReturnType<typeof startApplication>>;
  */
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
   const { config, log, db, live, stream, http, shutdown } = base;
-  await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
+  await stream.start(await callbackBaseUrl(base, app.decider));
   if (stream.available) await registerStreamingHost(db, stream.hostId(), stream.publicUrl());
   const { recovery, refundWorker, hls, autodj, relays, nowPlaying, places } = app;
   if (recovery) {
@@ -489,6 +489,22 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     await autodj.stopAll();
     await relays.stopAll();
   });
+}
+
+/**
+ * Icecast's callbacks go to a bare HTTP server of their own on loopback, without the API's middleware (request log,
+ * rate limits, body parsing): Icecast asks one callback at a time, so their cost is the host's admission rate.
+ */
+async function callbackBaseUrl({ log, http, shutdown, metrics, stream }: Foundation, decider?: IcecastDecider) {
+  if (!decider) return `http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`;
+  const server = await startCallbackServer({
+    decider,
+    auth: stream.callbackCredentials,
+    onError: (err) => log.error({ err }, 'icecast callback failed; Icecast refuses the client'),
+    onAnswered: (action, seconds) => metrics.icecastCallbacks.labels(action).observe(seconds),
+  });
+  shutdown.push(() => server.close());
+  return server.url;
 }
 
 /** An operator's message for a DATABASE_URL that does not answer (the error itself is written for agents). */

@@ -5,9 +5,9 @@ import net, { type AddressInfo } from 'node:net';
  * Icecast 2.4.4 listens with a backlog of 5 (ICECAST_LISTEN_QUEUE, not configurable): a burst of listeners beyond it
  * loses its SYNs and waits for their retries (1 s, 3 s, 7 s, …). And it refuses a listener outright ("busy, please
  * try again later") once more than 100 wait for its one URL-auth thread. The front door listens on the public port
- * with a deep backlog, reads each request's head, and lets only `inFlight` connections at a time into Icecast until
- * Icecast has either called back about them or answered: Icecast's queues never overflow, and every listener is
- * answered in turn. A listener's request carries, instead of any Authorization it sent, a ticket the callback
+ * with a deep backlog, reads each request's head, and lets connections into Icecast one every `connectIntervalMs` and
+ * at most `inFlight` at a time until Icecast has either called back about them or answered: Icecast's queues never
+ * overflow, its auth thread always has the next listener waiting, and every listener is answered in turn. A listener's request carries, instead of any Authorization it sent, a ticket the callback
  * redeems (claim) for the listener's real address: Icecast sees only the front door's.
  */
 export interface FrontDoorOptions {
@@ -16,8 +16,10 @@ export interface FrontDoorOptions {
   port: number;
   /** Icecast's own address now (it may change when Icecast restarts); undefined while it does not run. */
   upstream: () => { host: string; port: number } | undefined;
-  /** Connections let into Icecast at once (≤ 5: Icecast's accept queue holds 6). */
+  /** Connections in Icecast at once until it calls back or answers (< 100: it refuses more waiting for auth). */
   inFlight?: number;
+  /** Least time between two connections into Icecast: its accept queue (6) must not overflow in a burst. */
+  connectIntervalMs?: number;
   /** Listen backlog of the public socket (the kernel caps it at net.core.somaxconn). */
   backlog?: number;
   headerTimeoutMs?: number;
@@ -42,6 +44,8 @@ export class IcecastFrontDoor {
   private readonly waiting: Array<() => void> = [];
   private busy = 0;
   private nextTicket = 0;
+  private lastConnectAt = 0;
+  private pacing?: NodeJS.Timeout;
   private readonly sockets = new Set<net.Socket>();
 
   constructor(private readonly options: FrontDoorOptions) {}
@@ -64,6 +68,7 @@ export class IcecastFrontDoor {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    clearTimeout(this.pacing);
     for (const socket of this.sockets) socket.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
@@ -105,22 +110,35 @@ export class IcecastFrontDoor {
     socket.once('close', () => clearTimeout(timer));
   }
 
-  /** Waits for a slot, then hands the connection to Icecast. */
+  /** Waits for a slot and its turn, then hands the connection to Icecast. */
   private enter(socket: net.Socket, head: Buffer, rest: Buffer): void {
-    const go = () => {
+    this.waiting.push(() => {
       if (socket.destroyed) return this.releaseSlot();
       this.forward(socket, head, rest);
-    };
-    if (this.busy < (this.options.inFlight ?? 4)) {
+    });
+    this.admitNext();
+  }
+
+  private admitNext(): void {
+    if (this.pacing) return;
+    while (this.waiting.length && this.busy < (this.options.inFlight ?? 32)) {
+      const wait = this.lastConnectAt + (this.options.connectIntervalMs ?? 1) - performance.now();
+      if (wait > 0) {
+        this.pacing = setTimeout(() => {
+          this.pacing = undefined;
+          this.admitNext();
+        }, wait);
+        return;
+      }
+      this.lastConnectAt = performance.now();
       this.busy++;
-      go();
-    } else this.waiting.push(go);
+      this.waiting.shift()!();
+    }
   }
 
   private releaseSlot(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.busy--;
+    this.busy--;
+    this.admitNext();
   }
 
   private forward(socket: net.Socket, head: Buffer, rest: Buffer): void {

@@ -269,7 +269,8 @@ export class ListenerPlaces {
       for (const [clientId, at] of stored.get(service.id) ?? [])
         if (!this.releasedDuringPass.has(`${service.id} ${clientId}`)) places.set(clientId, at);
       // Admitted after the pass began: maybe not in what it read.
-      for (const [clientId, at] of this.byId.get(service.id)?.places ?? []) if (at >= startedAt) places.set(clientId, at);
+      for (const [clientId, at] of this.byId.get(service.id)?.places ?? [])
+        if (at >= startedAt) places.set(clientId, at);
       const entry = { service, cap: listenerCapOf(service.limits), places };
       byId.set(service.id, entry);
       byMount.set(service.mount, entry);

@@ -5,7 +5,14 @@ import { recordCapRefusal } from './listener-admission.js';
 
 /** A change to the listeners table (and its sessions) that memory has already made. */
 export type PlaceChange =
-  | { kind: 'add'; serviceId: string; clientId: string; ip: string; at: number; session: Pick<NewListenerSession, 'userAgent' | 'protocol'> }
+  | {
+      kind: 'add';
+      serviceId: string;
+      clientId: string;
+      ip: string;
+      at: number;
+      session: Pick<NewListenerSession, 'userAgent' | 'protocol'>;
+    }
   | { kind: 'remove'; serviceId: string; clientIds: string[] }
   | { kind: 'remove-icecast'; serviceId: string }
   | { kind: 'refused'; serviceId: string; cap: number };
