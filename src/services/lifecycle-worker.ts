@@ -184,7 +184,7 @@ export class LifecycleWorker {
         [service.id, connected],
       );
     }
-    this.deps.places?.observeIcecast([...live], seen);
+    this.deps.places?.observeIcecast(seen);
   }
 
   private async lead(): Promise<boolean> {

@@ -47,10 +47,8 @@ export class ListenerPlaces {
   private readonly channel: ChannelListener;
   private readonly writer: PlaceWriter;
   private readonly refusalRecordedAt = new Map<string, number>();
-  /** Mounts with a source (listmounts, then mount_add / mount_remove); undefined until Icecast was first asked. */
-  private sources?: Set<string>;
-  /** When mount_add last came, per mount: a listmounts asked before it may not show it. */
-  private readonly sourceAddedAt = new Map<string, number>();
+  /** Mounts whose source left (mount_remove) and has not come back (mount_add). */
+  private readonly sourceGone = new Set<string>();
 
   constructor(
     private readonly db: Database,
@@ -98,12 +96,12 @@ export class ListenerPlaces {
     }
     const pending = this.refreshing.get(this.idOf(where) ?? '');
     if (pending) await pending;
-    const entry = this.entryOf(where);
+    const entry = this.entryOf(where) ?? (await this.readNew(where));
     const now = Date.now();
     if (!entry || (entry.service.expires_at && entry.service.expires_at.getTime() <= now))
       return { accept: false, message: 'no active stream on this mount' };
     // Icecast drops a listener of a mount without a source after its callback, and never calls listener_remove.
-    if ('mount' in where && this.sources && !this.sources.has(where.mount))
+    if ('mount' in where && this.sourceGone.has(where.mount))
       return { accept: false, message: 'the stream is not on the air' };
     const taken = entry.places.size - (entry.places.has(clientId) ? 1 : 0);
     if (taken >= entry.cap) {
@@ -131,23 +129,16 @@ export class ListenerPlaces {
   }
 
   sourceConnected(mount: string): void {
-    this.sources?.add(mount);
-    this.sourceAddedAt.set(mount, Date.now());
+    this.sourceGone.delete(mount);
   }
 
   /**
-   * What Icecast reports now (the life-cycle worker's listmounts and listclients): mounts with a source, and per
-   * service the Icecast listeners connected. Places of listeners Icecast no longer has (their listener_remove was
-   * lost) are freed; the worker deletes their rows.
+   * The Icecast listeners connected per service, as the life-cycle worker's listclients found them: places of
+   * listeners Icecast no longer has (their listener_remove was lost, or Icecast dropped them after their callback
+   * without one) are freed; the worker deletes their rows.
    */
-  observeIcecast(liveMounts: string[], connected: Map<string, string[]>): void {
+  observeIcecast(connected: Map<string, string[]>): void {
     const now = Date.now();
-    const sources = new Set(liveMounts);
-    for (const [mount, at] of this.sourceAddedAt) {
-      if (now - at < LISTCLIENTS_LAG_MS) sources.add(mount);
-      else this.sourceAddedAt.delete(mount);
-    }
-    this.sources = sources;
     for (const [serviceId, clientIds] of connected) {
       const places = this.byId.get(serviceId)?.places;
       const present = new Set(clientIds);
@@ -159,8 +150,7 @@ export class ListenerPlaces {
 
   /** The source left: Icecast dropped its listeners (HLS sessions keep theirs until they idle out). */
   async releaseIcecast(mount: string): Promise<void> {
-    this.sources?.delete(mount);
-    this.sourceAddedAt.delete(mount);
+    this.sourceGone.add(mount);
     const serviceId = this.idOf({ mount }) ?? (await this.lookUpId({ mount }));
     if (!serviceId) return;
     const entry = this.byId.get(serviceId);
@@ -184,6 +174,15 @@ export class ListenerPlaces {
 
   private idOf(where: Where): string | undefined {
     return 'serviceId' in where ? where.serviceId : this.byMount.get(where.mount)?.service.id;
+  }
+
+  /** A service memory does not know (sold a moment ago, its notification on its way): read it now. */
+  private async readNew(where: Where): Promise<Entry | undefined> {
+    const serviceId = await this.lookUpId(where);
+    if (!serviceId) return undefined;
+    this.notified(serviceId);
+    await this.refreshing.get(serviceId);
+    return this.entryOf(where);
   }
 
   private async lookUpId(where: Where): Promise<string | undefined> {
