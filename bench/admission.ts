@@ -161,6 +161,13 @@ try {
   opened.push(...extra);
   const extraAdmitted = extra.filter((a) => a.status === 200).length;
 
+  // Held: what carrying them costs (the front door relays every byte Icecast sends them).
+  const HOLD_SECONDS = 10;
+  const held0 = await cpuNow(service.process.pid!);
+  await sleep(HOLD_SECONDS * 1000);
+  const held1 = await cpuNow(service.process.pid!);
+  const cores = (k: keyof Cpu) => `${(((held1[k] - held0[k]) / HOLD_SECONDS) * 100).toFixed(1)} %`;
+  const receiving = answers.filter((a) => a.status === 200 && a.bytes() > 0).length;
   const perCallback = (s: number) => (count ? ((s * 1000) / count).toFixed(3) : 'n/a');
   const refused = tally(answers.filter((a) => a.status !== 200));
   const label = process.env.ADMISSION_LABEL ?? 'this run';
@@ -196,6 +203,9 @@ try {
       'PostgreSQL CPU ms / callback | Icecast CPU ms / callback |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     row,
+    '',
+    `Then the ${admitted} admitted listeners held ${HOLD_SECONDS} s (${receiving} receiving audio): serve ${cores('service')},`,
+    `Icecast ${cores('icecast')}, PostgreSQL ${cores('postgres')} of one core.`,
     '',
   ].join('\n');
   console.log(section);

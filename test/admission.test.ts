@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buy } from './support/purchase.js';
 import { request, roomyCatalog, startService, type Service } from './support/service.js';
-import { connectListener, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
+import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 
@@ -112,20 +112,6 @@ function refusedSoon(mount: string, what: string): Promise<true> {
     `the next listener refused after ${what}`,
     async () => !(await probe(mount)) || undefined,
     NOTIFIED_WITHIN_MS,
-  );
-}
-
-/** The stream answered its first listener with audio (the source is live). */
-async function onAir(url: string): Promise<Listener> {
-  return waitFor(
-    'the mount to go live',
-    async () => {
-      const l = await connectListener(url).catch(() => undefined);
-      if (l?.status === 200) return l;
-      l?.close();
-      return undefined;
-    },
-    20_000,
   );
 }
 
@@ -244,7 +230,7 @@ describe('admission from memory', () => {
     // 3 streams × 50 places, 150 listeners at once: more than Icecast's 100 waiting for auth and its backlog of 5.
     const streams = await Promise.all([0, 1, 2].map(() => bought(50)));
     for (const s of streams) encoders.push(startFfmpegSource(s.broadcast));
-    for (const s of streams) listeners.push(await onAir(s.stream));
+    for (const s of streams) listeners.push(await listenWhenLive(s.stream));
     // Each stream has one listener (the probe above) and 49 places left.
     const urls = streams.flatMap((s) => Array.from({ length: 49 }, () => s.stream));
     const answers = await openAtOnce(urls);
