@@ -2,7 +2,10 @@
 // of P listener places each, a 64 kbps source on every one, then S × P listeners opened at once (one socket each,
 // no pacing); how many are admitted, how fast, how many are refused although their stream had room; then one more
 // listener per stream, which must be refused (the cap stays exact). CPU per callback from /proc.
-// Env: ADMISSION_STREAMS (40), ADMISSION_PLACES (50), NO_WRITE_DOCS=1, ADMISSION_LABEL (a name for the run's row).
+// Two bursts on the same streams: the listeners read their audio at once, as players do; then (all closed first)
+// they read nothing until every one has its answer, so that this process, on the same cores, measures admissions
+// rather than its own receiving of audio (the service then relays next to nothing during the burst).
+// Env: ADMISSION_STREAMS (40), ADMISSION_PLACES (50), NO_WRITE_DOCS=1.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -29,7 +32,7 @@ interface Bought {
 }
 
 /** A listener whose answer never comes within the timeout counts as refused ("no answer"). */
-async function listen(url: string): Promise<OpenListener> {
+async function listen(url: string, readFrom?: Promise<void>): Promise<OpenListener> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<OpenListener>((resolve) => {
     timer = setTimeout(
@@ -45,7 +48,7 @@ async function listen(url: string): Promise<OpenListener> {
       ANSWER_TIMEOUT_MS,
     );
   });
-  const answer = await Promise.race([openListener(url), timeout]);
+  const answer = await Promise.race([openListener(url, readFrom), timeout]);
   clearTimeout(timer);
   return answer;
 }
@@ -109,7 +112,6 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 let service: Service | undefined;
 let sources: { stop(): Promise<void> } | undefined;
-const opened: OpenListener[] = [];
 const signal = AbortSignal.timeout(15 * 60_000);
 try {
   service = await startService({
@@ -142,47 +144,8 @@ try {
   await sleep(2000); // the probes' listener_remove
   await drain(origin, signal);
 
-  const callbacks0 = await callbackMetrics(origin);
-  const cpu0 = await cpuNow(service.process.pid!);
-  console.error(`[admission] ${streams * places} listeners at once`);
-  const started = performance.now();
-  const urls = bought.flatMap((b) => Array.from({ length: places }, () => b.stream_url));
-  const answers = await Promise.all(urls.map(listen));
-  opened.push(...answers);
-  const times = Float64Array.from(answers.map((a) => a.at - started)).sort();
-  const admitted = answers.filter((a) => a.status === 200).length;
-  await drain(origin, signal);
-  const cpu1 = await cpuNow(service.process.pid!);
-  const callbacks1 = await callbackMetrics(origin);
-  const count = callbacks1.count - callbacks0.count;
-
-  // One more listener per stream: every stream is full, so each must be refused.
-  const extra = await Promise.all(bought.map((b) => listen(b.stream_url)));
-  opened.push(...extra);
-  const extraAdmitted = extra.filter((a) => a.status === 200).length;
-
-  // Held: what carrying them costs (the front door relays every byte Icecast sends them).
-  const HOLD_SECONDS = 10;
-  const held0 = await cpuNow(service.process.pid!);
-  await sleep(HOLD_SECONDS * 1000);
-  const held1 = await cpuNow(service.process.pid!);
-  const cores = (k: keyof Cpu) => `${(((held1[k] - held0[k]) / HOLD_SECONDS) * 100).toFixed(1)} %`;
-  const receiving = answers.filter((a) => a.status === 200 && a.bytes() > 0).length;
-  const perCallback = (s: number) => (count ? ((s * 1000) / count).toFixed(3) : 'n/a');
-  const refused = tally(answers.filter((a) => a.status !== 200));
-  const label = process.env.ADMISSION_LABEL ?? 'this run';
-  const row =
-    `| ${label} | ${streams} × ${places} | ${admitted} / ${answers.length} ` +
-    `(${((admitted / answers.length) * 100).toFixed(1)} %) | ` +
-    `${
-      Object.entries(refused)
-        .map(([k, n]) => `${n}× ${k}`)
-        .join(', ') || '0'
-    } | ${seconds(percentile(times, 0.5))} | ${seconds(percentile(times, 0.9))} | ` +
-    `${seconds(times[times.length - 1])} | ${extraAdmitted} / ${extra.length} | ${count} | ` +
-    `${count ? (((callbacks1.sum - callbacks0.sum) / count) * 1000).toFixed(3) : 'n/a'} | ` +
-    `${perCallback(cpu1.service - cpu0.service)} | ${perCallback(cpu1.postgres - cpu0.postgres)} | ` +
-    `${perCallback(cpu1.icecast - cpu0.icecast)} |`;
+  const rows = [];
+  for (const readAfter of [false, true]) rows.push(await burst(service, bought, readAfter));
   const machine =
     `Machine: ${availableParallelism()} cores, load average ${loadavg()
       .map((l) => l.toFixed(2))
@@ -194,7 +157,10 @@ try {
     `(raw clients in a child process, bench/streaming-sources.ts); then ${streams * places} listener GETs opened at`,
     'once from this process (one socket each, no pacing) on their stream URLs; every answer counts (200 admitted,',
     'anything else refused: a status, a reset, or no answer within 90 s). Then one more listener per stream, all full:',
-    'each must be refused. CPU per callback = CPU seconds from /proc/<pid>/stat over the burst (until the',
+    'each must be refused. Twice: the listeners reading their audio at once, as players do; then, all closed, the',
+    'same burst with listeners that read nothing until every one has its answer (this process shares the 2 cores: it',
+    'then measures the admissions rather than its own receiving of 2,000 streams, and the front door relays almost',
+    'nothing meanwhile). ms in the callback handler = the mean of icecast_callback_duration_seconds. CPU per callback = CPU seconds from /proc/<pid>/stat over the burst (until the',
     "service's callback count stands still) ÷ callbacks the service's /metrics counted (listener_add, and the",
     "listener_remove of refused ones): serve's own process, its PostgreSQL (all backends), its Icecast.",
     '',
@@ -202,17 +168,87 @@ try {
       'a 51st listener admitted | callbacks | ms in the callback handler (mean) | serve CPU ms / callback | ' +
       'PostgreSQL CPU ms / callback | Icecast CPU ms / callback |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
-    row,
+    ...rows.map((r) => r.row),
     '',
-    `Then the ${admitted} admitted listeners held ${HOLD_SECONDS} s (${receiving} receiving audio): serve ${cores('service')},`,
-    `Icecast ${cores('icecast')}, PostgreSQL ${cores('postgres')} of one core.`,
+    ...rows.map((r) => r.held),
     '',
   ].join('\n');
   console.log(section);
   if (!process.env.NO_WRITE_DOCS)
     await writeMarkedSection(join(root, 'docs/benchmarks.md'), 'bench/admission.ts', section);
 } finally {
-  for (const a of opened) a.close();
   await sources?.stop();
   await service?.stop();
+}
+
+/** One burst of every place at once on `bought`; its table row and what holding the listeners cost. */
+async function burst(service: Service, bought: Bought[], readAfter: boolean): Promise<{ row: string; held: string }> {
+  const origin = new URL(service.metricsUrl).origin;
+  const opened: OpenListener[] = [];
+  try {
+    const callbacks0 = await callbackMetrics(origin);
+    const cpu0 = await cpuNow(service.process.pid!);
+    console.error(`[admission] ${streams * places} listeners at once`);
+    const started = performance.now();
+    const urls = bought.flatMap((b) => Array.from({ length: places }, () => b.stream_url));
+    let burstOver: () => void = () => undefined;
+    const burstDone = new Promise<void>((resolve) => {
+      burstOver = resolve;
+    });
+    const answers = await Promise.all(urls.map((url) => listen(url, readAfter ? burstDone : undefined)));
+    burstOver();
+    opened.push(...answers);
+    const times = Float64Array.from(answers.map((a) => a.at - started)).sort();
+    const admitted = answers.filter((a) => a.status === 200).length;
+    const perSecond = new Map<number, number>();
+    for (const t of times) perSecond.set(Math.floor(t / 1000), (perSecond.get(Math.floor(t / 1000)) ?? 0) + 1);
+    console.error(`[admission] answers per second: ${[...perSecond].map(([sec, n]) => `${sec}s:${n}`).join(' ')}`);
+    const icecastLog = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8').catch(() => '');
+    const pending = [
+      ...icecastLog.matchAll(/(\d\d:\d\d:\d\d)\] INFO auth\/queue_auth_client auth on .* has (\d+) pending/g),
+    ];
+    const deepest = new Map<string, number>();
+    for (const [, at, n] of pending) deepest.set(at, Math.max(deepest.get(at) ?? 0, Number(n)));
+    console.error(`[admission] Icecast auth queue, deepest per second: ${[...deepest.values()].slice(-40).join(' ')}`);
+    await drain(origin, signal);
+    const cpu1 = await cpuNow(service.process.pid!);
+    const callbacks1 = await callbackMetrics(origin);
+    const count = callbacks1.count - callbacks0.count;
+
+    // One more listener per stream: every stream is full, so each must be refused.
+    const extra = await Promise.all(bought.map((b) => listen(b.stream_url)));
+    opened.push(...extra);
+    const extraAdmitted = extra.filter((a) => a.status === 200).length;
+
+    // Held: what carrying them costs (the front door relays every byte Icecast sends them).
+    const HOLD_SECONDS = 10;
+    const held0 = await cpuNow(service.process.pid!);
+    await sleep(HOLD_SECONDS * 1000);
+    const held1 = await cpuNow(service.process.pid!);
+    const cores = (k: keyof Cpu) => `${(((held1[k] - held0[k]) / HOLD_SECONDS) * 100).toFixed(1)} %`;
+    const receiving = answers.filter((a) => a.status === 200 && a.bytes() > 0).length;
+    const perCallback = (s: number) => (count ? ((s * 1000) / count).toFixed(3) : 'n/a');
+    const refused = tally(answers.filter((a) => a.status !== 200));
+    const label = readAfter ? 'listeners read once all are answered' : 'listeners read at once';
+    const row =
+      `| ${label} | ${streams} × ${places} | ${admitted} / ${answers.length} ` +
+      `(${((admitted / answers.length) * 100).toFixed(1)} %) | ` +
+      `${
+        Object.entries(refused)
+          .map(([k, n]) => `${n}× ${k}`)
+          .join(', ') || '0'
+      } | ${seconds(percentile(times, 0.5))} | ${seconds(percentile(times, 0.9))} | ` +
+      `${seconds(times[times.length - 1])} | ${extraAdmitted} / ${extra.length} | ${count} | ` +
+      `${count ? (((callbacks1.sum - callbacks0.sum) / count) * 1000).toFixed(3) : 'n/a'} | ` +
+      `${perCallback(cpu1.service - cpu0.service)} | ${perCallback(cpu1.postgres - cpu0.postgres)} | ` +
+      `${perCallback(cpu1.icecast - cpu0.icecast)} |`;
+    const held =
+      `${label}: the ${admitted} admitted listeners then held ${HOLD_SECONDS} s (${receiving} receiving audio): ` +
+      `serve ${cores('service')}, Icecast ${cores('icecast')}, PostgreSQL ${cores('postgres')} of one core.`;
+    return { row, held };
+  } finally {
+    for (const a of opened) a.close();
+    await sleep(3000); // their listener_remove callbacks
+    await drain(origin, signal);
+  }
 }

@@ -462,8 +462,11 @@ export interface OpenListener {
   close(): void;
 }
 
-/** One listener: resolves at Icecast's answer (status, or 0 on a socket error); keeps counting bytes until closed. */
-export function openListener(url: string): Promise<OpenListener> {
+/**
+ * One listener: resolves at Icecast's answer (status, or 0 on a socket error); keeps counting bytes until closed.
+ * With `readFrom`, it reads nothing until that promise resolves (TCP holds the audio back meanwhile).
+ */
+export function openListener(url: string, readFrom?: Promise<void>): Promise<OpenListener> {
   return new Promise((resolve) => {
     let received = 0;
     let last: Buffer = Buffer.alloc(0);
@@ -473,6 +476,10 @@ export function openListener(url: string): Promise<OpenListener> {
         last = chunk;
       });
       res.on('error', () => undefined);
+      if (readFrom) {
+        res.pause();
+        void readFrom.then(() => res.resume());
+      }
       resolve({
         status: res.statusCode ?? 0,
         at: performance.now(),

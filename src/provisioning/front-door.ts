@@ -31,6 +31,13 @@ export type ForwardedClaim = { ip: string } | 'impostor' | undefined;
 export const FRONT_DOOR_USER = 'frontdoor-';
 const MAX_HEAD_BYTES = 16 * 1024;
 const SLOT_TIMEOUT_MS = 10_000;
+const BUSY_RETRY_MS = 100;
+
+/** Icecast's 403 "busy, please try again later" (auth.c, more than 100 waiting for authentication). */
+function isBusyRefusal(first: Buffer): boolean {
+  const text = first.toString('latin1', 0, 512);
+  return text.startsWith('HTTP/1.0 403') && text.includes('busy, please try again later');
+}
 
 interface Ticket {
   ip: string;
@@ -110,12 +117,14 @@ export class IcecastFrontDoor {
     socket.once('close', () => clearTimeout(timer));
   }
 
-  /** Waits for a slot and its turn, then hands the connection to Icecast. */
-  private enter(socket: net.Socket, head: Buffer, rest: Buffer): void {
-    this.waiting.push(() => {
+  /** Waits for a slot and its turn (at the head of the line when it comes back), then hands it to Icecast. */
+  private enter(socket: net.Socket, head: Buffer, rest: Buffer, first = false): void {
+    const go = () => {
       if (socket.destroyed) return this.releaseSlot();
       this.forward(socket, head, rest);
-    });
+    };
+    if (first) this.waiting.unshift(go);
+    else this.waiting.push(go);
     this.admitNext();
   }
 
@@ -160,18 +169,29 @@ export class IcecastFrontDoor {
     const rewritten = this.rewrite(head, socket.remoteAddress ?? '', ticketId, release);
     const upstream = net.connect(target.port, target.host);
     upstream.setNoDelay(true);
-    upstream.once('connect', () => {
-      upstream.write(Buffer.concat([rewritten, rest]));
+    upstream.once('connect', () => upstream.write(Buffer.concat([rewritten, rest])));
+    let again = false;
+    upstream.once('data', (first: Buffer) => {
+      release();
+      // Icecast's auth queue was over 100 (its listener_remove callbacks count too, e.g. after a mass disconnect):
+      // this listener is not refused, it waits for its turn again.
+      again = isBusyRefusal(first);
+      if (again) return void upstream.destroy();
+      socket.write(first);
       socket.pipe(upstream);
       upstream.pipe(socket);
       socket.resume();
     });
-    upstream.once('data', release);
+    let ended = false;
     const end = () => {
+      if (ended) return;
+      ended = true;
       release();
       this.tickets.delete(ticketId);
-      socket.destroy();
       upstream.destroy();
+      if (!again) return void socket.destroy();
+      socket.off('close', end);
+      setTimeout(() => this.enter(socket, head, rest, true), BUSY_RETRY_MS);
     };
     upstream.once('close', end);
     upstream.on('error', end);
