@@ -276,6 +276,7 @@ export class ListenerPlaces {
     }
     this.byId = byId;
     this.byMount = byMount;
+    for (const mount of this.sourceGone) if (!byMount.has(mount)) this.sourceGone.delete(mount);
     this.loaded = this.channel.listening;
   }
 
