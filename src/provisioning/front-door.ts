@@ -25,8 +25,11 @@ export interface FrontDoorOptions {
   headerTimeoutMs?: number;
 }
 
-/** Who the front door says a listener is, once its listener_add callback redeems the ticket. */
-export type ForwardedClaim = { ip: string } | 'impostor' | undefined;
+/**
+ * Who the front door says a listener is, once its listener_add callback redeems the ticket; `whenGone` names what to
+ * do the moment the listener's connection closes (the front door knows before Icecast's listener_remove comes).
+ */
+export type ForwardedClaim = { ip: string; whenGone(left: () => void): void } | 'impostor' | undefined;
 
 export const FRONT_DOOR_USER = 'frontdoor-';
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -42,6 +45,7 @@ function isBusyRefusal(first: Buffer): boolean {
 interface Ticket {
   ip: string;
   release(): void;
+  left?: () => void;
 }
 
 export class IcecastFrontDoor {
@@ -91,7 +95,12 @@ export class IcecastFrontDoor {
     if (!ticket) return 'impostor';
     this.tickets.delete(ticketId);
     ticket.release();
-    return { ip: ticket.ip };
+    return {
+      ip: ticket.ip,
+      whenGone: (left) => {
+        ticket.left = left;
+      },
+    };
   }
 
   private accept(socket: net.Socket): void {
@@ -166,7 +175,8 @@ export class IcecastFrontDoor {
       return void socket.end('HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n');
     }
     const ticketId = String(++this.nextTicket);
-    const rewritten = this.rewrite(head, socket.remoteAddress ?? '', ticketId, release);
+    const ticket: Ticket = { ip: (socket.remoteAddress ?? '').replace(/^::ffff:/, ''), release };
+    const rewritten = this.rewrite(head, ticketId, ticket);
     const upstream = net.connect(target.port, target.host);
     upstream.setNoDelay(true);
     upstream.once('connect', () => upstream.write(Buffer.concat([rewritten, rest])));
@@ -189,7 +199,10 @@ export class IcecastFrontDoor {
       release();
       this.tickets.delete(ticketId);
       upstream.destroy();
-      if (!again) return void socket.destroy();
+      if (!again) {
+        ticket.left?.();
+        return void socket.destroy();
+      }
       socket.off('close', end);
       setTimeout(() => this.enter(socket, head, rest, true), BUSY_RETRY_MS);
     };
@@ -199,12 +212,12 @@ export class IcecastFrontDoor {
   }
 
   /** A listener's GET carries a ticket instead of its Authorization; other requests (sources, admin) go unchanged. */
-  private rewrite(head: Buffer, ip: string, ticketId: string, release: () => void): Buffer {
+  private rewrite(head: Buffer, ticketId: string, ticket: Ticket): Buffer {
     const text = head.toString('latin1');
     const lines = text.split('\r\n');
     const [method = '', target = ''] = lines[0].split(' ');
     if (method !== 'GET' || target.startsWith('/admin')) return Buffer.from(`${text}\r\n\r\n`, 'latin1');
-    this.tickets.set(ticketId, { ip: ip.replace(/^::ffff:/, ''), release });
+    this.tickets.set(ticketId, ticket);
     // A user name of its own per listener: Icecast refuses a second listener of a mount with the same one.
     const credentials = Buffer.from(`${FRONT_DOOR_USER}${ticketId}:${this.secret}`).toString('base64');
     const kept = lines.filter((line, i) => i === 0 || !/^authorization\s*:/i.test(line));
