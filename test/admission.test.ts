@@ -226,7 +226,7 @@ describe('admission from memory', () => {
     );
   });
 
-  test('through Icecast: a burst beyond its auth queue and backlog is all admitted, over the cap refused; a blip too', async () => {
+  test('through Icecast: a burst past its queues all admitted, over the cap refused; a blip too', async () => {
     // 3 streams × 50 places, 150 listeners at once: more than Icecast's 100 waiting for auth and its backlog of 5.
     const streams = await Promise.all([0, 1, 2].map(() => bought(50)));
     for (const s of streams) encoders.push(startFfmpegSource(s.broadcast));

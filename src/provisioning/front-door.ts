@@ -5,10 +5,11 @@ import net, { type AddressInfo } from 'node:net';
  * Icecast 2.4.4 listens with a backlog of 5 (ICECAST_LISTEN_QUEUE, not configurable): a burst of listeners beyond it
  * loses its SYNs and waits for their retries (1 s, 3 s, 7 s, …). And it refuses a listener outright ("busy, please
  * try again later") once more than 100 wait for its one URL-auth thread. The front door listens on the public port
- * with a deep backlog, reads each request's head, and lets connections into Icecast one every `connectIntervalMs` and
- * at most `inFlight` at a time until Icecast has either called back about them or answered: Icecast's queues never
- * overflow, its auth thread always has the next listener waiting, and every listener is answered in turn. A listener's request carries, instead of any Authorization it sent, a ticket the callback
- * redeems (claim) for the listener's real address: Icecast sees only the front door's.
+ * with a deep backlog, reads each request's head, and lets connections into Icecast one every `connectIntervalMs`
+ * and at most `inFlight` at a time until Icecast has either called back about them or answered: Icecast's queues
+ * never overflow, its auth thread always has the next listener waiting, and every listener is answered in turn.
+ * A listener's request carries, instead of any Authorization it sent, a ticket the callback redeems (claim) for the
+ * listener's real address: Icecast sees only the front door's.
  */
 export interface FrontDoorOptions {
   host: string;
