@@ -15,6 +15,8 @@
  * --budget <s>: stop everything after this long instead of the default deadline (below), e.g. on a loaded machine.
  * --only orders: only the order benchmarks (no micro-benchmark, HTTP or streaming); writes only their section, with
  * the spread of their targets in it.
+ * Last, admission at the scale of a host (bench/admission.ts, its own process and service; also `npm run
+ * bench:admission`): 2000 listeners opened at once on 40 streams of 50 places. --only admission: only that.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -25,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
 import { startChildScript, type ChildServer } from './child-script.js';
 import { writeDocsSection } from './docs.js';
-import { runHlsSection } from './hls-section.js';
+import { runAdmissionSection, runHlsSection } from './hls-section.js';
 import { compareLoad, type LoadTarget } from './http-load.js';
 import { instantStreamInput, runMicro } from './micro.js';
 import { machineLine, reportTables, type HttpResults, type Machine } from './report.js';
@@ -58,8 +60,18 @@ const { values: args } = parseArgs({
     budget: { type: 'string' },
   },
 });
-if (args.only !== undefined && args.only !== 'orders') throw new Error(`--only takes "orders", not "${args.only}"`);
+if (args.only !== undefined && args.only !== 'orders' && args.only !== 'admission')
+  throw new Error(`--only takes "orders" or "admission", not "${args.only}"`);
 const onlyOrders = args.only === 'orders';
+if (args.only === 'admission') {
+  const writeAdmission = args['write-docs'] && !args['no-write-docs'];
+  await runAdmissionSection(
+    fileURLToPath(new URL('../', import.meta.url)),
+    writeAdmission,
+    AbortSignal.timeout(900_000),
+  );
+  process.exit(0);
+}
 if (onlyOrders && args['no-orders']) throw new Error('--only orders and --no-orders leave nothing to run');
 const durationSeconds = Number(args.duration);
 const warmupSeconds = Number(args.warmup);
@@ -72,10 +84,11 @@ const repeat = Math.max(1, Number(args.repeat));
  * Past this the load stops and everything is shut down: 300 s for the HTTP and order parts (the paid purchases over REST, MCP and the bare facilitator), and for streaming two
  * minutes (one of them for the restart) plus, per mount count, its hold and the time to admit its sources and listeners (~0.6 s per mount).
  */
-// The streaming section, then HLS (about 3 minutes on this machine).
+// The streaming section, then HLS (about 3 minutes on this machine), then admission (about 3 minutes).
 const streamingBudgetMs =
   120_000 +
   240_000 +
+  300_000 +
   args['streaming-mounts']
     .split(',')
     .map(Number)
@@ -349,6 +362,7 @@ try {
       restart,
     });
     await runHlsSection(root, writeDocs, abort.signal);
+    await runAdmissionSection(root, writeDocs, abort.signal);
   }
 } catch (e) {
   exitCode = 1;

@@ -453,7 +453,7 @@ function admissionRun(
   };
 }
 
-interface OpenListener {
+export interface OpenListener {
   status: number;
   error?: string;
   at: number;
@@ -462,8 +462,11 @@ interface OpenListener {
   close(): void;
 }
 
-/** One listener: resolves at Icecast's answer (status, or 0 on a socket error); keeps counting bytes until closed. */
-function openListener(url: string): Promise<OpenListener> {
+/**
+ * One listener: resolves at Icecast's answer (status, or 0 on a socket error); keeps counting bytes until closed.
+ * With `readFrom`, it reads nothing until that promise resolves (TCP holds the audio back meanwhile).
+ */
+export function openListener(url: string, readFrom?: Promise<void>): Promise<OpenListener> {
   return new Promise((resolve) => {
     let received = 0;
     let last: Buffer = Buffer.alloc(0);
@@ -473,6 +476,10 @@ function openListener(url: string): Promise<OpenListener> {
         last = chunk;
       });
       res.on('error', () => undefined);
+      if (readFrom) {
+        res.pause();
+        void readFrom.then(() => res.resume());
+      }
       resolve({
         status: res.statusCode ?? 0,
         at: performance.now(),
@@ -494,7 +501,7 @@ function openListener(url: string): Promise<OpenListener> {
   });
 }
 
-async function waitLive(url: string, signal: AbortSignal): Promise<void> {
+export async function waitLive(url: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     signal.throwIfAborted();
@@ -507,7 +514,7 @@ async function waitLive(url: string, signal: AbortSignal): Promise<void> {
 }
 
 /** Waits until the service's callback count has not moved for 1 s (at most 30 s); returns the seconds waited. */
-async function drain(origin: string, signal: AbortSignal): Promise<number> {
+export async function drain(origin: string, signal: AbortSignal): Promise<number> {
   const started = performance.now();
   let last = -1;
   let stableSince = performance.now();
@@ -524,15 +531,17 @@ async function drain(origin: string, signal: AbortSignal): Promise<number> {
 }
 
 /** Count and total seconds of the service's callback requests, from its /metrics histogram. */
-async function callbackMetrics(origin: string): Promise<{ count: number; sum: number }> {
+export async function callbackMetrics(origin: string): Promise<{ count: number; sum: number }> {
   const text = await (await fetch(`${origin}/metrics`)).text();
   let count = 0;
   let sum = 0;
   for (const line of text.split('\n')) {
-    if (!line.includes('route="/internal/icecast/:action"')) continue;
+    // Icecast's callbacks, on their own server (icecast_callback_…) or, before it, the API's route.
+    const own = line.startsWith('icecast_callback_duration_seconds_');
+    if (!own && !line.includes('route="/internal/icecast/:action"')) continue;
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (line.startsWith('http_request_duration_seconds_count')) count += value;
-    else if (line.startsWith('http_request_duration_seconds_sum')) sum += value;
+    if (/^(http_request|icecast_callback)_duration_seconds_count/.test(line)) count += value;
+    else if (/^(http_request|icecast_callback)_duration_seconds_sum/.test(line)) sum += value;
   }
   return { count, sum };
 }
@@ -605,7 +614,7 @@ function usage(a: Map<number, ProcSample>, b: Map<number, ProcSample>, seconds: 
   return out;
 }
 
-function stopProcess(child: ChildProcess): Promise<void> {
+export function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');

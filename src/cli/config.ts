@@ -89,6 +89,12 @@ export interface StreamingSettings {
   heartbeatMs: number;
   downAfterSeconds: number;
   sourceBudget: SourceBudgetOptions;
+  /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
+  admissionFullPassMs: number;
+  /** Listeners and sources reach Icecast through provisioning/front-door.ts (a deep backlog, paced into Icecast). */
+  frontDoor: boolean;
+  /** Connections the front door lets into Icecast at once. */
+  frontDoorInFlight: number;
 }
 
 export interface EventSettings {
@@ -258,6 +264,9 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     bandwidthKbps: r.text('HOST_BANDWIDTH_KBPS') === undefined ? undefined : r.whole('HOST_BANDWIDTH_KBPS', 0, 1),
     heartbeatMs: r.whole('HOST_HEARTBEAT_MS', 5000, 100),
     downAfterSeconds: r.whole('HOST_DOWN_AFTER_SECONDS', 30, 1),
+    admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
+    frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
+    frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),

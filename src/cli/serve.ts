@@ -20,11 +20,13 @@ import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
 import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
+import { startCallbackServer } from '../provisioning/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
 import {
   AutoDjManager,
   IcecastDecider,
+  ListenerPlaces,
   IcecastUsageMeter,
   LifecycleWorker,
   ListenerSessions,
@@ -235,6 +237,9 @@ function startStreaming(config: Config, log: Logger, shutdown: Shutdown, icecast
 
 /** The parts that read and write services: records, media, now playing, players, HLS. */
 function streamingParts({ config, log, db, stream, http }: Foundation) {
+  const places = stream.available
+    ? new ListenerPlaces(db, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
+    : undefined;
   const hls = stream.available
     ? new HlsManager({
         db,
@@ -242,6 +247,7 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
         icecastUrl: () => stream.localUrl(),
         hostId: () => stream.hostId(),
         log,
+        places,
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
@@ -260,7 +266,7 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hls, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+  return { hls, places, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
@@ -357,6 +363,19 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   const auditHead = await startAuditHead(base, signer);
   const eventing = await events(db, log, config);
   shutdown.push(() => eventing.stop());
+  const decider = stream.available
+    ? new IcecastDecider(
+        db,
+        log,
+        parts.autodj,
+        eventing.sourceEvents,
+        live,
+        parts.hls,
+        () => stream.hostId(),
+        parts.places,
+        (user, pass) => stream.claimForwarded(user, pass),
+      )
+    : undefined;
   const identity = walletIdentity(
     db,
     keys,
@@ -402,14 +421,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       listenerSessions: parts.listenerSessions,
       listen: parts.listen,
       hls: parts.hls,
-      ...(stream.available && {
-        icecast: {
-          decider: new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls, () =>
-            stream.hostId(),
-          ),
-          credentials: stream.callbackCredentials,
-        },
-      }),
+      ...(decider && { icecast: { decider, credentials: stream.callbackCredentials } }),
       log,
       connections,
       trustedProxies: config.trustedProxies,
@@ -420,7 +432,15 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   );
   shutdown.push(() => eventing.stop()); // SSE streams end before the server waits for its connections
   eventing.start();
-  return { ...parts, checkout, checkHealth, auditHead, recovery: sold.recovery, refundWorker: refunds.worker };
+  return {
+    ...parts,
+    decider,
+    checkout,
+    checkHealth,
+    auditHead,
+    recovery: sold.recovery,
+    refundWorker: refunds.worker,
+  };
 }
 type Application = Awaited<ReturnType<typeof startApplication>>;
 
@@ -469,10 +489,10 @@ function fenceThisHost({ config, log, db, stream, shutdown }: Foundation): void 
  */
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
   const { config, log, db, live, stream, http, shutdown } = base;
-  await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
+  await stream.start(await callbackBaseUrl(base, app.decider));
   if (stream.available) await joinHostPool(base);
   if (stream.available) fenceThisHost(base);
-  const { recovery, refundWorker, hls, autodj, relays, nowPlaying } = app;
+  const { recovery, refundWorker, hls, autodj, relays, nowPlaying, places } = app;
   if (recovery) {
     recovery.start();
     shutdown.push(() => recovery.stop());
@@ -482,6 +502,10 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
+  if (places) {
+    await places.start();
+    shutdown.push(() => places.stop());
+  }
   const meter = new IcecastUsageMeter(
     db,
     () => stream.hostId(),
@@ -500,6 +524,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     autodj,
     relays,
     hls,
+    places,
     hostId: () => stream.hostId(),
     admin: () => stream.admin(),
     // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
@@ -514,6 +539,22 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     await autodj.stopAll();
     await relays.stopAll();
   });
+}
+
+/**
+ * Icecast's callbacks go to a bare HTTP server of their own on loopback, without the API's middleware (request log,
+ * rate limits, body parsing): Icecast asks one callback at a time, so their cost is the host's admission rate.
+ */
+async function callbackBaseUrl({ log, http, shutdown, metrics, stream }: Foundation, decider?: IcecastDecider) {
+  if (!decider) return `http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`;
+  const server = await startCallbackServer({
+    decider,
+    auth: stream.callbackCredentials,
+    onError: (err) => log.error({ err }, 'icecast callback failed; Icecast refuses the client'),
+    onAnswered: (action, seconds) => metrics.icecastCallbacks.labels(action).observe(seconds),
+  });
+  shutdown.push(() => server.close());
+  return server.url;
 }
 
 /** An operator's message for a DATABASE_URL that does not answer (the error itself is written for agents). */

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
-import { IcecastSupervisor, type IcecastAdmin } from '../provisioning/index.js';
+import { IcecastFrontDoor, IcecastSupervisor, type ForwardedClaim, type IcecastAdmin } from '../provisioning/index.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 import type { StreamingSettings } from './config.js';
@@ -17,6 +17,8 @@ export interface Streaming {
   publicUrl(): string;
   /** Icecast's own loopback address (for our readers of the mounts), undefined until it runs. */
   localUrl(): string | undefined;
+  /** A listener's real address, from the front door's ticket in its callback credentials (see provisioning). */
+  claimForwarded(user: string, pass: string): ForwardedClaim;
   /** This Icecast's stable identity (STREAMING_HOST_ID, or kept in DATA_DIR); services belong to it. */
   hostId(): string;
   admin(): IcecastAdmin | undefined;
@@ -35,13 +37,16 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   const limits = { sources: settings.maxSources, listeners: settings.maxListeners };
   const host = loadStreamingHost(dataDir, settings.hostId);
   let supervisor: IcecastSupervisor | undefined;
+  let frontDoor: IcecastFrontDoor | undefined;
+  const publicPort = () => frontDoor?.port ?? supervisor?.port;
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
     limits,
     callbackCredentials,
-    publicUrl: () => settings.publicUrl ?? supervisor?.baseUrl ?? 'http://127.0.0.1:0',
+    publicUrl: () => settings.publicUrl ?? `http://127.0.0.1:${publicPort() ?? 0}`,
     localUrl: () => supervisor?.baseUrl,
+    claimForwarded: (user, pass) => frontDoor?.claim(user, pass),
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
@@ -66,8 +71,8 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         maxSources: limits.sources,
         maxClients: limits.sources + limits.listeners + 50,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
-        // addresses move with the host (services/streaming-hosts.ts).
-        preferredPort: host.lastPort,
+        // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
+        preferredPort: settings.frontDoor ? undefined : host.lastPort,
       });
       supervisor.on('exited', ({ expected, ...e }) => {
         if (expected) log.debug?.({ component: 'icecast', ...e }, 'icecast stopped');
@@ -86,17 +91,42 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         log.error({ component: 'icecast', err }, 'icecast could not be restarted'),
       );
       await supervisor.start();
-      rememberStreamingHost(dataDir, host.id, supervisor.port);
-      if (host.lastPort && host.lastPort !== supervisor.port) {
+      if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings.frontDoorInFlight);
+      const port = publicPort()!;
+      rememberStreamingHost(dataDir, host.id, port);
+      if (host.lastPort && host.lastPort !== port) {
         log.warn(
-          { component: 'icecast', port: supervisor.port, previous_port: host.lastPort },
+          { component: 'icecast', port, previous_port: host.lastPort },
           'the previous icecast port is taken; service addresses move to the new one',
         );
       }
-      log.info({ component: 'icecast', url: supervisor.baseUrl, host_id: host.id }, 'icecast started');
+      log.info(
+        { component: 'icecast', url: supervisor.baseUrl, front_door_port: frontDoor?.port, host_id: host.id },
+        'icecast started',
+      );
     },
     async stop() {
+      await frontDoor?.stop();
       await supervisor?.stop();
     },
   };
+}
+
+/** The front door on the previous run's public port when it is free, else on any free port. */
+async function openFrontDoor(
+  supervisor: IcecastSupervisor,
+  preferredPort: number | undefined,
+  inFlight: number,
+): Promise<IcecastFrontDoor> {
+  const upstream = () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined);
+  for (const port of preferredPort ? [preferredPort, 0] : [0]) {
+    const door = new IcecastFrontDoor({ host: '127.0.0.1', port, upstream, inFlight });
+    try {
+      await door.start();
+      return door;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw e;
+    }
+  }
+  throw new Error('unreachable');
 }

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
-import { admitListener, type InternalReaders, type ServiceRow } from '../services/index.js';
+import { admitListener, type InternalReaders, type ListenerPlaces, type ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { MEDIA_PLAYLIST, Rendition } from './rendition.js';
 import { HlsSessions, type HlsSession } from './sessions.js';
@@ -21,6 +21,8 @@ export interface HlsManagerOptions {
   /** The streaming host whose services this instance serves (its HLS rows are cleared at start). */
   hostId: () => string;
   log: Logger;
+  /** The host's listener places in memory, shared with Icecast's listeners; without it, admissions use the database. */
+  places?: ListenerPlaces;
 }
 
 /** Who fetches: the listener session keeps its network and user agent, never the full address. */
@@ -281,10 +283,11 @@ export class HlsManager implements InternalReaders, InternalListeners {
   }
 
   private async admitNow(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
-    const admitted = await admitListener(this.options.db, { serviceId: service.id }, `hls:${token}`, client.ip, {
-      userAgent: client.userAgent,
-      protocol: 'hls',
-    });
+    const session = { userAgent: client.userAgent, protocol: 'hls' } as const;
+    const { places, db } = this.options;
+    const admitted = places
+      ? await places.admit({ serviceId: service.id }, `hls:${token}`, client.ip, session)
+      : await admitListener(db, { serviceId: service.id }, `hls:${token}`, client.ip, session);
     if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
     if (!admitted.accept) {
       const retry = { retryable: true, headers: { 'Retry-After': '10' } };
@@ -312,7 +315,16 @@ export class HlsManager implements InternalReaders, InternalListeners {
         WHERE ls.client_id = ended.client_id AND ls.ended_at IS NULL`,
       [clientIds, ended.map((s) => s.bytes)],
     );
-    await this.options.db.query('DELETE FROM listeners WHERE client_id = ANY($1::text[])', [clientIds]);
+    const { places } = this.options;
+    if (!places) {
+      await this.options.db.query('DELETE FROM listeners WHERE client_id = ANY($1::text[])', [clientIds]);
+      return;
+    }
+    for (const serviceId of new Set(ended.map((s) => s.serviceId)))
+      await places.release(
+        { serviceId },
+        ended.filter((s) => s.serviceId === serviceId).map((s) => `hls:${s.token}`),
+      );
   }
 
   private async stopRendition(serviceId: string): Promise<void> {

@@ -1,7 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/index.js';
-import type { Client, Database } from '../store/index.js';
-import { RevocationListener } from './revocation-listener.js';
+import { ChannelListener, type Client, type Database } from '../store/index.js';
+
+/** Notified by a trigger when an API key is revoked (migration 017), with the key's id. */
+const REVOCATION_CHANNEL = 'api_key_revoked';
 
 export interface ApiKey {
   id: string;
@@ -28,7 +30,7 @@ export class ApiKeys {
   private readonly verified = new Map<string, ApiKey>();
   /** Tokens verified while revocations are pushed to this process (listenForRevocations): used by every operation. */
   private readonly cached = new Map<string, ApiKey>();
-  private revocations?: RevocationListener;
+  private revocations?: ChannelListener;
   /** Bumped by every revocation and lost listener: a lookup that started before one must not fill the cache. */
   private generation = 0;
 
@@ -39,8 +41,9 @@ export class ApiKeys {
    * while that notification channel is down nothing is cached. Returns the function that stops listening.
    */
   async listenForRevocations(): Promise<() => Promise<void>> {
-    this.revocations = new RevocationListener(
+    this.revocations = new ChannelListener(
       this.db,
+      REVOCATION_CHANNEL,
       (id) => this.forget(id),
       () => this.forgetAll(),
     );

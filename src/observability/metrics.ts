@@ -34,6 +34,14 @@ export class Metrics {
     registers: [this.registry],
   });
   private readonly series = new Map<string, { count: { inc(): void }; latency: { observe(seconds: number): void } }>();
+  /** Icecast's URL-auth callbacks answered by this host, by action, and the time each took. */
+  readonly icecastCallbacks = new Histogram({
+    name: 'icecast_callback_duration_seconds',
+    help: "Icecast URL-auth callbacks answered (Icecast's own callback server), by action",
+    labelNames: ['action'],
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1],
+    registers: [this.registry],
+  });
   readonly quotes = new Counter({
     name: 'quotes_total',
     help: 'Quotes answered, by product',

@@ -158,6 +158,8 @@ export interface CallbackServerOptions {
   /** Require the credentials configured as IcecastConfigOptions.callbackAuth. */
   auth?: { user: string; password: string };
   onError?: (error: unknown) => void;
+  /** Each answered callback, with the seconds it took (e.g. for a metric). */
+  onAnswered?: (action: string, seconds: number) => void;
 }
 
 export interface CallbackServer {
@@ -192,15 +194,18 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
     port = 0,
     auth,
     onError = (e) => console.error('icecast callback failed:', e),
+    onAnswered,
   } = options;
 
   const server = http.createServer(async (req, res) => {
+    const started = performance.now();
     const match = /^\/icecast\/([a-z_]+)$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) return void res.writeHead(404).end();
     if (auth && !hasBasicCredentials(req.headers.authorization, auth)) return void res.writeHead(401).end();
     try {
       const decision = await handleIcecastCallback(match[1], await readCallbackForm(req), decider);
       res.writeHead(200, icecastResponseHeaders(decision)).end();
+      onAnswered?.(match[1], (performance.now() - started) / 1000);
     } catch (error) {
       onError(error);
       if (!res.headersSent) res.writeHead(500);

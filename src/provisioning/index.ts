@@ -82,3 +82,4 @@ export {
   type SourceBudgetReading,
 } from './source-budget.js';
 export { mp3SampleRate, mp3EncoderArgs } from './mp3-encoding.js';
+export { IcecastFrontDoor, FRONT_DOOR_USER, type FrontDoorOptions, type ForwardedClaim } from './front-door.js';

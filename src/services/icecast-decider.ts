@@ -3,12 +3,13 @@ import { recordMountEvent, type SourceEventType } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { extensionHeadroomHours } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import type { Decision, ListenerAuthRequest, MountDecider } from '../provisioning/index.js';
+import type { Decision, ForwardedClaim, ListenerAuthRequest, MountDecider } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { AUTODJ_USER, AutoDjManager } from './autodj-manager.js';
 import { ListenerSessions } from './listener-sessions.js';
 import { RELAY_USER, RelayManager } from './relay-manager.js';
 import { admitListener } from './listener-admission.js';
+import type { ListenerPlaces } from './listener-places.js';
 import type { ServiceRow } from './service-records.js';
 
 /** 'ours': an internal reader with its secret; 'impostor': claims to be one without it; undefined: a listener. */
@@ -39,6 +40,10 @@ export class IcecastDecider implements MountDecider {
     private readonly internalReaders?: InternalReaders,
     /** The streaming host whose Icecast calls back here; without it every service is answered for (tests). */
     private readonly hostId?: () => string,
+    /** This host's listener places in memory; without it every admission is a database transaction. */
+    private readonly places?: ListenerPlaces,
+    /** Redeems the front door's ticket in a listener's credentials for its real address (provisioning/front-door). */
+    private readonly forwarded?: (user: string, pass: string) => ForwardedClaim,
   ) {}
 
   /**
@@ -90,17 +95,31 @@ export class IcecastDecider implements MountDecider {
   }
 
   async authorizeListener(request: ListenerAuthRequest): Promise<Decision> {
-    const { mount, clientId, ip, userAgent } = request;
+    const { mount, clientId, userAgent } = request;
+    const claim = this.forwarded?.(request.user, request.pass);
+    if (claim === 'impostor') return refuse('not from the front door');
+    const ip = claim?.ip ?? request.ip;
     const internal = this.internalReaders?.recognise(request);
     // Our own reader takes no listener place; a client that claims to be one without its secret is refused.
     if (internal) return internal === 'ours' ? { accept: true } : refuse('not an internal reader');
-    if (!(await this.servesHere(mount))) return refuse(MOVED_AWAY);
-    const admitted = await admitListener(this.db, { mount }, clientId, ip, { userAgent, protocol: 'icecast' });
+    const session = { userAgent, protocol: 'icecast' } as const;
+    // The places in memory hold only this host's services; without them the database says whether it serves here.
+    if (!this.places && !(await this.servesHere(mount))) return refuse(MOVED_AWAY);
+    const admitted = this.places
+      ? await this.places.admit({ mount }, clientId, ip, session)
+      : await admitListener(this.db, { mount }, clientId, ip, session);
     if (!admitted.accept) return refuse(admitted.message);
+    // Its place is freed when the front door sees it go, before Icecast's listener_remove: after a blip the
+    // listeners coming back may be asked about before Icecast reports that they left.
+    if (claim && this.places)
+      claim.whenGone(() =>
+        this.listenerLeft({ mount, clientId }).catch((err) => this.log.warn({ err, mount }, 'could not free a place')),
+      );
     return { accept: true, ...listenerTimeLimit(admitted.service, this.catalog) };
   }
 
   async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
+    if (this.places) return this.places.release({ mount }, [clientId]);
     if (!(await this.servesHere(mount))) return;
     await this.db.query(
       'DELETE FROM listeners l USING services s WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id = $2',
@@ -111,6 +130,7 @@ export class IcecastDecider implements MountDecider {
   async mountAdded({ mount }: { mount: string }): Promise<void> {
     if (!(await this.servesHere(mount))) return;
     this.log.info({ mount }, 'source connected');
+    this.places?.sourceConnected(mount);
     await this.recordSource(mount, 'source.connected');
   }
 
@@ -121,6 +141,7 @@ export class IcecastDecider implements MountDecider {
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
     if (service) this.autodj?.mountFreed(service.id);
     // HLS sessions (client_id hls:…) end by themselves when their clients stop fetching.
+    if (this.places) return this.places.releaseIcecast(mount);
     await this.db.query(
       `DELETE FROM listeners l USING services s
       WHERE l.service_id = s.id AND s.mount = $1 AND l.client_id NOT LIKE 'hls:%'`,

@@ -10,6 +10,7 @@ import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisio
 import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
+import type { ListenerPlaces } from './listener-places.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
@@ -51,6 +52,8 @@ export interface LifecycleDeps {
   relays?: { sync(services: ServiceRow[]): Promise<void>; stop(serviceId: string): Promise<void> };
   /** HLS renditions and sessions end with their service. */
   hls?: { sync(services: ServiceRow[]): Promise<void> };
+  /** The host's listener places in memory: told what Icecast reports on each pass. */
+  places?: Pick<ListenerPlaces, 'observeIcecast'>;
   log: Logger;
   intervalMs: number;
   /** How long before its expiry a service announces service.expiring. */
@@ -175,14 +178,17 @@ export class LifecycleWorker {
     const live = new Set(mounts.map((m) => m.mount));
     const checked: string[] = [];
     const connected: string[] = [];
+    const seen = new Map<string, string[]>();
     for (const service of services) {
       const clients = live.has(service.mount)
         ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id)
         : [];
       if (clients === undefined) continue;
       checked.push(service.id);
+      seen.set(service.id, clients);
       for (const client of clients) connected.push(`${service.id} ${client}`);
     }
+    this.deps.places?.observeIcecast(seen);
     if (!checked.length) return;
     // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale. One
     // statement for every service of the pass.

@@ -56,18 +56,30 @@ async function lockActiveService(
 
 /** The refusal's message; the owner sees refusals in GET /services/{id}/usage (one event a minute, however many). */
 async function refuseOverCap(client: Client, service: ServiceRow, max: number): Promise<string> {
-  const places = `${max} listener${max === 1 ? '' : 's'}`;
+  await recordCapRefusal(client, service.id, max);
+  return capRefusalMessage(max);
+}
+
+const placesOf = (max: number) => `${max} listener${max === 1 ? '' : 's'}`;
+
+/** What a listener refused over the cap is told (Icecast's log, the HLS error document). */
+export function capRefusalMessage(max: number): string {
+  return (
+    `Listener limit reached: this stream was bought for ${placesOf(max)} and all are connected; ` +
+    'try again when one leaves'
+  );
+}
+
+/** Records a refusal over the cap as a service event, at most one a minute per service. */
+export async function recordCapRefusal(client: Client, serviceId: string, max: number): Promise<void> {
   await client.query(
     `INSERT INTO service_events (service_id, kind, code, reason) SELECT $1, 'enforce', 'listener_limit_reached', $2
      WHERE NOT EXISTS (SELECT 1 FROM service_events
                        WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
     [
-      service.id,
-      `A listener was refused: the stream was bought for ${places} and all are connected. ` +
+      serviceId,
+      `A listener was refused: the stream was bought for ${placesOf(max)} and all are connected. ` +
         'An upgrade with more listeners raises the limit.',
     ],
-  );
-  return (
-    `Listener limit reached: this stream was bought for ${places} and all are connected; ` + 'try again when one leaves'
   );
 }

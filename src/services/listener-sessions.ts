@@ -41,6 +41,8 @@ export interface ListenerAggregates {
 /** How far apart (s) a session's start and its access-log line's connect time may be and still be the same listener. */
 const MATCH_WINDOW_SECONDS = 5;
 const MAX_AGENT = 400;
+/** Where Icecast sees every listener that came through the front door (provisioning/front-door.ts) from. */
+const FRONT_DOOR_NETWORK = '127.0.0.0/24';
 
 /** The client's /24 (IPv4) or /48 (IPv6): enough for the owner to see where listeners come from, not who. */
 export function clientNetwork(ip: string): string {
@@ -104,6 +106,7 @@ export class ListenerSessions {
   /**
    * Gives each finished Icecast listener's access-log line (exact bytes and seconds) to its session: same service,
    * network and user agent, the session whose start is nearest the line's connect time and that has no bytes yet.
+   * Behind the front door Icecast logs the front door's loopback address: such a line matches on agent and time.
    */
   static async attribute(client: Client, entries: AccessLogEntry[]): Promise<void> {
     const finished = entries.filter((e) => e.kind === 'listener' && e.status >= 200 && e.status < 300);
@@ -112,11 +115,11 @@ export class ListenerSessions {
       const { rows } = await client.query(
         `SELECT ls.id, ls.user_agent, abs(extract(epoch FROM ls.started_at - $3::timestamptz)) AS apart
          FROM listener_sessions ls JOIN services s ON s.id = ls.service_id
-         WHERE s.mount = $1 AND ls.client_network = $2 AND ls.protocol = 'icecast' AND ls.bytes IS NULL
+         WHERE s.mount = $1 AND (ls.client_network = $2 OR $2 = $5) AND ls.protocol = 'icecast' AND ls.bytes IS NULL
            AND ls.started_at BETWEEN $3::timestamptz - make_interval(secs => $4)
                                  AND $3::timestamptz + make_interval(secs => $4)
          ORDER BY apart, ls.id FOR UPDATE OF ls`,
-        [entry.mount, clientNetwork(entry.ip), connectedAt, MATCH_WINDOW_SECONDS],
+        [entry.mount, clientNetwork(entry.ip), connectedAt, MATCH_WINDOW_SECONDS, FRONT_DOOR_NETWORK],
       );
       const candidates = rows as { id: string; user_agent: string }[];
       const match = candidates.find((r) => asLogged(r.user_agent) === entry.userAgent);

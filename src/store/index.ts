@@ -3,3 +3,4 @@ export { Database, type Client, type Row } from './database.js';
 export { migrate } from './migrate.js';
 export { startEmbeddedPostgres, allowTraversal, type RunningPostgres } from './embedded-postgres.js';
 export { freePort } from './free-port.js';
+export { ChannelListener } from './channel-listener.js';

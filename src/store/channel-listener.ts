@@ -1,14 +1,13 @@
-import type { Client, Database } from '../store/index.js';
+import type { Client, Database } from './database.js';
 
-export const REVOCATION_CHANNEL = 'api_key_revoked';
 const RECONNECT_MS = 1000;
 
 /**
- * Holds a LISTEN on the channel a trigger notifies when an API key is revoked (migration 017), on a connection of its
+ * Holds a LISTEN on a channel that triggers notify (e.g. an API key revoked, migration 017), on a connection of its
  * own. `listening` is true only while that connection is up: notifications sent while it is down are lost, so
- * onLost tells the owner to forget what it cached, and the listener reconnects.
+ * onLost tells the owner to forget what it cached, and the listener reconnects (then onListening, if given).
  */
-export class RevocationListener {
+export class ChannelListener {
   listening = false;
   private client?: Client;
   private stopped = false;
@@ -16,8 +15,10 @@ export class RevocationListener {
 
   constructor(
     private readonly db: Database,
-    private readonly onRevoked: (keyId: string) => void,
+    private readonly channel: string,
+    private readonly onNotified: (payload: string) => void,
     private readonly onLost: () => void,
+    private readonly onListening?: () => void,
   ) {}
 
   async start(): Promise<void> {
@@ -29,11 +30,12 @@ export class RevocationListener {
       client.on('error', lost);
       client.on('end', lost);
       client.on('notification', (n) => {
-        if (n.channel === REVOCATION_CHANNEL && n.payload) this.onRevoked(n.payload);
+        if (n.channel === this.channel && n.payload) this.onNotified(n.payload);
       });
-      await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
+      await client.query(`LISTEN ${this.channel}`);
       this.client = client;
       this.listening = true;
+      this.onListening?.();
     } catch (err) {
       if (client) this.lose(client, err as Error);
       else this.scheduleRetry();
@@ -51,7 +53,7 @@ export class RevocationListener {
       /* already given up */
     });
     try {
-      client.release(err ?? new Error('revocation listener lost'));
+      client.release(err ?? new Error(`listener on ${this.channel} lost`));
     } catch {
       /* released already */
     }
@@ -79,7 +81,7 @@ export class RevocationListener {
     client.on('error', () => {
       /* closing */
     });
-    await client.query(`UNLISTEN ${REVOCATION_CHANNEL}`).catch(() => undefined);
+    await client.query(`UNLISTEN ${this.channel}`).catch(() => undefined);
     client.release(true);
   }
 }

@@ -1,0 +1,255 @@
+// Admission at the scale of a host (npm run bench:admission, or npm run bench -- --only admission): S instant-streams
+// of P listener places each, a 64 kbps source on every one, then S × P listeners opened at once (one socket each,
+// no pacing); how many are admitted, how fast, how many are refused although their stream had room; then one more
+// listener per stream, which must be refused (the cap stays exact). CPU per callback from /proc.
+// Two bursts on the same streams: the listeners read their audio at once, as players do; then (all closed first)
+// they read nothing until every one has its answer, so that this process, on the same cores, measures admissions
+// rather than its own receiving of audio (the service then relays next to nothing during the burst).
+// Env: ADMISSION_STREAMS (40), ADMISSION_PLACES (50), NO_WRITE_DOCS=1.
+import { spawn, spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { buy } from '../test/support/purchase.js';
+import { roomyCatalog, startService, type Service } from '../test/support/service.js';
+import { TestWallet } from '../test/support/wallet.js';
+import { writeMarkedSection } from './docs.js';
+import { percentile } from './percentile.js';
+import { pool } from './pool.js';
+import { namedTreesCpu, treeCpu } from './process-cpu.js';
+import { callbackMetrics, drain, openListener, stopProcess, waitLive, type OpenListener } from './streaming.js';
+
+const streams = Number(process.env.ADMISSION_STREAMS ?? 40);
+const places = Number(process.env.ADMISSION_PLACES ?? 50);
+const root = fileURLToPath(new URL('../', import.meta.url));
+const ANSWER_TIMEOUT_MS = 90_000;
+
+interface Bought {
+  broadcast_url: string;
+  stream_url: string;
+}
+
+/** A listener whose answer never comes within the timeout counts as refused ("no answer"). */
+async function listen(url: string, readFrom?: Promise<void>): Promise<OpenListener> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<OpenListener>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          status: 0,
+          error: 'no answer',
+          at: performance.now(),
+          bytes: () => 0,
+          tail: () => Buffer.alloc(0),
+          close: () => undefined,
+        }),
+      ANSWER_TIMEOUT_MS,
+    );
+  });
+  const answer = await Promise.race([openListener(url, readFrom), timeout]);
+  clearTimeout(timer);
+  return answer;
+}
+
+function tally(answers: OpenListener[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const a of answers) {
+    const key = a.status ? String(a.status) : `error ${a.error}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
+async function startSources(urls: string[]): Promise<{ stop(): Promise<void> }> {
+  const mp3 = join(tmpdir(), `admission-bench-${process.pid}.mp3`);
+  const made = spawnSync('ffmpeg', [
+    ...['-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-ac', '1'],
+    ...['-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '64k', '-write_xing', '0', '-id3v2_version', '0'],
+    ...['-f', 'mp3', '-y', mp3],
+  ]);
+  if (made.status !== 0) throw new Error(`ffmpeg could not make the test MP3: ${made.stderr}`);
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'bench/streaming-sources.ts'), mp3, '8000', ...urls],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stderr!.on('data', (d) => {
+    out = (out + d).slice(-4000);
+  });
+  const ready = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the sources did not connect within 60 s:\n${out}`)), 60_000);
+    child.stdout!.on('data', (d) => {
+      const r = /^ready (\d+) (\d+)/m.exec(String(d));
+      if (r) {
+        clearTimeout(timer);
+        resolve(`${r[1]} admitted, ${r[2]} refused`);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the sources child exited with ${code}:\n${out}`)));
+  });
+  console.error(`[admission] sources: ${ready}`);
+  return { stop: () => stopProcess(child) };
+}
+
+interface Cpu {
+  service: number;
+  postgres: number;
+  icecast: number;
+}
+
+async function cpuNow(pid: number): Promise<Cpu> {
+  return {
+    service: (await treeCpu(pid))?.self ?? Number.NaN,
+    postgres: (await namedTreesCpu(pid, ['postgres'])) ?? Number.NaN,
+    icecast: (await namedTreesCpu(pid, ['icecast2'])) ?? Number.NaN,
+  };
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+let service: Service | undefined;
+let sources: { stop(): Promise<void> } | undefined;
+const signal = AbortSignal.timeout(15 * 60_000);
+try {
+  service = await startService({
+    RATE_LIMIT_PER_IP: '0',
+    RATE_LIMIT_PER_KEY: '0',
+    ICECAST_MAX_SOURCES: String(streams + 10),
+    ICECAST_MAX_LISTENERS: String(streams * places + 500),
+    ...(await roomyCatalog()),
+  });
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const origin = new URL(service.metricsUrl).origin;
+  console.error(`[admission] buying ${streams} instant-streams of ${places} places`);
+  const bought = await pool(
+    Array.from({ length: streams }, (_, i) => i),
+    4,
+    async () => {
+      const r = await buy(service!, wallet, {
+        product_id: 'instant-stream',
+        email: 'bench@example.com',
+        station_name: 'Bench',
+        parameters: { duration_hours: 1, max_listeners: places, bitrate_kbps: 64 },
+      });
+      if (r.status !== 200) throw new Error(`buying answered ${r.status}: ${JSON.stringify(r.body)}`);
+      return r.body.service as Bought;
+    },
+  );
+  sources = await startSources(bought.map((b) => b.broadcast_url));
+  await Promise.all(bought.map((b) => waitLive(b.stream_url, signal)));
+  await sleep(2000); // the probes' listener_remove
+  await drain(origin, signal);
+
+  const rows = [];
+  for (const readAfter of [false, true]) rows.push(await burst(service, bought, readAfter));
+  const machine =
+    `Machine: ${availableParallelism()} cores, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at the end ` + '(shared with other work)';
+  const section = [
+    '## Admission at the scale of a host (`npm run bench:admission`)',
+    '',
+    `${machine}. ${streams} instant-streams of ${places} listener places on one host, a 64 kbps source on each`,
+    `(raw clients in a child process, bench/streaming-sources.ts); then ${streams * places} listener GETs opened at`,
+    'once from this process (one socket each, no pacing) on their stream URLs; every answer counts (200 admitted,',
+    'anything else refused: a status, a reset, or no answer within 90 s). Then one more listener per stream, all full:',
+    'each must be refused. Twice: the listeners reading their audio at once, as players do; then, all closed, the',
+    'same burst with listeners that read nothing until every one has its answer (this process shares the 2 cores: it',
+    'then measures the admissions rather than its own receiving of 2,000 streams, and the front door relays almost',
+    'nothing meanwhile). ms in the callback handler = the mean of icecast_callback_duration_seconds.',
+    'CPU per callback = CPU seconds from /proc/<pid>/stat over the burst (until the',
+    "service's callback count stands still) ÷ callbacks the service's /metrics counted (listener_add, and the",
+    "listener_remove of refused ones): serve's own process, its PostgreSQL (all backends), its Icecast.",
+    '',
+    '| Run | streams × places | admitted | refused (while the stream had room) | p50 | p90 | last | ' +
+      'a 51st listener admitted | callbacks | ms in the callback handler (mean) | serve CPU ms / callback | ' +
+      'PostgreSQL CPU ms / callback | Icecast CPU ms / callback |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...rows.map((r) => r.row),
+    '',
+    ...rows.map((r) => r.held),
+    '',
+  ].join('\n');
+  console.log(section);
+  if (!process.env.NO_WRITE_DOCS)
+    await writeMarkedSection(join(root, 'docs/benchmarks.md'), 'bench/admission.ts', section);
+} finally {
+  await sources?.stop();
+  await service?.stop();
+}
+
+/** One burst of every place at once on `bought`; its table row and what holding the listeners cost. */
+async function burst(service: Service, bought: Bought[], readAfter: boolean): Promise<{ row: string; held: string }> {
+  const origin = new URL(service.metricsUrl).origin;
+  const opened: OpenListener[] = [];
+  try {
+    const callbacks0 = await callbackMetrics(origin);
+    const cpu0 = await cpuNow(service.process.pid!);
+    console.error(`[admission] ${streams * places} listeners at once`);
+    const started = performance.now();
+    const urls = bought.flatMap((b) => Array.from({ length: places }, () => b.stream_url));
+    let burstOver: () => void = () => undefined;
+    const burstDone = new Promise<void>((resolve) => {
+      burstOver = resolve;
+    });
+    const answers = await Promise.all(urls.map((url) => listen(url, readAfter ? burstDone : undefined)));
+    burstOver();
+    opened.push(...answers);
+    const times = Float64Array.from(answers.map((a) => a.at - started)).sort();
+    const admitted = answers.filter((a) => a.status === 200).length;
+    const perSecond = new Map<number, number>();
+    for (const t of times) perSecond.set(Math.floor(t / 1000), (perSecond.get(Math.floor(t / 1000)) ?? 0) + 1);
+    console.error(`[admission] answers per second: ${[...perSecond].map(([sec, n]) => `${sec}s:${n}`).join(' ')}`);
+    const icecastLog = await readFile(join(service.dataDir, 'icecast', 'error.log'), 'utf8').catch(() => '');
+    const pending = [
+      ...icecastLog.matchAll(/(\d\d:\d\d:\d\d)\] INFO auth\/queue_auth_client auth on .* has (\d+) pending/g),
+    ];
+    const deepest = new Map<string, number>();
+    for (const [, at, n] of pending) deepest.set(at, Math.max(deepest.get(at) ?? 0, Number(n)));
+    console.error(`[admission] Icecast auth queue, deepest per second: ${[...deepest.values()].slice(-40).join(' ')}`);
+    await drain(origin, signal);
+    const cpu1 = await cpuNow(service.process.pid!);
+    const callbacks1 = await callbackMetrics(origin);
+    const count = callbacks1.count - callbacks0.count;
+
+    // One more listener per stream: every stream is full, so each must be refused.
+    const extra = await Promise.all(bought.map((b) => listen(b.stream_url)));
+    opened.push(...extra);
+    const extraAdmitted = extra.filter((a) => a.status === 200).length;
+
+    // Held: what carrying them costs (the front door relays every byte Icecast sends them).
+    const HOLD_SECONDS = 10;
+    const held0 = await cpuNow(service.process.pid!);
+    await sleep(HOLD_SECONDS * 1000);
+    const held1 = await cpuNow(service.process.pid!);
+    const cores = (k: keyof Cpu) => `${(((held1[k] - held0[k]) / HOLD_SECONDS) * 100).toFixed(1)} %`;
+    const receiving = answers.filter((a) => a.status === 200 && a.bytes() > 0).length;
+    const perCallback = (s: number) => (count ? ((s * 1000) / count).toFixed(3) : 'n/a');
+    const refused = tally(answers.filter((a) => a.status !== 200));
+    const label = readAfter ? 'listeners read once all are answered' : 'listeners read at once';
+    const row =
+      `| ${label} | ${streams} × ${places} | ${admitted} / ${answers.length} ` +
+      `(${((admitted / answers.length) * 100).toFixed(1)} %) | ` +
+      `${
+        Object.entries(refused)
+          .map(([k, n]) => `${n}× ${k}`)
+          .join(', ') || '0'
+      } | ${seconds(percentile(times, 0.5))} | ${seconds(percentile(times, 0.9))} | ` +
+      `${seconds(times[times.length - 1])} | ${extraAdmitted} / ${extra.length} | ${count} | ` +
+      `${count ? (((callbacks1.sum - callbacks0.sum) / count) * 1000).toFixed(3) : 'n/a'} | ` +
+      `${perCallback(cpu1.service - cpu0.service)} | ${perCallback(cpu1.postgres - cpu0.postgres)} | ` +
+      `${perCallback(cpu1.icecast - cpu0.icecast)} |`;
+    const held =
+      `${label}: the ${admitted} admitted listeners then held ${HOLD_SECONDS} s (${receiving} receiving audio): ` +
+      `serve ${cores('service')}, Icecast ${cores('icecast')}, PostgreSQL ${cores('postgres')} of one core.`;
+    return { row, held };
+  } finally {
+    for (const a of opened) a.close();
+    await sleep(3000); // their listener_remove callbacks
+    await drain(origin, signal);
+  }
+}

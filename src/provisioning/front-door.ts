@@ -1,0 +1,227 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import net, { type AddressInfo } from 'node:net';
+
+/**
+ * Icecast 2.4.4 listens with a backlog of 5 (ICECAST_LISTEN_QUEUE, not configurable): a burst of listeners beyond it
+ * loses its SYNs and waits for their retries (1 s, 3 s, 7 s, …). And it refuses a listener outright ("busy, please
+ * try again later") once more than 100 wait for its one URL-auth thread. The front door listens on the public port
+ * with a deep backlog, reads each request's head, and lets connections into Icecast one every `connectIntervalMs`
+ * and at most `inFlight` at a time until Icecast has either called back about them or answered: Icecast's queues
+ * never overflow, its auth thread always has the next listener waiting, and every listener is answered in turn.
+ * A listener's request carries, instead of any Authorization it sent, a ticket the callback redeems (claim) for the
+ * listener's real address: Icecast sees only the front door's.
+ */
+export interface FrontDoorOptions {
+  host: string;
+  /** 0: any free port. */
+  port: number;
+  /** Icecast's own address now (it may change when Icecast restarts); undefined while it does not run. */
+  upstream: () => { host: string; port: number } | undefined;
+  /** Connections in Icecast at once until it calls back or answers (< 100: it refuses more waiting for auth). */
+  inFlight?: number;
+  /** Least time between two connections into Icecast: its accept queue (6) must not overflow in a burst. */
+  connectIntervalMs?: number;
+  /** Listen backlog of the public socket (the kernel caps it at net.core.somaxconn). */
+  backlog?: number;
+  headerTimeoutMs?: number;
+}
+
+/**
+ * Who the front door says a listener is, once its listener_add callback redeems the ticket; `whenGone` names what to
+ * do the moment the listener's connection closes (the front door knows before Icecast's listener_remove comes).
+ */
+export type ForwardedClaim = { ip: string; whenGone(left: () => void): void } | 'impostor' | undefined;
+
+export const FRONT_DOOR_USER = 'frontdoor-';
+const MAX_HEAD_BYTES = 16 * 1024;
+const SLOT_TIMEOUT_MS = 10_000;
+const BUSY_RETRY_MS = 100;
+
+/** Icecast's 403 "busy, please try again later" (auth.c, more than 100 waiting for authentication). */
+function isBusyRefusal(first: Buffer): boolean {
+  const text = first.toString('latin1', 0, 512);
+  return text.startsWith('HTTP/1.0 403') && text.includes('busy, please try again later');
+}
+
+interface Ticket {
+  ip: string;
+  release(): void;
+  left?: () => void;
+}
+
+export class IcecastFrontDoor {
+  private server?: net.Server;
+  private readonly secret = randomBytes(18).toString('base64url');
+  private readonly tickets = new Map<string, Ticket>();
+  private readonly waiting: Array<() => void> = [];
+  private busy = 0;
+  private nextTicket = 0;
+  private lastConnectAt = 0;
+  private pacing?: NodeJS.Timeout;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(private readonly options: FrontDoorOptions) {}
+
+  get port(): number {
+    return (this.server?.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  async start(): Promise<void> {
+    const server = net.createServer((socket) => this.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: this.options.host, port: this.options.port, backlog: this.options.backlog ?? 4096 }, () =>
+        resolve(),
+      );
+    });
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    clearTimeout(this.pacing);
+    for (const socket of this.sockets) socket.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** The callback's credentials: a ticket of ours gives the listener's address (once); a forged one is refused. */
+  claim(user: string, pass: string): ForwardedClaim {
+    if (!user.startsWith(FRONT_DOOR_USER)) return undefined;
+    const given = Buffer.from(pass);
+    const wanted = Buffer.from(this.secret);
+    if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return 'impostor';
+    const ticketId = user.slice(FRONT_DOOR_USER.length);
+    const ticket = this.tickets.get(ticketId);
+    if (!ticket) return 'impostor';
+    this.tickets.delete(ticketId);
+    ticket.release();
+    return {
+      ip: ticket.ip,
+      whenGone: (left) => {
+        ticket.left = left;
+      },
+    };
+  }
+
+  private accept(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+    socket.setNoDelay(true);
+    const timer = setTimeout(() => socket.destroy(), this.options.headerTimeoutMs ?? 15_000);
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end === -1) {
+        if (head.length > MAX_HEAD_BYTES) socket.destroy();
+        return;
+      }
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.pause();
+      this.enter(socket, head.subarray(0, end), head.subarray(end + 4));
+    };
+    socket.on('data', onData);
+    socket.once('close', () => clearTimeout(timer));
+  }
+
+  /** Waits for a slot and its turn (at the head of the line when it comes back), then hands it to Icecast. */
+  private enter(socket: net.Socket, head: Buffer, rest: Buffer, first = false): void {
+    const go = () => {
+      if (socket.destroyed) return this.releaseSlot();
+      this.forward(socket, head, rest);
+    };
+    if (first) this.waiting.unshift(go);
+    else this.waiting.push(go);
+    this.admitNext();
+  }
+
+  private admitNext(): void {
+    if (this.pacing) return;
+    while (this.waiting.length && this.busy < (this.options.inFlight ?? 32)) {
+      const wait = this.lastConnectAt + (this.options.connectIntervalMs ?? 1) - performance.now();
+      if (wait > 0) {
+        this.pacing = setTimeout(() => {
+          this.pacing = undefined;
+          this.admitNext();
+        }, wait);
+        return;
+      }
+      this.lastConnectAt = performance.now();
+      this.busy++;
+      this.waiting.shift()!();
+    }
+  }
+
+  private releaseSlot(): void {
+    this.busy--;
+    this.admitNext();
+  }
+
+  private forward(socket: net.Socket, head: Buffer, rest: Buffer): void {
+    const target = this.options.upstream();
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      clearTimeout(slotTimer);
+      this.releaseSlot();
+    };
+    // Icecast may hold a connection without calling back (a stalled source thread): the slot is not held forever.
+    const slotTimer = setTimeout(release, SLOT_TIMEOUT_MS);
+    if (!target) {
+      release();
+      return void socket.end('HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n');
+    }
+    const ticketId = String(++this.nextTicket);
+    const ticket: Ticket = { ip: (socket.remoteAddress ?? '').replace(/^::ffff:/, ''), release };
+    const rewritten = this.rewrite(head, ticketId, ticket);
+    const upstream = net.connect(target.port, target.host);
+    upstream.setNoDelay(true);
+    upstream.once('connect', () => upstream.write(Buffer.concat([rewritten, rest])));
+    let again = false;
+    upstream.once('data', (first: Buffer) => {
+      release();
+      // Icecast's auth queue was over 100 (its listener_remove callbacks count too, e.g. after a mass disconnect):
+      // this listener is not refused, it waits for its turn again.
+      again = isBusyRefusal(first);
+      if (again) return void upstream.destroy();
+      socket.write(first);
+      socket.pipe(upstream);
+      upstream.pipe(socket);
+      socket.resume();
+    });
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      release();
+      this.tickets.delete(ticketId);
+      upstream.destroy();
+      if (!again) {
+        ticket.left?.();
+        return void socket.destroy();
+      }
+      socket.off('close', end);
+      setTimeout(() => this.enter(socket, head, rest, true), BUSY_RETRY_MS);
+    };
+    upstream.once('close', end);
+    upstream.on('error', end);
+    socket.once('close', end);
+  }
+
+  /** A listener's GET carries a ticket instead of its Authorization; other requests (sources, admin) go unchanged. */
+  private rewrite(head: Buffer, ticketId: string, ticket: Ticket): Buffer {
+    const text = head.toString('latin1');
+    const lines = text.split('\r\n');
+    const [method = '', target = ''] = lines[0].split(' ');
+    if (method !== 'GET' || target.startsWith('/admin')) return Buffer.from(`${text}\r\n\r\n`, 'latin1');
+    this.tickets.set(ticketId, ticket);
+    // A user name of its own per listener: Icecast refuses a second listener of a mount with the same one.
+    const credentials = Buffer.from(`${FRONT_DOOR_USER}${ticketId}:${this.secret}`).toString('base64');
+    const kept = lines.filter((line, i) => i === 0 || !/^authorization\s*:/i.test(line));
+    return Buffer.from(`${[...kept, `Authorization: Basic ${credentials}`].join('\r\n')}\r\n\r\n`, 'latin1');
+  }
+}

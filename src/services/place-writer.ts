@@ -1,0 +1,137 @@
+import type { Logger } from '../log/index.js';
+import type { Client, Database } from '../store/index.js';
+import { clientNetwork, type NewListenerSession } from './listener-sessions.js';
+import { recordCapRefusal } from './listener-admission.js';
+
+/** A change to the listeners table (and its sessions) that memory has already made. */
+export type PlaceChange =
+  | {
+      kind: 'add';
+      serviceId: string;
+      clientId: string;
+      ip: string;
+      at: number;
+      session: Pick<NewListenerSession, 'userAgent' | 'protocol'>;
+    }
+  | { kind: 'remove'; serviceId: string; clientIds: string[] }
+  | { kind: 'remove-icecast'; serviceId: string }
+  | { kind: 'refused'; serviceId: string; cap: number };
+
+const MAX_AGENT = 400;
+const RETRY_MS = 500;
+
+/**
+ * Writes the listener places that memory granted and released, in order and in batches, behind the answers: Icecast
+ * waits for no database write. The rows are the owner's statistics and the other instances' view; a crash loses at
+ * most the last batch, which the life-cycle worker's reconciliation with Icecast's listclients repairs.
+ */
+export class PlaceWriter {
+  private queue: PlaceChange[] = [];
+  private running?: Promise<void>;
+  private retry?: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: Database,
+    private readonly log: Logger,
+  ) {}
+
+  push(change: PlaceChange): void {
+    this.queue.push(change);
+    if (!this.running && !this.retry) this.running = this.drain();
+  }
+
+  /** Resolves once every change pushed so far is committed (or, on a database error, has been tried). */
+  async flush(): Promise<void> {
+    while (this.running || this.queue.length) {
+      if (!this.running) this.running = this.drain();
+      await this.running;
+      if (this.retry) return;
+    }
+  }
+
+  stop(): Promise<void> {
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    return this.flush();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length) {
+        const batch = this.queue;
+        this.queue = [];
+        try {
+          await this.db.transaction((client) => writeChanges(client, batch));
+        } catch (err) {
+          this.queue = [...batch, ...this.queue];
+          this.log.warn({ err, changes: batch.length }, 'listener places: could not write; retrying');
+          this.retry = setTimeout(() => {
+            this.retry = undefined;
+            if (!this.running) this.running = this.drain();
+          }, RETRY_MS);
+          this.retry.unref();
+          return;
+        }
+      }
+    } finally {
+      this.running = undefined;
+    }
+  }
+}
+
+/** Consecutive changes of one kind go in one statement; the order between kinds is kept. */
+async function writeChanges(client: Client, changes: PlaceChange[]): Promise<void> {
+  // Listener rows are state Icecast also holds: a crash that loses the last commit is repaired by reconciliation.
+  await client.query('SET LOCAL synchronous_commit = off');
+  for (let i = 0; i < changes.length; ) {
+    const kind = changes[i].kind;
+    let j = i;
+    while (j < changes.length && changes[j].kind === kind) j++;
+    await writeRun(client, changes.slice(i, j));
+    i = j;
+  }
+}
+
+async function writeRun(client: Client, run: PlaceChange[]): Promise<void> {
+  const adds = run.filter((c) => c.kind === 'add');
+  if (adds.length) return addPlaces(client, adds);
+  for (const change of run) {
+    if (change.kind === 'remove')
+      await client.query('DELETE FROM listeners WHERE service_id = $1 AND client_id = ANY($2::text[])', [
+        change.serviceId,
+        change.clientIds,
+      ]);
+    if (change.kind === 'remove-icecast')
+      await client.query("DELETE FROM listeners WHERE service_id = $1 AND client_id NOT LIKE 'hls:%'", [
+        change.serviceId,
+      ]);
+    if (change.kind === 'refused') await recordCapRefusal(client, change.serviceId, change.cap);
+  }
+}
+
+async function addPlaces(client: Client, adds: Extract<PlaceChange, { kind: 'add' }>[]): Promise<void> {
+  const column = <T>(pick: (c: (typeof adds)[number]) => T) => adds.map(pick);
+  const serviceIds = column((c) => c.serviceId);
+  const clientIds = column((c) => c.clientId);
+  const times = column((c) => new Date(c.at).toISOString());
+  await client.query(
+    `INSERT INTO listeners (service_id, client_id, ip, connected_at)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`,
+    [serviceIds, clientIds, column((c) => c.ip), times],
+  );
+  await client.query(
+    `INSERT INTO listener_sessions (service_id, client_id, protocol, client_network, user_agent, started_at)
+     SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+       AS u (service_id, client_id, protocol, client_network, user_agent, started_at)
+     WHERE NOT EXISTS (SELECT 1 FROM listener_sessions ls
+                       WHERE ls.service_id = u.service_id AND ls.client_id = u.client_id AND ls.ended_at IS NULL)`,
+    [
+      serviceIds,
+      clientIds,
+      column((c) => c.session.protocol),
+      column((c) => clientNetwork(c.ip)),
+      column((c) => c.session.userAgent.slice(0, MAX_AGENT)),
+      times,
+    ],
+  );
+}
