@@ -218,7 +218,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const message = 'The stream has no audio to segment yet (is its source connected?); retry in a few seconds.';
     throw new ApiError(503, 'hls_not_ready', message, {
       retryable: true,
-      headers: { 'Retry-After': '3' },
+      retryAfterSeconds: 3,
     });
   }
 
@@ -290,7 +290,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
       : await admitListener(db, { serviceId: service.id }, `hls:${token}`, client.ip, session);
     if (!admitted.accept && !admitted.service) throw ended(service.status === 'active' ? 'ended' : service.status);
     if (!admitted.accept) {
-      const retry = { retryable: true, headers: { 'Retry-After': '10' } };
+      const retry = { retryable: true, retryAfterSeconds: 10 };
       throw new ApiError(403, 'listener_limit_reached', admitted.message, retry);
     }
     return this.sessions.get(token) ?? this.sessions.open(token, service.id);

@@ -44,9 +44,13 @@ export function errorDocuments(logError: ErrorLogger) {
 
 export function sendError(ctx: Context, error: ApiError): void {
   ctx.status = error.status;
-  for (const [name, value] of Object.entries(error.options.headers ?? {})) ctx.set(name, value);
+  const { retryAfterSeconds, paymentRequired, bearerChallenge, headers } = error.options;
+  if (retryAfterSeconds !== undefined) ctx.set('Retry-After', String(retryAfterSeconds));
+  if (paymentRequired) ctx.set('PAYMENT-REQUIRED', paymentRequired);
+  if (bearerChallenge) ctx.set('WWW-Authenticate', 'Bearer realm="agent-audio-api"');
+  for (const [name, value] of Object.entries(headers ?? {})) ctx.set(name, value);
   ctx.state.errorSent = true;
-  const required = error.status === 402 ? error.options.headers?.['PAYMENT-REQUIRED'] : undefined;
+  const required = error.status === 402 ? paymentRequired : undefined;
   const fields = required ? paymentRequiredFields(required) : undefined;
   ctx.body = fields ? { ...errorBody(error, ctx.state.requestId), ...fields } : errorBody(error, ctx.state.requestId);
 }
@@ -80,6 +84,6 @@ export function asApiError(e: unknown): ApiError {
     500,
     'internal_error',
     'Something went wrong on our side; nothing was charged. Retry the same request (with the same Idempotency-Key) in a few seconds.',
-    { retryable: true, headers: { 'Retry-After': '2' } },
+    { retryable: true, retryAfterSeconds: 2 },
   );
 }

@@ -47,5 +47,5 @@ function add(counts: Map<string, number>, id: string, by: number): void {
 }
 
 function refusal(message: string): ApiError {
-  return new ApiError(429, 'too_many_event_streams', message, { retryable: true, headers: { 'Retry-After': '5' } });
+  return new ApiError(429, 'too_many_event_streams', message, { retryable: true, retryAfterSeconds: 5 });
 }

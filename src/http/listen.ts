@@ -120,7 +120,7 @@ function noStream(found: Exclude<ListenLookup, { kind: 'on_air' }>): ApiError {
   }
   return new ApiError(503, 'stream_off_air', `${found.reason} Ask again in a minute.`, {
     retryable: true,
-    headers: { 'Retry-After': '60' },
+    retryAfterSeconds: 60,
   });
 }
 

@@ -57,7 +57,7 @@ export class RateLimiter {
         429,
         'rate_limited',
         `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same Idempotency-Key for orders.`,
-        { retryable: true, headers: { 'Retry-After': String(wait) } },
+        { retryable: true, retryAfterSeconds: wait },
       );
     }
   }

@@ -89,6 +89,6 @@ function tooMany(reason: string, waitSeconds: number | null): ApiError {
     429,
     'signup_rate_limited',
     `${reason} Wait ${wait} s (Retry-After), or keep using a key you have (GET /keys lists them).`,
-    { retryable: true, headers: { 'Retry-After': String(wait) } },
+    { retryable: true, retryAfterSeconds: wait },
   );
 }

@@ -144,11 +144,8 @@ export class WalletSignIn {
       `"${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X header of this ` +
       `same request (${route}) within ${this.challengeSeconds} s; each challenge is accepted once, for the method and path it ` +
       'was issued for. The x402 client helpers wrapFetchWithSIWx and createSIWxClientHook do this.';
-    const headers = {
-      'PAYMENT-REQUIRED': encodePaymentRequiredHeader(required),
-      'WWW-Authenticate': 'Bearer realm="agent-audio-api"',
-    };
-    return new ApiError(402, 'authentication_required', message, { headers });
+    const paymentRequired = encodePaymentRequiredHeader(required);
+    return new ApiError(402, 'authentication_required', message, { paymentRequired, bearerChallenge: true });
   }
 
   /** The wallet (lower-case 0x address) a SIGN-IN-WITH-X header proves for this request; otherwise the 401 saying why. */

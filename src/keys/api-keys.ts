@@ -177,6 +177,6 @@ function unauthorized(authorization: string | undefined): ApiError {
     authorization
       ? 'The API key is not valid or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
       : 'This operation needs an agent API key: send it as "Authorization: Bearer <key>".',
-    { headers: { 'WWW-Authenticate': 'Bearer realm="agent-audio-api"' } },
+    { bearerChallenge: true },
   );
 }

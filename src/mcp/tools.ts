@@ -333,7 +333,7 @@ function paymentReady(deps: McpDeps) {
     503,
     'machine_payment_not_configured',
     `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
-    { retryable: true, headers: { 'Retry-After': '3600' } },
+    { retryable: true, retryAfterSeconds: 3600 },
   );
 }
 

@@ -78,7 +78,7 @@ function x402VersionOf(payload: unknown): unknown {
 
 /** The PaymentRequired object of an error the REST API answers with a PAYMENT-REQUIRED header. */
 export function paymentRequiredOf(error: ApiError): PaymentRequired | undefined {
-  const header = error.options.headers?.['PAYMENT-REQUIRED'];
+  const header = error.options.paymentRequired;
   return header ? decodePaymentRequiredHeader(header) : undefined;
 }
 

@@ -105,7 +105,7 @@ export async function checkBuyerLimits(
     `${refusal.reason} Nothing was charged or stored. A place comes free when one of these services expires${wait ? ` (the next in ${wait} s, see Retry-After)` : ''}: send the request again then (the same Idempotency-Key is fine), or order fewer listeners.`,
     {
       retryable: wait !== undefined,
-      ...(wait && { headers: { 'Retry-After': String(wait) } }),
+      ...(wait && { retryAfterSeconds: wait }),
       details: {
         limits: settings.buyer_limits,
         in_use: { key: counts(key), ...(paying && { payer: counts(paying) }) },
@@ -163,7 +163,7 @@ function reserved(reason: string, reserve: CapacityReserve, host: HostFacts, his
       ' paid its orders; the paying wallet decides when the payment is verified.',
     {
       retryable: true,
-      headers: { 'Retry-After': '300' },
+      retryAfterSeconds: 300,
       details: {
         capacity_reserve: reserve,
         host: {

@@ -47,7 +47,7 @@ export interface PlacedOrder {
 
 /** A 409 the agent resolves by sending the same request again in a second. */
 function retryNow() {
-  return { retryable: true, headers: { 'Retry-After': '1' } };
+  return { retryable: true, retryAfterSeconds: 1 };
 }
 
 /** The order this request claimed, and the hash of the evaluation record appended with it. */
@@ -167,7 +167,7 @@ export class OrderService {
     const declaration = attempt.discovery?.declaration;
     const paymentRequired = async (code: string, message: string, status = 402) => {
       const header = await this.gateway.paymentRequiredHeader(requirements, resource, message, declaration);
-      return new ApiError(status, code, message, { headers: { 'PAYMENT-REQUIRED': header } });
+      return new ApiError(status, code, message, { paymentRequired: header });
     };
     return { requirements, paymentRequired };
   }
@@ -277,7 +277,7 @@ export class OrderService {
 
   /** Why the claim failed, as the agent reads it; the order already paid with this payment-identifier is a replay. */
   private async claimRefused(e: unknown, attempt: Attempt, payment: SentPayment): Promise<PlacedOrder> {
-    const retryLater = { retryable: true, headers: { 'Retry-After': '2' } };
+    const retryLater = { retryable: true, retryAfterSeconds: 2 };
     if (e instanceof UpgradeInFlight) throw new ApiError(409, 'upgrade_in_progress', m.upgradeInProgress, retryLater);
     if (e instanceof ExtensionInFlight) {
       throw new ApiError(409, 'extension_in_progress', m.extensionInProgress, retryLater);
@@ -315,7 +315,7 @@ export class OrderService {
     if (e instanceof SettlementPending) {
       return new ApiError(503, 'settlement_pending', m.settlementPending, {
         retryable: true,
-        headers: { 'Retry-After': '5' },
+        retryAfterSeconds: 5,
       });
     }
     return (await this.paidNotProvisioned(claimed.id)) ?? e;
@@ -338,7 +338,7 @@ export class OrderService {
         'automatically. Retry this same request with the same Idempotency-Key in a few seconds to get the service; ' +
         `you will not be charged twice. If it cannot be provisioned${bound}, everything it paid is refunded ` +
         `automatically: GET /orders/${order.id} shows the refund.`,
-      { retryable: true, headers: { 'Retry-After': '5' }, details: [{ order_id: order.id }] },
+      { retryable: true, retryAfterSeconds: 5, details: [{ order_id: order.id }] },
     );
   }
 

@@ -83,12 +83,12 @@ function busy(reason: string, wait: number): ApiError {
   const message =
     `${reason} Signatures by plain wallets (EOA) are checked without the chain; a smart-wallet signature ` +
     `needs the chain. Wait ${wait} s (Retry-After) and sign a fresh challenge or payment.`;
-  return new ApiError(429, 'chain_checks_busy', message, { retryable: true, headers: { 'Retry-After': String(wait) } });
+  return new ApiError(429, 'chain_checks_busy', message, { retryable: true, retryAfterSeconds: wait });
 }
 
 function unreachable(cause: unknown): ApiError {
   const message =
     `The chain did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}), so a smart-wallet ` +
     'signature cannot be checked now. Retry in a few seconds with a fresh signature.';
-  return new ApiError(503, 'chain_unavailable', message, { retryable: true, headers: { 'Retry-After': '5' } });
+  return new ApiError(503, 'chain_unavailable', message, { retryable: true, retryAfterSeconds: 5 });
 }

@@ -209,6 +209,6 @@ function unavailable(cause: unknown): ApiError {
     503,
     'payment_network_unavailable',
     `The payment network did not answer (${(cause as Error).message?.split('\n')[0].slice(0, 200)}). Nothing was charged: retry the same request with the same Idempotency-Key in a few seconds.`,
-    { retryable: true, headers: { 'Retry-After': '5' } },
+    { retryable: true, retryAfterSeconds: 5 },
   );
 }

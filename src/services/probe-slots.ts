@@ -99,6 +99,6 @@ function busy(): ApiError {
     503,
     'audio_check_busy',
     "The server is checking too many uploads right now (yours or everyone's), so this one was not kept. Send the same upload again in a few seconds (see Retry-After).",
-    { retryable: true, headers: { 'Retry-After': '5' } },
+    { retryable: true, retryAfterSeconds: 5 },
   );
 }

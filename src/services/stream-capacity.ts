@@ -72,6 +72,6 @@ function exhausted(why: string): ApiError {
     503,
     'capacity_exhausted',
     `${why}. Nothing was charged. Retry later (places come free as streams expire), or ask for fewer listeners.`,
-    { retryable: true, headers: { 'Retry-After': '300' } },
+    { retryable: true, retryAfterSeconds: 300 },
   );
 }

@@ -35,7 +35,7 @@ export class UploadReservations {
           429,
           'too_many_uploads',
           `${held.uploads} uploads to this service are already in progress (${perService} at most at once). Wait for one to finish, then send this one again.`,
-          { retryable: true, headers: { 'Retry-After': '5' } },
+          { retryable: true, retryAfterSeconds: 5 },
         );
       }
       if (held.used + bytes > quota) throw overQuota(service, quota - held.used);

@@ -104,7 +104,7 @@ function translate(e: unknown): unknown {
       503,
       'store_unavailable',
       'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same Idempotency-Key) in a few seconds.',
-      { retryable: true, headers: { 'Retry-After': '2' } },
+      { retryable: true, retryAfterSeconds: 2 },
     );
   }
   return e;
