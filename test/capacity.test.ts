@@ -62,7 +62,9 @@ function assertExhausted(response: JsonResponse, pattern: RegExp) {
   assert.equal(response.body.error.retryable, true);
   assert.match(response.body.error.message, pattern);
   assert.match(response.body.error.message, /Nothing was charged/);
-  assert.equal(response.headers.get('retry-after'), '300');
+  // Until the first stream anywhere ends: these were bought for an hour.
+  const retryAfter = Number(response.headers.get('retry-after'));
+  assert.ok(retryAfter > 3000 && retryAfter <= 3600, `Retry-After ${retryAfter}`);
   assert.equal(response.headers.get('payment-required'), null, 'no payment is asked for what cannot be delivered');
 }
 

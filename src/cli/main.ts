@@ -17,7 +17,8 @@ import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { jsonLogger } from '../log/index.js';
 import { catalogCommands } from './catalog-commands.js';
-import { configFromEnv, signingKeyOptions, type Config } from './config.js';
+import { hostCommands } from './host-commands.js';
+import { configFromEnv, SERVE_ROLES, signingKeyOptions, type Config, type ServeRole } from './config.js';
 import { openDatabase } from './database-access.js';
 import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
@@ -80,7 +81,13 @@ async function countEvaluations(db: Awaited<ReturnType<typeof openDatabase>>['db
 
 const commands: Record<string, Command> = {
   ...catalogCommands,
-  async serve(config) {
+  ...hostCommands,
+  async serve(settings, args) {
+    const role = option(args, '--role') ?? 'all';
+    if (!(SERVE_ROLES as readonly string[]).includes(role)) {
+      return usageError(`--role must be one of ${SERVE_ROLES.join(', ')}, got ${role}`, helpFor('serve'));
+    }
+    const config = { ...settings, role: role as ServeRole };
     const began = performance.now();
     const logOptions = config.log;
     const log = jsonLogger({ service: 'agent-audio-api' }, logOptions);

@@ -6,19 +6,33 @@ import { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { HlsManager, hlsUrlFor, withHlsUsage } from '../hls/index.js';
 import {
   ConnectionCap,
+  createCallbackListener,
   createRequestListener,
   healthDetails,
   ICECAST_CALLBACK_PREFIX,
   type CheckoutStatus,
 } from '../http/index.js';
-import { beatStreamingHost, registerStreamingHost } from '../hosts/index.js';
+import {
+  beatStreamingHost,
+  HostPlacement,
+  HostReconciler,
+  hostPoolReport,
+  registerStreamingHost,
+} from '../hosts/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { ListenPages } from '../listen/index.js';
 import type { Logger } from '../log/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
-import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
+import {
+  armCrashPoints,
+  extendHint,
+  inFlightByHost,
+  OrderRecovery,
+  OrderService,
+  OrderStore,
+} from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { QuoteService } from '../quotes/index.js';
 import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/index.js';
@@ -32,7 +46,6 @@ import {
   NowPlaying,
   RelayManager,
   ServiceRecords,
-  StreamCapacity,
 } from '../services/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
 import { PeriodicTask } from '../tasks/index.js';
@@ -104,7 +117,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       new Set(['127.0.0.1', ...config.trustedProxies]),
     );
     const http = await openHttpServer(config, connections, shutdown);
-    const metrics = new Metrics(store.db);
+    const metrics = new Metrics(store.db, undefined, config.streaming.downAfterSeconds);
     const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
     const base: Foundation = {
       config,
@@ -131,13 +144,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       }),
     );
     shutdown.push(() => metricsServer.close());
-    await startStreamingHost(base, app);
+    if (config.role !== 'host') startApiWorkers(base, app);
+    if (config.role !== 'api') await startStreamingHost(base, app);
     await lock.update({ base_url: http.baseUrl, ...(store.pg && { database_url: store.databaseUrl }) });
     const dev = config.production
       ? undefined
       : await writeDevFile(config, keys, { base_url: http.baseUrl, ...pay.dev });
     log.info({ base_url: http.baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
-    const icecastUrl = stream.available ? stream.publicUrl() : undefined;
+    const icecastUrl = hosting(base) ? stream.publicUrl() : undefined;
     const chainRpcUrl = pay.dev?.chain.rpc_url;
     return {
       baseUrl: http.baseUrl,
@@ -233,8 +247,10 @@ function startStreaming(config: Config, log: Logger, shutdown: Shutdown, icecast
 }
 
 /** The parts that read and write services: records, media, now playing, players, HLS. */
-function streamingParts({ config, log, db, stream, http }: Foundation) {
-  const hls = stream.available
+function streamingParts(base: Foundation) {
+  const { config, log, db, stream, http } = base;
+  // HLS renditions read the local Icecast: served by instances that run one.
+  const hls = hosting(base)
     ? new HlsManager({
         db,
         dir: join(config.dataDir, 'hls'),
@@ -246,7 +262,7 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
     hls ? { hls_url: hlsUrlFor(http.publicBaseUrl, s) } : {};
   const services = new ServiceRecords(db, stream, () => http.publicBaseUrl, hlsEndpoint);
-  const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
+  const media = new MediaLibrary(db, config.mediaDir, config.uploads);
   const nowPlaying = new NowPlaying(db, () => stream.admin());
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, nowPlaying, () => http.publicBaseUrl);
@@ -263,24 +279,31 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
-/** Orders paid with x402, when payments and Icecast are both there: the order service, capacity and recovery. */
+/**
+ * Orders paid with x402, when payments are there and streams can be sold (an API instance places them on the pool's
+ * hosts; an `all` instance needs its own Icecast): the order service, placement and recovery.
+ */
 function sales(base: Foundation, services: ServiceRecords) {
   const { config, log, db, live, audit, pay, chainChecks, stream, metrics } = base;
-  if (!(pay.gateway && pay.ledger && stream.available)) return {};
+  if (!(pay.gateway && pay.ledger && sellsStreams(base))) return {};
   const store = new OrderStore(db);
   const { leaseSeconds, recoveryIntervalMs } = config.orders;
   const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
-  const capacity = new StreamCapacity(db, stream, stream.limits);
+  const placement = new HostPlacement(db, {
+    downAfterSeconds: config.streaming.downAfterSeconds,
+    fallbackLimits: stream.limits,
+    inFlight: inFlightByHost(store, live),
+  });
   const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
   const orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {
     leaseSeconds,
     waitForInFlightMs: 3000,
-    capacity,
+    placement,
     precheck,
     refundAfterMs: config.refunds.provisionTimeoutMs,
   });
   const recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
-  return { orders, capacity, recovery, paymentTerms: pay.gateway.terms };
+  return { orders, placement, recovery, paymentTerms: pay.gateway.terms };
 }
 
 /** Stops and refunds: the owner's stop, and the worker that sends refunds and proves them on chain. */
@@ -329,8 +352,12 @@ async function startAuditHead({ config, log, db, shutdown }: Foundation, signer:
   return auditHead;
 }
 
-/** GET /health's checks: the database, the chain (from a probe a few seconds old at most) and Icecast. */
-function healthCheck({ db, pay, stream }: Foundation) {
+/**
+ * GET /health's checks: the database, the chain (from a probe a few seconds old at most), this instance's Icecast
+ * (when it runs one) and the pool's hosts (ok when one at least is live and up).
+ */
+function healthCheck(base: Foundation) {
+  const { db, pay, stream, config } = base;
   const chainProbe =
     pay.ledger &&
     cachedProbe(HEALTH_CHAIN_PROBE_MS, () =>
@@ -339,7 +366,8 @@ function healthCheck({ db, pay, stream }: Foundation) {
   return async () => ({
     ...(await checkDatabase(db)),
     ...(chainProbe && { chain: await chainProbe() }),
-    icecast: await stream.health(),
+    ...(config.role !== 'api' && { icecast: await stream.health() }),
+    hosts: await hostsCheck(db, config.streaming.downAfterSeconds),
   });
 }
 
@@ -348,7 +376,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   const { config, log, db, live, audit, keys, pay, chainChecks, stream, http, metrics, shutdown } = base;
   const parts = streamingParts(base);
   await parts.media.removePartialUploads();
-  const checkout: CheckoutStatus = stream.available
+  const checkout: CheckoutStatus = sellsStreams(base)
     ? pay.checkout
     : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
   const sold = sales(base, parts.services);
@@ -385,6 +413,21 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
     logError: (fields: Record<string, unknown>, message: string) => log.error(fields, message),
     ...(sold.paymentTerms && { paymentTerms: sold.paymentTerms }),
   };
+  const decider = hosting(base) && new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls);
+  if (config.role === 'host') {
+    // A host answers its own Icecast's callbacks, and nothing of the API.
+    if (!decider) throw new Error(`serve --role host needs its Icecast: ${stream.reason}`);
+    http.serve(createCallbackListener(decider, stream.callbackCredentials));
+    eventing.start();
+    return {
+      ...parts,
+      checkout,
+      checkHealth: healthCheck(base),
+      auditHead,
+      recovery: undefined,
+      refundWorker: refunds.worker,
+    };
+  }
   const mcp = new McpEndpoint({
     ...shared,
     callers: identity.callers,
@@ -397,16 +440,11 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       ...shared,
       auditHead,
       checkHealth,
-      ...(sold.capacity && { capacity: { limits: sold.capacity.limits, inUse: () => sold.capacity.inUse() } }),
+      ...(sold.placement && { capacity: { read: () => poolCapacity(sold.placement) } }),
       listenerSessions: parts.listenerSessions,
       listen: parts.listen,
       hls: parts.hls,
-      ...(stream.available && {
-        icecast: {
-          decider: new IcecastDecider(db, log, parts.autodj, eventing.sourceEvents, live, parts.hls),
-          credentials: stream.callbackCredentials,
-        },
-      }),
+      ...(decider && { icecast: { decider, credentials: stream.callbackCredentials } }),
       log,
       connections,
       trustedProxies: config.trustedProxies,
@@ -421,6 +459,26 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
 }
 type Application = Awaited<ReturnType<typeof startApplication>>;
 
+/** Whether this instance runs an Icecast: a host or both roles, with icecast2 installed. */
+function hosting({ config, stream }: Foundation): boolean {
+  return config.role !== 'api' && stream.available;
+}
+
+/** Whether this instance sells streams: an API instance (on the pool's hosts), or both roles with an Icecast. */
+function sellsStreams(base: Foundation): boolean {
+  return base.config.role === 'api' || (base.config.role === 'all' && hosting(base));
+}
+
+/** What /availability shows: the live hosts' capacity and what is in use and spoken for on them, summed. */
+async function poolCapacity(placement: HostPlacement) {
+  const hosts = await placement.pool();
+  const sum = (pick: (h: (typeof hosts)[number]) => number) => hosts.reduce((n, h) => n + pick(h), 0);
+  return {
+    limits: { sources: sum((h) => h.limits.sources), listeners: sum((h) => h.limits.listeners) },
+    used: { sources: sum((h) => h.load.sources), listeners: sum((h) => h.load.listeners) },
+  };
+}
+
 /** Registers this host with what it carries and keeps its heartbeat while it runs. */
 async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): Promise<void> {
   const { maxSources, maxListeners, bandwidthKbps, heartbeatMs } = config.streaming;
@@ -431,21 +489,25 @@ async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): 
   shutdown.push(() => heartbeat.stop());
 }
 
-/**
- * Icecast (its callbacks come to this server on loopback), this host's record, the workers that recover orders and
- * send refunds, and the life-cycle worker that enforces what was bought and meters it.
- */
-async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
-  const { config, log, db, live, stream, http, shutdown } = base;
-  await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
-  if (stream.available) await joinHostPool(base);
-  const { recovery, refundWorker, hls, autodj, relays, nowPlaying } = app;
+/** The API's workers: they recover unfinished orders and send refunds, for every host. */
+function startApiWorkers({ shutdown }: Foundation, { recovery, refundWorker }: Application): void {
   if (recovery) {
     recovery.start();
     shutdown.push(() => recovery.stop());
   }
   refundWorker.start();
   shutdown.push(() => refundWorker.stop());
+}
+
+/**
+ * Icecast (its callbacks come to this server on loopback), this host's record, the life-cycle worker that enforces
+ * what was bought and meters it, and the reconciler that runs on this host what PostgreSQL places on it.
+ */
+async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
+  const { config, log, db, live, stream, http, shutdown } = base;
+  await stream.start(`http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`);
+  if (stream.available) await joinHostPool(base);
+  const { hls, autodj, relays, nowPlaying } = app;
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
@@ -476,7 +538,10 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     extendHint: extendHint(live, () => http.publicBaseUrl),
   });
   worker.start();
+  const reconciler = new HostReconciler(db, stream.hostId(), { admin: () => stream.admin(), autodj, relays }, log);
+  reconciler.start();
   shutdown.push(async () => {
+    await reconciler.stop();
     await worker.stop();
     await autodj.stopAll();
     await relays.stopAll();
@@ -499,6 +564,14 @@ function unreachable(databaseUrl: string, cause: unknown): Error {
   return new Error(
     `the PostgreSQL of DATABASE_URL (${where}) could not be used: ${reason}. Check that it runs, accepts connections from this host and that the URL's user and password are right`,
   );
+}
+
+/** The pool's hosts by name; ok when one at least takes new streams. */
+async function hostsCheck(db: Database, downAfterSeconds: number) {
+  const checked = await timed(async () => ({ hosts: await hostPoolReport(db, downAfterSeconds) }));
+  const hosts = (checked.hosts ?? []) as Awaited<ReturnType<typeof hostPoolReport>>;
+  if (!checked.ok || hosts.some((h) => h.live && h.state === 'up')) return checked;
+  return { ...checked, ok: false, error: 'no streaming host is live and up: nothing new can be sold' };
 }
 
 async function checkDatabase(db: Database) {

@@ -4,10 +4,9 @@ import { ApiError } from '../errors/index.js';
 import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 
-/** What /availability reads of the host's stream capacity. */
+/** What /availability reads of the stream capacity: the live hosts' limits and what is in use on them, summed. */
 export interface CapacityView {
-  limits: StreamLoad;
-  inUse(): Promise<StreamLoad>;
+  read(): Promise<{ limits: StreamLoad; used: StreamLoad }>;
 }
 
 interface ProductAvailability {
@@ -25,10 +24,10 @@ interface ProductAvailability {
  * ago. The catalog's part of the document (built once per snapshot) is patched, not rebuilt.
  */
 export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf: () => CapacityReserve | undefined) {
-  let recent: { at: number; load: Promise<StreamLoad> } | undefined;
+  let recent: { at: number; load: ReturnType<CapacityView['read']> } | undefined;
   const load = () => {
     if (!recent || Date.now() - recent.at > 1000) {
-      const next = { at: Date.now(), load: capacity!.inUse() };
+      const next = { at: Date.now(), load: capacity!.read() };
       next.load.catch(() => {
         if (recent === next) recent = undefined;
       });
@@ -44,15 +43,15 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
       return;
     }
     ctx.set('Cache-Control', 'no-store');
-    const used = await load();
-    const free = freeOf(capacity.limits, used);
+    const { limits, used } = await load();
+    const free = freeOf(limits, used);
     const reserve = reserveOf();
-    const newcomers = reserve && newcomerLimits(capacity.limits, reserve);
+    const newcomers = reserve && newcomerLimits(limits, reserve);
     const newcomerFree = newcomers && freeOf(newcomers, used);
     const body = JSON.parse(document.toString()) as { products: ProductAvailability[] } & Record<string, unknown>;
     body.capacity = {
-      stream_slots: { total: capacity.limits.sources, free: free.sources },
-      listener_places: { total: capacity.limits.listeners, free: free.listeners },
+      stream_slots: { total: limits.sources, free: free.sources },
+      listener_places: { total: limits.listeners, free: free.listeners },
       ...(newcomers &&
         newcomerFree && {
           newcomers: {
