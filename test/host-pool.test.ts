@@ -8,7 +8,7 @@ import { buy } from './support/purchase.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { TestWallet } from './support/wallet.js';
+import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 requireStreamingTools();
 
@@ -170,9 +170,36 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     assert.equal(ask.headers.get('payment-required'), null, 'no payment is asked for');
     const retryAfter = Number(ask.headers.get('retry-after'));
     assert.ok(retryAfter > 3000 && retryAfter <= 3600, `Retry-After ${retryAfter}: the first stream ends within 1 h`);
-    // The draining host's free slot is not sold; once it takes placements again, it is.
+    // The draining host's free slot is not sold; once it takes placements again, it is: the last slot of the pool,
+    // which two buyers pay for at once through the two API instances. One gets it, the other is not charged.
     assert.equal((await hostsCli('undrain', 'pool-c')).code, 0);
-    assert.equal((await order(api2, instant('C again'))).host, 'pool-c');
+    const attempts = await Promise.all(
+      [api1, api2].map(async (through, i) => {
+        const key = `pool-last-${process.pid}-${i}`;
+        const offer = await request(through, 'POST', '/orders', {
+          body: instant('Last'),
+          headers: { 'idempotency-key': key },
+        });
+        assert.equal(offer.status, 402, JSON.stringify(offer.body));
+        const required = offer.headers.get('payment-required')!;
+        return { through, key, required, signature: await wallet.pay(required) };
+      }),
+    );
+    const { asset } = decodePaymentRequiredHeader(attempts[0].required).accepts[0];
+    const before = await wallet.balanceOf(asset, wallet.address);
+    const answers = await Promise.all(
+      attempts.map((a) =>
+        request(a.through, 'POST', '/orders', {
+          body: instant('Last'),
+          headers: { 'idempotency-key': a.key, 'payment-signature': a.signature },
+        }),
+      ),
+    );
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 503], JSON.stringify(answers.map((a) => a.body)));
+    const won = answers.find((a) => a.status === 200)!;
+    assert.equal(answers.find((a) => a.status === 503)!.body.error.code, 'capacity_exhausted');
+    assert.equal(new URL(won.body.service.stream_url).origin, new URL(hostUrls.get('pool-c')!).origin);
+    assert.equal(before - (await wallet.balanceOf(asset, wallet.address)), BigInt(won.body.order.amount.amount_atomic));
   });
 
   test('hosts list shows what each host carries; a host with live services cannot be removed', async () => {
