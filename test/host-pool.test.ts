@@ -6,7 +6,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
-import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
+import {
+  connectListener,
+  exitOf,
+  hasMpegFrame,
+  listenWhenLive,
+  startFfmpegSource,
+  waitFor,
+} from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
@@ -22,6 +29,8 @@ const hosts: Record<'a' | 'b' | 'c', Service> = {} as never;
 let wallet: TestWallet;
 /** Each host's public Icecast address, by host id. */
 let hostUrls: Map<string, string>;
+/** A live stream placed on host B, ordered through API 1. */
+let liveOnB: { host: string; service: any };
 
 after(async () => {
   for (const s of running.reverse()) await s.stop();
@@ -156,7 +165,8 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
 
     // C drained: the next order goes to B, whichever instance takes it.
     assert.equal((await hostsCli('drain', 'pool-c')).code, 0);
-    assert.equal((await order(api1, instant('B only'))).host, 'pool-b');
+    liveOnB = await order(api1, instant('B only'));
+    assert.equal(liveOnB.host, 'pool-b');
   });
 
   test('with every live host full: 503 capacity_exhausted, Retry-After from the first expiry, nothing charged', async () => {
@@ -217,5 +227,28 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     assert.match(metrics, /streaming_host_places\{host="pool-a",kind="sources",use="free"\} 0/);
     const details = (await (await fetch(api1.metricsUrl.replace(/\/metrics$/, '/health/details'))).json()) as any;
     assert.deepEqual(details.checks.hosts.hosts.map((h: any) => h.id).sort(), ['pool-a', 'pool-b', 'pool-c']);
+  });
+
+  test('a service stopped through an API instance loses its encoder and listeners on its host', async () => {
+    const { service, host } = liveOnB;
+    const encoder = startFfmpegSource(service.broadcast_url);
+    try {
+      const listener = await listenWhenLive(service.stream_url);
+      const stopped = await request(api1, 'POST', `/services/${service.service_id}/stop`);
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+      // No worker of the API instance can reach host B's Icecast: B's reconciler, woken by PostgreSQL, cuts them.
+      const cut = await Promise.race([
+        Promise.all([listener.ended, exitOf(encoder, 20_000).catch(() => 'still running')]),
+        sleep(20_000).then(() => 'timeout'),
+      ]);
+      assert.notEqual(cut, 'timeout', 'the listener of a stopped service is still connected after 20 s');
+      const again = await connectListener(service.stream_url);
+      again.close();
+      assert.notEqual(again.status, 200, 'nobody plays on the stopped mount');
+      const listed = new Map((await hostList()).map((h) => [h.id, h]));
+      assert.equal(listed.get(host).in_use.sources, SLOTS - 1, 'its slot is free again');
+    } finally {
+      encoder.kill('SIGKILL');
+    }
   });
 });
