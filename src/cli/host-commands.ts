@@ -8,18 +8,9 @@ import {
 } from '../hosts/index.js';
 import type { Database } from '../store/index.js';
 import type { Config } from './config.js';
-import { openDatabase } from './database-access.js';
+import { withDatabase } from './database-access.js';
 
 type Command = (config: Config, args: string[]) => Promise<number>;
-
-async function withDatabase<T>(config: Config, work: (db: Database) => Promise<T>): Promise<T> {
-  const { db, close } = await openDatabase(config);
-  try {
-    return await work(db);
-  } finally {
-    await close();
-  }
-}
 
 /** One line per host for a terminal. */
 function hostLine(h: HostReport): string {

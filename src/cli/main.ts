@@ -19,7 +19,7 @@ import { jsonLogger } from '../log/index.js';
 import { catalogCommands } from './catalog-commands.js';
 import { hostCommands } from './host-commands.js';
 import { configFromEnv, SERVE_ROLES, signingKeyOptions, type Config, type ServeRole } from './config.js';
-import { openDatabase } from './database-access.js';
+import { openDatabase, withDatabase } from './database-access.js';
 import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
 import { readySummary } from './ready-summary.js';
@@ -57,18 +57,6 @@ async function operatorPublicKey(config: Config, args: string[]): Promise<KeyObj
   const file = option(args, '--public-key');
   if (file) return createPublicKey(await readFile(file, 'utf8'));
   return (await loadSigningKey(signingKeyOptions(config, false)))?.publicKey;
-}
-
-async function withDatabase<T>(
-  config: Config,
-  work: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>,
-): Promise<T> {
-  const { db, close } = await openDatabase(config);
-  try {
-    return await work(db);
-  } finally {
-    await close();
-  }
 }
 
 /** How many records audit replay --all will replay (for its progress lines). */
