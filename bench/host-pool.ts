@@ -3,6 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request, roomyCatalog, startService, type Service } from '../test/support/service.js';
 import { TestWallet } from '../test/support/wallet.js';
+import { HostPlacement } from '../src/hosts/index.js';
+import { Database } from '../src/store/index.js';
 import { percentile } from './percentile.js';
 import { pool } from './pool.js';
 
@@ -45,6 +47,28 @@ async function placeOrders(api: Service, wallet: TestWallet, round: string) {
   return { perSecond: ORDERS / seconds, offers, paid };
 }
 
+/** What placement reads of the pool (the count an order is checked against), timed alone on this PostgreSQL. */
+async function placementReads(databaseUrl: string) {
+  const db = new Database(databaseUrl, { max: 2 });
+  try {
+    const placement = new HostPlacement(db, {
+      downAfterSeconds: 30,
+      fallbackLimits: { sources: 100, listeners: 5000 },
+      inFlight: async () => new Map(),
+    });
+    const times: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const at = performance.now();
+      await placement.pool();
+      times.push(performance.now() - at);
+    }
+    times.sort((a, b) => a - b);
+    return { n: times.length, p50: percentile(times, 0.5), p99: percentile(times, 0.99) };
+  } finally {
+    await db.close();
+  }
+}
+
 export async function benchPool(): Promise<void> {
   const services: Service[] = [];
   try {
@@ -75,10 +99,14 @@ export async function benchPool(): Promise<void> {
         `| ${hosts} | ${ORDERS} | ${r.perSecond.toFixed(1)} | ${ms(percentile(r.offers, 0.5))} / ${ms(percentile(r.offers, 0.99))} | ${ms(percentile(r.paid, 0.5))} / ${ms(percentile(r.paid, 0.99))} |`,
       );
     }
+    const reads = await placementReads(lock.database_url);
     console.log(
       `\n| hosts | paid orders (${BUYERS} buyers at once) | orders/s | 402 with placement check p50 / p99 ms | paid request (claim with placement, settle, provision) p50 / p99 ms |\n|--:|--:|--:|--:|--:|`,
     );
     for (const row of rows) console.log(row);
+    console.log(
+      `\nreading the pool for a placement (3 live hosts, ${2 * ORDERS} services, no orders in flight): p50 ${reads.p50.toFixed(2)} ms, p99 ${reads.p99.toFixed(2)} ms over ${reads.n} reads`,
+    );
   } finally {
     for (const s of services.reverse()) await s.stop();
   }

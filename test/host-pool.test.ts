@@ -225,6 +225,11 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
       assert.equal(listed.get(id).state, 'up');
     }
     assert.equal(listed.get('pool-a').in_use.listeners, 2 * SLOTS);
+    // /availability counts the whole pool; a product is available only where one host could take it.
+    const availability = await request(api2, 'GET', '/availability', { auth: false });
+    assert.deepEqual(availability.body.capacity.stream_slots, { total: 3 * SLOTS, free: 0 });
+    const instantNow = availability.body.products.find((p: any) => p.product_id === 'instant-stream');
+    assert.equal(instantNow.available_now, false);
     const refused = await hostsCli('remove', 'pool-a');
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /still holds 2 live services/);

@@ -4,9 +4,12 @@ import { ApiError } from '../errors/index.js';
 import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 
-/** What /availability reads of the stream capacity: the live hosts' limits and what is in use on them, summed. */
+/**
+ * What /availability reads of the stream capacity: the live hosts' limits and what is in use on them, summed, and
+ * the room on the roomiest single host (an order must fit on one host).
+ */
 export interface CapacityView {
-  read(): Promise<{ limits: StreamLoad; used: StreamLoad }>;
+  read(): Promise<{ limits: StreamLoad; used: StreamLoad; roomiest: StreamLoad }>;
 }
 
 interface ProductAvailability {
@@ -43,7 +46,7 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
       return;
     }
     ctx.set('Cache-Control', 'no-store');
-    const { limits, used } = await load();
+    const { limits, used, roomiest } = await load();
     const free = freeOf(limits, used);
     const reserve = reserveOf();
     const newcomers = reserve && newcomerLimits(limits, reserve);
@@ -63,7 +66,7 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
     };
     for (const product of body.products) {
       if (!product.agent_orderable) continue;
-      const room = roomFor(product, free, asked);
+      const room = roomFor(product, roomiest, asked);
       if (room) {
         product.available_now = false;
         product.reason = `${room} Nothing can be bought that would not fit; retry later (places come free as streams expire), or ask for fewer listeners.`;
