@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import { parseXml } from '../src/provisioning/index.js';
 import { buy } from './support/purchase.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
 import {
@@ -94,6 +95,20 @@ async function order(through: Service, body: Record<string, unknown>) {
   return { host, service };
 }
 
+/** The title a mount's Icecast shows (its /admin/stats, with the admin password in the host's DATA_DIR). */
+async function mountTitle(host: Service, streamUrl: string): Promise<string | undefined> {
+  const config = parseXml(await readFile(join(host.dataDir, 'icecast', 'icecast.xml'), 'utf8'));
+  const password = config.children
+    .find((e) => e.name === 'authentication')!
+    .children.find((e) => e.name === 'admin-password')!.text;
+  const { origin, pathname } = new URL(streamUrl);
+  const response = await fetch(`${origin}/admin/stats?mount=${encodeURIComponent(pathname)}`, {
+    headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` },
+  });
+  const source = parseXml(await response.text()).children.find((e) => e.name === 'source');
+  return source?.children.find((e) => e.name === 'title')?.text;
+}
+
 /** An MP3 tone the AutoDJ plays. */
 function toneMp3(): Buffer {
   const out = spawnSync(
@@ -110,6 +125,13 @@ function toneMp3(): Buffer {
 }
 
 describe('a pool of streaming hosts behind two API instances', { timeout: 600_000 }, () => {
+  test('serve takes --role api, host or all', async () => {
+    const wrong = await api1.cli(['serve', '--role', 'relay']);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /--role must be one of api, host, all/);
+    assert.match((await api1.cli(['serve', '--help'])).stdout, /--role api {5}the HTTP API only/);
+  });
+
   test('every host registers itself with its capacity and a heartbeat', async () => {
     const listed = await hostList();
     assert.deepEqual(listed.map((h) => h.id).sort(), ['pool-a', 'pool-b', 'pool-c']);
@@ -245,6 +267,20 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     const encoder = startFfmpegSource(service.broadcast_url);
     try {
       const listener = await listenWhenLive(service.stream_url);
+      // The owner's title, set through API 2, reaches the players from B (B's reconciler sends it to its mount).
+      const titled = await request(api2, 'PUT', `/services/${service.service_id}/now-playing`, {
+        body: { title: 'Pool Song', artist: 'Pool Band' },
+      });
+      assert.equal(titled.status, 200, JSON.stringify(titled.body));
+      await waitFor(
+        "the owner's title on host B's mount",
+        async () => {
+          if ((await mountTitle(hosts.b, service.stream_url)) === 'Pool Band - Pool Song') return true;
+          await sleep(200);
+          return false;
+        },
+        15_000,
+      );
       const stopped = await request(api1, 'POST', `/services/${service.service_id}/stop`);
       assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
       // No worker of the API instance can reach host B's Icecast: B's reconciler, woken by PostgreSQL, cuts them.
