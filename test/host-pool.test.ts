@@ -191,7 +191,7 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     assert.equal(liveOnB.host, 'pool-b');
   });
 
-  test('with every live host full: 503 capacity_exhausted, Retry-After from the first expiry, nothing charged', async () => {
+  test('every live host full: 503 capacity_exhausted, Retry-After from the first expiry, nothing charged', async () => {
     const ask = await request(api2, 'POST', '/orders', {
       body: instant('No room'),
       headers: { 'idempotency-key': `pool-full-${process.pid}` },

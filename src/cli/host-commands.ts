@@ -17,7 +17,9 @@ function hostLine(h: HostReport): string {
   const age = h.heartbeat_age_seconds === null ? 'never' : `${h.heartbeat_age_seconds} s ago`;
   const state = h.state === 'up' && !h.live ? 'up (no heartbeat: not placed on)' : h.state;
   const cap = (used: number, total: number | null) => `${used}/${total ?? '?'}`;
-  return `${h.id}  ${state}  sources ${cap(h.in_use.sources, h.capacity.sources)}  listeners ${cap(h.in_use.listeners, h.capacity.listeners)}  heartbeat ${age}  ${h.public_url}`;
+  const sources = cap(h.in_use.sources, h.capacity.sources);
+  const listeners = cap(h.in_use.listeners, h.capacity.listeners);
+  return `${h.id}  ${state}  sources ${sources}  listeners ${listeners}  heartbeat ${age}  ${h.public_url}`;
 }
 
 /** A state change by its host id: the answer printed, exit 1 when nothing could be done (the reason on stderr). */

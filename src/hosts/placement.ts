@@ -2,7 +2,7 @@ import { ApiError } from '../errors/index.js';
 import { liveHoldingSql, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 
-/** A streaming host as placement sees it: what it carries, what is in use and spoken for, when its next service ends. */
+/** A host as placement sees it: what it carries, what is in use and spoken for, when its next service ends. */
 export interface PoolHost {
   id: string;
   limits: StreamLoad;
@@ -49,7 +49,7 @@ export class HostPlacement {
     private readonly options: PlacementOptions,
   ) {}
 
-  /** Placements, and changes of what a placed service carries, wait for each other until the caller's transaction ends. */
+  /** Placements, and changes of what a placed service carries, wait for each other until the transaction ends. */
   async lock(client: Client): Promise<void> {
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream placement', 0))");
   }
@@ -126,25 +126,36 @@ function better(a: PoolHost, b: PoolHost): boolean {
   return a.id < b.id;
 }
 
-/** No host has room: why (in the words a single host used), and when to retry: the earliest expiry on any host. */
+/** No host has room: why, and when to retry: the earliest expiry on any host. */
 function exhausted(hosts: PoolHost[], demand: StreamLoad): ApiError {
-  const sum = (pick: (h: PoolHost) => number) => hosts.reduce((n, h) => n + pick(h), 0);
-  const withSlot = hosts.filter((h) => demand.sources === 0 || h.load.sources + demand.sources <= h.limits.sources);
-  let why: string;
-  if (!hosts.length) why = 'No streaming host of this deployment is up';
-  else if (!withSlot.length) why = `All ${sum((h) => h.limits.sources)} stream slots of this deployment are taken`;
-  else if (hosts.length === 1) {
-    const [host] = hosts;
-    why = `This deployment has ${Math.max(0, free(host).listeners)} of its ${host.limits.listeners} listener places free, fewer than the ${demand.listeners} asked`;
-  } else {
-    const most = Math.max(0, ...withSlot.map((h) => free(h).listeners));
-    why = `No streaming host has the ${demand.listeners} listener places asked free (at most ${most} on one host, of ${sum((h) => h.limits.listeners)} in the deployment)`;
-  }
   return new ApiError(
     503,
     'capacity_exhausted',
-    `${why}. Nothing was charged. Retry later (places come free as streams expire), or ask for fewer listeners.`,
+    `${whyNoRoom(hosts, demand)}. Nothing was charged. Retry later (places come free as streams expire), or ask for ` +
+      'fewer listeners.',
     { retryable: true, headers: { 'Retry-After': String(retryAfterSeconds(hosts)) } },
+  );
+}
+
+/** What is missing, in the words a single host used: a stream slot anywhere, or the listener places on one host. */
+function whyNoRoom(hosts: PoolHost[], demand: StreamLoad): string {
+  const sum = (pick: (h: PoolHost) => number) => hosts.reduce((n, h) => n + pick(h), 0);
+  const withSlot = hosts.filter((h) => demand.sources === 0 || h.load.sources + demand.sources <= h.limits.sources);
+  if (!hosts.length) return 'No streaming host of this deployment is up';
+  if (!withSlot.length) return `All ${sum((h) => h.limits.sources)} stream slots of this deployment are taken`;
+  if (hosts.length === 1) {
+    const [host] = hosts;
+    const left = Math.max(0, free(host).listeners);
+    return (
+      `This deployment has ${left} of its ${host.limits.listeners} listener places free, ` +
+      `fewer than the ${demand.listeners} asked`
+    );
+  }
+  const most = Math.max(0, ...withSlot.map((h) => free(h).listeners));
+  const all = sum((h) => h.limits.listeners);
+  return (
+    `No streaming host has the ${demand.listeners} listener places asked free ` +
+    `(at most ${most} on one host, of ${all} in all)`
   );
 }
 

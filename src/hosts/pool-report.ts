@@ -44,18 +44,18 @@ export type HostChange = { ok: true; state: string } | { ok: false; reason: stri
 
 /** No new placements on the host; its services run to their end. A down host stays down. */
 export async function drainHost(db: Database, id: string): Promise<HostChange> {
-  return setState(db, id, 'draining', "state = 'up'");
+  return setState(db, id, 'up', 'draining');
 }
 
 /** The host takes new placements again. */
 export async function undrainHost(db: Database, id: string): Promise<HostChange> {
-  return setState(db, id, 'up', "state = 'draining'");
+  return setState(db, id, 'draining', 'up');
 }
 
-async function setState(db: Database, id: string, to: string, from: string): Promise<HostChange> {
+async function setState(db: Database, id: string, from: string, to: string): Promise<HostChange> {
   const [changed] = await db.query(
-    `UPDATE streaming_hosts SET state = $2, updated_at = now() WHERE id = $1 AND ${from} RETURNING state`,
-    [id, to],
+    'UPDATE streaming_hosts SET state = $3, updated_at = now() WHERE id = $1 AND state = $2 RETURNING state',
+    [id, from, to],
   );
   if (changed) return { ok: true, state: to };
   const [host] = await db.query<{ state: string }>('SELECT state FROM streaming_hosts WHERE id = $1', [id]);
@@ -63,7 +63,7 @@ async function setState(db: Database, id: string, to: string, from: string): Pro
   if (host.state === to) return { ok: true, state: to };
   return {
     ok: false,
-    reason: `host ${id} is ${host.state}; only ${from.replace(/.*'(\w+)'.*/, '$1')} hosts can be set ${to}`,
+    reason: `host ${id} is ${host.state}; only ${from} hosts can be set ${to}`,
   };
 }
 
@@ -78,15 +78,19 @@ export async function removeHost(db: Database, id: string): Promise<HostChange> 
     const {
       rows: [held],
     } = await client.query(
-      `SELECT (SELECT count(*) FROM services WHERE host_id = $1 AND status IN ('pending', 'provisioning', 'active', 'suspended')
+      `SELECT (SELECT count(*) FROM services WHERE host_id = $1
+                 AND status IN ('pending', 'provisioning', 'active', 'suspended')
                  AND (expires_at IS NULL OR expires_at > now()))::int AS services,
-              (SELECT count(*) FROM orders WHERE host_id = $1 AND state IN ('settling', 'provisioning'))::int AS orders`,
+              (SELECT count(*) FROM orders
+                WHERE host_id = $1 AND state IN ('settling', 'provisioning'))::int AS orders`,
       [id],
     );
     if (held.services || held.orders) {
       return {
         ok: false,
-        reason: `host ${id} still holds ${held.services} live services and ${held.orders} paid orders in flight: drain it (hosts drain ${id}) and remove it once they have ended`,
+        reason:
+          `host ${id} still holds ${held.services} live services and ${held.orders} paid orders in flight: ` +
+          `drain it (hosts drain ${id}) and remove it once they have ended`,
       };
     }
     await client.query('DELETE FROM streaming_hosts WHERE id = $1', [id]);
