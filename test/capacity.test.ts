@@ -56,13 +56,17 @@ const post = (body: unknown, key: string, signature?: string) =>
     headers: { 'idempotency-key': key, ...(signature && { 'payment-signature': signature }) },
   });
 
-function assertExhausted(response: JsonResponse, pattern: RegExp) {
+/** A refusal before payment; Retry-After says when the first stream anywhere ends (`endsAt`, else within the hour). */
+function assertExhausted(response: JsonResponse, pattern: RegExp, endsAt?: number) {
   assert.equal(response.status, 503, JSON.stringify(response.body));
   assert.equal(response.body.error.code, 'capacity_exhausted');
   assert.equal(response.body.error.retryable, true);
   assert.match(response.body.error.message, pattern);
   assert.match(response.body.error.message, /Nothing was charged/);
-  assert.equal(response.headers.get('retry-after'), '300');
+  const retryAfter = Number(response.headers.get('retry-after'));
+  const latest = endsAt === undefined ? 3600 : Math.max(1, Math.ceil((endsAt - Date.now()) / 1000) + 1);
+  assert.ok(retryAfter >= 1 && retryAfter <= latest, `Retry-After ${retryAfter}, the first stream ends in ${latest} s`);
+  if (endsAt === undefined) assert.ok(retryAfter > 3000, `Retry-After ${retryAfter}: these streams run for an hour`);
   assert.equal(response.headers.get('payment-required'), null, 'no payment is asked for what cannot be delivered');
 }
 
@@ -152,15 +156,15 @@ describe('stream capacity', () => {
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
       const ask = (key: string) =>
         request(single, 'POST', '/orders', { body: brief, headers: { 'idempotency-key': key } });
-      assertExhausted(await ask(newKey()), /All 1 stream slots/);
       const expiresAt = new Date(bought.body.service.expires_at).getTime();
+      assertExhausted(await ask(newKey()), /All 1 stream slots/, expiresAt);
       // Full until the stream expires; then the next order is asked to pay.
       await waitFor(
         'the expired stream to give its slot back',
         async () => {
           const answer = await ask(newKey());
           if (answer.status === 402) return true;
-          assertExhausted(answer, /All 1 stream slots/);
+          assertExhausted(answer, /All 1 stream slots/, expiresAt);
           await sleep(200);
           return false;
         },

@@ -53,7 +53,10 @@ let originA: string;
 let originB: string;
 let wallet: TestWallet;
 
+/** Buys a stream placed on host B: host A is drained meanwhile, as placement would otherwise choose freely. */
 async function buyOnB(stationName: string) {
+  const drained = await a.cli(['hosts', 'drain', 'host-a']);
+  assert.equal(drained.code, 0, drained.stderr);
   const bought = await buy({ baseUrl: b.baseUrl, apiKey: a.apiKey }, wallet, {
     product_id: 'event-stream',
     email: 'agent@example.com',
@@ -61,7 +64,8 @@ async function buyOnB(stationName: string) {
     parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
   });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  assert.equal(new URL(bought.body.service.stream_url).origin, originB, 'sold through B: placed on host B');
+  assert.equal((await a.cli(['hosts', 'undrain', 'host-a'])).code, 0);
+  assert.equal(new URL(bought.body.service.stream_url).origin, originB, 'host A drained: placed on host B');
   return bought.body.service;
 }
 

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import type { DeliveryOptions } from '../events/index.js';
 import type { SignupPolicy } from '../identity/index.js';
@@ -13,8 +14,16 @@ export { SettingError };
  * Every setting of the service, read once from the environment at start and passed down. Nothing under src/ reads
  * process.env but this module and the CLI entry. A bad value stops the start with one sentence naming the variable.
  */
+/** What a serve process runs (serve --role): the HTTP API, a streaming host, or both (the embedded default). */
+export type ServeRole = 'api' | 'host' | 'all';
+export const SERVE_ROLES: readonly ServeRole[] = ['api', 'host', 'all'];
+
 export interface Config {
   dataDir: string;
+  /** serve --role; 'all' unless the command line says otherwise. */
+  role: ServeRole;
+  /** AutoDJ uploads: where API instances store them and hosts play them from (shared storage in a pool). */
+  mediaDir: string;
   host: string;
   port: number;
   databaseUrl?: string;
@@ -149,6 +158,8 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
   if (production) refuseTestHooks(r);
   return {
     dataDir: r.path('DATA_DIR', './data'),
+    role: 'all',
+    mediaDir: r.path('MEDIA_DIR', join(r.path('DATA_DIR', './data'), 'media')),
     host: r.text('HOST') ?? '127.0.0.1',
     port: r.port('PORT', 8080),
     databaseUrl: r.text('DATABASE_URL'),

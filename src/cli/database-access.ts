@@ -32,3 +32,13 @@ export async function openDatabase(config: Config): Promise<{ db: Database; clos
     throw e;
   }
 }
+
+/** Runs `work` on the CLI's database (openDatabase), closing it after. */
+export async function withDatabase<T>(config: Config, work: (db: Database) => Promise<T>): Promise<T> {
+  const { db, close } = await openDatabase(config);
+  try {
+    return await work(db);
+  } finally {
+    await close();
+  }
+}

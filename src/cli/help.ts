@@ -2,12 +2,17 @@ import { catalogHelp } from './catalog-help.js';
 
 /** What every command prints for --help: usage line first, then what it does, its flags and its exit codes. */
 const commandHelp: Record<string, string> = {
-  serve: `usage: agent-audio serve
+  serve: `usage: agent-audio serve [--role api|host|all]
 
 Starts the service: PostgreSQL (embedded in DATA_DIR unless DATABASE_URL is set), migrations, the catalog with hot
 reload, HTTP on HOST:PORT, Prometheus metrics; in development also a local chain and Icecast, and DATA_DIR/dev.json
 with a working agent API key. Prints "serving on URL" and a summary when ready. SIGINT (Ctrl-C) or SIGTERM stops it
 and its children in order; a second Ctrl-C exits at once (PostgreSQL still gets a fast shutdown).
+  --role all     the API and a streaming host in one process (the default)
+  --role api     the HTTP API only: places orders on the pool's live hosts, runs no Icecast
+  --role host    a streaming host only: its Icecast, registered in PostgreSQL with a heartbeat; HOST:PORT answers
+                 its Icecast's callbacks (keep it on loopback); runs AutoDJ, relays, HLS and the life cycle of the
+                 services placed on it (docs/deployment.md)
   LOG_FORMAT=json|pretty   log lines as JSON (default when stdout is not a terminal) or readable (default on a terminal)
   LOG_LEVEL=debug          also the output of PostgreSQL and the other programs serve runs (default: info)
 Configuration: environment variables, see README.md.
@@ -82,6 +87,24 @@ exit 0`,
 Lets a refund that waits for an operator (it took the day's refunds over REFUND_MAX_PER_DAY_ATOMIC) be sent: the refund
 worker of a running serve sends it on its next pass, proven on chain like any refund.
 exit 0: approved, 1: no refund with this id waiting for approval, 2: no ID`,
+  'hosts list': `usage: agent-audio hosts list [--json]
+
+The streaming hosts of the pool: id, state (up, draining, down), capacity (stream slots, listener places, bandwidth),
+what is in use on each, and how old its heartbeat is (a host older than HOST_DOWN_AFTER_SECONDS gets no placements).
+  --json   as JSON
+exit 0`,
+  'hosts drain': `usage: agent-audio hosts drain ID
+
+No new service is placed on this host; the services on it run to their end (and may be upgraded or extended there).
+exit 0: draining, 1: no such host or it is down, 2: no ID`,
+  'hosts undrain': `usage: agent-audio hosts undrain ID
+
+A drained host takes new services again.
+exit 0: up, 1: no such host or it is down, 2: no ID`,
+  'hosts remove': `usage: agent-audio hosts remove ID
+
+Forgets a host that holds no live service and no paid order in flight (drain it first and wait for them to end).
+exit 0: removed, 1: no such host or it still holds services, 2: no ID`,
   ...catalogHelp,
 };
 
@@ -90,6 +113,7 @@ const groups: Record<string, string> = {
   keys: 'agent API keys',
   audit: 'the audit chain: list, show, replay, verify, sign, export',
   refunds: 'refunds of stopped services and undelivered orders: list, approve over the daily cap',
+  hosts: 'the pool of streaming hosts: list, drain, undrain, remove',
 };
 
 /** The first line of each command's help without "usage: agent-audio ", for the overview. */

@@ -17,8 +17,9 @@ import { formatDiagnostic } from '../catalog/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { jsonLogger } from '../log/index.js';
 import { catalogCommands } from './catalog-commands.js';
-import { configFromEnv, signingKeyOptions, type Config } from './config.js';
-import { openDatabase } from './database-access.js';
+import { hostCommands } from './host-commands.js';
+import { configFromEnv, SERVE_ROLES, signingKeyOptions, type Config, type ServeRole } from './config.js';
+import { openDatabase, withDatabase } from './database-access.js';
 import { helpFor, helpRequest, isGroup, usage } from './help.js';
 import { progressReporter } from './progress.js';
 import { readySummary } from './ready-summary.js';
@@ -58,18 +59,6 @@ async function operatorPublicKey(config: Config, args: string[]): Promise<KeyObj
   return (await loadSigningKey(signingKeyOptions(config, false)))?.publicKey;
 }
 
-async function withDatabase<T>(
-  config: Config,
-  work: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>,
-): Promise<T> {
-  const { db, close } = await openDatabase(config);
-  try {
-    return await work(db);
-  } finally {
-    await close();
-  }
-}
-
 /** How many records audit replay --all will replay (for its progress lines). */
 async function countEvaluations(db: Awaited<ReturnType<typeof openDatabase>>['db']): Promise<number> {
   const [row] = await db.query<{ n: string }>('SELECT count(*) AS n FROM audit_records WHERE kind = ANY($1)', [
@@ -80,7 +69,13 @@ async function countEvaluations(db: Awaited<ReturnType<typeof openDatabase>>['db
 
 const commands: Record<string, Command> = {
   ...catalogCommands,
-  async serve(config) {
+  ...hostCommands,
+  async serve(settings, args) {
+    const role = option(args, '--role') ?? 'all';
+    if (!(SERVE_ROLES as readonly string[]).includes(role)) {
+      return usageError(`--role must be one of ${SERVE_ROLES.join(', ')}, got ${role}`, helpFor('serve'));
+    }
+    const config = { ...settings, role: role as ServeRole };
     const began = performance.now();
     const logOptions = config.log;
     const log = jsonLogger({ service: 'agent-audio-api' }, logOptions);

@@ -6,19 +6,34 @@ import { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { HlsManager, hlsUrlFor, withHlsUsage } from '../hls/index.js';
 import {
   ConnectionCap,
+  createCallbackListener,
   createRequestListener,
   healthDetails,
   ICECAST_CALLBACK_PREFIX,
   type CheckoutStatus,
 } from '../http/index.js';
-import { beatStreamingHost, dropServicesMovedAway, HostMonitor, registerStreamingHost } from '../hosts/index.js';
+import {
+  beatStreamingHost,
+  HostMonitor,
+  HostPlacement,
+  HostReconciler,
+  hostPoolReport,
+  registerStreamingHost,
+} from '../hosts/index.js';
 import { walletIdentity } from '../identity/index.js';
 import { ApiKeys } from '../keys/index.js';
 import { ListenPages } from '../listen/index.js';
 import type { Logger } from '../log/index.js';
 import { McpEndpoint } from '../mcp/index.js';
 import { Metrics, startMetricsServer } from '../observability/index.js';
-import { armCrashPoints, extendHint, OrderRecovery, OrderService, OrderStore } from '../orders/index.js';
+import {
+  armCrashPoints,
+  extendHint,
+  inFlightByHost,
+  OrderRecovery,
+  OrderService,
+  OrderStore,
+} from '../orders/index.js';
 import { ChainChecks, PaymentPrecheck } from '../payments/index.js';
 import { startCallbackServer } from '../provisioning/index.js';
 import { QuoteService } from '../quotes/index.js';
@@ -26,15 +41,14 @@ import { Refunds, RefundStore, RefundWorker, type RefundDeps } from '../refunds/
 import {
   AutoDjManager,
   IcecastDecider,
-  ListenerPlaces,
   IcecastUsageMeter,
   LifecycleWorker,
+  ListenerPlaces,
   ListenerSessions,
   MediaLibrary,
   NowPlaying,
   RelayManager,
   ServiceRecords,
-  StreamCapacity,
 } from '../services/index.js';
 import { treatAsPublic } from '../ssrf/index.js';
 import { PeriodicTask } from '../tasks/index.js';
@@ -106,7 +120,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       new Set(['127.0.0.1', ...config.trustedProxies]),
     );
     const http = await openHttpServer(config, connections, shutdown);
-    const metrics = new Metrics(store.db);
+    const metrics = new Metrics(store.db, undefined, config.streaming.downAfterSeconds);
     const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
     const base: Foundation = {
       config,
@@ -133,14 +147,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       }),
     );
     shutdown.push(() => metricsServer.close());
-    await startStreamingHost(base, app);
+    if (config.role !== 'host') startApiWorkers(base, app);
+    if (config.role !== 'api') await startStreamingHost(base, app);
     watchHostPool(base);
     await lock.update({ base_url: http.baseUrl, ...(store.pg && { database_url: store.databaseUrl }) });
     const dev = config.production
       ? undefined
       : await writeDevFile(config, keys, { base_url: http.baseUrl, ...pay.dev });
     log.info({ base_url: http.baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
-    const icecastUrl = stream.available ? stream.publicUrl() : undefined;
+    const icecastUrl = hosting(base) ? stream.publicUrl() : undefined;
     const chainRpcUrl = pay.dev?.chain.rpc_url;
     return {
       baseUrl: http.baseUrl,
@@ -236,11 +251,13 @@ function startStreaming(config: Config, log: Logger, shutdown: Shutdown, icecast
 }
 
 /** The parts that read and write services: records, media, now playing, players, HLS. */
-function streamingParts({ config, log, db, stream, http }: Foundation) {
-  const places = stream.available
+function streamingParts(base: Foundation) {
+  const { config, log, db, stream, http } = base;
+  // HLS renditions read the local Icecast: served by instances that run one.
+  const places = hosting(base)
     ? new ListenerPlaces(db, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
     : undefined;
-  const hls = stream.available
+  const hls = hosting(base)
     ? new HlsManager({
         db,
         dir: join(config.dataDir, 'hls'),
@@ -253,7 +270,7 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
     hls ? { hls_url: hlsUrlFor(http.publicBaseUrl, s) } : {};
   const services = new ServiceRecords(db, stream, () => http.publicBaseUrl, hlsEndpoint);
-  const media = new MediaLibrary(db, join(config.dataDir, 'media'), config.uploads);
+  const media = new MediaLibrary(db, config.mediaDir, config.uploads);
   const nowPlaying = new NowPlaying(db, () => stream.admin());
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, nowPlaying, () => http.publicBaseUrl);
@@ -270,24 +287,31 @@ function streamingParts({ config, log, db, stream, http }: Foundation) {
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
-/** Orders paid with x402, when payments and Icecast are both there: the order service, capacity and recovery. */
+/**
+ * Orders paid with x402, when payments are there and streams can be sold (an API instance places them on the pool's
+ * hosts; an `all` instance needs its own Icecast): the order service, placement and recovery.
+ */
 function sales(base: Foundation, services: ServiceRecords) {
   const { config, log, db, live, audit, pay, chainChecks, stream, metrics } = base;
-  if (!(pay.gateway && pay.ledger && stream.available)) return {};
+  if (!(pay.gateway && pay.ledger && sellsStreams(base))) return {};
   const store = new OrderStore(db);
   const { leaseSeconds, recoveryIntervalMs } = config.orders;
   const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
-  const capacity = new StreamCapacity(db, stream, stream.limits);
+  const placement = new HostPlacement(db, {
+    downAfterSeconds: config.streaming.downAfterSeconds,
+    fallbackLimits: stream.limits,
+    inFlight: inFlightByHost(store, live),
+  });
   const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
   const orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {
     leaseSeconds,
     waitForInFlightMs: 3000,
-    capacity,
+    placement,
     precheck,
     refundAfterMs: config.refunds.provisionTimeoutMs,
   });
   const recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });
-  return { orders, capacity, recovery, paymentTerms: pay.gateway.terms };
+  return { orders, placement, recovery, paymentTerms: pay.gateway.terms };
 }
 
 /** Stops and refunds: the owner's stop, and the worker that sends refunds and proves them on chain. */
@@ -336,8 +360,12 @@ async function startAuditHead({ config, log, db, shutdown }: Foundation, signer:
   return auditHead;
 }
 
-/** GET /health's checks: the database, the chain (from a probe a few seconds old at most) and Icecast. */
-function healthCheck({ db, pay, stream }: Foundation) {
+/**
+ * GET /health's checks: the database, the chain (from a probe a few seconds old at most), this instance's Icecast
+ * (when it runs one) and the pool's hosts (ok when one at least is live and up).
+ */
+function healthCheck(base: Foundation) {
+  const { db, pay, stream, config } = base;
   const chainProbe =
     pay.ledger &&
     cachedProbe(HEALTH_CHAIN_PROBE_MS, () =>
@@ -346,7 +374,8 @@ function healthCheck({ db, pay, stream }: Foundation) {
   return async () => ({
     ...(await checkDatabase(db)),
     ...(chainProbe && { chain: await chainProbe() }),
-    icecast: await stream.health(),
+    ...(config.role !== 'api' && { icecast: await stream.health() }),
+    hosts: await hostsCheck(db, config.streaming.downAfterSeconds),
   });
 }
 
@@ -355,7 +384,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   const { config, log, db, live, audit, keys, pay, chainChecks, stream, http, metrics, shutdown } = base;
   const parts = streamingParts(base);
   await parts.media.removePartialUploads();
-  const checkout: CheckoutStatus = stream.available
+  const checkout: CheckoutStatus = sellsStreams(base)
     ? pay.checkout
     : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
   const sold = sales(base, parts.services);
@@ -363,19 +392,6 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   const auditHead = await startAuditHead(base, signer);
   const eventing = await events(db, log, config);
   shutdown.push(() => eventing.stop());
-  const decider = stream.available
-    ? new IcecastDecider(
-        db,
-        log,
-        parts.autodj,
-        eventing.sourceEvents,
-        live,
-        parts.hls,
-        () => stream.hostId(),
-        parts.places,
-        (user, pass) => stream.claimForwarded(user, pass),
-      )
-    : undefined;
   const identity = walletIdentity(
     db,
     keys,
@@ -405,6 +421,34 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
     logError: (fields: Record<string, unknown>, message: string) => log.error(fields, message),
     ...(sold.paymentTerms && { paymentTerms: sold.paymentTerms }),
   };
+  const decider = hosting(base)
+    ? new IcecastDecider(
+        db,
+        log,
+        parts.autodj,
+        eventing.sourceEvents,
+        live,
+        parts.hls,
+        () => stream.hostId(),
+        parts.places,
+        (user, pass) => stream.claimForwarded(user, pass),
+      )
+    : undefined;
+  if (config.role === 'host') {
+    // A host answers its own Icecast's callbacks, and nothing of the API.
+    if (!decider) throw new Error(`serve --role host needs its Icecast: ${stream.reason}`);
+    http.serve(createCallbackListener(decider, stream.callbackCredentials));
+    eventing.start();
+    return {
+      ...parts,
+      decider,
+      checkout,
+      checkHealth: healthCheck(base),
+      auditHead,
+      recovery: undefined,
+      refundWorker: refunds.worker,
+    };
+  }
   const mcp = new McpEndpoint({
     ...shared,
     callers: identity.callers,
@@ -417,7 +461,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       ...shared,
       auditHead,
       checkHealth,
-      ...(sold.capacity && { capacity: { limits: sold.capacity.limits, inUse: () => sold.capacity.inUse() } }),
+      ...(sold.placement && { capacity: { read: () => poolCapacity(sold.placement) } }),
       listenerSessions: parts.listenerSessions,
       listen: parts.listen,
       hls: parts.hls,
@@ -444,6 +488,37 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
 }
 type Application = Awaited<ReturnType<typeof startApplication>>;
 
+/** Whether this instance runs an Icecast: a host or both roles, with icecast2 installed. */
+function hosting({ config, stream }: Foundation): boolean {
+  return config.role !== 'api' && stream.available;
+}
+
+/** Whether this instance sells streams: an API instance (on the pool's hosts), or both roles with an Icecast. */
+function sellsStreams(base: Foundation): boolean {
+  return base.config.role === 'api' || (base.config.role === 'all' && hosting(base));
+}
+
+/**
+ * What /availability shows: the live hosts' capacity and what is in use and spoken for on them, summed, and the room
+ * of the host with a free stream slot and the most free listener places (where a new stream would go).
+ */
+async function poolCapacity(placement: HostPlacement) {
+  const hosts = await placement.pool();
+  const sum = (pick: (h: (typeof hosts)[number]) => number) => hosts.reduce((n, h) => n + pick(h), 0);
+  const room = hosts.map((h) => ({
+    sources: Math.max(0, h.limits.sources - h.load.sources),
+    listeners: Math.max(0, h.limits.listeners - h.load.listeners),
+  }));
+  const roomiest = room
+    .filter((r) => r.sources > 0)
+    .reduce((best, r) => (r.listeners > best.listeners ? r : best), { sources: 0, listeners: 0 });
+  return {
+    limits: { sources: sum((h) => h.limits.sources), listeners: sum((h) => h.limits.listeners) },
+    used: { sources: sum((h) => h.load.sources), listeners: sum((h) => h.load.listeners) },
+    roomiest,
+  };
+}
+
 /** Registers this host with what it carries and keeps its heartbeat while it runs. */
 async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): Promise<void> {
   const { maxSources, maxListeners, bandwidthKbps, heartbeatMs } = config.streaming;
@@ -454,51 +529,25 @@ async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): 
   shutdown.push(() => heartbeat.stop());
 }
 
-/**
- * Every instance watches the pool (one pass at a time across instances): hosts that miss their heartbeat are marked
- * down and their services moved to hosts with room.
- */
-function watchHostPool({ config, log, db, metrics, shutdown }: Foundation): void {
-  const monitor = new HostMonitor(db, log, {
-    downAfterSeconds: config.streaming.downAfterSeconds,
-    intervalMs: config.streaming.heartbeatMs,
-    onPass: (pass) => {
-      metrics.hostsMarkedDown.inc(pass.markedDown.length);
-      metrics.serviceMoves.inc(pass.moved.length);
-    },
-  });
-  monitor.start();
-  shutdown.push(() => monitor.stop());
-}
-
-/** Drop-on-return: this host cuts what its Icecast still carries for services that moved off it. */
-function fenceThisHost({ config, log, db, stream, shutdown }: Foundation): void {
-  const fence = new PeriodicTask(
-    'host fence',
-    () => dropServicesMovedAway(db, stream.hostId(), stream.admin(), log),
-    config.streaming.heartbeatMs,
-    log,
-  );
-  fence.start();
-  shutdown.push(() => fence.stop());
-}
-
-/**
- * Icecast (its callbacks come to this server on loopback), this host's record, the workers that recover orders and
- * send refunds, and the life-cycle worker that enforces what was bought and meters it.
- */
-async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
-  const { config, log, db, live, stream, http, shutdown } = base;
-  await stream.start(await callbackBaseUrl(base, app.decider));
-  if (stream.available) await joinHostPool(base);
-  if (stream.available) fenceThisHost(base);
-  const { recovery, refundWorker, hls, autodj, relays, nowPlaying, places } = app;
+/** The API's workers: they recover unfinished orders and send refunds, for every host. */
+function startApiWorkers({ shutdown }: Foundation, { recovery, refundWorker }: Application): void {
   if (recovery) {
     recovery.start();
     shutdown.push(() => recovery.stop());
   }
   refundWorker.start();
   shutdown.push(() => refundWorker.stop());
+}
+
+/**
+ * Icecast (its callbacks come to this server on loopback), this host's record, the life-cycle worker that enforces
+ * what was bought and meters it, and the reconciler that runs on this host what PostgreSQL places on it.
+ */
+async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
+  const { config, log, db, live, stream, http, shutdown } = base;
+  await stream.start(await callbackBaseUrl(base, app.decider));
+  if (stream.available) await joinHostPool(base);
+  const { hls, autodj, relays, nowPlaying, places } = app;
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
@@ -534,27 +583,14 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     extendHint: extendHint(live, () => http.publicBaseUrl),
   });
   worker.start();
+  const reconciler = new HostReconciler(db, stream.hostId(), { admin: () => stream.admin(), autodj, relays }, log);
+  reconciler.start();
   shutdown.push(async () => {
+    await reconciler.stop();
     await worker.stop();
     await autodj.stopAll();
     await relays.stopAll();
   });
-}
-
-/**
- * Icecast's callbacks go to a bare HTTP server of their own on loopback, without the API's middleware (request log,
- * rate limits, body parsing): Icecast asks one callback at a time, so their cost is the host's admission rate.
- */
-async function callbackBaseUrl({ log, http, shutdown, metrics, stream }: Foundation, decider?: IcecastDecider) {
-  if (!decider) return `http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`;
-  const server = await startCallbackServer({
-    decider,
-    auth: stream.callbackCredentials,
-    onError: (err) => log.error({ err }, 'icecast callback failed; Icecast refuses the client'),
-    onAnswered: (action, seconds) => metrics.icecastCallbacks.labels(action).observe(seconds),
-  });
-  shutdown.push(() => server.close());
-  return server.url;
 }
 
 /** An operator's message for a DATABASE_URL that does not answer (the error itself is written for agents). */
@@ -573,6 +609,14 @@ function unreachable(databaseUrl: string, cause: unknown): Error {
   return new Error(
     `the PostgreSQL of DATABASE_URL (${where}) could not be used: ${reason}. Check that it runs, accepts connections from this host and that the URL's user and password are right`,
   );
+}
+
+/** The pool's hosts by name; ok when one at least takes new streams. */
+async function hostsCheck(db: Database, downAfterSeconds: number) {
+  const checked = await timed(async () => ({ hosts: await hostPoolReport(db, downAfterSeconds) }));
+  const hosts = (checked.hosts ?? []) as Awaited<ReturnType<typeof hostPoolReport>>;
+  if (!checked.ok || hosts.some((h) => h.live && h.state === 'up')) return checked;
+  return { ...checked, ok: false, error: 'no streaming host is live and up: nothing new can be sold' };
 }
 
 async function checkDatabase(db: Database) {
@@ -614,4 +658,37 @@ async function writeDevFile(
       : (await keys.create('development')).token;
   await writeFile(file, `${JSON.stringify({ ...fields, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
   return { file, apiKey };
+}
+
+/**
+ * Every instance watches the pool (one pass at a time across instances): hosts that miss their heartbeat are marked
+ * down and their services moved to hosts with room.
+ */
+function watchHostPool({ config, log, db, metrics, shutdown }: Foundation): void {
+  const monitor = new HostMonitor(db, log, {
+    downAfterSeconds: config.streaming.downAfterSeconds,
+    intervalMs: config.streaming.heartbeatMs,
+    onPass: (pass) => {
+      metrics.hostsMarkedDown.inc(pass.markedDown.length);
+      metrics.serviceMoves.inc(pass.moved.length);
+    },
+  });
+  monitor.start();
+  shutdown.push(() => monitor.stop());
+}
+
+/**
+ * Icecast's callbacks go to a bare HTTP server of their own on loopback, without the API's middleware (request log,
+ * rate limits, body parsing): Icecast asks one callback at a time, so their cost is the host's admission rate.
+ */
+async function callbackBaseUrl({ log, http, shutdown, metrics, stream }: Foundation, decider?: IcecastDecider) {
+  if (!decider) return `http://127.0.0.1:${http.port}${ICECAST_CALLBACK_PREFIX}`;
+  const server = await startCallbackServer({
+    decider,
+    auth: stream.callbackCredentials,
+    onError: (err) => log.error({ err }, 'icecast callback failed; Icecast refuses the client'),
+    onAnswered: (action, seconds) => metrics.icecastCallbacks.labels(action).observe(seconds),
+  });
+  shutdown.push(() => server.close());
+  return server.url;
 }

@@ -11,7 +11,7 @@ import { loadStreamingHost, rememberStreamingHost } from './streaming-host.js';
 export interface Streaming {
   available: boolean;
   reason?: string;
-  /** What Icecast is configured to carry; orders beyond it are refused (services/stream-capacity.ts). */
+  /** What Icecast is configured to carry; placement counts on it (src/hosts/placement.ts). */
   limits: { sources: number; listeners: number };
   callbackCredentials: { user: string; password: string };
   publicUrl(): string;

@@ -6,5 +6,7 @@ export {
   type HostRecord,
 } from './host-registry.js';
 export { HostMonitor, type HostMonitorOptions, type MonitorPass } from './host-monitor.js';
-export { moveService, HOST_SERVICES_CHANNEL, type MoveOutcome } from './service-moves.js';
-export { dropServicesMovedAway } from './host-fence.js';
+export { moveService, type MoveOutcome } from './service-moves.js';
+export { HostPlacement, type PoolHost, type PlacementOptions } from './placement.js';
+export { HostReconciler, HOST_SERVICES_CHANNEL, type HostWorkers } from './host-reconciler.js';
+export { hostPoolReport, drainHost, undrainHost, removeHost, type HostReport, type HostChange } from './pool-report.js';

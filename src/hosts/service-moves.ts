@@ -1,12 +1,10 @@
 import { recordEvent } from '../events/index.js';
-import { liveHoldingSql, lockHostCapacity, streamAddresses, type ServiceRow } from '../services/index.js';
+import { liveHoldingSql, streamAddresses, type ServiceRow } from '../services/index.js';
 import type { Client } from '../store/index.js';
+import { lockPlacement } from './placement.js';
 
 /** The statuses that hold a place on a host (as in services/live-holdings.ts): what a lost host's services may be. */
 export const HOLDS_A_PLACE = "status IN ('pending', 'provisioning', 'active', 'suspended')";
-
-/** The PostgreSQL channel a host's reconciler listens on; the payload is the host id whose services changed. */
-export const HOST_SERVICES_CHANNEL = 'host_services';
 
 /** A service of a lost host, as the monitor found it. */
 export interface Stranded {
@@ -53,12 +51,13 @@ export async function hostLoad(
 }
 
 /**
- * Moves one service of a lost host to `to`, in one transaction, under the capacity lock its sales take: the service
+ * Moves one service of a lost host to `to`, in one transaction, under the placement lock sales take: the service
  * keeps its mount and source credentials, gets the next host epoch (fencing: callbacks of the old host refuse it from
  * now on), and its expiry is credited with the time it was unavailable (from the lost host's last heartbeat to now).
  * The new host's Icecast counts the mount's bytes from zero: the transfer used on the old host is carried in
  * transfer_offset_bytes (negative by as much), so the transfer still bought is what it was.
- * The move is recorded, the owner gets service.moved, and both hosts are notified on host_services.
+ * The move is recorded and the owner gets service.moved; both hosts' reconcilers hear of it from the trigger on
+ * services (migration 050).
  * Undefined when it did not happen: the old host beat again, the service changed meanwhile, or `to` has no room now.
  */
 export async function moveService(
@@ -74,7 +73,7 @@ export async function moveService(
     [service.fromHost],
   );
   if (!lost) return undefined;
-  await lockHostCapacity(client, to.id);
+  await lockPlacement(client);
   const {
     rows: [target],
   } = await client.query("SELECT public_url FROM streaming_hosts WHERE id = $1 AND state = 'up'", [to.id]);
@@ -112,10 +111,6 @@ export async function moveService(
         (creditedSeconds ? ` The ${creditedSeconds} s it was unavailable were added to its expiry.` : ''),
     },
   });
-  await client.query(`SELECT pg_notify('${HOST_SERVICES_CHANNEL}', $1), pg_notify('${HOST_SERVICES_CHANNEL}', $2)`, [
-    service.fromHost,
-    to.id,
-  ]);
   return { serviceId: row.id, fromHost: service.fromHost, toHost: to.id, hostEpoch: row.host_epoch, creditedSeconds };
 }
 

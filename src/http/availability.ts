@@ -4,10 +4,12 @@ import { ApiError } from '../errors/index.js';
 import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 
-/** What /availability reads of the host's stream capacity. */
+/**
+ * What /availability reads of the stream capacity: the live hosts' limits and what is in use on them, summed, and
+ * the room on the roomiest single host (an order must fit on one host).
+ */
 export interface CapacityView {
-  limits: StreamLoad;
-  inUse(): Promise<StreamLoad>;
+  read(): Promise<{ limits: StreamLoad; used: StreamLoad; roomiest: StreamLoad }>;
 }
 
 interface ProductAvailability {
@@ -25,10 +27,10 @@ interface ProductAvailability {
  * ago. The catalog's part of the document (built once per snapshot) is patched, not rebuilt.
  */
 export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf: () => CapacityReserve | undefined) {
-  let recent: { at: number; load: Promise<StreamLoad> } | undefined;
+  let recent: { at: number; load: ReturnType<CapacityView['read']> } | undefined;
   const load = () => {
     if (!recent || Date.now() - recent.at > 1000) {
-      const next = { at: Date.now(), load: capacity!.inUse() };
+      const next = { at: Date.now(), load: capacity!.read() };
       next.load.catch(() => {
         if (recent === next) recent = undefined;
       });
@@ -44,15 +46,15 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
       return;
     }
     ctx.set('Cache-Control', 'no-store');
-    const used = await load();
-    const free = freeOf(capacity.limits, used);
+    const { limits, used, roomiest } = await load();
+    const free = freeOf(limits, used);
     const reserve = reserveOf();
-    const newcomers = reserve && newcomerLimits(capacity.limits, reserve);
+    const newcomers = reserve && newcomerLimits(limits, reserve);
     const newcomerFree = newcomers && freeOf(newcomers, used);
     const body = JSON.parse(document.toString()) as { products: ProductAvailability[] } & Record<string, unknown>;
     body.capacity = {
-      stream_slots: { total: capacity.limits.sources, free: free.sources },
-      listener_places: { total: capacity.limits.listeners, free: free.listeners },
+      stream_slots: { total: limits.sources, free: free.sources },
+      listener_places: { total: limits.listeners, free: free.listeners },
       ...(newcomers &&
         newcomerFree && {
           newcomers: {
@@ -64,7 +66,7 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
     };
     for (const product of body.products) {
       if (!product.agent_orderable) continue;
-      const room = roomFor(product, free, asked);
+      const room = roomFor(product, roomiest, asked);
       if (room) {
         product.available_now = false;
         product.reason = `${room} Nothing can be bought that would not fit; retry later (places come free as streams expire), or ask for fewer listeners.`;

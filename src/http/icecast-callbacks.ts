@@ -1,3 +1,5 @@
+import type { RequestListener } from 'node:http';
+import Koa from 'koa';
 import Router from '@koa/router';
 import {
   handleIcecastCallback,
@@ -23,4 +25,23 @@ export function icecastCallbackRoutes(decider: MountDecider, credentials: { user
     ctx.body = '';
   });
   return router;
+}
+
+/**
+ * A streaming host's own listener (serve --role host): only Icecast's callbacks, answered from PostgreSQL by the host
+ * itself, so that its streams depend on no API instance. Anything else is 404.
+ */
+export function createCallbackListener(
+  decider: MountDecider,
+  credentials: { user: string; password: string },
+): RequestListener {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  const routes = icecastCallbackRoutes(decider, credentials);
+  app.use(routes.routes());
+  app.use((ctx) => {
+    ctx.status = 404;
+    ctx.body = 'this is a streaming host: the API is served by the API instances';
+  });
+  return app.callback();
 }

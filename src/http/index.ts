@@ -1,7 +1,7 @@
 export { createRequestListener, API_PREFIX, type AppDeps } from './app.js';
 export type { CheckoutStatus } from './discovery-documents.js';
 export { healthDetails, type HealthReport } from './discovery.js';
-export { ICECAST_CALLBACK_PREFIX } from './icecast-callbacks.js';
+export { ICECAST_CALLBACK_PREFIX, createCallbackListener } from './icecast-callbacks.js';
 export { answerClientErrors } from './client-errors.js';
 export { answerStarting } from './starting.js';
 export type { RateLimits } from './rate-limit.js';

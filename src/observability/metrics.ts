@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { flatLineLogger, type Logger } from '../log/index.js';
+import { hostPoolReport } from '../hosts/index.js';
 import type { Database } from '../store/index.js';
 import { clientGone } from './client-gone.js';
 
@@ -73,7 +74,7 @@ export class Metrics {
   });
 
   /** The gauges below read PostgreSQL; a scrape within gaugeCacheMs of the last one reuses its rows. */
-  constructor(db: Database, gaugeCacheMs = 5000) {
+  constructor(db: Database, gaugeCacheMs = 5000, hostDownAfterSeconds = 30) {
     const registry = this.registry;
     const count = <T extends Record<string, unknown>>(sql: string) => cached(gaugeCacheMs, () => db.query<T>(sql));
     const ordersByState = count<{ state: string; n: number }>(
@@ -97,6 +98,10 @@ export class Metrics {
         this.set(row.n);
       },
     });
+    hostGauges(
+      registry,
+      cached(gaugeCacheMs, () => hostPoolReport(db, hostDownAfterSeconds)),
+    );
     new Gauge({
       name: 'orders',
       help: 'Orders by state',
@@ -167,6 +172,37 @@ export class Metrics {
       }
     };
   }
+}
+
+/** Per streaming host: places in use and free, and the heartbeat's age (hosts list shows the same). */
+function hostGauges(registry: Registry, hosts: () => ReturnType<typeof hostPoolReport>): void {
+  new Gauge({
+    name: 'streaming_host_places',
+    help: 'Stream slots (kind=sources) and listener places (kind=listeners) of each streaming host, in use or free',
+    labelNames: ['host', 'kind', 'use'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const h of await hosts()) {
+        for (const kind of ['sources', 'listeners'] as const) {
+          this.set({ host: h.id, kind, use: 'in_use' }, h.in_use[kind]);
+          const total = h.capacity[kind];
+          if (total !== null) this.set({ host: h.id, kind, use: 'free' }, Math.max(0, total - h.in_use[kind]));
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'streaming_host_heartbeat_age_seconds',
+    help: 'Seconds since each streaming host last wrote its heartbeat',
+    labelNames: ['host', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const h of await hosts())
+        if (h.heartbeat_age_seconds !== null) this.set({ host: h.id, state: h.state }, h.heartbeat_age_seconds);
+    },
+  });
 }
 
 /** What the request log and metrics read of an answered request. */

@@ -4,13 +4,8 @@ import { PaymentGateway, type PaymentPrecheck, type PaymentPayload, type SettleR
 import { atomicToAmount } from '../rules/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import {
-  ServiceStopped,
-  type ServiceRecords,
-  type ServiceRow,
-  type StreamCapacity,
-  type StreamLoad,
-} from '../services/index.js';
+import type { HostPlacement, PoolHost } from '../hosts/index.js';
+import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
 import { checkBuyerLimits, type Buyer, type HostLoad } from './buyer-limits.js';
@@ -63,8 +58,8 @@ interface Replayed {
 
 export interface OrderServiceOptions {
   leaseSeconds: number;
-  /** The Icecast this instance provisions on; without it (no streaming) nothing is counted. */
-  capacity?: StreamCapacity;
+  /** Places new streams on the pool's hosts; without it (no streaming) nothing is counted. */
+  placement?: HostPlacement;
   /** How long a repeat waits for the first request with the same key before answering 409 idempotency_in_progress. */
   waitForInFlightMs: number;
   /** Refuses payments that cannot be valid before the facilitator (and the chain) is asked. */
@@ -75,7 +70,7 @@ export interface OrderServiceOptions {
 
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
 export class OrderService {
-  private recentLoad?: { at: number; load: Promise<StreamLoad> };
+  private recentPool?: { at: number; hosts: Promise<PoolHost[]> };
   private readonly prices = new PriceMemo();
   /** Passed buyer-limit checks before payment, by key and demand (see checkBuyerBeforePayment). */
   private readonly recentBuyerChecks = new Map<string, { at: number; snapshot: Snapshot; check: Promise<void> }>();
@@ -149,7 +144,7 @@ export class OrderService {
 
   /** Refuses, before asking for money, a sale that does not fit on the Icecast or within the buyer's limits. */
   private async admitBeforePayment(attempt: Attempt, sale: Sale): Promise<void> {
-    const host = await this.admit(sale.demand);
+    const host = await this.admit(attempt, sale.demand);
     const buyer = { apiKeyId: attempt.apiKeyId, payer: attempt.sent?.authorization.from };
     await this.checkBuyerBeforePayment(sale.snapshot, buyer, sale.demand, host);
   }
@@ -255,7 +250,7 @@ export class OrderService {
       return { placed: await this.claimRefused(e, attempt, payment) };
     }
     // This instance's own sale is seen at once; other instances' within a second.
-    this.recentLoad = undefined;
+    this.recentPool = undefined;
     this.recentBuyerChecks.clear();
     if (claimed) return { order: claimed, evaluationHash: entry.hash };
     const winner = await this.orders.byKey(attempt.apiKeyId, attempt.idempotencyKey);
@@ -267,12 +262,18 @@ export class OrderService {
    * The checks before payment, again and exactly, under the locks of the claim. The payer's limit is checked here,
    * once the facilitator vouched for `from`: a forged `from` must not learn what another address holds.
    */
-  private async stillFits(client: Client, attempt: Attempt, sale: Sale, payer: string): Promise<void> {
+  private async stillFits(
+    client: Client,
+    attempt: Attempt,
+    sale: Sale,
+    payer: string,
+  ): Promise<{ host_id: string | null }> {
     if (attempt.upgradeOf) await this.upgradeStillFits(client, attempt.upgradeOf);
     if (attempt.extensionOf) await this.extensionStillFits(client, attempt.extensionOf);
-    const host = await this.admit(sale.demand, client);
+    const host = await this.admit(attempt, sale.demand, client);
     const buyer = { apiKeyId: attempt.apiKeyId, payer };
     await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host });
+    return { host_id: host?.id ?? ownHostOf(attempt) ?? null };
   }
 
   /** Why the claim failed, as the agent reads it; the order already paid with this payment-identifier is a replay. */
@@ -387,29 +388,34 @@ export class OrderService {
   }
 
   /**
-   * Never sells a stream that does not fit on this instance's Icecast: checked before asking for money (against a
-   * count at most a second old), and exactly when the key is claimed, under a lock, so that two buyers of the last
-   * place cannot both pay for it.
+   * Never sells a stream that does not fit on a host: a new stream goes to a live host with room (HostPlacement), an
+   * upgrade or a revival stays on its service's host. Checked before asking for money (against a count at most a
+   * second old), and exactly when the key is claimed, under the placement lock, so that two buyers of the last place
+   * anywhere cannot both pay for it. The host it fits on, with its limits and load, for the capacity reserve.
    */
-  private async admit(demand: StreamLoad, client?: Client): Promise<HostLoad | undefined> {
-    const capacity = this.options.capacity;
-    if (!capacity || (demand.sources === 0 && demand.listeners === 0)) return undefined;
-    if (client) {
-      await capacity.lock(client);
-      const load = await this.streamLoad(capacity, client);
-      capacity.admit(demand, load);
-      return { limits: capacity.limits, load };
+  private async admit(attempt: Attempt, demand: StreamLoad, client?: Client): Promise<PoolHost | undefined> {
+    const placement = this.options.placement;
+    if (!placement || (demand.sources === 0 && demand.listeners === 0)) return undefined;
+    if (client) await placement.lock(client);
+    const own = ownHostOf(attempt);
+    if (own) {
+      const host = await placement.host(own, client);
+      if (host) placement.admitOn(host, demand);
+      return host;
     }
-    if (!this.recentLoad || Date.now() - this.recentLoad.at > 1000) {
-      const load = this.streamLoad(capacity);
-      load.catch(() => {
-        this.recentLoad = undefined;
+    return placement.choose(await (client ? placement.pool(client) : this.recentHosts(placement)), demand);
+  }
+
+  /** The pool as read at most a second ago (this instance's own claims clear it). */
+  private recentHosts(placement: HostPlacement): Promise<PoolHost[]> {
+    if (!this.recentPool || Date.now() - this.recentPool.at > 1000) {
+      const next = { at: Date.now(), hosts: placement.pool() };
+      next.hosts.catch(() => {
+        if (this.recentPool === next) this.recentPool = undefined;
       });
-      this.recentLoad = { at: Date.now(), load };
+      this.recentPool = next;
     }
-    const load = await this.recentLoad.load;
-    capacity.admit(demand, load);
-    return { limits: capacity.limits, load };
+    return this.recentPool.hosts;
   }
 
   /**
@@ -433,25 +439,6 @@ export class OrderService {
       if (this.recentBuyerChecks.get(key) === entry) this.recentBuyerChecks.delete(key);
     });
     return entry.check;
-  }
-
-  /**
-   * What this Icecast carries now, plus what paid orders not provisioned yet will add to it: one statement, so an
-   * order provisioned meanwhile is counted once, as an order or as a service.
-   */
-  private async streamLoad(capacity: StreamCapacity, client?: Client): Promise<StreamLoad> {
-    const { load, rows: inFlight } = await capacity.inUseAlong<InFlightOrder>(IN_FLIGHT_ORDERS_SQL, client);
-    for (const order of inFlight) {
-      const limits = serviceLimitsOf(
-        this.live.current.catalog.byId.get(order.product_id)?.product,
-        order.configuration,
-      );
-      // An upgrade in flight: its whole new listener count, as the service it replaces is not looked up here.
-      const added = streamLoadOf(limits, order.upgrade_of ? { limits: {} } : undefined);
-      load.sources += added.sources;
-      load.listeners += added.listeners;
-    }
-    return load;
   }
 
   async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {
@@ -575,6 +562,11 @@ function refundedError(order: OrderRow): ApiError {
       'if you still need the service.',
     { details: [{ order_id: order.id }] },
   );
+}
+
+/** The host of the service an upgrade or extension changes: it stays there. */
+function ownHostOf(attempt: Attempt): string | undefined {
+  return (attempt.upgradeOf ?? attempt.extensionOf)?.host_id ?? undefined;
 }
 
 /** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */

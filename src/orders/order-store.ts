@@ -30,6 +30,8 @@ export interface OrderRow {
   valid_before: string;
   /** The chain's height when the payment was verified; proof of payment is searched from there. */
   claim_block: string | null;
+  /** The streaming host the order was placed on when its payment was claimed (null: claimed before placement). */
+  host_id?: string | null;
   payment: Record<string, unknown>;
   requirements: Record<string, unknown>;
   state: OrderState;
@@ -53,11 +55,11 @@ const keyTaken = new Error('idempotency key taken');
  * Orders paid or being paid, not provisioned yet: what they will add to their Icecast is already spoken for. An
  * extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
  */
-export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_of FROM orders o
+export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_of, host_id FROM orders o
   WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
     AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
 
-export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of'>;
+export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of' | 'host_id'>;
 
 export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
 
@@ -134,9 +136,17 @@ export class OrderStore {
     );
   }
 
+  /** Paid or being paid, not provisioned yet: what these orders will add to their Icecast is already spoken for. */
+  async inFlight(client?: Client): Promise<InFlightOrder[]> {
+    return (
+      client ? (await client.query(IN_FLIGHT_ORDERS_SQL)).rows : await this.db.query(IN_FLIGHT_ORDERS_SQL)
+    ) as InFlightOrder[];
+  }
+
   /**
    * Claims the Idempotency-Key for a verified payment: the order starts in "settling" with a lease held by the caller.
-   * `admit` runs first in the same transaction (it may refuse by throwing). Undefined when another request holds the
+   * `admit` runs first in the same transaction (it may refuse by throwing; what it returns, the host the order is
+   * placed on, is stored with the order). Undefined when another request holds the
    * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
    * AuthorizationUsed).
    */
@@ -144,10 +154,8 @@ export class OrderStore {
     order: NewOrder,
     record: AuditEntry,
     leaseSeconds: number,
-    admit?: (client: Client) => Promise<void>,
+    admit?: (client: Client) => Promise<Pick<NewOrder, 'host_id'> | void>,
   ): Promise<OrderRow | undefined> {
-    const columns = Object.keys(order);
-    const values = Object.values(order);
     try {
       return await this.db.transaction(async (client) => {
         // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
@@ -156,7 +164,9 @@ export class OrderStore {
           [order.api_key_id],
         );
         if (!active.length) throw new KeyRevoked();
-        await admit?.(client);
+        const placed = { ...order, ...(await admit?.(client)) };
+        const columns = Object.keys(placed);
+        const values = Object.values(placed);
         // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
         // still taken last (see migration 008); the evaluation's key is checked at commit.
         const n = columns.length;

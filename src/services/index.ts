@@ -15,7 +15,7 @@ export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl }
 export { IcecastUsageMeter } from './icecast-usage-meter.js';
 export { AutoDjManager, AUTODJ_USER } from './autodj-manager.js';
 export { RelayManager, RELAY_USER } from './relay-manager.js';
-export { StreamCapacity, lockHostCapacity, type StreamLoad } from './stream-capacity.js';
+export type { StreamLoad } from './stream-load.js';
 export { storageOf, replacePlaylist } from './playlist.js';
 export { liveHoldingSql, type HolderScope } from './live-holdings.js';
 export { NowPlaying, songText, TRACK_HISTORY, type Track, type NewTrack, type TrackSource } from './now-playing.js';

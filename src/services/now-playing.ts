@@ -63,9 +63,17 @@ export class NowPlaying {
     private readonly admin: () => IcecastAdmin | undefined = () => undefined,
   ) {}
 
-  /** The owner's title (PUT now-playing), also sent to the mount so players that read ICY metadata show it. */
+  /**
+   * The owner's title (PUT now-playing), also sent to the mount so players that read ICY metadata show it: by this
+   * instance when it runs the service's Icecast, else by the service's host when woken.
+   */
   async setByOwner(service: { id: string; mount: string }, track: Omit<NewTrack, 'source'>): Promise<Track> {
     const added = await this.record(service.id, { ...track, source: 'owner' });
+    // The service's own host sends it to its mount (src/hosts/host-reconciler.ts), wherever this request landed.
+    await this.db.query(
+      "SELECT pg_notify('host_services', host_id) FROM services WHERE id = $1 AND host_id IS NOT NULL",
+      [service.id],
+    );
     await this.admin()
       ?.updateMetadata(service.mount, songText(track))
       .catch(() => false);

@@ -76,10 +76,13 @@ export class ServiceRecords {
     private readonly moreEndpoints: (service: ServiceRow) => Record<string, string> = () => ({}),
   ) {}
 
-  /** Creates the service of a paid order inside the caller's transaction; a second call for the same order returns the first service. */
+  /**
+   * Creates the service of a paid order inside the caller's transaction, on the host the order was placed on (an
+   * order claimed before placement: this instance's); a second call for the same order returns the first service.
+   */
   async createForOrder(
     client: Client,
-    order: { id: string; api_key_id: string; product_id: string },
+    order: { id: string; api_key_id: string; product_id: string; host_id?: string | null },
     limits: Record<string, unknown>,
     expiresAt: Date | null,
   ): Promise<ServiceRow> {
@@ -87,7 +90,9 @@ export class ServiceRecords {
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const inserted = await client.query(
       `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at, icecast_url, playlist, shuffle, host_id)
-       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (order_id) DO NOTHING ${RETURNING_WITH_HOST_URL}`,
+       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8,
+               COALESCE((SELECT public_url FROM streaming_hosts WHERE id = $12), $9), $10, $11, $12)
+       ON CONFLICT (order_id) DO NOTHING ${RETURNING_WITH_HOST_URL}`,
       [
         id,
         order.id,
@@ -100,7 +105,7 @@ export class ServiceRecords {
         this.streaming.publicUrl(),
         JSON.stringify(playlistOf(limits)),
         limits.shuffle === true,
-        this.streaming.hostId(),
+        order.host_id ?? this.streaming.hostId(),
       ],
     );
     if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;

@@ -126,6 +126,8 @@ export interface Service {
 export interface StartOptions {
   dataDir?: string;
   freshDatabase?: boolean;
+  /** serve's own arguments, e.g. ['--role', 'host']. */
+  args?: string[];
 }
 
 /**
@@ -138,7 +140,7 @@ export async function startService(env: Record<string, string> = {}, options: St
   const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
   if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
-  const child = spawn(process.execPath, [await prebuiltEntry(), 'serve'], {
+  const child = spawn(process.execPath, [await prebuiltEntry(), 'serve', ...(options.args ?? [])], {
     cwd: root,
     env: { ...process.env, ...fullEnv },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,173 @@
+import { ApiError } from '../errors/index.js';
+import { liveHoldingSql, type StreamLoad } from '../services/index.js';
+import type { Client, Database } from '../store/index.js';
+
+/** Placements and moves of services between hosts wait for each other until the caller's transaction ends. */
+export async function lockPlacement(client: Client): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream placement', 0))");
+}
+
+/** A host as placement sees it: what it carries, what is in use and spoken for, when its next service ends. */
+export interface PoolHost {
+  id: string;
+  limits: StreamLoad;
+  load: StreamLoad;
+  nextExpiry: Date | null;
+}
+
+export interface PlacementOptions {
+  /** A host whose heartbeat is older than this is not live: nothing is placed on it. */
+  downAfterSeconds: number;
+  /** The limits of a host that registered none (one sold before hosts registered their capacity). */
+  fallbackLimits: StreamLoad;
+  /** What paid orders not provisioned yet add, by the host they were placed on (null: placed before hosts were). */
+  inFlight(client?: Client): Promise<Map<string | null, StreamLoad>>;
+}
+
+const HOST_COLUMNS = `h.id, h.max_sources, h.max_listeners, held.live_services, held.listener_places, held.next_expiry
+  FROM streaming_hosts h CROSS JOIN LATERAL (${liveHoldingSql('host', 'h.id')}) held`;
+// Live: taking new services (not draining or down) and beating within the bound.
+const LIVE_HOSTS = `SELECT ${HOST_COLUMNS}
+  WHERE h.state = 'up' AND h.heartbeat_at > now() - make_interval(secs => $1) ORDER BY h.id`;
+const ONE_HOST = `SELECT ${HOST_COLUMNS} WHERE h.id = $1`;
+
+interface HostRow {
+  id: string;
+  max_sources: number | null;
+  max_listeners: number | null;
+  live_services: number;
+  listener_places: string;
+  next_expiry: Date | null;
+}
+
+/**
+ * Where a new stream goes: any live host with room, the one with the most free listener places (ties: the most free
+ * stream slots, then the id). Listener places are what a host spends its bandwidth on, so this spreads the traffic
+ * and leaves the largest holes for large orders to come. Checked before the 402 from a count (a second old at most,
+ * kept by the caller) and again when the payment is claimed, under one lock for the whole pool: the claim then
+ * records the host with the order, so every instance counts it there until its service exists. The pool-wide lock
+ * adds no new queue: a claim already appends to the audit chain under its one head lock.
+ */
+export class HostPlacement {
+  constructor(
+    private readonly db: Database,
+    private readonly options: PlacementOptions,
+  ) {}
+
+  /** Placements, and changes of what a placed service carries, wait for each other until the transaction ends. */
+  async lock(client: Client): Promise<void> {
+    await lockPlacement(client);
+  }
+
+  /** Every live host, with what is in use and spoken for on it. */
+  async pool(client?: Client): Promise<PoolHost[]> {
+    const inFlight = await this.options.inFlight(client);
+    const rows = await this.rows(LIVE_HOSTS, [this.options.downAfterSeconds], client);
+    return this.withInFlight(rows, inFlight);
+  }
+
+  /** One host whatever its state (an upgrade stays on its service's host), or undefined when it is not registered. */
+  async host(id: string, client?: Client): Promise<PoolHost | undefined> {
+    const inFlight = await this.options.inFlight(client);
+    const rows = await this.rows(ONE_HOST, [id], client);
+    return this.withInFlight(rows, inFlight)[0];
+  }
+
+  /** The host a new stream goes to (see the class); throws 503 capacity_exhausted when none has room. */
+  choose(hosts: PoolHost[], demand: StreamLoad): PoolHost {
+    const fitting = hosts.filter((h) => fits(h, demand));
+    if (!fitting.length) throw exhausted(hosts, demand);
+    return fitting.reduce((best, h) => (better(h, best) ? h : best));
+  }
+
+  /** Throws 503 capacity_exhausted unless `demand` fits on this host (an upgrade or a revival on its own host). */
+  admitOn(host: PoolHost, demand: StreamLoad): void {
+    if (!fits(host, demand)) throw exhausted([host], demand);
+  }
+
+  private async rows(sql: string, params: unknown[], client?: Client): Promise<HostRow[]> {
+    return (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as HostRow[];
+  }
+
+  /**
+   * The hosts with the orders in flight on them. The orders are read first: one provisioned between the two reads is
+   * then counted twice (for a moment, on the safe side) instead of not at all.
+   */
+  private withInFlight(rows: HostRow[], inFlight: Map<string | null, StreamLoad>): PoolHost[] {
+    const unplaced = inFlight.get(null) ?? { sources: 0, listeners: 0 };
+    return rows.map((row) => {
+      const added = inFlight.get(row.id) ?? { sources: 0, listeners: 0 };
+      return {
+        id: row.id,
+        limits: {
+          sources: row.max_sources ?? this.options.fallbackLimits.sources,
+          listeners: row.max_listeners ?? this.options.fallbackLimits.listeners,
+        },
+        // Orders placed before hosts were recorded with them may land on any host: each host counts them.
+        load: {
+          sources: row.live_services + added.sources + unplaced.sources,
+          listeners: Number(row.listener_places) + added.listeners + unplaced.listeners,
+        },
+        nextExpiry: row.next_expiry,
+      };
+    });
+  }
+}
+
+function fits(host: PoolHost, demand: StreamLoad): boolean {
+  if (demand.sources > 0 && host.load.sources + demand.sources > host.limits.sources) return false;
+  return !(demand.listeners > 0 && host.load.listeners + demand.listeners > host.limits.listeners);
+}
+
+const free = (h: PoolHost) => ({
+  sources: h.limits.sources - h.load.sources,
+  listeners: h.limits.listeners - h.load.listeners,
+});
+
+function better(a: PoolHost, b: PoolHost): boolean {
+  const [fa, fb] = [free(a), free(b)];
+  if (fa.listeners !== fb.listeners) return fa.listeners > fb.listeners;
+  if (fa.sources !== fb.sources) return fa.sources > fb.sources;
+  return a.id < b.id;
+}
+
+/** No host has room: why, and when to retry: the earliest expiry on any host. */
+function exhausted(hosts: PoolHost[], demand: StreamLoad): ApiError {
+  return new ApiError(
+    503,
+    'capacity_exhausted',
+    `${whyNoRoom(hosts, demand)}. Nothing was charged. Retry later (places come free as streams expire), or ask for ` +
+      'fewer listeners.',
+    { retryable: true, headers: { 'Retry-After': String(retryAfterSeconds(hosts)) } },
+  );
+}
+
+/** What is missing, in the words a single host used: a stream slot anywhere, or the listener places on one host. */
+function whyNoRoom(hosts: PoolHost[], demand: StreamLoad): string {
+  const sum = (pick: (h: PoolHost) => number) => hosts.reduce((n, h) => n + pick(h), 0);
+  const withSlot = hosts.filter((h) => demand.sources === 0 || h.load.sources + demand.sources <= h.limits.sources);
+  if (!hosts.length) return 'No streaming host of this deployment is up';
+  if (!withSlot.length) return `All ${sum((h) => h.limits.sources)} stream slots of this deployment are taken`;
+  if (hosts.length === 1) {
+    const [host] = hosts;
+    const left = Math.max(0, free(host).listeners);
+    return (
+      `This deployment has ${left} of its ${host.limits.listeners} listener places free, ` +
+      `fewer than the ${demand.listeners} asked`
+    );
+  }
+  const most = Math.max(0, ...withSlot.map((h) => free(h).listeners));
+  const all = sum((h) => h.limits.listeners);
+  return (
+    `No streaming host has the ${demand.listeners} listener places asked free ` +
+    `(at most ${most} on one host, of ${all} in all)`
+  );
+}
+
+/** Seconds until the first service on any host ends (at least 1); 300 when none will, 30 when no host is up. */
+function retryAfterSeconds(hosts: PoolHost[]): number {
+  if (!hosts.length) return 30;
+  const next = Math.min(...hosts.map((h) => h.nextExpiry?.getTime() ?? Number.POSITIVE_INFINITY));
+  if (!Number.isFinite(next)) return 300;
+  return Math.max(1, Math.ceil((next - Date.now()) / 1000));
+}
