@@ -5,9 +5,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { x402Client } from '@x402/core/client';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
@@ -31,6 +31,7 @@ import { DEV_ACCOUNTS, startEmbeddedChain, tokenAbi, type EmbeddedChain } from '
 import { emptyState, mergeDelta, type ChainState, type StateDelta } from '../src/chain/state.js';
 import { ledgerDelta, type LedgerEvent } from '../src/chain/token.js';
 import { createFacilitator, embeddedFacilitatorConfig, type Facilitator } from '../src/payments/facilitator.js';
+import { prebuiltEntry } from './support/prebuilt-cli.js';
 
 const USDC: Address = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 const NETWORK = 'eip155:8453';
@@ -431,12 +432,13 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
 
 test('anvil does not outlive a parent killed with SIGKILL', T, async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'chain-orphan-'));
-  const chainModule = fileURLToPath(new URL('../src/chain/index.ts', import.meta.url));
-  const script = `import { startEmbeddedChain } from ${JSON.stringify(chainModule)};
+  // The same module transformed ahead of time (see prebuiltEntry): a plain node parent, without tsx's loader.
+  const chainModule = join(dirname(dirname(await prebuiltEntry())), 'chain/index.js');
+  const script = `import { startEmbeddedChain } from ${JSON.stringify(pathToFileURL(chainModule).href)};
     const chain = await startEmbeddedChain({ dataDir: ${JSON.stringify(dataDir)} });
     console.log('pid', chain.pid);
     setInterval(() => {}, 1000);`;
-  const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+  const parent = spawn(process.execPath, ['--input-type=module', '-e', script], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

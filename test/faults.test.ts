@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
 import { freePort, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
-import { buy } from './support/purchase.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
+import { waitFor } from './support/streaming.js';
+import { copyTemplateCluster } from './support/template-data-dir.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -27,15 +28,33 @@ function isErrorDocument(body: any, requestId: string | null): boolean {
   );
 }
 
+/**
+ * One owning service for the file, on a PostgreSQL of the test's own (so that the first test can stop it) and a
+ * catalog roomy enough for the 80 purchases of the last test; the other tests attach instances of their own to it.
+ */
+let pgDir: string;
+let pgPort: number;
+let pg: RunningPostgres;
+let owner: Service;
+let roomy: Record<string, string>;
+
+before(async () => {
+  pgDir = await scratchDir('audio-pg-');
+  pgPort = await freePort();
+  await copyTemplateCluster(pgDir, 'migrated');
+  pg = await startEmbeddedPostgres(pgDir, () => {}, { port: pgPort });
+  cleanup.push(() => pg.stop());
+  // 80 streams bought with one key: above the shipped per-key limit.
+  roomy = { ...unlimited, ...(await roomyCatalog()) };
+  owner = await startService({ ...roomy, DATABASE_URL: pg.url });
+  cleanup.push(() => owner.stop());
+});
+
+const count = (statuses: Map<number, number>, status: number) => statuses.get(status) ?? 0;
+
 describe('faults', () => {
   test('PostgreSQL stopped and restarted under load: retryable 503s, nothing half-written, recovery without restart', async () => {
-    const pgDir = await scratchDir('audio-pg-');
-    const port = await freePort();
-    let pg: RunningPostgres = await startEmbeddedPostgres(pgDir, () => {}, { port });
-    cleanup.push(() => pg.stop());
-    const service = await startService({ ...unlimited, DATABASE_URL: pg.url });
-    cleanup.push(() => service.stop());
-
+    const service = owner;
     const statuses = new Map<number, number>();
     let running = true;
     const load = (async () => {
@@ -53,11 +72,19 @@ describe('faults', () => {
         }
       }
     })();
-    await new Promise((r) => setTimeout(r, 500));
+    // Each phase lasts until the load has seen what it is for (bounded), not a fixed time.
+    const seen = (what: string, status: number, atLeast: number) =>
+      Promise.race([
+        waitFor(what, () => count(statuses, status) >= atLeast, 60_000),
+        load.then(() => {
+          throw new Error(`the load stopped before ${what}`);
+        }),
+      ]);
+    await seen('answers before the outage', 200, 3);
     await pg.stop();
-    await new Promise((r) => setTimeout(r, 1500));
-    pg = await startEmbeddedPostgres(pgDir, () => {}, { port });
-    await new Promise((r) => setTimeout(r, 1500));
+    await seen('the outage', 503, 3);
+    pg = await startEmbeddedPostgres(pgDir, () => {}, { port: pgPort });
+    await seen('answers after the outage', 200, count(statuses, 200) + 3);
     running = false;
     await load;
 
@@ -72,9 +99,6 @@ describe('faults', () => {
   });
 
   test('chain unreachable: a retryable error, nothing provisioned; the same request succeeds once it is back', async () => {
-    const owner = await startService(unlimited);
-    cleanup.push(() => owner.stop());
-    const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
     const chainDir = await scratchDir('audio-chain-');
     const chainPort = await freePort();
     let chain: EmbeddedChain = await startEmbeddedChain({ dataDir: chainDir, port: chainPort });
@@ -82,7 +106,7 @@ describe('faults', () => {
     await chain.ensureFunded(chain.accounts.buyer.address, 10_000_000n);
     const attached = await startService({
       ...unlimited,
-      DATABASE_URL: lock.database_url,
+      DATABASE_URL: pg.url,
       CHAIN_RPC_URL: chain.rpcUrl,
       DEV_FACILITATOR_ACCOUNT: '5',
     });
@@ -124,15 +148,10 @@ describe('faults', () => {
   });
 
   test('an instance killed at each order state boundary with 20 purchases in flight: each paid authorization has exactly one service, nothing unpaid', async () => {
-    // 80 streams bought with one key: above the shipped per-key limit.
-    const roomy = { ...unlimited, ...(await roomyCatalog()) };
-    const owner = await startService(roomy);
-    cleanup.push(() => owner.stop());
-    const lock = JSON.parse(await readFile(join(owner.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(owner.dataDir, 'dev.json'), 'utf8'));
     const attachEnv = {
       ...roomy,
-      DATABASE_URL: lock.database_url,
+      DATABASE_URL: pg.url,
       CHAIN_RPC_URL: dev.chain.rpc_url,
       DEV_FACILITATOR_ACCOUNT: '6',
       ORDER_LEASE_SECONDS: '2',

@@ -65,8 +65,12 @@ function source(url: string, kbps = 64): ChildProcess {
   return child;
 }
 
+/**
+ * A listener once the mount is live. The source is an ffmpeg started beside the other tests' encoders: on a loaded
+ * machine it can take well over the default 20 s to connect, so the bound is wide (it returns as soon as it is live).
+ */
 async function listen(url: string): Promise<Listener> {
-  const listener = await listenWhenLive(url);
+  const listener = await listenWhenLive(url, 90_000);
   listeners.push(listener);
   return listener;
 }
@@ -102,7 +106,7 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     assert.notEqual(await exitOf(encoder, untilExpiry + 8000), null, 'the source was disconnected');
     await Promise.race([
       listener.ended,
-      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000)),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 20_000)),
     ]);
     const record = await request(service, 'GET', `/services/${svc.service_id}`);
     assert.equal(record.body.service.status, 'expired');
@@ -148,7 +152,7 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     assert.notEqual(await exitOf(encoder, 30_000), null, 'the source was disconnected');
     await Promise.race([
       listener.ended,
-      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 8000)),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 20_000)),
     ]);
     const record = await request(service, 'GET', `/services/${svc.service_id}`);
     assert.equal(record.body.service.status, 'suspended');

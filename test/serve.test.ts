@@ -28,6 +28,18 @@ async function postgresPid(dataDir: string): Promise<number> {
   return Number((await readFile(join(dataDir, 'pg/postmaster.pid'), 'utf8')).split('\n')[0]);
 }
 
+/**
+ * The tests that stop and start serve on a DATA_DIR take it over from the one before (a service on a DATA_DIR that has
+ * been restarted is as good as a fresh one for them), so the file starts as few services as it can; each test still
+ * starts one of its own when the one before left none running.
+ */
+let shared: Service | undefined;
+
+async function running(): Promise<Service> {
+  if (!shared || shared.process.exitCode !== null || shared.process.signalCode !== null) shared = await start();
+  return shared;
+}
+
 const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
 
 describe('serve', () => {
@@ -55,7 +67,7 @@ describe('serve', () => {
   });
 
   test('refuses a second serve on the same DATA_DIR, stops cleanly on SIGTERM and keeps the dev key', async () => {
-    const first = await start();
+    const first = await running();
     const pgPid = await postgresPid(first.dataDir);
     assert.ok(isAlive(pgPid));
 
@@ -73,19 +85,20 @@ describe('serve', () => {
     assert.equal(isAlive(pgPid), false, 'PostgreSQL stopped with serve');
 
     const again = await start({}, first.dataDir);
+    shared = again;
     assert.equal(again.apiKey, first.apiKey, 'the development key survives a restart');
     assert.equal((await request(again, 'POST', '/quotes', { body: instant })).status, 200);
-    await again.stop();
   });
 
   test('recovers the embedded PostgreSQL left behind by a killed serve', async () => {
-    const first = await start();
+    const first = await running();
     const pgPid = await postgresPid(first.dataDir);
+    assert.ok(isAlive(pgPid));
     await first.stop('SIGKILL');
     const next = await start({}, first.dataDir);
+    shared = next;
     assert.equal(isAlive(pgPid), false, 'the orphan was stopped');
     assert.equal((await request(next, 'POST', '/quotes', { body: instant })).status, 200);
-    await next.stop();
   });
 
   test('in production without payment configuration, orders answer 503 and availability says why', async () => {
@@ -106,7 +119,7 @@ describe('serve', () => {
   });
 
   test('with DATABASE_URL a second instance shares the database and the idempotency scope', async () => {
-    const first = await start();
+    const first = await running();
     const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
     const second = await start({ DATABASE_URL: lock.database_url });
     assert.equal((await request(second, 'GET', '/health', { auth: false })).body.checks.database.ok, true);

@@ -8,6 +8,7 @@ import { buy } from './support/purchase.js';
 import { cli, copyCatalog, request, root, scratchDir, startService } from './support/service.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { plain, spawnServe, type ServeProcess } from './support/terminal.js';
+import { copyTemplateCluster } from './support/template-data-dir.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -20,13 +21,24 @@ after(() => {
 
 requireStreamingTools();
 
+/**
+ * A DATA_DIR with the database serve's first start makes (a copy of the migrated template), for the tests that are not
+ * about a first start: the others start on an empty one, as a newcomer does.
+ */
+async function startedDataDir(): Promise<string> {
+  const dataDir = await scratchDir('audio-terminal-');
+  await copyTemplateCluster(dataDir, 'migrated');
+  return dataDir;
+}
+
 describe('serve, not on a terminal (JSON)', () => {
   test('every log line is JSON, PostgreSQL output stays at debug, one ready line; SIGINT to the process group stops it quickly and cleanly, and it starts again', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir });
     running.push(serve);
     await serve.waitFor(/metrics on \S+/);
-    await new Promise((r) => setTimeout(r, 200)); // the ready line follows the stdout lines
+    // The ready line follows the stdout lines.
+    await waitFor('the ready line', () => /"msg":"ready"/.test(serve.stderr()), 30_000);
 
     const lines = serve.stderr().split('\n').filter(Boolean);
     const entries = lines.map((line) => {
@@ -105,7 +117,7 @@ describe('serve, not on a terminal (JSON)', () => {
 
 describe('Ctrl-C while an AutoDJ plays', () => {
   test('its ffmpeg processes stop with serve, with no warning', async () => {
-    const dataDir = await scratchDir('audio-terminal-');
+    const dataDir = await startedDataDir();
     const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' });
     running.push(serve);
     await serve.waitFor(/metrics on \S+/);
@@ -208,11 +220,11 @@ describe('serve on a terminal', () => {
   });
 
   test('LOG_FORMAT=json keeps JSON on a terminal', async () => {
-    const dataDir = await scratchDir('audio-terminal-');
+    const dataDir = await startedDataDir();
     const serve = spawnServe({ DATA_DIR: dataDir, LOG_FORMAT: 'json' }, { terminal: true });
     running.push(serve);
     await serve.waitFor(/metrics on \S+/);
-    await new Promise((r) => setTimeout(r, 300));
+    await serve.waitFor(/"msg":"ready"/, 30_000);
     const shown = plain(serve.stdout()).split('\n').filter(Boolean);
     assert.deepEqual(
       shown.filter((l) => !l.startsWith('{') && !/^(serving|metrics) on /.test(l)),
