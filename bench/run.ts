@@ -15,6 +15,8 @@
  * --budget <s>: stop everything after this long instead of the default deadline (below), e.g. on a loaded machine.
  * --only orders: only the order benchmarks (no micro-benchmark, HTTP or streaming); writes only their section, with
  * the spread of their targets in it.
+ * --only startup: only the process start cost (bench/startup.ts): CPU of a serve start and of CLI commands.
+ * --startup-runs <n> (5): runs per process in it (the median is reported).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -56,9 +58,23 @@ const { values: args } = parseArgs({
     repeat: { type: 'string', default: '1' },
     only: { type: 'string' },
     budget: { type: 'string' },
+    'startup-runs': { type: 'string', default: '5' },
   },
 });
-if (args.only !== undefined && args.only !== 'orders') throw new Error(`--only takes "orders", not "${args.only}"`);
+if (args.only !== undefined && args.only !== 'orders' && args.only !== 'startup') {
+  throw new Error(`--only takes "orders" or "startup", not "${args.only}"`);
+}
+if (args.only === 'startup') {
+  const { runStartupSection } = await import('./startup.js');
+  const began = Date.now();
+  await runStartupSection({
+    root,
+    runs: Number(args['startup-runs']),
+    writeDocs: args['write-docs'] && !args['no-write-docs'],
+    log: (line) => process.stderr.write(`[bench ${((Date.now() - began) / 1000).toFixed(1)}s] ${line}\n`),
+  });
+  process.exit(0);
+}
 const onlyOrders = args.only === 'orders';
 if (onlyOrders && args['no-orders']) throw new Error('--only orders and --no-orders leave nothing to run');
 const durationSeconds = Number(args.duration);
