@@ -21,6 +21,7 @@ import {
   type SnapshotFiles,
 } from '../pricing/index.js';
 import { atomicToAmount } from '../rules/index.js';
+import { options, type Command } from './command-line.js';
 import type { Config } from './config.js';
 import { openDatabase } from './database-access.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -28,14 +29,8 @@ import { catalogHelp, PRICES_CHANGE_EXIT_CODE, ROW_LIMIT } from './catalog-help.
 import { previewExtension } from './extension-preview.js';
 import { progressReporter } from './progress.js';
 
-type Command = (config: Config, args: string[]) => Promise<number>;
-
 const print = (text: string) => process.stdout.write(`${text}\n`);
 const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
-
-function options(args: string[], name: string): string[] {
-  return args.flatMap((a, i) => (a === name && args[i + 1] !== undefined ? [args[i + 1]] : []));
-}
 
 async function loadFromDisk(
   config: Config,
