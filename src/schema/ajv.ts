@@ -22,6 +22,12 @@ export function createAjv(options: { useDefaults?: boolean } = {}) {
   return ajv;
 }
 
+/** A validator compiled when first asked for: a process that never validates such a value never compiles it. */
+export function compiledOnFirstUse<T>(compile: () => ValidateFunction<T>): () => ValidateFunction<T> {
+  let validate: ValidateFunction<T> | undefined;
+  return () => (validate ??= compile());
+}
+
 export interface SchemaProblem {
   /** JSON pointer of the value that is wrong (for a missing or unknown property, the property itself). */
   pointer: string;
