@@ -1,16 +1,10 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import {
-  AuditLog,
-  EVALUATION_KINDS,
-  exportBundle,
-  loadSigningKey,
-  Replayer,
-  signCurrentHead,
-  verifyBundle,
-  type SignedCheckpoint,
-  type SignedHead,
-} from '../audit/index.js';
+// The chain's own modules, not the audit index: list, show, verify and head start without the pricing and rules
+// modules that replaying needs (the commands that replay load the index when they run).
+import { AuditLog } from '../audit/audit-log.js';
+import { signCurrentHead } from '../audit/head-publisher.js';
+import { loadSigningKey, type SignedCheckpoint, type SignedHead } from '../audit/signing.js';
 import {
   dateOption,
   option,
@@ -33,9 +27,9 @@ async function operatorPublicKey(config: Config, args: string[]): Promise<KeyObj
 }
 
 /** How many records audit replay --all will replay (for its progress lines). */
-async function countEvaluations(db: CommandDatabase): Promise<number> {
+async function countEvaluations(db: CommandDatabase, kinds: readonly string[]): Promise<number> {
   const [row] = await db.query<{ n: string }>('SELECT count(*) AS n FROM audit_records WHERE kind = ANY($1)', [
-    [...EVALUATION_KINDS],
+    [...kinds],
   ]);
   return Number(row.n);
 }
@@ -99,6 +93,7 @@ export const auditCommands: Record<string, Command> = {
   async 'audit replay'(config, args) {
     const target = args.find((a) => a === '--all' || !a.startsWith('--'));
     if (!target) return usageError('audit replay needs ID or --all', helpFor('audit replay'));
+    const { EVALUATION_KINDS, Replayer } = await import('../audit/index.js');
     return withDatabase(config, async (db) => {
       const log = new AuditLog(db);
       const replayer = new Replayer(log);
@@ -106,7 +101,7 @@ export const auditCommands: Record<string, Command> = {
       let count = 0;
       const all = target === '--all';
       const progress = progressReporter(args);
-      const total = all && progress.enabled ? await countEvaluations(db) : 1;
+      const total = all && progress.enabled ? await countEvaluations(db, EVALUATION_KINDS) : 1;
       const ids = all ? log.all() : [{ id: target, kind: undefined }];
       for await (const { id, kind } of ids) {
         if (kind && !(EVALUATION_KINDS as readonly string[]).includes(kind)) continue;
@@ -162,6 +157,7 @@ export const auditCommands: Record<string, Command> = {
       return 2;
     }
     const signer = await loadSigningKey(signingKeyOptions(config, false));
+    const { exportBundle } = await import('../audit/index.js');
     const bundle = await withDatabase(config, (db) => exportBundle(db, new AuditLog(db), selection, signer));
     const text = `${JSON.stringify(bundle, null, 2)}\n`;
     const out = option(args, '--out');
@@ -184,6 +180,7 @@ export const auditCommands: Record<string, Command> = {
     }
     const keyFile = option(args, '--public-key');
     const trusted = keyFile ? createPublicKey(await readFile(keyFile, 'utf8')) : undefined;
+    const { verifyBundle } = await import('../audit/index.js');
     const verdict = await verifyBundle(JSON.parse(await readFile(file, 'utf8')), trusted);
     for (const f of verdict.facts) print(`  ${f}`);
     for (const p of verdict.problems) process.stderr.write(`DIFFERENCE ${p}\n`);
