@@ -131,7 +131,8 @@ function startupTable(samples: Map<string, number[]>, runs: number): string {
   const rows = [...samples].map(([name, values]) => {
     const base = name.startsWith('serve') || name.includes('(serve rounds)') ? serveBase : cliBase;
     const ms = median(values);
-    return `| ${name} | ${ms.toFixed(0)} | ${(ms / base).toFixed(1)}× | ${values.map((v) => v.toFixed(0)).join(', ')} |`;
+    const runs = values.map((v) => v.toFixed(0)).join(', ');
+    return `| ${name} | ${ms.toFixed(0)} | ${(ms / base).toFixed(1)}× | ${runs} |`;
   });
   return [
     '## Process start cost: latest run (`npm run bench -- --only startup`)',

@@ -17,7 +17,8 @@ const longestKey = 1000; // YAML refuses implicit keys over 1024 characters
 
 /** Whether each object of this (valid) JSON text names each key once; false also for keys to leave to YAML. */
 function keysAreUnique(text: string): boolean {
-  const objects: (Set<string> | undefined)[] = []; // one entry per open bracket: the keys of an object, none for an array
+  // One entry per open bracket: the keys of an object so far, or none for an array.
+  const objects: (Set<string> | undefined)[] = [];
   let expectKey = false;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
