@@ -131,8 +131,8 @@ function startupTable(samples: Map<string, number[]>, runs: number): string {
   const rows = [...samples].map(([name, values]) => {
     const base = name.startsWith('serve') || name.includes('(serve rounds)') ? serveBase : cliBase;
     const ms = median(values);
-    const runs = values.map((v) => v.toFixed(0)).join(', ');
-    return `| ${name} | ${ms.toFixed(0)} | ${(ms / base).toFixed(1)}× | ${runs} |`;
+    const each = values.map((v) => v.toFixed(0)).join(', ');
+    return `| ${name} | ${ms.toFixed(0)} | ${(ms / base).toFixed(1)}× | ${each} |`;
   });
   return [
     '## Process start cost: latest run (`npm run bench -- --only startup`)',
