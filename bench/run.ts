@@ -17,6 +17,8 @@
  * the spread of their targets in it.
  * Last, admission at the scale of a host (bench/admission.ts, its own process and service; also `npm run
  * bench:admission`): 2000 listeners opened at once on 40 streams of 50 places. --only admission: only that.
+ * --only startup: only the process start cost (bench/startup.ts): CPU of a serve start and of CLI commands.
+ * --startup-runs <n> (5): runs per process in it (the median is reported).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -58,10 +60,24 @@ const { values: args } = parseArgs({
     repeat: { type: 'string', default: '1' },
     only: { type: 'string' },
     budget: { type: 'string' },
+    'startup-runs': { type: 'string', default: '5' },
   },
 });
-if (args.only !== undefined && args.only !== 'orders' && args.only !== 'admission')
-  throw new Error(`--only takes "orders" or "admission", not "${args.only}"`);
+const ONLY = ['orders', 'admission', 'startup'];
+if (args.only !== undefined && !ONLY.includes(args.only)) {
+  throw new Error(`--only takes ${ONLY.map((o) => `"${o}"`).join(', ')}, not "${args.only}"`);
+}
+if (args.only === 'startup') {
+  const { runStartupSection } = await import('./startup.js');
+  const began = Date.now();
+  await runStartupSection({
+    root,
+    runs: Number(args['startup-runs']),
+    writeDocs: args['write-docs'] && !args['no-write-docs'],
+    log: (line) => process.stderr.write(`[bench ${((Date.now() - began) / 1000).toFixed(1)}s] ${line}\n`),
+  });
+  process.exit(0);
+}
 const onlyOrders = args.only === 'orders';
 if (args.only === 'admission') {
   const writeAdmission = args['write-docs'] && !args['no-write-docs'];

@@ -286,7 +286,11 @@ describe('published JSON Schemas', () => {
     assert.match(catalog, /^# yaml-language-server: \$schema=\.\.\/schemas\/catalog\.schema\.json\n/);
     // The published files are schemas a standard validator accepts, and the shipped files are valid against them.
     const ajv = createAjv();
-    const load = async (name: string) => JSON.parse(await readFile(join(root, 'schemas', name), 'utf8'));
+    const load = async (name: string) => {
+      const schema = JSON.parse(await readFile(join(root, 'schemas', name), 'utf8'));
+      assert.ok(ajv.validateSchema(schema), `${name}: ${ajv.errorsText(ajv.errors)}`); // against the 2020-12 meta-schema
+      return schema;
+    };
     assert.ok(ajv.validate(await load('catalog.schema.json'), parse(catalog)), JSON.stringify(ajv.errors));
     const validateProduct = ajv.compile(await load('product.schema.json'));
     const products = (await readdir(join(root, 'catalog/products'))).filter((f) => f.endsWith('.yaml'));

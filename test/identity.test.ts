@@ -50,7 +50,9 @@ after(async () => {
 const described = (() => {
   const ajv = createAjv();
   ajv.addKeyword('components'); // the part's schemas refer to each other as in the OpenAPI document
-  ajv.addSchema({ $id: 'doc', components: { schemas: { ...part.schemas, Service: { type: 'object' } } } });
+  const doc = { $id: 'doc', components: { schemas: { ...part.schemas, Service: { type: 'object' } } } };
+  assert.ok(ajv.validateSchema(doc), ajv.errorsText(ajv.errors)); // against the 2020-12 meta-schema
+  ajv.addSchema(doc);
   return (name: string, body: unknown) => {
     const validate = ajv.getSchema(`doc#/components/schemas/${name}`)!;
     assert.ok(validate(body), `${name}: ${JSON.stringify(validate.errors)}`);

@@ -1,13 +1,13 @@
-import { createAjv, schemaProblems, type ValidateFunction } from '../schema/ajv.js';
+import { compiledOnFirstUse, createAjv, schemaProblems, type ValidateFunction } from '../schema/ajv.js';
 import { parametersSchema } from './parameters.js';
 import { catalogFileSchema, productFileSchema } from './schemas.js';
 import { SourceFile, type Diagnostic } from './source.js';
 import type { Catalog, CatalogProduct, CatalogSettings, ParameterDescriptor, Product } from './types.js';
 
 const ajv = createAjv();
-const validateCatalogFile = ajv.compile<CatalogSettings>(catalogFileSchema);
-const validateProductFile = ajv.compile<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(
-  productFileSchema,
+const catalogFileValidator = compiledOnFirstUse(() => ajv.compile<CatalogSettings>(catalogFileSchema));
+const productFileValidator = compiledOnFirstUse(() =>
+  ajv.compile<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(productFileSchema),
 );
 
 export const CATALOG_FILE = 'catalog/catalog.yaml';
@@ -28,13 +28,13 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
         },
       ],
     };
-  const settings = validated(settingsFile, validateCatalogFile, diagnostics);
+  const settings = validated(settingsFile, catalogFileValidator(), diagnostics);
 
   const products: CatalogProduct[] = [];
   // Products whose file exists but is invalid: already reported there, so not reported again as missing elsewhere.
   const invalid = new Set<string>();
   for (const file of files.filter((f) => f.path.startsWith('catalog/products/'))) {
-    const product = validated(file, validateProductFile, diagnostics);
+    const product = validated(file, productFileValidator(), diagnostics);
     if (!product) {
       invalid.add(idFromPath(file.path));
       continue;

@@ -1,4 +1,5 @@
-import { LineCounter, parseDocument, isMap, isSeq, isPair, isScalar, type Node } from 'yaml';
+import { LineCounter, parseDocument, isMap, isSeq, isPair, isScalar, type Document, type Node } from 'yaml';
+import { plainJson } from './plain-json.js';
 
 export interface Diagnostic {
   file: string;
@@ -21,28 +22,46 @@ export function formatDiagnosticWithSource(d: Diagnostic, text: string | undefin
   return `${formatDiagnostic(d)}\n  ${gutter}${line}\n  ${' '.repeat(gutter.length + d.column - 1)}^`;
 }
 
-/** A catalog or rules file as text, parsed with positions so errors can name file:line:column. JSON files parse as YAML too. */
+/**
+ * A catalog or rules file as text, parsed with positions so errors can name file:line:column. JSON files parse as YAML
+ * too; a JSON file that JSON.parse reads without a repeated key (most rules files, most of the time) is read that way,
+ * and parsed as YAML, for positions, only when a diagnostic needs one (that parse was most of a service's start).
+ */
 export class SourceFile {
   readonly value: unknown;
   readonly syntaxErrors: Diagnostic[];
-  private readonly lines = new LineCounter();
-  private readonly document;
+  private positioned?: { document: Document.Parsed; lines: LineCounter };
 
   constructor(
     readonly path: string,
     readonly text: string,
   ) {
-    this.document = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
-    this.syntaxErrors = [...this.document.errors, ...this.document.warnings].map((e) => {
+    const json = path.endsWith('.json') ? plainJson(text) : undefined;
+    if (json) {
+      this.value = json.value;
+      this.syntaxErrors = [];
+      return;
+    }
+    const { document } = this.parsed();
+    this.syntaxErrors = [...document.errors, ...document.warnings].map((e) => {
       const { line, col } = this.position(e.pos[0]);
       return { file: path, line, column: col, message: e.message.split('\n')[0], code: 'yaml_syntax' };
     });
-    this.value = this.syntaxErrors.length ? undefined : this.document.toJS();
+    this.value = this.syntaxErrors.length ? undefined : document.toJS();
+  }
+
+  private parsed(): { document: Document.Parsed; lines: LineCounter } {
+    if (!this.positioned) {
+      const lines = new LineCounter();
+      const document = parseDocument(this.text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+      this.positioned = { document, lines };
+    }
+    return this.positioned;
   }
 
   /** Line and column of an offset; an error at the very end of the file is shown at the end of its last line. */
   private position(offset: number): { line: number; col: number } {
-    return this.lines.linePos(Math.min(offset, this.text.trimEnd().length));
+    return this.parsed().lines.linePos(Math.min(offset, this.text.trimEnd().length));
   }
 
   /** Diagnostic at the node a JSON pointer names, or at its key when `at` is 'key'; falls back to the nearest existing parent. */
@@ -51,7 +70,8 @@ export class SourceFile {
       .split('/')
       .slice(1)
       .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-    let node: unknown = this.document.contents;
+    const { document, lines } = this.parsed();
+    let node: unknown = document.contents;
     let offset = (node as Node | null)?.range?.[0] ?? 0;
     for (const segment of segments) {
       const found = child(node, segment);
@@ -62,7 +82,7 @@ export class SourceFile {
         (found.value as Node | null)?.range?.[0] ??
         offset;
     }
-    const { line, col } = this.lines.linePos(offset);
+    const { line, col } = lines.linePos(offset);
     return { file: this.path, line, column: col, message, ...(code && { code }) };
   }
 }

@@ -1,6 +1,5 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AuditLog } from '../audit/index.js';
 import { formatDiagnostic, formatDiagnosticWithSource, type Diagnostic } from '../catalog/index.js';
 import {
   diffSnapshots,
@@ -21,21 +20,15 @@ import {
   type SnapshotFiles,
 } from '../pricing/index.js';
 import { atomicToAmount } from '../rules/index.js';
+import { options, type Command } from './command-line.js';
 import type { Config } from './config.js';
-import { openDatabase } from './database-access.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { catalogHelp, PRICES_CHANGE_EXIT_CODE, ROW_LIMIT } from './catalog-help.js';
 import { previewExtension } from './extension-preview.js';
 import { progressReporter } from './progress.js';
 
-type Command = (config: Config, args: string[]) => Promise<number>;
-
 const print = (text: string) => process.stdout.write(`${text}\n`);
 const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
-
-function options(args: string[], name: string): string[] {
-  return args.flatMap((a, i) => (a === name && args[i + 1] !== undefined ? [args[i + 1]] : []));
-}
 
 async function loadFromDisk(
   config: Config,
@@ -262,6 +255,11 @@ async function previousVersion(
   );
   const hash = health.catalog?.content_hash;
   if (!hash) throw new Error(`${running.base_url}/health did not name a catalog content hash`);
+  // The database (and the audit chain) only here: check, preview and the other comparisons start without them.
+  const [{ openDatabase }, { AuditLog }] = await Promise.all([
+    import('./database-access.js'),
+    import('../audit/index.js'),
+  ]);
   const { db, close } = await openDatabase(config);
   try {
     const files = await new AuditLog(db).snapshotFiles(hash);

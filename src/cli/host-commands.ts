@@ -7,10 +7,7 @@ import {
   type HostReport,
 } from '../hosts/index.js';
 import type { Database } from '../store/index.js';
-import type { Config } from './config.js';
-import { withDatabase } from './database-access.js';
-
-type Command = (config: Config, args: string[]) => Promise<number>;
+import { withDatabase, type Command } from './command-line.js';
 
 /** One line per host for a terminal. */
 function hostLine(h: HostReport): string {

@@ -1,4 +1,8 @@
-import pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type PinoPretty from 'pino-pretty';
+
+// Loaded only for a person at a terminal: a service logging JSON (every test's) starts without it.
+const requireModule = createRequire(import.meta.url);
 
 /**
  * One short line per entry on stderr: time, level, message, then the entry's fields as key=value (an error as its
@@ -6,6 +10,7 @@ import pretty from 'pino-pretty';
  */
 export function prettyStream(hidden: string[]) {
   const skip = new Set(['level', 'time', 'msg', 'pid', 'hostname', ...hidden]);
+  const pretty: typeof PinoPretty = requireModule('pino-pretty');
   return pretty({
     destination: 2,
     sync: true,

@@ -1,11 +1,11 @@
 import type { Diagnostic, SourceFile } from '../catalog/source.js';
-import { createAjv, schemaProblems } from '../schema/ajv.js';
+import { compiledOnFirstUse, createAjv, schemaProblems } from '../schema/ajv.js';
 import { knownOperators } from './operators.js';
 import { ruleDocumentSchema } from './schema.js';
 import { Stage } from './stage.js';
 import type { DerivedFactSpec, RuleDocument, RuleSpec } from './types.js';
 
-const validateDocument = createAjv().compile<RuleDocument>(ruleDocumentSchema);
+const documentValidator = compiledOnFirstUse(() => createAjv().compile<RuleDocument>(ruleDocumentSchema));
 
 const baseFacts = {
   product: ['product', 'settings'],
@@ -30,6 +30,7 @@ export type CompiledRules = Record<StageName, Stage>;
 /** Validates rule files and builds one Stage per stage; errors name file:line:column. */
 export function compileRules(files: SourceFile[]): { rules?: CompiledRules; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
+  const validateDocument = documentValidator();
   const collected = Object.fromEntries(
     Object.keys(baseFacts).map((stage) => [stage, { rules: [] as RuleSpec[], derived: [] as DerivedFactSpec[] }]),
   ) as Record<StageName, { rules: RuleSpec[]; derived: DerivedFactSpec[] }>;

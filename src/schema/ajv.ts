@@ -3,16 +3,29 @@ import addFormats from 'ajv-formats';
 
 export type { ValidateFunction };
 
-/** Every schema in the service is compiled by one strictly configured Ajv (JSON Schema 2020-12). */
+/**
+ * Every schema in the service is compiled by one strictly configured Ajv (JSON Schema 2020-12). They are the service's
+ * own (the catalog's parameter schemas are built from descriptors that the product file schema checked, with
+ * file:line:column): strict mode still refuses unknown keywords and keyword values of the wrong type at compile time;
+ * checking each against the meta-schema as well (compiling the meta-schema, about 0.1 s of CPU per Ajv, in every
+ * process) is left to test/schema-meta.test.ts, which checks every schema the service compiles.
+ */
 export function createAjv(options: { useDefaults?: boolean } = {}) {
   const ajv = new Ajv2020({
     strict: true,
+    validateSchema: false,
     allErrors: true,
     useDefaults: options.useDefaults ?? false,
     coerceTypes: false,
   });
   addFormats.default(ajv);
   return ajv;
+}
+
+/** A validator compiled when first asked for: a process that never validates such a value never compiles it. */
+export function compiledOnFirstUse<T>(compile: () => ValidateFunction<T>): () => ValidateFunction<T> {
+  let validate: ValidateFunction<T> | undefined;
+  return () => (validate ??= compile());
 }
 
 export interface SchemaProblem {
