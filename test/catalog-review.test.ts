@@ -212,23 +212,10 @@ describe('catalog diff against the running service', () => {
 });
 
 describe('catalog preview', () => {
+  const configuration = ['duration_hours=2', 'max_listeners=10', 'bitrate_kbps=128', 'transfer_gb=1'];
+  const previewArgs = ['catalog', 'preview', 'instant-stream', ...configuration.flatMap((p) => ['--param', p])];
   test('one price with its lines and the rules that fired, from the files on disk', async () => {
-    const result = await cli(
-      [
-        'catalog',
-        'preview',
-        'instant-stream',
-        '--param',
-        'duration_hours=2',
-        '--param',
-        'max_listeners=10',
-        '--param',
-        'bitrate_kbps=128',
-        '--param',
-        'transfer_gb=1',
-      ],
-      env(),
-    );
+    const result = await cli(previewArgs, env());
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(result.stdout.split('\n').slice(0, 7), [
       'instant-stream duration_hours=2 max_listeners=10 bitrate_kbps=128 transfer_gb=1',
@@ -240,20 +227,7 @@ describe('catalog preview', () => {
       '  rules fired: formula-base, formula-duration, transfer',
     ]);
     const edited = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
-      inProcess([
-        'catalog',
-        'preview',
-        'instant-stream',
-        '--param',
-        'duration_hours=2',
-        '--param',
-        'max_listeners=10',
-        '--param',
-        'bitrate_kbps=128',
-        '--param',
-        'transfer_gb=1',
-        '--json',
-      ]),
+      inProcess([...previewArgs, '--json']),
     );
     assert.equal(edited.code, 0, edited.stderr);
     const document = JSON.parse(edited.stdout);
