@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { publishedSchemas, schemaText } from '../src/catalog/index.js';
 import { createAjv } from '../src/schema/ajv.js';
+import { catalogCommand } from './support/catalog-command.js';
 import { cli, copyCatalog, root, startService, type Service } from './support/service.js';
 
 type Copy = Awaited<ReturnType<typeof copyCatalog>>;
@@ -19,6 +20,12 @@ after(async () => {
 });
 
 const env = () => ({ CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+/**
+ * The same command run in this process (support/catalog-command.ts), for the variations of a behaviour a real CLI run
+ * of this file covers: diff as text and --json, against a folder, a git ref and the running service, its errors;
+ * preview as text, and a configuration it cannot price.
+ */
+const inProcess = (args: string[]) => catalogCommand(args, env());
 
 /** Edits one file of the copy for the duration of `work`. */
 async function withEdit<T>(file: string, edit: (text: string) => string, work: () => Promise<T>): Promise<T> {
@@ -101,7 +108,7 @@ describe('catalog diff', () => {
           'max_listeners: { type: integer, required: true, minimum: 1, maximum: 50 }',
           'max_listeners: { type: integer, required: true, minimum: 1, maximum: 40 }',
         ),
-      () => cli(['catalog', 'diff', '--against', root, '--json'], env(), 300_000),
+      () => inProcess(['catalog', 'diff', '--against', root, '--json']),
     );
     assert.equal(result.code, 3, result.stderr);
     const product = JSON.parse(result.stdout).products.find((p: any) => p.product_id === 'event-stream');
@@ -115,7 +122,7 @@ describe('catalog diff', () => {
   });
 
   test('no edit: exit 0, no price changes', async () => {
-    const result = await cli(['catalog', 'diff', '--against', root, '--progress'], env(), 300_000);
+    const result = await inProcess(['catalog', 'diff', '--against', root, '--progress']);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^no price changes$/m);
     assert.doesNotMatch(result.stdout, /: changed$/m);
@@ -127,7 +134,7 @@ describe('catalog diff', () => {
     const result = await withEdit(
       'rules/pricing.json',
       (t) => t.replace('"sequence": 30', '"sequence": 31'),
-      () => cli(['catalog', 'diff', '--against', root], env(), 300_000),
+      () => inProcess(['catalog', 'diff', '--against', root]),
     );
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^rules:\n {2}transfer \(rules\/pricing\.json\): changed$/m);
@@ -154,7 +161,7 @@ describe('catalog diff', () => {
     await git('add', 'catalog', 'rules');
     await git('commit', '-q', '-m', 'shipped catalog');
     const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
-      cli(['catalog', 'diff', '--against', 'HEAD'], env(), 300_000),
+      inProcess(['catalog', 'diff', '--against', 'HEAD']),
     );
     assert.equal(result.code, 3, result.stderr);
     assert.match(result.stdout, /compared with git HEAD/);
@@ -168,7 +175,7 @@ describe('catalog diff', () => {
     const result = await withEdit(
       'catalog/products/instant-stream.yaml',
       (t) => t.replace('per_gb_atomic: "15000"', 'per_gb_atomic: "10000"'),
-      () => cli(['catalog', 'diff', '--against', root], env()),
+      () => inProcess(['catalog', 'diff', '--against', root]),
     );
     assert.equal(result.code, 1);
     assert.match(result.stderr, /instant-stream\.yaml:\d+:\d+: the formula says transfer_gb x 0\.015 USDC/);
@@ -205,23 +212,10 @@ describe('catalog diff against the running service', () => {
 });
 
 describe('catalog preview', () => {
+  const configuration = ['duration_hours=2', 'max_listeners=10', 'bitrate_kbps=128', 'transfer_gb=1'];
+  const previewArgs = ['catalog', 'preview', 'instant-stream', ...configuration.flatMap((p) => ['--param', p])];
   test('one price with its lines and the rules that fired, from the files on disk', async () => {
-    const result = await cli(
-      [
-        'catalog',
-        'preview',
-        'instant-stream',
-        '--param',
-        'duration_hours=2',
-        '--param',
-        'max_listeners=10',
-        '--param',
-        'bitrate_kbps=128',
-        '--param',
-        'transfer_gb=1',
-      ],
-      env(),
-    );
+    const result = await cli(previewArgs, env());
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(result.stdout.split('\n').slice(0, 7), [
       'instant-stream duration_hours=2 max_listeners=10 bitrate_kbps=128 transfer_gb=1',
@@ -233,23 +227,7 @@ describe('catalog preview', () => {
       '  rules fired: formula-base, formula-duration, transfer',
     ]);
     const edited = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
-      cli(
-        [
-          'catalog',
-          'preview',
-          'instant-stream',
-          '--param',
-          'duration_hours=2',
-          '--param',
-          'max_listeners=10',
-          '--param',
-          'bitrate_kbps=128',
-          '--param',
-          'transfer_gb=1',
-          '--json',
-        ],
-        env(),
-      ),
+      inProcess([...previewArgs, '--json']),
     );
     assert.equal(edited.code, 0, edited.stderr);
     const document = JSON.parse(edited.stdout);
@@ -261,10 +239,10 @@ describe('catalog preview', () => {
     const invalid = await cli(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours=0'], env());
     assert.equal(invalid.code, 1);
     assert.match(invalid.stderr, /^not priced \(invalid_parameters\): .*duration_hours must be >= 1/);
-    const unknown = await cli(['catalog', 'preview', 'instant-streams'], env());
+    const unknown = await inProcess(['catalog', 'preview', 'instant-streams']);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^no product instant-streams; the catalog has: radio-directo, /);
-    const malformed = await cli(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours'], env());
+    const malformed = await inProcess(['catalog', 'preview', 'instant-stream', '--param', 'duration_hours']);
     assert.equal(malformed.code, 2);
     assert.match(malformed.stderr, /write NAME=VALUE/);
   });

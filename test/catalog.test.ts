@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { catalogCommand } from './support/catalog-command.js';
 import { cli, copyCatalog } from './support/service.js';
 
 type Copy = Awaited<ReturnType<typeof copyCatalog>>;
@@ -15,8 +16,12 @@ after(async () => {
   await copy.remove();
 });
 
-/** Applies an edit to one file, runs `catalog check`, restores the file. */
-async function checkWith(file: string, edit: (text: string) => string) {
+/**
+ * Applies an edit to one file, runs `catalog check`, restores the file. The command runs in this process
+ * (support/catalog-command.ts) unless `run` is the real CLI: the tests that run it cover its wiring, text and --json,
+ * exit 0 and 1.
+ */
+async function checkWith(file: string, edit: (text: string) => string, run = catalogCommand) {
   const path = join(copy.dir, file);
   if (!originals.has(path)) originals.set(path, await readFile(path, 'utf8'));
   const original = originals.get(path)!;
@@ -24,7 +29,7 @@ async function checkWith(file: string, edit: (text: string) => string) {
   assert.notEqual(edited, original, 'the edit must change the file');
   await writeFile(path, edited);
   try {
-    return await cli(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
+    return await run(['catalog', 'check'], { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
   } finally {
     await writeFile(path, original);
   }
@@ -44,7 +49,8 @@ describe('catalog check', () => {
   test('a wrong type names file, line and column', async () => {
     const file = 'catalog/products/instant-stream.yaml';
     const text = await readFile(join(copy.dir, file), 'utf8');
-    const result = await checkWith(file, (t) => t.replace('per_hour_atomic: "20000"', 'per_hour_atomic: 20000'));
+    // The real CLI: a problem in text on stderr, exit 1.
+    const result = await checkWith(file, (t) => t.replace('per_hour_atomic: "20000"', 'per_hour_atomic: 20000'), cli);
     assert.equal(result.code, 1);
     assert.match(
       result.stderr,

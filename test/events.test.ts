@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { postWebhook, verifySignature, webhookUrlPolicy } from '../src/events/index.js';
 import { buy, payFor } from './support/purchase.js';
+import { createApiKey } from './support/api-key.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { openSse } from './support/sse.js';
@@ -353,7 +354,7 @@ describe('events', () => {
   });
 
   test("one key's many slow endpoints and backlog do not hold up another key's webhooks", async () => {
-    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'slow-endpoints'])).stdout);
+    const created = await createApiKey(service, 'slow-endpoints');
     const slowBuyer = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => {
@@ -390,7 +391,7 @@ describe('events', () => {
   });
 
   test('event streams are capped per API key and per service: the next one gets 429 too_many_event_streams', async () => {
-    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'many-streams'])).stdout);
+    const created = await createApiKey(service, 'many-streams');
     const owner = { baseUrl: service.baseUrl, apiKey: created.api_key as string };
     const [one, two] = [(await stream(1, owner)).service.service_id, (await stream(1, owner)).service.service_id];
     const open = async (id: string) => {
@@ -427,7 +428,7 @@ describe('events', () => {
   });
 
   test('an SSE stream ends within a heartbeat when its API key is revoked, and the key cannot open it again', async () => {
-    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'sse-revoked'])).stdout);
+    const created = await createApiKey(service, 'sse-revoked');
     const owner = { baseUrl: service.baseUrl, apiKey: created.api_key };
     const bought = await stream(1, owner);
     const url = `${service.baseUrl}/services/${bought.service.service_id}/events`;

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { buy, payFor } from './support/purchase.js';
+import { createApiKey } from './support/api-key.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
@@ -291,7 +292,7 @@ describe('extending a service', () => {
     timeout: 60_000,
   }, async () => {
     const svc = await stream(1);
-    const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'stranger'])).stdout);
+    const created = await createApiKey(service, 'stranger');
     const stranger = await request(
       { baseUrl: service.baseUrl, apiKey: created.api_key },
       'POST',

@@ -51,8 +51,9 @@ describe('HLS at expiry', { skip }, () => {
     const dir = join(service.dataDir, 'hls', svc.service_id);
     assert.ok(existsSync(dir));
 
-    // The player keeps polling, as players do, until the stream ends.
-    const ended = await waitFor(
+    // The player keeps polling, as players do (about once a segment, not 20 times a second), until the stream ends.
+    const ended = await pollEvery(
+      1000,
       'the HLS playlist to end',
       async () => {
         const answer = await fetch(media);
@@ -78,3 +79,14 @@ describe('HLS at expiry', { skip }, () => {
     assert.ok(usage.bytes.sent_to_listeners > 0, 'the HLS bytes stay in the usage');
   });
 });
+
+/** Like waitFor, at a player's pace. */
+async function pollEvery<T>(ms: number, what: string, probe: () => Promise<T | false>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}

@@ -78,28 +78,31 @@ describe('an instance killed (SIGKILL) between two steps of an order', () => {
       assert.equal(again.status, 409);
       assert.equal(again.body.error.code, 'payment_already_used');
       await revived.stop();
+      recovered = { dataDir, service: response.body.service };
     });
   }
 });
 
+/** The last crash test's data directory and the service its order delivered after the restart. */
+let recovered: { dataDir: string; service: { service_id: string; expires_at: string } } | undefined;
+
+async function orderOnNewInstance() {
+  const dataDir = await scratchDir('audio-crash-ext-');
+  const first = await start(dataDir, {});
+  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const ask = await request(first, 'POST', '/orders', { body, headers: { 'idempotency-key': 'ext-order' } });
+  const ordered = await retryUntilSettled(first, 'ext-order', await wallet.pay(ask.headers.get('payment-required')!));
+  assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+  await first.stop();
+  return { dataDir, service: ordered.body.service };
+}
+
 describe('an instance killed while an extension is being paid', () => {
   test('after_settled: the recovery loop finishes the extension by itself; the retry gets it, charged exactly once', async () => {
-    const dataDir = await scratchDir('audio-crash-ext-');
-    const first = await start(dataDir, {});
+    // The active service an earlier test recovered (its instance stopped), or one bought here when run alone.
+    const { dataDir, service: svc } = recovered ?? (await orderOnNewInstance());
     const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const ordered = await retryUntilSettled(
-      first,
-      'ext-order',
-      await wallet.pay(
-        (await request(first, 'POST', '/orders', { body, headers: { 'idempotency-key': 'ext-order' } })).headers.get(
-          'payment-required',
-        )!,
-      ),
-    );
-    assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
-    const svc = ordered.body.service;
-    await first.stop();
 
     const doomed = await start(dataDir, { ORDER_CRASH_AT: 'after_settled' });
     // Each start runs the chain on a new port.

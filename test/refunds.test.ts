@@ -9,6 +9,7 @@ import { Database } from '../src/store/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { jwsPayload, mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { openSse } from './support/sse.js';
+import { createApiKey } from './support/api-key.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
@@ -158,8 +159,7 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
 
   test("someone else's service: the same 404 as an unknown id", async () => {
     const id = ordered.body.service.service_id;
-    const other = await service.cli(['keys', 'create', '--name', 'someone-else']);
-    const otherKey = JSON.parse(other.stdout).api_key;
+    const otherKey = (await createApiKey(service, 'someone-else')).api_key;
     const theirs = await request({ baseUrl: service.baseUrl, apiKey: otherKey }, 'POST', `/services/${id}/stop`);
     const unknown = await request(service, 'POST', '/services/svc_doesnotexist42/stop');
     assert.equal(theirs.status, 404);
@@ -298,6 +298,18 @@ describe('a paid order that cannot be provisioned is refunded in full, automatic
       assert.match(failed.body.error.message, /refunded automatically/);
       assert.equal(await usdcBalance(dev.chain.rpc_url, wallet.address), before - 450_000n, 'the payment was taken');
 
+      // Each audit verify is a process of its own: run it once the order is past the bound (seen in the database).
+      await waitFor(
+        'the order settled more than 2 s ago and still provisioning',
+        async () =>
+          (
+            await db.query(
+              "SELECT 1 FROM orders WHERE id = $1 AND state = 'provisioning' AND settled_at < now() - interval '2 s'",
+              [orderId],
+            )
+          ).length === 1,
+        60_000,
+      );
       const reported = await waitFor(
         'audit verify reports the undelivered order',
         async () => {
