@@ -33,6 +33,8 @@ export interface FrontDoorOptions {
 export type ForwardedClaim = { ip: string; whenGone(left: () => void): void } | 'impostor' | undefined;
 
 export const FRONT_DOOR_USER = 'frontdoor-';
+// How long a listener may take to read what Icecast sent before it closed the connection.
+const LINGER_MS = 5_000;
 const MAX_HEAD_BYTES = 16 * 1024;
 const SLOT_TIMEOUT_MS = 10_000;
 const BUSY_RETRY_MS = 100;
@@ -200,10 +202,7 @@ export class IcecastFrontDoor {
       release();
       this.tickets.delete(ticketId);
       upstream.destroy();
-      if (!again) {
-        ticket.left?.();
-        return void socket.destroy();
-      }
+      if (!again) return finish(socket, () => ticket.left?.());
       socket.off('close', end);
       setTimeout(() => this.enter(socket, head, rest, true), BUSY_RETRY_MS);
     };
@@ -224,4 +223,15 @@ export class IcecastFrontDoor {
     const kept = lines.filter((line, i) => i === 0 || !/^authorization\s*:/i.test(line));
     return Buffer.from(`${[...kept, `Authorization: Basic ${credentials}`].join('\r\n')}\r\n\r\n`, 'latin1');
   }
+}
+
+/**
+ * Ends a listener's connection once Icecast closed its side: what Icecast sent before still reaches the listener
+ * (usage counts it as sent), unless the listener does not take it within LINGER_MS. `left` runs once it is closed.
+ */
+function finish(socket: net.Socket, left: () => void): void {
+  if (socket.destroyed) return left();
+  socket.once('close', left);
+  socket.end();
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
 }
