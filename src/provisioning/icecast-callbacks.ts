@@ -186,6 +186,18 @@ export function readCallbackForm(req: http.IncomingMessage): Promise<Record<stri
   });
 }
 
+// How long closing waits for the callbacks being answered (one cut off mid-request may never end).
+const CLOSE_WAIT_MS = 5_000;
+
+async function settledWithin(pending: Set<Promise<void>>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([Promise.allSettled(pending), timeout]);
+  clearTimeout(timer);
+}
+
 /** A bare node:http server for the callbacks, for tests and until the main app mounts the handler. */
 export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
   const {
@@ -197,7 +209,13 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
     onAnswered,
   } = options;
 
-  const server = http.createServer(async (req, res) => {
+  // Callbacks being answered: closing waits for them, as they may still read the database that closes after.
+  const answering = new Set<Promise<void>>();
+  const server = http.createServer((req, res) => {
+    const answer = answerCallback(req, res).finally(() => answering.delete(answer));
+    answering.add(answer);
+  });
+  const answerCallback = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const started = performance.now();
     const match = /^\/icecast\/([a-z_]+)$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) return void res.writeHead(404).end();
@@ -211,7 +229,7 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
       if (!res.headersSent) res.writeHead(500);
       res.end();
     }
-  });
+  };
   // Icecast opens a new connection per callback; don't keep idle ones around.
   server.keepAliveTimeout = 1000;
 
@@ -227,6 +245,6 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      }).then(() => settledWithin(answering, CLOSE_WAIT_MS)),
   };
 }
