@@ -277,12 +277,12 @@ function streamingParts(base: Foundation) {
   const autodj = new AutoDjManager(
     db,
     media,
-    () => stream.publicUrl(),
+    () => stream.localUrl() ?? stream.publicUrl(),
     () => stream.admin(),
     log,
     nowPlaying,
   );
-  const relays = new RelayManager(db, () => stream.publicUrl(), log, config.relayFirstRetryMs);
+  const relays = new RelayManager(db, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
   return { hls, places, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
