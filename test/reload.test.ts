@@ -102,6 +102,9 @@ describe('catalog hot reload', () => {
     }
 
     let current = 480005;
+    // The commits above are edits too: the loop starts once the last one is served (an 'invalid' edit first would
+    // otherwise read its "before" while that reload is still on its way).
+    await converge('the last commit served', async () => (await servedPrice()) === String(current));
     const fresh = () => {
       let price;
       do price = 481000 + Math.floor(Math.random() * 18000);
