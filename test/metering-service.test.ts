@@ -97,8 +97,36 @@ function encoder(
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-2000);
+  });
+  sourceErrors.set(child, () => stderr);
   processes.push(child);
   return child;
+}
+const sourceErrors = new WeakMap<ChildProcess, () => string>();
+
+/** A counting listener once the mount is live; if the source ends before, what it printed says why. */
+async function listenWhenLive(svc: Bought, source: ChildProcess): Promise<RawListener> {
+  return waitFor(
+    'the mount to go live',
+    async () => {
+      if (!running(source)) {
+        const record = (await request(service, 'GET', `/services/${svc.service_id}`)).body;
+        throw new Error(
+          `the source ended (${source.exitCode ?? source.signalCode}) before its mount was live: ` +
+            `${sourceErrors.get(source)?.()}; the service: ${JSON.stringify(record.service)}`,
+        );
+      }
+      const l = await listenTo(svc.stream_url).catch(() => undefined);
+      await sleep(300);
+      if (l?.status() === 200) return l;
+      l?.close();
+      return undefined;
+    },
+    20_000,
+  );
 }
 const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
@@ -250,17 +278,7 @@ const exactUsageSuite = () =>
       const broadcast = new URL(svc.broadcast_url);
       broadcast.port = String(relay.port);
       const source = encoder(broadcast.href, 64);
-      const listener = await waitFor(
-        'the mount to go live',
-        async () => {
-          const l = await listenTo(svc.stream_url).catch(() => undefined);
-          await sleep(300);
-          if (l?.status() === 200) return l;
-          l?.close();
-          return undefined;
-        },
-        20_000,
-      );
+      const listener = await listenWhenLive(svc, source);
       await waitFor(
         'the listener to be metered',
         async () => (await usage(svc.service_id)).listeners.current === 1,
@@ -313,17 +331,7 @@ const exactUsageSuite = () =>
       const broadcast = new URL(svc.broadcast_url);
       broadcast.port = String(relay.port);
       const source = encoder(broadcast.href, 64);
-      const listener = await waitFor(
-        'the mount to go live',
-        async () => {
-          const l = await listenTo(svc.stream_url).catch(() => undefined);
-          await sleep(300);
-          if (l?.status() === 200) return l;
-          l?.close();
-          return undefined;
-        },
-        20_000,
-      );
+      const listener = await listenWhenLive(svc, source);
       assert.notEqual(await exitOf(source, 60_000), null, 'the source was cut at expiry');
       await waitFor('the service to expire', async () => (await usage(svc.service_id)).status === 'expired', 10_000);
       await sleep(2000); // a few passes: the last access-log lines and the end of the source session

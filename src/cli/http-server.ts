@@ -13,6 +13,8 @@ export interface HttpServer {
   publicBaseUrl: string;
   /** Hands requests to the application; until then they get 503 `starting`. Its close runs first at shutdown. */
   serve(listener: RequestListener): void;
+  /** Stops taking connections and waits for the answers in progress (at most 2 s); later calls wait for the same. */
+  close(): Promise<void>;
 }
 
 /**
@@ -46,6 +48,7 @@ export async function openHttpServer(
       server.on('request', listener);
       shutdown.push(close);
     },
+    close,
   };
 }
 

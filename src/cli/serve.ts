@@ -551,6 +551,8 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
+  // HLS bytes are counted when a response has been sent: the last ones are saved once the HTTP server has closed.
+  shutdown.push(() => http.close().then(() => hls.totals.save()));
   if (places) {
     await places.start();
     shutdown.push(() => places.stop());
