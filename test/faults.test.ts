@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { createPublicClient, http, parseAbi, parseEventLogs } from 'viem';
 import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
 import { freePort, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
@@ -18,6 +19,30 @@ after(async () => {
 
 const instant = { product_id: 'instant-stream', parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 16 } };
 const orderBody = { ...instant, email: 'agent@example.com', station_name: 'Fault FM' };
+
+/** For a failure message: each order's settlement transaction and what it moved to the seller. */
+async function transfersOf(rpcUrl: string, asset: string, payTo: string, outcomes: any[]): Promise<string> {
+  const chain = createPublicClient({ transport: http(rpcUrl) });
+  const lines = [];
+  for (const o of outcomes) {
+    const tx = o.body.order?.payment?.transaction ?? o.body.payment?.transaction;
+    if (!tx) {
+      lines.push(`no transaction in ${JSON.stringify(o.body).slice(0, 300)}`);
+      continue;
+    }
+    const receipt = await chain.getTransactionReceipt({ hash: tx }).catch((e) => e.message);
+    if (typeof receipt === 'string') {
+      lines.push(`${tx}: ${receipt}`);
+      continue;
+    }
+    const moved = parseEventLogs({ abi: transferAbi, logs: receipt.logs }).filter(
+      (l) => l.address.toLowerCase() === asset.toLowerCase() && l.args.to.toLowerCase() === payTo.toLowerCase(),
+    );
+    lines.push(`${tx} block ${receipt.blockNumber} ${receipt.status}: ${moved.map((l) => l.args.value).join('+')}`);
+  }
+  return lines.join('; ');
+}
+const transferAbi = parseAbi(['event Transfer(address indexed from, address indexed to, uint256 value)']);
 
 function isErrorDocument(body: any, requestId: string | null): boolean {
   return (
@@ -212,11 +237,12 @@ describe('faults', () => {
         20,
         `${point}: one service per purchase`,
       );
-      assert.equal(
-        (await wallet.balanceOf(asset, payTo)) - sellerBefore,
-        270000n * 20n,
-        `${point}: each paid exactly once`,
-      );
+      const delta = (await wallet.balanceOf(asset, payTo)) - sellerBefore;
+      if (delta !== 270000n * 20n) {
+        const orders = outcomes.map((o) => o.body.order ?? o.body);
+        const proofs = await transfersOf(dev.chain.rpc_url, asset, payTo, outcomes);
+        assert.fail(`${point}: the seller got ${delta}, not 20 × 270000; orders ${JSON.stringify(orders)}; ${proofs}`);
+      }
     }
   });
 });
