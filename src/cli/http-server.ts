@@ -13,8 +13,8 @@ export interface HttpServer {
   publicBaseUrl: string;
   /** Hands requests to the application; until then they get 503 `starting`. Its close runs first at shutdown. */
   serve(listener: RequestListener): void;
-  /** Stops taking connections and waits for the answers in progress (at most 2 s); later calls wait for the same. */
-  close(): Promise<void>;
+  /** Runs `step` at shutdown once the server has closed: every answer has been sent or cut. */
+  afterClose(step: () => Promise<unknown>): void;
 }
 
 /**
@@ -28,7 +28,8 @@ export async function openHttpServer(
 ): Promise<HttpServer> {
   // Without Host an HTTP/1.1 request would get Node's bare 400; Koa answers it with an error document instead.
   const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1000 }, answerStarting);
-  const close = closeOnce(server);
+  const afterClose: Array<() => Promise<unknown>> = [];
+  const close = closeOnce(server, afterClose);
   shutdown.push(close); // a start that fails on the way still closes it
   server.listen(config.port, config.host);
   answerClientErrors(server);
@@ -48,17 +49,19 @@ export async function openHttpServer(
       server.on('request', listener);
       shutdown.push(close);
     },
-    close,
+    afterClose: (step) => afterClose.push(step),
   };
 }
 
-function closeOnce(server: Server): () => Promise<void> {
+function closeOnce(server: Server, afterClose: Array<() => Promise<unknown>>): () => Promise<void> {
   let closed: Promise<void> | undefined;
   return () => {
     closed ??= new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
       setTimeout(() => server.closeAllConnections(), 2000).unref();
+    }).then(async () => {
+      for (const step of afterClose) await step();
     });
     return closed;
   };

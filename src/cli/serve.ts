@@ -552,7 +552,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
   await hls.start();
   shutdown.push(() => hls.stopAll());
   // HLS bytes are counted when a response has been sent: the last ones are saved once the HTTP server has closed.
-  shutdown.push(() => http.close().then(() => hls.totals.save()));
+  http.afterClose(() => hls.totals.save());
   if (places) {
     await places.start();
     shutdown.push(() => places.stop());
