@@ -234,12 +234,16 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     b.close();
     await Promise.all([a.ended, b.ended]);
     const received = a.received().length + b.received().length;
+    // Icecast counts what it wrote; what was still in the sockets (its own and the front door's) when the listeners
+    // closed was not read: up to a second of the stream each on a loaded machine (as in metering-service.test.ts).
+    const inFlight = 2 * (64_000 / 8);
+    const matches = (sent: number) => sent >= received - 6000 && sent <= received + inFlight;
     const measured = await waitFor(
       'usage to catch up',
       async () => {
         const u = await usage(svc.service_id);
         // Icecast refreshes what it read from the source every few seconds: the listeners may have had theirs first.
-        const caughtUp = Math.abs(u.bytes.sent_to_listeners - received) <= 6000 && u.bytes.read_from_source > 0;
+        const caughtUp = matches(u.bytes.sent_to_listeners) && u.bytes.read_from_source > 0;
         return caughtUp ? u : undefined;
       },
       20_000,
@@ -248,7 +252,7 @@ describe('service life cycle', { skip, concurrency: true }, () => {
       return usage(svc.service_id);
     });
     assert.ok(
-      Math.abs(measured.bytes.sent_to_listeners - received) <= 6000,
+      matches(measured.bytes.sent_to_listeners),
       `usage ${measured.bytes.sent_to_listeners} B vs received ${received} B`,
     );
     assert.ok(measured.bytes.read_from_source > 0);
