@@ -70,7 +70,15 @@ function source(url: string, kbps = 64): ChildProcess {
  * machine it can take well over the default 20 s to connect, so the bound is wide (it returns as soon as it is live).
  */
 async function listen(url: string): Promise<Listener> {
-  const listener = await listenWhenLive(url, 90_000);
+  const listener = await listenWhenLive(url, 90_000).catch((e: Error) => {
+    // What the service logged about this mount and its AutoDJ says which side held it.
+    const mount = new URL(url).pathname;
+    const lines = service
+      .output()
+      .split('\n')
+      .filter((line) => line.includes(mount) || /AutoDJ|source/.test(line));
+    throw new Error(`${e.message}; the service's log about it:\n${lines.slice(-40).join('\n')}`);
+  });
   listeners.push(listener);
   return listener;
 }

@@ -8,6 +8,10 @@ import type { ServiceRow } from './service-records.js';
 
 /** The source user AutoDJ connects as; the service's own encoder uses "source" and takes over from it. */
 export const AUTODJ_USER = 'autodj';
+/** A mount freed this soon after AutoDJ yielded is AutoDJ's own disconnect, not the live encoder leaving. */
+const OWN_DISCONNECT_MS = 2000;
+/** After this long a yielded mount without a source means the live encoder left unheard. */
+const LIVE_CHECK_MS = 10_000;
 
 /**
  * One AutoDJ per active AutoDJ service on this instance's Icecast: temporary-autodj always, event-stream with
@@ -34,6 +38,7 @@ export class AutoDjManager {
 
   /** Starts what should run and stops what should not; called on every life-cycle pass. */
   async sync(services: ServiceRow[]): Promise<void> {
+    await this.noticeLiveEncodersGone(services);
     const wanted = new Map(
       services.filter((s) => AutoDjManager.wanted(s) && !this.liveSources.has(s.id)).map((s) => [s.id, s]),
     );
@@ -55,9 +60,34 @@ export class AutoDjManager {
    * Icecast reports that the mount has no source any more. Right after a yield that is AutoDJ's own disconnect,
    * so the live encoder keeps the turn; later it is the live encoder leaving, and AutoDJ takes over again.
    */
-  mountFreed(serviceId: string): void {
+  async mountFreed(serviceId: string, mount: string): Promise<void> {
     const since = this.liveSources.get(serviceId);
-    if (since !== undefined && Date.now() - since > 2000) this.liveSources.delete(serviceId);
+    if (since === undefined || Date.now() - since <= OWN_DISCONNECT_MS) return;
+    // On a loaded host AutoDJ's own disconnect may be reported late: the mount has a source then, the live one.
+    if (await this.hasSource(mount)) return;
+    this.liveSources.delete(serviceId);
+  }
+
+  /**
+   * A live encoder that left without its leaving being heard (a callback lost, or taken for AutoDJ's own
+   * disconnect) is noticed here: its mount has had no source for a while, and AutoDJ takes over again.
+   */
+  private async noticeLiveEncodersGone(services: ServiceRow[]): Promise<void> {
+    const waiting = services.filter((s) => Date.now() - (this.liveSources.get(s.id) ?? Date.now()) > LIVE_CHECK_MS);
+    if (!waiting.length) return;
+    const mounts = await this.admin()
+      ?.listMounts()
+      .catch(() => undefined);
+    if (!mounts) return;
+    const withSource = new Set(mounts.map((m) => m.mount));
+    for (const service of waiting) if (!withSource.has(service.mount)) this.liveSources.delete(service.id);
+  }
+
+  private async hasSource(mount: string): Promise<boolean> {
+    const mounts = await this.admin()
+      ?.listMounts()
+      .catch(() => undefined);
+    return mounts?.some((m) => m.mount === mount) ?? false;
   }
 
   async stop(serviceId: string): Promise<void> {
@@ -93,9 +123,9 @@ export class AutoDjManager {
     dj.on('trackError', ({ path, error }) =>
       this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'),
     );
-    dj.on('encoderExited', ({ code }) => {
-      // After stop() the encoder's exit is the plan, not news.
-      if (dj.isRunning) this.log.info({ service_id: service.id, code }, 'AutoDJ encoder exited; restarting');
+    dj.on('encoderExited', ({ code, stderr }) => {
+      // After stop() the encoder's exit is the plan, not news; what it printed says why (e.g. the mount was taken).
+      if (dj.isRunning) this.log.info({ service_id: service.id, code, stderr }, 'AutoDJ encoder exited; restarting');
     });
     dj.start();
     this.running.set(service.id, dj);

@@ -139,7 +139,11 @@ export class IcecastDecider implements MountDecider {
     this.log.info({ mount }, 'source disconnected');
     await this.recordSource(mount, 'source.disconnected');
     const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
-    if (service) this.autodj?.mountFreed(service.id);
+    // Not awaited: it may ask Icecast's admin API, which should not wait on Icecast's own callback.
+    if (service)
+      void this.autodj
+        ?.mountFreed(service.id, mount)
+        .catch((err) => this.log.warn({ err, mount }, 'could not tell who left the mount'));
     // HLS sessions (client_id hls:…) end by themselves when their clients stop fetching.
     if (this.places) return this.places.releaseIcecast(mount);
     await this.db.query(
