@@ -18,6 +18,7 @@ import {
   listenWhenLive,
   startFfmpegSource,
   waitFor,
+  within,
   type Listener,
 } from './support/streaming.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
@@ -162,12 +163,7 @@ describe('extending a service', () => {
     // At the new expiry the life-cycle worker cuts both.
     const newExpiry = Date.parse(paid.body.service.expires_at);
     assert.notEqual(await exitOf(encoder, newExpiry - Date.now() + 8000), null, 'the source is cut at the new expiry');
-    await Promise.race([
-      listener.ended,
-      new Promise((_, reject) =>
-        setTimeout(() => reject(new Error('the listener was not cut at the new expiry')), 8000),
-      ),
-    ]);
+    await within(listener.ended, 8000, 'the listener was not cut at the new expiry');
     assert.ok(Date.now() >= newExpiry, 'not before the new expiry');
     assert.equal(await statusOf(svc.service_id), 'expired');
 

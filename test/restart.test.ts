@@ -15,6 +15,7 @@ import {
   hasMpegFrame,
   startFfmpegSource,
   waitFor,
+  within,
   type Listener,
 } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
@@ -151,10 +152,7 @@ describe('restarts keep paid streams', () => {
     const expiresAt = await expireIn(service, short.service_id, 3);
     const untilExpiry = expiresAt.getTime() - Date.now();
     assert.notEqual(await exitOf(encoder, untilExpiry + 15_000), null, 'the source was cut at expiry');
-    await Promise.race([
-      listener.ended,
-      new Promise((_, reject) => setTimeout(() => reject(new Error('the listener was not cut')), 15_000)),
-    ]);
+    await within(listener.ended, 15_000, 'the listener was not cut');
     assert.equal((await record(short.service_id)).status, 'expired');
   });
 
