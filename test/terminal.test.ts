@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
@@ -31,7 +32,17 @@ async function startedDataDir(): Promise<string> {
   return dataDir;
 }
 
-describe('serve, not on a terminal (JSON)', () => {
+// The serves one after the other (their stops are timed); the command line's short processes beside them.
+describe('terminal', { concurrency: true }, () => {
+  describe('serve', { concurrency: 1 }, () => {
+    describe('serve, not on a terminal (JSON)', jsonLogs);
+    describe('Ctrl-C while an AutoDJ plays', ctrlCWithAutoDj);
+    describe('serve on a terminal', onATerminal);
+  });
+  describe('command line', { concurrency: 1 }, commandLine);
+});
+
+function jsonLogs(): void {
   test('every log line is JSON, PostgreSQL output stays at debug, one ready line; SIGINT to the process group stops it quickly and cleanly, and it starts again', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir });
@@ -80,7 +91,7 @@ describe('serve, not on a terminal (JSON)', () => {
 
     const signalled = performance.now();
     process.kill(-serve.child.pid!, 'SIGINT');
-    const code = await Promise.race([serve.exited, new Promise((r) => setTimeout(r, 30_000, 'still running'))]);
+    const code = await Promise.race([serve.exited, sleep(30_000, 'still running', { ref: false })]);
     assert.equal(code, 0, serve.stderr());
     const seconds = (serve.exitedAt() - signalled) / 1000;
     console.log(`stopped ${seconds.toFixed(2)} s after SIGINT to the process group`);
@@ -113,9 +124,9 @@ describe('serve, not on a terminal (JSON)', () => {
       await again.stop();
     }
   });
-});
+}
 
-describe('Ctrl-C while an AutoDJ plays', () => {
+function ctrlCWithAutoDj(): void {
   test('its ffmpeg processes stop with serve, with no warning', async () => {
     const dataDir = await startedDataDir();
     const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' });
@@ -177,9 +188,9 @@ describe('Ctrl-C while an AutoDJ plays', () => {
       [],
     );
   });
-});
+}
 
-describe('serve on a terminal', () => {
+function onATerminal(): void {
   test('readable lines and a summary; Ctrl-C stops it with one line', async () => {
     const dataDir = await scratchDir('audio-terminal-');
     const serve = spawnServe({ DATA_DIR: dataDir }, { terminal: true });
@@ -206,7 +217,7 @@ describe('serve on a terminal', () => {
 
     const pressed = performance.now();
     serve.child.stdin!.write('\x03');
-    const code = await Promise.race([serve.exited, new Promise((r) => setTimeout(r, 30_000, 'still running'))]);
+    const code = await Promise.race([serve.exited, sleep(30_000, 'still running', { ref: false })]);
     assert.equal(code, 0, plain(serve.stdout()));
     const seconds = (serve.exitedAt() - pressed) / 1000;
     console.log(`stopped ${seconds.toFixed(2)} s after Ctrl-C on a terminal`);
@@ -234,9 +245,9 @@ describe('serve on a terminal', () => {
     serve.child.stdin!.write('\x03');
     assert.equal(await serve.exited, 0);
   });
-});
+}
 
-describe('command line', () => {
+function commandLine(): void {
   const commands = [
     'serve',
     'catalog check',
@@ -305,4 +316,4 @@ describe('command line', () => {
     assert.doesNotMatch(quiet.stderr, /pricing/);
     assert.deepEqual(JSON.parse(shown.stdout), JSON.parse(quiet.stdout));
   });
-});
+}

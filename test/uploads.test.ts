@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { parseXml } from '../src/provisioning/index.js';
@@ -18,33 +19,38 @@ import { requireStreamingTools } from './support/system-tools.js';
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
 const MB = 1024 * 1024;
+const execFileAsync = promisify(execFile);
 // Short timeouts so the slow upload can outlast the request timeout quickly. (Node's own server.requestTimeout only
 // acts when it is above headersTimeout, 10 s in serve: 11 s keeps this test able to fail with it.)
 const REQUEST_TIMEOUT_MS = 11_000;
 const IDLE_TIMEOUT_MS = 2000;
 
-/** A tone made by ffmpeg, tagged with this title. */
-function tone(seconds: number, title: string, args: string[]): Buffer {
-  const out = spawnSync(
-    'ffmpeg',
-    [
-      '-v',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      `sine=frequency=523:duration=${seconds}`,
-      '-metadata',
-      `title=${title}`,
-      '-metadata',
-      'artist=Test Band',
-      ...args,
-      'pipe:1',
-    ],
-    { maxBuffer: 64 * MB },
-  );
-  assert.equal(out.status, 0, String(out.stderr));
-  return out.stdout;
+/**
+ * A tone made by ffmpeg, tagged with this title. Made without blocking: the describes of this file run side by side,
+ * and a slow upload's timers must keep ticking while another test makes its audio.
+ */
+async function tone(seconds: number, title: string, args: string[]): Promise<Buffer> {
+  return ffmpeg([
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=523:duration=${seconds}`,
+    '-metadata',
+    `title=${title}`,
+    '-metadata',
+    'artist=Test Band',
+    ...args,
+    'pipe:1',
+  ]);
+}
+
+/** ffmpeg's output (errors only on stderr), without blocking this process. */
+async function ffmpeg(args: string[]): Promise<Buffer> {
+  const { stdout } = await execFileAsync('ffmpeg', ['-v', 'error', ...args], {
+    encoding: 'buffer',
+    maxBuffer: 64 * MB,
+  });
+  return stdout;
 }
 
 /** Bytes of every file (finished or partial) in a folder. */
@@ -106,40 +112,60 @@ function slowUpload(
   });
 }
 
-describe('AutoDJ uploads', () => {
+// Three services side by side: the timeouts (mostly waiting for them) and the crash (mostly a restart and a lease
+// running out) each on a serve of their own, beside the tests of what is accepted and the limits on how much.
+// Within each, one test after the other (subtests would inherit the concurrency).
+describe('uploads', { concurrency: true }, () => {
+  describe('AutoDJ uploads', { concurrency: 1 }, autodjUploads);
+  describe('upload timeouts', { concurrency: 1 }, uploadTimeouts);
+  describe('an upload cut short by a crash', { concurrency: 1 }, crashedUpload);
+});
+
+/** A serve with these settings, and a way to buy AutoDJ services (5 MB of storage each) on it. */
+async function uploadService(env: Record<string, string>) {
+  const service = await startService(env);
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const autodj = (station: string) =>
+    buy(service, wallet, {
+      product_id: 'temporary-autodj',
+      email: 'dj@example.com',
+      station_name: station,
+      parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
+    }).then((r) => {
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body.service;
+    });
+  return { service, autodj };
+}
+
+const timeoutEnv = {
+  REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+  UPLOAD_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+};
+
+function autodjUploads(): void {
   let service: Service;
   let formats: any;
   let disk: any;
-  let slow: any;
+  let third: any;
   let secret: string;
 
   before(
     async () => {
-      service = await startService({
-        REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-        UPLOAD_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+      let autodj;
+      ({ service, autodj } = await uploadService({
+        ...timeoutEnv,
         UPLOAD_PROBE_CONCURRENCY: '1',
         UPLOAD_PROBE_QUEUE: '1',
         UPLOADS_PER_SERVICE: '2',
-      });
-      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-      const autodj = (station: string) =>
-        buy(service, wallet, {
-          product_id: 'temporary-autodj',
-          email: 'dj@example.com',
-          station_name: station,
-          parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
-        }).then((r) => {
-          assert.equal(r.status, 200, JSON.stringify(r.body));
-          return r.body.service;
-        });
+      }));
       formats = await autodj('Formats FM');
       disk = await autodj('Disk FM');
-      slow = await autodj('Slow FM');
+      third = await autodj('Third FM');
       // Someone else's file on the server's disk, which a playlist upload must not reach.
       secret = join(await scratchDir('upload-secret-'), 'secret.mp3');
-      await writeFile(secret, tone(2, 'Secret', ['-c:a', 'libmp3lame', '-f', 'mp3']));
+      await writeFile(secret, await tone(2, 'Secret', ['-c:a', 'libmp3lame', '-f', 'mp3']));
     },
     { timeout: 180_000 },
   );
@@ -188,7 +214,7 @@ describe('AutoDJ uploads', () => {
         method: 'PUT',
         target: `/api/v1/services/${id}/files/chunked.wav`,
         framing: 'chunked',
-        body: tone(1, 'Chunked', ['-f', 'wav']),
+        body: await tone(1, 'Chunked', ['-f', 'wav']),
         headers: [
           ['Authorization', `Bearer ${service.apiKey}`],
           ['Content-Type', 'audio/wav'],
@@ -207,19 +233,17 @@ describe('AutoDJ uploads', () => {
   }, async () => {
     const id = formats.service_id;
     const made: Record<string, [Buffer, string]> = {
-      'one.mp3': [tone(1.5, 'One', ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3']), 'mp3'],
-      'two.aac': [tone(1.5, 'Two', ['-c:a', 'aac', '-f', 'adts']), 'aac'],
+      'one.mp3': [await tone(1.5, 'One', ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3']), 'mp3'],
+      'two.aac': [await tone(1.5, 'Two', ['-c:a', 'aac', '-f', 'adts']), 'aac'],
       'three.m4a': [Buffer.alloc(0), 'mov,mp4,m4a,3gp,3g2,mj2'],
-      'four.ogg': [tone(1.5, 'Four', ['-c:a', 'libvorbis', '-f', 'ogg']), 'ogg'],
-      'five.opus': [tone(1.5, 'Five', ['-c:a', 'libopus', '-f', 'ogg']), 'ogg'],
-      'six.flac': [tone(1.5, 'Six', ['-f', 'flac']), 'flac'],
-      'seven.wav': [tone(1.5, 'Seven', ['-f', 'wav']), 'wav'],
+      'four.ogg': [await tone(1.5, 'Four', ['-c:a', 'libvorbis', '-f', 'ogg']), 'ogg'],
+      'five.opus': [await tone(1.5, 'Five', ['-c:a', 'libopus', '-f', 'ogg']), 'ogg'],
+      'six.flac': [await tone(1.5, 'Six', ['-f', 'flac']), 'flac'],
+      'seven.wav': [await tone(1.5, 'Seven', ['-f', 'wav']), 'wav'],
     };
     // MP4 cannot be written to a pipe without fragmenting: write a real file, with its index at the end.
     const m4a = join(await scratchDir('upload-m4a-'), 'three.m4a');
-    const wrote = spawnSync('ffmpeg', [
-      '-v',
-      'error',
+    await ffmpeg([
       '-f',
       'lavfi',
       '-i',
@@ -230,7 +254,6 @@ describe('AutoDJ uploads', () => {
       'aac',
       m4a,
     ]);
-    assert.equal(wrote.status, 0, String(wrote.stderr));
     made['three.m4a'][0] = await readFile(m4a);
 
     for (const [name, [body, format]] of Object.entries(made)) {
@@ -288,8 +311,8 @@ describe('AutoDJ uploads', () => {
     })();
 
     // 20 at once of 1 MB, then 10 at once of 4.5 MB after the first burst's files are deleted.
-    const small = tone(6.5, 'Small', ['-ac', '2', '-f', 'wav']);
-    const large = tone(27.5, 'Large', ['-ac', '2', '-f', 'wav']);
+    const small = await tone(6.5, 'Small', ['-ac', '2', '-f', 'wav']);
+    const large = await tone(27.5, 'Large', ['-ac', '2', '-f', 'wav']);
     assert.ok(small.length > 1 * MB && large.length > 4.5 * MB && large.length < quota);
     const bursts: Array<Awaited<ReturnType<typeof put>>[]> = [];
     bursts.push(await Promise.all(Array.from({ length: 20 }, (_, i) => put(id, `small-${i}.wav`, small))));
@@ -337,7 +360,7 @@ describe('AutoDJ uploads', () => {
   }, async () => {
     for (const file of (await request(service, 'GET', `/services/${disk.service_id}/files`)).body.files)
       await request(service, 'DELETE', `/services/${disk.service_id}/files/${file.name}`);
-    const song = tone(150, 'Long', ['-c:a', 'libmp3lame', '-b:a', '32k', '-f', 'mp3']);
+    const song = await tone(150, 'Long', ['-c:a', 'libmp3lame', '-b:a', '32k', '-f', 'mp3']);
     let most = 0;
     let sampling = true;
     const sampler = (async () => {
@@ -346,7 +369,7 @@ describe('AutoDJ uploads', () => {
         await sleep(10);
       }
     })();
-    const ids = [formats.service_id, disk.service_id, slow.service_id];
+    const ids = [formats.service_id, disk.service_id, third.service_id];
     const answers = await Promise.all(ids.flatMap((id) => [0, 1].map((i) => put(id, `long-${i}.mp3`, song))));
     sampling = false;
     await sampler;
@@ -364,12 +387,45 @@ describe('AutoDJ uploads', () => {
     for (const id of ids) await request(service, 'DELETE', `/services/${id}/files/long-0.mp3`);
     for (const id of ids) await request(service, 'DELETE', `/services/${id}/files/long-1.mp3`);
   });
+}
+
+function uploadTimeouts(): void {
+  let service: Service;
+  let slow: any;
+  before(
+    async () => {
+      let autodj;
+      ({ service, autodj } = await uploadService(timeoutEnv));
+      slow = await autodj('Slow FM');
+    },
+    { timeout: 180_000 },
+  );
+  after(async () => {
+    await service?.stop();
+  });
 
   test('a slow upload that takes longer than the request timeout succeeds; one that stalls gets the idle timeout', {
     timeout: 120_000,
   }, async () => {
     const id = slow.service_id;
-    const body = tone(3, 'Slow', ['-f', 'wav']); // ~530 kB
+    const body = await tone(3, 'Slow', ['-f', 'wav']); // ~530 kB
+    // Other requests still have the request timeout: a JSON body that never completes (its wait runs beside the
+    // uploads').
+    const partialJsonAnswer = sendRaw(
+      service.baseUrl.replace(/\/api\/v1$/, ''),
+      buildRawRequest({
+        method: 'PUT',
+        target: `/api/v1/services/${id}/playlist`,
+        body: Buffer.from('{"playlist":'),
+        headers: [
+          ['Authorization', `Bearer ${service.apiKey}`],
+          ['Content-Type', 'application/json'],
+          ['Content-Length', '100'],
+        ],
+      }),
+      30_000,
+    );
+    partialJsonAnswer.catch(() => {}); // awaited at the end: a failure before then is not an unhandled rejection
     const chunk = 4096;
     const everyMs = Math.ceil((chunk / body.length) * REQUEST_TIMEOUT_MS * 2); // the whole body in about twice the request timeout
     const slowAnswer = await slowUpload(
@@ -415,27 +471,13 @@ describe('AutoDJ uploads', () => {
       ['slow.wav'],
     );
 
-    // Other requests still have the request timeout: a JSON body that never completes.
-    const partialJson = await sendRaw(
-      service.baseUrl.replace(/\/api\/v1$/, ''),
-      buildRawRequest({
-        method: 'PUT',
-        target: `/api/v1/services/${id}/playlist`,
-        body: Buffer.from('{"playlist":'),
-        headers: [
-          ['Authorization', `Bearer ${service.apiKey}`],
-          ['Content-Type', 'application/json'],
-          ['Content-Length', '100'],
-        ],
-      }),
-      30_000,
-    );
+    const partialJson = await partialJsonAnswer;
     assert.equal(partialJson.status, 408);
     assert.equal(JSON.parse(partialJson.body.toString()).error.code, 'request_timeout');
   });
-});
+}
 
-describe('an upload cut short by a crash', () => {
+function crashedUpload(): void {
   test('leaves no partial file behind and gives its reserved storage back', { timeout: 300_000 }, async () => {
     const env = { UPLOAD_RESERVATION_LEASE_MS: '3000' };
     let service = await startService(env);
@@ -451,7 +493,7 @@ describe('an upload cut short by a crash', () => {
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
       const id = bought.body.service.service_id;
       const dir = join(service.dataDir, 'media', id);
-      const large = tone(27.5, 'Large', ['-ac', '2', '-f', 'wav']); // more than half the 5 MB
+      const large = await tone(27.5, 'Large', ['-ac', '2', '-f', 'wav']); // more than half the 5 MB
       const url = new URL(service.baseUrl);
 
       // Half the file arrives, then the server dies.
@@ -486,4 +528,4 @@ describe('an upload cut short by a crash', () => {
       await service.stop();
     }
   });
-});
+}

@@ -99,6 +99,19 @@ export function exitOf(child: ChildProcess, timeoutMs: number): Promise<number |
   ]);
 }
 
+/**
+ * `promise`, or a failure with `message` after `ms`. The timer does not keep the test process alive once the promise
+ * has settled (a plain setTimeout in a race would hold the file's end back until it fires).
+ */
+export function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  return Promise.race([
+    promise,
+    sleep(ms, undefined, { ref: false }).then(() => {
+      throw new Error(message);
+    }),
+  ]);
+}
+
 /** Does an MPEG audio frame header (11 sync bits) appear in these bytes? */
 export function hasMpegFrame(bytes: Buffer): boolean {
   for (let i = 0; i + 1 < bytes.length; i++) if (bytes[i] === 0xff && (bytes[i + 1] & 0xe0) === 0xe0) return true;
