@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { beatStreamingHost, HostMonitor } from '../src/hosts/index.js';
+import { beatStreamingHost, HostMonitor, HostReconciler } from '../src/hosts/index.js';
+import { ListenerPlaces, type ServiceRow } from '../src/services/index.js';
 import type { Logger } from '../src/log/index.js';
 import { migrate } from '../src/store/index.js';
 import { embeddedDatabase } from './support/database.js';
@@ -151,5 +152,55 @@ describe('host monitor', () => {
     const pass = await monitor.pass();
     assert.equal(pass?.moved.length, 0);
     assert.equal((await hostsOf()).late, 'silent');
+  });
+
+  test('fencing: a host admits and keeps only what is placed on it, at the epoch its source was let in', async () => {
+    await addHost('fenced', { beatSecondsAgo: 0, sources: 10, listeners: 1000 });
+    await addServices('fenced', ['here1', 'here2']);
+    await addServices('big', ['gone']);
+    // Without its notification channel (not started) the host's admissions go to PostgreSQL: only its own services.
+    const places = new ListenerPlaces(store.db, quiet, () => 'fenced');
+    const session = { userAgent: 'test', protocol: 'icecast' } as const;
+    assert.equal((await places.admit({ mount: '/gone' }, '1', '198.51.100.1', session)).accept, false);
+    assert.equal((await places.admit({ mount: '/here1' }, '2', '198.51.100.1', session)).accept, true);
+    await places.stop();
+
+    const icecast = new Set(['/here1', '/here2', '/gone']);
+    const synced: string[][] = [];
+    let leaseHeld = true;
+    const admittedAt = new Map([
+      ['/here1', 0],
+      ['/here2', 0],
+    ]);
+    const reconciler = new HostReconciler(
+      store.db,
+      'fenced',
+      {
+        admin: () => ({
+          listMounts: async () => [...icecast].map((mount) => ({ mount })),
+          killSource: async (mount: string) => icecast.delete(mount),
+          listClients: async () => [],
+          killClient: async () => true,
+          updateMetadata: async () => true,
+        }),
+        autodj: { sync: async (services: ServiceRow[]) => void synced.push(services.map((s) => s.id)) },
+        relays: { sync: async () => undefined },
+        sourceEpoch: (mount) => admittedAt.get(mount),
+        leaseHeld: () => leaseHeld,
+      },
+      quiet,
+    );
+    await reconciler.pass();
+    assert.deepEqual([...icecast].sort(), ['/here1', '/here2'], 'the mount of a service placed elsewhere is cut');
+    // here1 moved away and back while its old source stayed connected: a new epoch, the old source goes.
+    await store.db.query("UPDATE services SET host_epoch = host_epoch + 2 WHERE id = 'here1'");
+    await reconciler.pass();
+    assert.deepEqual([...icecast], ['/here2']);
+    // The lease ran out: everything stops, without reading PostgreSQL.
+    leaseHeld = false;
+    await reconciler.pass();
+    assert.deepEqual([...icecast], []);
+    assert.deepEqual(synced.at(-1), [], 'no AutoDJ runs on a host without its lease');
+    await reconciler.stop();
   });
 });

@@ -14,6 +14,7 @@ import {
 } from '../http/index.js';
 import {
   beatStreamingHost,
+  HostLease,
   HostMonitor,
   HostPlacement,
   HostReconciler,
@@ -257,6 +258,9 @@ function streamingParts(base: Foundation) {
   const places = hosting(base)
     ? new ListenerPlaces(db, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
     : undefined;
+  const lease = hosting(base)
+    ? new HostLease(config.streaming.downAfterSeconds, config.streaming.heartbeatMs)
+    : undefined;
   const hls = hosting(base)
     ? new HlsManager({
         db,
@@ -283,7 +287,7 @@ function streamingParts(base: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(db, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hls, places, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+  return { hls, places, lease, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
@@ -432,6 +436,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
         () => stream.hostId(),
         parts.places,
         (user, pass) => stream.claimForwarded(user, pass),
+        () => !parts.lease?.held,
       )
     : undefined;
   if (config.role === 'host') {
@@ -519,14 +524,19 @@ async function poolCapacity(placement: HostPlacement) {
   };
 }
 
-/** Registers this host with what it carries and keeps its heartbeat while it runs. */
-async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): Promise<void> {
+/** Registers this host with what it carries and keeps its heartbeat (and with it its lease) while it runs. */
+async function joinHostPool({ config, log, db, stream, shutdown }: Foundation, lease: HostLease): Promise<void> {
   const { maxSources, maxListeners, bandwidthKbps, heartbeatMs } = config.streaming;
   const id = stream.hostId();
-  await registerStreamingHost(db, { id, publicUrl: stream.publicUrl(), maxSources, maxListeners, bandwidthKbps });
-  const heartbeat = new PeriodicTask('host heartbeat', () => beatStreamingHost(db, id), heartbeatMs, log);
+  const publicUrl = stream.publicUrl();
+  await lease.beat(() => registerStreamingHost(db, { id, publicUrl, maxSources, maxListeners, bandwidthKbps }));
+  const beat = () => lease.beat(() => beatStreamingHost(db, id));
+  const heartbeat = new PeriodicTask('host heartbeat', beat, heartbeatMs, log);
   heartbeat.start();
-  shutdown.push(() => heartbeat.stop());
+  shutdown.push(async () => {
+    await heartbeat.stop();
+    lease.stop();
+  });
 }
 
 /** The API's workers: they recover unfinished orders and send refunds, for every host. */
@@ -546,8 +556,8 @@ function startApiWorkers({ shutdown }: Foundation, { recovery, refundWorker }: A
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
   const { config, log, db, live, stream, http, shutdown } = base;
   await stream.start(await callbackBaseUrl(base, app.decider));
-  if (stream.available) await joinHostPool(base);
-  const { hls, autodj, relays, nowPlaying, places } = app;
+  const { hls, autodj, relays, nowPlaying, places, lease } = app;
+  if (stream.available && lease) await joinHostPool(base, lease);
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
@@ -585,7 +595,19 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     extendHint: extendHint(live, () => http.publicBaseUrl),
   });
   worker.start();
-  const reconciler = new HostReconciler(db, stream.hostId(), { admin: () => stream.admin(), autodj, relays }, log);
+  const reconciler = new HostReconciler(
+    db,
+    stream.hostId(),
+    {
+      admin: () => stream.admin(),
+      autodj,
+      relays,
+      sourceEpoch: (mount) => app.decider?.sourceEpoch(mount),
+      leaseHeld: () => lease?.held ?? true,
+    },
+    log,
+  );
+  if (lease) lease.onLost = () => void reconciler.fence().catch((err) => log.warn({ err }, 'fencing failed'));
   reconciler.start();
   shutdown.push(async () => {
     await reconciler.stop();

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -97,6 +98,36 @@ export function exitOf(child: ChildProcess, timeoutMs: number): Promise<number |
       throw new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`);
     }),
   ]);
+}
+
+/** The promise's value, or a failure naming `what` once `ms` have passed (an upper bound, not a timed assertion). */
+export function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
+  const late = sleep(ms, undefined, { ref: false }).then(() =>
+    Promise.reject(new Error(`timed out waiting for ${what}`)),
+  );
+  return Promise.race([promise, late]);
+}
+
+/** A source refused when it asks for the mount (Icecast's URL auth answers 401/403), not cut after it was let in. */
+export async function assertSourceRefused(broadcastUrl: string, timeoutMs = 20_000): Promise<void> {
+  const intruder = startFfmpegSource(broadcastUrl);
+  let said = '';
+  intruder.stderr!.on('data', (chunk: Buffer) => {
+    said += chunk;
+  });
+  try {
+    assert.notEqual(await exitOf(intruder, timeoutMs), 0, 'the source is refused');
+  } finally {
+    intruder.kill('SIGKILL');
+  }
+  assert.match(said, /40[13]|Unauthorized|Forbidden/, said);
+}
+
+/** A listener refused on this stream URL: it gets no 200. */
+export async function assertListenerRefused(streamUrl: string): Promise<void> {
+  const stray = await connectListener(streamUrl);
+  stray.close();
+  assert.notEqual(stray.status, 200, `a listener was admitted on ${streamUrl}`);
 }
 
 /** Does an MPEG audio frame header (11 sync bits) appear in these bytes? */
