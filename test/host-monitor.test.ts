@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { beatStreamingHost, HostMonitor, HostReconciler } from '../src/hosts/index.js';
+import type { LiveSnapshot } from '../src/catalog/live-snapshot.js';
+import { inFlightByHost, OrderStore } from '../src/orders/index.js';
 import { ListenerPlaces, type ServiceRow } from '../src/services/index.js';
 import type { Logger } from '../src/log/index.js';
 import { migrate } from '../src/store/index.js';
@@ -203,4 +205,51 @@ describe('host monitor', () => {
     assert.deepEqual(synced.at(-1), [], 'no AutoDJ runs on a host without its lease');
     await reconciler.stop();
   });
+
+  test('a move leaves the places of paid orders not provisioned yet on the host they were placed on', async () => {
+    // What the earlier tests left takes no part: their services are over, their hosts take nothing new.
+    await store.db.query("UPDATE services SET status = 'expired'");
+    await store.db.query("UPDATE streaming_hosts SET state = 'draining' WHERE state = 'up'");
+    await addHost('lost-again', { beatSecondsAgo: 60, sources: 10, listeners: 1000 });
+    await addHost('target', { beatSecondsAgo: 0, sources: 2, listeners: 1000 });
+    await addServices('lost-again', ['stranded']);
+    await addServices('target', ['resident']);
+    await addOrderInFlight('paid-1', 'target');
+    // Products unknown to this catalog: an order's load is its configuration (max_listeners).
+    const live = { current: { catalog: { byId: new Map() } } } as unknown as LiveSnapshot;
+    const monitor = new HostMonitor(store.db, quiet, {
+      downAfterSeconds: 2,
+      intervalMs: 100,
+      inFlight: inFlightByHost(new OrderStore(store.db), live),
+    });
+    const pass = await waitFor('a pass that marks the host down', async () => {
+      await beatStreamingHost(store.db, 'target');
+      const p = await monitor.pass();
+      return p?.markedDown.includes('lost-again') ? p : undefined;
+    });
+    assert.deepEqual(pass.moved, [], "target's second slot is the paid order's");
+    assert.equal(pass.stranded, 1);
+    assert.equal((await hostsOf()).stranded, 'lost-again');
+
+    // The payment failed: the slot is free, and the next pass moves the service into it.
+    await store.db.query("UPDATE orders SET state = 'failed' WHERE id = 'paid-1'");
+    await beatStreamingHost(store.db, 'target');
+    const next = await monitor.pass();
+    assert.equal(next?.moved.length, 1);
+    assert.equal((await hostsOf()).stranded, 'target');
+  });
 });
+
+/** A paid order placed on `host` whose service does not exist yet (50 listener places), without a key behind it. */
+async function addOrderInFlight(id: string, host: string) {
+  await store.db.transaction(async (client) => {
+    await client.query('SET LOCAL session_replication_role = replica');
+    await client.query(
+      `INSERT INTO orders (id, api_key_id, request_hash, product_id, billing, request, configuration, amount_atomic,
+                           network, asset, pay_to, payer, nonce, valid_before, payment, requirements, state, host_id)
+       VALUES ($1, 'key_1', 'hash', 'event-stream', 'one_time', '{}', '{"max_listeners": 50}', 1000, 'eip155:31337',
+               '0x0', '0x0', '0x0', 'nonce-' || $1, 0, '{}', '{}', 'provisioning', $2)`,
+      [id, host],
+    );
+  });
+}

@@ -686,12 +686,13 @@ async function writeDevFile(
 
 /**
  * Every instance watches the pool (one pass at a time across instances): hosts that miss their heartbeat are marked
- * down and their services moved to hosts with room.
+ * down and their services moved to hosts with room (beside the paid orders placed there and not provisioned yet).
  */
-function watchHostPool({ config, log, db, metrics, shutdown }: Foundation): void {
+function watchHostPool({ config, log, db, live, metrics, shutdown }: Foundation): void {
   const monitor = new HostMonitor(db, log, {
     downAfterSeconds: config.streaming.downAfterSeconds,
     intervalMs: config.streaming.heartbeatMs,
+    inFlight: inFlightByHost(new OrderStore(db), live),
     onPass: (pass) => {
       metrics.hostsMarkedDown.inc(pass.markedDown.length);
       metrics.serviceMoves.inc(pass.moved.length);
