@@ -503,25 +503,10 @@ function sellsStreams(base: Foundation): boolean {
   return base.config.role === 'api' || (base.config.role === 'all' && hosting(base));
 }
 
-/**
- * What /availability shows: the live hosts' capacity and what is in use and spoken for on them, summed, and the room
- * of the host with a free stream slot and the most free listener places (where a new stream would go).
- */
+/** What /availability shows: the live hosts, with what is in use and spoken for on each, in placement's order. */
 async function poolCapacity(placement: HostPlacement) {
-  const hosts = await placement.pool();
-  const sum = (pick: (h: (typeof hosts)[number]) => number) => hosts.reduce((n, h) => n + pick(h), 0);
-  const room = hosts.map((h) => ({
-    sources: Math.max(0, h.limits.sources - h.load.sources),
-    listeners: Math.max(0, h.limits.listeners - h.load.listeners),
-  }));
-  const roomiest = room
-    .filter((r) => r.sources > 0)
-    .reduce((best, r) => (r.listeners > best.listeners ? r : best), { sources: 0, listeners: 0 });
-  return {
-    limits: { sources: sum((h) => h.limits.sources), listeners: sum((h) => h.limits.listeners) },
-    used: { sources: sum((h) => h.load.sources), listeners: sum((h) => h.load.listeners) },
-    roomiest,
-  };
+  const hosts = placement.ranked(await placement.pool());
+  return { hosts: hosts.map(({ limits, load }) => ({ limits, load })) };
 }
 
 /** Registers this host with what it carries and keeps its heartbeat (and with it its lease) while it runs. */
