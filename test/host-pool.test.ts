@@ -319,7 +319,7 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     }
   });
 
-  test('a host killed with a live stream: the stream moves, is heard on its new host, and the pool sells on', async () => {
+  test('a host killed with a live stream: it moves, is heard on its new host, the pool sells on', async () => {
     // Room for it: A's first stream is stopped, a slot of A is free.
     const stopped = await request(api2, 'POST', `/services/${firstOnA.service.service_id}/stop`);
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));

@@ -20,15 +20,15 @@ export class HostLease {
 
   /** True while the last written heartbeat is recent enough to serve on. */
   get held(): boolean {
-    return this.renewedAt !== undefined && Date.now() - this.renewedAt < this.durationMs;
+    return this.renewedAt !== undefined && performance.now() - this.renewedAt < this.durationMs;
   }
 
-  /** A heartbeat sent at `sentAt` (ms since the epoch) was written. */
+  /** A heartbeat sent at `sentAt` (performance.now(): a clock the wall clock's corrections do not move) was written. */
   renew(sentAt: number): void {
     if (this.renewedAt !== undefined && sentAt <= this.renewedAt) return;
     this.renewedAt = sentAt;
     clearTimeout(this.timer);
-    const left = sentAt + this.durationMs - Date.now();
+    const left = sentAt + this.durationMs - performance.now();
     if (left <= 0) return;
     this.timer = setTimeout(() => this.expired(), left);
     this.timer.unref();
@@ -36,7 +36,7 @@ export class HostLease {
 
   /** Runs `beat` and renews the lease from when it was sent, once it has been written. */
   async beat(write: () => Promise<void>): Promise<void> {
-    const sentAt = Date.now();
+    const sentAt = performance.now();
     await write();
     this.renew(sentAt);
   }

@@ -65,7 +65,9 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
       const placed = placeFor(product, hosts, listeners);
       if (placed.refusal) {
         product.available_now = false;
-        product.reason = `${placed.refusal} Nothing can be bought that would not fit; retry later (places come free as streams expire), or ask for fewer listeners.`;
+        product.reason =
+          `${placed.refusal} Nothing can be bought that would not fit; retry later (places come free as streams` +
+          ' expire), or ask for fewer listeners.';
       }
       if (reserve) markNewcomers(product, placed.host && newcomerFree(placed.host, reserve), listeners);
     }

@@ -215,7 +215,9 @@ export const availabilitySchema = {
     capacity: {
       type: 'object',
       description:
-        'What the live streaming hosts have free now, summed (counted at most a second ago): stream slots and listener places. available_now is false for a product no one host has room for in the asked shape (?listeners=N, else its smallest).',
+        'What the live streaming hosts have free now, summed (counted at most a second ago): stream slots and ' +
+        'listener places. available_now is false for a product no one host has room for in the asked shape ' +
+        '(?listeners=N, else its smallest).',
       properties: {
         ...roomSchema.properties,
         newcomers: newcomersRoomSchema,
