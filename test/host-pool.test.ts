@@ -383,9 +383,15 @@ async function sellsUntilFull(lostId: string): Promise<void> {
     const placed = await order(i % 2 ? api1 : api2, instant(`After loss ${i}`));
     assert.notEqual(placed.host, lostId);
   }
-  const full = await request(api2, 'POST', '/orders', {
-    body: instant('After loss, full'),
-    headers: { 'idempotency-key': `pool-after-loss-${process.pid}` },
+  // An instance checks before payment against a count up to a second old: the other instance's last sale shows then.
+  const full = await waitFor('the pool full to both instances', async () => {
+    const answer = await request(api2, 'POST', '/orders', {
+      body: instant('After loss, full'),
+      headers: { 'idempotency-key': `pool-after-loss-${process.pid}` },
+    });
+    if (answer.status !== 402) return answer;
+    await sleep(100);
+    return undefined;
   });
   assert.equal(full.status, 503, JSON.stringify(full.body));
   assert.equal(full.body.error.code, 'capacity_exhausted');
