@@ -3,26 +3,28 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { openSse } from './support/sse.js';
 import {
-  connectListener,
+  assertListenerRefused,
+  assertSourceRefused,
   exitOf,
   hasMpegFrame,
   listenWhenLive,
   startFfmpegSource,
   waitFor,
-  type Listener,
+  within,
 } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { startTcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 import { startReceiver } from './support/webhook-receiver.js';
 
 // Issue 24, losing a host: two instances on one PostgreSQL and chain, each the streaming host of its own Icecast.
 // The host of a live stream is killed; the stream moves to the other host within the bound, its owner is told the
-// new addresses, and the lost host, started again, does not take the stream back.
+// new addresses, and the lost host, started again, does not take the stream back. Then a third host, reaching
+// PostgreSQL through a TCP partition, is cut off from it.
 requireStreamingTools();
 
 const DOWN_AFTER_SECONDS = 3;
@@ -52,22 +54,28 @@ let b: Service;
 let originA: string;
 let originB: string;
 let wallet: TestWallet;
+/** What every instance after the first needs to share its PostgreSQL and chain. */
+let shared: Record<string, string>;
 
-/** Buys a stream placed on host B: host A is drained meanwhile, as placement would otherwise choose freely. */
-async function buyOnB(stationName: string) {
-  const drained = await a.cli(['hosts', 'drain', 'host-a']);
-  assert.equal(drained.code, 0, drained.stderr);
-  const bought = await buy({ baseUrl: b.baseUrl, apiKey: a.apiKey }, wallet, {
+/** Buys a stream through `through`, placed on the host at `origin`: the hosts in `drain` take none meanwhile. */
+async function buyOn(through: Service, origin: string, drain: string[], stationName: string) {
+  for (const id of drain) {
+    const drained = await a.cli(['hosts', 'drain', id]);
+    assert.equal(drained.code, 0, drained.stderr);
+  }
+  const bought = await buy({ baseUrl: through.baseUrl, apiKey: a.apiKey }, wallet, {
     product_id: 'event-stream',
     email: 'agent@example.com',
     station_name: stationName,
     parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
   });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  assert.equal((await a.cli(['hosts', 'undrain', 'host-a'])).code, 0);
-  assert.equal(new URL(bought.body.service.stream_url).origin, originB, 'host A drained: placed on host B');
+  for (const id of drain) assert.equal((await a.cli(['hosts', 'undrain', id])).code, 0);
+  assert.equal(new URL(bought.body.service.stream_url).origin, origin, `placed on ${origin}`);
   return bought.body.service;
 }
+
+const buyOnB = (stationName: string) => buyOn(b, originB, ['host-a'], stationName);
 
 function movedToA(serviceId: string, timeoutMs: number) {
   return waitFor(
@@ -80,28 +88,12 @@ function movedToA(serviceId: string, timeoutMs: number) {
   );
 }
 
-/** A source refused when it asks for the mount (Icecast's URL auth answers 401/403), not cut after it was let in. */
-async function assertSourceRefused(broadcastUrl: string): Promise<void> {
-  const intruder = startFfmpegSource(broadcastUrl);
-  cleanups.push(() => intruder.kill('SIGKILL'));
-  let said = '';
-  intruder.stderr!.on('data', (chunk: Buffer) => {
-    said += chunk;
-  });
-  assert.notEqual(await exitOf(intruder, 20_000), 0, 'the source is refused');
-  assert.match(said, /40[13]|Unauthorized|Forbidden/, said);
-}
-
-function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`timed out waiting for ${what}`)))]);
-}
-
 test('a lost host: its stream moves to a host with room, is credited, and the host does not take it back', async () => {
   a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
   cleanups.push(() => a.stop());
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
   const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
-  const shared = { DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' };
+  shared = { DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' };
   b = await startService({ ...pool, ...shared, STREAMING_HOST_ID: 'host-b' });
   cleanups.push(() => b.stop());
   const owner = { baseUrl: a.baseUrl, apiKey: a.apiKey };
@@ -188,9 +180,7 @@ test('a lost host: its stream moves to a host with room, is credited, and the ho
   cleanups.push(() => b.stop());
   assert.equal(await icecastOrigin(b), originB, 'B listens where it did');
   await assertSourceRefused(before.broadcast_url);
-  const stray: Listener = await connectListener(before.stream_url);
-  stray.close();
-  assert.notEqual(stray.status, 200, 'no listener is admitted on B');
+  await assertListenerRefused(before.stream_url);
   for (const instance of [a, b]) {
     const read = await request(
       { baseUrl: instance.baseUrl, apiKey: a.apiKey },
@@ -221,13 +211,73 @@ test('a host cut off past the bound: its stream moves; when it returns it cuts w
 
   // B runs again: it beats (up again), learns that the service moved, and cuts its source and listener there.
   b.process.kill('SIGCONT');
-  await within('B to cut the listener of the moved mount', listenerOnB.ended, 20_000);
+  await within(listenerOnB.ended, 20_000, 'timed out waiting for B to cut the listener of the moved mount');
   assert.notEqual(await exitOf(encoderOnB, 20_000), 0, 'the old source is cut');
   await assertSourceRefused(before.broadcast_url);
-  const stray = await connectListener(before.stream_url);
-  stray.close();
-  assert.notEqual(stray.status, 200, 'no listener is admitted on B');
+  await assertListenerRefused(before.stream_url);
   await waitFor('audio from the moved stream', () => hasMpegFrame(listenerOnA.received()));
   const read = (await request(a, 'GET', `/services/${before.service_id}`)).body.service;
   assert.equal(read.stream_url, moved.stream_url, 'the record still says host A');
+});
+
+// Fencing: a host that never died but lost PostgreSQL (a network partition: its queries hang, they do not fail)
+// cannot learn that its services moved. Its lease (the last heartbeat it wrote) runs out before the pool counts it
+// down: it cuts every mount and admits nothing on its own, and the pool moves the stream to another host.
+test('a host cut off from PostgreSQL cuts its mounts on its own; back, it refuses what moved away', async () => {
+  assert.ok(a && b, 'runs after the first test, on its two hosts');
+  const database = new URL(shared.DATABASE_URL);
+  const partition = await startTcpPartition({ host: database.hostname, port: Number(database.port) });
+  cleanups.push(() => partition.close());
+  const throughPartition = new URL(database);
+  throughPartition.port = String(partition.port);
+  const c = await startService(
+    { ...pool, ...shared, DATABASE_URL: throughPartition.toString(), STREAMING_HOST_ID: 'host-c' },
+    { args: ['--role', 'host'] },
+  );
+  cleanups.push(async () => {
+    partition.heal();
+    await c.stop();
+  });
+  const originC = await icecastOrigin(c);
+  const before = await buyOn(a, originC, ['host-a', 'host-b'], 'Partitioned FM');
+  const encoderOnC = startFfmpegSource(before.broadcast_url);
+  cleanups.push(() => encoderOnC.kill('SIGKILL'));
+  const listenerOnC = await listenWhenLive(before.stream_url);
+  cleanups.push(() => listenerOnC.close());
+
+  partition.cut();
+  // Only C itself can end them: nothing reaches it from PostgreSQL, and nobody else drives its Icecast.
+  await Promise.all([
+    within(listenerOnC.ended, 30_000, 'timed out waiting for C to cut its listener'),
+    exitOf(encoderOnC, 30_000),
+  ]);
+  await assertSourceRefused(before.broadcast_url);
+  await assertListenerRefused(before.stream_url);
+  const moved = await waitFor(
+    'the service to move off C',
+    async () => {
+      const read = (await request(a, 'GET', `/services/${before.service_id}`)).body.service;
+      return new URL(read.stream_url).origin !== originC ? read : undefined;
+    },
+    (DOWN_AFTER_SECONDS + 30) * 1000,
+  );
+
+  // The partition ends: C beats again (up) and answers from PostgreSQL, where the service is on another host.
+  partition.heal();
+  await waitFor(
+    'C to beat again',
+    async () => {
+      const listed = JSON.parse((await a.cli(['hosts', 'list', '--json'])).stdout) as Array<Record<string, unknown>>;
+      const hostC = listed.find((h) => h.id === 'host-c')!;
+      return hostC.state === 'up' && hostC.live === true;
+    },
+    30_000,
+  );
+  await assertSourceRefused(before.broadcast_url);
+  await assertListenerRefused(before.stream_url);
+  const encoderMoved = startFfmpegSource(moved.broadcast_url);
+  cleanups.push(() => encoderMoved.kill('SIGKILL'));
+  const listenerMoved = await listenWhenLive(moved.stream_url);
+  cleanups.push(() => listenerMoved.close());
+  await waitFor('audio from the moved stream', () => hasMpegFrame(listenerMoved.received()));
 });

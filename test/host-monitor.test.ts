@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { beatStreamingHost, HostMonitor } from '../src/hosts/index.js';
+import { beatStreamingHost, HostMonitor, HostReconciler } from '../src/hosts/index.js';
+import type { LiveSnapshot } from '../src/catalog/live-snapshot.js';
+import { inFlightByHost, OrderStore } from '../src/orders/index.js';
+import { ListenerPlaces, type ServiceRow } from '../src/services/index.js';
 import type { Logger } from '../src/log/index.js';
 import { migrate } from '../src/store/index.js';
 import { embeddedDatabase } from './support/database.js';
@@ -152,4 +155,101 @@ describe('host monitor', () => {
     assert.equal(pass?.moved.length, 0);
     assert.equal((await hostsOf()).late, 'silent');
   });
+
+  test('fencing: a host admits and keeps only what is placed on it, at the epoch its source was let in', async () => {
+    await addHost('fenced', { beatSecondsAgo: 0, sources: 10, listeners: 1000 });
+    await addServices('fenced', ['here1', 'here2']);
+    await addServices('big', ['gone']);
+    // Without its notification channel (not started) the host's admissions go to PostgreSQL: only its own services.
+    const places = new ListenerPlaces(store.db, quiet, () => 'fenced');
+    const session = { userAgent: 'test', protocol: 'icecast' } as const;
+    assert.equal((await places.admit({ mount: '/gone' }, '1', '198.51.100.1', session)).accept, false);
+    assert.equal((await places.admit({ mount: '/here1' }, '2', '198.51.100.1', session)).accept, true);
+    await places.stop();
+
+    const icecast = new Set(['/here1', '/here2', '/gone']);
+    const synced: string[][] = [];
+    let leaseHeld = true;
+    const admittedAt = new Map([
+      ['/here1', 0],
+      ['/here2', 0],
+    ]);
+    const reconciler = new HostReconciler(
+      store.db,
+      'fenced',
+      {
+        admin: () => ({
+          listMounts: async () => [...icecast].map((mount) => ({ mount })),
+          killSource: async (mount: string) => icecast.delete(mount),
+          listClients: async () => [],
+          killClient: async () => true,
+          updateMetadata: async () => true,
+        }),
+        autodj: { sync: async (services: ServiceRow[]) => void synced.push(services.map((s) => s.id)) },
+        relays: { sync: async () => undefined },
+        sourceEpoch: (mount) => admittedAt.get(mount),
+        leaseHeld: () => leaseHeld,
+      },
+      quiet,
+    );
+    await reconciler.pass();
+    assert.deepEqual([...icecast].sort(), ['/here1', '/here2'], 'the mount of a service placed elsewhere is cut');
+    // here1 moved away and back while its old source stayed connected: a new epoch, the old source goes.
+    await store.db.query("UPDATE services SET host_epoch = host_epoch + 2 WHERE id = 'here1'");
+    await reconciler.pass();
+    assert.deepEqual([...icecast], ['/here2']);
+    // The lease ran out: everything stops, without reading PostgreSQL.
+    leaseHeld = false;
+    await reconciler.pass();
+    assert.deepEqual([...icecast], []);
+    assert.deepEqual(synced.at(-1), [], 'no AutoDJ runs on a host without its lease');
+    await reconciler.stop();
+  });
+
+  test('a move leaves the places of paid orders not provisioned yet on the host they were placed on', async () => {
+    // What the earlier tests left takes no part: their services are over, their hosts take nothing new.
+    await store.db.query("UPDATE services SET status = 'expired'");
+    await store.db.query("UPDATE streaming_hosts SET state = 'draining' WHERE state = 'up'");
+    await addHost('lost-again', { beatSecondsAgo: 60, sources: 10, listeners: 1000 });
+    await addHost('target', { beatSecondsAgo: 0, sources: 2, listeners: 1000 });
+    await addServices('lost-again', ['stranded']);
+    await addServices('target', ['resident']);
+    await addOrderInFlight('paid-1', 'target');
+    // Products unknown to this catalog: an order's load is its configuration (max_listeners).
+    const live = { current: { catalog: { byId: new Map() } } } as unknown as LiveSnapshot;
+    const monitor = new HostMonitor(store.db, quiet, {
+      downAfterSeconds: 2,
+      intervalMs: 100,
+      inFlight: inFlightByHost(new OrderStore(store.db), live),
+    });
+    const pass = await waitFor('a pass that marks the host down', async () => {
+      await beatStreamingHost(store.db, 'target');
+      const p = await monitor.pass();
+      return p?.markedDown.includes('lost-again') ? p : undefined;
+    });
+    assert.deepEqual(pass.moved, [], "target's second slot is the paid order's");
+    assert.equal(pass.stranded, 1);
+    assert.equal((await hostsOf()).stranded, 'lost-again');
+
+    // The payment failed: the slot is free, and the next pass moves the service into it.
+    await store.db.query("UPDATE orders SET state = 'failed' WHERE id = 'paid-1'");
+    await beatStreamingHost(store.db, 'target');
+    const next = await monitor.pass();
+    assert.equal(next?.moved.length, 1);
+    assert.equal((await hostsOf()).stranded, 'target');
+  });
 });
+
+/** A paid order placed on `host` whose service does not exist yet (50 listener places), without a key behind it. */
+async function addOrderInFlight(id: string, host: string) {
+  await store.db.transaction(async (client) => {
+    await client.query('SET LOCAL session_replication_role = replica');
+    await client.query(
+      `INSERT INTO orders (id, api_key_id, request_hash, product_id, billing, request, configuration, amount_atomic,
+                           network, asset, pay_to, payer, nonce, valid_before, payment, requirements, state, host_id)
+       VALUES ($1, 'key_1', 'hash', 'event-stream', 'one_time', '{}', '{"max_listeners": 50}', 1000, 'eip155:31337',
+               '0x0', '0x0', '0x0', 'nonce-' || $1, 0, '{}', '{}', 'provisioning', $2)`,
+      [id, host],
+    );
+  });
+}

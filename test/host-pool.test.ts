@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { parseXml } from '../src/provisioning/index.js';
 import { buy } from './support/purchase.js';
+import { openSse } from './support/sse.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
 import {
   connectListener,
@@ -14,6 +15,7 @@ import {
   listenWhenLive,
   startFfmpegSource,
   waitFor,
+  within,
 } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
@@ -21,8 +23,11 @@ import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 requireStreamingTools();
 
 // One PostgreSQL and one chain; three streaming hosts of two stream slots each and two API instances, all on
-// loopback. Orders sent to either API instance are placed on whichever live host has room.
+// loopback. Orders sent to either API instance are placed on whichever live host has room; a host killed with a
+// live stream loses it to a host with room within the bound.
 const SLOTS = 2;
+const DOWN_AFTER_SECONDS = 5;
+const pool = { HOST_DOWN_AFTER_SECONDS: String(DOWN_AFTER_SECONDS), HOST_HEARTBEAT_MS: '500' };
 const running: Service[] = [];
 let api1: Service;
 let api2: Service;
@@ -32,6 +37,10 @@ let wallet: TestWallet;
 let hostUrls: Map<string, string>;
 /** A live stream placed on host B, ordered through API 1. */
 let liveOnB: { host: string; service: any };
+/** An instant stream ordered through API 2, on host B or C. */
+let onBorC: { host: string; service: any };
+/** The first stream placed on host A. */
+let firstOnA: { host: string; service: any };
 
 after(async () => {
   for (const s of running.reverse()) await s.stop();
@@ -41,12 +50,18 @@ before(
   async () => {
     const catalog = await roomyCatalog();
     const media = await scratchDir('audio-pool-media-');
-    api1 = await startService({ ...catalog, MEDIA_DIR: media }, { args: ['--role', 'api'] });
+    api1 = await startService({ ...catalog, ...pool, MEDIA_DIR: media }, { args: ['--role', 'api'] });
     running.push(api1);
     const lock = JSON.parse(await readFile(join(api1.dataDir, 'serve.lock'), 'utf8'));
     const dev = JSON.parse(await readFile(join(api1.dataDir, 'dev.json'), 'utf8'));
     wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const shared = { ...catalog, MEDIA_DIR: media, DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url };
+    const shared = {
+      ...catalog,
+      ...pool,
+      MEDIA_DIR: media,
+      DATABASE_URL: lock.database_url,
+      CHAIN_RPC_URL: dev.chain.rpc_url,
+    };
     const host = (id: string) =>
       startService(
         { ...shared, STREAMING_HOST_ID: id, ICECAST_MAX_SOURCES: String(SLOTS), ICECAST_MAX_LISTENERS: '20' },
@@ -149,7 +164,11 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
   test('orders through API 1 fill host A; API 2 places on B and C; a drained host gets nothing new', async () => {
     assert.equal((await hostsCli('drain', 'pool-b')).code, 0);
     assert.equal((await hostsCli('drain', 'pool-c')).code, 0);
-    for (let i = 0; i < SLOTS; i++) assert.equal((await order(api1, instant(`A${i}`))).host, 'pool-a');
+    for (let i = 0; i < SLOTS; i++) {
+      const placed = await order(api1, instant(`A${i}`));
+      assert.equal(placed.host, 'pool-a');
+      firstOnA ??= placed;
+    }
 
     assert.equal((await hostsCli('undrain', 'pool-b')).code, 0);
     assert.equal((await hostsCli('undrain', 'pool-c')).code, 0);
@@ -162,6 +181,7 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     });
     const second = await order(api2, instant('BC'));
     assert.deepEqual([autodj.host, second.host].sort(), ['pool-b', 'pool-c'], 'the most free places first');
+    onBorC = second;
 
     const upload = await request(api2, 'PUT', `/services/${autodj.service.service_id}/files/tone.mp3`, {
       rawBody: toneMp3(),
@@ -298,4 +318,81 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
       encoder.kill('SIGKILL');
     }
   });
+
+  test('a host killed with a live stream: it moves, is heard on its new host, the pool sells on', async () => {
+    // Room for it: A's first stream is stopped, a slot of A is free.
+    const stopped = await request(api2, 'POST', `/services/${firstOnA.service.service_id}/stop`);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    const { service, host: lostId } = onBorC;
+    const lost = lostId === 'pool-b' ? hosts.b : hosts.c;
+    const encoder = startFfmpegSource(service.broadcast_url);
+    const listener = await listenWhenLive(service.stream_url);
+    const events = await openSse(`${api2.baseUrl}/services/${service.service_id}/events`, {
+      authorization: `Bearer ${api1.apiKey}`,
+    });
+    try {
+      lost.process.kill('SIGKILL');
+      await exitOf(lost.process, 10_000);
+      await within(listener.ended, 20_000, 'timed out waiting for the listener cut with its host');
+      encoder.kill('SIGKILL');
+      const moved = await waitFor(
+        'the stream to move off the killed host',
+        async () => {
+          const read = (await request(api1, 'GET', `/services/${service.service_id}`)).body.service;
+          return read.stream_url !== service.stream_url ? read : undefined;
+        },
+        (DOWN_AFTER_SECONDS + 30) * 1000,
+      );
+      const movedTo = [...hostUrls].find(([, url]) => new URL(url).origin === new URL(moved.stream_url).origin)?.[0];
+      assert.ok(movedTo && movedTo !== lostId, `moved to another host of the pool: ${moved.stream_url}`);
+      const told = await waitFor('service.moved on the event stream', () =>
+        events.messages.find((m) => m.event === 'service.moved'),
+      );
+      assert.equal(JSON.parse(told.data).data.stream_url, moved.stream_url);
+
+      // The encoder reconnects to the new broadcast URL; a listener on the new stream URL hears it.
+      const again = startFfmpegSource(moved.broadcast_url);
+      try {
+        const newListener = await listenWhenLive(moved.stream_url);
+        try {
+          await waitFor('audio from the moved stream', () => hasMpegFrame(newListener.received()), 15_000);
+        } finally {
+          newListener.close();
+        }
+      } finally {
+        again.kill('SIGKILL');
+      }
+      await sellsUntilFull(lostId);
+    } finally {
+      encoder.kill('SIGKILL');
+      events.close();
+    }
+  });
 });
+
+/** Orders through both API instances land on live hosts (never `lostId`) while one has a slot; then 503. */
+async function sellsUntilFull(lostId: string): Promise<void> {
+  const listed = await waitFor('the killed host counted down', async () => {
+    const all = await hostList();
+    return all.find((h) => h.id === lostId)?.state === 'down' ? all : undefined;
+  });
+  const freeSlots = listed
+    .filter((h) => h.state === 'up' && h.live)
+    .reduce((n, h) => n + h.capacity.sources - h.in_use.sources, 0);
+  for (let i = 0; i < freeSlots; i++) {
+    const placed = await order(i % 2 ? api1 : api2, instant(`After loss ${i}`));
+    assert.notEqual(placed.host, lostId);
+  }
+  // An instance checks before payment against a count up to a second old: the other instance's last sale shows then.
+  const full = await waitFor('the pool full to both instances', async () => {
+    const answer = await request(api2, 'POST', '/orders', {
+      body: instant('After loss, full'),
+      headers: { 'idempotency-key': `pool-after-loss-${process.pid}` },
+    });
+    if (answer.status !== 402) return answer;
+    await sleep(100);
+    return undefined;
+  });
+  assert.equal(full.status, 503, JSON.stringify(full.body));
+  assert.equal(full.body.error.code, 'capacity_exhausted');
+}

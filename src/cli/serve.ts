@@ -14,6 +14,7 @@ import {
 } from '../http/index.js';
 import {
   beatStreamingHost,
+  HostLease,
   HostMonitor,
   HostPlacement,
   HostReconciler,
@@ -257,6 +258,9 @@ function streamingParts(base: Foundation) {
   const places = hosting(base)
     ? new ListenerPlaces(db, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
     : undefined;
+  const lease = hosting(base)
+    ? new HostLease(config.streaming.downAfterSeconds, config.streaming.heartbeatMs)
+    : undefined;
   const hls = hosting(base)
     ? new HlsManager({
         db,
@@ -283,7 +287,7 @@ function streamingParts(base: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(db, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hls, places, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+  return { hls, places, lease, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
@@ -432,6 +436,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
         () => stream.hostId(),
         parts.places,
         (user, pass) => stream.claimForwarded(user, pass),
+        () => !parts.lease?.held,
       )
     : undefined;
   if (config.role === 'host') {
@@ -498,35 +503,25 @@ function sellsStreams(base: Foundation): boolean {
   return base.config.role === 'api' || (base.config.role === 'all' && hosting(base));
 }
 
-/**
- * What /availability shows: the live hosts' capacity and what is in use and spoken for on them, summed, and the room
- * of the host with a free stream slot and the most free listener places (where a new stream would go).
- */
+/** What /availability shows: the live hosts, with what is in use and spoken for on each, in placement's order. */
 async function poolCapacity(placement: HostPlacement) {
-  const hosts = await placement.pool();
-  const sum = (pick: (h: (typeof hosts)[number]) => number) => hosts.reduce((n, h) => n + pick(h), 0);
-  const room = hosts.map((h) => ({
-    sources: Math.max(0, h.limits.sources - h.load.sources),
-    listeners: Math.max(0, h.limits.listeners - h.load.listeners),
-  }));
-  const roomiest = room
-    .filter((r) => r.sources > 0)
-    .reduce((best, r) => (r.listeners > best.listeners ? r : best), { sources: 0, listeners: 0 });
-  return {
-    limits: { sources: sum((h) => h.limits.sources), listeners: sum((h) => h.limits.listeners) },
-    used: { sources: sum((h) => h.load.sources), listeners: sum((h) => h.load.listeners) },
-    roomiest,
-  };
+  const hosts = placement.ranked(await placement.pool());
+  return { hosts: hosts.map(({ limits, load }) => ({ limits, load })) };
 }
 
-/** Registers this host with what it carries and keeps its heartbeat while it runs. */
-async function joinHostPool({ config, log, db, stream, shutdown }: Foundation): Promise<void> {
+/** Registers this host with what it carries and keeps its heartbeat (and with it its lease) while it runs. */
+async function joinHostPool({ config, log, db, stream, shutdown }: Foundation, lease: HostLease): Promise<void> {
   const { maxSources, maxListeners, bandwidthKbps, heartbeatMs } = config.streaming;
   const id = stream.hostId();
-  await registerStreamingHost(db, { id, publicUrl: stream.publicUrl(), maxSources, maxListeners, bandwidthKbps });
-  const heartbeat = new PeriodicTask('host heartbeat', () => beatStreamingHost(db, id), heartbeatMs, log);
+  const publicUrl = stream.publicUrl();
+  await lease.beat(() => registerStreamingHost(db, { id, publicUrl, maxSources, maxListeners, bandwidthKbps }));
+  const beat = () => lease.beat(() => beatStreamingHost(db, id));
+  const heartbeat = new PeriodicTask('host heartbeat', beat, heartbeatMs, log);
   heartbeat.start();
-  shutdown.push(() => heartbeat.stop());
+  shutdown.push(async () => {
+    await heartbeat.stop();
+    lease.stop();
+  });
 }
 
 /** The API's workers: they recover unfinished orders and send refunds, for every host. */
@@ -546,8 +541,8 @@ function startApiWorkers({ shutdown }: Foundation, { recovery, refundWorker }: A
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
   const { config, log, db, live, stream, http, shutdown } = base;
   await stream.start(await callbackBaseUrl(base, app.decider));
-  if (stream.available) await joinHostPool(base);
-  const { hls, autodj, relays, nowPlaying, places } = app;
+  const { hls, autodj, relays, nowPlaying, places, lease } = app;
+  if (stream.available && lease) await joinHostPool(base, lease);
   if (!(stream.available && hls)) return;
   await hls.start();
   shutdown.push(() => hls.stopAll());
@@ -585,7 +580,19 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     extendHint: extendHint(live, () => http.publicBaseUrl),
   });
   worker.start();
-  const reconciler = new HostReconciler(db, stream.hostId(), { admin: () => stream.admin(), autodj, relays }, log);
+  const reconciler = new HostReconciler(
+    db,
+    stream.hostId(),
+    {
+      admin: () => stream.admin(),
+      autodj,
+      relays,
+      sourceEpoch: (mount) => app.decider?.sourceEpoch(mount),
+      leaseHeld: () => lease?.held ?? true,
+    },
+    log,
+  );
+  if (lease) lease.onLost = () => void reconciler.fence().catch((err) => log.warn({ err }, 'fencing failed'));
   reconciler.start();
   shutdown.push(async () => {
     await reconciler.stop();
@@ -664,12 +671,13 @@ async function writeDevFile(
 
 /**
  * Every instance watches the pool (one pass at a time across instances): hosts that miss their heartbeat are marked
- * down and their services moved to hosts with room.
+ * down and their services moved to hosts with room (beside the paid orders placed there and not provisioned yet).
  */
-function watchHostPool({ config, log, db, metrics, shutdown }: Foundation): void {
+function watchHostPool({ config, log, db, live, metrics, shutdown }: Foundation): void {
   const monitor = new HostMonitor(db, log, {
     downAfterSeconds: config.streaming.downAfterSeconds,
     intervalMs: config.streaming.heartbeatMs,
+    inFlight: inFlightByHost(new OrderStore(db), live),
     onPass: (pass) => {
       metrics.hostsMarkedDown.inc(pass.markedDown.length);
       metrics.serviceMoves.inc(pass.moved.length);

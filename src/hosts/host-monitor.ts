@@ -7,6 +7,7 @@ import {
   HOLDS_A_PLACE,
   moveService,
   type Destination,
+  type InFlightLoad,
   type MoveOutcome,
   type Stranded,
 } from './service-moves.js';
@@ -15,6 +16,8 @@ export interface HostMonitorOptions {
   /** A host whose heartbeat is older than this is down (HOST_DOWN_AFTER_SECONDS). */
   downAfterSeconds: number;
   intervalMs: number;
+  /** The paid orders not provisioned yet, by host: a move does not take the places they were promised. */
+  inFlight?: InFlightLoad;
   /** Told after each pass that did something (metrics). */
   onPass?: (pass: MonitorPass) => void;
 }
@@ -143,9 +146,10 @@ export class HostMonitor {
         WHERE state = 'up' AND heartbeat_at >= now() - make_interval(secs => $1)`,
       [this.options.downAfterSeconds],
     );
+    const inFlight = await this.options.inFlight?.(connection);
     const hosts: Destination[] = [];
     for (const row of rows) {
-      const load = await hostLoad(connection, row.id);
+      const load = await hostLoad(connection, row.id, inFlight);
       hosts.push({
         id: row.id,
         publicUrl: row.public_url,
@@ -163,7 +167,7 @@ export class HostMonitor {
     const candidates = hosts.filter((h) => fits(h, service.listenerPlaces)).sort((a, b) => free(b) - free(a));
     for (const host of candidates) {
       const done = await this.db
-        .transaction((client) => moveService(client, service, host))
+        .transaction((client) => moveService(client, service, host, this.options.inFlight))
         .catch((err) => {
           this.log.warn({ err, service_id: service.id, to: host.id }, 'could not move a service; tried again');
           return undefined;

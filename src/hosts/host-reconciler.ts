@@ -27,6 +27,10 @@ export interface HostWorkers {
     | undefined;
   autodj: { sync(services: ServiceRow[]): Promise<void> };
   relays: { sync(services: ServiceRow[]): Promise<void> };
+  /** The host epoch of the service whose source this host's Icecast let in on a mount, as the callback read it. */
+  sourceEpoch?(mount: string): number | undefined;
+  /** False once this host's lease ran out (src/hosts/host-lease.ts): it then serves nothing. */
+  leaseHeld?(): boolean;
 }
 
 const LIVE_ON_HOST = `SELECT * FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')`;
@@ -47,6 +51,8 @@ export class HostReconciler {
   private listener?: Client;
   /** The owner's title last sent to each mount, so that it is sent once. */
   private readonly titles = new Map<string, string>();
+  /** Set while the lease is lost and the host serves nothing (logged once). */
+  private fenced = false;
 
   constructor(
     private readonly db: Database,
@@ -69,24 +75,59 @@ export class HostReconciler {
 
   /** One pass: listens again if it lost the channel, then brings the host in line. */
   async pass(): Promise<void> {
+    if (!this.leaseHeld()) return this.fence();
+    this.fenced = false;
     if (!this.listener) await this.listen().catch((err) => this.log.warn({ err }, 'host_services: cannot listen'));
     const admin = this.workers.admin();
     // Mounts first: a mount that shows here was admitted for a service committed before this read of services.
     const mounts = admin ? await admin.listMounts().catch(() => undefined) : undefined;
     const live = await this.db.query<ServiceRow & Record<string, unknown>>(LIVE_ON_HOST, [this.hostId]);
+    // The lease may have run out while PostgreSQL was slow to answer: what was read may be stale by now.
+    if (!this.leaseHeld()) return this.fence();
     const active = live.filter((s) => s.status === 'active' && !(s.expires_at && s.expires_at.getTime() <= Date.now()));
     await this.workers.autodj.sync(active);
     await this.workers.relays.sync(active);
     if (!admin || !mounts) return;
-    const ours = new Set(live.map((s) => s.mount));
-    for (const { mount } of mounts) if (!ours.has(mount)) await this.cut(mount);
+    const epochs = new Map(live.map((s) => [s.mount, Number(s.host_epoch)]));
+    for (const { mount } of mounts) if (!this.servedHere(mount, epochs)) await this.cut(mount);
     await this.sendOwnerTitles(active);
+  }
+
+  /**
+   * The lease ran out: this host may have been counted down and its services moved, and it cannot tell. Its AutoDJs
+   * and relays stop and every mount loses its source and listeners; the callbacks admit nothing until a heartbeat is
+   * written again, and the next pass after that brings back what is still placed here. Needs no database.
+   */
+  async fence(): Promise<void> {
+    if (!this.fenced) this.log.warn({ host_id: this.hostId }, 'lease lost (no heartbeat written): cutting every mount');
+    this.fenced = true;
+    await this.workers.autodj.sync([]);
+    await this.workers.relays.sync([]);
+    const admin = this.workers.admin();
+    const mounts = admin ? await admin.listMounts().catch(() => []) : [];
+    for (const { mount } of mounts) await this.cut(mount);
+  }
+
+  private leaseHeld(): boolean {
+    return this.workers.leaseHeld?.() ?? true;
+  }
+
+  /**
+   * Whether a mount on this Icecast belongs to a live service of this host, and its source was let in for the
+   * service's current placement here: a service that moved away and back (a new host epoch) while the old source
+   * stayed connected is cut too.
+   */
+  private servedHere(mount: string, epochs: Map<string, number>): boolean {
+    const epoch = epochs.get(mount);
+    if (epoch === undefined) return false;
+    const admitted = this.workers.sourceEpoch?.(mount);
+    return admitted === undefined || admitted === epoch;
   }
 
   /** A mount no live service of this host owns: its source and listeners go (the callbacks refuse them again). */
   private async cut(mount: string): Promise<void> {
     const admin = this.workers.admin()!;
-    this.log.info({ mount, host_id: this.hostId }, 'mount no longer served here: cutting it');
+    this.log.info({ mount, host_id: this.hostId }, 'mount not served here: cutting it');
     await admin.killSource(mount).catch(() => false);
     for (const client of await admin.listClients(mount).catch(() => []))
       await admin.killClient(mount, client.id).catch(() => false);

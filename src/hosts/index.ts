@@ -10,3 +10,4 @@ export { moveService, type MoveOutcome } from './service-moves.js';
 export { HostPlacement, type PoolHost, type PlacementOptions } from './placement.js';
 export { HostReconciler, HOST_SERVICES_CHANNEL, type HostWorkers } from './host-reconciler.js';
 export { hostPoolReport, drainHost, undrainHost, removeHost, type HostReport, type HostChange } from './pool-report.js';
+export { HostLease } from './host-lease.js';

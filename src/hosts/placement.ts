@@ -75,9 +75,17 @@ export class HostPlacement {
 
   /** The host a new stream goes to (see the class); throws 503 capacity_exhausted when none has room. */
   choose(hosts: PoolHost[], demand: StreamLoad): PoolHost {
-    const fitting = hosts.filter((h) => fits(h, demand));
-    if (!fitting.length) throw exhausted(hosts, demand);
-    return fitting.reduce((best, h) => (better(h, best) ? h : best));
+    const chosen = ranked(hosts).find((h) => fits(h, demand));
+    if (!chosen) throw exhausted(hosts, demand);
+    return chosen;
+  }
+
+  /**
+   * The hosts in the order placement tries them: a new stream goes to the first one it fits on, whatever its size
+   * (what /availability shows is worked out the same way).
+   */
+  ranked(hosts: PoolHost[]): PoolHost[] {
+    return ranked(hosts);
   }
 
   /** Throws 503 capacity_exhausted unless `demand` fits on this host (an upgrade or a revival on its own host). */
@@ -124,11 +132,14 @@ const free = (h: PoolHost) => ({
   listeners: h.limits.listeners - h.load.listeners,
 });
 
-function better(a: PoolHost, b: PoolHost): boolean {
-  const [fa, fb] = [free(a), free(b)];
-  if (fa.listeners !== fb.listeners) return fa.listeners > fb.listeners;
-  if (fa.sources !== fb.sources) return fa.sources > fb.sources;
-  return a.id < b.id;
+/** Most free listener places first, then most free stream slots, then by id. */
+function ranked(hosts: PoolHost[]): PoolHost[] {
+  return [...hosts].sort((a, b) => {
+    const [fa, fb] = [free(a), free(b)];
+    if (fa.listeners !== fb.listeners) return fb.listeners - fa.listeners;
+    if (fa.sources !== fb.sources) return fb.sources - fa.sources;
+    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  });
 }
 
 /** No host has room: why, and when to retry: the earliest expiry on any host. */

@@ -1,5 +1,5 @@
 import { recordEvent } from '../events/index.js';
-import { liveHoldingSql, streamAddresses, type ServiceRow } from '../services/index.js';
+import { liveHoldingSql, streamAddresses, type ServiceRow, type StreamLoad } from '../services/index.js';
 import type { Client } from '../store/index.js';
 import { lockPlacement } from './placement.js';
 
@@ -39,15 +39,39 @@ export function fits(host: Destination, listenerPlaces: number): boolean {
   return host.maxListeners === null || host.listeners + listenerPlaces <= host.maxListeners;
 }
 
-/** What is in use on a host now: its live services (one source each) and the listener places they were sold. */
+/**
+ * What paid orders not provisioned yet will add, by the host each was placed on (null: claimed before orders recorded
+ * their host, so it may land on any): placement counts them, and so must a move (orders/in-flight-load.ts).
+ */
+export type InFlightLoad = (client: Client) => Promise<Map<string | null, StreamLoad>>;
+
+/** The in-flight orders' load on one host: those placed on it, and those placed nowhere yet (on the safe side). */
+function spokenFor(inFlight: Map<string | null, StreamLoad>, hostId: string): StreamLoad {
+  const placed = inFlight.get(hostId);
+  const unplaced = inFlight.get(null);
+  return {
+    sources: (placed?.sources ?? 0) + (unplaced?.sources ?? 0),
+    listeners: (placed?.listeners ?? 0) + (unplaced?.listeners ?? 0),
+  };
+}
+
+/**
+ * What is in use on a host now: its live services (one source each) and the listener places they were sold, plus
+ * what the paid orders placed on it and not provisioned yet will add.
+ */
 export async function hostLoad(
-  client: Pick<Client, 'query'>,
+  client: Client,
   hostId: string,
-): Promise<{ sources: number; listeners: number }> {
+  inFlight?: Map<string | null, StreamLoad>,
+): Promise<StreamLoad> {
   const {
     rows: [held],
   } = await client.query(`SELECT live_services, listener_places FROM (${liveHoldingSql('host')}) held`, [hostId]);
-  return { sources: Number(held.live_services), listeners: Number(held.listener_places) };
+  const spoken = inFlight ? spokenFor(inFlight, hostId) : { sources: 0, listeners: 0 };
+  return {
+    sources: Number(held.live_services) + spoken.sources,
+    listeners: Number(held.listener_places) + spoken.listeners,
+  };
 }
 
 /**
@@ -58,12 +82,15 @@ export async function hostLoad(
  * transfer_offset_bytes (negative by as much), so the transfer still bought is what it was.
  * The move is recorded and the owner gets service.moved; both hosts' reconcilers hear of it from the trigger on
  * services (migration 050).
- * Undefined when it did not happen: the old host beat again, the service changed meanwhile, or `to` has no room now.
+ * Room on `to` is counted under the lock with the orders in flight on it: a move never takes a place a paid order
+ * was promised. Undefined when it did not happen: the old host beat again, the service changed meanwhile, or `to`
+ * has no room now.
  */
 export async function moveService(
   client: Client,
   service: Stranded,
   to: Destination,
+  inFlight?: InFlightLoad,
 ): Promise<MoveOutcome | undefined> {
   // A beat of the lost host waits for this row lock, and once it has returned the host to 'up' nothing moves.
   const {
@@ -78,7 +105,7 @@ export async function moveService(
     rows: [target],
   } = await client.query("SELECT public_url FROM streaming_hosts WHERE id = $1 AND state = 'up'", [to.id]);
   if (!target) return undefined;
-  const load = await hostLoad(client, to.id);
+  const load = await hostLoad(client, to.id, await inFlight?.(client));
   if (!fits({ ...to, ...load }, service.listenerPlaces)) return undefined;
   const {
     rows: [moved],

@@ -4,12 +4,19 @@ import { ApiError } from '../errors/index.js';
 import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 
+/** One live streaming host as /availability reads it: what it carries, and what is in use and spoken for on it. */
+export interface HostRoom {
+  limits: StreamLoad;
+  load: StreamLoad;
+}
+
 /**
- * What /availability reads of the stream capacity: the live hosts' limits and what is in use on them, summed, and
- * the room on the roomiest single host (an order must fit on one host).
+ * What /availability reads of the stream capacity: the live hosts in the order placement tries them. A new stream
+ * goes to the first host it fits on, and one host holds a whole stream: what is free on the pool as a whole says
+ * little about what one order can get.
  */
 export interface CapacityView {
-  read(): Promise<{ limits: StreamLoad; used: StreamLoad; roomiest: StreamLoad }>;
+  read(): Promise<{ hosts: HostRoom[] }>;
 }
 
 interface ProductAvailability {
@@ -22,8 +29,10 @@ interface ProductAvailability {
 }
 
 /**
- * GET /availability as true as the host's capacity: a product is available_now only when the host has a stream slot
- * and the listener places for the asked shape (`?listeners=N`, else the product's smallest), counted at most a second
+ * GET /availability as true as the pool's capacity, and worked out as placement works: a product is available_now
+ * only when a live host has a stream slot and the listener places for the asked shape (`?listeners=N`, else the
+ * product's smallest), and newcomer_available_now only when the host the order would be placed on (the first that
+ * fits) keeps it within the newcomers' part of that host, which is what the claim checks. Counted at most a second
  * ago. The catalog's part of the document (built once per snapshot) is patched, not rebuilt.
  */
 export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf: () => CapacityReserve | undefined) {
@@ -46,34 +55,63 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
       return;
     }
     ctx.set('Cache-Control', 'no-store');
-    const { limits, used, roomiest } = await load();
-    const free = freeOf(limits, used);
+    const { hosts } = await load();
     const reserve = reserveOf();
-    const newcomers = reserve && newcomerLimits(limits, reserve);
-    const newcomerFree = newcomers && freeOf(newcomers, used);
     const body = JSON.parse(document.toString()) as { products: ProductAvailability[] } & Record<string, unknown>;
-    body.capacity = {
-      stream_slots: { total: limits.sources, free: free.sources },
-      listener_places: { total: limits.listeners, free: free.listeners },
-      ...(newcomers &&
-        newcomerFree && {
-          newcomers: {
-            stream_slots: { total: newcomers.sources, free: newcomerFree.sources },
-            listener_places: { total: newcomers.listeners, free: newcomerFree.listeners },
-          },
-        }),
-      ...(asked !== undefined && { asked_listeners: asked }),
-    };
+    body.capacity = { ...capacityDocument(hosts, reserve), ...(asked !== undefined && { asked_listeners: asked }) };
     for (const product of body.products) {
       if (!product.agent_orderable) continue;
-      const room = roomFor(product, roomiest, asked);
-      if (room) {
+      const listeners = asked ?? product.limits?.listeners?.minimum ?? 1;
+      const placed = placeFor(product, hosts, listeners);
+      if (placed.refusal) {
         product.available_now = false;
-        product.reason = `${room} Nothing can be bought that would not fit; retry later (places come free as streams expire), or ask for fewer listeners.`;
+        product.reason =
+          `${placed.refusal} Nothing can be bought that would not fit; retry later (places come free as streams` +
+          ' expire), or ask for fewer listeners.';
       }
-      if (newcomerFree) markNewcomers(product, newcomerFree, asked);
+      if (reserve) markNewcomers(product, placed.host && newcomerFree(placed.host, reserve), listeners);
     }
     ctx.body = body;
+  };
+}
+
+/** A size and what is free of it, as the document shows them. */
+function roomDocument(size: StreamLoad, free: StreamLoad) {
+  return {
+    stream_slots: { total: size.sources, free: free.sources },
+    listener_places: { total: size.listeners, free: free.listeners },
+  };
+}
+
+const NONE: StreamLoad = { sources: 0, listeners: 0 };
+const plus = (a: StreamLoad, b: StreamLoad): StreamLoad => ({
+  sources: a.sources + b.sources,
+  listeners: a.listeners + b.listeners,
+});
+
+/** The pool summed, each host in placement's order, and with a reserve the newcomers' part of each. */
+function capacityDocument(hosts: HostRoom[], reserve: CapacityReserve | undefined) {
+  const each = hosts.map((h) => ({
+    size: h.limits,
+    free: freeOf(h.limits, h.load),
+    newcomers: reserve && { size: newcomerLimits(h.limits, reserve), free: newcomerFree(h, reserve) },
+  }));
+  const summed = (pick: (e: (typeof each)[number]) => StreamLoad) => each.map(pick).reduce(plus, NONE);
+  return {
+    ...roomDocument(
+      summed((e) => e.size),
+      summed((e) => e.free),
+    ),
+    ...(reserve && {
+      newcomers: roomDocument(
+        summed((e) => e.newcomers!.size),
+        summed((e) => e.newcomers!.free),
+      ),
+    }),
+    hosts: each.map((e) => ({
+      ...roomDocument(e.size, e.free),
+      ...(e.newcomers && { newcomers: roomDocument(e.newcomers.size, e.newcomers.free) }),
+    })),
   };
 }
 
@@ -84,30 +122,56 @@ function freeOf(limits: StreamLoad, used: StreamLoad): StreamLoad {
   };
 }
 
-/** Whether a wallet without paid history could buy it too: the rest of the host is kept for established payers. */
-function markNewcomers(product: ProductAvailability, free: StreamLoad, asked: number | undefined): void {
-  const room = product.available_now ? roomFor(product, free, asked) : undefined;
-  product.newcomer_available_now = product.available_now && room === undefined;
+/** What a wallet without paid history may still fill of this host (agent_checkout.capacity_reserve). */
+function newcomerFree(host: HostRoom, reserve: CapacityReserve): StreamLoad {
+  return freeOf(newcomerLimits(host.limits, reserve), host.load);
+}
+
+/** The host an order for the product would be placed on now (the first that fits), or why there is none. */
+function placeFor(
+  product: ProductAvailability,
+  hosts: HostRoom[],
+  listeners: number,
+): { host?: HostRoom; refusal?: string } {
+  const maximum = product.limits?.listeners?.maximum;
+  if (maximum !== undefined && listeners > maximum)
+    return { refusal: `${product.product_id} takes at most ${maximum} listeners.` };
+  const host = hosts.find((h) => roomOn(freeOf(h.limits, h.load), listeners) === undefined);
+  return host ? { host } : { refusal: noHostFor(hosts, listeners) };
+}
+
+/** Whether a wallet without paid history could buy it too: the rest of each host is kept for established payers. */
+function markNewcomers(product: ProductAvailability, free: StreamLoad | undefined, listeners: number): void {
+  const room = product.available_now && free ? roomOn(free, listeners) : undefined;
+  product.newcomer_available_now = product.available_now && free !== undefined && room === undefined;
   if (room) {
     product.reason =
-      `${product.reason} Only for established payers now: the rest of this host is kept for wallets` +
-      ` with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill (capacity.newcomers):` +
-      ` ${room}`;
+      `${product.reason} Only for established payers now: the rest of the host it would stream on is kept for` +
+      ` wallets with paid history (agent_checkout.capacity_reserve), and in the part newcomers may fill` +
+      ` (capacity.hosts[].newcomers): ${room}`;
   }
 }
 
-/** Why the host cannot take the product in the asked shape now, or undefined when it can. */
-function roomFor(product: ProductAvailability, free: StreamLoad, asked: number | undefined): string | undefined {
-  const range = product.limits?.listeners ?? {};
-  const listeners = asked ?? range.minimum ?? 1;
-  if (range.maximum !== undefined && listeners > range.maximum)
-    return `${product.product_id} takes at most ${range.maximum} listeners.`;
+/** Why one host's free room cannot take a stream of this many listeners, or undefined when it can. */
+function roomOn(free: StreamLoad, listeners: number): string | undefined {
   if (free.sources < 1) return 'Every stream slot of this host is taken.';
   if (free.listeners < listeners)
     return `This host has ${free.listeners} listener places free, fewer than the ${listeners} asked.`;
   return undefined;
 }
 
+/** Why no live host can take the stream: in a single host's words when there is one. */
+function noHostFor(hosts: HostRoom[], listeners: number): string {
+  if (hosts.length === 0) return 'No streaming host is up.';
+  if (hosts.length === 1) return roomOn(freeOf(hosts[0].limits, hosts[0].load), listeners)!;
+  const withSlot = hosts.map((h) => freeOf(h.limits, h.load)).filter((f) => f.sources > 0);
+  if (!withSlot.length) return `Every stream slot of the ${hosts.length} live streaming hosts is taken.`;
+  const most = Math.max(...withSlot.map((f) => f.listeners));
+  return (
+    `No streaming host has the ${listeners} listener places asked free (at most ${most} on one host; ` +
+    'one host serves a whole stream).'
+  );
+}
 function askedListeners(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);

@@ -194,6 +194,15 @@ export const pricingSchema = {
   },
 };
 
+const countSchema = { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } };
+const roomSchema = { type: 'object', properties: { stream_slots: countSchema, listener_places: countSchema } };
+const newcomersRoomSchema = {
+  ...roomSchema,
+  description:
+    'The part a wallet without paid history may fill (agent_checkout.capacity_reserve: that share of each host), ' +
+    'and what of it is free.',
+};
+
 export const availabilitySchema = {
   type: 'object',
   required: ['ok', 'agent_checkout', 'products'],
@@ -206,18 +215,20 @@ export const availabilitySchema = {
     capacity: {
       type: 'object',
       description:
-        'What this host has free now (counted at most a second ago): stream slots and listener places. available_now is false for a product the host has no room for in the asked shape (?listeners=N, else its smallest).',
+        'What the live streaming hosts have free now, summed (counted at most a second ago): stream slots and ' +
+        'listener places. available_now is false for a product no one host has room for in the asked shape ' +
+        '(?listeners=N, else its smallest).',
       properties: {
-        stream_slots: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
-        listener_places: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
-        newcomers: {
-          type: 'object',
+        ...roomSchema.properties,
+        newcomers: newcomersRoomSchema,
+        hosts: {
+          type: 'array',
           description:
-            'The part of the host a wallet without paid history may fill ' +
-            '(agent_checkout.capacity_reserve), and what of it is free.',
-          properties: {
-            stream_slots: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
-            listener_places: { type: 'object', properties: { total: { type: 'integer' }, free: { type: 'integer' } } },
+            'Each live streaming host (unnamed) in the order placement tries them: one host serves a whole stream, ' +
+            'and a new one goes to the first it fits on. The capacity reserve is checked on that host.',
+          items: {
+            type: 'object',
+            properties: { ...roomSchema.properties, newcomers: newcomersRoomSchema },
           },
         },
         asked_listeners: { type: 'integer' },

@@ -19,6 +19,8 @@ export interface InternalReaders {
 
 const refuse = (message: string): Decision => ({ accept: false, message });
 const MOVED_AWAY = 'this service is not on this streaming host (it moved): read its record for the current addresses';
+const LEASE_LOST =
+  'this streaming host lost touch with the pool (no heartbeat written): retry, or read the record for where it streams';
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -44,20 +46,36 @@ export class IcecastDecider implements MountDecider {
     private readonly places?: ListenerPlaces,
     /** Redeems the front door's ticket in a listener's credentials for its real address (provisioning/front-door). */
     private readonly forwarded?: (user: string, pass: string) => ForwardedClaim,
+    /** True while this host's lease has run out (src/hosts/host-lease.ts): nothing is admitted. */
+    private readonly leaseLost?: () => boolean,
   ) {}
 
+  /** The host epoch of each mount's service when its source was let in here (the reconciler compares it). */
+  private readonly sourceEpochs = new Map<string, number>();
+
   /**
-   * Fencing (issue 24): a host answers only for the services placed on it now. Once a service moved off this host
-   * (its host_id changed with a new host_epoch), this Icecast refuses its sources and listeners, and its callbacks
-   * leave the service's rows alone, so two hosts never both serve one service's mount.
+   * Fencing (issue 24): a host answers only for the services placed on it now, and only while its lease holds (it
+   * wrote a heartbeat recently enough that the pool has not counted it down). Once a service moved off this host (its
+   * host_id changed with a new host_epoch), this Icecast refuses its sources and listeners, and its callbacks leave
+   * the service's rows alone, so two hosts never both serve one service's mount. The host epoch it is served here
+   * at, or undefined when it is not served here.
    */
+  private async servedHere(mount: string): Promise<number | undefined> {
+    if (!this.hostId) return 0;
+    const [row] = await this.db.query<{ host_epoch: number }>(
+      'SELECT host_epoch FROM services WHERE mount = $1 AND host_id = $2',
+      [mount, this.hostId()],
+    );
+    return row?.host_epoch;
+  }
+
   private async servesHere(mount: string): Promise<boolean> {
-    if (!this.hostId) return true;
-    const [row] = await this.db.query('SELECT 1 FROM services WHERE mount = $1 AND host_id = $2', [
-      mount,
-      this.hostId(),
-    ]);
-    return row !== undefined;
+    return (await this.servedHere(mount)) !== undefined;
+  }
+
+  /** The host epoch of the service whose source was let in on this mount, undefined when none was. */
+  sourceEpoch(mount: string): number | undefined {
+    return this.sourceEpochs.get(mount);
   }
 
   private async recordSource(mount: string, type: SourceEventType): Promise<void> {
@@ -73,8 +91,16 @@ export class IcecastDecider implements MountDecider {
     return row;
   }
 
-  async authorizeSource({ mount, user, pass }: { mount: string; user: string; pass: string }): Promise<Decision> {
-    if (!(await this.servesHere(mount))) return refuse(MOVED_AWAY);
+  async authorizeSource(request: { mount: string; user: string; pass: string }): Promise<Decision> {
+    if (this.leaseLost?.()) return refuse(LEASE_LOST);
+    const epoch = await this.servedHere(request.mount);
+    if (epoch === undefined) return refuse(MOVED_AWAY);
+    const decision = await this.checkSource(request);
+    if (decision.accept) this.sourceEpochs.set(request.mount, epoch);
+    return decision;
+  }
+
+  private async checkSource({ mount, user, pass }: { mount: string; user: string; pass: string }): Promise<Decision> {
     const service = await this.live(mount);
     if (!service) return refuse('no active service on this mount');
     if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
@@ -102,6 +128,7 @@ export class IcecastDecider implements MountDecider {
     const internal = this.internalReaders?.recognise(request);
     // Our own reader takes no listener place; a client that claims to be one without its secret is refused.
     if (internal) return internal === 'ours' ? { accept: true } : refuse('not an internal reader');
+    if (this.leaseLost?.()) return refuse(LEASE_LOST);
     const session = { userAgent, protocol: 'icecast' } as const;
     // The places in memory hold only this host's services; without them the database says whether it serves here.
     if (!this.places && !(await this.servesHere(mount))) return refuse(MOVED_AWAY);
@@ -135,6 +162,7 @@ export class IcecastDecider implements MountDecider {
   }
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
+    this.sourceEpochs.delete(mount);
     if (!(await this.servesHere(mount))) return;
     this.log.info({ mount }, 'source disconnected');
     await this.recordSource(mount, 'source.disconnected');

@@ -17,9 +17,11 @@ export async function admitListener(
   clientId: string,
   ip: string,
   session: Pick<NewListenerSession, 'userAgent' | 'protocol'>,
+  /** The streaming host asking: a service placed on another host (it moved) is not admitted here. */
+  hostId?: string,
 ): Promise<Admission> {
   return db.transaction(async (client) => {
-    const service = await lockActiveService(client, where);
+    const service = await lockActiveService(client, where, hostId);
     if (!service) return { accept: false, message: 'no active stream on this mount' };
     const max = listenerCapOf(service.limits);
     const {
@@ -42,14 +44,16 @@ export async function admitListener(
 async function lockActiveService(
   client: Client,
   where: { mount: string } | { serviceId: string },
+  hostId: string | undefined,
 ): Promise<ServiceRow | undefined> {
   const [column, value] = 'mount' in where ? ['mount', where.mount] : ['id', where.serviceId];
+  const onHost = hostId === undefined ? '' : 'AND host_id = $2';
   const {
     rows: [service],
   } = await client.query(
     `SELECT * FROM services WHERE ${column} = $1 AND status = 'active' AND (expires_at IS NULL OR expires_at > now())
-     FOR UPDATE`,
-    [value],
+     ${onHost} FOR UPDATE`,
+    hostId === undefined ? [value] : [value, hostId],
   );
   return service as ServiceRow | undefined;
 }

@@ -92,7 +92,7 @@ export class ListenerPlaces {
   async admit(where: Where, clientId: string, ip: string, session: SessionFacts): Promise<Admission> {
     if (!this.live) {
       await this.writer.flush();
-      return admitListener(this.db, where, clientId, ip, session);
+      return admitListener(this.db, where, clientId, ip, session, this.hostId());
     }
     const pending = this.refreshing.get(this.idOf(where) ?? '');
     if (pending) await pending;

@@ -57,12 +57,7 @@ export class Database {
   }
 
   async transaction<T>(work: (client: Client) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (e) {
-      throw translate(e);
-    }
+    const client = await this.dedicated();
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -79,7 +74,7 @@ export class Database {
   /** A connection of its own, for session state such as an advisory lock held while this instance lives. */
   async dedicated(): Promise<Client> {
     try {
-      return await this.pool.connect();
+      return survivesLoss(await this.pool.connect());
     } catch (e) {
       throw translate(e);
     }
@@ -88,6 +83,20 @@ export class Database {
   close(): Promise<void> {
     return this.pool.end();
   }
+}
+
+const watched = new WeakSet<pg.PoolClient>();
+
+/**
+ * A connection lost while checked out (PostgreSQL restarted, the network reset it) fails the queries on it, which
+ * callers handle; pg also emits 'error' on the client, which would end the process if nobody listened.
+ */
+function survivesLoss(client: pg.PoolClient): pg.PoolClient {
+  if (!watched.has(client)) {
+    client.on('error', () => undefined);
+    watched.add(client);
+  }
+  return client;
 }
 
 function translate(e: unknown): unknown {

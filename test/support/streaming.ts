@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
@@ -110,6 +111,28 @@ export function within<T>(promise: Promise<T>, ms: number, message: string): Pro
       throw new Error(message);
     }),
   ]);
+}
+
+/** A source refused when it asks for the mount (Icecast's URL auth answers 401/403), not cut after it was let in. */
+export async function assertSourceRefused(broadcastUrl: string, timeoutMs = 20_000): Promise<void> {
+  const intruder = startFfmpegSource(broadcastUrl);
+  let said = '';
+  intruder.stderr!.on('data', (chunk: Buffer) => {
+    said += chunk;
+  });
+  try {
+    assert.notEqual(await exitOf(intruder, timeoutMs), 0, 'the source is refused');
+  } finally {
+    intruder.kill('SIGKILL');
+  }
+  assert.match(said, /40[13]|Unauthorized|Forbidden/, said);
+}
+
+/** A listener refused on this stream URL: it gets no 200. */
+export async function assertListenerRefused(streamUrl: string): Promise<void> {
+  const stray = await connectListener(streamUrl);
+  stray.close();
+  assert.notEqual(stray.status, 200, `a listener was admitted on ${streamUrl}`);
 }
 
 /** Does an MPEG audio frame header (11 sync bits) appear in these bytes? */
