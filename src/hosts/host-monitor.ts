@@ -66,7 +66,11 @@ export class HostMonitor {
       throw err;
     });
     let locked = false;
+    let broken = false;
     try {
+      // The lock is held by this session: were this instance to freeze holding it (a stopped process, a cut
+      // network), PostgreSQL ends the session once it has been idle for the bound, and another instance takes over.
+      await connection.query(`SET idle_session_timeout = ${this.options.downAfterSeconds * 1000}`);
       locked = await tryLock(connection);
       this.reachableSince ??= Date.now();
       if (!locked) return undefined;
@@ -77,10 +81,15 @@ export class HostMonitor {
       return pass;
     } catch (err) {
       this.reachableSince = undefined;
+      broken = true;
       throw err;
     } finally {
       if (locked) await connection.query(`SELECT pg_advisory_unlock(${MONITOR_LOCK})`).catch(() => {});
-      connection.release();
+      await connection.query('RESET idle_session_timeout').catch(() => {
+        broken = true;
+      });
+      // A session that failed or was ended is not handed out again.
+      connection.release(broken);
     }
   }
 

@@ -2,8 +2,16 @@ import { ApiError } from '../errors/index.js';
 import { liveHoldingSql, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 
+/**
+ * How long a transaction holding the placement lock may wait on its instance between statements: an instance that
+ * froze there (a stopped process, a cut network) would otherwise stop every sale and move of the pool. PostgreSQL
+ * ends its session after this, and the lock goes with it.
+ */
+const PLACEMENT_IDLE_LIMIT_MS = 10_000;
+
 /** Placements and moves of services between hosts wait for each other until the caller's transaction ends. */
 export async function lockPlacement(client: Client): Promise<void> {
+  await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${PLACEMENT_IDLE_LIMIT_MS}`);
   await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream placement', 0))");
 }
 
