@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { HostLease } from '../src/hosts/index.js';
 import { buy } from './support/purchase.js';
 import { startService, type Service } from './support/service.js';
 import { exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
@@ -53,6 +54,24 @@ async function metric(c: Service, name: string): Promise<number | undefined> {
   const line = scraped?.text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? undefined : Number(line.split(' ')[1]);
 }
+
+test('a lease ends once, when its last written beat is too old, even one written late', async () => {
+  const lease = new HostLease(1, 100); // a lease of 900 ms
+  let lost = 0;
+  lease.onLost = () => lost++;
+  lease.renew(performance.now() - 850);
+  assert.equal(lease.held, true);
+  await waitFor('the lease to end', () => lost === 1, 5000);
+  assert.deepEqual([lease.held, lease.losses], [false, 1]);
+  // A beat written after its own lease had passed renews nothing, and the loss is not counted twice.
+  lease.renew(performance.now() - 1000);
+  // The lease's timer (due now) was set before this one, so it has run by the time this one does.
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  assert.deepEqual([lease.held, lease.losses, lost], [false, 1, 1]);
+  lease.renew(performance.now());
+  assert.equal(lease.held, true);
+  lease.stop();
+});
 
 test('without its lease a host refuses HLS and says so; once healed it takes the lease again', async () => {
   const api = await startService(pool, { args: ['--role', 'api'] });
