@@ -635,7 +635,7 @@ async function hostsCheck(db: Database, downAfterSeconds: number, self?: { id: s
   const checked = self ? { ...report, this_host: { id: self.id, lease: self.lease.state() } } : report;
   const hosts = (checked.hosts ?? []) as Awaited<ReturnType<typeof hostPoolReport>>;
   if (self && !self.lease.held) {
-    const error = `this streaming host (${self.id}) lost its lease (no heartbeat written): it serves nothing until then`;
+    const error = `this streaming host (${self.id}) lost its lease (no heartbeat written): it serves nothing`;
     return { ...checked, ok: false, error };
   }
   if (!checked.ok || hosts.some((h) => h.live && h.state === 'up')) return checked;
