@@ -261,6 +261,7 @@ function streamingParts(base: Foundation) {
   const lease = hosting(base)
     ? new HostLease(config.streaming.downAfterSeconds, config.streaming.heartbeatMs)
     : undefined;
+  if (lease) base.metrics.watchLease(lease);
   const hls = hosting(base)
     ? new HlsManager({
         db,
@@ -269,6 +270,7 @@ function streamingParts(base: Foundation) {
         hostId: () => stream.hostId(),
         log,
         places,
+        leaseHeld: () => lease?.held ?? true,
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
@@ -368,7 +370,7 @@ async function startAuditHead({ config, log, db, shutdown }: Foundation, signer:
  * GET /health's checks: the database, the chain (from a probe a few seconds old at most), this instance's Icecast
  * (when it runs one) and the pool's hosts (ok when one at least is live and up).
  */
-function healthCheck(base: Foundation) {
+function healthCheck(base: Foundation, lease?: HostLease) {
   const { db, pay, stream, config } = base;
   const chainProbe =
     pay.ledger &&
@@ -379,7 +381,7 @@ function healthCheck(base: Foundation) {
     ...(await checkDatabase(db)),
     ...(chainProbe && { chain: await chainProbe() }),
     ...(config.role !== 'api' && { icecast: await stream.health() }),
-    hosts: await hostsCheck(db, config.streaming.downAfterSeconds),
+    hosts: await hostsCheck(db, config.streaming.downAfterSeconds, lease && { id: stream.hostId(), lease }),
   });
 }
 
@@ -448,7 +450,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       ...parts,
       decider,
       checkout,
-      checkHealth: healthCheck(base),
+      checkHealth: healthCheck(base, parts.lease),
       auditHead,
       recovery: undefined,
       refundWorker: refunds.worker,
@@ -460,7 +462,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
     listenHost: config.host,
     allowedOrigins: config.mcpAllowedOrigins,
   });
-  const checkHealth = healthCheck(base);
+  const checkHealth = healthCheck(base, parts.lease);
   http.serve(
     createRequestListener({
       ...shared,
@@ -515,12 +517,16 @@ async function joinHostPool({ config, log, db, stream, shutdown }: Foundation, l
   const id = stream.hostId();
   const publicUrl = stream.publicUrl();
   await lease.beat(() => registerStreamingHost(db, { id, publicUrl, maxSources, maxListeners, bandwidthKbps }));
-  const beat = () => lease.beat(() => beatStreamingHost(db, id));
+  // The beats have a connection of their own, bounded in time: neither a pool taken up by queries hung in a
+  // partition nor a beat hung on a silent connection keeps the host from taking its lease again once it heals.
+  const beats = new Database(db.url, { max: 1, timeoutMs: lease.beatTimeoutMs });
+  const beat = () => lease.beat(() => beatStreamingHost(beats, id));
   const heartbeat = new PeriodicTask('host heartbeat', beat, heartbeatMs, log);
   heartbeat.start();
   shutdown.push(async () => {
     await heartbeat.stop();
     lease.stop();
+    await beats.close();
   });
 }
 
@@ -620,10 +626,18 @@ function unreachable(databaseUrl: string, cause: unknown): Error {
   );
 }
 
-/** The pool's hosts by name; ok when one at least takes new streams. */
-async function hostsCheck(db: Database, downAfterSeconds: number) {
-  const checked = await timed(async () => ({ hosts: await hostPoolReport(db, downAfterSeconds) }));
+/**
+ * The pool's hosts by name, and this host's lease (from memory: shown even when PostgreSQL does not answer); ok when
+ * one host at least takes new streams and this one, if it is a host, holds its lease.
+ */
+async function hostsCheck(db: Database, downAfterSeconds: number, self?: { id: string; lease: HostLease }) {
+  const report = await timed(async () => ({ hosts: await hostPoolReport(db, downAfterSeconds) }));
+  const checked = self ? { ...report, this_host: { id: self.id, lease: self.lease.state() } } : report;
   const hosts = (checked.hosts ?? []) as Awaited<ReturnType<typeof hostPoolReport>>;
+  if (self && !self.lease.held) {
+    const error = `this streaming host (${self.id}) lost its lease (no heartbeat written): it serves nothing`;
+    return { ...checked, ok: false, error };
+  }
   if (!checked.ok || hosts.some((h) => h.live && h.state === 'up')) return checked;
   return { ...checked, ok: false, error: 'no streaming host is live and up: nothing new can be sold' };
 }

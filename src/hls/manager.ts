@@ -23,6 +23,8 @@ export interface HlsManagerOptions {
   log: Logger;
   /** The host's listener places in memory, shared with Icecast's listeners; without it, admissions use the database. */
   places?: ListenerPlaces;
+  /** False while this host's lease has run out (src/hosts/host-lease.ts): it then serves no HLS at all. */
+  leaseHeld?: () => boolean;
 }
 
 /** Who fetches: the listener session keeps its network and user agent, never the full address. */
@@ -186,6 +188,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
    * may use the last life-cycle pass's view, a second old at most: without a playlist a player fetches none for long.
    */
   private async serviceFor(serviceId: string, cached = false): Promise<ServiceRow> {
+    // Answered without PostgreSQL, which a host without its lease may not reach: the service may have moved.
+    if (this.options.leaseHeld && !this.options.leaseHeld()) throw leaseLost(serviceId);
     const known = cached ? this.active.get(serviceId) : undefined;
     if (known && (!known.expires_at || known.expires_at.getTime() > Date.now())) return known;
     const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>(
@@ -341,5 +345,15 @@ function ended(status: string): ApiError {
     410,
     'service_not_active',
     `This stream has ended (the service is ${status}); its owner can extend it or buy a new one.`,
+  );
+}
+
+function leaseLost(serviceId: string): ApiError {
+  return new ApiError(
+    503,
+    'host_lease_lost',
+    'This streaming host lost touch with the pool and serves nothing until it is back. Retry in a few seconds, or ' +
+      `read the service record (GET /services/${serviceId}) for where its stream is served now.`,
+    { retryable: true, retryAfterSeconds: 5 },
   );
 }

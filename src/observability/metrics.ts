@@ -132,6 +132,30 @@ export class Metrics {
     });
   }
 
+  /**
+   * This host's lease (src/hosts/host-lease.ts), read from memory: a host cut off from PostgreSQL still reports
+   * that it lost it.
+   */
+  watchLease(lease: { readonly held: boolean; readonly losses: number }): void {
+    new Gauge({
+      name: 'streaming_host_lease_held',
+      help: 'Whether this streaming host holds its lease (1) or serves nothing until its heartbeat is written (0)',
+      registers: [this.registry],
+      collect() {
+        this.set(lease.held ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'streaming_host_lease_losses_total',
+      help: 'Times this streaming host lost its lease (no heartbeat written for the lease) and cut its mounts',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(lease.losses);
+      },
+    });
+  }
+
   /** prom-client hashes the labels on every call; a request's series are looked up by one string instead. */
   private seriesOf(route: string, method: string, status: number) {
     const key = `${status} ${method} ${route}`;

@@ -10,11 +10,21 @@ const unavailableCodes = /^(08|57P|53)/;
 export class Database {
   private readonly pool: pg.Pool;
 
+  /**
+   * `timeoutMs` bounds each query and each new connection on this client's side (a partitioned network fails
+   * nothing: PostgreSQL's own statement_timeout never reaches the client); a query that runs out closes its
+   * connection. Without it, connecting may take 5 s and a query as long as it takes.
+   */
   constructor(
     readonly url: string,
-    options: { max?: number } = {},
+    options: { max?: number; timeoutMs?: number } = {},
   ) {
-    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 20, connectionTimeoutMillis: 5000 });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: options.max ?? 20,
+      connectionTimeoutMillis: options.timeoutMs ?? 5000,
+      ...(options.timeoutMs && { query_timeout: options.timeoutMs }),
+    });
     this.pool.on('error', () => {
       /* an idle client lost its connection; the next query reconnects */
     });

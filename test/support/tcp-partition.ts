@@ -3,12 +3,14 @@ import net from 'node:net';
 /**
  * A TCP forwarder on loopback that can be cut as a network partition cuts: nothing is refused or closed, bytes just
  * stop arriving (both ways, on open connections and on new ones), so the client's queries hang rather than fail.
- * `heal()` resets the connections that went silent (as a partition's end often does) and forwards new ones again.
+ * `heal()` resets the connections that went silent (as a partition's end often does) and forwards new ones again;
+ * `heal({ keepSilent: true })` leaves them silent instead (their next TCP retransmission is minutes away, or the
+ * state of a firewall on the way was lost): only new connections get through.
  */
 export interface TcpPartition {
   port: number;
   cut(): void;
-  heal(): void;
+  heal(options?: { keepSilent?: boolean }): void;
   close(): Promise<void>;
 }
 
@@ -45,8 +47,8 @@ export async function startTcpPartition(target: { host: string; port: number }):
         upstream.pause();
       }
     },
-    heal() {
-      for (const socket of sockets) socket.destroy();
+    heal({ keepSilent = false } = {}) {
+      if (!keepSilent) for (const socket of sockets) socket.destroy();
       pairs.length = 0;
       open = true;
     },

@@ -36,7 +36,14 @@ const full = error(
   'listener_limit_reached (retryable, Retry-After): all bought listener places are taken, ' +
     'by Icecast and HLS listeners together.',
 );
-const notReady = error('hls_not_ready (retryable, Retry-After): the stream has no source to segment yet.');
+const notReady = error(
+  'hls_not_ready (retryable, Retry-After): the stream has no source to segment yet. ' +
+    'host_lease_lost (retryable, Retry-After): its streaming host lost touch with the pool; read the service record.',
+);
+const hostAway = error(
+  'host_lease_lost (retryable, Retry-After): the streaming host lost touch with the pool and serves nothing; ' +
+    'retry, or read the service record for where it streams now.',
+);
 const badSession = error('hls_session_invalid: the session is missing or malformed; start again from index.m3u8.');
 const segmentGone = error('hls_segment_not_found: no longer in the playlist; fetch live.m3u8 again.');
 const presence =
@@ -108,6 +115,7 @@ export const part: OpenApiPart = {
           404: segmentGone,
           410: gone,
           429: rateLimited,
+          503: hostAway,
         },
       },
     },
