@@ -58,12 +58,14 @@ const median = (values: number[]) => {
 };
 
 /** One serve start to "serving on": its own CPU and its descendants', then stopped. */
-async function serveStart(): Promise<{ self: number; below: number }> {
+async function serveStart(): Promise<{ self: number; below: number; wall: number }> {
+  const began = performance.now();
   const service = await startService();
+  const wall = performance.now() - began;
   try {
     const cpu = await treeCpu(service.process.pid!);
     if (!cpu) throw new Error('no /proc entry for serve');
-    return { self: cpu.self * 1000, below: cpu.descendants * 1000 };
+    return { self: cpu.self * 1000, below: cpu.descendants * 1000, wall };
   } finally {
     await service.stop();
   }
@@ -113,7 +115,8 @@ export async function runStartupSection(options: StartupOptions): Promise<void> 
   for (let round = 1; round <= runs; round++) {
     log(`startup: serve start ${round} of ${runs}`);
     add('node -e "" (serve rounds)', await childCpuMs(['-e', ''], {}, root));
-    const { self, below } = await serveStart();
+    const { self, below, wall } = await serveStart();
+    add('serve start to ready: wall ms (template copy included)', wall);
     add('serve start to ready: serve itself', self);
     add('serve start to ready: its PostgreSQL, anvil, Icecast', below);
   }

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { programsUsing } from './support/processes.js';
 import { buy } from './support/purchase.js';
 import { request, startService, withoutCapacityReserve, type Service } from './support/service.js';
 import { expireIn } from './support/expiry.js';
@@ -103,20 +104,6 @@ async function restart(signal: NodeJS.Signals): Promise<void> {
 const usage = async (id: string) => (await request(service, 'GET', `/services/${id}/usage`)).body.usage;
 const record = async (id: string) => (await request(service, 'GET', `/services/${id}`)).body.service;
 const icecastPort = () => JSON.parse(readFileSync(join(service.dataDir, 'streaming-host.json'), 'utf8')).port as number;
-
-/** The programs (by name) of the processes whose command line mentions this directory: an orphan would. */
-function programsUsing(dir: string): string[] {
-  const found: string[] = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (args.some((a) => a.includes(dir))) found.push(args[0].split('/').pop()!);
-    } catch {
-      /* gone */
-    }
-  }
-  return found.sort();
-}
 
 describe('restarts keep paid streams', () => {
   let long: Bought;

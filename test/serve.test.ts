@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cli, request, scratchDir, startService, type Service } from './support/service.js';
+import { programsUsing } from './support/processes.js';
+import { cli, copyCatalog, request, scratchDir, startService, type Service } from './support/service.js';
 
 const started: Service[] = [];
 after(async () => {
@@ -64,6 +65,21 @@ describe('serve', () => {
         );
       });
     }
+  });
+
+  test('a start that fails in one of the steps started side by side undoes the others', async () => {
+    // PostgreSQL, the chain and the catalog start together: the catalog fails while the others are still starting.
+    const catalog = await copyCatalog();
+    await writeFile(join(catalog.catalogDir, 'products/instant-stream.yaml'), 'id: instant-stream\nprice: [\n');
+    const dataDir = await scratchDir('audio-failed-start-');
+    const env = { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir };
+    const failed = await startService(env, { dataDir }).then(
+      () => assert.fail('serve started on a catalog with a syntax error'),
+      (e: Error) => e.message,
+    );
+    assert.match(failed, /serve exited with 1/);
+    assert.match(failed, /instant-stream\.yaml/);
+    assert.deepEqual(programsUsing(dataDir), [], 'PostgreSQL and anvil were stopped');
   });
 
   test('refuses a second serve on the same DATA_DIR, stops cleanly on SIGTERM and keeps the dev key', async () => {

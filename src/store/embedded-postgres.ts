@@ -88,7 +88,8 @@ function postgresBinary(): string {
 async function postgresUserIds(): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
   const id = async (flag: string) => Number((await execFileAsync('id', [flag, 'postgres'])).stdout.trim());
-  return { uid: await id('-u'), gid: await id('-g') };
+  const [uid, gid] = await Promise.all([id('-u'), id('-g')]);
+  return { uid, gid };
 }
 
 /** Servers of this process still running: told to shut down fast (SIGINT) if this process exits without stopping them. */
