@@ -24,7 +24,8 @@ test('a remembered signature recovery answers exactly what the curve maths does'
   // More payments than are remembered: the oldest are recovered again, still right.
   const hashes = Array.from({ length: 300 }, (_, i) => keccak256(toHex(`payment ${i}`)));
   const signatures = await Promise.all(hashes.map((h) => alice.sign({ hash: h })));
-  for (const [i, h] of hashes.entries()) assert.equal(await recoverAddress({ hash: h, signature: signatures[i] }), alice.address);
+  for (const [i, h] of hashes.entries())
+    assert.equal(await recoverAddress({ hash: h, signature: signatures[i] }), alice.address);
   assert.equal(await recoverAddress({ hash: hashes[0], signature: signatures[0] }), alice.address);
 });
 
