@@ -132,7 +132,9 @@ function translate(e: unknown): unknown {
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(
       err.message ?? '',
     );
-  if (connectionLost) {
+  // A prepared plan gone stale inside a transaction (see preparing): rolled back, prepared afresh on the next try.
+  const stalePlan = err.code === '0A000' && /cached plan must not change result type/.test(err.message ?? '');
+  if (connectionLost || stalePlan) {
     return new ApiError(
       503,
       'store_unavailable',
