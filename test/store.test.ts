@@ -25,4 +25,24 @@ describe('Database', () => {
       assert.deepEqual(await store.db.query<{ n: string }>('SELECT $1::text AS n', [String(i)]), [{ n: String(i) }]);
     await assert.rejects(store.db.query('SELECT 1/$1::int AS n', [0]), /division by zero/);
   });
+
+  test("a transaction's statements are prepared once, and afresh after another instance changed their table", async () => {
+    await store.db.query('CREATE TABLE gadgets (id int PRIMARY KEY, name text)');
+    await store.db.query("INSERT INTO gadgets VALUES (1, 'one')");
+    const sql = 'SELECT * FROM gadgets WHERE id = $1';
+    const read = () => store.db.transaction(async (client) => (await client.query(sql, [1])).rows);
+    assert.deepEqual(await read(), [{ id: 1, name: 'one' }]);
+    const prepared = await store.db.transaction(
+      async (client) =>
+        (await client.query('SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement = $1', [sql]))
+          .rows[0].n,
+    );
+    assert.equal(prepared, 1, 'prepared on the (only) connection, under a name');
+    const other = new Database(store.db.url);
+    await other.query('ALTER TABLE gadgets ADD COLUMN colour text');
+    await other.close();
+    // The stale plan fails its transaction (which changed nothing); the next one prepares the statement again.
+    await assert.rejects(read(), (e: { status?: number; retryable?: boolean }) => e.status === 503 && !!e.retryable);
+    assert.deepEqual(await read(), [{ id: 1, name: 'one', colour: null }]);
+  });
 });

@@ -6,6 +6,7 @@ import { registerExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
+import { shareSignatureRecoveries } from './recovery-memo.js';
 import type { SettledReceipts } from './settled-receipts.js';
 
 /** In-process facilitator that settles with its own key over an RPC endpoint (the embedded anvil by default). */
@@ -76,6 +77,7 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
 type SignerSource = Parameters<typeof toFacilitatorEvmSigner>[0];
 
 function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitator {
+  shareSignatureRecoveries();
   const pollingInterval = config.pollingIntervalMs ?? 10;
   const chain = defineChain({
     id: config.chainId,

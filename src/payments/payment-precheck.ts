@@ -11,6 +11,7 @@ import {
   type Hex,
 } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import { shareSignatureRecoveries } from './recovery-memo.js';
 
 /** Chain reads for smart-wallet payers (src/payments ChainChecks: cached, budgeted, gas-capped). */
 export interface CodeLookup {
@@ -59,6 +60,8 @@ export class PaymentPrecheck {
     allowedFactories: readonly string[] = [],
   ) {
     this.factories = new Set(allowedFactories.map((f) => f.toLowerCase()));
+    // The facilitator recovers the same signature again: it then reads this recovery.
+    shareSignatureRecoveries();
   }
 
   /** Why the payment cannot be valid, or undefined when only the facilitator can tell. */

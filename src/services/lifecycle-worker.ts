@@ -7,7 +7,7 @@ import {
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
-import { Decimal, type ServiceAction, type ServiceDecision } from '../rules/index.js';
+import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
 import type { ListenerPlaces } from './listener-places.js';
@@ -72,6 +72,8 @@ const GB = new Decimal(1_000_000_000);
 export class LifecycleWorker {
   private readonly task: PeriodicTask;
   private leaderConnection?: Client;
+  /** Per service of the last pass: the decisions and the facts they were made on (see decisionsFor). */
+  private lastDecisions = new Map<string, RememberedDecisions>();
 
   constructor(private readonly deps: LifecycleDeps) {
     this.task = new PeriodicTask('life-cycle tick', () => this.tick(), deps.intervalMs, deps.log);
@@ -97,6 +99,8 @@ export class LifecycleWorker {
       [this.deps.hostId()],
     );
     const done: { service: string; decision: ServiceDecision }[] = [];
+    const remembered = this.lastDecisions;
+    this.lastDecisions = new Map();
     if (fresh) await this.reconcileListeners(services);
     const usages = services.map((service) => (fresh ? this.deps.meter.usage(service) : undefined));
     const facts = services.map((service, i) => usageFactsOf(service, usages[i]));
@@ -108,17 +112,7 @@ export class LifecycleWorker {
         await recordListenerThreshold(this.deps.db, service, listenerCapOf(service.limits), usage.listeners).catch(
           (err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record listeners.threshold'),
         );
-      const snapshot = this.deps.live.current;
-      const outcome = await snapshot.rules.lifecycle.evaluate(
-        {
-          service: serviceFacts(service),
-          usage: usageFacts,
-          product: snapshot.catalog.byId.get(service.product_id)?.product ?? { id: service.product_id },
-          settings: snapshot.catalog.settings,
-        },
-        6,
-      );
-      for (const decision of outcome.decisions) {
+      for (const decision of await this.decisionsFor(service, usageFacts, remembered)) {
         if (await this.apply(service, decision)) done.push({ service: service.id, decision });
         if (decision.kind === 'transition') break;
       }
@@ -140,6 +134,40 @@ export class LifecycleWorker {
     await this.deps.relays?.sync(stillActive);
     await this.deps.hls?.sync(stillActive);
     return done;
+  }
+
+  /**
+   * What the life-cycle rules decide for a service. They are a pure function of the snapshot's rules and the facts, so
+   * the last pass's decisions stand while the facts they read are the same (the usage's measured_at aside, when no
+   * rule reads it): with many live services and nothing changing, the rules do not run again for each of them every
+   * pass. Time enters the facts as `expired`, so paid time still ends on the pass it should.
+   */
+  private async decisionsFor(
+    service: ServiceRow,
+    usage: Record<string, unknown>,
+    remembered: Map<string, RememberedDecisions>,
+  ): Promise<ServiceDecision[]> {
+    const snapshot = this.deps.live.current;
+    const stage = snapshot.rules.lifecycle;
+    const facts = { service: serviceFacts(service), usage };
+    const { measured_at: _measuredAt, ...steady } = usage;
+    const key = JSON.stringify({ ...facts, usage: readsMeasuredAt(stage) ? usage : steady });
+    const last = remembered.get(service.id);
+    const decisions =
+      last && last.stage === stage && last.key === key
+        ? last.decisions
+        : (
+            await stage.evaluate(
+              {
+                ...facts,
+                product: snapshot.catalog.byId.get(service.product_id)?.product ?? { id: service.product_id },
+                settings: snapshot.catalog.settings,
+              },
+              6,
+            )
+          ).decisions;
+    this.lastDecisions.set(service.id, { stage, key, decisions });
+    return decisions;
   }
 
   /**
@@ -283,6 +311,24 @@ export class LifecycleWorker {
     }
     return changed;
   }
+}
+
+interface RememberedDecisions {
+  stage: Stage;
+  key: string;
+  decisions: ServiceDecision[];
+}
+
+const measuredAtReaders = new WeakMap<Stage, boolean>();
+
+/** Whether any rule (a condition, a derived fact, a reason's template) reads the usage's measured_at. */
+function readsMeasuredAt(stage: Stage): boolean {
+  let reads = measuredAtReaders.get(stage);
+  if (reads === undefined) {
+    reads = JSON.stringify([stage.rules, stage.derivedFacts]).includes('measured_at');
+    measuredAtReaders.set(stage, reads);
+  }
+  return reads;
 }
 
 function serviceFacts(service: ServiceRow): Record<string, unknown> {

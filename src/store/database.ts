@@ -70,7 +70,7 @@ export class Database {
     const client = await this.dedicated();
     try {
       await client.query('BEGIN');
-      const result = await work(client);
+      const result = await work(this.preparing(client));
       await client.query('COMMIT');
       return result;
     } catch (e) {
@@ -79,6 +79,30 @@ export class Database {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * The connection of a transaction, whose statements with parameters are prepared by name as query() does: a paid
+   * order's claim and settlement are a few large statements, which PostgreSQL otherwise parses and plans every time.
+   * A statement whose plan went stale (0A000, see query()) fails its transaction, and is prepared afresh next time.
+   */
+  private preparing(client: Client): Client {
+    const named = (text: unknown, params?: unknown, ...rest: unknown[]) => {
+      if (typeof text !== 'string' || !Array.isArray(params) || !params.length || rest.length) {
+        return (client.query as (...args: unknown[]) => unknown)(text, params, ...rest);
+      }
+      return client.query({ name: this.statementName(text), text, values: params }).catch((e: unknown) => {
+        if ((e as { code?: string }).code === '0A000') this.statementNames.delete(text);
+        throw e;
+      });
+    };
+    return new Proxy(client, {
+      get(target, property) {
+        if (property === 'query') return named;
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
   }
 
   /** A connection of its own, for session state such as an advisory lock held while this instance lives. */
@@ -118,7 +142,9 @@ function translate(e: unknown): unknown {
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(
       err.message ?? '',
     );
-  if (connectionLost) {
+  // A prepared plan gone stale inside a transaction (see preparing): rolled back, prepared afresh on the next try.
+  const stalePlan = err.code === '0A000' && /cached plan must not change result type/.test(err.message ?? '');
+  if (connectionLost || stalePlan) {
     return new ApiError(
       503,
       'store_unavailable',
