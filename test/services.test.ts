@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
+import { tone } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -41,32 +42,10 @@ after(async () => {
   await service?.stop();
 });
 
+const MP3 = ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'];
+
 const api = (method: string, path: string, options: Parameters<typeof request>[3] = {}) =>
   request(service, method, path, options);
-
-/** A short audio file made by ffmpeg, with artist and title tags. */
-function tone(seconds: number, format: 'mp3' | 'wav', title: string): Buffer {
-  const out = spawnSync(
-    'ffmpeg',
-    [
-      '-v',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      `sine=frequency=523:duration=${seconds}`,
-      '-metadata',
-      `title=${title}`,
-      '-metadata',
-      'artist=Test Band',
-      ...(format === 'mp3' ? ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'] : ['-f', 'wav']),
-      'pipe:1',
-    ],
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  assert.equal(out.status, 0, String(out.stderr));
-  return out.stdout;
-}
 
 describe('services', () => {
   test('GET /services/{id} for the owner only; 404 for anyone else', async () => {
@@ -107,7 +86,7 @@ describe('services', () => {
   test('uploads are checked, counted against storage_mb while they stream, and never kept partially', async () => {
     const id = autodj.service.service_id;
     const mediaDir = join(service.dataDir, 'media', id);
-    const song = tone(3, 'mp3', 'First Song');
+    const song = await tone(3, 'First Song', MP3);
     const put = (name: string, body: Buffer) =>
       api('PUT', `/services/${id}/files/${encodeURIComponent(name)}`, {
         rawBody: body,
@@ -124,7 +103,7 @@ describe('services', () => {
     assert.equal(notAudio.status, 422);
     assert.equal(notAudio.body.error.code, 'not_audio');
 
-    const big = tone(40, 'wav', 'Too Long');
+    const big = await tone(40, 'Too Long', ['-f', 'wav']);
     assert.ok(big.length > 1024 * 1024, 'the WAV is larger than the 1 MB bought');
     const tooBig = await put('big.wav', big);
     assert.equal(tooBig.status, 413);
@@ -162,7 +141,7 @@ describe('services', () => {
         rawBody: body,
         headers: { 'content-type': 'application/octet-stream' },
       });
-    assert.equal((await put('tagged.mp3', tone(2, 'mp3', 'Tagged Song'))).status, 201);
+    assert.equal((await put('tagged.mp3', await tone(2, 'Tagged Song', MP3))).status, 201);
     const plain = spawnSync(
       'ffmpeg',
       [

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { parseXml } from '../src/provisioning/index.js';
@@ -13,45 +11,17 @@ import { buildRawRequest, sendRaw } from './support/raw-http.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { audioChecks } from './support/audio-checks.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
+import { ffmpegOutput, tone } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
 const MB = 1024 * 1024;
-const execFileAsync = promisify(execFile);
 // Short timeouts so the slow upload can outlast the request timeout quickly. (Node's own server.requestTimeout only
 // acts when it is above headersTimeout, 10 s in serve: 11 s keeps this test able to fail with it.)
 const REQUEST_TIMEOUT_MS = 11_000;
 const IDLE_TIMEOUT_MS = 2000;
-
-/**
- * A tone made by ffmpeg, tagged with this title. Made without blocking: the describes of this file run side by side,
- * and a slow upload's timers must keep ticking while another test makes its audio.
- */
-async function tone(seconds: number, title: string, args: string[]): Promise<Buffer> {
-  return ffmpeg([
-    '-f',
-    'lavfi',
-    '-i',
-    `sine=frequency=523:duration=${seconds}`,
-    '-metadata',
-    `title=${title}`,
-    '-metadata',
-    'artist=Test Band',
-    ...args,
-    'pipe:1',
-  ]);
-}
-
-/** ffmpeg's output (errors only on stderr), without blocking this process. */
-async function ffmpeg(args: string[]): Promise<Buffer> {
-  const { stdout } = await execFileAsync('ffmpeg', ['-v', 'error', ...args], {
-    encoding: 'buffer',
-    maxBuffer: 64 * MB,
-  });
-  return stdout;
-}
 
 /** Bytes of every file (finished or partial) in a folder. */
 function bytesIn(dir: string): number {
@@ -243,7 +213,7 @@ function autodjUploads(): void {
     };
     // MP4 cannot be written to a pipe without fragmenting: write a real file, with its index at the end.
     const m4a = join(await scratchDir('upload-m4a-'), 'three.m4a');
-    await ffmpeg([
+    await ffmpegOutput([
       '-f',
       'lavfi',
       '-i',
