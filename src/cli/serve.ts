@@ -108,16 +108,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
     // Icecast is waited for here, after the database: a new start on this DATA_DIR finds its port free.
     const icecastStop = new BackgroundStop();
     shutdown.push(icecastStop.waiter);
-    // PostgreSQL, the chain and the catalog need nothing of one another: they start side by side (the servers boot
-    // in their own processes while this one reads the catalog).
-    const [store, { signer, pay }, live] = await allStarted([
-      startStore(config, log, shutdown),
-      startPayments(config, log, shutdown),
-      openCatalog(config, shutdown),
-    ]);
-    const audit = await auditCatalog(config, log, store.db, live);
+    const store = await startStore(config, log, shutdown);
+    const { live, audit } = await startCatalog(config, log, store.db, shutdown);
     const keys = new ApiKeys(store.db);
     shutdown.push(await keys.listenForRevocations()); // verified keys are cached; revocations are pushed by PostgreSQL
+    const signer = await operatorSigner(config, log);
+    const pay = await startPayments(config, log, signer, shutdown);
     const stream = startStreaming(config, log, shutdown, icecastStop);
     // Icecast calls back from 127.0.0.1 (see startStreamingHost), so loopback is not capped; nor are trusted proxies.
     const connections = new ConnectionCap(
@@ -197,26 +193,10 @@ async function startStore(config: Config, log: Logger, shutdown: Shutdown) {
   return { db, pg, databaseUrl };
 }
 
-/**
- * Waits for every step, also when one fails, so that each has registered how it is undone before the start is undone;
- * then fails with the first failure.
- */
-async function allStarted<T extends readonly unknown[]>(steps: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const settled = await Promise.allSettled(steps);
-  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as unknown as T;
-}
-
-/** The catalog and rules being served (checked; a catalog with errors stops the start). */
-async function openCatalog(config: Config, shutdown: Shutdown): Promise<LiveSnapshot> {
+/** The catalog and rules being served, reloaded on edit; every version is kept for the audit trail. */
+async function startCatalog(config: Config, log: Logger, db: Database, shutdown: Shutdown) {
   const live = await LiveSnapshot.open(config.catalogDir, config.rulesDir);
   shutdown.push(async () => live.close());
-  return live;
-}
-
-/** The catalog reloaded on edit; every version is kept for the audit trail. */
-async function auditCatalog(config: Config, log: Logger, db: Database, live: LiveSnapshot): Promise<AuditLog> {
   const audit = new AuditLog(db);
   await audit.saveSnapshot(live.current);
   live.on('reloaded', (snapshot) => {
@@ -228,7 +208,7 @@ async function auditCatalog(config: Config, log: Logger, db: Database, live: Liv
     log.warn({ errors }, 'catalog edit rejected; still serving the last good version');
   });
   live.watch({ checkIntervalMs: config.catalogCheckIntervalMs });
-  return audit;
+  return { live, audit };
 }
 
 /** The operator key signs the audit chain's heads and the offers and receipts agents keep. */
@@ -243,9 +223,7 @@ async function operatorSigner(config: Config, log: Logger): Promise<HeadSigner |
   return signer;
 }
 
-/** Payments, and the operator key that signs their offers and receipts. */
-async function startPayments(config: Config, log: Logger, shutdown: Shutdown) {
-  const signer = await operatorSigner(config, log);
+async function startPayments(config: Config, log: Logger, signer: HeadSigner | undefined, shutdown: Shutdown) {
   const pay = await payments({
     production: config.production,
     dataDir: config.dataDir,
@@ -262,7 +240,7 @@ async function startPayments(config: Config, log: Logger, shutdown: Shutdown) {
       'X402_REFUND_KEY is the key of X402_PAY_TO: refunds must come from a separate hot wallet holding only what refunds need',
     );
   }
-  return { signer, pay };
+  return pay;
 }
 
 /** Icecast, supervised; it starts once the HTTP server that answers its callbacks listens (startStreamingHost). */
