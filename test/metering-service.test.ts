@@ -265,6 +265,8 @@ async function listenTo(url: string): Promise<RawListener> {
   return listener;
 }
 
+/** Two seconds of a 64 kbps stream: what a loaded machine was seen to hold in the sockets from Icecast to a listener. */
+const IN_SOCKETS_ALLOWANCE = 2 * (64_000 / 8);
 const within = (measured: number, truth: number, share: number) => Math.abs(measured - truth) <= truth * share;
 
 const exactUsageSuite = () =>
@@ -311,8 +313,9 @@ const exactUsageSuite = () =>
       );
       assert.ok(droppedAfter <= 2000, `listeners.current dropped after ${droppedAfter} ms`);
       // The listener counts what it had read when it closed; Icecast counts what it wrote, which includes what was still
-      // in the sockets' buffers at the close (0.85 s of this stream once in CI, while other tests used both cores).
-      const inFlightAllowance = 64_000 / 8;
+      // in the sockets between them at the close (Icecast's, the front door's, the listener's): 1.9 s of this stream
+      // once in CI, while other tests used both cores.
+      const inFlightAllowance = IN_SOCKETS_ALLOWANCE;
       assert.ok(
         u.bytes.sent_to_listeners >= received * 0.98 &&
           u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
@@ -342,8 +345,8 @@ const exactUsageSuite = () =>
         `expiry usage: listener received ${received}, usage ${u.bytes.sent_to_listeners}; source sent ${sent}, usage ${u.bytes.read_from_source}`,
       );
       // As when the listener closes (above): Icecast counts what it wrote, the listener what it read before the cut;
-      // under load up to a second of this stream was seen between the two (CI, the metering tests side by side).
-      const inFlightAllowance = 64_000 / 8;
+      // under load up to two seconds of this stream may lie between the two (CI, the metering tests side by side).
+      const inFlightAllowance = IN_SOCKETS_ALLOWANCE;
       assert.ok(
         u.bytes.sent_to_listeners >= received * 0.98 &&
           u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
