@@ -1,0 +1,66 @@
+// `npm test`: the type, import-cycle and format checks run beside the test files rather than before them. The tests
+// do not need the checks' results, and on two cores the test run leaves CPU idle while its services wait on time;
+// the checks' half a minute fits there. Every check and every test must pass. Arguments name test files to run
+// instead of all of them (`npm test -- test/orders.test.ts`).
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+
+const files = process.argv.slice(2);
+const testFiles = files.length
+  ? files
+  : readdirSync('test')
+      .filter((name) => name.endsWith('.test.ts'))
+      .sort()
+      .map((name) => `test/${name}`);
+
+const checks = [
+  ['tsc', ['-p', '.']],
+  ['dpdm', ['--no-warning', '--no-tree', '--exit-code', 'circular:1', 'src/**/*.ts']],
+  ['biome', ['format', '.']],
+];
+
+/** Runs a command; its output is kept for the end (captured) or goes straight through. */
+function run(command, args, captured) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: captured ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+    let output = '';
+    if (captured) for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk) => (output += chunk));
+    child.on('error', (error) => resolve({ command, code: 1, output: `${output}${error.message}\n` }));
+    child.on('close', (code) => resolve({ command, code: code ?? 1, output }));
+  });
+}
+
+async function runChecks() {
+  const results = [];
+  for (const [command, args] of checks) results.push(await run(command, args, true));
+  return results;
+}
+
+const [checkResults, tests] = await Promise.all([
+  runChecks(),
+  run(
+    'tsx',
+    [
+      '--test',
+      '--test-concurrency=2',
+      '--test-timeout=600000',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./scripts/test-file-times.mjs',
+      '--test-reporter-destination=stdout',
+      ...testFiles,
+    ],
+    false,
+  ),
+]);
+
+let failed = tests.code !== 0;
+for (const { command, code, output } of checkResults) {
+  process.stdout.write(`\n${command}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`}\n`);
+  if (code !== 0) {
+    process.stdout.write(output);
+    failed = true;
+  }
+}
+if (failed) process.stdout.write('\nnpm test: FAILED (see above)\n');
+process.exit(failed ? 1 : 0);
