@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
+import { callbackEndpoint, listenerCallback } from './support/icecast-callbacks.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { exitOf, listenWhenLive, startFfmpegSource, waitFor, within } from './support/streaming.js';
@@ -91,32 +92,10 @@ async function buyOnC(stationName: string) {
   return bought.body.service as { service_id: string; stream_url: string; broadcast_url: string };
 }
 
-/** Icecast's listener_add callback to an instance, as its Icecast makes it (from the icecast.xml serve wrote). */
+/** Icecast's listener_add callback to an instance, as its Icecast makes it: true when admitted. */
 async function listenerAdmitted(on: Service, mount: string, client: number): Promise<boolean> {
-  const xml = await readFile(join(on.dataDir, 'icecast', 'icecast.xml'), 'utf8');
-  const option = (name: string) => new RegExp(`<option name="${name}" value="([^"]*)"/>`).exec(xml)![1];
-  const credentials = `${option('username')}:${option('password').replace(/&amp;/g, '&')}`;
-  const answer = await fetch(option('listener_add'), {
-    method: 'POST',
-    headers: {
-      authorization: `Basic ${Buffer.from(credentials).toString('base64')}`,
-      'content-type': 'application/x-www-form-urlencoded',
-    },
-    body: new URLSearchParams({
-      action: 'listener_add',
-      server: '127.0.0.1',
-      port: '8000',
-      client: String(client),
-      mount,
-      user: '',
-      pass: '',
-      ip: '198.51.100.9',
-      agent: 'partition-test',
-    }),
-  });
-  await answer.arrayBuffer();
-  assert.equal(answer.status, 200);
-  return answer.headers.get('icecast-auth-user') === '1';
+  const endpoint = await callbackEndpoint(on.dataDir);
+  return listenerCallback(endpoint, 'listener_add', { mount, client, ip: '198.51.100.9', agent: 'partition-test' });
 }
 
 let nextClient = 2_000_000;
