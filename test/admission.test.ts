@@ -5,6 +5,7 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { callbackEndpoint, listenerCallback, type CallbackEndpoint } from './support/icecast-callbacks.js';
 import { buy } from './support/purchase.js';
 import { request, roomyCatalog, startService, type Service } from './support/service.js';
 import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
@@ -24,7 +25,7 @@ const NOTIFIED_WITHIN_MS = 3000;
 let service: Service;
 let db: pg.Client;
 let wallet: TestWallet;
-let callbacks: { base: string; authorization: string };
+let callbacks: CallbackEndpoint;
 const encoders: ChildProcess[] = [];
 const listeners: Listener[] = [];
 let nextClient = 1_000_000;
@@ -50,40 +51,9 @@ after(async () => {
   await service?.stop();
 });
 
-/** Where Icecast sends its callbacks and the credentials it sends, read from the icecast.xml serve wrote. */
-async function callbackEndpoint(dataDir: string): Promise<{ base: string; authorization: string }> {
-  const xml = await readFile(join(dataDir, 'icecast', 'icecast.xml'), 'utf8');
-  const option = (name: string) => new RegExp(`<option name="${name}" value="([^"]*)"/>`).exec(xml)![1];
-  const user = option('username');
-  const password = option('password').replace(/&amp;/g, '&');
-  return {
-    base: option('listener_add').replace(/\/listener_add$/, ''),
-    authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
-  };
-}
-
 /** One callback as Icecast makes it; true when the answer admits. */
-async function callback(action: 'listener_add' | 'listener_remove', mount: string, client: number): Promise<boolean> {
-  const form = new URLSearchParams({
-    action,
-    server: '127.0.0.1',
-    port: '8000',
-    client: String(client),
-    mount,
-    user: '',
-    pass: '',
-    ip: '198.51.100.7',
-    agent: 'admission-test',
-    ...(action === 'listener_remove' && { duration: '1' }),
-  });
-  const answer = await fetch(`${callbacks.base}/${action}`, {
-    method: 'POST',
-    headers: { authorization: callbacks.authorization, 'content-type': 'application/x-www-form-urlencoded' },
-    body: form,
-  });
-  await answer.arrayBuffer();
-  assert.equal(answer.status, 200);
-  return answer.headers.get('icecast-auth-user') === '1';
+function callback(action: 'listener_add' | 'listener_remove', mount: string, client: number): Promise<boolean> {
+  return listenerCallback(callbacks, action, { mount, client, ip: '198.51.100.7', agent: 'admission-test' });
 }
 
 /** A listener asks for a place and, if it got one, leaves at once: whether one was free now. */

@@ -97,6 +97,12 @@ export interface StreamingSettings {
   /** How often this host writes its heartbeat, and after how long without one the pool counts it down. */
   heartbeatMs: number;
   downAfterSeconds: number;
+  /**
+   * How long one query of the host's own work (reconciler, life-cycle worker, listener places, callbacks, AutoDJ,
+   * relays, HLS) may take before it is given up and its connection closed: a partition that ends leaves connections
+   * that answer nothing, and a pass waiting on one would never end.
+   */
+  queryTimeoutMs: number;
   sourceBudget: SourceBudgetOptions;
   /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
   admissionFullPassMs: number;
@@ -275,6 +281,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     bandwidthKbps: r.text('HOST_BANDWIDTH_KBPS') === undefined ? undefined : r.whole('HOST_BANDWIDTH_KBPS', 0, 1),
     heartbeatMs: r.whole('HOST_HEARTBEAT_MS', 5000, 100),
     downAfterSeconds: r.whole('HOST_DOWN_AFTER_SECONDS', 30, 1),
+    queryTimeoutMs: r.whole('HOST_QUERY_TIMEOUT_MS', 10_000, 100),
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
     frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),

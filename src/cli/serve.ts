@@ -254,9 +254,10 @@ function startStreaming(config: Config, log: Logger, shutdown: Shutdown, icecast
 /** The parts that read and write services: records, media, now playing, players, HLS. */
 function streamingParts(base: Foundation) {
   const { config, log, db, stream, http } = base;
+  const hostDb = hostDatabase(base);
   // HLS renditions read the local Icecast: served by instances that run one.
   const places = hosting(base)
-    ? new ListenerPlaces(db, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
+    ? new ListenerPlaces(hostDb, log, () => stream.hostId(), config.streaming.admissionFullPassMs)
     : undefined;
   const lease = hosting(base)
     ? new HostLease(config.streaming.downAfterSeconds, config.streaming.heartbeatMs)
@@ -264,7 +265,7 @@ function streamingParts(base: Foundation) {
   if (lease) base.metrics.watchLease(lease);
   const hls = hosting(base)
     ? new HlsManager({
-        db,
+        db: hostDb,
         dir: join(config.dataDir, 'hls'),
         icecastUrl: () => stream.localUrl(),
         hostId: () => stream.hostId(),
@@ -276,20 +277,33 @@ function streamingParts(base: Foundation) {
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
     hls ? { hls_url: hlsUrlFor(http.publicBaseUrl, s) } : {};
   const services = new ServiceRecords(db, stream, () => http.publicBaseUrl, hlsEndpoint);
-  const media = new MediaLibrary(db, config.mediaDir, config.uploads);
-  const nowPlaying = new NowPlaying(db, () => stream.admin());
+  const media = new MediaLibrary(hostDb, config.mediaDir, config.uploads);
+  const nowPlaying = new NowPlaying(hostDb, () => stream.admin());
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, nowPlaying, () => http.publicBaseUrl);
   const autodj = new AutoDjManager(
-    db,
+    hostDb,
     media,
     () => stream.localUrl() ?? stream.publicUrl(),
     () => stream.admin(),
     log,
     nowPlaying,
   );
-  const relays = new RelayManager(db, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hls, places, lease, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+  const relays = new RelayManager(hostDb, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
+  return { hostDb, hls, places, lease, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+}
+
+/**
+ * The connections of this host's own work: its passes, Icecast's callbacks, AutoDJ, relays, HLS. Each query is
+ * bounded (HOST_QUERY_TIMEOUT_MS) and one that runs out closes its connection: after a partition to PostgreSQL
+ * ends, a connection left silent fails one pass, which is logged, and the next runs on a new one. An instance that
+ * runs no Icecast uses the main pool.
+ */
+function hostDatabase(base: Foundation): Database {
+  if (!hosting(base)) return base.db;
+  const hostDb = new Database(base.db.url, { max: 10, timeoutMs: base.config.streaming.queryTimeoutMs });
+  base.shutdown.push(() => hostDb.close());
+  return hostDb;
 }
 type StreamingParts = ReturnType<typeof streamingParts>;
 
@@ -429,7 +443,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   };
   const decider = hosting(base)
     ? new IcecastDecider(
-        db,
+        parts.hostDb,
         log,
         parts.autodj,
         eventing.sourceEvents,
@@ -545,9 +559,9 @@ function startApiWorkers({ shutdown }: Foundation, { recovery, refundWorker }: A
  * what was bought and meters it, and the reconciler that runs on this host what PostgreSQL places on it.
  */
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
-  const { config, log, db, live, stream, http, shutdown } = base;
+  const { config, log, live, stream, http, shutdown } = base;
   await stream.start(await callbackBaseUrl(base, app.decider));
-  const { hls, autodj, relays, nowPlaying, places, lease } = app;
+  const { hostDb: db, hls, autodj, relays, nowPlaying, places, lease } = app;
   if (stream.available && lease) await joinHostPool(base, lease);
   if (!(stream.available && hls)) return;
   await hls.start();
@@ -598,7 +612,12 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
     },
     log,
   );
-  if (lease) lease.onLost = () => void reconciler.fence().catch((err) => log.warn({ err }, 'fencing failed'));
+  if (lease)
+    lease.onLost = () => {
+      // Cut off long enough to be counted down: its services may have moved, their notifications lost on the way.
+      places?.forget('lease lost');
+      void reconciler.fence().catch((err) => log.warn({ err }, 'fencing failed'));
+    };
   reconciler.start();
   shutdown.push(async () => {
     await reconciler.stop();

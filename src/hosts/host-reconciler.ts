@@ -61,7 +61,7 @@ export class HostReconciler {
     private readonly log: Logger,
     intervalMs = RECONCILE_INTERVAL_MS,
   ) {
-    this.task = new PeriodicTask('host reconcile', () => this.pass(), intervalMs, log);
+    this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log);
   }
 
   start(): void {
@@ -91,6 +91,21 @@ export class HostReconciler {
     const epochs = new Map(live.map((s) => [s.mount, Number(s.host_epoch)]));
     for (const { mount } of mounts) if (!this.servedHere(mount, epochs)) await this.cut(mount);
     await this.sendOwnerTitles(active);
+  }
+
+  /**
+   * A pass whose query got no answer (the database's connections bound each one) may have waited on a connection a
+   * partition left silent; the channel's connection may be silent too, and miss every notification: the next pass
+   * (in `intervalMs`, as after any failure) listens on a new one.
+   */
+  private async passOrListenAnew(): Promise<void> {
+    try {
+      await this.pass();
+    } catch (err) {
+      if (this.listener) this.log.warn({ host_id: this.hostId }, 'host reconcile failed: listening again next pass');
+      this.dropListener();
+      throw err;
+    }
   }
 
   /**

@@ -230,11 +230,14 @@ export class LifecycleWorker {
   private async lead(): Promise<boolean> {
     if (this.leaderConnection) return true;
     const connection = await this.deps.db.dedicated();
-    const {
-      rows: [{ locked }],
-    } = await connection.query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [
-      this.deps.hostId(),
-    ]);
+    const locked = await connection
+      .query("SELECT pg_try_advisory_lock(hashtextextended('lifecycle ' || $1, 0)) AS locked", [this.deps.hostId()])
+      .then(({ rows: [row] }) => row.locked as boolean)
+      .catch((err: Error) => {
+        // No answer (the connections are bounded in time) or none at all: the connection is not used again.
+        connection.release(err);
+        throw err;
+      });
     if (!locked) {
       connection.release();
       return false;

@@ -43,6 +43,8 @@ export class ListenerPlaces {
   private readonly releasedDuringPass = new Set<string>();
   private passing?: Promise<void>;
   private loaded = false;
+  /** Counts the times memory went stale (see unload): a pass that began before one does not make it live. */
+  private generation = 0;
   private timer?: NodeJS.Timeout;
   private readonly channel: ChannelListener;
   private readonly writer: PlaceWriter;
@@ -61,10 +63,8 @@ export class ListenerPlaces {
       db,
       ADMISSION_CHANNEL,
       (serviceId) => this.notified(serviceId),
-      () => {
-        this.loaded = false;
-      },
-      () => void this.pass(),
+      () => this.unload(),
+      () => void this.readAgain(),
     );
   }
 
@@ -86,6 +86,30 @@ export class ListenerPlaces {
     await this.channel.stop();
     await this.passing?.catch(() => undefined);
     await this.writer.stop();
+  }
+
+  /**
+   * What memory holds can no longer be trusted: this host's lease ran out (it may have been cut off while its
+   * services moved), or a query got no answer (the partition that kept it may have left the channel's connection
+   * open and silent, notifications lost). Admissions go to the database until the channel listens again on a new
+   * connection and everything has been read again.
+   */
+  forget(reason: string): void {
+    if (this.loaded) this.log.warn({ reason }, 'listener places: memory dropped until read again');
+    this.unload();
+    this.channel.restart(reason);
+  }
+
+  /** Memory is stale: a pass already under way read it before this, and cannot make it live again. */
+  private unload(): void {
+    this.loaded = false;
+    this.generation++;
+  }
+
+  /** Listening again: everything is read after the LISTEN (after any pass that began before it). */
+  private async readAgain(): Promise<void> {
+    await this.passing;
+    await this.pass();
   }
 
   /** Takes a place for `clientId` on the service, or refuses: the service is not live here, or all places are taken. */
@@ -208,6 +232,7 @@ export class ListenerPlaces {
         // Unknown state: refuse from memory until the next pass reads it.
         this.drop(serviceId);
         this.log.warn({ err, service_id: serviceId }, 'listener places: could not read a notified service');
+        this.forgetIfUnavailable(err);
       });
     this.refreshing.set(serviceId, next);
     void next.then(() => {
@@ -243,7 +268,10 @@ export class ListenerPlaces {
   /** Reads every live service of this host and its places again (one pass at a time). */
   private pass(): Promise<void> {
     this.passing ??= this.readAll()
-      .catch((err) => this.log.warn({ err }, 'listener places: full pass failed; retried on the next one'))
+      .catch((err) => {
+        this.log.warn({ err }, 'listener places: full pass failed; retried on the next one');
+        this.forgetIfUnavailable(err);
+      })
       .finally(() => {
         this.passing = undefined;
         this.releasedDuringPass.clear();
@@ -253,8 +281,13 @@ export class ListenerPlaces {
     return this.passing;
   }
 
+  private forgetIfUnavailable(err: unknown): void {
+    if ((err as { code?: string }).code === 'store_unavailable') this.forget('a query got no answer');
+  }
+
   private async readAll(): Promise<void> {
     const startedAt = Date.now();
+    const generation = this.generation;
     await this.writer.flush();
     const rows = await this.db.query<ServiceRow & Record<string, unknown>>(
       "SELECT * FROM services WHERE host_id = $1 AND status = 'active'",
@@ -277,7 +310,7 @@ export class ListenerPlaces {
     this.byId = byId;
     this.byMount = byMount;
     for (const mount of this.sourceGone) if (!byMount.has(mount)) this.sourceGone.delete(mount);
-    this.loaded = this.channel.listening;
+    this.loaded = this.channel.listening && generation === this.generation;
   }
 
   private async placesOf(serviceIds: string[]): Promise<Map<string, Map<string, number>>> {

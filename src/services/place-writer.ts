@@ -37,16 +37,29 @@ export class PlaceWriter {
 
   push(change: PlaceChange): void {
     this.queue.push(change);
-    if (!this.running && !this.retry) this.running = this.drain();
+    if (!this.retry) this.startDrain();
   }
 
   /** Resolves once every change pushed so far is committed (or, on a database error, has been tried). */
   async flush(): Promise<void> {
     while (this.running || this.queue.length) {
-      if (!this.running) this.running = this.drain();
+      this.startDrain();
       await this.running;
       if (this.retry) return;
     }
+  }
+
+  /**
+   * Starts writing what is queued, unless it is being written. `running` is cleared once that write has ended, never
+   * before it is set: a drain that found nothing to write (its retry came after a flush had written the batch) ends
+   * at once, and clearing it from inside would leave an ended promise in `running` that flush() awaits for ever.
+   */
+  private startDrain(): void {
+    if (this.running || !this.queue.length) return;
+    const running = this.drain().finally(() => {
+      if (this.running === running) this.running = undefined;
+    });
+    this.running = running;
   }
 
   stop(): Promise<void> {
@@ -56,25 +69,22 @@ export class PlaceWriter {
   }
 
   private async drain(): Promise<void> {
-    try {
-      while (this.queue.length) {
-        const batch = this.queue;
-        this.queue = [];
-        try {
-          await this.db.transaction((client) => writeChanges(client, batch));
-        } catch (err) {
-          this.queue = [...batch, ...this.queue];
-          this.log.warn({ err, changes: batch.length }, 'listener places: could not write; retrying');
-          this.retry = setTimeout(() => {
-            this.retry = undefined;
-            if (!this.running) this.running = this.drain();
-          }, RETRY_MS);
-          this.retry.unref();
-          return;
-        }
+    while (this.queue.length) {
+      const batch = this.queue;
+      this.queue = [];
+      try {
+        await this.db.transaction((client) => writeChanges(client, batch));
+      } catch (err) {
+        this.queue = [...batch, ...this.queue];
+        this.log.warn({ err, changes: batch.length }, 'listener places: could not write; retrying');
+        clearTimeout(this.retry);
+        this.retry = setTimeout(() => {
+          this.retry = undefined;
+          this.startDrain();
+        }, RETRY_MS);
+        this.retry.unref();
+        return;
       }
-    } finally {
-      this.running = undefined;
     }
   }
 }

@@ -42,6 +42,14 @@ export class ChannelListener {
     }
   }
 
+  /**
+   * Drops the connection and listens again on a new one (onLost, then onListening once back): after a network
+   * partition a connection may stay open and silent, and notifications sent meanwhile never come.
+   */
+  restart(reason: string): void {
+    if (this.client) this.lose(this.client, new Error(`listener on ${this.channel} restarted: ${reason}`));
+  }
+
   private lose(client: Client, err?: Error): void {
     if (this.client === client) this.client = undefined;
     this.listening = false;

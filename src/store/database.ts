@@ -68,16 +68,23 @@ export class Database {
 
   async transaction<T>(work: (client: Client) => Promise<T>): Promise<T> {
     const client = await this.dedicated();
+    let broken: unknown;
     try {
       await client.query('BEGIN');
       const result = await work(this.preparing(client));
       await client.query('COMMIT');
       return result;
     } catch (e) {
-      await client.query('ROLLBACK').catch(() => {});
+      // A statement given up (timeoutMs) still waits for its answer on the connection, and so would a ROLLBACK:
+      // the connection is closed instead (PostgreSQL then rolls back), not handed to the next caller.
+      if (timedOut(e)) broken = e;
+      else
+        await client.query('ROLLBACK').catch((err: unknown) => {
+          broken = err;
+        });
       throw translate(e);
     } finally {
-      client.release();
+      client.release(broken as Error | undefined);
     }
   }
 
@@ -133,6 +140,11 @@ function survivesLoss(client: pg.PoolClient): pg.PoolClient {
   return client;
 }
 
+/** pg's answer when a query ran past `timeoutMs` (query_timeout): the connection may have gone silent. */
+function timedOut(e: unknown): boolean {
+  return e instanceof Error && e.message === 'Query read timeout';
+}
+
 function translate(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   const err = e as { code?: string; message?: string };
@@ -141,7 +153,8 @@ function translate(e: unknown): unknown {
       (unavailableCodes.test(err.code) || /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(err.code))) ||
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(
       err.message ?? '',
-    );
+    ) ||
+    timedOut(e);
   // A prepared plan gone stale inside a transaction (see preparing): rolled back, prepared afresh on the next try.
   const stalePlan = err.code === '0A000' && /cached plan must not change result type/.test(err.message ?? '');
   if (connectionLost || stalePlan) {

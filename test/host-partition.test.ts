@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { callbackEndpoint, listenerCallback } from './support/icecast-callbacks.js';
+import { buy } from './support/purchase.js';
+import { request, startService, type Service } from './support/service.js';
+import { exitOf, listenWhenLive, startFfmpegSource, waitFor, within } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
+import { startTcpPartition, type TcpPartition } from './support/tcp-partition.js';
+import { TestWallet } from './support/wallet.js';
+
+// Issue 24: a streaming host whose PostgreSQL connections a network partition cut. When the partition ends, the
+// connections that were waiting for an answer may stay open and silent (half-open): a pass waiting on one must give
+// up (HOST_QUERY_TIMEOUT_MS) and the next one run, and what the host keeps in memory about its listener places must
+// not outlive the notifications it may have missed. Host A sells and hosts; host C reaches PostgreSQL only through
+// a TCP partition. Its full pass of listener places is set to an hour: memory is kept current by notifications only.
+requireStreamingTools();
+
+const pool = {
+  HOST_DOWN_AFTER_SECONDS: '3',
+  HOST_HEARTBEAT_MS: '500',
+  LIFECYCLE_INTERVAL_MS: '250',
+  ADMISSION_FULL_PASS_SECONDS: '3600',
+  // Instances that share a database share the key that seals webhook secrets.
+  WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+};
+/** How long a change may take to reach a host that lost nothing: a notification's latency. */
+const NOTIFIED_WITHIN_MS = 3000;
+
+let a: Service;
+let c: Service;
+let originC: string;
+let partition: TcpPartition;
+let wallet: TestWallet;
+let db: pg.Client;
+let databaseUrl: string;
+const cleanups: Array<() => unknown> = [];
+
+before(async () => {
+  a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
+  cleanups.push(() => a.stop());
+  const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
+  const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
+  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  databaseUrl = lock.database_url;
+  db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  cleanups.push(() => db.end());
+  const database = new URL(lock.database_url);
+  partition = await startTcpPartition({ host: database.hostname, port: Number(database.port) });
+  cleanups.push(() => partition.close());
+  const throughPartition = new URL(database);
+  throughPartition.port = String(partition.port);
+  c = await startService(
+    {
+      ...pool,
+      DATABASE_URL: throughPartition.toString(),
+      CHAIN_RPC_URL: dev.chain.rpc_url,
+      DEV_FACILITATOR_ACCOUNT: '4',
+      STREAMING_HOST_ID: 'host-c',
+      HOST_QUERY_TIMEOUT_MS: '1000',
+    },
+    { args: ['--role', 'host'] },
+  );
+  cleanups.push(async () => {
+    partition.heal();
+    await c.stop();
+  });
+  const saved = JSON.parse(await readFile(join(c.dataDir, 'streaming-host.json'), 'utf8'));
+  originC = `http://127.0.0.1:${saved.port}`;
+});
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+/** Buys a stream through A, placed on C (A is drained meanwhile). */
+async function buyOnC(stationName: string) {
+  assert.equal((await a.cli(['hosts', 'drain', 'host-a'])).code, 0);
+  const bought = await buy(a, wallet, {
+    product_id: 'event-stream',
+    email: 'agent@example.com',
+    station_name: stationName,
+    parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
+  });
+  assert.equal((await a.cli(['hosts', 'undrain', 'host-a'])).code, 0);
+  assert.equal(bought.status, 200, JSON.stringify(bought.body));
+  assert.equal(new URL(bought.body.service.stream_url).origin, originC, 'placed on C');
+  return bought.body.service as { service_id: string; stream_url: string; broadcast_url: string };
+}
+
+/** Icecast's listener_add callback to an instance, as its Icecast makes it: true when admitted. */
+async function listenerAdmitted(on: Service, mount: string, client: number): Promise<boolean> {
+  const endpoint = await callbackEndpoint(on.dataDir);
+  return listenerCallback(endpoint, 'listener_add', { mount, client, ip: '198.51.100.9', agent: 'partition-test' });
+}
+
+let nextClient = 2_000_000;
+
+// A host learns of a move by its notification: a callback it answers before that arrives is admitted (the reconciler,
+// woken by the same commit, then cuts the mount); once it has arrived none is, and the new host admits.
+test('a move notified to a host that lost nothing: refused there from then on, admitted on the new host', async () => {
+  const s = await buyOnC('Moving FM');
+  const mount = new URL(s.stream_url).pathname;
+  assert.equal(await listenerAdmitted(c, mount, nextClient++), true, 'admitted on C while it is placed there');
+  // What a move does to the row (src/hosts/service-moves.ts): another host, the next host epoch.
+  await db.query("UPDATE services SET host_id = 'host-a', host_epoch = host_epoch + 1 WHERE id = $1", [s.service_id]);
+  await waitFor(
+    'C to refuse the service that moved',
+    async () => !(await listenerAdmitted(c, mount, nextClient++)),
+    NOTIFIED_WITHIN_MS,
+  );
+  for (let i = 0; i < 5; i++)
+    assert.equal(await listenerAdmitted(c, mount, nextClient++), false, 'never admitted there again');
+  assert.equal(await listenerAdmitted(a, mount, nextClient++), true, 'the new host admits');
+});
+
+/** C's lease as its metrics show it: a lost lease refuses every listener whatever memory holds. */
+async function leaseOfC(): Promise<'held' | 'lost'> {
+  const text = await (await fetch(c.metricsUrl)).text();
+  return /^streaming_host_lease_held 1$/m.test(text) ? 'held' : 'lost';
+}
+
+/** When the usage of a service was last measured: the life-cycle worker measures on every pass. */
+async function measuredAt(serviceId: string): Promise<number> {
+  const read = await request(a, 'GET', `/services/${serviceId}/usage`);
+  assert.equal(read.status, 200, JSON.stringify(read.body));
+  return Date.parse(read.body.usage.measured_at);
+}
+
+/**
+ * Holds every read of services until C's passes wait on it, then cuts the partition before their answers come back,
+ * and ends it leaving those connections open and silent (as a partition that ends often does): what waited on them
+ * never hears again.
+ */
+async function leaveSilentMidPass(): Promise<number> {
+  await db.query('BEGIN');
+  await db.query('LOCK TABLE services IN ACCESS EXCLUSIVE MODE');
+  // Longer than the reconciler's interval (5 s): its pass and the life-cycle worker's wait on the lock.
+  await sleep(6000);
+  partition.cut();
+  await db.query('ROLLBACK');
+  await sleep(500);
+  partition.heal({ keepSilent: true });
+  return Date.now();
+}
+
+test('connections left silent mid-pass by a partition: the next passes run, the host reconciles again', async () => {
+  const s = await buyOnC('Half Open FM');
+  const encoder = startFfmpegSource(s.broadcast_url);
+  cleanups.push(() => encoder.kill('SIGKILL'));
+  const listener = await listenWhenLive(s.stream_url);
+  cleanups.push(() => listener.close());
+
+  const healedAt = await leaveSilentMidPass();
+  // The life-cycle worker measures the stream again.
+  const measured = async () => (await measuredAt(s.service_id)) > healedAt;
+  await waitFor('a life-cycle pass after the partition', measured, 30_000);
+  // The reconciler hears that the service stopped (on its next pass at the latest) and cuts its source and listener.
+  const stopped = await request(a, 'POST', `/services/${s.service_id}/stop`, {
+    headers: { 'idempotency-key': `stop-${s.service_id}` },
+  });
+  assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+  await within(listener.ended, 30_000, 'timed out waiting for C to cut the listener of the stopped service');
+  assert.notEqual(await exitOf(encoder, 30_000), 0, 'the source of the stopped service is cut');
+  // A service placed on C after the partition gets its mount: its source and a listener are let in.
+  const next = await buyOnC('After The Partition FM');
+  const nextEncoder = startFfmpegSource(next.broadcast_url);
+  cleanups.push(() => nextEncoder.kill('SIGKILL'));
+  const nextListener = await listenWhenLive(next.stream_url, 30_000);
+  nextListener.close();
+});
+
+// Cut off past the bound, C loses its lease and the pool moves its stream to A; the notification of the move is
+// sent into the partition. Once C writes its heartbeat again it answers for the services placed on it now, not for
+// what memory held when the partition began.
+test('a service moved while its host was cut off: refused there once it is back, admitted on the new one', async () => {
+  const s = await buyOnC('Missed Move FM');
+  const mount = new URL(s.stream_url).pathname;
+  assert.equal(await listenerAdmitted(c, mount, nextClient++), true, 'admitted on C while it is placed there');
+
+  partition.cut();
+  await waitFor('C to lose its lease', async () => (await leaseOfC()) === 'lost', 30_000);
+  await waitFor(
+    'the service to move off C',
+    async () => {
+      const [row] = (await db.query('SELECT host_id FROM services WHERE id = $1', [s.service_id])).rows;
+      return row.host_id === 'host-a';
+    },
+    30_000,
+  );
+  partition.heal({ keepSilent: true });
+  await waitFor('C to hold its lease again (a heartbeat written)', async () => (await leaseOfC()) === 'held', 30_000);
+  assert.equal(await listenerAdmitted(c, mount, nextClient++), false, 'C refuses the service that moved away');
+  assert.equal(await listenerAdmitted(a, mount, nextClient++), true, 'A admits it');
+});
