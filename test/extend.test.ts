@@ -164,8 +164,11 @@ describe('extending a service', () => {
     const late = await listen(svc.stream_url);
     late.close();
 
-    // At the new expiry the life-cycle worker cuts both.
-    const newExpiry = Date.parse(paid.body.service.expires_at);
+    // At the new expiry the life-cycle worker cuts both. The extension stored its expiry; it is then moved nearer, as a
+    // clock running faster would, rather than waited out.
+    const stored = await db.query('SELECT expires_at FROM services WHERE id = $1', [svc.service_id]);
+    assert.equal(stored.rows[0].expires_at.toISOString(), paid.body.service.expires_at);
+    const newExpiry = (await expireIn(service, svc.service_id, 1)).getTime();
     assert.notEqual(await exitOf(encoder, newExpiry - Date.now() + 8000), null, 'the source is cut at the new expiry');
     await within(listener.ended, 8000, 'the listener was not cut at the new expiry');
     assert.ok(Date.now() >= newExpiry, 'not before the new expiry');
@@ -196,20 +199,22 @@ describe('extending a service', () => {
   test('an expired service extended within the grace period comes back on the same mount; after it, 409 and no charge', {
     timeout: 120_000,
   }, async () => {
-    const svc = await stream(0.0005); // 1.8 s
-    // Bought now, so its grace period runs out while the first one comes back.
-    const gone = await stream(0.0005);
+    const svc = await stream(1);
+    const gone = await stream(1);
+    // Their ends moved as a clock running faster would: one ends now, the other ended longer ago than the grace period.
+    const expiredAt = await expireIn(service, svc.service_id, 0);
+    await expireIn(service, gone.service_id, -(GRACE_MS + 500) / 1000);
     await waitFor('expiry', async () => (await statusOf(svc.service_id)) === 'expired', 15_000);
     const back = await extend(svc.service_id, 0.003);
     assert.equal(back.status, 200, JSON.stringify(back.body));
     assert.equal(back.body.service.status, 'active');
     assert.equal(back.body.service.broadcast_url, svc.broadcast_url);
-    assert.equal(Date.parse(back.body.service.expires_at) - Date.parse(svc.expires_at), 10_800);
+    assert.equal(Date.parse(back.body.service.expires_at) - expiredAt.getTime(), 10_800);
     source(svc.broadcast_url);
     const listener = await listen(svc.stream_url);
     await waitFor('audio again', () => hasMpegFrame(listener.received()), 10_000);
 
-    await sleepUntil(Date.parse(gone.expires_at) + GRACE_MS + 500);
+    await waitFor('the other one to expire', async () => (await statusOf(gone.service_id)) === 'expired', 15_000);
     const late = await request(service, 'POST', `/services/${gone.service_id}/extend`, {
       body: { duration_hours: 1 },
       headers: { 'idempotency-key': randomUUID() },

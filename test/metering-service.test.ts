@@ -6,6 +6,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import { expireIn } from './support/expiry.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
@@ -329,12 +330,15 @@ const exactUsageSuite = () =>
     });
 
     test('usage after an expiry cut counts everything up to the cut', { timeout: 120_000 }, async () => {
-      const svc = await stream({ duration_hours: 0.008, max_listeners: 2, bitrate_kbps: 64 });
+      const svc = await stream({ duration_hours: 0.1, max_listeners: 2, bitrate_kbps: 64 });
       const relay = await countingRelay(Number(new URL(svc.stream_url).port));
       const broadcast = new URL(svc.broadcast_url);
       broadcast.port = String(relay.port);
       const source = encoder(broadcast.href, 64);
       const listener = await listenWhenLive(svc, source);
+      // Bought for minutes, so that a slow start on a loaded machine cannot outlast it (0.008 h once could); once on
+      // air it ends after as much of the stream as the 0.008 h left then.
+      await expireIn(service, svc.service_id, 24);
       assert.notEqual(await exitOf(source, 60_000), null, 'the source was cut at expiry');
       await waitFor('the service to expire', async () => (await usage(svc.service_id)).status === 'expired', 10_000);
       await sleep(2000); // a few passes: the last access-log lines and the end of the source session

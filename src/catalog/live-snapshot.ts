@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { watch, type FSWatcher } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { openSnapshot, readSnapshotFiles, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
+import { DirectoryWatch } from './directory-watch.js';
 import { formatDiagnostic, type Diagnostic } from './source.js';
 
 export class CatalogInvalidError extends Error {
@@ -19,12 +18,12 @@ export interface ReloadError {
 
 /**
  * The snapshot being served, kept equal to what is on disk under catalog/ and rules/.
- * File-system events make a reload fast; a periodic content-hash check makes it certain (events are lost when an
- * editor renames over a file or a whole directory is replaced, and mtimes do not change within the same tick).
+ * File-system events make a reload fast; a periodic content-hash check makes it certain (events can be lost: a full
+ * inotify queue, a network file system, and mtimes do not change within the same tick).
  * An invalid edit keeps the last good snapshot and reports its errors. Emits 'reloaded' (snapshot) and 'rejected' (diagnostics).
  */
 export class LiveSnapshot extends EventEmitter {
-  private watchers = new Map<string, { watcher: FSWatcher; inode: number }>();
+  private directories?: DirectoryWatch;
   private debounce?: NodeJS.Timeout;
   private interval?: NodeJS.Timeout;
   private running = Promise.resolve(false);
@@ -35,7 +34,6 @@ export class LiveSnapshot extends EventEmitter {
   lastDiagnostics: Diagnostic[] = [];
   lastError?: ReloadError;
   private rejectedHash?: string;
-  private closed = false;
 
   private constructor(
     private snapshot: Snapshot,
@@ -56,44 +54,20 @@ export class LiveSnapshot extends EventEmitter {
     return this.snapshot;
   }
 
-  /** Reloads on file-system events (after debounceMs of quiet) and compares content hashes every checkIntervalMs. */
-  watch({ debounceMs = 50, checkIntervalMs = 500 } = {}): void {
-    const onEvent = () => {
+  /**
+   * Reloads on file-system events (after debounceMs of quiet) and compares content hashes every checkIntervalMs.
+   * Resolves once the directories are watched.
+   */
+  watch({ debounceMs = 50, checkIntervalMs = 500 } = {}): Promise<void> {
+    // Watches are armed again before each read, so that an edit made while the files are read makes an event.
+    const rearmAndReload = () => void this.directories!.rearm().then(() => this.reload());
+    this.directories = new DirectoryWatch([this.catalogDir, this.rulesDir], () => {
       clearTimeout(this.debounce);
-      this.debounce = setTimeout(() => void this.reload(), debounceMs);
-    };
-    const rearm = async () => {
-      if (this.closed) return;
-      for (const dir of [this.catalogDir, this.rulesDir]) {
-        // A replaced directory is a new inode: the old watcher would stay silent forever.
-        const inode = await stat(dir).then(
-          (s) => s.ino,
-          () => undefined,
-        );
-        const existing = this.watchers.get(dir);
-        if (this.closed) return;
-        if (existing && existing.inode === inode) continue;
-        existing?.watcher.close();
-        this.watchers.delete(dir);
-        if (inode === undefined) continue;
-        try {
-          const watcher = watch(dir, { recursive: true }, onEvent);
-          watcher.on('error', () => {
-            watcher.close();
-            this.watchers.delete(dir);
-          });
-          this.watchers.set(dir, { watcher, inode });
-        } catch {
-          /* the directory vanished meanwhile: the next check tries again */
-        }
-      }
-    };
-    void rearm();
-    this.interval = setInterval(() => {
-      void rearm();
-      void this.reload();
-    }, checkIntervalMs);
+      this.debounce = setTimeout(rearmAndReload, debounceMs);
+    });
+    this.interval = setInterval(rearmAndReload, checkIntervalMs);
     this.interval.unref();
+    return this.directories.rearm();
   }
 
   /** Reads the files again; returns true when a new snapshot is now served. Calls while one waits share it. */
@@ -175,10 +149,8 @@ export class LiveSnapshot extends EventEmitter {
   }
 
   close(): void {
-    this.closed = true;
     clearTimeout(this.debounce);
     clearInterval(this.interval);
-    for (const { watcher } of this.watchers.values()) watcher.close();
-    this.watchers.clear();
+    this.directories?.close();
   }
 }

@@ -207,7 +207,7 @@ async function startCatalog(config: Config, log: Logger, db: Database, shutdown:
     const errors = diagnostics.map(formatDiagnostic);
     log.warn({ errors }, 'catalog edit rejected; still serving the last good version');
   });
-  live.watch({ checkIntervalMs: config.catalogCheckIntervalMs });
+  await live.watch({ checkIntervalMs: config.catalogCheckIntervalMs });
   return { live, audit };
 }
 

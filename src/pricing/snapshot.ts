@@ -8,7 +8,7 @@ import {
 } from '../catalog/index.js';
 import { compileRules, type CompiledRules } from '../rules/index.js';
 import { createAjv, type ValidateFunction } from '../schema/ajv.js';
-import { checkPriceBounds } from './bounds.js';
+import { productBoundProblems, type BoundProblem } from './bounds.js';
 import { snapshotHash, type SnapshotFiles } from './files.js';
 import { checkFormulaText } from './formula-text.js';
 import { decimalsOf, type ProductVerdict, type Snapshot } from './snapshot-shape.js';
@@ -23,6 +23,17 @@ const ajv = createAjv({ useDefaults: true });
  */
 let parsedFiles = new Map<string, SourceFile>();
 let compiledValidators = new Map<string, ValidateFunction>();
+
+/**
+ * A product's verdict and price-bound problems, by what they depend on: its own file, the catalog settings and the
+ * rules (every file but the other products'). A reload after a product edit evaluates that product again, not all
+ * (the bounds evaluate each product at every candidate configuration: most of a reload's time).
+ */
+interface ProductChecks {
+  verdict: ProductVerdict;
+  bounds?: BoundProblem[];
+}
+let checkedProducts = new Map<string, ProductChecks>();
 
 export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: Snapshot; diagnostics: Diagnostic[] }> {
   const parsed = new Map<string, SourceFile>();
@@ -45,8 +56,9 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
   const verdicts = new Map<string, ProductVerdict>();
   const validators = new Map<string, ValidateFunction>();
   const compiled = new Map<string, ValidateFunction>();
+  const checks = await productChecks(files, catalog, rules);
   for (const entry of catalog.products) {
-    verdicts.set(entry.product.id, await judgeProduct(entry, catalog, rules));
+    verdicts.set(entry.product.id, checks.get(entry)!.verdict);
     const schema = parametersSchema(entry.acceptedParameters);
     const key = JSON.stringify(schema);
     const validate = compiledValidators.get(key) ?? ajv.compile(schema);
@@ -71,10 +83,36 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
     }
   }
   diagnostics.push(...checkFormulaText(catalog, sources));
-  diagnostics.push(
-    ...(await checkPriceBounds(snapshot)).map((p) => source(p.file).at(p.pointer, p.message, 'value', 'price_bounds')),
-  );
+  for (const entry of catalog.products) {
+    const checked = checks.get(entry)!;
+    checked.bounds ??= await productBoundProblems(snapshot, entry);
+    diagnostics.push(...checked.bounds.map((p) => source(p.file).at(p.pointer, p.message, 'value', 'price_bounds')));
+  }
   return diagnostics.length ? { diagnostics } : { snapshot, diagnostics };
+}
+
+/** Each product's checks, from the last opened snapshot where what they depend on is unchanged. */
+async function productChecks(
+  files: SnapshotFiles,
+  catalog: Catalog,
+  rules: CompiledRules,
+): Promise<Map<CatalogProduct, ProductChecks>> {
+  const isProduct = (path: string) => path.startsWith('catalog/products/');
+  const shared = Object.keys(files)
+    .filter((path) => !isProduct(path))
+    .sort()
+    .map((path) => `${path}\0${files[path]}`)
+    .join('\0');
+  const kept = new Map<string, ProductChecks>();
+  const byEntry = new Map<CatalogProduct, ProductChecks>();
+  for (const entry of catalog.products) {
+    const key = `${shared}\0${entry.file}\0${files[entry.file]}`;
+    const checks = checkedProducts.get(key) ?? { verdict: await judgeProduct(entry, catalog, rules) };
+    kept.set(key, checks);
+    byEntry.set(entry, checks);
+  }
+  checkedProducts = kept;
+  return byEntry;
 }
 
 async function judgeProduct(entry: CatalogProduct, catalog: Catalog, rules: CompiledRules): Promise<ProductVerdict> {
