@@ -431,7 +431,14 @@ export class OrderService {
       if (host) placement.admitOn(host, demand);
       return host;
     }
-    return placement.choose(await (client ? placement.pool(client) : this.recentHosts(placement)), demand);
+    if (client) return placement.choose(await placement.pool(client), demand);
+    try {
+      return placement.choose(await this.recentHosts(placement), demand);
+    } catch {
+      // Never refused on a recent count (its next expiry, for Retry-After, may be older than the sales added).
+      this.recentPool.forget();
+      return placement.choose(await this.recentHosts(placement), demand);
+    }
   }
 
   /** The pool as read at most a second ago (this instance's own claims added, see countSale). */
