@@ -76,6 +76,11 @@ export class OrderService {
   private readonly prices = new PriceMemo();
   /** What each API key held lately, for the buyer limits before payment (see checkBuyerBeforePayment). */
   private readonly recentKeyHoldings = new Map<string, RecentCount<Holding>>();
+  /** Passed buyer-limit checks before payment, by key, payer and demand, with the counts they read. */
+  private readonly recentPasses = new Map<
+    string,
+    { at: number; snapshot: Snapshot; held?: Promise<Holding>; host?: HostLoad; check: Promise<void> }
+  >();
 
   constructor(
     private readonly db: Database,
@@ -331,6 +336,7 @@ export class OrderService {
   private forgetRecentCounts(): void {
     this.recentPool.forget();
     this.recentKeyHoldings.clear();
+    this.recentPasses.clear();
   }
 
   /** Why a claimed order was not delivered, as the agent reads it. */
@@ -448,19 +454,41 @@ export class OrderService {
 
   /**
    * The buyer limits for the key before payment is asked, on what the key held at most a second ago, on the same
-   * snapshot (this instance's own sales added, see countSale; other instances' show within a second). A refusal is
-   * never made on that count: it is read again first. The limits are checked again, exactly and under locks, when the
-   * paid order is claimed.
+   * snapshot (this instance's own sales added, see countSale; other instances' show within a second). A pass is reused
+   * while those counts and the host's are the same objects; a refusal is never made on them: they are read again
+   * first. The limits are checked again, exactly and under locks, when the paid order is claimed.
    */
-  private async checkBuyerBeforePayment(
+  private checkBuyerBeforePayment(
     snapshot: Snapshot,
     buyer: Buyer,
     demand: StreamLoad,
     host?: HostLoad,
   ): Promise<void> {
-    const keyHeld = () => this.recentHoldingsOf(snapshot, buyer.apiKeyId);
+    const counted = snapshot.catalog.settings.buyer_limits && (demand.sources > 0 || demand.listeners > 0);
+    const held = counted ? this.recentHoldingsOf(snapshot, buyer.apiKeyId) : undefined;
+    const key = `${buyer.apiKeyId}\n${buyer.payer ?? ''}\n${demand.sources}\n${demand.listeners}`;
+    const recent = this.recentPasses.get(key);
+    const same = recent && recent.snapshot === snapshot && recent.held === held && recent.host === host;
+    if (same && Date.now() - recent.at <= 1000) return recent.check;
+    if (this.recentPasses.size >= 10_000) this.recentPasses.clear();
+    const check = this.checkOnRecentCounts(snapshot, buyer, demand, host, held);
+    const entry = { at: Date.now(), snapshot, held, host, check };
+    this.recentPasses.set(key, entry);
+    check.catch(() => {
+      if (this.recentPasses.get(key) === entry) this.recentPasses.delete(key);
+    });
+    return check;
+  }
+
+  private async checkOnRecentCounts(
+    snapshot: Snapshot,
+    buyer: Buyer,
+    demand: StreamLoad,
+    host: HostLoad | undefined,
+    held: Promise<Holding> | undefined,
+  ): Promise<void> {
     try {
-      await checkBuyerLimits(this.db, snapshot, buyer, demand, { host, keyHeld });
+      await checkBuyerLimits(this.db, snapshot, buyer, demand, { host, ...(held && { keyHeld: () => held }) });
     } catch {
       this.recentKeyHoldings.delete(buyer.apiKeyId);
       await checkBuyerLimits(this.db, snapshot, buyer, demand, { host });
