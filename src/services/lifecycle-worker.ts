@@ -64,7 +64,6 @@ export interface LifecycleDeps {
 
 const GB = new Decimal(1_000_000_000);
 
-
 /**
  * Runs the life-cycle rules (rules/lifecycle.json) over the services of one Icecast, about once a second, and carries
  * out what they decide. One instance per Icecast leads (a PostgreSQL advisory lock held on its own connection);
