@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { buy, payFor } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { expireIn } from './support/expiry.js';
@@ -31,6 +32,7 @@ const WINDOW_SECONDS = 15;
 
 let service: Service;
 let wallet: TestWallet;
+let db: pg.Client;
 let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
 const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
@@ -46,10 +48,14 @@ before(async () => {
   });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  db = new pg.Client({ connectionString: lock.database_url });
+  await db.connect();
 });
 after(async () => {
   for (const l of listeners) l.close();
   for (const p of processes) p.kill('SIGKILL');
+  await db?.end();
   await service?.stop();
   await catalog?.remove();
 });
@@ -263,6 +269,34 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     assert.ok(measured.bytes.read_from_source > 0);
     assert.equal(measured.source.connected, true);
     assert.ok(measured.listeners.peak >= 2);
+  });
+
+  test('an idle service: its row is left alone, its measured_at stays current; a listened one is written', async () => {
+    const svc = await stream({ duration_hours: 0.05, max_listeners: 2, bitrate_kbps: 64 });
+    await workerPasses(svc.service_id, 1);
+    // The row's version: a pass that rewrote the row (each pass did, for every live service) makes a new one.
+    const rowVersion = async () =>
+      (await db.query('SELECT xmin::text AS version, usage FROM services WHERE id = $1', [svc.service_id])).rows[0];
+    const idle = await rowVersion();
+    await workerPasses(svc.service_id, 3);
+    const shown = await usage(svc.service_id);
+    assert.ok(Date.parse(shown.measured_at) > Date.parse(idle.usage.measured_at), 'the document shows the last pass');
+    assert.deepEqual(await rowVersion(), idle, 'three passes over an idle service left its row alone');
+
+    source(svc.broadcast_url);
+    await listen(svc.stream_url);
+    const used = await waitFor(
+      'the usage of a listened service to be written',
+      async () => {
+        const u = await usage(svc.service_id);
+        return u.listeners.current >= 1 && u.source.connected && u.bytes.sent_to_listeners > 0 ? u : undefined;
+      },
+      30_000,
+    );
+    const written = await rowVersion();
+    assert.notEqual(written.version, idle.version);
+    assert.equal(written.usage.source_connected, true, `its row has the usage shown (${JSON.stringify(used)})`);
+    assert.ok(Date.parse(written.usage.measured_at) > Date.parse(idle.usage.measured_at));
   });
 
   test('event-stream with autodj: AutoDJ fills the mount and yields to the live encoder, then takes over again', async () => {

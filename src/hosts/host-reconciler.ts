@@ -1,5 +1,5 @@
 import type { Logger } from '../log/index.js';
-import { songText, type ServiceRow } from '../services/index.js';
+import { SERVICE_ROW_COLUMNS, songText, type ServiceRow } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { PeriodicTask } from '../tasks/index.js';
 
@@ -13,6 +13,11 @@ export const HOST_SERVICES_CHANNEL = 'host_services';
 
 /** How often a host reconciles without being woken. */
 const RECONCILE_INTERVAL_MS = 5000;
+/**
+ * Woken passes start at least this far apart: each reads every live service of the host, and a burst of sales wakes it
+ * for each one (a pass per purchase cost more than the purchase's own statements, and grew with the live services).
+ */
+const WOKEN_PASS_GAP_MS = 300;
 
 /** What the reconciler drives on its host: the Icecast admin API, and the processes that feed the mounts. */
 export interface HostWorkers {
@@ -33,7 +38,8 @@ export interface HostWorkers {
   leaseHeld?(): boolean;
 }
 
-const LIVE_ON_HOST = `SELECT * FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')`;
+const LIVE_ON_HOST = `SELECT ${SERVICE_ROW_COLUMNS}, host_epoch FROM services
+  WHERE host_id = $1 AND status IN ('active', 'suspended')`;
 // What plays now on each of these services, when the owner set it (PUT now-playing, through any API instance).
 const OWNER_TITLES = `SELECT service_id, title, artist FROM (
     SELECT DISTINCT ON (service_id) service_id, title, artist, source FROM now_playing
@@ -61,7 +67,7 @@ export class HostReconciler {
     private readonly log: Logger,
     intervalMs = RECONCILE_INTERVAL_MS,
   ) {
-    this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log);
+    this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log, WOKEN_PASS_GAP_MS);
   }
 
   start(): void {

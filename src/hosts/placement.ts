@@ -11,8 +11,11 @@ const PLACEMENT_IDLE_LIMIT_MS = 10_000;
 
 /** Placements and moves of services between hosts wait for each other until the caller's transaction ends. */
 export async function lockPlacement(client: Client): Promise<void> {
-  await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${PLACEMENT_IDLE_LIMIT_MS}`);
-  await client.query("SELECT pg_advisory_xact_lock(hashtextextended('stream placement', 0))");
+  // One round trip: set_config(..., true) is SET LOCAL, applied before the lock is waited for (left to right).
+  await client.query(
+    `SELECT set_config('idle_in_transaction_session_timeout', '${PLACEMENT_IDLE_LIMIT_MS}', true),
+            pg_advisory_xact_lock(hashtextextended('stream placement', 0))`,
+  );
 }
 
 /** A host as placement sees it: what it carries, what is in use and spoken for, when its next service ends. */

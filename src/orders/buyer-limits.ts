@@ -14,7 +14,7 @@ export interface Buyer {
 }
 
 /** What one buyer holds now: live services and the listener places they were sold, and when the next one ends. */
-interface Holding {
+export interface Holding {
   live_services: number;
   listener_places: number;
   nextExpiry?: Date;
@@ -45,6 +45,8 @@ export interface HostLoad {
 export interface BuyerCheck {
   client?: Client;
   host?: HostLoad;
+  /** Before payment only: what the key holds, as the caller counted it lately (instead of reading it now). */
+  keyHeld?: () => Promise<Holding>;
 }
 
 /**
@@ -82,8 +84,13 @@ export async function checkBuyerLimits(
   const asked = { live_services: demand.sources, listener_places: demand.listeners };
   const reserve = settings.capacity_reserve;
   const host = check.host && reserve ? hostFacts(check.host, reserve, demand) : undefined;
+  const holders = settings.buyer_limits
+    ? check.keyHeld && !client
+      ? check.keyHeld().then((key): [Holding, undefined] => [key, undefined])
+      : holdings(db, snapshot, buyer.apiKeyId, verified, client)
+    : ([none, undefined] as const);
   const [[key, paying], history] = await Promise.all([
-    settings.buyer_limits ? holdings(db, snapshot, buyer.apiKeyId, verified, client) : [none, undefined],
+    holders,
     host?.beyond_newcomer_share ? historyOf(db, reserve!, buyer, client) : undefined,
   ]);
   const facts = {
@@ -178,6 +185,11 @@ function reserved(reason: string, reserve: CapacityReserve, host: HostFacts, his
       },
     },
   );
+}
+
+/** What the key holds now (before payment). */
+export async function keyHoldings(db: Database, snapshot: Snapshot, apiKeyId: string): Promise<Holding> {
+  return (await holdings(db, snapshot, apiKeyId, undefined))[0];
 }
 
 /** What the key holds, and the payer when one is given (verified), from one statement. */

@@ -8,13 +8,14 @@ import type { HostPlacement, PoolHost } from '../hosts/index.js';
 import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
-import { checkBuyerLimits, type Buyer, type HostLoad } from './buyer-limits.js';
+import { checkBuyerLimits, keyHoldings, type Buyer, type Holding, type HostLoad } from './buyer-limits.js';
 import { ClaimConflict, ExtensionInFlight, PaymentIdTaken, UpgradeInFlight } from './claim-conflicts.js';
 import { crashPoint, pausePoint } from './crash-point.js';
 import { checkExtensible, priceExtension } from './extension-price.js';
 import type { OrderRequest } from './order-price.js';
 import { placeMessages as m } from './place-messages.js';
 import { PriceMemo } from './price-memo.js';
+import { RecentCount } from './recent-count.js';
 import {
   auditEntryOf,
   newOrderOf,
@@ -70,10 +71,16 @@ export interface OrderServiceOptions {
 
 /** POST /orders: price → 402, or verify → claim the key → settle → provision → 200. */
 export class OrderService {
-  private recentPool?: { at: number; hosts: Promise<PoolHost[]> };
+  /** The pool as read at most a second ago, for the check before payment. */
+  private readonly recentPool = new RecentCount<PoolHost[]>();
   private readonly prices = new PriceMemo();
-  /** Passed buyer-limit checks before payment, by key and demand (see checkBuyerBeforePayment). */
-  private readonly recentBuyerChecks = new Map<string, { at: number; snapshot: Snapshot; check: Promise<void> }>();
+  /** What each API key held lately, for the buyer limits before payment (see checkBuyerBeforePayment). */
+  private readonly recentKeyHoldings = new Map<string, RecentCount<Holding>>();
+  /** Passed buyer-limit checks before payment, by key, payer and demand, with the counts they read. */
+  private readonly recentPasses = new Map<
+    string,
+    { at: number; snapshot: Snapshot; held?: Promise<Holding>; host?: HostLoad; check: Promise<void> }
+  >();
 
   constructor(
     private readonly db: Database,
@@ -242,16 +249,19 @@ export class OrderService {
     const entry = auditEntryOf(attempt, sale);
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
+    const claimStartedAt = Date.now();
     try {
       claimed = await this.orders.claim(order, entry, this.options.leaseSeconds, (client) =>
         this.stillFits(client, attempt, sale, payment.authorization.from),
       );
     } catch (e) {
+      // Refused at claim although the counts before payment let it through: they are read again.
+      this.forgetRecentCounts();
       return { placed: await this.claimRefused(e, attempt, payment) };
     }
     // This instance's own sale is seen at once; other instances' within a second.
-    this.recentPool = undefined;
-    this.recentBuyerChecks.clear();
+    if (claimed && !attempt.upgradeOf && !attempt.extensionOf) this.countSale(claimed, sale.demand, claimStartedAt);
+    else this.forgetRecentCounts();
     if (claimed) return { order: claimed, evaluationHash: entry.hash };
     const winner = await this.orders.byKey(attempt.apiKeyId, attempt.idempotencyKey);
     if (winner) return { placed: await this.repeat(winner, attempt.requestHash, attempt.resourceUrl) };
@@ -301,8 +311,32 @@ export class OrderService {
       crashPoint('after_provision');
       return await this.respond(done.order, false, attempt.resourceUrl, done.service, evaluationHash);
     } catch (e) {
+      // Counted as sold (countSale); what it holds now is read again.
+      this.forgetRecentCounts();
       throw await this.notDelivered(e, claimed, offer);
     }
+  }
+
+  /**
+   * A new stream this instance just claimed, added to the counts the next checks before payment read (at most a second
+   * old): the next buyer's 402 needs no new read of the pool and of the key's holdings. An upgrade or an extension,
+   * and an order not delivered, make them read afresh instead.
+   */
+  private countSale(order: OrderRow, demand: StreamLoad, claimStartedAt: number): void {
+    this.recentPool.add(claimStartedAt, (hosts) =>
+      hosts.map((h) => (h.id === order.host_id ? { ...h, load: addLoad(h.load, demand) } : h)),
+    );
+    this.recentKeyHoldings.get(order.api_key_id)?.add(claimStartedAt, (held) => ({
+      ...held,
+      live_services: held.live_services + demand.sources,
+      listener_places: held.listener_places + demand.listeners,
+    }));
+  }
+
+  private forgetRecentCounts(): void {
+    this.recentPool.forget();
+    this.recentKeyHoldings.clear();
+    this.recentPasses.clear();
   }
 
   /** Why a claimed order was not delivered, as the agent reads it. */
@@ -403,25 +437,26 @@ export class OrderService {
       if (host) placement.admitOn(host, demand);
       return host;
     }
-    return placement.choose(await (client ? placement.pool(client) : this.recentHosts(placement)), demand);
+    if (client) return placement.choose(await placement.pool(client), demand);
+    try {
+      return placement.choose(await this.recentHosts(placement), demand);
+    } catch {
+      // Never refused on a recent count (its next expiry, for Retry-After, may be older than the sales added).
+      this.recentPool.forget();
+      return placement.choose(await this.recentHosts(placement), demand);
+    }
   }
 
-  /** The pool as read at most a second ago (this instance's own claims clear it). */
+  /** The pool as read at most a second ago (this instance's own claims added, see countSale). */
   private recentHosts(placement: HostPlacement): Promise<PoolHost[]> {
-    if (!this.recentPool || Date.now() - this.recentPool.at > 1000) {
-      const next = { at: Date.now(), hosts: placement.pool() };
-      next.hosts.catch(() => {
-        if (this.recentPool === next) this.recentPool = undefined;
-      });
-      this.recentPool = next;
-    }
-    return this.recentPool.hosts;
+    return this.recentPool.get(() => placement.pool());
   }
 
   /**
-   * The buyer limits for the key before payment is asked: a pass at most a second old, on the same snapshot, is
-   * reused (this instance's own sales clear them; other instances' show within a second). A refusal is never reused.
-   * The limits are checked again, exactly and under locks, when the paid order is claimed.
+   * The buyer limits for the key before payment is asked, on what the key held at most a second ago, on the same
+   * snapshot (this instance's own sales added, see countSale; other instances' show within a second). A pass is reused
+   * while those counts and the host's are the same objects; a refusal is never made on them: they are read again
+   * first. The limits are checked again, exactly and under locks, when the paid order is claimed.
    */
   private checkBuyerBeforePayment(
     snapshot: Snapshot,
@@ -429,16 +464,45 @@ export class OrderService {
     demand: StreamLoad,
     host?: HostLoad,
   ): Promise<void> {
+    const counted = snapshot.catalog.settings.buyer_limits && (demand.sources > 0 || demand.listeners > 0);
+    const held = counted ? this.recentHoldingsOf(snapshot, buyer.apiKeyId) : undefined;
     const key = `${buyer.apiKeyId}\n${buyer.payer ?? ''}\n${demand.sources}\n${demand.listeners}`;
-    const recent = this.recentBuyerChecks.get(key);
-    if (recent && recent.snapshot === snapshot && Date.now() - recent.at <= 1000) return recent.check;
-    if (this.recentBuyerChecks.size >= 10_000) this.recentBuyerChecks.clear();
-    const entry = { at: Date.now(), snapshot, check: checkBuyerLimits(this.db, snapshot, buyer, demand, { host }) };
-    this.recentBuyerChecks.set(key, entry);
-    entry.check.catch(() => {
-      if (this.recentBuyerChecks.get(key) === entry) this.recentBuyerChecks.delete(key);
+    const recent = this.recentPasses.get(key);
+    const same = recent && recent.snapshot === snapshot && recent.held === held && recent.host === host;
+    if (same && Date.now() - recent.at <= 1000) return recent.check;
+    if (this.recentPasses.size >= 10_000) this.recentPasses.clear();
+    const check = this.checkOnRecentCounts(snapshot, buyer, demand, host, held);
+    const entry = { at: Date.now(), snapshot, held, host, check };
+    this.recentPasses.set(key, entry);
+    check.catch(() => {
+      if (this.recentPasses.get(key) === entry) this.recentPasses.delete(key);
     });
-    return entry.check;
+    return check;
+  }
+
+  private async checkOnRecentCounts(
+    snapshot: Snapshot,
+    buyer: Buyer,
+    demand: StreamLoad,
+    host: HostLoad | undefined,
+    held: Promise<Holding> | undefined,
+  ): Promise<void> {
+    try {
+      await checkBuyerLimits(this.db, snapshot, buyer, demand, { host, ...(held && { keyHeld: () => held }) });
+    } catch {
+      this.recentKeyHoldings.delete(buyer.apiKeyId);
+      await checkBuyerLimits(this.db, snapshot, buyer, demand, { host });
+    }
+  }
+
+  private recentHoldingsOf(snapshot: Snapshot, apiKeyId: string): Promise<Holding> {
+    let recent = this.recentKeyHoldings.get(apiKeyId);
+    if (!recent) {
+      if (this.recentKeyHoldings.size >= 10_000) this.recentKeyHoldings.clear();
+      recent = new RecentCount<Holding>();
+      this.recentKeyHoldings.set(apiKeyId, recent);
+    }
+    return recent.get(() => keyHoldings(this.db, snapshot, apiKeyId), snapshot);
   }
 
   async get(apiKeyId: string, orderId: string): Promise<Record<string, unknown> | undefined> {
@@ -562,6 +626,10 @@ function refundedError(order: OrderRow): ApiError {
       'if you still need the service.',
     { details: [{ order_id: order.id }] },
   );
+}
+
+function addLoad(load: StreamLoad, demand: StreamLoad): StreamLoad {
+  return { sources: load.sources + demand.sources, listeners: load.listeners + demand.listeners };
 }
 
 /** The host of the service an upgrade or extension changes: it stays there. */

@@ -2,6 +2,7 @@ export {
   ServiceRecords,
   ServiceStopped,
   listenerCapOf,
+  SERVICE_ROW_COLUMNS,
   streamAddresses,
   type ServiceRow,
   type ServiceDocument,

@@ -9,7 +9,7 @@ import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
-import { listenerCapOf, type ServiceRow } from './service-records.js';
+import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-records.js';
 import type { ListenerPlaces } from './listener-places.js';
 import { PeriodicTask } from '../tasks/index.js';
 
@@ -94,8 +94,9 @@ export class LifecycleWorker {
   async tick(): Promise<{ service: string; decision: ServiceDecision }[]> {
     if (!(await this.lead())) return [];
     const fresh = await this.deps.meter.poll();
+    const measuredAt = new Date().toISOString();
     const services = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')",
+      `SELECT ${SERVICE_ROW_COLUMNS} FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')`,
       [this.deps.hostId()],
     );
     const done: { service: string; decision: ServiceDecision }[] = [];
@@ -103,8 +104,11 @@ export class LifecycleWorker {
     this.lastDecisions = new Map();
     if (fresh) await this.reconcileListeners(services);
     const usages = services.map((service) => (fresh ? this.deps.meter.usage(service) : undefined));
-    const facts = services.map((service, i) => usageFactsOf(service, usages[i]));
-    await this.saveUsage(services.flatMap((service, i) => (usages[i] ? [{ id: service.id, usage: facts[i] }] : [])));
+    const facts = services.map((service, i) => usageFactsOf(service, usages[i], measuredAt));
+    const changed = services.flatMap((service, i) =>
+      usages[i] && !sameUsage(service.usage, facts[i]) ? [{ id: service.id, usage: facts[i] }] : [],
+    );
+    await this.saveUsage(changed, fresh && usages.every(Boolean) ? measuredAt : undefined);
     for (const [i, service] of services.entries()) {
       const usage = usages[i];
       const usageFacts = facts[i];
@@ -117,7 +121,7 @@ export class LifecycleWorker {
         if (decision.kind === 'transition') break;
       }
     }
-    if (fresh) await this.finalUsage();
+    if (fresh) await this.finalUsage(measuredAt);
     await recordExpiringServices(
       this.deps.db,
       this.deps.hostId(),
@@ -126,7 +130,7 @@ export class LifecycleWorker {
     ).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
     const stillActive = done.length
       ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-          "SELECT * FROM services WHERE host_id = $1 AND status = 'active'",
+          `SELECT ${SERVICE_ROW_COLUMNS} FROM services WHERE host_id = $1 AND status = 'active'`,
           [this.deps.hostId()],
         )
       : services.filter((s) => s.status === 'active');
@@ -174,27 +178,39 @@ export class LifecycleWorker {
    * A service that just expired is no longer run by the rules, but its last listeners' access-log lines and its
    * source's end arrive after the cut: its usage keeps being updated for a minute.
    */
-  private async finalUsage(): Promise<void> {
+  private async finalUsage(measuredAt: string): Promise<void> {
     const ended = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE host_id = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'",
+      `SELECT ${SERVICE_ROW_COLUMNS} FROM services
+       WHERE host_id = $1 AND status = 'expired' AND expires_at > now() - interval '1 minute'`,
       [this.deps.hostId()],
     );
     const saved = [];
     for (const service of ended) {
       const usage = this.deps.meter.usage(service);
-      if (usage) saved.push({ id: service.id, usage: usageFactsOf(service, usage) });
+      if (usage) saved.push({ id: service.id, usage: usageFactsOf(service, usage, measuredAt) });
     }
     await this.saveUsage(saved);
   }
 
-  /** Each service's usage, in one statement for the whole pass (a round trip per service cost more than the rest). */
-  private async saveUsage(usages: Array<{ id: string; usage: Record<string, unknown> }>): Promise<void> {
-    if (!usages.length) return;
-    await this.deps.db.query(
-      `UPDATE services s SET usage = u.usage, updated_at = now()
-       FROM jsonb_to_recordset($1::jsonb) AS u(id text, usage jsonb) WHERE s.id = u.id`,
-      [JSON.stringify(usages)],
-    );
+  /**
+   * The usages that changed, in one statement for the whole pass (a round trip per service cost more than the rest).
+   * A pass that measured every live service of the host also records when (`passMeasuredAt`, table usage_passes): an
+   * idle service's row is then not rewritten every second (each rewrite is a new row version, WAL and a trigger, for
+   * every live service, every pass), and its usage document shows the later of its row's measured_at and the pass's.
+   */
+  private async saveUsage(
+    usages: Array<{ id: string; usage: Record<string, unknown> }>,
+    passMeasuredAt?: string,
+  ): Promise<void> {
+    const update = `UPDATE services s SET usage = u.usage, updated_at = now()
+       FROM jsonb_to_recordset($1::jsonb) AS u(id text, usage jsonb) WHERE s.id = u.id`;
+    if (passMeasuredAt)
+      await this.deps.db.query(
+        `WITH saved AS (${update}) INSERT INTO usage_passes (host_id, measured_at) VALUES ($2, $3)
+         ON CONFLICT (host_id) DO UPDATE SET measured_at = excluded.measured_at`,
+        [JSON.stringify(usages), this.deps.hostId(), passMeasuredAt],
+      );
+    else if (usages.length) await this.deps.db.query(update, [JSON.stringify(usages)]);
   }
 
   /** Listener rows whose listener_remove callback was lost (service down, Icecast restarted) are dropped. */
@@ -348,7 +364,7 @@ function serviceFacts(service: ServiceRow): Record<string, unknown> {
 }
 
 /** Usage as the rules read it: amounts as decimal strings. Without a fresh reading, the last persisted one. */
-function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined): Record<string, unknown> {
+function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined, measuredAt: string): Record<string, unknown> {
   const previous = service.usage ?? {};
   if (!usage)
     return { ...previous, transfer_included_gb: String(service.limits.transfer_gb ?? 0), source_over_bitrate: false };
@@ -376,6 +392,31 @@ function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined): Recor
         state: usage.sourceBudget.state,
       },
     }),
-    measured_at: new Date().toISOString(),
+    measured_at: measuredAt,
   };
+}
+
+/**
+ * Whether a new usage is what the row already holds, apart from when it was measured (the budget's own time of
+ * observation included: a full budget refills to the same level from any earlier time, any other level changes).
+ */
+function sameUsage(stored: Record<string, unknown> | null, next: Record<string, unknown>): boolean {
+  if (!stored) return false;
+  const ignored = (key: string, path: string) =>
+    key === 'measured_at' || (path === 'source_budget.state' && key === 'at');
+  return sameValue(stored, next, '', ignored);
+}
+
+/** Deep equality of JSON values whatever the order of their keys (jsonb does not keep it), less the ignored keys. */
+function sameValue(a: unknown, b: unknown, path: string, ignored: (key: string, path: string) => boolean): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const key of keys) {
+    if (ignored(key, path)) continue;
+    const [x, y] = [(a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]];
+    if (!sameValue(x, y, path ? `${path}.${key}` : key, ignored)) return false;
+  }
+  return true;
 }

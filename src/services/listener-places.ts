@@ -241,14 +241,27 @@ export class ListenerPlaces {
   }
 
   private async refresh(serviceId: string): Promise<void> {
-    const [row] = await this.db.query<ServiceRow & Record<string, unknown>>(
-      "SELECT * FROM services WHERE id = $1 AND host_id = $2 AND status = 'active'",
-      [serviceId, this.hostId()],
+    // A service memory does not know yet (sold a moment ago) has its places read with its row, in one round trip,
+    // after what this host wrote of them.
+    const unknown = !this.byId.has(serviceId);
+    if (unknown) await this.writer.flush();
+    type Found = ServiceRow & Record<string, unknown> & { stored_places: Array<[string, string]> | null };
+    const [found] = await this.db.query<Found>(
+      `SELECT s.*, CASE WHEN $3 THEN (
+         SELECT coalesce(json_agg(json_build_array(l.client_id,
+                                                   (extract(epoch FROM l.connected_at) * 1000)::bigint::text)), '[]')
+           FROM listeners l WHERE l.service_id = s.id) END AS stored_places
+       FROM services s WHERE s.id = $1 AND s.host_id = $2 AND s.status = 'active'`,
+      [serviceId, this.hostId(), unknown],
     );
-    if (!row) return this.drop(serviceId);
+    if (!found) return this.drop(serviceId);
+    const { stored_places: stored, ...row } = found;
     const known = this.byId.get(serviceId);
-    if (!known) await this.writer.flush();
-    const places = known?.places ?? (await this.placesOf([serviceId])).get(serviceId) ?? new Map();
+    const places =
+      known?.places ??
+      (stored ? new Map(stored.map(([clientId, at]) => [clientId, Number(at)])) : undefined) ??
+      (await this.placesOf([serviceId])).get(serviceId) ??
+      new Map<string, number>();
     if (known && known.service.mount !== row.mount) this.byMount.delete(known.service.mount);
     this.put({ service: row, cap: listenerCapOf(row.limits), places });
   }

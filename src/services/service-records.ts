@@ -49,6 +49,13 @@ export interface StreamingEndpoint {
   hostId(): string;
 }
 
+/**
+ * The columns of a ServiceRow, for the workers that read every live service of a host over and over: nothing more
+ * (not the host's address, nor the row's own timestamps).
+ */
+export const SERVICE_ROW_COLUMNS = `id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits,
+  expires_at, icecast_url, host_id, status_reason, usage, playlist, shuffle, transfer_offset_bytes, stopped_at`;
+
 /** A service row with its host's current public address (the address its URLs are derived from). */
 const WITH_HOST_URL = 's.*, h.public_url AS host_url FROM services s LEFT JOIN streaming_hosts h ON h.id = s.host_id';
 const RETURNING_WITH_HOST_URL =
@@ -161,9 +168,13 @@ export class ServiceRecords {
       'SELECT at, kind, from_status, to_status, code, reason FROM service_events WHERE service_id = $1 ORDER BY id DESC LIMIT 20',
       [service.id],
     );
-    const [{ connected }] = await this.db.query<{ connected: number }>(
-      'SELECT count(*)::int AS connected FROM listeners WHERE service_id = $1',
-      [service.id],
+    const [{ connected, pass_measured_at: passMeasuredAt }] = await this.db.query<{
+      connected: number;
+      pass_measured_at: Date | null;
+    }>(
+      `SELECT (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS connected,
+              (SELECT measured_at FROM usage_passes WHERE host_id = $2) AS pass_measured_at`,
+      [service.id, service.host_id],
     );
     const remaining = service.expires_at
       ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))
@@ -222,7 +233,7 @@ export class ServiceRecords {
             bought_mb: storageMb,
           },
         }),
-      measured_at: measured.measured_at ?? null,
+      measured_at: measuredAt(service, passMeasuredAt),
       events,
     };
   }
@@ -365,4 +376,16 @@ function encoderHints(kbps: number): Record<string, string> {
       `Send at most ${kbps} kbps on average: a source that sends more is cut and refused for a while (GET /services/{service_id}/usage shows source.bitrate_budget). ` +
       'MP3 below 32 kbps needs a sample rate of 24 kHz or lower (-ar 22050); at 44.1 or 48 kHz the encoder sends 32 kbps.',
   };
+}
+
+/**
+ * When the service's usage was last measured. The life-cycle pass measures every live service of its host but rewrites
+ * a service's row only when its usage changed, and records once per pass when it measured them all (usage_passes): a
+ * live service that was measured at least once is as fresh as its host's last such pass.
+ */
+function measuredAt(service: ServiceRow, passMeasuredAt: Date | null): string | null {
+  const own = typeof service.usage?.measured_at === 'string' ? service.usage.measured_at : null;
+  const live = service.status === 'active' || service.status === 'suspended';
+  if (!own || !live || !passMeasuredAt || passMeasuredAt.getTime() <= Date.parse(own)) return own;
+  return passMeasuredAt.toISOString();
 }

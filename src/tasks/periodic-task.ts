@@ -6,6 +6,9 @@ import type { Logger } from '../log/index.js';
  */
 export class PeriodicTask {
   private timer?: NodeJS.Timeout;
+  /** When the scheduled pass is due (ms since epoch). */
+  private dueAt = 0;
+  private lastStartedAt = 0;
   private running?: Promise<unknown>;
   private started = false;
 
@@ -14,6 +17,8 @@ export class PeriodicTask {
     private readonly pass: () => Promise<unknown>,
     private readonly intervalMs: number,
     private readonly log: Logger,
+    /** A kick runs a pass no sooner than this after the previous one began: kicks in a burst share passes. */
+    private readonly kickGapMs = 0,
   ) {}
 
   start(): void {
@@ -23,7 +28,9 @@ export class PeriodicTask {
 
   /** Runs a pass soon (after an event that made work), instead of at the next interval. */
   kick(): void {
-    if (this.started) this.schedule(0);
+    if (!this.started) return;
+    const delayMs = Math.max(0, this.lastStartedAt + this.kickGapMs - Date.now());
+    if (!this.timer || Date.now() + delayMs < this.dueAt) this.schedule(delayMs);
   }
 
   /** Stops the schedule and waits for a pass under way. */
@@ -36,16 +43,22 @@ export class PeriodicTask {
 
   private schedule(delayMs: number): void {
     clearTimeout(this.timer);
+    this.dueAt = Date.now() + delayMs;
     this.timer = setTimeout(this.tick, delayMs);
   }
 
   private readonly tick = (): void => {
+    this.timer = undefined;
     const previous = this.running ?? Promise.resolve();
     this.running = previous
-      .then(this.pass)
+      .then(() => {
+        this.lastStartedAt = Date.now();
+        return this.pass();
+      })
       .catch((err) => this.log.error({ err }, `${this.name} failed`))
       .finally(() => {
-        if (this.started) this.schedule(this.intervalMs);
+        // A kick during the pass may have asked for the next one sooner.
+        if (this.started && !(this.timer && this.dueAt <= Date.now() + this.intervalMs)) this.schedule(this.intervalMs);
       });
   };
 }
