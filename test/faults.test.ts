@@ -75,6 +75,20 @@ before(async () => {
   cleanup.push(() => owner.stop());
 });
 
+/** Repeats a signed purchase until it stops being "in progress" (or a dependency is briefly away). */
+async function retryUntilSettled(agent: Pick<Service, 'baseUrl' | 'apiKey'>, p: { key: string; signature: string }) {
+  let answer;
+  for (let i = 0; i < 100; i++) {
+    answer = await request(agent, 'POST', '/orders', {
+      body: orderBody,
+      headers: { 'idempotency-key': p.key, 'payment-signature': p.signature },
+    });
+    if (!answer.body.error?.retryable) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return answer!;
+}
+
 const count = (statuses: Map<number, number>, status: number) => statuses.get(status) ?? 0;
 
 describe('faults', () => {
@@ -187,19 +201,24 @@ describe('faults', () => {
       ORDER_RECOVERY_INTERVAL_MS: '200',
     };
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-    const revived = await startService(attachEnv);
+    const points = ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision'];
+    const doomedAt = (point: string) =>
+      startService({ ...attachEnv, DEV_FACILITATOR_ACCOUNT: '8', ORDER_CRASH_AT: point });
+    // The first doomed instance starts with the survivor: no order is in flight yet for it to take over.
+    const [revived, firstDoomed] = await Promise.all([startService(attachEnv), doomedAt(points[0])]);
     cleanup.push(() => revived.stop());
 
-    for (const point of ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision']) {
+    for (const point of points) {
       // The first of the 20 purchases to reach this point kills the instance; the others are wherever they are.
-      const doomed = await startService({ ...attachEnv, DEV_FACILITATOR_ACCOUNT: '8', ORDER_CRASH_AT: point });
+      const doomed = point === points[0] ? firstDoomed : await doomedAt(point);
       const agent = { baseUrl: doomed.baseUrl, apiKey: owner.apiKey };
-      const purchases = [];
-      for (let i = 0; i < 20; i++) {
-        const key = `inflight-${point}-${i}`;
-        const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
-        purchases.push({ key, signature: await wallet.pay(ask.headers.get('payment-required')!) });
-      }
+      const purchases = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const key = `inflight-${point}-${i}`;
+          const ask = await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': key } });
+          return { key, signature: await wallet.pay(ask.headers.get('payment-required')!) };
+        }),
+      );
       const { payTo, asset } = decodePaymentRequiredHeader(
         (
           await request(agent, 'POST', '/orders', { body: orderBody, headers: { 'idempotency-key': 'probe' } })
@@ -218,19 +237,8 @@ describe('faults', () => {
       assert.equal(await doomed.stop('SIGKILL'), null, `${point}: the instance killed itself`);
 
       const survivor = { baseUrl: revived.baseUrl, apiKey: owner.apiKey };
-      const outcomes: Awaited<ReturnType<typeof request>>[] = [];
-      for (const p of purchases) {
-        let answer;
-        for (let i = 0; i < 100; i++) {
-          answer = await request(survivor, 'POST', '/orders', {
-            body: orderBody,
-            headers: { 'idempotency-key': p.key, 'payment-signature': p.signature },
-          });
-          if (!answer.body.error?.retryable) break;
-          await new Promise((r) => setTimeout(r, 200));
-        }
-        outcomes.push(answer!);
-      }
+      // Each purchase is retried until it settles, all at once: each waits out the lease of the killed instance.
+      const outcomes = await Promise.all(purchases.map((p) => retryUntilSettled(survivor, p)));
       assert.deepEqual(
         outcomes.filter((o) => o.status !== 200).map((o) => o.body.error?.code),
         [],

@@ -43,7 +43,10 @@ let onBorC: { host: string; service: any };
 let firstOnA: { host: string; service: any };
 
 after(async () => {
-  for (const s of running.reverse()) await s.stop();
+  // The instances attached to the first one stop together, before the first one takes their PostgreSQL down.
+  const [first, ...attached] = running;
+  await Promise.all(attached.map((s) => s.stop()));
+  await first?.stop();
 });
 
 before(
@@ -306,7 +309,7 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
       // No worker of the API instance can reach host B's Icecast: B's reconciler, woken by PostgreSQL, cuts them.
       const cut = await Promise.race([
         Promise.all([listener.ended, exitOf(encoder, 20_000).catch(() => 'still running')]),
-        sleep(20_000).then(() => 'timeout'),
+        sleep(20_000, 'timeout', { ref: false }),
       ]);
       assert.notEqual(cut, 'timeout', 'the listener of a stopped service is still connected after 20 s');
       const again = await connectListener(service.stream_url);

@@ -37,7 +37,8 @@ async function retryUntilSettled(service: Service, key: string, signature: strin
   throw new Error('the order never settled');
 }
 
-describe('an instance killed (SIGKILL) between two steps of an order', () => {
+// Each crash point has its own data directory, PostgreSQL and chain: two run at a time.
+describe('an instance killed (SIGKILL) between two steps of an order', { concurrency: 2 }, () => {
   for (const point of ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision']) {
     test(`${point}: after a restart the retry gets the order, charged exactly once`, async () => {
       const dataDir = await scratchDir('audio-crash-');

@@ -24,6 +24,8 @@ let rpc: string;
 let refundWallet: string;
 let wallet: TestWallet;
 const payer = DEV_ACCOUNTS[6];
+/** A paid order for each test that stops one (taken in turn). */
+let bought: Awaited<ReturnType<typeof buy>>[];
 before(async () => {
   // A refund wallet with nothing in it, a daily cap below one refund, and paid orders that wait after their claim
   // (long enough to stop their service meanwhile).
@@ -40,6 +42,8 @@ before(async () => {
   db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
   await mintUsdc(rpc, payer.address, 20_000_000n);
   wallet = new TestWallet(payer.privateKey, rpc);
+  // Every order waits ORDER_PAUSE_AT after its claim: the four services the tests stop are bought at once.
+  bought = await Promise.all(Array.from({ length: 4 }, () => buy(service, wallet, body)));
 });
 after(async () => {
   await db?.close();
@@ -53,7 +57,7 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
   let serviceId: string;
 
   test('a refund over the daily cap waits visibly for an operator; refunds approve lets it go', async () => {
-    const ordered = await buy(service, wallet, body);
+    const ordered = bought.shift()!;
     assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
     serviceId = ordered.body.service.service_id;
     const stopped = await request(service, 'POST', `/services/${serviceId}/stop`);
@@ -107,7 +111,7 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
   }
 
   async function paidWhileStopped(kind: string, column: string, path: string, paidBody: Record<string, unknown>) {
-    const ordered = await buy(service, wallet, body);
+    const ordered = bought.shift()!;
     assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
     const id = ordered.body.service.service_id;
     const before = await usdcBalance(rpc, payer.address);
@@ -167,7 +171,7 @@ describe('the operator side: a daily cap, a refund wallet without funds', () => 
   }
 
   test('a refund whose nonce someone else spent (the refund key leaked) fails visibly, never shown as sent', async () => {
-    const ordered = await buy(service, wallet, body);
+    const ordered = bought.shift()!;
     assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
     const id = ordered.body.service.service_id;
     const stopped = await request(service, 'POST', `/services/${id}/stop`);

@@ -180,6 +180,8 @@ export class IcecastFrontDoor {
     const ticketId = String(++this.nextTicket);
     const ticket: Ticket = { ip: (socket.remoteAddress ?? '').replace(/^::ffff:/, ''), release };
     const rewritten = this.rewrite(head, ticketId, ticket);
+    // A listener (GET) may still be reading when Icecast closes; a source only sends, it learns of a cut at once.
+    const receives = head.toString('latin1', 0, 4) === 'GET ';
     const upstream = net.connect(target.port, target.host);
     upstream.setNoDelay(true);
     upstream.once('connect', () => upstream.write(Buffer.concat([rewritten, rest])));
@@ -202,7 +204,7 @@ export class IcecastFrontDoor {
       release();
       this.tickets.delete(ticketId);
       upstream.destroy();
-      if (!again) return finish(socket, () => ticket.left?.());
+      if (!again) return finish(socket, () => ticket.left?.(), receives ? LINGER_MS : 0);
       socket.off('close', end);
       setTimeout(() => this.enter(socket, head, rest, true), BUSY_RETRY_MS);
     };
@@ -226,12 +228,13 @@ export class IcecastFrontDoor {
 }
 
 /**
- * Ends a listener's connection once Icecast closed its side: what Icecast sent before still reaches the listener
- * (usage counts it as sent), unless the listener does not take it within LINGER_MS. `left` runs once it is closed.
+ * Ends a client's connection once Icecast closed its side: what Icecast sent before still reaches a listener (usage
+ * counts it as sent), unless it does not take it within `lingerMs`. `left` runs once it is closed.
  */
-function finish(socket: net.Socket, left: () => void): void {
+function finish(socket: net.Socket, left: () => void, lingerMs: number): void {
   if (socket.destroyed) return left();
   socket.once('close', left);
+  if (lingerMs === 0) return void socket.destroy();
   socket.end();
-  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  setTimeout(() => socket.destroy(), lingerMs).unref();
 }
