@@ -42,7 +42,7 @@ const [checkResults, tests] = await Promise.all([
     'tsx',
     [
       '--test',
-      '--test-concurrency=2',
+      '--test-concurrency=3',
       '--test-timeout=600000',
       '--test-reporter=spec',
       '--test-reporter-destination=stdout',
