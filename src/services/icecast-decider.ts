@@ -92,7 +92,7 @@ export class IcecastDecider implements MountDecider {
   }
 
   async authorizeSource(request: { mount: string; user: string; pass: string }): Promise<Decision> {
-    if (this.leaseLost?.()) return refuse(LEASE_LOST);
+    if (this.unleased()) return refuse(LEASE_LOST);
     const epoch = await this.servedHere(request.mount);
     if (epoch === undefined) return refuse(MOVED_AWAY);
     const decision = await this.checkSource(request);
@@ -128,7 +128,7 @@ export class IcecastDecider implements MountDecider {
     const internal = this.internalReaders?.recognise(request);
     // Our own reader takes no listener place; a client that claims to be one without its secret is refused.
     if (internal) return internal === 'ours' ? { accept: true } : refuse('not an internal reader');
-    if (this.leaseLost?.()) return refuse(LEASE_LOST);
+    if (this.unleased()) return refuse(LEASE_LOST);
     const session = { userAgent, protocol: 'icecast' } as const;
     // The places in memory hold only this host's services; without them the database says whether it serves here.
     if (!this.places && !(await this.servesHere(mount))) return refuse(MOVED_AWAY);
@@ -145,7 +145,19 @@ export class IcecastDecider implements MountDecider {
     return { accept: true, ...listenerTimeLimit(admitted.service, this.catalog) };
   }
 
+  /**
+   * Without its lease this host serves nothing and may be cut off from PostgreSQL, where a query hangs: Icecast
+   * waits for each callback (one at a time per authenticator) before it closes a listener it dropped, so the
+   * bookkeeping callbacks answer at once from memory. No source event is recorded (the host cannot tell whether the
+   * service is still its own); what they leave in the listeners table is what a lost listener_remove leaves: the
+   * service's move frees it, or the life-cycle worker once the lease is back.
+   */
+  private unleased(): boolean {
+    return this.leaseLost?.() ?? false;
+  }
+
   async listenerLeft({ mount, clientId }: { mount: string; clientId: string }): Promise<void> {
+    if (this.unleased()) return;
     if (this.places) return this.places.release({ mount }, [clientId]);
     if (!(await this.servesHere(mount))) return;
     await this.db.query(
@@ -155,6 +167,7 @@ export class IcecastDecider implements MountDecider {
   }
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
+    if (this.unleased()) return this.places?.sourceConnected(mount);
     if (!(await this.servesHere(mount))) return;
     this.log.info({ mount }, 'source connected');
     this.places?.sourceConnected(mount);
@@ -163,6 +176,7 @@ export class IcecastDecider implements MountDecider {
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
     this.sourceEpochs.delete(mount);
+    if (this.unleased()) return this.places?.sourceDisconnected(mount);
     if (!(await this.servesHere(mount))) return;
     this.log.info({ mount }, 'source disconnected');
     await this.recordSource(mount, 'source.disconnected');

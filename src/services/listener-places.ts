@@ -156,6 +156,11 @@ export class ListenerPlaces {
     this.sourceGone.delete(mount);
   }
 
+  /** The source left; memory only (this host's lease is out: releaseIcecast would write to the database). */
+  sourceDisconnected(mount: string): void {
+    this.sourceGone.add(mount);
+  }
+
   /**
    * The Icecast listeners connected per service, as the life-cycle worker's listclients found them: places of
    * listeners Icecast no longer has (their listener_remove was lost, or Icecast dropped them after their callback
@@ -174,7 +179,7 @@ export class ListenerPlaces {
 
   /** The source left: Icecast dropped its listeners (HLS sessions keep theirs until they idle out). */
   async releaseIcecast(mount: string): Promise<void> {
-    this.sourceGone.add(mount);
+    this.sourceDisconnected(mount);
     const serviceId = this.idOf({ mount }) ?? (await this.lookUpId({ mount }));
     if (!serviceId) return;
     const entry = this.byId.get(serviceId);
