@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { postWebhook, verifySignature, webhookUrlPolicy } from '../src/events/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { createApiKey } from './support/api-key.js';
@@ -94,6 +95,26 @@ const listen = (url: string) =>
     },
     20_000,
   );
+
+/** The outbox row of an event for the endpoint at `url`, once no worker holds it any more (delivered or failed). */
+async function deliveryState(url: string, eventId: string): Promise<{ state: string; attempts: number }> {
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  const client = new pg.Client({ connectionString: lock.database_url });
+  await client.connect();
+  try {
+    return await waitFor('the delivery to leave the pending outbox', async () => {
+      const { rows } = await client.query<{ state: string; attempts: number }>(
+        `SELECT d.state, d.attempts FROM webhook_deliveries d
+           JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN events e ON e.seq = d.event_seq
+          WHERE w.url = $1 AND e.id = $2`,
+        [url, eventId],
+      );
+      return rows[0]?.state === 'pending' ? undefined : rows[0];
+    });
+  } finally {
+    await client.end();
+  }
+}
 
 function verified(delivery: Delivery, secret: string): boolean {
   return verifySignature(String(delivery.headers['x-agent-audio-signature']), delivery.body, secret);
@@ -231,7 +252,9 @@ describe('events', () => {
     const second = attempts[2].at - attempts[1].at;
     assert.ok(first >= 800, `first retry after ${first} ms, at least 80 % of WEBHOOK_RETRY_BASE_SECONDS`);
     assert.ok(second > first, `backoff grows: ${first} ms, then ${second} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // The 2xx takes the delivery out of the outbox's pending rows, the only ones a worker sends: nothing follows it.
+    const outbox = await deliveryState(failing.url, third.event.id);
+    assert.deepEqual(outbox, { state: 'delivered', attempts: 3 });
     assert.equal(failing.deliveries.length, 3, 'no delivery after the 2xx');
 
     const signed = await rotating.next((d) => d.event.order_id === bought.order.id);
