@@ -9,7 +9,12 @@ let catalog: Awaited<ReturnType<typeof copyCatalog>>;
 
 before(async () => {
   catalog = await copyCatalog();
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+  // Headers must arrive within 2 s (10 s in serve by default): the slow-headers test waits that out.
+  service = await startService({
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    HEADERS_TIMEOUT_MS: '2000',
+  });
 });
 after(async () => {
   await service?.stop();

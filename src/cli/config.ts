@@ -46,7 +46,13 @@ export interface Config {
   /** The wait before a failing relay upstream is fetched again; it doubles while the failures go on (up to 5 min). */
   relayFirstRetryMs: number;
   /** Requests per second per client address and per API key (0: no limit), connections per address, request time. */
-  http: { ratePerIp: number; ratePerKey: number; connectionsPerIp: number; requestTimeoutMs: number };
+  http: {
+    ratePerIp: number;
+    ratePerKey: number;
+    connectionsPerIp: number;
+    requestTimeoutMs: number;
+    headersTimeoutMs: number;
+  };
   uploads: UploadLimits;
   signup: SignupPolicy;
   siwxChallengeSeconds: number;
@@ -194,6 +200,7 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
       ratePerKey: r.whole('RATE_LIMIT_PER_KEY', 100, 0, Number.MAX_SAFE_INTEGER, '0 turns the limit off'),
       connectionsPerIp: r.whole('MAX_CONNECTIONS_PER_IP', 64, 0, Number.MAX_SAFE_INTEGER, '0: no cap'),
       requestTimeoutMs: r.whole('REQUEST_TIMEOUT_MS', 30_000, 1000),
+      headersTimeoutMs: r.whole('HEADERS_TIMEOUT_MS', 10_000, 1000),
     },
     uploads: readUploads(r),
     signup: {

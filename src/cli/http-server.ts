@@ -36,7 +36,7 @@ export async function openHttpServer(
   connections.watch(server);
   await once(server, 'listening');
   limitRequestTime(server, config.http.requestTimeoutMs); // uploads have an idle timeout instead
-  server.headersTimeout = 10_000;
+  server.headersTimeout = config.http.headersTimeoutMs;
   server.keepAliveTimeout = 5_000;
   const { port } = server.address() as AddressInfo;
   const baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${API_PREFIX}`;
