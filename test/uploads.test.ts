@@ -19,8 +19,10 @@ requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
 const MB = 1024 * 1024;
 // Short timeouts so the slow upload can outlast the request timeout quickly. (Node's own server.requestTimeout only
-// acts when it is above headersTimeout, 10 s in serve: 11 s keeps this test able to fail with it.)
-const REQUEST_TIMEOUT_MS = 11_000;
+// acts when it is above headersTimeout: a request timeout above the headers timeout keeps this test able to fail
+// with it.)
+const HEADERS_TIMEOUT_MS = 2000;
+const REQUEST_TIMEOUT_MS = 3000;
 const IDLE_TIMEOUT_MS = 2000;
 
 /** Bytes of every file (finished or partial) in a folder. */
@@ -110,6 +112,7 @@ async function uploadService(env: Record<string, string>) {
 }
 
 const timeoutEnv = {
+  HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
   REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
   UPLOAD_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
 };
