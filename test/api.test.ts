@@ -9,11 +9,11 @@ let catalog: Awaited<ReturnType<typeof copyCatalog>>;
 
 before(async () => {
   catalog = await copyCatalog();
-  // Headers must arrive within 2 s (10 s in serve by default): the slow-headers test waits that out.
+  // Headers must arrive within 3 s (10 s in serve by default): the slow-headers test waits that out.
   service = await startService({
     CATALOG_DIR: catalog.catalogDir,
     RULES_DIR: catalog.rulesDir,
-    HEADERS_TIMEOUT_MS: '2000',
+    HEADERS_TIMEOUT_MS: '3000',
   });
 });
 after(async () => {

@@ -21,8 +21,8 @@ const MB = 1024 * 1024;
 // Short timeouts so the slow upload can outlast the request timeout quickly. (Node's own server.requestTimeout only
 // acts when it is above headersTimeout: a request timeout above the headers timeout keeps this test able to fail
 // with it.)
-const HEADERS_TIMEOUT_MS = 2000;
-const REQUEST_TIMEOUT_MS = 3000;
+const HEADERS_TIMEOUT_MS = 3000;
+const REQUEST_TIMEOUT_MS = 4000;
 const IDLE_TIMEOUT_MS = 2000;
 
 /** Bytes of every file (finished or partial) in a folder. */
