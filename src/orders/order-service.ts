@@ -115,11 +115,12 @@ export class OrderService {
    */
   private async replayOf(input: PlaceOrder): Promise<Attempt | Replayed> {
     const requestHash = sha256(canonicalJson(input.request));
-    const existing = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
-    if (existing) return { placed: await this.repeat(existing, requestHash, input.resourceUrl) };
     const sent = input.paymentSignature ? this.gateway.decode(input.paymentSignature) : undefined;
+    const signed = sent && { payer: sent.authorization.from, nonce: sent.authorization.nonce };
+    const found = await this.orders.lookUp(input.apiKeyId, input.idempotencyKey, signed);
+    if (found.order) return { placed: await this.repeat(found.order, requestHash, input.resourceUrl) };
     const paymentId = sent && this.paymentIdOf(sent.payload);
-    const attempt = { ...input, requestHash, sent, paymentId };
+    const attempt = { ...input, requestHash, sent, paymentId, authorizationUsedBy: found.authorizationUsedBy };
     if (!paymentId) return attempt;
     const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
     if (!paidWithId) return attempt;
@@ -202,7 +203,8 @@ export class OrderService {
         m.validTooLong(authorization.validBefore, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted),
       );
     }
-    const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
+    // Looked up with the key (replayOf); the claim's unique (payer, nonce) is what finally keeps it from paying twice.
+    const usedBy = attempt.authorizationUsedBy && (await this.orders.byId(attempt.authorizationUsedBy));
     if (usedBy) return { placed: await this.paidBy(usedBy, attempt, offer) };
     const refusal = await this.options.precheck?.refusal(requirements, payload);
     if (refusal) throw await paymentRequired('payment_rejected', m.cannotBeValid(refusal));

@@ -72,15 +72,30 @@ export class OrderStore {
    * is refused here (KeyRevoked), before a replay could hand out a paid order's credentials.
    */
   async byKey(apiKeyId: string, idempotencyKey: string): Promise<OrderRow | undefined> {
-    const found = await this.keyLookups.call({ apiKeyId, idempotencyKey });
+    return (await this.lookUp(apiKeyId, idempotencyKey)).order;
+  }
+
+  /**
+   * byKey, and in the same statement the id of the order that used this authorization (payer and nonce) if any: a
+   * paid request needs both before its payment is verified, in one round trip.
+   */
+  async lookUp(
+    apiKeyId: string,
+    idempotencyKey: string,
+    authorization?: { payer: string; nonce: string },
+  ): Promise<{ order?: OrderRow; authorizationUsedBy?: string }> {
+    const payer = authorization?.payer.toLowerCase() ?? null;
+    const nonce = authorization?.nonce.toLowerCase() ?? null;
+    const found = await this.keyLookups.call({ apiKeyId, idempotencyKey, payer, nonce });
     if (!found.keyValid) throw new KeyRevoked();
-    if (found.orderId === null) return undefined;
+    const authorizationUsedBy = found.usedBy ?? undefined;
+    if (found.orderId === null) return { authorizationUsedBy };
     // Still bound to the key: a failed payment may have released it in between.
     const [order] = await this.db.query<OrderRow & Record<string, unknown>>(
       'SELECT * FROM orders WHERE id = $1 AND api_key_id = $2 AND idempotency_key = $3',
       [found.orderId, apiKeyId, idempotencyKey],
     );
-    return order;
+    return { order, authorizationUsedBy };
   }
 
   /**
@@ -89,18 +104,28 @@ export class OrderStore {
    * per request cost more of a 402's CPU than anything else it does.
    */
   private readonly keyLookups = new BatchedCalls<
-    { apiKeyId: string; idempotencyKey: string },
-    { keyValid: boolean; orderId: string | null }
+    { apiKeyId: string; idempotencyKey: string; payer: string | null; nonce: string | null },
+    { keyValid: boolean; orderId: string | null; usedBy: string | null }
   >(async (lookups) => {
-    const rows = await this.db.query<{ i: string; key_valid: boolean; id: string | null }>(
-      `SELECT l.i, k.id IS NOT NULL AND k.revoked_at IS NULL AS key_valid, o.id
-       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(api_key_id, idempotency_key, i)
+    const rows = await this.db.query<{ i: string; key_valid: boolean; id: string | null; used_by: string | null }>(
+      `SELECT l.i, k.id IS NOT NULL AND k.revoked_at IS NULL AS key_valid, o.id, u.id AS used_by
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+         AS l(api_key_id, idempotency_key, payer, nonce, i)
        LEFT JOIN api_keys k ON k.id = l.api_key_id
-       LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = l.idempotency_key`,
-      [lookups.map((l) => l.apiKeyId), lookups.map((l) => l.idempotencyKey)],
+       LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = l.idempotency_key
+       LEFT JOIN orders u ON u.payer = l.payer AND u.nonce = l.nonce`,
+      [
+        lookups.map((l) => l.apiKeyId),
+        lookups.map((l) => l.idempotencyKey),
+        lookups.map((l) => l.payer),
+        lookups.map((l) => l.nonce),
+      ],
     );
-    const found = lookups.map(() => ({ keyValid: false, orderId: null as string | null }));
-    for (const row of rows) found[Number(row.i) - 1] = { keyValid: row.key_valid, orderId: row.id };
+    const none = { keyValid: false, orderId: null, usedBy: null };
+    const found: Array<{ keyValid: boolean; orderId: string | null; usedBy: string | null }> = lookups.map(() => none);
+    for (const row of rows) {
+      found[Number(row.i) - 1] = { keyValid: row.key_valid, orderId: row.id, usedBy: row.used_by };
+    }
     return found;
   });
 
