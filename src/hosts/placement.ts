@@ -9,13 +9,17 @@ import type { Client, Database, Row } from '../store/index.js';
  */
 const PLACEMENT_IDLE_LIMIT_MS = 10_000;
 
+/**
+ * The placement lock as the columns of a SELECT, for a statement that takes it along with other locks. One round trip:
+ * set_config(..., true) is SET LOCAL, applied before the lock is waited for (left to right).
+ */
+export const PLACEMENT_LOCK_COLUMNS = `
+  set_config('idle_in_transaction_session_timeout', '${PLACEMENT_IDLE_LIMIT_MS}', true),
+  pg_advisory_xact_lock(hashtextextended('stream placement', 0))`;
+
 /** Placements and moves of services between hosts wait for each other until the caller's transaction ends. */
 export async function lockPlacement(client: Client): Promise<void> {
-  // One round trip: set_config(..., true) is SET LOCAL, applied before the lock is waited for (left to right).
-  await client.query(
-    `SELECT set_config('idle_in_transaction_session_timeout', '${PLACEMENT_IDLE_LIMIT_MS}', true),
-            pg_advisory_xact_lock(hashtextextended('stream placement', 0))`,
-  );
+  await client.query(`SELECT ${PLACEMENT_LOCK_COLUMNS}`);
 }
 
 /** A host as placement sees it: what it carries, what is in use and spoken for, when its next service ends. */

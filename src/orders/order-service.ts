@@ -252,9 +252,16 @@ export class OrderService {
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
     const claimStartedAt = Date.now();
+    // A new stream is placed under the placement lock, taken with the key's check (an upgrade or an extension locks its
+    // service first, then placement, in stillFits).
+    const placementLocked = !attempt.upgradeOf && !attempt.extensionOf && this.placesStreams(sale.demand);
     try {
-      claimed = await this.orders.claim(order, entry, this.options.leaseSeconds, (client) =>
-        this.stillFits(client, attempt, sale, payment.authorization.from),
+      claimed = await this.orders.claim(
+        order,
+        entry,
+        this.options.leaseSeconds,
+        (client) => this.stillFits(client, attempt, sale, payment.authorization.from, placementLocked),
+        placementLocked,
       );
     } catch (e) {
       // Refused at claim although the counts before payment let it through: they are read again.
@@ -279,10 +286,11 @@ export class OrderService {
     attempt: Attempt,
     sale: Sale,
     payer: string,
+    placementLocked: boolean,
   ): Promise<{ host_id: string | null }> {
     if (attempt.upgradeOf) await this.upgradeStillFits(client, attempt.upgradeOf);
     if (attempt.extensionOf) await this.extensionStillFits(client, attempt.extensionOf);
-    const host = await this.admit(attempt, sale.demand, client);
+    const host = await this.admit(attempt, sale.demand, client, placementLocked);
     const buyer = { apiKeyId: attempt.apiKeyId, payer };
     await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host });
     return { host_id: host?.id ?? ownHostOf(attempt) ?? null };
@@ -429,10 +437,20 @@ export class OrderService {
    * second old), and exactly when the key is claimed, under the placement lock, so that two buyers of the last place
    * anywhere cannot both pay for it. The host it fits on, with its limits and load, for the capacity reserve.
    */
-  private async admit(attempt: Attempt, demand: StreamLoad, client?: Client): Promise<PoolHost | undefined> {
+  /** Whether a sale of this demand is placed on a host (and checked under the placement lock at claim). */
+  private placesStreams(demand: StreamLoad): boolean {
+    return !!this.options.placement && (demand.sources > 0 || demand.listeners > 0);
+  }
+
+  private async admit(
+    attempt: Attempt,
+    demand: StreamLoad,
+    client?: Client,
+    placementLocked = false,
+  ): Promise<PoolHost | undefined> {
     const placement = this.options.placement;
-    if (!placement || (demand.sources === 0 && demand.listeners === 0)) return undefined;
-    if (client) await placement.lock(client);
+    if (!placement || !this.placesStreams(demand)) return undefined;
+    if (client && !placementLocked) await placement.lock(client);
     const own = ownHostOf(attempt);
     if (own) {
       const host = await placement.host(own, client);
