@@ -8,7 +8,14 @@ import type { HostPlacement, PoolHost } from '../hosts/index.js';
 import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
-import { checkBuyerLimits, keyHoldings, type Buyer, type Holding, type HostLoad } from './buyer-limits.js';
+import {
+  checkBuyerLimits,
+  keyHoldings,
+  takesBuyerLocks,
+  type Buyer,
+  type Holding,
+  type HostLoad,
+} from './buyer-limits.js';
 import { ClaimConflict, ExtensionInFlight, PaymentIdTaken, UpgradeInFlight } from './claim-conflicts.js';
 import { crashPoint, pausePoint } from './crash-point.js';
 import { checkExtensible, priceExtension } from './extension-price.js';
@@ -27,7 +34,13 @@ import {
   type VerifiedPayment,
 } from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
-import { IN_FLIGHT_ORDERS_SQL, type InFlightOrder, type OrderRow, type OrderStore } from './order-store.js';
+import {
+  IN_FLIGHT_ORDERS_SQL,
+  type ClaimLocks,
+  type InFlightOrder,
+  type OrderRow,
+  type OrderStore,
+} from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
 /** How much later than now + maxTimeoutSeconds an authorization may expire: clocks of payer and service differ. */
@@ -252,16 +265,14 @@ export class OrderService {
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
     const claimStartedAt = Date.now();
-    // A new stream is placed under the placement lock, taken with the key's check (an upgrade or an extension locks its
-    // service first, then placement, in stillFits).
-    const placementLocked = !attempt.upgradeOf && !attempt.extensionOf && this.placesStreams(sale.demand);
+    const locks = this.claimLocks(attempt, sale, payment.authorization.from);
     try {
       claimed = await this.orders.claim(
         order,
         entry,
         this.options.leaseSeconds,
-        (client) => this.stillFits(client, attempt, sale, payment.authorization.from, placementLocked),
-        placementLocked,
+        (client) => this.stillFits(client, attempt, sale, payment.authorization.from, locks),
+        locks,
       );
     } catch (e) {
       // Refused at claim although the counts before payment let it through: they are read again.
@@ -278,6 +289,18 @@ export class OrderService {
   }
 
   /**
+   * The locks a new stream's claim takes with its key's check, in one statement (an upgrade or an extension locks its
+   * service first, then these, in stillFits).
+   */
+  private claimLocks(attempt: Attempt, sale: Sale, payer: string): ClaimLocks {
+    if (attempt.upgradeOf || attempt.extensionOf) return {};
+    return {
+      placement: this.placesStreams(sale.demand),
+      ...(takesBuyerLocks(sale.snapshot, sale.demand) && { buyer: { payer: payer.toLowerCase() } }),
+    };
+  }
+
+  /**
    * The checks before payment, again and exactly, under the locks of the claim. The payer's limit is checked here,
    * once the facilitator vouched for `from`: a forged `from` must not learn what another address holds.
    */
@@ -286,13 +309,13 @@ export class OrderService {
     attempt: Attempt,
     sale: Sale,
     payer: string,
-    placementLocked: boolean,
+    locked: ClaimLocks,
   ): Promise<{ host_id: string | null }> {
     if (attempt.upgradeOf) await this.upgradeStillFits(client, attempt.upgradeOf);
     if (attempt.extensionOf) await this.extensionStillFits(client, attempt.extensionOf);
-    const host = await this.admit(attempt, sale.demand, client, placementLocked);
+    const host = await this.admit(attempt, sale.demand, client, locked.placement);
     const buyer = { apiKeyId: attempt.apiKeyId, payer };
-    await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host });
+    await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host, locked: !!locked.buyer });
     return { host_id: host?.id ?? ownHostOf(attempt) ?? null };
   }
 

@@ -2,6 +2,7 @@ import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
 import { PLACEMENT_LOCK_COLUMNS } from '../hosts/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
+import { BUYER_LOCK_COLUMNS } from './buyer-limits.js';
 import { claimConflictOf } from './claim-conflicts.js';
 
 export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed' | 'refunded';
@@ -63,6 +64,21 @@ export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_o
 export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of' | 'host_id'>;
 
 export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
+
+/** Locks a claim takes with its key's check: the placement lock, and the buyer's (key and this payer). */
+export interface ClaimLocks {
+  placement?: boolean;
+  buyer?: { payer: string | null };
+}
+
+function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, unknown[]] {
+  const keyCheck = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
+  const columns = [locks.placement && PLACEMENT_LOCK_COLUMNS, locks.buyer && BUYER_LOCK_COLUMNS].filter(Boolean);
+  if (!columns.length) return [keyCheck, [apiKeyId]];
+  // The subquery locks the key's row before the outer columns take the other locks, left to right.
+  const sql = `SELECT ${columns.join(', ')} FROM (${keyCheck}) k`;
+  return [sql, locks.buyer ? [apiKeyId, locks.buyer.payer] : [apiKeyId]];
+}
 
 /** Orders in PostgreSQL. Every state change is committed before the side effect that follows it. */
 export class OrderStore {
@@ -174,25 +190,20 @@ export class OrderStore {
    * `admit` runs first in the same transaction (it may refuse by throwing; what it returns, the host the order is
    * placed on, is stored with the order). Undefined when another request holds the
    * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
-   * AuthorizationUsed). With `lockPlacement`, the placement lock is taken in the statement that checks the key, right
-   * after it (one round trip less for `admit`, which must then not take it again).
+   * AuthorizationUsed). `locks` are taken in the statement that checks the key, right after it and in this order: the
+   * placement lock, then the buyer's locks (one round trip for all; `admit` must then not take them again).
    */
   async claim(
     order: NewOrder,
     record: AuditEntry,
     leaseSeconds: number,
     admit?: (client: Client) => Promise<Pick<NewOrder, 'host_id'> | void>,
-    lockPlacement = false,
+    locks: ClaimLocks = {},
   ): Promise<OrderRow | undefined> {
     try {
       return await this.db.transaction(async (client) => {
         // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
-        // The subquery locks the key's row before the outer columns take the placement lock, in that order.
-        const keyCheck = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
-        const { rows: active } = await client.query(
-          lockPlacement ? `SELECT ${PLACEMENT_LOCK_COLUMNS} FROM (${keyCheck}) k` : keyCheck,
-          [order.api_key_id],
-        );
+        const { rows: active } = await client.query(...keyCheckWith(order.api_key_id, locks));
         if (!active.length) throw new KeyRevoked();
         const placed = { ...order, ...(await admit?.(client)) };
         const columns = Object.keys(placed);
