@@ -31,6 +31,7 @@ import {
   armCrashPoints,
   extendHint,
   inFlightByHost,
+  inFlightOrders,
   OrderRecovery,
   OrderService,
   OrderStore,
@@ -320,7 +321,7 @@ function sales(base: Foundation, services: ServiceRecords) {
   const placement = new HostPlacement(db, {
     downAfterSeconds: config.streaming.downAfterSeconds,
     fallbackLimits: stream.limits,
-    inFlight: inFlightByHost(store, live),
+    inFlight: inFlightOrders(live),
   });
   const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
   const orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {

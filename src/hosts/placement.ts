@@ -1,6 +1,6 @@
 import { ApiError } from '../errors/index.js';
 import { liveHoldingSql, type StreamLoad } from '../services/index.js';
-import type { Client, Database } from '../store/index.js';
+import type { Client, Database, Row } from '../store/index.js';
 
 /**
  * How long a transaction holding the placement lock may wait on its instance between statements: an instance that
@@ -9,13 +9,17 @@ import type { Client, Database } from '../store/index.js';
  */
 const PLACEMENT_IDLE_LIMIT_MS = 10_000;
 
+/**
+ * The placement lock as the columns of a SELECT, for a statement that takes it along with other locks. One round trip:
+ * set_config(..., true) is SET LOCAL, applied before the lock is waited for (left to right).
+ */
+export const PLACEMENT_LOCK_COLUMNS = `
+  set_config('idle_in_transaction_session_timeout', '${PLACEMENT_IDLE_LIMIT_MS}', true),
+  pg_advisory_xact_lock(hashtextextended('stream placement', 0))`;
+
 /** Placements and moves of services between hosts wait for each other until the caller's transaction ends. */
 export async function lockPlacement(client: Client): Promise<void> {
-  // One round trip: set_config(..., true) is SET LOCAL, applied before the lock is waited for (left to right).
-  await client.query(
-    `SELECT set_config('idle_in_transaction_session_timeout', '${PLACEMENT_IDLE_LIMIT_MS}', true),
-            pg_advisory_xact_lock(hashtextextended('stream placement', 0))`,
-  );
+  await client.query(`SELECT ${PLACEMENT_LOCK_COLUMNS}`);
 }
 
 /** A host as placement sees it: what it carries, what is in use and spoken for, when its next service ends. */
@@ -32,7 +36,13 @@ export interface PlacementOptions {
   /** The limits of a host that registered none (one sold before hosts registered their capacity). */
   fallbackLimits: StreamLoad;
   /** What paid orders not provisioned yet add, by the host they were placed on (null: placed before hosts were). */
-  inFlight(client?: Client): Promise<Map<string | null, StreamLoad>>;
+  inFlight: InFlightOrders;
+}
+
+/** The paid orders not provisioned yet: the statement that reads them, and what they add by host. */
+export interface InFlightOrders {
+  sql: string;
+  byHost(orders: Row[]): Map<string | null, StreamLoad>;
 }
 
 const HOST_COLUMNS = `h.id, h.max_sources, h.max_listeners, held.live_services, held.listener_places, held.next_expiry
@@ -72,16 +82,12 @@ export class HostPlacement {
 
   /** Every live host, with what is in use and spoken for on it. */
   async pool(client?: Client): Promise<PoolHost[]> {
-    const inFlight = await this.options.inFlight(client);
-    const rows = await this.rows(LIVE_HOSTS, [this.options.downAfterSeconds], client);
-    return this.withInFlight(rows, inFlight);
+    return this.hosts(LIVE_HOSTS, [this.options.downAfterSeconds], client);
   }
 
   /** One host whatever its state (an upgrade stays on its service's host), or undefined when it is not registered. */
   async host(id: string, client?: Client): Promise<PoolHost | undefined> {
-    const inFlight = await this.options.inFlight(client);
-    const rows = await this.rows(ONE_HOST, [id], client);
-    return this.withInFlight(rows, inFlight)[0];
+    return (await this.hosts(ONE_HOST, [id], client))[0];
   }
 
   /** The host a new stream goes to (see the class); throws 503 capacity_exhausted when none has room. */
@@ -104,14 +110,21 @@ export class HostPlacement {
     if (!fits(host, demand)) throw exhausted([host], demand);
   }
 
-  private async rows(sql: string, params: unknown[], client?: Client): Promise<HostRow[]> {
-    return (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as HostRow[];
+  /**
+   * The hosts with the orders in flight on them, read in one statement (one round trip, and one snapshot: an order
+   * provisioned meanwhile is counted once, in flight or as its service).
+   */
+  private async hosts(hostsSql: string, params: unknown[], client?: Client): Promise<PoolHost[]> {
+    const sql = `SELECT (SELECT coalesce(json_agg(o), '[]') FROM (${this.options.inFlight.sql}) o) AS in_flight,
+      (SELECT coalesce(json_agg(h ORDER BY h.id), '[]') FROM (${hostsSql}) h) AS hosts`;
+    const [read] = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{
+      in_flight: Row[];
+      hosts: Array<Omit<HostRow, 'next_expiry'> & { next_expiry: string | null }>;
+    }>;
+    const rows = read.hosts.map((h) => ({ ...h, next_expiry: h.next_expiry ? new Date(h.next_expiry) : null }));
+    return this.withInFlight(rows, this.options.inFlight.byHost(read.in_flight));
   }
 
-  /**
-   * The hosts with the orders in flight on them. The orders are read first: one provisioned between the two reads is
-   * then counted twice (for a moment, on the safe side) instead of not at all.
-   */
   private withInFlight(rows: HostRow[], inFlight: Map<string | null, StreamLoad>): PoolHost[] {
     const unplaced = inFlight.get(null) ?? { sources: 0, listeners: 0 };
     return rows.map((row) => {

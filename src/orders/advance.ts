@@ -12,7 +12,7 @@ import type {
 } from '../payments/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
-import type { Client, Database } from '../store/index.js';
+import { timedOut, type Client, type Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf } from './service-limits.js';
@@ -150,10 +150,19 @@ async function fail(order: OrderRow, reason: string, message: string, deps: Adva
   throw new PaymentNotTaken(reason, message);
 }
 
+/** Provisioning failed inside the settlement's transaction: it is rolled back, and the settlement committed alone. */
+class ProvisioningFailed extends Error {
+  constructor(readonly failure: unknown) {
+    super('provisioning failed');
+  }
+}
+
 /**
  * The proven payment and the provisioning it pays for, in one transaction: one commit (one WAL flush, one turn at the
- * chain head for both chained states) instead of two. Provisioning runs after a savepoint: if it fails, the
- * settlement is still committed and the order stays "provisioning" for recovery, as when they were two transactions.
+ * chain head for both chained states) instead of two. If provisioning fails, that transaction is rolled back and the
+ * settlement alone is committed in another (a savepoint would cost every purchase a round trip for this rare case):
+ * the order stays "provisioning" for recovery, as when they were two transactions; a crash in between loses only
+ * uncommitted work, and recovery finds the transfer on chain again.
  * The chain state that proves the payment is saved (the embedded chain's checkpoint) while this transaction runs, and
  * the transaction commits only once it is: nothing counts as paid before its proof would survive a restart of the chain.
  */
@@ -162,13 +171,26 @@ async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: A
     () => undefined,
     (e: unknown) => e as Error,
   );
-  const done = await deps.db.transaction(async (client) => {
-    const recorded = await recordPaidAndProvision(client, order, proof, deps);
+  const chainStateSaved = async () => {
     const saveError = await saved;
     if (saveError)
       throw new SettlementPending(`the chain state that proves the payment could not be saved: ${saveError.message}`);
-    return recorded;
-  });
+  };
+  const done: Advanced & { provisioningError?: unknown } = await deps.db
+    .transaction(async (client) => {
+      const recorded = await recordPaidAndProvision(client, order, proof, deps);
+      await chainStateSaved();
+      return recorded;
+    })
+    .catch(async (e: unknown) => {
+      if (!(e instanceof ProvisioningFailed)) throw e;
+      const settled = await deps.db.transaction(async (client) => {
+        const paid = await recordPaid(client, order, proof, deps);
+        await chainStateSaved();
+        return paid;
+      });
+      return { order: settled, provisioningError: e.failure };
+    });
   deps.log.info(
     { order_id: order.id, transaction: proof.transaction, block: proof.block_number },
     'settled: transfer proven on chain',
@@ -186,7 +208,18 @@ async function recordPaidAndProvision(
   order: OrderRow,
   proof: TransferProof,
   deps: AdvanceDeps,
-): Promise<Advanced & { provisioningError?: unknown }> {
+): Promise<Advanced> {
+  const settled = await recordPaid(client, order, proof, deps);
+  if (settled.state !== 'provisioning') return { order: settled };
+  try {
+    return await provisionWith(client, settled, deps);
+  } catch (e) {
+    // A connection gone silent takes no ROLLBACK either: the whole transaction fails, as with a savepoint.
+    throw timedOut(e) ? e : new ProvisioningFailed(e);
+  }
+}
+
+async function recordPaid(client: Client, order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<OrderRow> {
   // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
   // that order here too: settling first would hold the in-flight order's new row version while waiting for the
   // service, and a concurrent claim waiting on that version would deadlock with us.
@@ -199,14 +232,7 @@ async function recordPaidAndProvision(
   );
   // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
   crashPoint('after_settled');
-  if (settled.state !== 'provisioning') return { order: settled };
-  await client.query('SAVEPOINT provision');
-  try {
-    return await provisionWith(client, settled, deps);
-  } catch (e) {
-    await client.query('ROLLBACK TO SAVEPOINT provision');
-    return { order: settled, provisioningError: e };
-  }
+  return settled;
 }
 
 async function provision(order: OrderRow, deps: AdvanceDeps): Promise<{ order: OrderRow; service: ServiceRow }> {

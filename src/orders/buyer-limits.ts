@@ -47,6 +47,20 @@ export interface BuyerCheck {
   host?: HostLoad;
   /** Before payment only: what the key holds, as the caller counted it lately (instead of reading it now). */
   keyHeld?: () => Promise<Holding>;
+  /** With `client`: the caller already took the locks of BUYER_LOCK_COLUMNS in this transaction. */
+  locked?: boolean;
+}
+
+/**
+ * The buyer's locks as the columns of a SELECT whose $1 is the API key's id and $2 the payer (or null): always key
+ * first, then payer (its select list is taken in order), so two claims never wait for each other in opposite orders.
+ */
+export const BUYER_LOCK_COLUMNS = `pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0)),
+  CASE WHEN $2::text IS NOT NULL THEN pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $2, 0)) END`;
+
+/** Whether a check of this demand takes the buyer's locks at claim (see checkBuyerLimits). */
+export function takesBuyerLocks(snapshot: Snapshot, demand: StreamLoad): boolean {
+  return !!snapshot.catalog.settings.buyer_limits && (demand.sources > 0 || demand.listeners > 0);
 }
 
 /**
@@ -70,15 +84,8 @@ export async function checkBuyerLimits(
   const { client } = check;
   const payer = buyer.payer?.toLowerCase();
   const verified = client ? payer : undefined;
-  if (client && settings.buyer_limits) {
-    // Always key first, then payer (one statement, its select list taken in order): two claims never wait for each
-    // other in opposite orders.
-    await client.query(
-      `SELECT pg_advisory_xact_lock(hashtextextended('buyer limits key ' || $1, 0)),
-              CASE WHEN $2::text IS NOT NULL
-                THEN pg_advisory_xact_lock(hashtextextended('buyer limits payer ' || $2, 0)) END`,
-      [buyer.apiKeyId, verified ?? null],
-    );
+  if (client && settings.buyer_limits && !check.locked) {
+    await client.query(`SELECT ${BUYER_LOCK_COLUMNS}`, [buyer.apiKeyId, verified ?? null]);
   }
   const none: Holding = { live_services: 0, listener_places: 0 };
   const asked = { live_services: demand.sources, listener_places: demand.listeners };

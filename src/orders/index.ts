@@ -7,4 +7,4 @@ export type { AdvanceDeps } from './advance.js';
 export { extendHint } from './extension-price.js';
 export { crashPoint, type CrashPoint } from './crash-point.js';
 export { newcomerLimits } from './buyer-limits.js';
-export { inFlightByHost } from './in-flight-load.js';
+export { inFlightByHost, inFlightOrders } from './in-flight-load.js';

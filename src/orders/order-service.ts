@@ -8,7 +8,14 @@ import type { HostPlacement, PoolHost } from '../hosts/index.js';
 import { ServiceStopped, type ServiceRecords, type ServiceRow, type StreamLoad } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
 import { advance, PaymentNotTaken, SettlementPending, type AdvanceDeps } from './advance.js';
-import { checkBuyerLimits, keyHoldings, type Buyer, type Holding, type HostLoad } from './buyer-limits.js';
+import {
+  checkBuyerLimits,
+  keyHoldings,
+  takesBuyerLocks,
+  type Buyer,
+  type Holding,
+  type HostLoad,
+} from './buyer-limits.js';
 import { ClaimConflict, ExtensionInFlight, PaymentIdTaken, UpgradeInFlight } from './claim-conflicts.js';
 import { crashPoint, pausePoint } from './crash-point.js';
 import { checkExtensible, priceExtension } from './extension-price.js';
@@ -27,7 +34,13 @@ import {
   type VerifiedPayment,
 } from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
-import { IN_FLIGHT_ORDERS_SQL, type InFlightOrder, type OrderRow, type OrderStore } from './order-store.js';
+import {
+  IN_FLIGHT_ORDERS_SQL,
+  type ClaimLocks,
+  type InFlightOrder,
+  type OrderRow,
+  type OrderStore,
+} from './order-store.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
 /** How much later than now + maxTimeoutSeconds an authorization may expire: clocks of payer and service differ. */
@@ -115,11 +128,12 @@ export class OrderService {
    */
   private async replayOf(input: PlaceOrder): Promise<Attempt | Replayed> {
     const requestHash = sha256(canonicalJson(input.request));
-    const existing = await this.orders.byKey(input.apiKeyId, input.idempotencyKey);
-    if (existing) return { placed: await this.repeat(existing, requestHash, input.resourceUrl) };
     const sent = input.paymentSignature ? this.gateway.decode(input.paymentSignature) : undefined;
+    const signed = sent && { payer: sent.authorization.from, nonce: sent.authorization.nonce };
+    const found = await this.orders.lookUp(input.apiKeyId, input.idempotencyKey, signed);
+    if (found.order) return { placed: await this.repeat(found.order, requestHash, input.resourceUrl) };
     const paymentId = sent && this.paymentIdOf(sent.payload);
-    const attempt = { ...input, requestHash, sent, paymentId };
+    const attempt = { ...input, requestHash, sent, paymentId, authorizationUsedBy: found.authorizationUsedBy };
     if (!paymentId) return attempt;
     const paidWithId = await this.orders.byPaymentId(input.apiKeyId, paymentId);
     if (!paidWithId) return attempt;
@@ -202,7 +216,8 @@ export class OrderService {
         m.validTooLong(authorization.validBefore, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted),
       );
     }
-    const usedBy = await this.orders.byAuthorization(authorization.from, authorization.nonce);
+    // Looked up with the key (replayOf); the claim's unique (payer, nonce) is what finally keeps it from paying twice.
+    const usedBy = attempt.authorizationUsedBy && (await this.orders.byId(attempt.authorizationUsedBy));
     if (usedBy) return { placed: await this.paidBy(usedBy, attempt, offer) };
     const refusal = await this.options.precheck?.refusal(requirements, payload);
     if (refusal) throw await paymentRequired('payment_rejected', m.cannotBeValid(refusal));
@@ -250,9 +265,14 @@ export class OrderService {
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
     const claimStartedAt = Date.now();
+    const locks = this.claimLocks(attempt, sale, payment.authorization.from);
     try {
-      claimed = await this.orders.claim(order, entry, this.options.leaseSeconds, (client) =>
-        this.stillFits(client, attempt, sale, payment.authorization.from),
+      claimed = await this.orders.claim(
+        order,
+        entry,
+        this.options.leaseSeconds,
+        (client) => this.stillFits(client, attempt, sale, payment.authorization.from, locks),
+        locks,
       );
     } catch (e) {
       // Refused at claim although the counts before payment let it through: they are read again.
@@ -269,6 +289,18 @@ export class OrderService {
   }
 
   /**
+   * The locks a new stream's claim takes with its key's check, in one statement (an upgrade or an extension locks its
+   * service first, then these, in stillFits).
+   */
+  private claimLocks(attempt: Attempt, sale: Sale, payer: string): ClaimLocks {
+    if (attempt.upgradeOf || attempt.extensionOf) return {};
+    return {
+      placement: this.placesStreams(sale.demand),
+      ...(takesBuyerLocks(sale.snapshot, sale.demand) && { buyer: { payer: payer.toLowerCase() } }),
+    };
+  }
+
+  /**
    * The checks before payment, again and exactly, under the locks of the claim. The payer's limit is checked here,
    * once the facilitator vouched for `from`: a forged `from` must not learn what another address holds.
    */
@@ -277,12 +309,13 @@ export class OrderService {
     attempt: Attempt,
     sale: Sale,
     payer: string,
+    locked: ClaimLocks,
   ): Promise<{ host_id: string | null }> {
     if (attempt.upgradeOf) await this.upgradeStillFits(client, attempt.upgradeOf);
     if (attempt.extensionOf) await this.extensionStillFits(client, attempt.extensionOf);
-    const host = await this.admit(attempt, sale.demand, client);
+    const host = await this.admit(attempt, sale.demand, client, locked.placement);
     const buyer = { apiKeyId: attempt.apiKeyId, payer };
-    await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host });
+    await checkBuyerLimits(this.db, sale.snapshot, buyer, sale.demand, { client, host, locked: !!locked.buyer });
     return { host_id: host?.id ?? ownHostOf(attempt) ?? null };
   }
 
@@ -427,10 +460,20 @@ export class OrderService {
    * second old), and exactly when the key is claimed, under the placement lock, so that two buyers of the last place
    * anywhere cannot both pay for it. The host it fits on, with its limits and load, for the capacity reserve.
    */
-  private async admit(attempt: Attempt, demand: StreamLoad, client?: Client): Promise<PoolHost | undefined> {
+  /** Whether a sale of this demand is placed on a host (and checked under the placement lock at claim). */
+  private placesStreams(demand: StreamLoad): boolean {
+    return !!this.options.placement && (demand.sources > 0 || demand.listeners > 0);
+  }
+
+  private async admit(
+    attempt: Attempt,
+    demand: StreamLoad,
+    client?: Client,
+    placementLocked = false,
+  ): Promise<PoolHost | undefined> {
     const placement = this.options.placement;
-    if (!placement || (demand.sources === 0 && demand.listeners === 0)) return undefined;
-    if (client) await placement.lock(client);
+    if (!placement || !this.placesStreams(demand)) return undefined;
+    if (client && !placementLocked) await placement.lock(client);
     const own = ownHostOf(attempt);
     if (own) {
       const host = await placement.host(own, client);

@@ -1,6 +1,8 @@
 import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
+import { PLACEMENT_LOCK_COLUMNS } from '../hosts/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
+import { BUYER_LOCK_COLUMNS } from './buyer-limits.js';
 import { claimConflictOf } from './claim-conflicts.js';
 
 export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed' | 'refunded';
@@ -63,6 +65,21 @@ export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upg
 
 export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
 
+/** Locks a claim takes with its key's check: the placement lock, and the buyer's (key and this payer). */
+export interface ClaimLocks {
+  placement?: boolean;
+  buyer?: { payer: string | null };
+}
+
+function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, unknown[]] {
+  const keyCheck = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
+  const columns = [locks.placement && PLACEMENT_LOCK_COLUMNS, locks.buyer && BUYER_LOCK_COLUMNS].filter(Boolean);
+  if (!columns.length) return [keyCheck, [apiKeyId]];
+  // The subquery locks the key's row before the outer columns take the other locks, left to right.
+  const sql = `SELECT ${columns.join(', ')} FROM (${keyCheck}) k`;
+  return [sql, locks.buyer ? [apiKeyId, locks.buyer.payer] : [apiKeyId]];
+}
+
 /** Orders in PostgreSQL. Every state change is committed before the side effect that follows it. */
 export class OrderStore {
   constructor(private readonly db: Database) {}
@@ -72,15 +89,30 @@ export class OrderStore {
    * is refused here (KeyRevoked), before a replay could hand out a paid order's credentials.
    */
   async byKey(apiKeyId: string, idempotencyKey: string): Promise<OrderRow | undefined> {
-    const found = await this.keyLookups.call({ apiKeyId, idempotencyKey });
+    return (await this.lookUp(apiKeyId, idempotencyKey)).order;
+  }
+
+  /**
+   * byKey, and in the same statement the id of the order that used this authorization (payer and nonce) if any: a
+   * paid request needs both before its payment is verified, in one round trip.
+   */
+  async lookUp(
+    apiKeyId: string,
+    idempotencyKey: string,
+    authorization?: { payer: string; nonce: string },
+  ): Promise<{ order?: OrderRow; authorizationUsedBy?: string }> {
+    const payer = authorization?.payer.toLowerCase() ?? null;
+    const nonce = authorization?.nonce.toLowerCase() ?? null;
+    const found = await this.keyLookups.call({ apiKeyId, idempotencyKey, payer, nonce });
     if (!found.keyValid) throw new KeyRevoked();
-    if (found.orderId === null) return undefined;
+    const authorizationUsedBy = found.usedBy ?? undefined;
+    if (found.orderId === null) return { authorizationUsedBy };
     // Still bound to the key: a failed payment may have released it in between.
     const [order] = await this.db.query<OrderRow & Record<string, unknown>>(
       'SELECT * FROM orders WHERE id = $1 AND api_key_id = $2 AND idempotency_key = $3',
       [found.orderId, apiKeyId, idempotencyKey],
     );
-    return order;
+    return { order, authorizationUsedBy };
   }
 
   /**
@@ -89,18 +121,28 @@ export class OrderStore {
    * per request cost more of a 402's CPU than anything else it does.
    */
   private readonly keyLookups = new BatchedCalls<
-    { apiKeyId: string; idempotencyKey: string },
-    { keyValid: boolean; orderId: string | null }
+    { apiKeyId: string; idempotencyKey: string; payer: string | null; nonce: string | null },
+    { keyValid: boolean; orderId: string | null; usedBy: string | null }
   >(async (lookups) => {
-    const rows = await this.db.query<{ i: string; key_valid: boolean; id: string | null }>(
-      `SELECT l.i, k.id IS NOT NULL AND k.revoked_at IS NULL AS key_valid, o.id
-       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(api_key_id, idempotency_key, i)
+    const rows = await this.db.query<{ i: string; key_valid: boolean; id: string | null; used_by: string | null }>(
+      `SELECT l.i, k.id IS NOT NULL AND k.revoked_at IS NULL AS key_valid, o.id, u.id AS used_by
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+         AS l(api_key_id, idempotency_key, payer, nonce, i)
        LEFT JOIN api_keys k ON k.id = l.api_key_id
-       LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = l.idempotency_key`,
-      [lookups.map((l) => l.apiKeyId), lookups.map((l) => l.idempotencyKey)],
+       LEFT JOIN orders o ON o.api_key_id = k.id AND o.idempotency_key = l.idempotency_key
+       LEFT JOIN orders u ON u.payer = l.payer AND u.nonce = l.nonce`,
+      [
+        lookups.map((l) => l.apiKeyId),
+        lookups.map((l) => l.idempotencyKey),
+        lookups.map((l) => l.payer),
+        lookups.map((l) => l.nonce),
+      ],
     );
-    const found = lookups.map(() => ({ keyValid: false, orderId: null as string | null }));
-    for (const row of rows) found[Number(row.i) - 1] = { keyValid: row.key_valid, orderId: row.id };
+    const none = { keyValid: false, orderId: null, usedBy: null };
+    const found: Array<{ keyValid: boolean; orderId: string | null; usedBy: string | null }> = lookups.map(() => none);
+    for (const row of rows) {
+      found[Number(row.i) - 1] = { keyValid: row.key_valid, orderId: row.id, usedBy: row.used_by };
+    }
     return found;
   });
 
@@ -148,21 +190,20 @@ export class OrderStore {
    * `admit` runs first in the same transaction (it may refuse by throwing; what it returns, the host the order is
    * placed on, is stored with the order). Undefined when another request holds the
    * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
-   * AuthorizationUsed).
+   * AuthorizationUsed). `locks` are taken in the statement that checks the key, right after it and in this order: the
+   * placement lock, then the buyer's locks (one round trip for all; `admit` must then not take them again).
    */
   async claim(
     order: NewOrder,
     record: AuditEntry,
     leaseSeconds: number,
     admit?: (client: Client) => Promise<Pick<NewOrder, 'host_id'> | void>,
+    locks: ClaimLocks = {},
   ): Promise<OrderRow | undefined> {
     try {
       return await this.db.transaction(async (client) => {
         // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
-        const { rows: active } = await client.query(
-          'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE',
-          [order.api_key_id],
-        );
+        const { rows: active } = await client.query(...keyCheckWith(order.api_key_id, locks));
         if (!active.length) throw new KeyRevoked();
         const placed = { ...order, ...(await admit?.(client)) };
         const columns = Object.keys(placed);

@@ -33,6 +33,8 @@ export interface Attempt extends PlaceOrder {
   /** The PAYMENT-SIGNATURE decoded; undefined when there is none or it is not a payment payload. */
   sent?: SentPayment;
   paymentId?: string;
+  /** The order that already used the sent authorization (payer and nonce), read with the Idempotency-Key. */
+  authorizationUsedBy?: string;
 }
 
 export interface SentPayment {

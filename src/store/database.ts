@@ -141,7 +141,7 @@ function survivesLoss(client: pg.PoolClient): pg.PoolClient {
 }
 
 /** pg's answer when a query ran past `timeoutMs` (query_timeout): the connection may have gone silent. */
-function timedOut(e: unknown): boolean {
+export function timedOut(e: unknown): boolean {
   return e instanceof Error && e.message === 'Query read timeout';
 }
 

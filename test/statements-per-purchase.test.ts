@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { buy } from './support/purchase.js';
+import { startService, type Service } from './support/service.js';
+import { requireStreamingTools } from './support/system-tools.js';
+import { TestWallet } from './support/wallet.js';
+
+// Issue 20 §3: every round trip to PostgreSQL is CPU on both sides of a paid purchase. A second instance reaches the
+// first one's PostgreSQL through a forwarder that counts the round trips it asks for (a Sync of the extended protocol,
+// or a simple Query), while buyers pay it one after another: more per purchase means someone added round trips.
+requireStreamingTools();
+
+/**
+ * Round trips a paid purchase may take, on average: its 402 (1), the paid request's look-up (1), the claim (6) and the
+ * settlement (5), then the host's read of the new service it is notified of and the reconciler the sale wakes (about
+ * 2 together), and some room for the background left (heartbeats). 15.2–15.3 measured, 19.8 before issue 20 §3.
+ */
+const MOST_PER_PURCHASE = 17;
+const PURCHASES = 6;
+const BACKGROUND_QUIET = {
+  LIFECYCLE_INTERVAL_MS: '600000',
+  ORDER_RECOVERY_INTERVAL_MS: '600000',
+  REFUND_INTERVAL_MS: '600000',
+  WEBHOOK_POLL_INTERVAL_MS: '600000',
+  AUDIT_HEAD_INTERVAL_MS: '600000',
+};
+
+/** A TCP forwarder to PostgreSQL counting the frontend's Sync ('S') and Query ('Q') messages: one per round trip. */
+async function countingForwarder(target: { host: string; port: number }) {
+  const counter = { roundTrips: 0 };
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target.port, target.host);
+    let pending = Buffer.alloc(0);
+    let started = false;
+    client.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      // The startup message has no type byte; every message after it is a type byte and an Int32 length.
+      for (;;) {
+        const header = started ? 5 : 4;
+        if (pending.length < header) break;
+        const length = started ? pending.readInt32BE(1) + 1 : pending.readInt32BE(0);
+        if (pending.length < length) break;
+        if (started && (pending[0] === 0x53 || pending[0] === 0x51)) counter.roundTrips++;
+        started = true;
+        pending = pending.subarray(length);
+      }
+      upstream.write(chunk);
+    });
+    upstream.pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    counter,
+    port: (server.address() as net.AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const running: Service[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+after(async () => {
+  for (const service of running.reverse()) await service.stop();
+  for (const cleanup of cleanups) await cleanup();
+});
+
+test(`a paid purchase takes at most ${MOST_PER_PURCHASE} round trips to PostgreSQL`, async () => {
+  const first = await startService();
+  running.push(first);
+  const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
+  const dev = JSON.parse(await readFile(join(first.dataDir, 'dev.json'), 'utf8'));
+  const database = new URL(lock.database_url);
+  const forwarder = await countingForwarder({ host: database.hostname, port: Number(database.port) });
+  cleanups.push(forwarder.close);
+  const counted = new URL(database);
+  counted.port = String(forwarder.port);
+  const seller = await startService({
+    ...BACKGROUND_QUIET,
+    DATABASE_URL: counted.toString(),
+    CHAIN_RPC_URL: dev.chain.rpc_url,
+    DEV_FACILITATOR_ACCOUNT: '4',
+  });
+  running.push(seller);
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const buyer = { baseUrl: seller.baseUrl, apiKey: first.apiKey };
+  const body = {
+    product_id: 'instant-stream',
+    email: 'counted@example.com',
+    station_name: 'Counted FM',
+    parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+  };
+  // Warm-up: connections opened, statements prepared, caches filled.
+  for (let i = 0; i < 3; i++) assert.equal((await buy(buyer, wallet, body)).status, 200);
+  const before = forwarder.counter.roundTrips;
+  for (let i = 0; i < PURCHASES; i++) {
+    const bought = await buy(buyer, wallet, body);
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+  }
+  const perPurchase = (forwarder.counter.roundTrips - before) / PURCHASES;
+  console.log(`round trips per paid purchase (with the seller's background): ${perPurchase.toFixed(2)}`);
+  assert.ok(perPurchase <= MOST_PER_PURCHASE, `${perPurchase} round trips per purchase`);
+});
