@@ -172,7 +172,13 @@ describe('listen page', { skip }, () => {
         return now?.title === 'Live Song' && now;
       },
       20_000,
-    );
+    ).catch((error: Error) => {
+      const warnings = service
+        .output()
+        .split('\n')
+        .filter((line) => /"level":"(warn|error)"/.test(line));
+      throw new Error(`${error.message}; the service's warnings:\n${warnings.slice(-20).join('\n')}`);
+    });
     assert.equal(playing.artist, 'Live Band');
     assert.equal(playing.source, 'live');
   });

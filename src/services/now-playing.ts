@@ -126,16 +126,19 @@ export class NowPlaying {
   async observe(stats: MountStats[]): Promise<void> {
     const titled = stats.filter((s) => s.title && s.title !== this.seen.get(s.mount));
     if (!titled.length) return;
-    for (const s of titled) this.seen.set(s.mount, s.title!);
     const services = await this.db.query<{ id: string; mount: string }>(
       "SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'",
       [titled.map((s) => s.mount)],
     );
+    // A title counts as seen once it is recorded: a write that fails is tried again on the next poll, not lost.
+    for (const s of titled)
+      if (!services.some((service) => service.mount === s.mount)) this.seen.set(s.mount, s.title!);
     for (const service of services) {
       const title = titled.find((s) => s.mount === service.mount)!.title!;
       const playing = await this.current(service.id);
-      if (playing && songText(playing) === clean(title)) continue;
-      await this.record(service.id, { ...splitSong(title), source: 'live' });
+      if (!playing || songText(playing) !== clean(title))
+        await this.record(service.id, { ...splitSong(title), source: 'live' });
+      this.seen.set(service.mount, title);
     }
   }
 }
