@@ -347,6 +347,22 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
     assert.equal(await chain.usdcBalance(payTo), payToBefore + 10_000n);
   });
 
+  test('a settlement anvil leaves in its pool is mined, not reported pending', T, async () => {
+    // With automine off, a sent transaction waits in the pool, as one automine missed does (foundry-rs/foundry#10122).
+    const patient = createFacilitator({ ...embeddedFacilitatorConfig(chain), confirmationTimeoutMs: 8_000 });
+    const accepted = requirements(payTo, 3_000n);
+    const payment = await signPayment(buyer, accepted);
+    const payToBefore = await chain.usdcBalance(payTo);
+    await chain.publicClient.request({ method: 'evm_setAutomine', params: [false] } as never);
+    try {
+      const settled = await patient.settle(payment, accepted);
+      assert.equal(settled.success, true, settled.errorReason);
+    } finally {
+      await chain.publicClient.request({ method: 'evm_setAutomine', params: [true] } as never);
+    }
+    assert.equal(await chain.usdcBalance(payTo), payToBefore + 3_000n);
+  });
+
   test('remote mode reaches a facilitator over HTTP with the same calls', T, async () => {
     const server = createServer(async (request, response) => {
       let body = '';

@@ -3,13 +3,13 @@ import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server
 import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse } from '@x402/core/types';
 import { toFacilitatorEvmSigner } from '@x402/evm';
 import { registerExactEvmScheme } from '@x402/evm/exact/facilitator';
-import { createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
+import { createTestClient, createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { shareSignatureRecoveries } from './recovery-memo.js';
 import type { SettledReceipts } from './settled-receipts.js';
 
-/** In-process facilitator that settles with its own key over an RPC endpoint (the embedded anvil by default). */
+/** In-process facilitator that settles with its own key on an anvil chain (the embedded one, or one it attached to). */
 export interface EmbeddedFacilitatorConfig {
   mode: 'embedded';
   rpcUrl: string;
@@ -76,6 +76,23 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
 
 type SignerSource = Parameters<typeof toFacilitatorEvmSigner>[0];
 
+/** A receipt later than this has been left in anvil's pool, not merely slowed down by a busy machine. */
+const LATE_RECEIPT_MS = 1_000;
+
+/**
+ * anvil's automine can leave a ready transaction unmined when one sender's transactions arrive out of nonce order
+ * (foundry-rs/foundry#10122): its receipt never comes and the settlement would be reported pending. While a receipt
+ * is late, a block is mined every second; it takes in whatever the pool holds.
+ */
+async function mineWhileLate<T>(chain: { mine(args: { blocks: number }): Promise<void> }, wait: Promise<T>) {
+  const timer = setInterval(() => void chain.mine({ blocks: 1 }).catch(() => undefined), LATE_RECEIPT_MS);
+  try {
+    return await wait;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitator {
   shareSignatureRecoveries();
   const pollingInterval = config.pollingIntervalMs ?? 10;
@@ -92,6 +109,7 @@ function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitat
   const client = createWalletClient({ account, chain, transport: http(config.rpcUrl), pollingInterval }).extend(
     publicActions,
   );
+  const anvil = createTestClient({ mode: 'anvil', chain, transport: http(config.rpcUrl) });
   const network: Network = `eip155:${config.chainId}`;
   const facilitator = new x402Facilitator();
   // viem's verifyTypedData takes a stricter parameter union than x402's structural signer type.
@@ -99,7 +117,7 @@ function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitat
     ...client,
     address: account.address,
     waitForTransactionReceipt: async (args: Parameters<typeof client.waitForTransactionReceipt>[0]) => {
-      const receipt = await client.waitForTransactionReceipt(args);
+      const receipt = await mineWhileLate(anvil, client.waitForTransactionReceipt(args));
       config.receipts?.remember(receipt);
       return receipt;
     },
