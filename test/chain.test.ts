@@ -31,7 +31,7 @@ import { DEV_ACCOUNTS, startEmbeddedChain, tokenAbi, type EmbeddedChain } from '
 import { emptyState, mergeDelta, type ChainState, type StateDelta } from '../src/chain/state.js';
 import { ledgerDelta, type LedgerEvent } from '../src/chain/token.js';
 import { createFacilitator, embeddedFacilitatorConfig, type Facilitator } from '../src/payments/facilitator.js';
-import { prebuiltEntry } from './support/prebuilt-cli.js';
+import { prebuiltSources } from './support/prebuilt-cli.js';
 
 const USDC: Address = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 const NETWORK = 'eip155:8453';
@@ -448,8 +448,8 @@ describe('embedded chain with the embedded facilitator', { timeout: 180_000 }, (
 
 test('anvil does not outlive a parent killed with SIGKILL', T, async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'chain-orphan-'));
-  // The same module transformed ahead of time (see prebuiltEntry): a plain node parent, without tsx's loader.
-  const chainModule = join(dirname(dirname(await prebuiltEntry())), 'chain/index.js');
+  // The same module transformed ahead of time (see prebuiltSources): a plain node parent, without tsx's loader.
+  const chainModule = join(await prebuiltSources(), 'chain/index.js');
   const script = `import { startEmbeddedChain } from ${JSON.stringify(pathToFileURL(chainModule).href)};
     const chain = await startEmbeddedChain({ dataDir: ${JSON.stringify(dataDir)} });
     console.log('pid', chain.pid);
