@@ -346,7 +346,8 @@ test('a COMMIT whose answer is lost: the agent hears the change may have been sa
     const put = request(asOwner, 'PUT', `/services/${s.service_id}/now-playing`, {
       body: { title: 'Unconfirmed Song' },
     }).finally(() => (settled = true));
-    await waitFor('the COMMIT to wait for its confirmation', async () => settled || (await commitsAwaitingConfirmation()));
+    const waiting = async () => settled || (await commitsAwaitingConfirmation());
+    await waitFor('the COMMIT to wait for its confirmation', waiting);
     partitionB.heal(); // its connection is reset: the answer to the COMMIT is lost
     answer = await put;
   } finally {
