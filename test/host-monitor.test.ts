@@ -191,6 +191,7 @@ describe('host monitor', () => {
         leaseHeld: () => leaseHeld,
       },
       quiet,
+      60_000,
     );
     await reconciler.pass();
     assert.deepEqual([...icecast].sort(), ['/here1', '/here2'], 'the mount of a service placed elsewhere is cut');

@@ -10,7 +10,7 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { exitOf, listenWhenLive, startFfmpegSource, waitFor, within } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { startTcpPartition, type TcpPartition } from './support/tcp-partition.js';
+import { startTcpPartition, type StartupParameters, type TcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 
 // Issue 24: a streaming host whose PostgreSQL connections a network partition cut. When the partition ends, the
@@ -25,6 +25,7 @@ const pool = {
   HOST_HEARTBEAT_MS: '500',
   LIFECYCLE_INTERVAL_MS: '250',
   ADMISSION_FULL_PASS_SECONDS: '3600',
+  HOST_RECONCILE_INTERVAL_MS: '1000',
   // Instances that share a database share the key that seals webhook secrets.
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
 };
@@ -32,9 +33,11 @@ const pool = {
 const NOTIFIED_WITHIN_MS = 3000;
 
 let a: Service;
+let b: Service;
 let c: Service;
 let originC: string;
 let partition: TcpPartition;
+let partitionB: TcpPartition;
 let wallet: TestWallet;
 let db: pg.Client;
 let databaseUrl: string;
@@ -72,7 +75,35 @@ before(async () => {
   });
   const saved = JSON.parse(await readFile(join(c.dataDir, 'streaming-host.json'), 'utf8'));
   originC = `http://127.0.0.1:${saved.port}`;
+  b = await startBothRoles(database, dev.chain.rpc_url);
 });
+
+/**
+ * B runs both roles (API and host) and reaches PostgreSQL through a partition of its own; its sessions keep
+ * synchronous_commit on whatever the server's default (see commitsAwaitingConfirmation). It is drained: nothing is
+ * placed on it.
+ */
+async function startBothRoles(database: URL, chainRpcUrl: string): Promise<Service> {
+  partitionB = await startTcpPartition({ host: database.hostname, port: Number(database.port) });
+  cleanups.push(() => partitionB.close());
+  const throughPartition = new URL(database);
+  throughPartition.port = String(partitionB.port);
+  throughPartition.searchParams.set('options', '-c synchronous_commit=on');
+  const both = await startService({
+    ...pool,
+    DATABASE_URL: throughPartition.toString(),
+    CHAIN_RPC_URL: chainRpcUrl,
+    DEV_FACILITATOR_ACCOUNT: '5',
+    STREAMING_HOST_ID: 'host-b',
+    HOST_QUERY_TIMEOUT_MS: '1000',
+  });
+  cleanups.push(async () => {
+    partitionB.heal();
+    await both.stop();
+  });
+  assert.equal((await a.cli(['hosts', 'drain', 'host-b'])).code, 0);
+  return both;
+}
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
@@ -139,8 +170,8 @@ async function measuredAt(serviceId: string): Promise<number> {
 async function leaveSilentMidPass(): Promise<number> {
   await db.query('BEGIN');
   await db.query('LOCK TABLE services IN ACCESS EXCLUSIVE MODE');
-  // Longer than the reconciler's interval (5 s): its pass and the life-cycle worker's wait on the lock.
-  await sleep(6000);
+  // Longer than the reconciler's interval (1 s): its pass and the life-cycle worker's wait on the lock.
+  await sleep(1500);
   partition.cut();
   await db.query('ROLLBACK');
   await sleep(500);
@@ -196,4 +227,140 @@ test('a service moved while its host was cut off: refused there once it is back,
   await waitFor('C to hold its lease again (a heartbeat written)', async () => (await leaseOfC()) === 'held', 30_000);
   assert.equal(await listenerAdmitted(c, mount, nextClient++), false, 'C refuses the service that moved away');
   assert.equal(await listenerAdmitted(a, mount, nextClient++), true, 'A admits it');
+});
+
+/** Icecast's mount_add callback to an instance, as its Icecast makes it when a source connects: the answer's status. */
+async function mountAdded(on: Service, mount: string): Promise<number> {
+  const endpoint = await callbackEndpoint(on.dataDir);
+  const answer = await fetch(`${endpoint.base}/mount_add`, {
+    method: 'POST',
+    headers: { authorization: endpoint.authorization, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ action: 'mount_add', mount, server: '127.0.0.1', port: '8000' }),
+  });
+  await answer.arrayBuffer();
+  return answer.status;
+}
+
+/** C's sessions (of its main pool) that PostgreSQL has waiting for a lock on source_event_gates. */
+async function waitingOnGatesForC(): Promise<number> {
+  const { rows } = await db.query(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE application_name = 'agent-audio (host)' AND wait_event_type = 'Lock' AND query LIKE '%source_event_gates%'`,
+  );
+  return rows[0].n;
+}
+
+const mainPoolOfHost = (startup: StartupParameters) => startup.application_name === 'agent-audio (host)';
+
+// Issue 24: a host-only process's queries outside its host pool (webhooks, source events, the host monitor,
+// metrics) are bounded in time as the host pool's are, on a main pool of a few connections. Icecast's mount_add
+// records a source event there: with source_event_gates locked, each callback gives up waiting, none hangs, and
+// PostgreSQL ends each statement given up rather than keep its session waiting for the lock.
+test('a host-only process bounds every query in time, on a main pool of at most 6 connections', async () => {
+  const s = await buyOnC('Bounded FM');
+  const mount = new URL(s.stream_url).pathname;
+  const locker = new pg.Client({ connectionString: databaseUrl });
+  await locker.connect();
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE source_event_gates IN ACCESS EXCLUSIVE MODE');
+  try {
+    let answered = 0;
+    const callbacks = Array.from({ length: 12 }, () => mountAdded(c, mount).finally(() => answered++));
+    let mostConnections = 0;
+    let waited = false;
+    const allAnswered = async () => {
+      mostConnections = Math.max(mostConnections, partition.connections(mainPoolOfHost));
+      waited ||= (await waitingOnGatesForC()) > 0;
+      return answered === callbacks.length;
+    };
+    await waitFor('every mount_add to be answered while the lock is held', allAnswered, 20_000);
+    assert.deepEqual(await Promise.all(callbacks), Array(12).fill(200));
+    assert.ok(waited, 'source events waited for the lock');
+    assert.ok(mostConnections <= 6, `C's main pool had ${mostConnections} connections`);
+    // At most the statement of the periodic flush of held source events (every second) is left waiting.
+    const noneLeftWaiting = async () => (await waitingOnGatesForC()) <= 1;
+    await waitFor('PostgreSQL to end the statements C gave up', noneLeftWaiting, 5000);
+  } finally {
+    await locker.query('ROLLBACK');
+    await locker.end();
+  }
+});
+
+let ownedOnC: Promise<{ service_id: string }> | undefined;
+/** A service of A's key, bought once for the tests below (they read and write it through B). */
+function ownedService(): Promise<{ service_id: string }> {
+  return (ownedOnC ??= buyOnC('Read Anywhere FM'));
+}
+
+// Issue 24: with both roles in one process, the API's reads of now playing and media do not go through the host's
+// pool (10 connections, taken by its passes and Icecast's callbacks, bounded as host work): cut off, it stops
+// nothing the API does.
+test('both roles in one process: the API reads now playing and files while its host pool is cut off', async () => {
+  const s = await ownedService();
+  const asOwner = { baseUrl: b.baseUrl, apiKey: a.apiKey };
+  const hostWork = (startup: StartupParameters) => startup.application_name?.startsWith('agent-audio host') ?? false;
+  const cut = partitionB.cut(hostWork);
+  try {
+    assert.ok(cut > 0, "B's host pool had connections to cut");
+    const nowPlaying = await request(asOwner, 'GET', `/services/${s.service_id}/now-playing`);
+    assert.equal(nowPlaying.status, 200, JSON.stringify(nowPlaying.body));
+    const files = await request(asOwner, 'GET', `/services/${s.service_id}/files`);
+    assert.equal(files.status, 200, JSON.stringify(files.body));
+  } finally {
+    partitionB.heal();
+  }
+});
+
+/**
+ * Sessions whose COMMIT has written its change and waits for a standby's confirmation, holding a lock on now_playing
+ * (the rows it inserted): with synchronous_standby_names naming a standby that never comes, they wait for ever.
+ */
+async function commitsAwaitingConfirmation(): Promise<number> {
+  const { rows } = await db.query(
+    `SELECT count(DISTINCT a.pid)::int AS n FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+      WHERE a.wait_event = 'SyncRep' AND l.relation = 'now_playing'::regclass`,
+  );
+  return rows[0].n;
+}
+
+async function awaitStandby(standby: string | null): Promise<void> {
+  if (standby) await db.query(`ALTER SYSTEM SET synchronous_standby_names = '${standby}'`);
+  else await db.query('ALTER SYSTEM RESET synchronous_standby_names');
+  // Only B's sessions (synchronous_commit on, set when they connected) wait for the standby.
+  await db.query(standby ? "ALTER SYSTEM SET synchronous_commit = 'local'" : 'ALTER SYSTEM RESET synchronous_commit');
+  await db.query('SELECT pg_reload_conf()');
+  await waitFor('PostgreSQL to load its settings', async () => {
+    const { rows } = await db.query('SHOW synchronous_standby_names');
+    return rows[0].synchronous_standby_names === (standby ?? '');
+  });
+}
+
+// Issue 24: a COMMIT whose answer never comes may have committed. The agent is told so, and told what to do.
+test('a COMMIT whose answer is lost: the agent hears the change may have been saved, and it was', async () => {
+  const s = await ownedService();
+  const asOwner = { baseUrl: b.baseUrl, apiKey: a.apiKey };
+  await awaitStandby('nobody');
+  let answer: Awaited<ReturnType<typeof request>>;
+  try {
+    let settled = false;
+    const put = request(asOwner, 'PUT', `/services/${s.service_id}/now-playing`, {
+      body: { title: 'Unconfirmed Song' },
+    }).finally(() => (settled = true));
+    const waiting = async () => settled || (await commitsAwaitingConfirmation());
+    await waitFor('the COMMIT to wait for its confirmation', waiting);
+    partitionB.heal(); // its connection is reset: the answer to the COMMIT is lost
+    answer = await put;
+  } finally {
+    await awaitStandby(null);
+  }
+  assert.equal(answer.status, 503, JSON.stringify(answer.body));
+  assert.equal(answer.body.error.code, 'store_unavailable');
+  assert.equal(answer.body.error.retryable, true);
+  assert.match(answer.body.error.message, /may or may not have been saved/);
+  assert.match(answer.body.error.message, /same Idempotency-Key/);
+  const saved = async () => {
+    const read = await request(a, 'GET', `/services/${s.service_id}/now-playing`);
+    return read.body.now_playing?.title === 'Unconfirmed Song';
+  };
+  await waitFor('the unconfirmed title to be read back: it was saved', saved);
 });

@@ -109,6 +109,8 @@ export interface StreamingSettings {
    * that answer nothing, and a pass waiting on one would never end.
    */
   queryTimeoutMs: number;
+  /** How often the host's reconciler brings what runs on it in line with PostgreSQL without being notified. */
+  reconcileIntervalMs: number;
   sourceBudget: SourceBudgetOptions;
   /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
   admissionFullPassMs: number;
@@ -289,6 +291,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     heartbeatMs: r.whole('HOST_HEARTBEAT_MS', 5000, 100),
     downAfterSeconds: r.whole('HOST_DOWN_AFTER_SECONDS', 30, 1),
     queryTimeoutMs: r.whole('HOST_QUERY_TIMEOUT_MS', 10_000, 100),
+    reconcileIntervalMs: r.whole('HOST_RECONCILE_INTERVAL_MS', 5000, 100),
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
     frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),

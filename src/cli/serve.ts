@@ -185,13 +185,38 @@ async function startStore(config: Config, log: Logger, shutdown: Shutdown) {
     shutdown.push(() => started.stop());
   }
   const databaseUrl = config.databaseUrl ?? pg!.url;
-  const db = new Database(databaseUrl);
-  shutdown.push(() => db.close());
-  const applied = await migrate(db).catch((e) => {
+  const applied = await migrateOnce(databaseUrl).catch((e) => {
     throw config.databaseUrl ? unreachable(config.databaseUrl, e) : e;
   });
   if (applied.length) log.info({ migrations: applied }, 'migrations applied');
+  const db = new Database(databaseUrl, mainPool(config));
+  shutdown.push(() => db.close());
   return { db, pg, databaseUrl };
+}
+
+/** Migrations wait, unbounded, for another instance migrating the same database; on a connection of their own. */
+async function migrateOnce(databaseUrl: string): Promise<string[]> {
+  const db = new Database(databaseUrl, { max: 1, name: 'agent-audio migrate' });
+  try {
+    return await migrate(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Connections a host-only process takes for what is not its host's own work (see mainPool). */
+const HOST_ROLE_MAIN_POOL = 6;
+
+/**
+ * The main pool. A host-only process uses it only beside its host's own pool: two sessions that LISTEN (revoked
+ * keys, events), the host monitor's pass, webhook deliveries, source events and metrics, a few short statements at a
+ * time. Its queries are bounded as the host's own are (HOST_QUERY_TIMEOUT_MS): a host must not hang on a connection
+ * a partition left silent, whatever pool the query went through.
+ */
+function mainPool(config: Config): { max?: number; timeoutMs?: number; name: string } {
+  const name = `agent-audio (${config.role})`;
+  if (config.role !== 'host') return { name };
+  return { max: HOST_ROLE_MAIN_POOL, timeoutMs: config.streaming.queryTimeoutMs, name };
 }
 
 /** The catalog and rules being served, reloaded on edit; every version is kept for the audit trail. */
@@ -280,8 +305,9 @@ function streamingParts(base: Foundation) {
   const services = new ServiceRecords(db, stream, () => http.publicBaseUrl, hlsEndpoint);
   const media = new MediaLibrary(hostDb, config.mediaDir, config.uploads);
   const nowPlaying = new NowPlaying(hostDb, () => stream.admin());
+  const api = apiParts(base, hostDb, { media, nowPlaying });
   const listenerSessions = new ListenerSessions(db);
-  const listen = new ListenPages(db, services, nowPlaying, () => http.publicBaseUrl);
+  const listen = new ListenPages(db, services, api.nowPlaying, () => http.publicBaseUrl);
   const autodj = new AutoDjManager(
     hostDb,
     media,
@@ -291,7 +317,22 @@ function streamingParts(base: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(hostDb, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hostDb, hls, places, lease, services, media, nowPlaying, listenerSessions, listen, autodj, relays };
+  return { hostDb, hls, places, lease, services, media, nowPlaying, api, listenerSessions, listen, autodj, relays };
+}
+
+/**
+ * What the API reads and writes of media and now playing, on the main pool: with both roles in one process, its
+ * requests neither wait for the host's connections (taken by its passes and Icecast's callbacks) nor fail when
+ * those are cut. Storage reservations of uploads are rows (upload_reservations), counted the same from any instance;
+ * only the API uploads (the host's AutoDJ lists and reads files), so the probe slots in memory are the API's alone.
+ */
+function apiParts(base: Foundation, hostDb: Database, hostSide: { media: MediaLibrary; nowPlaying: NowPlaying }) {
+  const { config, db, stream } = base;
+  if (hostDb === db || config.role === 'host') return hostSide;
+  return {
+    media: new MediaLibrary(db, config.mediaDir, config.uploads),
+    nowPlaying: new NowPlaying(db, () => stream.admin()),
+  };
 }
 
 /**
@@ -302,7 +343,8 @@ function streamingParts(base: Foundation) {
  */
 function hostDatabase(base: Foundation): Database {
   if (!hosting(base)) return base.db;
-  const hostDb = new Database(base.db.url, { max: 10, timeoutMs: base.config.streaming.queryTimeoutMs });
+  const timeoutMs = base.config.streaming.queryTimeoutMs;
+  const hostDb = new Database(base.db.url, { max: 10, timeoutMs, name: 'agent-audio host work' });
   base.shutdown.push(() => hostDb.close());
   return hostDb;
 }
@@ -404,7 +446,7 @@ function healthCheck(base: Foundation, lease?: HostLease) {
 async function startApplication(base: Foundation, signer: HeadSigner | undefined, connections: ConnectionCap) {
   const { config, log, db, live, audit, keys, pay, chainChecks, stream, http, metrics, shutdown } = base;
   const parts = streamingParts(base);
-  await parts.media.removePartialUploads();
+  await parts.api.media.removePartialUploads();
   const checkout: CheckoutStatus = sellsStreams(base)
     ? pay.checkout
     : { ...pay.checkout, available: false, configured: false, reason: `streaming is unavailable: ${stream.reason}` };
@@ -435,9 +477,9 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
     orders: sold.orders,
     services: parts.services,
     refunds: refunds.refunds,
-    media: parts.media,
+    media: parts.api.media,
     metrics,
-    nowPlaying: parts.nowPlaying,
+    nowPlaying: parts.api.nowPlaying,
     version: serviceVersion,
     logError: (fields: Record<string, unknown>, message: string) => log.error(fields, message),
     ...(sold.paymentTerms && { paymentTerms: sold.paymentTerms }),
@@ -534,7 +576,7 @@ async function joinHostPool({ config, log, db, stream, shutdown }: Foundation, l
   await lease.beat(() => registerStreamingHost(db, { id, publicUrl, maxSources, maxListeners, bandwidthKbps }));
   // The beats have a connection of their own, bounded in time: neither a pool taken up by queries hung in a
   // partition nor a beat hung on a silent connection keeps the host from taking its lease again once it heals.
-  const beats = new Database(db.url, { max: 1, timeoutMs: lease.beatTimeoutMs });
+  const beats = new Database(db.url, { max: 1, timeoutMs: lease.beatTimeoutMs, name: 'agent-audio host beats' });
   const beat = () => lease.beat(() => beatStreamingHost(beats, id));
   const heartbeat = new PeriodicTask('host heartbeat', beat, heartbeatMs, log);
   heartbeat.start();
@@ -612,6 +654,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
       leaseHeld: () => lease?.held ?? true,
     },
     log,
+    config.streaming.reconcileIntervalMs,
   );
   if (lease)
     lease.onLost = () => {

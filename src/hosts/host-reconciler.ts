@@ -11,8 +11,6 @@ import { PeriodicTask } from '../tasks/index.js';
  */
 export const HOST_SERVICES_CHANNEL = 'host_services';
 
-/** How often a host reconciles without being woken. */
-const RECONCILE_INTERVAL_MS = 5000;
 /**
  * Woken passes start at least this far apart: each reads every live service of the host, and a burst of sales wakes it
  * for each one (a pass per purchase cost more than the purchase's own statements, and grew with the live services).
@@ -50,7 +48,7 @@ const OWNER_TITLES = `SELECT service_id, title, artist FROM (
  * Makes what runs on this streaming host match PostgreSQL, whatever API instance changed it: the services placed here
  * get their AutoDJ and relay (their mount limits are read by the URL-auth callbacks), and a mount whose service is
  * stopped, expired or moved to another host loses its source and listeners. Woken by HOST_SERVICES_CHANNEL, and
- * every few seconds.
+ * every HOST_RECONCILE_INTERVAL_MS.
  */
 export class HostReconciler {
   private readonly task: PeriodicTask;
@@ -65,7 +63,8 @@ export class HostReconciler {
     private readonly hostId: string,
     private readonly workers: HostWorkers,
     private readonly log: Logger,
-    intervalMs = RECONCILE_INTERVAL_MS,
+    /** How often it reconciles without being woken (HOST_RECONCILE_INTERVAL_MS). */
+    intervalMs: number,
   ) {
     this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log, WOKEN_PASS_GAP_MS);
   }

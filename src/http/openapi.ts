@@ -55,7 +55,7 @@ const unauthorized = error(
   'unauthorized: the Authorization header is missing, not "Bearer <AGENT_API_KEY>", or the key is unknown or revoked.',
 );
 const storeUnavailable = error(
-  'store_unavailable: the database did not answer; nothing was changed. Retry the same request in a few seconds (retryable, Retry-After).',
+  'store_unavailable: the database did not answer. Usually nothing was changed; when the message says the change may or may not have been saved (its confirmation was lost), it may have been. Either way retry the same request, with the same Idempotency-Key, in a few seconds (retryable, Retry-After), or read the record.',
 );
 const idempotencyHeader = (required: boolean) => ({
   name: 'Idempotency-Key',

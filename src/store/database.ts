@@ -4,8 +4,11 @@ import { ApiError } from '../errors/index.js';
 export type Row = Record<string, unknown>;
 export type Client = pg.PoolClient;
 
-/** Class 08 (connection), 57P (shutdown), 53 (resources): the database is away, the request may be retried. */
-const unavailableCodes = /^(08|57P|53)/;
+/**
+ * Class 08 (connection), 57P (shutdown), 53 (resources), 57014 (a statement canceled, as statement_timeout does):
+ * the database is away or slow, the request may be retried.
+ */
+const unavailableCodes = /^(08|57P|57014|53)/;
 
 export class Database {
   private readonly pool: pg.Pool;
@@ -13,17 +16,22 @@ export class Database {
   /**
    * `timeoutMs` bounds each query and each new connection on this client's side (a partitioned network fails
    * nothing: PostgreSQL's own statement_timeout never reaches the client); a query that runs out closes its
-   * connection. Without it, connecting may take 5 s and a query as long as it takes.
+   * connection. PostgreSQL gets the same bound (statement_timeout): a statement waiting on a lock when its client
+   * gave up would otherwise keep its session until the lock is granted, and a pool that opens a new connection
+   * for each one it gave up would pile them up to max_connections. Without it, connecting may take 5 s and a
+   * query as long as it takes. `name` is the connections'
+   * application_name: pg_stat_activity tells which pool of which process a session belongs to.
    */
   constructor(
     readonly url: string,
-    options: { max?: number; timeoutMs?: number } = {},
+    options: { max?: number; timeoutMs?: number; name?: string } = {},
   ) {
     this.pool = new pg.Pool({
       connectionString: url,
       max: options.max ?? 20,
       connectionTimeoutMillis: options.timeoutMs ?? 5000,
-      ...(options.timeoutMs && { query_timeout: options.timeoutMs }),
+      ...(options.timeoutMs && { query_timeout: options.timeoutMs, statement_timeout: options.timeoutMs }),
+      ...(options.name && { application_name: options.name }),
     });
     this.pool.on('error', () => {
       /* an idle client lost its connection; the next query reconnects */
@@ -69,9 +77,11 @@ export class Database {
   async transaction<T>(work: (client: Client) => Promise<T>): Promise<T> {
     const client = await this.dedicated();
     let broken: unknown;
+    let committing = false;
     try {
       await client.query('BEGIN');
       const result = await work(this.preparing(client));
+      committing = true;
       await client.query('COMMIT');
       return result;
     } catch (e) {
@@ -82,7 +92,7 @@ export class Database {
         await client.query('ROLLBACK').catch((err: unknown) => {
           broken = err;
         });
-      throw translate(e);
+      throw committing ? translateCommit(e) : translate(e);
     } finally {
       client.release(broken as Error | undefined);
     }
@@ -145,19 +155,38 @@ export function timedOut(e: unknown): boolean {
   return e instanceof Error && e.message === 'Query read timeout';
 }
 
-function translate(e: unknown): unknown {
-  if (e instanceof ApiError) return e;
+function connectionLost(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
-  const connectionLost =
+  return (
     (err.code !== undefined &&
       (unavailableCodes.test(err.code) || /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(err.code))) ||
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(
       err.message ?? '',
     ) ||
-    timedOut(e);
+    timedOut(e)
+  );
+}
+
+/**
+ * A COMMIT whose answer never came (given up, or its connection lost) may have committed: PostgreSQL may have made
+ * it durable just before. Whoever sees this must not be told that nothing changed.
+ */
+function translateCommit(e: unknown): unknown {
+  if (!connectionLost(e)) return translate(e);
+  return new ApiError(
+    503,
+    'store_unavailable',
+    'The database did not confirm the change: it may or may not have been saved. Retry the same request with the same Idempotency-Key in a few seconds (safe: a change already saved is not made twice), or read the record to see whether it was.',
+    { retryable: true, retryAfterSeconds: 2 },
+  );
+}
+
+function translate(e: unknown): unknown {
+  if (e instanceof ApiError) return e;
+  const err = e as { code?: string; message?: string };
   // A prepared plan gone stale inside a transaction (see preparing): rolled back, prepared afresh on the next try.
   const stalePlan = err.code === '0A000' && /cached plan must not change result type/.test(err.message ?? '');
-  if (connectionLost || stalePlan) {
+  if (connectionLost(e) || stalePlan) {
     return new ApiError(
       503,
       'store_unavailable',
