@@ -55,10 +55,7 @@ const refused: Array<[Record<string, string>, RegExp]> = [
   ],
   [{ AUDIO_API_ENV: 'prod' }, /^AUDIO_API_ENV must be one of production, development, got "prod"$/],
   [{ RELAY_FIRST_RETRY_MS: '0' }, /^RELAY_FIRST_RETRY_MS must be a whole number from 10 to 300000, got "0"$/],
-  [
-    { HOST_RECONCILE_INTERVAL_MS: '50' },
-    /^HOST_RECONCILE_INTERVAL_MS must be a whole number 100 or more, got "50"$/,
-  ],
+  [{ HOST_RECONCILE_INTERVAL_MS: '50' }, /^HOST_RECONCILE_INTERVAL_MS must be a whole number 100 or more, got "50"$/],
 ];
 
 for (const [env, message] of refused) {

@@ -83,7 +83,10 @@ export async function startTcpPartition(target: { host: string; port: number }):
 /** The parameters of a PostgreSQL startup message (protocol 3.0): length, version, then name and value pairs. */
 function startupParameters(message: Buffer): StartupParameters {
   if (message.length < 8 || message.readInt32BE(4) !== 196608) return {};
-  const fields = message.subarray(8, Math.min(message.length, message.readInt32BE(0))).toString('utf8').split('\0');
+  const fields = message
+    .subarray(8, Math.min(message.length, message.readInt32BE(0)))
+    .toString('utf8')
+    .split('\0');
   const parameters: StartupParameters = {};
   for (let i = 0; i + 1 < fields.length && fields[i]; i += 2) parameters[fields[i]] = fields[i + 1];
   return parameters;
