@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { ApiError } from '../src/errors/index.js';
 import { Database } from '../src/store/index.js';
 import { embeddedDatabase } from './support/database.js';
 
@@ -45,4 +46,47 @@ describe('Database', () => {
     await assert.rejects(read(), (e: { status?: number; retryable?: boolean }) => e.status === 503 && !!e.retryable);
     assert.deepEqual(await read(), [{ id: 1, name: 'one', colour: null }]);
   });
+
+  // Issue 24: a change whose answer is lost may have been saved; the caller must not hear that nothing changed.
+  test('a change run on its own whose answer is lost: "may or may not have been saved", and it was', async () => {
+    await store.db.query('CREATE TABLE ledger (id int PRIMARY KEY)');
+    const waitsForStandby = new URL(store.db.url);
+    waitsForStandby.searchParams.set('options', '-c synchronous_commit=on');
+    const patient = new Database(waitsForStandby.toString(), { timeoutMs: 1_000 });
+    await standby('nobody'); // its commits write, then wait for a standby that never comes
+    try {
+      await assert.rejects(patient.query('INSERT INTO ledger VALUES ($1)', [1]), (e: ApiError) => {
+        assert.equal(e.code, 'store_unavailable');
+        assert.match(e.message, /may or may not have been saved/);
+        return true;
+      });
+      await assert.rejects(patient.query('SELECT pg_sleep(5)'), /Nothing was changed/, 'a read changed nothing');
+    } finally {
+      await standby(null);
+      await patient.close();
+    }
+    const saved = async () => (await store.db.query('SELECT id FROM ledger')).length === 1;
+    for (const deadline = Date.now() + 10_000; !(await saved()); ) {
+      assert.ok(Date.now() < deadline, 'the change was saved');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
 });
+
+/** Names a synchronous standby for the sessions that ask for one (synchronous_commit=on), or none. */
+async function standby(name: string | null): Promise<void> {
+  if (name) await store.db.query(`ALTER SYSTEM SET synchronous_standby_names = '${name}'`);
+  else await store.db.query('ALTER SYSTEM RESET synchronous_standby_names');
+  await store.db.query(
+    name ? "ALTER SYSTEM SET synchronous_commit = 'local'" : 'ALTER SYSTEM RESET synchronous_commit',
+  );
+  await store.db.query('SELECT pg_reload_conf()');
+  for (const deadline = Date.now() + 10_000; ; ) {
+    const [row] = await store.db.query<{ names: string }>('SELECT current_setting($1) AS names', [
+      'synchronous_standby_names',
+    ]);
+    if (row.names === (name ?? '')) return;
+    assert.ok(Date.now() < deadline, 'PostgreSQL loaded its settings');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

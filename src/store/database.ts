@@ -57,10 +57,10 @@ export class Database {
         try {
           return (await this.pool.query(sql, params)).rows as T[];
         } catch (again) {
-          throw translate(again);
+          throw changesRows(sql) ? translateUnanswered(again) : translate(again);
         }
       }
-      throw translate(e);
+      throw changesRows(sql) ? translateUnanswered(e) : translate(e);
     }
   }
 
@@ -92,7 +92,7 @@ export class Database {
         await client.query('ROLLBACK').catch((err: unknown) => {
           broken = err;
         });
-      throw committing ? translateCommit(e) : translate(e);
+      throw committing ? translateUnanswered(e) : translate(e);
     } finally {
       client.release(broken as Error | undefined);
     }
@@ -167,12 +167,19 @@ function connectionLost(e: unknown): boolean {
   );
 }
 
+/** A statement run on its own that changes rows commits by itself: its own first word, or a data-changing CTE. */
+function changesRows(sql: string): boolean {
+  return /^\s*(insert|update|delete|merge)\b/i.test(sql) || /^\s*with\b[\s\S]*\b(insert|update|delete)\b/i.test(sql);
+}
+
 /**
- * A COMMIT whose answer never came (given up, or its connection lost) may have committed: PostgreSQL may have made
- * it durable just before. Whoever sees this must not be told that nothing changed.
+ * A COMMIT, or a change committing by itself, whose answer never came (given up, or its connection lost once sent)
+ * may have committed: PostgreSQL may have made it durable just before. Whoever sees this must not be told that
+ * nothing changed.
  */
-function translateCommit(e: unknown): unknown {
-  if (!connectionLost(e)) return translate(e);
+function translateUnanswered(e: unknown): unknown {
+  const neverSent = /^timeout exceeded when trying to connect/.test((e as { message?: string }).message ?? '');
+  if (!connectionLost(e) || neverSent) return translate(e);
   return new ApiError(
     503,
     'store_unavailable',
