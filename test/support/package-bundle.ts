@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build as esbuild, type Plugin } from 'esbuild';
 import { builtOnce } from './build-once.js';
+import { requireBanner } from './prebuilt-cli.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -37,22 +38,26 @@ export const bundledSpecifiers = [
   '@modelcontextprotocol/sdk/client/index.js',
   '@modelcontextprotocol/sdk/client/streamableHttp.js',
   '@modelcontextprotocol/sdk/types.js',
-  '@modelcontextprotocol/sdk/server/mcp.js',
-  '@modelcontextprotocol/sdk/server/sse.js',
-  '@modelcontextprotocol/sdk/server/auth/errors.js',
-  '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js',
-  // Other packages (x402-mcp, ai) import zod beside the bundled SDKs: one copy for all.
+  // @x402/core and the MCP SDK use zod, and so do packages left out (x402, ai, x402-mcp's own MCP SDK): every entry
+  // point of zod is here, so that all of them share one copy of it.
   'zod',
   'zod/v3',
   'zod/v4',
+  'zod/v4-mini',
+  'zod/v4/mini',
+  'zod/v4/core',
+  'zod-to-json-schema',
 ];
 
 /**
  * The ES-module packages copied into the bundle. Any other package the bundle imports (CommonJS ones such as ajv, and
  * whatever locates files relative to itself) is left as an import, resolved from this checkout's node_modules.
  */
-const bundledPackages =
-  /^(viem|ox|abitype|zod|zod-to-json-schema|jose|@noble\/.*|@scure\/.*|@x402\/.*|@modelcontextprotocol\/sdk)$/;
+const bundledPackages = [
+  ...['viem', 'ox', 'abitype', 'zod', 'zod-to-json-schema', 'jose', '@modelcontextprotocol/sdk'],
+  ...['@noble/', '@scure/', '@signinwithethereum/', '@x402/'], // every package of these scopes
+];
+const isBundled = (name: string) => bundledPackages.some((p) => (p.endsWith('/') ? name.startsWith(p) : name === p));
 
 /** specifier → [the file node resolves it to, the bundled file that replaces it, relative to map.json] */
 export type BundleMap = Record<string, [string, string]>;
@@ -90,9 +95,7 @@ async function buildBundle(into: string): Promise<void> {
     mainFields: ['main'],
     plugins: [unbundledPackagesExternal()],
     // CommonJS modules inside bundled packages call require for node's built-in modules.
-    banner: {
-      js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
-    },
+    banner: requireBanner,
     logLevel: 'warning',
   });
   await symlink(join(root, 'node_modules'), join(into, 'node_modules'), 'dir');
@@ -115,7 +118,7 @@ function unbundledPackagesExternal(): Plugin {
         if (args.pluginData === 'resolving') return undefined;
         const name = packageName(args.path);
         if (args.path.startsWith('node:') || !name) return { path: args.path, external: true };
-        if (bundledPackages.test(name)) return undefined;
+        if (isBundled(name)) return undefined;
         const resolved = await build.resolve(args.path, {
           kind: args.kind,
           resolveDir: args.resolveDir,
