@@ -4,6 +4,8 @@
 // instead of all of them (`npm test -- test/orders.test.ts`).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tsImport } from 'tsx/esm/api';
 
 const files = process.argv.slice(2);
 const testFiles = files.length
@@ -36,11 +38,18 @@ async function runChecks() {
   return results;
 }
 
+// The test processes load viem, @x402/* and the MCP SDK from one prebuilt bundle rather than a thousand modules each
+// through tsx's loader hooks (test/support/package-bundle.ts).
+const { packageBundle } = await tsImport('../test/support/package-bundle.ts', import.meta.url);
+process.env.TEST_PACKAGE_BUNDLE_MAP = join(await packageBundle(), 'map.json');
+
 const [checkResults, tests] = await Promise.all([
   runChecks(),
   run(
     'tsx',
     [
+      '--import',
+      './test/support/package-bundle-register.mjs',
       '--test',
       '--test-concurrency=3',
       '--test-timeout=600000',

