@@ -26,6 +26,7 @@ import { RecentCount } from './recent-count.js';
 import {
   auditEntryOf,
   newOrderOf,
+  storedPayment,
   type Attempt,
   type Offer,
   type PlaceOrder,
@@ -594,7 +595,7 @@ export class OrderService {
     payload: PaymentPayload,
     resourceUrl: string,
   ): Promise<PlacedOrder> {
-    if (order.request_hash !== requestHash || canonicalJson(order.payment) !== canonicalJson(payload)) {
+    if (order.request_hash !== requestHash || canonicalJson(order.payment) !== canonicalJson(storedPayment(payload))) {
       throw new ApiError(409, 'payment_id_conflict', m.paymentIdConflict(order));
     }
     return this.repeat(order, requestHash, resourceUrl);
