@@ -226,14 +226,14 @@ export class OrderService {
   }
 
   /**
-   * The facilitator's verification, and the chain's height before the payment can be used: its proof will be searched
-   * from there (a few blocks earlier, for reorgs).
+   * The facilitator's verification, and a height of the chain before the payment can be used (read at most a second
+   * ago: earlier is as good): its proof will be searched from there (a few blocks earlier, for reorgs).
    */
   private async verifyPayment(attempt: Attempt, offer: Offer, sent: SentPayment): Promise<VerifiedPayment | Replayed> {
     const { payload, authorization } = sent;
     const [verification, heightAtVerify] = await Promise.all([
       this.gateway.verify(payload, offer.requirements),
-      this.deps.ledger.latestBlock().catch((e: unknown) => e as Error),
+      this.deps.ledger.recentBlock().catch((e: unknown) => e as Error),
     ]);
     if (!verification.isValid) {
       // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
