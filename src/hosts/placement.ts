@@ -85,6 +85,16 @@ export class HostPlacement {
     return this.hosts(LIVE_HOSTS, [this.options.downAfterSeconds], client);
   }
 
+  /**
+   * pool(), and in the same statement the rows of another read (`sql` with its parameters from $2 on) as JSON: a
+   * claim's second read under its locks without a round trip of its own.
+   */
+  async poolWith(client: Client, beside: [string, unknown[]]): Promise<{ hosts: PoolHost[]; beside: Row[] }> {
+    const read: { beside?: Row[] } = {};
+    const hosts = await this.hosts(LIVE_HOSTS, [this.options.downAfterSeconds], client, beside, read);
+    return { hosts, beside: read.beside ?? [] };
+  }
+
   /** One host whatever its state (an upgrade stays on its service's host), or undefined when it is not registered. */
   async host(id: string, client?: Client): Promise<PoolHost | undefined> {
     return (await this.hosts(ONE_HOST, [id], client))[0];
@@ -114,13 +124,23 @@ export class HostPlacement {
    * The hosts with the orders in flight on them, read in one statement (one round trip, and one snapshot: an order
    * provisioned meanwhile is counted once, in flight or as its service).
    */
-  private async hosts(hostsSql: string, params: unknown[], client?: Client): Promise<PoolHost[]> {
+  private async hosts(
+    hostsSql: string,
+    params: unknown[],
+    client?: Client,
+    beside?: [string, unknown[]],
+    into: { beside?: Row[] } = {},
+  ): Promise<PoolHost[]> {
+    const besideColumn = beside ? `, (SELECT coalesce(json_agg(b), '[]') FROM (${beside[0]}) b) AS beside` : '';
     const sql = `SELECT (SELECT coalesce(json_agg(o), '[]') FROM (${this.options.inFlight.sql}) o) AS in_flight,
-      (SELECT coalesce(json_agg(h ORDER BY h.id), '[]') FROM (${hostsSql}) h) AS hosts`;
-    const [read] = (client ? (await client.query(sql, params)).rows : await this.db.query(sql, params)) as Array<{
+      (SELECT coalesce(json_agg(h ORDER BY h.id), '[]') FROM (${hostsSql}) h) AS hosts${besideColumn}`;
+    const all = beside ? [...params, ...beside[1]] : params;
+    const [read] = (client ? (await client.query(sql, all)).rows : await this.db.query(sql, all)) as Array<{
       in_flight: Row[];
       hosts: Array<Omit<HostRow, 'next_expiry'> & { next_expiry: string | null }>;
+      beside?: Row[];
     }>;
+    into.beside = read.beside;
     const rows = read.hosts.map((h) => ({ ...h, next_expiry: h.next_expiry ? new Date(h.next_expiry) : null }));
     return this.withInFlight(rows, this.options.inFlight.byHost(read.in_flight));
   }

@@ -252,6 +252,17 @@ async function provisionWith(
   deps: AdvanceDeps,
 ): Promise<{ order: OrderRow; service: ServiceRow }> {
   const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
+  if (!order.extension_of && !order.upgrade_of) {
+    // The usual case: the new service, the activation and its event in one round trip (the INSERT from $2 on).
+    const insert = deps.services.newServiceInsert(order, limits, expiryOf(order), 2);
+    const created = await deps.orders.activateWithNewService(
+      client,
+      order,
+      insert,
+      provisionedEvent(order, insert.service),
+    );
+    if (created) return { order: created.order ?? (await notActivated(client, order)), service: created.service };
+  }
   const service = order.extension_of
     ? await deps.services.applyExtension(
         client,
@@ -261,16 +272,19 @@ async function provisionWith(
       )
     : order.upgrade_of
       ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
-      : await deps.services.createForOrder(client, order, limits, expiryOf(order));
+      : await deps.services.ofOrder(client, order.id);
   const active = await deps.orders.activate(client, order.id, provisionedEvent(order, service));
+  return { order: active ?? (await notActivated(client, order)), service };
+}
+
+/** An order provisioned but left unactivated: refunded meanwhile (nothing is delivered), or already active. */
+async function notActivated(client: Client, order: OrderRow): Promise<OrderRow> {
   // Refunded in full meanwhile (not provisioned within the bound, src/refunds): the service must not be delivered too.
-  if (!active) {
-    const { rows } = await client.query('SELECT state FROM orders WHERE id = $1', [order.id]);
-    if (rows[0]?.state === 'refunded') {
-      throw new Error(`order ${order.id} was refunded while it was being provisioned; nothing is delivered`);
-    }
+  const { rows } = await client.query('SELECT state FROM orders WHERE id = $1', [order.id]);
+  if (rows[0]?.state === 'refunded') {
+    throw new Error(`order ${order.id} was refunded while it was being provisioned; nothing is delivered`);
   }
-  return { order: active ?? order, service };
+  return order;
 }
 
 /** Paid time + duration: fractional hours to the millisecond, whole calendar months or years for subscriptions. */

@@ -3,7 +3,7 @@ import { ApiError } from '../errors/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import { Decimal } from '../rules/index.js';
 import { liveHoldingSql, type StreamLoad } from '../services/index.js';
-import type { Client, Database } from '../store/index.js';
+import type { Client, Database, Row as StoredRow } from '../store/index.js';
 import { keyHistory, payerHistory, type PaidHistory } from './paid-history.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
@@ -49,6 +49,8 @@ export interface BuyerCheck {
   keyHeld?: () => Promise<Holding>;
   /** With `client`: the caller already took the locks of BUYER_LOCK_COLUMNS in this transaction. */
   locked?: boolean;
+  /** With `client`: the rows of heldStatement(), read by the caller in this transaction (JSON: see heldRows). */
+  held?: StoredRow[];
 }
 
 /**
@@ -94,7 +96,7 @@ export async function checkBuyerLimits(
   const holders = settings.buyer_limits
     ? check.keyHeld && !client
       ? check.keyHeld().then((key): [Holding, undefined] => [key, undefined])
-      : holdings(db, snapshot, buyer.apiKeyId, verified, client)
+      : holdings(db, snapshot, buyer.apiKeyId, verified, client, check.held)
     : ([none, undefined] as const);
   const [[key, paying], history] = await Promise.all([
     holders,
@@ -200,12 +202,22 @@ export async function keyHoldings(db: Database, snapshot: Snapshot, apiKeyId: st
 }
 
 /** What the key holds, and the payer when one is given (verified), from one statement. */
+/**
+ * The statement that reads what the key and the payer hold (checkBuyerLimits at claim), its parameters numbered from
+ * `first`, for a caller that sends it with another read; hand its rows back in BuyerCheck.held.
+ */
+export function heldStatement(apiKeyId: string, payer: string, first: number): [string, unknown[]] {
+  const sql = KEY_AND_PAYER_SQL.replace(/\$([12])\b/g, (_, n: string) => `$${first + Number(n) - 1}`);
+  return [sql, [apiKeyId, payer.toLowerCase()]];
+}
+
 async function holdings(
   db: Database,
   snapshot: Snapshot,
   apiKeyId: string,
   payer: string | undefined,
   client?: Client,
+  held?: StoredRow[],
 ): Promise<[Holding, Holding | undefined]> {
   type Row = {
     holder?: 'key' | 'payer';
@@ -217,7 +229,10 @@ async function holdings(
     upgrade_of: string | null;
   };
   const [sql, params] = payer ? [KEY_AND_PAYER_SQL, [apiKeyId, payer]] : [HOLDING_SQL.key, [apiKeyId]];
-  const rows = (client ? (await client.query(sql, params)).rows : await db.query(sql, params)) as Row[];
+  const rows = held
+    ? // Read as JSON beside another statement: the expiry comes as text.
+      (held as Row[]).map((row) => ({ ...row, next_expiry: row.next_expiry ? new Date(row.next_expiry) : null }))
+    : ((client ? (await client.query(sql, params)).rows : await db.query(sql, params)) as Row[]);
   const key: Holding = { live_services: 0, listener_places: 0 };
   const paying: Holding | undefined = payer ? { live_services: 0, listener_places: 0 } : undefined;
   for (const row of rows) {

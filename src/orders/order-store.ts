@@ -1,6 +1,7 @@
 import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
 import { PLACEMENT_LOCK_COLUMNS } from '../hosts/index.js';
 import { KeyRevoked } from '../keys/index.js';
+import type { ServiceInsert, ServiceRow } from '../services/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
 import { BUYER_LOCK_COLUMNS } from './buyer-limits.js';
 import { claimConflictOf } from './claim-conflicts.js';
@@ -277,6 +278,37 @@ export class OrderStore {
       [id, ...provisioned.params],
     );
     return row as OrderRow | undefined;
+  }
+
+  /**
+   * activate() for an order's new service: the service's INSERT (numbered from $2), the activation and its event in
+   * one statement. Undefined when the order already had a service (nothing inserted, nothing activated); `order`
+   * undefined when the service was inserted but the order was no longer being provisioned (it was not activated).
+   */
+  async activateWithNewService(
+    client: Client,
+    order: OrderRow,
+    insert: ServiceInsert,
+    event: NewEvent,
+  ): Promise<{ service: ServiceRow; order?: OrderRow } | undefined> {
+    const first = 2 + insert.params.length;
+    const provisioned = eventInsert(event, first, 'active');
+    const {
+      rows: [row],
+    } = await client.query(
+      `WITH provisioned AS (${insert.sql}),
+            active AS (UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now()
+                       WHERE id = $1 AND state = 'provisioning' AND EXISTS (SELECT 1 FROM provisioned)
+                       RETURNING updated_at),
+            provisioned_event AS (${provisioned.sql})
+       SELECT provisioned.*, (SELECT updated_at FROM active) AS activated_at FROM provisioned`,
+      [order.id, ...insert.params, ...provisioned.params],
+    );
+    if (!row) return undefined;
+    const { activated_at: activatedAt, ...service } = row as ServiceRow & { activated_at: Date | null };
+    // The activation changes these columns only (no trigger rewrites an order row).
+    const active = activatedAt && { ...order, state: 'active' as const, lease_until: null, updated_at: activatedAt };
+    return { service, ...(active && { order: active }) };
   }
 
   /** Takes leases on unfinished orders whose lease ran out (a crashed or slow instance); safe across instances. */

@@ -86,6 +86,33 @@ export function auditEntryOf(attempt: Attempt, sale: Sale): AuditEntry {
   return { id, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash };
 }
 
+/**
+ * The payment as an order keeps it: what the payer sent, less what x402 clients copy back from our own 402 (the bazaar
+ * declaration and each extension's JSON Schema: about 5 kB of our own documents, unsigned, no part of the payment).
+ * The signed authorization, the terms it accepted, the resource and each extension's info (payment-identifier, the
+ * offer receipt) are kept as sent. The order row and each of its chained states hold this copy: its size was paid
+ * for many times over in every purchase.
+ */
+export function storedPayment(payload: PaymentPayload): Record<string, unknown> {
+  const { extensions, ...rest } = payload;
+  if (!extensions) return rest;
+  const kept: Record<string, unknown> = {};
+  for (const [key, extension] of Object.entries(extensions)) {
+    if (key === 'bazaar') continue;
+    kept[key] = isPlainObject(extension) && 'schema' in extension ? withoutSchema(extension) : extension;
+  }
+  return Object.keys(kept).length ? { ...rest, extensions: kept } : rest;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function withoutSchema(extension: Record<string, unknown>): Record<string, unknown> {
+  const { schema: _declared, ...kept } = extension;
+  return kept;
+}
+
 /** The order row a verified payment claims, in "settling". */
 export function newOrderOf(
   attempt: Attempt,
@@ -117,7 +144,7 @@ export function newOrderOf(
     nonce: authorization.nonce.toLowerCase(),
     valid_before: String(authorization.validBefore),
     claim_block: payment.claimBlock.toString(),
-    payment: payment.payload as unknown as Record<string, unknown>,
+    payment: storedPayment(payment.payload),
     requirements: requirements as unknown as Record<string, unknown>,
     ...(attempt.paymentId && { payment_id: attempt.paymentId }),
   };

@@ -11,6 +11,9 @@ const AUTHORIZATION_USED = toEventSelector(abi[1]);
 const AUTHORIZATION_CANCELED = toEventSelector(abi[2]);
 const TRANSFER = toEventSelector(abi[3]);
 
+/** How old a height recentBlock() may hand out. */
+const RECENT_BLOCK_MS = 1000;
+
 /** A log of the token as eth_getLogs returns it. */
 export interface TokenLog {
   address: Hex;
@@ -105,6 +108,25 @@ export class AuthorizationLedger {
   latestBlock(): Promise<bigint> {
     return this.client.getBlockNumber({ cacheTime: 0 });
   }
+
+  /**
+   * A height read at most a second ago (one RPC call a second however many orders ask): never above the chain's
+   * latest, so a search for what becomes of a payment not settled yet may start there (an order's claim block).
+   */
+  recentBlock(): Promise<bigint> {
+    const now = Date.now();
+    if (!this.recent || now - this.recent.at > RECENT_BLOCK_MS) {
+      const read = this.latestBlock();
+      const entry = { at: now, read };
+      read.catch(() => {
+        if (this.recent === entry) this.recent = undefined;
+      });
+      this.recent = entry;
+    }
+    return this.recent.read;
+  }
+
+  private recent?: { at: number; read: Promise<bigint> };
 
   /** The code at an address ("0x" or undefined for a plain wallet). */
   getCode(address: Address): Promise<Hex | undefined> {

@@ -5,6 +5,7 @@ export {
   SERVICE_ROW_COLUMNS,
   streamAddresses,
   type ServiceRow,
+  type ServiceInsert,
   type ServiceDocument,
   type StreamingEndpoint,
 } from './service-records.js';

@@ -31,6 +31,13 @@ export interface ServiceRow {
   stopped_at?: Date | null;
 }
 
+/** An order's new service as one INSERT statement (see ServiceRecords.newServiceInsert). */
+export interface ServiceInsert {
+  service: Pick<ServiceRow, 'id' | 'product_id' | 'status' | 'expires_at' | 'limits'>;
+  sql: string;
+  params: unknown[];
+}
+
 /** The service record of spec 2.7 (no other properties). */
 export interface ServiceDocument {
   service_id: string;
@@ -93,14 +100,39 @@ export class ServiceRecords {
     limits: Record<string, unknown>,
     expiresAt: Date | null,
   ): Promise<ServiceRow> {
+    const insert = this.newServiceInsert(order, limits, expiresAt);
+    const inserted = await client.query(insert.sql, insert.params);
+    if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;
+    return this.ofOrder(client, order.id);
+  }
+
+  /** The service an order already has (read in the caller's transaction). */
+  async ofOrder(client: Client, orderId: string): Promise<ServiceRow> {
+    return (await client.query(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [orderId])).rows[0] as ServiceRow;
+  }
+
+  /**
+   * The INSERT of an order's new active service (nothing if the order has one), its parameters numbered from `first`,
+   * returning the row with its host's address; and the service as it will be, for the event announcing it.
+   */
+  newServiceInsert(
+    order: { id: string; api_key_id: string; product_id: string; host_id?: string | null },
+    limits: Record<string, unknown>,
+    expiresAt: Date | null,
+    first = 1,
+  ): ServiceInsert {
     const id = randomId('svc_');
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
-    const inserted = await client.query(
-      `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at, icecast_url, playlist, shuffle, host_id)
-       VALUES ($1, $2, $3, $4, 'active', $5, 'source', $6, $7, $8,
-               COALESCE((SELECT public_url FROM streaming_hosts WHERE id = $12), $9), $10, $11, $12)
+    const $ = (i: number) => `$${first + i - 1}`;
+    return {
+      service: { id, product_id: order.product_id, status: 'active', expires_at: expiresAt, limits },
+      sql: `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password,
+                                  limits, expires_at, icecast_url, playlist, shuffle, host_id)
+       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, 'active', ${$(5)}, 'source', ${$(6)}, ${$(7)}, ${$(8)},
+               COALESCE((SELECT public_url FROM streaming_hosts WHERE id = ${$(12)}), ${$(9)}), ${$(10)}, ${$(11)},
+               ${$(12)})
        ON CONFLICT (order_id) DO NOTHING ${RETURNING_WITH_HOST_URL}`,
-      [
+      params: [
         id,
         order.id,
         order.api_key_id,
@@ -114,9 +146,7 @@ export class ServiceRecords {
         limits.shuffle === true,
         order.host_id ?? this.streaming.hostId(),
       ],
-    );
-    if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;
-    return (await client.query(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [order.id])).rows[0] as ServiceRow;
+    };
   }
 
   /** The service if it belongs to this API key; another key's service is indistinguishable from none. */
