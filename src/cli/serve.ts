@@ -304,8 +304,10 @@ function streamingParts(base: Foundation) {
     hls ? { hls_url: hlsUrlFor(http.publicBaseUrl, s) } : {};
   const services = new ServiceRecords(db, stream, () => http.publicBaseUrl, hlsEndpoint);
   const media = new MediaLibrary(hostDb, config.mediaDir, config.uploads);
-  const nowPlaying = new NowPlaying(hostDb, () => stream.admin());
-  const api = apiParts(base, hostDb, { media, nowPlaying });
+  // The owner's titles this process sent to its Icecast: the host reconciler does not send them again.
+  const titlesSent = new Map<string, string>();
+  const nowPlaying = new NowPlaying(hostDb, () => stream.admin(), titlesSent);
+  const api = apiParts(base, hostDb, { media, nowPlaying }, titlesSent);
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, api.nowPlaying, () => http.publicBaseUrl);
   const autodj = new AutoDjManager(
@@ -317,7 +319,21 @@ function streamingParts(base: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(hostDb, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
-  return { hostDb, hls, places, lease, services, media, nowPlaying, api, listenerSessions, listen, autodj, relays };
+  return {
+    hostDb,
+    hls,
+    places,
+    lease,
+    services,
+    media,
+    nowPlaying,
+    titlesSent,
+    api,
+    listenerSessions,
+    listen,
+    autodj,
+    relays,
+  };
 }
 
 /**
@@ -326,12 +342,17 @@ function streamingParts(base: Foundation) {
  * those are cut. Storage reservations of uploads are rows (upload_reservations), counted the same from any instance;
  * only the API uploads (the host's AutoDJ lists and reads files), so the probe slots in memory are the API's alone.
  */
-function apiParts(base: Foundation, hostDb: Database, hostSide: { media: MediaLibrary; nowPlaying: NowPlaying }) {
+function apiParts(
+  base: Foundation,
+  hostDb: Database,
+  hostSide: { media: MediaLibrary; nowPlaying: NowPlaying },
+  titlesSent: Map<string, string>,
+) {
   const { config, db, stream } = base;
   if (hostDb === db || config.role === 'host') return hostSide;
   return {
     media: new MediaLibrary(db, config.mediaDir, config.uploads),
-    nowPlaying: new NowPlaying(db, () => stream.admin()),
+    nowPlaying: new NowPlaying(db, () => stream.admin(), titlesSent),
   };
 }
 
@@ -604,7 +625,7 @@ function startApiWorkers({ shutdown }: Foundation, { recovery, refundWorker }: A
 async function startStreamingHost(base: Foundation, app: Application): Promise<void> {
   const { config, log, live, stream, http, shutdown } = base;
   await stream.start(await callbackBaseUrl(base, app.decider));
-  const { hostDb: db, hls, autodj, relays, nowPlaying, places, lease } = app;
+  const { hostDb: db, hls, autodj, relays, nowPlaying, places, lease, titlesSent } = app;
   if (stream.available && lease) await joinHostPool(base, lease);
   if (!(stream.available && hls)) return;
   await hls.start();
@@ -652,6 +673,7 @@ async function startStreamingHost(base: Foundation, app: Application): Promise<v
       relays,
       sourceEpoch: (mount) => app.decider?.sourceEpoch(mount),
       leaseHeld: () => lease?.held ?? true,
+      titlesSent,
     },
     log,
     config.streaming.reconcileIntervalMs,

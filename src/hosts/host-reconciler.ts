@@ -34,6 +34,11 @@ export interface HostWorkers {
   sourceEpoch?(mount: string): number | undefined;
   /** False once this host's lease ran out (src/hosts/host-lease.ts): it then serves nothing. */
   leaseHeld?(): boolean;
+  /**
+   * The owner's title last sent to each mount, shared with this process's API, which sends it at once: sent again
+   * later, it would replace a title a live encoder sent meanwhile.
+   */
+  titlesSent?: Map<string, string>;
 }
 
 const LIVE_ON_HOST = `SELECT ${SERVICE_ROW_COLUMNS}, host_epoch FROM services
@@ -54,7 +59,7 @@ export class HostReconciler {
   private readonly task: PeriodicTask;
   private listener?: Client;
   /** The owner's title last sent to each mount, so that it is sent once. */
-  private readonly titles = new Map<string, string>();
+  private readonly titles: Map<string, string>;
   /** Set while the lease is lost and the host serves nothing (logged once). */
   private fenced = false;
 
@@ -67,6 +72,7 @@ export class HostReconciler {
     intervalMs: number,
   ) {
     this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log, WOKEN_PASS_GAP_MS);
+    this.titles = workers.titlesSent ?? new Map();
   }
 
   start(): void {

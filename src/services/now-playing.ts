@@ -61,6 +61,8 @@ export class NowPlaying {
     private readonly db: Database,
     /** Icecast's admin API: a title the owner sets reaches listeners' players too (ICY metadata). */
     private readonly admin: () => IcecastAdmin | undefined = () => undefined,
+    /** The owner's title last sent to each mount of this host, kept with the host reconciler's (which then skips it). */
+    private readonly titlesSent?: Map<string, string>,
   ) {}
 
   /**
@@ -74,9 +76,14 @@ export class NowPlaying {
       "SELECT pg_notify('host_services', host_id) FROM services WHERE id = $1 AND host_id IS NOT NULL",
       [service.id],
     );
-    await this.admin()
-      ?.updateMetadata(service.mount, songText(track))
-      .catch(() => false);
+    const song = songText(track);
+    if (
+      await this.admin()
+        ?.updateMetadata(service.mount, song)
+        .catch(() => false)
+    ) {
+      this.titlesSent?.set(service.mount, song);
+    }
     return added ?? (await this.current(service.id))!;
   }
 
