@@ -8,7 +8,6 @@ import {
   http,
   numberToHex,
   parseEventLogs,
-  publicActions,
   toEventSelector,
   type Address,
   type Chain,
@@ -17,6 +16,7 @@ import {
   type RpcBlock,
   type RpcLog,
   type RpcTransactionReceipt,
+  type Transport,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
@@ -133,11 +133,11 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     throw error;
   }
   const viemChain = localViemChain(EMBEDDED_CHAIN_ID, anvil.rpcUrl);
-  const publicClient = createPublicClient({
+  const publicClient: PublicClient = createPublicClient<Transport, Chain>({
     chain: viemChain,
     transport: http(anvil.rpcUrl),
     pollingInterval: 10,
-  }) as PublicClient;
+  });
   const minter = createWalletClient({
     account: privateKeyToAccount(DEV_ROLES.minter.privateKey, {
       nonceManager: createNonceManager({ source: jsonRpc() }),
@@ -145,7 +145,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     chain: viemChain,
     transport: http(anvil.rpcUrl),
     pollingInterval: 10,
-  }).extend(publicActions);
+  });
 
   const devAddresses = new Map(DEV_ACCOUNTS.map(({ address }) => [address.toLowerCase(), address]));
   const ledgerTopics = ledgerEvents.map((event) => toEventSelector(event));
@@ -256,7 +256,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       functionName: 'mint',
       args: [to, atomic],
     });
-    const receipt = await minter.waitForTransactionReceipt({ hash });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== 'success') throw new Error(`mint reverted: ${hash}`);
     await checkpoint();
     return hash;

@@ -5,6 +5,7 @@ import {
   numberToHex,
   parseAbi,
   zeroAddress,
+  type AbiParameter,
   type Address,
   type Hex,
 } from 'viem';
@@ -16,6 +17,13 @@ export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a1739
 export const USDC_NAME = 'USD Coin';
 export const USDC_VERSION = '2';
 export const USDC_DECIMALS = 6;
+
+const ledgerEventSignatures = [
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+  'event Approval(address indexed owner, address indexed spender, uint256 value)',
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
+] as const;
 
 export const tokenAbi = parseAbi([
   'function name() view returns (string)',
@@ -31,14 +39,11 @@ export const tokenAbi = parseAbi([
   'function transfer(address to, uint256 value) returns (bool)',
   'function approve(address spender, uint256 value) returns (bool)',
   'function transferFrom(address from, address to, uint256 value) returns (bool)',
-  'event Transfer(address indexed from, address indexed to, uint256 value)',
-  'event Approval(address indexed owner, address indexed spender, uint256 value)',
-  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
-  'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
+  ...ledgerEventSignatures,
 ]);
 
 /** The events of the token that change the ledger (Mint is not among them: its Transfer says the same). */
-export const ledgerEvents = tokenAbi.filter((item) => item.type === 'event');
+export const ledgerEvents = parseAbi(ledgerEventSignatures);
 
 // Storage slots of FiatTokenV2.sol's state variables, in declaration order.
 const BALANCES_SLOT = 0n;
@@ -49,7 +54,9 @@ const AUTHORIZATIONS_SLOT = 3n;
 const word = (value: bigint | string): Hex => numberToHex(BigInt(value), { size: 32 });
 
 function mappingSlot(key: Hex, keyType: 'address' | 'bytes32', slot: bigint | Hex): Hex {
-  return keccak256(encodeAbiParameters([{ type: keyType }, { type: 'uint256' }], [key, BigInt(slot)]));
+  const layout: readonly AbiParameter[] = [{ type: keyType }, { type: 'uint256' }];
+  const values: readonly unknown[] = [key, BigInt(slot)];
+  return keccak256(encodeAbiParameters(layout, values));
 }
 
 /** The token's storage for a ledger state, as anvil's state file wants it. */
