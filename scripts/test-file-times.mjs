@@ -35,7 +35,9 @@ export default async function* fileTimes(source) {
   const seconds = (ms) => (ms / 1000).toFixed(1).padStart(7);
   yield '\nper-file wall time (slowest first):\n';
   for (const row of rows) {
-    yield `${seconds(row.ms)} s  ${row.file}  (${row.tests} tests${row.failed ? `, ${row.failed} failed` : ''})\n`;
+    const failed = row.failed ? `, ${row.failed} failed` : '';
+    const from = seconds(row.first - startedAt).trim();
+    yield `${seconds(row.ms)} s  ${row.file}  (${row.tests} tests${failed}; from ${from} s)\n`;
   }
   const sum = rows.reduce((total, row) => total + row.ms, 0);
   const wall = seconds(Date.now() - startedAt).trim();

@@ -140,7 +140,8 @@ export async function startService(env: Record<string, string> = {}, options: St
   const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
   if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
-  const child = spawn(process.execPath, [await prebuiltEntry(), 'serve', ...(options.args ?? [])], {
+  const args = [...serveNodeFlags(), await prebuiltEntry(), 'serve', ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, {
     cwd: root,
     env: { ...process.env, ...fullEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -189,6 +190,14 @@ export async function startService(env: Record<string, string> = {}, options: St
       return stopped;
     },
   };
+}
+
+/**
+ * V8 flags for the services `npm test` starts (TEST_SERVE_NODE_FLAGS, set by scripts/test.mjs): the same code, compiled
+ * differently. Benchmarks and a test file run on its own start serve with node's defaults.
+ */
+function serveNodeFlags(): string[] {
+  return (process.env.TEST_SERVE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 }
 
 /**
