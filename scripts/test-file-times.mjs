@@ -20,7 +20,8 @@ export default async function* fileTimes(source) {
     if (event.type === 'test:dequeue' || event.type === 'test:start') times.first = Math.min(times.first, Date.now());
     if (event.type !== 'test:complete' && event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     times.last = Math.max(times.last, Date.now());
-    if (data.nesting === 0 && data.name === data.file) times.own = data.details?.duration_ms;
+    const fileLevel = data.name === data.file || data.name === relative(process.cwd(), data.file);
+    if (data.nesting === 0 && fileLevel) times.own = data.details?.duration_ms;
     else if (event.type !== 'test:complete' && !data.details?.type) {
       times.tests += 1;
       if (event.type === 'test:fail') times.failed += 1;
