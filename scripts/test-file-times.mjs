@@ -4,7 +4,7 @@
 //     --test-reporter=./scripts/test-file-times.mjs --test-reporter-destination=stderr test/*.test.ts
 // A file's time is its process's, as the runner reports it (the file's own top-level test, boot included); a file
 // run in this process (no --test isolation) falls back to its first test's start to its last test's end.
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 
 export default async function* fileTimes(source) {
   const startedAt = Date.now();
@@ -16,11 +16,13 @@ export default async function* fileTimes(source) {
   for await (const event of source) {
     const data = event.data ?? {};
     if (!data.file) continue;
-    const times = entry(data.file);
+    // Events name their file as given or as an absolute path, depending on where they come from.
+    const file = relative(process.cwd(), resolve(data.file));
+    const times = entry(file);
     if (event.type === 'test:dequeue' || event.type === 'test:start') times.first = Math.min(times.first, Date.now());
     if (event.type !== 'test:complete' && event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     times.last = Math.max(times.last, Date.now());
-    const fileLevel = data.name === data.file || data.name === relative(process.cwd(), data.file);
+    const fileLevel = data.name === data.file || data.name === file;
     if (data.nesting === 0 && fileLevel) times.own = data.details?.duration_ms;
     else if (event.type !== 'test:complete' && !data.details?.type) {
       times.tests += 1;
@@ -29,7 +31,7 @@ export default async function* fileTimes(source) {
   }
   const rows = [...files].map(([file, times]) => ({
     ...times,
-    file: relative(process.cwd(), file),
+    file,
     ms: times.own ?? times.last - times.first,
   }));
   rows.sort((a, b) => b.ms - a.ms);
