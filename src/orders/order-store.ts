@@ -1,4 +1,4 @@
-import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
+import { eventInsert, eventsInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
 import { PLACEMENT_LOCK_COLUMNS } from '../hosts/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import type { ServiceInsert, ServiceRow } from '../services/index.js';
@@ -309,6 +309,46 @@ export class OrderStore {
     // The activation changes these columns only (no trigger rewrites an order row).
     const active = activatedAt && { ...order, state: 'active' as const, lease_until: null, updated_at: activatedAt };
     return { service, ...(active && { order: active }) };
+  }
+
+  /**
+   * A new stream's settlement, its service, its activation and their events (order.paid, then `provisioned`) in one
+   * statement that commits by itself: settling → active, one chained order state for both (migration 008's trigger
+   * sees one change of the row). `insert` must be numbered from 4 and inserted only if the CTE `paid` returns a row.
+   * Undefined when nothing was changed (the order had left "settling"); the order as it is then, with its service, if
+   * the service was inserted.
+   */
+  async settleIntoNewService(
+    order: OrderRow,
+    settlement: Record<string, unknown>,
+    settledAt: Date,
+    insert: ServiceInsert,
+    provisioned: NewEvent,
+  ): Promise<{ order: OrderRow; service?: ServiceRow } | undefined> {
+    const first = 4 + insert.params.length;
+    const events = eventsInsert([orderPaidEvent({ ...order, settlement }), provisioned], first, 'provisioned');
+    const [row] = await this.db.query<Record<string, unknown>>(
+      `WITH paid AS (UPDATE orders SET state = 'active', settlement = $2, settled_at = $3, lease_until = NULL,
+                                       updated_at = now()
+                     WHERE id = $1 AND state = 'settling' RETURNING settlement, updated_at),
+            provisioned AS (${insert.sql}),
+            provisioned_events AS (${events.sql})
+       SELECT provisioned.*, paid.settlement AS paid_settlement, paid.updated_at AS activated_at
+       FROM paid LEFT JOIN provisioned ON true`,
+      [order.id, settlement, settledAt, ...insert.params, ...events.params],
+    );
+    if (!row) return undefined;
+    const { paid_settlement: paidSettlement, activated_at: activatedAt, ...service } = row;
+    // The settlement and the activation change these columns only (no trigger rewrites an order row).
+    const active = {
+      ...order,
+      state: 'active' as const,
+      settlement: paidSettlement as Record<string, unknown>,
+      settled_at: settledAt,
+      lease_until: null,
+      updated_at: activatedAt as Date,
+    };
+    return { order: active, ...(service.id !== null && { service: service as unknown as ServiceRow }) };
   }
 
   /** Takes leases on unfinished orders whose lease ran out (a crashed or slow instance); safe across instances. */
