@@ -66,7 +66,8 @@ export function eventsInsert(events: NewEvent[], first: number, onlyIf?: string)
   const rows = events.map((_, e) => {
     const [id, type, key, service, order, data, once] = Array.from({ length: 7 }, (_, i) => `$${first + 7 * e + i}`);
     return `SELECT ${e} AS n, ${id}::text AS id, ${type}::text AS type, ${key}::text AS api_key_id,
-            ${service}::text AS service_id, ${order}::text AS order_id, ${data}::jsonb AS data, ${once}::text AS once_key`;
+            ${service}::text AS service_id, ${order}::text AS order_id, ${data}::jsonb AS data,
+            ${once}::text AS once_key`;
   });
   return {
     sql: `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)

@@ -72,7 +72,7 @@ export interface ClaimLocks {
   buyer?: { payer: string | null };
 }
 
-function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, unknown[]] {
+function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, Array<string | null>] {
   const keyCheck = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
   const columns = [locks.placement && PLACEMENT_LOCK_COLUMNS, locks.buyer && BUYER_LOCK_COLUMNS].filter(Boolean);
   if (!columns.length) return [keyCheck, [apiKeyId]];
@@ -192,7 +192,7 @@ export class OrderStore {
    * placed on, is stored with the order). Undefined when another request holds the
    * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
    * AuthorizationUsed). `locks` are taken in the statement that checks the key, right after it and in this order: the
-   * placement lock, then the buyer's locks (one round trip for all; `admit` must then not take them again).
+   * placement lock, then the buyer's locks (sent with BEGIN: one round trip for all; `admit` must not take them again).
    */
   async claim(
     order: NewOrder,
@@ -202,32 +202,35 @@ export class OrderStore {
     locks: ClaimLocks = {},
   ): Promise<OrderRow | undefined> {
     try {
-      return await this.db.transaction(async (client) => {
-        // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
-        const { rows: active } = await client.query(...keyCheckWith(order.api_key_id, locks));
-        if (!active.length) throw new KeyRevoked();
-        const placed = { ...order, ...(await admit?.(client)) };
-        const columns = Object.keys(placed);
-        const values = Object.values(placed);
-        // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
-        // still taken last (see migration 008); the evaluation's key is checked at commit.
-        const n = columns.length;
-        const {
-          rows: [row],
-        } = await client.query(
-          `WITH claimed AS (
+      // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
+      const [sql, params] = keyCheckWith(order.api_key_id, locks);
+      return await this.db.transaction(
+        async (client, active) => {
+          if (!active.length) throw new KeyRevoked();
+          const placed = { ...order, ...(await admit?.(client)) };
+          const columns = Object.keys(placed);
+          const values = Object.values(placed);
+          // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
+          // still taken last (see migration 008); the evaluation's key is checked at commit.
+          const n = columns.length;
+          const {
+            rows: [row],
+          } = await client.query(
+            `WITH claimed AS (
              INSERT INTO orders (${columns.join(', ')}, state, lease_until)
              VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling',
                      now() + make_interval(secs => $${n + 1}))
              ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *)
            SELECT claimed.*, audit_append($${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}) AS appended_seq
            FROM claimed`,
-          [...values, leaseSeconds, record.id, record.kind, record.snapshotHash, record.text, record.hash],
-        );
-        if (!row) throw keyTaken;
-        const { appended_seq: _, ...claimed } = row;
-        return claimed as OrderRow;
-      });
+            [...values, leaseSeconds, record.id, record.kind, record.snapshotHash, record.text, record.hash],
+          );
+          if (!row) throw keyTaken;
+          const { appended_seq: _, ...claimed } = row;
+          return claimed as OrderRow;
+        },
+        { sql, params },
+      );
     } catch (e) {
       if (e === keyTaken) return undefined;
       throw claimConflictOf(e);
