@@ -45,6 +45,7 @@ const json = (text: string) => JSON.parse(text);
 
 describe('the audit trail', () => {
   let upgraded: { order: any; serviceId: string; evaluationId: string };
+  let streamOrderId: string;
 
   test('an upgrade is recorded with its target price, credit, minimum and charge, and every record replays byte for byte', async () => {
     const bought = await stream({ duration_hours: 24, max_listeners: 5, bitrate_kbps: 64, transfer_gb: 2 });
@@ -95,6 +96,17 @@ describe('the audit trail', () => {
     assert.equal((await request(service, 'GET', `/orders/${order.id}`)).body.order.evaluation_id, order.evaluation_id);
 
     const byService = json((await service.cli(['audit', 'show', id])).stdout);
+    // A new stream is settled and provisioned in one statement: one chained state for both, with its settlement.
+    const streamStates = byService.records.filter(
+      (x: any) => x.kind === 'order_state' && x.subject === bought.order.id,
+    );
+    assert.deepEqual(
+      streamStates.map((x: any) => x.record.state),
+      ['settling', 'active'],
+    );
+    assert.match(streamStates[1].record.settlement.transaction, /^0x[0-9a-f]{64}$/);
+    assert.ok(streamStates[1].record.settled_at, 'the settlement time is chained with it');
+    streamOrderId = bought.order.id;
     assert.deepEqual(
       new Set(byService.records.map((x: any) => x.kind)),
       new Set(['order_price', 'upgrade_price', 'order_state']),
@@ -353,6 +365,9 @@ describe('the audit trail', () => {
       result.stderr,
       new RegExp(`order ${orderId}: amount_atomic changed from "${upgraded.order.amount.amount_atomic}" to "2"`),
     );
+    // An active order whose chained state lost its settlement: provisioned without being paid, as far as it shows.
+    await db.query('UPDATE orders SET settlement = NULL WHERE id = $1', [streamOrderId]);
+    assert.match((await verify()).stderr, new RegExp(`order ${streamOrderId}: active without a settlement`));
   });
 
   test('a whole rewrite with recomputed hashes is caught by the signed heads, and by a head an auditor kept', async () => {

@@ -75,7 +75,7 @@ describe('a paid order', () => {
     await service?.stop();
   });
 
-  test('is settled and provisioned in one transaction, still chained as settling → provisioning → active', async () => {
+  test('a new stream is settled and provisioned in one statement, chained as settling → active', async () => {
     service = await startService();
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
@@ -89,16 +89,31 @@ describe('a paid order', () => {
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
     db = new pg.Client({ connectionString: lock.database_url });
     await db.connect();
-    const { rows } = await db.query<{ state: string; at: string; tx: string }>(
-      `SELECT record::jsonb ->> 'state' AS state, audit_time(created_at) AS at, xmin::text AS tx FROM audit_records WHERE subject = $1 ORDER BY seq`,
+    const { rows } = await db.query<{ state: string; transaction: string | null; tx: string }>(
+      `SELECT record::jsonb ->> 'state' AS state, record::jsonb -> 'settlement' ->> 'transaction' AS transaction,
+              xmin::text AS tx
+       FROM audit_records WHERE subject = $1 ORDER BY seq`,
       [bought.body.order.id],
     );
     assert.deepEqual(
       rows.map((r) => r.state),
-      ['settling', 'provisioning', 'active'],
+      ['settling', 'active'],
     );
-    assert.equal(rows[1].tx, rows[2].tx, 'provisioning and active were committed together');
+    assert.match(rows[1].transaction ?? '', /^0x[0-9a-f]{64}$/, 'the active state carries its settlement');
     assert.notEqual(rows[0].tx, rows[1].tx, 'the claim is committed before the settlement is sent');
+    const {
+      rows: [stored],
+    } = await db.query(
+      `SELECT s.xmin::text AS service_tx, s.expires_at, o.settled_at, e.types
+       FROM services s JOIN orders o ON o.id = s.order_id,
+            LATERAL (SELECT array_agg(type ORDER BY seq) AS types, min(tx::text) AS tx FROM events
+                     WHERE order_id = o.id) e
+       WHERE o.id = $1`,
+      [bought.body.order.id],
+    );
+    assert.equal(stored.service_tx, rows[1].tx, 'the service is committed with the settlement');
+    assert.deepEqual(stored.types, ['order.paid', 'service.active'], 'both events, in this order');
+    assert.equal(stored.expires_at.getTime() - stored.settled_at.getTime(), 3_600_000, 'an hour from the settlement');
     assert.equal(bought.body.order.payment.block_number !== null, true, 'the proof is recorded');
   });
 });

@@ -3,14 +3,18 @@ import type { ChainProblem } from './chain-problem.js';
 
 /** Fields of an order that may change after its claim; every other field is the order's terms. */
 const MUTABLE = new Set(['state', 'settlement', 'failure', 'settled_at']);
-// An order we could not provision is refunded in full (src/refunds): it ends refunded, never active.
+// An order we could not provision is refunded in full (src/refunds): it ends refunded, never active. A new stream is
+// settled and provisioned in one statement: settling → active, its settlement in that one state.
 const NEXT: Record<string, string[]> = {
-  settling: ['provisioning', 'failed'],
+  settling: ['provisioning', 'active', 'failed'],
   provisioning: ['active', 'failed', 'refunded'],
   active: [],
   failed: [],
   refunded: [],
 };
+
+/** States an order reaches only once its payment is proven (a refund follows a payment too). */
+const PAID = new Set(['provisioning', 'active', 'refunded']);
 
 interface Chained {
   seq: string;
@@ -70,6 +74,13 @@ export function checkOrderHistory(orders: OrderStates): ChainProblem[] {
           seq: states[i].seq,
           id,
           problem: `order ${id}: state went from ${before.state} to ${after.state}, which no order does`,
+        });
+      }
+      if (PAID.has(String(after.state)) && (after.settlement ?? null) === null) {
+        problems.push({
+          seq: states[i].seq,
+          id,
+          problem: `order ${id}: ${after.state} without a settlement; an order is provisioned only once it is paid`,
         });
       }
     }

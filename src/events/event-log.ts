@@ -42,15 +42,45 @@ export function eventInsert(event: NewEvent, first: number, onlyIf?: string): { 
      WHERE owner IS NOT NULL -- an event nobody owns is not recorded, and never fails the change it reports
      ${onlyIf ? `AND EXISTS (SELECT 1 FROM ${onlyIf})` : ''}
      ON CONFLICT (once_key) DO NOTHING`,
-    params: [
-      randomId('evt_'),
-      event.type,
-      event.apiKeyId ?? null,
-      event.serviceId ?? null,
-      event.orderId ?? null,
-      event.data ?? {},
-      event.onceKey ?? null,
-    ],
+    params: eventParams(event),
+  };
+}
+
+function eventParams(event: NewEvent): unknown[] {
+  return [
+    randomId('evt_'),
+    event.type,
+    event.apiKeyId ?? null,
+    event.serviceId ?? null,
+    event.orderId ?? null,
+    event.data ?? {},
+    event.onceKey ?? null,
+  ];
+}
+
+/**
+ * eventInsert for several events of one change, in one INSERT: they are numbered (seq) in the order given. (Two
+ * data-modifying CTEs of one statement run in no defined order.)
+ */
+export function eventsInsert(events: NewEvent[], first: number, onlyIf?: string): { sql: string; params: unknown[] } {
+  const rows = events.map((_, e) => {
+    const [id, type, key, service, order, data, once] = Array.from({ length: 7 }, (_, i) => `$${first + 7 * e + i}`);
+    return `SELECT ${e} AS n, ${id}::text AS id, ${type}::text AS type, ${key}::text AS api_key_id,
+            ${service}::text AS service_id, ${order}::text AS order_id, ${data}::jsonb AS data,
+            ${once}::text AS once_key`;
+  });
+  return {
+    sql: `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
+     SELECT e.id, e.type, owner, e.service_id,
+            coalesce(e.order_id, (SELECT order_id FROM services WHERE id = e.service_id)), e.data, e.once_key
+     FROM (${rows.join(' UNION ALL ')}) e,
+          LATERAL (SELECT coalesce(e.api_key_id, (SELECT api_key_id FROM services WHERE id = e.service_id),
+                           (SELECT api_key_id FROM orders WHERE id = e.order_id)) AS owner) o
+     WHERE owner IS NOT NULL -- an event nobody owns is not recorded, and never fails the change it reports
+     ${onlyIf ? `AND EXISTS (SELECT 1 FROM ${onlyIf})` : ''}
+     ORDER BY e.n
+     ON CONFLICT (once_key) DO NOTHING`,
+    params: events.flatMap(eventParams),
   };
 }
 

@@ -1,5 +1,5 @@
 export { EVENT_TYPES, type AgentEvent, type EventType, type StoredEvent } from './event-types.js';
-export { eventInsert, recordEvent, recordMountEvent, publicEvent, type NewEvent } from './event-log.js';
+export { eventInsert, eventsInsert, recordEvent, recordMountEvent, publicEvent, type NewEvent } from './event-log.js';
 export { EventFeed, type FeedPosition } from './event-feed.js';
 export { WebhookEndpoints, type WebhookEndpoint } from './webhook-endpoints.js';
 export { webhookUrlPolicy, type WebhookUrlPolicy } from './webhook-url-policy.js';

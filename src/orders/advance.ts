@@ -1,3 +1,4 @@
+import { ApiError } from '../errors/index.js';
 import { provisionedEvent } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { Decimal } from '../rules/index.js';
@@ -163,8 +164,10 @@ class ProvisioningFailed extends Error {
  * settlement alone is committed in another (a savepoint would cost every purchase a round trip for this rare case):
  * the order stays "provisioning" for recovery, as when they were two transactions; a crash in between loses only
  * uncommitted work, and recovery finds the transfer on chain again.
- * The chain state that proves the payment is saved (the embedded chain's checkpoint) while this transaction runs, and
- * the transaction commits only once it is: nothing counts as paid before its proof would survive a restart of the chain.
+ * Nothing counts as paid before its proof would survive a restart of the chain: the chain state that proves the
+ * payment is saved (the embedded chain's checkpoint) before the settlement commits. A new stream, the usual case, is
+ * one statement after that save; an upgrade, an extension or an order that has its service already, a transaction
+ * whose statements run while the chain state is saved.
  */
 async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced> {
   const saved = deps.ledger.saved().then(
@@ -176,21 +179,22 @@ async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: A
     if (saveError)
       throw new SettlementPending(`the chain state that proves the payment could not be saved: ${saveError.message}`);
   };
-  const done: Advanced & { provisioningError?: unknown } = await deps.db
-    .transaction(async (client) => {
+  const settle = async (): Promise<Advanced> =>
+    (isNewStream(order) ? await settleIntoNewService(order, proof, deps, chainStateSaved) : undefined) ??
+    (await deps.db.transaction(async (client) => {
       const recorded = await recordPaidAndProvision(client, order, proof, deps);
       await chainStateSaved();
       return recorded;
-    })
-    .catch(async (e: unknown) => {
-      if (!(e instanceof ProvisioningFailed)) throw e;
-      const settled = await deps.db.transaction(async (client) => {
-        const paid = await recordPaid(client, order, proof, deps);
-        await chainStateSaved();
-        return paid;
-      });
-      return { order: settled, provisioningError: e.failure };
+    }));
+  const done: Advanced & { provisioningError?: unknown } = await settle().catch(async (e: unknown) => {
+    if (!(e instanceof ProvisioningFailed)) throw e;
+    const settled = await deps.db.transaction(async (client) => {
+      const paid = await recordPaid(client, order, proof, deps);
+      await chainStateSaved();
+      return paid;
     });
+    return { order: settled, provisioningError: e.failure };
+  });
   deps.log.info(
     { order_id: order.id, transaction: proof.transaction, block: proof.block_number },
     'settled: transfer proven on chain',
@@ -201,6 +205,56 @@ async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: A
   }
   if (done.service) deps.log.info({ order_id: order.id }, 'provisioned');
   return { order: done.order, service: done.service };
+}
+
+function isNewStream(order: OrderRow): boolean {
+  return !order.upgrade_of && !order.extension_of;
+}
+
+function settlementOf(order: OrderRow, proof: TransferProof): Record<string, unknown> {
+  return { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof };
+}
+
+/**
+ * A new stream's settlement, service and activation in one statement that commits by itself, once the chain state is
+ * saved: three round trips fewer than a transaction, and one chained order state (settling → active) instead of two.
+ * Undefined when the order had left "settling" (the transaction's path then reads it); an error PostgreSQL answered
+ * rolled the statement back: ProvisioningFailed, and the settlement is committed alone.
+ */
+async function settleIntoNewService(
+  order: OrderRow,
+  proof: TransferProof,
+  deps: AdvanceDeps,
+  chainStateSaved: () => Promise<void>,
+): Promise<Advanced | undefined> {
+  await chainStateSaved();
+  // A crash here loses the settlement, not committed yet: recovery finds the transfer on chain again.
+  crashPoint('after_settled');
+  const settledAt = new Date();
+  const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
+  const insert = deps.services.newServiceInsert(
+    order,
+    limits,
+    expiryOf({ ...order, settled_at: settledAt }),
+    4,
+    'paid',
+  );
+  const provisioned = { ...provisionedEvent(order, insert.service), apiKeyId: order.api_key_id };
+  try {
+    const done = await deps.orders.settleIntoNewService(
+      order,
+      settlementOf(order, proof),
+      settledAt,
+      insert,
+      provisioned,
+    );
+    if (done && !done.service) return { order: done.order, service: await deps.services.forOrder(order.id) };
+    return done;
+  } catch (e) {
+    // Not answered (connection lost, given up): it may have committed; the order's lease brings recovery.
+    if (e instanceof ApiError || timedOut(e)) throw e;
+    throw new ProvisioningFailed(e);
+  }
 }
 
 async function recordPaidAndProvision(
@@ -225,11 +279,7 @@ async function recordPaid(client: Client, order: OrderRow, proof: TransferProof,
   // service, and a concurrent claim waiting on that version would deadlock with us.
   const target = order.upgrade_of ?? order.extension_of;
   if (target) await deps.services.lock(client, target);
-  const settled = await deps.orders.settled(
-    order,
-    { success: true, transaction: proof.transaction, network: order.network, payer: order.payer, proof },
-    client,
-  );
+  const settled = await deps.orders.settled(order, settlementOf(order, proof), client);
   // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
   crashPoint('after_settled');
   return settled;

@@ -266,7 +266,6 @@ export class OrderService {
     const entry = auditEntryOf(attempt, sale);
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
-    const claimStartedAt = Date.now();
     const locks = this.claimLocks(attempt, sale, payment.authorization.from);
     try {
       claimed = await this.orders.claim(
@@ -282,7 +281,7 @@ export class OrderService {
       return { placed: await this.claimRefused(e, attempt, payment) };
     }
     // This instance's own sale is seen at once; other instances' within a second.
-    if (claimed && !attempt.upgradeOf && !attempt.extensionOf) this.countSale(claimed, sale.demand, claimStartedAt);
+    if (claimed && !attempt.upgradeOf && !attempt.extensionOf) this.countSale(claimed, sale.demand);
     else this.forgetRecentCounts();
     if (claimed) return { order: claimed, evaluationHash: entry.hash };
     const winner = await this.orders.byKey(attempt.apiKeyId, attempt.idempotencyKey);
@@ -377,11 +376,11 @@ export class OrderService {
    * old): the next buyer's 402 needs no new read of the pool and of the key's holdings. An upgrade or an extension,
    * and an order not delivered, make them read afresh instead.
    */
-  private countSale(order: OrderRow, demand: StreamLoad, claimStartedAt: number): void {
-    this.recentPool.add(claimStartedAt, (hosts) =>
+  private countSale(order: OrderRow, demand: StreamLoad): void {
+    this.recentPool.add((hosts) =>
       hosts.map((h) => (h.id === order.host_id ? { ...h, load: addLoad(h.load, demand) } : h)),
     );
-    this.recentKeyHoldings.get(order.api_key_id)?.add(claimStartedAt, (held) => ({
+    this.recentKeyHoldings.get(order.api_key_id)?.add((held) => ({
       ...held,
       live_services: held.live_services + demand.sources,
       listener_places: held.listener_places + demand.listeners,

@@ -1,4 +1,4 @@
-import { eventInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
+import { eventInsert, eventsInsert, orderPaidEvent, type NewEvent } from '../events/index.js';
 import { PLACEMENT_LOCK_COLUMNS } from '../hosts/index.js';
 import { KeyRevoked } from '../keys/index.js';
 import type { ServiceInsert, ServiceRow } from '../services/index.js';
@@ -72,7 +72,7 @@ export interface ClaimLocks {
   buyer?: { payer: string | null };
 }
 
-function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, unknown[]] {
+function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, Array<string | null>] {
   const keyCheck = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
   const columns = [locks.placement && PLACEMENT_LOCK_COLUMNS, locks.buyer && BUYER_LOCK_COLUMNS].filter(Boolean);
   if (!columns.length) return [keyCheck, [apiKeyId]];
@@ -192,7 +192,7 @@ export class OrderStore {
    * placed on, is stored with the order). Undefined when another request holds the
    * key; a unique violation throws its ClaimConflict (UpgradeInFlight, ExtensionInFlight, PaymentIdTaken,
    * AuthorizationUsed). `locks` are taken in the statement that checks the key, right after it and in this order: the
-   * placement lock, then the buyer's locks (one round trip for all; `admit` must then not take them again).
+   * placement lock, then the buyer's locks (sent with BEGIN: one round trip for all; `admit` must not take them again).
    */
   async claim(
     order: NewOrder,
@@ -202,32 +202,35 @@ export class OrderStore {
     locks: ClaimLocks = {},
   ): Promise<OrderRow | undefined> {
     try {
-      return await this.db.transaction(async (client) => {
-        // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
-        const { rows: active } = await client.query(...keyCheckWith(order.api_key_id, locks));
-        if (!active.length) throw new KeyRevoked();
-        const placed = { ...order, ...(await admit?.(client)) };
-        const columns = Object.keys(placed);
-        const values = Object.values(placed);
-        // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
-        // still taken last (see migration 008); the evaluation's key is checked at commit.
-        const n = columns.length;
-        const {
-          rows: [row],
-        } = await client.query(
-          `WITH claimed AS (
+      // The caller may have checked the key from a cache; FOR SHARE also holds off a revocation until this commits.
+      const [sql, params] = keyCheckWith(order.api_key_id, locks);
+      return await this.db.transaction(
+        async (client, active) => {
+          if (!active.length) throw new KeyRevoked();
+          const placed = { ...order, ...(await admit?.(client)) };
+          const columns = Object.keys(placed);
+          const values = Object.values(placed);
+          // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
+          // still taken last (see migration 008); the evaluation's key is checked at commit.
+          const n = columns.length;
+          const {
+            rows: [row],
+          } = await client.query(
+            `WITH claimed AS (
              INSERT INTO orders (${columns.join(', ')}, state, lease_until)
              VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}, 'settling',
                      now() + make_interval(secs => $${n + 1}))
              ON CONFLICT (api_key_id, idempotency_key) DO NOTHING RETURNING *)
            SELECT claimed.*, audit_append($${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}) AS appended_seq
            FROM claimed`,
-          [...values, leaseSeconds, record.id, record.kind, record.snapshotHash, record.text, record.hash],
-        );
-        if (!row) throw keyTaken;
-        const { appended_seq: _, ...claimed } = row;
-        return claimed as OrderRow;
-      });
+            [...values, leaseSeconds, record.id, record.kind, record.snapshotHash, record.text, record.hash],
+          );
+          if (!row) throw keyTaken;
+          const { appended_seq: _, ...claimed } = row;
+          return claimed as OrderRow;
+        },
+        { sql, params },
+      );
     } catch (e) {
       if (e === keyTaken) return undefined;
       throw claimConflictOf(e);
@@ -309,6 +312,46 @@ export class OrderStore {
     // The activation changes these columns only (no trigger rewrites an order row).
     const active = activatedAt && { ...order, state: 'active' as const, lease_until: null, updated_at: activatedAt };
     return { service, ...(active && { order: active }) };
+  }
+
+  /**
+   * A new stream's settlement, its service, its activation and their events (order.paid, then `provisioned`) in one
+   * statement that commits by itself: settling → active, one chained order state for both (migration 008's trigger
+   * sees one change of the row). `insert` must be numbered from 4 and inserted only if the CTE `paid` returns a row.
+   * Undefined when nothing was changed (the order had left "settling"); the order as it is then, with its service, if
+   * the service was inserted.
+   */
+  async settleIntoNewService(
+    order: OrderRow,
+    settlement: Record<string, unknown>,
+    settledAt: Date,
+    insert: ServiceInsert,
+    provisioned: NewEvent,
+  ): Promise<{ order: OrderRow; service?: ServiceRow } | undefined> {
+    const first = 4 + insert.params.length;
+    const events = eventsInsert([orderPaidEvent({ ...order, settlement }), provisioned], first, 'provisioned');
+    const [row] = await this.db.query<Record<string, unknown>>(
+      `WITH paid AS (UPDATE orders SET state = 'active', settlement = $2, settled_at = $3, lease_until = NULL,
+                                       updated_at = now()
+                     WHERE id = $1 AND state = 'settling' RETURNING settlement, updated_at),
+            provisioned AS (${insert.sql}),
+            provisioned_events AS (${events.sql})
+       SELECT provisioned.*, paid.settlement AS paid_settlement, paid.updated_at AS activated_at
+       FROM paid LEFT JOIN provisioned ON true`,
+      [order.id, settlement, settledAt, ...insert.params, ...events.params],
+    );
+    if (!row) return undefined;
+    const { paid_settlement: paidSettlement, activated_at: activatedAt, ...service } = row;
+    // The settlement and the activation change these columns only (no trigger rewrites an order row).
+    const active = {
+      ...order,
+      state: 'active' as const,
+      settlement: paidSettlement as Record<string, unknown>,
+      settled_at: settledAt,
+      lease_until: null,
+      updated_at: activatedAt as Date,
+    };
+    return { order: active, ...(service.id !== null && { service: service as unknown as ServiceRow }) };
   }
 
   /** Takes leases on unfinished orders whose lease ran out (a crashed or slow instance); safe across instances. */

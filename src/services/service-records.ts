@@ -113,24 +113,28 @@ export class ServiceRecords {
 
   /**
    * The INSERT of an order's new active service (nothing if the order has one), its parameters numbered from `first`,
-   * returning the row with its host's address; and the service as it will be, for the event announcing it.
+   * returning the row with its host's address; and the service as it will be, for the event announcing it. With
+   * `onlyIf`, the name of a CTE of the statement it runs in, the service is inserted only when that CTE returns a row.
    */
   newServiceInsert(
     order: { id: string; api_key_id: string; product_id: string; host_id?: string | null },
     limits: Record<string, unknown>,
     expiresAt: Date | null,
     first = 1,
+    onlyIf?: string,
   ): ServiceInsert {
     const id = randomId('svc_');
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const $ = (i: number) => `$${first + i - 1}`;
+    const row = `${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::text, 'active', ${$(5)}::text, 'source',
+               ${$(6)}::text, ${$(7)}::jsonb, ${$(8)}::timestamptz,
+               COALESCE((SELECT public_url FROM streaming_hosts WHERE id = ${$(12)}::text), ${$(9)}::text),
+               ${$(10)}::jsonb, ${$(11)}::boolean, ${$(12)}::text`;
     return {
       service: { id, product_id: order.product_id, status: 'active', expires_at: expiresAt, limits },
       sql: `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password,
                                   limits, expires_at, icecast_url, playlist, shuffle, host_id)
-       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, 'active', ${$(5)}, 'source', ${$(6)}, ${$(7)}, ${$(8)},
-               COALESCE((SELECT public_url FROM streaming_hosts WHERE id = ${$(12)}), ${$(9)}), ${$(10)}, ${$(11)},
-               ${$(12)})
+       ${onlyIf ? `SELECT ${row} WHERE EXISTS (SELECT 1 FROM ${onlyIf})` : `VALUES (${row})`}
        ON CONFLICT (order_id) DO NOTHING ${RETURNING_WITH_HOST_URL}`,
       params: [
         id,

@@ -74,13 +74,21 @@ export class Database {
     return name;
   }
 
-  async transaction<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in a transaction. `opening`, a first statement whose parameters are text (or null), is sent in the
+   * same message as BEGIN, its parameters written into it as quoted literals: one round trip less, for a statement
+   * cheap to plan (a lock); its rows go to `work`.
+   */
+  async transaction<T>(
+    work: (client: Client, opened: Row[]) => Promise<T>,
+    opening?: { sql: string; params: Array<string | null> },
+  ): Promise<T> {
     const client = await this.dedicated();
     let broken: unknown;
     let committing = false;
     try {
-      await client.query('BEGIN');
-      const result = await work(this.preparing(client));
+      const opened = opening ? await openWith(client, opening) : (await client.query('BEGIN'), []);
+      const result = await work(this.preparing(client), opened);
       committing = true;
       await client.query('COMMIT');
       return result;
@@ -151,6 +159,17 @@ function survivesLoss(client: pg.PoolClient): pg.PoolClient {
 }
 
 /** pg's answer when a query ran past `timeoutMs` (query_timeout): the connection may have gone silent. */
+/** BEGIN and `opening` in one simple query (see Database.transaction); the rows of `opening`. */
+async function openWith(client: Client, opening: { sql: string; params: Array<string | null> }): Promise<Row[]> {
+  const sql = opening.sql.replace(/\$(\d+)\b/g, (_, n: string) => {
+    const value = opening.params[Number(n) - 1];
+    if (value === undefined) throw new Error(`no parameter $${n} for the opening statement`);
+    return value === null ? 'NULL' : client.escapeLiteral(value);
+  });
+  const results = (await client.query(`BEGIN; ${sql}`)) as unknown as pg.QueryResult[];
+  return results[1].rows;
+}
+
 export function timedOut(e: unknown): boolean {
   return e instanceof Error && e.message === 'Query read timeout';
 }
