@@ -158,7 +158,6 @@ function survivesLoss(client: pg.PoolClient): pg.PoolClient {
   return client;
 }
 
-/** pg's answer when a query ran past `timeoutMs` (query_timeout): the connection may have gone silent. */
 /** BEGIN and `opening` in one simple query (see Database.transaction); the rows of `opening`. */
 async function openWith(client: Client, opening: { sql: string; params: Array<string | null> }): Promise<Row[]> {
   const sql = opening.sql.replace(/\$(\d+)\b/g, (_, n: string) => {
@@ -170,6 +169,7 @@ async function openWith(client: Client, opening: { sql: string; params: Array<st
   return results[1].rows;
 }
 
+/** pg's answer when a query ran past `timeoutMs` (query_timeout): the connection may have gone silent. */
 export function timedOut(e: unknown): boolean {
   return e instanceof Error && e.message === 'Query read timeout';
 }
