@@ -356,9 +356,11 @@ const exactUsageSuite = () =>
           u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
         `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)`,
       );
+      // The cut closes the source's connection with what the relay had written still in its sockets: Icecast counts
+      // what it read, the relay what it wrote (0.7 s of this stream once, with both cores busy).
       assert.ok(
-        within(u.bytes.read_from_source, sent, 0.02),
-        `read_from_source ${u.bytes.read_from_source} vs sent ${sent}`,
+        u.bytes.read_from_source <= sent * 1.02 && u.bytes.read_from_source >= sent * 0.98 - inFlightAllowance,
+        `read_from_source ${u.bytes.read_from_source} vs sent ${sent} (2 % + ${inFlightAllowance} bytes in flight)`,
       );
       assert.equal(u.listeners.current, 0);
     });
