@@ -1,15 +1,26 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** The programs (by name) of the processes whose command line mentions this directory: an orphan would. */
+/**
+ * The programs (by name) of the processes whose command line mentions this directory: an orphan would. A process
+ * with its parent's very command line is left out: a fork that has not renamed itself yet (PostgreSQL's backends do, a
+ * moment after their fork).
+ */
 export function programsUsing(dir: string): string[] {
-  const found: string[] = [];
+  const matching = new Map<string, { name: string; parent: string; line: string }>();
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (args.some((a) => a.includes(dir))) found.push(args[0].split('/').pop()!);
+      const line = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      const args = line.split('\0');
+      if (!args.some((a) => a.includes(dir))) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const parent = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+      matching.set(pid, { name: args[0].split('/').pop()!, parent, line });
     } catch {
       /* gone */
     }
   }
-  return found.sort();
+  return [...matching.values()]
+    .filter(({ parent, line }) => matching.get(parent)?.line !== line)
+    .map(({ name }) => name)
+    .sort();
 }
