@@ -6,7 +6,13 @@
 // run in this process (no --test isolation) falls back to its first test's start to its last test's end.
 import { relative, resolve } from 'node:path';
 
-export default async function* fileTimes(source) {
+/** A file of the test bundle (FOLDER/test/x.test.js) by the name of its source (test/x.test.ts). */
+export function sourceName(folder, file) {
+  const inside = relative(folder, resolve(file));
+  return inside.startsWith('..') ? file : inside.replace(/\.js$/, '.ts');
+}
+
+export default async function* fileTimes(source, displayName = (file) => file) {
   const startedAt = Date.now();
   const files = new Map();
   const entry = (file) => {
@@ -17,7 +23,7 @@ export default async function* fileTimes(source) {
     const data = event.data ?? {};
     if (!data.file) continue;
     // Events name their file as given or as an absolute path, depending on where they come from.
-    const file = relative(process.cwd(), resolve(data.file));
+    const file = displayName(relative(process.cwd(), resolve(data.file)));
     const times = entry(file);
     if (event.type === 'test:dequeue' || event.type === 'test:start') times.first = Math.min(times.first, Date.now());
     if (event.type !== 'test:complete' && event.type !== 'test:pass' && event.type !== 'test:fail') continue;

@@ -1,14 +1,15 @@
 // Runs test files with node:test's run(), in the order given (`node --test` sorts them by name), with the spec
-// reporter and the per-file times on stdout. Started by scripts/test.mjs under the loaders the test files need (tsx and
-// the package bundle): run() starts each file in its own process with this process's loaders.
-// Usage: node --import tsx [--import …] scripts/test-files.mjs CONCURRENCY FILE…
+// reporter and the per-file times on stdout. Started by scripts/test.mjs on the files of the test bundle
+// (test/support/test-bundle.ts): run() starts each file in its own process with this process's node options. The
+// per-file times name each file by its source (FOLDER/test/x.test.js as test/x.test.ts).
+// Usage: node [--enable-source-maps] scripts/test-files.mjs FOLDER CONCURRENCY FILE…
 import { PassThrough } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
-import fileTimes from './test-file-times.mjs';
+import fileTimes, { sourceName } from './test-file-times.mjs';
 
-const [concurrency, ...files] = process.argv.slice(2);
+const [folder, concurrency, ...files] = process.argv.slice(2);
 const tests = run({ files, concurrency: Number(concurrency), timeout: 600_000 });
 
 // Both reporters read every event: one stream each, fed from the run's.
@@ -25,7 +26,7 @@ tests.on('end', () => {
 });
 const times = (async () => {
   let text = '';
-  for await (const chunk of fileTimes(forTimes)) text += chunk;
+  for await (const chunk of fileTimes(forTimes, (file) => sourceName(folder, file))) text += chunk;
   return text;
 })();
 const report = forSpec.compose(new spec());

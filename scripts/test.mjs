@@ -4,7 +4,6 @@
 // instead of all of them (`npm test -- test/orders.test.ts`).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { tsImport } from 'tsx/esm/api';
 
 // The files that take longest start first, so that no long file starts last and runs alone at the end (the thirty
@@ -74,30 +73,36 @@ async function runChecks() {
   return results;
 }
 
-// The test processes load viem, @x402/* and the MCP SDK from one prebuilt bundle rather than a thousand modules each
-// through tsx's loader hooks (test/support/package-bundle.ts).
-const { packageBundle } = await tsImport('../test/support/package-bundle.ts', import.meta.url);
-process.env.TEST_PACKAGE_BUNDLE_MAP = join(await packageBundle(), 'map.json');
+// The test processes run the test files from one prebuilt bundle with plain node rather than through tsx's loader
+// (test/support/test-bundle.ts); their source maps name the TypeScript lines.
+const { testBundle, bundledTestFile } = await tsImport('../test/support/test-bundle.ts', import.meta.url);
+const unknown = testFiles.filter((file) => !allFiles.includes(file.replace(/^\.\//, '')));
+if (unknown.length) {
+  process.stderr.write(
+    `npm test runs the files test/NAME.test.ts; not ${unknown.join(', ')} (npx tsx --test FILE runs any)\n`,
+  );
+  process.exit(2);
+}
 
 // A service a test starts lives for seconds and serves a few dozen requests: V8's optimizing compiler spent about a
-// fifth of its CPU (0.24 s of 1.2 s per start) on start-up code that would never run hot again. The interpreter and
-// the baseline compiler run the same code.
-process.env.TEST_SERVE_NODE_FLAGS = '--no-opt';
+// fifth of its CPU (0.24 s of 1.2 s per start) on start-up code that would never run hot again, and a quarter of a CLI
+// command's. The interpreter and the baseline compiler run the same code.
+process.env.TEST_NODE_FLAGS = '--no-opt';
 
 const [checkResults, tests] = await Promise.all([
   runChecks(),
-  run(
-    'node',
-    [
-      '--import',
-      'tsx',
-      '--import',
-      './test/support/package-bundle-register.mjs',
-      'scripts/test-files.mjs',
-      process.env.TEST_CONCURRENCY ?? '4',
-      ...testFiles,
-    ],
-    false,
+  testBundle().then((folder) =>
+    run(
+      'node',
+      [
+        '--enable-source-maps',
+        'scripts/test-files.mjs',
+        folder,
+        process.env.TEST_CONCURRENCY ?? '4',
+        ...testFiles.map((file) => bundledTestFile(folder, file)),
+      ],
+      false,
+    ),
   ),
 ]);
 

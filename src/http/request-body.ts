@@ -1,9 +1,18 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import { createAjv, schemaProblems } from '../schema/ajv.js';
+import { compiledOnFirstUse, createAjv, schemaProblems } from '../schema/ajv.js';
 import { readJsonObject } from './json-body.js';
 
 const ajv = createAjv({ useDefaults: true });
+
+// Each validator is compiled on its first request: a process that never serves a route never compiles its schema.
+// test/schema-meta.test.ts checks every schema listed here.
+const requestSchemas: Record<string, unknown>[] = [];
+
+/** The request schemas of the validators made so far (each is compiled when first used). */
+export function declaredRequestSchemas(): readonly Record<string, unknown>[] {
+  return requestSchemas;
+}
 
 /** A body reader for one request schema: 422 with one JSON pointer per problem. */
 export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
@@ -13,8 +22,10 @@ export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
 
 /** Checks a JSON object against a request schema (filling in defaults): 422 invalid_request with one JSON pointer per problem. */
 export function objectValidator<T>(schema: Record<string, unknown>, what: string, describedBy: string) {
-  const validate = ajv.compile<T>(schema);
+  requestSchemas.push(schema);
+  const validator = compiledOnFirstUse(() => ajv.compile<T>(schema));
   return (value: unknown): T => {
+    const validate = validator();
     if (validate(value)) return value as T;
     const details = schemaProblems(validate.errors).map(({ pointer, code, message }) => ({ pointer, code, message }));
     throw new ApiError(

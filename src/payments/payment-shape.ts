@@ -1,4 +1,4 @@
-import { createAjv } from '../schema/ajv.js';
+import { compiledOnFirstUse, createAjv } from '../schema/ajv.js';
 
 const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' };
 const uint = { type: 'string', pattern: '^[0-9]{1,78}$' };
@@ -49,4 +49,9 @@ const exactEvmPaymentSchema = {
   },
 };
 
-export const isExactEvmPayment = createAjv().compile(exactEvmPaymentSchema);
+const exactEvmPaymentValidator = compiledOnFirstUse(() => createAjv().compile(exactEvmPaymentSchema));
+
+/** Whether a payload has the exact EVM scheme's shape (the validator is compiled on the first payment seen). */
+export function isExactEvmPayment(payload: unknown): boolean {
+  return exactEvmPaymentValidator()(payload);
+}

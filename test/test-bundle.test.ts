@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { root } from './support/service.js';
+import { bundledTestFile, testBundle } from './support/test-bundle.js';
+
+const run = promisify(execFile);
+
+test('a test file sees its own source as import.meta.url, bundled (npm test) or not', async () => {
+  assert.equal(fileURLToPath(import.meta.url), join(root, 'test/test-bundle.test.ts'));
+  const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+  assert.equal(manifest.name, 'agent-audio-api');
+});
+
+test('the bundle holds every test file, with a source map naming its source, and runs one with plain node', async () => {
+  const folder = await testBundle();
+  const files = (await readdir(join(root, 'test'))).filter((name) => name.endsWith('.test.ts'));
+  for (const name of files) {
+    const map = JSON.parse(await readFile(`${bundledTestFile(folder, `test/${name}`)}.map`, 'utf8'));
+    assert.ok(
+      map.sources.some((source: string) => source.endsWith(`test/${name}`)),
+      `${name}: ${map.sources.slice(0, 3)}`,
+    );
+  }
+  const bundled = bundledTestFile(folder, 'test/batched-calls.test.ts');
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT; // in a test process, node:test would report to its parent instead
+  const { stdout } = await run(process.execPath, ['--enable-source-maps', '--test-reporter=tap', bundled], { env });
+  assert.match(stdout, /^ok 1 - BatchedCalls$/m); // execFile would have failed on a failing test's exit code
+  assert.doesNotMatch(stdout, /^\s*not ok/m);
+});
