@@ -6,12 +6,15 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { root } from './support/service.js';
+import { requireBanner } from './support/prebuilt-cli.js';
 import { bundledTestFile, testBundle } from './support/test-bundle.js';
 
 const run = promisify(execFile);
 
-test('a test file sees its own source as import.meta.url, bundled (npm test) or not', async () => {
+test("a test file sees its own source's URL, bundled (npm test) or not, and strings keep their words", async () => {
   assert.equal(fileURLToPath(import.meta.url), join(root, 'test/test-bundle.test.ts'));
+  // The rewrite of import.meta in the bundle leaves a string that spells it in parts alone (the serve bundle's banner).
+  assert.match(requireBanner.js, /bundleRequire\(import\.meta\.url\)/);
   const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
   assert.equal(manifest.name, 'agent-audio-api');
 });

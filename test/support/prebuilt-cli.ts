@@ -87,12 +87,17 @@ async function transformSources(into: string): Promise<void> {
   await symlink(join(root, 'node_modules'), join(into, 'node_modules'), 'dir');
 }
 
-// Spelled in two parts: the test files' bundle (test-bundle.ts) rewrites the whole word in every file it bundles.
-const bundleUrl = ['import.meta', 'url'].join('.');
+/**
+ * `import.meta.<property>` spelled in parts: the test files' bundle (test-bundle.ts) rewrites these words wherever they
+ * appear in the files it bundles, this one included, strings too.
+ */
+export function importMeta(property: 'url' | 'dirname' | 'filename'): string {
+  return ['import', 'meta', property].join('.');
+}
 
 /** A `require` for the CommonJS modules of an ES-module bundle, resolving from the bundle's folder. */
 export const requireBanner = {
-  js: `import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(${bundleUrl});`,
+  js: `import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(${importMeta('url')});`,
 };
 
 /** Packages loaded at run time by path or not at all: they stay outside the bundle. */
@@ -127,7 +132,7 @@ function ownModuleUrls(dir: string): Plugin {
         if (!path.startsWith(sources)) return undefined;
         const copy = join(dir, relative(root, path)).replace(/\.ts$/, '.js');
         const text = await readFile(path, 'utf8');
-        return { contents: text.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(copy).href)), loader: 'ts' };
+        return { contents: text.replaceAll(importMeta('url'), JSON.stringify(pathToFileURL(copy).href)), loader: 'ts' };
       });
     },
   };

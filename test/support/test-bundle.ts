@@ -5,7 +5,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build as esbuild, type Plugin } from 'esbuild';
 import { builtOnce } from './build-once.js';
-import { requireBanner, unbundled } from './prebuilt-cli.js';
+import { importMeta, requireBanner, unbundled } from './prebuilt-cli.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -84,9 +84,9 @@ function sourceModuleUrls(): Plugin {
       build.onLoad({ filter: /\.ts$/ }, async ({ path }) => {
         if (relative(root, path).startsWith('node_modules')) return undefined;
         const text = (await readFile(path, 'utf8'))
-          .replaceAll('import.meta.url', JSON.stringify(pathToFileURL(path).href))
-          .replaceAll('import.meta.dirname', JSON.stringify(dirname(path)))
-          .replaceAll('import.meta.filename', JSON.stringify(path));
+          .replaceAll(importMeta('url'), JSON.stringify(pathToFileURL(path).href))
+          .replaceAll(importMeta('dirname'), JSON.stringify(dirname(path)))
+          .replaceAll(importMeta('filename'), JSON.stringify(path));
         return { contents: text, loader: 'ts' };
       });
     },
