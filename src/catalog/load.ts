@@ -1,13 +1,14 @@
-import { compiledOnFirstUse, createAjv, schemaProblems, type ValidateFunction } from '../schema/ajv.js';
+import { createAjv, schemaProblems, type ValidateFunction } from '../schema/ajv.js';
+import { cachedValidator } from '../schema/validator-cache.js';
 import { parametersSchema } from './parameters.js';
 import { catalogFileSchema, productFileSchema } from './schemas.js';
 import { SourceFile, type Diagnostic } from './source.js';
 import type { Catalog, CatalogProduct, CatalogSettings, ParameterDescriptor, Product } from './types.js';
 
 const ajv = createAjv();
-const catalogFileValidator = compiledOnFirstUse(() => ajv.compile<CatalogSettings>(catalogFileSchema));
-const productFileValidator = compiledOnFirstUse(() =>
-  ajv.compile<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(productFileSchema),
+const catalogFileValidator = cachedValidator<CatalogSettings>(catalogFileSchema);
+const productFileValidator = cachedValidator<Product & { unlisted_parameters?: Record<string, ParameterDescriptor> }>(
+  productFileSchema,
 );
 
 export const CATALOG_FILE = 'catalog/catalog.yaml';

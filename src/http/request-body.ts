@@ -1,18 +1,8 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import { compiledOnFirstUse, createAjv, schemaProblems } from '../schema/ajv.js';
+import { schemaProblems } from '../schema/ajv.js';
+import { cachedValidator } from '../schema/validator-cache.js';
 import { readJsonObject } from './json-body.js';
-
-const ajv = createAjv({ useDefaults: true });
-
-// Each validator is compiled on its first request: a process that never serves a route never compiles its schema.
-// test/schema-meta.test.ts checks every schema listed here.
-const requestSchemas: Record<string, unknown>[] = [];
-
-/** The request schemas of the validators made so far (each is compiled when first used). */
-export function declaredRequestSchemas(): readonly Record<string, unknown>[] {
-  return requestSchemas;
-}
 
 /** A body reader for one request schema: 422 with one JSON pointer per problem. */
 export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
@@ -22,8 +12,8 @@ export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
 
 /** Checks a JSON object against a request schema (filling in defaults): 422 invalid_request with one JSON pointer per problem. */
 export function objectValidator<T>(schema: Record<string, unknown>, what: string, describedBy: string) {
-  requestSchemas.push(schema);
-  const validator = compiledOnFirstUse(() => ajv.compile<T>(schema));
+  // Compiled on its first request: a process that never serves a route never compiles (or loads) its schema.
+  const validator = cachedValidator<T>(schema, { useDefaults: true });
   return (value: unknown): T => {
     const validate = validator();
     if (validate(value)) return value as T;

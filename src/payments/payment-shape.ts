@@ -1,4 +1,4 @@
-import { compiledOnFirstUse, createAjv } from '../schema/ajv.js';
+import { cachedValidator } from '../schema/validator-cache.js';
 
 const address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' };
 const uint = { type: 'string', pattern: '^[0-9]{1,78}$' };
@@ -49,7 +49,7 @@ const exactEvmPaymentSchema = {
   },
 };
 
-const exactEvmPaymentValidator = compiledOnFirstUse(() => createAjv().compile(exactEvmPaymentSchema));
+const exactEvmPaymentValidator = cachedValidator(exactEvmPaymentSchema);
 
 /** Whether a payload has the exact EVM scheme's shape (the validator is compiled on the first payment seen). */
 export function isExactEvmPayment(payload: unknown): boolean {

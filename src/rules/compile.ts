@@ -1,11 +1,12 @@
 import type { Diagnostic, SourceFile } from '../catalog/source.js';
-import { compiledOnFirstUse, createAjv, schemaProblems } from '../schema/ajv.js';
+import { schemaProblems } from '../schema/ajv.js';
+import { cachedValidator } from '../schema/validator-cache.js';
 import { knownOperators } from './operators.js';
 import { ruleDocumentSchema } from './schema.js';
 import { Stage } from './stage.js';
 import type { DerivedFactSpec, RuleDocument, RuleSpec } from './types.js';
 
-const documentValidator = compiledOnFirstUse(() => createAjv().compile<RuleDocument>(ruleDocumentSchema));
+const documentValidator = cachedValidator<RuleDocument>(ruleDocumentSchema);
 
 const baseFacts = {
   product: ['product', 'settings'],

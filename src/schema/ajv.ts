@@ -1,4 +1,4 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import { _, Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
 export type { ValidateFunction };
@@ -10,22 +10,18 @@ export type { ValidateFunction };
  * checking each against the meta-schema as well (compiling the meta-schema, about 0.1 s of CPU per Ajv, in every
  * process) is left to test/schema-meta.test.ts, which checks every schema the service compiles.
  */
-export function createAjv(options: { useDefaults?: boolean } = {}) {
+export function createAjv(options: { useDefaults?: boolean; keepSource?: boolean } = {}) {
   const ajv = new Ajv2020({
     strict: true,
     validateSchema: false,
     allErrors: true,
     useDefaults: options.useDefaults ?? false,
     coerceTypes: false,
+    // The generated code kept for validator-cache.ts (standalone), which must name the formats' module to use them.
+    ...(options.keepSource && { code: { source: true, formats: _`require("ajv-formats/dist/formats").fullFormats` } }),
   });
   addFormats.default(ajv);
   return ajv;
-}
-
-/** A validator compiled when first asked for: a process that never validates such a value never compiles it. */
-export function compiledOnFirstUse<T>(compile: () => ValidateFunction<T>): () => ValidateFunction<T> {
-  let validate: ValidateFunction<T> | undefined;
-  return () => (validate ??= compile());
 }
 
 export interface SchemaProblem {
