@@ -2,21 +2,17 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { getAddress, hashTypedData, type Address, type Hex } from 'viem';
-import { transferDigest, type TokenDomain, type TransferAuthorization } from '../src/payments/transfer-digest.js';
+import type { Authorization } from '../src/payments/payment-gateway.js';
+import {
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  transferDigest,
+  type TokenDomain,
+} from '../src/payments/transfer-digest.js';
 
-const types = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+const types = TRANSFER_WITH_AUTHORIZATION_TYPES;
 
 /** viem's generic EIP-712 hashing, which the precheck used before transferDigest. */
-function viemDigest(domain: TokenDomain, a: TransferAuthorization): Hex {
+function viemDigest(domain: TokenDomain, a: Authorization): Hex {
   return hashTypedData({
     domain,
     types,
@@ -40,7 +36,7 @@ const domain = (): TokenDomain => ({
   chainId: randomBytes(2).readUInt16BE(),
   verifyingContract: address(),
 });
-const authorization = (): TransferAuthorization => ({
+const authorization = (): Authorization => ({
   from: address(),
   to: address().toLowerCase(),
   value: uint(8),
@@ -79,7 +75,7 @@ describe('transferDigest', () => {
     const good = authorization();
     const mixed = getAddress(address());
     const badChecksum = mixed.slice(0, -1) + (mixed.endsWith('a') ? 'B' : mixed.endsWith('A') ? 'b' : 'a');
-    const cases: Array<Partial<TransferAuthorization>> = [
+    const cases: Array<Partial<Authorization>> = [
       { from: '0x1234' },
       { to: `${good.to}00` },
       { from: badChecksum },

@@ -11,7 +11,8 @@ import {
 } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { shareSignatureRecoveries } from './recovery-memo.js';
-import { transferDigest, type TransferAuthorization } from './transfer-digest.js';
+import type { Authorization } from './payment-gateway.js';
+import { transferDigest } from './transfer-digest.js';
 
 /** Chain reads for smart-wallet payers (src/payments ChainChecks: cached, budgeted, gas-capped). */
 export interface CodeLookup {
@@ -50,7 +51,7 @@ export class PaymentPrecheck {
     payload: PaymentPayload,
     now = Math.floor(Date.now() / 1000),
   ): Promise<string | undefined> {
-    const { signature, authorization: a } = payload.payload as { signature: Hex; authorization: TransferAuthorization };
+    const { signature, authorization: a } = payload.payload as { signature: Hex; authorization: Authorization };
     const { scheme, network } = payload.accepted;
     if (scheme !== 'exact' || network !== requirements.network) {
       return `the payment is for ${scheme} on ${network}, not exact on ${requirements.network}`;
