@@ -265,12 +265,15 @@ describe('canonical JSON', () => {
     const snapshot = await shippedSnapshot();
     let checked = 0;
     for await (const { input, priced } of pricedGrid(snapshot, [undefined])) {
-      const fill = priceRecordText(snapshot.hash, input, priced, 'quote_price');
-      // The same template for several records, as a memoized evaluation is used.
-      for (const id of [`ev_${checked}`, 'ev_"quoted"\\', 'ev_é\u{1F600}']) {
-        const at = new Date(1_700_000_000_000 + checked * 7919);
-        const { text, hash } = priceRecord(id, snapshot.hash, input, priced, at);
-        assert.deepEqual(fill(id, at), { text, hash });
+      // A quote's record, and an order's (src/orders/sale.ts fills one template per memoized price).
+      for (const kind of ['quote_price', 'order_price'] as const) {
+        const fill = priceRecordText(snapshot.hash, input, priced, kind);
+        // The same template for several records, as a memoized evaluation is used.
+        for (const id of [`ev_${checked}`, 'ev_"quoted"\\', 'ev_é\u{1F600}']) {
+          const at = new Date(1_700_000_000_000 + checked * 7919);
+          const { text, hash } = priceRecord(id, snapshot.hash, input, priced, at, kind);
+          assert.deepEqual(fill(id, at), { text, hash });
+        }
       }
       checked++;
     }

@@ -32,21 +32,13 @@ import { emptyState, mergeDelta, type ChainState, type StateDelta } from '../src
 import { ledgerDelta, type LedgerEvent } from '../src/chain/token.js';
 import { createFacilitator, embeddedFacilitatorConfig, type Facilitator } from '../src/payments/facilitator.js';
 import { prebuiltSources } from './support/prebuilt-cli.js';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../src/payments/transfer-digest.js';
 
 const USDC: Address = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 const NETWORK = 'eip155:8453';
 const T = { timeout: 60_000 };
 
-const authorizationTypes = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+const authorizationTypes = TRANSFER_WITH_AUTHORIZATION_TYPES;
 
 function requirements(payTo: Address, amount: bigint): PaymentRequirements {
   return {

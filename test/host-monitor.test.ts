@@ -128,7 +128,12 @@ describe('host monitor', () => {
       `icecast://source:pw-${moves[0].service_id}@${host}.example:8000/${moves[0].service_id}`,
     );
     await waitFor('the notifications', () => notified.length >= 10);
-    assert.deepEqual([...new Set(notified)].sort(), ['big', 'lost', 'small']);
+    // '<host id> <service id>' (migration 057): each host of a move is told which service moved.
+    assert.deepEqual([...new Set(notified.map((payload) => payload.split(' ')[0]))].sort(), ['big', 'lost', 'small']);
+    assert.ok(
+      notified.every((payload) => /^\S+ \S+$/.test(payload)),
+      notified.join(', '),
+    );
     listening.release();
 
     // Room comes free on a live host: the next pass moves the one left.

@@ -1,3 +1,4 @@
+import { constants, write } from 'node:fs';
 import { mkdir, open, readFile, rename, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -69,6 +70,9 @@ export function mergeDelta(state: ChainState, delta: StateDelta): ChainState {
   return state;
 }
 
+/** Appends, each write on disk before it returns (O_DSYNC: the data and what is needed to read it back). */
+const APPEND_DURABLY = constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC;
+
 /**
  * An append-only JSON-lines journal: the first line is a full state, each later line a delta.
  * open() folds the journal and rewrites it as one line (atomically), so it stays small across restarts.
@@ -88,12 +92,23 @@ export class StateJournal {
     await compacted.sync();
     await compacted.close();
     await rename(tmp, path);
-    return { journal: new StateJournal(path, await open(path, 'a')), state };
+    return { journal: new StateJournal(path, await open(path, APPEND_DURABLY)), state };
   }
 
-  async append(delta: StateDelta): Promise<void> {
-    await this.handle.write(`${JSON.stringify(delta)}\n`);
-    await this.handle.datasync();
+  /**
+   * Appends a line; resolves once it is on disk. The file is open with O_DSYNC, so one write is a write and an
+   * fdatasync, and costs one trip to the thread pool (through the fd: FileHandle's promises cost more CPU per call).
+   */
+  append(delta: StateDelta): Promise<void> {
+    const line = `${JSON.stringify(delta)}\n`;
+    return new Promise((resolve, reject) =>
+      write(this.handle.fd, line, null, 'utf8', (error, written) => {
+        if (error) reject(error);
+        else if (written !== Buffer.byteLength(line))
+          reject(new Error(`${this.path}: ${written} bytes of a line written`));
+        else resolve();
+      }),
+    );
   }
 
   async close(): Promise<void> {

@@ -116,8 +116,8 @@ export async function payments(options: {
   if ((options.devRefundFunds ?? 0n) > 0n) await chain.ensureFunded(wallet.address, options.devRefundFunds!);
   // The proof is read from the settlement's own receipt when the ledger reads the same node the facilitator settles on.
   const settledReceipts = settings.rpcUrl ? undefined : new SettledReceipts();
-  // The settlement's transaction waits for the checkpoint before it commits (ledger.saved() in src/orders/advance.ts),
-  // so the facilitator answers as soon as the transfer is mined and the checkpoint runs alongside that transaction.
+  // The settlement is recorded once the checkpoint has saved the transfer (ledger.saved() in src/orders/advance.ts),
+  // so the facilitator answers as soon as the transfer is mined.
   const facilitator = createFacilitator({ ...embeddedFacilitatorConfig(chain, settledReceipts), onSettled: undefined });
   options.log.info({ component: 'anvil', rpc_url: chain.rpcUrl }, 'embedded chain started');
   return {

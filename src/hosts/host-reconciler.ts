@@ -4,10 +4,11 @@ import type { Client, Database } from '../store/index.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /**
- * The channel that wakes a streaming host's reconciler; the payload is the host id. Migration 050's trigger on
- * services sends it at commit whenever a service of the host is created, changes status, limits, expiry or host
- * (both hosts of a move), or its host epoch changes; anyone may send `NOTIFY host_services, '<host id>'` too (the
- * owner's title, below). The periodic pass covers notifications lost while the connection was down.
+ * The channel that wakes a streaming host's reconciler. Migration 050's trigger on services sends it at commit
+ * whenever a service of the host is created, changes status, limits, expiry or host (both hosts of a move), or its
+ * host epoch changes, with '<host id> <service id>' as payload (migration 057): the woken pass reads that service
+ * only. Anyone may send `NOTIFY host_services, '<host id>'` too (the owner's title, below): a pass that reads every
+ * live service of the host. The periodic full pass covers notifications lost while the connection was down.
  */
 export const HOST_SERVICES_CHANNEL = 'host_services';
 
@@ -43,6 +44,9 @@ export interface HostWorkers {
 
 const LIVE_ON_HOST = `SELECT ${SERVICE_ROW_COLUMNS}, host_epoch FROM services
   WHERE host_id = $1 AND status IN ('active', 'suspended')`;
+const NOTIFIED = `SELECT ${SERVICE_ROW_COLUMNS}, host_epoch FROM services WHERE id = ANY($1)`;
+
+type LiveRow = ServiceRow & Record<string, unknown>;
 // What plays now on each of these services, when the owner set it (PUT now-playing, through any API instance).
 const OWNER_TITLES = `SELECT service_id, title, artist FROM (
     SELECT DISTINCT ON (service_id) service_id, title, artist, source FROM now_playing
@@ -62,6 +66,13 @@ export class HostReconciler {
   private readonly titles: Map<string, string>;
   /** Set while the lease is lost and the host serves nothing (logged once). */
   private fenced = false;
+  /** The live services of this host as last read (by id); undefined until a full pass has read them. */
+  private live?: Map<string, LiveRow>;
+  /** When the last full pass began: one runs at least every `intervalMs`, however often notifications wake passes. */
+  private fullPassAt = 0;
+  /** Services notified since the last pass began; `all` when a notification asked for a full pass. */
+  private notified = new Set<string>();
+  private notifiedAll = false;
 
   constructor(
     private readonly db: Database,
@@ -69,7 +80,7 @@ export class HostReconciler {
     private readonly workers: HostWorkers,
     private readonly log: Logger,
     /** How often it reconciles without being woken (HOST_RECONCILE_INTERVAL_MS). */
-    intervalMs: number,
+    private readonly intervalMs: number,
   ) {
     this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log, WOKEN_PASS_GAP_MS);
     this.titles = workers.titlesSent ?? new Map();
@@ -84,24 +95,69 @@ export class HostReconciler {
     this.dropListener();
   }
 
-  /** One pass: listens again if it lost the channel, then brings the host in line. */
-  async pass(): Promise<void> {
+  /** One full pass: listens again if it lost the channel, then brings the host in line. */
+  pass(): Promise<void> {
+    return this.reconcile(true);
+  }
+
+  /**
+   * A pass that reads every live service of the host, or, woken by notifications naming services, only those (a
+   * full one still runs every `intervalMs`, and whenever the channel may have lost notifications).
+   */
+  private async reconcile(fullAsked: boolean): Promise<void> {
     if (!this.leaseHeld()) return this.fence();
     this.fenced = false;
+    // Notified from here on: read by the next pass (this one may read before their commits).
+    const notified = this.notified;
+    const full =
+      fullAsked || this.notifiedAll || !this.live || !this.listener || Date.now() - this.fullPassAt >= this.intervalMs;
+    this.notified = new Set();
+    this.notifiedAll = false;
     if (!this.listener) await this.listen().catch((err) => this.log.warn({ err }, 'host_services: cannot listen'));
+    if (full) this.fullPassAt = Date.now();
     const admin = this.workers.admin();
     // Mounts first: a mount that shows here was admitted for a service committed before this read of services.
     const mounts = admin ? await admin.listMounts().catch(() => undefined) : undefined;
-    const live = await this.db.query<ServiceRow & Record<string, unknown>>(LIVE_ON_HOST, [this.hostId]);
+    const changed = full ? await this.readAll() : await this.readNotified(notified);
     // The lease may have run out while PostgreSQL was slow to answer: what was read may be stale by now.
     if (!this.leaseHeld()) return this.fence();
+    const live = [...this.live!.values()];
     const active = live.filter((s) => s.status === 'active' && !(s.expires_at && s.expires_at.getTime() <= Date.now()));
     await this.workers.autodj.sync(active);
     await this.workers.relays.sync(active);
     if (!admin || !mounts) return;
     const epochs = new Map(live.map((s) => [s.mount, Number(s.host_epoch)]));
-    for (const { mount } of mounts) if (!this.servedHere(mount, epochs)) await this.cut(mount);
-    await this.sendOwnerTitles(active);
+    // A woken pass looks only at the mounts of the services it read: a mount of a service committed just now, whose
+    // notification is still on its way, is not cut for being unknown (a mount of no service waits for a full pass).
+    const looked = full ? undefined : new Set(changed.map((s) => s.mount));
+    for (const { mount } of mounts)
+      if ((!looked || looked.has(mount)) && !this.servedHere(mount, epochs)) await this.cut(mount);
+    await this.sendOwnerTitles(full ? active : active.filter((s) => looked!.has(s.mount)));
+  }
+
+  /** Every live service of the host, read again. */
+  private async readAll(): Promise<LiveRow[]> {
+    const rows = await this.db.query<LiveRow>(LIVE_ON_HOST, [this.hostId]);
+    this.live = new Map(rows.map((s) => [s.id, s]));
+    return rows;
+  }
+
+  /**
+   * The notified services, read again: those live here are kept, the others (stopped, ended, moved away) dropped.
+   * Returns the rows read and what was held of them before (the mounts of both are looked at).
+   */
+  private async readNotified(ids: Set<string>): Promise<LiveRow[]> {
+    if (!ids.size) return [];
+    const rows = await this.db.query<LiveRow>(NOTIFIED, [[...ids]]);
+    const live = this.live!;
+    const gone = [...ids].flatMap((id) => {
+      const known = live.get(id);
+      live.delete(id);
+      return known ? [known] : [];
+    });
+    for (const row of rows)
+      if (row.host_id === this.hostId && ['active', 'suspended'].includes(row.status)) live.set(row.id, row);
+    return [...rows, ...gone];
   }
 
   /**
@@ -111,7 +167,7 @@ export class HostReconciler {
    */
   private async passOrListenAnew(): Promise<void> {
     try {
-      await this.pass();
+      await this.reconcile(false);
     } catch (err) {
       if (this.listener) this.log.warn({ host_id: this.hostId }, 'host reconcile failed: listening again next pass');
       this.dropListener();
@@ -125,6 +181,7 @@ export class HostReconciler {
    * written again, and the next pass after that brings back what is still placed here. Needs no database.
    */
   async fence(): Promise<void> {
+    this.live = undefined;
     if (!this.fenced) this.log.warn({ host_id: this.hostId }, 'lease lost (no heartbeat written): cutting every mount');
     this.fenced = true;
     await this.workers.autodj.sync([]);
@@ -185,7 +242,7 @@ export class HostReconciler {
     const client = await this.db.dedicated();
     client.on('error', () => this.dropListener());
     client.on('notification', (n) => {
-      if (n.channel === HOST_SERVICES_CHANNEL && n.payload === this.hostId) this.task.kick();
+      if (n.channel === HOST_SERVICES_CHANNEL) this.onNotified(n.payload ?? '');
     });
     try {
       await client.query(`LISTEN ${HOST_SERVICES_CHANNEL}`);
@@ -194,6 +251,16 @@ export class HostReconciler {
       throw e;
     }
     this.listener = client;
+  }
+
+  /** '<host id> <service id>' wakes a pass that reads that service; the host id alone, one that reads all. */
+  private onNotified(payload: string): void {
+    const space = payload.lastIndexOf(' ');
+    const hostId = space < 0 ? payload : payload.slice(0, space);
+    if (hostId !== this.hostId) return;
+    if (space < 0) this.notifiedAll = true;
+    else this.notified.add(payload.slice(space + 1));
+    this.task.kick();
   }
 
   private dropListener(): void {

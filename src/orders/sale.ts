@@ -1,4 +1,10 @@
-import { extensionRecord, priceRecord, upgradeRecord } from '../audit/index.js';
+import {
+  canonicalJson,
+  extensionRecord,
+  priceRecordText,
+  upgradeRecord,
+  type PriceRecordText,
+} from '../audit/index.js';
 import type { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
 import type { Authorization, DiscoveryDeclaration, PaymentPayload, PaymentRequirements } from '../payments/index.js';
@@ -75,15 +81,27 @@ export function auditEntryOf(attempt: Attempt, sale: Sale): AuditEntry {
     ? extensionRecord(id, snapshot.hash, extension.input, extension.evaluation, new Date())
     : upgrade
       ? upgradeRecord(id, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
-      : priceRecord(
-          id,
-          snapshot.hash,
-          { product_id: request.product_id, parameters: request.parameters ?? {}, billing },
-          priced,
-          new Date(),
-          'order_price',
-        );
+      : { record: { kind: 'order_price' }, ...orderPriceText(snapshot.hash, request, billing, priced)(id, new Date()) };
   return { id, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash };
+}
+
+/** The evaluation record's text of each price PriceMemo keeps (the same Priced for the same sale), less id and time. */
+const orderPriceTexts = new WeakMap<Priced, { input: string; text: PriceRecordText }>();
+
+/** priceRecord's text and hash of an order's price, serialized once per memoized price and filled per order. */
+function orderPriceText(
+  snapshotHash: string,
+  request: OrderRequest,
+  billing: OrderRequest['billing'],
+  priced: Priced,
+): PriceRecordText {
+  const input = { product_id: request.product_id, parameters: request.parameters ?? {}, billing };
+  const key = `${snapshotHash} ${canonicalJson(input)}`;
+  const known = orderPriceTexts.get(priced);
+  if (known?.input === key) return known.text;
+  const text = priceRecordText(snapshotHash, input, priced, 'order_price');
+  orderPriceTexts.set(priced, { input: key, text });
+  return text;
 }
 
 /**

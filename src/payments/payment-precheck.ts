@@ -1,7 +1,6 @@
 import {
   encodeFunctionData,
   getAddress,
-  hashTypedData,
   isAddressEqual,
   isErc6492Signature,
   parseAbi,
@@ -12,6 +11,8 @@ import {
 } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { shareSignatureRecoveries } from './recovery-memo.js';
+import type { Authorization } from './payment-gateway.js';
+import { transferDigest } from './transfer-digest.js';
 
 /** Chain reads for smart-wallet payers (src/payments ChainChecks: cached, budgeted, gas-capped). */
 export interface CodeLookup {
@@ -23,26 +24,6 @@ const erc1271 = parseAbi(['function isValidSignature(bytes32 hash, bytes signatu
 
 /** The facilitator refuses an authorization valid for less than this long (x402 "exact" EVM). */
 const MIN_VALIDITY_SECONDS = 6n;
-
-const transferWithAuthorization = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
-
-interface Authorization {
-  from: string;
-  to: string;
-  value: string;
-  validAfter: string;
-  validBefore: string;
-  nonce: string;
-}
 
 /**
  * What can be said of an x402 "exact" EVM payment without the chain, checked before the facilitator is asked (whose
@@ -88,24 +69,15 @@ export class PaymentPrecheck {
       return `the ERC-6492 signature deploys its wallet with factory ${factory ?? '(none)'}, which is not allowed`;
     }
     const digest = safely(() =>
-      hashTypedData({
-        domain: {
+      transferDigest(
+        {
           name: String(requirements.extra?.name),
           version: String(requirements.extra?.version),
           chainId: Number(requirements.network.split(':')[1]),
           verifyingContract: getAddress(requirements.asset),
         },
-        types: transferWithAuthorization,
-        primaryType: 'TransferWithAuthorization',
-        message: {
-          from: a.from as Address,
-          to: a.to as Address,
-          value: BigInt(a.value),
-          validAfter: BigInt(a.validAfter),
-          validBefore: BigInt(a.validBefore),
-          nonce: a.nonce as Hex,
-        },
-      }),
+        a,
+      ),
     );
     if (!digest) return 'the authorization cannot be hashed (EIP-712)';
     const signer = await safely(() => recoverAddress({ hash: digest, signature }));

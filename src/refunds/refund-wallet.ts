@@ -10,6 +10,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../payments/index.js';
 
 const abi = parseAbi([
   'function balanceOf(address account) view returns (uint256)',
@@ -92,16 +93,7 @@ export class RefundWallet {
         chainId: this.config.chainId,
         verifyingContract: this.config.token,
       },
-      types: {
-        TransferWithAuthorization: [
-          { name: 'from', type: 'address' },
-          { name: 'to', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'validAfter', type: 'uint256' },
-          { name: 'validBefore', type: 'uint256' },
-          { name: 'nonce', type: 'bytes32' },
-        ],
-      },
+      types: TRANSFER_WITH_AUTHORIZATION_TYPES,
       primaryType: 'TransferWithAuthorization',
       message: { from: this.address, to, value: amount, validAfter: 0n, validBefore, nonce },
     });

@@ -209,7 +209,7 @@ export class ListenerPlaces {
   private async readNew(where: Where): Promise<Entry | undefined> {
     const serviceId = await this.lookUpId(where);
     if (!serviceId) return undefined;
-    this.notified(serviceId);
+    this.reread(serviceId);
     await this.refreshing.get(serviceId);
     return this.entryOf(where);
   }
@@ -227,8 +227,19 @@ export class ListenerPlaces {
     this.writer.push({ kind: 'refused', serviceId: id, cap: entry.cap });
   }
 
-  /** A service's admission changed: its callbacks wait while its row is read again. */
+  /**
+   * A service's admission changed: a service memory holds (or is reading) is read again. One it does not hold, such as
+   * one sold a moment ago, is read when a listener first asks for it (readNew), or by the next pass: a sale costs no
+   * read here, and what is read then is its state at that time.
+   */
   private notified(serviceId: string): void {
+    if (this.byId.has(serviceId) || this.refreshing.has(serviceId)) this.reread(serviceId);
+    // The running pass may have read it before this change: looked at again once the pass is done.
+    else if (this.passing) this.notifiedDuringPass.add(serviceId);
+  }
+
+  /** Reads the service's row again; its callbacks wait for it. */
+  private reread(serviceId: string): void {
     if (this.passing) this.notifiedDuringPass.add(serviceId);
     const previous = this.refreshing.get(serviceId) ?? Promise.resolve();
     const next = previous

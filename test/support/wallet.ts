@@ -9,6 +9,7 @@ import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { createPublicClient, createWalletClient, defineChain, http, parseAbi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/payments/transfer-digest.js';
 
 export { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader };
 
@@ -17,16 +18,7 @@ const erc20 = parseAbi([
   'function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)',
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
 ]);
-const transferTypes = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+const transferTypes = TRANSFER_WITH_AUTHORIZATION_TYPES;
 
 /** An agent's wallet on the local chain, paying with the official x402 client. */
 export class TestWallet {
