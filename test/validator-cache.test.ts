@@ -29,28 +29,35 @@ const cacheRoot = join(root, 'node_modules/.cache');
 const badProduct = { id: 'x', name: 3, unknown_key: true };
 const order = { product_id: 'instant-stream', parameters: {} };
 
+interface Verdict {
+  valid: boolean;
+  errors: unknown;
+  filled: unknown;
+}
+
+/** A product file's verdict and an order's defaults, from validators made with the cache in `dir`. */
+function judge(dir: string): Verdict {
+  const validate = cachedValidator(productFileSchema, {}, dir)();
+  const withDefaults = cachedValidator(orderRequestSchema, { useDefaults: true }, dir)();
+  const filled = structuredClone(order);
+  withDefaults(filled);
+  return { valid: validate(badProduct), errors: validate.errors, filled };
+}
+
 test('a validator is compiled once per machine: the next process loads its code and judges the same', async () => {
   await mkdir(cacheRoot, { recursive: true });
   const dir = await scratchDir('validator-cache-test-', cacheRoot);
-  let first: { valid: boolean; errors: unknown; filled: unknown } | undefined;
+  let first: Verdict | undefined;
   const compiles = await compilesDuring(() => {
-    const validate = cachedValidator(productFileSchema, {}, dir)();
-    const withDefaults = cachedValidator(orderRequestSchema, { useDefaults: true }, dir)();
-    const filled = structuredClone(order);
-    withDefaults(filled);
-    first = { valid: validate(badProduct), errors: validate.errors, filled };
+    first = judge(dir);
   });
   assert.equal(compiles, 2);
   assert.equal((await readdir(dir)).filter((f) => f.endsWith('.cjs')).length, 2);
   assert.equal(first?.valid, false);
 
-  let again: typeof first | undefined;
+  let again: Verdict | undefined;
   const recompiles = await compilesDuring(() => {
-    const validate = cachedValidator(productFileSchema, {}, dir)();
-    const withDefaults = cachedValidator(orderRequestSchema, { useDefaults: true }, dir)();
-    const filled = structuredClone(order);
-    withDefaults(filled);
-    again = { valid: validate(badProduct), errors: validate.errors, filled };
+    again = judge(dir);
   });
   assert.equal(recompiles, 0, 'loaded from the cache, not compiled');
   assert.deepEqual(again, first);

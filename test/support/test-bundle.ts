@@ -5,7 +5,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build as esbuild, type Plugin } from 'esbuild';
 import { builtOnce } from './build-once.js';
-import { importMeta, requireBanner, unbundled } from './prebuilt-cli.js';
+import { esmBundle, importMeta, requireBanner, unbundled } from './prebuilt-cli.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -55,15 +55,10 @@ async function bundleKey(): Promise<string> {
 
 async function buildBundle(into: string): Promise<void> {
   await esbuild({
+    ...esmBundle,
     entryPoints: (await testFiles()).map((file) => join(root, file)),
     outbase: root,
     outdir: into,
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: `node${process.versions.node.split('.')[0]}`,
-    tsconfig: join(root, 'tsconfig.json'),
     // Resolve as node does (no "module" condition or field), so each bundled package file is the one node would load.
     conditions: [],
     mainFields: ['main'],
