@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { recordExpiringServices, type ExtendHint } from '../src/events/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { createApiKey } from './support/api-key.js';
 import { request, startService, type Service } from './support/service.js';
@@ -355,5 +356,35 @@ describe('extending a service', () => {
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     assert.equal(paid.body.order.extension_of, svc.service_id);
     assert.equal(Date.parse(paid.body.service.expires_at) - Date.parse(svc.expires_at), 3_600_000);
+  });
+  test('service.expiring always carries how to extend: a service that falls due while the hints are priced waits for the next pass', async () => {
+    // Both services move to a host no running worker watches, so that only the passes below record their events.
+    const [first, second] = [await stream(1), await stream(1)];
+    const host = `watch-${randomUUID()}`;
+    await db.query(`UPDATE services SET host_id = $1, status = 'active' WHERE id = ANY($2)`, [
+      host,
+      [first.service_id, second.service_id],
+    ]);
+    await expireIn(service, first.service_id, 60);
+    const hint: ExtendHint = async (row) => {
+      // While the first is priced the second falls due, as a test moving an expiry or a clock passing a lead would.
+      if (row.id === first.service_id) await expireIn(service, second.service_id, 60);
+      return { extend: { priced_for: row.id } };
+    };
+    const expiring = async (id: string) =>
+      (await db.query(`SELECT data FROM events WHERE type = 'service.expiring' AND service_id = $1`, [id])).rows;
+
+    await recordExpiringServices(db, host, 600, hint);
+    assert.deepEqual(
+      (await expiring(first.service_id)).map((r) => r.data.extend),
+      [{ priced_for: first.service_id }],
+    );
+    assert.deepEqual(await expiring(second.service_id), [], 'not without its hint');
+    await recordExpiringServices(db, host, 600, hint);
+    assert.deepEqual(
+      (await expiring(second.service_id)).map((r) => r.data.extend),
+      [{ priced_for: second.service_id }],
+    );
+    assert.equal((await expiring(first.service_id)).length, 1, 'once per expiry');
   });
 });

@@ -32,21 +32,24 @@ export async function recordExpiringServices(
   const due = `FROM services s
      WHERE s.host_id = $1 AND s.status IN ('active', 'suspended') AND s.expires_at > now() AND s.expires_at <= now() + make_interval(secs => $2)
        AND NOT EXISTS (SELECT 1 FROM events e WHERE e.once_key = 'service.expiring ' || s.id || ' ' || s.expires_at::text)`;
+  const dueKey = `s.id || ' ' || s.expires_at::text`;
   const ids: string[] = [];
+  const dueKeys: string[] = [];
   const hints: string[] = [];
   if (extendHint) {
-    const { rows } = await query(`SELECT s.id, s.product_id, s.limits, s.status, s.expires_at ${due}`, [
-      hostId,
-      leadSeconds,
-    ]);
-    for (const row of rows as Array<Parameters<ExtendHint>[0]>) {
-      const hint = await extendHint(row).catch(() => undefined);
-      if (hint) {
-        ids.push(row.id);
-        hints.push(JSON.stringify(hint));
-      }
+    const { rows } = await query(
+      `SELECT s.id, s.product_id, s.limits, s.status, s.expires_at, ${dueKey} AS due_key ${due}`,
+      [hostId, leadSeconds],
+    );
+    for (const row of rows as Array<Parameters<ExtendHint>[0] & { due_key: string }>) {
+      ids.push(row.id);
+      dueKeys.push(row.due_key);
+      hints.push(JSON.stringify((await extendHint(row).catch(() => undefined)) ?? {}));
     }
   }
+  // With hints, only the services and expiries they were computed for: a service that became due (or was extended)
+  // meanwhile waits for the next pass rather than going out without its hint.
+  const hinted = extendHint ? `AND ${dueKey} = ANY($6::text[])` : '';
   await query(
     `INSERT INTO events (id, type, api_key_id, service_id, order_id, data, once_key)
      SELECT $3 || md5(s.id || s.expires_at::text), 'service.expiring', s.api_key_id, s.id, s.order_id,
@@ -54,9 +57,9 @@ export async function recordExpiringServices(
                                'seconds_left', floor(extract(epoch FROM s.expires_at - now()))::int, 'lead_seconds', $2::int)
               || coalesce((SELECT h.hint::jsonb FROM unnest($4::text[], $5::text[]) AS h(id, hint) WHERE h.id = s.id), '{}'),
             'service.expiring ' || s.id || ' ' || s.expires_at::text
-     ${due}
+     ${due} ${hinted}
      ON CONFLICT DO NOTHING`,
-    [hostId, leadSeconds, randomId('evt_', 6), ids, hints],
+    [hostId, leadSeconds, randomId('evt_', 6), ids, hints, ...(extendHint ? [dueKeys] : [])],
   );
 }
 
