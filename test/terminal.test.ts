@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
-import { cli, copyCatalog, request, root, scratchDir, startService } from './support/service.js';
+import { cli, copyCatalog, request, root, scratchDir, serveEntry, startService } from './support/service.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { plain, spawnServe, type ServeProcess } from './support/terminal.js';
 import { copyTemplateCluster } from './support/template-data-dir.js';
@@ -32,7 +32,9 @@ async function startedDataDir(): Promise<string> {
   return dataDir;
 }
 
-// The serves one after the other (their stops are timed); the command line's short processes beside them.
+// The serves one after the other (their stops are timed); the command line's short processes beside them. The first
+// serve runs bin/agent-audio.mjs on an empty DATA_DIR, as `npm start` does for a newcomer; the others run the tests'
+// prebuilt entry, the same code without the two seconds of CPU tsx takes to load it.
 describe('terminal', { concurrency: true }, () => {
   describe('serve', { concurrency: 1 }, () => {
     describe('serve, not on a terminal (JSON)', jsonLogs);
@@ -129,7 +131,7 @@ function jsonLogs(): void {
 function ctrlCWithAutoDj(): void {
   test('its ffmpeg processes stop with serve, with no warning', async () => {
     const dataDir = await startedDataDir();
-    const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' });
+    const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' }, { entry: await serveEntry() });
     running.push(serve);
     await serve.waitFor(/metrics on \S+/);
     const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
@@ -193,7 +195,7 @@ function ctrlCWithAutoDj(): void {
 function onATerminal(): void {
   test('readable lines and a summary; Ctrl-C stops it with one line', async () => {
     const dataDir = await scratchDir('audio-terminal-');
-    const serve = spawnServe({ DATA_DIR: dataDir }, { terminal: true });
+    const serve = spawnServe({ DATA_DIR: dataDir }, { terminal: true, entry: await serveEntry() });
     running.push(serve);
     await serve.waitFor(/ready in \d+\.\d s/);
     const shown = plain(serve.stdout()).split('\n');
@@ -232,7 +234,7 @@ function onATerminal(): void {
 
   test('LOG_FORMAT=json keeps JSON on a terminal', async () => {
     const dataDir = await startedDataDir();
-    const serve = spawnServe({ DATA_DIR: dataDir, LOG_FORMAT: 'json' }, { terminal: true });
+    const serve = spawnServe({ DATA_DIR: dataDir, LOG_FORMAT: 'json' }, { terminal: true, entry: await serveEntry() });
     running.push(serve);
     await serve.waitFor(/metrics on \S+/);
     await serve.waitFor(/"msg":"ready"/, 30_000);

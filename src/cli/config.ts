@@ -311,6 +311,7 @@ function readUploads(r: SettingsReader): UploadLimits {
     probeQueue: r.whole('UPLOAD_PROBE_QUEUE', probeConcurrency * 4, 0),
     probeWaitMs: 10_000,
     probeTimeoutMs: 120_000,
+    decodeBaseMs: r.whole('UPLOAD_DECODE_BASE_MS', 10_000, 100, 120_000),
     reservationLeaseMs: r.whole('UPLOAD_RESERVATION_LEASE_MS', 60_000, 1000),
   };
 }

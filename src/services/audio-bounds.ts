@@ -14,8 +14,7 @@ export const MAX_SAMPLE_RATE = 192_000;
  */
 export const MAX_EXPANSION = 2000;
 
-/** A decode is given this long, plus DECODE_MS_PER_MB per MB of file, at most the configured limit. */
-const DECODE_BASE_MS = 10_000;
+/** A decode is given a configured base time plus this long per MB of file, at most the configured limit. */
 const DECODE_MS_PER_MB = 500;
 
 export interface DeclaredStream {
@@ -49,8 +48,8 @@ export function declaredProblem(
 }
 
 /** How long the test decode of a file of this size may run. */
-export function decodeTimeLimitMs(sizeBytes: number, maxMs: number): number {
-  return Math.min(maxMs, DECODE_BASE_MS + Math.ceil((sizeBytes / (1024 * 1024)) * DECODE_MS_PER_MB));
+export function decodeTimeLimitMs(sizeBytes: number, limits: { baseMs: number; maxMs: number }): number {
+  return Math.min(limits.maxMs, limits.baseMs + Math.ceil((sizeBytes / (1024 * 1024)) * DECODE_MS_PER_MB));
 }
 
 /** The service's paid time in seconds, when its limits name it. */

@@ -27,6 +27,8 @@ export interface UploadLimits {
   probeWaitMs: number;
   /** The longest an audio check (ffprobe, then a full test decode) may run. */
   probeTimeoutMs: number;
+  /** The test decode's time for any file, before the time per MB of it. */
+  decodeBaseMs: number;
   /** How long a reservation outlives the last renewal by its instance (renewed every third of it): the wait after a crash. */
   reservationLeaseMs: number;
 }
@@ -203,7 +205,10 @@ export class MediaLibrary {
     if (refused) throw beyondLimits(refused);
     // Decoding it all proves it is audio (not just a header in front of something else) and gives the duration.
     const limit = boughtSeconds === undefined ? [] : ['-t', String(boughtSeconds + 1)];
-    const decodeMs = decodeTimeLimitMs(sizeBytes, this.limits.probeTimeoutMs);
+    const decodeMs = decodeTimeLimitMs(sizeBytes, {
+      baseMs: this.limits.decodeBaseMs,
+      maxMs: this.limits.probeTimeoutMs,
+    });
     const decoded = await run(
       this.tools.ffmpeg,
       (input) => [

@@ -15,8 +15,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
  * of src/ keeps its own `import.meta.url` (its copy in prebuiltSources, beside its SQL, contracts and assets) and the
  * packages left out are resolved from this checkout's node_modules, so the code that runs is the same; only the
  * loading is saved. Built once per machine for this source and checkout (the folder is named by a hash of src/,
- * package.json, this builder and the checkout's path). The tests that start bin/agent-audio.mjs itself
- * (terminal.test.ts) keep the real entry covered.
+ * package.json, this builder and the checkout's path). terminal.test.ts's first serve starts bin/agent-audio.mjs
+ * itself and keeps the real entry covered.
  */
 export function prebuiltEntry(): Promise<string> {
   entry ??= prebuiltBuild().then((dir) => join(dir, 'bundle/entry.js'));

@@ -140,7 +140,7 @@ export async function startService(env: Record<string, string> = {}, options: St
   const hasDatabase = env.DATABASE_URL || existsSync(join(dataDir, 'pg'));
   if (!options.freshDatabase && !hasDatabase) await copyTemplateCluster(dataDir, 'migrated');
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
-  const args = [...childNodeFlags(), await prebuiltEntry(), 'serve', ...(options.args ?? [])];
+  const args = [...(await serveEntry()), 'serve', ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: root,
     env: { ...process.env, ...fullEnv },
@@ -190,6 +190,11 @@ export async function startService(env: Record<string, string> = {}, options: St
       return stopped;
     },
   };
+}
+
+/** Node's arguments before `serve` for a serve the tests start themselves: the prebuilt entry with the test flags. */
+export async function serveEntry(): Promise<string[]> {
+  return [...childNodeFlags(), await prebuiltEntry()];
 }
 
 /**

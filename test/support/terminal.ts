@@ -19,19 +19,26 @@ export interface ServeProcess {
 
 /**
  * `serve` in a process group of its own (as a shell runs a foreground job), so that a test can signal the whole
- * group as Ctrl-C does. With `terminal`, under a pseudo-terminal (util-linux `script`, whose shell is $SHELL or /bin/sh: `exec` keeps that shell out of the foreground group, or Ctrl-C kills it too and it exits 130): stdout and stderr are a TTY,
- * and writing "\x03" to `child.stdin` is a real Ctrl-C.
+ * group as Ctrl-C does. With `terminal`, under a pseudo-terminal (util-linux `script`, whose shell is $SHELL or
+ * /bin/sh: `exec` keeps that shell out of the foreground group, or Ctrl-C kills it too and it exits 130): stdout and
+ * stderr are a TTY, and writing "\x03" to `child.stdin` is a real Ctrl-C. `entry` is node's arguments before `serve`:
+ * bin/agent-audio.mjs by default, as `npm start` runs it, or the tests' prebuilt entry (serveEntry).
  */
-export function spawnServe(env: Record<string, string>, options: { terminal?: boolean } = {}): ServeProcess {
+export function spawnServe(
+  env: Record<string, string>,
+  options: { terminal?: boolean; entry?: string[] } = {},
+): ServeProcess {
   const fullEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env };
+  const entry = options.entry ?? [bin];
+  const command = [process.execPath, ...entry].map((word) => JSON.stringify(word)).join(' ');
   const child = options.terminal
-    ? spawn('script', ['-qfec', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} serve`, '/dev/null'], {
+    ? spawn('script', ['-qfec', `exec ${command} serve`, '/dev/null'], {
         cwd: root,
         env: fullEnv,
         detached: true,
         stdio: ['pipe', 'pipe', 'pipe'],
       })
-    : spawn(process.execPath, [bin, 'serve'], {
+    : spawn(process.execPath, [...entry, 'serve'], {
         cwd: root,
         env: fullEnv,
         detached: true,
