@@ -26,6 +26,8 @@ export class IcecastUsageMeter implements UsageMeter {
   /** For the measured kbps shown in the usage; the budget decides. */
   private readonly rates = new SourceRateMonitor();
   private polledAt = Date.now();
+  /** Polls failed in a row: one alone is logged at debug level (see poll). */
+  private failedPolls = 0;
 
   constructor(
     private readonly db: Database,
@@ -61,9 +63,17 @@ export class IcecastUsageMeter implements UsageMeter {
       await this.nowPlaying
         ?.observe(poll.stats)
         .catch((err) => this.log.warn({ err }, 'could not record what plays now'));
+      if (this.failedPolls > 1) this.log.info({ failed_in_a_row: this.failedPolls }, 'Icecast usage is read again');
+      this.failedPolls = 0;
       return true;
     } catch (err) {
-      this.log.warn({ err }, 'could not read Icecast usage; the last known usage stands');
+      // One failed read is no news: Icecast restarting, or stopped a moment before serve by a Ctrl-C to the whole
+      // process group. A second in a row is.
+      this.failedPolls += 1;
+      const fields = { err, failed_in_a_row: this.failedPolls };
+      const message = 'could not read Icecast usage; the last known usage stands';
+      if (this.failedPolls > 1) this.log.warn(fields, message);
+      else this.log.debug?.(fields, message);
       return false;
     }
   }
