@@ -71,8 +71,8 @@ async function serveStart(): Promise<{ self: number; below: number; wall: number
   }
 }
 
-function cliCases(entry: string, service: Service, root: string): Case[] {
-  const cli = (args: string[]) => () => childCpuMs([entry, ...args], service.env, root);
+function cliCases(entry: string[], service: Service, root: string): Case[] {
+  const cli = (args: string[]) => () => childCpuMs([...entry, ...args], service.env, root);
   let keys = 0;
   return [
     { name: 'node -e ""', run: () => childCpuMs(['-e', ''], {}, root) },

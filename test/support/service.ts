@@ -19,7 +19,7 @@ export interface CliResult {
  * time (see prebuiltEntry: the same code as bin/agent-audio.mjs runs, without the seconds tsx takes to load it).
  */
 export async function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
-  return runNode([...childNodeFlags(), await prebuiltEntry(), ...args], env, timeoutMs);
+  return runNode([...childNodeFlags(), ...(await prebuiltEntry()), ...args], env, timeoutMs);
 }
 
 /** Runs node with these arguments in the project folder and collects its output. */
@@ -194,7 +194,7 @@ export async function startService(env: Record<string, string> = {}, options: St
 
 /** Node's arguments before `serve` for a serve the tests start themselves: the prebuilt entry with the test flags. */
 export async function serveEntry(): Promise<string[]> {
-  return [...childNodeFlags(), await prebuiltEntry()];
+  return [...childNodeFlags(), ...(await prebuiltEntry())];
 }
 
 /**
