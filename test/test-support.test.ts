@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Database, migrate, startEmbeddedPostgres } from '../src/store/index.js';
+import { builtOnce, UNUSED_BUILD_MS } from './support/build-once.js';
 import { scratchDir } from './support/service.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { copyTemplateCluster } from './support/template-data-dir.js';
@@ -54,5 +55,31 @@ describe('test support', () => {
       await db.close();
       await pg.stop();
     }
+  });
+  test('building a new version removes the versions no test process has used for a day, and only those', async () => {
+    const parent = await scratchDir('audio-builds-');
+    const version = (hex: string) => join(parent, `thing-${hex.repeat(16)}`);
+    const readyAt = async (dir: string, msAgo: number) => {
+      await mkdir(dir);
+      await writeFile(join(dir, 'ready'), '');
+      const at = new Date(Date.now() - msAgo);
+      await utimes(join(dir, 'ready'), at, at);
+    };
+    await readyAt(version('a'), UNUSED_BUILD_MS + 60_000);
+    await readyAt(version('b'), UNUSED_BUILD_MS - 60_000);
+    await readyAt(version('c'), UNUSED_BUILD_MS + 60_000);
+    await mkdir(join(parent, 'other-aaaaaaaaaaaaaaaa'));
+    // Asking for c (already built) marks it used.
+    await builtOnce(version('c'), () => assert.fail('c is built already'));
+    assert.ok(Date.now() - (await stat(join(version('c'), 'ready'))).mtimeMs < 60_000);
+
+    await builtOnce(version('d'), (into) => writeFile(join(into, 'made'), 'd'));
+    assert.ok(existsSync(join(version('d'), 'made')));
+    assert.deepEqual((await readdir(parent)).sort(), [
+      'other-aaaaaaaaaaaaaaaa',
+      `thing-${'b'.repeat(16)}`,
+      `thing-${'c'.repeat(16)}`,
+      `thing-${'d'.repeat(16)}`,
+    ]);
   });
 });
