@@ -13,7 +13,9 @@ const vm = require('node:vm');
 
 const bundle = resolve(process.argv[2]);
 process.argv.splice(1, 1);
-const flags = createHash('sha256').update(`${process.version}\0${process.execArgv.join('\0')}`).digest('hex');
+const flags = createHash('sha256')
+  .update(`${process.version}\0${process.execArgv.join('\0')}`)
+  .digest('hex');
 const cacheFile = `${bundle}.${flags.slice(0, 16)}.v8-cache`;
 
 let cachedData;
@@ -44,8 +46,12 @@ function saveWhenServing() {
 
 function save() {
   const partial = `${cacheFile}.${process.pid}`;
-  writeFileSync(partial, script.createCachedData());
-  renameSync(partial, cacheFile);
+  try {
+    writeFileSync(partial, script.createCachedData());
+    renameSync(partial, cacheFile);
+  } catch {
+    // not saved (a full or read-only disk): later processes compile, as without a cache
+  }
 }
 
 const main = new Module(bundle, null);
