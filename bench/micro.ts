@@ -22,9 +22,7 @@ export interface MicroResults {
 
 /** One quote evaluation (evaluatePrice on a real snapshot) against a hand-written decimal.js equivalent. */
 export async function runMicro(root: string, warmup: number, measured: number): Promise<MicroResults> {
-  const { snapshot, diagnostics } = await openSnapshot(
-    await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')),
-  );
+  const { snapshot, diagnostics } = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
   assert.ok(snapshot, `the catalog does not open: ${JSON.stringify(diagnostics)}`);
 
   const evaluated = await evaluatePrice(snapshot, instantStreamInput);

@@ -10,10 +10,7 @@ import { billingOptions, openSnapshot, readSnapshotFiles } from '../src/pricing/
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const { snapshot, diagnostics } = await openSnapshot(
-  await readSnapshotFiles(
-    process.env.CATALOG_DIR ?? join(root, 'catalog'),
-    process.env.RULES_DIR ?? join(root, 'rules'),
-  ),
+  readSnapshotFiles(process.env.CATALOG_DIR ?? join(root, 'catalog'), process.env.RULES_DIR ?? join(root, 'rules')),
 );
 if (!snapshot) {
   process.stderr.write(`the catalog does not load: ${JSON.stringify(diagnostics.slice(0, 3))}\n`);

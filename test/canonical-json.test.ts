@@ -129,7 +129,7 @@ function generate(next: () => number, depth: number): unknown {
 type Priced = Extract<PriceEvaluation, { outcome: 'priced' }>;
 
 async function shippedSnapshot(): Promise<Snapshot> {
-  const { snapshot } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+  const { snapshot } = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
   assert.ok(snapshot);
   return snapshot;
 }

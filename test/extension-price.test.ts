@@ -16,7 +16,7 @@ import { cli, copyCatalog, root } from './support/service.js';
 let snapshot: Snapshot;
 
 before(async () => {
-  const opened = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+  const opened = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
   assert.deepEqual(opened.diagnostics, []);
   snapshot = opened.snapshot!;
 });

@@ -13,7 +13,7 @@ import { root } from './support/service.js';
 let snapshot: Snapshot;
 
 before(async () => {
-  const opened = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+  const opened = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
   assert.deepEqual(opened.diagnostics, []);
   snapshot = opened.snapshot!;
 });

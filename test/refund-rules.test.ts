@@ -14,7 +14,7 @@ import { cli, root } from './support/service.js';
 
 let snapshot: Snapshot;
 before(async () => {
-  const opened = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+  const opened = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
   assert.ok(opened.snapshot, JSON.stringify(opened.diagnostics));
   snapshot = opened.snapshot;
 });

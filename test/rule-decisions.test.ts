@@ -28,7 +28,7 @@ before(async () => {
 });
 
 async function open(edit?: (files: Record<string, string>) => void): Promise<Snapshot> {
-  const files = await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules'));
+  const files = readSnapshotFiles(join(root, 'catalog'), join(root, 'rules'));
   edit?.(files);
   const opened = await openSnapshot(files);
   assert.deepEqual(opened.diagnostics, []);

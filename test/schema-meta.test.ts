@@ -23,7 +23,7 @@ test('every schema the service compiles is valid against the JSON Schema 2020-12
     await import('../src/mcp/index.js');
     await import('../src/payments/index.js');
     const { openSnapshot, readSnapshotFiles } = await import('../src/pricing/index.js');
-    const { snapshot } = await openSnapshot(await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
+    const { snapshot } = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
     assert.ok(snapshot, 'the shipped catalog opens');
     const { quoteRequestSchema, orderRequestSchema } = await import('../src/http/schemas.js');
     const { productFileSchema, catalogFileSchema } = await import('../src/catalog/schemas.js');

@@ -14,7 +14,7 @@ const boundProblems = async (files: SnapshotFiles) =>
 // openSnapshot reuses each product's verdict and price bounds from the snapshot opened before when that product's file,
 // the settings and the rules are unchanged: a change of any of them must be judged again.
 test('price bounds are checked again when the product, the settings or the rules change', async () => {
-  const files = await readSnapshotFiles(join(root, 'catalog'), join(root, 'rules'));
+  const files = readSnapshotFiles(join(root, 'catalog'), join(root, 'rules'));
   assert.deepEqual(await boundProblems(files), []);
 
   const dear = { ...files, [product]: files[product].replace('amount_atomic: "6900000"', 'amount_atomic: "69000000"') };

@@ -1,5 +1,4 @@
-import { watch, type FSWatcher } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { readdirSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /** A directory to watch; `only`: the names whose events count (undefined: every name). */
@@ -37,8 +36,8 @@ export class DirectoryWatch {
     this.watchers.clear();
   }
 
-  private async arm(): Promise<void> {
-    const wanted = await this.directories();
+  private arm(): void {
+    const wanted = this.directories();
     if (this.closed) return;
     for (const [dir, existing] of this.watchers) {
       const want = wanted.get(dir);
@@ -49,13 +48,13 @@ export class DirectoryWatch {
     for (const [dir, want] of wanted) if (!this.watchers.has(dir)) this.start(dir, want);
   }
 
-  /** The roots' directories and their parents, as they are now. */
-  private async directories(): Promise<Map<string, Watched>> {
+  /** The roots' directories and their parents, as they are now (read synchronously, as the catalog's files are). */
+  private directories(): Map<string, Watched> {
     const found = new Map<string, Watched>();
-    for (const root of this.roots) await addTree(root, found);
+    for (const root of this.roots) addTree(root, found);
     for (const root of this.roots) {
       const parent = dirname(root);
-      const inode = await inodeOf(parent);
+      const inode = inodeOf(parent);
       const known = found.get(parent);
       if (inode === undefined || (known && !known.only)) continue;
       found.set(parent, { inode, only: new Set([...(known?.only ?? []), basename(root)]) });
@@ -80,20 +79,28 @@ export class DirectoryWatch {
 }
 
 /** The directory and every directory below it (hidden ones aside, as the catalog reader skips them). */
-async function addTree(dir: string, found: Map<string, Watched>): Promise<void> {
-  const inode = await inodeOf(dir);
+function addTree(dir: string, found: Map<string, Watched>): void {
+  const inode = inodeOf(dir);
   if (inode === undefined) return;
   found.set(dir, { inode });
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const entry of entries)
-    if (entry.isDirectory() && !entry.name.startsWith('.')) await addTree(join(dir, entry.name), found);
+  for (const entry of entriesOf(dir))
+    if (entry.isDirectory() && !entry.name.startsWith('.')) addTree(join(dir, entry.name), found);
 }
 
-function inodeOf(path: string): Promise<number | undefined> {
-  return stat(path).then(
-    (s) => s.ino,
-    () => undefined,
-  );
+function entriesOf(dir: string) {
+  try {
+    return readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+}
+
+function inodeOf(path: string): number | undefined {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return undefined;
+  }
 }
 
 function sameNames(a?: Set<string>, b?: Set<string>): boolean {

@@ -45,7 +45,7 @@ export class LiveSnapshot extends EventEmitter {
   }
 
   static async open(catalogDir: string, rulesDir: string): Promise<LiveSnapshot> {
-    const { snapshot, diagnostics } = await openSnapshot(await readSnapshotFiles(catalogDir, rulesDir));
+    const { snapshot, diagnostics } = await openSnapshot(readSnapshotFiles(catalogDir, rulesDir));
     if (!snapshot) throw new CatalogInvalidError(diagnostics);
     return new LiveSnapshot(snapshot, catalogDir, rulesDir);
   }
@@ -117,7 +117,7 @@ export class LiveSnapshot extends EventEmitter {
   private async readFiles(): Promise<SnapshotFiles | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await readSnapshotFiles(this.catalogDir, this.rulesDir);
+        return readSnapshotFiles(this.catalogDir, this.rulesDir);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 3) {
           const diagnostic = {

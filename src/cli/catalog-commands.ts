@@ -33,7 +33,7 @@ const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 async function loadFromDisk(
   config: Config,
 ): Promise<{ files: SnapshotFiles; snapshot?: Snapshot; diagnostics: Diagnostic[] }> {
-  const files = await readSnapshotFiles(config.catalogDir, config.rulesDir);
+  const files = readSnapshotFiles(config.catalogDir, config.rulesDir);
   return { files, ...(await openSnapshot(files)) };
 }
 
@@ -241,8 +241,7 @@ async function previousVersion(
       (s) => s.isDirectory(),
       () => false,
     );
-    if (isDir)
-      return { label: against, files: await readSnapshotFiles(join(against, 'catalog'), join(against, 'rules')) };
+    if (isDir) return { label: against, files: readSnapshotFiles(join(against, 'catalog'), join(against, 'rules')) };
     return { label: `git ${against}`, files: await snapshotFilesAtGitRef(against, config.catalogDir, config.rulesDir) };
   }
   const running = await DataDirLock.holder(config.dataDir);

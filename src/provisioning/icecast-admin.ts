@@ -1,5 +1,7 @@
 // Client for Icecast's admin API (HTTP Basic). Answers are small XML documents, read with the
 // tiny parser at the bottom of this file rather than a dependency.
+import http from 'node:http';
+import https from 'node:https';
 
 export interface MountSummary {
   mount: string;
@@ -114,13 +116,29 @@ export class IcecastAdmin {
     return this.command('metadata', { mount, mode: 'updinfo', song });
   }
 
-  private async request(path: string, params: Record<string, string>): Promise<{ status: number; body: string }> {
-    const url = `${this.options.baseUrl}/admin/${path}?${new URLSearchParams(params)}`;
-    const response = await fetch(url, {
+  /**
+   * With node:http rather than fetch: a host asks its Icecast several times a second (the stats, the mounts, the clients
+   * of each live mount), and fetch cost about three times the CPU per request. Each request has a connection of its own.
+   */
+  private request(path: string, params: Record<string, string>): Promise<{ status: number; body: string }> {
+    const url = new URL(`${this.options.baseUrl}/admin/${path}?${new URLSearchParams(params)}`);
+    const options = {
       headers: { authorization: this.authorization },
+      agent: false,
       signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
+    };
+    return new Promise((resolve, reject) => {
+      const req = (url.protocol === 'https:' ? https : http).get(url, options, (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        response.on('error', reject);
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
     });
-    return { status: response.status, body: await response.text() };
   }
 
   private async getXml(path: string, params: Record<string, string> = {}): Promise<XmlElement> {
