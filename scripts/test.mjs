@@ -113,7 +113,7 @@ const [checkResults, tests] = await Promise.all([
         '--enable-source-maps',
         'scripts/test-files.mjs',
         folder,
-        process.env.TEST_CONCURRENCY ?? '4',
+        process.env.TEST_CONCURRENCY ?? '5',
         ...testFiles.map((file) => bundledTestFile(folder, file)),
       ],
       false,
