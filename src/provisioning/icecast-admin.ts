@@ -117,8 +117,8 @@ export class IcecastAdmin {
   }
 
   /**
-   * With node:http rather than fetch: a host asks its Icecast several times a second (the stats, the mounts, the clients
-   * of each live mount), and fetch cost about three times the CPU per request. Each request has a connection of its own.
+   * With node:http rather than fetch: a host asks its Icecast several times a second (the stats, the mounts, the
+   * clients of each live mount), and fetch cost about three times the CPU per request. A connection per request.
    */
   private request(path: string, params: Record<string, string>): Promise<{ status: number; body: string }> {
     const url = new URL(`${this.options.baseUrl}/admin/${path}?${new URLSearchParams(params)}`);
