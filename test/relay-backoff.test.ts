@@ -41,6 +41,15 @@ after(async () => {
   await catalog?.remove();
 });
 
+/** What serve logged about relays and its host's lease, for a failure to say why a wait was short. */
+function relayLog(): string {
+  return service
+    .output()
+    .split('\n')
+    .filter((line) => /relay|lease|fenc|reconcile/i.test(line))
+    .join('\n');
+}
+
 describe('relay upstream that is not audio', { skip }, () => {
   test('is re-fetched with a doubling wait, and the service record says why', async () => {
     const fetchedAt: number[] = [];
@@ -78,7 +87,7 @@ describe('relay upstream that is not audio', { skip }, () => {
       assert.ok(gaps.at(-1)! > gaps[0] * 2, `the wait grows: gaps ${gaps.join(', ')} ms`);
       for (const [i, gap] of gaps.slice(0, 4).entries()) {
         const wait = FIRST_RETRY_MS * 2 ** i;
-        assert.ok(gap >= wait, `wait ${i + 1} is at least ${wait} ms: gaps ${gaps.join(', ')} ms`);
+        assert.ok(gap >= wait, `wait ${i + 1} is at least ${wait} ms: gaps ${gaps.join(', ')} ms\n${relayLog()}`);
       }
 
       const record = (await request(service, 'GET', `/services/${id}`)).body;
