@@ -79,9 +79,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         else
           log.warn(
             { component: 'icecast', ...e },
-            e.signal === 'SIGKILL'
-              ? 'icecast killed (it did not stop within the stop timeout, or something else killed it)'
-              : 'icecast exited',
+            e.signal === 'SIGKILL' ? 'icecast killed (not by serve)' : 'icecast exited',
           );
       });
       supervisor.on('restarted', (e) =>

@@ -31,8 +31,9 @@ export interface IcecastSupervisorOptions {
   binary?: string;
   startTimeoutMs?: number;
   /**
-   * SIGKILL follows SIGTERM after this long. Icecast takes about 1.5 s to stop by itself (its threads wake up about
-   * once a second); it has no durable state, so a kill after this bound loses nothing.
+   * SIGKILL follows SIGTERM after this long (250 ms unless set). Icecast takes 1.2 to 1.5 s to stop by itself (its
+   * threads wake up about once a second), which every stop and restart of serve would wait for; it has no durable
+   * state, and its callbacks go to an API that has closed by then, so the kill loses nothing.
    */
   stopTimeoutMs?: number;
   restartDelayMs?: { min: number; max: number };
@@ -71,6 +72,8 @@ const FIRST_REQUEST_AFTER_MS = 150;
 
 /** A run of Icecast that counts as healthy enough to reset the restart backoff. */
 const HEALTHY_RUN_MS = 30_000;
+/** How long a stopping Icecast gets to end by itself before it is killed (see `stopTimeoutMs`). */
+const STOP_GRACE_MS = 250;
 
 export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   readonly host: string;
@@ -275,7 +278,8 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (child !== this.child) return;
     this.child = undefined;
-    this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped && signal !== 'SIGKILL' });
+    // Stopping, Icecast ends by our SIGTERM or by the SIGKILL that follows it: either is the stop asked for.
+    this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped });
     if (this.stopped || this.launching) return; // stop() or launch() handles it
     if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
     this.scheduleRestart();
@@ -302,7 +306,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
-    const escalate = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? 5000);
+    const escalate = setTimeout(() => child.kill('SIGKILL'), this.options.stopTimeoutMs ?? STOP_GRACE_MS);
     await this.childExited;
     clearTimeout(escalate);
   }
