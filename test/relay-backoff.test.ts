@@ -97,6 +97,9 @@ describe('relay upstream that is not audio', { skip }, () => {
         /The relay could not use http:\/\/127\.0\.0\.2:\d+\/live\.mp3: its audio could not be decoded/,
       );
       assert.match(record.status_reason, /Retrying in \d+ s \(attempt \d+; the wait doubles up to 5 min/);
+      // One relay for the whole run of failures: never stopped and begun anew while its service is active.
+      const started = service.output().match(new RegExp(`"service_id":"${id}"[^\n]*"msg":"relay started"`, 'g'));
+      assert.equal(started?.length, 1, `the relay started once:\n${relayLog()}`);
       const events = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.events;
       assert.equal(
         events.filter((e: any) => e.code === 'relay_upstream_failed').length,

@@ -36,13 +36,17 @@ export class AutoDjManager {
     return service.status === 'active' && (service.product_id === 'temporary-autodj' || service.limits.autodj === true);
   }
 
-  /** Starts what should run and stops what should not; called on every life-cycle pass. */
-  async sync(services: ServiceRow[]): Promise<void> {
+  /**
+   * Starts what should run and stops what should not; called by the host reconciler and on every life-cycle pass.
+   * `among`: the services the caller read, when it may not know them all. A service bought after its read has an
+   * AutoDJ the reconciler started meanwhile, and it runs on: stopped there, it would begin again a pass later.
+   */
+  async sync(services: ServiceRow[], among?: ReadonlySet<string>): Promise<void> {
     await this.noticeLiveEncodersGone(services);
     const wanted = new Map(
       services.filter((s) => AutoDjManager.wanted(s) && !this.liveSources.has(s.id)).map((s) => [s.id, s]),
     );
-    for (const id of this.running.keys()) if (!wanted.has(id)) await this.stop(id);
+    for (const id of this.running.keys()) if (!wanted.has(id) && (!among || among.has(id))) await this.stop(id);
     for (const service of wanted.values()) if (!this.running.has(service.id)) this.start(service);
   }
 

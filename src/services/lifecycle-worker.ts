@@ -38,7 +38,7 @@ export interface UsageMeter {
 
 export interface AutoDjControl {
   stop(serviceId: string): Promise<void>;
-  sync(services: ServiceRow[]): Promise<void>;
+  sync(services: ServiceRow[], among?: ReadonlySet<string>): Promise<void>;
 }
 
 export interface LifecycleDeps {
@@ -49,7 +49,12 @@ export interface LifecycleDeps {
   admin: () => IcecastAdmin | undefined;
   meter: UsageMeter;
   autodj?: AutoDjControl;
-  relays?: { sync(services: ServiceRow[]): Promise<void>; stop(serviceId: string): Promise<void> };
+  /**
+   * Relays are started and stopped by the host reconciler alone: a pass here syncing them from the services it read
+   * at its start stopped a relay the reconciler had started meanwhile for a service just bought, and began it anew.
+   * A decision here only cuts one (disconnect_source).
+   */
+  relays?: { stop(serviceId: string): Promise<void> };
   /** HLS renditions and sessions end with their service. */
   hls?: { sync(services: ServiceRow[]): Promise<void> };
   /** The host's listener places in memory: told what Icecast reports on each pass. */
@@ -134,8 +139,9 @@ export class LifecycleWorker {
           [this.deps.hostId()],
         )
       : services.filter((s) => s.status === 'active');
-    await this.deps.autodj?.sync(stillActive);
-    await this.deps.relays?.sync(stillActive);
+    // Only the services this pass read: one bought since may already have the AutoDJ the reconciler started for it.
+    const read = new Set([...services, ...stillActive].map((s) => s.id));
+    await this.deps.autodj?.sync(stillActive, read);
     await this.deps.hls?.sync(stillActive);
     return done;
   }

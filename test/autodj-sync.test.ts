@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Logger } from '../src/log/index.js';
+import { AutoDjManager, type MediaLibrary, type ServiceRow } from '../src/services/index.js';
+import type { Database } from '../src/store/index.js';
+import { requireStreamingTools } from './support/system-tools.js';
+
+// The host reconciler and the life-cycle pass both sync AutoDJs. A pass reads its services when it begins and syncs
+// at its end: a service bought meanwhile, whose AutoDJ the reconciler started, is not in its list. Stopped there, the
+// AutoDJ began again a pass later (its listeners heard the playlist start over).
+const skip = requireStreamingTools();
+
+function autodjService(id: string): ServiceRow {
+  return {
+    id,
+    status: 'active',
+    product_id: 'temporary-autodj',
+    mount: `/live-${id}`,
+    source_password: 'secret',
+    shuffle: false,
+    limits: { bitrate_kbps: 64 },
+  } as unknown as ServiceRow;
+}
+
+test('a sync leaves alone the AutoDJ of a service its caller did not read', { skip }, async () => {
+  const started: string[] = [];
+  const log: Logger = {
+    info: (fields, message) => void (message === 'AutoDJ started' && started.push(String(fields.service_id))),
+    warn: () => {},
+    error: () => {},
+  };
+  const db = { query: async () => [] } as unknown as Database;
+  const media = { list: async () => [], pathOf: (_id: string, name: string) => name } as unknown as MediaLibrary;
+  // Nothing listens on port 9: the encoders fail and are started again, which this test does not look at.
+  const djs = new AutoDjManager(
+    db,
+    media,
+    () => 'http://127.0.0.1:9',
+    () => undefined,
+    log,
+  );
+  const older = autodjService('svc_older');
+  const bought = autodjService('svc_bought');
+  try {
+    await djs.sync([older, bought]); // the reconciler, woken by the purchase
+    await djs.sync([older], new Set([older.id])); // a life-cycle pass that read before the purchase
+    await djs.sync([older, bought]);
+    assert.deepEqual(started, ['svc_older', 'svc_bought'], 'the bought service kept its first AutoDJ');
+
+    await djs.sync([older], new Set([older.id, bought.id])); // a pass that read it, and read it ended
+    await djs.sync([older]); // the reconciler, which reads every service
+    await djs.sync([older, bought]);
+    assert.deepEqual(started, ['svc_older', 'svc_bought', 'svc_bought'], 'one it read ended was stopped');
+  } finally {
+    await djs.stopAll();
+  }
+});
