@@ -22,14 +22,19 @@ function autodjService(id: string): ServiceRow {
   } as unknown as ServiceRow;
 }
 
-test('a sync leaves alone the AutoDJ of a service its caller did not read', { skip }, async () => {
+test('a sync from an old read neither stops a new AutoDJ nor starts one of an ended service', { skip }, async () => {
   const started: string[] = [];
   const log: Logger = {
     info: (fields, message) => void (message === 'AutoDJ started' && started.push(String(fields.service_id))),
     warn: () => {},
     error: () => {},
   };
-  const db = { query: async () => [] } as unknown as Database;
+  // What PostgreSQL holds active: asked before a sync with an old read starts an AutoDJ.
+  const activeInDatabase = new Set(['svc_older', 'svc_bought']);
+  const db = {
+    query: async (sql: string, [ids]: [string[]]) =>
+      sql.includes("status = 'active'") ? ids.filter((id) => activeInDatabase.has(id)).map((id) => ({ id })) : [],
+  } as unknown as Database;
   const media = { list: async () => [], pathOf: (_id: string, name: string) => name } as unknown as MediaLibrary;
   // Nothing listens on port 9: the encoders fail and are started again, which this test does not look at.
   const djs = new AutoDjManager(
@@ -51,6 +56,17 @@ test('a sync leaves alone the AutoDJ of a service its caller did not read', { sk
     await djs.sync([older]); // the reconciler, which reads every service
     await djs.sync([older, bought]);
     assert.deepEqual(started, ['svc_older', 'svc_bought', 'svc_bought'], 'one it read ended was stopped');
+
+    // The owner stops the bought service: the reconciler stops its AutoDJ; a pass that read it active does not
+    // start it again, the database says it has ended.
+    activeInDatabase.delete(bought.id);
+    await djs.sync([older]);
+    await djs.sync([older, bought], new Set([older.id, bought.id]));
+    assert.equal(started.length, 3, `a pass with an old read started no AutoDJ for an ended service: ${started}`);
+    // The life-cycle pass still starts what the database has active (an AutoDJ handed back by a live encoder).
+    activeInDatabase.add(bought.id);
+    await djs.sync([older, bought], new Set([older.id, bought.id]));
+    assert.deepEqual(started.slice(3), ['svc_bought']);
   } finally {
     await djs.stopAll();
   }

@@ -38,8 +38,9 @@ export class AutoDjManager {
 
   /**
    * Starts what should run and stops what should not; called by the host reconciler and on every life-cycle pass.
-   * `among`: the services the caller read, when it may not know them all. A service bought after its read has an
-   * AutoDJ the reconciler started meanwhile, and it runs on: stopped there, it would begin again a pass later.
+   * `among`: the services the caller read, when its read may be old (a life-cycle pass reads when it begins). A
+   * service bought since has an AutoDJ the reconciler started meanwhile, and it runs on: stopped there, it would begin
+   * again a pass later. One stopped since is started only if the database still has it active.
    */
   async sync(services: ServiceRow[], among?: ReadonlySet<string>): Promise<void> {
     await this.noticeLiveEncodersGone(services);
@@ -47,7 +48,20 @@ export class AutoDjManager {
       services.filter((s) => AutoDjManager.wanted(s) && !this.liveSources.has(s.id)).map((s) => [s.id, s]),
     );
     for (const id of this.running.keys()) if (!wanted.has(id) && (!among || among.has(id))) await this.stop(id);
-    for (const service of wanted.values()) if (!this.running.has(service.id)) this.start(service);
+    const starting = [...wanted.values()].filter((s) => !this.running.has(s.id));
+    // Unconfirmed (the database did not answer), nothing starts: the next pass asks again.
+    const confirmed = among && starting.length ? await this.stillActive(starting).catch(() => new Set()) : undefined;
+    for (const service of starting) if (!confirmed || confirmed.has(service.id)) this.start(service);
+  }
+
+  /** Which of these services PostgreSQL has active and not expired now. */
+  private async stillActive(services: ServiceRow[]): Promise<Set<string>> {
+    const rows = await this.db.query<{ id: string }>(
+      `SELECT id FROM services WHERE id = ANY($1::text[]) AND status = 'active'
+         AND (expires_at IS NULL OR expires_at > now())`,
+      [services.map((s) => s.id)],
+    );
+    return new Set(rows.map((row) => row.id));
   }
 
   /** The service's own encoder asks for the mount: AutoDJ steps aside first, so Icecast can give it the mount. */
