@@ -6,7 +6,8 @@ import type { Client } from '../store/index.js';
 const HOUR_MS = 3_600_000;
 const TRANSFER = toEventSelector('Transfer(address,address,uint256)');
 
-interface PaidRow {
+/** One payment for a service as the database holds it (hours: an upgrade's are the target hours it was priced for). */
+export interface PaidRow {
   id: string;
   kind: RefundPayment['kind'];
   amount_atomic: string;
@@ -39,7 +40,7 @@ export async function stopTerms(
     [service.order_id, service.id],
   );
   const paid = rows as PaidRow[];
-  const payments = unusedHours(paid, service.expires_at, stoppedAt);
+  const payments = paymentsOf(paid, service.expires_at, stoppedAt);
   const first = paid.find((p) => p.kind === 'order') ?? paid[0];
   return {
     input: {
@@ -90,7 +91,7 @@ export function failureTerms(
  * The service's paid time ends at expires_at; extensions are its last hours (each after the one before), the order
  * and its upgrades cover the time before them. Each payment's unused hours are those of its own time after the stop.
  */
-function unusedHours(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): RefundPayment[] {
+export function paymentsOf(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): RefundPayment[] {
   const end = expiresAt?.getTime() ?? stoppedAt.getTime();
   const extensionMs = paid
     .filter((p) => p.kind === 'extension')
