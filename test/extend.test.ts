@@ -28,8 +28,8 @@ import { requireStreamingTools } from './support/system-tools.js';
 
 requireStreamingTools();
 
-/** The grace period after expiry in this test's catalog: 0.002 h = 7.2 s. */
-const GRACE_MS = 7200;
+/** The grace period after expiry in this test's catalog: 0.01 h = 36 s. */
+const GRACE_MS = 36_000;
 
 let service: Service;
 let wallet: TestWallet;
@@ -42,7 +42,22 @@ const listeners: Listener[] = [];
 before(async () => {
   catalog = await shortLivedCatalog();
   const settings = join(catalog.catalogDir, 'catalog.yaml');
-  await writeFile(settings, (await readFile(settings, 'utf8')).replace('grace_hours: 24', 'grace_hours: 0.002'));
+  await writeFile(settings, (await readFile(settings, 'utf8')).replace('grace_hours: 24', 'grace_hours: 0.01'));
+  // The upgrade target dearer by the hour than the service it upgrades (0.10 vs 0.02 USDC/h): an extension priced at
+  // the old product's rate must not end up as hours of the new one.
+  const eventStream = join(catalog.catalogDir, 'products/event-stream.yaml');
+  const dearer = (await readFile(eventStream, 'utf8')).replace('per_hour_atomic: "20000"', 'per_hour_atomic: "100000"');
+  await writeFile(
+    eventStream,
+    dearer
+      .replace('duration_hours x 0.02 USDC', 'duration_hours x 0.10 USDC')
+      // At most 100 h, so that its dearest configuration stays within the order maximum.
+      .replace(
+        'duration_hours: { type: number, required: true, minimum: 1, maximum: 720 }',
+        'duration_hours: { type: number, required: true, minimum: 1, maximum: 100 }',
+      )
+      .replace('duration_hours: { minimum: 1, maximum: 720 }', 'duration_hours: { minimum: 1, maximum: 100 }'),
+  );
   service = await startService({
     CATALOG_DIR: catalog.catalogDir,
     RULES_DIR: catalog.rulesDir,
@@ -203,14 +218,15 @@ describe('extending a service', () => {
     const svc = await stream(1);
     const gone = await stream(1);
     // Their ends moved as a clock running faster would: one ends now, the other ended longer ago than the grace period.
-    const expiredAt = await expireIn(service, svc.service_id, 0);
+    await expireIn(service, svc.service_id, 0);
     await expireIn(service, gone.service_id, -(GRACE_MS + 500) / 1000);
     await waitFor('expiry', async () => (await statusOf(svc.service_id)) === 'expired', 15_000);
+    const paidAt = Date.now();
     const back = await extend(svc.service_id, 0.003);
     assert.equal(back.status, 200, JSON.stringify(back.body));
     assert.equal(back.body.service.status, 'active');
     assert.equal(back.body.service.broadcast_url, svc.broadcast_url);
-    assert.equal(Date.parse(back.body.service.expires_at) - expiredAt.getTime(), 10_800);
+    assert.ok(Date.parse(back.body.service.expires_at) - paidAt >= 10_800, 'the hours bought, from its return');
     source(svc.broadcast_url);
     const listener = await listen(svc.stream_url);
     await waitFor('audio again', () => hasMpegFrame(listener.received()), 10_000);
@@ -386,5 +402,146 @@ describe('extending a service', () => {
       [{ priced_for: second.service_id }],
     );
     assert.equal((await expiring(first.service_id)).length, 1, 'once per expiry');
+  });
+});
+
+describe('extension rules (issue 34)', () => {
+  const stop = (id: string) => request(service, 'POST', `/services/${id}/stop`);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  test('an expired service extended by less than the time since its expiry runs the hours bought from its return', {
+    timeout: 120_000,
+  }, async () => {
+    const svc = await stream(1);
+    // Expired 20 s ago (within the 36 s grace), extended by 0.003 h = 10.8 s: counted from the old expiry the new one
+    // would already be past, the service expired again at once, and nothing left to stop or refund.
+    const expiredAt = await expireIn(service, svc.service_id, -20);
+    await waitFor('expiry', async () => (await statusOf(svc.service_id)) === 'expired', 15_000);
+    const paidFrom = Date.now();
+    const back = await extend(svc.service_id, 0.003);
+    const paidUntil = Date.now();
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.order.amount.amount, '0.27');
+    assert.equal(back.body.service.status, 'active');
+    assert.equal(back.body.service.limits.duration_hours, 1.003);
+    const expiresAt = Date.parse(back.body.service.expires_at);
+    assert.ok(expiresAt - paidFrom >= 10_800, `the hours bought from its return: ${expiresAt - paidFrom} ms`);
+    assert.ok(expiresAt - paidUntil <= 10_800 + 5, `not more either: ${expiresAt - paidUntil} ms`);
+    assert.ok(expiresAt > expiredAt.getTime() + 20_000 + 10_800, 'not counted from the old expiry');
+    assert.match(back.body.service.expires_at, /Z$/);
+    const { rows } = await db.query('SELECT status_reason FROM services WHERE id = $1', [svc.service_id]);
+    assert.match(rows[0].status_reason, /counted from .*back from expired/);
+
+    await sleep(3000);
+    assert.equal(await statusOf(svc.service_id), 'active', 'still running 3 s later');
+    const stopped = await stop(svc.service_id);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.ended.reason, 'stopped');
+  });
+
+  test('an expired service extended by more than the time since its expiry also runs every hour bought from its return', {
+    timeout: 120_000,
+  }, async () => {
+    const svc = await stream(1);
+    const expiredAt = await expireIn(service, svc.service_id, -1);
+    await waitFor('expiry', async () => (await statusOf(svc.service_id)) === 'expired', 15_000);
+    const paidFrom = Date.now();
+    const back = await extend(svc.service_id, 0.003);
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.service.status, 'active');
+    const expiresAt = Date.parse(back.body.service.expires_at);
+    assert.ok(expiresAt - paidFrom >= 10_800, `the hours bought from its return: ${expiresAt - paidFrom} ms`);
+    assert.ok(expiresAt - expiredAt.getTime() > 10_800, 'the time it was expired is not taken off');
+
+    // An active service's extension still counts from its expiry, however near.
+    const early = await extend(svc.service_id, 0.003);
+    assert.equal(early.status, 200, JSON.stringify(early.body));
+    assert.equal(Date.parse(early.body.service.expires_at) - expiresAt, 10_800);
+  });
+
+  test("an extension shorter than the product's minimum duration is refused before the 402, saying the minimum", async () => {
+    const svc = await stream(1);
+    for (const hours of [0.0000001, 0.0004]) {
+      const tiny = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+        body: { duration_hours: hours },
+        headers: { 'idempotency-key': randomUUID() },
+      });
+      assert.equal(tiny.status, 422, JSON.stringify(tiny.body));
+      assert.equal(tiny.body.ok, false);
+      assert.equal(tiny.body.error.code, 'extension_too_short');
+      assert.equal(tiny.body.error.retryable, false);
+      assert.equal(typeof tiny.body.error.request_id, 'string');
+      assert.match(
+        tiny.body.error.message,
+        /at least 0\.0005 hours.*Nothing was charged.*duration_hours of 0\.0005 or more/,
+      );
+      assert.equal(tiny.body.error.details[0].pointer, '/duration_hours');
+      assert.equal(tiny.body.error.details[0].minimum, 0.0005);
+      assert.equal(tiny.headers.get('payment-required'), null, 'refused before any payment is asked');
+    }
+    const least = await request(service, 'POST', `/services/${svc.service_id}/extend`, {
+      body: { duration_hours: 0.0005 },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    assert.equal(least.status, 402, 'the minimum itself is sold');
+  });
+
+  test('an extension and an upgrade paid at the same moment: one of them is refused before any money moves (3 runs)', {
+    timeout: 240_000,
+  }, async () => {
+    for (let run = 0; run < 3; run++) {
+      const svc = await stream(1);
+      const ask = async (path: string, body: Record<string, unknown>) => {
+        const key = randomUUID();
+        const unpaid = await request(service, 'POST', path, { body, headers: { 'idempotency-key': key } });
+        assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
+        const header = unpaid.headers.get('payment-required')!;
+        const signature = await wallet.pay(header);
+        return {
+          amount: BigInt(decodePaymentRequiredHeader(header).accepts[0].amount),
+          required: decodePaymentRequiredHeader(header),
+          send: () =>
+            request(service, 'POST', path, {
+              body,
+              headers: { 'idempotency-key': key, 'payment-signature': signature },
+            }),
+        };
+      };
+      const extension = await ask(`/services/${svc.service_id}/extend`, { duration_hours: 40 });
+      const upgrade = await ask(`/services/${svc.service_id}/upgrade`, { product_id: 'event-stream' });
+      assert.equal(extension.amount, 800_000n, '40 h at 0.02 USDC');
+      const { asset, payTo } = extension.required.accepts[0];
+      const [sellerBefore, buyerBefore] = [
+        await wallet.balanceOf(asset, payTo),
+        await wallet.balanceOf(asset, wallet.address),
+      ];
+
+      const [extended, upgraded] = await Promise.all([extension.send(), upgrade.send()]);
+      const answers = `run ${run}: ${JSON.stringify([extended.body, upgraded.body])}`;
+      assert.ok(extended.status === 200 || upgraded.status === 200, answers);
+      assert.ok(extended.status !== 200 || upgraded.status !== 200, `both sold: ${answers}`);
+      const refused = extended.status === 200 ? upgraded : extended;
+      assert.equal(refused.status, 409, answers);
+      assert.ok(
+        ['upgrade_in_progress', 'extension_in_progress', 'service_changed'].includes(refused.body.error.code),
+        answers,
+      );
+      assert.match(refused.body.error.message, /nothing was charged/i);
+
+      // Charged exactly what was delivered.
+      const charged = extended.status === 200 ? extension.amount : upgrade.amount;
+      assert.equal((await wallet.balanceOf(asset, payTo)) - sellerBefore, charged, answers);
+      assert.equal(buyerBefore - (await wallet.balanceOf(asset, wallet.address)), charged, answers);
+      const now = (await request(service, 'GET', `/services/${svc.service_id}`)).body.service;
+      if (extended.status === 200) {
+        assert.equal(now.product_id ?? 'instant-stream', 'instant-stream', answers);
+        assert.equal(now.limits.duration_hours, 41, answers);
+      } else {
+        assert.equal(now.limits.duration_hours, 1, `the upgrade delivered no extra hours: ${answers}`);
+        assert.equal(Date.parse(now.expires_at), Date.parse(svc.expires_at), answers);
+      }
+      const { rows } = await db.query('SELECT product_id FROM services WHERE id = $1', [svc.service_id]);
+      assert.equal(rows[0].product_id, extended.status === 200 ? 'instant-stream' : 'event-stream', answers);
+    }
   });
 });

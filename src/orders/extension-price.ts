@@ -57,6 +57,22 @@ export function checkExtensible(
   );
 }
 
+/**
+ * An extension is sold by the same smallest step as an order of its product: its minimum duration_hours (1 h in the
+ * shipped catalog). Less would be charged at least the order minimum for almost no time. Refused before any payment.
+ */
+export function checkLongEnough(snapshot: Snapshot, productId: string, hours: number): void {
+  const minimum = snapshot.catalog.byId.get(productId)?.acceptedParameters.duration_hours?.minimum;
+  if (minimum === undefined || !new Decimal(String(hours)).lessThan(String(minimum))) return;
+  const unit = new Decimal(String(minimum)).equals(1) ? 'hour' : 'hours';
+  throw new ApiError(
+    422,
+    'extension_too_short',
+    `A ${productId} service is extended by at least ${minimum} ${unit} (its product's minimum duration_hours, as for an order); ${hours} was asked. Nothing was charged. Send duration_hours of ${minimum} or more.`,
+    { details: [{ pointer: '/duration_hours', code: 'minimum', message: `must be >= ${minimum}`, minimum }] },
+  );
+}
+
 /** The price of `hours` more paid time on a service (see evaluateExtension), after checking it can be extended. */
 export async function priceExtension(
   snapshot: Snapshot,
@@ -65,6 +81,7 @@ export async function priceExtension(
   now = Date.now(),
 ): Promise<PricedExtension> {
   checkExtensible(snapshot, service, now);
+  checkLongEnough(snapshot, service.product_id, hours);
   const input: ExtensionInput = {
     service_id: service.id,
     product_id: service.product_id,

@@ -317,25 +317,36 @@ export class ServiceRecords {
   }
 
   /**
-   * A paid extension: the expiry moves by the hours bought, from the old expiry (never from now), and the hours paid
-   * over the service's life grow by as much. An expired service comes back as it was (same mount, same credentials);
-   * a suspended one stays suspended (an upgrade resumes it). Icecast reads the new expiry at its next callback.
+   * A paid extension: the expiry moves by the hours bought, from the old expiry while it is still ahead (never from
+   * now: extending early loses nothing), and from now once it has passed (a service that comes back runs for every
+   * hour bought, never for time already gone); the hours paid over the service's life grow by as much. An expired
+   * service comes back as it was (same mount, same credentials); a suspended one stays suspended (an upgrade resumes
+   * it). Icecast reads the new expiry at its next callback.
    */
   async applyExtension(client: Client, serviceId: string, orderId: string, hours: number): Promise<ServiceRow> {
+    // The database's clock, as the life-cycle worker reads it, rounded up to the millisecond the expiry is kept in.
     const {
       rows: [found],
-    } = await client.query('SELECT * FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
-    const before = found as ServiceRow;
+    } = await client.query(
+      `SELECT *, date_trunc('milliseconds', clock_timestamp() + interval '999 microseconds') AS extension_applied_at
+       FROM services WHERE id = $1 FOR UPDATE`,
+      [serviceId],
+    );
+    const { extension_applied_at: appliedAt, ...row } = found as ServiceRow & { extension_applied_at: Date };
+    const before = row as ServiceRow;
     // Stopped (and refunded) after this extension was claimed: never revived; the extension is refunded in full.
     if (before.stopped_at) throw new ServiceStopped(serviceId);
     const added = new Decimal(String(hours));
-    const expiresAt = new Date(before.expires_at!.getTime() + added.times(3_600_000).floor().toNumber());
+    const from = Math.max(before.expires_at!.getTime(), appliedAt.getTime());
+    const expiresAt = new Date(from + added.times(3_600_000).floor().toNumber());
     const limits = {
       ...before.limits,
       duration_hours: new Decimal(String(before.limits.duration_hours ?? 0)).plus(added).toNumber(),
     };
     const status = before.status === 'expired' ? 'active' : before.status;
-    const reason = `Extended by ${added.toFixed()} hours (order ${orderId}) until ${expiresAt.toISOString()}${before.status === 'expired' ? ', back from expired' : ''}.`;
+    const lapsed = from > before.expires_at!.getTime() ? `, counted from ${appliedAt.toISOString()}` : '';
+    const back = before.status === 'expired' ? ', back from expired' : '';
+    const reason = `Extended by ${added.toFixed()} hours (order ${orderId}) until ${expiresAt.toISOString()}${lapsed}${back}.`;
     const {
       rows: [after],
     } = await client.query(
