@@ -126,7 +126,32 @@ export function runOnAudio(
   } catch (e) {
     return Promise.reject(e);
   }
-  const { child, format } = started;
+  return collect(started.child, started.format, options);
+}
+
+/**
+ * Runs `command` on audio bytes already read (a part of a file whose container was sniffed as `format`), written to
+ * its stdin with the same forced demuxer and pipe-only input as runOnAudio; collected and bounded the same way.
+ */
+export function runOnAudioBytes(
+  command: string,
+  bytes: Buffer,
+  format: AudioFormat,
+  args: (input: string[]) => string[],
+  options: { timeoutMs: number; signal?: AbortSignal; maxBytes?: number },
+): Promise<AudioRun> {
+  const child = spawn(command, args(audioInputArgs(format)), { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  // It may stop reading before the end (a duration limit): the broken pipe is expected.
+  child.stdin!.on('error', () => {});
+  child.stdin!.end(bytes);
+  return collect(child, format, options);
+}
+
+function collect(
+  child: ChildProcess,
+  format: AudioFormat,
+  options: { timeoutMs: number; signal?: AbortSignal; maxBytes?: number },
+): Promise<AudioRun> {
   const maxBytes = options.maxBytes ?? 1024 * 1024;
   return new Promise((resolve, reject) => {
     let stdout = '';

@@ -1,12 +1,25 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
+import { type AudioFormat, type AudioRun, runOnAudioBytes } from '../provisioning/audio-input.js';
 import { runOnAudio, UnsupportedAudioError } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
-import { boughtSecondsOf, declaredProblem, decodeTimeLimitMs, type DeclaredStream } from './audio-bounds.js';
+import {
+  boughtSecondsOf,
+  type DeclaredStream,
+  declaredProblem,
+  decodeTimeLimitMs,
+  sliceLayout,
+  WHOLE_DECODE_SECONDS,
+  WINDOW_BYTES,
+  WINDOW_SECONDS,
+  WINDOW_TIMEOUT_MS,
+  windowOffsets,
+} from './audio-bounds.js';
 import { ProbeSlots } from './probe-slots.js';
 import type { ServiceRow } from './service-records.js';
 import { receiveUpload } from './upload-receiver.js';
@@ -25,9 +38,11 @@ export interface UploadLimits {
   probeConcurrency: number;
   probeQueue: number;
   probeWaitMs: number;
-  /** The longest an audio check (ffprobe, then a full test decode) may run. */
+  /** Checks of files larger than this may hold every slot but one and wait in a queue of their own (probe-slots.ts). */
+  probeLargeBytes: number;
+  /** The longest one step of an audio check (ffprobe, the read through the file, a decode) may run. */
   probeTimeoutMs: number;
-  /** The test decode's time for any file, before the time per MB of it. */
+  /** The read through the file's time for any file, before the time per MB of it. */
   decodeBaseMs: number;
   /** How long a reservation outlives the last renewal by its instance (renewed every third of it): the wait after a crash. */
   reservationLeaseMs: number;
@@ -54,7 +69,12 @@ export class MediaLibrary {
     private readonly limits: UploadLimits,
     private readonly tools = { ffprobe: 'ffprobe', ffmpeg: 'ffmpeg' },
   ) {
-    this.probes = new ProbeSlots(limits.probeConcurrency, limits.probeQueue, limits.probeWaitMs);
+    this.probes = new ProbeSlots(
+      limits.probeConcurrency,
+      limits.probeQueue,
+      limits.probeWaitMs,
+      limits.probeLargeBytes,
+    );
     this.reservations = new UploadReservations(db, limits.reservationLeaseMs);
   }
 
@@ -113,13 +133,13 @@ export class MediaLibrary {
     const serviceDir = join(this.dir, service.id);
     const partial = join(serviceDir, `${PARTIAL_PREFIX}${randomId('', 9)}`);
     try {
-      this.probes.refuseIfFull(service.api_key_id); // before the body arrives, not after it
+      this.probes.refuseIfFull(service.api_key_id, declaredLength); // before the body arrives, not after it
       await mkdir(serviceDir, { recursive: true });
       const received = await receiveUpload(body, partial, {
         expectedBytes: declaredLength,
         idleTimeoutMs: this.limits.idleTimeoutMs,
       });
-      const probe = await this.probes.run(service.api_key_id, () =>
+      const probe = await this.probes.run(service.api_key_id, received, () =>
         this.probe(partial, received, boughtSecondsOf(service.limits)),
       );
       return await this.db.transaction(async (client) => {
@@ -160,27 +180,29 @@ export class MediaLibrary {
   }
 
   /**
-   * The file must be an allowed audio container by its first bytes (never a playlist), hold an audio stream, and
-   * decode to its end; ffprobe and ffmpeg read it as stdin with the demuxer forced, so they open nothing else. What
-   * ffprobe declares is checked before the decode, and the decode is bounded by the file's size and the time bought
-   * (audio-bounds.ts).
+   * The file must be an allowed audio container by its first bytes (never a playlist), hold an audio stream, read
+   * through to its end, and decode where it is sampled; ffprobe and ffmpeg read it (or the bytes of a window) as
+   * stdin with the demuxer forced, so they open nothing else. What ffprobe declares is checked before anything is
+   * decoded; the read through the file copies packets without decoding them (its length, bounded by the file's size:
+   * audio-bounds.ts); a file of a minute or less is then decoded whole, a longer one in a few windows of 5 s.
    */
   private async probe(
     path: string,
     sizeBytes: number,
     boughtSeconds: number | undefined,
   ): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
+    const unsupported = (e: unknown) => {
+      if (!(e instanceof UnsupportedAudioError)) throw e;
+      if (e.playlist)
+        throw new ApiError(
+          415,
+          'playlist_not_accepted',
+          'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.',
+        );
+      throw notAudio('its first bytes are not one of these formats');
+    };
     const run = (command: string, args: (input: string[]) => string[], timeoutMs = this.limits.probeTimeoutMs) =>
-      runOnAudio(command, path, args, { timeoutMs }).catch((e) => {
-        if (!(e instanceof UnsupportedAudioError)) throw e;
-        if (e.playlist)
-          throw new ApiError(
-            415,
-            'playlist_not_accepted',
-            'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.',
-          );
-        throw notAudio('its first bytes are not one of these formats');
-      });
+      runOnAudio(command, path, args, { timeoutMs }).catch(unsupported);
     let info: {
       streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>;
       format?: { format_name?: string; duration?: string; tags?: Record<string, string> };
@@ -203,51 +225,96 @@ export class MediaLibrary {
     if (probed.code !== 0 || !stream || !info.format?.format_name) throw notAudio('ffprobe found no audio stream');
     const refused = declaredProblem(stream, info.format.duration, sizeBytes, boughtSeconds);
     if (refused) throw beyondLimits(refused);
-    // Decoding it all proves it is audio (not just a header in front of something else) and gives the duration.
+
     const limit = boughtSeconds === undefined ? [] : ['-t', String(boughtSeconds + 1)];
-    const decodeMs = decodeTimeLimitMs(sizeBytes, {
+    const toNull = (extra: string[]) => (input: string[]) => [
+      '-nostdin',
+      '-v',
+      'error',
+      ...input,
+      '-map',
+      '0:a:0',
+      ...extra,
+      '-f',
+      'null',
+      '-progress',
+      'pipe:1',
+      '-nostats',
+      '-',
+    ];
+    const endOf = (run: AudioRun) => {
+      const outTimeUs = Number([...run.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
+      return run.code === 0 && /^progress=end$/m.test(run.stdout) && outTimeUs > 0 ? outTimeUs / 1e6 : undefined;
+    };
+    const readMs = decodeTimeLimitMs(sizeBytes, {
       baseMs: this.limits.decodeBaseMs,
       maxMs: this.limits.probeTimeoutMs,
     });
-    const decoded = await run(
-      this.tools.ffmpeg,
-      (input) => [
-        '-nostdin',
-        '-v',
-        'error',
-        ...input,
-        '-map',
-        '0:a:0',
-        ...limit,
-        '-f',
-        'null',
-        '-progress',
-        'pipe:1',
-        '-nostats',
-        '-',
-      ],
-      decodeMs,
-    );
-    if (decoded.timedOut) {
-      throw beyondLimits(
-        `checking it took more than the ${decodeMs / 1000} s allowed for a file of ${sizeBytes} bytes: it decodes to far more audio than real audio of that size holds`,
+    const tooSlow = (ms: number) =>
+      beyondLimits(
+        `checking it took more than the ${ms / 1000} s allowed for a file of ${sizeBytes} bytes: it holds far more packets or audio than real audio of that size`,
       );
-    }
-    const outTimeUs = Number([...decoded.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
-    if (decoded.code !== 0 || !/^progress=end$/m.test(decoded.stdout) || !(outTimeUs > 0))
-      throw notAudio(`it does not decode as ${probed.format}`);
-    if (boughtSeconds !== undefined && outTimeUs / 1e6 > boughtSeconds)
+    // Its length: every packet read and copied, none decoded.
+    const read = await run(this.tools.ffmpeg, toNull(['-c', 'copy', ...limit]), readMs);
+    if (read.timedOut) throw tooSlow(readMs);
+    let duration = endOf(read);
+    if (duration === undefined) throw notAudio(`it does not read as ${probed.format} to its end`);
+    if (boughtSeconds !== undefined && duration > boughtSeconds)
       throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
+    const measured = declaredProblem({ ...stream, duration: String(duration) }, undefined, sizeBytes, boughtSeconds);
+    if (measured) throw beyondLimits(measured.replace('declares', 'holds'));
+
+    if (duration <= WHOLE_DECODE_SECONDS) {
+      // Short: decoded whole, which proves it is audio (not just a header in front of something else) to its end.
+      const decoded = await run(this.tools.ffmpeg, toNull(limit), readMs);
+      if (decoded.timedOut) throw tooSlow(readMs);
+      const decodedSeconds = endOf(decoded);
+      if (decodedSeconds === undefined) throw notAudio(`it does not decode as ${probed.format}`);
+      if (boughtSeconds !== undefined && decodedSeconds > boughtSeconds)
+        throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
+      duration = decodedSeconds;
+    } else {
+      // Long: decoded in windows of a few seconds — at its start, then cut out of it at a few places to its end.
+      const first = await run(this.tools.ffmpeg, toNull(['-t', String(WINDOW_SECONDS)]), WINDOW_TIMEOUT_MS);
+      if (endOf(first) === undefined) throw notAudio(`its start does not decode as ${probed.format}`);
+      for (const window of this.windows(path, probed.format, sizeBytes)) {
+        const decoded = await runOnAudioBytes(
+          this.tools.ffmpeg,
+          window.bytes,
+          probed.format,
+          toNull(['-t', String(WINDOW_SECONDS)]),
+          { timeoutMs: WINDOW_TIMEOUT_MS },
+        );
+        if (endOf(decoded) === undefined)
+          throw notAudio(`the part of it at byte ${window.at} does not decode as ${probed.format}`);
+      }
+    }
     const tagsOf = (tags?: Record<string, string>) =>
       Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     // MP3, WAV and FLAC carry tags on the file; Ogg and Opus on the stream.
     const tags = { ...tagsOf(stream.tags), ...tagsOf(info.format.tags) };
     return {
       format: info.format.format_name,
-      duration: Math.round(outTimeUs / 1000) / 1000,
+      duration: Math.round(duration * 1000) / 1000,
       artist: tags.artist ?? null,
       title: tags.title ?? null,
     };
+  }
+
+  /** The windows cut out of a long file after its start: its header's bytes, then WINDOW_BYTES from each offset. */
+  private windows(path: string, format: AudioFormat, size: number): Array<{ at: number; bytes: Buffer }> {
+    const fd = openSync(path, 'r');
+    try {
+      const layout = sliceLayout(fd, format, size);
+      if (!layout) return [];
+      return windowOffsets(layout, size).map((at) => {
+        const slice = Buffer.alloc(WINDOW_BYTES);
+        const length = readSync(fd, slice, 0, WINDOW_BYTES, at);
+        return { at, bytes: Buffer.concat([layout.head, slice.subarray(0, length)]) };
+      });
+    } finally {
+      closeSync(fd);
+    }
   }
 }
 
@@ -264,7 +331,7 @@ function beyondLimits(why: string): ApiError {
   return new ApiError(
     422,
     'audio_beyond_limits',
-    `The file was not kept: ${why}. Upload ordinary audio (MP3, AAC, M4A, Ogg, FLAC or WAV; at most 8 channels and 192 kHz; no longer than the service's paid time).`,
+    `The file was not kept: ${why}. Upload ordinary audio (MP3, AAC, M4A, Ogg, FLAC or WAV; mono or stereo, at most 48 kHz; no longer than the service's paid time).`,
   );
 }
 
