@@ -14,6 +14,8 @@ export interface PaidRow {
   hours: string | null;
   payer: string;
   settlement: { proof?: { logs?: Array<{ topics?: string[] }> } } | null;
+  /** The order's base fee, as its own price evaluation charged it (null or absent: not known, or not the order). */
+  base_atomic?: string | null;
 }
 
 /** What a stopped service's refund is computed from: each payment for it, the hours it paid for and the hours unused. */
@@ -29,12 +31,16 @@ export async function stopTerms(
   },
   stoppedAt: Date,
 ): Promise<{ input: Omit<RefundInput, 'refunded_atomic'>; orderIds: string[]; payer: string | null }> {
-  // The hours an upgrade paid for are the target hours of its own evaluation (what was left of the service then).
+  // The hours an upgrade paid for are the target hours of its own evaluation (what was left of the service then); the
+  // order's base fee is the base line of its own price evaluation (what it was charged, whatever the catalog says now).
   const { rows } = await client.query(
     `SELECT o.id, CASE WHEN o.id = $1 THEN 'order' WHEN o.upgrade_of = $2 THEN 'upgrade' ELSE 'extension' END AS kind,
             o.amount_atomic::text AS amount_atomic, o.payer, o.settlement,
             CASE WHEN o.upgrade_of = $2 THEN r.record::jsonb #>> '{target,input,parameters,duration_hours}'
-                 ELSE o.configuration ->> 'duration_hours' END AS hours
+                 ELSE o.configuration ->> 'duration_hours' END AS hours,
+            CASE WHEN o.id = $1 AND r.id IS NOT NULL THEN COALESCE(
+              (SELECT l ->> 'amount_atomic' FROM jsonb_array_elements(r.record::jsonb #> '{output,lines}') l
+               WHERE l ->> 'code' = 'base' LIMIT 1), '0') END AS base_atomic
      FROM orders o LEFT JOIN audit_records r ON r.id = o.evaluation_id
      WHERE o.state = 'active' AND (o.id = $1 OR o.upgrade_of = $2 OR o.extension_of = $2) ORDER BY o.created_at, o.id`,
     [service.order_id, service.id],
@@ -88,37 +94,35 @@ export function failureTerms(
 }
 
 /**
- * The service's paid time ends at expires_at; extensions are its last hours (each after the one before), the order
- * and its upgrades cover the time before them. Each payment's unused hours are those of its own time after the stop.
+ * The service's paid time ends at expires_at. Extensions are its last hours, each after the one before; the order and
+ * each upgrade cover the time up to the expiry as it was when they were bought, that is up to where the extensions
+ * bought after them begin (an upgrade bought after an extension covers the extension's hours too: it was priced for
+ * them). So every payment's hours end at expires_at less the hours of the extensions bought after it, and its unused
+ * hours are those of its own hours after the stop, in millionths of an hour rounded down. Counting back from the end
+ * also holds when the service was extended after it expired: the time it stood expired lies before its last
+ * extension was bought, so before the stop.
  */
 export function paymentsOf(paid: PaidRow[], expiresAt: Date | null, stoppedAt: Date): RefundPayment[] {
-  const end = expiresAt?.getTime() ?? stoppedAt.getTime();
-  const extensionMs = paid
-    .filter((p) => p.kind === 'extension')
-    .reduce((sum, p) => sum + hoursOf(p).times(HOUR_MS).toNumber(), 0);
-  const baseEnd = end - extensionMs;
-  let extensionStart = baseEnd;
-  const now = stoppedAt.getTime();
-  return paid.map((p) => {
-    const hours = hoursOf(p);
-    let unusedMs: number;
-    if (p.kind === 'extension') {
-      const periodEnd = extensionStart + hours.times(HOUR_MS).toNumber();
-      unusedMs = Math.max(0, periodEnd - Math.max(now, extensionStart));
-      extensionStart = periodEnd;
-    } else {
-      unusedMs = Math.max(0, baseEnd - now);
-    }
-    const unused = Decimal.min(hours, new Decimal(unusedMs).dividedBy(HOUR_MS)).toDecimalPlaces(6, Decimal.ROUND_DOWN);
-    return {
-      order_id: p.id,
-      kind: p.kind,
-      amount_atomic: p.amount_atomic,
-      hours: hours.toFixed(),
-      unused_hours: unused.toFixed(),
-      payer: payerOf(p),
-    };
-  });
+  const end = new Decimal(expiresAt?.getTime() ?? stoppedAt.getTime());
+  const now = new Decimal(stoppedAt.getTime());
+  let extendedAfter = new Decimal(0);
+  const unused = new Array<Decimal>(paid.length);
+  for (let i = paid.length - 1; i >= 0; i--) {
+    const hours = hoursOf(paid[i]);
+    const periodEnd = end.minus(extendedAfter.times(HOUR_MS));
+    const leftMs = Decimal.max(0, periodEnd.minus(now));
+    unused[i] = Decimal.min(hours, leftMs.dividedBy(HOUR_MS)).toDecimalPlaces(6, Decimal.ROUND_DOWN);
+    if (paid[i].kind === 'extension') extendedAfter = extendedAfter.plus(hours);
+  }
+  return paid.map((p, i) => ({
+    order_id: p.id,
+    kind: p.kind,
+    amount_atomic: p.amount_atomic,
+    hours: hoursOf(p).toFixed(),
+    unused_hours: unused[i].toFixed(),
+    ...(p.kind === 'order' && p.base_atomic != null && { base_atomic: p.base_atomic }),
+    payer: payerOf(p),
+  }));
 }
 
 function hoursOf(p: PaidRow): Decimal {
