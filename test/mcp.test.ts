@@ -315,7 +315,7 @@ describe('MCP', () => {
     const args = { service_id: live.service.service_id, product_id: 'event-stream', idempotency_key: randomUUID() };
     const unpaid = await call(agent, 'upgrade_service', args);
     const required = unpaid.structuredContent as PaymentRequired;
-    assert.equal(required.resource.url, 'mcp://tool/upgrade_service');
+    assert.equal(required.resource.url, `mcp://tool/upgrade_service?service_id=${live.service.service_id}`);
     const paid = await call(agent, 'upgrade_service', args, {
       'x402/payment': await wallet.client.createPaymentPayload(required),
     });
@@ -380,7 +380,7 @@ describe('MCP', () => {
     const args = { service_id: live.service.service_id, duration_hours: 100, idempotency_key: randomUUID() };
     const unpaid = await call(agent, 'extend_service', args);
     const required = unpaid.structuredContent as PaymentRequired;
-    assert.equal(required.resource.url, 'mcp://tool/extend_service');
+    assert.equal(required.resource.url, `mcp://tool/extend_service?service_id=${live.service.service_id}`);
     assert.equal(required.accepts[0].amount, '2000000', '100 hours at 0.02 USDC');
     const { asset, payTo } = required.accepts[0];
     const sellerBefore = await wallet.balanceOf(asset, payTo);
@@ -406,6 +406,15 @@ describe('MCP', () => {
       'service_not_found',
     );
     await stranger.close();
+
+    // Less than the product's minimum duration (1 h) is not sold: refused before any PaymentRequired.
+    const short = await call(agent, 'extend_service', { ...args, duration_hours: 0.5, idempotency_key: randomUUID() });
+    assert.equal(short.isError, true, JSON.stringify(short));
+    assert.equal(short.structuredContent.ok, false, 'an error document, no PaymentRequired');
+    const tooShort = errorOf(short);
+    assert.equal(tooShort.code, 'extension_too_short');
+    assert.match(tooShort.message, /at least 1 hour .*duration_hours of 1 or more/);
+    assert.equal(tooShort.details![0].pointer, '/duration_hours');
   });
 
   test('a payment that is not an x402 payload gets the PaymentRequired again; nothing is charged', async () => {

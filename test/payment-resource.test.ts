@@ -158,4 +158,62 @@ describe('a payment is bound to the resource it was made out for', () => {
     assert.equal(paid.isError, undefined, JSON.stringify(paid));
     assert.equal(paid.structuredContent.order.status, 'active');
   });
+
+  test('MCP: a payment made out for extend_service (or upgrade_service) of one service does not pay it for another', {
+    timeout: 120_000,
+  }, async () => {
+    const [a, b] = [await buy(service, wallet, stream), await buy(service, wallet, stream)].map((r) => {
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body.service as { service_id: string; expires_at: string; limits: Record<string, unknown> };
+    });
+    const call = (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+      agent.callTool({ name, arguments: args, ...(meta && { _meta: meta }) }) as Promise<any>;
+    const errorOf = (result: any) => {
+      assert.equal(result.isError, true, JSON.stringify(result));
+      return JSON.parse(result.content[1].text).error as { code: string; message: string };
+    };
+
+    for (const [tool, more] of [
+      ['extend_service', { duration_hours: 2 }],
+      ['upgrade_service', { product_id: 'event-stream' }],
+    ] as const) {
+      // The payer asks to change service A and signs what A's PaymentRequired names...
+      const forA = (await call(tool, { service_id: a.service_id, idempotency_key: randomUUID(), ...more }))
+        .structuredContent as PaymentRequired;
+      const payment = await wallet.client.createPaymentPayload(forA);
+      const { asset, payTo } = forA.accepts[0];
+      const before = await wallet.balanceOf(asset, wallet.address);
+      const receivedBefore = await wallet.balanceOf(asset, payTo);
+
+      // ...and that payment is sent with a call for service B, at the same price.
+      const argsB = { service_id: b.service_id, idempotency_key: randomUUID(), ...more };
+      const refused = await call(tool, argsB, { 'x402/payment': payment });
+      const error = errorOf(refused);
+      assert.equal(error.code, 'payment_wrong_resource', `${tool}: ${JSON.stringify(refused)}`);
+      assert.equal(
+        forA.resource.url,
+        `mcp://tool/${tool}?service_id=${a.service_id}`,
+        'the resource names the service',
+      );
+      assert.ok(error.message.includes(`mcp://tool/${tool}?service_id=${a.service_id}`), error.message);
+      assert.ok(error.message.includes(`mcp://tool/${tool}?service_id=${b.service_id}`), error.message);
+      assert.equal(refused.structuredContent.resource.url, `mcp://tool/${tool}?service_id=${b.service_id}`);
+      assert.equal(await wallet.balanceOf(asset, wallet.address), before, 'nothing charged');
+      assert.equal(await wallet.balanceOf(asset, payTo), receivedBefore, 'nothing received');
+      const bNow = (await call('service_status', { service_id: b.service_id })).structuredContent.service;
+      assert.equal(bNow.expires_at, b.expires_at, 'B not extended');
+      assert.deepEqual(bNow.limits, b.limits, 'B not changed');
+
+      // Signed for B, as B's PaymentRequired names it, it goes through.
+      const paid = await call(tool, argsB, {
+        'x402/payment': await wallet.client.createPaymentPayload(refused.structuredContent),
+      });
+      assert.equal(paid.isError, undefined, JSON.stringify(paid));
+      assert.equal(
+        paid.structuredContent.order[tool === 'extend_service' ? 'extension_of' : 'upgrade_of'],
+        b.service_id,
+      );
+      Object.assign(b, paid.structuredContent.service);
+    }
+  });
 });

@@ -4,7 +4,8 @@ import { PAYMENT_META_KEY, PAYMENT_RESPONSE_META_KEY, toolResourceUrl, X402_VERS
 /**
  * What a paid tool's tools/list entry declares in `_meta.x402`, so that a client knows before calling it that the
  * call is paid and how: `paymentRequired: true` (the flag MCP clients such as mcpc attach a payment by), the x402
- * version, the resource the PaymentRequired will name, and the payment terms in the field names of x402's
+ * version, the tool's resource (the PaymentRequired of a call that changes one service names that service too, e.g.
+ * mcp://tool/extend_service?service_id=svc_…: see toolResourceUrl), and the payment terms in the field names of x402's
  * PaymentRequirements — without `amount`: the price depends on the arguments, so the client learns it from the
  * PaymentRequired of an unpaid call and signs for that (a client that finds no amount signs nothing ahead).
  */

@@ -59,8 +59,8 @@ const productId = new RegExp(productIdPattern);
 const PAYMENT_HOW =
   'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
 const ORDER_DESCRIPTION = `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`;
-const EXTEND_DESCRIPTION = `Adds duration_hours of paid time to a service you bought (as POST /api/v1/services/{service_id}/extend): the expiry moves from the current expiry, the stream and listeners stay connected; an expired service comes back within the grace period (same mount and credentials). The price is the product's price for the new total of hours minus its price for the hours paid, at least the order minimum. ${PAYMENT_HOW}`;
-const UPGRADE_DESCRIPTION = `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). ${PAYMENT_HOW}`;
+const EXTEND_DESCRIPTION = `Adds duration_hours of paid time to a service you bought (as POST /api/v1/services/{service_id}/extend): the expiry moves from the current expiry, the stream and listeners stay connected; an expired service comes back within the grace period (same mount and credentials) and runs for the hours bought from the moment it comes back. duration_hours is at least the product's minimum duration_hours (1 h in most products). The price is the product's price for the new total of hours minus its price for the hours paid, at least the order minimum. The payment is made out for this service (resource mcp://tool/extend_service?service_id=…): it pays no other. ${PAYMENT_HOW}`;
+const UPGRADE_DESCRIPTION = `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). The payment is made out for this service (resource mcp://tool/upgrade_service?service_id=…): it pays no other. ${PAYMENT_HOW}`;
 
 export const tools: Tool[] = [
   {
@@ -195,7 +195,7 @@ export const tools: Tool[] = [
         request: { upgrade_of: service.id, product_id: args.product_id },
         upgradeOf: service,
         paymentSignature: payment,
-        resourceUrl: toolResourceUrl('upgrade_service'),
+        resourceUrl: toolResourceUrl('upgrade_service', service.id),
         discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id),
       });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
@@ -216,7 +216,7 @@ export const tools: Tool[] = [
         request: { extension_of: service.id, duration_hours: args.duration_hours },
         extensionOf: service,
         paymentSignature: payment,
-        resourceUrl: toolResourceUrl('extend_service'),
+        resourceUrl: toolResourceUrl('extend_service', service.id),
         discovery: toolDiscovery(deps.live.current, 'extend_service', EXTEND_DESCRIPTION, service.product_id),
       });
       return { body: placed.body, paymentResponse: placed.paymentResponse };

@@ -86,7 +86,13 @@ export function settlementOf(paymentResponseHeader: string): SettleResponse {
   return decodePaymentResponseHeader(paymentResponseHeader);
 }
 
-/** The resource a paid tool is sold as (mcp://tool/order …), in PaymentRequired.resource and the receipt. */
-export function toolResourceUrl(tool: string): string {
-  return `mcp://tool/${tool}`;
+/**
+ * The resource a paid tool is sold as, in PaymentRequired.resource and the receipt: the tool (mcp://tool/order), and
+ * for a tool that changes one service, that service too (mcp://tool/extend_service?service_id=svc_…), as the REST
+ * path names it (/services/{service_id}/extend): a payment made out for one service's extension or upgrade does not
+ * pay another's. tools/list declares the tool's own (mcp://tool/extend_service), before any service is named.
+ */
+export function toolResourceUrl(tool: string, serviceId?: string): string {
+  const base = `mcp://tool/${tool}`;
+  return serviceId === undefined ? base : `${base}?service_id=${encodeURIComponent(serviceId)}`;
 }
