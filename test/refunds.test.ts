@@ -81,7 +81,7 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
     assert.equal(stopped.body.ended.reason, 'stopped');
     const refund = stopped.body.refund;
     assert.equal(refund.to, wallet.address, 'to the address the payment proved');
-    // 0.45 USDC for 10 hours, stopped within seconds: nearly all unused, less the 0.25 base fee.
+    // 0.45 USDC for 10 hours, stopped within seconds: the 0.25 base fee is kept, nearly all the 10 h at 0.02 come back.
     const amount = BigInt(refund.amount.amount_atomic);
     assert.ok(amount > 199_000n && amount < 200_000n, String(amount));
     assert.ok(['pending', 'sent'].includes(refund.status));
@@ -222,7 +222,7 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     const transferTo = (address: string) => refund.transfers.find((t: any) => t.to === address);
     const [transferA, transferB] = [transferTo(wallet.address), transferTo(walletB.address)];
     assert.deepEqual([transferA.order_ids, transferB.order_ids], [[ordered.body.order.id], [extended.body.order.id]]);
-    // The extension's hours are the last ones, all unused: B gets back all it paid. A's share bears the base fee.
+    // The extension's hours are the last ones, all unused: B gets back all it paid. A's order bore the base fee.
     const [toA, toB] = [transferA, transferB].map((t: any) => BigInt(t.amount.amount_atomic));
     assert.equal(toB, paidB);
     assert.ok(toA > 199_000n && toA < 200_000n, String(toA));
@@ -256,6 +256,48 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
     assert.match(replay.stdout, /"identical":true/, replay.stdout + replay.stderr);
     const verify = await service.cli(['audit', 'verify']);
     assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+});
+
+describe('the refund rule of issue 34: the base fee kept once, every unused hour back at the rate it was bought', () => {
+  test('a 10 h stream (0.45) stopped after 5 h gets 5 x 0.02 back (not 0)', async () => {
+    const ordered = await buy(service, wallet, { ...body, station_name: 'Half Used FM' });
+    assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+    const id = ordered.body.service.service_id;
+    // Five of its hours have run: its paid time ends 5 h from now.
+    await db.query("UPDATE services SET expires_at = now() + interval '5 hours' WHERE id = $1", [id]);
+    const stopped = await request(service, 'POST', `/services/${id}/stop`);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    const amount = BigInt(stopped.body.refund.amount.amount_atomic);
+    // 5 h at 0.02, less the few seconds between the update and the stop (0.02 USDC an hour: 6 atomic units a second).
+    assert.ok(amount > 99_000n && amount <= 100_000n, String(amount));
+  });
+
+  test('order 4 h, extend 20 h, upgrade, stop at once: everything paid comes back but the base fee', async () => {
+    const ordered = await buy(service, wallet, {
+      ...body,
+      station_name: 'Upgraded Late FM',
+      parameters: { ...body.parameters, duration_hours: 4 },
+    });
+    assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
+    const id = ordered.body.service.service_id;
+    const extended = await payFor(service, wallet, `/services/${id}/extend`, { duration_hours: 20 });
+    assert.equal(extended.status, 200, JSON.stringify(extended.body));
+    const upgraded = await payFor(service, wallet, `/services/${id}/upgrade`, { product_id: 'event-stream' });
+    assert.equal(upgraded.status, 200, JSON.stringify(upgraded.body));
+    const paid = [ordered, extended, upgraded].map((r) => BigInt(r.body.order.amount.amount_atomic));
+    // The shipped catalog: 0.33 (0.25 base fee and 4 h), 0.40 (20 h), 0.27 (the order minimum, for the 24 h left).
+    assert.deepEqual(paid, [330_000n, 400_000n, 270_000n]);
+    const stopped = await request(service, 'POST', `/services/${id}/stop`);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    const amount = BigInt(stopped.body.refund.amount.amount_atomic);
+    // 0.75 less the seconds that ran (about 9 atomic units a second); before issue 34 the upgrade was counted against
+    // the order's 4 h only and 20/24 of it kept: 0.524970.
+    const expected = paid.reduce((sum, a) => sum + a, 0n) - 250_000n;
+    assert.ok(amount > expected - 1_000n && amount <= expected, `${amount} of ${expected}`);
+    const evaluation = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund.evaluation_id;
+    const replay = await service.cli(['audit', 'replay', evaluation]);
+    assert.match(replay.stdout, /"identical":true/, replay.stdout + replay.stderr);
   });
 });
 
