@@ -12,6 +12,8 @@ import {
 } from '../src/pricing/index.js';
 import { readFile, writeFile } from 'node:fs/promises';
 import { cli, copyCatalog, root } from './support/service.js';
+import { priceExtension } from '../src/orders/extension-price.js';
+import type { ServiceRow } from '../src/services/index.js';
 
 let snapshot: Snapshot;
 
@@ -173,6 +175,43 @@ describe('the price of an extension, from the rules', () => {
       assert.match(tooLong.stderr, /extension_too_long/);
     } finally {
       await copy.remove();
+    }
+  });
+});
+
+describe("an extension is at least its product's minimum duration, as an order", () => {
+  const service = (product_id: string, limits: Record<string, unknown>) =>
+    ({
+      id: 'svc_test0001',
+      product_id,
+      limits,
+      status: 'active',
+      expires_at: new Date(Date.now() + 3_600_000),
+      stopped_at: null,
+    }) as unknown as ServiceRow;
+
+  test('below it: 422 extension_too_short naming the minimum, before any price; at it: priced', async () => {
+    for (const [product, limits] of [
+      ['instant-stream', stream],
+      ['temporary-autodj', autodj],
+    ] as const) {
+      for (const hours of [0.0000001, 0.5, 0.999]) {
+        await assert.rejects(priceExtension(snapshot, service(product, limits), hours), (e: any) => {
+          assert.equal(e.status, 422);
+          assert.equal(e.code, 'extension_too_short');
+          assert.match(
+            e.message,
+            new RegExp(`A ${product} service is extended by at least 1 hour .*${hours} was asked`),
+          );
+          assert.match(e.message, /Nothing was charged\. Send duration_hours of 1 or more\./);
+          assert.deepEqual(e.options.details, [
+            { pointer: '/duration_hours', code: 'minimum', message: 'must be >= 1', minimum: 1 },
+          ]);
+          return true;
+        });
+      }
+      const least = await priceExtension(snapshot, service(product, limits), 1);
+      assert.equal(least.input.extend_hours, 1);
     }
   });
 });
