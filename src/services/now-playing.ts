@@ -1,6 +1,6 @@
 import { recordEvent } from '../events/index.js';
 import type { IcecastAdmin, MountStats } from '../provisioning/index.js';
-import type { Database } from '../store/index.js';
+import type { Client, Database } from '../store/index.js';
 
 export type TrackSource = 'autodj' | 'live' | 'owner';
 
@@ -19,6 +19,16 @@ export interface NewTrack {
 
 /** How many tracks a service keeps (and shows as its history). */
 export const TRACK_HISTORY = 20;
+/**
+ * track.changed is sent at most once per this window per service: a change within it is sent when the window ends,
+ * the latest title only (the changes between are in the history, not in events).
+ */
+export const TRACK_EVENT_WINDOW_MS = 5000;
+/**
+ * The track.changed events a service keeps: older ones are deleted (with their finished webhook deliveries). A reader
+ * that resumes from one of them gets the service's events from the oldest kept.
+ */
+export const TRACK_EVENT_HISTORY = 200;
 const MAX_TEXT = 300;
 const TRACK_COLUMNS = 'title, artist, source, started_at';
 const LATEST_TRACKS = `SELECT ${TRACK_COLUMNS} FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT $2`;
@@ -49,13 +59,17 @@ const clean = (text: string) =>
     .slice(0, MAX_TEXT);
 
 /**
- * What each service plays now and played before (the last TRACK_HISTORY tracks). A change is stored with its event
- * track.changed in one transaction; the same track told again (the next stats poll, AutoDJ's own metadata coming back
- * through Icecast) is not a change.
+ * What each service plays now and played before (the last TRACK_HISTORY tracks). A change is stored at once; its event
+ * track.changed goes in the same transaction unless the service had one less than TRACK_EVENT_WINDOW_MS ago: then a
+ * timer sends the latest track when the window ends (on whichever instance set it; a crash meanwhile leaves it to the
+ * next change). The same track told again (the next stats poll, AutoDJ's own metadata coming back through Icecast) is
+ * not a change.
  */
 export class NowPlaying {
   /** The title last seen in Icecast's stats per mount: only a change of it is news (a poll may be older than a PUT). */
   private readonly seen = new Map<string, string>();
+  /** Services whose latest track waits for the end of their event window, by service id. */
+  private readonly trailing = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly db: Database,
@@ -63,6 +77,7 @@ export class NowPlaying {
     private readonly admin: () => IcecastAdmin | undefined = () => undefined,
     /** The owner's title last sent to each mount of this host, kept with the host reconciler's (which then skips it). */
     private readonly titlesSent?: Map<string, string>,
+    private readonly eventWindowMs = TRACK_EVENT_WINDOW_MS,
   ) {}
 
   /**
@@ -120,10 +135,68 @@ export class NowPlaying {
         [serviceId],
       );
       const added = trackOf(row as TrackRow);
-      const previous = playing ? songText(playing) : null;
-      await recordEvent(client, { type: 'track.changed', serviceId, data: { ...added, previous } });
+      const waitMs = await this.announce(client, serviceId, added, playing ? songText(playing) : null);
+      if (waitMs > 0) this.later(serviceId, waitMs);
       return added;
     });
+  }
+
+  /**
+   * Records track.changed for `track` unless the service's last one is younger than the window; returns how long
+   * until the window ends then (0 when recorded, or when the last one already told this track). Under the service's lock.
+   */
+  private async announce(
+    client: Pick<Client, 'query'>,
+    serviceId: string,
+    track: Track,
+    playing: string | null,
+  ): Promise<number> {
+    const {
+      rows: [last],
+    } = (await client.query(
+      `SELECT data->>'title' AS title, data->>'artist' AS artist,
+              greatest(0, $2 - extract(epoch FROM clock_timestamp() - created_at) * 1000)::float8 AS wait_ms
+         FROM events WHERE service_id = $1 AND type = 'track.changed' ORDER BY seq DESC LIMIT 1`,
+      [serviceId, this.eventWindowMs],
+    )) as { rows: Array<{ title: string | null; artist: string | null; wait_ms: number }> };
+    const told = last?.title ? songText({ title: last.title, artist: last.artist }) : undefined;
+    if (told === songText(track)) return 0;
+    if (last && last.wait_ms > 0) return Math.ceil(last.wait_ms);
+    await recordEvent(client, { type: 'track.changed', serviceId, data: { ...track, previous: told ?? playing } });
+    await client.query(
+      `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND event_seq IN (
+         SELECT seq FROM events WHERE service_id = $1 AND type = 'track.changed' ORDER BY seq DESC OFFSET $2)`,
+      [serviceId, TRACK_EVENT_HISTORY],
+    );
+    await client.query(
+      `DELETE FROM events WHERE seq IN (
+         SELECT seq FROM events WHERE service_id = $1 AND type = 'track.changed' ORDER BY seq DESC OFFSET $2)
+         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = events.seq)`,
+      [serviceId, TRACK_EVENT_HISTORY],
+    );
+    return 0;
+  }
+
+  /** Sends the service's latest track when its window ends (once per service, however many changes came meanwhile). */
+  private later(serviceId: string, waitMs: number): void {
+    if (this.trailing.has(serviceId)) return;
+    const timer = setTimeout(() => {
+      this.trailing.delete(serviceId);
+      this.db
+        .transaction(async (client) => {
+          await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
+          const {
+            rows: [latest],
+          } = (await client.query(LATEST_TRACKS, [serviceId, 1])) as { rows: TrackRow[] };
+          return latest ? this.announce(client, serviceId, trackOf(latest), null) : 0;
+        })
+        .then((again) => {
+          if (again > 0) this.later(serviceId, again);
+        })
+        .catch(() => {}); // the database is going away (shutdown): the next change sends it
+    }, waitMs + 20);
+    timer.unref();
+    this.trailing.set(serviceId, timer);
   }
 
   /**
