@@ -244,7 +244,7 @@ function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidO
       method: 'POST',
       routeTemplate: '/services/:service_id/extend',
       description:
-        'Add paid hours to a service you own (its expiry moves by that much), or bring back one that expired within the grace period, paid with x402.',
+        "Add paid hours to a service you own (its expiry moves by that much), or bring back one that expired within the grace period (it then runs the hours bought from its return), paid with x402. At least the product's minimum duration_hours.",
       inputSchema: extendRequestSchema,
       inputExample: { duration_hours: 1 },
       pathParams: {
