@@ -298,6 +298,19 @@ describe('the refund rule of issue 34: the base fee kept once, every unused hour
     const evaluation = (await request(service, 'GET', `/services/${id}/usage`)).body.usage.refund.evaluation_id;
     const replay = await service.cli(['audit', 'replay', evaluation]);
     assert.match(replay.stdout, /"identical":true/, replay.stdout + replay.stderr);
+    // The record names the hours each payment paid for and the base fee the order's own price evaluation charged.
+    const [{ record }] = await db.query<{ record: string }>('SELECT record FROM audit_records WHERE id = $1', [
+      evaluation,
+    ]);
+    const payments = JSON.parse(record).input.payments;
+    assert.deepEqual(
+      payments.map((p: any) => [p.kind, p.hours, p.base_atomic]),
+      [
+        ['order', '4', '250000'],
+        ['extension', '20', undefined],
+        ['upgrade', '24', undefined],
+      ],
+    );
   });
 });
 
