@@ -29,8 +29,20 @@ export interface AdvanceDeps {
   log: Logger;
 }
 
-/** The settlement outcome could not be learned (facilitator or chain unreachable): the order stays settling for recovery. */
-export class SettlementPending extends Error {}
+/**
+ * The settlement's outcome is not known yet: the facilitator did not answer, answered `settlement_pending`, or refused
+ * while the authorization can still be used (a transfer it broadcast may land later). The order stays settling and
+ * recovery asks the chain until the transfer shows or the authorization expires unused.
+ */
+export class SettlementPending extends Error {
+  constructor(
+    message: string,
+    /** The unix time after which the authorization can no longer be used: the latest the outcome can be known. */
+    readonly validBefore?: string,
+  ) {
+    super(message);
+  }
+}
 
 /** A definite refusal: the payment was not taken. */
 export class PaymentNotTaken extends Error {
@@ -64,9 +76,9 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   if (origin === 'recovery') {
     const before = await findOnChain(order, deps);
     if (before.kind !== 'unused') return conclude(order, before, deps);
-    if (BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000)) {
-      return fail(order, 'authorization_expired', 'the payment authorization expired before it could be settled', deps);
-    }
+    // The facilitator refuses an authorization this close to its end; it may still land from an earlier attempt.
+    if (BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000))
+      return expiredOrPending(order, undefined, deps);
   }
 
   let result;
@@ -77,7 +89,7 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
     deps.metrics?.settlements.inc({ result: 'unknown' });
     const found = await findOnChain(order, deps).catch(() => undefined);
     if (found && found.kind !== 'unused') return conclude(order, found, deps);
-    throw new SettlementPending((e as Error).message);
+    throw new SettlementPending((e as Error).message, order.valid_before);
   }
   deps.metrics?.settlements.inc({ result: result.success ? 'settled' : 'refused' });
   if (result.success) crashPoint('after_chain_settle');
@@ -87,12 +99,47 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
       ? await deps.ledger.evidenceOfTransaction(result.transaction, expectedPayment(order)).catch(() => undefined)
       : undefined) ?? (await findOnChain(order, deps).catch(() => ({ kind: 'not_visible_yet' }) as const));
   if (evidence.kind !== 'unused') return conclude(order, evidence, deps);
-  if (result.success)
+  if (result.success) {
+    deps.log.warn(
+      { order_id: order.id, transaction: result.transaction },
+      'the facilitator reported a settlement the chain does not show',
+    );
     throw new SettlementPending(
       `the facilitator reported transaction ${result.transaction}, which the chain does not show yet`,
+      order.valid_before,
     );
-  const reason = result.errorReason ?? 'settlement_failed';
-  return fail(order, reason, result.errorMessage ?? reason, deps);
+  }
+  return expiredOrPending(order, result, deps);
+}
+
+/**
+ * A refusal ends an order only when the chain proves nothing can be charged any more: the authorization unused at a
+ * block past its validBefore. Until then a facilitator's "no" (settlement_pending, a timeout reported as a failure,
+ * any error after it broadcast) may still become a transfer, and the order waits for recovery.
+ */
+async function expiredOrPending(
+  order: OrderRow,
+  refusal: { errorReason?: string; errorMessage?: string; transaction?: string } | undefined,
+  deps: AdvanceDeps,
+): Promise<never> {
+  const reason = refusal ? (refusal.errorReason ?? 'settlement_failed') : 'authorization_expired';
+  const expired = await deps.ledger.expiredUnused(order.payer, order.nonce, order.valid_before).catch(() => false);
+  if (expired) {
+    const message = refusal
+      ? (refusal.errorMessage ?? reason)
+      : 'the payment authorization expired before it could be settled';
+    return fail(order, reason, `${message}; the authorization expired unused on chain`, deps);
+  }
+  if (refusal) {
+    deps.log.warn(
+      { order_id: order.id, reason, message: refusal.errorMessage, transaction: refusal.transaction },
+      'the facilitator did not settle; waiting for the chain until the authorization expires',
+    );
+  }
+  throw new SettlementPending(
+    refusal ? `the facilitator answered ${reason}` : 'the authorization has not been used yet',
+    order.valid_before,
+  );
 }
 
 function expectedPayment(order: OrderRow): ExpectedPayment {

@@ -402,9 +402,10 @@ export class OrderService {
       return new ApiError(409, 'service_stopped', m.serviceStopped, { details: [{ order_id: claimed.id }] });
     }
     if (e instanceof SettlementPending) {
-      return new ApiError(503, 'settlement_pending', m.settlementPending, {
+      return new ApiError(503, 'settlement_pending', m.settlementPending(claimed.id, e.message, e.validBefore), {
         retryable: true,
         retryAfterSeconds: 5,
+        details: [{ order_id: claimed.id }],
       });
     }
     return (await this.paidNotProvisioned(claimed.id)) ?? e;

@@ -41,9 +41,15 @@ export const placeMessages = {
   keyReleased: 'Another request with this Idempotency-Key just finished without charging. Retry this same request.',
   serviceStopped:
     'The service was stopped by its owner while this payment was being settled. The payment was taken and is refunded in full automatically (GET /orders/{order_id} shows the refund); nothing was changed.',
-  settlementPending:
-    'The payment is being settled but the outcome is not known yet. You will not be charged twice: retry this same request with the same Idempotency-Key in a few seconds to get the order.',
+  settlementPending: (orderId: string, why: string, validBefore?: string) =>
+    `The payment for order ${orderId} is being settled but its outcome is not known yet (${why}). Do not sign a new payment: you will not be charged twice. Retry this same request with the same PAYMENT-SIGNATURE and Idempotency-Key in a few seconds, or read GET /orders/${orderId}. ${untilExpiry(validBefore)}`,
 };
+
+/** When the outcome is known at the latest: the transfer shows on chain, or the authorization expires unused. */
+function untilExpiry(validBefore?: string): string {
+  const when = validBefore ? new Date(Number(validBefore) * 1000).toISOString() : 'its validBefore';
+  return `It is known at the latest once the authorization expires (${when}): either the transfer shows on chain and the order is delivered (or refunded in full), or nothing was charged and the answer says so.`;
+}
 
 /** The 402's warning when the official x402 client would refuse this amount with its default spend cap. */
 function aboveClientCap(amountAtomic: string): string {

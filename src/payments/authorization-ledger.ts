@@ -90,6 +90,8 @@ export class AuthorizationLedger {
       settledReceipts?: SettledReceipts;
       /** The embedded chain's checkpoint: saves every ledger change mined so far to disk (a remote chain keeps its own). */
       save?: () => Promise<void>;
+      /** An anvil chain of our own, mined on demand: a block may be made to learn that an authorization expired. */
+      mineIdle?: boolean;
     } = {},
   ) {
     this.client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
@@ -145,6 +147,30 @@ export class AuthorizationLedger {
       functionName: 'authorizationState',
       args: [authorizer as Address, nonce as Hex],
     });
+  }
+
+  /**
+   * True only when the chain shows that this authorization was not used and never can be: unused at a block whose
+   * timestamp is at or past validBefore (the token refuses it in any block from then on, and later blocks never carry
+   * an earlier time). A node that lags shows an older block and answers false: the order waits instead.
+   */
+  async expiredUnused(authorizer: string, nonce: string, validBefore: string): Promise<boolean> {
+    const expiry = BigInt(validBefore);
+    let block = await this.client.getBlock({ blockTag: 'latest' });
+    if (block.timestamp < expiry && this.options.mineIdle && BigInt(Math.floor(Date.now() / 1000)) >= expiry) {
+      // The embedded chain mines only when a transaction comes: an idle one shows an old time until a block is made.
+      await this.client.request({ method: 'evm_mine' } as never);
+      block = await this.client.getBlock({ blockTag: 'latest' });
+    }
+    if (block.timestamp < expiry) return false;
+    const used = await this.client.readContract({
+      address: this.token,
+      abi,
+      functionName: 'authorizationState',
+      args: [authorizer as Address, nonce as Hex],
+      blockNumber: block.number,
+    });
+    return !used;
   }
 
   /**
