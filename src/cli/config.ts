@@ -6,6 +6,7 @@ import type { SignupPolicy } from '../identity/index.js';
 import type { LogOptions } from '../log/index.js';
 import type { SourceBudgetOptions } from '../provisioning/index.js';
 import type { UploadLimits } from '../services/index.js';
+import { parseFacilitatorFault, type FacilitatorFault } from '../payments/facilitator-faults.js';
 import { SettingError, SettingsReader } from './settings-reader.js';
 
 export { SettingError };
@@ -64,6 +65,17 @@ export interface Config {
   /** Web origins (besides this service's own) whose pages may call the MCP endpoint. */
   mcpAllowedOrigins: string[];
   refunds: RefundConfig;
+  /** `agent-audio facilitator`: a facilitator of the official packages behind HTTP, for operators and the tests. */
+  facilitator: FacilitatorSettings;
+}
+
+export interface FacilitatorSettings {
+  /** FACILITATOR_RPC_URL: the chain it settles on (it must be able to send transactions). */
+  rpcUrl?: string;
+  /** FACILITATOR_KEY_FILE: the 0x private key that pays the settlements' gas. */
+  keyFile?: string;
+  /** FACILITATOR_FAULT: a test hook, what production facilitators do wrong (src/payments/facilitator-faults.ts). */
+  fault?: FacilitatorFault;
 }
 
 /** Refunds (src/refunds): the hot wallet they are paid from, the daily cap, how long an undelivered order waits. */
@@ -91,6 +103,8 @@ export interface PaymentSettings {
   /** Development with several instances: another instance's local chain, and the dev account this one settles from. */
   chainRpcUrl?: string;
   devFacilitatorAccount: number;
+  /** How long one verify or settle at the remote facilitator may take before its outcome counts as unknown. */
+  facilitatorTimeoutMs: number;
 }
 
 export interface StreamingSettings {
@@ -147,6 +161,7 @@ export const TEST_HOOKS = [
   'ORDER_PAUSE_AT',
   'SSRF_TEST_PUBLIC_ADDRESSES',
   'WEBHOOK_ALLOW_INSECURE_LOOPBACK',
+  'FACILITATOR_FAULT',
 ];
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -228,6 +243,7 @@ function readConfig(r: SettingsReader, stdoutIsTerminal: boolean): Config {
     eip6492Factories: r.custom('EIP6492_ALLOWED_FACTORIES', addressList) ?? [],
     mcpAllowedOrigins: r.custom('MCP_ALLOWED_ORIGINS', webOrigins) ?? [],
     refunds: readRefunds(r),
+    facilitator: readFacilitator(r),
   };
 }
 
@@ -278,6 +294,15 @@ function readPayments(r: SettingsReader): PaymentSettings {
     logWindowBlocks: r.whole('X402_LOG_WINDOW_BLOCKS', 2000, 1),
     chainRpcUrl: r.url('CHAIN_RPC_URL'),
     devFacilitatorAccount: r.whole('DEV_FACILITATOR_ACCOUNT', 4, 0, 9),
+    facilitatorTimeoutMs: r.whole('X402_FACILITATOR_TIMEOUT_MS', 15_000, 100, 600_000),
+  };
+}
+
+function readFacilitator(r: SettingsReader): FacilitatorSettings {
+  return {
+    rpcUrl: r.url('FACILITATOR_RPC_URL'),
+    keyFile: r.text('FACILITATOR_KEY_FILE'),
+    fault: r.custom('FACILITATOR_FAULT', parseFacilitatorFault),
   };
 }
 

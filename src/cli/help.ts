@@ -17,6 +17,17 @@ and its children in order; a second Ctrl-C exits at once (PostgreSQL still gets 
   LOG_LEVEL=debug          also the output of PostgreSQL and the other programs serve runs (default: info)
 Configuration: environment variables, see README.md.
 exit 0: stopped by a signal, 1: could not start (the reason is printed)`,
+  facilitator: `usage: agent-audio facilitator
+
+An x402 v2 facilitator made of the official packages (@x402/core's facilitator, @x402/evm's exact scheme) behind
+HTTP: POST /verify, POST /settle, GET /supported, on HOST:PORT. It settles EIP-3009 payments on X402_NETWORK with
+its own key, which pays the gas. Services reach it through X402_FACILITATOR_URL. Prints "facilitator on URL".
+  FACILITATOR_RPC_URL    the chain's RPC endpoint (it sends transactions)
+  FACILITATOR_KEY_FILE   a file holding the gas wallet's 0x private key
+  X402_NETWORK           the network it settles on (eip155:8453)
+  FACILITATOR_FAULT      tests only, refused in production: pending-200:MS, pending-500:MS, settle-hang,
+                         settle-refused, wrong-transaction, unsupported-network, down:MS
+exit 0: stopped by a signal, 1: could not start, 2: a setting is missing`,
   'keys create': `usage: agent-audio keys create --name NAME
 
 Creates an agent API key and prints it once as JSON {id, name, api_key}; only its hash is stored.

@@ -82,7 +82,11 @@ export async function payments(options: {
       };
     }
     const asset = settings.asset ?? USDC_ADDRESS;
-    const facilitator = createFacilitator({ mode: 'remote', url: settings.facilitatorUrl! });
+    const facilitator = createFacilitator({
+      mode: 'remote',
+      url: settings.facilitatorUrl!,
+      timeoutMs: settings.facilitatorTimeoutMs,
+    });
     return {
       checkout: { available: true, configured: true, protocol: 'x402', network },
       gateway: new PaymentGateway(facilitator, { network, asset, payTo: settings.payTo!, maxTimeoutSeconds }, receipts),
@@ -138,6 +142,7 @@ export async function payments(options: {
       windowBlocks: logWindow,
       settledReceipts,
       save: () => chain.checkpoint(),
+      mineIdle: true,
       archive: { firstLiveBlock: chain.firstLiveBlock, logs: (filter) => chain.archivedLogs(filter) as TokenLog[] },
     }),
     dev: {
@@ -181,7 +186,7 @@ function attachToChain(
       { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds },
       receipts,
     ),
-    ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS),
+    ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS, { mineIdle: true }),
     dev: {
       chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID },
       buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey },

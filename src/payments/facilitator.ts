@@ -3,7 +3,17 @@ import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server
 import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse } from '@x402/core/types';
 import { toFacilitatorEvmSigner } from '@x402/evm';
 import { registerExactEvmScheme } from '@x402/evm/exact/facilitator';
-import { createTestClient, createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
+import {
+  createTestClient,
+  createWalletClient,
+  defineChain,
+  encodeFunctionData,
+  http,
+  keccak256,
+  publicActions,
+  type Address,
+  type Hex,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { shareSignatureRecoveries } from './recovery-memo.js';
@@ -24,6 +34,13 @@ export interface EmbeddedFacilitatorConfig {
   onSettled?: (result: SettleResponse) => Promise<void> | void;
   /** Keeps the receipt of each settlement for the ledger's proof (saves it one RPC call per order). */
   receipts?: SettledReceipts;
+  /** anvil only: mines a block while a receipt is late (default true; a real chain has its own block producer). */
+  mineLateReceipts?: boolean;
+  /**
+   * A test fault: each settlement is signed at once but broadcast this much later, so that the facilitator answers
+   * `settlement_pending` for a transfer that lands afterwards (as a congested chain or a slow facilitator does).
+   */
+  holdBroadcastMs?: number;
 }
 
 export interface RemoteFacilitatorConfig {
@@ -93,6 +110,53 @@ async function mineWhileLate<T>(chain: { mine(args: { blocks: number }): Promise
   }
 }
 
+type SettlingClient = ReturnType<typeof createWalletClient> & ReturnType<typeof publicActions>;
+
+/** transferWithAuthorization costs about 90,000 gas; a smart-wallet signature check more. */
+const HELD_SETTLEMENT_GAS = 300_000n;
+
+/**
+ * writeContract that signs now and broadcasts later: the hash is known at once, the transfer lands `delayMs` later.
+ * Nonces are counted here: the node's pending count does not see transactions not sent yet.
+ */
+function heldBroadcast(client: SettlingClient, delayMs: number) {
+  let next: Promise<number> | undefined;
+  const nonce = async () => {
+    const address = client.account!.address;
+    next = (next ?? client.getTransactionCount({ address, blockTag: 'pending' })).then((n) => n + 1);
+    return (await next) - 1;
+  };
+  return async (args: Parameters<SettlingClient['writeContract']>[0]): Promise<Hex> => {
+    const {
+      address,
+      abi,
+      functionName,
+      args: callArgs,
+    } = args as unknown as Parameters<typeof encodeFunctionData>[0] & {
+      address: Address;
+    };
+    const data = encodeFunctionData({ abi, functionName, args: callArgs } as Parameters<typeof encodeFunctionData>[0]);
+    const request = await client.prepareTransactionRequest({
+      account: client.account!,
+      chain: client.chain,
+      to: address,
+      data,
+      nonce: await nonce(),
+      // No estimate: a transfer that can no longer go through (it landed meanwhile) just reverts on chain.
+      gas: HELD_SETTLEMENT_GAS,
+    });
+    const serializedTransaction = await client.signTransaction(request as never);
+    setTimeout(
+      () =>
+        void client
+          .sendRawTransaction({ serializedTransaction })
+          .catch((e: Error) => process.stderr.write(`held settlement not sent: ${e.message.split('\n')[0]}\n`)),
+      delayMs,
+    );
+    return keccak256(serializedTransaction);
+  };
+}
+
 function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitator {
   shareSignatureRecoveries();
   const pollingInterval = config.pollingIntervalMs ?? 10;
@@ -113,17 +177,20 @@ function createEmbeddedFacilitator(config: EmbeddedFacilitatorConfig): Facilitat
   const network: Network = `eip155:${config.chainId}`;
   const facilitator = new x402Facilitator();
   // viem's verifyTypedData takes a stricter parameter union than x402's structural signer type.
+  const mineLate = config.mineLateReceipts ?? true;
   const signerSource = {
     ...client,
     address: account.address,
+    ...(config.holdBroadcastMs !== undefined && { writeContract: heldBroadcast(client, config.holdBroadcastMs) }),
     waitForTransactionReceipt: async (args: Parameters<typeof client.waitForTransactionReceipt>[0]) => {
-      const receipt = await mineWhileLate(anvil, client.waitForTransactionReceipt(args));
+      const wait = client.waitForTransactionReceipt(args);
+      const receipt = await (mineLate ? mineWhileLate(anvil, wait) : wait);
       config.receipts?.remember(receipt);
       return receipt;
     },
   } as unknown as SignerSource;
   const signer = toFacilitatorEvmSigner(signerSource, {
-    confirmationTimeoutMs: config.confirmationTimeoutMs ?? 30_000,
+    confirmationTimeoutMs: config.confirmationTimeoutMs ?? (config.holdBroadcastMs !== undefined ? 200 : 30_000),
   });
   registerExactEvmScheme(facilitator, { signer, networks: network });
 

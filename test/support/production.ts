@@ -1,0 +1,201 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { DEV_ACCOUNTS, startEmbeddedChain, type EmbeddedChain } from '../../src/chain/index.js';
+import { prebuiltEntry } from './prebuilt-cli.js';
+import { request, root, roomyCatalog, scratchDir, startService, type Service } from './service.js';
+
+/**
+ * A production deployment as an operator makes it from other people's parts: a chain reached over RPC (anvil,
+ * chain id 8453, our USDC at the Base address), facilitators in their own processes (`agent-audio facilitator`),
+ * and `serve` with AUDIO_API_ENV=production pointed at them. Nothing of development mode (no dev.json, no chain
+ * of its own, no in-process facilitator).
+ */
+
+/** Roles on the chain: nobody else uses these dev accounts in a test process. */
+export const ROLES = {
+  payTo: DEV_ACCOUNTS[6],
+  refunds: DEV_ACCOUNTS[7],
+  buyers: [DEV_ACCOUNTS[8], DEV_ACCOUNTS[2]],
+};
+
+export interface Chain {
+  chain: EmbeddedChain;
+  rpcUrl: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The chain a production deployment reads: blocks keep coming (one a second, like Base's sequencer) so that the
+ * latest block's time tells when an authorization expired; transactions are still mined at once.
+ */
+export async function startChain(): Promise<Chain> {
+  const chain = await startEmbeddedChain({ dataDir: await scratchDir('audio-prod-chain-') });
+  const ticker = setInterval(() => void rpc(chain.rpcUrl, 'evm_mine', []).catch(() => undefined), 1000);
+  return {
+    chain,
+    rpcUrl: chain.rpcUrl,
+    stop: async () => {
+      clearInterval(ticker);
+      await chain.stop();
+    },
+  };
+}
+
+async function rpc(rpcUrl: string, method: string, params: unknown[]): Promise<unknown> {
+  const answer = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return ((await answer.json()) as { result: unknown }).result;
+}
+
+export interface FacilitatorProcess {
+  url: string;
+  process: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** `agent-audio facilitator` in its own process, settling with one of the facilitator gas wallets. */
+export async function startFacilitator(
+  rpcUrl: string,
+  options: { fault?: string; env?: Record<string, string> } = {},
+): Promise<FacilitatorProcess> {
+  const dir = await scratchDir('audio-facilitator-');
+  const keyFile = join(dir, 'gas.key');
+  // A gas wallet of its own: a facilitator stopped with a broadcast still held leaves a gap in its account's nonces.
+  const gasKey = generatePrivateKey();
+  await rpc(rpcUrl, 'anvil_setBalance', [privateKeyToAccount(gasKey).address, '0x56bc75e2d63100000']);
+  await writeFile(keyFile, gasKey, { mode: 0o600 });
+  const child = spawn(process.execPath, [...(await prebuiltEntry()), 'facilitator'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      FACILITATOR_RPC_URL: rpcUrl,
+      FACILITATOR_KEY_FILE: keyFile,
+      ...(options.fault && { FACILITATOR_FAULT: options.fault }),
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (d) => {
+    output += d;
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = '';
+    child.stdout!.on('data', (d) => {
+      stdout += d;
+      const found = /facilitator on (\S+)/.exec(stdout);
+      if (found) resolve(found[1]);
+    });
+    void exited.then(() => reject(new Error(`the facilitator exited:\n${output}`)));
+  });
+  return {
+    url,
+    process: child,
+    output: () => output,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** serve in production mode over that chain and those facilitators, with a refund wallet and an agent's API key. */
+export async function startProduction(
+  chain: Chain,
+  facilitatorUrl: string,
+  env: Record<string, string> = {},
+  payTo: string = ROLES.payTo.address,
+): Promise<Service> {
+  const dir = await scratchDir('audio-prod-keys-');
+  const refundKeyFile = join(dir, 'refund.key');
+  await writeFile(refundKeyFile, ROLES.refunds.privateKey, { mode: 0o600 });
+  await chain.chain.ensureFunded(ROLES.refunds.address, 100_000_000n);
+  const service = await startService({
+    AUDIO_API_ENV: 'production',
+    ...(await roomyCatalog()),
+    X402_PAY_TO: payTo,
+    X402_FACILITATOR_URL: facilitatorUrl,
+    X402_RPC_URL: chain.rpcUrl,
+    X402_REFUND_KEY_FILE: refundKeyFile,
+    X402_MAX_TIMEOUT_SECONDS: '10',
+    ORDER_LEASE_SECONDS: '3',
+    ORDER_RECOVERY_INTERVAL_MS: '500',
+    ...env,
+  });
+  const created = await service.cli(['keys', 'create', '--name', 'production test agent']);
+  service.apiKey = JSON.parse(created.stdout).api_key;
+  return service;
+}
+
+/** The stream every purchase of these tests buys: the shipped catalog's smallest. */
+export const SMALL_STREAM = {
+  product_id: 'instant-stream',
+  email: 'ops@example.com',
+  station_name: 'Production FM',
+  parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
+};
+
+/** GET /orders/{id} until `done` says so (or the time runs out). */
+export async function orderWhen(
+  service: Service,
+  orderId: string,
+  done: (state: string) => boolean,
+  timeoutMs = 30_000,
+): Promise<{ state: string; body: any }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await request(service, 'GET', `/orders/${orderId}`);
+    const state = answer.body?.order?.status as string;
+    if (done(state) || Date.now() > deadline) return { state, body: answer.body };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * One address for the service's X402_FACILITATOR_URL whose facilitator behind it the test changes: each fault gets
+ * its own facilitator process without starting the service again.
+ */
+export async function startFacilitatorSwitch(): Promise<{
+  url: string;
+  setUpstream(url: string): void;
+  close(): Promise<void>;
+}> {
+  let upstream = '';
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const init = {
+      method: req.method,
+      headers: { 'content-type': 'application/json' },
+      ...(req.method === 'POST' && { body: Buffer.concat(chunks) }),
+    };
+    const answer = await fetch(`${upstream}${req.url}`, init).catch(() => undefined);
+    if (!answer) return void res.destroy();
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    setUpstream: (url) => {
+      upstream = url;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
