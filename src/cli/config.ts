@@ -132,6 +132,8 @@ export interface StreamingSettings {
   frontDoor: boolean;
   /** Connections the front door lets into Icecast at once. */
   frontDoorInFlight: number;
+  /** ICECAST_LISTEN: where listeners and encoders connect (the front door, or Icecast itself without it). */
+  listen?: { host: string; port: number };
 }
 
 export interface EventSettings {
@@ -320,6 +322,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
     frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
+    listen: r.custom('ICECAST_LISTEN', listenAddress),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),
@@ -399,6 +402,13 @@ function refuseTestHooks(r: SettingsReader): void {
       `${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${them}`,
     );
   }
+}
+
+function listenAddress(text: string): { host: string; port: number } {
+  const found = /^(\[[0-9a-fA-F:]+\]|[^:[\]]+):([0-9]{1,5})$/.exec(text);
+  const port = Number(found?.[2]);
+  if (!found || port < 1 || port > 65535) throw new Error('HOST:PORT, e.g. 0.0.0.0:8000 or [::]:8000');
+  return { host: found[1].replace(/^\[|\]$/g, ''), port };
 }
 
 function caip2(text: string): `${string}:${string}` {

@@ -44,7 +44,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
     limits,
     callbackCredentials,
-    publicUrl: () => settings.publicUrl ?? `http://127.0.0.1:${publicPort() ?? 0}`,
+    publicUrl: () => settings.publicUrl ?? `http://${reachableHost(settings.listen?.host)}:${publicPort() ?? 0}`,
     localUrl: () => supervisor?.baseUrl,
     claimForwarded: (user, pass) => frontDoor?.claim(user, pass),
     hostId: () => host.id,
@@ -72,7 +72,10 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         maxClients: limits.sources + limits.listeners + 50,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
-        preferredPort: settings.frontDoor ? undefined : host.lastPort,
+        ...(!settings.frontDoor && {
+          host: settings.listen?.host,
+          preferredPort: settings.listen?.port ?? host.lastPort,
+        }),
       });
       supervisor.on('exited', ({ expected, ...e }) => {
         if (expected) log.debug?.({ component: 'icecast', ...e }, 'icecast stopped');
@@ -89,7 +92,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         log.error({ component: 'icecast', err }, 'icecast could not be restarted'),
       );
       await supervisor.start();
-      if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings.frontDoorInFlight);
+      if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
       if (host.lastPort && host.lastPort !== port) {
@@ -110,13 +113,24 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   };
 }
 
-/** The front door on the previous run's public port when it is free, else on any free port. */
+/**
+ * The front door at ICECAST_LISTEN (taken or not, that address is the operator's word), else on the previous run's
+ * loopback port when it is free, else on any free loopback port.
+ */
 async function openFrontDoor(
   supervisor: IcecastSupervisor,
   preferredPort: number | undefined,
-  inFlight: number,
+  settings: StreamingSettings,
 ): Promise<IcecastFrontDoor> {
   const upstream = () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined);
+  const inFlight = settings.frontDoorInFlight;
+  if (settings.listen) {
+    const door = new IcecastFrontDoor({ ...settings.listen, upstream, inFlight });
+    await door.start().catch((e: NodeJS.ErrnoException) => {
+      throw new Error(`ICECAST_LISTEN ${settings.listen!.host}:${settings.listen!.port} cannot be used: ${e.message}`);
+    });
+    return door;
+  }
   for (const port of preferredPort ? [preferredPort, 0] : [0]) {
     const door = new IcecastFrontDoor({ host: '127.0.0.1', port, upstream, inFlight });
     try {
@@ -127,4 +141,11 @@ async function openFrontDoor(
     }
   }
   throw new Error('unreachable');
+}
+
+/** An address a listener on this machine can reach: a wildcard listen address is reached on loopback. */
+function reachableHost(listenHost: string | undefined): string {
+  if (!listenHost || listenHost === '0.0.0.0') return '127.0.0.1';
+  if (listenHost === '::') return '[::1]';
+  return listenHost.includes(':') ? `[${listenHost}]` : listenHost;
 }

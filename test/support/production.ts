@@ -118,23 +118,28 @@ export async function startProduction(
   facilitatorUrl: string,
   env: Record<string, string> = {},
   payTo: string = ROLES.payTo.address,
+  /** serve's own arguments, e.g. ['--role', 'api']. */
+  args: string[] = [],
 ): Promise<Service> {
   const dir = await scratchDir('audio-prod-keys-');
   const refundKeyFile = join(dir, 'refund.key');
   await writeFile(refundKeyFile, ROLES.refunds.privateKey, { mode: 0o600 });
   await chain.chain.ensureFunded(ROLES.refunds.address, 100_000_000n);
-  const service = await startService({
-    AUDIO_API_ENV: 'production',
-    ...(await roomyCatalog()),
-    X402_PAY_TO: payTo,
-    X402_FACILITATOR_URL: facilitatorUrl,
-    X402_RPC_URL: chain.rpcUrl,
-    X402_REFUND_KEY_FILE: refundKeyFile,
-    X402_MAX_TIMEOUT_SECONDS: '10',
-    ORDER_LEASE_SECONDS: '3',
-    ORDER_RECOVERY_INTERVAL_MS: '500',
-    ...env,
-  });
+  const service = await startService(
+    {
+      AUDIO_API_ENV: 'production',
+      ...(await roomyCatalog()),
+      X402_PAY_TO: payTo,
+      X402_FACILITATOR_URL: facilitatorUrl,
+      X402_RPC_URL: chain.rpcUrl,
+      X402_REFUND_KEY_FILE: refundKeyFile,
+      X402_MAX_TIMEOUT_SECONDS: '10',
+      ORDER_LEASE_SECONDS: '3',
+      ORDER_RECOVERY_INTERVAL_MS: '500',
+      ...env,
+    },
+    { args },
+  );
   const created = await service.cli(['keys', 'create', '--name', 'production test agent']);
   service.apiKey = JSON.parse(created.stdout).api_key;
   return service;
