@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
+import { Database, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
 import { freePort } from '../src/store/free-port.js';
 import { buy, payFor } from './support/purchase.js';
 import {
@@ -200,6 +200,35 @@ describe('production: an API and a streaming host over an external PostgreSQL, p
     );
     await waitFor('AutoDJ audio', async () => listener.received().length > 4000 || undefined, 15_000);
     listener.close();
+  });
+
+  test("an order failed on a facilitator's word (as before issue 33) whose transfer landed is refunded in full", async () => {
+    const slow = await startFacilitator(chain.rpcUrl, { fault: 'pending-200:3000' });
+    cleanups.push(() => slow.stop());
+    switchTo(slow.url);
+    const buyerBefore = await balance(wallet.address);
+    const first = await buy(api, wallet, SMALL_STREAM);
+    assert.equal(first.status, 503, JSON.stringify(first.body));
+    const orderId = first.body.error.details[0].order_id;
+    // What an earlier version did with a settlement_pending answer: the order failed, "nothing was charged".
+    const db = new Database(postgres.url);
+    cleanups.push(() => db.close());
+    await db.query(
+      "UPDATE orders SET state = 'failed', failure = 'settlement_pending: taken at its word' WHERE id = $1 AND state = 'settling'",
+      [orderId],
+    );
+    const refunded = await orderWhen(api, orderId, (s) => s === 'refunded', 30_000);
+    assert.equal(refunded.state, 'refunded', JSON.stringify(refunded.body));
+    assert.match(refunded.body.order.failure, /went through on chain all the same/);
+    const price = BigInt(refunded.body.order.amount.amount_atomic);
+    await waitFor(
+      'the full refund on chain',
+      async () => (await balance(wallet.address)) === buyerBefore || undefined,
+      30_000,
+    );
+    assert.equal(await balance(wallet.address), buyerBefore, `charged ${price}, refunded ${price}`);
+    const verify = await api.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stderr);
   });
 
   test('an API killed while a settlement is pending: another instance finishes the order, charged once', async () => {

@@ -3,13 +3,14 @@ import type { ChainProblem } from './chain-problem.js';
 
 /** Fields of an order that may change after its claim; every other field is the order's terms. */
 const MUTABLE = new Set(['state', 'settlement', 'failure', 'settled_at']);
-// An order we could not provision is refunded in full (src/refunds): it ends refunded, never active. A new stream is
-// settled and provisioned in one statement: settling → active, its settlement in that one state.
+// An order we could not provision is refunded in full (src/refunds): it ends refunded, never active; so does one
+// reported failed whose transfer the chain shows all the same. A new stream is settled and provisioned in one
+// statement: settling → active, its settlement in that one state.
 const NEXT: Record<string, string[]> = {
   settling: ['provisioning', 'active', 'failed'],
   provisioning: ['active', 'failed', 'refunded'],
   active: [],
-  failed: [],
+  failed: ['refunded'],
   refunded: [],
 };
 

@@ -3,13 +3,15 @@ import { computeRefund } from './refund-computation.js';
 import { finishStop } from './service-stop.js';
 import type { RefundDeps } from './refund-deps.js';
 import { retryDelaySeconds, sendRefund } from './refund-sending.js';
+import { refundChargedFailedOrders } from './charged-failed-orders.js';
 import { refundUndeliveredOrders } from './undelivered-orders.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /**
  * Sends what is in the refunds outbox, on every instance: refunds are leased (FOR UPDATE SKIP LOCKED) so instances
  * share the work, and a lease that runs out (a killed instance) is taken over; the refund's nonce keeps a second send
- * from paying twice. Also finishes stops an instance did not finish and refunds paid orders that were not delivered.
+ * from paying twice. Also finishes stops an instance did not finish and refunds paid orders that were not delivered,
+ * failed orders charged all the same included.
  */
 export class RefundWorker {
   private readonly task: PeriodicTask;
@@ -34,6 +36,9 @@ export class RefundWorker {
   async runOnce(): Promise<number> {
     await refundUndeliveredOrders(this.deps).catch((err) =>
       this.log.warn({ err }, 'could not refund undelivered orders'),
+    );
+    await refundChargedFailedOrders(this.deps).catch((err) =>
+      this.log.warn({ err }, 'could not look up failed orders on chain'),
     );
     const due = await this.deps.store.leaseDue(10, this.options.leaseSeconds);
     for (const refund of due) {
