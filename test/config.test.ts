@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { configFromEnv, settingNames, SettingError } from '../src/cli/config.js';
+import { PaymentGateway } from '../src/payments/payment-gateway.js';
 import { cli, root, scratchDir } from './support/service.js';
 
 // One configuration: every setting is read, checked and documented in one place.
@@ -56,6 +57,22 @@ const refused: Array<[Record<string, string>, RegExp]> = [
   [{ AUDIO_API_ENV: 'prod' }, /^AUDIO_API_ENV must be one of production, development, got "prod"$/],
   [{ RELAY_FIRST_RETRY_MS: '0' }, /^RELAY_FIRST_RETRY_MS must be a whole number from 10 to 300000, got "0"$/],
   [{ HOST_RECONCILE_INTERVAL_MS: '50' }, /^HOST_RECONCILE_INTERVAL_MS must be a whole number 100 or more, got "50"$/],
+  [
+    { X402_PAY_TO: 'not-an-address' },
+    /^X402_PAY_TO must be the 0x address \(0x and 40 hex digits\) of the wallet that receives payments, got "not-an-address"$/,
+  ],
+  [
+    { X402_PAY_TO: `0x${'0'.repeat(40)}` },
+    /^X402_PAY_TO must be the address of the wallet that receives payments, not the zero address \(what is paid to it is lost\), got "0x0{40}"$/,
+  ],
+  [
+    { X402_ASSET: 'usdc' },
+    /^X402_ASSET must be a 0x address \(0x and 40 hex digits\) of the token contract, got "usdc"$/,
+  ],
+  [
+    { X402_NETWORK: 'base-mainnet' },
+    /^X402_NETWORK must be base, base-sepolia or a CAIP-2 network id such as eip155:8453, got "base-mainnet"$/,
+  ],
 ];
 
 for (const [env, message] of refused) {
@@ -109,4 +126,89 @@ test("serve names DATABASE_URL, not an agent's retry advice, when that PostgreSQ
     /^error: the PostgreSQL of DATABASE_URL \(127\.0\.0\.1:1\/audio\) could not be used: no connection could be made\./,
   );
   assert.doesNotMatch(run.stderr, /Idempotency-Key|secret/);
+});
+
+test('named networks set the chain and its USDC; a CAIP-2 id of a known network gets its USDC too', () => {
+  const base = configFromEnv({ X402_NETWORK: 'base' }).payments;
+  assert.equal(base.network, 'eip155:8453');
+  assert.equal(base.asset, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913');
+  for (const network of ['base-sepolia', 'eip155:84532']) {
+    const sepolia = configFromEnv({ X402_NETWORK: network }).payments;
+    assert.equal(sepolia.network, 'eip155:84532');
+    assert.equal(sepolia.asset, '0x036CbD53842c5426634e7929541eC2318f3dCF7e');
+  }
+  assert.equal(configFromEnv({}).payments.asset, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913');
+  const other = '0x1111111111111111111111111111111111111111';
+  assert.equal(configFromEnv({ X402_NETWORK: 'base-sepolia', X402_ASSET: other }).payments.asset, other);
+  assert.equal(configFromEnv({ X402_NETWORK: 'eip155:1' }).payments.network, 'eip155:1');
+});
+
+test("the 402 names the network's USDC and its EIP-712 domain: Base's is USD Coin, Base Sepolia's is USDC", async () => {
+  const offered: Record<string, unknown> = {};
+  for (const name of ['base', 'base-sepolia']) {
+    const { network, asset } = configFromEnv({ X402_NETWORK: name }).payments;
+    const facilitator = {
+      getSupported: async () => ({
+        kinds: [{ x402Version: 2, scheme: 'exact', network }],
+        extensions: [],
+        signers: {},
+      }),
+      verify: async () => assert.fail('not asked'),
+      settle: async () => assert.fail('not asked'),
+    };
+    const gateway = new PaymentGateway(facilitator as never, {
+      network,
+      asset: asset!,
+      payTo: '0x976EA74026E726554dB657fA54763abd0C3a0aa9',
+      maxTimeoutSeconds: 60,
+    });
+    const requirements = await gateway.requirements('270000');
+    offered[name] = { network: requirements.network, asset: requirements.asset, extra: requirements.extra };
+  }
+  assert.deepEqual(offered, {
+    base: {
+      network: 'eip155:8453',
+      asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+      extra: { name: 'USD Coin', version: '2' },
+    },
+    'base-sepolia': {
+      network: 'eip155:84532',
+      asset: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
+      extra: { name: 'USDC', version: '2' },
+    },
+  });
+});
+
+test('a refund key file missing, a directory or without a key: one sentence naming X402_REFUND_KEY_FILE, no key echoed', async () => {
+  const dir = await scratchDir('audio-refund-key-');
+  const wrong = join(dir, 'wrong.key');
+  const secretish = `0x${'ab'.repeat(31)}`; // one byte short of a key: it must not be printed
+  await writeFile(wrong, `${secretish}\n`);
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [
+      { X402_REFUND_KEY_FILE: join(dir, 'missing.key') },
+      /^X402_REFUND_KEY_FILE names \/.*\/missing\.key, which does not exist: point it at the file holding the refund hot wallet's 0x private key, or unset it \(refunds then wait\)$/,
+    ],
+    [{ X402_REFUND_KEY_FILE: dir }, /^X402_REFUND_KEY_FILE names \/.*, which is a directory: point it at/],
+    [
+      { X402_REFUND_KEY_FILE: wrong },
+      /^X402_REFUND_KEY_FILE \/.*\/wrong\.key must be a 0x-prefixed 32-byte hex private key \(the refund hot wallet's\)$/,
+    ],
+    [
+      { X402_REFUND_KEY: secretish },
+      /^X402_REFUND_KEY must be a 0x-prefixed 32-byte hex private key \(the refund hot wallet's\)$/,
+    ],
+  ];
+  for (const [env, message] of cases) {
+    assert.throws(
+      () => configFromEnv(env),
+      (e: Error) => e instanceof SettingError && message.test(e.message) && !e.message.includes(secretish.slice(2)),
+    );
+  }
+  const key = `0x${'cd'.repeat(32)}`;
+  await writeFile(join(dir, 'good.key'), `${key}\n`);
+  assert.equal(configFromEnv({ X402_REFUND_KEY_FILE: join(dir, 'good.key') }).refunds.privateKey, key);
+  const run = await cli(['serve'], { DATA_DIR: dir, X402_REFUND_KEY_FILE: join(dir, 'missing.key') }, 30_000);
+  assert.equal(run.code, 1);
+  assert.match(run.stderr, /^error: X402_REFUND_KEY_FILE names \/.*missing\.key, which does not exist: [^\n]*\n$/);
 });

@@ -9,13 +9,14 @@ import {
   type Address,
   type Hex,
 } from 'viem';
+import { USDC_NETWORKS } from './networks.js';
 import type { ChainState, StateDelta } from './state.js';
 
 /** Base mainnet USDC's address, reused so x402 clients that know USDC on eip155:8453 accept it. */
-export const USDC_ADDRESS: Address = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+export const USDC_ADDRESS: Address = USDC_NETWORKS.base.usdc;
 export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
-export const USDC_NAME = 'USD Coin';
-export const USDC_VERSION = '2';
+export const USDC_NAME = USDC_NETWORKS.base.domain.name;
+export const USDC_VERSION = USDC_NETWORKS.base.domain.version;
 export const USDC_DECIMALS = 6;
 
 const ledgerEventSignatures = [

@@ -6,6 +6,7 @@ import type { SignupPolicy } from '../identity/index.js';
 import type { LogOptions } from '../log/index.js';
 import type { SourceBudgetOptions } from '../provisioning/index.js';
 import type { UploadLimits } from '../services/index.js';
+import { namedNetwork, USDC_NETWORKS, usdcNetwork } from '../chain/networks.js';
 import { parseFacilitatorFault, type FacilitatorFault } from '../payments/facilitator-faults.js';
 import { SettingError, SettingsReader } from './settings-reader.js';
 
@@ -262,9 +263,8 @@ export function signingKeyOptions(config: Config, create: boolean) {
 
 function readRefunds(r: SettingsReader): RefundConfig {
   const file = r.text('X402_REFUND_KEY_FILE');
-  const key =
-    r.custom('X402_REFUND_KEY', privateKey) ??
-    (file && r.custom('X402_REFUND_KEY_FILE', () => privateKey(readFileSync(file, 'utf8').trim())));
+  const inline = r.text('X402_REFUND_KEY');
+  const key = inline ? refundKey(inline, 'X402_REFUND_KEY') : file && refundKeyFile(file);
   return {
     ...(key && { privateKey: key }),
     ...(r.text('REFUND_MAX_PER_DAY_ATOMIC') && { maxPerDayAtomic: r.custom('REFUND_MAX_PER_DAY_ATOMIC', atomic) }),
@@ -274,10 +274,33 @@ function readRefunds(r: SettingsReader): RefundConfig {
   };
 }
 
-function privateKey(text: string): `0x${string}` {
+/** The refund wallet's key; what was given is never repeated (it is a secret). */
+function refundKey(text: string, source: string): `0x${string}` {
   if (!/^0x[0-9a-fA-F]{64}$/.test(text))
-    throw new Error("a 0x-prefixed 32-byte hex private key (the refund hot wallet's)");
+    throw new SettingError(`${source} must be a 0x-prefixed 32-byte hex private key (the refund hot wallet's)`);
   return text as `0x${string}`;
+}
+
+/** X402_REFUND_KEY_FILE: one sentence naming the variable when the file is missing, unreadable or holds no key. */
+function refundKeyFile(file: string): `0x${string}` {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    const why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EACCES'
+          ? 'cannot be read by this user'
+          : code === 'EISDIR'
+            ? 'is a directory'
+            : `cannot be read (${code ?? (e as Error).message})`;
+    throw new SettingError(
+      `X402_REFUND_KEY_FILE names ${file}, which ${why}: point it at the file holding the refund hot wallet's 0x private key, or unset it (refunds then wait)`,
+    );
+  }
+  return refundKey(text.trim(), `X402_REFUND_KEY_FILE ${file}`);
 }
 
 function atomic(text: string): bigint {
@@ -286,12 +309,14 @@ function atomic(text: string): bigint {
 }
 
 function readPayments(r: SettingsReader): PaymentSettings {
+  const network = r.custom('X402_NETWORK', paymentNetwork) ?? USDC_NETWORKS.base.network;
   return {
-    payTo: r.text('X402_PAY_TO'),
+    payTo: r.custom('X402_PAY_TO', payToAddress),
     facilitatorUrl: r.url('X402_FACILITATOR_URL'),
     rpcUrl: r.url('X402_RPC_URL'),
-    network: r.custom('X402_NETWORK', caip2) ?? 'eip155:8453',
-    asset: r.text('X402_ASSET'),
+    network,
+    // The network's USDC unless another token is named (the default of a network we do not know: Base's, as before).
+    asset: r.custom('X402_ASSET', tokenAddress) ?? usdcNetwork(network)?.usdc,
     maxTimeoutSeconds: r.whole('X402_MAX_TIMEOUT_SECONDS', 300, 10, 86_400),
     logWindowBlocks: r.whole('X402_LOG_WINDOW_BLOCKS', 2000, 1),
     chainRpcUrl: r.url('CHAIN_RPC_URL'),
@@ -411,9 +436,32 @@ function listenAddress(text: string): { host: string; port: number } {
   return { host: found[1].replace(/^\[|\]$/g, ''), port };
 }
 
-function caip2(text: string): `${string}:${string}` {
-  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(text)) throw new Error('a CAIP-2 network id such as eip155:8453');
+/** X402_NETWORK: base or base-sepolia (chain id and USDC of that network), or a CAIP-2 id. */
+function paymentNetwork(text: string): `${string}:${string}` {
+  const named = namedNetwork(text);
+  if (named) return named.network;
+  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(text))
+    throw new Error(`${Object.keys(USDC_NETWORKS).join(', ')} or a CAIP-2 network id such as eip155:8453`);
   return text as `${string}:${string}`;
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/** X402_ASSET: the token's contract (whether it answers the advertised EIP-712 domain is doctor's check). */
+function tokenAddress(text: string): `0x${string}` {
+  if (!ADDRESS.test(text)) throw new Error('a 0x address (0x and 40 hex digits) of the token contract');
+  return text as `0x${string}`;
+}
+
+/** X402_PAY_TO: where every payment goes; an address nobody holds the key of loses them all. */
+function payToAddress(text: string): `0x${string}` {
+  if (!ADDRESS.test(text))
+    throw new Error('the 0x address (0x and 40 hex digits) of the wallet that receives payments');
+  if (/^0x0{40}$/.test(text))
+    throw new Error(
+      'the address of the wallet that receives payments, not the zero address (what is paid to it is lost)',
+    );
+  return text as `0x${string}`;
 }
 
 function addressList(text: string): string[] {

@@ -28,6 +28,17 @@ its own key, which pays the gas. Services reach it through X402_FACILITATOR_URL.
   FACILITATOR_FAULT      tests only, refused in production: pending-200:MS, pending-500:MS, settle-hang,
                          settle-refused, wrong-transaction, unsupported-network, down:MS
 exit 0: stopped by a signal, 1: could not start, 2: a setting is missing`,
+  doctor: `usage: agent-audio doctor [--json]
+
+Checks the production configuration before a single sale, one line per check (ok, warn or FAIL with what to do):
+each facilitator of X402_FACILITATOR_URL lists exact on X402_NETWORK; X402_RPC_URL's chain id is that network's;
+the token at X402_ASSET answers name() and version() with the EIP-712 domain the 402 advertises; X402_PAY_TO is an
+address and not the refund wallet; the refund wallet's ETH and USDC (in typical refunds); PUBLIC_BASE_URL reaches
+this API; PostgreSQL's version (15 or later) and migrations; the catalog; the webhook secrets key; the streaming
+hosts and their heartbeats. Changes nothing (applies no migration). serve runs the same checks at its start in
+production and refuses to start on what would lose money (payTo, chain id, the token's domain).
+  --json   the checks as JSON: {status, checks: [{check, status, message, fix, refuse}]}
+exit 0: all ok, 1: a check failed, 3: warnings only`,
   'keys create': `usage: agent-audio keys create --name NAME
 
 Creates an agent API key and prints it once as JSON {id, name, api_key}; only its hash is stored.
@@ -141,6 +152,7 @@ const members = (group: string) => Object.keys(commandHelp).filter((c) => c.star
 export const usage = `usage: agent-audio <command> [flags]     (agent-audio <command> --help, or agent-audio help <command>: one command)
 
   serve                      start the service
+  doctor [--json]            check the production configuration before selling
 ${Object.entries(groups)
   .map(([group, about]) => `\n${group}: ${about}\n${listing(members(group))}`)
   .join('\n')}

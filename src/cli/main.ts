@@ -15,6 +15,7 @@ const commandGroups: Record<string, () => Promise<Record<string, Command>>> = {
   catalog: async () => (await import('./catalog-commands.js')).catalogCommands,
   hosts: async () => (await import('./host-commands.js')).hostCommands,
   facilitator: async () => (await import('./facilitator-command.js')).facilitatorCommands,
+  doctor: async () => (await import('./doctor-command.js')).doctorCommands,
 };
 
 /** The first --flag that the command's help does not name (the help is the list of what it takes). */

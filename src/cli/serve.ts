@@ -61,6 +61,7 @@ import { DataDirLock } from './data-dir-lock.js';
 import { events, type Events } from './events.js';
 import { openHttpServer, type HttpServer } from './http-server.js';
 import { payments, type Payments } from './payments.js';
+import { refuseWhatLosesMoney, warnPreflight } from './preflight.js';
 import { BackgroundStop, Shutdown } from './shutdown.js';
 import { streaming, type Streaming } from './streaming.js';
 import { serviceVersion } from './version.js';
@@ -102,6 +103,8 @@ interface Foundation {
 export async function serve(config: Config, log: Logger): Promise<RunningService> {
   const shutdown = new Shutdown(log);
   try {
+    // What would lose money (payTo, the RPC's chain, the token's domain) stops the start before anything runs.
+    if (config.production) await refuseWhatLosesMoney(config);
     armCrashPoints({ crashAt: config.testHooks.orderCrashAt, pauseAt: config.testHooks.orderPauseAt });
     treatAsPublic(config.testHooks.ssrfPublicAddresses);
     const lock = await DataDirLock.acquire(config.dataDir);
@@ -157,6 +160,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
       ? undefined
       : await writeDevFile(config, keys, { base_url: http.baseUrl, ...pay.dev });
     log.info({ base_url: http.baseUrl, metrics_url: metricsServer.url, content_hash: live.current.hash }, 'serving');
+    if (config.production) shutdown.push(warnPreflight(config, log, store.db));
     const icecastUrl = hosting(base) ? stream.publicUrl() : undefined;
     const chainRpcUrl = pay.dev?.chain.rpc_url;
     return {
@@ -458,6 +462,8 @@ function healthCheck(base: Foundation, lease?: HostLease) {
   return async () => ({
     ...(await checkDatabase(db)),
     ...(chainProbe && { chain: await chainProbe() }),
+    // Production without its X402_* settings: quotes work, nothing can be paid.
+    ...(config.production && !pay.checkout.configured && { payments: { ok: false, error: pay.checkout.reason } }),
     ...(config.role !== 'api' && { icecast: await stream.health() }),
     hosts: await hostsCheck(db, config.streaming.downAfterSeconds, lease && { id: stream.hostId(), lease }),
   });

@@ -12,6 +12,7 @@ import {
   PAYMENT_IDENTIFIER,
   paymentIdentifierResourceServerExtension,
 } from '@x402/extensions/payment-identifier';
+import { assetDomain } from '../chain/networks.js';
 import { ApiError } from '../errors/index.js';
 import { unsafeJson } from '../schema/json-limits.js';
 import { isExactEvmPayment } from './payment-shape.js';
@@ -128,7 +129,7 @@ export class PaymentGateway {
       network: this.terms.network,
       payTo: this.terms.payTo,
       maxTimeoutSeconds: this.terms.maxTimeoutSeconds,
-      price: { amount: amountAtomic, asset: this.terms.asset, extra: { name: 'USD Coin', version: '2' } },
+      price: { amount: amountAtomic, asset: this.terms.asset, extra: assetDomain(this.terms.network) },
     });
     return requirements;
   }
