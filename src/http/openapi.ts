@@ -598,10 +598,14 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
           409: error(
             'service_stopped (it was stopped and refunded), extension_grace_over, extension_too_long (the ' +
               "product's maximum duration), extension_not_possible, amount_out_of_range, extension_in_progress, " +
-              'service_changed, idempotency_key_reused, payment_id_conflict, payment_already_used. Nothing is ' +
-              'charged. Paid but settled after a stop: service_stopped or order_refunded (refunded in full).',
+              'upgrade_in_progress, service_changed, idempotency_key_reused, payment_id_conflict, ' +
+              'payment_already_used. Nothing is charged. Paid but settled after a stop: service_stopped or ' +
+              'order_refunded (refunded in full).',
           ),
-          422: error('invalid_request: error.details points at the problem.'),
+          422: error(
+            "invalid_request: error.details points at the problem. extension_too_short: below the product's minimum " +
+              'duration_hours (error.details gives it); nothing is charged.',
+          ),
           ...common,
           402: paymentRequired,
           503: error(
@@ -620,7 +624,7 @@ function servicePaths(paymentInfo: Record<string, unknown>) {
         summary: 'Stop the service now and get the unused share of what was paid back in USDC.',
         description:
           'The service ends at once (status expired, for good): its mount, source and listeners are cut and its credentials refused. ' +
-          'Then the refund is computed (rules/refunds.json: the unused share of every payment for the service, less the base fee and transfer used, nothing below the minimum) ' +
+          'Then the refund is computed (rules/refunds.json: the base fee kept once, every unused paid hour back at the rate it was bought, less the transfer used, nothing below the minimum) ' +
           "and sent to the wallet that paid, from the operator's refund wallet; it is pending until its transfer is proven on chain, then sent with its transaction and a receipt signed with the operator key. " +
           'No body: the destination is never taken from the request. Stopping again returns the same refund and receipt (idempotent_replay true).',
         responses: {

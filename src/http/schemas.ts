@@ -242,7 +242,7 @@ export const extendRequestSchema = {
       exclusiveMinimum: 0,
       maximum: 8760,
       description:
-        "Hours of paid time to add. The new expiry is the current expiry plus these hours (never counted from now); the service's hours over its whole life may not pass its product's maximum duration_hours.",
+        "Hours of paid time to add, at least the product's minimum duration_hours (422 extension_too_short below it). An active service's new expiry is its current expiry plus these hours; an expired one that comes back runs these hours from the moment the extension is paid. The service's hours over its whole life may not pass its product's maximum duration_hours.",
     },
   },
 };

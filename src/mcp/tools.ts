@@ -227,7 +227,7 @@ export const tools: Tool[] = [
     title: 'Stop a service and get the unused share back',
     readOnly: false,
     description:
-      'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and the unused share of what you paid (less the base fee and transfer used, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
+      'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and every unused hour you paid for, at the rate you bought it (the base fee of the order and the transfer used are kept, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       if (!deps.refunds)
