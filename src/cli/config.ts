@@ -77,6 +77,8 @@ export interface FacilitatorSettings {
   keyFile?: string;
   /** FACILITATOR_FAULT: a test hook, what production facilitators do wrong (src/payments/facilitator-faults.ts). */
   fault?: FacilitatorFault;
+  /** FACILITATOR_AUTH_PUBLIC_KEY_FILE: requests must carry an API-key JWT signed by this key's private half. */
+  authPublicKeyFile?: string;
 }
 
 /** Refunds (src/refunds): the hot wallet they are paid from, the daily cap, how long an undelivered order waits. */
@@ -106,6 +108,24 @@ export interface PaymentSettings {
   devFacilitatorAccount: number;
   /** How long one verify or settle at the remote facilitator may take before its outcome counts as unknown. */
   facilitatorTimeoutMs: number;
+  /** X402_FACILITATOR_AUTH_KEY_FILE: an API key (CDP's JSON) that signs a JWT for every facilitator request. */
+  facilitatorAuthKeyFile?: string;
+}
+
+/** X402_FACILITATOR_URL: one facilitator, or several separated by commas in the order they are tried. */
+function facilitatorUrlList(text: string): string {
+  const urls = text.split(',').map((u) => u.trim());
+  const accepts = urls.length > 1 ? 'http(s) URLs separated by commas' : 'an http(s) URL';
+  const read = urls.map((u) => {
+    try {
+      const url = new URL(u);
+      if (/^https?:$/.test(url.protocol) && !url.search && !url.hash) return url.href.replace(/\/+$/, '');
+    } catch {
+      /* refused below */
+    }
+    throw new Error(accepts);
+  });
+  return read.join(',');
 }
 
 export interface StreamingSettings {
@@ -312,7 +332,8 @@ function readPayments(r: SettingsReader): PaymentSettings {
   const network = r.custom('X402_NETWORK', paymentNetwork) ?? USDC_NETWORKS.base.network;
   return {
     payTo: r.custom('X402_PAY_TO', payToAddress),
-    facilitatorUrl: r.url('X402_FACILITATOR_URL'),
+    facilitatorUrl: r.custom('X402_FACILITATOR_URL', facilitatorUrlList),
+    facilitatorAuthKeyFile: r.text('X402_FACILITATOR_AUTH_KEY_FILE'),
     rpcUrl: r.url('X402_RPC_URL'),
     network,
     // The network's USDC unless another token is named (the default of a network we do not know: Base's, as before).
@@ -330,6 +351,7 @@ function readFacilitator(r: SettingsReader): FacilitatorSettings {
     rpcUrl: r.url('FACILITATOR_RPC_URL'),
     keyFile: r.text('FACILITATOR_KEY_FILE'),
     fault: r.custom('FACILITATOR_FAULT', parseFacilitatorFault),
+    authPublicKeyFile: r.text('FACILITATOR_AUTH_PUBLIC_KEY_FILE'),
   };
 }
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { jsonLogger } from '../log/index.js';
+import { readFacilitatorAuthPublicKey } from '../payments/facilitator-auth.js';
 import { landAfterMs } from '../payments/facilitator-faults.js';
 import { startFacilitatorServer } from '../payments/facilitator-server.js';
 import { createFacilitator } from '../payments/index.js';
@@ -39,6 +40,14 @@ export const facilitatorCommands: Record<string, Command> = {
       process.stderr.write(`${setup}\n`);
       return 2;
     }
+    let authPublicKey;
+    try {
+      const file = config.facilitator.authPublicKeyFile;
+      authPublicKey = file ? readFacilitatorAuthPublicKey(file) : undefined;
+    } catch (e) {
+      process.stderr.write(`FACILITATOR_AUTH_PUBLIC_KEY_FILE: ${(e as Error).message}\n`);
+      return 2;
+    }
     const log = jsonLogger({ component: 'facilitator' }, config.log);
     const fault = config.facilitator.fault;
     const facilitator = createFacilitator({
@@ -54,9 +63,10 @@ export const facilitatorCommands: Record<string, Command> = {
       port: config.port,
       log,
       fault,
+      authPublicKey,
     });
     process.stdout.write(
-      `facilitator on ${server.url} (${config.payments.network})${fault ? ` fault ${fault.kind}` : ''}\n`,
+      `facilitator on ${server.url} (${config.payments.network})${fault ? ` fault ${fault.kind}` : ''}${authPublicKey ? ' requiring API-key JWTs' : ''}\n`,
     );
     await stopped;
     await server.close();

@@ -12,6 +12,9 @@ import {
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import { RefundWallet } from '../refunds/index.js';
+import { readFacilitatorAuthKey, type FacilitatorAuthKey } from '../payments/facilitator-auth.js';
+import type { FacilitatorPool } from '../payments/facilitator-pool.js';
+import { cachedProbe } from './cached-probe.js';
 import type { PaymentSettings } from './config.js';
 import {
   AuthorizationLedger,
@@ -37,6 +40,11 @@ export interface Payments {
     buyer: { address: string; private_key: string };
     refund_wallet?: { address: string };
   };
+  /**
+   * Production: whether a facilitator can take payments now (answers and lists our network), read again at most every
+   * few seconds; it keeps `checkout.available` and `checkout.reason` current for /health and /availability.
+   */
+  facilitatorHealth?: () => Promise<{ ok: boolean } & Record<string, unknown>>;
   /** Where refunds are paid from; without it they wait, with this reason. */
   refunds: { wallet?: RefundWallet; missingReason?: string };
   stop(): Promise<void>;
@@ -86,10 +94,24 @@ export async function payments(options: {
       mode: 'remote',
       url: settings.facilitatorUrl!,
       timeoutMs: settings.facilitatorTimeoutMs,
+      network,
+      auth: settings.facilitatorAuthKeyFile ? facilitatorAuthKey(settings.facilitatorAuthKeyFile) : undefined,
+      log: (fields, message) => options.log.warn({ component: 'facilitators', ...fields }, message),
     });
+    const checkout: CheckoutStatus = { available: true, configured: true, protocol: 'x402', network };
+    const gateway = new PaymentGateway(
+      facilitator,
+      { network, asset, payTo: settings.payTo!, maxTimeoutSeconds },
+      receipts,
+    );
+    // /supported of each facilitator is read now (a hung one does not hold the start): what it says is on /health and
+    // /availability from the start, and kept current there.
+    const read = facilitator.pool!.refresh();
+    await Promise.race([read, new Promise((resolve) => setTimeout(resolve, FACILITATOR_START_WAIT_MS).unref())]);
     return {
-      checkout: { available: true, configured: true, protocol: 'x402', network },
-      gateway: new PaymentGateway(facilitator, { network, asset, payTo: settings.payTo!, maxTimeoutSeconds }, receipts),
+      checkout,
+      facilitatorHealth: facilitatorHealth(facilitator.pool!, checkout),
+      gateway,
       ledger: new AuthorizationLedger(settings.rpcUrl!, asset as Address, { windowBlocks: logWindow }),
       refunds: options.refundKey
         ? { wallet: refundWallet(settings.rpcUrl!, Number(network.split(':')[1]), asset as Address, options.refundKey) }
@@ -97,7 +119,7 @@ export async function payments(options: {
             missingReason:
               'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one',
           },
-      stop: async () => {},
+      stop: async () => gateway.close(),
     };
   }
 
@@ -197,6 +219,33 @@ function attachToChain(
     },
     stop: async () => {},
   };
+}
+
+/** How long /health and /availability answer from the last look at the facilitators (they are unauthenticated). */
+const FACILITATOR_PROBE_MS = 5000;
+/** How long the start waits for the facilitators' /supported before it goes on (they are read again later). */
+const FACILITATOR_START_WAIT_MS = 3000;
+
+function facilitatorHealth(pool: FacilitatorPool, checkout: CheckoutStatus) {
+  const update = () => {
+    const reason = pool.unavailableReason();
+    checkout.available = reason === undefined;
+    if (reason) checkout.reason = `checkout is unavailable: ${reason}`;
+    else delete checkout.reason;
+    return { ok: checkout.available, ...(reason && { reason }), facilitators: pool.states() };
+  };
+  pool.watch(update);
+  update();
+  return cachedProbe(FACILITATOR_PROBE_MS, () => pool.refresh().then(update));
+}
+
+/** The operator's API key for hosted facilitators; a file that cannot be used stops the start, saying why. */
+function facilitatorAuthKey(file: string): FacilitatorAuthKey {
+  try {
+    return readFacilitatorAuthKey(file);
+  } catch (e) {
+    throw new Error(`X402_FACILITATOR_AUTH_KEY_FILE: ${(e as Error).message}`);
+  }
 }
 
 function refundWallet(rpcUrl: string, chainId: number, token: Address, privateKey: Hex): RefundWallet {

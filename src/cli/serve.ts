@@ -462,6 +462,7 @@ function healthCheck(base: Foundation, lease?: HostLease) {
   return async () => ({
     ...(await checkDatabase(db)),
     ...(chainProbe && { chain: await chainProbe() }),
+    ...(pay.facilitatorHealth && { facilitator: await pay.facilitatorHealth() }),
     // Production without its X402_* settings: quotes work, nothing can be paid.
     ...(config.production && !pay.checkout.configured && { payments: { ok: false, error: pay.checkout.reason } }),
     ...(config.role !== 'api' && { icecast: await stream.health() }),

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { CapacityReserve } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
+import type { CheckoutStatus } from './discovery-documents.js';
 import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 
@@ -35,7 +36,11 @@ interface ProductAvailability {
  * fits) keeps it within the newcomers' part of that host, which is what the claim checks. Counted at most a second
  * ago. The catalog's part of the document (built once per snapshot) is patched, not rebuilt.
  */
-export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf: () => CapacityReserve | undefined) {
+export function availabilityAnswer(
+  capacity: CapacityView | undefined,
+  reserveOf: () => CapacityReserve | undefined,
+  checkout?: () => CheckoutStatus,
+) {
   let recent: { at: number; load: ReturnType<CapacityView['read']> } | undefined;
   const load = () => {
     if (!recent || Date.now() - recent.at > 1000) {
@@ -51,13 +56,14 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
     const asked = askedListeners(ctx.query.listeners);
     ctx.set('Content-Type', 'application/json; charset=utf-8');
     if (!capacity) {
-      ctx.body = document;
+      ctx.body = checkout ? withCheckout(JSON.parse(document.toString()), checkout()) : document;
       return;
     }
     ctx.set('Cache-Control', 'no-store');
     const { hosts } = await load();
     const reserve = reserveOf();
-    const body = JSON.parse(document.toString()) as { products: ProductAvailability[] } & Record<string, unknown>;
+    const body = JSON.parse(document.toString()) as AvailabilityDocument;
+    if (checkout) withCheckout(body, checkout());
     body.capacity = { ...capacityDocument(hosts, reserve), ...(asked !== undefined && { asked_listeners: asked }) };
     for (const product of body.products) {
       if (!product.agent_orderable) continue;
@@ -73,6 +79,28 @@ export function availabilityAnswer(capacity: CapacityView | undefined, reserveOf
     }
     ctx.body = body;
   };
+}
+
+type AvailabilityDocument = { products: ProductAvailability[]; agent_checkout?: CheckoutStatus } & Record<
+  string,
+  unknown
+>;
+
+/**
+ * Machine payment as it is now (the document is built once per catalog snapshot): while no facilitator can take a
+ * payment, checkout is unavailable and so is every product, saying why.
+ */
+function withCheckout(body: AvailabilityDocument, checkout: CheckoutStatus): AvailabilityDocument {
+  const { reason: _reason, ...was } = body.agent_checkout ?? ({} as Partial<CheckoutStatus>);
+  body.agent_checkout = { ...was, ...checkout } as CheckoutStatus;
+  if (!checkout.available && checkout.configured) {
+    for (const product of body.products) {
+      if (!product.available_now) continue;
+      product.available_now = false;
+      product.reason = `Machine payment is unavailable now (${checkout.reason ?? 'no facilitator can take a payment'}); nothing can be paid until it is back. Retry in a minute.`;
+    }
+  }
+  return body;
 }
 
 /** A size and what is free of it, as the document shows them. */

@@ -47,7 +47,11 @@ export function discoveryRoutes(router: Router, deps: DiscoveryDeps): void {
   for (const [path, pick] of Object.entries(CATALOG_DOCUMENTS))
     router.get(path, async (ctx) => send(ctx, pick(await documents())));
   // Not a fixed document: it tells what the host has room for now.
-  const availability = availabilityAnswer(deps.capacity, () => deps.live.current.catalog.settings.capacity_reserve);
+  const availability = availabilityAnswer(
+    deps.capacity,
+    () => deps.live.current.catalog.settings.capacity_reserve,
+    () => deps.checkout,
+  );
   router.get('/availability', async (ctx) => availability(ctx, (await documents()).availability));
   router.get('/products/:product_id', async (ctx) => {
     const id = ctx.params.product_id;

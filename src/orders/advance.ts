@@ -83,7 +83,15 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
 
   let result;
   try {
-    result = await deps.gateway.settle(payload, requirements);
+    // With several facilitators: a payment sent to one before goes to that one only (its outcome there may be
+    // unknown), and the one it is sent to is recorded before it leaves.
+    result = await deps.gateway.settle(payload, requirements, {
+      sentTo: order.facilitator,
+      record: async (url) => {
+        await deps.orders.sentTo(order.id, url);
+        order.facilitator = url;
+      },
+    });
   } catch (e) {
     deps.log.warn({ order_id: order.id, err: e }, 'settlement outcome unknown');
     deps.metrics?.settlements.inc({ result: 'unknown' });

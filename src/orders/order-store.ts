@@ -42,6 +42,8 @@ export interface OrderRow {
   failure: string | null;
   created_at: Date;
   settled_at: Date | null;
+  /** The facilitator its settlement was sent to (remote facilitators; null: none yet): the only one it may go to. */
+  facilitator?: string | null;
 }
 
 export interface AuditEntry {
@@ -64,7 +66,7 @@ export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_o
 
 export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of' | 'host_id'>;
 
-export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at'>;
+export type NewOrder = Omit<OrderRow, 'state' | 'settlement' | 'failure' | 'created_at' | 'settled_at' | 'facilitator'>;
 
 /** Locks a claim takes with its key's check: the placement lock, and the buyer's (key and this payer). */
 export interface ClaimLocks {
@@ -352,6 +354,17 @@ export class OrderStore {
       updated_at: activatedAt as Date,
     };
     return { order: active, ...(service.id !== null && { service: service as unknown as ServiceRow }) };
+  }
+
+  /**
+   * Records the facilitator a settling order's payment is about to be sent to (null: it was sent nowhere after all).
+   * Committed before the request leaves: a crash mid-settlement leaves it known where the payment may have gone.
+   */
+  async sentTo(orderId: string, facilitator: string | null): Promise<void> {
+    await this.db.query(`UPDATE orders SET facilitator = $2 WHERE id = $1 AND state = 'settling'`, [
+      orderId,
+      facilitator,
+    ]);
   }
 
   /** Takes leases on unfinished orders whose lease ran out (a crashed or slow instance); safe across instances. */

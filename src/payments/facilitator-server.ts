@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { Facilitator } from './facilitator.js';
+import { facilitatorJwtRefusal } from './facilitator-auth.js';
 import type { FacilitatorFault } from './facilitator-faults.js';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from './payment-gateway.js';
 
@@ -25,6 +26,8 @@ export async function startFacilitatorServer(options: {
   port: number;
   log: Logger;
   fault?: FacilitatorFault;
+  /** Every request must carry an API-key JWT (src/payments/facilitator-auth.ts) signed by this key's private half. */
+  authPublicKey?: KeyObject;
 }): Promise<FacilitatorServer> {
   const { facilitator, log, fault } = options;
   const started = Date.now();
@@ -63,8 +66,17 @@ export async function startFacilitatorServer(options: {
   };
 
   const server = createServer((req, res) => {
-    const route = routes[`${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`];
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const route = routes[`${req.method} ${path}`];
     if (!route) return send(res, 404, { error: 'not found: POST /verify, POST /settle, GET /supported' });
+    if (options.authPublicKey) {
+      const request = { method: req.method ?? '', host: req.headers.host ?? '', path };
+      const refusal = facilitatorJwtRefusal(req.headers.authorization, options.authPublicKey, request);
+      if (refusal) {
+        log.warn({ path, reason: refusal }, 'request refused: no valid API-key JWT');
+        return send(res, 401, { error: `unauthorized: ${refusal}` });
+      }
+    }
     if (fault?.kind === 'down' && Date.now() - started < fault.forMs) {
       return send(res, 503, { error: 'facilitator temporarily unavailable' });
     }

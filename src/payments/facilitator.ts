@@ -16,6 +16,8 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
+import { facilitatorAuthHeaders, type FacilitatorAuthKey } from './facilitator-auth.js';
+import { FacilitatorPool } from './facilitator-pool.js';
 import { shareSignatureRecoveries } from './recovery-memo.js';
 import type { SettledReceipts } from './settled-receipts.js';
 
@@ -43,16 +45,27 @@ export interface EmbeddedFacilitatorConfig {
   holdBroadcastMs?: number;
 }
 
+/** Facilitators over HTTP (the x402 v2 facilitator contract), one or several in the operator's order. */
 export interface RemoteFacilitatorConfig {
   mode: 'remote';
-  url: string;
+  /** One address, or several separated by commas (X402_FACILITATOR_URL): tried in this order. */
+  url: string | string[];
+  /** How long one call may take (X402_FACILITATOR_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** The network payments are taken on: a facilitator whose /supported lacks it is skipped. */
+  network?: string;
+  /** An API key that signs a JWT for every request (X402_FACILITATOR_AUTH_KEY_FILE), for hosted facilitators. */
+  auth?: FacilitatorAuthKey;
+  /** Where the pool says which facilitator it skips or passes over, and why. */
+  log?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 export type FacilitatorConfig = EmbeddedFacilitatorConfig | RemoteFacilitatorConfig;
 
 export interface Facilitator extends FacilitatorClient {
   mode: FacilitatorConfig['mode'];
+  /** Remote mode: the facilitators, which one is usable and why not, and where each settlement may go. */
+  pool?: FacilitatorPool;
 }
 
 /** The parts of an embedded chain (src/chain) that an embedded facilitator needs. */
@@ -80,15 +93,36 @@ export function embeddedFacilitatorConfig(
 
 export function createFacilitator(config: FacilitatorConfig): Facilitator {
   if (config.mode === 'remote') {
-    const client = new HTTPFacilitatorClient({ url: config.url, timeoutMs: config.timeoutMs });
+    const members = facilitatorUrls(config.url).map((url) => ({
+      url,
+      client: new HTTPFacilitatorClient({
+        url,
+        timeoutMs: config.timeoutMs,
+        ...(config.auth && { createAuthHeaders: facilitatorAuthHeaders(config.auth, url) }),
+      }),
+    }));
+    const pool = new FacilitatorPool(
+      members,
+      { scheme: 'exact', network: config.network ?? 'eip155:8453' },
+      config.log ?? (() => {}),
+    );
     return {
       mode: 'remote',
-      verify: (payload, requirements) => client.verify(payload, requirements),
-      settle: (payload, requirements) => client.settle(payload, requirements),
-      getSupported: () => client.getSupported(),
+      pool,
+      verify: (payload, requirements) => pool.verify(payload, requirements),
+      settle: (payload, requirements) => pool.settle(payload, requirements),
+      getSupported: () => pool.getSupported(),
     };
   }
   return createEmbeddedFacilitator(config);
+}
+
+/** The addresses of X402_FACILITATOR_URL: comma-separated, in order, each without a trailing slash. */
+export function facilitatorUrls(value: string | string[]): string[] {
+  const list = (Array.isArray(value) ? value : value.split(','))
+    .map((url) => url.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  return [...new Set(list)];
 }
 
 type SignerSource = Parameters<typeof toFacilitatorEvmSigner>[0];

@@ -15,11 +15,16 @@ import {
 import { assetDomain } from '../chain/networks.js';
 import { ApiError } from '../errors/index.js';
 import { unsafeJson } from '../schema/json-limits.js';
+import type { FacilitatorPool, SettlementRoute } from './facilitator-pool.js';
 import { isExactEvmPayment } from './payment-shape.js';
 import { readPaymentIdentifier, type PaymentIdentifier } from './payment-identifier.js';
 import type { OfferReceipts } from './receipts.js';
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse };
+export type { SettlementRoute };
+
+/** How long a failed look at the facilitators' /supported answers for itself before they are asked again. */
+const SUPPORTED_RETRY_MS = 2000;
 
 export interface PaymentTerms {
   network: `${string}:${string}`;
@@ -66,27 +71,67 @@ export interface Authorization {
 export class PaymentGateway {
   private readonly server: x402ResourceServer;
   private ready?: Promise<void>;
+  private readonly pool?: FacilitatorPool;
+  /** Rejects every facilitator call still waiting once the service stops (close). */
+  private readonly stopping = stopSignal();
   /** Requirements and PAYMENT-REQUIRED headers depend only on the amount and resource: built once each. */
   private readonly built = new Map<string, Promise<PaymentRequirements | string>>();
 
   constructor(
-    facilitator: FacilitatorClient,
+    facilitator: FacilitatorClient & { pool?: FacilitatorPool },
     readonly terms: PaymentTerms,
     readonly receipts?: OfferReceipts,
   ) {
+    this.pool = facilitator.pool;
     this.server = registerExactEvmScheme(new x402ResourceServer(facilitator), { networks: [terms.network] });
     if (receipts) this.server.registerExtension(receipts.extension());
     this.server.registerExtension(paymentIdentifierResourceServerExtension);
     this.server.registerExtension(bazaarResourceServerExtension);
   }
 
-  /** Asks the facilitator what it supports; retried on the next use when it fails. */
+  /**
+   * Asks the facilitators what they support, until one lists exact on our network: a failed look (none answered,
+   * none lists it) answers for itself for a couple of seconds, then the next use asks again, so a facilitator fixed
+   * meanwhile (or a second one that comes up) makes checkout work without a restart.
+   */
   initialize(): Promise<void> {
-    this.ready ??= this.server.initialize().catch((e) => {
-      this.ready = undefined;
-      throw unavailable(e);
-    });
-    return this.ready;
+    if (this.ready) return this.ready;
+    const ready = this.server.initialize().then(
+      () => {
+        if (!this.server.getSupportedKind(2, this.terms.network, 'exact')) {
+          throw checkoutUnavailable(
+            this.pool?.unavailableReason() ??
+              `the facilitator does not list exact on ${this.terms.network} in its /supported`,
+          );
+        }
+      },
+      (e: unknown) => {
+        throw checkoutUnavailable(this.pool?.unavailableReason() ?? `the facilitator did not answer: ${messageOf(e)}`);
+      },
+    );
+    this.ready = ready;
+    ready.catch(() =>
+      setTimeout(() => {
+        if (this.ready === ready) this.ready = undefined;
+      }, SUPPORTED_RETRY_MS).unref(),
+    );
+    return ready;
+  }
+
+  /** Why no order can be paid now (no facilitator usable), or undefined; remote facilitators only. */
+  unavailableReason(): string | undefined {
+    return this.pool?.unavailableReason();
+  }
+
+  /** The service is stopping: facilitator calls still waiting give up (their outcome is unknown), new ones fail. */
+  close(): void {
+    this.pool?.close();
+    this.stopping.stop();
+  }
+
+  /** A facilitator call that gives up when the service stops. */
+  private interruptible<T>(call: Promise<T>): Promise<T> {
+    return Promise.race([call, this.stopping.stopped]);
   }
 
   requirements(amountAtomic: string): Promise<PaymentRequirements> {
@@ -124,7 +169,7 @@ export class PaymentGateway {
 
   private async buildRequirements(amountAtomic: string): Promise<PaymentRequirements> {
     await this.initialize();
-    const [requirements] = await this.server.buildPaymentRequirements({
+    const [requirements] = await this.buildPaymentRequirements({
       scheme: 'exact',
       network: this.terms.network,
       payTo: this.terms.payTo,
@@ -132,6 +177,16 @@ export class PaymentGateway {
       price: { amount: amountAtomic, asset: this.terms.asset, extra: assetDomain(this.terms.network) },
     });
     return requirements;
+  }
+
+  /** buildPaymentRequirements, whose failure (no facilitator lists our kind any more) is a 503, never a 500. */
+  private buildPaymentRequirements(
+    config: Parameters<x402ResourceServer['buildPaymentRequirements']>[0],
+  ): Promise<PaymentRequirements[]> {
+    return this.server.buildPaymentRequirements(config).catch((e: unknown) => {
+      this.ready = undefined;
+      throw checkoutUnavailable(this.pool?.unavailableReason() ?? messageOf(e));
+    });
   }
 
   private async buildHeader(
@@ -172,14 +227,24 @@ export class PaymentGateway {
 
   async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     await this.initialize();
-    return this.server.verifyPayment(payload, requirements).catch((e) => {
-      throw unavailable(e);
+    return this.interruptible(this.server.verifyPayment(payload, requirements)).catch((e) => {
+      const reason = this.pool?.unavailableReason();
+      throw reason ? checkoutUnavailable(reason) : unavailable(e);
     });
   }
 
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    await this.initialize();
-    return this.server.settlePayment(payload, requirements);
+  /**
+   * Settles through the facilitators; with several, `route` keeps a payment on the facilitator it was sent to
+   * (src/payments/facilitator-pool.ts). Not behind initialize: a settlement already under way is sent whatever the
+   * facilitators list now.
+   */
+  async settle(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    route: SettlementRoute = {},
+  ): Promise<SettleResponse> {
+    const settle = () => this.server.settlePayment(payload, requirements);
+    return this.interruptible(this.pool ? this.pool.routed(route, settle) : settle());
   }
 
   static unavailable(cause: unknown): ApiError {
@@ -202,6 +267,32 @@ function httpContext(discovery: DiscoveryDeclaration) {
     getUserAgent: () => '',
   };
   return { adapter, path: discovery.path, method: discovery.method, routePattern: discovery.routePattern };
+}
+
+/** A promise that rejects once `stop` is called: what calls under way race against. */
+function stopSignal() {
+  let stop!: () => void;
+  const stopped = new Promise<never>((_, reject) => {
+    stop = () => reject(new Error('the service is stopping: the facilitator call was given up, its outcome unknown'));
+  });
+  stopped.catch(() => undefined);
+  return { stopped, stop };
+}
+
+/** No facilitator can take a payment now (none answers, none lists our network): nothing can be charged. */
+function checkoutUnavailable(reason: string): ApiError {
+  return new ApiError(
+    503,
+    'payment_network_unavailable',
+    `Checkout is unavailable on this deployment now: ${reason.slice(0, 600)}. Nothing was charged. Retry the same request with the same Idempotency-Key in a minute; GET /api/v1/availability says when checkout is available again.`,
+    { retryable: true, retryAfterSeconds: 60 },
+  );
+}
+
+function messageOf(e: unknown): string {
+  return String((e as Error)?.message ?? e)
+    .split('\n')[0]
+    .slice(0, 200);
 }
 
 /** The facilitator or the chain did not answer: nothing was charged, the same request may be retried. */

@@ -204,3 +204,115 @@ export async function startFacilitatorSwitch(): Promise<{
       }),
   };
 }
+
+/** At most `places` calls of the returned function run at once; the others wait their turn. */
+export function limiter(places: number) {
+  let free = places;
+  const queue: Array<() => void> = [];
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    if (free === 0) await new Promise<void>((resolve) => queue.push(resolve));
+    else free--;
+    try {
+      return await work();
+    } finally {
+      const next = queue.shift();
+      if (next) next();
+      else free++;
+    }
+  };
+}
+
+/** One agent's purchase: every payment it signed, every order it was answered with, every answer. */
+export interface AgentPurchase {
+  key: string;
+  signatures: string[];
+  orderIds: Set<string>;
+  answers: Array<{ status: number; code?: string }>;
+  final: { status: number; headers: Headers; body: any };
+}
+
+/**
+ * An agent buying SMALL_STREAM and doing what each answer says: the same request again (same payment, same key) while
+ * the outcome is unknown or the network did not answer; a new payment once — only once — when told nothing was
+ * charged.
+ */
+export async function agentBuysStream(
+  service: Service,
+  wallet: import('./wallet.js').TestWallet,
+  slot: ReturnType<typeof limiter>,
+): Promise<AgentPurchase> {
+  const { buy } = await import('./purchase.js');
+  const purchase: AgentPurchase = {
+    key: crypto.randomUUID(),
+    signatures: [],
+    orderIds: new Set(),
+    answers: [],
+    final: undefined!,
+  };
+  const note = (answer: AgentPurchase['final']) => {
+    const orderId = answer.body?.order?.id ?? answer.body?.error?.details?.[0]?.order_id;
+    if (orderId) purchase.orderIds.add(orderId);
+    purchase.answers.push({ status: answer.status, code: answer.body?.error?.code });
+    purchase.final = answer;
+    return answer;
+  };
+  const resend = () =>
+    request(service, 'POST', '/orders', {
+      body: SMALL_STREAM,
+      headers: { 'idempotency-key': purchase.key, 'payment-signature': purchase.signatures.at(-1)! },
+    });
+  let answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
+  let paidAgain = false;
+  for (let round = 0; round < 120 && answer.status !== 200; round++) {
+    const code = answer.body?.error?.code;
+    if ((code === 'payment_failed' || code === 'payment_rejected') && !paidAgain) {
+      paidAgain = true;
+      answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
+    } else if (['settlement_pending', 'payment_network_unavailable', 'idempotency_in_progress'].includes(code)) {
+      // As Retry-After says, shortened: the authorizations of these tests are valid for 10 s only.
+      await new Promise((r) => setTimeout(r, Math.min(Number(answer.headers.get('retry-after') ?? 1), 2) * 1000));
+      answer = note(
+        await slot(() =>
+          purchase.signatures.length ? resend() : buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures),
+        ),
+      );
+    } else break;
+  }
+  return purchase;
+}
+
+/** Purchases counted on the token once no order is left unfinished: charged, delivered, refunded, charged twice. */
+export async function tallyOnChain(service: Service, chain: Chain, purchases: AgentPurchase[]) {
+  const { authorizationOf } = await import('./wallet.js');
+  for (const id of purchases.flatMap((p) => [...p.orderIds])) {
+    await orderWhen(service, id, (state) => !['settling', 'provisioning', 'claimed'].includes(state), 60_000);
+  }
+  const counts = {
+    purchases: purchases.length,
+    charged: 0,
+    delivered: 0,
+    refunded: 0,
+    doubleCharges: 0,
+    paidNotDelivered: 0,
+  };
+  for (const p of purchases) {
+    let charged = 0;
+    for (const signature of p.signatures) {
+      const { from, nonce } = authorizationOf(signature);
+      if (await chain.chain.authorizationState(from, nonce)) charged++;
+    }
+    const states = await Promise.all(
+      [...p.orderIds].map(async (id) => (await request(service, 'GET', `/orders/${id}`)).body.order.status as string),
+    );
+    const refunded = states.filter((s) => s === 'refunded').length;
+    const delivered = p.final.status === 200 ? 1 : 0;
+    counts.charged += charged;
+    counts.refunded += refunded;
+    counts.delivered += delivered;
+    if (charged - refunded > delivered) {
+      if (delivered) counts.doubleCharges++;
+      else counts.paidNotDelivered++;
+    }
+  }
+  return counts;
+}
