@@ -165,7 +165,7 @@ test('the facilitator: unreachable, or not listing exact on our network', async 
   assert.equal(check(elsewhere, 'facilitator').status, 'fail');
   assert.match(
     check(elsewhere, 'facilitator').message,
-    /does not list exact on eip155:84532 \(x402 v2\); it lists exact on eip155:8453 \(v2\)/,
+    /does not list exact on eip155:84532 \(x402 v2\); it lists exact on eip155:8453$/,
   );
 });
 
@@ -176,6 +176,7 @@ test("the RPC's chain id must be the network's: 84532 for base is refused", asyn
   assert.equal(chainId.refuse, true);
   assert.match(chainId.message, /X402_RPC_URL is chain id 84532, but X402_NETWORK eip155:8453 is chain id 8453/);
   assert.equal(check(report, 'asset').status, 'warn', 'the asset is not read on another chain');
+  assert.match(check(report, 'refund wallet').message, /balances not read, see the chain id check/);
   assert.equal(report.run.code, 1);
   const unreachable = await doctor({ X402_RPC_URL: 'http://127.0.0.1:1' });
   assert.equal(check(unreachable, 'chain id').status, 'fail');

@@ -8,6 +8,7 @@ import { formatDiagnostic } from '../catalog/index.js';
 import { loadSecretBox } from '../events/index.js';
 import { hostPoolReport } from '../hosts/index.js';
 import type { Logger } from '../log/index.js';
+import { facilitatorJwt, readFacilitatorAuthKey, type FacilitatorAuthKey } from '../payments/facilitator-auth.js';
 import { openSnapshot, readSnapshotFiles } from '../pricing/index.js';
 import type { Database } from '../store/index.js';
 import type { Config } from './config.js';
@@ -239,11 +240,22 @@ async function facilitatorChecks(config: Config): Promise<CheckResult[]> {
         'set X402_FACILITATOR_URL to an x402 v2 facilitator that settles exact payments on your network',
       ),
     ];
+  let key: FacilitatorAuthKey | undefined;
+  const keyFile = config.payments.facilitatorAuthKeyFile;
+  try {
+    key = keyFile ? readFacilitatorAuthKey(keyFile) : undefined;
+  } catch (e) {
+    return [
+      fail('facilitator', `X402_FACILITATOR_AUTH_KEY_FILE ${keyFile}: ${why(e)}`, 'point it at the API key file'),
+    ];
+  }
   return Promise.all(
     urls.map(async (url) => {
       let kinds: SupportedKind[];
       try {
-        const answer = await fetch(`${url}/supported`, { signal: AbortSignal.timeout(NETWORK_TIMEOUT_MS) });
+        // Hosted facilitators (CDP) want the same API-key JWT the service sends.
+        const headers = key ? { Authorization: `Bearer ${facilitatorJwt(key, 'GET', `${url}/supported`)}` } : undefined;
+        const answer = await fetch(`${url}/supported`, { headers, signal: AbortSignal.timeout(NETWORK_TIMEOUT_MS) });
         if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
         kinds = ((await answer.json()) as { kinds?: SupportedKind[] }).kinds ?? [];
       } catch (e) {
@@ -255,7 +267,10 @@ async function facilitatorChecks(config: Config): Promise<CheckResult[]> {
       }
       const ours = kinds.find((k) => k.scheme === 'exact' && k.network === network && (k.x402Version ?? 2) === 2);
       if (ours) return ok('facilitator', `${url} settles exact payments on ${network} (x402 v2)`);
-      const listed = kinds.map((k) => `${k.scheme} on ${k.network} (v${k.x402Version})`).join(', ') || 'nothing';
+      const v2 = kinds.filter((k) => (k.x402Version ?? 2) === 2).map((k) => `${k.scheme} on ${k.network}`);
+      const listed = v2.length
+        ? `${v2.slice(0, 6).join(', ')}${v2.length > 6 ? ` and ${v2.length - 6} more` : ''}`
+        : 'nothing for x402 v2';
       return fail(
         'facilitator',
         `${url} does not list exact on ${network} (x402 v2); it lists ${listed}`,
@@ -290,7 +305,18 @@ async function refundWalletCheck(config: Config, db: Database | undefined): Prom
   const { rpcUrl, asset } = config.payments;
   if (!rpcUrl || !asset)
     return warn('refund wallet', `${wallet}: balances not read without X402_RPC_URL`, 'set X402_RPC_URL');
-  const client = new ChainReader(rpcUrl).client!;
+  const chain = new ChainReader(rpcUrl);
+  const client = chain.client!;
+  const onChain = await chain.id().then(
+    (id) => id === expectedChainId(config.payments.network),
+    () => false,
+  );
+  if (!onChain)
+    return warn(
+      'refund wallet',
+      `${wallet}: balances not read, see the chain id check`,
+      'fix the chain id check first',
+    );
   let eth: bigint;
   let held: bigint;
   let gasPrice: bigint;
