@@ -70,7 +70,40 @@ async function until(probe: () => Promise<boolean>, timeoutMs: number): Promise<
   }
 }
 
-describe('facilitators as production offers them', { concurrency: 2 }, () => {
+/**
+ * A facilitator behind a proxy that notes the payment (payer:nonce) of every settlement reaching it; with `hang`, its
+ * settle never answers and never settles (a hung connection in front of it), /supported and /verify go through.
+ */
+async function facilitatorProxy(upstream: string, options: { hang?: boolean } = {}) {
+  const held = new Set<ServerResponse>();
+  const settled: string[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.url === '/settle') {
+      const { authorization } = JSON.parse(Buffer.concat(chunks).toString()).paymentPayload.payload;
+      settled.push(`${authorization.from.toLowerCase()}:${authorization.nonce}`);
+      if (options.hang) return void held.add(res);
+    }
+    const answer = await fetch(`${upstream}${req.url}`, {
+      method: req.method,
+      headers: { 'content-type': 'application/json' },
+      ...(req.method === 'POST' && { body: Buffer.concat(chunks) }),
+    }).catch(() => undefined);
+    if (!answer) return void res.destroy();
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    for (const res of held) res.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, settled, settles: () => settled.length };
+}
+
+// The tests wait on time (authorizations expiring, timeouts) more than they compute: they run side by side.
+describe('facilitators as production offers them', { concurrency: 5 }, () => {
   test('/supported without our network: 503 saying why, health degraded, and fixed without a restart', async () => {
     const facilitatorSwitch = await startFacilitatorSwitch();
     cleanups.push(() => facilitatorSwitch.close());
@@ -155,9 +188,7 @@ describe('facilitators as production offers them', { concurrency: 2 }, () => {
     assert.equal((await healthDetails(withKey.service)).checks.facilitator.ok, true);
     assert.doesNotMatch(guarded.output(), /"path":"\/settle".*request refused/, 'every call carried a valid token');
   });
-});
 
-describe('several facilitators, in order', { concurrency: 2 }, () => {
   test('the first killed mid-run: the next takes over, nothing charged twice, every settled payment delivered', async () => {
     const first = await facilitator();
     const second = await facilitator();
@@ -224,41 +255,7 @@ describe('several facilitators, in order', { concurrency: 2 }, () => {
     );
     assert.equal((await chain.chain.usdcBalance(payTo)) - sellerBefore, PRICE * BigInt(counts.charged));
   });
-});
 
-/**
- * A facilitator behind a proxy that notes the payment (payer:nonce) of every settlement reaching it; with `hang`, its
- * settle never answers and never settles (a hung connection in front of it), /supported and /verify go through.
- */
-async function facilitatorProxy(upstream: string, options: { hang?: boolean } = {}) {
-  const held = new Set<ServerResponse>();
-  const settled: string[] = [];
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.url === '/settle') {
-      const { authorization } = JSON.parse(Buffer.concat(chunks).toString()).paymentPayload.payload;
-      settled.push(`${authorization.from.toLowerCase()}:${authorization.nonce}`);
-      if (options.hang) return void held.add(res);
-    }
-    const answer = await fetch(`${upstream}${req.url}`, {
-      method: req.method,
-      headers: { 'content-type': 'application/json' },
-      ...(req.method === 'POST' && { body: Buffer.concat(chunks) }),
-    }).catch(() => undefined);
-    if (!answer) return void res.destroy();
-    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(async () => {
-    for (const res of held) res.destroy();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, settled, settles: () => settled.length };
-}
-
-describe('stopping with a hung settlement', () => {
   test('recovery runs hung orders side by side, and SIGTERM stops within seconds (default facilitator timeout)', async () => {
     const hang = await facilitatorProxy((await facilitator()).url, { hang: true });
     // Authorizations valid for a minute: recovery sends a settlement again only while it can still be used.
