@@ -100,10 +100,15 @@ export class FacilitatorPool implements FacilitatorClient {
     }));
   }
 
-  /** Why no order can be paid now, or undefined when a facilitator lists our network. */
+  /**
+   * Why no order can be paid now, or undefined when a facilitator lists our network. Said to agents too: the
+   * facilitators are named by their place in the list, never by address (states() has the addresses).
+   */
   unavailableReason(): string | undefined {
     if (this.members.some((m) => m.supported && !m.unusable)) return undefined;
-    const each = this.members.map((m) => `${m.url}: ${m.unusable ?? 'not asked yet'}`);
+    const name = (i: number) =>
+      this.members.length > 1 ? `facilitator ${i + 1} of ${this.members.length}` : 'the facilitator';
+    const each = this.members.map((m, i) => `${name(i)}: ${m.unusable ?? 'not asked yet'}`);
     return `no facilitator can take payments in ${this.kind.scheme} on ${this.kind.network} (${each.join('; ')})`;
   }
 
@@ -149,7 +154,7 @@ export class FacilitatorPool implements FacilitatorClient {
       const member = this.members.find((m) => m.url === route.sentTo);
       if (!member) {
         throw new NoFacilitator(
-          `this payment was sent to the facilitator ${route.sentTo}, which is no longer configured: only the chain can tell its outcome now`,
+          'this payment was sent to a facilitator that is no longer configured: only the chain can tell its outcome now',
         );
       }
       return this.settleAt(member, payload, requirements);
