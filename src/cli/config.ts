@@ -153,6 +153,8 @@ export interface StreamingSettings {
   frontDoor: boolean;
   /** Connections the front door lets into Icecast at once. */
   frontDoorInFlight: number;
+  /** ICECAST_PROXY: what holds the public port in front of Icecast, the front door or HAProxy (haproxy-config.ts). */
+  proxy: 'front-door' | 'haproxy';
   /** ICECAST_LISTEN: where listeners and encoders connect (the front door, or Icecast itself without it). */
   listen?: { host: string; port: number };
 }
@@ -370,6 +372,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
     listen: r.custom('ICECAST_LISTEN', listenAddress),
+    proxy: r.choice('ICECAST_PROXY', ['front-door', 'haproxy'] as const, 'front-door'),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),

@@ -2,7 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
-import { IcecastFrontDoor, IcecastSupervisor, type ForwardedClaim, type IcecastAdmin } from '../provisioning/index.js';
+import {
+  HaproxySupervisor,
+  IcecastFrontDoor,
+  IcecastSupervisor,
+  type ForwardedClaim,
+  type IcecastAdmin,
+} from '../provisioning/index.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 import type { StreamingSettings } from './config.js';
@@ -38,7 +44,10 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   const host = loadStreamingHost(dataDir, settings.hostId);
   let supervisor: IcecastSupervisor | undefined;
   let frontDoor: IcecastFrontDoor | undefined;
-  const publicPort = () => frontDoor?.port ?? supervisor?.port;
+  let haproxy: HaproxySupervisor | undefined;
+  // ICECAST_PROXY=haproxy puts HAProxy where the front door would be (and wins over ICECAST_FRONT_DOOR=false).
+  const proxied = settings.proxy === 'haproxy' || settings.frontDoor;
+  const publicPort = () => haproxy?.port ?? frontDoor?.port ?? supervisor?.port;
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
@@ -46,7 +55,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     callbackCredentials,
     publicUrl: () => settings.publicUrl ?? `http://${reachableHost(settings.listen?.host)}:${publicPort() ?? 0}`,
     localUrl: () => supervisor?.baseUrl,
-    claimForwarded: (user, pass) => frontDoor?.claim(user, pass),
+    claimForwarded: (user, pass) => (haproxy ?? frontDoor)?.claim(user, pass),
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
@@ -72,7 +81,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         maxClients: limits.sources + limits.listeners + 50,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
-        ...(!settings.frontDoor && {
+        ...(!proxied && {
           host: settings.listen?.host,
           preferredPort: settings.listen?.port ?? host.lastPort,
         }),
@@ -92,7 +101,8 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         log.error({ component: 'icecast', err }, 'icecast could not be restarted'),
       );
       await supervisor.start();
-      if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings);
+      if (settings.proxy === 'haproxy') haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log);
+      else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
       if (host.lastPort && host.lastPort !== port) {
@@ -102,12 +112,19 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         );
       }
       log.info(
-        { component: 'icecast', url: supervisor.baseUrl, front_door_port: frontDoor?.port, host_id: host.id },
+        {
+          component: 'icecast',
+          url: supervisor.baseUrl,
+          front_door_port: frontDoor?.port,
+          haproxy_port: haproxy?.port,
+          host_id: host.id,
+        },
         'icecast started',
       );
     },
     async stop() {
       await frontDoor?.stop();
+      await haproxy?.stop();
       await supervisor?.stop();
     },
   };
@@ -141,6 +158,37 @@ async function openFrontDoor(
     }
   }
   throw new Error('unreachable');
+}
+
+/**
+ * HAProxy in the front door's place (src/provisioning/haproxy-config.ts): at ICECAST_LISTEN (used or the start fails),
+ * else on the previous run's loopback port when it is free, else on any free loopback port.
+ */
+async function startHaproxy(
+  supervisor: IcecastSupervisor,
+  preferredPort: number | undefined,
+  settings: StreamingSettings,
+  dataDir: string,
+  log: Logger,
+): Promise<HaproxySupervisor> {
+  const haproxy = new HaproxySupervisor({
+    dataDir: join(dataDir, 'haproxy'),
+    host: settings.listen?.host ?? '127.0.0.1',
+    ...(settings.listen ? { port: settings.listen.port } : { preferredPort }),
+    upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
+    icecastClients: settings.maxSources + settings.maxListeners + 50,
+  });
+  haproxy.on('exited', ({ expected, ...e }) => {
+    if (expected) log.debug?.({ component: 'haproxy', ...e }, 'haproxy stopped');
+    else log.warn({ component: 'haproxy', ...e }, 'haproxy exited; its listeners and sources were cut');
+  });
+  haproxy.on('restarted', (e) => log.info({ component: 'haproxy', ...e }, 'haproxy restarted'));
+  haproxy.on('restartFailed', (err) => log.error({ component: 'haproxy', err }, 'haproxy could not be restarted'));
+  await haproxy.start().catch((e: Error) => {
+    if (!settings.listen) throw e;
+    throw new Error(`ICECAST_LISTEN ${settings.listen.host}:${settings.listen.port} cannot be used: ${e.message}`);
+  });
+  return haproxy;
 }
 
 /** An address a listener on this machine can reach: a wildcard listen address is reached on loopback. */

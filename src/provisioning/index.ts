@@ -83,3 +83,10 @@ export {
 } from './source-budget.js';
 export { mp3SampleRate, mp3EncoderArgs } from './mp3-encoding.js';
 export { IcecastFrontDoor, FRONT_DOOR_USER, type FrontDoorOptions, type ForwardedClaim } from './front-door.js';
+export { buildHaproxyConfig, claimProxied, PROXY_USER, type HaproxyConfigOptions } from './haproxy-config.js';
+export {
+  HaproxySupervisor,
+  type HaproxySupervisorOptions,
+  type HaproxySupervisorEvents,
+  type HaproxyStartedEvent,
+} from './haproxy-supervisor.js';

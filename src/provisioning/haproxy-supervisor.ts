@@ -1,0 +1,245 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import net, { type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ForwardedClaim } from './front-door.js';
+import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
+
+export interface HaproxySupervisorOptions {
+  /** haproxy.cfg goes here (0600: it holds the ticket key). */
+  dataDir: string;
+  host: string;
+  /** The operator's address (ICECAST_LISTEN): used or the start fails. */
+  port?: number;
+  /** Without `port`: tried first when free (the previous run's port), else a free port. */
+  preferredPort?: number;
+  /** Icecast's loopback address now (it may change when Icecast restarts). */
+  upstream: () => { host: string; port: number } | undefined;
+  /** Icecast's `<clients>` limit: at most this many connections to it at once. */
+  icecastClients: number;
+  acceptPerSecond?: number;
+  backlog?: number;
+  queueTimeoutSeconds?: number;
+  binary?: string;
+  startTimeoutMs?: number;
+  restartDelayMs?: { min: number; max: number };
+}
+
+export interface HaproxyStartedEvent {
+  pid: number;
+  port: number;
+  startMs: number;
+}
+
+export type HaproxySupervisorEvents = {
+  exited: [{ pid: number; code: number | null; signal: NodeJS.Signals | null; expected: boolean }];
+  restarted: [HaproxyStartedEvent & { attempt: number }];
+  restartFailed: [Error];
+};
+
+const HEALTHY_RUN_MS = 30_000;
+// Raise the open-files limit to the hard limit, then exec so that HAProxy keeps this process id.
+const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"';
+
+/**
+ * Runs HAProxy in front of Icecast (see haproxy-config.ts) the way IcecastSupervisor runs Icecast: its config
+ * generated in DATA_DIR, started in the foreground in a process group of its own, ended by the kernel if serve dies
+ * (setpriv --pdeathsig), restarted with a backoff on the same port if it dies, stopped with serve.
+ */
+export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
+  private readonly ticketKey = randomBytes(32).toString('base64');
+  private currentPort = 0;
+  private child?: ChildProcess;
+  private childExited?: Promise<void>;
+  private output = '';
+  private stopped = true;
+  private launching = false;
+  private restartTimer?: NodeJS.Timeout;
+  private restartAttempt = 0;
+  private launchedAt = 0;
+
+  constructor(private readonly options: HaproxySupervisorOptions) {
+    super();
+  }
+
+  get port(): number {
+    return this.currentPort;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get configPath(): string {
+    return join(this.options.dataDir, 'haproxy.cfg');
+  }
+
+  /** A listener_add's credentials: the address HAProxy signed, 'impostor' for a forged ticket. */
+  claim(user: string, pass: string): ForwardedClaim {
+    return claimProxied(user, pass, this.ticketKey);
+  }
+
+  async start(): Promise<void> {
+    if (!this.stopped) throw new Error('haproxy supervisor already started');
+    this.stopped = false;
+    try {
+      await mkdir(this.options.dataDir, { recursive: true, mode: 0o750 });
+      const { host, port, preferredPort } = this.options;
+      if (port !== undefined) {
+        // Something else on that address would answer the readiness probe in HAProxy's place.
+        if (!(await isFree(host, port))) throw new Error(`${host}:${port} is in use`);
+        this.currentPort = port;
+      } else if (preferredPort && (await isFree(host, preferredPort))) this.currentPort = preferredPort;
+      else this.currentPort = await freePort(host);
+      await this.launch();
+    } catch (error) {
+      this.stopped = true;
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    // SIGTERM is HAProxy's hard stop: every connection closes at once, as Icecast's stop would close them.
+    child.kill('SIGTERM');
+    const escalate = setTimeout(() => child.kill('SIGKILL'), 2000);
+    await this.childExited;
+    clearTimeout(escalate);
+  }
+
+  private async writeConfig(): Promise<void> {
+    const upstream = this.options.upstream();
+    if (!upstream) throw new Error('icecast is not running');
+    const hardLimit = Number(spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
+    // Two descriptors per connection (client and Icecast side), and some for HAProxy itself.
+    const maxConnections = Math.max(64, Math.min(this.options.icecastClients + 100, Math.floor((hardLimit - 200) / 2)));
+    const root = process.getuid?.() === 0;
+    const config = buildHaproxyConfig({
+      bind: { host: this.options.host, port: this.currentPort },
+      upstream,
+      ticketKey: this.ticketKey,
+      maxConnections,
+      serverMaxConnections: Math.min(this.options.icecastClients, maxConnections),
+      acceptPerSecond: this.options.acceptPerSecond ?? 200,
+      backlog: this.options.backlog ?? 4096,
+      queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 30,
+      runAs: root && spawnSync('id', ['-u', 'haproxy']).status === 0 ? 'haproxy' : undefined,
+    });
+    await writeFile(this.configPath, config, { mode: 0o600 });
+  }
+
+  private async launch(): Promise<HaproxyStartedEvent> {
+    const began = performance.now();
+    await this.writeConfig();
+    const binary = this.options.binary ?? 'haproxy';
+    const args = ['-c', RAISE_LIMIT_AND_EXEC, 'haproxy', 'setpriv', '--pdeathsig', 'SIGKILL', '--', binary];
+    const child = spawn('sh', [...args, '-db', '-f', this.configPath], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.child = child;
+    this.output = '';
+    this.launching = true;
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-4000);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    this.childExited = new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', (error) => {
+        keep(Buffer.from(String(error)));
+        resolve();
+      });
+    });
+    child.once('exit', (code, signal) => this.onExit(child, code, signal));
+    try {
+      await this.waitUntilListening(child);
+    } catch (error) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await this.childExited;
+      throw new Error(`${(error as Error).message}\nhaproxy output: ${this.output.trim() || '(none)'}`);
+    } finally {
+      this.launching = false;
+    }
+    this.launchedAt = Date.now();
+    return { pid: child.pid!, port: this.currentPort, startMs: Math.round(performance.now() - began) };
+  }
+
+  private async waitUntilListening(child: ChildProcess): Promise<void> {
+    const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000);
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`haproxy exited while starting (code ${child.exitCode}, signal ${child.signalCode})`);
+      if (await accepts(this.options.host, this.currentPort)) return;
+      if (Date.now() > deadline) throw new Error(`haproxy did not listen on port ${this.currentPort} in time`);
+      await sleep(25);
+    }
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child !== this.child) return;
+    this.child = undefined;
+    this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped });
+    if (this.stopped || this.launching) return;
+    if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    const { min, max } = this.options.restartDelayMs ?? { min: 100, max: 10_000 };
+    const delay = Math.min(max, min * 2 ** this.restartAttempt);
+    const attempt = ++this.restartAttempt;
+    this.restartTimer = setTimeout(async () => {
+      if (this.stopped) return;
+      try {
+        const started = await this.launch();
+        if (this.stopped) return void (await this.stop());
+        this.emit('restarted', { ...started, attempt });
+      } catch (error) {
+        if (this.stopped) return;
+        this.emit('restartFailed', error as Error);
+        this.scheduleRestart();
+      }
+    }, delay);
+  }
+}
+
+/** Whether something accepts TCP connections there now (the probe is closed at once). */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function isFree(host: string, port: number): Promise<boolean> {
+  const server = net.createServer();
+  const bound = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => resolve(true));
+  });
+  if (bound) await new Promise((resolve) => server.close(resolve));
+  return bound;
+}
+
+async function freePort(host: string): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { buy } from './support/purchase.js';
+import { startService, type Service } from './support/service.js';
+import { hasMpegFrame, startFfmpegSource, waitFor } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
+import { TestWallet } from './support/wallet.js';
+
+// Issue 35 §1, first step: with ICECAST_PROXY=haproxy the host runs HAProxy in front of Icecast instead of the
+// front door in serve. Listeners and the source go through HAProxy; serve only answers Icecast's callbacks.
+requireStreamingTools();
+const haproxyInstalled = (() => {
+  try {
+    execFileSync('sh', ['-c', 'command -v haproxy']);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+let service: Service;
+let db: pg.Client;
+let encoder: ChildProcess | undefined;
+const sockets: net.Socket[] = [];
+
+interface Raw {
+  socket: net.Socket;
+  status: () => number;
+  received: () => Buffer;
+  closed: Promise<void>;
+}
+
+/** A listener on a raw socket from `from` (a loopback address other than Icecast's view of HAProxy, 127.0.0.1). */
+function listen(port: number, path: string, from = '127.0.0.2', authorization?: string): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+    sockets.push(socket);
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    const closed = new Promise<void>((done) => socket.once('close', () => done()));
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      const auth = authorization ? `Authorization: ${authorization}\r\n` : '';
+      socket.write(`GET ${path} HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: haproxy-test\r\n${auth}\r\n`);
+      const received = () => Buffer.concat(chunks);
+      const status = () => Number(/^HTTP\/1\.\d (\d{3})/.exec(received().toString('latin1', 0, 64))?.[1] ?? 0);
+      resolve({ socket, status, received, closed });
+    });
+  });
+}
+
+/** The listener's answer: its status once Icecast (through HAProxy) has sent it, or 0 if the connection closed. */
+async function answered(l: Raw): Promise<number> {
+  return waitFor('an answer', async () => l.status() || (l.socket.destroyed ? 0 : undefined), 15_000);
+}
+
+/** The process (name, pid) holding the other end of a TCP connection from `localPort` to `port`. */
+function peerOf(port: number, localPort: number): { name: string; pid: number } | undefined {
+  const out = execFileSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port} and dport = :${localPort} )`], {
+    encoding: 'utf8',
+  });
+  const m = /users:\(\("([^"]+)",pid=(\d+)/.exec(out);
+  return m ? { name: m[1], pid: Number(m[2]) } : undefined;
+}
+
+const alive = (pid: number) => existsSync(`/proc/${pid}`);
+
+describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
+  skip: !haproxyInstalled && 'haproxy not installed',
+}, () => {
+  before(async () => {
+    service = await startService({ ICECAST_PROXY: 'haproxy' });
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    db = new pg.Client({ connectionString: lock.database_url });
+    await db.connect();
+  });
+  after(async () => {
+    for (const s of sockets) s.destroy();
+    encoder?.kill('SIGKILL');
+    await service?.stop();
+  });
+
+  test('a paid stream reaches listeners through HAProxy, with their address, its cap, and HAProxy supervised', async () => {
+    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const bought = await buy(service, wallet, {
+      product_id: 'instant-stream',
+      email: 'haproxy@example.com',
+      station_name: 'Proxy FM',
+      parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
+    });
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    const svc = bought.body.service;
+    const url = new URL(svc.stream_url);
+    const port = Number(url.port);
+    const path = url.pathname + url.search;
+    encoder = startFfmpegSource(svc.broadcast_url);
+
+    const first = await waitFor(
+      'the mount to go live through HAProxy',
+      async () => {
+        const l = await listen(port, path);
+        if ((await answered(l)) === 200) return l;
+        l.socket.destroy();
+        return undefined;
+      },
+      20_000,
+    );
+    await waitFor('audio', async () => hasMpegFrame(first.received().subarray(100)) || undefined, 10_000);
+
+    // The listener's and the encoder's connections are held by HAProxy, not by serve.
+    const holder = peerOf(port, first.socket.localPort!);
+    assert.equal(holder?.name, 'haproxy', `the listener's peer: ${JSON.stringify(holder)}`);
+    assert.notEqual(holder.pid, service.process.pid);
+    const encoderPeer = execFileSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port} )`], {
+      encoding: 'utf8',
+    });
+    assert.doesNotMatch(encoderPeer, new RegExp(`pid=${service.process.pid},`), 'serve holds no public connection');
+
+    // The admission saw the listener's own address, which Icecast itself does not see (it sees HAProxy's).
+    const { rows } = await db.query('SELECT ip FROM listeners WHERE service_id = $1', [svc.service_id]);
+    assert.deepEqual(
+      rows.map((r) => r.ip),
+      ['127.0.0.2'],
+    );
+    const icecastXml = await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8');
+    const icecastPort = Number(/<port>(\d+)<\/port>/.exec(icecastXml)![1]);
+    assert.notEqual(icecastPort, port);
+
+    // A forged ticket straight to Icecast's loopback port is refused, however it names its address.
+    const forged = `Basic ${Buffer.from('proxy-1:203.0.113.9 AAAA').toString('base64')}`;
+    assert.equal(await answered(await listen(icecastPort, path, '127.0.0.1', forged)), 401);
+
+    // The cap is exact: the second listener is admitted, the third refused.
+    const second = await listen(port, path, '127.0.0.3');
+    assert.equal(await answered(second), 200);
+    assert.equal(await answered(await listen(port, path, '127.0.0.4')), 401);
+
+    // HAProxy killed: its listeners are cut, the host starts it again on the same port.
+    process.kill(holder.pid, 'SIGKILL');
+    await first.closed;
+    await second.closed;
+    const again = await waitFor(
+      'HAProxy back and the stream served again',
+      async () => {
+        // The encoder was cut too and ffmpeg does not reconnect: as an encoder would, it connects again.
+        if (encoder!.exitCode !== null || encoder!.signalCode !== null) encoder = startFfmpegSource(svc.broadcast_url);
+        const l = await listen(port, path).catch(() => undefined);
+        if (l && (await answered(l)) === 200) return l;
+        l?.socket.destroy();
+        return undefined;
+      },
+      20_000,
+    );
+    const restarted = peerOf(port, again.socket.localPort!);
+    assert.equal(restarted?.name, 'haproxy');
+    assert.notEqual(restarted.pid, holder.pid);
+
+    // Stopping serve stops HAProxy.
+    await db.end();
+    await service.stop();
+    await again.closed;
+    await waitFor('HAProxy gone with serve', async () => !alive(restarted.pid) || undefined, 10_000);
+  });
+});
