@@ -3,6 +3,8 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { configFromEnv, settingNames, SettingError } from '../src/cli/config.js';
+import { payments } from '../src/cli/payments.js';
+import { jsonLogger } from '../src/log/index.js';
 import { PaymentGateway } from '../src/payments/payment-gateway.js';
 import { cli, root, scratchDir } from './support/service.js';
 
@@ -211,4 +213,31 @@ test('a refund key file missing, a directory or without a key: one sentence nami
   const run = await cli(['serve'], { DATA_DIR: dir, X402_REFUND_KEY_FILE: join(dir, 'missing.key') }, 30_000);
   assert.equal(run.code, 1);
   assert.match(run.stderr, /^error: X402_REFUND_KEY_FILE names \/.*missing\.key, which does not exist: [^\n]*\n$/);
+});
+
+test("refunds are signed for the network's USDC domain, as payments are: USDC on Base Sepolia", async () => {
+  const signed: Record<string, unknown> = {};
+  for (const name of ['base', 'base-sepolia']) {
+    const settings = configFromEnv({
+      AUDIO_API_ENV: 'production',
+      X402_NETWORK: name,
+      X402_PAY_TO: '0x976EA74026E726554dB657fA54763abd0C3a0aa9',
+      X402_FACILITATOR_URL: 'http://127.0.0.1:9',
+      X402_RPC_URL: 'http://127.0.0.1:9',
+    }).payments;
+    const made = await payments({
+      production: true,
+      dataDir: await scratchDir('audio-refund-domain-'),
+      log: jsonLogger({}, { level: 'silent' }),
+      settings,
+      refundKey: `0x${'11'.repeat(32)}`,
+    });
+    const config = (made.refunds.wallet as unknown as { config: { tokenName: string; tokenVersion: string } }).config;
+    signed[name] = { name: config.tokenName, version: config.tokenVersion };
+    await made.stop();
+  }
+  assert.deepEqual(signed, {
+    base: { name: 'USD Coin', version: '2' },
+    'base-sepolia': { name: 'USDC', version: '2' },
+  });
 });

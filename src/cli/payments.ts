@@ -1,12 +1,11 @@
 import type { Address, Hex } from 'viem';
+import { assetDomain } from '../chain/networks.js';
 import {
   DEV_ACCOUNTS,
   DEV_ROLES,
   EMBEDDED_CHAIN_ID,
   startEmbeddedChain,
   USDC_ADDRESS,
-  USDC_NAME,
-  USDC_VERSION,
   type EmbeddedChain,
 } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
@@ -248,6 +247,8 @@ function facilitatorAuthKey(file: string): FacilitatorAuthKey {
   }
 }
 
+/** Refunds are signed for the EIP-712 domain of the network's USDC, as the buyers' payments are. */
 function refundWallet(rpcUrl: string, chainId: number, token: Address, privateKey: Hex): RefundWallet {
-  return new RefundWallet({ rpcUrl, chainId, token, privateKey, tokenName: USDC_NAME, tokenVersion: USDC_VERSION });
+  const { name, version } = assetDomain(`eip155:${chainId}`);
+  return new RefundWallet({ rpcUrl, chainId, token, privateKey, tokenName: name, tokenVersion: version });
 }

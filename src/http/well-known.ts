@@ -1,3 +1,4 @@
+import { assetDomain } from '../chain/networks.js';
 import type { PaymentTerms } from '../payments/index.js';
 import { KeyedSnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { Decimal } from '../rules/index.js';
@@ -61,7 +62,7 @@ function build(
               asset: terms.asset,
               payTo: terms.payTo,
               maxTimeoutSeconds: terms.maxTimeoutSeconds,
-              extra: { name: 'USD Coin', version: '2' },
+              extra: assetDomain(terms.network),
             },
           ]
         : [],
