@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { authorizationOf } from './support/wallet.js';
-import { buy } from './support/purchase.js';
 import {
-  orderWhen,
+  agentBuysStream,
+  limiter,
   ROLES,
   SMALL_STREAM,
   startChain,
   startFacilitator,
   startFacilitatorSwitch,
   startProduction,
+  tallyOnChain,
+  type AgentPurchase,
   type Chain,
 } from './support/production.js';
 import { request, type Service } from './support/service.js';
@@ -39,123 +39,11 @@ after(async () => {
   await chain.stop();
 });
 
-/** At most CONCURRENCY requests in flight: the agents' waits between requests hold no place. */
-function limiter(places: number) {
-  let free = places;
-  const queue: Array<() => void> = [];
-  return async <T>(work: () => Promise<T>): Promise<T> => {
-    if (free === 0) await new Promise<void>((resolve) => queue.push(resolve));
-    else free--;
-    try {
-      return await work();
-    } finally {
-      const next = queue.shift();
-      if (next) next();
-      else free++;
-    }
-  };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Purchase {
-  key: string;
-  signatures: string[];
-  orderIds: Set<string>;
-  answers: Array<{ status: number; code?: string }>;
-  final: { status: number; headers: Headers; body: any };
-}
-
-/**
- * An agent buying one stream and doing what each answer says: the same request again (same payment, same key) while
- * the outcome is unknown or the network did not answer; a new payment once — only once — when told nothing was
- * charged (the payment failed, or it was refused, e.g. because it expired while the network was down).
- */
-async function agentBuys(service: Service, wallet: TestWallet, slot: ReturnType<typeof limiter>): Promise<Purchase> {
-  const purchase: Purchase = { key: randomUUID(), signatures: [], orderIds: new Set(), answers: [], final: undefined! };
-  const note = (answer: { status: number; headers: Headers; body: any }) => {
-    const orderId = answer.body?.order?.id ?? answer.body?.error?.details?.[0]?.order_id;
-    if (orderId) purchase.orderIds.add(orderId);
-    purchase.answers.push({ status: answer.status, code: answer.body?.error?.code });
-    purchase.final = answer;
-    return answer;
-  };
-  let answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
-  let paidAgain = false;
-  for (let round = 0; round < 120 && answer.status !== 200; round++) {
-    const code = answer.body?.error?.code;
-    if ((code === 'payment_failed' || code === 'payment_rejected') && !paidAgain) {
-      paidAgain = true;
-      answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
-    } else if (['settlement_pending', 'payment_network_unavailable', 'idempotency_in_progress'].includes(code)) {
-      // As Retry-After says, shortened: the authorizations of these tests are valid for 10 s only.
-      await sleep(Math.min(Number(answer.headers.get('retry-after') ?? 1), 2) * 1000);
-      answer = note(await slot(() => resend(service, purchase)));
-    } else break;
-  }
-  return purchase;
-}
-
-/** The same request with the same payment and key, as an agent retries after a 503. */
-function resend(service: Service, purchase: Purchase) {
-  return request(service, 'POST', '/orders', {
-    body: SMALL_STREAM,
-    headers: { 'idempotency-key': purchase.key, 'payment-signature': purchase.signatures.at(-1)! },
-  });
-}
-
-interface Tally {
-  fault: string;
-  purchases: number;
-  charged: number;
-  delivered: number;
-  refunded: number;
-  doubleCharges: number;
-  paidNotDelivered: number;
-}
-
-/** What the chain and the orders say of each purchase, once no order is left settling or provisioning. */
-async function tally(service: Service, fault: string, purchases: Purchase[]): Promise<Tally> {
-  const orderIds = purchases.flatMap((p) => [...p.orderIds]);
-  for (const id of orderIds) {
-    await orderWhen(service, id, (state) => !['settling', 'provisioning', 'claimed'].includes(state), 60_000);
-  }
-  const counts: Tally = {
-    fault,
-    purchases: purchases.length,
-    charged: 0,
-    delivered: 0,
-    refunded: 0,
-    doubleCharges: 0,
-    paidNotDelivered: 0,
-  };
-  for (const p of purchases) {
-    let charged = 0;
-    for (const signature of p.signatures) {
-      const { nonce } = authorizationOf(signature);
-      if (await chain.chain.authorizationState(authorizationOf(signature).from, nonce)) charged++;
-    }
-    const states = await Promise.all(
-      [...p.orderIds].map(async (id) => (await request(service, 'GET', `/orders/${id}`)).body.order.status as string),
-    );
-    const refunded = states.filter((s) => s === 'refunded').length;
-    const delivered = p.final.status === 200 ? 1 : 0;
-    counts.charged += charged;
-    counts.refunded += refunded;
-    counts.delivered += delivered;
-    if (charged - refunded > delivered) {
-      if (delivered) counts.doubleCharges++;
-      else counts.paidNotDelivered++;
-    }
-  }
-  return counts;
-}
-
 async function runFault(
   { service, switchTo, payTo }: Deployment,
   fault: string,
   buyer: (typeof ROLES.buyers)[number],
-): Promise<{ counts: Tally; purchases: Purchase[] }> {
+): Promise<{ counts: Awaited<ReturnType<typeof tallyOnChain>>; purchases: AgentPurchase[] }> {
   const facilitator = await startFacilitator(chain.rpcUrl, { fault });
   cleanups.push(() => facilitator.stop());
   switchTo(facilitator.url);
@@ -163,9 +51,9 @@ async function runFault(
   const sellerBefore = await chain.chain.usdcBalance(payTo);
   const slot = limiter(CONCURRENCY);
   const started = Date.now();
-  const purchases = await Promise.all(Array.from({ length: PURCHASES }, () => agentBuys(service, wallet, slot)));
+  const purchases = await Promise.all(Array.from({ length: PURCHASES }, () => agentBuysStream(service, wallet, slot)));
   const bought = Date.now();
-  const counts = await tally(service, fault, purchases);
+  const counts = await tallyOnChain(service, chain, purchases);
   await facilitator.stop();
   if (process.env.DEBUG_FAULTS) console.log(facilitator.output(), service.output());
   console.log(

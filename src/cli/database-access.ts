@@ -14,11 +14,23 @@ export async function openDatabase(config: Config): Promise<{ db: Database; clos
     await migrate(db);
     return { db, close: () => db.close() };
   }
+  const opened = await embeddedForCommand(config, { max: 4 });
+  await migrate(opened.db).catch(async (e) => {
+    await opened.close();
+    throw e;
+  });
+  return opened;
+}
+
+/** The embedded PostgreSQL in DATA_DIR, started for one command under the DATA_DIR lock; close() stops it. */
+export async function embeddedForCommand(
+  config: Config,
+  options: { max: number; name?: string },
+): Promise<{ db: Database; close(): Promise<void> }> {
   const lock = await DataDirLock.acquire(config.dataDir);
   try {
     const pg = await startEmbeddedPostgres(config.dataDir);
-    const db = new Database(pg.url, { max: 4 });
-    await migrate(db);
+    const db = new Database(pg.url, options);
     return {
       db,
       close: async () => {

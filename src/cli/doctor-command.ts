@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Database, startEmbeddedPostgres } from '../store/index.js';
+import { Database } from '../store/index.js';
 import type { Command } from './command-line.js';
 import type { Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { embeddedForCommand } from './database-access.js';
 import { exitStatus, preflight, reportLines, type CheckResult, type PreflightDatabase } from './preflight.js';
 
 /** Where DATABASE_URL points, without its user and password. */
@@ -53,22 +54,8 @@ async function openDatabase(config: Config): Promise<{ database: PreflightDataba
       ),
       close: async () => {},
     };
-  const lock = await DataDirLock.acquire(config.dataDir);
-  try {
-    const pg = await startEmbeddedPostgres(config.dataDir);
-    const db = new Database(pg.url, { max: 2, name });
-    return {
-      database: { db },
-      close: async () => {
-        await db.close();
-        await pg.stop();
-        await lock.release();
-      },
-    };
-  } catch (e) {
-    await lock.release();
-    throw e;
-  }
+  const { db, close } = await embeddedForCommand(config, { max: 2, name });
+  return { database: { db }, close };
 }
 
 /** By exit status: the word --json gives and the report's last line. */

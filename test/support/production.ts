@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,7 +7,9 @@ import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { DEV_ACCOUNTS, startEmbeddedChain, type EmbeddedChain } from '../../src/chain/index.js';
 import { prebuiltEntry } from './prebuilt-cli.js';
+import { buy } from './purchase.js';
 import { request, root, roomyCatalog, scratchDir, startService, type Service } from './service.js';
+import { authorizationOf, type TestWallet } from './wallet.js';
 
 /**
  * A production deployment as an operator makes it from other people's parts: a chain reached over RPC (anvil,
@@ -238,12 +241,11 @@ export interface AgentPurchase {
  */
 export async function agentBuysStream(
   service: Service,
-  wallet: import('./wallet.js').TestWallet,
+  wallet: TestWallet,
   slot: ReturnType<typeof limiter>,
 ): Promise<AgentPurchase> {
-  const { buy } = await import('./purchase.js');
   const purchase: AgentPurchase = {
-    key: crypto.randomUUID(),
+    key: randomUUID(),
     signatures: [],
     orderIds: new Set(),
     answers: [],
@@ -283,7 +285,6 @@ export async function agentBuysStream(
 
 /** Purchases counted on the token once no order is left unfinished: charged, delivered, refunded, charged twice. */
 export async function tallyOnChain(service: Service, chain: Chain, purchases: AgentPurchase[]) {
-  const { authorizationOf } = await import('./wallet.js');
   for (const id of purchases.flatMap((p) => [...p.orderIds])) {
     await orderWhen(service, id, (state) => !['settling', 'provisioning', 'claimed'].includes(state), 60_000);
   }
