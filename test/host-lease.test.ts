@@ -108,8 +108,11 @@ test('without its lease a host refuses HLS and says so; once healed it takes the
   const encoder = startFfmpegSource(service.broadcast_url);
   cleanups.push(() => encoder.kill('SIGKILL'));
   await waitFor('HLS from host C', async () => (await get(hlsUrl))?.status === 200, 60_000);
-  assert.equal((await leaseOf(c)).this_host.lease.held, true);
+  const held = (await leaseOf(c)).this_host.lease;
+  assert.equal(held.held, true);
   assert.equal(await metric(c, 'streaming_host_lease_held'), 1);
+  // A loaded machine may have delayed a beat past the lease before (and the lease come back): counted from here.
+  const lossesBefore = held.losses as number;
 
   // Cut off: only C itself can end its stream, once its lease runs out.
   partition.cut();
@@ -124,13 +127,16 @@ test('without its lease a host refuses HLS and says so; once healed it takes the
   const lost = await leaseOf(c);
   assert.equal(lost.ok, false);
   assert.match(lost.error ?? '', /host-c.*lost its lease/);
-  assert.deepEqual([lost.this_host.id, lost.this_host.lease.held, lost.this_host.lease.losses], ['host-c', false, 1]);
+  assert.deepEqual(
+    [lost.this_host.id, lost.this_host.lease.held, lost.this_host.lease.losses],
+    ['host-c', false, lossesBefore + 1],
+  );
 
   // Healed, but the connections C had stay silent (its heartbeat hung on one): the beat gives up on it and opens
   // another, so the lease comes back within its bound instead of after TCP's retransmission.
   partition.heal({ keepSilent: true });
   await waitFor('C to take its lease again', async () => (await leaseOf(c)).this_host.lease.held, 30_000);
-  assert.equal(await metric(c, 'streaming_host_lease_losses_total'), 1);
+  assert.equal(await metric(c, 'streaming_host_lease_losses_total'), lossesBefore + 1);
   assert.equal(await metric(c, 'streaming_host_lease_held'), 1);
   const again = startFfmpegSource(service.broadcast_url);
   cleanups.push(() => again.kill('SIGKILL'));

@@ -162,13 +162,14 @@ export async function orderWhen(
   orderId: string,
   done: (state: string) => boolean,
   timeoutMs = 30_000,
+  everyMs = 250,
 ): Promise<{ state: string; body: any }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const answer = await request(service, 'GET', `/orders/${orderId}`);
     const state = answer.body?.order?.status as string;
     if (done(state) || Date.now() > deadline) return { state, body: answer.body };
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
@@ -270,6 +271,11 @@ export async function agentBuysStream(
     if ((code === 'payment_failed' || code === 'payment_rejected') && !paidAgain) {
       paidAgain = true;
       answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
+    } else if (code === 'settlement_pending' && purchase.orderIds.size) {
+      // As the answer suggests: follow the order (a cheap read), then ask again once its outcome is known.
+      const id = [...purchase.orderIds].at(-1)!;
+      await orderWhen(service, id, (state) => state !== 'settling', 30_000, 1000);
+      answer = note(await slot(() => resend()));
     } else if (['settlement_pending', 'payment_network_unavailable', 'idempotency_in_progress'].includes(code)) {
       // As Retry-After says, shortened: the authorizations of these tests are valid for 10 s only.
       await new Promise((r) => setTimeout(r, Math.min(Number(answer.headers.get('retry-after') ?? 1), 2) * 1000));
