@@ -10,6 +10,9 @@ export type Client = pg.PoolClient;
  */
 const unavailableCodes = /^(08|57P|57014|53)/;
 
+/** A bounded pool's transaction may sit idle between its statements this many query bounds before it is ended. */
+const IDLE_IN_TRANSACTION_FACTOR = 3;
+
 export class Database {
   private readonly pool: pg.Pool;
 
@@ -18,7 +21,10 @@ export class Database {
    * nothing: PostgreSQL's own statement_timeout never reaches the client); a query that runs out closes its
    * connection. PostgreSQL gets the same bound (statement_timeout): a statement waiting on a lock when its client
    * gave up would otherwise keep its session until the lock is granted, and a pool that opens a new connection
-   * for each one it gave up would pile them up to max_connections. Without it, connecting may take 5 s and a
+   * for each one it gave up would pile them up to max_connections. A transaction whose client went silent between
+   * two statements (a partition) would hold its row locks until TCP gave up, minutes later, and every stop or move
+   * of those services would wait on it: PostgreSQL ends it after a few bounds
+   * (idle_in_transaction_session_timeout). Without it, connecting may take 5 s and a
    * query as long as it takes. `name` is the connections'
    * application_name: pg_stat_activity tells which pool of which process a session belongs to.
    */
@@ -30,7 +36,11 @@ export class Database {
       connectionString: url,
       max: options.max ?? 20,
       connectionTimeoutMillis: options.timeoutMs ?? 5000,
-      ...(options.timeoutMs && { query_timeout: options.timeoutMs, statement_timeout: options.timeoutMs }),
+      ...(options.timeoutMs && {
+        query_timeout: options.timeoutMs,
+        statement_timeout: options.timeoutMs,
+        idle_in_transaction_session_timeout: options.timeoutMs * IDLE_IN_TRANSACTION_FACTOR,
+      }),
       ...(options.name && { application_name: options.name }),
     });
     this.pool.on('error', () => {
