@@ -1,5 +1,5 @@
 /**
- * How long a streaming host may go on serving on its last heartbeat (fencing, issue 24). The pool's monitors count a
+ * How long a streaming host may go on serving on its last heartbeat (fencing). The pool's monitors count a
  * host down once its heartbeat is HOST_DOWN_AFTER_SECONDS old and move its services at once: a host that cannot
  * write its heartbeat (cut off from PostgreSQL, or stalled) must have stopped serving them by then, whether or not it
  * can read PostgreSQL to learn that they moved. The lease runs from when the last beat that was written was sent

@@ -65,7 +65,7 @@ export interface RefundEvaluation {
  * A refund as the rules decide it (rules/refunds.json, stage "refund"). The facts give, per payment summed:
  * paid.unused_hours_atomic, its unused hours at the rate it bought them (its amount less its base fee, times the
  * unused share of the hours it paid for, rounded down: the base fee is kept once, never refunded), and
- * paid.unused_atomic, the unused share of its whole amount (what rules up to issue 34 credited before deducting the
+ * paid.unused_atomic, the unused share of its whole amount (what earlier rules credited before deducting the
  * base fee whole). An upgrade's amount is what was paid for it (the credit it was given is not money received, so it
  * is never refunded a second time).
  *
@@ -156,8 +156,8 @@ function readsUnusedHours(stage: { rules: unknown[] }): boolean {
 /**
  * Who gets the amount back when several wallets paid for one service (an order, then extensions or upgrades paid by
  * other wallets). It is given back to the payments latest paid first, each at most its own unused share, then (if the
- * rules credit more) at most what it paid: what the rules keep besides the base fee (transfer used; with rules
- * before issue 34, the base fee too) falls on the earliest payments, the order's first. So no wallet gets back more
+ * rules credit more) at most what it paid: what the rules keep besides the base fee (transfer used; with earlier
+ * rules, the base fee too) falls on the earliest payments, the order's first. So no wallet gets back more
  * than it paid, nor any of the money another wallet paid, whatever the order of payments. Per wallet, nothing below the minimum is sent (no gas spent on dust).
  */
 function splitByPayer(

@@ -21,8 +21,8 @@ interface FailedOrder {
 
 /**
  * A failed order said "nothing was charged". That is true only once the chain shows its authorization can no longer be
- * used; an order failed on a facilitator's word while its transfer could still land (as every refusal did before
- * issue 33) may have been charged all the same. Each failed order is looked up on chain until that is settled: one
+ * used; an order failed on a facilitator's word while its transfer could still land (as every refusal did in
+ * earlier versions) may have been charged all the same. Each failed order is looked up on chain until that is settled: one
  * whose transfer went through is refunded in full (the buyer was told to pay again), and ends `refunded`.
  */
 export async function refundChargedFailedOrders(deps: RefundDeps, limit = 10): Promise<RefundRow[]> {

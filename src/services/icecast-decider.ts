@@ -54,7 +54,7 @@ export class IcecastDecider implements MountDecider {
   private readonly sourceEpochs = new Map<string, number>();
 
   /**
-   * Fencing (issue 24): a host answers only for the services placed on it now, and only while its lease holds (it
+   * Fencing: a host answers only for the services placed on it now, and only while its lease holds (it
    * wrote a heartbeat recently enough that the pool has not counted it down). Once a service moved off this host (its
    * host_id changed with a new host_epoch), this Icecast refuses its sources and listeners, and its callbacks leave
    * the service's rows alone, so two hosts never both serve one service's mount. The host epoch it is served here
