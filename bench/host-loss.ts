@@ -1,5 +1,5 @@
 /**
- * npm run bench:host-loss — the time the host monitor takes to move the services of a lost host (issue 24), on an
+ * npm run bench:host-loss — the time the host monitor takes to move the services of a lost host, on an
  * embedded PostgreSQL of its own: N live services on a host whose heartbeat is a minute old, two live hosts with room,
  * one monitor pass timed from its start until every service moved (each move is its own transaction: capacity lock,
  * update, service_moves row, service.moved event, NOTIFY). Detection adds at most HOST_DOWN_AFTER_SECONDS plus one

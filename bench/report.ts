@@ -21,7 +21,7 @@ export interface HttpResults {
   servicePost: LoadResult;
 }
 
-/** Issue 10's table: ratios to the same-run references. */
+/** The performance targets' table: ratios to the same-run references. */
 export const targets = {
   evaluateMedianUs: 20,
   getRatio: 0.8,

@@ -402,7 +402,7 @@ async function expectOk(response: Promise<Response>): Promise<Response> {
   return r;
 }
 
-/** One row per target of issue 10, filled run by run. */
+/** One row per performance target, filled run by run. */
 function spreadRows() {
   const pct = (v: number) => `${(v * 100).toFixed(1)} %`;
   const times = (v: number) => `${v.toFixed(2)}×`;

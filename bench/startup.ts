@@ -1,5 +1,5 @@
 /**
- * Process start cost (issue 22): CPU of a `serve` start to ready and of the CLI commands the tests run most, each the
+ * Process start cost: CPU of a `serve` start to ready and of the CLI commands the tests run most, each the
  * median of several runs, beside the CPU of `node -e ""` measured in the same rounds (the machine is shared: compare
  * the ratios). Runs the prebuilt entry the tests run (test/support/prebuilt-cli.ts).
  *

@@ -12,7 +12,7 @@ import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './sup
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 
-// Admission at the scale of a host (issue 24, section 5): Icecast's listener callbacks are answered from memory kept
+// Admission at the scale of a host: Icecast's listener callbacks are answered from memory kept
 // current by PostgreSQL's notifications. The full pass that would also catch a change is set to an hour here, so
 // every change below reaches the host by its notification or not at all. The callbacks are made as Icecast makes
 // them, on mounts without a source (Icecast would then refuse the listener itself; the decision is what is tested),

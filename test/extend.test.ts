@@ -405,7 +405,7 @@ describe('extending a service', () => {
   });
 });
 
-describe('extension rules (issue 34)', () => {
+describe('extension rules: minimum, past expiry, races', () => {
   const stop = (id: string) => request(service, 'POST', `/services/${id}/stop`);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -23,7 +23,7 @@ import { request, scratchDir, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
 
 /**
- * Facilitators as production offers them (issue 33 §4, §5): one that does not list our network, several in order with
+ * Facilitators as production offers them: one that does not list our network, several in order with
  * one killed mid-run, one that requires an API-key JWT, one that hangs while the service is asked to stop. Purchases
  * are counted on the token: nothing charged twice, every settled payment delivered.
  */

@@ -10,7 +10,7 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { startTcpPartition, type TcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 
-// Issue 24, a host's lease: an API instance (PostgreSQL's and the chain's) sells streams on host C, an instance of
+// A host's lease: an API instance (PostgreSQL's and the chain's) sells streams on host C, an instance of
 // both roles that reaches PostgreSQL through a TCP partition. Cut off, C's lease runs out: it cuts its mounts, refuses
 // new HLS sessions without asking PostgreSQL and says so in /health/details and its metrics. When the partition heals
 // and the connections it had stay silent, C takes its lease again within a few heartbeats and serves again.

@@ -21,7 +21,7 @@ import { startTcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 import { startReceiver } from './support/webhook-receiver.js';
 
-// Issue 24, losing a host: two instances on one PostgreSQL and chain, each the streaming host of its own Icecast.
+// Losing a host: two instances on one PostgreSQL and chain, each the streaming host of its own Icecast.
 // The host of a live stream is killed; the stream moves to the other host within the bound, its owner is told the
 // new addresses, and the lost host, started again, does not take the stream back. Then a third host, reaching
 // PostgreSQL through a TCP partition, is cut off from it.

@@ -13,7 +13,7 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { startTcpPartition, type StartupParameters, type TcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 
-// Issue 24: a streaming host whose PostgreSQL connections a network partition cut. When the partition ends, the
+// A streaming host whose PostgreSQL connections a network partition cut. When the partition ends, the
 // connections that were waiting for an answer may stay open and silent (half-open): a pass waiting on one must give
 // up (HOST_QUERY_TIMEOUT_MS) and the next one run, and what the host keeps in memory about its listener places must
 // not outlive the notifications it may have missed. Host A sells and hosts; host C reaches PostgreSQL only through
@@ -252,7 +252,7 @@ async function waitingOnGatesForC(): Promise<number> {
 
 const mainPoolOfHost = (startup: StartupParameters) => startup.application_name === 'agent-audio (host)';
 
-// Issue 24: a host-only process's queries outside its host pool (webhooks, source events, the host monitor,
+// A host-only process's queries outside its host pool (webhooks, source events, the host monitor,
 // metrics) are bounded in time as the host pool's are, on a main pool of a few connections. Icecast's mount_add
 // records a source event there: with source_event_gates locked, each callback gives up waiting, none hangs, and
 // PostgreSQL ends each statement given up rather than keep its session waiting for the lock.
@@ -292,7 +292,7 @@ function ownedService(): Promise<{ service_id: string }> {
   return (ownedOnC ??= buyOnC('Read Anywhere FM'));
 }
 
-// Issue 24: with both roles in one process, the API's reads of now playing and media do not go through the host's
+// With both roles in one process, the API's reads of now playing and media do not go through the host's
 // pool (10 connections, taken by its passes and Icecast's callbacks, bounded as host work): cut off, it stops
 // nothing the API does.
 test('both roles in one process: the API reads now playing and files while its host pool is cut off', async () => {
@@ -335,7 +335,7 @@ async function awaitStandby(standby: string | null): Promise<void> {
   });
 }
 
-// Issue 24: a COMMIT whose answer never comes may have committed. The agent is told so, and told what to do.
+// A COMMIT whose answer never comes may have committed. The agent is told so, and told what to do.
 test('a COMMIT whose answer is lost: the agent hears the change may have been saved, and it was', async () => {
   const s = await ownedService();
   const asOwner = { baseUrl: b.baseUrl, apiKey: a.apiKey };

@@ -6,7 +6,7 @@ import { buy } from './support/purchase.js';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
-// The request-path caches of issue 10 must never answer with something the database or the catalog no longer says.
+// The request-path caches must never answer with something the database or the catalog no longer says.
 let service: Service;
 let catalog: Awaited<ReturnType<typeof copyCatalog>>;
 let wallet: TestWallet;

@@ -202,7 +202,7 @@ describe('production: an API and a streaming host over an external PostgreSQL, p
     listener.close();
   });
 
-  test("an order failed on a facilitator's word (as before issue 33) whose transfer landed is refunded in full", async () => {
+  test("an order failed on a facilitator's word (as earlier versions did) whose transfer landed is refunded in full", async () => {
     const slow = await startFacilitator(chain.rpcUrl, { fault: 'pending-200:3000' });
     cleanups.push(() => slow.stop());
     switchTo(slow.url);

@@ -34,8 +34,8 @@ const stop = (fields: Partial<RefundInput>): RefundInput => ({
 
 describe('the refund rules (rules/refunds.json)', () => {
   test('a stopped service gets its unused hours back at the rate it bought them; the base fee is kept once', async () => {
-    // 0.45 USDC for 10 h: the 0.25 base fee and 10 h at 0.02. 7.5 h unused: 7.5 x 0.02 (before issue 34 the whole
-    // 0.45 was pro-rated and the base fee taken off again: 87500).
+    // 0.45 USDC for 10 h: the 0.25 base fee and 10 h at 0.02. 7.5 h unused: 7.5 x 0.02 (earlier rules pro-rated the whole
+    // 0.45 and took the base fee off again: 87500).
     const evaluation = await evaluateRefund(
       snapshot,
       stop({
@@ -56,7 +56,7 @@ describe('the refund rules (rules/refunds.json)', () => {
     });
   });
 
-  test('issue 34: a 10 h stream (0.45) stopped after 5 h gets 5 x 0.02 back, not 0', async () => {
+  test('a 10 h stream (0.45) stopped after 5 h gets 5 x 0.02 back, not 0', async () => {
     const evaluation = await evaluateRefund(
       snapshot,
       stop({
@@ -183,7 +183,7 @@ describe('the refund rules (rules/refunds.json)', () => {
     assert.equal((await replayRecordText('rfe_test', edited, async () => snapshot)).identical, false);
   });
 
-  test('a record stored before issue 34 still replays byte for byte on the rules it ran on', async () => {
+  test('a record stored under the earlier refund rule still replays byte for byte on the rules it ran on', async () => {
     // The refund rules then pro-rated whole payments and deducted the base fee whole (unused_share, base_fee): the
     // record keeps its facts, lines and transfers, as the code and rules of then wrote them.
     const before34 = JSON.parse(readFileSync(join(root, 'test/support/refund-record-before-34.json'), 'utf8'));

@@ -259,7 +259,7 @@ describe('a service paid by two wallets: each gets back what it paid for, to the
   });
 });
 
-describe('the refund rule of issue 34: the base fee kept once, every unused hour back at the rate it was bought', () => {
+describe('the refund rule: the base fee kept once, every unused hour back at the rate it was bought', () => {
   test('a 10 h stream (0.45) stopped after 5 h gets 5 x 0.02 back (not 0)', async () => {
     const ordered = await buy(service, wallet, { ...body, station_name: 'Half Used FM' });
     assert.equal(ordered.status, 200, JSON.stringify(ordered.body));
@@ -291,7 +291,7 @@ describe('the refund rule of issue 34: the base fee kept once, every unused hour
     const stopped = await request(service, 'POST', `/services/${id}/stop`);
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     const amount = BigInt(stopped.body.refund.amount.amount_atomic);
-    // 0.75 less the seconds that ran (about 9 atomic units a second); before issue 34 the upgrade was counted against
+    // 0.75 less the seconds that ran (about 9 atomic units a second); earlier rules counted the upgrade against
     // the order's 4 h only and 20/24 of it kept: 0.524970.
     const expected = paid.reduce((sum, a) => sum + a, 0n) - 250_000n;
     assert.ok(amount > expected - 1_000n && amount <= expected, `${amount} of ${expected}`);

@@ -9,7 +9,7 @@ import { startService, type Service } from './support/service.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 
-// Issue 20 §3: every round trip to PostgreSQL is CPU on both sides of a paid purchase. A second instance reaches the
+// Every round trip to PostgreSQL is CPU on both sides of a paid purchase. A second instance reaches the
 // first one's PostgreSQL through a forwarder that counts the round trips it asks for (a Sync of the extended protocol,
 // or a simple Query), while buyers pay it one after another: more per purchase means someone added round trips.
 requireStreamingTools();
@@ -21,7 +21,7 @@ requireStreamingTools();
  * itself), then the reconciler the sale wakes (at most one read of the services it was notified of; the host's
  * listener places read a new service only when a listener first asks for it), and some room. The background
  * (heartbeats) is measured apart and taken out. 7.5 measured (8.7 before these two, 13.0 before that, 15.2–15.3
- * before that, 19.8 before issue 20 §3).
+ * before that, 19.8 before statements were shared).
  */
 const MOST_PER_PURCHASE = 9;
 const PURCHASES = 6;

@@ -47,7 +47,7 @@ describe('Database', () => {
     assert.deepEqual(await read(), [{ id: 1, name: 'one', colour: null }]);
   });
 
-  // Issue 24: a change whose answer is lost may have been saved; the caller must not hear that nothing changed.
+  // A change whose answer is lost may have been saved; the caller must not hear that nothing changed.
   test('a change run on its own whose answer is lost: "may or may not have been saved", and it was', async () => {
     await store.db.query('CREATE TABLE ledger (id int PRIMARY KEY)');
     const waitsForStandby = new URL(store.db.url);
