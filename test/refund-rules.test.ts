@@ -186,12 +186,12 @@ describe('the refund rules (rules/refunds.json)', () => {
   test('a record stored under the earlier refund rule still replays byte for byte on the rules it ran on', async () => {
     // The refund rules then pro-rated whole payments and deducted the base fee whole (unused_share, base_fee): the
     // record keeps its facts, lines and transfers, as the code and rules of then wrote them.
-    const before34 = JSON.parse(readFileSync(join(root, 'test/support/refund-record-before-34.json'), 'utf8'));
+    const earlierRule = JSON.parse(readFileSync(join(root, 'test/support/refund-record-earlier-rule.json'), 'utf8'));
     const files = readSnapshotFiles(join(root, 'catalog'), join(root, 'rules'));
-    const opened = await openSnapshot({ ...files, 'rules/refunds.json': before34.rules_refunds_json });
+    const opened = await openSnapshot({ ...files, 'rules/refunds.json': earlierRule.rules_refunds_json });
     assert.ok(opened.snapshot, JSON.stringify(opened.diagnostics));
     const old = opened.snapshot;
-    const text: string = before34.record;
+    const text: string = earlierRule.record;
     assert.deepEqual(
       JSON.parse(text).lines.map((l: { code: string }) => l.code),
       ['unused_share', 'base_fee', 'transfer_used'],
