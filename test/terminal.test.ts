@@ -313,6 +313,27 @@ function commandLine(): void {
     }
   });
 
+  test('every option takes its value as --flag=value too; a switch given a value is a usage error', async () => {
+    const role = await cli(['serve', '--role=nope']);
+    assert.equal(role.code, 2);
+    assert.ok(role.stderr.startsWith('--role must be one of api, host, all, got nope\n'), role.stderr);
+    const configuration = ['duration_hours=2', 'max_listeners=10', 'bitrate_kbps=128', 'transfer_gb=1'];
+    const apart = await cli(['catalog', 'preview', 'instant-stream', ...configuration.flatMap((p) => ['--param', p])]);
+    const joined = await cli(['catalog', 'preview', 'instant-stream', ...configuration.map((p) => `--param=${p}`)]);
+    assert.equal(apart.code, 0, apart.stderr);
+    assert.equal(joined.code, 0, joined.stderr);
+    assert.equal(joined.stdout, apart.stdout);
+    assert.match(joined.stdout, /total 0\.305 USDC/);
+    for (const [args, first] of [
+      [['catalog', 'check', '--json=yes'], '--json takes no value, got --json=yes'],
+      [['keys', 'create', '--nmae=x'], 'unknown option --nmae for keys create'],
+    ] as const) {
+      const result = await cli([...args]);
+      assert.equal(result.code, 2, args.join(' '));
+      assert.ok(result.stderr.startsWith(`${first}\n\nusage: agent-audio `), `${args.join(' ')}: ${result.stderr}`);
+    }
+  });
+
   test('catalog diff: progress on stderr with --progress, never in the --json output', async () => {
     const copy = await copyCatalog();
     const env = { CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir };

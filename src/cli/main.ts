@@ -2,6 +2,7 @@
 import { usageError, print, type Command } from './command-line.js';
 import { configFromEnv } from './config.js';
 import { helpFor, helpRequest, isGroup, usage } from './help.js';
+import { spelledApart } from './option-forms.js';
 
 /**
  * The commands by their first word, each group loaded only when it runs: a command starts without the modules of the
@@ -21,7 +22,7 @@ const commandGroups: Record<string, () => Promise<Record<string, Command>>> = {
 /** The first --flag that the command's help does not name (the help is the list of what it takes). */
 function unknownOption(name: string, args: string[]): string | undefined {
   const known = new Set(helpFor(name)?.match(/--[a-z][a-z-]*/g) ?? []);
-  return args.find((a) => /^--[a-z]/.test(a) && !known.has(a));
+  return args.map((a) => a.split('=')[0]).find((a) => /^--[a-z]/.test(a) && !known.has(a));
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -45,7 +46,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const unknown = unknownOption(name, args);
   if (unknown) return usageError(`unknown option ${unknown} for ${name}`, helpFor(name));
-  return command(configFromEnv(), args);
+  const spelled = spelledApart(args, helpFor(name) ?? '');
+  if ('problem' in spelled) return usageError(spelled.problem, helpFor(name));
+  return command(configFromEnv(), spelled.args);
 }
 
 main(process.argv.slice(2)).then(
