@@ -3,10 +3,11 @@ import { ApiError } from '../errors/index.js';
 import { KeyRevoked, type ApiKeys } from '../keys/index.js';
 import type { OrderRequest, OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
+import { order } from '../operations/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { CheckoutStatus } from './discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
-import { discoveryOf } from './paid-operations.js';
+import { paidCall, sendPlaced } from './paid-call.js';
 import { bodyReader } from './request-body.js';
 import { orderRequestSchema } from './schemas.js';
 
@@ -31,29 +32,11 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
     const key = await deps.keys.authenticateForWrite(authorization);
     const idempotency = idempotencyKey(ctx, true)!;
     const request = await readOrderRequest(ctx);
-    if (!deps.orders) {
-      throw new ApiError(
-        503,
-        'machine_payment_not_configured',
-        `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
-        { retryable: true, retryAfterSeconds: 3600 },
-      );
-    }
-    const placed = await deps.orders
-      .place({
-        apiKeyId: key.id,
-        idempotencyKey: idempotency,
-        request,
-        paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
-        resourceUrl: `${deps.publicBaseUrl()}/orders`,
-        ...(deps.live && { discovery: await discoveryOf(deps.live, 'createOrder', ctx.path, request.product_id) }),
-      })
-      .catch((e) => {
-        throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
-      });
-    ctx.state.orderId = placed.body.order.id;
-    ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
-    ctx.body = placed.body;
+    const payment = await paidCall(ctx, deps, 'createOrder', '/orders', request.product_id);
+    const placed = await order(deps, { apiKeyId: key.id, idempotencyKey: idempotency, request, payment }).catch((e) => {
+      throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
+    });
+    sendPlaced(ctx, placed);
   });
 
   router.get('/orders/:order_id', async (ctx) => {

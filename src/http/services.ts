@@ -5,8 +5,8 @@ import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
+import { extend, ownedService, setPlaylist, status, stop, upgrade, usage } from '../operations/index.js';
 import {
-  replacePlaylist,
   storageOf,
   type ListenerSessions,
   type MediaLibrary,
@@ -16,7 +16,8 @@ import {
 } from '../services/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { callerOf } from './caller.js';
-import { discoveryOf } from './paid-operations.js';
+import type { CheckoutStatus } from './discovery-documents.js';
+import { paidCall, sendPlaced } from './paid-call.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { extendRequestSchema, nowPlayingSchema, playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -40,18 +41,13 @@ export interface ServiceRouteDeps {
   nowPlaying?: NowPlaying;
   /** Listener sessions (GET /services/{id}/listeners). */
   listenerSessions?: ListenerSessions;
+  /** Why machine payment is off, for the 503 of an upgrade or an extension. */
+  checkout?: CheckoutStatus;
 }
 
 const readUpgrade = bodyReader<{ product_id: string }>(upgradeRequestSchema, 'upgrade request');
 const readNowPlaying = bodyReader<{ title: string; artist?: string | null }>(nowPlayingSchema, 'now playing');
 const readExtend = bodyReader<{ duration_hours: number }>(extendRequestSchema, 'extend request');
-const notConfigured = (what: string) =>
-  new ApiError(
-    503,
-    'machine_payment_not_configured',
-    `Machine payment is not configured on this deployment, so ${what} cannot be paid. Check agent_checkout in GET /api/v1/availability.`,
-    { retryable: true },
-  );
 
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
@@ -67,9 +63,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     // not fit in a response header.
     if (!serviceId.test(id) || !deps.services) throw notFound();
     const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
-    const service = await (caller.kind === 'wallet'
-      ? deps.services.paidBy(caller.address, id)
-      : deps.services.owned(caller.key.id, id));
+    const service = await ownedService(deps.services, caller, id);
     if (!service) throw notFound();
     return service;
   };
@@ -85,83 +79,31 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.get('/services/:service_id', async (ctx) => {
     const service = await owned(ctx);
-    ctx.body = {
-      ok: true,
-      service: deps.services!.document(service),
-      ...(service.status_reason && { status_reason: service.status_reason }),
-      ...(deps.orders && (await deps.orders.pricedBy(service))),
-      ...(deps.refunds && (await deps.refunds.ofService(service.id))),
-    };
+    ctx.body = { ...(await status(deps, service)), ...(deps.refunds && (await deps.refunds.ofService(service.id))) };
   });
 
   router.post('/services/:service_id/stop', async (ctx) => {
-    const service = await owned(ctx);
-    if (!deps.refunds)
-      throw new ApiError(
-        503,
-        'stop_not_available',
-        'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.',
-        { retryable: true },
-      );
-    const stopped = await deps.refunds.stop(service);
-    const now = await deps.services!.byId(service.id);
-    ctx.body = {
-      ok: true,
-      service: deps.services!.document(now ?? service),
-      ended: { reason: stopped.reason, stopped_at: stopped.stopped_at },
-      refund: stopped.refund,
-      idempotent_replay: stopped.idempotent_replay,
-    };
+    ctx.body = await stop(deps, await owned(ctx));
   });
 
   router.post('/services/:service_id/upgrade', async (ctx) => {
     const service = await owned(ctx);
     const idempotency = idempotencyKey(ctx, true)!;
     const { product_id: productId } = await readUpgrade(ctx);
-    if (!deps.orders)
-      throw new ApiError(
-        503,
-        'machine_payment_not_configured',
-        'Machine payment is not configured on this deployment, so upgrades cannot be paid. Check agent_checkout in GET /api/v1/availability.',
-        { retryable: true },
-      );
-    const placed = await deps.orders.place({
-      apiKeyId: service.api_key_id,
-      idempotencyKey: idempotency,
-      request: { upgrade_of: service.id, product_id: productId },
-      upgradeOf: service,
-      paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
-      resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/upgrade`,
-      ...(deps.live && { discovery: await discoveryOf(deps.live, 'upgradeService', ctx.path, productId) }),
-    });
-    ctx.state.orderId = placed.body.order.id;
-    ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
-    ctx.body = placed.body;
+    const payment = await paidCall(ctx, deps, 'upgradeService', `/services/${service.id}/upgrade`, productId);
+    sendPlaced(ctx, await upgrade(deps, { service, idempotencyKey: idempotency, productId, payment }));
   });
 
   router.post('/services/:service_id/extend', async (ctx) => {
     const service = await owned(ctx);
     const idempotency = idempotencyKey(ctx, true)!;
     const { duration_hours: hours } = await readExtend(ctx);
-    if (!deps.orders) throw notConfigured('extensions');
-    const placed = await deps.orders.place({
-      apiKeyId: service.api_key_id,
-      idempotencyKey: idempotency,
-      request: { extension_of: service.id, duration_hours: hours },
-      extensionOf: service,
-      paymentSignature: ctx.get('PAYMENT-SIGNATURE') || undefined,
-      resourceUrl: `${deps.publicBaseUrl()}/services/${service.id}/extend`,
-      ...(deps.live && { discovery: await discoveryOf(deps.live, 'extendService', ctx.path, service.product_id) }),
-    });
-    ctx.state.orderId = placed.body.order.id;
-    ctx.set('PAYMENT-RESPONSE', placed.paymentResponse);
-    ctx.body = placed.body;
+    const payment = await paidCall(ctx, deps, 'extendService', `/services/${service.id}/extend`, service.product_id);
+    sendPlaced(ctx, await extend(deps, { service, idempotencyKey: idempotency, hours, payment }));
   });
 
   router.get('/services/:service_id/usage', async (ctx) => {
-    const service = await owned(ctx);
-    const stopped = deps.refunds && (await deps.refunds.ofService(service.id));
-    ctx.body = { ok: true, usage: { ...(await deps.services!.usage(service, deps.media)), ...stopped } };
+    ctx.body = await usage(deps, await owned(ctx));
   });
 
   router.get('/services/:service_id/files', async (ctx) => {
@@ -204,8 +146,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     const service = await owned(ctx);
     withStorage(service);
     const { playlist, shuffle } = await readPlaylist(ctx);
-    const updated = await replacePlaylist(deps.services!, deps.media, service, playlist, shuffle);
-    ctx.body = { ok: true, playlist: updated.playlist, shuffle: updated.shuffle };
+    ctx.body = await setPlaylist(deps, service, playlist, shuffle);
   });
 
   nowPlayingRoutes(router, deps, owned);

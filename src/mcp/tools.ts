@@ -4,7 +4,8 @@ import { discoveryDocuments, productIdPattern, type AppDeps } from '../http/inde
 import type { OrderRequest } from '../orders/index.js';
 import type { Callers } from '../identity/index.js';
 import { publicEvent } from '../events/index.js';
-import { replacePlaylist, type ServiceRow } from '../services/index.js';
+import { extend, order, setPlaylist, status, stop, upgrade, usage, type PaidCall } from '../operations/index.js';
+import type { ServiceRow } from '../services/index.js';
 import type { Caller } from './caller.js';
 import type { ToolName } from './tool-schemas.js';
 import { toolDiscovery } from './tool-discovery.js';
@@ -124,19 +125,16 @@ export const tools: Tool[] = [
     run: async ({ args, caller, payment }, deps) => {
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, ...request } = args;
-      const orders = paymentReady(deps);
-      const placed = await orders
-        .place({
-          apiKeyId: key.id,
-          idempotencyKey,
-          request: request as OrderRequest,
-          paymentSignature: payment,
-          resourceUrl: toolResourceUrl('order'),
-          discovery: toolDiscovery(deps.live.current, 'order', ORDER_DESCRIPTION, String(request.product_id)),
-        })
-        .catch((e) => {
-          throw caller.revokedDuring(e);
-        });
+      const productId = String(request.product_id);
+      const paid = paidCall(deps, payment, 'order', ORDER_DESCRIPTION, productId);
+      const placed = await order(deps, {
+        apiKeyId: key.id,
+        idempotencyKey,
+        request: request as OrderRequest,
+        payment: paid,
+      }).catch((e) => {
+        throw caller.revokedDuring(e);
+      });
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },
@@ -151,21 +149,15 @@ export const tools: Tool[] = [
       '/api/v1/services/{service_id} and …/now-playing). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      const document = deps.services!.document(service);
-      return {
-        body: {
-          ok: true,
-          service: document,
-          listen: {
-            page: document.endpoints?.listen_page ?? null,
-            embed: document.endpoints?.listen_embed ?? null,
-            hls_url: document.endpoints?.hls_url ?? null,
-            now_playing: deps.nowPlaying ? await deps.nowPlaying.current(service.id) : null,
-          },
-          ...(service.status_reason && { status_reason: service.status_reason }),
-          ...(deps.orders && (await deps.orders.pricedBy(service))),
-        },
+      const { service: document, ...rest } = await status(deps, service);
+      const listen = {
+        page: document.endpoints?.listen_page ?? null,
+        embed: document.endpoints?.listen_embed ?? null,
+        hls_url: document.endpoints?.hls_url ?? null,
+        now_playing: deps.nowPlaying ? await deps.nowPlaying.current(service.id) : null,
       };
+      const { ok, ...after } = rest;
+      return { body: { ok, service: document, listen, ...after } };
     },
   },
   {
@@ -175,9 +167,7 @@ export const tools: Tool[] = [
     description:
       'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service (as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
-      const service = await owned(args.service_id, caller, deps);
-      const stopped = deps.refunds && (await deps.refunds.ofService(service.id));
-      return { body: { ok: true, usage: { ...(await deps.services!.usage(service, deps.media)), ...stopped } } };
+      return { body: await usage(deps, await owned(args.service_id, caller, deps)) };
     },
   },
   {
@@ -186,18 +176,11 @@ export const tools: Tool[] = [
     readOnly: false,
     paid: true,
     description: UPGRADE_DESCRIPTION,
-    run: async ({ args, caller, payment }, deps) => {
+    run: async ({ args, caller, payment: sent }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      const orders = paymentReady(deps);
-      const placed = await orders.place({
-        apiKeyId: service.api_key_id,
-        idempotencyKey: args.idempotency_key,
-        request: { upgrade_of: service.id, product_id: args.product_id },
-        upgradeOf: service,
-        paymentSignature: payment,
-        resourceUrl: toolResourceUrl('upgrade_service', service.id),
-        discovery: toolDiscovery(deps.live.current, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id),
-      });
+      const payment = paidCall(deps, sent, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id, service.id);
+      const call = { service, idempotencyKey: args.idempotency_key, productId: args.product_id, payment };
+      const placed = await upgrade(deps, call);
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },
@@ -207,18 +190,11 @@ export const tools: Tool[] = [
     readOnly: false,
     paid: true,
     description: EXTEND_DESCRIPTION,
-    run: async ({ args, caller, payment }, deps) => {
+    run: async ({ args, caller, payment: sent }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      const orders = paymentReady(deps);
-      const placed = await orders.place({
-        apiKeyId: service.api_key_id,
-        idempotencyKey: args.idempotency_key,
-        request: { extension_of: service.id, duration_hours: args.duration_hours },
-        extensionOf: service,
-        paymentSignature: payment,
-        resourceUrl: toolResourceUrl('extend_service', service.id),
-        discovery: toolDiscovery(deps.live.current, 'extend_service', EXTEND_DESCRIPTION, service.product_id),
-      });
+      const payment = paidCall(deps, sent, 'extend_service', EXTEND_DESCRIPTION, service.product_id, service.id);
+      const call = { service, idempotencyKey: args.idempotency_key, hours: args.duration_hours, payment };
+      const placed = await extend(deps, call);
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },
@@ -229,25 +205,7 @@ export const tools: Tool[] = [
     description:
       'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and every unused hour you paid for, at the rate you bought it (the base fee of the order and the transfer used are kept, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
-      const service = await owned(args.service_id, caller, deps);
-      if (!deps.refunds)
-        throw new ApiError(
-          503,
-          'stop_not_available',
-          'Stopping services is not available on this deployment right now; the service keeps running until it expires. Retry later.',
-          { retryable: true },
-        );
-      const stopped = await deps.refunds.stop(service);
-      const now = await deps.services!.byId(service.id);
-      return {
-        body: {
-          ok: true,
-          service: deps.services!.document(now ?? service),
-          ended: { reason: stopped.reason, stopped_at: stopped.stopped_at },
-          refund: stopped.refund,
-          idempotent_replay: stopped.idempotent_replay,
-        },
-      };
+      return { body: await stop(deps, await owned(args.service_id, caller, deps)) };
     },
   },
   {
@@ -277,8 +235,7 @@ export const tools: Tool[] = [
       'Sets the AutoDJ playlist of a service to files already uploaded (PUT /api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
-      const updated = await replacePlaylist(deps.services!, deps.media, service, args.playlist, args.shuffle);
-      return { body: { ok: true, playlist: updated.playlist, shuffle: updated.shuffle } };
+      return { body: await setPlaylist(deps, service, args.playlist, args.shuffle) };
     },
   },
 ];
@@ -327,14 +284,20 @@ async function eventsAfter(deps: McpDeps, serviceId: string, lastEventId: string
   return events.map(publicEvent);
 }
 
-function paymentReady(deps: McpDeps) {
-  if (deps.orders) return deps.orders;
-  throw new ApiError(
-    503,
-    'machine_payment_not_configured',
-    `Machine payment is not configured on this deployment (${deps.checkout.reason}). Nothing was charged. Check agent_checkout in GET /api/v1/availability and try again once it says configured: true.`,
-    { retryable: true, retryAfterSeconds: 3600 },
-  );
+/** A paid tool call as the operations take it: its payment, the resource it buys and its bazaar declaration. */
+function paidCall(
+  deps: McpDeps,
+  signature: string | undefined,
+  tool: ToolName,
+  description: string,
+  productId: string,
+  serviceId?: string,
+): PaidCall {
+  return {
+    signature,
+    resourceUrl: toolResourceUrl(tool, serviceId),
+    discovery: toolDiscovery(deps.live.current, tool, description, productId),
+  };
 }
 
 function json(body: Buffer): Record<string, unknown> {

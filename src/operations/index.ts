@@ -1,0 +1,11 @@
+// The operations both transports sell: a REST route and an MCP tool each parse their call, run one of these and
+// render its result or its refusal (an ApiError) in their own terms.
+export type { OperationDeps, PaidCall } from './operation-deps.js';
+export { order, type OrderCall } from './order.js';
+export { upgrade, type UpgradeCall } from './upgrade.js';
+export { extend, type ExtendCall } from './extend.js';
+export { stop } from './stop.js';
+export { usage } from './usage.js';
+export { status } from './status.js';
+export { setPlaylist } from './playlist.js';
+export { ownedService } from './owned-service.js';
