@@ -5,7 +5,7 @@
 // process; the front door is inside serve) and of Icecast from /proc, each as a ratio of Icecast's own in the same
 // configuration, and the bytes the listeners received against 64 kbps.
 // npm run bench:data-plane. Env: DATA_PLANE_STREAMS (20), DATA_PLANE_PLACES (50), DATA_PLANE_HOLD_SECONDS (15),
-// NO_WRITE_DOCS=1.
+// DATA_PLANE_PROXIES (front-door,haproxy), NO_WRITE_DOCS=1.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -178,8 +178,9 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
   }
 }
 
+const proxies = (process.env.DATA_PLANE_PROXIES ?? 'front-door,haproxy').split(',') as Proxy[];
 const rows = [];
-for (const proxy of ['front-door', 'haproxy'] as const) rows.push(await run(proxy));
+for (const proxy of proxies) rows.push(await run(proxy));
 const section = [
   '## Data plane: the front door vs HAProxy (`npm run bench:data-plane`)',
   '',

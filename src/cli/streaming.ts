@@ -177,6 +177,7 @@ async function startHaproxy(
     ...(settings.listen ? { port: settings.listen.port } : { preferredPort }),
     upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
     icecastClients: settings.maxSources + settings.maxListeners + 50,
+    inFlight: settings.frontDoorInFlight,
   });
   haproxy.on('exited', ({ expected, ...e }) => {
     if (expected) log.debug?.({ component: 'haproxy', ...e }, 'haproxy stopped');

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
+import { FREE_SLOT, TAKE_SLOT } from './haproxy-pacing.js';
 
 /**
  * HAProxy (Debian's 2.6) in front of Icecast instead of the front door (ICECAST_PROXY=haproxy): it holds the
@@ -24,12 +25,8 @@ export interface HaproxyConfigOptions {
   maxConnections: number;
   /** Connections to Icecast at once: Icecast's own `<clients>` limit; more wait in HAProxy's queue. */
   serverMaxConnections: number;
-  /**
-   * New connections accepted per second (`rate-limit sessions`): the rest wait in the kernel's accept queue (the
-   * listen backlog), in order and at no cost, so that Icecast's one auth thread (100 waiting at most) is not
-   * flooded. Icecast answers 150–300 admissions a second on this 2-core machine.
-   */
-  acceptPerSecond: number;
+  /** The pacing of listeners into Icecast (haproxy-pacing.ts), loaded by HAProxy from this file. */
+  pacingLuaPath: string;
   /** Listen backlog of the public socket (the kernel caps it at net.core.somaxconn). */
   backlog: number;
   /** Seconds a connection waits in HAProxy's queue for a place in Icecast (`timeout queue`). */
@@ -49,8 +46,9 @@ export function buildHaproxyConfig(o: HaproxyConfigOptions): string {
 global
   maxconn ${o.maxConnections}
   ${o.runAs ? `user ${o.runAs}\n  group ${o.runAs}` : '# runs as the user that started serve'}
-  # Few connections accepted per wake-up: a burst reaches Icecast's backlog of 5 spread out.
-  tune.maxaccept 8
+  # A listener may wait its turn for Icecast longer than Lua's default 4 s (sleeping does not count, running does).
+  tune.lua.session-timeout 120s
+  lua-load ${o.pacingLuaPath}
 
 defaults
   no log
@@ -72,7 +70,6 @@ frontend public
   mode tcp
   bind ${bindAddress(o.bind)} backlog ${o.backlog}
   maxconn ${o.maxConnections}
-  rate-limit sessions ${o.acceptPerSecond}
   tcp-request inspect-delay 15s
   tcp-request content accept if HTTP
   tcp-request content reject if !HTTP
@@ -81,6 +78,9 @@ frontend public
 
 backend listeners
   mode http
+  # In Icecast at most a few at once until it answers (its one auth thread, its backlog of 5): the rest wait here.
+  http-request lua.${TAKE_SLOT}
+  http-response lua.${FREE_SLOT}
   # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
   http-request set-var-fmt(txn.ticket) "%[uuid]"
   http-request set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"

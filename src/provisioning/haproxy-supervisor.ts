@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ForwardedClaim } from './front-door.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
+import { buildPacingLua } from './haproxy-pacing.js';
 
 export interface HaproxySupervisorOptions {
   /** haproxy.cfg goes here (0600: it holds the ticket key). */
@@ -20,7 +21,8 @@ export interface HaproxySupervisorOptions {
   upstream: () => { host: string; port: number } | undefined;
   /** Icecast's `<clients>` limit: at most this many connections to it at once. */
   icecastClients: number;
-  acceptPerSecond?: number;
+  /** Listeners in Icecast at once until it answers (< 100: it refuses more waiting for auth). */
+  inFlight?: number;
   backlog?: number;
   queueTimeoutSeconds?: number;
   binary?: string;
@@ -126,11 +128,13 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       ticketKey: this.ticketKey,
       maxConnections,
       serverMaxConnections: Math.min(this.options.icecastClients, maxConnections),
-      acceptPerSecond: this.options.acceptPerSecond ?? 200,
+      pacingLuaPath: join(this.options.dataDir, 'pacing.lua'),
       backlog: this.options.backlog ?? 4096,
       queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 30,
       runAs: root && spawnSync('id', ['-u', 'haproxy']).status === 0 ? 'haproxy' : undefined,
     });
+    const pacing = buildPacingLua({ inFlight: this.options.inFlight ?? 32, intervalMs: 1, slotTimeoutS: 10 });
+    await writeFile(join(this.options.dataDir, 'pacing.lua'), pacing, { mode: 0o600 });
     await writeFile(this.configPath, config, { mode: 0o600 });
   }
 
