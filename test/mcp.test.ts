@@ -85,11 +85,13 @@ describe('MCP', () => {
   test('tools/list: every tool, input schemas generated from the catalog as /openapi.json publishes them', async () => {
     const { tools } = await anonymous.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), [
+      'create_api_key',
       'describe_product',
       'extend_service',
       'list_products',
       'order',
       'quote',
+      'revoke_api_key',
       'service_events',
       'service_status',
       'service_usage',

@@ -544,6 +544,7 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
   const mcp = new McpEndpoint({
     ...shared,
     callers: identity.callers,
+    selfServiceKeys: identity.selfServiceKeys,
     listenHost: config.host,
     allowedOrigins: config.mcpAllowedOrigins,
   });

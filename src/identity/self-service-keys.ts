@@ -45,7 +45,7 @@ export class SelfServiceKeys {
   }
 
   /** A new key for this wallet, or 403 (sign-up off), 429 (too many this hour) or 409 (too many live keys). */
-  async issue(address: string, ip: string, name: string): Promise<{ key: ApiKey; token: string }> {
+  async issue(address: string, ip: string, name: string, expiresAt?: Date): Promise<{ key: ApiKey; token: string }> {
     this.assertEnabled();
     return this.db.transaction(async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtextextended('signup wallet ' || $1, 0))", [address]);
@@ -54,13 +54,13 @@ export class SelfServiceKeys {
         rows: [counts],
       } = await client.query<SignupCounts & Record<string, unknown>>(
         `
-        WITH wallet AS (SELECT created_at, revoked_at FROM api_keys WHERE wallet_address = $1),
+        WITH wallet AS (SELECT created_at, revoked_at, expires_at FROM api_keys WHERE wallet_address = $1),
              ip AS (SELECT created_at FROM api_keys WHERE created_from_ip = $2 AND created_at > now() - interval '1 hour')
         SELECT (SELECT count(*) FROM wallet WHERE created_at > now() - interval '1 hour')::int AS wallet_recent,
                (SELECT ceil(extract(epoch FROM min(created_at) + interval '1 hour' - now())) FROM wallet WHERE created_at > now() - interval '1 hour')::int AS wallet_wait,
                (SELECT count(*) FROM ip)::int AS ip_recent,
                (SELECT ceil(extract(epoch FROM min(created_at) + interval '1 hour' - now())) FROM ip)::int AS ip_wait,
-               (SELECT count(*) FROM wallet WHERE revoked_at IS NULL)::int AS wallet_live`,
+               (SELECT count(*) FROM wallet WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))::int AS wallet_live`,
         [address, ip],
       );
       const { keysPerWalletPerHour: perWallet, keysPerIpPerHour: perIp, liveKeysPerWallet: live } = this.policy;
@@ -78,7 +78,7 @@ export class SelfServiceKeys {
           `This wallet holds ${counts.wallet_live} live keys (at most ${live}). Revoke one you no longer use with DELETE /keys/{key_id} (GET /keys lists them), or keep using one you have.`,
         );
       }
-      return this.keys.create(name, { address, ip }, client);
+      return this.keys.create(name, { address, ip, expiresAt }, client);
     });
   }
 }

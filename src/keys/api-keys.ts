@@ -10,12 +10,16 @@ export interface ApiKey {
   name: string;
   created_at: Date;
   revoked_at: Date | null;
+  /** When the key stops being accepted; null: never. */
+  expires_at?: Date | null;
 }
 
 /** A self-service key's owner: the wallet it was issued to (lower-case 0x address) and the client address that asked. */
 export interface KeyWallet {
   address: string;
   ip: string;
+  /** When the key expires (keys made over MCP); none: it lasts until revoked. */
+  expiresAt?: Date;
 }
 
 const TOKEN = /^aak_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
@@ -68,8 +72,15 @@ export class ApiKeys {
     const id = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
     const sql =
-      'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip) VALUES ($1, $2, $3, $4, $5) RETURNING id, name, created_at, revoked_at';
-    const params = [id, name, hashSecret(secret), wallet?.address ?? null, wallet?.ip ?? null];
+      'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, name, created_at, revoked_at, expires_at';
+    const params = [
+      id,
+      name,
+      hashSecret(secret),
+      wallet?.address ?? null,
+      wallet?.ip ?? null,
+      wallet?.expiresAt ?? null,
+    ];
     const [row] = client
       ? ((await client.query(sql, params)).rows as ApiKey[])
       : await this.db.query<ApiKey & Record<string, unknown>>(sql, params);
@@ -79,7 +90,7 @@ export class ApiKeys {
   /** The keys issued to this wallet, revoked ones too (never their secrets). */
   listForWallet(address: string): Promise<ApiKey[]> {
     return this.db.query<ApiKey & Record<string, unknown>>(
-      'SELECT id, name, created_at, revoked_at FROM api_keys WHERE wallet_address = $1 ORDER BY created_at, id',
+      'SELECT id, name, created_at, revoked_at, expires_at FROM api_keys WHERE wallet_address = $1 ORDER BY created_at, id',
       [address],
     );
   }
@@ -112,11 +123,18 @@ export class ApiKeys {
     const match = TOKEN.exec(token);
     if (!match) return undefined;
     const [row] = await this.db.query<ApiKey & { secret_hash: Buffer } & Record<string, unknown>>(
-      'SELECT id, name, created_at, revoked_at, secret_hash FROM api_keys WHERE id = $1',
+      'SELECT id, name, created_at, revoked_at, expires_at, secret_hash FROM api_keys WHERE id = $1',
       [match[1]],
     );
-    if (!row || !timingSafeEqual(row.secret_hash, hashSecret(match[2])) || row.revoked_at) return undefined;
-    return { id: row.id, name: row.name, created_at: row.created_at, revoked_at: row.revoked_at };
+    if (!row || !timingSafeEqual(row.secret_hash, hashSecret(match[2])) || row.revoked_at || expired(row))
+      return undefined;
+    return {
+      id: row.id,
+      name: row.name,
+      created_at: row.created_at,
+      revoked_at: row.revoked_at,
+      expires_at: row.expires_at,
+    };
   }
 
   /** Resolves the Authorization header to a key, or throws the 401 error document. */
@@ -124,7 +142,7 @@ export class ApiKeys {
     const token = bearerToken(authorization);
     const cachable = this.revocations?.listening === true;
     const known = cachable && token ? this.cached.get(token) : undefined;
-    if (known) return known;
+    if (known && !expired(known)) return known;
     const generation = this.generation;
     const key = token ? await this.verify(token) : undefined;
     if (key) {
@@ -144,7 +162,8 @@ export class ApiKeys {
    */
   async authenticateForWrite(authorization: string | undefined): Promise<ApiKey> {
     const token = bearerToken(authorization);
-    return (token && this.verified.get(token)) || this.authenticate(authorization);
+    const known = token ? this.verified.get(token) : undefined;
+    return known && !expired(known) ? known : this.authenticate(authorization);
   }
 
   /** The write found the key revoked: forget it and answer 401. */
@@ -163,6 +182,10 @@ export class ApiKeys {
   }
 }
 
+function expired(key: Pick<ApiKey, 'expires_at'>): boolean {
+  return key.expires_at != null && key.expires_at.getTime() <= Date.now();
+}
+
 /** Thrown by a write that found the caller's key revoked since it was checked. */
 export class KeyRevoked extends Error {}
 
@@ -175,7 +198,7 @@ function unauthorized(authorization: string | undefined): ApiError {
     401,
     authorization ? 'invalid_api_key' : 'authentication_required',
     authorization
-      ? 'The API key is not valid or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
+      ? 'The API key is not valid, expired or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
       : 'This operation needs an agent API key: send it as "Authorization: Bearer <key>".',
     { bearerChallenge: true },
   );

@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
+import { ApiError } from '../errors/index.js';
 import { credentialsOf } from '../http/index.js';
+import { limitKey } from '../http/client-address.js';
 import type { Callers } from '../identity/index.js';
 import { KeyRevoked, type ApiKey, type ApiKeys } from '../keys/index.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
@@ -8,7 +10,7 @@ import type { ServiceRecords, ServiceRow } from '../services/index.js';
  * Who calls the MCP endpoint. This is the one place where an MCP request's identity is resolved: the bearer key of
  * the HTTP request (as on the REST API), or for a service's tools the wallet that paid for it, signed in with a
  * SIGN-IN-WITH-X header on the HTTP request. The header is checked (and its nonce used up) only by a tool that needs
- * it, so one signed message serves one service call.
+ * it, so one signed message serves one call; the create_api_key tool turns that one call into a key.
  */
 export interface Caller {
   /** The caller's key, for a write that refuses a revoked key itself (quotes, orders), as the REST routes use it; 401 without a valid one. */
@@ -17,6 +19,10 @@ export interface Caller {
   ownedService(services: ServiceRecords | undefined, serviceId: string): Promise<ServiceRow | undefined>;
   /** The error to answer when such a write found the key revoked meanwhile (any other error unchanged). */
   revokedDuring(e: unknown): unknown;
+  /** The wallet signed in on this request (an API key does not stand for one); the sign-in challenge, or 401, otherwise. */
+  signedInWallet(description: string): Promise<string>;
+  /** What self-service key limits count this caller against: its address, IPv6 by its /64 (as POST /keys). */
+  clientAddress: string;
 }
 
 export function identify(
@@ -37,5 +43,10 @@ export function identify(
         : services?.owned(caller.key.id, serviceId);
     },
     revokedDuring: (e) => (e instanceof KeyRevoked ? keys.revokedDuringRequest(authorization) : e),
+    signedInWallet: async (description) => {
+      if (!signIn) throw new ApiError(403, 'agent_signup_disabled', 'This deployment has no wallet sign-in.');
+      return signIn.callers.wallet(credentialsOf(ctx, signIn.publicBaseUrl(), description));
+    },
+    clientAddress: limitKey(ctx.ip),
   };
 }

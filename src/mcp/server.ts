@@ -1,20 +1,27 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  Server,
   type CallToolResult,
   type Tool as ListedTool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
 import { ApiError } from '../errors/index.js';
 import { asApiError, objectValidator } from '../http/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { Caller } from './caller.js';
 import type { PaymentTerms } from '../payments/index.js';
+import { keyTools, type KeyTool, type KeyToolDeps } from './key-tools.js';
 import { paidToolMeta } from './paid-tool-declaration.js';
 import { argumentSchemas, publishedSchemas, type ToolName } from './tool-schemas.js';
 import { toolError, toolResult } from './tool-results.js';
-import { tools, toolsByName, type McpDeps } from './tools.js';
+import { tools as serviceTools, type Tool } from './tools.js';
 import { paymentOfCall } from './x402-binding.js';
+
+/** The MCP revision without sessions, served beside the 2025 eras the SDK negotiates with initialize. */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+
+type AnyTool = (Tool | KeyTool) & { paid?: boolean };
+const tools: AnyTool[] = [...serviceTools, ...keyTools];
+const toolsByName = new Map(tools.map((t) => [t.name, t]));
 
 const checkArguments = new Map(
   Object.entries(argumentSchemas).map(([name, schema]) => [
@@ -53,30 +60,43 @@ export interface RequestState {
 }
 
 /**
- * One MCP server for one HTTP request (stateless): the caller is that request's, and so is `httpPaymentHeader`, the
- * name of an x402 payment header the request carries (a payment misplaced: over MCP it belongs in _meta).
+ * One HTTP request to the endpoint: its caller, its log state, and `httpPaymentHeader`, the name of an x402 payment
+ * header the request carries (a payment misplaced: over MCP it belongs in _meta).
  */
-export function mcpServer(
-  deps: McpDeps,
-  caller: Caller,
-  state: RequestState,
-  version: string,
-  httpPaymentHeader?: string,
-): Server {
+export interface Exchange {
+  caller: Caller;
+  state: RequestState;
+  httpPaymentHeader?: string;
+}
+
+/**
+ * tools/list is the same for every caller until the catalog changes: a modern client may keep it a minute, in a
+ * shared cache too. server/discover only changes with a deployment.
+ */
+const CACHE_HINTS = {
+  'tools/list': { ttlMs: 60_000, cacheScope: 'public' },
+  'server/discover': { ttlMs: 300_000, cacheScope: 'public' },
+} as const;
+
+/** One MCP server for one HTTP request (stateless), in whichever era the request speaks. */
+export function mcpServer(deps: KeyToolDeps, exchange: Exchange, version: string): Server {
+  const { caller, state, httpPaymentHeader } = exchange;
   const { requestId } = state;
   const server = new Server(
     { name: 'agent-audio-api', version },
     {
       capabilities: { tools: { listChanged: false } },
+      supportedProtocolVersions: [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS],
+      cacheHints: CACHE_HINTS,
       instructions:
-        'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
+        'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. A wallet without an API key signs in once with create_api_key and uses the key it returns for every other call. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
     },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(deps.live.current, deps.paymentTerms) }));
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+  server.setRequestHandler('tools/list', () => ({ tools: listTools(deps.live.current, deps.paymentTerms) }));
+  server.setRequestHandler('tools/call', async (request): Promise<CallToolResult> => {
     const { name, arguments: given, _meta: meta } = request.params;
     try {
-      const tool = toolsByName.get(name);
+      const tool = toolsByName.get(name as ToolName);
       if (!tool) {
         throw new ApiError(
           404,
@@ -85,15 +105,15 @@ export function mcpServer(
         );
       }
       const payment = tool.paid ? paymentOfCall(tool.name, meta, httpPaymentHeader) : undefined;
-      const args = checkArguments.get(tool.name as ToolName)!(structuredClone(given ?? {}));
+      const args = checkArguments.get(tool.name)!(structuredClone(given ?? {}));
       const outcome = await tool.run({ args, caller, payment }, deps);
       if (outcome.paymentResponse) state.orderId = (outcome.body.order as { id: string }).id;
-      return toolResult(outcome.body, outcome.paymentResponse);
+      return toolResult(outcome.body, outcome.paymentResponse) as CallToolResult;
     } catch (e) {
       const error = asApiError(e);
       if (!(e instanceof ApiError) && error.status >= 500)
         deps.logError({ err: e, request_id: requestId, tool: name }, 'MCP tool call failed');
-      return toolError(error, requestId, name);
+      return toolError(error, requestId, name) as CallToolResult;
     }
   });
   return server;

@@ -98,6 +98,21 @@ export const argumentSchemas = {
       },
     },
   },
+  create_api_key: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 100, description: 'A name to tell your keys apart.' },
+      expires_in_hours: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 720,
+        default: 24,
+        description: 'How long the key is accepted, in hours (at most 30 days); it can be revoked before.',
+      },
+    },
+  },
+  revoke_api_key: { type: 'object', additionalProperties: false, properties: {} },
 } satisfies Record<string, Schema>;
 
 export type ToolName = keyof typeof argumentSchemas;
