@@ -1,1 +1,2 @@
 export { ApiError } from './api-error.js';
+export { asApiError, errorBody } from './error-document.js';

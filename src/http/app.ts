@@ -16,7 +16,7 @@ import type { Refunds } from '../refunds/index.js';
 import type { HlsManager } from '../hls/index.js';
 import type { ListenPages } from '../listen/index.js';
 import type { ListenerSessions, MediaLibrary, NowPlaying, ServiceRecords } from '../services/index.js';
-import type { CheckoutStatus } from './discovery-documents.js';
+import type { CheckoutStatus } from '../operations/discovery-documents.js';
 import { auditRoutes } from './audit.js';
 import type { CapacityView } from './availability.js';
 import { catalogDocumentAt, discoveryRoutes, type HealthReport } from './discovery.js';

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { CapacityReserve } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
-import type { CheckoutStatus } from './discovery-documents.js';
+import type { CheckoutStatus } from '../operations/discovery-documents.js';
 import { newcomerLimits } from '../orders/index.js';
 import type { StreamLoad } from '../services/index.js';
 

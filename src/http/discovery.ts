@@ -5,7 +5,7 @@ import { ApiError } from '../errors/index.js';
 import { billingOptions, type Snapshot } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { availabilityAnswer, type CapacityView } from './availability.js';
-import { discoveryDocuments, type CheckoutStatus, type DiscoveryDocuments } from './discovery-documents.js';
+import { discoveryDocuments, type CheckoutStatus, type DiscoveryDocuments } from '../operations/discovery-documents.js';
 import type { FixedAnswer } from './envelope.js';
 import { productIdPattern } from './schemas.js';
 

@@ -1,5 +1,5 @@
 export { createRequestListener, API_PREFIX, type AppDeps } from './app.js';
-export type { CheckoutStatus } from './discovery-documents.js';
+export type { CheckoutStatus } from '../operations/discovery-documents.js';
 export { healthDetails, type HealthReport } from './discovery.js';
 export { ICECAST_CALLBACK_PREFIX, createCallbackListener } from './icecast-callbacks.js';
 export { answerClientErrors } from './client-errors.js';
@@ -9,7 +9,7 @@ export { ConnectionCap } from './connection-cap.js';
 export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
 export { asApiError, errorBody } from './error-document.js';
 export { objectValidator } from './request-body.js';
-export { discoveryDocuments } from './discovery-documents.js';
+export { discoveryDocuments } from '../operations/discovery-documents.js';
 export {
   extendRequestSchema,
   idempotencyKeyPattern,

@@ -5,7 +5,7 @@ import type { OrderRequest, OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
 import { order } from '../operations/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import type { CheckoutStatus } from './discovery-documents.js';
+import type { CheckoutStatus } from '../operations/discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { paidCall, sendPlaced } from './paid-call.js';
 import { bodyReader } from './request-body.js';

@@ -10,12 +10,11 @@ import {
   type Snapshot,
 } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
+import { SERVICE_NAME, SERVICE_TAGS } from '../operations/service-name.js';
 import { orderResponseSchema } from './response-schemas.js';
-import { extendRequestSchema, orderRequestSchema, upgradeRequestSchema } from './schemas.js';
+import { extendRequestSchema, orderRequestSchema, upgradeRequestSchema } from '../operations/request-schemas.js';
 
-/** How the paid operations introduce themselves to x402 discovery (bazaar catalogs, /.well-known/x402). */
-export const SERVICE_NAME = 'Agent Audio API';
-export const SERVICE_TAGS = ['audio', 'streaming', 'radio', 'icecast', 'infrastructure'];
+export { SERVICE_NAME, SERVICE_TAGS };
 
 export type PaidOperationName = 'createOrder' | 'upgradeService' | 'extendService';
 

@@ -1,28 +1,11 @@
 import type { Context } from 'koa';
-import { ApiError } from '../errors/index.js';
-import { schemaProblems } from '../schema/ajv.js';
-import { cachedValidator } from '../schema/validator-cache.js';
+import { objectValidator } from '../schema/object-validator.js';
 import { readJsonObject } from './json-body.js';
+
+export { objectValidator };
 
 /** A body reader for one request schema: 422 with one JSON pointer per problem. */
 export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
   const check = objectValidator<T>(schema, `${what} body`, 'GET /api/v1/openapi.json describes it');
   return async (ctx: Context): Promise<T> => check(await readJsonObject(ctx));
-}
-
-/** Checks a JSON object against a request schema (filling in defaults): 422 invalid_request with one JSON pointer per problem. */
-export function objectValidator<T>(schema: Record<string, unknown>, what: string, describedBy: string) {
-  // Compiled on its first request: a process that never serves a route never compiles (or loads) its schema.
-  const validator = cachedValidator<T>(schema, { useDefaults: true });
-  return (value: unknown): T => {
-    const validate = validator();
-    if (validate(value)) return value as T;
-    const details = schemaProblems(validate.errors).map(({ pointer, code, message }) => ({ pointer, code, message }));
-    throw new ApiError(
-      422,
-      'invalid_request',
-      `The ${what} is not valid: ${details.map((d) => `${d.pointer || '/'} ${d.message}`).join('; ')}. Fix it as listed in error.details; ${describedBy}.`,
-      { details },
-    );
-  };
 }

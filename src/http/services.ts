@@ -16,7 +16,7 @@ import {
 } from '../services/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { callerOf } from './caller.js';
-import type { CheckoutStatus } from './discovery-documents.js';
+import type { CheckoutStatus } from '../operations/discovery-documents.js';
 import { paidCall, sendPlaced } from './paid-call.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';

@@ -10,3 +10,4 @@ export {
 } from './wallet-sign-in.js';
 export { WalletSignatures, type SignatureChain } from './wallet-signatures.js';
 export { walletIdentity, type WalletIdentity, type WalletIdentityOptions } from './wallet-identity.js';
+export { credentialsOf } from './request-credentials.js';

@@ -1,5 +1,5 @@
 import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
-import { SERVICE_NAME, SERVICE_TAGS } from '../http/index.js';
+import { SERVICE_NAME, SERVICE_TAGS } from '../operations/index.js';
 import type { PlaceOrder } from '../orders/index.js';
 import { KeyedSnapshotCache, type Snapshot } from '../pricing/index.js';
 import { publishedSchemas, type ToolName } from './tool-schemas.js';

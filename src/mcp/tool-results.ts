@@ -1,6 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ApiError } from '../errors/index.js';
-import { errorBody } from '../http/index.js';
+import { errorBody, type ApiError } from '../errors/index.js';
 import { mcpWording } from './tool-wording.js';
 import { PAYMENT_RESPONSE_META_KEY, paymentRequiredOf, settlementOf } from './x402-binding.js';
 

@@ -1,34 +1,44 @@
 import { parametersSchema } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
-import { discoveryDocuments, productIdPattern, type AppDeps } from '../http/index.js';
+import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { OrderRequest } from '../orders/index.js';
 import type { Callers } from '../identity/index.js';
-import { publicEvent } from '../events/index.js';
-import { extend, order, setPlaylist, status, stop, upgrade, usage, type PaidCall } from '../operations/index.js';
+import type { ApiKeys } from '../keys/index.js';
+import type { Metrics } from '../observability/index.js';
+import type { PaymentTerms } from '../payments/index.js';
+import type { QuoteService } from '../quotes/index.js';
+import { publicEvent, type EventFeed } from '../events/index.js';
+import {
+  discoveryDocuments,
+  extend,
+  order,
+  productIdPattern,
+  setPlaylist,
+  status,
+  stop,
+  upgrade,
+  usage,
+  type CheckoutStatus,
+  type OperationDeps,
+  type PaidCall,
+} from '../operations/index.js';
 import type { ServiceRow } from '../services/index.js';
 import type { Caller } from './caller.js';
 import type { ToolName } from './tool-schemas.js';
 import { toolDiscovery } from './tool-discovery.js';
 import { toolResourceUrl } from './x402-binding.js';
 
-/** What the tools use of the service: the same objects the REST routes are built on. */
-export type McpDeps = Pick<
-  AppDeps,
-  | 'live'
-  | 'keys'
-  | 'quotes'
-  | 'checkout'
-  | 'logError'
-  | 'orders'
-  | 'services'
-  | 'refunds'
-  | 'media'
-  | 'metrics'
-  | 'publicBaseUrl'
-  | 'events'
-  | 'paymentTerms'
-  | 'nowPlaying'
-> & {
+/** What the tools use of the service: the operations' objects, as the REST routes have them, and the catalog's. */
+export type McpDeps = OperationDeps & {
+  live: LiveSnapshot;
+  keys: ApiKeys;
+  quotes: QuoteService;
+  checkout: CheckoutStatus;
+  logError: (fields: Record<string, unknown>, message: string) => void;
+  metrics?: Metrics;
+  publicBaseUrl: () => string;
+  events?: { feed: EventFeed };
+  paymentTerms?: PaymentTerms;
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
 };

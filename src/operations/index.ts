@@ -9,3 +9,6 @@ export { usage } from './usage.js';
 export { status } from './status.js';
 export { setPlaylist } from './playlist.js';
 export { ownedService } from './owned-service.js';
+export { productIdPattern } from './request-schemas.js';
+export { discoveryDocuments, type CheckoutStatus, type DiscoveryDocuments } from './discovery-documents.js';
+export { SERVICE_NAME, SERVICE_TAGS } from './service-name.js';
