@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { verifyReceiptSignatureJWS } from '@x402/extensions/offer-receipt';
@@ -10,7 +10,7 @@ import { buy, payFor } from './support/purchase.js';
 import { jwsPayload, mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { openSse } from './support/sse.js';
 import { createApiKey } from './support/api-key.js';
-import { request, startService, type Service } from './support/service.js';
+import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 import { connectListener, exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 
@@ -186,6 +186,55 @@ describe('POST /services/{id}/stop: the service ends at once and the unused shar
     assert.equal(proof.proof.transaction, refund.transaction);
     const checked = await service.cli(['audit', 'verify-bundle', file]);
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+  });
+
+  test('audit export --order ORDER_ID carries the refund that paid it back, its transaction and receipt, checked offline', async () => {
+    const refund = (await request(service, 'GET', `/services/${ordered.body.service.service_id}/usage`)).body.usage
+      .refund;
+    const dir = await scratchDir('refund-bundle-');
+    const file = join(dir, 'order.json');
+    const exported = await service.cli(['audit', 'export', `--order=${ordered.body.order.id}`, '--out', file]);
+    assert.equal(exported.code, 0, exported.stderr);
+    const bundle = JSON.parse(await readFile(file, 'utf8'));
+    const ids = bundle.records.map((r: { id: string }) => r.id);
+    assert.ok(ids.includes(refund.evaluation_id), 'the refund evaluation');
+    const proof = bundle.records.find((r: { kind: string }) => r.kind === 'refund_sent');
+    assert.equal(JSON.parse(proof.record).proof.transaction, refund.transaction);
+    const carried = bundle.refunds[refund.id];
+    assert.equal(carried.transaction, refund.transaction);
+    assert.equal(carried.amount_atomic, refund.amount.amount_atomic);
+    assert.equal(carried.receipt.signature, refund.receipt.signature, 'the receipt the owner was given');
+
+    const offline = { DATA_DIR: await scratchDir('refund-offline-'), DATABASE_URL: '' };
+    const checked = await cli(['audit', 'verify-bundle', file], offline);
+    assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+    assert.ok(
+      checked.stdout.includes(
+        `refund ${refund.id}: ${refund.amount.amount_atomic} atomic units back to ${wallet.address}`,
+      ),
+      checked.stdout,
+    );
+    assert.ok(checked.stdout.includes(`transaction ${refund.transaction}, proven on chain and receipted`));
+
+    const other = `0x${'ab'.repeat(32)}`;
+    const tampered = structuredClone(bundle);
+    tampered.refunds[refund.id].transaction = other;
+    await writeFile(join(dir, 'transaction.json'), JSON.stringify(tampered));
+    const moved = await cli(['audit', 'verify-bundle', join(dir, 'transaction.json')], offline);
+    assert.equal(moved.code, 1, moved.stdout);
+    assert.match(moved.stderr, new RegExp(`refund ${refund.id}: its transaction ${other} is not the chained proof's`));
+    assert.match(moved.stderr, /its receipt states transaction "0x[0-9a-f]{64}", the refund "0xabab/);
+
+    const forged = structuredClone(bundle);
+    const [header, , signature] = forged.refunds[refund.id].receipt.signature.split('.');
+    const payload = Buffer.from(JSON.stringify({ ...jwsPayload(refund.receipt.signature), amount: '1' })).toString(
+      'base64url',
+    );
+    forged.refunds[refund.id].receipt.signature = `${header}.${payload}.${signature}`;
+    await writeFile(join(dir, 'receipt.json'), JSON.stringify(forged));
+    const unsigned = await cli(['audit', 'verify-bundle', join(dir, 'receipt.json')], offline);
+    assert.equal(unsigned.code, 1, unsigned.stdout);
+    assert.match(unsigned.stderr, /its receipt is not signed by the operator key/);
   });
 });
 

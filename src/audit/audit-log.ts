@@ -32,6 +32,14 @@ export interface ListFilter {
   until?: Date;
 }
 
+/** What names a refund's records: its id (in its proofs), its evaluation, and the subject they are chained under. */
+export interface RefundKey {
+  id: string;
+  evaluation_id: string | null;
+  service_id: string | null;
+  order_id: string | null;
+}
+
 const columns = 'r.*, audit_time(r.created_at) AS created_at_text';
 
 /** The audit trail in PostgreSQL: content-addressed snapshots and hash-chained records. */
@@ -136,6 +144,14 @@ export class AuditLog {
       `SELECT ${columns} FROM audit_records r WHERE r.subject = ANY($1) AND r.kind IN ('refund_evaluation', 'refund_sent') ORDER BY r.seq`,
       [[...new Set(subjects)]],
     );
+  }
+
+  /** The chained evaluations of these refunds and the proofs of their transfers, in chain order. */
+  async refundEvidence(refunds: RefundKey[]): Promise<StoredRecord[]> {
+    const subjects = refunds.flatMap((r) => r.service_id ?? r.order_id ?? []);
+    const ids = new Set(refunds.flatMap((r) => [r.id, r.evaluation_id ?? []].flat()));
+    const rows = await this.refundRecords(subjects);
+    return rows.filter((r) => ids.has(r.id) || (r.kind === 'refund_sent' && ids.has(JSON.parse(r.record).refund_id)));
   }
 
   async *all(batch = 500): AsyncGenerator<StoredRecord> {

@@ -2,6 +2,7 @@ import type { Database } from '../store/index.js';
 import { entryHash } from './canonical.js';
 import type { AuditLog, StoredRecord } from './audit-log.js';
 import { BUNDLE_TYPE, type AuditBundle, type BundleRecord } from './bundle.js';
+import { refundsOfOrders, type RefundReceiptOf } from './bundle-refunds.js';
 import { signCurrentHead } from './head-publisher.js';
 import { EVALUATION_KINDS } from './replay.js';
 import type { HeadSigner, SignedHead } from './signing.js';
@@ -15,40 +16,22 @@ export interface BundleSelection {
 
 /**
  * One self-contained file: the selected records, the snapshots they ran on, the chain from the first of them to a
- * signed head (the earliest kept one that covers them all, else the current head signed now), the settlements.
+ * signed head (the earliest kept one that covers them all, else the current head signed now), the settlements, and
+ * the refunds of the selected orders with their evaluations, proofs and receipts.
  */
 export async function exportBundle(
   db: Database,
   log: AuditLog,
   selection: BundleSelection,
   signer?: HeadSigner,
+  receiptOf?: RefundReceiptOf,
 ): Promise<AuditBundle> {
-  const records = await selectRecords(db, log, selection);
-  if (!records.length) throw new Error('nothing matches this selection');
-  records.sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
-  const first = records[0].seq;
-  const last = records[records.length - 1].seq;
-
-  const head = await signedHeadCovering(db, last, signer);
-  const links = await db.query<StoredRecord & Record<string, unknown>>(
-    `SELECT r.seq, r.id, r.kind, r.snapshot_hash, r.subject, r.record_hash, r.prev_chain_hash, r.chain_hash, r.format, audit_time(r.created_at) AS created_at_text
-     FROM audit_records r WHERE r.seq BETWEEN $1 AND $2 ORDER BY r.seq`,
-    [first, head.head.seq],
-  );
-
-  const snapshots: AuditBundle['snapshots'] = {};
-  for (const r of records) {
-    if (r.snapshot_hash && !snapshots[r.snapshot_hash])
-      snapshots[r.snapshot_hash] = (await log.snapshotFiles(r.snapshot_hash)) ?? {};
-  }
-  const orderIds = [...new Set(records.filter((r) => r.subject).map((r) => r.subject!))];
-  const settlements: AuditBundle['settlements'] = {};
-  for (const row of await db.query<{ id: string; settlement: unknown }>(
-    'SELECT id, settlement FROM orders WHERE id = ANY($1)',
-    [orderIds],
-  ))
-    settlements[row.id] = row.settlement;
-
+  const selected = await selectRecords(db, log, selection);
+  if (!selected.length) throw new Error('nothing matches this selection');
+  const orderIds = [...new Set(selected.filter((r) => r.kind === 'order_state').map((r) => r.subject!))];
+  const refunds = await refundsOfOrders(db, orderIds, receiptOf);
+  const records = withoutRepeats([...selected, ...(await log.refundEvidence(refunds))]);
+  const head = await signedHeadCovering(db, records.at(-1)!.seq, signer);
   return {
     type: BUNDLE_TYPE,
     exported_at: new Date().toISOString(),
@@ -58,19 +41,55 @@ export async function exportBundle(
         .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : String(v)]),
     ),
     records: records.map(bundleRecord),
-    snapshots,
-    chain: {
-      prev_chain_hash: links[0].prev_chain_hash,
-      links: links.map((l) => ({
-        seq: l.seq,
-        format: l.format,
-        hash: l.format === 1 ? l.record_hash : entryHash(l),
-        chain_hash: l.chain_hash,
-      })),
-    },
+    snapshots: await snapshotsOf(log, records),
+    chain: await chainPath(db, records[0].seq, head.head.seq),
     signed_head: head,
-    settlements,
+    settlements: await settlementsOf(db, records),
+    ...(refunds.length && { refunds: Object.fromEntries(refunds.map((r) => [r.id, r])) }),
   };
+}
+
+/** The records once each, in chain order. */
+function withoutRepeats(records: StoredRecord[]): StoredRecord[] {
+  const byId = new Map(records.map((r) => [r.id, r]));
+  return [...byId.values()].sort((a, b) => Number(BigInt(a.seq) - BigInt(b.seq)));
+}
+
+async function chainPath(db: Database, from: string, to: string): Promise<AuditBundle['chain']> {
+  const links = await db.query<StoredRecord & Record<string, unknown>>(
+    `SELECT r.seq, r.id, r.kind, r.snapshot_hash, r.subject, r.record_hash, r.prev_chain_hash, r.chain_hash, r.format, audit_time(r.created_at) AS created_at_text
+     FROM audit_records r WHERE r.seq BETWEEN $1 AND $2 ORDER BY r.seq`,
+    [from, to],
+  );
+  return {
+    prev_chain_hash: links[0].prev_chain_hash,
+    links: links.map((l) => ({
+      seq: l.seq,
+      format: l.format,
+      hash: l.format === 1 ? l.record_hash : entryHash(l),
+      chain_hash: l.chain_hash,
+    })),
+  };
+}
+
+async function snapshotsOf(log: AuditLog, records: StoredRecord[]): Promise<AuditBundle['snapshots']> {
+  const snapshots: AuditBundle['snapshots'] = {};
+  for (const r of records) {
+    if (r.snapshot_hash && !snapshots[r.snapshot_hash])
+      snapshots[r.snapshot_hash] = (await log.snapshotFiles(r.snapshot_hash)) ?? {};
+  }
+  return snapshots;
+}
+
+async function settlementsOf(db: Database, records: StoredRecord[]): Promise<AuditBundle['settlements']> {
+  const orderIds = [...new Set(records.filter((r) => r.subject).map((r) => r.subject!))];
+  const settlements: AuditBundle['settlements'] = {};
+  for (const row of await db.query<{ id: string; settlement: unknown }>(
+    'SELECT id, settlement FROM orders WHERE id = ANY($1)',
+    [orderIds],
+  ))
+    settlements[row.id] = row.settlement;
+  return settlements;
 }
 
 function bundleRecord(r: StoredRecord): BundleRecord {

@@ -1,7 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { snapshotHash } from '../pricing/index.js';
 import { canonicalJson, chainHash, entryHash, sha256 } from './canonical.js';
-import { BUNDLE_TYPE, type AuditBundle } from './bundle.js';
+import { BUNDLE_TYPE, type AuditBundle, type BundleLink } from './bundle.js';
+import { checkRefunds } from './bundle-refund-check.js';
 import { checkOrderHistory, OrderStates } from './order-states.js';
 import { EVALUATION_KINDS, replayRecordText, snapshotCache, type ReplayReport } from './replay.js';
 import { signedHeadProblem } from './signing.js';
@@ -14,19 +15,40 @@ export interface BundleVerdict {
   facts: string[];
 }
 
+/** What one part of the check found. */
+interface Findings {
+  problems: string[];
+  facts: string[];
+}
+
 /**
  * Checks a bundle on its own: every record's hash and chain link up to the signed head, the head's signature
- * (under `trusted` when the auditor has the operator's published key), the snapshots' content hashes, and a replay
- * of every evaluation on its own snapshot, field by field.
+ * (under `trusted` when the auditor has the operator's published key), the snapshots' content hashes, a replay
+ * of every evaluation on its own snapshot, field by field, and each refund against its records and its receipt.
  */
 export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Promise<BundleVerdict> {
+  if (bundle?.type !== BUNDLE_TYPE)
+    return {
+      ok: false,
+      problems: [`not an audit bundle (type ${JSON.stringify(bundle?.type)})`],
+      replays: [],
+      facts: [],
+    };
+  const chain = checkChain(bundle, trusted);
+  const records = checkRecords(bundle, chain.links);
+  const snapshots = checkSnapshots(bundle);
+  const replayed = await replayEvaluations(bundle);
+  const refunds = checkRefunds(bundle, trusted);
+  const parts = [chain, records, snapshots, refunds, replayed];
+  const problems = parts.flatMap((p) => p.problems);
+  return { ok: problems.length === 0, problems, replays: replayed.replays, facts: parts.flatMap((p) => p.facts) };
+}
+
+/** Each link follows from the previous one; the last one is the signed head, whose signature holds. */
+function checkChain(bundle: AuditBundle, trusted?: KeyObject): Findings & { links: Map<string, BundleLink> } {
   const problems: string[] = [];
   const facts: string[] = [];
-  if (bundle?.type !== BUNDLE_TYPE)
-    return { ok: false, problems: [`not an audit bundle (type ${JSON.stringify(bundle?.type)})`], replays: [], facts };
-
-  // The chain: each link follows from the previous one; the last one is the signed head.
-  const chainAt = new Map<string, { format: number; hash: string; chain_hash: string }>();
+  const links = new Map<string, BundleLink>();
   let previous = bundle.chain.prev_chain_hash;
   let expected: bigint | undefined;
   for (const link of bundle.chain.links) {
@@ -34,7 +56,7 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
       problems.push(`chain: seq ${link.seq} follows ${expected - 1n}: links are missing`);
     if (chainHash(previous, link.hash) !== link.chain_hash)
       problems.push(`chain: the link at seq ${link.seq} does not follow from the one before it`);
-    chainAt.set(link.seq, link);
+    links.set(link.seq, link);
     previous = link.chain_hash;
     expected = BigInt(link.seq) + 1n;
   }
@@ -51,8 +73,12 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
     facts.push(
       `the chain up to seq ${head.seq} ends in ${head.chain_hash}, signed ${head.signed_at} by key ${head.key_id}${trusted ? ' (the operator key given)' : ' (the key in the bundle: compare it with the key the operator publishes at GET /api/v1/audit/head)'}`,
     );
+  return { problems, facts, links };
+}
 
-  // The records: their text, their stored fields and their place in the chain.
+/** The records: their text, their stored fields and their place in the chain; then the orders' histories. */
+function checkRecords(bundle: AuditBundle, chainAt: Map<string, BundleLink>): Findings {
+  const problems: string[] = [];
   const orders = new OrderStates();
   for (const r of bundle.records) {
     const where = `record ${r.id} (seq ${r.seq}, ${r.kind})`;
@@ -76,6 +102,14 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
     else orders.evaluation(r.id, body);
   }
   for (const p of checkOrderHistory(orders)) problems.push(`seq ${p.seq}: ${p.problem}`);
+  const settled = checkSettlements(bundle, orders);
+  return { problems: [...problems, ...settled.problems], facts: settled.facts };
+}
+
+/** Each order's final chained state, and the bundle's settlement agrees with it. */
+function checkSettlements(bundle: AuditBundle, orders: OrderStates): Findings {
+  const problems: string[] = [];
+  const facts: string[] = [];
   for (const [id, states] of orders.entries()) {
     const final = states.at(-1)!.state;
     const settlement = final.settlement as { transaction?: string } | null;
@@ -89,14 +123,23 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
       problems.push(`order ${id}: the settlement in the bundle differs from its last chained state`);
     }
   }
+  return { problems, facts };
+}
 
-  // The snapshots and the replays.
+function checkSnapshots(bundle: AuditBundle): Findings {
+  const problems: string[] = [];
   for (const [hash, files] of Object.entries(bundle.snapshots ?? {})) {
     if (snapshotHash(files) !== hash)
       problems.push(
         `snapshot ${hash}: its files hash to ${snapshotHash(files)}: the catalog or rules in the bundle were edited`,
       );
   }
+  return { problems, facts: [] };
+}
+
+/** Every evaluation replayed on its own snapshot, field by field. */
+async function replayEvaluations(bundle: AuditBundle): Promise<Findings & { replays: ReplayReport[] }> {
+  const problems: string[] = [];
   const snapshotOf = snapshotCache(async (hash) => bundle.snapshots?.[hash]);
   const replays: ReplayReport[] = [];
   for (const r of bundle.records) {
@@ -111,6 +154,8 @@ export async function verifyBundle(bundle: AuditBundle, trusted?: KeyObject): Pr
         `record ${r.id}: ${d.path} recorded ${JSON.stringify(d.recorded)}, replayed ${JSON.stringify(d.replayed)}`,
       );
   }
-  facts.push(`${replays.filter((r) => r.identical).length} of ${replays.length} evaluations replayed byte for byte`);
-  return { ok: problems.length === 0, problems, replays, facts };
+  const facts = [
+    `${replays.filter((r) => r.identical).length} of ${replays.length} evaluations replayed byte for byte`,
+  ];
+  return { problems, facts, replays };
 }

@@ -28,4 +28,28 @@ export interface AuditBundle {
   signed_head: SignedHead;
   /** Each order's settlement as stored (transaction, block, proof logs when present); also chained in its order_state records. */
   settlements: Record<string, unknown>;
+  /**
+   * The refunds that paid the selected orders back, by id: the refund as stored (a split refund and each of its
+   * transfers), with the operator-signed receipt of each one sent. Their evaluations and proofs are among the records.
+   */
+  refunds?: Record<string, BundleRefund>;
+}
+
+/** A refund as the bundle carries it: what it pays back, to whom, the transaction that paid it and its receipt. */
+export interface BundleRefund {
+  id: string;
+  part_of: string | null;
+  service_id: string | null;
+  /** The order of a refund for an order that was never provisioned. */
+  order_id: string | null;
+  order_ids: string[];
+  reason: string;
+  status: string;
+  payer: string | null;
+  amount_atomic: string | null;
+  evaluation_id: string | null;
+  transaction: string | null;
+  sent_at: string | null;
+  /** The receipt the API gives the owner (JWS, EdDSA, the operator key), null until the refund is sent. */
+  receipt: { format: 'jws'; signature: string } | null;
 }

@@ -15,5 +15,7 @@ export { canonicalJson, sha256 } from './canonical.js';
 export { HeadSigner, loadSigningKey, signedHeadProblem, type SignedCheckpoint, type SignedHead } from './signing.js';
 export { HeadPublisher, signCurrentHead } from './head-publisher.js';
 export { exportBundle, type BundleSelection } from './bundle-export.js';
+export type { RefundReceiptOf } from './bundle-refunds.js';
+export type { AuditBundle, BundleRefund } from './bundle.js';
 export { verifyBundle } from './bundle-verify.js';
 export { refundRecord, refundProofRecord, type RefundRecord, type RefundProofRecord } from './refund-record.js';

@@ -18,6 +18,7 @@ import {
 import { signingKeyOptions, type Config } from './config.js';
 import { helpFor } from './help.js';
 import { progressReporter } from './progress.js';
+import { refundReceipts } from './refund-receipts.js';
 
 /** The operator's public key: --public-key FILE, else the one of the signing key configured here. */
 async function operatorPublicKey(config: Config, args: string[]): Promise<KeyObject | undefined> {
@@ -158,7 +159,8 @@ export const auditCommands: Record<string, Command> = {
     }
     const signer = await loadSigningKey(signingKeyOptions(config, false));
     const { exportBundle } = await import('../audit/index.js');
-    const bundle = await withDatabase(config, (db) => exportBundle(db, new AuditLog(db), selection, signer));
+    const receiptOf = signer && (await refundReceipts(signer, config.payments.network));
+    const bundle = await withDatabase(config, (db) => exportBundle(db, new AuditLog(db), selection, signer, receiptOf));
     const text = `${JSON.stringify(bundle, null, 2)}\n`;
     const out = option(args, '--out');
     if (out) {

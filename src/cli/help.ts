@@ -86,8 +86,9 @@ in audit verify --head.
 exit 0, 1: no signing key configured`,
   'audit export': `usage: agent-audio audit export --order ID | --quote ID | --since T [--until T] [--out FILE]
 
-One self-contained evidence file: the records, their catalog snapshots, the chain path to a signed head, and the
-settlements with their on-chain proof. Checked offline with audit verify-bundle.
+One self-contained evidence file: the records, their catalog snapshots, the chain path to a signed head, the
+settlements with their on-chain proof, and the orders' refunds with their transactions and receipts. Checked offline
+with audit verify-bundle.
   --order ID, --quote ID   what one order or quote rests on
   --since T, --until T     every record in a time window
   --out FILE               write the file there (default: stdout)
