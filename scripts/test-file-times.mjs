@@ -12,7 +12,8 @@ export function sourceName(folder, file) {
   return inside.startsWith('..') ? file : inside.replace(/\.js$/, '.ts');
 }
 
-export default async function* fileTimes(source, displayName = (file) => file) {
+/** Each file's wall time and test counts, slowest first, from a run's events; and when the run started. */
+export async function collectFileTimes(source, displayName = (file) => file) {
   const startedAt = Date.now();
   const files = new Map();
   const entry = (file) => {
@@ -41,14 +42,23 @@ export default async function* fileTimes(source, displayName = (file) => file) {
     ms: times.own ?? times.last - times.first,
   }));
   rows.sort((a, b) => b.ms - a.ms);
+  return { rows, startedAt };
+}
+
+/** The table the reporter prints: each file's time, slowest first, then the sum and the run's wall time. */
+export function fileTimesText({ rows, startedAt }) {
   const seconds = (ms) => (ms / 1000).toFixed(1).padStart(7);
-  yield '\nper-file wall time (slowest first):\n';
+  let text = '\nper-file wall time (slowest first):\n';
   for (const row of rows) {
     const failed = row.failed ? `, ${row.failed} failed` : '';
     const from = seconds(row.first - startedAt).trim();
-    yield `${seconds(row.ms)} s  ${row.file}  (${row.tests} tests${failed}; from ${from} s)\n`;
+    text += `${seconds(row.ms)} s  ${row.file}  (${row.tests} tests${failed}; from ${from} s)\n`;
   }
   const sum = rows.reduce((total, row) => total + row.ms, 0);
   const wall = seconds(Date.now() - startedAt).trim();
-  yield `${seconds(sum)} s  sum over ${rows.length} files; ${wall} s wall for the run\n`;
+  return `${text}${seconds(sum)} s  sum over ${rows.length} files; ${wall} s wall for the run\n`;
+}
+
+export default async function* fileTimes(source, displayName = (file) => file) {
+  yield fileTimesText(await collectFileTimes(source, displayName));
 }

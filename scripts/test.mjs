@@ -5,81 +5,24 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { tsImport } from 'tsx/esm/api';
+import { readTimes, slowestFirst } from './test-order.mjs';
 
-// The files that take longest start first, so that no long file starts last and runs alone at the end (those that took
-// 5 s or more in a run on a 2-core machine, slowest first; the others follow in alphabetical order).
-const longestFirst = [
-  'production-faults',
-  'production-deployment',
-  'metering-service',
-  'host-loss',
-  'restart',
-  'terminal',
-  'metering',
-  'faults',
-  'reload',
-  'listen-page',
-  'host-partition',
-  'events',
-  'autodj',
-  'uploads',
-  'refund-operator',
-  'host-lease',
-  'host-pool',
-  'capacity',
-  'payment-proof',
-  'refund-recovery',
-  'clients',
-  'extend',
-  'serve',
-  'lifecycle',
-  'order-recovery',
-  'audit-trail',
-  'hls',
-  'refunds',
-  'upload-abuse',
-  'openapi',
-  'sign-in-abuse',
-  'mcp-clients',
-  'catalog-review',
-  'buyer-limits',
-  'scale-out',
-  'fuzz',
-  'relay-backoff',
-  'statements-per-purchase',
-  'orders',
-  'connections',
-  'hls-expiry',
-  'api',
-  'sybil',
-  'chain',
-  'admission',
-  'services',
-  'mcp',
-  'identity',
-  'icecast',
-  'seller-reference',
-  'webhook-secrets',
-  'host-monitor',
-  'perf-caches',
-  'discovery',
-  'ssrf',
-  'agent',
-  'audit-chain-hold',
-  'hardening',
-  'source-events',
-  'catalog',
-  'service-holdings',
-].map((name) => `test/${name}.test.ts`);
-
-const files = process.argv.slice(2);
+const args = process.argv.slice(2);
+// --list: the files in the order they would start, and nothing run.
+const listOnly = args.includes('--list');
+const files = args.filter((arg) => arg !== '--list');
 const allFiles = readdirSync('test')
   .filter((name) => name.endsWith('.test.ts'))
   .sort()
   .map((name) => `test/${name}`);
-const testFiles = files.length
-  ? files
-  : [...longestFirst.filter((file) => allFiles.includes(file)), ...allFiles.filter((f) => !longestFirst.includes(f))];
+// The files that take longest start first, by the times earlier runs measured (scripts/test-order.mjs); a run of
+// every file measures them again.
+const testFiles = files.length ? files : slowestFirst(allFiles, readTimes().times);
+if (!files.length) process.env.TEST_FILE_TIMES = 'record';
+if (listOnly) {
+  process.stdout.write(`${testFiles.join('\n')}\n`);
+  process.exit(0);
+}
 
 const checks = [
   ['tsc', ['-p', '.']],
