@@ -1,6 +1,12 @@
 import { canonicalJson, sha256, type AuditLog } from '../audit/index.js';
 import { ApiError } from '../errors/index.js';
-import { PaymentGateway, type PaymentPrecheck, type PaymentPayload, type SettleResponse } from '../payments/index.js';
+import {
+  PaymentGateway,
+  type PaymentPrecheck,
+  type PaymentPayload,
+  type SentPayment,
+  type SettleResponse,
+} from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
@@ -32,7 +38,6 @@ import {
   type Offer,
   type PlaceOrder,
   type Sale,
-  type SentPayment,
   type VerifiedPayment,
 } from './sale.js';
 import { priceUpgrade } from './upgrade-price.js';
@@ -131,7 +136,7 @@ export class OrderService {
   private async replayOf(input: PlaceOrder): Promise<Attempt | Replayed> {
     const requestHash = sha256(canonicalJson(input.request));
     const sent = input.paymentSignature ? this.gateway.decode(input.paymentSignature) : undefined;
-    const signed = sent && { payer: sent.authorization.from, nonce: sent.authorization.nonce };
+    const signed = sent && { payer: sent.payer, nonce: sent.reference };
     const found = await this.orders.lookUp(input.apiKeyId, input.idempotencyKey, signed);
     if (found.order) return { placed: await this.repeat(found.order, requestHash, input.resourceUrl) };
     const paymentId = sent && this.paymentIdOf(sent.payload);
@@ -168,7 +173,7 @@ export class OrderService {
   /** Refuses, before asking for money, a sale that does not fit on the Icecast or within the buyer's limits. */
   private async admitBeforePayment(attempt: Attempt, sale: Sale): Promise<void> {
     const host = await this.admit(attempt, sale.demand);
-    const buyer = { apiKeyId: attempt.apiKeyId, payer: attempt.sent?.authorization.from };
+    const buyer = { apiKeyId: attempt.apiKeyId, payer: attempt.sent?.payer };
     await this.checkBuyerBeforePayment(sale.snapshot, buyer, sale.demand, host);
   }
 
@@ -199,7 +204,7 @@ export class OrderService {
     const { requirements, paymentRequired } = offer;
     if (!attempt.paymentSignature) throw await paymentRequired('payment_required', m.payFirst(sale.amountAtomic));
     if (!attempt.sent) throw await paymentRequired('payment_invalid', m.notAPayment);
-    const { payload, authorization } = attempt.sent;
+    const { payload, validUntil } = attempt.sent;
     if (!this.gateway.matches(requirements, payload)) {
       throw await paymentRequired('payment_mismatch', m.otherTerms(sale.amountAtomic, requirements));
     }
@@ -212,10 +217,10 @@ export class OrderService {
     }
     const { maxTimeoutSeconds } = requirements;
     const latestAccepted = BigInt(Math.floor(Date.now() / 1000) + maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS);
-    if (BigInt(authorization.validBefore) > latestAccepted) {
+    if (BigInt(validUntil) > latestAccepted) {
       throw await paymentRequired(
         'payment_rejected',
-        m.validTooLong(authorization.validBefore, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted),
+        m.validTooLong(validUntil, maxTimeoutSeconds, VALID_BEFORE_SLACK_SECONDS, latestAccepted),
       );
     }
     // Looked up with the key (replayOf); the claim's unique (payer, nonce) is what finally keeps it from paying twice.
@@ -231,14 +236,14 @@ export class OrderService {
    * ago: earlier is as good): its proof will be searched from there (a few blocks earlier, for reorgs).
    */
   private async verifyPayment(attempt: Attempt, offer: Offer, sent: SentPayment): Promise<VerifiedPayment | Replayed> {
-    const { payload, authorization } = sent;
+    const { payload } = sent;
     const [verification, heightAtVerify] = await Promise.all([
       this.gateway.verify(payload, offer.requirements),
       this.deps.ledger.recentBlock().catch((e: unknown) => e as Error),
     ]);
     if (!verification.isValid) {
       // A concurrent identical request may have claimed the key and spent this authorization meanwhile.
-      const claimedMeanwhile = await this.orders.byAuthorization(authorization.from, authorization.nonce);
+      const claimedMeanwhile = await this.orders.byAuthorization(sent.payer, sent.reference);
       if (claimedMeanwhile) return { placed: await this.paidBy(claimedMeanwhile, attempt, offer) };
       // The facilitator reports an unreachable chain as an invalid payment: tell the agent to retry instead.
       await this.deps.ledger.latestBlock().catch((e) => {
@@ -266,13 +271,13 @@ export class OrderService {
     const entry = auditEntryOf(attempt, sale);
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
-    const locks = this.claimLocks(attempt, sale, payment.authorization.from);
+    const locks = this.claimLocks(attempt, sale, payment.payer);
     try {
       claimed = await this.orders.claim(
         order,
         entry,
         this.options.leaseSeconds,
-        (client) => this.stillFits(client, attempt, sale, payment.authorization.from, locks),
+        (client) => this.stillFits(client, attempt, sale, payment.payer, locks),
         locks,
       );
     } catch (e) {

@@ -7,7 +7,7 @@ import {
 } from '../audit/index.js';
 import type { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
-import type { Authorization, DiscoveryDeclaration, PaymentPayload, PaymentRequirements } from '../payments/index.js';
+import type { DiscoveryDeclaration, PaymentPayload, PaymentRequirements, SentPayment } from '../payments/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { ServiceRow, StreamLoad } from '../services/index.js';
 import type { PricedExtension } from './extension-price.js';
@@ -36,16 +36,11 @@ export interface PlaceOrder {
 /** The request being placed, with what was read before pricing: its hash and the payment it carries, if any. */
 export interface Attempt extends PlaceOrder {
   requestHash: string;
-  /** The PAYMENT-SIGNATURE decoded; undefined when there is none or it is not a payment payload. */
+  /** The PAYMENT-SIGNATURE read by payments/; undefined when there is none or it is not a payment it takes. */
   sent?: SentPayment;
   paymentId?: string;
   /** The order that already used the sent authorization (payer and nonce), read with the Idempotency-Key. */
   authorizationUsedBy?: string;
-}
-
-export interface SentPayment {
-  payload: PaymentPayload;
-  authorization: Authorization;
 }
 
 /** What the sale costs and what it will need on the Icecast, priced on one snapshot. */
@@ -140,7 +135,6 @@ export function newOrderOf(
   evaluationId: string,
 ): NewOrder {
   const { requirements } = offer;
-  const { authorization } = payment;
   return {
     id: randomId('ra_', 18),
     api_key_id: attempt.apiKeyId,
@@ -158,9 +152,9 @@ export function newOrderOf(
     network: requirements.network,
     asset: requirements.asset,
     pay_to: requirements.payTo,
-    payer: authorization.from.toLowerCase(),
-    nonce: authorization.nonce.toLowerCase(),
-    valid_before: String(authorization.validBefore),
+    payer: payment.payer.toLowerCase(),
+    nonce: payment.reference.toLowerCase(),
+    valid_before: payment.validUntil,
     claim_block: payment.claimBlock.toString(),
     payment: storedPayment(payment.payload),
     requirements: requirements as unknown as Record<string, unknown>,

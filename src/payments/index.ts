@@ -27,3 +27,4 @@ export { SettledReceipts } from './settled-receipts.js';
 export { ChainChecks, DEFAULT_CHAIN_CHECK_LIMITS, type ChainCheckLimits, type ChainNode } from './chain-checks.js';
 export { PaymentPrecheck, type CodeLookup } from './payment-precheck.js';
 export { TRANSFER_WITH_AUTHORIZATION_TYPES } from './transfer-digest.js';
+export type { SentPayment } from './sent-payment.js';

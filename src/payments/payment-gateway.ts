@@ -19,6 +19,7 @@ import type { FacilitatorPool, SettlementRoute } from './facilitator-pool.js';
 import { isExactEvmPayment } from './payment-shape.js';
 import { readPaymentIdentifier, type PaymentIdentifier } from './payment-identifier.js';
 import type { OfferReceipts } from './receipts.js';
+import { sentExactEvmPayment, type SentPayment } from './sent-payment.js';
 
 export type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse };
 export type { SettlementRoute };
@@ -209,12 +210,15 @@ export class PaymentGateway {
     return encodePaymentRequiredHeader(required);
   }
 
-  /** The payment payload of a PAYMENT-SIGNATURE header, or undefined when it is not Base64 JSON of the right shape. */
-  decode(header: string): { payload: PaymentPayload; authorization: Authorization } | undefined {
+  /**
+   * The payment of a PAYMENT-SIGNATURE header (whoever carried it: a REST request, an MCP call) as a sale reads it,
+   * or undefined when it is not Base64 JSON of a scheme this service takes.
+   */
+  decode(header: string): SentPayment | undefined {
     try {
       const payload = decodePaymentSignatureHeader(header);
       if (!isExactEvmPayment(payload) || unsafeJson(payload)) return undefined;
-      return { payload, authorization: (payload.payload as { authorization: Authorization }).authorization };
+      return sentExactEvmPayment(payload);
     } catch {
       return undefined;
     }
