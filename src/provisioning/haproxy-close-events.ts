@@ -1,0 +1,78 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import dgram from 'node:dgram';
+
+// A close may be reported before the admission that registers it is answered; it is kept this long for it.
+const EARLY_CLOSE_MS = 60_000;
+const MAX_EARLY_CLOSES = 20_000;
+
+/**
+ * When a listener's connection through HAProxy closes, HAProxy's end-of-session log line (`<secret> <ticket>`,
+ * haproxy-config.ts) comes to this loopback UDP socket: the listener's place is freed at once, as the front door
+ * frees it, rather than when Icecast's auth thread gets to a listener_remove (which HAProxy mode does not ask for:
+ * after a blip those callbacks filled Icecast's queue of 100 and the listeners coming back were answered "busy").
+ * The secret is written only into the 0600 config, so no other local process can free a place. A datagram lost
+ * leaves the place to the life-cycle worker, which frees places Icecast no longer lists.
+ */
+export class HaproxyCloseEvents {
+  readonly secret = randomBytes(18).toString('base64url');
+  private socket?: dgram.Socket;
+  private readonly waiting = new Map<string, () => void>();
+  private readonly early = new Map<string, number>();
+
+  get port(): number {
+    return this.socket?.address().port ?? 0;
+  }
+
+  async start(): Promise<void> {
+    const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 * 1024 * 1024 });
+    socket.on('message', (message) => this.onMessage(message.toString('latin1')));
+    socket.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(0, '127.0.0.1', () => resolve());
+    });
+    this.socket = socket;
+  }
+
+  stop(): void {
+    this.socket?.close();
+    this.socket = undefined;
+    this.waiting.clear();
+    this.early.clear();
+  }
+
+  /** Runs `left` when the connection with this ticket closes (at once if it already has). */
+  whenClosed(ticket: string, left: () => void): void {
+    if (this.early.delete(ticket)) return left();
+    this.waiting.set(ticket, left);
+  }
+
+  /** HAProxy died: every connection it held is gone. */
+  allClosed(): void {
+    const lefts = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const left of lefts) left();
+  }
+
+  private onMessage(text: string): void {
+    const [secret = '', ticket = ''] = text.trim().split(' ');
+    const given = Buffer.from(secret);
+    const wanted = Buffer.from(this.secret);
+    if (given.length !== wanted.length || !timingSafeEqual(given, wanted) || !ticket || ticket === '-') return;
+    const left = this.waiting.get(ticket);
+    if (left) {
+      this.waiting.delete(ticket);
+      return left();
+    }
+    this.rememberEarly(ticket);
+  }
+
+  private rememberEarly(ticket: string): void {
+    const now = Date.now();
+    if (this.early.size >= MAX_EARLY_CLOSES) {
+      for (const [t, at] of this.early)
+        if (now - at > EARLY_CLOSE_MS || this.early.size >= MAX_EARLY_CLOSES) this.early.delete(t);
+    }
+    this.early.set(ticket, now);
+  }
+}
