@@ -79,6 +79,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         callbackAuth: callbackCredentials,
         maxSources: limits.sources,
         maxClients: limits.sources + limits.listeners + 50,
+        listenerRemove: settings.proxy !== 'haproxy',
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
         ...(!proxied && {

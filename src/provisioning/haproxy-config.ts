@@ -25,6 +25,8 @@ export interface HaproxyConfigOptions {
   maxConnections: number;
   /** Connections to Icecast at once: Icecast's own `<clients>` limit; more wait in HAProxy's queue. */
   serverMaxConnections: number;
+  /** Where HAProxy reports a listener's closed connection (haproxy-close-events.ts). */
+  closeEvents: { port: number; secret: string };
   /** The pacing of listeners into Icecast (haproxy-pacing.ts), loaded by HAProxy from this file. */
   pacingLuaPath: string;
   /** Listen backlog of the public socket (the kernel caps it at net.core.somaxconn). */
@@ -48,6 +50,8 @@ global
   ${o.runAs ? `user ${o.runAs}\n  group ${o.runAs}` : '# runs as the user that started serve'}
   # A listener may wait its turn for Icecast longer than Lua's default 4 s (sleeping does not count, running does).
   tune.lua.session-timeout 120s
+  # The end of each connection, to serve (a listener's place is freed at once).
+  log 127.0.0.1:${o.closeEvents.port} len 256 format raw local0 info
   lua-load ${o.pacingLuaPath}
 
 defaults
@@ -70,6 +74,9 @@ frontend public
   mode tcp
   bind ${bindAddress(o.bind)} backlog ${o.backlog}
   maxconn ${o.maxConnections}
+  log global
+  # %B (bytes sent to the client) makes HAProxy log at the end of the connection, not at Icecast's answer.
+  log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B"
   tcp-request inspect-delay 15s
   tcp-request content accept if HTTP
   tcp-request content reject if !HTTP
@@ -83,6 +90,7 @@ backend listeners
   http-response lua.${FREE_SLOT}
   # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
   http-request set-var-fmt(txn.ticket) "%[uuid]"
+  http-request set-var(sess.ticket) var(txn.ticket)
   http-request set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
   http-request set-var(txn.sig) var(txn.claim),hmac(sha256,${o.ticketKey}),base64
   http-request set-var-fmt(txn.basic) "${PROXY_USER}%[var(txn.ticket)]:%[src] %[var(txn.sig)]"
@@ -102,7 +110,12 @@ backend raw
 }
 
 /** Reads a listener_add's credentials: HAProxy's signed ticket gives the listener's address; a forged one is refused. */
-export function claimProxied(user: string, pass: string, ticketKey: string): ForwardedClaim {
+export function claimProxied(
+  user: string,
+  pass: string,
+  ticketKey: string,
+  whenClosed: (ticket: string, left: () => void) => void,
+): ForwardedClaim {
   if (!user.startsWith(PROXY_USER)) return undefined;
   const ticket = user.slice(PROXY_USER.length);
   const space = pass.lastIndexOf(' ');
@@ -113,6 +126,5 @@ export function claimProxied(user: string, pass: string, ticketKey: string): For
     createHmac('sha256', Buffer.from(ticketKey, 'base64')).update(`${ticket} ${ip}`).digest('base64'),
   );
   if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return 'impostor';
-  // HAProxy does not tell serve when a connection closes: Icecast's listener_remove frees the place.
-  return { ip, whenGone: () => {} };
+  return { ip, whenGone: (left) => whenClosed(ticket, left) };
 }

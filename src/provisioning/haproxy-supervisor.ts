@@ -6,6 +6,7 @@ import net, { type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ForwardedClaim } from './front-door.js';
+import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildPacingLua } from './haproxy-pacing.js';
 
@@ -53,6 +54,7 @@ const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"
  */
 export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private readonly ticketKey = randomBytes(32).toString('base64');
+  private readonly closeEvents = new HaproxyCloseEvents();
   private currentPort = 0;
   private child?: ChildProcess;
   private childExited?: Promise<void>;
@@ -81,7 +83,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
 
   /** A listener_add's credentials: the address HAProxy signed, 'impostor' for a forged ticket. */
   claim(user: string, pass: string): ForwardedClaim {
-    return claimProxied(user, pass, this.ticketKey);
+    return claimProxied(user, pass, this.ticketKey, (ticket, left) => this.closeEvents.whenClosed(ticket, left));
   }
 
   async start(): Promise<void> {
@@ -96,9 +98,11 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
         this.currentPort = port;
       } else if (preferredPort && (await isFree(host, preferredPort))) this.currentPort = preferredPort;
       else this.currentPort = await freePort(host);
+      await this.closeEvents.start();
       await this.launch();
     } catch (error) {
       this.stopped = true;
+      this.closeEvents.stop();
       throw error;
     }
   }
@@ -106,6 +110,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.restartTimer);
+    this.closeEvents.stop();
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     // SIGTERM is HAProxy's hard stop: every connection closes at once, as Icecast's stop would close them.
@@ -128,6 +133,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       ticketKey: this.ticketKey,
       maxConnections,
       serverMaxConnections: Math.min(this.options.icecastClients, maxConnections),
+      closeEvents: { port: this.closeEvents.port, secret: this.closeEvents.secret },
       pacingLuaPath: join(this.options.dataDir, 'pacing.lua'),
       backlog: this.options.backlog ?? 4096,
       queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 30,
@@ -192,6 +198,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     this.child = undefined;
     this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped });
     if (this.stopped || this.launching) return;
+    this.closeEvents.allClosed();
     if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
     this.scheduleRestart();
   }

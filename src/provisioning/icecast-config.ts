@@ -26,6 +26,11 @@ export interface IcecastConfigOptions {
   callbackAuth?: { user: string; password: string };
   /** Where the Debian package keeps web/ and admin/ (the XSL templates admin and status pages need). */
   shareDir?: string;
+  /**
+   * false: no listener_remove callback. HAProxy reports each listener's close to serve at once; Icecast's
+   * listener_removes would only share its one auth thread (and its 100-waiting bound) with the admissions.
+   */
+  listenerRemove?: boolean;
 }
 
 export function icecastCallbackUrl(callbackBaseUrl: string, action: IcecastCallbackAction): string {
@@ -49,7 +54,9 @@ export function buildIcecastConfig(o: IcecastConfigOptions): string {
   const x = escapeXml;
   const option = (name: string, value: string) => `      <option name="${x(name)}" value="${x(value)}"/>`;
   const authOptions = [
-    ...ICECAST_CALLBACK_ACTIONS.map((a) => option(a, icecastCallbackUrl(o.callbackBaseUrl, a))),
+    ...ICECAST_CALLBACK_ACTIONS.filter((a) => a !== 'listener_remove' || o.listenerRemove !== false).map((a) =>
+      option(a, icecastCallbackUrl(o.callbackBaseUrl, a)),
+    ),
     option('auth_header', 'icecast-auth-user: 1'),
     option('timelimit_header', 'icecast-auth-timelimit:'),
     ...(o.callbackAuth ? [option('username', o.callbackAuth.user), option('password', o.callbackAuth.password)] : []),

@@ -37,6 +37,8 @@ export interface IcecastSupervisorOptions {
    */
   stopTimeoutMs?: number;
   restartDelayMs?: { min: number; max: number };
+  /** Whether Icecast calls listener_remove (not when the proxy in front reports closes itself). */
+  listenerRemove?: boolean;
 }
 
 export interface IcecastStartedEvent {
@@ -188,6 +190,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       dir: this.options.dataDir,
       maxClients: this.options.maxClients ?? 1000,
       maxSources: this.options.maxSources ?? 100,
+      listenerRemove: this.options.listenerRemove,
     });
     await writeFile(this.configPath, config, { mode: 0o600 });
     if (this.owner) await chown(this.configPath, this.owner.uid, this.owner.gid);
