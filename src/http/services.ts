@@ -5,7 +5,7 @@ import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { Refunds } from '../refunds/index.js';
-import { extend, ownedService, setPlaylist, status, stop, upgrade, usage } from '../operations/index.js';
+import { extend, setPlaylist, status, stop, upgrade, usage } from '../operations/index.js';
 import {
   storageOf,
   type ListenerSessions,
@@ -17,12 +17,12 @@ import {
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { callerOf } from './caller.js';
 import type { CheckoutStatus } from '../operations/discovery-documents.js';
+import { ownedServiceOf } from './owned-service.js';
 import { paidCall, sendPlaced } from './paid-call.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { extendRequestSchema, nowPlayingSchema, playlistSchema, upgradeRequestSchema } from './schemas.js';
 
-const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
 const readPlaylist = bodyReader<{ playlist: string[]; shuffle?: boolean }>(playlistSchema, 'playlist');
 
 export interface ServiceRouteDeps {
@@ -51,22 +51,7 @@ const readExtend = bodyReader<{ duration_hours: number }>(extendRequestSchema, '
 
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
-  const owned = async (ctx: Context): Promise<ServiceRow> => {
-    const notFound = () =>
-      new ApiError(
-        404,
-        'service_not_found',
-        'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.',
-      );
-    const id = ctx.params.service_id;
-    // Before the caller: a wallet's sign-in challenge names the requested URL, and one with a huge made-up id would
-    // not fit in a response header.
-    if (!serviceId.test(id) || !deps.services) throw notFound();
-    const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
-    const service = await ownedService(deps.services, caller, id);
-    if (!service) throw notFound();
-    return service;
-  };
+  const owned = (ctx: Context) => ownedServiceOf(ctx, deps);
   const withStorage = (service: ServiceRow) => storageOf(deps.media, service);
 
   router.get('/services', async (ctx) => {

@@ -1,6 +1,6 @@
 import type { OrderRequest, PlacedOrder } from '../orders/index.js';
 import type { OperationDeps, PaidCall } from './operation-deps.js';
-import { paymentReady } from './refusals.js';
+import { place } from './place.js';
 
 export interface OrderCall {
   apiKeyId: string;
@@ -9,13 +9,7 @@ export interface OrderCall {
   payment: PaidCall;
 }
 
-/** Buys a new service: its 402 without a payment, the order and the service with one. */
-export async function order(deps: OperationDeps, call: OrderCall): Promise<PlacedOrder> {
-  const { payment, ...sale } = call;
-  return paymentReady(deps).place({
-    ...sale,
-    paymentSignature: payment.signature,
-    resourceUrl: payment.resourceUrl,
-    ...(payment.discovery && { discovery: payment.discovery }),
-  });
+/** Buys a new service. */
+export function order(deps: OperationDeps, { payment, ...sale }: OrderCall): Promise<PlacedOrder> {
+  return place(deps, sale, payment);
 }

@@ -5,16 +5,14 @@ export const productIdPattern = '^[a-z0-9][a-z0-9-]{1,80}$';
 /** 1..255 printable ASCII characters, spaces allowed inside (HTTP drops them at either end). */
 export const idempotencyKeyPattern = '^[\\x21-\\x7E](?:[\\x20-\\x7E]{0,253}[\\x21-\\x7E])?$';
 
+const productIdProperty = (description: string) => ({ type: 'string', maxLength: 200, description });
+
 export const quoteRequestSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['product_id'],
   properties: {
-    product_id: {
-      type: 'string',
-      maxLength: 200,
-      description: 'Id of a quotable product, e.g. "instant-stream". GET /products lists them.',
-    },
+    product_id: productIdProperty('Id of a quotable product, e.g. "instant-stream". GET /products lists them.'),
     parameters: {
       type: 'object',
       description:
@@ -79,10 +77,6 @@ export const upgradeRequestSchema = {
   additionalProperties: false,
   required: ['product_id'],
   properties: {
-    product_id: {
-      type: 'string',
-      maxLength: 200,
-      description: 'The product the service becomes, e.g. "event-stream" for an instant-stream.',
-    },
+    product_id: productIdProperty('The product the service becomes, e.g. "event-stream" for an instant-stream.'),
   },
 };
