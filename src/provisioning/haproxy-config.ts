@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
-import { FREE_SLOT, TAKE_SLOT } from './haproxy-pacing.js';
+import { FREE_SLOT, SET_TICKET, TAKE_SLOT } from './haproxy-pacing.js';
 
 /**
  * HAProxy (Debian's 2.6) in front of Icecast instead of the front door (ICECAST_PROXY=haproxy): it holds the
@@ -57,7 +57,6 @@ global
 defaults
   no log
   option dontlognull
-  timeout http-request 15s
   timeout connect 3s
   # Icecast closes idle or lagging listeners and silent sources itself (client-timeout, source-timeout): a listener's
   # request side and a source's response side stay silent for the whole stream, so HAProxy's own inactivity timeouts
@@ -69,35 +68,44 @@ defaults
   option srvtcpka
 
 frontend public
-  # TCP at first: a source's PUT or SOURCE has no length (Icecast reads it raw), which HTTP would read as an empty
-  # body. Once the request head is in, listeners go on in HTTP (to have their credentials rewritten), the rest raw.
+  # TCP throughout: a source's PUT or SOURCE has no length (Icecast reads it raw), which HTTP would read as an empty
+  # body; and in TCP mode HAProxy reads a listener's side all along and sees it close at once (in HTTP mode it noticed
+  # only at its next write, up to half a second later for a 64 kbps stream: a place freed late is a listener coming
+  # back after a blip refused). Once the request head is in, a listener's is rewritten by Lua (haproxy-pacing.ts).
   mode tcp
   bind ${bindAddress(o.bind)} backlog ${o.backlog}
   maxconn ${o.maxConnections}
   log global
   # %B (bytes sent to the client) makes HAProxy log at the end of the connection, not at Icecast's answer.
   log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B"
-  tcp-request inspect-delay 15s
-  tcp-request content accept if HTTP
+  # The request head, then (listeners) the wait for a turn into Icecast. Lua's sleeps wake up only in the frontend's
+  # rules (HAProxy 2.6 arms their timer for the frontend's inspection, not the backend's), so all of this is here.
+  tcp-request inspect-delay ${o.queueTimeoutSeconds}s
   tcp-request content reject if !HTTP
-  use_backend listeners if { method GET } !{ path_beg /admin }
+  tcp-request content set-var(txn.listener) bool(true) if { method GET } !{ path_beg /admin }
+  tcp-request content accept unless { var(txn.listener) -m bool }
+  # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
+  tcp-request content set-var(txn.ticket) uuid
+  tcp-request content set-var(sess.ticket) var(txn.ticket)
+  tcp-request content set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
+  tcp-request content set-var(txn.sig) var(txn.claim),hmac(sha256,${o.ticketKey}),base64
+  tcp-request content set-var-fmt(txn.basic) "${PROXY_USER}%[var(txn.ticket)]:%[src] %[var(txn.sig)]"
+  tcp-request content set-var(txn.authorization) var(txn.basic),base64
+  # In Icecast at most a few at once until it answers (its one auth thread, its backlog of 5): the rest wait here.
+  tcp-request content lua.${TAKE_SLOT}
+  tcp-request content lua.${SET_TICKET}
+  # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
+  tcp-request content reject unless { var(txn.ticket_set) -m found }
+  use_backend listeners if { var(txn.listener) -m bool }
   default_backend raw
 
 backend listeners
-  mode http
-  # In Icecast at most a few at once until it answers (its one auth thread, its backlog of 5): the rest wait here.
-  http-request lua.${TAKE_SLOT}
-  http-response lua.${FREE_SLOT}
-  # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
-  http-request set-var-fmt(txn.ticket) "%[uuid]"
-  http-request set-var(sess.ticket) var(txn.ticket)
-  http-request set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
-  http-request set-var(txn.sig) var(txn.claim),hmac(sha256,${o.ticketKey}),base64
-  http-request set-var-fmt(txn.basic) "${PROXY_USER}%[var(txn.ticket)]:%[src] %[var(txn.sig)]"
-  http-request set-header Authorization "Basic %[var(txn.basic),base64]"
-  # Icecast answers 403 "busy, please try again later" past 100 waiting for its auth thread, and a SYN lost on its
-  # backlog of 5 is a failed connect: both are tried again rather than passed on.
-  retry-on conn-failure empty-response 403
+  mode tcp
+  # Icecast's first bytes are its answer (after its callback): the slot is freed then, not at the connect.
+  tcp-response inspect-delay 15s
+  tcp-response content lua.${FREE_SLOT} if { res.len gt 0 }
+  tcp-response content accept if { res.len gt 0 }
+  # A SYN lost on Icecast's backlog of 5 is a failed connect: tried again rather than passed on.
   retries 5
   server icecast ${bindAddress(o.upstream)} maxconn ${o.serverMaxConnections}
 
