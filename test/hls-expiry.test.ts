@@ -41,6 +41,16 @@ describe('HLS at expiry', { skip }, () => {
       40_000,
     );
     const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, svc.endpoints.hls_url);
+    // Its media playlist takes a place and starts the rendition (503 until the source is up).
+    await waitFor(
+      'the media playlist',
+      async () => {
+        const answer = await fetch(media);
+        await answer.arrayBuffer();
+        return answer.status === 200;
+      },
+      40_000,
+    );
     const dir = join(service.dataDir, 'hls', svc.service_id);
     assert.ok(existsSync(dir));
     // Live and played: now let it end in a few seconds rather than wait out a paid time that covers a slow start.

@@ -5,6 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { HlsPlayer } from './support/hls-player.js';
 import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
@@ -33,11 +34,10 @@ interface Fetched {
   text: string;
 }
 
-/** A GET as an HLS player makes it; `counted` adds up the bodies received (what the usage must show). */
-async function get(url: string, counted?: { bytes: number }): Promise<Fetched> {
+/** A GET (outside a player's count: a segment is not charged to a session, a playlist is). */
+async function get(url: string): Promise<Fetched> {
   const response = await fetch(url, { signal: AbortSignal.timeout(30_000) });
   const bytes = Buffer.from(await response.arrayBuffer());
-  if (counted && response.ok) counted.bytes += bytes.length;
   return { status: response.status, headers: response.headers, bytes, text: bytes.toString('utf8') };
 }
 
@@ -60,34 +60,31 @@ describe('HLS', { skip }, () => {
     const hlsUrl: string = svc.endpoints.hls_url;
     assert.equal(hlsUrl, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
     encoder = startFfmpegSource(svc.broadcast_url);
-    const counted = { bytes: 0 };
 
-    // The first request starts the rendition and waits for its first segment (503 until the source is up).
-    const master = await waitFor(
-      'the HLS playlist',
-      async () => {
-        const answer = await get(hlsUrl, counted);
-        return answer.status === 200 && answer;
-      },
-      40_000,
-    );
+    // The multivariant playlist names a session of its own (signed, taking no place yet), never kept by a cache.
+    const master = await get(hlsUrl);
+    assert.equal(master.status, 200);
     assert.match(master.headers.get('content-type') ?? '', /application\/vnd\.apple\.mpegurl/);
-    assert.equal(master.headers.get('cache-control'), 'no-cache');
+    assert.equal(master.headers.get('cache-control'), 'no-store');
     assert.equal(master.headers.get('access-control-allow-origin'), '*');
     const [mediaUri] = uris(master.text);
-    assert.match(mediaUri, /^live\.m3u8\?session=[A-Za-z0-9_-]{22}$/);
+    assert.match(mediaUri, /^live\.m3u8\?session=[A-Za-z0-9_-]{38}$/);
     let mediaUrl = new URL(mediaUri, hlsUrl).href;
 
-    const media = await get(mediaUrl, counted);
-    assert.equal(media.status, 200);
-    assert.equal(media.headers.get('cache-control'), 'no-cache');
-    assert.match(media.text, /#EXT-X-TARGETDURATION:[45]\n/);
-    const segmentUri = uris(media.text).at(-1)!;
-    assert.match(segmentUri, /^seg\d+\.ts\?session=/);
-    const segment = await get(new URL(segmentUri, mediaUrl).href, counted);
+    // Its media playlist takes the place and starts the rendition (503 until the source is up). A player's bytes
+    // (playlists and the segments it fetches from them) are what the usage must show.
+    const player = new HlsPlayer(mediaUrl);
+    await waitFor('the media playlist', async () => (await player.poll()) === 200, 40_000);
+    const head = await fetch(mediaUrl, { method: 'HEAD' });
+    assert.equal(head.headers.get('cache-control'), 'no-store');
+    assert.match(head.headers.get('content-type') ?? '', /application\/vnd\.apple\.mpegurl/);
+    assert.match(player.playlist, /#EXT-X-TARGETDURATION:[45]\n/);
+    const segmentUri = uris(player.playlist).at(-1)!;
+    assert.match(segmentUri, /^seg\d+-[A-Za-z0-9_-]{12}\.ts$/);
+    const segment = await get(new URL(segmentUri, mediaUrl).href);
     assert.equal(segment.status, 200);
     assert.equal(segment.headers.get('content-type'), 'video/mp2t');
-    assert.match(segment.headers.get('cache-control') ?? '', /max-age=\d+/);
+    assert.equal(segment.headers.get('cache-control'), 'public, max-age=86400, immutable');
 
     // Real AAC that decodes: ffprobe names the codec, ffmpeg decodes the whole segment without an error.
     const file = join(service.dataDir, 'segment.ts');
@@ -105,7 +102,8 @@ describe('HLS', { skip }, () => {
 
     // One place was bought: the HLS session holds it (the segmenter reading the mount does not), so another HLS
     // client and an Icecast listener are both refused.
-    const refused = await get(hlsUrl);
+    const other = await get(hlsUrl);
+    const refused = await get(new URL(uris(other.text)[0], hlsUrl).href);
     assert.equal(refused.status, 403);
     const error = JSON.parse(refused.text);
     assert.equal(error.ok, false);
@@ -136,18 +134,18 @@ describe('HLS', { skip }, () => {
         // A player fetches its playlist every few seconds: the session stays present (within 2 x 4 s).
         if (Date.now() - fetchedAt > 2500) {
           fetchedAt = Date.now();
-          assert.equal((await get(mediaUrl, counted)).status, 200);
+          assert.equal(await player.poll(), 200);
         }
         const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
-        return u.bytes.sent_to_listeners === counted.bytes && u.listeners.current === 1 && u;
+        return u.bytes.sent_to_listeners === player.bytes && u.listeners.current === 1 && u;
       },
       15_000,
     ).catch(async (e) => {
       const usageNow = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
-      throw new Error(`${e.message}; counted ${counted.bytes}, usage ${JSON.stringify(usageNow)}`);
+      throw new Error(`${e.message}; counted ${player.bytes}, usage ${JSON.stringify(usageNow)}`);
     });
     assert.equal(usage.listeners.peak, 1, 'the segmenter is not a listener');
-    assert.equal(usage.transfer.used_gb, (counted.bytes / 1e9).toString());
+    assert.equal(usage.transfer.used_gb, (player.bytes / 1e9).toString());
     assert.ok(Number(usage.listener_hours) > 0);
     // The owner's statistics hold the HLS session: its protocol and network, never the full address.
     const { current } = (await request(service, 'GET', `/services/${svc.service_id}/listeners`)).body;
@@ -164,7 +162,7 @@ describe('HLS', { skip }, () => {
 
     // serve restarts (Icecast with it, on a new port): the same HLS address works again once the source is back,
     // the session's token takes its place again, and the usage saved before the restart stands.
-    const before = counted.bytes;
+    const before = player.bytes;
     await service.stop();
     encoder?.kill('SIGKILL');
     service = await startService(service.env, { dataDir: service.dataDir });
@@ -175,16 +173,21 @@ describe('HLS', { skip }, () => {
     const resumed = await waitFor(
       'the HLS playlist after the restart',
       async () => {
-        const answer = await get(mediaUrl, counted);
+        const answer = await get(mediaUrl);
         return answer.status === 200 && answer;
       },
       40_000,
     );
-    assert.match(uris(resumed.text)[0], new RegExp(`^seg\\d+\\.ts\\?session=${mediaUri.split('=')[1]}$`));
+    assert.match(
+      uris(resumed.text)[0],
+      /^seg\d+-[A-Za-z0-9_-]{12}\.ts$/,
+      'the session signed before the restart plays',
+    );
     const after = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
     assert.ok(after.bytes.sent_to_listeners >= before, `${after.bytes.sent_to_listeners} >= ${before}`);
     const newHlsUrl = `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`;
-    assert.equal((await get(newHlsUrl)).status, 403, 'the place is taken again');
+    const another = await get(newHlsUrl);
+    assert.equal((await get(new URL(uris(another.text)[0], newHlsUrl).href)).status, 403, 'the place is taken again');
 
     // Stopped: the playlist answers 410 with an error document, the rendition's files and ffmpeg are gone.
     const stopped = await request(service, 'POST', `/services/${svc.service_id}/stop`, {

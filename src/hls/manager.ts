@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors/index.js';
@@ -7,8 +7,11 @@ import type { Logger } from '../log/index.js';
 import type { InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
 import { admitListener, type InternalReaders, type ListenerPlaces, type ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
-import { MEDIA_PLAYLIST, Rendition } from './rendition.js';
+import { masterPlaylist, newForSession, parsePublished, publish, segmentNumbers } from './playlist.js';
+import { Rendition } from './rendition.js';
+import { sharedSession, takePlaylistFetch, tooFast } from './session-pace.js';
 import { HlsSessions, type HlsSession } from './sessions.js';
+import { HlsSigner } from './signing.js';
 import { HlsUsageTotals } from './usage-totals.js';
 import { HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
 
@@ -37,8 +40,14 @@ export interface HlsClient {
 const RENDITION_IDLE_MS = 60_000;
 /** How long a first request waits for the rendition's first segment. */
 const READY_TIMEOUT_MS = 12_000;
-const TOKEN = /^[A-Za-z0-9_-]{22}$/;
-const SEGMENT = /^seg\d{1,12}\.ts$/;
+/** A media playlist as answered to a session, with what it counts once sent. */
+export interface MediaPlaylist {
+  body: string;
+  session: HlsSession;
+  /** The size of the segments this playlist gives the session to fetch (newForSession). */
+  segmentBytes: number;
+  newest?: number;
+}
 
 /**
  * HLS for active services, on demand: the first request starts a rendition (rendition.ts), which stops when nobody
@@ -50,6 +59,9 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private readonly secret = randomBytes(24).toString('base64url');
   private readonly renditions = new Map<string, Rendition>();
   private readonly sessions = new HlsSessions();
+  private readonly signer: HlsSigner;
+  /** Tokens of sessions found shared (session-pace.ts), refused until their service ends: token → service. */
+  private readonly shared = new Map<string, string>();
   readonly totals: HlsUsageTotals;
   /** Active services as the last life-cycle pass saw them (requests check their service here first). */
   private active = new Map<string, ServiceRow>();
@@ -59,6 +71,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
 
   constructor(private readonly options: HlsManagerOptions) {
     this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
+    this.signer = new HlsSigner(options.db);
   }
 
   /** Clears the places HLS sessions of a previous run held, then ends idle sessions and renditions every second. */
@@ -119,55 +132,59 @@ export class HlsManager implements InternalReaders, InternalListeners {
     }
     this.active = active;
     for (const id of ended) await this.stopRendition(id);
+    for (const [token, id] of this.shared) if (ended.has(id)) this.shared.delete(token);
     await this.endSessions(this.sessions.endIdle(Date.now(), (id) => ended.has(id)));
   }
 
-  /** The multivariant playlist: admits a new listener session and names its media playlist. */
-  async master(serviceId: string, client: HlsClient): Promise<string> {
+  /** The multivariant playlist: names the media playlist under a token signed for this service. Takes no place. */
+  async master(serviceId: string): Promise<string> {
     const service = await this.serviceFor(serviceId);
-    await this.ready(service);
-    const token = randomBytes(16).toString('base64url');
-    const session = await this.admit(service, token, client);
-    const kbps = Math.max(32, Math.min(256, Number(service.limits.bitrate_kbps ?? 128)));
-    const body = [
-      '#EXTM3U',
-      '#EXT-X-VERSION:3',
-      '#EXT-X-INDEPENDENT-SEGMENTS',
-      `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`,
-      `${MEDIA_PLAYLIST}?session=${token}`,
-      '',
-    ].join('\n');
-    this.sessions.seen(session, Buffer.byteLength(body));
-    return body;
+    return masterPlaylist(await this.signer.token(service.id), Number(service.limits.bitrate_kbps ?? 128));
   }
 
-  /** The sliding media playlist, its segment addresses carrying the session's token. */
-  async mediaPlaylist(
-    serviceId: string,
-    token: string,
-    client: HlsClient,
-  ): Promise<{ body: string; session: HlsSession }> {
-    const service = await this.serviceFor(serviceId);
-    const text = await this.ready(service);
-    const session = await this.sessionFor(service, token, client);
-    const withToken = (line: string) => (line && !line.startsWith('#') ? `${line}?session=${token}` : line);
-    const body = text.split('\n').map(withToken).join('\n');
-    return { body, session };
+  /** What a HEAD of the media playlist checks: the service is live and the token ours. No place, no rendition. */
+  async checkSession(serviceId: string, token: string): Promise<void> {
+    await this.checkToken(await this.serviceFor(serviceId), token);
   }
 
-  async segment(
-    serviceId: string,
-    token: string,
-    name: string,
-    client: HlsClient,
-  ): Promise<{ body: Buffer; session: HlsSession }> {
-    if (!SEGMENT.test(name)) {
+  /**
+   * The session's media playlist: the only personal request, so the place is taken here (by a token we issued), at
+   * one player's pace (session-pace.ts), and the rendition starts for an admitted listener only. Its segments are
+   * listed under names shared by every listener; `segmentBytes` is what the session fetches from them.
+   */
+  async mediaPlaylist(serviceId: string, token: string, client: HlsClient): Promise<MediaPlaylist> {
+    const service = await this.serviceFor(serviceId);
+    await this.checkToken(service, token);
+    if (this.shared.has(token)) throw sharedSession();
+    const session = this.sessions.get(token) ?? (await this.admit(service, token, client));
+    await this.pace(session);
+    const text = await this.readyFor(service, session);
+    const numbers = segmentNumbers(text);
+    const tags = new Map<number, string>();
+    for (const n of numbers) tags.set(n, await this.signer.segmentTag(service.id, n));
+    const dir = this.renditions.get(service.id)?.dir;
+    const fresh = newForSession(numbers, session.newestShown);
+    const sizes = await Promise.all(fresh.map((n) => sizeOf(dir, n)));
+    return {
+      body: publish(text, tags),
+      session,
+      segmentBytes: sizes.reduce((a, b) => a + b, 0),
+      newest: numbers.at(-1),
+    };
+  }
+
+  /** A segment by its published name: the same for every listener, so it carries no session and takes no place. */
+  async segment(serviceId: string, name: string): Promise<Buffer> {
+    const published = parsePublished(name);
+    const tag = published && Buffer.from(await this.signer.segmentTag(serviceId, published.number));
+    if (!published || !tag || !timingSafeEqual(tag, Buffer.from(published.tag))) {
       throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the playlist.`);
     }
     const service = await this.serviceFor(serviceId, true);
     const rendition = this.renditions.get(service.id);
-    const body = rendition && (await readFile(join(rendition.dir, name)).catch(() => undefined));
-    if (!body) {
+    const file = rendition && join(rendition.dir, `seg${published.number}.ts`);
+    const body = file && (await readFile(file).catch(() => undefined));
+    if (!rendition || !body) {
       throw new ApiError(
         404,
         'hls_segment_not_found',
@@ -175,12 +192,46 @@ export class HlsManager implements InternalReaders, InternalListeners {
       );
     }
     rendition.lastUsedAt = Date.now();
-    return { body, session: await this.sessionFor(service, token, client) };
+    return body;
   }
 
-  /** Counts what was written to a session (called when the answer has been sent). */
-  delivered(session: HlsSession, bytes: number): void {
-    this.sessions.seen(session, bytes);
+  /** Counts a media playlist once written in full: its body and the segments it gave the session. */
+  delivered(answer: MediaPlaylist, bytes: number): void {
+    const { session, newest } = answer;
+    this.sessions.seen(session, bytes + answer.segmentBytes);
+    if (newest !== undefined) session.newestShown = Math.max(session.newestShown ?? newest, newest);
+  }
+
+  /** One player's pace; a session fetched faster again and again is shared: it ends and its token is refused. */
+  private async pace(session: HlsSession): Promise<void> {
+    const taken = takePlaylistFetch(session);
+    if (taken === 'ok') return;
+    if (taken === 'wait') throw tooFast(session);
+    this.shared.set(session.token, session.serviceId);
+    const ended = this.sessions.end(session.token);
+    if (ended) await this.endSessions([ended]);
+    this.options.log.info({ service_id: session.serviceId }, 'HLS session shared by several players: ended');
+    throw sharedSession();
+  }
+
+  private async checkToken(service: ServiceRow, token: string): Promise<void> {
+    if (await this.signer.tokenValid(service.id, token)) return;
+    throw new ApiError(
+      400,
+      'hls_session_invalid',
+      "This address lacks a session issued for this stream: start from the service's hls_url (index.m3u8).",
+    );
+  }
+
+  /** The rendition's playlist; a session admitted by this request gives its place back if there is none. */
+  private async readyFor(service: ServiceRow, session: HlsSession): Promise<string> {
+    try {
+      return await this.ready(service);
+    } catch (err) {
+      const ended = session.newestShown === undefined ? this.sessions.end(session.token) : undefined;
+      if (ended) await this.endSessions([ended]);
+      throw err;
+    }
   }
 
   /**
@@ -247,24 +298,6 @@ export class HlsManager implements InternalReaders, InternalListeners {
     this.renditions.set(service.id, rendition);
     this.options.log.info({ service_id: service.id }, 'HLS rendition started');
     return rendition;
-  }
-
-  /** The token's session; one that idled out (or was kept by a previous run) is admitted again while there is room. */
-  private async sessionFor(service: ServiceRow, token: string, client: HlsClient): Promise<HlsSession> {
-    if (!TOKEN.test(token)) {
-      throw new ApiError(
-        400,
-        'hls_session_invalid',
-        "This address lacks a valid session: start from the service's hls_url (index.m3u8).",
-      );
-    }
-    const session = this.sessions.get(token);
-    if (session?.serviceId === service.id) return session;
-    if (session) {
-      const message = "This session belongs to another stream: start from the service's hls_url.";
-      throw new ApiError(400, 'hls_session_invalid', message);
-    }
-    return this.admit(service, token, client);
   }
 
   /**
@@ -356,4 +389,10 @@ function leaseLost(serviceId: string): ApiError {
       `read the service record (GET /services/${serviceId}) for where its stream is served now.`,
     { retryable: true, retryAfterSeconds: 5 },
   );
+}
+
+/** A segment file's size; 0 once it is gone. */
+async function sizeOf(dir: string | undefined, number: number): Promise<number> {
+  if (!dir) return 0;
+  return (await stat(join(dir, `seg${number}.ts`)).catch(() => undefined))?.size ?? 0;
 }

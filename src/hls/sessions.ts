@@ -1,3 +1,4 @@
+import { PLAYLIST_BURST } from './session-pace.js';
 import { HLS_SEGMENT_SECONDS } from './url.js';
 
 /** A client is present while it fetched something within twice the segment length (AzuraCast's rule). */
@@ -8,8 +9,14 @@ export interface HlsSession {
   serviceId: string;
   startedAt: number;
   lastSeenAt: number;
-  /** Bytes written to this session (playlists and segments), for its listener_sessions row. */
+  /** Bytes counted to this session (its media playlists and the segments they gave it), for its listener_sessions row. */
   bytes: number;
+  /** The newest segment its playlists listed (undefined before its first). */
+  newestShown?: number;
+  /** Media playlist fetches it may make now, when that was computed, refusals since (session-pace.ts). */
+  allowance: number;
+  allowanceAt: number;
+  refusals: number;
 }
 
 /** What a service's HLS listeners used since the last save (added to hls_usage then). */
@@ -20,8 +27,9 @@ export interface UsageDelta {
 }
 
 /**
- * HLS listener sessions in memory, one per token: the token rides in the playlist's segment URLs, so a session is
- * exact. Each holds a row in the listeners table (the bought places, shared with Icecast) while present.
+ * HLS listener sessions in memory, one per token: the token rides only in the media playlist's address (segment
+ * addresses are shared by every listener). Each holds a row in the listeners table (the bought places, shared with
+ * Icecast) while present.
  */
 export class HlsSessions {
   private readonly byToken = new Map<string, HlsSession>();
@@ -32,7 +40,16 @@ export class HlsSessions {
   }
 
   open(token: string, serviceId: string, now = Date.now()): HlsSession {
-    const session = { token, serviceId, startedAt: now, lastSeenAt: now, bytes: 0 };
+    const session = {
+      token,
+      serviceId,
+      startedAt: now,
+      lastSeenAt: now,
+      bytes: 0,
+      allowance: PLAYLIST_BURST,
+      allowanceAt: now,
+      refusals: 0,
+    };
     this.byToken.set(token, session);
     this.delta(serviceId).sessions += 1;
     return session;
@@ -55,6 +72,15 @@ export class HlsSessions {
       ended.push(session);
     }
     return ended;
+  }
+
+  /** Ends one session now (its time is counted); undefined if it is not open. */
+  end(token: string, now = Date.now()): HlsSession | undefined {
+    const session = this.byToken.get(token);
+    if (!session) return undefined;
+    this.byToken.delete(token);
+    this.delta(session.serviceId).listenerMs += presentMs(session, now);
+    return session;
   }
 
   /** The service's open sessions: how many and their time so far. */

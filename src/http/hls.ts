@@ -1,19 +1,24 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import type { HlsClient, HlsManager, HlsSession } from '../hls/index.js';
+import type { HlsClient, HlsManager } from '../hls/index.js';
 
 const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
 const PLAYLIST_TYPE = 'application/vnd.apple.mpegurl';
+/** A day: a segment is worth keeping a few minutes at most, and never changes. */
+const SEGMENT_MAX_AGE = 86_400;
 
 /**
  * Public HLS of a service (no key: like the Icecast URL, anyone with the address may listen, within the bought
- * places). GET /hls/{service_id}/index.m3u8 admits a listener session and names its media playlist
- * (live.m3u8?session=…), whose segment addresses carry the same token. Playlists are never cached; segments are.
+ * places). GET /hls/{service_id}/index.m3u8 names a media playlist under a token signed for one listener session
+ * (live.m3u8?session=…), which takes its place when fetched; its segments have the same addresses for every listener.
+ * Playlists are never cached; segments may be, by any cache.
  */
 export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
   const checked = (ctx: Context): string => {
     const id = ctx.params.service_id;
+    // Until a segment is answered: an error or a playlist is kept by no cache in front.
+    ctx.set('Cache-Control', 'no-store');
     if (!hls) {
       const message = 'HLS is not available on this deployment (streaming is not running).';
       throw new ApiError(503, 'streaming_unavailable', message, { retryable: true });
@@ -24,27 +29,33 @@ export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
     return id;
   };
   router.get('/hls/:service_id/index.m3u8', async (ctx) => {
-    const body = await hls!.master(checked(ctx), clientOf(ctx));
-    playlist(ctx, body);
+    playlist(ctx, await hls!.master(checked(ctx)));
   });
   router.get('/hls/:service_id/live.m3u8', async (ctx) => {
-    const { body, session } = await hls!.mediaPlaylist(checked(ctx), tokenOf(ctx), clientOf(ctx));
-    playlist(ctx, body);
-    countWhenSent(ctx, hls!, session, Buffer.byteLength(body));
+    if (ctx.method === 'HEAD') {
+      await hls!.checkSession(checked(ctx), tokenOf(ctx));
+      playlist(ctx, '');
+      return;
+    }
+    const answer = await hls!.mediaPlaylist(checked(ctx), tokenOf(ctx), clientOf(ctx));
+    playlist(ctx, answer.body);
+    // Counted once the body has been written in full (a client that went away mid-answer is not charged).
+    ctx.res.once('finish', () => hls!.delivered(answer, Buffer.byteLength(answer.body)));
   });
   router.get('/hls/:service_id/:segment', async (ctx) => {
-    const { body, session } = await hls!.segment(checked(ctx), tokenOf(ctx), ctx.params.segment, clientOf(ctx));
+    const body = await hls!.segment(checked(ctx), ctx.params.segment);
     ctx.type = 'video/mp2t';
-    // Segment names are never reused (numbered from the clock), so a segment may be kept.
-    ctx.set('Cache-Control', 'public, max-age=60, immutable');
+    // A segment's name is never reused (numbered from the clock) and is the same for every listener: any cache may
+    // keep it.
+    ctx.set('Cache-Control', `public, max-age=${SEGMENT_MAX_AGE}, immutable`);
     ctx.body = body;
-    countWhenSent(ctx, hls!, session, body.length);
   });
 }
 
+/** Playlists are personal (a session's token) and change every segment: no cache keeps them. */
 function playlist(ctx: Context, body: string): void {
   ctx.type = PLAYLIST_TYPE;
-  ctx.set('Cache-Control', 'no-cache');
+  ctx.set('Cache-Control', 'no-store');
   ctx.body = body;
 }
 
@@ -55,10 +66,4 @@ function clientOf(ctx: Context): HlsClient {
 function tokenOf(ctx: Context): string {
   const token = ctx.query.session;
   return typeof token === 'string' ? token : '';
-}
-
-/** Bytes are counted once the body has been written in full (a client that went away mid-answer is not charged). */
-function countWhenSent(ctx: Context, hls: HlsManager, session: HlsSession, bytes: number): void {
-  if (ctx.method === 'HEAD') return;
-  ctx.res.once('finish', () => hls.delivered(session, bytes));
 }
