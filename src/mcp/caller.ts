@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import { credentialsOf } from '../http/index.js';
+import { credentialsOf } from '../identity/index.js';
 import { limitKey } from '../http/client-address.js';
 import type { Callers } from '../identity/index.js';
 import { KeyRevoked, type ApiKey, type ApiKeys } from '../keys/index.js';

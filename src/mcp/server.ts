@@ -4,8 +4,8 @@ import {
   type CallToolResult,
   type Tool as ListedTool,
 } from '@modelcontextprotocol/server';
-import { ApiError } from '../errors/index.js';
-import { asApiError, objectValidator } from '../http/index.js';
+import { ApiError, asApiError } from '../errors/index.js';
+import { objectValidator } from '../schema/object-validator.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { Caller } from './caller.js';
 import type { PaymentTerms } from '../payments/index.js';

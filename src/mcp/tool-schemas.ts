@@ -7,7 +7,7 @@ import {
   productIdPattern,
   quoteRequestSchema,
   upgradeRequestSchema,
-} from '../http/index.js';
+} from '../operations/request-schemas.js';
 import { SnapshotCache, type Snapshot } from '../pricing/index.js';
 
 type Schema = Record<string, unknown>;
