@@ -1,26 +1,15 @@
 import type { KeyObject } from 'node:crypto';
 import type { Database } from '../store/index.js';
 import type { Snapshot, SnapshotFiles } from '../pricing/index.js';
-import { canonicalJson, GENESIS_CHAIN_HASH, linkHash, sha256 } from './canonical.js';
+import { canonicalJson, linkHash } from './canonical.js';
 import type { ChainProblem } from './chain-problem.js';
+import { expectedHeads, headsAtRecord, headsNotReached } from './head-checks.js';
+import { bodyProblems, chainStart, linkProblems, type ChainWalk } from './record-checks.js';
 import { checkOrderHistory, OrderStates } from './order-states.js';
-import { HEAD_TYPE, keyIdOf, signedHeadProblem, type SignedCheckpoint, type SignedHead } from './signing.js';
+import type { SignedCheckpoint, SignedHead } from './signing.js';
+import type { StoredRecord } from './stored-record.js';
 
-export interface StoredRecord {
-  seq: string;
-  id: string;
-  kind: string;
-  snapshot_hash: string | null;
-  subject: string | null;
-  record: string;
-  record_hash: string;
-  prev_chain_hash: string;
-  chain_hash: string;
-  format: number;
-  created_at: Date;
-  /** created_at exactly as the chain covers it (UTC, microseconds). */
-  created_at_text: string;
-}
+export type { StoredRecord } from './stored-record.js';
 
 export interface ListFilter {
   limit: number;
@@ -183,131 +172,44 @@ export class AuditLog {
   async verify(
     options: { operatorKey?: KeyObject; heads?: Array<SignedHead | SignedCheckpoint>; provisionBoundMs?: number } = {},
   ): Promise<{ checked: number; problems: ChainProblem[]; notes: string[] }> {
-    const problems: ChainProblem[] = [];
-    const notes: string[] = [];
-    const all = await this.signedHeads();
-    // Kept heads signed with another key (each development instance has its own) prove nothing here; say so.
-    const stored = options.operatorKey ? all.filter((h) => h.head?.key_id === keyIdOf(options.operatorKey!)) : all;
-    const others = [...new Set(all.filter((h) => !stored.includes(h)).map((h) => String(h.head?.key_id)))];
-    if (others.length)
-      notes.push(
-        `${all.length - stored.length} signed heads kept by other keys (${others.join(', ')}) were not checked`,
-      );
-    const heads = [
-      ...stored.map((h) => ({ signed: h, source: 'kept in audit_signed_heads' })),
-      ...(options.heads ?? []).map((h) => ({ signed: h, source: 'given' })),
-    ];
-    const wanted = new Map<string, Array<{ signed: SignedHead; source: string }>>();
-    // Checkpoints (the public heads) carry no seq: the record whose link they name is found by that link.
-    const checkpoints = new Map<string, Array<{ signed: SignedCheckpoint; source: string }>>();
-    for (const h of heads) {
-      const problem =
-        options.operatorKey || h.source === 'given' ? signedHeadProblem(h.signed, options.operatorKey) : undefined;
-      const seq = (h.signed?.head as { seq?: unknown } | undefined)?.seq;
-      if (problem) {
-        problems.push({ seq: String(seq ?? '?'), problem: `signed head (${h.source}): ${problem}` });
-        continue;
-      }
-      if (h.signed.head.type === HEAD_TYPE)
-        wanted.set(h.signed.head.seq, [
-          ...(wanted.get(h.signed.head.seq) ?? []),
-          h as { signed: SignedHead; source: string },
-        ]);
-      else
-        checkpoints.set(h.signed.head.chain_hash, [
-          ...(checkpoints.get(h.signed.head.chain_hash) ?? []),
-          h as { signed: SignedCheckpoint; source: string },
-        ]);
-    }
-    checkpoints.delete(GENESIS_CHAIN_HASH);
-    if (stored.length && !options.operatorKey)
-      notes.push(
-        `${stored.length} signed heads were compared with the chain without checking their signatures: no operator key here (give --public-key)`,
-      );
-
+    const expected = expectedHeads(await this.signedHeads(), options.heads ?? [], options.operatorKey);
+    const problems: ChainProblem[] = [...expected.problems];
     const orders = new OrderStates();
-    let previous = GENESIS_CHAIN_HASH;
-    let expectedSeq = 1n;
+    const walk = chainStart();
     let checked = 0;
-    let seenFormat2 = false;
     for await (const r of this.all()) {
       checked++;
-      const at = (problem: string) => problems.push({ seq: r.seq, id: r.id, problem });
-      if (BigInt(r.seq) !== expectedSeq) at(`sequence jumps from ${expectedSeq - 1n} to ${r.seq}: records are missing`);
-      if (sha256(r.record) !== r.record_hash) at('record text does not match its record_hash: the record was edited');
-      if (r.prev_chain_hash !== previous)
-        at('prev_chain_hash does not match the previous record: the chain was broken');
-      if (r.format === 2) seenFormat2 = true;
-      else if (r.format !== 1 || seenFormat2)
-        at(`format ${r.format} where format 2 links are required: a stored field was edited`);
-      if (linkHash(r.prev_chain_hash, r) !== r.chain_hash) {
-        at(
-          "chain_hash does not follow from the previous link and this record's stored fields (kind, created_at, id, snapshot, subject, record hash): a stored field was edited",
-        );
-      }
-      let body: Record<string, unknown> | undefined;
-      try {
-        body = JSON.parse(r.record) as Record<string, unknown>;
-      } catch {
-        at('the record text is not JSON');
-      }
-      if (body && r.kind === 'order_state') {
-        if (body.order_id !== r.subject) at('the chained order state names another order than its row');
-        else orders.add(r.seq, body);
-      } else if (body && (body.id !== r.id || body.snapshot_hash !== r.snapshot_hash || body.kind !== r.kind)) {
-        at('the record body names another id, kind or snapshot than its row');
-      } else if (body) {
-        orders.evaluation(r.id, body);
-      }
-      for (const h of wanted.get(r.seq) ?? []) {
-        if (h.signed.head.chain_hash !== r.chain_hash || linkHash(r.prev_chain_hash, r) !== h.signed.head.chain_hash) {
-          at(
-            `the chain at seq ${r.seq} does not end in the signed head's ${h.signed.head.chain_hash} (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to here was rewritten`,
-          );
-        }
-      }
-      wanted.delete(r.seq);
-      if (linkHash(r.prev_chain_hash, r) === r.chain_hash) checkpoints.delete(r.chain_hash);
-      previous = r.chain_hash;
-      expectedSeq = BigInt(r.seq) + 1n;
+      const found = [
+        ...linkProblems(r, walk),
+        ...bodyProblems(r, orders),
+        ...headsAtRecord(expected, r, linkHash(r.prev_chain_hash, r)),
+      ];
+      problems.push(...found.map((problem) => ({ seq: r.seq, id: r.id, problem })));
+      walk.previous = r.chain_hash;
+      walk.expectedSeq = BigInt(r.seq) + 1n;
     }
-    for (const h of wanted.get('0') ?? []) {
-      if (h.signed.head.chain_hash !== GENESIS_CHAIN_HASH)
-        problems.push({
-          seq: '0',
-          problem: `a signed head (${h.source}) of the empty log names ${h.signed.head.chain_hash}, not the genesis hash`,
-        });
-    }
-    wanted.delete('0');
-    for (const [seq, hs] of wanted)
-      for (const h of hs)
-        problems.push({
-          seq,
-          problem: `a signed head (${h.source}) covers seq ${seq}, which is not in the log: records were deleted`,
-        });
-    for (const [hash, hs] of checkpoints) {
-      for (const h of hs) {
-        problems.push({
-          seq: '?',
-          problem: `the chain does not end in the signed head's ${hash} at any record (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to it was rewritten or records were deleted`,
-        });
-      }
-    }
-    const [head] = await this.db.query<{ seq: string; chain_hash: string }>(
-      'SELECT seq::text, chain_hash FROM audit_head',
-    );
-    if (!head || head.chain_hash !== previous || BigInt(head.seq) !== expectedSeq - 1n) {
-      problems.push({
-        seq: head?.seq ?? '?',
-        problem: `the chain head (seq ${head?.seq}) does not match the last record (seq ${expectedSeq - 1n}): records at the end were deleted or added`,
-      });
-    }
+    problems.push(...headsNotReached(expected));
+    problems.push(...(await this.headProblems(walk)));
     problems.push(...checkOrderHistory(orders));
     problems.push(...(await this.ordersAgainstChain(orders)));
     problems.push(...(await this.quotedOrders()));
     if (options.provisionBoundMs !== undefined)
       problems.push(...(await this.undeliveredOrders(options.provisionBoundMs)));
-    return { checked, problems, notes };
+    return { checked, problems, notes: expected.notes };
+  }
+
+  /** The chain head row must name the last record walked. */
+  private async headProblems(walk: ChainWalk): Promise<ChainProblem[]> {
+    const [head] = await this.db.query<{ seq: string; chain_hash: string }>(
+      'SELECT seq::text, chain_hash FROM audit_head',
+    );
+    if (head && head.chain_hash === walk.previous && BigInt(head.seq) === walk.expectedSeq - 1n) return [];
+    return [
+      {
+        seq: head?.seq ?? '?',
+        problem: `the chain head (seq ${head?.seq}) does not match the last record (seq ${walk.expectedSeq - 1n}): records at the end were deleted or added`,
+      },
+    ];
   }
 
   /** A settled order must be provisioned or refunded within the bound: one that is neither was paid for nothing. */
