@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chown, mkdir, writeFile } from 'node:fs/promises';
 import net, { type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -126,7 +126,6 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     const hardLimit = Number(spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
     // Two descriptors per connection (client and Icecast side), and some for HAProxy itself.
     const maxConnections = Math.max(64, Math.min(this.options.icecastClients + 100, Math.floor((hardLimit - 200) / 2)));
-    const root = process.getuid?.() === 0;
     const config = buildHaproxyConfig({
       bind: { host: this.options.host, port: this.currentPort },
       upstream,
@@ -137,18 +136,26 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       pacingLuaPath: join(this.options.dataDir, 'pacing.lua'),
       backlog: this.options.backlog ?? 4096,
       queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 30,
-      runAs: root && spawnSync('id', ['-u', 'haproxy']).status === 0 ? 'haproxy' : undefined,
     });
     const pacing = buildPacingLua({ inFlight: this.options.inFlight ?? 32, intervalMs: 1, slotTimeoutS: 10 });
-    await writeFile(join(this.options.dataDir, 'pacing.lua'), pacing, { mode: 0o600 });
+    const luaPath = join(this.options.dataDir, 'pacing.lua');
+    await writeFile(luaPath, pacing, { mode: 0o600 });
     await writeFile(this.configPath, config, { mode: 0o600 });
+    const owner = runAsIds();
+    if (owner)
+      for (const path of [this.options.dataDir, luaPath, this.configPath]) await chown(path, owner.uid, owner.gid);
   }
 
   private async launch(): Promise<HaproxyStartedEvent> {
     const began = performance.now();
     await this.writeConfig();
     const binary = this.options.binary ?? 'haproxy';
-    const args = ['-c', RAISE_LIMIT_AND_EXEC, 'haproxy', 'setpriv', '--pdeathsig', 'SIGKILL', '--', binary];
+    // setpriv switches to the haproxy user itself, before --pdeathsig: a credential change (HAProxy's own `user`
+    // directive) would clear it, and a HAProxy left behind by a killed serve would hold the public port.
+    const owner = runAsIds();
+    const switchUser = owner ? [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--init-groups'] : [];
+    const args = ['-c', RAISE_LIMIT_AND_EXEC, 'haproxy', 'setpriv', ...switchUser, '--pdeathsig', 'SIGKILL', '--'];
+    args.push(binary);
     const child = spawn('sh', [...args, '-db', '-f', this.configPath], {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
@@ -220,6 +227,15 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       }
     }, delay);
   }
+}
+
+/** When we are root: the haproxy user's ids (HAProxy runs as it). */
+function runAsIds(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'haproxy'], { encoding: 'utf8' });
+  const [uid, gid] = [id('-u'), id('-g')];
+  if (uid.status !== 0 || gid.status !== 0) return undefined;
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
 
 /** Whether something accepts TCP connections there now (the probe is closed at once). */
