@@ -142,10 +142,32 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     assert.equal(await answered(second), 200);
     assert.equal(await answered(await listen(port, path, '127.0.0.4')), 401);
 
+    // A listener that leaves frees its place at once: HAProxy reports the close (Icecast is not asked for
+    // listener_remove in this mode, and the life-cycle worker frees unlisted places only after 10 s).
+    assert.doesNotMatch(icecastXml, /listener_remove/);
+    second.socket.destroy();
+    const leftAt = performance.now();
+    const third = await waitFor(
+      'the place freed',
+      async () => {
+        const l = await listen(port, path, '127.0.0.5');
+        if ((await answered(l)) === 200) return l;
+        l.socket.destroy();
+        return undefined;
+      },
+      5_000,
+    );
+    assert.ok(performance.now() - leftAt < 5_000);
+    const ips = await db.query('SELECT ip FROM listeners WHERE service_id = $1 ORDER BY ip', [svc.service_id]);
+    assert.deepEqual(
+      ips.rows.map((r) => r.ip),
+      ['127.0.0.2', '127.0.0.5'],
+    );
+
     // HAProxy killed: its listeners are cut, the host starts it again on the same port.
     process.kill(holder.pid, 'SIGKILL');
     await first.closed;
-    await second.closed;
+    await third.closed;
     const again = await waitFor(
       'HAProxy back and the stream served again',
       async () => {
