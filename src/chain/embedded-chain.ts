@@ -3,31 +3,23 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
-  hexToBigInt,
-  hexToNumber,
   http,
-  numberToHex,
-  parseEventLogs,
-  toEventSelector,
   type Address,
   type Chain,
   type Hex,
   type PublicClient,
-  type RpcBlock,
-  type RpcLog,
-  type RpcTransactionReceipt,
   type Transport,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
-import { DEV_ACCOUNTS, DEV_ROLES, type DevAccounts } from './accounts.js';
+import { DEV_ROLES, type DevAccounts } from './accounts.js';
 import { startAnvil } from './anvil.js';
 import { coalesce } from './coalesce.js';
 import { loadArtifacts } from './contracts.js';
 import { writeAnvilGenesis } from './genesis.js';
-import { rpcBatch } from './rpc.js';
-import { isEmptyDelta, mergeDelta, StateJournal, type ArchivedLog, type StateDelta } from './state.js';
-import { ledgerDelta, ledgerEvents, MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS } from './token.js';
+import { LedgerSync } from './ledger-sync.js';
+import { StateJournal, type ArchivedLog, type ChainState } from './state.js';
+import { MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS } from './token.js';
 
 export const EMBEDDED_CHAIN_ID = 8453;
 
@@ -43,9 +35,6 @@ export const EMBEDDED_CHAIN_ID = 8453;
  * leaves them behind when it is stopped.
  */
 export const EMBEDDED_ANVIL_ARGS: readonly string[] = ['--hardfork', 'cancun', '--prune-history', '16'];
-
-/** Above this many new blocks (anvil_mine), a checkpoint asks the dev accounts' counts instead of reading every block. */
-const MAX_BLOCKS_READ = 64n;
 
 export interface EmbeddedChainOptions {
   /** Holds chain-state.jsonl (the ledger that survives restarts) and anvil-genesis.json. */
@@ -107,148 +96,23 @@ export function localViemChain(chainId: number, rpcUrl: string): Chain {
  * saved in `dataDir` restored: balances, allowances, used/canceled authorization nonces, account nonces.
  */
 export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise<EmbeddedChain> {
-  const { dataDir, host = '127.0.0.1', port = 0, checkpointIntervalMs = 1000 } = options;
-  const { journal, state } = await StateJournal.open(join(dataDir, 'chain-state.jsonl'));
-  const genesisFile = join(dataDir, 'anvil-genesis.json');
-  await writeAnvilGenesis(genesisFile, state, loadArtifacts());
+  const { checkpointIntervalMs = 1000 } = options;
+  const { journal, state } = await StateJournal.open(join(options.dataDir, 'chain-state.jsonl'));
   // Block numbers go on from the last saved block, so heights recorded before a restart still mean the same block.
   const firstLiveBlock = BigInt(state.height) === 0n ? 0n : BigInt(state.height) + 1n;
   const history = state.logs.filter((log) => BigInt(log.blockNumber) < firstLiveBlock);
-
-  let anvil;
-  try {
-    anvil = await startAnvil({
-      host,
-      port,
-      chainId: EMBEDDED_CHAIN_ID,
-      loadStateFile: genesisFile,
-      extraArgs: [
-        ...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS),
-        ...(firstLiveBlock > 0n ? ['--number', String(firstLiveBlock)] : []),
-      ],
-      onUnexpectedExit: options.onUnexpectedExit,
-    });
-  } catch (error) {
+  const anvil = await launchAnvil(options, state, firstLiveBlock).catch(async (error) => {
     await journal.close();
     throw error;
-  }
-  const viemChain = localViemChain(EMBEDDED_CHAIN_ID, anvil.rpcUrl);
-  const publicClient: PublicClient = createPublicClient<Transport, Chain>({
-    chain: viemChain,
-    transport: http(anvil.rpcUrl),
-    pollingInterval: 10,
   });
-  const minter = createWalletClient({
-    account: privateKeyToAccount(DEV_ROLES.minter.privateKey, {
-      nonceManager: createNonceManager({ source: jsonRpc() }),
-    }),
-    chain: viemChain,
-    transport: http(anvil.rpcUrl),
-    pollingInterval: 10,
-  });
-
-  const devAddresses = new Map(DEV_ACCOUNTS.map(({ address }) => [address.toLowerCase(), address]));
-  const ledgerTopics = ledgerEvents.map((event) => toEventSelector(event));
-  const isLedgerLog = (log: RpcLog) =>
-    log.address.toLowerCase() === USDC_ADDRESS.toLowerCase() && ledgerTopics.includes(log.topics[0] as Hex);
-
-  // Everything up to syncedBlock is in the journal (and in `state`). Each round reads the head after it
-  // starts, so it covers every transaction mined before its callers called (see coalesce). The ledger
-  // change comes from the token's events; the dev accounts' transaction counts from the senders and
-  // nonces of the new blocks' transactions, so no state is read.
-  let syncedBlock = firstLiveBlock;
-  const syncLedger = async (): Promise<void> => {
-    const next = syncedBlock + 1n;
-    // One round trip in the usual case: the head, and the next block with its receipts (and so its logs),
-    // which is then the only new one. The calls of a batch may run on either side of the mining of that
-    // block, so it is used only if it came back whole; otherwise it is read again below.
-    const [headHex, nextBlock, nextReceipts] = (await rpcBatch(anvil.rpcUrl, [
-      { method: 'eth_blockNumber', params: [] },
-      { method: 'eth_getBlockByNumber', params: [numberToHex(next), true] },
-      { method: 'eth_getBlockReceipts', params: [numberToHex(next)] },
-    ])) as [Hex, RpcBlock<'latest', true> | null, RpcTransactionReceipt[] | null];
-    const head = hexToBigInt(headHex);
-    if (head < next) return;
-    const blocks: Array<RpcBlock<'latest', true>> = [];
-    const logs: RpcLog[] = [];
-    let fromBlock = next;
-    if (
-      nextBlock &&
-      nextReceipts &&
-      nextReceipts.length === nextBlock.transactions.length &&
-      nextReceipts.every((receipt) => receipt.blockHash === nextBlock.hash)
-    ) {
-      blocks.push(nextBlock);
-      for (const receipt of nextReceipts) logs.push(...receipt.logs.filter(isLedgerLog));
-      fromBlock = next + 1n;
-    }
-    const counts: Record<string, number> = {};
-    if (fromBlock <= head) {
-      // After a long run of blocks (anvil_mine) the counts are asked instead of reading every block. 'latest'
-      // may be past the head: a count ahead of the saved ledger is harmless (counts only grow, and the next
-      // checkpoint saves what those transactions did), and it needs no old state from anvil.
-      const readBlocks = head - fromBlock < MAX_BLOCKS_READ;
-      const [moreLogs, ...rest] = await rpcBatch(anvil.rpcUrl, [
-        {
-          method: 'eth_getLogs',
-          params: [
-            {
-              address: USDC_ADDRESS,
-              topics: [ledgerTopics],
-              fromBlock: numberToHex(fromBlock),
-              toBlock: numberToHex(head),
-            },
-          ],
-        },
-        ...(readBlocks
-          ? Array.from({ length: Number(head - fromBlock) + 1 }, (_, i) => ({
-              method: 'eth_getBlockByNumber',
-              params: [numberToHex(fromBlock + BigInt(i)), true],
-            }))
-          : DEV_ACCOUNTS.map(({ address }) => ({ method: 'eth_getTransactionCount', params: [address, 'latest'] }))),
-      ]);
-      logs.push(...(moreLogs as RpcLog[]));
-      if (readBlocks) {
-        for (const [i, block] of (rest as Array<RpcBlock<'latest', true> | null>).entries()) {
-          if (!block) throw new Error(`block ${fromBlock + BigInt(i)} is missing (head ${head})`);
-          blocks.push(block);
-        }
-      } else {
-        DEV_ACCOUNTS.forEach(({ address }, i) => (counts[address] = hexToNumber(rest[i] as Hex)));
-      }
-    }
-    for (const block of blocks) {
-      for (const tx of block.transactions) {
-        const sender = devAddresses.get(tx.from.toLowerCase());
-        if (sender) counts[sender] = Math.max(counts[sender] ?? 0, hexToNumber(tx.nonce) + 1);
-      }
-    }
-    // In chain order (as nodes answer anyway): an Approval's value replaces the one before it.
-    const position = (log: RpcLog) => hexToBigInt(log.blockNumber!) * 1_000_000n + hexToBigInt(log.logIndex!);
-    logs.sort((a, b) => (position(a) < position(b) ? -1 : position(a) > position(b) ? 1 : 0));
-    const events = parseEventLogs({ abi: ledgerEvents, logs, strict: true });
-    const delta: StateDelta = {
-      ...ledgerDelta(events, state),
-      accountNonces: {},
-      height: head.toString(),
-      logs: logs.map(archived),
-    };
-    for (const [address, count] of Object.entries(counts)) {
-      if (count > (state.accountNonces[address] ?? 0)) delta.accountNonces![address] = count;
-    }
-    if (!isEmptyDelta(delta)) {
-      await journal.append(delta);
-      mergeDelta(state, delta);
-    }
-    syncedBlock = head;
-  };
-  const checkpoint = coalesce(syncLedger);
+  const { viemChain, publicClient, minter } = clients(anvil.rpcUrl);
+  const ledger = new LedgerSync(anvil.rpcUrl, journal, state, firstLiveBlock);
+  const checkpoint = coalesce(() => ledger.sync());
   const timer = setInterval(() => checkpoint().catch(() => undefined), checkpointIntervalMs);
   timer.unref();
 
   const usdcBalance = (address: Address) =>
     publicClient.readContract({ address: USDC_ADDRESS, abi: tokenAbi, functionName: 'balanceOf', args: [address] });
-
   const mintUsdc = async (to: Address, atomic: bigint): Promise<Hex> => {
     const hash = await minter.writeContract({
       address: USDC_ADDRESS,
@@ -261,10 +125,8 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     await checkpoint();
     return hash;
   };
-
   // Serialized so two concurrent calls for one address do not both mint the shortfall.
   let funding: Promise<bigint> = Promise.resolve(0n);
-
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
@@ -307,31 +169,58 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
         })),
     checkpoint,
     firstLiveBlock,
-    archivedLogs: (filter) =>
-      history.filter((log) => {
-        const block = BigInt(log.blockNumber);
-        return (
-          block >= filter.fromBlock &&
-          block <= filter.toBlock &&
-          filter.topics.every(
-            (wanted, i) =>
-              wanted === null ||
-              (Array.isArray(wanted) ? wanted : [wanted]).some((t) => t.toLowerCase() === log.topics[i]?.toLowerCase()),
-          )
-        );
-      }),
+    archivedLogs: (filter) => history.filter((log) => inFilter(log, filter)),
     stop,
   };
 }
 
-function archived(log: RpcLog): ArchivedLog {
-  return {
-    address: log.address,
-    topics: log.topics,
-    data: log.data,
-    blockNumber: log.blockNumber!,
-    blockHash: log.blockHash!,
-    transactionHash: log.transactionHash!,
-    logIndex: log.logIndex!,
-  };
+/** anvil on a genesis holding the saved ledger, numbering blocks on from the last saved one. */
+async function launchAnvil(options: EmbeddedChainOptions, state: ChainState, firstLiveBlock: bigint) {
+  const genesisFile = join(options.dataDir, 'anvil-genesis.json');
+  await writeAnvilGenesis(genesisFile, state, loadArtifacts());
+  return startAnvil({
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 0,
+    chainId: EMBEDDED_CHAIN_ID,
+    loadStateFile: genesisFile,
+    extraArgs: [
+      ...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS),
+      ...(firstLiveBlock > 0n ? ['--number', String(firstLiveBlock)] : []),
+    ],
+    onUnexpectedExit: options.onUnexpectedExit,
+  });
+}
+
+/** A reading client and the minter's wallet client on the chain at rpcUrl. */
+function clients(rpcUrl: string) {
+  const viemChain = localViemChain(EMBEDDED_CHAIN_ID, rpcUrl);
+  const publicClient: PublicClient = createPublicClient<Transport, Chain>({
+    chain: viemChain,
+    transport: http(rpcUrl),
+    pollingInterval: 10,
+  });
+  const minter = createWalletClient({
+    account: privateKeyToAccount(DEV_ROLES.minter.privateKey, {
+      nonceManager: createNonceManager({ source: jsonRpc() }),
+    }),
+    chain: viemChain,
+    transport: http(rpcUrl),
+    pollingInterval: 10,
+  });
+  return { viemChain, publicClient, minter };
+}
+
+type LogFilter = Parameters<EmbeddedChain['archivedLogs']>[0];
+
+function inFilter(log: ArchivedLog, filter: LogFilter): boolean {
+  const block = BigInt(log.blockNumber);
+  return (
+    block >= filter.fromBlock &&
+    block <= filter.toBlock &&
+    filter.topics.every(
+      (wanted, i) =>
+        wanted === null ||
+        (Array.isArray(wanted) ? wanted : [wanted]).some((t) => t.toLowerCase() === log.topics[i]?.toLowerCase()),
+    )
+  );
 }
