@@ -2,8 +2,6 @@ import type { Context } from 'koa';
 import { credentialsOf, type Caller, type Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 
-export { credentialsOf };
-
 export interface CallerDeps {
   keys: ApiKeys;
   /** Wallet sign-in; without it only the bearer key is accepted. */

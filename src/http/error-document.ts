@@ -3,8 +3,6 @@ import { ApiError, asApiError, errorBody } from '../errors/index.js';
 import { clientGone } from '../observability/index.js';
 import { paymentRequiredFields } from './payment-required-body.js';
 
-export { asApiError, errorBody };
-
 export interface ErrorLogger {
   (fields: Record<string, unknown>, message: string): void;
 }

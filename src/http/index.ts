@@ -7,19 +7,5 @@ export { answerStarting } from './starting.js';
 export type { RateLimits } from './rate-limit.js';
 export { ConnectionCap } from './connection-cap.js';
 export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
-export { asApiError, errorBody } from './error-document.js';
-export { objectValidator } from './request-body.js';
-export { discoveryDocuments } from '../operations/discovery-documents.js';
-export {
-  extendRequestSchema,
-  idempotencyKeyPattern,
-  orderRequestSchema,
-  playlistSchema,
-  productIdPattern,
-  quoteRequestSchema,
-  upgradeRequestSchema,
-} from './schemas.js';
-export { readJson, readJsonObject } from './json-body.js';
-export { credentialsOf } from './caller.js';
+export { readJson } from './json-body.js';
 export { eventRoutes, type EventsApi } from './events.js';
-export { SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';

@@ -1,9 +1,8 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import type { Callers, SelfServiceKeys } from '../identity/index.js';
+import { credentialsOf, type Callers, type SelfServiceKeys } from '../identity/index.js';
 import type { ApiKey, ApiKeys } from '../keys/index.js';
-import { credentialsOf } from './caller.js';
 import { bodyReader } from './request-body.js';
 import { limitKey } from './client-address.js';
 

@@ -14,8 +14,6 @@ import { SERVICE_NAME, SERVICE_TAGS } from '../operations/service-name.js';
 import { orderResponseSchema } from './response-schemas.js';
 import { extendRequestSchema, orderRequestSchema, upgradeRequestSchema } from '../operations/request-schemas.js';
 
-export { SERVICE_NAME, SERVICE_TAGS };
-
 export type PaidOperationName = 'createOrder' | 'upgradeService' | 'extendService';
 
 export interface PaidOperation {

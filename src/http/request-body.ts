@@ -2,8 +2,6 @@ import type { Context } from 'koa';
 import { objectValidator } from '../schema/object-validator.js';
 import { readJsonObject } from './json-body.js';
 
-export { objectValidator };
-
 /** A body reader for one request schema: 422 with one JSON pointer per problem. */
 export function bodyReader<T>(schema: Record<string, unknown>, what: string) {
   const check = objectValidator<T>(schema, `${what} body`, 'GET /api/v1/openapi.json describes it');

@@ -2,7 +2,8 @@ import { assetDomain } from '../chain/networks.js';
 import type { PaymentTerms } from '../payments/index.js';
 import { KeyedSnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { Decimal } from '../rules/index.js';
-import { paidOperations, SERVICE_NAME, SERVICE_TAGS } from './paid-operations.js';
+import { SERVICE_NAME, SERVICE_TAGS } from '../operations/index.js';
+import { paidOperations } from './paid-operations.js';
 
 const cache = new KeyedSnapshotCache<Buffer>();
 
