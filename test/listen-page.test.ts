@@ -69,7 +69,8 @@ describe('listen page', { skip }, () => {
     assert.equal(listen.hls_url, svc.endpoints.hls_url);
     assert.match(listen.hls_url, /\/hls\/[\w-]+\/index\.m3u8$/);
     assert.equal(listen.status, 'active');
-    assert.ok(listen.remaining_seconds > 3000 && listen.remaining_seconds <= 3600, String(listen.remaining_seconds));
+    assert.equal(listen.show_time_left, false, 'the time left is shown only when the owner chooses to');
+    assert.equal(listen.remaining_seconds, null);
     const password = new URL(svc.broadcast_url.replace(/^icecast:/, 'http:')).password;
     for (const secret of [password, 'owner@example.com', 'broadcast', service.apiKey]) {
       assert.ok(!text.includes(secret), `leaks ${secret}`);
@@ -277,7 +278,11 @@ describe('listen page', { skip }, () => {
       const recentTracks = async () => (await page.textContent('#history'))!;
       const shown = 'Live Band \u2013 Live Song';
       await waitFor('the recent tracks to follow', async () => (await recentTracks()).includes(shown), 30_000);
-      assert.match((await page.textContent('#time-left'))!, /left$/);
+      assert.equal(await page.locator('#time-left').isVisible(), false, 'hidden until the owner shows it');
+      const timeShown = await owner('PUT', '/profile', { show_time_left: true });
+      assert.equal(timeShown.status, 200, JSON.stringify(timeShown.body));
+      await waitFor('the time left', async () => /left$/.test((await page.textContent('#time-left'))!), 30_000);
+      assert.ok(await page.locator('#time-left').isVisible());
       await mkdir(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, 'listen-page.png') });
     } finally {

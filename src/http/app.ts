@@ -28,7 +28,8 @@ import { envelope, fixedAnswers, type EnvelopeParts } from './envelope.js';
 import { ICECAST_CALLBACK_PREFIX, icecastCallbackRoutes } from './icecast-callbacks.js';
 import { hlsRoutes } from './hls.js';
 import { keyRoutes } from './keys.js';
-import { listenRoutes } from './listen.js';
+import { listenRoutes, siteIconRoutes } from './listen.js';
+import { serviceProfileRoutes } from './service-profile.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
@@ -127,6 +128,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   eventRoutes(router, deps);
   listenRoutes(router, deps);
+  serviceProfileRoutes(router, { ...deps, callers: deps.identity?.callers });
   auditRoutes(router, deps);
   hlsRoutes(router, deps.hls);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);
@@ -139,6 +141,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   app.use(router.routes());
   app.use(router.allowedMethods());
   app.use(wellKnownRoutes(deps).routes());
+  app.use(siteIconRoutes().routes());
   return app;
 }
 

@@ -1,20 +1,25 @@
-import type Router from '@koa/router';
+import { readFile } from 'node:fs/promises';
+import Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import {
   EMBED_SIZE,
   embedSnippet,
-  LISTEN_ASSETS,
+  listenAsset,
   listenPageHtml,
   pagePolicy,
   unavailablePageHtml,
   type ListenLookup,
   type ListenPages,
 } from '../listen/index.js';
+import type { MediaLibrary } from '../services/index.js';
+import { ARTWORK_NAME, artworkFileOf } from '../station-profile/index.js';
 import type { ErrorLogger } from './error-document.js';
 
 export interface ListenRouteDeps {
   listen?: ListenPages;
+  /** Where the stations' artwork is kept (beside the services' media). */
+  media?: MediaLibrary;
   /** The API's public address (…/api/v1): the pages' links are built from it, so they work behind a proxy. */
   publicBaseUrl: () => string;
   logError: ErrorLogger;
@@ -35,7 +40,7 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
   const assetsUrl = () => `${deps.publicBaseUrl()}/listen/assets`;
 
   router.get('/listen/assets/:name', (ctx) => {
-    const asset = Object.hasOwn(LISTEN_ASSETS, ctx.params.name) ? LISTEN_ASSETS[ctx.params.name] : undefined;
+    const asset = listenAsset(ctx.params.name);
     if (!asset) {
       throw new ApiError(
         404,
@@ -59,6 +64,7 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
     }
     const found = serviceId ? await lookup(deps, serviceId) : { kind: 'unknown' as const };
     if (found.kind !== 'on_air') throw noStream(found);
+    const width = embedWidth(ctx.query.maxwidth);
     ctx.set('Cache-Control', 'no-cache');
     ctx.body = {
       version: '1.0',
@@ -66,9 +72,20 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
       provider_name: 'agent-audio-api',
       provider_url: new URL(deps.publicBaseUrl()).origin,
       title: found.view.station_name,
-      html: embedSnippet(found.view),
-      ...EMBED_SIZE,
+      html: embedSnippet(found.view, width),
+      width,
+      height: EMBED_SIZE.height,
+      thumbnail_url: found.view.artwork_url ?? `${assetsUrl()}/station.png`,
     };
+  });
+
+  router.get('/listen/:service_id/artwork/:name', async (ctx) => {
+    const image = await artwork(deps, ctx.params.service_id, ctx.params.name);
+    ctx.type = image.type;
+    ctx.body = image.bytes;
+    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Content-Security-Policy', "default-src 'none'");
   });
 
   router.get('/listen/:service_id/now-playing', async (ctx) => {
@@ -105,6 +122,38 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
   };
   router.get('/listen/:service_id', page(false));
   router.get('/listen/:service_id/embed', page(true));
+}
+
+/** The favicon at the site's root, where browsers ask for it whatever the page says. */
+export function siteIconRoutes(): Router {
+  const router = new Router();
+  router.get('/favicon.ico', (ctx) => {
+    const icon = listenAsset('favicon.ico')!;
+    ctx.type = icon.type;
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = icon.body;
+  });
+  return router;
+}
+
+// An embed narrower than its natural width still fits: the name and title are cut with an ellipsis.
+const MIN_EMBED_WIDTH = 280;
+
+function embedWidth(raw: unknown): number {
+  const asked = typeof raw === 'string' && /^\d{1,5}$/.test(raw) ? Number(raw) : EMBED_SIZE.width;
+  return Math.max(MIN_EMBED_WIDTH, Math.min(EMBED_SIZE.width, asked));
+}
+
+async function artwork(deps: ListenRouteDeps, serviceId: string, name: string) {
+  const missing = () =>
+    new ApiError(404, 'artwork_not_found', "There is no such artwork. The listen page's JSON names it (artwork_url).");
+  if (!ARTWORK_NAME.test(name) || !deps.listen || !deps.media || !/^[a-zA-Z0-9_-]{8,120}$/.test(serviceId))
+    throw missing();
+  const stored = (await deps.listen.profiles.get(serviceId)).artwork;
+  if (stored?.name !== name) throw missing();
+  const bytes = await readFile(deps.media.pathOf(serviceId, artworkFileOf(name))).catch(() => undefined);
+  if (!bytes) throw missing();
+  return { type: stored.content_type, bytes };
 }
 
 function lookup(deps: ListenRouteDeps, serviceId: string): Promise<ListenLookup> {

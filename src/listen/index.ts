@@ -1,2 +1,3 @@
 export { ListenPages, type ListenLookup, type PublicListenView, type PublicTrack } from './listen-view.js';
-export { LISTEN_ASSETS, EMBED_SIZE, embedSnippet, listenPageHtml, pagePolicy, unavailablePageHtml } from './pages.js';
+export { LISTEN_ASSETS, listenAsset } from './listen-assets.js';
+export { EMBED_SIZE, embedSnippet, listenPageHtml, pagePolicy, unavailablePageHtml } from './pages.js';

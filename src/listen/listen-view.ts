@@ -5,6 +5,7 @@ import {
   type ServiceRow,
   type Track,
 } from '../services/index.js';
+import { type StationProfile, StationProfiles } from '../station-profile/index.js';
 import type { Database } from '../store/index.js';
 
 /** A track as the public sees it (no source of the change: that is the owner's business). */
@@ -18,6 +19,12 @@ export interface PublicTrack {
 export interface PublicListenView {
   service_id: string;
   station_name: string;
+  /** The owner's words about the station (profile, else the order's metadata.station_description). */
+  description: string | null;
+  /** The station's artwork (PUT /services/{id}/profile/artwork), served beside the page. */
+  artwork_url: string | null;
+  /** The owner shows the time left on the page (profile or the order's metadata.show_time_left); default not. */
+  show_time_left: boolean;
   status: 'active';
   /** A source (live encoder, AutoDJ or relay) is connected. */
   on_air: boolean;
@@ -27,6 +34,7 @@ export interface PublicListenView {
   now_playing: PublicTrack | null;
   history: PublicTrack[];
   listeners: { current: number };
+  /** Null when the owner does not show the time left, or no end is set. */
   expires_at: string | null;
   remaining_seconds: number | null;
   listen_page: string;
@@ -46,12 +54,17 @@ const publicTrack = (t: Track): PublicTrack => ({ title: t.title, artist: t.arti
 
 /** Reads a service for the public: its listen page's state, or why there is none. */
 export class ListenPages {
+  /** What owners say about their stations (the profile routes write it, the pages read it). */
+  readonly profiles: StationProfiles;
+
   constructor(
     private readonly db: Database,
     private readonly services: ServiceRecords,
     private readonly nowPlaying: NowPlaying,
     private readonly apiBaseUrl: () => string,
-  ) {}
+  ) {
+    this.profiles = new StationProfiles(db);
+  }
 
   async lookup(serviceId: string): Promise<ListenLookup> {
     const service = SERVICE_ID.test(serviceId) ? await this.services.byId(serviceId) : undefined;
@@ -68,19 +81,22 @@ export class ListenPages {
   }
 
   private async view(service: ServiceRow): Promise<PublicListenView> {
-    const [facts] = await this.db.query<{ station_name: string | null; listeners: number }>(
-      `SELECT (SELECT request->>'station_name' FROM orders WHERE id = $2) AS station_name,
-         (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS listeners`,
-      [service.id, service.order_id],
-    );
-    const history = await this.nowPlaying.history(service.id);
+    const [facts, profile, history] = await Promise.all([
+      this.orderFacts(service),
+      this.profiles.get(service.id),
+      this.nowPlaying.history(service.id),
+    ]);
+    const shown = profile.show_time_left ?? facts.show_time_left === 'true';
     const remaining = service.expires_at
       ? Math.max(0, Math.floor((service.expires_at.getTime() - Date.now()) / 1000))
       : null;
     const document = this.services.document(service);
+    const addresses = listenAddresses(this.apiBaseUrl(), service.id);
     return {
       service_id: service.id,
-      station_name: facts.station_name || 'Live stream',
+      station_name: profile.name || facts.station_name || 'Live stream',
+      ...describedBy(profile, facts.description, addresses.listen_page),
+      show_time_left: shown,
       status: 'active',
       on_air: service.usage?.source_connected === true,
       stream_url: document.stream_url,
@@ -88,9 +104,33 @@ export class ListenPages {
       now_playing: history[0] ? publicTrack(history[0]) : null,
       history: history.map(publicTrack),
       listeners: { current: facts.listeners },
-      expires_at: service.expires_at?.toISOString() ?? null,
-      remaining_seconds: remaining,
-      ...listenAddresses(this.apiBaseUrl(), service.id),
+      expires_at: shown ? (service.expires_at?.toISOString() ?? null) : null,
+      remaining_seconds: shown ? remaining : null,
+      ...addresses,
     };
   }
+
+  private async orderFacts(service: ServiceRow) {
+    const [facts] = await this.db.query<{
+      station_name: string | null;
+      description: string | null;
+      show_time_left: string | null;
+      listeners: number;
+    }>(
+      `SELECT o.request->>'station_name' AS station_name,
+         o.request->'metadata'->>'station_description' AS description,
+         o.request->'metadata'->>'show_time_left' AS show_time_left,
+         (SELECT count(*)::int FROM listeners WHERE service_id = $1) AS listeners
+       FROM (SELECT 1) AS one LEFT JOIN orders o ON o.id = $2`,
+      [service.id, service.order_id],
+    );
+    return facts;
+  }
+}
+
+function describedBy(profile: StationProfile, orderDescription: string | null, page: string) {
+  return {
+    description: (profile.description ?? orderDescription) || null,
+    artwork_url: profile.artwork ? `${page}/artwork/${profile.artwork.name}` : null,
+  };
 }

@@ -1,25 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import type { PublicListenView } from './listen-view.js';
+import { escapeHtml, scriptJson } from './html.js';
+import type { PublicListenView, PublicTrack } from './listen-view.js';
+import { artworkOf, previewTags } from './page-head.js';
+import { PAGE_STYLE } from './page-style.js';
 
-/** The page's own script and hls.js (from node_modules: nothing is built or fetched), read once. */
-export const LISTEN_ASSETS: Record<string, { body: Buffer; type: string }> = {
-  'player.js': {
-    body: readFileSync(new URL('./assets/player.js', import.meta.url)),
-    type: 'text/javascript; charset=utf-8',
-  },
-  'hls.light.min.js': {
-    body: readFileSync(createRequire(import.meta.url).resolve('hls.js/dist/hls.light.min.js')),
-    type: 'text/javascript; charset=utf-8',
-  },
-};
-
-/** The size an embed is meant to take (the oEmbed answer and the documented snippet). */
-export const EMBED_SIZE = { width: 400, height: 160 };
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-/** JSON inside a <script> element: no "</script>" or "<!--" can end it early. */
-const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+/**
+ * The size the embed takes (the oEmbed answer and the documented snippet): 8 px padding around a bar of 88 px (the
+ * name and the title, 20 px each, and a 44 px control row beside 72 px of artwork); without script the browser's
+ * audio bar takes the button's 44 px. The Chromium test measures it inside an iframe on a page of another origin.
+ */
+export const EMBED_SIZE = { width: 400, height: 104 };
 
 /**
  * The content security policy of the pages: scripts only from this service, the stream from anywhere (Icecast is on
@@ -40,75 +29,101 @@ export function pagePolicy(embeddable: boolean): string {
   ].join('; ');
 }
 
-const STYLE = `
-  body { font-family: system-ui, sans-serif; margin: 0; padding: 1.5rem; background: #111; color: #eee; }
-  main { max-width: 36rem; margin: 0 auto; }
-  h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
-  .now { font-size: 1.2rem; margin: 1rem 0 .25rem; }
-  .artist, .facts { color: #aaa; }
-  .facts span + span::before { content: " · "; }
-  button { font-size: 1rem; padding: .5rem 1.5rem; margin: 1rem 0; border-radius: .3rem; border: 0;
-    background: #3b82f6; color: #fff; cursor: pointer; }
-  audio { width: 100%; }
-  ol { color: #aaa; padding-left: 1.25rem; }
-  body.embed { padding: .5rem; }
-  body.embed h1 { font-size: 1rem; }
-  body.embed .now { font-size: 1rem; margin: .25rem 0; }
-  body.embed button { margin: .25rem 0; padding: .25rem 1rem; }
-`;
+export interface PageOptions {
+  embed: boolean;
+  assetsUrl: string;
+  oembedUrl: string;
+}
 
-/** The listen page (or its minimal embeddable variant): readable without script, played by player.js. */
-export function listenPageHtml(
-  view: PublicListenView,
-  options: { embed: boolean; assetsUrl: string; oembedUrl: string },
-): string {
-  const track = view.now_playing;
+const trackLine = (t: PublicTrack) => [t.artist, t.title].filter(Boolean).join(' – ');
+const listenersText = (n: number) => `${n} listener${n === 1 ? '' : 's'}`;
+
+/**
+ * The listen page (or its embeddable bar): without script it is an audio element with the Icecast stream and its
+ * native controls; player.js replaces those with the one Play button, plays HLS where offered and keeps it current.
+ */
+export function listenPageHtml(view: PublicListenView, options: PageOptions): string {
   const name = escapeHtml(view.station_name);
-  const history = options.embed
-    ? ''
-    : `<h2>Recently played</h2><ol id="history">${view.history
-        .slice(1)
-        .map((t) => `<li>${escapeHtml([t.artist, t.title].filter(Boolean).join(' – '))}</li>`)
-        .join('')}</ol>`;
+  const head = options.embed ? '' : previewTags(view, options.assetsUrl);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>${name}</title>
+<link rel="icon" type="image/png" sizes="32x32" href="${escapeHtml(`${options.assetsUrl}/favicon.png`)}">
 <link rel="alternate" type="application/json+oembed" href="${escapeHtml(options.oembedUrl)}" title="${name}">
-<style>${STYLE}</style>
+${head}
+<style>${PAGE_STYLE}</style>
 <script type="application/json" id="initial-state">${scriptJson(view)}</script>
 </head>
 <body class="${options.embed ? 'embed' : 'page'}" data-state="${escapeHtml(view.now_playing_public)}"
   data-hls-script="${escapeHtml(`${options.assetsUrl}/hls.light.min.js`)}">
-<main>
-<h1 id="station">${name}</h1>
-<div class="now">Now playing: <strong id="title">${escapeHtml(track?.title ?? 'Nothing announced yet')}</strong></div>
-<div class="artist" id="artist">${escapeHtml(track?.artist ?? '')}</div>
-<button id="play" type="button">Play</button>
-<audio id="player" preload="none" controls></audio>
-<div class="facts"><span id="on-air">${view.on_air ? 'On air' : 'Waiting for the broadcast to start'}</span><span
-  id="listeners">${view.listeners.current} listener${view.listeners.current === 1 ? '' : 's'}</span><span
-  id="time-left"></span></div>
-${history}
-</main>
+${options.embed ? embedBody(view, options) : pageBody(view, options)}
 <script src="${escapeHtml(`${options.assetsUrl}/player.js`)}"></script>
 </body></html>
 `;
+}
+
+function artImg(view: PublicListenView, options: PageOptions, side: number): string {
+  // Decorative beside the station's name (its alt would repeat the name to a screen reader).
+  return `<img class="art" id="art" src="${escapeHtml(artworkOf(view, options.assetsUrl).url)}" alt="" width="${side}" height="${side}">`;
+}
+
+function nowPlaying(view: PublicListenView, label: boolean): string {
+  const track = view.now_playing;
+  return `<p class="now" aria-live="polite">${label ? '<span class="label">Now playing: </span>' : ''}<strong id="title">${escapeHtml(track?.title ?? 'Nothing announced yet')}</strong>
+<span id="artist">${escapeHtml(track?.artist ?? '')}</span></p>`;
+}
+
+function controls(view: PublicListenView, facts: string): string {
+  return `<div class="controls"><button id="play" type="button" hidden>Play</button>
+<audio id="player" preload="none" controls src="${escapeHtml(view.stream_url)}" aria-label="${escapeHtml(`Listen to ${view.station_name}`)}"></audio>
+${facts}</div>`;
+}
+
+function pageBody(view: PublicListenView, options: PageOptions): string {
+  const description = view.description ? `<p id="description">${escapeHtml(view.description)}</p>` : '';
+  const recent = view.history.slice(1);
+  const facts = `<p class="facts"><span id="on-air">${view.on_air ? 'On air' : 'Waiting for the broadcast to start'}</span><span
+  id="listeners">${listenersText(view.listeners.current)}</span><span id="time-left"${view.show_time_left ? '' : ' hidden'}></span></p>`;
+  return `<main>
+<header class="station">${artImg(view, options, 128)}<div><h1 id="station">${escapeHtml(view.station_name)}</h1>
+${description}</div></header>
+<section class="player" aria-label="Player">
+${nowPlaying(view, true)}
+${controls(view, facts)}
+</section>
+<section id="recent" aria-labelledby="recent-heading"${recent.length ? '' : ' hidden'}><h2 id="recent-heading">Recently played</h2>
+<ol id="history">${recent.map((t) => `<li>${escapeHtml(trackLine(t))}</li>`).join('')}</ol></section>
+</main>`;
+}
+
+function embedBody(view: PublicListenView, options: PageOptions): string {
+  const facts = `<span class="facts" id="listeners">${listenersText(view.listeners.current)}</span>`;
+  return `<main>${artImg(view, options, 72)}<div class="info">
+<h1 id="station">${escapeHtml(view.station_name)}</h1>
+${nowPlaying(view, false)}
+${controls(view, facts)}
+</div></main>`;
 }
 
 /** A clear page for a stream that cannot be played here (unknown, ended, paused): never a stack trace. */
 export function unavailablePageHtml(title: string, message: string, embed: boolean): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
-<body class="${embed ? 'embed' : 'page'}"><main><h1>${escapeHtml(title)}</h1>
-<p id="reason">${escapeHtml(message)}</p></main></body></html>
+<meta name="color-scheme" content="light dark">
+<title>${escapeHtml(title)}</title><style>${PAGE_STYLE}</style></head>
+<body class="${embed ? 'embed' : 'page'}"><main><div><h1>${escapeHtml(title)}</h1>
+<p id="reason">${escapeHtml(message)}</p></div></main></body></html>
 `;
 }
 
 /** The iframe a site pastes to embed the player (the oEmbed `html`, and docs/api.md's snippet). */
-export function embedSnippet(view: Pick<PublicListenView, 'listen_embed' | 'station_name'>): string {
+export function embedSnippet(
+  view: Pick<PublicListenView, 'listen_embed' | 'station_name'>,
+  width: number = EMBED_SIZE.width,
+): string {
   return (
-    `<iframe src="${escapeHtml(view.listen_embed)}" width="${EMBED_SIZE.width}" height="${EMBED_SIZE.height}" ` +
+    `<iframe src="${escapeHtml(view.listen_embed)}" width="${width}" height="${EMBED_SIZE.height}" ` +
     `title="${escapeHtml(view.station_name)}" allow="autoplay" style="border:0"></iframe>`
   );
 }

@@ -1,5 +1,6 @@
 // The listen page's player: plays the stream (HLS through hls.js where the browser has no native HLS, else the
-// Icecast MP3), and shows what plays now, the listener count and the time left from the page's public JSON.
+// Icecast MP3), and shows what plays now, the listener count, recent tracks and (when the owner shows it) the time
+// left from the page's public JSON. Without it the page is the audio element with the stream and native controls.
 (function () {
   'use strict';
   var body = document.body;
@@ -36,6 +37,7 @@
   }
 
   function showTimeLeft() {
+    if (!state || !state.show_time_left) return;
     if (remaining === null) return text('time-left', duration(null));
     text('time-left', duration(Math.max(0, remaining - Math.floor((Date.now() - remainingAt) / 1000))));
   }
@@ -107,11 +109,13 @@
   function showHistory(tracks) {
     var list = el('history');
     if (!list) return;
+    var section = el('recent');
     var lines = tracks.slice(1).map(function (t) {
       return (t.artist ? t.artist + ' \u2013 ' : '') + t.title;
     });
     if (list.getAttribute('data-shown') === lines.join('\n')) return;
     list.setAttribute('data-shown', lines.join('\n'));
+    if (section) section.hidden = lines.length === 0;
     list.textContent = '';
     lines.forEach(function (line) {
       var item = document.createElement('li');
@@ -123,6 +127,14 @@
   function render(next) {
     state = next;
     var track = next.now_playing;
+    text('station', next.station_name);
+    var description = el('description');
+    if (description && next.description) text('description', next.description);
+    var art = el('art');
+    if (art && next.artwork_url && art.getAttribute('src') !== next.artwork_url)
+      art.setAttribute('src', next.artwork_url);
+    var timeLeft = el('time-left');
+    if (timeLeft) timeLeft.hidden = !next.show_time_left;
     text('title', track ? track.title : 'Nothing announced yet');
     text('artist', track && track.artist ? track.artist : '');
     text('listeners', next.listeners.current + (next.listeners.current === 1 ? ' listener' : ' listeners'));
@@ -171,6 +183,9 @@
       });
   }
 
+  // One control: the button replaces the native audio bar that the page shows without script.
+  audio.removeAttribute('controls');
+  button.hidden = false;
   button.addEventListener('click', function () {
     if (audio.paused) play();
     else {
