@@ -135,7 +135,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       closeEvents: { port: this.closeEvents.port, secret: this.closeEvents.secret },
       pacingLuaPath: join(this.options.dataDir, 'pacing.lua'),
       backlog: this.options.backlog ?? 4096,
-      queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 30,
+      queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 60,
     });
     const pacing = buildPacingLua({ inFlight: this.options.inFlight ?? 32, intervalMs: 1, slotTimeoutS: 10 });
     const luaPath = join(this.options.dataDir, 'pacing.lua');
