@@ -147,6 +147,9 @@ export const part: OpenApiPart = {
           required: [
             'service_id',
             'station_name',
+            'description',
+            'artwork_url',
+            'show_time_left',
             'status',
             'on_air',
             'stream_url',
@@ -163,6 +166,12 @@ export const part: OpenApiPart = {
           properties: {
             service_id: { type: 'string' },
             station_name: { type: 'string' },
+            description: { type: ['string', 'null'], description: "The owner's words about the station." },
+            artwork_url: { type: ['string', 'null'], description: "The station's artwork (PNG, JPEG or WebP)." },
+            show_time_left: {
+              type: 'boolean',
+              description: 'The owner shows the time left; when false, expires_at and remaining_seconds are null.',
+            },
             status: { const: 'active' },
             on_air: { type: 'boolean' },
             stream_url: { type: 'string', description: 'The Icecast MP3 stream.' },
