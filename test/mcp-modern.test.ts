@@ -28,7 +28,8 @@ let databaseUrl: string;
 const clients: Client[] = [];
 
 before(async () => {
-  service = await startService();
+  // Two live keys per wallet: the key tests below make four, two of them revoked or expired.
+  service = await startService({ AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2' });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
@@ -234,5 +235,22 @@ describe('MCP 2026-07-28 beside the 2025 eras; one sign-in, then a key', () => {
     assert.equal(refused.code, 'invalid_api_key');
     assert.match(refused.message, /expired/);
     assert.equal((await request({ ...service, apiKey }, 'GET', '/services/svc_doesnotexist')).status, 401);
+  });
+
+  test('keys made over MCP have the caps of REST keys: at most two live per wallet here, revoked and expired ones not counted', {
+    timeout: 120_000,
+  }, async () => {
+    const account = privateKeyToAccount(buyerKey);
+    const anonymous = await sdkClient({});
+    const createKey = async () => {
+      const header = await signedHeader(await signInChallenge(anonymous), account);
+      return call(await sdkClient({ 'sign-in-with-x': header }), 'create_api_key', {});
+    };
+    for (let i = 0; i < 2; i++) assert.equal((await createKey()).isError, undefined, `live key ${i + 1}`);
+    const refused = errorOf(await createKey());
+    assert.equal(refused.code, 'key_limit_reached');
+    assert.match(refused.message, /holds 2 live keys \(at most 2\)/);
+    assert.match(refused.message, /revoke_api_key tool/);
+    assert.doesNotMatch(refused.message, /\b(?:GET|DELETE) \//);
   });
 });

@@ -42,6 +42,11 @@ const rewrites: Rewrite[] = [
   [/GET (?:\/api\/v1)?\/products\/[\w{}-]+/g, () => 'the describe_product tool'],
   [/GET (?:\/api\/v1)?\/products/g, () => 'the list_products tool'],
   [/Upload them first with PUT/g, () => 'Upload them first over the REST API (uploads are not MCP tools) with PUT'],
+  [
+    /with DELETE \/keys\/\{key_id\} \(GET \/keys lists them\)/g,
+    () => 'with the revoke_api_key tool, called with that key (the REST API lists and revokes keys too)',
+  ],
+  [/ \(GET \/keys lists them\)/g, () => ''],
   [/as "Authorization: Bearer <key>"/g, () => `as the "Authorization: Bearer <key>" ${OWN_HEADER}`],
   [/in the SIGN-IN-WITH-X header/g, () => `in the SIGN-IN-WITH-X ${OWN_HEADER}`],
   // The sign-in names the HTTP route it was asked for; over MCP that is the connection's own endpoint.
