@@ -30,55 +30,75 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
       ],
     };
   const settings = validated(settingsFile, catalogFileValidator(), diagnostics);
-
   const products: CatalogProduct[] = [];
   // Products whose file exists but is invalid: already reported there, so not reported again as missing elsewhere.
   const invalid = new Set<string>();
   for (const file of files.filter((f) => f.path.startsWith('catalog/products/'))) {
-    const product = validated(file, productFileValidator(), diagnostics);
-    if (!product) {
-      invalid.add(idFromPath(file.path));
-      continue;
-    }
-    const expectedPath = `catalog/products/${product.id}.yaml`;
-    if (file.path !== expectedPath)
-      diagnostics.push(
-        file.at('/id', `product ${product.id} must live in ${expectedPath}`, 'value', 'product_file_name'),
-      );
-    checkDescriptors(file, product, diagnostics);
-    const provider = product.fulfillment?.provider;
-    if (settings && provider !== undefined && provider !== settings.panel_provider && provider !== settings.provider) {
-      diagnostics.push(
-        file.at(
-          '/fulfillment/provider',
-          `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) nor the operator (${settings.provider}) named in ${CATALOG_FILE}`,
-          'value',
-          'unknown_provider',
-        ),
-      );
-    }
-    const { unlisted_parameters: unlisted = {}, ...published } = product;
-    for (const name of Object.keys(unlisted)) {
-      if (name in published.parameters)
-        diagnostics.push(
-          file.at(
-            `/unlisted_parameters/${name}`,
-            `${name} is already a published parameter`,
-            'key',
-            'duplicate_parameter',
-          ),
-        );
-    }
-    products.push({
-      product: published,
-      acceptedParameters: { ...published.parameters, ...unlisted },
-      file: file.path,
-    });
+    const product = productOf(file, settings, diagnostics);
+    if (product) products.push(product);
+    else invalid.add(idFromPath(file.path));
   }
   if (!settings) return { diagnostics };
-
   const byId = new Map(products.map((p) => [p.product.id, p]));
   const known = (id: string) => byId.has(id) || invalid.has(id);
+  checkListing(settingsFile, settings, products, known, diagnostics);
+  checkUpgradePaths(settingsFile, settings, known, diagnostics);
+  if (diagnostics.length) return { diagnostics };
+  const ordered = settings.products.map((id) => byId.get(id)!);
+  return {
+    catalog: { settings, products: ordered, byId: new Map(ordered.map((p) => [p.product.id, p])) },
+    diagnostics,
+  };
+}
+
+/** One product file, checked on its own and against the settings; undefined when it does not validate. */
+function productOf(
+  file: SourceFile,
+  settings: CatalogSettings | undefined,
+  diagnostics: Diagnostic[],
+): CatalogProduct | undefined {
+  const product = validated(file, productFileValidator(), diagnostics);
+  if (!product) return undefined;
+  const expectedPath = `catalog/products/${product.id}.yaml`;
+  if (file.path !== expectedPath)
+    diagnostics.push(
+      file.at('/id', `product ${product.id} must live in ${expectedPath}`, 'value', 'product_file_name'),
+    );
+  checkDescriptors(file, product, diagnostics);
+  const provider = product.fulfillment?.provider;
+  if (settings && provider !== undefined && provider !== settings.panel_provider && provider !== settings.provider) {
+    diagnostics.push(
+      file.at(
+        '/fulfillment/provider',
+        `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) nor the operator (${settings.provider}) named in ${CATALOG_FILE}`,
+        'value',
+        'unknown_provider',
+      ),
+    );
+  }
+  const { unlisted_parameters: unlisted = {}, ...published } = product;
+  for (const name of Object.keys(unlisted)) {
+    if (name in published.parameters)
+      diagnostics.push(
+        file.at(
+          `/unlisted_parameters/${name}`,
+          `${name} is already a published parameter`,
+          'key',
+          'duplicate_parameter',
+        ),
+      );
+  }
+  return { product: published, acceptedParameters: { ...published.parameters, ...unlisted }, file: file.path };
+}
+
+/** Every listed product has a file, and every product file is listed. */
+function checkListing(
+  settingsFile: SourceFile,
+  settings: CatalogSettings,
+  products: CatalogProduct[],
+  known: (id: string) => boolean,
+  diagnostics: Diagnostic[],
+): void {
   settings.products.forEach((id, i) => {
     if (!known(id))
       diagnostics.push(
@@ -101,7 +121,18 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
       });
     }
   }
-  // A product listed without a file is reported above; an unknown name in the upgrade paths is reported once, where it first appears.
+}
+
+/**
+ * The upgrade paths name known products. A product listed without a file is reported by checkListing; an unknown name
+ * in the upgrade paths is reported once, where it first appears.
+ */
+function checkUpgradePaths(
+  settingsFile: SourceFile,
+  settings: CatalogSettings,
+  known: (id: string) => boolean,
+  diagnostics: Diagnostic[],
+): void {
   const unknownUpgrade = new Set<string>();
   const checkUpgrade = (id: string, pointer: string, at: 'key' | 'value') => {
     if (known(id) || settings.products.includes(id) || unknownUpgrade.has(id)) return;
@@ -119,12 +150,6 @@ export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnosti
     checkUpgrade(from, `/upgrades/${from}`, 'key');
     targets.forEach((to, i) => checkUpgrade(to, `/upgrades/${from}/${i}`, 'value'));
   }
-  if (diagnostics.length) return { diagnostics };
-  const ordered = settings.products.map((id) => byId.get(id)!);
-  return {
-    catalog: { settings, products: ordered, byId: new Map(ordered.map((p) => [p.product.id, p])) },
-    diagnostics,
-  };
 }
 
 function idFromPath(path: string): string {

@@ -104,26 +104,9 @@ export const catalogCommands: Record<string, Command> = {
   },
 
   async 'catalog preview'(config, args) {
-    const productId = args[0];
-    if (!productId || productId.startsWith('--')) {
-      process.stderr.write(`catalog preview needs PRODUCT\n\n${catalogHelp['catalog preview']}\n`);
-      return 2;
-    }
-    const parameters: Record<string, unknown> = {};
-    for (const pair of options(args, '--param')) {
-      const eq = pair.indexOf('=');
-      if (eq < 1) {
-        process.stderr.write(`--param ${pair}: write NAME=VALUE, e.g. --param duration_hours=2\n`);
-        return 2;
-      }
-      parameters[pair.slice(0, eq)] = parseValue(pair.slice(eq + 1));
-    }
-    const billing = options(args, '--billing')[0];
-    if (billing !== undefined && !['monthly', 'annual', 'one_time'].includes(billing)) {
-      process.stderr.write(`--billing must be monthly, annual or one_time, got ${billing}\n`);
-      return 2;
-    }
-
+    const asked = previewRequest(args);
+    if (typeof asked === 'number') return asked;
+    const { productId, parameters, billing } = asked;
     const { files, snapshot, diagnostics } = await loadFromDisk(config);
     if (!snapshot) {
       reportDiagnostics(diagnostics, files);
@@ -169,31 +152,67 @@ export const catalogCommands: Record<string, Command> = {
       });
       return 0;
     }
-    print(`${output.product_id} ${describe(output.configuration)}${billing ? ` (billing ${billing})` : ''}`);
-    for (const l of output.lines)
-      print(
-        `  ${l.code.padEnd(20)} ${l.quantity} ${l.unit}${l.item ? ` ${l.item}` : ''} x ${l.rate} = ${l.amount} ${output.currency}`,
-      );
-    print(
-      `  total ${output.amount} ${output.currency} (${output.total_atomic} atomic units, ${output.decimals} decimals)`,
-    );
-    print(
-      `  agents can order it: ${output.agent_orderable ? 'yes' : `no (${output.not_orderable_reasons.map((r) => r.code).join(', ')})`}`,
-    );
-    print(`  rules fired: ${fired.join(', ') || 'none'}`);
-    if (refund) {
-      print(
-        `  stopped after ${stopAfter} h: refund ${atomicToAmount(refund.amount_atomic, 6)} ${output.currency} (${refund.amount_atomic} atomic units; minimum ${refund.minimum_atomic})`,
-      );
-      for (const l of refund.lines)
-        print(
-          `    ${(l.direction === 'deduct' ? '- ' : '+ ') + l.code.padEnd(18)} ${l.quantity} ${l.unit} x ${l.rate} = ${l.amount} ${output.currency}`,
-        );
-    }
+    printPreview(output, fired, billing, refund && { refund, stopAfter: stopAfter! });
     print(`  catalog on disk: ${snapshot.hash}`);
     return 0;
   },
 };
+
+/** The product, parameters and billing `catalog preview` was asked for, or its exit code after saying what is wrong. */
+function previewRequest(
+  args: string[],
+): number | { productId: string; parameters: Record<string, unknown>; billing: string | undefined } {
+  const productId = args[0];
+  if (!productId || productId.startsWith('--')) {
+    process.stderr.write(`catalog preview needs PRODUCT\n\n${catalogHelp['catalog preview']}\n`);
+    return 2;
+  }
+  const parameters: Record<string, unknown> = {};
+  for (const pair of options(args, '--param')) {
+    const eq = pair.indexOf('=');
+    if (eq < 1) {
+      process.stderr.write(`--param ${pair}: write NAME=VALUE, e.g. --param duration_hours=2\n`);
+      return 2;
+    }
+    parameters[pair.slice(0, eq)] = parseValue(pair.slice(eq + 1));
+  }
+  const billing = options(args, '--billing')[0];
+  if (billing !== undefined && !['monthly', 'annual', 'one_time'].includes(billing)) {
+    process.stderr.write(`--billing must be monthly, annual or one_time, got ${billing}\n`);
+    return 2;
+  }
+  return { productId, parameters, billing };
+}
+
+/** A priced configuration as text: its lines, total, orderability, rules and the refund of a stop. */
+function printPreview(
+  output: PriceOutput,
+  fired: string[],
+  billing: string | undefined,
+  stop: { refund: RefundEvaluation; stopAfter: string } | undefined,
+): void {
+  print(`${output.product_id} ${describe(output.configuration)}${billing ? ` (billing ${billing})` : ''}`);
+  for (const l of output.lines)
+    print(
+      `  ${l.code.padEnd(20)} ${l.quantity} ${l.unit}${l.item ? ` ${l.item}` : ''} x ${l.rate} = ${l.amount} ${output.currency}`,
+    );
+  print(
+    `  total ${output.amount} ${output.currency} (${output.total_atomic} atomic units, ${output.decimals} decimals)`,
+  );
+  print(
+    `  agents can order it: ${output.agent_orderable ? 'yes' : `no (${output.not_orderable_reasons.map((r) => r.code).join(', ')})`}`,
+  );
+  print(`  rules fired: ${fired.join(', ') || 'none'}`);
+  if (!stop) return;
+  const { refund, stopAfter } = stop;
+  print(
+    `  stopped after ${stopAfter} h: refund ${atomicToAmount(refund.amount_atomic, 6)} ${output.currency} (${refund.amount_atomic} atomic units; minimum ${refund.minimum_atomic})`,
+  );
+  for (const l of refund.lines)
+    print(
+      `    ${(l.direction === 'deduct' ? '- ' : '+ ') + l.code.padEnd(18)} ${l.quantity} ${l.unit} x ${l.rate} = ${l.amount} ${output.currency}`,
+    );
+}
 
 /** What rules/refunds.json would refund for this order if its service were stopped after some hours. */
 async function previewRefund(
