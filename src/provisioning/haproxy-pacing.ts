@@ -1,16 +1,16 @@
 /**
  * What HAProxy's Lua (Debian's HAProxy is built with Lua 5.3) does to a listener on its way into Icecast: its request
- * head gets the signed ticket (haproxy-config.ts) in place of any Authorization it sent, and it is paced: at most `inFlight` connections in Icecast at once until it answers them, and one at most every `intervalMs`.
+ * head gets the signed ticket (haproxy-config.ts) in place of any Authorization it sent, and it is paced: at most
+ * `inFlight` connections in Icecast at once until it answers them, and one at most every `intervalMs`.
  * HAProxy's own `maxconn` cannot do this: it counts a connection for its whole life, and a listener stays for hours.
  * This bound is released at Icecast's answer (its auth thread has called back by then), so a burst of thousands waits
  * in HAProxy, not in Icecast's backlog of 5 nor past its 100 waiting for authentication.
  *
  * Waiters poll instead of being woken (HAProxy 2.6's Lua has no queue a task can wait on): each sleeps 10 ms plus
- * up to one per waiter, divided by one plus the seconds it has waited, so all of them together look a few times a
- * millisecond, more often than Icecast frees a slot, and the oldest most often (a burst is served nearly in order;
- * with equal turns the last of 1,000 waited 32 s where the median waited 9). Shorter sleeps stopped waking up in
- * HAProxy 2.6's TCP inspection. A slot whose listener left before Icecast
- * answered is taken back after `slotTimeoutS`.
+ * up to one per waiter, so all of them together look about twice a millisecond, more often than Icecast frees a slot.
+ * Turns are not in order (of 1,000 at once the median waited 9 s, the last 32 s); waiters that looked more often as
+ * they aged left 54 of 1,000 unanswered, and sleeps under 10 ms stopped waking up, in HAProxy 2.6's TCP inspection.
+ * A slot whose listener left before Icecast answered is taken back after `slotTimeoutS`.
  */
 export interface PacingOptions {
   inFlight: number;
@@ -48,10 +48,8 @@ end
 
 core.register_action("${TAKE_SLOT}", { "tcp-req" }, function(txn)
   waiting = waiting + 1
-  local came = now()
   while not may_enter(now()) do
-    -- The longer one has waited, the more often it looks: close to first come, first served.
-    core.msleep(math.random(10, 10 + waiting // (1 + math.floor(now() - came))))
+    core.msleep(math.random(10, 10 + waiting))
   end
   waiting = waiting - 1
   local t = now()
