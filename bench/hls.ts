@@ -13,6 +13,7 @@ import { copyCatalog, startService, type Service } from '../test/support/service
 import { startFfmpegSource, waitFor } from '../test/support/streaming.js';
 import { TestWallet } from '../test/support/wallet.js';
 import { writeMarkedSection } from './docs.js';
+import { CdnEdge } from './hls-cdn.js';
 import { timesToFirstSound } from './first-sound.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
 
@@ -20,7 +21,8 @@ const listeners = Number(process.env.HLS_LISTENERS ?? 500);
 const seconds = Number(process.env.SECONDS ?? 60);
 const root = fileURLToPath(new URL('../', import.meta.url));
 
-/** A player: its session's playlist every 2 s (half the target duration), each new segment once. */
+/** A player: its session's playlist every 2 s (half the target duration); from the first the last three segments
+ * (as hls.js starts), then each new segment once. */
 class Player {
   readonly fetched = new Set<number>();
   bytes = 0;
@@ -30,17 +32,13 @@ class Player {
   constructor(private readonly master: string) {}
 
   async run(until: number): Promise<void> {
-    let answer = await fetch(this.master);
-    let text = await answer.text();
+    const text = await (await fetch(this.master)).text();
+    this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
     // As players do, a retryable refusal (a burst of admissions on a loaded machine) is tried again.
-    for (let tries = 0; answer.status !== 200 && JSON.parse(text).error?.retryable && tries < 20; tries++) {
+    for (let tries = 0; !(await this.poll().catch(() => false)) && tries < 20; tries++) {
       this.retries++;
       await sleep(500 + Math.random() * 1000);
-      answer = await fetch(this.master);
-      text = await answer.text();
     }
-    if (answer.status !== 200) throw new Error(`index.m3u8 answered ${answer.status}: ${text}`);
-    this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
     await sleep(Math.random() * 2000);
     while (Date.now() < until) {
       await this.poll().catch(() => {
@@ -50,17 +48,22 @@ class Player {
     }
   }
 
-  private async poll(): Promise<void> {
-    const playlist = await (await fetch(this.media!)).text();
+  private async poll(): Promise<boolean> {
+    const answer = await fetch(this.media!);
+    const playlist = await answer.text();
+    if (answer.status !== 200) {
+      if (JSON.parse(playlist).error?.retryable) return false;
+      throw new Error(`live.m3u8 answered ${answer.status}: ${playlist}`);
+    }
     const segments = playlist.split('\n').filter((l) => l.startsWith('seg'));
-    // A player starts near the live edge: the last segment first, then every new one.
-    for (const uri of this.fetched.size ? segments : segments.slice(-1)) {
+    for (const uri of this.fetched.size ? segments : segments.slice(-3)) {
       const number = Number(/^seg(\d+)/.exec(uri)![1]);
       if (this.fetched.has(number)) continue;
       const body = Buffer.from(await (await fetch(new URL(uri, this.media!))).arrayBuffer());
       this.bytes += body.length;
       this.fetched.add(number);
     }
+    return true;
   }
 }
 
@@ -113,7 +116,11 @@ try {
   const svc = bought.body.service;
   source = startFfmpegSource(svc.broadcast_url, 128);
   const hlsUrl: string = svc.endpoints.hls_url;
-  await waitFor('the rendition', async () => (await fetch(hlsUrl)).status === 200, 60_000);
+  const warmUp = new URL(
+    (await (await fetch(hlsUrl)).text()).split('\n').find((l) => l.startsWith('live.m3u8'))!,
+    hlsUrl,
+  );
+  await waitFor('the rendition', async () => (await fetch(warmUp)).status === 200, 60_000);
   const segmenter = await segmenterPid(service.dataDir);
 
   // 1. One rendition and serve without HLS listeners (the warm-up session above has idled out).
@@ -161,6 +168,25 @@ try {
   const failures = players.reduce((n, p) => n + p.failures, 0);
   const retries = players.reduce((n, p) => n + p.retries, 0);
   const mbps = (players.reduce((n, p) => n + p.bytes, 0) * 8) / 1e6 / (seconds + 24);
+  // 2b. As many players again through a CDN edge (bench/hls-cdn.ts): serve answers their playlists, the edge their
+  // segments (each fetched from serve once). The first players' places are freed first (8 s without a fetch).
+  await sleep(10_000);
+  const edge = new CdnEdge(new URL(hlsUrl).origin);
+  const edgeUrl = (await edge.start()) + new URL(hlsUrl).pathname;
+  const viaEdge = Array.from({ length: listeners }, () => new Player(edgeUrl));
+  const edgeUntil = Date.now() + 20_000 + seconds * 1000 + 4000;
+  const edgeRunning = viaEdge.map(async (p, i) => {
+    await sleep((i / listeners) * 8000);
+    await p.run(edgeUntil);
+  });
+  await sleep(20_000);
+  const [e0, ew0] = [await cpuOf(servePid), Date.now()];
+  await sleep(seconds * 1000);
+  const edgeServeCores = ((await cpuOf(servePid)) - e0) / ((Date.now() - ew0) / 1000);
+  await Promise.all(edgeRunning);
+  await edge.stop();
+  const edgeFailures = viaEdge.reduce((n, p) => n + p.failures, 0);
+  const edgeSegments = viaEdge.reduce((n, p) => n + p.fetched.size, 0);
   // 3. The listen page in Chromium, the rendition running (the players above have gone): click to first sound.
   const firstSound = (await timesToFirstSound(svc.endpoints.listen_page, 5)).sort((a, b) => a - b);
 
@@ -188,6 +214,9 @@ try {
     `| rendition's CPU with them | ${pct((ffCpu1 - ffCpu0) / window)} of one core |`,
     `| HLS listeners per core of serve (listeners ÷ serve's cores) | ${Math.round(listeners / serveCores)} |`,
     `| … of serve and PostgreSQL together | ${Math.round(listeners / (serveCores + pgCores))} |`,
+    `| serve's CPU with as many players through a CDN edge (segments from the edge) | ` +
+      `${pct(edgeServeCores)} of one core (${pct(edgeServeCores / serveCores)} of the above); ` +
+      `${edge.originFetches} requests reached serve (playlists, segments once) for ${edgeSegments} segments played, ${edgeFailures} failed polls |`,
     `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; ` +
       `${retries} admissions retried (retryable 503) |`,
     `| listen page, click to first sound in Chromium (HLS, 5 new profiles): median (min–max) | ` +
