@@ -49,11 +49,8 @@ export interface Payments {
   stop(): Promise<void>;
 }
 
-/**
- * Machine payment: in production a remote facilitator named by the environment; in development an embedded
- * anvil chain with our USDC contract and the official facilitator in-process. Same gateway either way.
- */
-export async function payments(options: {
+/** What payments() is given: the mode, where to keep the chain, the settings and keys. */
+export interface PaymentOptions {
   production: boolean;
   dataDir: string;
   log: Logger;
@@ -61,76 +58,91 @@ export async function payments(options: {
   operatorKey?: OperatorKey;
   refundKey?: Hex;
   devRefundFunds?: bigint;
-}): Promise<Payments> {
+}
+
+/**
+ * Machine payment: in production a remote facilitator named by the environment; in development an embedded
+ * anvil chain with our USDC contract and the official facilitator in-process. Same gateway either way.
+ */
+export async function payments(options: PaymentOptions): Promise<Payments> {
   const settings = options.settings;
-  const logWindow = settings.logWindowBlocks;
-  const { network, maxTimeoutSeconds } = settings;
-  const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, maxTimeoutSeconds);
-
-  if (options.production) {
-    const missing = Object.entries({
-      X402_PAY_TO: settings.payTo,
-      X402_FACILITATOR_URL: settings.facilitatorUrl,
-      X402_RPC_URL: settings.rpcUrl,
-    })
-      .filter(([, v]) => !v)
-      .map(([name]) => name);
-    if (missing.length) {
-      return {
-        checkout: {
-          available: false,
-          configured: false,
-          protocol: 'x402',
-          network,
-          reason: `machine payment is not configured for production: set ${missing.join(', ')}`,
-        },
-        refunds: {},
-        stop: async () => {},
-      };
-    }
-    const asset = settings.asset ?? USDC_ADDRESS;
-    const facilitator = createFacilitator({
-      mode: 'remote',
-      url: settings.facilitatorUrl!,
-      timeoutMs: settings.facilitatorTimeoutMs,
-      network,
-      auth: settings.facilitatorAuthKeyFile ? facilitatorAuthKey(settings.facilitatorAuthKeyFile) : undefined,
-      log: (fields, message) => options.log.warn({ component: 'facilitators', ...fields }, message),
-    });
-    const checkout: CheckoutStatus = { available: true, configured: true, protocol: 'x402', network };
-    const gateway = new PaymentGateway(
-      facilitator,
-      { network, asset, payTo: settings.payTo!, maxTimeoutSeconds },
-      receipts,
-    );
-    // /supported of each facilitator is read now (a hung one does not hold the start): what it says is on /health and
-    // /availability from the start, and kept current there.
-    const read = facilitator.pool!.refresh();
-    await Promise.race([read, new Promise((resolve) => setTimeout(resolve, FACILITATOR_START_WAIT_MS).unref())]);
-    return {
-      checkout,
-      facilitatorHealth: facilitatorHealth(facilitator.pool!, checkout),
-      gateway,
-      ledger: new AuthorizationLedger(settings.rpcUrl!, asset as Address, { windowBlocks: logWindow }),
-      refunds: options.refundKey
-        ? { wallet: refundWallet(settings.rpcUrl!, Number(network.split(':')[1]), asset as Address, options.refundKey) }
-        : {
-            missingReason:
-              'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one',
-          },
-      stop: async () => gateway.close(),
-    };
-  }
-
+  const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, settings.maxTimeoutSeconds);
+  if (options.production) return productionPayments(options, receipts);
   if (settings.chainRpcUrl)
     return attachToChain(
       settings.chainRpcUrl,
       settings.devFacilitatorAccount,
-      maxTimeoutSeconds,
+      settings.maxTimeoutSeconds,
       receipts,
       options.refundKey,
     );
+  return embeddedPayments(options, receipts);
+}
 
+/** Production: the remote facilitators, the token read over X402_RPC_URL, refunds from X402_REFUND_KEY's wallet. */
+async function productionPayments(options: PaymentOptions, receipts: OfferReceipts | undefined): Promise<Payments> {
+  const settings = options.settings;
+  const logWindow = settings.logWindowBlocks;
+  const { network, maxTimeoutSeconds } = settings;
+  const missing = Object.entries({
+    X402_PAY_TO: settings.payTo,
+    X402_FACILITATOR_URL: settings.facilitatorUrl,
+    X402_RPC_URL: settings.rpcUrl,
+  })
+    .filter(([, v]) => !v)
+    .map(([name]) => name);
+  if (missing.length) {
+    return {
+      checkout: {
+        available: false,
+        configured: false,
+        protocol: 'x402',
+        network,
+        reason: `machine payment is not configured for production: set ${missing.join(', ')}`,
+      },
+      refunds: {},
+      stop: async () => {},
+    };
+  }
+  const asset = settings.asset ?? USDC_ADDRESS;
+  const facilitator = createFacilitator({
+    mode: 'remote',
+    url: settings.facilitatorUrl!,
+    timeoutMs: settings.facilitatorTimeoutMs,
+    network,
+    auth: settings.facilitatorAuthKeyFile ? facilitatorAuthKey(settings.facilitatorAuthKeyFile) : undefined,
+    log: (fields, message) => options.log.warn({ component: 'facilitators', ...fields }, message),
+  });
+  const checkout: CheckoutStatus = { available: true, configured: true, protocol: 'x402', network };
+  const gateway = new PaymentGateway(
+    facilitator,
+    { network, asset, payTo: settings.payTo!, maxTimeoutSeconds },
+    receipts,
+  );
+  // /supported of each facilitator is read now (a hung one does not hold the start): what it says is on /health and
+  // /availability from the start, and kept current there.
+  const read = facilitator.pool!.refresh();
+  await Promise.race([read, new Promise((resolve) => setTimeout(resolve, FACILITATOR_START_WAIT_MS).unref())]);
+  return {
+    checkout,
+    facilitatorHealth: facilitatorHealth(facilitator.pool!, checkout),
+    gateway,
+    ledger: new AuthorizationLedger(settings.rpcUrl!, asset as Address, { windowBlocks: logWindow }),
+    refunds: options.refundKey
+      ? { wallet: refundWallet(settings.rpcUrl!, Number(network.split(':')[1]), asset as Address, options.refundKey) }
+      : {
+          missingReason:
+            'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one',
+        },
+    stop: async () => gateway.close(),
+  };
+}
+
+/** Development: an embedded anvil chain with our USDC and the official facilitator in-process. */
+async function embeddedPayments(options: PaymentOptions, receipts: OfferReceipts | undefined): Promise<Payments> {
+  const settings = options.settings;
+  const logWindow = settings.logWindowBlocks;
+  const { maxTimeoutSeconds } = settings;
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
     onUnexpectedExit: (code) => options.log.error({ component: 'anvil', code }, 'the embedded chain exited'),

@@ -83,46 +83,7 @@ export function eventRoutes(router: Router, deps: EventRouteDeps): void {
       'There is no webhook endpoint with this id for your API key. GET /webhooks lists yours.',
     );
 
-  router.post('/webhooks', async (ctx) => {
-    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
-    events.endpoints.ensureConfigured();
-    const body = await readWebhook(ctx);
-    if (body.service_id && !(deps.services && (await deps.services.owned(key.id, body.service_id)))) {
-      throw new ApiError(
-        404,
-        'service_not_found',
-        'There is no service with this id for your API key. Use service.service_id from your order, or leave service_id out for every service of your key.',
-      );
-    }
-    const refused = await events.policy.refuse(body.url);
-    if (refused) {
-      throw new ApiError(
-        422,
-        'webhook_url_not_allowed',
-        `This URL cannot receive webhooks: ${refused}. Use an https URL on a public address.`,
-        { details: [{ pointer: '/url', code: 'url_not_allowed', message: refused }] },
-      );
-    }
-    if ((await events.endpoints.list(key.id)).length >= events.maxEndpointsPerKey) {
-      throw new ApiError(
-        409,
-        'webhook_limit_reached',
-        `This API key already has ${events.maxEndpointsPerKey} webhook endpoints, the most allowed. Delete one (DELETE /webhooks/{webhook_id}) first.`,
-      );
-    }
-    const created = await events.endpoints.create(key.id, {
-      url: body.url,
-      serviceId: body.service_id,
-      events: body.events,
-    });
-    ctx.status = 201;
-    ctx.body = {
-      ok: true,
-      webhook: created.endpoint,
-      secret: created.secret,
-      secret_note: 'Shown only now: keep it to verify the X-Agent-Audio-Signature header of each delivery.',
-    };
-  });
+  router.post('/webhooks', (ctx) => createWebhook(ctx, deps, events));
 
   router.get('/webhooks', async (ctx) => {
     const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
@@ -150,28 +111,80 @@ export function eventRoutes(router: Router, deps: EventRouteDeps): void {
     };
   });
 
-  router.get('/services/:service_id/events', async (ctx) => {
-    const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
-    const serviceId = ctx.params.service_id;
-    const service =
-      serviceIdPattern.test(serviceId) && deps.services ? await deps.services.owned(key.id, serviceId) : undefined;
-    if (!service)
-      throw new ApiError(
-        404,
-        'service_not_found',
-        'There is no service with this id for your API key. Use service.service_id from your order.',
-      );
-    const after = await resumePosition(ctx, events.feed, service.id);
-    const close = streams.open(key.id, service.id);
-    const authorization = ctx.get('Authorization');
-    // Only a refusal of the key ends the stream; a database hiccup does not (the next check decides).
-    const keyStillValid = () =>
-      deps.keys.authenticate(authorization).then(
-        () => true,
-        (e) => !(e instanceof ApiError && e.status === 401),
-      );
-    streamEvents(ctx, events, service.id, after, keyStillValid, close);
+  router.get('/services/:service_id/events', (ctx) => followService(ctx, deps, events, streams));
+}
+
+type Events = NonNullable<EventRouteDeps['events']>;
+
+/** POST /webhooks: a new endpoint for the key (or one of its services), its secret shown once. */
+async function createWebhook(ctx: Context, deps: EventRouteDeps, events: Events): Promise<void> {
+  const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+  events.endpoints.ensureConfigured();
+  const body = await readWebhook(ctx);
+  if (body.service_id && !(deps.services && (await deps.services.owned(key.id, body.service_id)))) {
+    throw new ApiError(
+      404,
+      'service_not_found',
+      'There is no service with this id for your API key. Use service.service_id from your order, or leave service_id out for every service of your key.',
+    );
+  }
+  const refused = await events.policy.refuse(body.url);
+  if (refused) {
+    throw new ApiError(
+      422,
+      'webhook_url_not_allowed',
+      `This URL cannot receive webhooks: ${refused}. Use an https URL on a public address.`,
+      { details: [{ pointer: '/url', code: 'url_not_allowed', message: refused }] },
+    );
+  }
+  if ((await events.endpoints.list(key.id)).length >= events.maxEndpointsPerKey) {
+    throw new ApiError(
+      409,
+      'webhook_limit_reached',
+      `This API key already has ${events.maxEndpointsPerKey} webhook endpoints, the most allowed. Delete one (DELETE /webhooks/{webhook_id}) first.`,
+    );
+  }
+  const created = await events.endpoints.create(key.id, {
+    url: body.url,
+    serviceId: body.service_id,
+    events: body.events,
   });
+  ctx.status = 201;
+  ctx.body = {
+    ok: true,
+    webhook: created.endpoint,
+    secret: created.secret,
+    secret_note: 'Shown only now: keep it to verify the X-Agent-Audio-Signature header of each delivery.',
+  };
+}
+
+/** GET /services/{id}/events: the service's events as Server-Sent Events, for as long as the key stays valid. */
+async function followService(
+  ctx: Context,
+  deps: EventRouteDeps,
+  events: Events,
+  streams: EventStreamCaps,
+): Promise<void> {
+  const key = await deps.keys.authenticate(ctx.get('Authorization') || undefined);
+  const serviceId = ctx.params.service_id;
+  const service =
+    serviceIdPattern.test(serviceId) && deps.services ? await deps.services.owned(key.id, serviceId) : undefined;
+  if (!service)
+    throw new ApiError(
+      404,
+      'service_not_found',
+      'There is no service with this id for your API key. Use service.service_id from your order.',
+    );
+  const after = await resumePosition(ctx, events.feed, service.id);
+  const close = streams.open(key.id, service.id);
+  const authorization = ctx.get('Authorization');
+  // Only a refusal of the key ends the stream; a database hiccup does not (the next check decides).
+  const keyStillValid = () =>
+    deps.keys.authenticate(authorization).then(
+      () => true,
+      (e) => !(e instanceof ApiError && e.status === 401),
+    );
+  streamEvents(ctx, events, service.id, after, keyStillValid, close);
 }
 
 /** Last-Event-ID (header, or ?last_event_id= for clients that cannot set headers): continue after that event. */
