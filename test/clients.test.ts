@@ -17,7 +17,7 @@ let wallet: TestWallet;
 let origin: string;
 let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
 before(async () => {
-  // As the README tells a developer who tries webhooks on this machine (its example is checked below).
+  // As docs/api.md tells a developer who tries webhooks on this machine (its example is checked below).
   service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1' });
   dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
@@ -340,18 +340,18 @@ describe('typed clients from /openapi.json', () => {
   });
 });
 
-describe('README', () => {
-  test('the webhook example is accepted by the service as the README tells to run it', async () => {
-    const readme = await readFile(join(root, 'README.md'), 'utf8');
-    const example = /curl -s -X POST \$B\/webhooks[^\n]*\\\n\s*-d '([^']+)'/.exec(readme);
-    assert.ok(example, 'README.md has the webhook registration example');
+describe('docs/api.md', () => {
+  test('the webhook example is accepted by the service as docs/api.md tells to run it', async () => {
+    const doc = await readFile(join(root, 'docs', 'api.md'), 'utf8');
+    const example = /curl -s -X POST \$B\/webhooks[^\n]*\\\n\s*-d '([^']+)'/.exec(doc);
+    assert.ok(example, 'docs/api.md has the webhook registration example');
     const registered = await request(service, 'POST', '/webhooks', { body: JSON.parse(example[1]) });
     assert.equal(registered.status, 201, JSON.stringify(registered.body));
     assert.match(registered.body.secret, /\S{16,}/);
     assert.match(
-      readme,
+      doc,
       /WEBHOOK_ALLOW_INSECURE_LOOPBACK=1 npm start/,
-      'the README says how to run the service for this example',
+      'docs/api.md says how to run the service for this example',
     );
   });
 });

@@ -10,13 +10,9 @@ import { cli, root, scratchDir } from './support/service.js';
 
 // One configuration: every setting is read, checked and documented in one place.
 
-/** The variables the README's configuration table names (first column, each `NAME` in it). */
-async function readmeSettings(): Promise<Set<string>> {
-  const readme = await readFile(join(root, 'README.md'), 'utf8');
-  const table = readme.slice(
-    readme.indexOf('## Configuration'),
-    readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5),
-  );
+/** The variables docs/configuration.md's table names (first column, each `NAME` in it). */
+async function documentedSettings(): Promise<Set<string>> {
+  const table = await readFile(join(root, 'docs', 'configuration.md'), 'utf8');
   const names = table
     .split('\n')
     .filter((line) => line.startsWith('| `'))
@@ -24,11 +20,11 @@ async function readmeSettings(): Promise<Set<string>> {
   return new Set(names);
 }
 
-test('the README configuration table lists exactly the settings the configuration reads', async () => {
-  const documented = await readmeSettings();
+test('the configuration table (docs/configuration.md) lists exactly the settings the configuration reads', async () => {
+  const documented = await documentedSettings();
   const read = settingNames();
-  assert.deepEqual([...read].filter((n) => !documented.has(n)).sort(), [], 'read but not in the README table');
-  assert.deepEqual([...documented].filter((n) => !read.has(n)).sort(), [], 'in the README table but never read');
+  assert.deepEqual([...read].filter((n) => !documented.has(n)).sort(), [], 'read but not in the configuration table');
+  assert.deepEqual([...documented].filter((n) => !read.has(n)).sort(), [], 'in the configuration table but never read');
 });
 
 test('nothing under src/ reads process.env but the configuration module', async () => {
