@@ -32,10 +32,9 @@ export class McpEndpoint {
   constructor(private readonly deps: EndpointDeps) {
     const { publicBaseUrl, listenHost, allowedOrigins } = deps;
     this.origins = new RequestOrigins({ publicBaseUrl, listenHost, allowedOrigins });
-    this.modern = createMcpHandler((context) => this.serverOf(context), {
-      legacy: 'reject',
-      responseMode: 'json',
-    });
+    // The default response mode answers JSON unless a tool sends a notification before its result (ours send none);
+    // 'json' would also drop such notifications, and the SDK warns about that on every start.
+    this.modern = createMcpHandler((context) => this.serverOf(context), { legacy: 'reject' });
   }
 
   readonly handle = async (ctx: Context): Promise<void> => {
