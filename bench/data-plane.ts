@@ -1,4 +1,4 @@
-// The data plane in front of Icecast (issue 35 §1): the front door in serve vs HAProxy (ICECAST_PROXY=haproxy), in
+// The data plane in front of Icecast: the front door in serve vs HAProxy (ICECAST_PROXY=haproxy), in
 // the same run. For each: a host with S instant-streams of P places, a 64 kbps source on each (raw clients in a
 // child process), S × P listeners opened at once from this process and reading their audio, then one more per
 // stream (each must be refused); then the listeners held HOLD seconds: CPU of serve, of the proxy (HAProxy's

@@ -198,7 +198,7 @@ export function configFromEnv(
   return readConfig(new SettingsReader(env), stdoutIsTerminal);
 }
 
-/** The names of every variable configFromEnv reads (the README's table must list each). */
+/** The names of every variable configFromEnv reads (docs/configuration.md's table must list each). */
 export function settingNames(): Set<string> {
   const reader = new SettingsReader({});
   readConfig(reader, false);

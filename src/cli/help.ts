@@ -15,7 +15,7 @@ and its children in order; a second Ctrl-C exits at once (PostgreSQL still gets 
                  services placed on it (docs/deployment.md)
   LOG_FORMAT=json|pretty   log lines as JSON (default when stdout is not a terminal) or readable (default on a terminal)
   LOG_LEVEL=debug          also the output of PostgreSQL and the other programs serve runs (default: info)
-Configuration: environment variables, see README.md.
+Configuration: environment variables, see docs/configuration.md.
 exit 0: stopped by a signal, 1: could not start (the reason is printed)`,
   facilitator: `usage: agent-audio facilitator
 
@@ -159,7 +159,7 @@ ${Object.entries(groups)
   .join('\n')}
 
 environment: DATA_DIR (./data), HOST (127.0.0.1), PORT (8080), PUBLIC_BASE_URL, METRICS_HOST, METRICS_PORT, DATABASE_URL,
-CATALOG_DIR (./catalog), RULES_DIR (./rules), LOG_FORMAT (json|pretty), LOG_LEVEL (info); more in README.md`;
+CATALOG_DIR (./catalog), RULES_DIR (./rules), LOG_FORMAT (json|pretty), LOG_LEVEL (info); more in docs/configuration.md`;
 
 /** The help of a command ("keys create") or of a group ("keys"); undefined when there is no such thing. */
 export function helpFor(name: string): string | undefined {

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const SIGNATURE_HEADER = 'X-Agent-Audio-Signature';
 export const EVENT_ID_HEADER = 'X-Agent-Audio-Event-Id';
-/** How old a signed timestamp a receiver should accept (the README's verification uses it). */
+/** How old a signed timestamp a receiver should accept (the verification example in docs/api.md uses it). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 function hmac(secret: string, timestamp: number, body: string): string {
