@@ -59,15 +59,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
-    async health() {
-      if (!supervisor) return { ok: false, error: installed ? 'not started' : 'icecast2 is not installed' };
-      try {
-        await supervisor.admin.listMounts();
-        return { ok: true, url: supervisor.baseUrl };
-      } catch (e) {
-        return { ok: false, error: (e as Error).message };
-      }
-    },
+    health: () => icecastHealth(supervisor, installed),
     async start(callbackBaseUrl) {
       if (!installed) return;
       await mkdir(dataDir, { recursive: true });
@@ -87,20 +79,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
           preferredPort: settings.listen?.port ?? host.lastPort,
         }),
       });
-      supervisor.on('exited', ({ expected, ...e }) => {
-        if (expected) log.debug?.({ component: 'icecast', ...e }, 'icecast stopped');
-        else
-          log.warn(
-            { component: 'icecast', ...e },
-            e.signal === 'SIGKILL' ? 'icecast killed (not by serve)' : 'icecast exited',
-          );
-      });
-      supervisor.on('restarted', (e) =>
-        log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'),
-      );
-      supervisor.on('restartFailed', (err) =>
-        log.error({ component: 'icecast', err }, 'icecast could not be restarted'),
-      );
+      logIcecastEvents(supervisor, log);
       await supervisor.start();
       if (settings.proxy === 'haproxy') haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log);
       else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings);
@@ -129,6 +108,31 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       await supervisor?.stop();
     },
   };
+}
+
+async function icecastHealth(supervisor: IcecastSupervisor | undefined, installed: boolean) {
+  if (!supervisor) return { ok: false, error: installed ? 'not started' : 'icecast2 is not installed' };
+  try {
+    await supervisor.admin.listMounts();
+    return { ok: true, url: supervisor.baseUrl };
+  } catch (e) {
+    return { ok: false, error: (e as Error).message };
+  }
+}
+
+function logIcecastEvents(supervisor: IcecastSupervisor, log: Logger): void {
+  supervisor.on('exited', ({ expected, ...e }) => {
+    if (expected) log.debug?.({ component: 'icecast', ...e }, 'icecast stopped');
+    else
+      log.warn(
+        { component: 'icecast', ...e },
+        e.signal === 'SIGKILL' ? 'icecast killed (not by serve)' : 'icecast exited',
+      );
+  });
+  supervisor.on('restarted', (e) =>
+    log.info({ component: 'icecast', ...e }, 'icecast restarted; sources reconnect to their mounts'),
+  );
+  supervisor.on('restartFailed', (err) => log.error({ component: 'icecast', err }, 'icecast could not be restarted'));
 }
 
 /**

@@ -95,7 +95,13 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
     ctx.body = { ok: true, listen: found.view };
   });
 
-  const page = (embed: boolean) => async (ctx: Context) => {
+  router.get('/listen/:service_id', listenPage(deps, assetsUrl, false));
+  router.get('/listen/:service_id/embed', listenPage(deps, assetsUrl, true));
+}
+
+/** The listen page, or its embeddable player: the service on air, or a page saying why not. */
+function listenPage(deps: ListenRouteDeps, assetsUrl: () => string, embed: boolean) {
+  return async (ctx: Context) => {
     ctx.type = 'text/html; charset=utf-8';
     ctx.set('Content-Security-Policy', pagePolicy(embed));
     ctx.set('X-Content-Type-Options', 'nosniff');
@@ -120,8 +126,6 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
       ctx.body = listenPageHtml(found.view, { embed, assetsUrl: assetsUrl(), oembedUrl });
     }
   };
-  router.get('/listen/:service_id', page(false));
-  router.get('/listen/:service_id/embed', page(true));
 }
 
 /** The favicon at the site's root, where browsers ask for it whatever the page says. */

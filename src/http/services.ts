@@ -52,7 +52,6 @@ const readExtend = bodyReader<{ duration_hours: number }>(extendRequestSchema, '
 /** The Services tag: status, usage, AutoDJ files and playlist of a service, for its owner only. */
 export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   const owned = (ctx: Context) => ownedServiceOf(ctx, deps);
-  const withStorage = (service: ServiceRow) => storageOf(deps.media, service);
 
   router.get('/services', async (ctx) => {
     const caller = await callerOf(ctx, deps, 'The services bought with this API key or paid by this wallet');
@@ -67,6 +66,19 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     ctx.body = { ...(await status(deps, service)), ...(deps.refunds && (await deps.refunds.ofService(service.id))) };
   });
 
+  router.get('/services/:service_id/usage', async (ctx) => {
+    ctx.body = await usage(deps, await owned(ctx));
+  });
+
+  changeRoutes(router, deps, owned);
+  mediaRoutes(router, deps, owned);
+  nowPlayingRoutes(router, deps, owned);
+}
+
+type Owned = (ctx: Context) => Promise<ServiceRow>;
+
+/** What an owner changes on a service: stop it, upgrade it, extend it (the last two paid). */
+function changeRoutes(router: Router, deps: ServiceRouteDeps, owned: Owned): void {
   router.post('/services/:service_id/stop', async (ctx) => {
     ctx.body = await stop(deps, await owned(ctx));
   });
@@ -86,10 +98,11 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     const payment = await paidCall(ctx, deps, 'extendService', `/services/${service.id}/extend`, service.product_id);
     sendPlaced(ctx, await extend(deps, { service, idempotencyKey: idempotency, hours, payment }));
   });
+}
 
-  router.get('/services/:service_id/usage', async (ctx) => {
-    ctx.body = await usage(deps, await owned(ctx));
-  });
+/** AutoDJ media of a service: its files and playlist. */
+function mediaRoutes(router: Router, deps: ServiceRouteDeps, owned: Owned): void {
+  const withStorage = (service: ServiceRow) => storageOf(deps.media, service);
 
   router.get('/services/:service_id/files', async (ctx) => {
     const service = await owned(ctx);
@@ -133,14 +146,12 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
     const { playlist, shuffle } = await readPlaylist(ctx);
     ctx.body = await setPlaylist(deps, service, playlist, shuffle);
   });
-
-  nowPlayingRoutes(router, deps, owned);
 }
 
 const LISTENERS_PAGE = { default: 50, max: 200 };
 
 /** What a service plays (its owner may set it) and who listens to it, for its owner. */
-function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: (ctx: Context) => Promise<ServiceRow>): void {
+function nowPlayingRoutes(router: Router, deps: ServiceRouteDeps, owned: Owned): void {
   const unavailable = () =>
     new ApiError(
       503,
