@@ -203,7 +203,9 @@ export class IcecastFrontDoor {
       ended = true;
       release();
       this.tickets.delete(ticketId);
-      upstream.destroy();
+      // A source that hung up may have sent its last second or more into the pipe: Icecast still gets (and counts) it.
+      if (receives || again) upstream.destroy();
+      else drain(upstream);
       if (!again) return finish(socket, () => ticket.left?.(), receives ? LINGER_MS : 0);
       socket.off('close', end);
       setTimeout(() => this.enter(socket, head, rest, true), BUSY_RETRY_MS);
@@ -225,6 +227,13 @@ export class IcecastFrontDoor {
     const kept = lines.filter((line, i) => i === 0 || !/^authorization\s*:/i.test(line));
     return Buffer.from(`${[...kept, `Authorization: Basic ${credentials}`].join('\r\n')}\r\n\r\n`, 'latin1');
   }
+}
+
+/** Ends Icecast's side of a source once what the source sent before hanging up is written, or after LINGER_MS. */
+function drain(upstream: net.Socket): void {
+  if (upstream.destroyed) return;
+  upstream.end();
+  setTimeout(() => upstream.destroy(), LINGER_MS).unref();
 }
 
 /**
