@@ -157,6 +157,10 @@ export interface StreamingSettings {
   proxy: 'front-door' | 'haproxy';
   /** ICECAST_LISTEN: where listeners and encoders connect (the front door, or Icecast itself without it). */
   listen?: { host: string; port: number };
+  /** HLS_LISTEN: where nginx serves HLS segments (provisioning/hls-file-server.ts); by default a free port. */
+  hlsListen?: { host: string; port: number };
+  /** HLS_PUBLIC_URL: where players fetch segments from (a CDN in front of HLS_LISTEN), when not that address. */
+  hlsPublicUrl?: string;
 }
 
 export interface EventSettings {
@@ -372,6 +376,8 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
     listen: r.custom('ICECAST_LISTEN', listenAddress),
+    hlsListen: r.custom('HLS_LISTEN', listenAddress),
+    hlsPublicUrl: r.url('HLS_PUBLIC_URL'),
     proxy: r.choice('ICECAST_PROXY', ['front-door', 'haproxy'] as const, 'front-door'),
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
