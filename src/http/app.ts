@@ -33,6 +33,7 @@ import { serviceProfileRoutes } from './service-profile.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
+import { refundRequestRoutes } from './refund-requests.js';
 import { clientAddress } from './client-address.js';
 import { rateLimiter, type RateLimits } from './rate-limit.js';
 import { wellKnownX402 } from './well-known.js';
@@ -125,6 +126,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
   serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
+  refundRequestRoutes(router, deps);
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   eventRoutes(router, deps);
   listenRoutes(router, deps);
