@@ -137,7 +137,7 @@ describe('/openapi.json', () => {
           // {}: without credentials the answer is the 402 sign-in challenge.
           assert.deepEqual(
             operation.security,
-            [{ agentApiKey: [] }, { walletSignIn: [] }, {}],
+            [{ agentApiKey: [] }, { siwx: [] }, {}],
             `${method} ${path}: the key or the paying wallet`,
           );
           assert.ok(

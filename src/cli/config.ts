@@ -110,6 +110,16 @@ export interface PaymentSettings {
   facilitatorTimeoutMs: number;
   /** X402_FACILITATOR_AUTH_KEY_FILE: an API key (CDP's JSON) that signs a JWT for every facilitator request. */
   facilitatorAuthKeyFile?: string;
+  /** X402_OWNERSHIP_PROOFS: payTo's signatures of the public origin (agent-audio ownership-proof makes one). */
+  ownershipProofs: string[];
+}
+
+/** X402_OWNERSHIP_PROOFS: EIP-191 signatures (0x and 130 hex digits) separated by commas. */
+function proofList(text: string): string[] {
+  const proofs = text.split(',').map((p) => p.trim());
+  if (!proofs.every((p) => /^0x[0-9a-fA-F]{130}$/.test(p)))
+    throw new Error('signatures of the public origin by X402_PAY_TO (0x and 130 hex digits each), separated by commas');
+  return proofs;
 }
 
 /** X402_FACILITATOR_URL: one facilitator, or several separated by commas in the order they are tried. */
@@ -349,6 +359,7 @@ function readPayments(r: SettingsReader): PaymentSettings {
     chainRpcUrl: r.url('CHAIN_RPC_URL'),
     devFacilitatorAccount: r.whole('DEV_FACILITATOR_ACCOUNT', 4, 0, 9),
     facilitatorTimeoutMs: r.whole('X402_FACILITATOR_TIMEOUT_MS', 15_000, 100, 600_000),
+    ownershipProofs: r.custom('X402_OWNERSHIP_PROOFS', proofList) ?? [],
   };
 }
 

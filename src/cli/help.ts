@@ -39,6 +39,14 @@ hosts and their heartbeats. Changes nothing (applies no migration). serve runs t
 production and refuses to start on what would lose money (payTo, chain id, the token's domain).
   --json   the checks as JSON: {status, checks: [{check, status, message, fix, refuse}]}
 exit 0: all ok, 1: a check failed, 3: warnings only`,
+  'ownership-proof': `usage: agent-audio ownership-proof --key-file FILE [--origin URL]
+
+Signs the site's origin with X402_PAY_TO's private key (EIP-191): the ownership proof x402scan and agentcash read in
+/.well-known/x402 and OpenAPI x-discovery. Run it where the key is kept; the service never needs the key, only the
+proof, in X402_OWNERSHIP_PROOFS. Prints JSON {origin, address, proof, setting}.
+  --key-file FILE   a file holding payTo's 0x private key
+  --origin URL      the origin agents reach the site at (default: PUBLIC_BASE_URL's)
+exit 0: signed, 1: the key is not X402_PAY_TO's, 2: a flag is missing or the key file is unusable`,
   'keys create': `usage: agent-audio keys create --name NAME
 
 Creates an agent API key and prints it once as JSON {id, name, api_key}; only its hash is stored.
@@ -154,6 +162,7 @@ export const usage = `usage: agent-audio <command> [flags]     (agent-audio <com
 
   serve                      start the service
   doctor [--json]            check the production configuration before selling
+  ownership-proof --key-file FILE [--origin URL]   sign the site's origin with payTo's key (discovery)
 ${Object.entries(groups)
   .map(([group, about]) => `\n${group}: ${about}\n${listing(members(group))}`)
   .join('\n')}

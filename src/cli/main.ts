@@ -17,6 +17,7 @@ const commandGroups: Record<string, () => Promise<Record<string, Command>>> = {
   hosts: async () => (await import('./host-commands.js')).hostCommands,
   facilitator: async () => (await import('./facilitator-command.js')).facilitatorCommands,
   doctor: async () => (await import('./doctor-command.js')).doctorCommands,
+  'ownership-proof': async () => (await import('./ownership-proof-command.js')).ownershipProofCommands,
 };
 
 /** The first --flag that the command's help does not name (the help is the list of what it takes). */

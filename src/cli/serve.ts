@@ -59,6 +59,7 @@ import { cachedProbe } from './cached-probe.js';
 import { signingKeyOptions, type Config } from './config.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { events, type Events } from './events.js';
+import { servedOwnershipProofs } from './ownership-proofs.js';
 import { openHttpServer, type HttpServer } from './http-server.js';
 import { payments, type Payments } from './payments.js';
 import { refuseWhatLosesMoney, warnPreflight } from './preflight.js';
@@ -565,6 +566,13 @@ async function startApplication(base: Foundation, signer: HeadSigner | undefined
       mcp,
       identity,
       rateLimits: { perIp: config.http.ratePerIp, perKey: config.http.ratePerKey },
+      ownershipProofs: servedOwnershipProofs({
+        configured: config.payments.ownershipProofs,
+        payTo: sold.paymentTerms?.payTo,
+        publicBaseUrl: http.publicBaseUrl,
+        production: config.production,
+        log,
+      }),
     }),
   );
   shutdown.push(() => eventing.stop()); // SSE streams end before the server waits for its connections

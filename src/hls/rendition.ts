@@ -4,8 +4,7 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/index.js';
-import { PublishedSegments } from './published-segments.js';
-import { HLS_LIST_SIZE, HLS_SEGMENT_SECONDS, HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
+import { HLS_SEGMENT_SECONDS, HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
 
 export const MEDIA_PLAYLIST = 'live.m3u8';
 
@@ -29,15 +28,12 @@ export class Rendition {
   private readonly done: Promise<void>;
   private readonly wake = new AbortController();
   lastUsedAt = Date.now();
-  /** Its segments under the names playlists give (for the file server). */
-  readonly published: PublishedSegments;
 
   constructor(
     readonly dir: string,
     private readonly source: RenditionSource,
     private readonly log: Logger,
   ) {
-    this.published = new PublishedSegments(dir);
     this.done = this.loop();
   }
 
@@ -129,7 +125,7 @@ export class Rendition {
       '-hls_time',
       String(HLS_SEGMENT_SECONDS),
       '-hls_list_size',
-      String(HLS_LIST_SIZE),
+      '6',
       // Segment numbers from the clock: a restarted segmenter never reuses a name a client may have cached.
       '-hls_start_number_source',
       'epoch',

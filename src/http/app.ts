@@ -33,7 +33,6 @@ import { serviceProfileRoutes } from './service-profile.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
-import { refundRequestRoutes } from './refund-requests.js';
 import { clientAddress } from './client-address.js';
 import { rateLimiter, type RateLimits } from './rate-limit.js';
 import { wellKnownX402 } from './well-known.js';
@@ -86,6 +85,8 @@ export interface AppDeps {
   listen?: ListenPages;
   /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
   paymentTerms?: PaymentTerms;
+  /** payTo's signatures of the site's origin, in /.well-known/x402 and OpenAPI x-discovery (src/http/ownership-proof.ts). */
+  ownershipProofs?: Promise<readonly string[]>;
   /** HLS renditions of services (GET /hls/{service_id}/…), while streaming runs. */
   hls?: HlsManager;
 }
@@ -126,7 +127,6 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
   serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
-  refundRequestRoutes(router, deps);
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   eventRoutes(router, deps);
   listenRoutes(router, deps);
@@ -137,7 +137,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   router.get('/openapi.json', async (ctx) => {
     ctx.type = 'application/json; charset=utf-8';
     const snapshot = deps.live.current;
-    ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot));
+    ctx.body = openApiDocument(snapshot, deps.version, await billingOptions(snapshot), await deps.ownershipProofs);
   });
   app.use(envelope(envelopeParts));
   app.use(router.routes());
@@ -154,14 +154,26 @@ function wellKnownRoutes(deps: AppDeps): Router {
     const snapshot = deps.live.current;
     ctx.type = 'application/json; charset=utf-8';
     ctx.set('Cache-Control', 'public, max-age=60');
-    ctx.body = wellKnownX402(snapshot, await billingOptions(snapshot), deps.publicBaseUrl(), deps.paymentTerms);
+    ctx.body = wellKnownX402(
+      snapshot,
+      await billingOptions(snapshot),
+      deps.publicBaseUrl(),
+      deps.paymentTerms,
+      await deps.ownershipProofs,
+    );
   };
   router.get('/.well-known/x402', x402);
   router.get('/.well-known/x402.json', x402);
   router.get('/openapi.json', async (ctx) => {
     const snapshot = deps.live.current;
     ctx.type = 'application/json; charset=utf-8';
-    ctx.body = siteOpenApiDocument(snapshot, deps.version, API_PREFIX, await billingOptions(snapshot));
+    ctx.body = siteOpenApiDocument(
+      snapshot,
+      deps.version,
+      API_PREFIX,
+      await billingOptions(snapshot),
+      await deps.ownershipProofs,
+    );
   });
   return router;
 }

@@ -1,7 +1,7 @@
-import { SnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
+import { KeyedSnapshotCache, type BillingOption, type Snapshot } from '../pricing/index.js';
 import { buildOpenApiDocument } from './openapi.js';
 
-const cache = new SnapshotCache<Buffer>();
+const cache = new KeyedSnapshotCache<Buffer>();
 
 /**
  * GET /openapi.json at the site root: the document of /api/v1/openapi.json with every path written from the root
@@ -13,9 +13,10 @@ export function siteOpenApiDocument(
   version: string,
   prefix: string,
   billing?: Map<string, BillingOption[]>,
+  ownershipProofs: readonly string[] = [],
 ): Buffer {
-  return cache.get(snapshot, () =>
-    Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing), prefix))),
+  return cache.get(snapshot, `${prefix}\n${ownershipProofs.join(',')}`, () =>
+    Buffer.from(JSON.stringify(fromRoot(buildOpenApiDocument(snapshot, version, billing, ownershipProofs), prefix))),
   );
 }
 

@@ -1,5 +1,5 @@
 import type { BillingOption, Snapshot } from '../pricing/index.js';
-import { SnapshotCache } from '../pricing/index.js';
+import { KeyedSnapshotCache } from '../pricing/index.js';
 import { openApiParts } from './openapi-parts/index.js';
 import { CLIENT_CAP_NOTE } from './openapi-parts/common.js';
 import { coreSchemas } from './openapi-parts/core-schemas.js';
@@ -8,11 +8,21 @@ import { orderPaths, paymentInfoOf } from './openapi-parts/orders.js';
 import { servicePaths } from './openapi-parts/services.js';
 import { freeFormObjectsOpen } from './openapi-typed.js';
 
-const cache = new SnapshotCache<Buffer>();
+const cache = new KeyedSnapshotCache<Buffer>();
 
-/** OpenAPI 3.1, generated from the schemas the server validates with and the catalog being served. */
-export function openApiDocument(snapshot: Snapshot, version: string, billing?: Map<string, BillingOption[]>): Buffer {
-  return cache.get(snapshot, () => Buffer.from(JSON.stringify(buildOpenApiDocument(snapshot, version, billing))));
+/**
+ * OpenAPI 3.1, generated from the schemas the server validates with and the catalog being served; with payTo's
+ * ownership proofs in `x-discovery`, where x402scan and agentcash look for them first.
+ */
+export function openApiDocument(
+  snapshot: Snapshot,
+  version: string,
+  billing?: Map<string, BillingOption[]>,
+  ownershipProofs: readonly string[] = [],
+): Buffer {
+  return cache.get(snapshot, ownershipProofs.join(','), () =>
+    Buffer.from(JSON.stringify(buildOpenApiDocument(snapshot, version, billing, ownershipProofs))),
+  );
 }
 
 /** The document as an object (for the offline lint: npm run lint:openapi). */
@@ -20,8 +30,10 @@ export function buildOpenApiDocument(
   snapshot: Snapshot,
   version: string,
   billing?: Map<string, BillingOption[]>,
+  ownershipProofs: readonly string[] = [],
 ): Record<string, unknown> {
-  return freeFormObjectsOpen(build(snapshot, version, billing));
+  const document = freeFormObjectsOpen(build(snapshot, version, billing));
+  return ownershipProofs.length ? { ...document, 'x-discovery': { ownershipProofs } } : document;
 }
 
 const info = (version: string) => ({

@@ -11,16 +11,19 @@ const cache = new KeyedSnapshotCache<Buffer>();
  * GET /.well-known/x402: the x402 discovery manifest (a draft of x402-foundation/x402, specs/extensions/
  * well-known-discovery.md): the paid operations, how to call them, their networks, asset and price range. Advisory:
  * prices depend on the order, and the live 402 is authoritative, so `accepts` carries no amount and `priceRange` says
- * what any order may cost.
+ * what any order may cost. `ownershipProofs`: payTo's signatures of the site's origin (src/http/ownership-proof.ts).
  */
 export function wellKnownX402(
   snapshot: Snapshot,
   billing: Map<string, BillingOption[]>,
   apiBaseUrl: string,
   terms: PaymentTerms | undefined,
+  ownershipProofs: readonly string[] = [],
 ): Buffer {
-  const key = `${apiBaseUrl}\n${terms?.payTo ?? ''}`;
-  return cache.get(snapshot, key, () => Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms))));
+  const key = `${apiBaseUrl}\n${terms?.payTo ?? ''}\n${ownershipProofs.join(',')}`;
+  return cache.get(snapshot, key, () =>
+    Buffer.from(JSON.stringify(build(snapshot, billing, apiBaseUrl, terms, ownershipProofs))),
+  );
 }
 
 function build(
@@ -28,6 +31,7 @@ function build(
   billing: Map<string, BillingOption[]>,
   apiBaseUrl: string,
   terms: PaymentTerms | undefined,
+  ownershipProofs: readonly string[],
 ) {
   const { minimum, maximum } = snapshot.catalog.settings.order_limits;
   const atomic = (amount: string) => new Decimal(amount).times(1_000_000).toFixed(0);
@@ -41,6 +45,7 @@ function build(
     // a POST, the method such readers assume when none is given), and what an agent must know to call them.
     version: 1,
     resources: operations.map((operation) => `${apiBaseUrl}${operation.routeTemplate}`),
+    ownershipProofs,
     instructions:
       `Agent Audio API: buy live audio streams and AutoDJ, paid with x402 v2 (USDC on ${terms?.network ?? 'eip155:8453'}). ` +
       `Every call needs Authorization: Bearer <agent API key> (POST ${apiBaseUrl}/keys with wallet sign-in, or from the operator). ` +

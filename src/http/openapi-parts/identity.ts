@@ -8,8 +8,8 @@ const json = (description: string, schema: unknown) => ({ description, content: 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 // {}: a request without credentials is answered too, with the 402 sign-in challenge (a validating proxy such as
 // Prism refuses it with its own 401 otherwise).
-const walletOnly = [{ walletSignIn: [] }, {}];
-const keyOrWallet = [{ agentApiKey: [] }, { walletSignIn: [] }, {}];
+const walletOnly = [{ siwx: [] }, {}];
+const keyOrWallet = [{ agentApiKey: [] }, { siwx: [] }, {}];
 
 const challenge = {
   description:
@@ -64,10 +64,12 @@ export const part: {
     },
   ],
   securitySchemes: {
-    walletSignIn: {
+    // Named siwx and marked so: how agentcash's discovery tells wallet sign-in from an API key.
+    siwx: {
       type: 'apiKey',
       in: 'header',
       name: 'SIGN-IN-WITH-X',
+      'x-agentcash-auth-kind': 'siwx',
       description:
         'Wallet sign-in (x402 extension sign-in-with-x, CAIP-122 / EIP-4361, eip155:8453, EIP-191 signatures): Base64 JSON of the signed challenge that a 402 answer of the same ' +
         `operation carries in PAYMENT-REQUIRED (extensions["sign-in-with-x"]). Each challenge is accepted once, for the method and path it was issued for, within its expirationTime (at most ${MAX_CHALLENGE_SECONDS} s). ` +

@@ -20,7 +20,7 @@ const rateLimited = error(
     'retry) or too_many_connections.',
 );
 // The key it was ordered with, or the wallet that paid for it, signed in; {}: without credentials, the sign-in 402.
-const owner = { security: [{ agentApiKey: [] }, { walletSignIn: [] }, {}], tags: ['Services'] };
+const owner = { security: [{ agentApiKey: [] }, { siwx: [] }, {}], tags: ['Services'] };
 const ownerErrors = {
   401: error('No valid API key: send "Authorization: Bearer <AGENT_API_KEY>", or sign in with the wallet that paid.'),
   402: {

@@ -27,7 +27,7 @@ const name = {
 };
 // The key it was ordered with, or the wallet that paid for it, signed in (see the Keys tag).
 // {}: without credentials the answer is the 402 sign-in challenge, not a refusal.
-const owner = { security: [{ agentApiKey: [] }, { walletSignIn: [] }, {}], tags: ['Services'] };
+const owner = { security: [{ agentApiKey: [] }, { siwx: [] }, {}], tags: ['Services'] };
 const notFound = error(
   "service_not_found: no such service for this API key or wallet (another buyer's service looks the same as none).",
 );
