@@ -10,7 +10,7 @@ import type { Database } from '../store/index.js';
 import { masterPlaylist, newForSession, parsePublished, publish, segmentNumbers } from './playlist.js';
 import { Rendition } from './rendition.js';
 import { sharedSession, takePlaylistFetch, tooFast } from './session-pace.js';
-import { HlsSessions, type HlsSession } from './sessions.js';
+import { HlsSessions, presentMs, type HlsSession } from './sessions.js';
 import { HlsSigner } from './signing.js';
 import { HlsUsageTotals } from './usage-totals.js';
 import { HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
@@ -345,12 +345,14 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private async endSessions(ended: HlsSession[]): Promise<void> {
     if (!ended.length) return;
     const clientIds = ended.map((s) => `hls:${s.token}`);
-    // The owner's session statistics get each session's exact bytes; deleting its place closes the session.
+    // The owner's session statistics get each session's exact bytes and the listening time the usage counts
+    // (presentMs); deleting its place would close the session with the idle wait in it.
     await this.options.db.query(
-      `UPDATE listener_sessions ls SET bytes = ended.bytes
-         FROM unnest($1::text[], $2::bigint[]) AS ended (client_id, bytes)
+      `UPDATE listener_sessions ls SET bytes = ended.bytes, duration_seconds = round(ended.ms / 1000.0),
+         ended_at = ls.started_at + make_interval(secs => ended.ms / 1000.0)
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS ended (client_id, bytes, ms)
         WHERE ls.client_id = ended.client_id AND ls.ended_at IS NULL`,
-      [clientIds, ended.map((s) => s.bytes)],
+      [clientIds, ended.map((s) => s.bytes), ended.map((s) => Math.round(presentMs(s)))],
     );
     const { places } = this.options;
     if (!places) {

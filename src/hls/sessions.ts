@@ -129,7 +129,10 @@ export class HlsSessions {
   }
 }
 
-/** From the first fetch until the last one has played (a segment's length later), but never beyond now. */
-function presentMs(session: HlsSession, now: number): number {
+/**
+ * A session's listening time: from its first fetch until what its last fetch gave it has played (a segment's length
+ * later), never beyond now. The wait of twice a segment before an idle session is ended is not listening.
+ */
+export function presentMs(session: HlsSession, now = Date.now()): number {
   return Math.max(0, Math.min(now, session.lastSeenAt + HLS_SEGMENT_SECONDS * 1000) - session.startedAt);
 }

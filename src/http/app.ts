@@ -30,6 +30,7 @@ import { hlsRoutes } from './hls.js';
 import { keyRoutes } from './keys.js';
 import { listenRoutes, siteIconRoutes } from './listen.js';
 import { serviceProfileRoutes } from './service-profile.js';
+import { serviceStatsRoutes } from './service-stats.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
@@ -131,6 +132,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   eventRoutes(router, deps);
   listenRoutes(router, deps);
   serviceProfileRoutes(router, { ...deps, callers: deps.identity?.callers });
+  serviceStatsRoutes(router, { ...deps, callers: deps.identity?.callers });
   auditRoutes(router, deps);
   hlsRoutes(router, deps.hls);
   if (deps.mcp) router.post('/mcp', deps.mcp.handle);

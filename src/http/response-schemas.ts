@@ -463,6 +463,7 @@ export const usageResponseSchema = {
           properties: { current: { type: 'number' }, peak: { type: 'number' }, admitted_now: { type: 'number' } },
         },
         listener_hours: { type: ['string', 'number'] },
+        stats_url: { type: 'string', description: 'GET it: listener statistics per day (also as CSV).' },
         listener_sessions: {
           ...listenerAggregatesSchema,
           description:

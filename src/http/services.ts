@@ -67,7 +67,10 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
   });
 
   router.get('/services/:service_id/usage', async (ctx) => {
-    ctx.body = await usage(deps, await owned(ctx));
+    const service = await owned(ctx);
+    const answer = await usage(deps, service);
+    const statsUrl = `${deps.publicBaseUrl()}/services/${service.id}/stats`;
+    ctx.body = { ...answer, usage: { ...answer.usage, stats_url: statsUrl } };
   });
 
   changeRoutes(router, deps, owned);

@@ -1,5 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { AccessLogEntry } from '../provisioning/index.js';
+import { listenerFacts } from '../stats/index.js';
 import type { Client, Database } from '../store/index.js';
 
 export type ListenerProtocol = 'icecast' | 'hls';
@@ -91,15 +92,28 @@ const COLUMNS = 'id, protocol, client_network, user_agent, started_at, ended_at,
 
 /** Every listener's session (listener_sessions, migration 047): opened at admission, closed when it leaves. */
 export class ListenerSessions {
-  constructor(private readonly db: Database) {}
+  /** Public: the owner's statistics (src/stats) read the same sessions. */
+  constructor(readonly db: Database) {}
 
   /** Called in the admission's transaction; the session closes when its row in listeners goes (a trigger). */
   static async open(client: Client, serviceId: string, session: NewListenerSession): Promise<void> {
+    const agent = session.userAgent.slice(0, MAX_AGENT);
+    const facts = listenerFacts(session.ip, agent);
     await client.query(
-      `INSERT INTO listener_sessions (service_id, client_id, protocol, client_network, user_agent)
-       SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
+      `INSERT INTO listener_sessions
+         (service_id, client_id, protocol, client_network, user_agent, country, device_class, platform)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (
          SELECT 1 FROM listener_sessions WHERE service_id = $1 AND client_id = $2 AND ended_at IS NULL)`,
-      [serviceId, session.clientId, session.protocol, clientNetwork(session.ip), session.userAgent.slice(0, MAX_AGENT)],
+      [
+        serviceId,
+        session.clientId,
+        session.protocol,
+        clientNetwork(session.ip),
+        agent,
+        facts.country,
+        facts.device_class,
+        facts.platform,
+      ],
     );
   }
 
@@ -156,19 +170,20 @@ export class ListenerSessions {
   async aggregates(serviceId: string): Promise<ListenerAggregates> {
     const [totals] = await this.db.query<{ sessions: number; average: string | null }>(
       `SELECT count(*)::int AS sessions,
-         round(avg(duration_seconds) FILTER (WHERE ended_at IS NOT NULL), 1)::text AS average
-       FROM listener_sessions WHERE service_id = $1`,
+         round(avg(seconds) FILTER (WHERE ended_at IS NOT NULL)::numeric, 1)::text AS average
+       FROM listener_listening WHERE service_id = $1`,
       [serviceId],
     );
-    // Each session split over the UTC hours it spans (g.t: the hour's start as UTC wall time, h: the same instant).
+    // Each session's listening time (the view listener_listening, migration 063) split over the UTC hours it spans
+    // (g.t: the hour's start as UTC wall time, h: the same instant).
     const byHour = await this.db.query<{ hour: number; hours: string }>(
       `SELECT extract(hour FROM g.t)::int AS hour,
          round(sum(extract(epoch FROM
-           least(coalesce(ls.ended_at, now()), h + interval '1 hour') - greatest(ls.started_at, h))) / 3600, 6
+           least(ls.listened_until, h + interval '1 hour') - greatest(ls.started_at, h))) / 3600, 6
          )::text AS hours
-       FROM listener_sessions ls,
+       FROM listener_listening ls,
          generate_series(date_trunc('hour', ls.started_at AT TIME ZONE 'UTC'),
-                         coalesce(ls.ended_at, now()) AT TIME ZONE 'UTC', interval '1 hour') g(t),
+                         ls.listened_until AT TIME ZONE 'UTC', interval '1 hour') g(t),
          LATERAL (SELECT g.t AT TIME ZONE 'UTC' AS h) hh
        WHERE ls.service_id = $1 GROUP BY 1`,
       [serviceId],

@@ -1,4 +1,5 @@
 import type { Logger } from '../log/index.js';
+import { listenerFacts } from '../stats/index.js';
 import type { Client, Database } from '../store/index.js';
 import { clientNetwork, type NewListenerSession } from './listener-sessions.js';
 import { recordCapRefusal } from './listener-admission.js';
@@ -129,10 +130,13 @@ async function addPlaces(client: Client, adds: Extract<PlaceChange, { kind: 'add
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`,
     [serviceIds, clientIds, column((c) => c.ip), times],
   );
+  const facts = adds.map((c) => listenerFacts(c.ip, c.session.userAgent.slice(0, MAX_AGENT)));
   await client.query(
-    `INSERT INTO listener_sessions (service_id, client_id, protocol, client_network, user_agent, started_at)
-     SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
-       AS u (service_id, client_id, protocol, client_network, user_agent, started_at)
+    `INSERT INTO listener_sessions
+       (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)
+     SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
+                            $7::text[], $8::text[], $9::text[])
+       AS u (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)
      WHERE NOT EXISTS (SELECT 1 FROM listener_sessions ls
                        WHERE ls.service_id = u.service_id AND ls.client_id = u.client_id AND ls.ended_at IS NULL)`,
     [
@@ -142,6 +146,9 @@ async function addPlaces(client: Client, adds: Extract<PlaceChange, { kind: 'add
       column((c) => clientNetwork(c.ip)),
       column((c) => c.session.userAgent.slice(0, MAX_AGENT)),
       times,
+      facts.map((f) => f.country),
+      facts.map((f) => f.device_class),
+      facts.map((f) => f.platform),
     ],
   );
 }

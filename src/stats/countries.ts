@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { isIPv4, isIPv6 } from 'node:net';
+
+/**
+ * Country of an address from the IP ranges of @ip-location-db/geo-whois-asn-country (the five regional registries'
+ * whois data and published geofeeds, CC BY 4.0 by the NRO): inclusive ranges, sorted, looked up by binary search.
+ * Numbers are kept as doubles: exact for IPv4; for IPv6 their upper 53 bits, exact for a /48, and a listener is looked
+ * up by its /48 network. Ends are kept exclusive (end + 1): a rounded IPv6 end is then the next range's start.
+ */
+export class CountryTable {
+  private constructor(
+    private readonly v4: Ranges,
+    private readonly v6: Ranges,
+    private readonly names: string[],
+  ) {}
+
+  static load(directory = packageDirectory()): CountryTable {
+    const names: string[] = [];
+    const index = new Map<string, number>();
+    const codeOf = (code: string) => {
+      let i = index.get(code);
+      if (i === undefined) index.set(code, (i = names.push(code) - 1));
+      return i;
+    };
+    const v4 = readRanges(join(directory, 'geo-whois-asn-country-ipv4-num.csv'), codeOf);
+    const v6 = readRanges(join(directory, 'geo-whois-asn-country-ipv6-num.csv'), codeOf);
+    return new CountryTable(v4, v6, names);
+  }
+
+  /**
+   * The ISO 3166-1 alpha-2 code of the address's network (only its /24 or /48 is read), or null (private, reserved or
+   * not in the table).
+   */
+  countryOf(address: string): string | null {
+    const plain = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? address;
+    if (isIPv4(plain)) {
+      const [a, b, c] = plain.split('.').map(Number);
+      return this.find(this.v4, ((a << 24) >>> 0) + (b << 16) + (c << 8));
+    }
+    if (isIPv6(plain)) return this.find(this.v6, ipv6Network48(plain));
+    return null;
+  }
+
+  private find(table: Ranges, value: number): string | null {
+    let low = 0;
+    let high = table.starts.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      if (table.starts[mid] > value) high = mid - 1;
+      else if (table.ends[mid] <= value) low = mid + 1;
+      else return this.names[table.codes[mid]];
+    }
+    return null;
+  }
+}
+
+/** Ranges as numbers, each end exclusive (the written end + 1). */
+interface Ranges {
+  starts: Float64Array;
+  ends: Float64Array;
+  codes: Uint16Array;
+}
+
+function readRanges(file: string, codeOf: (code: string) => number): Ranges {
+  const text = readFileSync(file, 'latin1');
+  const lines = text.split('\n');
+  const starts = new Float64Array(lines.length);
+  const ends = new Float64Array(lines.length);
+  const codes = new Uint16Array(lines.length);
+  let n = 0;
+  for (const line of lines) {
+    const a = line.indexOf(',');
+    const b = line.indexOf(',', a + 1);
+    if (a < 0 || b < 0 || line.length - b !== 3) continue;
+    starts[n] = Number(line.slice(0, a));
+    ends[n] = Number(line.slice(a + 1, b)) + 1;
+    codes[n++] = codeOf(line.slice(b + 1));
+  }
+  return { starts: starts.slice(0, n), ends: ends.slice(0, n), codes: codes.slice(0, n) };
+}
+
+/** The address's /48 network as a number (exact in a double: 48 significant bits). */
+function ipv6Network48(address: string): number {
+  const [head, tail = ''] = address.split('%')[0].split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  const top48 = groups.slice(0, 3).reduce((n, g) => n * 65536 + (Number.parseInt(g || '0', 16) || 0), 0);
+  return top48 * 2 ** 80;
+}
+
+function packageDirectory(): string {
+  const require = createRequire(import.meta.url);
+  return dirname(require.resolve('@ip-location-db/geo-whois-asn-country/package.json'));
+}
+
+let shared: CountryTable | undefined;
+/** The table, read on first use (about half a second) and kept. */
+export function countries(): CountryTable {
+  shared ??= CountryTable.load();
+  return shared;
+}
