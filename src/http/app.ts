@@ -34,6 +34,7 @@ import { serviceStatsRoutes } from './service-stats.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
 import { quoteRoutes } from './quotes.js';
+import { refundRequestRoutes } from './refund-requests.js';
 import { clientAddress } from './client-address.js';
 import { rateLimiter, type RateLimits } from './rate-limit.js';
 import { wellKnownX402 } from './well-known.js';
@@ -128,6 +129,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   quoteRoutes(router, deps);
   orderRoutes(router, deps);
   serviceRoutes(router, { ...deps, callers: deps.identity?.callers });
+  refundRequestRoutes(router, deps);
   if (deps.identity) keyRoutes(router, { ...deps, ...deps.identity });
   eventRoutes(router, deps);
   listenRoutes(router, deps);

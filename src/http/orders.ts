@@ -8,6 +8,7 @@ import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import type { CheckoutStatus } from '../operations/discovery-documents.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { paidCall, sendPlaced } from './paid-call.js';
+import { withRefundTerms } from './refund-terms.js';
 import { bodyReader } from './request-body.js';
 import { orderRequestSchema } from './schemas.js';
 
@@ -32,7 +33,8 @@ export function orderRoutes(router: Router, deps: OrderRouteDeps): void {
     const key = await deps.keys.authenticateForWrite(authorization);
     const idempotency = idempotencyKey(ctx, true)!;
     const request = await readOrderRequest(ctx);
-    const payment = await paidCall(ctx, deps, 'createOrder', '/orders', request.product_id);
+    const call = await paidCall(ctx, deps, 'createOrder', '/orders', request.product_id);
+    const payment = withRefundTerms(call, deps, request.parameters?.duration_hours);
     const placed = await order(deps, { apiKeyId: key.id, idempotencyKey: idempotency, request, payment }).catch((e) => {
       throw e instanceof KeyRevoked ? deps.keys.revokedDuringRequest(authorization) : e;
     });

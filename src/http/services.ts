@@ -19,6 +19,7 @@ import { callerOf } from './caller.js';
 import type { CheckoutStatus } from '../operations/discovery-documents.js';
 import { ownedServiceOf } from './owned-service.js';
 import { paidCall, sendPlaced } from './paid-call.js';
+import { withRefundTerms } from './refund-terms.js';
 import { bodyReader } from './request-body.js';
 import { idempotencyKey } from './idempotency-key.js';
 import { extendRequestSchema, nowPlayingSchema, playlistSchema, upgradeRequestSchema } from './schemas.js';
@@ -98,7 +99,8 @@ function changeRoutes(router: Router, deps: ServiceRouteDeps, owned: Owned): voi
     const service = await owned(ctx);
     const idempotency = idempotencyKey(ctx, true)!;
     const { duration_hours: hours } = await readExtend(ctx);
-    const payment = await paidCall(ctx, deps, 'extendService', `/services/${service.id}/extend`, service.product_id);
+    const call = await paidCall(ctx, deps, 'extendService', `/services/${service.id}/extend`, service.product_id);
+    const payment = withRefundTerms(call, deps, hours);
     sendPlaced(ctx, await extend(deps, { service, idempotencyKey: idempotency, hours, payment }));
   });
 }

@@ -5,6 +5,7 @@ export { order, type OrderCall } from './order.js';
 export { upgrade, type UpgradeCall } from './upgrade.js';
 export { extend, type ExtendCall } from './extend.js';
 export { stop } from './stop.js';
+export { requestRefund, recordedRefund, type RefundAnswer } from './refund-request.js';
 export { usage } from './usage.js';
 export { status } from './status.js';
 export { setPlaylist } from './playlist.js';

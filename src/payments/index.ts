@@ -28,3 +28,4 @@ export { ChainChecks, DEFAULT_CHAIN_CHECK_LIMITS, type ChainCheckLimits, type Ch
 export { PaymentPrecheck, type CodeLookup } from './payment-precheck.js';
 export { TRANSFER_WITH_AUTHORIZATION_TYPES } from './transfer-digest.js';
 export type { SentPayment } from './sent-payment.js';
+export { declareRefundExtension, REFUND_EXTENSION, type RefundTermsInfo } from './refund-extension.js';

@@ -2,6 +2,7 @@ import { refundView, type RefundView } from './refund-view.js';
 import type { RefundDeps } from './refund-deps.js';
 import type { RefundRow } from './refund-store.js';
 import { stopService, type StoppableService } from './service-stop.js';
+import { RefundRequests } from './refund-requests.js';
 
 export interface StopOutcome {
   stopped_at: string;
@@ -12,10 +13,15 @@ export interface StopOutcome {
 
 /** The refunds room's front: stop a service, read refunds for services and orders, operator approval. */
 export class Refunds {
+  /** Refund requests in the form of x402's proposed refund extension, answered with the stop's refund. */
+  readonly requests: RefundRequests;
+
   constructor(
     private readonly deps: RefundDeps,
     private readonly wake: () => void = () => {},
-  ) {}
+  ) {
+    this.requests = new RefundRequests(deps.db);
+  }
 
   async stop(service: StoppableService): Promise<StopOutcome> {
     const { refund, stoppedAt, repeated } = await stopService(this.deps, service);
@@ -43,6 +49,11 @@ export class Refunds {
 
   async ofOrder(orderId: string): Promise<RefundView[]> {
     return Promise.all((await this.deps.store.forOrder(orderId)).map((r) => this.view(r)));
+  }
+
+  async byId(id: string): Promise<RefundView | undefined> {
+    const row = await this.deps.store.byId(id);
+    return row && this.view(row);
   }
 
   view(row: RefundRow): Promise<RefundView> {

@@ -42,7 +42,7 @@ export const paymentSignatureHeader = {
     'x402 v2 payment payload, Base64-encoded JSON, built from the PAYMENT-REQUIRED of the 402 answer. It may carry the payment-identifier extension: the same id with the same payload returns the same order (under any Idempotency-Key of this API key); the same id with another payload or body is refused with 409 payment_id_conflict.',
 };
 export const paymentRequired = {
-  description: `payment_required: pay as described in the PAYMENT-REQUIRED header (x402 v2, Base64 JSON, with the offer-receipt, payment-identifier and bazaar extensions) and send the same request again with PAYMENT-SIGNATURE and the same Idempotency-Key. Also payment_invalid, payment_mismatch, payment_wrong_resource (the payment was made out for another resource than this header names), payment_rejected, payment_failed: nothing was charged; sign a new payment for the requirements in this header. ${CLIENT_CAP_NOTE}`,
+  description: `payment_required: pay as described in the PAYMENT-REQUIRED header (x402 v2, Base64 JSON, with the offer-receipt, payment-identifier and bazaar extensions; an order or extension also with refund, the terms of POST /x402/refund) and send the same request again with PAYMENT-SIGNATURE and the same Idempotency-Key. Also payment_invalid, payment_mismatch, payment_wrong_resource (the payment was made out for another resource than this header names), payment_rejected, payment_failed: nothing was charged; sign a new payment for the requirements in this header. ${CLIENT_CAP_NOTE}`,
   headers: {
     'PAYMENT-REQUIRED': { description: 'x402 v2 PaymentRequired, Base64-encoded JSON.', schema: { type: 'string' } },
   },
