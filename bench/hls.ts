@@ -21,6 +21,9 @@ const listeners = Number(process.env.HLS_LISTENERS ?? 500);
 const seconds = Number(process.env.SECONDS ?? 60);
 const root = fileURLToPath(new URL('../', import.meta.url));
 
+/** A segment line of a media playlist (an address at nginx, or beside the playlist without it): its number. */
+const SEGMENT = /(?:^|\/)seg(\d+)-[^/]*\.ts$/;
+
 /** A player: its session's playlist every 2 s (half the target duration); from the first the last three segments
  * (as hls.js starts), then each new segment once. */
 class Player {
@@ -28,8 +31,13 @@ class Player {
   bytes = 0;
   failures = 0;
   retries = 0;
+  lastSegment?: string;
   private media?: URL;
-  constructor(private readonly master: string) {}
+  /** `segmentVia` maps a segment's address (nginx's) to where this player fetches it (a CDN edge in front). */
+  constructor(
+    private readonly master: string,
+    private readonly segmentVia: (url: URL) => URL = (url) => url,
+  ) {}
 
   async run(until: number): Promise<void> {
     const text = await (await fetch(this.master)).text();
@@ -55,13 +63,16 @@ class Player {
       if (JSON.parse(playlist).error?.retryable) return false;
       throw new Error(`live.m3u8 answered ${answer.status}: ${playlist}`);
     }
-    const segments = playlist.split('\n').filter((l) => l.startsWith('seg'));
+    const segments = playlist.split('\n').filter((l) => SEGMENT.test(l));
     for (const uri of this.fetched.size ? segments : segments.slice(-3)) {
-      const number = Number(/^seg(\d+)/.exec(uri)![1]);
+      const number = Number(SEGMENT.exec(uri)![1]);
       if (this.fetched.has(number)) continue;
-      const body = Buffer.from(await (await fetch(new URL(uri, this.media!))).arrayBuffer());
+      const answer = await fetch(this.segmentVia(new URL(uri, this.media!)));
+      const body = Buffer.from(await answer.arrayBuffer());
+      if (answer.status !== 200) throw new Error(`segment ${uri} answered ${answer.status}`);
       this.bytes += body.length;
       this.fetched.add(number);
+      this.lastSegment = new URL(uri, this.media!).href;
     }
     return true;
   }
@@ -75,6 +86,16 @@ async function segmenterPid(dataDir: string): Promise<number> {
     if (args.startsWith('ffmpeg') && args.includes(join(dataDir, 'hls'))) return Number(name);
   }
   throw new Error('no HLS segmenter running');
+}
+
+/** nginx serving this service's segments (src/provisioning/hls-file-server.ts), if it runs. */
+async function segmentServerPid(dataDir: string): Promise<number | undefined> {
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const args = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    if (args.startsWith('nginx') && args.includes(join(dataDir, 'hls-file-server'))) return Number(name);
+  }
+  return undefined;
 }
 
 async function cpuOf(pid: number): Promise<number> {
@@ -122,6 +143,8 @@ try {
   );
   await waitFor('the rendition', async () => (await fetch(warmUp)).status === 200, 60_000);
   const segmenter = await segmenterPid(service.dataDir);
+  const nginx = await segmentServerPid(service.dataDir);
+  const nginxCpu = async () => (nginx ? await cpuOf(nginx) : 0);
 
   // 1. One rendition and serve without HLS listeners (the warm-up session above has idled out).
   await sleep(10_000);
@@ -146,11 +169,12 @@ try {
     await cpuOf(servePid),
     (await namedTreesCpu(servePid, ['postgres'])) ?? NaN,
     await cpuOf(segmenter),
+    await nginxCpu(),
     Date.now(),
   ];
-  const [firstSeq, serveCpu0, pgCpu0, ffCpu0, w0] = await sample();
+  const [firstSeq, serveCpu0, pgCpu0, ffCpu0, nginxCpu0, w0] = await sample();
   await sleep(seconds * 1000);
-  const [lastSeq, serveCpu1, pgCpu1, ffCpu1, w1] = await sample();
+  const [lastSeq, serveCpu1, pgCpu1, ffCpu1, nginxCpu1, w1] = await sample();
   await Promise.all(running);
   const window = (w1 - w0) / 1000;
   const produced = lastSeq - firstSeq;
@@ -165,24 +189,32 @@ try {
   const inRealTime = kept.filter((k) => k >= 0.95).length;
   const serveCores = (serveCpu1 - serveCpu0) / window;
   const pgCores = (pgCpu1 - pgCpu0) / window;
+  const nginxCores = (nginxCpu1 - nginxCpu0) / window;
   const failures = players.reduce((n, p) => n + p.failures, 0);
   const retries = players.reduce((n, p) => n + p.retries, 0);
   const mbps = (players.reduce((n, p) => n + p.bytes, 0) * 8) / 1e6 / (seconds + 24);
-  // 2b. As many players again through a CDN edge (bench/hls-cdn.ts): serve answers their playlists, the edge their
-  // segments (each fetched from serve once). The first players' places are freed first (8 s without a fetch).
+  // 2b. As many players again through a CDN edge (bench/hls-cdn.ts) in front of nginx, as HLS_PUBLIC_URL puts one:
+  // serve answers their playlists, the edge their segments (each fetched from nginx once). The first players' places
+  // are freed first (8 s without a fetch).
   await sleep(10_000);
-  const edge = new CdnEdge(new URL(hlsUrl).origin);
-  const edgeUrl = (await edge.start()) + new URL(hlsUrl).pathname;
-  const viaEdge = Array.from({ length: listeners }, () => new Player(edgeUrl));
+  const segmentOrigin = new URL(segmentAddressOf(players)).origin;
+  const edge = new CdnEdge(segmentOrigin);
+  const edgeBase = new URL(await edge.start());
+  const viaEdge = Array.from(
+    { length: listeners },
+    () => new Player(hlsUrl, (url) => new URL(url.pathname, url.origin === segmentOrigin ? edgeBase : url)),
+  );
   const edgeUntil = Date.now() + 20_000 + seconds * 1000 + 4000;
   const edgeRunning = viaEdge.map(async (p, i) => {
     await sleep((i / listeners) * 8000);
     await p.run(edgeUntil);
   });
   await sleep(20_000);
-  const [e0, ew0] = [await cpuOf(servePid), Date.now()];
+  const [e0, en0, ew0] = [await cpuOf(servePid), await nginxCpu(), Date.now()];
   await sleep(seconds * 1000);
-  const edgeServeCores = ((await cpuOf(servePid)) - e0) / ((Date.now() - ew0) / 1000);
+  const edgeWindow = (Date.now() - ew0) / 1000;
+  const edgeServeCores = ((await cpuOf(servePid)) - e0) / edgeWindow;
+  const edgeNginxCores = ((await nginxCpu()) - en0) / edgeWindow;
   await Promise.all(edgeRunning);
   await edge.stop();
   const edgeFailures = viaEdge.reduce((n, p) => n + p.failures, 0);
@@ -209,14 +241,15 @@ try {
     `| … in real time (got ≥ 95 % of the ${produced} segments made meanwhile, from their first) | ` +
       `${inRealTime} (${pct(inRealTime / listeners)}) |`,
     `| … of which admitted after the window began (loaded machine) | ${late} |`,
-    `| serve's CPU with them (node) | ${pct(serveCores)} of one core |`,
+    `| serve's CPU with them (node: playlists only) | ${pct(serveCores)} of one core |`,
+    `| nginx's CPU with them (every segment) | ${nginx ? `${pct(nginxCores)} of one core` : 'not installed'} |`,
     `| PostgreSQL's CPU meanwhile | ${pct(pgCores)} of one core |`,
     `| rendition's CPU with them | ${pct((ffCpu1 - ffCpu0) / window)} of one core |`,
     `| HLS listeners per core of serve (listeners ÷ serve's cores) | ${Math.round(listeners / serveCores)} |`,
     `| … of serve and PostgreSQL together | ${Math.round(listeners / (serveCores + pgCores))} |`,
-    `| serve's CPU with as many players through a CDN edge (segments from the edge) | ` +
-      `${pct(edgeServeCores)} of one core (${pct(edgeServeCores / serveCores)} of the above); ` +
-      `${edge.originFetches} requests reached serve (playlists, segments once) for ${edgeSegments} segments played, ${edgeFailures} failed polls |`,
+    `| serve's and nginx's CPU with as many players through a CDN edge in front of nginx | ` +
+      `${pct(edgeServeCores)} and ${pct(edgeNginxCores)} of one core; ` +
+      `${edge.originFetches} segment requests reached nginx for ${edgeSegments} segments played, ${edgeFailures} failed polls |`,
     `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; ` +
       `${retries} admissions retried (retryable 503) |`,
     `| listen page, click to first sound in Chromium (HLS, 5 new profiles): median (min–max) | ` +
@@ -229,4 +262,11 @@ try {
   source?.kill('SIGKILL');
   await service?.stop();
   await catalog.remove();
+}
+
+/** A segment address some player was given (nginx's, when it serves them). */
+function segmentAddressOf(players: Player[]): string {
+  const address = players.map((p) => p.lastSegment).find((a) => a);
+  if (!address) throw new Error('no player fetched a segment');
+  return address;
 }

@@ -5,7 +5,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { HlsPlayer, mediaUrlOf, segmentLines } from './support/hls-player.js';
+import { HLS_SEGMENT_MAX_AGE_SECONDS } from '../src/hls/url.js';
+import { HlsPlayer, listeningProcess, mediaUrlOf, segmentLines } from './support/hls-player.js';
 import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, listenWhenLive, startFfmpegSource, waitFor } from './support/streaming.js';
@@ -155,14 +156,18 @@ describe('HLS admission', { skip }, () => {
     assert.ok(common.length >= 1, `the two playlists share segments (${la} / ${lb})`);
     for (const n of common) assert.equal(ma.get(n), mb.get(n), `segment ${n}: one address for both sessions`);
     for (const uri of la) assert.doesNotMatch(uri, /session|\?/);
-    const segment = await fetch(new URL(la.at(-1)!, a.mediaUrl));
+    // Served by nginx, not serve: the socket's owner, and a header only nginx's configuration sets.
+    const segmentUrl = new URL(la.at(-1)!, a.mediaUrl);
+    assert.equal(listeningProcess(segmentUrl.href), 'nginx');
+    const segment = await fetch(segmentUrl);
     assert.equal(segment.status, 200);
-    assert.equal(segment.headers.get('cache-control'), 'public, max-age=86400, immutable');
+    assert.equal(segment.headers.get('x-hls-segment-server'), 'nginx');
+    assert.equal(segment.headers.get('cache-control'), `public, max-age=${HLS_SEGMENT_MAX_AGE_SECONDS}`);
     await segment.arrayBuffer();
     // Its number alone (or with a wrong tag) reaches nothing: a segment is found only through a playlist.
-    const n = /^seg(\d+)-/.exec(la.at(-1)!)![1];
+    const n = /seg(\d+)-[^/]*$/.exec(la.at(-1)!)![1];
     for (const name of [`seg${n}.ts`, `seg${n}-${'A'.repeat(12)}.ts`]) {
-      const guessed = await fetch(new URL(name, a.mediaUrl));
+      const guessed = await fetch(new URL(name, segmentUrl));
       assert.equal(guessed.status, 404, name);
       assert.equal(guessed.headers.get('cache-control'), 'no-store');
       await guessed.arrayBuffer();

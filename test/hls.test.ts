@@ -5,7 +5,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { HlsPlayer } from './support/hls-player.js';
+import { HLS_SEGMENT_MAX_AGE_SECONDS } from '../src/hls/url.js';
+import { HlsPlayer, listeningProcess } from './support/hls-player.js';
 import { buyInstantStream } from './support/live-stream.js';
 import { request, startService, type Service } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
@@ -79,12 +80,20 @@ describe('HLS', { skip }, () => {
     assert.equal(head.headers.get('cache-control'), 'no-store');
     assert.match(head.headers.get('content-type') ?? '', /application\/vnd\.apple\.mpegurl/);
     assert.match(player.playlist, /#EXT-X-TARGETDURATION:[45]\n/);
+    // Segments are plain files served by nginx (its own port, its own process), not by serve.
     const segmentUri = uris(player.playlist).at(-1)!;
-    assert.match(segmentUri, /^seg\d+-[A-Za-z0-9_-]{12}\.ts$/);
+    const segmentAddress = new RegExp(
+      `^http://127\\.0\\.0\\.1:\\d+/hls/${svc.service_id}/seg\\d+-[A-Za-z0-9_-]{12}\\.ts$`,
+    );
+    assert.match(segmentUri, segmentAddress);
+    assert.notEqual(new URL(segmentUri).port, new URL(service.baseUrl).port);
+    assert.equal(listeningProcess(segmentUri), 'nginx');
     const segment = await get(new URL(segmentUri, mediaUrl).href);
     assert.equal(segment.status, 200);
     assert.equal(segment.headers.get('content-type'), 'video/mp2t');
-    assert.equal(segment.headers.get('cache-control'), 'public, max-age=86400, immutable');
+    assert.equal(segment.headers.get('x-hls-segment-server'), 'nginx');
+    assert.equal(segment.headers.get('cache-control'), `public, max-age=${HLS_SEGMENT_MAX_AGE_SECONDS}`);
+    assert.equal(segment.headers.get('access-control-allow-origin'), '*');
 
     // Real AAC that decodes: ffprobe names the codec, ffmpeg decodes the whole segment without an error.
     const file = join(service.dataDir, 'segment.ts');
@@ -163,7 +172,9 @@ describe('HLS', { skip }, () => {
     // serve restarts (Icecast with it, on a new port): the same HLS address works again once the source is back,
     // the session's token takes its place again, and the usage saved before the restart stands.
     const before = player.bytes;
+    const segmentServer = new URL(segmentUri).origin;
     await service.stop();
+    assert.equal(listeningProcess(segmentServer), undefined, 'nginx stopped with serve');
     encoder?.kill('SIGKILL');
     service = await startService(service.env, { dataDir: service.dataDir });
     const again = (await request(service, 'GET', `/services/${svc.service_id}`)).body.service;
@@ -178,11 +189,7 @@ describe('HLS', { skip }, () => {
       },
       40_000,
     );
-    assert.match(
-      uris(resumed.text)[0],
-      /^seg\d+-[A-Za-z0-9_-]{12}\.ts$/,
-      'the session signed before the restart plays',
-    );
+    assert.match(uris(resumed.text)[0], segmentAddress, 'the session signed before the restart plays');
     const after = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
     assert.ok(after.bytes.sent_to_listeners >= before, `${after.bytes.sent_to_listeners} >= ${before}`);
     const newHlsUrl = `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`;

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
+import type { HlsFileServer, InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
 import { admitListener, type InternalReaders, type ListenerPlaces, type ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { masterPlaylist, newForSession, parsePublished, publish, segmentNumbers } from './playlist.js';
 import { Rendition } from './rendition.js';
+import { startSegmentServer, type SegmentServerSettings } from './segment-server.js';
 import { sharedSession, takePlaylistFetch, tooFast } from './session-pace.js';
 import { HlsSessions, presentMs, type HlsSession } from './sessions.js';
 import { HlsSigner } from './signing.js';
@@ -28,6 +29,8 @@ export interface HlsManagerOptions {
   places?: ListenerPlaces;
   /** False while this host's lease has run out (src/hosts/host-lease.ts): it then serves no HLS at all. */
   leaseHeld?: () => boolean;
+  /** Where segments are served (segment-server.ts): nginx unless false. */
+  segmentServer?: SegmentServerSettings;
 }
 
 /** Who fetches: the listener session keeps its network and user agent, never the full address. */
@@ -68,6 +71,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private timer?: NodeJS.Timeout;
   /** The last admission queued per service (see admit). */
   private readonly admissions = new Map<string, Promise<void>>();
+  /** nginx serving the segments; undefined: serve answers them (hlsRoutes). */
+  private fileServer?: HlsFileServer;
 
   constructor(private readonly options: HlsManagerOptions) {
     this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
@@ -86,11 +91,18 @@ export class HlsManager implements InternalReaders, InternalListeners {
     };
     this.timer = setInterval(sweep, 1000);
     this.timer.unref();
+    this.fileServer = await startSegmentServer(this.options.dir, this.options.segmentServer, this.options.log);
   }
 
   async stopAll(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all([...this.renditions.keys()].map((id) => this.stopRendition(id)));
+    await this.fileServer?.stop();
+  }
+
+  /** The segment server's process and address, while nginx serves them. */
+  get segmentServer(): { pid?: number; url: string } | undefined {
+    return this.fileServer && { pid: this.fileServer.pid, url: this.fileServer.publicUrl };
   }
 
   recognise(request: Pick<ListenerAuthRequest, 'user' | 'pass' | 'userAgent'>): 'ours' | 'impostor' | undefined {
@@ -162,11 +174,13 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const numbers = segmentNumbers(text);
     const tags = new Map<number, string>();
     for (const n of numbers) tags.set(n, await this.signer.segmentTag(service.id, n));
-    const dir = this.renditions.get(service.id)?.dir;
+    const rendition = this.renditions.get(service.id);
     const fresh = newForSession(numbers, session.newestShown);
-    const sizes = await Promise.all(fresh.map((n) => sizeOf(dir, n)));
+    const sizes = await Promise.all(fresh.map((n) => sizeOf(rendition?.dir, n)));
+    if (this.fileServer) await rendition?.published.publish(numbers, tags);
+    const base = this.fileServer ? `${this.fileServer.publicUrl}/hls/${encodeURIComponent(service.id)}/` : '';
     return {
-      body: publish(text, tags),
+      body: publish(text, tags, base),
       session,
       segmentBytes: sizes.reduce((a, b) => a + b, 0),
       newest: numbers.at(-1),

@@ -30,13 +30,16 @@ export function segmentNumbers(playlist: string): number[] {
   return numbers;
 }
 
-/** The playlist with each segment under its published name (the same for every listener). */
-export function publish(playlist: string, tags: Map<number, string>): string {
+/**
+ * The playlist with each segment under its published name (the same for every listener), after `base` (the file
+ * server's address of the rendition's directory, ending in /; empty: beside the playlist).
+ */
+export function publish(playlist: string, tags: Map<number, string>, base = ''): string {
   return playlist
     .split('\n')
     .map((line) => {
       const n = WRITTEN.exec(line)?.[1];
-      return n ? `seg${n}-${tags.get(Number(n))}.ts` : line;
+      return n ? `${base}seg${n}-${tags.get(Number(n))}.ts` : line;
     })
     .join('\n');
 }

@@ -4,7 +4,8 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/index.js';
-import { HLS_SEGMENT_SECONDS, HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
+import { PublishedSegments } from './published-segments.js';
+import { HLS_LIST_SIZE, HLS_SEGMENT_SECONDS, HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
 
 export const MEDIA_PLAYLIST = 'live.m3u8';
 
@@ -28,12 +29,15 @@ export class Rendition {
   private readonly done: Promise<void>;
   private readonly wake = new AbortController();
   lastUsedAt = Date.now();
+  /** Its segments under the names playlists give (for the file server). */
+  readonly published: PublishedSegments;
 
   constructor(
     readonly dir: string,
     private readonly source: RenditionSource,
     private readonly log: Logger,
   ) {
+    this.published = new PublishedSegments(dir);
     this.done = this.loop();
   }
 
@@ -125,7 +129,7 @@ export class Rendition {
       '-hls_time',
       String(HLS_SEGMENT_SECONDS),
       '-hls_list_size',
-      '6',
+      String(HLS_LIST_SIZE),
       // Segment numbers from the clock: a restarted segmenter never reuses a name a client may have cached.
       '-hls_start_number_source',
       'epoch',

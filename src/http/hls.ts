@@ -1,17 +1,16 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import type { HlsClient, HlsManager } from '../hls/index.js';
+import { HLS_SEGMENT_MAX_AGE_SECONDS, type HlsClient, type HlsManager } from '../hls/index.js';
 
 const serviceId = /^[a-zA-Z0-9_-]{8,120}$/;
 const PLAYLIST_TYPE = 'application/vnd.apple.mpegurl';
-/** A day: a segment is worth keeping a few minutes at most, and never changes. */
-const SEGMENT_MAX_AGE = 86_400;
 
 /**
  * Public HLS of a service (no key: like the Icecast URL, anyone with the address may listen, within the bought
  * places). GET /hls/{service_id}/index.m3u8 names a media playlist under a token signed for one listener session
- * (live.m3u8?session=…), which takes its place when fetched; its segments have the same addresses for every listener.
+ * (live.m3u8?session=…), which takes its place when fetched; its segments have the same addresses for every listener
+ * and are served by nginx (src/hls/segment-server.ts), or by the route below where nginx is not installed.
  * Playlists are never cached; segments may be, by any cache.
  */
 export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
@@ -47,7 +46,7 @@ export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
     ctx.type = 'video/mp2t';
     // A segment's name is never reused (numbered from the clock) and is the same for every listener: any cache may
     // keep it.
-    ctx.set('Cache-Control', `public, max-age=${SEGMENT_MAX_AGE}, immutable`);
+    ctx.set('Cache-Control', `public, max-age=${HLS_SEGMENT_MAX_AGE_SECONDS}`);
     ctx.body = body;
   });
 }

@@ -90,3 +90,4 @@ export {
   type HaproxySupervisorEvents,
   type HaproxyStartedEvent,
 } from './haproxy-supervisor.js';
+export { HlsFileServer, hlsFileServerInstalled, type HlsFileServerOptions } from './hls-file-server.js';

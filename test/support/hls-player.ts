@@ -1,5 +1,7 @@
-/** A segment line of a media playlist: its number. */
-const SEGMENT = /^seg(\d+)[^/]*\.ts$/;
+import { spawnSync } from 'node:child_process';
+
+/** A segment line of a media playlist (beside it, or at the segment server's address): its number. */
+const SEGMENT = /(?:^|\/)seg(\d+)[^/]*\.ts$/;
 
 export const segmentLines = (playlist: string) => playlist.split('\n').filter((line) => SEGMENT.test(line));
 
@@ -50,4 +52,11 @@ export class HlsPlayer {
 /** The media playlist's address named by a multivariant playlist. */
 export function mediaUrlOf(master: string, masterUrl: string): string {
   return new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, masterUrl).href;
+}
+
+/** The name of the process listening on `url`'s port on this machine (ss), undefined when none is found. */
+export function listeningProcess(url: string): string | undefined {
+  const port = new URL(url).port;
+  const ss = spawnSync('ss', ['-Htlnp', `sport = :${port}`], { encoding: 'utf8' });
+  return /users:\(\("([^"]+)"/.exec(ss.stdout)?.[1];
 }
