@@ -22,18 +22,7 @@ function partitionedDatabase() {
 test('without its lease, every Icecast callback is answered from memory, without the database', async () => {
   let leaseLost = true;
   const { db, asked } = partitionedDatabase();
-  const decider = new IcecastDecider(
-    db,
-    quiet,
-    undefined,
-    undefined,
-    undefined,
-    undefined,
-    () => 'host-c',
-    undefined,
-    undefined,
-    () => leaseLost,
-  );
+  const decider = new IcecastDecider({ db, log: quiet, hostId: () => 'host-c', leaseLost: () => leaseLost });
   const mount = '/partitioned';
   const source = await decider.authorizeSource({ mount, user: 'source', pass: 'pw' });
   assert.equal(source.accept, false);

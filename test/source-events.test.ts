@@ -32,7 +32,7 @@ describe('source events', () => {
 
   test('a source that reconnects over and over records one connect/disconnect pair per window, then its latest state', async () => {
     const gate = new SourceEventGate(store.db, 3);
-    const decider = new IcecastDecider(store.db, quiet, undefined, gate);
+    const decider = new IcecastDecider({ db: store.db, log: quiet, sourceEvents: gate });
     for (let i = 0; i < 5; i++) {
       await decider.mountAdded({ mount: MOUNT });
       await decider.mountRemoved({ mount: MOUNT });

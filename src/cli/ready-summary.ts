@@ -1,11 +1,11 @@
 import { relative } from 'node:path';
 import type { Config } from './config.js';
-import type { RunningService } from './serve.js';
+import type { RunningService } from './serve/index.js';
 
 /**
  * What an operator needs once serve is up: where it answers, where the development credentials are, the addresses of
  * its local chain and Icecast, and what to try next. As lines for a terminal (the first two are also what scripts
- * read: "serving on URL", "metrics on URL") and as the fields of one structured 'ready' log entry.
+ * read: "serving on URL" or, for a streaming host, "streaming on URL"; "metrics on URL") and as the fields of one structured 'ready' log entry.
  */
 export function readySummary(
   config: Config,
@@ -24,13 +24,13 @@ export function readySummary(
     ['data', config.dataDir],
   ];
   const lines = [
-    `serving on ${service.baseUrl}`,
+    servingLine(service),
     `metrics on ${service.metricsUrl}`,
     ...rows.filter(([, value]) => value).map(([label, value]) => `  ${label.padEnd(10)} ${value}`),
     `ready in ${seconds.toFixed(1)} s${next ? `; try: ${next}` : ''} (Ctrl-C stops)`,
   ];
   const fields = {
-    base_url: service.baseUrl,
+    ...(service.streamingHost ? { streaming_host: service.streamingHost.id } : { base_url: service.baseUrl }),
     metrics_url: service.metricsUrl,
     // Not the API key: log lines end up in collectors; it is in dev.json (and on the terminal's own lines).
     ...(service.dev && { dev_file: service.dev.file }),
@@ -41,4 +41,11 @@ export function readySummary(
     ...(next && { next }),
   };
   return { lines, fields };
+}
+
+/** An API's address; a host serves no API: its streams, through its Icecast, are what it serves. */
+function servingLine(service: RunningService): string {
+  if (!service.streamingHost) return `serving on ${service.baseUrl}`;
+  const host = `streaming host ${service.streamingHost.id}`;
+  return `streaming on ${service.icecastUrl} (${host}: listeners and sources; the API is on the API instances)`;
 }

@@ -23,7 +23,7 @@ export const serveCommands: Record<string, Command> = {
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     // Loaded here only: the other commands (audit, keys, catalog…) start without the service's modules, in a
     // fraction of the time.
-    const { serve } = await import('./serve.js');
+    const { serve } = await import('./serve/index.js');
     const service = await serve(config, log);
     const summary = readySummary(config, service, (performance.now() - began) / 1000);
     if (logOptions.format === 'pretty') print(summary.lines.join('\n'));

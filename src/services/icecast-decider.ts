@@ -28,27 +28,55 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Answers Icecast's URL-auth callbacks from the service records: the order's own source credentials, its listener cap and expiry. */
+/** What an IcecastDecider answers from; every part but the database and the log is optional (tests). */
+export interface IcecastDeciderOptions {
+  db: Database;
+  log: Logger;
+  autodj?: AutoDjManager;
+  /** Rate-limits source events per service (src/events/source-event-gate.ts); without it each one is recorded. */
+  sourceEvents?: { record(mount: string, type: SourceEventType): Promise<void> };
+  /** The catalog being served, for how far a service could still be extended (a listener's time limit). */
+  catalog?: LiveSnapshot;
+  /** Recognises our own readers of the mounts (the HLS segmenter). */
+  internalReaders?: InternalReaders;
+  /** The streaming host whose Icecast calls back here; without it every service is answered for (tests). */
+  hostId?: () => string;
+  /** This host's listener places in memory; without it every admission is a database transaction. */
+  places?: ListenerPlaces;
+  /** Redeems the front door's ticket in a listener's credentials for its real address (provisioning/front-door). */
+  forwarded?: (user: string, pass: string) => ForwardedClaim;
+  /** True while this host's lease has run out (src/hosts/host-lease.ts): nothing is admitted. */
+  leaseLost?: () => boolean;
+}
+
+/**
+ * Answers Icecast's URL-auth callbacks from the service records: the order's own source credentials, its listener
+ * cap and expiry.
+ */
 export class IcecastDecider implements MountDecider {
-  constructor(
-    private readonly db: Database,
-    private readonly log: Logger,
-    private readonly autodj?: AutoDjManager,
-    /** Rate-limits source events per service (src/events/source-event-gate.ts); without it each one is recorded. */
-    private readonly sourceEvents?: { record(mount: string, type: SourceEventType): Promise<void> },
-    /** The catalog being served, for how far a service could still be extended (a listener's time limit). */
-    private readonly catalog?: LiveSnapshot,
-    /** Recognises our own readers of the mounts (the HLS segmenter). */
-    private readonly internalReaders?: InternalReaders,
-    /** The streaming host whose Icecast calls back here; without it every service is answered for (tests). */
-    private readonly hostId?: () => string,
-    /** This host's listener places in memory; without it every admission is a database transaction. */
-    private readonly places?: ListenerPlaces,
-    /** Redeems the front door's ticket in a listener's credentials for its real address (provisioning/front-door). */
-    private readonly forwarded?: (user: string, pass: string) => ForwardedClaim,
-    /** True while this host's lease has run out (src/hosts/host-lease.ts): nothing is admitted. */
-    private readonly leaseLost?: () => boolean,
-  ) {}
+  private readonly db: Database;
+  private readonly log: Logger;
+  private readonly autodj?: AutoDjManager;
+  private readonly sourceEvents?: IcecastDeciderOptions['sourceEvents'];
+  private readonly catalog?: LiveSnapshot;
+  private readonly internalReaders?: InternalReaders;
+  private readonly hostId?: () => string;
+  private readonly places?: ListenerPlaces;
+  private readonly forwarded?: (user: string, pass: string) => ForwardedClaim;
+  private readonly leaseLost?: () => boolean;
+
+  constructor(options: IcecastDeciderOptions) {
+    this.db = options.db;
+    this.log = options.log;
+    this.autodj = options.autodj;
+    this.sourceEvents = options.sourceEvents;
+    this.catalog = options.catalog;
+    this.internalReaders = options.internalReaders;
+    this.hostId = options.hostId;
+    this.places = options.places;
+    this.forwarded = options.forwarded;
+    this.leaseLost = options.leaseLost;
+  }
 
   /** The host epoch of each mount's service when its source was let in here (the reconciler compares it). */
   private readonly sourceEpochs = new Map<string, number>();

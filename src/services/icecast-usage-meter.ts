@@ -16,6 +16,22 @@ import { ListenerSessions } from './listener-sessions.js';
 import type { NowPlaying } from './now-playing.js';
 import type { ServiceRow } from './service-records.js';
 
+/** What an IcecastUsageMeter reads: its Icecast's stats and access log, and where it keeps its state. */
+export interface IcecastUsageMeterOptions {
+  db: Database;
+  /** The key of its saved state (meter_state.icecast_url): the host's id, which survives a change of address. */
+  icecastUrl: () => string;
+  admin: () => IcecastAdmin | undefined;
+  accessLogPath: () => string | undefined;
+  log: Logger;
+  /** Each service's source bitrate budget. */
+  budget?: SourceBudgetOptions;
+  /** Live encoders' titles, read from the same stats. */
+  nowPlaying?: NowPlaying;
+  /** Our own readers of the mounts (the HLS segmenter), left out of listeners and bytes sent. */
+  internal?: InternalListeners;
+}
+
 /**
  * Usage of every mount of one Icecast: stats deltas across source reconnects, exact listener bytes from the access log,
  * and each service's source bitrate budget (SourceBudget, per service, so it survives reconnects; its state is saved
@@ -29,19 +45,25 @@ export class IcecastUsageMeter implements UsageMeter {
   /** Polls failed in a row: one alone is logged at debug level (see poll). */
   private failedPolls = 0;
 
-  constructor(
-    private readonly db: Database,
-    private readonly icecastUrl: () => string,
-    private readonly admin: () => IcecastAdmin | undefined,
-    private readonly accessLogPath: () => string | undefined,
-    private readonly log: Logger,
-    budgetOptions: SourceBudgetOptions = {},
-    /** Live encoders' titles, read from the same stats. */
-    private readonly nowPlaying?: NowPlaying,
-    private readonly budget = new SourceBudget(budgetOptions),
-    /** Our own readers of the mounts (the HLS segmenter), left out of listeners and bytes sent. */
-    private readonly internal?: InternalListeners,
-  ) {}
+  private readonly db: Database;
+  private readonly icecastUrl: () => string;
+  private readonly admin: () => IcecastAdmin | undefined;
+  private readonly accessLogPath: () => string | undefined;
+  private readonly log: Logger;
+  private readonly nowPlaying?: NowPlaying;
+  private readonly budget: SourceBudget;
+  private readonly internal?: InternalListeners;
+
+  constructor(options: IcecastUsageMeterOptions) {
+    this.db = options.db;
+    this.icecastUrl = options.icecastUrl;
+    this.admin = options.admin;
+    this.accessLogPath = options.accessLogPath;
+    this.log = options.log;
+    this.nowPlaying = options.nowPlaying;
+    this.budget = new SourceBudget(options.budget ?? {});
+    this.internal = options.internal;
+  }
 
   async poll(): Promise<boolean> {
     const admin = this.admin();

@@ -155,11 +155,12 @@ export async function startService(env: Record<string, string> = {}, options: St
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stdout = '';
-  const [baseUrl, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
+  const [servingUrl, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 120_000);
     child.stdout!.on('data', (d) => {
       stdout += d;
-      const serving = /serving on (\S+)/.exec(stdout);
+      // A streaming host prints its Icecast's address ("streaming on"): it serves no API.
+      const serving = /(?:serving|streaming) on (\S+)/.exec(stdout);
       const metrics = /metrics on (\S+)/.exec(stdout);
       if (serving && metrics) {
         clearTimeout(timer);
@@ -171,6 +172,8 @@ export async function startService(env: Record<string, string> = {}, options: St
       reject(new Error(`serve exited with ${code}:\n${output}`));
     });
   });
+  // A host's HTTP server (its Icecast's callbacks) is where the tests check that it answers nothing of the API.
+  const baseUrl = /serving on /.test(stdout) ? servingUrl : await lockedBaseUrl(dataDir);
   const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8').catch(() => '{"api_key": ""}')) as {
     api_key: string;
   };
@@ -193,6 +196,11 @@ export async function startService(env: Record<string, string> = {}, options: St
       return stopped;
     },
   };
+}
+
+/** The HTTP address serve wrote to its DATA_DIR's lock. */
+async function lockedBaseUrl(dataDir: string): Promise<string> {
+  return JSON.parse(await readFile(join(dataDir, 'serve.lock'), 'utf8')).base_url;
 }
 
 /** Node's arguments before `serve` for a serve the tests start themselves: the prebuilt entry with the test flags. */
