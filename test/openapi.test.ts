@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { refundRequestTypedData } from '../src/refunds/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { root, scratchDir, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
@@ -455,6 +456,34 @@ describe('/openapi.json', () => {
     assert.equal(
       (await call('GET', '/services/{service_id}/usage', `/services/${dj}/usage`)).body.usage.ended.reason,
       'stopped',
+    );
+
+    // A refund request in the form of the x402 refund extension proposal, for the stopped service's order.
+    const refundKey = `openapi-refund-${Date.now()}`;
+    const unsigned = {
+      x402Version: 2 as const,
+      paymentReference: { txHash: autodj.body.order.payment.transaction, network: 'eip155:8453' },
+      amount: '1',
+      reason: 'customer_request',
+      idempotencyKey: refundKey,
+    };
+    const buyerKey = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key;
+    const signedBy = async (key: `0x${string}`, request: typeof unsigned) => ({
+      ...request,
+      payerSignature: await privateKeyToAccount(key).signTypedData(refundRequestTypedData(request)),
+    });
+    const refunded = await call('POST', '/x402/refund', '/x402/refund', {
+      auth: false,
+      body: await signedBy(buyerKey, unsigned),
+    });
+    assert.ok([200, 202].includes(refunded.status), JSON.stringify(refunded.body));
+    const polled = await call('GET', '/x402/refund/{idempotency_key}', `/x402/refund/${refundKey}`, { auth: false });
+    assert.ok([200, 202].includes(polled.status), JSON.stringify(polled.body));
+    const strangers = await signedBy(generatePrivateKey(), { ...unsigned, idempotencyKey: `${refundKey}-stranger` });
+    assert.equal((await call('POST', '/x402/refund', '/x402/refund', { auth: false, body: strangers })).status, 403);
+    assert.equal(
+      (await call('GET', '/x402/refund/{idempotency_key}', '/x402/refund/nosuchkey', { auth: false })).status,
+      404,
     );
 
     // Keys, by wallet sign-in: the 402 challenge, then the signed request (each challenge is accepted once).
