@@ -220,7 +220,11 @@ try {
   const edgeFailures = viaEdge.reduce((n, p) => n + p.failures, 0);
   const edgeSegments = viaEdge.reduce((n, p) => n + p.fetched.size, 0);
   // 3. The listen page in Chromium, the rendition running (the players above have gone): click to first sound.
-  const firstSound = (await timesToFirstSound(svc.endpoints.listen_page, 5)).sort((a, b) => a - b);
+  // A failure here (a browser timing out on a loaded machine) is reported in its row, not in place of the figures.
+  const firstSound = await timesToFirstSound(svc.endpoints.listen_page, 5).then(
+    (times) => times.sort((a, b) => a - b),
+    (err: Error) => err,
+  );
 
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const section = [
@@ -253,7 +257,9 @@ try {
     `| sent to players | ${mbps.toFixed(1)} Mbit/s; ${failures} failed polls; ` +
       `${retries} admissions retried (retryable 503) |`,
     `| listen page, click to first sound in Chromium (HLS, 5 new profiles): median (min–max) | ` +
-      `${Math.round(firstSound[2])} ms (${Math.round(firstSound[0])}–${Math.round(firstSound[4])}) |`,
+      (firstSound instanceof Error
+        ? `failed: ${firstSound.message.split('\n')[0]} |`
+        : `${Math.round(firstSound[2])} ms (${Math.round(firstSound[0])}–${Math.round(firstSound[4])}) |`),
     '',
   ].join('\n');
   console.log(section);

@@ -17,6 +17,7 @@ export class PublishedSegments {
 
   /** Links each listed segment under its published name (once), and unlinks those long gone from the playlist. */
   async publish(numbers: number[], tags: Map<number, string>): Promise<void> {
+    if (!numbers.length) return;
     await Promise.all(numbers.map((n) => this.linkOnce(n, tags.get(n)!)));
     const oldest = Math.min(...numbers);
     const gone = [...this.linked.keys()].filter((n) => n < oldest - KEPT_AFTER_PLAYLIST);

@@ -42,8 +42,10 @@
     text('time-left', duration(Math.max(0, remaining - Math.floor((Date.now() - remainingAt) / 1000))));
   }
 
+  // hls.js wherever Media Source Extensions exist: Chromium's own HLS refuses segments from another origin than the
+  // playlist's, and segments come from the segment server (another port, or a CDN). Native where there is no MSE (iOS).
   function nativeHls() {
-    return audio.canPlayType('application/vnd.apple.mpegurl') !== '';
+    return !window.MediaSource && audio.canPlayType('application/vnd.apple.mpegurl') !== '';
   }
 
   function loadHlsJs(then) {
@@ -77,6 +79,11 @@
     hls.loadSource(url);
     hls.attachMedia(audio);
     body.setAttribute('data-protocol', 'hls');
+    // hls.js arrived after the click's play(), which had no source yet: play now that there is one.
+    if (wantPlaying) {
+      var started = audio.play();
+      if (started && started.catch) started.catch(function () {});
+    }
   }
 
   // Chooses what to play: HLS when offered (natively, else with hls.js), else the MP3 stream.
