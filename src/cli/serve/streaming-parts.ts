@@ -35,6 +35,7 @@ export function streamingParts(base: Foundation) {
         log,
         places,
         leaseHeld: () => lease?.held ?? true,
+        segmentServer: { listen: config.streaming.hlsListen, publicUrl: config.streaming.hlsPublicUrl },
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
