@@ -1,18 +1,9 @@
 import { canonicalJson } from './canonical.js';
 import type { ChainProblem } from './chain-problem.js';
+import { allowedOrderTransition } from '../orders/order-transitions.js';
 
 /** Fields of an order that may change after its claim; every other field is the order's terms. */
 const MUTABLE = new Set(['state', 'settlement', 'failure', 'settled_at']);
-// An order we could not provision is refunded in full (src/refunds): it ends refunded, never active; so does one
-// reported failed whose transfer the chain shows all the same. A new stream is settled and provisioned in one
-// statement: settling → active, its settlement in that one state.
-const NEXT: Record<string, string[]> = {
-  settling: ['provisioning', 'active', 'failed'],
-  provisioning: ['active', 'failed', 'refunded'],
-  active: [],
-  failed: ['refunded'],
-  refunded: [],
-};
 
 /** States an order reaches only once its payment is proven (a refund follows a payment too). */
 const PAID = new Set(['provisioning', 'active', 'refunded']);
@@ -70,7 +61,7 @@ export function checkOrderHistory(orders: OrderStates): ChainProblem[] {
           });
         }
       }
-      if (before.state !== after.state && !NEXT[String(before.state)]?.includes(String(after.state))) {
+      if (before.state !== after.state && !allowedOrderTransition(String(before.state), String(after.state))) {
         problems.push({
           seq: states[i].seq,
           id,

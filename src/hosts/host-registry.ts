@@ -1,4 +1,5 @@
 import type { Database } from '../store/index.js';
+import { adoptServicesAt } from './service-moves.js';
 
 /** What a streaming host (one Icecast) says about itself when it starts. */
 export interface HostRegistration {
@@ -38,10 +39,7 @@ export async function registerStreamingHost(db: Database, host: HostRegistration
     [host.id, host.publicUrl, host.maxSources, host.maxListeners, host.bandwidthKbps ?? null],
   );
   // Services sold before hosts had ids (migration 009 gave them a host per address) join the host now at that address.
-  await db.query("UPDATE services SET host_id = $1 WHERE host_id = 'url:' || $2::text AND icecast_url = $2", [
-    host.id,
-    host.publicUrl,
-  ]);
+  await adoptServicesAt(db, host.id, host.publicUrl);
 }
 
 /**

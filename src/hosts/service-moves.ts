@@ -1,6 +1,12 @@
 import { recordEvent } from '../events/index.js';
-import { liveHoldingSql, streamAddresses, type ServiceRow, type StreamLoad } from '../services/index.js';
-import type { Client } from '../store/index.js';
+import {
+  liveHoldingSql,
+  recordServiceEvent,
+  streamAddresses,
+  type ServiceRow,
+  type StreamLoad,
+} from '../services/index.js';
+import type { Client, Database } from '../store/index.js';
 import { lockPlacement } from './placement.js';
 
 /** The statuses that hold a place on a host (as in services/live-holdings.ts): what a lost host's services may be. */
@@ -163,13 +169,25 @@ async function recordMove(
       service.expires_at,
     ],
   );
-  await client.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
-    service.id,
-    'move',
-    'host_lost',
-    `Moved to another streaming host after its host stopped answering; ` +
+  await recordServiceEvent(client, {
+    serviceId: service.id,
+    kind: 'move',
+    code: 'host_lost',
+    reason:
+      `Moved to another streaming host after its host stopped answering; ` +
       `${move.creditedSeconds} s credited to the expiry.`,
-  ]);
+  });
   // Listener places held on the lost host are free: those listeners were cut with it and reconnect to the new host.
   await client.query("DELETE FROM listeners WHERE service_id = $1 AND client_id NOT LIKE 'hls:%'", [service.id]);
+}
+
+/**
+ * Services sold before hosts had ids (a host per address then) join the host now registered at that address. With
+ * moveService, the only writes of a service's host.
+ */
+export async function adoptServicesAt(db: Database, hostId: string, publicUrl: string): Promise<void> {
+  await db.query("UPDATE services SET host_id = $1 WHERE host_id = 'url:' || $2::text AND icecast_url = $2", [
+    hostId,
+    publicUrl,
+  ]);
 }

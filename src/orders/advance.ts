@@ -1,7 +1,6 @@
 import { ApiError } from '../errors/index.js';
 import { provisionedEvent } from '../events/index.js';
 import type { Logger } from '../log/index.js';
-import { Decimal } from '../rules/index.js';
 import type {
   AuthorizationLedger,
   ExpectedPayment,
@@ -12,7 +11,7 @@ import type {
   TransferProof,
 } from '../payments/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import type { ServiceRecords, ServiceRow } from '../services/index.js';
+import { firstExpiry, type ServiceRecords, type ServiceRow } from '../services/index.js';
 import { timedOut, type Client, type Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
 import type { OrderRow, OrderStore } from './order-store.js';
@@ -56,7 +55,7 @@ export class PaymentNotTaken extends Error {
 
 /**
  * Moves one order as far as it can go: settling → provisioning → active, or failed when the payment was not taken.
- * The only code that changes an order's state, called by the request that claimed it and by the recovery loop.
+ * Called by the request that claimed it and by the recovery loop; each state change is the order store's.
  * An order counts as paid only on proof: the token's AuthorizationUsed log for its authorization in a transaction that
  * also moved exactly its amount from the payer to the seller. Never charges twice: a settlement is sent only while the
  * authorization is unused.
@@ -393,15 +392,10 @@ async function notActivated(client: Client, order: OrderRow): Promise<OrderRow> 
   return order;
 }
 
-/** Paid time + duration: fractional hours to the millisecond, whole calendar months or years for subscriptions. */
+/** Paid time + duration (see firstExpiry). */
 function expiryOf(order: OrderRow): Date | null {
-  const start = order.settled_at ?? new Date();
-  const hours = order.configuration.duration_hours;
-  if (typeof hours === 'number')
-    return new Date(start.getTime() + new Decimal(String(hours)).times(3_600_000).floor().toNumber());
-  const end = new Date(start);
-  if (order.billing === 'monthly') end.setUTCMonth(end.getUTCMonth() + 1);
-  else if (order.billing === 'annual') end.setUTCFullYear(end.getUTCFullYear() + 1);
-  else return null;
-  return end;
+  return firstExpiry(order.settled_at ?? new Date(), {
+    hours: order.configuration.duration_hours,
+    billing: order.billing,
+  });
 }

@@ -1,5 +1,11 @@
 export { OrderService, type PlaceOrder, type PlacedOrder } from './order-service.js';
-export { OrderStore } from './order-store.js';
+export { OrderStore, refundUndelivered, refundChargedFailed } from './order-store.js';
+export {
+  ORDER_TRANSITIONS,
+  IllegalOrderTransition,
+  allowedOrderTransition,
+  type OrderState,
+} from './order-transitions.js';
 export { OrderRecovery } from './recovery.js';
 export { armCrashPoints } from './crash-point.js';
 export type { OrderRequest } from './order-price.js';

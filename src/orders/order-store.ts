@@ -5,8 +5,9 @@ import type { ServiceInsert, ServiceRow } from '../services/index.js';
 import { BatchedCalls, type Client, type Database } from '../store/index.js';
 import { BUYER_LOCK_COLUMNS } from './buyer-limits.js';
 import { claimConflictOf } from './claim-conflicts.js';
+import { orderTransitionSql, type OrderState } from './order-transitions.js';
 
-export type OrderState = 'settling' | 'provisioning' | 'active' | 'failed' | 'refunded';
+export type { OrderState } from './order-transitions.js';
 
 export interface OrderRow {
   id: string;
@@ -81,6 +82,51 @@ function keyCheckWith(apiKeyId: string, locks: ClaimLocks): [string, Array<strin
   // The subquery locks the key's row before the outer columns take the other locks, left to right.
   const sql = `SELECT ${columns.join(', ')} FROM (${keyCheck}) k`;
   return [sql, locks.buyer ? [apiKeyId, locks.buyer.payer] : [apiKeyId]];
+}
+
+// Every change of an order's state, each from orderTransitionSql (order-transitions.ts holds the table they obey).
+const SETTLE = orderTransitionSql('settling', 'provisioning', ['settlement = $2', 'settled_at = now()'], '*');
+const FAIL_UNPAID = orderTransitionSql('settling', 'failed', [
+  'failure = $2',
+  'released_idempotency_key = idempotency_key',
+  'idempotency_key = NULL',
+  'payment_id = NULL',
+  'lease_until = NULL',
+]);
+const ACTIVATE = orderTransitionSql('provisioning', 'active', ['lease_until = NULL']);
+const SETTLE_AND_ACTIVATE = orderTransitionSql(
+  'settling',
+  'active',
+  ['settlement = $2', 'settled_at = $3', 'lease_until = NULL'],
+  'settlement, updated_at',
+);
+const REFUND_UNDELIVERED = orderTransitionSql('provisioning', 'refunded', ['failure = $2', 'lease_until = NULL']);
+const REFUND_CHARGED_FAILED = orderTransitionSql('failed', 'refunded', [
+  'settlement = $2',
+  'settled_at = now()',
+  'chain_checked_at = now()',
+  "failure = failure || '; its transfer went through on chain all the same (transaction ' || $3::text || '): refunded in full'",
+]);
+
+/**
+ * A paid order not delivered (not provisioned within the bound, or its service stopped meanwhile) ends refunded, in
+ * the caller's transaction that puts its refund in the outbox; false when it had left "provisioning".
+ */
+export async function refundUndelivered(client: Client, id: string, failure: string): Promise<boolean> {
+  return ((await client.query(REFUND_UNDELIVERED, [id, failure])).rowCount ?? 0) > 0;
+}
+
+/**
+ * An order reported failed whose transfer the chain shows all the same ends refunded, with the settlement that
+ * proves it, in the caller's transaction; false when it was no longer failed.
+ */
+export async function refundChargedFailed(
+  client: Client,
+  id: string,
+  settlement: Record<string, unknown>,
+  transaction: string,
+): Promise<boolean> {
+  return ((await client.query(REFUND_CHARGED_FAILED, [id, settlement, transaction])).rowCount ?? 0) > 0;
 }
 
 /** Orders in PostgreSQL. Every state change is committed before the side effect that follows it. */
@@ -245,9 +291,7 @@ export class OrderStore {
    */
   async settled(order: OrderRow, settlement: Record<string, unknown>, client?: Client): Promise<OrderRow> {
     const paid = eventInsert(orderPaidEvent({ ...order, settlement }), 3, 'paid');
-    const sql = `WITH paid AS (UPDATE orders SET state = 'provisioning', settlement = $2, settled_at = now(),
-                                          updated_at = now()
-                 WHERE id = $1 AND state = 'settling' RETURNING *),
+    const sql = `WITH paid AS (${SETTLE}),
                  paid_event AS (${paid.sql})
                  SELECT * FROM paid`;
     const params = [order.id, settlement, ...paid.params];
@@ -263,11 +307,7 @@ export class OrderStore {
 
   /** The payment was not taken: the order fails and its Idempotency-Key is free for another attempt. */
   async failedUnpaid(id: string, reason: string): Promise<void> {
-    await this.db.query(
-      `UPDATE orders SET state = 'failed', failure = $2, released_idempotency_key = idempotency_key, idempotency_key = NULL, payment_id = NULL, lease_until = NULL, updated_at = now()
-       WHERE id = $1 AND state = 'settling'`,
-      [id, reason],
-    );
+    await this.db.query(FAIL_UNPAID, [id, reason]);
   }
 
   /** Activates a provisioned order and records `event` (its service.active or the like) in the same statement. */
@@ -276,8 +316,7 @@ export class OrderStore {
     const {
       rows: [row],
     } = await client.query(
-      `WITH active AS (UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now()
-                       WHERE id = $1 AND state = 'provisioning' RETURNING *),
+      `WITH active AS (${ACTIVATE} RETURNING *),
             provisioned_event AS (${provisioned.sql})
        SELECT * FROM active`,
       [id, ...provisioned.params],
@@ -302,9 +341,7 @@ export class OrderStore {
       rows: [row],
     } = await client.query(
       `WITH provisioned AS (${insert.sql}),
-            active AS (UPDATE orders SET state = 'active', lease_until = NULL, updated_at = now()
-                       WHERE id = $1 AND state = 'provisioning' AND EXISTS (SELECT 1 FROM provisioned)
-                       RETURNING updated_at),
+            active AS (${ACTIVATE} AND EXISTS (SELECT 1 FROM provisioned) RETURNING updated_at),
             provisioned_event AS (${provisioned.sql})
        SELECT provisioned.*, (SELECT updated_at FROM active) AS activated_at FROM provisioned`,
       [order.id, ...insert.params, ...provisioned.params],
@@ -333,9 +370,7 @@ export class OrderStore {
     const first = 4 + insert.params.length;
     const events = eventsInsert([orderPaidEvent({ ...order, settlement }), provisioned], first, 'provisioned');
     const [row] = await this.db.query<Record<string, unknown>>(
-      `WITH paid AS (UPDATE orders SET state = 'active', settlement = $2, settled_at = $3, lease_until = NULL,
-                                       updated_at = now()
-                     WHERE id = $1 AND state = 'settling' RETURNING settlement, updated_at),
+      `WITH paid AS (${SETTLE_AND_ACTIVATE}),
             provisioned AS (${insert.sql}),
             provisioned_events AS (${events.sql})
        SELECT provisioned.*, paid.settlement AS paid_settlement, paid.updated_at AS activated_at

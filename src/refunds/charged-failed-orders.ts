@@ -1,3 +1,4 @@
+import { refundChargedFailed } from '../orders/index.js';
 import type { ExpectedPayment, TransferProof } from '../payments/index.js';
 import { computeRefund } from './refund-computation.js';
 import type { RefundDeps } from './refund-deps.js';
@@ -77,14 +78,8 @@ async function refundInFull(
     proof,
   };
   const refund = await deps.db.transaction(async (client) => {
-    const { rowCount } = await client.query(
-      `UPDATE orders SET state = 'refunded', settlement = $2, settled_at = now(), chain_checked_at = now(),
-              failure = failure || '; its transfer went through on chain all the same (transaction ' || $3::text || '): refunded in full',
-              updated_at = now()
-       WHERE id = $1 AND state = 'failed'`,
-      [order.id, settlement, proof.transaction],
-    );
-    return rowCount ? deps.store.insertFailure(client, order, new Date()) : undefined;
+    const refunded = await refundChargedFailed(client, order.id, settlement, proof.transaction);
+    return refunded ? deps.store.insertFailure(client, order, new Date()) : undefined;
   });
   if (refund) {
     deps.log.warn(

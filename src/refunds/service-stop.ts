@@ -1,6 +1,7 @@
 import { recordEvent } from '../events/index.js';
 import { crashPoint } from '../orders/index.js';
 import { ApiError } from '../errors/index.js';
+import { transitionService } from '../services/index.js';
 import { cutMount } from './mount-cut.js';
 import { computeRefund } from './refund-computation.js';
 import type { RefundDeps } from './refund-deps.js';
@@ -38,21 +39,18 @@ export async function stopService(
         `The service is ${String(now.status)}, so there is nothing to stop and nothing to refund. GET /services/{service_id}/usage shows how it ended.`,
       );
     }
-    const {
-      rows: [ended],
-    } = await client.query(
-      "UPDATE services SET status = 'expired', stopped_at = now(), status_reason = $2, updated_at = now() WHERE id = $1 RETURNING stopped_at",
-      [service.id, STOPPED_REASON],
-    );
-    await client.query(
-      "INSERT INTO service_events (service_id, kind, from_status, to_status, code, reason) VALUES ($1, 'transition', $2, 'expired', 'stopped', $3)",
-      [service.id, now.status, STOPPED_REASON],
-    );
-    const refund = await deps.store.insertStop(client, service, ended.stopped_at as Date, deps.settings.leaseSeconds);
+    const ended = await transitionService<{ stopped_at: Date }>(client, {
+      serviceId: service.id,
+      kind: 'stop',
+      from: now.status,
+      reason: STOPPED_REASON,
+      compute: { stopped_at: 'now()' },
+    });
+    const refund = await deps.store.insertStop(client, service, ended!.stopped_at, deps.settings.leaseSeconds);
     await recordEvent(client, {
       type: 'service.stopped',
       serviceId: service.id,
-      data: { reason: 'stopped', stopped_at: (ended.stopped_at as Date).toISOString(), refund_id: refund.id },
+      data: { reason: 'stopped', stopped_at: ended!.stopped_at.toISOString(), refund_id: refund.id },
     });
     return { refund, repeated: false };
   });

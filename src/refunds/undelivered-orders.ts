@@ -1,3 +1,4 @@
+import { refundUndelivered } from '../orders/index.js';
 import { computeRefund } from './refund-computation.js';
 import type { RefundDeps } from './refund-deps.js';
 import type { RefundRow } from './refund-store.js';
@@ -29,10 +30,7 @@ export async function refundUndeliveredOrders(deps: RefundDeps, limit = 10): Pro
       const why = order.service_stopped
         ? 'refunded in full: the service was stopped while this payment was being settled'
         : `refunded in full: it could not be provisioned within ${Math.round(deps.settings.provisionTimeoutMs / 1000)} s`;
-      await client.query(
-        "UPDATE orders SET state = 'refunded', failure = $2, lease_until = NULL, updated_at = now() WHERE id = $1 AND state = 'provisioning'",
-        [order.id, why],
-      );
+      await refundUndelivered(client, order.id, why);
       const refund = await deps.store.insertFailure(client, order, new Date());
       created.push(refund);
     }

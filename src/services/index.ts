@@ -9,6 +9,16 @@ export {
   type ServiceDocument,
   type StreamingEndpoint,
 } from './service-records.js';
+export { paidUntil, firstExpiry } from './paid-until.js';
+export {
+  SERVICE_TRANSITIONS,
+  IllegalServiceTransition,
+  allowedTransition,
+  transitionService,
+  type ServiceStatus,
+  type TransitionKind,
+} from './service-transitions.js';
+export { recordServiceEvent } from './service-events.js';
 export { IcecastDecider, type InternalReaders } from './icecast-decider.js';
 export { admitListener, type Admission } from './listener-admission.js';
 export { ListenerPlaces, ADMISSION_CHANNEL } from './listener-places.js';

@@ -11,6 +11,8 @@ import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '.
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-records.js';
 import type { ListenerPlaces } from './listener-places.js';
+import { recordServiceEvent } from './service-events.js';
+import { showServiceReason, transitionService, type ServiceStatus } from './service-transitions.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
@@ -277,18 +279,16 @@ export class LifecycleWorker {
     if (decision.kind === 'transition') {
       const changed = await this.deps.db.transaction(async (client) => {
         // Decided on the row as this pass read it: an extension paid meanwhile moved expires_at, and the decision is void.
-        const { rows } = await client.query(
-          'UPDATE services SET status = $3, status_reason = $4, updated_at = now() WHERE id = $1 AND status = $2 AND expires_at IS NOT DISTINCT FROM $5 RETURNING id',
-          [service.id, service.status, decision.to, decision.reason, service.expires_at],
-        );
-        if (rows.length) {
-          await client.query(
-            'INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
-            [service.id, 'transition', service.status, decision.to, decision.reason],
-          );
-          await recordStatusChange(client, service.id, service.status, decision.to, decision.reason);
-        }
-        return rows.length === 1;
+        const row = await transitionService(client, {
+          serviceId: service.id,
+          kind: 'lifecycle',
+          from: service.status,
+          to: decision.to as ServiceStatus,
+          reason: decision.reason,
+          unchanged: { expires_at: service.expires_at },
+        });
+        if (row) await recordStatusChange(client, service.id, service.status, decision.to, decision.reason);
+        return row !== undefined;
       });
       if (!changed) return false;
       this.deps.log.info(
@@ -300,16 +300,13 @@ export class LifecycleWorker {
     }
     const acted = await this.act(service, decision.actions);
     if (acted) {
-      await this.deps.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
-        service.id,
-        'enforce',
-        decision.code,
-        decision.reason,
-      ]);
-      await this.deps.db.query('UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1', [
-        service.id,
-        decision.reason,
-      ]);
+      await recordServiceEvent(this.deps.db, {
+        serviceId: service.id,
+        kind: 'enforce',
+        code: decision.code,
+        reason: decision.reason,
+      });
+      await showServiceReason(this.deps.db, service.id, decision.reason);
       this.deps.log.info({ service_id: service.id, code: decision.code, reason: decision.reason }, 'enforced');
     }
     return acted;

@@ -1,5 +1,6 @@
 import type { Client, Database } from '../store/index.js';
 import { ListenerSessions, type NewListenerSession } from './listener-sessions.js';
+import { recordServiceEvent } from './service-events.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
 
 export type Admission =
@@ -76,14 +77,16 @@ export function capRefusalMessage(max: number): string {
 
 /** Records a refusal over the cap as a service event, at most one a minute per service. */
 export async function recordCapRefusal(client: Client, serviceId: string, max: number): Promise<void> {
-  await client.query(
-    `INSERT INTO service_events (service_id, kind, code, reason) SELECT $1, 'enforce', 'listener_limit_reached', $2
-     WHERE NOT EXISTS (SELECT 1 FROM service_events
-                       WHERE service_id = $1 AND code = 'listener_limit_reached' AND at > now() - interval '1 minute')`,
-    [
+  await recordServiceEvent(
+    client,
+    {
       serviceId,
-      `A listener was refused: the stream was bought for ${placesOf(max)} and all are connected. ` +
+      kind: 'enforce',
+      code: 'listener_limit_reached',
+      reason:
+        `A listener was refused: the stream was bought for ${placesOf(max)} and all are connected. ` +
         'An upgrade with more listeners raises the limit.',
-    ],
+    },
+    { oncePerMinute: true },
   );
 }

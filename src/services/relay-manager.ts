@@ -4,7 +4,9 @@ import type { Logger } from '../log/index.js';
 import { mp3EncoderArgs } from '../provisioning/index.js';
 import { policies, RefusedUrl, safeGet, type UrlPolicy } from '../ssrf/index.js';
 import type { Database } from '../store/index.js';
+import { recordServiceEvent } from './service-events.js';
 import type { ServiceRow } from './service-records.js';
+import { clearServiceReason, showServiceReason } from './service-transitions.js';
 
 /** The source user a relay connects as. */
 export const RELAY_USER = 'relay';
@@ -154,14 +156,12 @@ export class RelayManager {
     } catch (err) {
       const problem = (err as Error).message;
       if (!(err instanceof RefusedUrl)) return { problem, refused: false };
-      await this.db
-        .query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
-          service.id,
-          'enforce',
-          'relay_url_refused',
-          problem,
-        ])
-        .catch(() => {});
+      await recordServiceEvent(this.db, {
+        serviceId: service.id,
+        kind: 'enforce',
+        code: 'relay_url_refused',
+        reason: problem,
+      }).catch(() => {});
       return { problem, refused: true };
     }
   }
@@ -171,13 +171,7 @@ export class RelayManager {
     const before = this.backoffs.get(serviceId);
     if (!problem) {
       this.backoffs.set(serviceId, { failures: 0, retryAt: Date.now() + this.firstRetryMs });
-      if (before?.shown)
-        await this.db
-          .query('UPDATE services SET status_reason = NULL, updated_at = now() WHERE id = $1 AND status_reason = $2', [
-            serviceId,
-            before.shown,
-          ])
-          .catch(() => {});
+      if (before?.shown) await clearServiceReason(this.db, serviceId, before.shown).catch(() => {});
       return;
     }
     const failures = (before?.failures ?? 0) + 1;
@@ -194,18 +188,9 @@ export class RelayManager {
   /** The reason in the service record (GET /services/{id}); the first failure of a run also goes to its events. */
   private async showReason(serviceId: string, reason: string, firstFailure: boolean): Promise<void> {
     try {
-      await this.db.query(
-        "UPDATE services SET status_reason = $2, updated_at = now() WHERE id = $1 AND status = 'active'",
-        [serviceId, reason],
-      );
-      if (firstFailure) {
-        await this.db.query('INSERT INTO service_events (service_id, kind, code, reason) VALUES ($1, $2, $3, $4)', [
-          serviceId,
-          'enforce',
-          'relay_upstream_failed',
-          reason,
-        ]);
-      }
+      await showServiceReason(this.db, serviceId, reason, 'active');
+      if (firstFailure)
+        await recordServiceEvent(this.db, { serviceId, kind: 'enforce', code: 'relay_upstream_failed', reason });
     } catch (err) {
       this.log.warn({ service_id: serviceId, err }, 'could not record the relay failure');
     }

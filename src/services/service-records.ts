@@ -4,6 +4,8 @@ import { mp3EncoderArgs } from '../provisioning/index.js';
 import { Decimal } from '../rules/index.js';
 import { listenAddresses } from './listen-addresses.js';
 import { ListenerSessions } from './listener-sessions.js';
+import { paidUntil } from './paid-until.js';
+import { NEW_SERVICE_STATUS, transitionService, type ServiceStatus } from './service-transitions.js';
 import type { Client, Database } from '../store/index.js';
 
 export interface ServiceRow {
@@ -11,7 +13,7 @@ export interface ServiceRow {
   order_id: string;
   api_key_id: string;
   product_id: string;
-  status: 'pending' | 'provisioning' | 'active' | 'failed' | 'suspended' | 'expired';
+  status: ServiceStatus;
   mount: string;
   source_user: string;
   source_password: string;
@@ -126,12 +128,12 @@ export class ServiceRecords {
     const id = randomId('svc_');
     const mount = `/live-${randomId('', 9).replace(/[-_]/g, 'x')}`;
     const $ = (i: number) => `$${first + i - 1}`;
-    const row = `${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::text, 'active', ${$(5)}::text, 'source',
+    const row = `${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::text, '${NEW_SERVICE_STATUS}', ${$(5)}::text, 'source',
                ${$(6)}::text, ${$(7)}::jsonb, ${$(8)}::timestamptz,
                COALESCE((SELECT public_url FROM streaming_hosts WHERE id = ${$(12)}::text), ${$(9)}::text),
                ${$(10)}::jsonb, ${$(11)}::boolean, ${$(12)}::text`;
     return {
-      service: { id, product_id: order.product_id, status: 'active', expires_at: expiresAt, limits },
+      service: { id, product_id: order.product_id, status: NEW_SERVICE_STATUS, expires_at: expiresAt, limits },
       sql: `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password,
                                   limits, expires_at, icecast_url, playlist, shuffle, host_id)
        ${onlyIf ? `SELECT ${row} WHERE EXISTS (SELECT 1 FROM ${onlyIf})` : `VALUES (${row})`}
@@ -279,15 +281,15 @@ export class ServiceRecords {
     return row;
   }
 
-  /**
-   * A paid upgrade: the service becomes the new product with the new limits (its paid time unchanged), its bought
-   * transfer counts again from now, and a suspension ends. Icecast is not touched: the source and listeners stay.
-   */
   /** Takes the service's row lock, as a claim for its upgrade does first (see advance.ts settleAndProvision). */
   async lock(client: Client, serviceId: string): Promise<void> {
     await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [serviceId]);
   }
 
+  /**
+   * A paid upgrade: the service becomes the new product with the new limits (its paid time unchanged), its bought
+   * transfer counts again from now, and a suspension ends. Icecast is not touched: the source and listeners stay.
+   */
   async applyUpgrade(
     client: Client,
     serviceId: string,
@@ -301,19 +303,15 @@ export class ServiceRecords {
     if ((before as { stopped_at?: Date | null }).stopped_at) throw new ServiceStopped(serviceId);
     const limits = { ...configuration, duration_hours: (before as ServiceRow).limits.duration_hours };
     const reason = `Upgraded from ${(before as ServiceRow).product_id} to ${productId}.`;
-    const {
-      rows: [after],
-    } = await client.query(
-      `UPDATE services SET product_id = $2, limits = $3, status = 'active', status_reason = $4,
-         transfer_offset_bytes = coalesce((usage->>'bytes_sent')::bigint, 0), updated_at = now()
-       WHERE id = $1 ${RETURNING_WITH_HOST_URL}`,
-      [serviceId, productId, limits, reason],
-    );
-    await client.query(
-      'INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
-      [serviceId, 'upgrade', (before as ServiceRow).status, 'active', reason],
-    );
-    return after as ServiceRow;
+    const after = await transitionService<ServiceRow>(client, {
+      serviceId,
+      kind: 'upgrade',
+      from: (before as ServiceRow).status,
+      reason,
+      set: { product_id: productId, limits },
+      compute: { transfer_offset_bytes: "coalesce((usage->>'bytes_sent')::bigint, 0)" },
+    });
+    return after!;
   }
 
   /**
@@ -338,26 +336,22 @@ export class ServiceRecords {
     if (before.stopped_at) throw new ServiceStopped(serviceId);
     const added = new Decimal(String(hours));
     const from = Math.max(before.expires_at!.getTime(), appliedAt.getTime());
-    const expiresAt = new Date(from + added.times(3_600_000).floor().toNumber());
+    const expiresAt = paidUntil(from, hours);
     const limits = {
       ...before.limits,
       duration_hours: new Decimal(String(before.limits.duration_hours ?? 0)).plus(added).toNumber(),
     };
-    const status = before.status === 'expired' ? 'active' : before.status;
     const lapsed = from > before.expires_at!.getTime() ? `, counted from ${appliedAt.toISOString()}` : '';
     const back = before.status === 'expired' ? ', back from expired' : '';
     const reason = `Extended by ${added.toFixed()} hours (order ${orderId}) until ${expiresAt.toISOString()}${lapsed}${back}.`;
-    const {
-      rows: [after],
-    } = await client.query(
-      `UPDATE services SET expires_at = $2, limits = $3, status = $4, status_reason = $5, updated_at = now() WHERE id = $1 ${RETURNING_WITH_HOST_URL}`,
-      [serviceId, expiresAt, limits, status, reason],
-    );
-    await client.query(
-      'INSERT INTO service_events (service_id, kind, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5)',
-      [serviceId, 'extend', before.status, status, reason],
-    );
-    return after as ServiceRow;
+    const after = await transitionService<ServiceRow>(client, {
+      serviceId,
+      kind: 'extension',
+      from: before.status,
+      reason,
+      set: { expires_at: expiresAt, limits },
+    });
+    return after!;
   }
 
   async forOrder(orderId: string): Promise<ServiceRow | undefined> {
@@ -384,6 +378,7 @@ export class ServiceRecords {
         ...encoderHints(Number(service.limits.bitrate_kbps ?? 0)),
         service: `${this.apiBaseUrl()}/services/${service.id}`,
         ...listenAddresses(this.apiBaseUrl(), service.id),
+        podcast_feed: `${this.apiBaseUrl()}/services/${service.id}/podcast.xml`,
         ...this.moreEndpoints(service),
       },
     };
