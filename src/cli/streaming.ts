@@ -9,6 +9,7 @@ import {
   type ForwardedClaim,
   type IcecastAdmin,
 } from '../provisioning/index.js';
+import type { SourceEnd, SourceEndListener } from '../provisioning/source-end.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 import type { StreamingSettings } from './config.js';
@@ -29,6 +30,8 @@ export interface Streaming {
   hostId(): string;
   admin(): IcecastAdmin | undefined;
   accessLogPath(): string | undefined;
+  /** Calls `listener` with the exact bytes of each source connection the proxy carried, when it closes. */
+  onSourceEnd(listener: SourceEndListener): void;
   /** Whether Icecast answers its admin API now. */
   health(): Promise<{ ok: boolean; error?: string; url?: string }>;
   /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
@@ -48,6 +51,10 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   // ICECAST_PROXY=haproxy puts HAProxy where the front door would be (and wins over ICECAST_FRONT_DOOR=false).
   const proxied = settings.proxy === 'haproxy' || settings.frontDoor;
   const publicPort = () => haproxy?.port ?? frontDoor?.port ?? supervisor?.port;
+  const sourceEndListeners: SourceEndListener[] = [];
+  const sourceEnded = (end: SourceEnd) => {
+    for (const listener of sourceEndListeners) listener(end);
+  };
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
@@ -59,6 +66,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
+    onSourceEnd: (listener) => void sourceEndListeners.push(listener),
     health: () => icecastHealth(supervisor, installed),
     async start(callbackBaseUrl) {
       if (!installed) return;
@@ -82,7 +90,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       logIcecastEvents(supervisor, log);
       await supervisor.start();
       if (settings.proxy === 'haproxy') haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log);
-      else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings);
+      else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings, sourceEnded);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
       if (host.lastPort && host.lastPort !== port) {
@@ -143,18 +151,19 @@ async function openFrontDoor(
   supervisor: IcecastSupervisor,
   preferredPort: number | undefined,
   settings: StreamingSettings,
+  onSourceEnd: SourceEndListener,
 ): Promise<IcecastFrontDoor> {
   const upstream = () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined);
   const inFlight = settings.frontDoorInFlight;
   if (settings.listen) {
-    const door = new IcecastFrontDoor({ ...settings.listen, upstream, inFlight });
+    const door = new IcecastFrontDoor({ ...settings.listen, upstream, inFlight, onSourceEnd });
     await door.start().catch((e: NodeJS.ErrnoException) => {
       throw new Error(`ICECAST_LISTEN ${settings.listen!.host}:${settings.listen!.port} cannot be used: ${e.message}`);
     });
     return door;
   }
   for (const port of preferredPort ? [preferredPort, 0] : [0]) {
-    const door = new IcecastFrontDoor({ host: '127.0.0.1', port, upstream, inFlight });
+    const door = new IcecastFrontDoor({ host: '127.0.0.1', port, upstream, inFlight, onSourceEnd });
     try {
       await door.start();
       return door;

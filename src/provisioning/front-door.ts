@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import net, { type AddressInfo } from 'node:net';
+import { sourceMountOf, type SourceEndListener } from './source-end.js';
 
 /**
  * Icecast 2.4.4 listens with a backlog of 5 (ICECAST_LISTEN_QUEUE, not configurable): a burst of listeners beyond it
@@ -24,6 +25,8 @@ export interface FrontDoorOptions {
   /** Listen backlog of the public socket (the kernel caps it at net.core.somaxconn). */
   backlog?: number;
   headerTimeoutMs?: number;
+  /** Told the exact bytes of each source connection Icecast accepted, when it closes (the meter's final figure). */
+  onSourceEnd?: SourceEndListener;
 }
 
 /**
@@ -185,6 +188,7 @@ export class IcecastFrontDoor {
     const upstream = net.connect(target.port, target.host);
     upstream.setNoDelay(true);
     upstream.once('connect', () => upstream.write(Buffer.concat([rewritten, rest])));
+    const counted = this.countSource(socket, head, rest);
     let again = false;
     upstream.once('data', (first: Buffer) => {
       release();
@@ -192,6 +196,7 @@ export class IcecastFrontDoor {
       // this listener is not refused, it waits for its turn again.
       again = isBusyRefusal(first);
       if (again) return void upstream.destroy();
+      counted?.accepted(first);
       socket.write(first);
       socket.pipe(upstream);
       upstream.pipe(socket);
@@ -203,6 +208,7 @@ export class IcecastFrontDoor {
       ended = true;
       release();
       this.tickets.delete(ticketId);
+      counted?.ended();
       // A source that hung up may have sent its last second or more into the pipe: Icecast still gets (and counts) it.
       if (receives || again) upstream.destroy();
       else drain(upstream);
@@ -213,6 +219,34 @@ export class IcecastFrontDoor {
     upstream.once('close', end);
     upstream.on('error', end);
     socket.once('close', end);
+  }
+
+  /**
+   * Counts a source's body as it passes (what came with its head, then every chunk read after Icecast answered) and
+   * reports it at the close when Icecast accepted the source; undefined for other requests.
+   */
+  private countSource(socket: net.Socket, head: Buffer, rest: Buffer) {
+    const report = this.options.onSourceEnd;
+    const mount = report && sourceMountOf(head.toString('latin1', 0, 1024));
+    if (!report || !mount) return undefined;
+    const openedAt = Date.now();
+    let bytes = rest.length;
+    let live = false;
+    const count = (chunk: Buffer) => {
+      bytes += chunk.length;
+    };
+    return {
+      // Icecast answers an accepted source 200, or 100 to a PUT that expects it.
+      accepted(first: Buffer) {
+        live = /^HTTP\/1\.[01] [12]\d\d/.test(first.toString('latin1', 0, 16));
+        if (live) socket.on('data', count);
+      },
+      ended() {
+        socket.off('data', count);
+        if (live) report({ mount, bytes, openedAt, closedAt: Date.now() });
+        live = false;
+      },
+    };
   }
 
   /** A listener's GET carries a ticket instead of its Authorization; other requests (sources, admin) go unchanged. */

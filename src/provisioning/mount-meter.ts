@@ -3,9 +3,10 @@
 // Icecast's /admin/stats counters (total_bytes_sent/read) belong to one source session: they start at 0
 // when a source connects and vanish with it, and Icecast refreshes them every 5 s (at stream_start + 5 k s).
 // The meter adds up per-session deltas, so its totals only grow. What a source sent after the last refresh
-// of its session is never reported: when the session ends, the meter adds it as the session's last measured
-// rate × the time from that refresh to the end (the end is placed between the last poll that saw the source
-// and the first that did not).
+// of its session is never reported by Icecast. The proxy that carried the source (front door or HAProxy) reports
+// the exact bytes of its connection when it closes (sourceEnded): that figure is the session's total. Without it,
+// when the session ends, the meter adds the unreported part as the session's last measured rate × the time from
+// that refresh to the end (the end is placed between the last poll that saw the source and the first that did not).
 //
 // Bytes sent to listeners: with an access log, the exact bytes of every finished listener (its log line) plus,
 // while listeners are connected, the session's stats counter minus what its finished listeners took.
@@ -19,6 +20,7 @@
 
 import { AccessLogReader, type AccessLogEntry, type AccessLogPosition } from './access-log.js';
 import type { IcecastAdmin, ListenerInfo, MountStats } from './icecast-admin.js';
+import type { SourceEnd } from './source-end.js';
 
 export interface MountSnapshot {
   mount: string;
@@ -59,6 +61,10 @@ interface SessionState {
   finishedBytes?: number;
   /** The source has gone and its unreported last seconds were added. */
   closed?: boolean;
+  /** The proxy's exact figure for the session's connection (sourceEnded), once reported. */
+  exactRead?: number | null;
+  /** The estimated end added at the close (taken back when the exact figure comes after it). */
+  tail?: number;
 }
 
 export interface MountCounters {
@@ -149,6 +155,8 @@ export class MountMeter {
   private readonly internal?: InternalListeners;
   /** Our own readers seen connected by the last listclients, per mount (subtracted from the stats count). */
   private readonly internalConnected = new Map<string, number>();
+  /** Source ends reported before the meter saw their session, per mount (kept until a poll closes it). */
+  private readonly pendingEnds = new Map<string, SourceEnd>();
 
   constructor(options: MountMeterOptions = {}) {
     this.admin = options.admin;
@@ -259,7 +267,7 @@ export class MountMeter {
       if (newSession) {
         // The old session ended between the last poll that saw it and the new session's start.
         if (prev && !prev.closed)
-          this.closeSession(c, prev, Math.min(this.endOf(c, at), startMs === null ? at : startMs + 1000));
+          this.closeSession(s.mount, c, prev, Math.min(this.endOf(c, at), startMs === null ? at : startMs + 1000));
         c.bytesSent += s.totalBytesSent;
         c.bytesRead += s.totalBytesRead;
         c.sourceSessions++;
@@ -295,7 +303,8 @@ export class MountMeter {
     for (const [mount, c] of this.mounts) {
       if (seen.has(mount)) continue;
       if (!this.accessLog) c.closedListenerSeconds += c.listeners * dt;
-      if (c.sourceConnected && c.session && !c.session.closed) this.closeSession(c, c.session, this.endOf(c, at));
+      if (c.sourceConnected && c.session && !c.session.closed)
+        this.closeSession(mount, c, c.session, this.endOf(c, at));
       c.sourceConnected = false;
       c.listeners = 0;
       this.liveSeconds.delete(mount);
@@ -348,7 +357,33 @@ export class MountMeter {
   /** Drops a mount's counters (e.g. once its usage has been billed and the mount retired). */
   forget(mount: string): boolean {
     this.liveSeconds.delete(mount);
+    this.pendingEnds.delete(mount);
     return this.mounts.delete(mount);
+  }
+
+  /**
+   * The proxy's exact bytes of a source connection that closed: its session's total read, in place of Icecast's
+   * last refresh and the estimate of the seconds after it. It may come before or after the poll that finds the
+   * source gone; an end that matches no session seen is dropped (a refused source, or one shorter than a poll).
+   */
+  sourceEnded(end: SourceEnd): void {
+    const c = this.mounts.get(end.mount);
+    const session = c?.session;
+    if (!c || !session || !sessionOf(session, end)) {
+      this.pendingEnds.set(end.mount, end);
+      return;
+    }
+    if (!session.closed) {
+      session.exactRead = end.bytes;
+      return;
+    }
+    if (session.exactRead != null) return;
+    // Closed with an estimate: the exact figure replaces Icecast's last refresh and the estimated end.
+    const tail = session.tail ?? 0;
+    c.bytesRead += end.bytes - session.totalBytesRead - tail;
+    c.bytesReadEstimated = Math.max(0, (c.bytesReadEstimated ?? 0) - tail);
+    session.tail = 0;
+    session.exactRead = end.bytes;
   }
 
   /** When a source that was last seen live at lastSeenAt and is gone at `at` probably ended. */
@@ -357,9 +392,19 @@ export class MountMeter {
     return Number.isNaN(seen) || seen > at ? at : (seen + at) / 2;
   }
 
-  /** Adds what the session read after its last refresh: its last measured rate × the time until it ended. */
-  private closeSession(c: MountCounters, session: SessionState, endedAt: number): void {
+  /**
+   * Adds what the session read after its last refresh: the proxy's exact figure when it has come, else its last
+   * measured rate × the time until it ended.
+   */
+  private closeSession(mount: string, c: MountCounters, session: SessionState, endedAt: number): void {
     session.closed = true;
+    const pending = this.pendingEnds.get(mount);
+    if (pending && sessionOf(session, pending)) session.exactRead = pending.bytes;
+    this.pendingEnds.delete(mount);
+    if (session.exactRead != null) {
+      c.bytesRead += session.exactRead - session.totalBytesRead;
+      return;
+    }
     const readAt = session.readAt;
     if (readAt == null || endedAt <= readAt) return;
     const start = session.streamStart === null ? NaN : Date.parse(session.streamStart);
@@ -370,6 +415,7 @@ export class MountMeter {
     const tail = Math.round(perMs * Math.min(endedAt - readAt, REFRESH_MS + 500));
     c.bytesRead += tail;
     c.bytesReadEstimated = (c.bytesReadEstimated ?? 0) + tail;
+    session.tail = tail;
   }
 
   private counters(mount: string): MountCounters {
@@ -409,6 +455,19 @@ export class MountMeter {
 
 /** Icecast refreshes a source's counters every 5 s. */
 const REFRESH_MS = 5000;
+/** How long after the proxy accepted a source Icecast may start its session (the front door's slot timeout, and more). */
+const SOURCE_START_MS = 15_000;
+
+/**
+ * Whether `end` is the connection of `session`: Icecast's stream_start (whole seconds, rounded down) lies between the
+ * proxy's accept and the close, and not long after the accept (a reconnect that starts within a second of the close
+ * is not the connection that closed).
+ */
+function sessionOf(session: SessionState, end: SourceEnd): boolean {
+  if (session.streamStart === null) return true;
+  const start = Date.parse(session.streamStart);
+  return start >= end.openedAt - 1000 && start <= end.closedAt && start <= end.openedAt + SOURCE_START_MS;
+}
 
 /**
  * When Icecast refreshed a counter seen changed at `at`: at stream_start + 5 k s (its clock ticks in whole

@@ -10,6 +10,7 @@ import {
   type MountSnapshot,
   type SourceBudgetState,
 } from '../provisioning/index.js';
+import type { SourceEnd } from '../provisioning/source-end.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
 import { ListenerSessions } from './listener-sessions.js';
@@ -98,6 +99,11 @@ export class IcecastUsageMeter implements UsageMeter {
       else this.log.debug?.(fields, message);
       return false;
     }
+  }
+
+  /** The proxy's exact bytes of a source connection that closed (MountMeter.sourceEnded). */
+  sourceEnded(end: SourceEnd): void {
+    this.meter?.sourceEnded(end);
   }
 
   usage(service: ServiceRow): MountUsage {
