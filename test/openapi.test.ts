@@ -87,6 +87,33 @@ function check(method: string, template: string, status: number, body: unknown):
   return body;
 }
 
+/** The station profile (text and artwork) and the listener statistics of a service, answers and refusals. */
+async function ownerProfileAndStats(serviceId: string) {
+  const profile = `/services/${serviceId}/profile`;
+  assert.equal((await call('GET', '/services/{service_id}/profile', profile)).status, 200);
+  const put = await call('PUT', '/services/{service_id}/profile', profile, { body: { description: 'Documented.' } });
+  assert.equal(put.body.profile.description, 'Documented.');
+  assert.equal((await call('PUT', '/services/{service_id}/profile', profile, { body: { colour: 'red' } })).status, 422);
+  const ffmpeg = '-v error -f lavfi -i color=c=blue:s=32x32 -frames:v 1 -c:v png -f image2pipe -';
+  const png = spawnSync('ffmpeg', ffmpeg.split(' ')).stdout;
+  const artwork = (raw: Buffer, type: string) =>
+    call('PUT', '/services/{service_id}/profile/artwork', `${profile}/artwork`, {
+      raw,
+      headers: { 'content-type': type },
+    });
+  assert.equal((await artwork(png, 'image/png')).status, 200);
+  assert.equal((await artwork(png, 'image/jpeg')).status, 415);
+  assert.equal((await call('DELETE', '/services/{service_id}/profile/artwork', `${profile}/artwork`)).status, 200);
+  const stats = `/services/${serviceId}/stats`;
+  assert.equal((await call('GET', '/services/{service_id}/stats', `${stats}?group=day`)).status, 200);
+  assert.equal((await call('GET', '/services/{service_id}/stats', `${stats}?from=2026-02-30`)).status, 400);
+  const csv = await fetch(`${service.baseUrl}${stats}.csv`, { headers: { authorization: `Bearer ${service.apiKey}` } });
+  assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
+  assert.match(await csv.text(), /^date,dimension,key,/);
+  checked.add(`GET /services/{service_id}/stats.csv ${csv.status}`);
+  assert.equal((await call('GET', '/services/{service_id}/stats.csv', `${stats}.csv?group=week`)).status, 400);
+}
+
 const order = {
   product_id: 'instant-stream',
   email: 'agent@example.com',
@@ -292,6 +319,7 @@ describe('/openapi.json', () => {
       (await call('GET', '/services/{service_id}/listeners', `/services/${serviceId}/listeners?limit=none`)).status,
       400,
     );
+    await ownerProfileAndStats(serviceId);
     assert.equal(
       (await call('GET', '/listen/{service_id}/now-playing', `/listen/${serviceId}/now-playing`, { auth: false }))
         .status,
