@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import { limitKey, plainAddress } from './client-address.js';
+import { limitKey, plainAddress } from '../transport/index.js';
 
 const overCap = Symbol('over the connection cap');
 /** How long a connection over the cap may take to send the request that gets the 429, before it is dropped. */

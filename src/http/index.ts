@@ -7,5 +7,4 @@ export { answerStarting } from './starting.js';
 export type { RateLimits } from './rate-limit.js';
 export { ConnectionCap } from './connection-cap.js';
 export { limitRequestTime, isUploadRequest } from './request-time-limit.js';
-export { readJson } from './json-body.js';
 export { eventRoutes, type EventsApi } from './events.js';

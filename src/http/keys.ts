@@ -4,7 +4,7 @@ import { ApiError } from '../errors/index.js';
 import { credentialsOf, type Callers, type SelfServiceKeys } from '../identity/index.js';
 import type { ApiKey, ApiKeys } from '../keys/index.js';
 import { bodyReader } from './request-body.js';
-import { limitKey } from './client-address.js';
+import { limitKey } from '../transport/index.js';
 
 export interface KeyRouteDeps {
   keys: ApiKeys;

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
-import { limitKey } from './client-address.js';
+import { limitKey } from '../transport/index.js';
 
 export interface RateLimits {
   /** Requests per second allowed to one client address (0: no limit); bursts up to twice that. */

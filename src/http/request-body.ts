@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { objectValidator } from '../schema/object-validator.js';
-import { readJsonObject } from './json-body.js';
+import { readJsonObject } from '../transport/index.js';
 
 /** A body reader for one request schema: 422 with one JSON pointer per problem. */
 export function bodyReader<T>(schema: Record<string, unknown>, what: string) {

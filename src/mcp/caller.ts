@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import { credentialsOf } from '../identity/index.js';
-import { limitKey } from '../http/client-address.js';
+import { limitKey } from '../transport/index.js';
 import type { Callers } from '../identity/index.js';
 import { KeyRevoked, type ApiKey, type ApiKeys } from '../keys/index.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';

@@ -7,7 +7,7 @@ import {
   type McpRequestContext,
 } from '@modelcontextprotocol/server';
 import type { Context } from 'koa';
-import { readJson } from '../http/index.js';
+import { readJson } from '../transport/index.js';
 import { identify } from './caller.js';
 import { RequestOrigins, type OriginSettings } from './request-origin.js';
 import { mcpServer, type Exchange } from './server.js';
