@@ -105,7 +105,8 @@ const REFUND_CHARGED_FAILED = orderTransitionSql('failed', 'refunded', [
   'settlement = $2',
   'settled_at = now()',
   'chain_checked_at = now()',
-  "failure = failure || '; its transfer went through on chain all the same (transaction ' || $3::text || '): refunded in full'",
+  "failure = failure || '; its transfer went through on chain all the same (transaction ' || $3::text || " +
+    "'): refunded in full'",
 ]);
 
 /**

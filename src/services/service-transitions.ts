@@ -95,11 +95,13 @@ export async function transitionService<T = Record<string, unknown>>(
   );
   const { kind, code } = EVENTS[change.kind];
   const event = serviceEventSql(['id', `${param(kind)}::text`, '$2', '$3', `${param(code)}::text`, '$4'], 'changed');
+  const others = [...assignments, 'updated_at = now()'].join(', ');
   const { rows } = await client.query(
-    `WITH changed AS (UPDATE services SET status = $3, status_reason = $4, ${[...assignments, 'updated_at = now()'].join(', ')}
+    `WITH changed AS (UPDATE services SET status = $3, status_reason = $4, ${others}
                       WHERE id = $1 AND status = $2${guards.join('')} RETURNING *),
           logged AS (${event})
-     SELECT changed.*, (SELECT public_url FROM streaming_hosts h WHERE h.id = changed.host_id) AS host_url FROM changed`,
+     SELECT changed.*, (SELECT public_url FROM streaming_hosts h WHERE h.id = changed.host_id) AS host_url
+     FROM changed`,
     params,
   );
   return rows[0] as T | undefined;
