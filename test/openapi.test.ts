@@ -283,7 +283,16 @@ describe('/openapi.json', () => {
 
     const orderId = paid.body.order.id;
     const serviceId = paid.body.service.service_id;
-    source = startFfmpegSource(paid.body.service.broadcast_url); // for its HLS, checked below
+    const recordingPath = `/services/${serviceId}/recording`;
+    assert.equal(
+      (await call('PUT', '/services/{service_id}/recording', recordingPath, { body: { enabled: true } })).status,
+      200,
+    );
+    assert.equal(
+      (await call('PUT', '/services/{service_id}/recording', recordingPath, { body: { on: 1 } })).status,
+      422,
+    );
+    source = startFfmpegSource(paid.body.service.broadcast_url); // for its HLS and its recording, checked below
     assert.equal((await call('GET', '/orders/{order_id}', `/orders/${orderId}`)).status, 200);
     assert.equal((await call('GET', '/orders/{order_id}', '/orders/ra_nosuchorder1')).status, 404);
     assert.equal((await call('GET', '/orders/{order_id}', `/orders/${orderId}`, { auth: false })).status, 401);
@@ -751,6 +760,24 @@ describe('/openapi.json', () => {
     assert.equal((await hls('index.m3u8', '/hls/nosuchservice/index.m3u8')).status, 404);
     assert.equal((await hls('live.m3u8', `/hls/${serviceId}/live.m3u8?session=short`)).status, 400);
     assert.equal((await hls('{segment}', `/hls/${serviceId}/seg1.ts?session=short`)).status, 404);
+
+    // Recordings: the show being recorded (the owner reads it), the feed (RSS, not JSON), its deletion.
+    const recordings = `/services/${serviceId}/recordings`;
+    const listed = await call('GET', '/services/{service_id}/recordings', recordings);
+    assert.equal(listed.body.recordings.length, 1, 'the live show records');
+    const recording = listed.body.recordings[0];
+    const audio = await fetch(recording.download_url, { headers: { authorization: `Bearer ${service.apiKey}` } });
+    assert.equal(audio.headers.get('content-type'), 'audio/mpeg');
+    assert.ok((await audio.arrayBuffer()).byteLength > 0);
+    checked.add('GET /services/{service_id}/recordings/{recording_id} 200');
+    const feed = await fetch(paid.body.service.endpoints.podcast_feed);
+    assert.match(await feed.text(), /<rss version="2.0"/);
+    checked.add('GET /services/{service_id}/podcast.xml 200');
+    const fileOp = '/services/{service_id}/recordings/{recording_id}';
+    assert.equal((await call('GET', fileOp, `${recordings}/rec_nosuchrecording`, { auth: false })).status, 404);
+    const deleteOp = '/services/{service_id}/recordings/{recording_id}';
+    assert.equal((await call('DELETE', deleteOp, `${recordings}/${recording.recording_id}`)).status, 200);
+    assert.equal((await call('DELETE', deleteOp, `${recordings}/${recording.recording_id}`)).status, 404);
 
     // Every operation of the document was answered at least once with a success.
     const operations = Object.entries<any>(document.paths).flatMap(([path, item]) =>

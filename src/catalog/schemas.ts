@@ -114,6 +114,7 @@ export const productFileSchema = {
         base_atomic: atomicString,
         per_hour_atomic: atomicString,
         per_gb_atomic: atomicString,
+        per_recording_gb_atomic: atomicString,
         packages: {
           type: 'array',
           minItems: 1,

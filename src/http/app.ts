@@ -30,6 +30,7 @@ import { hlsRoutes } from './hls.js';
 import { keyRoutes } from './keys.js';
 import { listenRoutes, siteIconRoutes } from './listen.js';
 import { serviceProfileRoutes } from './service-profile.js';
+import { recordingRoutes } from './recordings.js';
 import { serviceStatsRoutes } from './service-stats.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
@@ -134,6 +135,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   eventRoutes(router, deps);
   listenRoutes(router, deps);
   serviceProfileRoutes(router, { ...deps, callers: deps.identity?.callers });
+  recordingRoutes(router, { ...deps, callers: deps.identity?.callers });
   serviceStatsRoutes(router, { ...deps, callers: deps.identity?.callers });
   auditRoutes(router, deps);
   hlsRoutes(router, deps.hls);

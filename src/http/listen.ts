@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import {
+  archiveOf,
   EMBED_SIZE,
   embedSnippet,
   listenAsset,
@@ -123,7 +124,10 @@ function listenPage(deps: ListenRouteDeps, assetsUrl: () => string, embed: boole
     } else {
       const pageUrl = encodeURIComponent(found.view.listen_page);
       const oembedUrl = `${deps.publicBaseUrl()}/listen/oembed?format=json&url=${pageUrl}`;
-      ctx.body = listenPageHtml(found.view, { embed, assetsUrl: assetsUrl(), oembedUrl });
+      const archive = embed
+        ? undefined
+        : await archiveOf(deps.listen!.recordings, found.view.service_id, deps.publicBaseUrl());
+      ctx.body = listenPageHtml(found.view, { embed, assetsUrl: assetsUrl(), oembedUrl, archive });
     }
   };
 }

@@ -71,7 +71,8 @@ export const serviceSchema = {
       description:
         'listen, source_host, source_port, source_mount, encoder_example, service, ' +
         'listen_page (the public listen page), listen_embed (its embeddable player), ' +
-        'now_playing_public (their JSON), hls_url (the HLS playlist, GET /hls/{service_id}/index.m3u8).',
+        'now_playing_public (their JSON), hls_url (the HLS playlist, GET /hls/{service_id}/index.m3u8), ' +
+        'podcast_feed (the RSS feed of its recorded shows).',
     },
   },
 };

@@ -5,6 +5,7 @@ import {
   type ServiceRow,
   type Track,
 } from '../services/index.js';
+import { RecordingStore } from '../recordings/index.js';
 import { type StationProfile, StationProfiles } from '../station-profile/index.js';
 import type { Database } from '../store/index.js';
 
@@ -56,6 +57,8 @@ const publicTrack = (t: Track): PublicTrack => ({ title: t.title, artist: t.arti
 export class ListenPages {
   /** What owners say about their stations (the profile routes write it, the pages read it). */
   readonly profiles: StationProfiles;
+  /** The station's recorded shows (the page lists the finished ones of a public feed). */
+  readonly recordings: RecordingStore;
 
   constructor(
     private readonly db: Database,
@@ -64,6 +67,7 @@ export class ListenPages {
     private readonly apiBaseUrl: () => string,
   ) {
     this.profiles = new StationProfiles(db);
+    this.recordings = new RecordingStore(db);
   }
 
   async lookup(serviceId: string): Promise<ListenLookup> {
@@ -108,6 +112,14 @@ export class ListenPages {
       remaining_seconds: shown ? remaining : null,
       ...addresses,
     };
+  }
+
+  /** What a station says about itself, for any service (its podcast feed is read after a stream's time too). */
+  async station(service: ServiceRow) {
+    const [facts, profile] = await Promise.all([this.orderFacts(service), this.profiles.get(service.id)]);
+    const addresses = listenAddresses(this.apiBaseUrl(), service.id);
+    const name = profile.name || facts.station_name || 'Live stream';
+    return { station_name: name, ...describedBy(profile, facts.description, addresses.listen_page), ...addresses };
   }
 
   private async orderFacts(service: ServiceRow) {

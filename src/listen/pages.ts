@@ -1,3 +1,4 @@
+import { type Archive, archiveHtml } from './archive.js';
 import { escapeHtml, scriptJson } from './html.js';
 import type { PublicListenView, PublicTrack } from './listen-view.js';
 import { artworkOf, previewTags } from './page-head.js';
@@ -33,6 +34,8 @@ export interface PageOptions {
   embed: boolean;
   assetsUrl: string;
   oembedUrl: string;
+  /** Past shows of the station (the page lists them; the embed does not). */
+  archive?: Archive;
 }
 
 const trackLine = (t: PublicTrack) => [t.artist, t.title].filter(Boolean).join(' – ');
@@ -94,6 +97,7 @@ ${controls(view, facts)}
 </section>
 <section id="recent" aria-labelledby="recent-heading"${recent.length ? '' : ' hidden'}><h2 id="recent-heading">Recently played</h2>
 <ol id="history">${recent.map((t) => `<li>${escapeHtml(trackLine(t))}</li>`).join('')}</ol></section>
+${archiveHtml(options.archive)}
 </main>`;
 }
 

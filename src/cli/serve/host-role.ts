@@ -3,6 +3,7 @@ import { createCallbackListener, ICECAST_CALLBACK_PREFIX } from '../../http/inde
 import { beatStreamingHost, HostReconciler, registerStreamingHost, type HostLease } from '../../hosts/index.js';
 import { extendHint } from '../../orders/index.js';
 import { startCallbackServer } from '../../provisioning/index.js';
+import { ownReaders } from '../../recordings/index.js';
 import { IcecastDecider, IcecastUsageMeter, LifecycleWorker } from '../../services/index.js';
 import { PeriodicTask } from '../../tasks/index.js';
 import { Database } from '../../store/index.js';
@@ -20,7 +21,7 @@ export function icecastDecider(base: Foundation, parts: StreamingParts, eventing
     autodj: parts.autodj,
     sourceEvents: eventing.sourceEvents,
     catalog: live,
-    internalReaders: parts.hls,
+    internalReaders: ownReaders(parts.hls, parts.recorder),
     hostId: () => stream.hostId(),
     places: parts.places,
     forwarded: (user, pass) => stream.claimForwarded(user, pass),
@@ -56,6 +57,10 @@ export async function startStreamingHost(
     await places.start();
     shutdown.push(() => places.stop());
   }
+  if (parts.recorder) {
+    await parts.recorder.start();
+    shutdown.push(() => parts.recorder!.stop());
+  }
   const meter = new IcecastUsageMeter({
     db,
     icecastUrl: () => stream.hostId(),
@@ -64,7 +69,7 @@ export async function startStreamingHost(
     log,
     budget: config.streaming.sourceBudget,
     nowPlaying,
-    internal: hls,
+    internal: ownReaders(hls, parts.recorder),
   });
   const worker = new LifecycleWorker({
     db,

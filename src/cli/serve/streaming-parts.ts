@@ -11,6 +11,7 @@ import {
   RelayManager,
   ServiceRecords,
 } from '../../services/index.js';
+import { includedStorageOf, Recorder } from '../../recordings/index.js';
 import { Database } from '../../store/index.js';
 import { hosting, type Foundation } from './foundation.js';
 
@@ -57,6 +58,7 @@ export function streamingParts(base: Foundation) {
     nowPlaying,
   );
   const relays = new RelayManager(hostDb, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
+  const recorder = hosting(base) ? liveShowRecorder(base, hostDb, media, autodj) : undefined;
   return {
     hostDb,
     hls,
@@ -71,7 +73,23 @@ export function streamingParts(base: Foundation) {
     listen,
     autodj,
     relays,
+    recorder,
   };
+}
+
+/** Records the live shows of this host's services into the media storage every host shares. */
+function liveShowRecorder({ log, live, stream }: Foundation, db: Database, media: MediaLibrary, autodj: AutoDjManager) {
+  return new Recorder({
+    db,
+    log,
+    hostId: () => stream.hostId(),
+    admin: () => stream.admin(),
+    icecastUrl: () => stream.localUrl(),
+    pathOf: (serviceId, name) => media.pathOf(serviceId, name),
+    autodj,
+    included: includedStorageOf(() => live.current.catalog.products),
+    graceHours: () => live.current.catalog.settings.extensions?.grace_hours ?? 24,
+  });
 }
 
 /**

@@ -1,0 +1,13 @@
+export { audioDuration } from './audio-duration.js';
+export { type ByteRange, byteRangeOf } from './byte-range.js';
+export { startCapture, streamFormatOf, type StreamFormat } from './capture.js';
+export { ownReaders, type OwnReader } from './internal-readers.js';
+export { type EnclosureUrl, type FeedChannel, itunesDuration, podcastFeedXml } from './podcast-feed.js';
+export { RECORDER_AGENT, RECORDER_USER, Recorder, type RecorderOptions } from './recorder.js';
+export {
+  type PlayedTitle,
+  type Recording,
+  type RecordingSetting,
+  RecordingStore,
+} from './recording-store.js';
+export { type IncludedStorage, includedStorageOf, recordingStorageBytes, storageProblem } from './storage.js';
