@@ -89,7 +89,8 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       });
       logIcecastEvents(supervisor, log);
       await supervisor.start();
-      if (settings.proxy === 'haproxy') haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log);
+      if (settings.proxy === 'haproxy')
+        haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log, sourceEnded);
       else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings, sourceEnded);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
@@ -184,6 +185,7 @@ async function startHaproxy(
   settings: StreamingSettings,
   dataDir: string,
   log: Logger,
+  onSourceEnd: SourceEndListener,
 ): Promise<HaproxySupervisor> {
   const haproxy = new HaproxySupervisor({
     dataDir: join(dataDir, 'haproxy'),
@@ -192,6 +194,7 @@ async function startHaproxy(
     upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
     icecastClients: settings.maxSources + settings.maxListeners + 50,
     inFlight: settings.frontDoorInFlight,
+    onSourceEnd,
   });
   haproxy.on('exited', ({ expected, ...e }) => {
     if (expected) log.debug?.({ component: 'haproxy', ...e }, 'haproxy stopped');

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
+import type { SourceEndListener } from './source-end.js';
 
 // A close may be reported before the admission that registers it is answered; it is kept this long for it.
 const EARLY_CLOSE_MS = 60_000;
@@ -18,6 +19,9 @@ export class HaproxyCloseEvents {
   private socket?: dgram.Socket;
   private readonly waiting = new Map<string, () => void>();
   private readonly early = new Map<string, number>();
+
+  /** `onSourceEnd` is told each source connection's exact body bytes from its line. */
+  constructor(private readonly onSourceEnd?: SourceEndListener) {}
 
   get port(): number {
     return this.socket?.address().port ?? 0;
@@ -58,13 +62,24 @@ export class HaproxyCloseEvents {
     const [secret = '', ticket = ''] = text.trim().split(' ');
     const given = Buffer.from(secret);
     const wanted = Buffer.from(this.secret);
-    if (given.length !== wanted.length || !timingSafeEqual(given, wanted) || !ticket || ticket === '-') return;
+    if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return;
+    if (ticket === '-') return this.sourceLine(text.trim().split(' '));
+    if (!ticket) return;
     const left = this.waiting.get(ticket);
     if (left) {
       this.waiting.delete(ticket);
       return left();
     }
     this.rememberEarly(ticket);
+  }
+
+  /** `<secret> - <sent> <mount> <head length> <bytes read> <ms>`: a source's exact usage (Icecast accepted it or not). */
+  private sourceLine([, , , mount = '-', head, read, ms]: string[]): void {
+    const [headBytes, readBytes, duration] = [head, read, ms].map(Number);
+    if (!this.onSourceEnd || !mount.startsWith('/') || ![headBytes, readBytes, duration].every(Number.isFinite)) return;
+    const closedAt = Date.now();
+    const bytes = Math.max(0, readBytes - headBytes);
+    this.onSourceEnd({ mount, bytes, openedAt: closedAt - Math.max(0, duration), closedAt });
   }
 
   private rememberEarly(ticket: string): void {

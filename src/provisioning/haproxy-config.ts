@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
-import { FREE_SLOT, SET_TICKET, TAKE_SLOT } from './haproxy-pacing.js';
+import { FREE_SLOT, SET_TICKET, SOURCE_HEAD, TAKE_SLOT } from './haproxy-pacing.js';
 
 /**
  * HAProxy (Debian's 2.6) in front of Icecast instead of the front door (ICECAST_PROXY=haproxy): it holds the
@@ -75,12 +75,14 @@ frontend public
   maxconn ${o.maxConnections}
   log global
   # %B (bytes sent to the client) makes HAProxy log at the end of the connection, not at Icecast's answer.
-  log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B"
+  # A source's line adds its mount, head length, bytes read (%U) and duration (%Tt): its exact usage.
+  log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B %[var(sess.source_mount)] %[var(sess.source_head)] %U %Tt"
   # The request head, then (listeners) the wait for a turn into Icecast. Lua's sleeps wake up only in the frontend's
   # rules (HAProxy 2.6 arms their timer for the frontend's inspection, not the backend's), so all of this is here.
   tcp-request inspect-delay ${o.queueTimeoutSeconds}s
   tcp-request content reject if !HTTP
   tcp-request content set-var(txn.listener) bool(true) if { method GET } !{ path_beg /admin }
+${sourceRules()}
   tcp-request content accept unless { var(txn.listener) -m bool }
   # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
   tcp-request content set-var(txn.ticket) uuid
@@ -113,6 +115,13 @@ backend raw
   retries 5
   server icecast ${bindAddress(o.upstream)} maxconn ${o.serverMaxConnections}
 `;
+}
+
+/** A source (PUT or SOURCE to a mount) has its mount and head length noted for its end-of-connection line. */
+function sourceRules(): string {
+  const source = '{ method PUT SOURCE } !{ path_beg /admin }';
+  return `  tcp-request content set-var(sess.source_mount) path if ${source}
+  tcp-request content lua.${SOURCE_HEAD} if ${source}`;
 }
 
 /** Reads a listener_add's credentials: HAProxy's signed ticket gives the listener's address; a forged one is refused. */

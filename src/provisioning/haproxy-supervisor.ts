@@ -9,6 +9,7 @@ import type { ForwardedClaim } from './front-door.js';
 import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildPacingLua } from './haproxy-pacing.js';
+import type { SourceEndListener } from './source-end.js';
 
 export interface HaproxySupervisorOptions {
   /** haproxy.cfg goes here (0600: it holds the ticket key). */
@@ -29,6 +30,8 @@ export interface HaproxySupervisorOptions {
   binary?: string;
   startTimeoutMs?: number;
   restartDelayMs?: { min: number; max: number };
+  /** Told the exact bytes of each source connection (HAProxy's end-of-connection line), the meter's final figure. */
+  onSourceEnd?: SourceEndListener;
 }
 
 export interface HaproxyStartedEvent {
@@ -54,7 +57,7 @@ const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"
  */
 export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private readonly ticketKey = randomBytes(32).toString('base64');
-  private readonly closeEvents = new HaproxyCloseEvents();
+  private readonly closeEvents: HaproxyCloseEvents;
   private currentPort = 0;
   private child?: ChildProcess;
   private childExited?: Promise<void>;
@@ -67,6 +70,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
 
   constructor(private readonly options: HaproxySupervisorOptions) {
     super();
+    this.closeEvents = new HaproxyCloseEvents(options.onSourceEnd);
   }
 
   get port(): number {
