@@ -71,6 +71,7 @@ export async function startStreamingHost(
     nowPlaying,
     internal: ownReaders(hls, parts.recorder),
   });
+  stream.onSourceEnd((end) => meter.sourceEnded(end));
   const worker = new LifecycleWorker({
     db,
     live,
