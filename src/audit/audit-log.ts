@@ -130,7 +130,8 @@ export class AuditLog {
   /** Refund evaluations and proofs about these services or orders (their subject). */
   private async refundRecords(subjects: string[]): Promise<StoredRecord[]> {
     return this.db.query<StoredRecord & Record<string, unknown>>(
-      `SELECT ${columns} FROM audit_records r WHERE r.subject = ANY($1) AND r.kind IN ('refund_evaluation', 'refund_sent') ORDER BY r.seq`,
+      `SELECT ${columns} FROM audit_records r WHERE r.subject = ANY($1) AND r.kind IN ('refund_evaluation', ` +
+        `'refund_sent') ORDER BY r.seq`,
       [[...new Set(subjects)]],
     );
   }
@@ -207,7 +208,9 @@ export class AuditLog {
     return [
       {
         seq: head?.seq ?? '?',
-        problem: `the chain head (seq ${head?.seq}) does not match the last record (seq ${walk.expectedSeq - 1n}): records at the end were deleted or added`,
+        problem:
+          `the chain head (seq ${head?.seq}) does not match the last record (seq ${walk.expectedSeq - 1n}): ` +
+          `records at the end were deleted or added`,
       },
     ];
   }
@@ -215,7 +218,8 @@ export class AuditLog {
   /** A settled order must be provisioned or refunded within the bound: one that is neither was paid for nothing. */
   private async undeliveredOrders(boundMs: number): Promise<ChainProblem[]> {
     const rows = await this.db.query<{ id: string; settled_at: Date }>(
-      `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`,
+      `SELECT id, settled_at FROM orders WHERE state = 'provisioning' AND settled_at < now() - ` +
+        `make_interval(secs => $1::double precision / 1000) ORDER BY settled_at`,
       [boundMs],
     );
     return rows.map((r) => ({
@@ -238,7 +242,9 @@ export class AuditLog {
     return rows.map((r) => ({
       seq: '-',
       id: r.id,
-      problem: `order ${r.id}: charged ${r.amount} atomic units at quote price, but the quote's evaluation ${r.evaluation_id} says ${r.quoted}`,
+      problem:
+        `order ${r.id}: charged ${r.amount} atomic units at quote price, but the quote's evaluation ` +
+        `${r.evaluation_id} says ${r.quoted}`,
     }));
   }
 
@@ -270,7 +276,9 @@ export class AuditLog {
             problems.push({
               seq: last.seq,
               id: row.id,
-              problem: `order ${row.id}: ${field} is ${now} in the orders table but ${chained} in its last chained state: the row was edited outside the chain`,
+              problem:
+                `order ${row.id}: ${field} is ${now} in the orders table but ${chained} in its last chained ` +
+                `state: the row was edited outside the chain`,
             });
         }
       }

@@ -145,14 +145,16 @@ async function selectRecords(db: Database, log: AuditLog, selection: BundleSelec
 async function signedHeadCovering(db: Database, seq: string, signer?: HeadSigner): Promise<SignedHead> {
   // Instances in development each have their own key: only a head signed with this one is shipped with its public key.
   const [kept] = await db.query<{ document: string; signature: string }>(
-    "SELECT document, signature FROM audit_signed_heads WHERE seq >= $1 AND document::jsonb ->> 'key_id' = $2 ORDER BY seq LIMIT 1",
+    "SELECT document, signature FROM audit_signed_heads WHERE seq >= $1 AND document::jsonb ->> 'key_id' = " +
+      '$2 ORDER BY seq LIMIT 1',
     [seq, signer?.keyId ?? ''],
   );
   if (kept && signer)
     return { head: JSON.parse(kept.document), signature: kept.signature, public_key: signer.publicKeyPem };
   if (!signer)
     throw new Error(
-      'exporting needs the operator signing key (AUDIT_SIGNING_KEY, AUDIT_SIGNING_KEY_FILE, or DATA_DIR/audit-signing-key.pem)',
+      'exporting needs the operator signing key (AUDIT_SIGNING_KEY, AUDIT_SIGNING_KEY_FILE, or ' +
+        'DATA_DIR/audit-signing-key.pem)',
     );
   return signCurrentHead(db, signer);
 }

@@ -64,14 +64,16 @@ function checkChain(bundle: AuditBundle, trusted?: KeyObject): Findings & { link
   const head = bundle.signed_head?.head;
   if (!last || !head || head.seq !== last.seq || head.chain_hash !== last.chain_hash) {
     problems.push(
-      `chain: it does not end in the signed head (head seq ${head?.seq} ${head?.chain_hash}, last link seq ${last?.seq} ${last?.chain_hash})`,
+      `chain: it does not end in the signed head (head seq ${head?.seq} ${head?.chain_hash}, last link seq ` +
+        `${last?.seq} ${last?.chain_hash})`,
     );
   }
   const signature = signedHeadProblem(bundle.signed_head, trusted);
   if (signature) problems.push(`signed head: ${signature}`);
   else
     facts.push(
-      `the chain up to seq ${head.seq} ends in ${head.chain_hash}, signed ${head.signed_at} by key ${head.key_id}${trusted ? ' (the operator key given)' : ' (the key in the bundle: compare it with the key the operator publishes at GET /api/v1/audit/head)'}`,
+      `the chain up to seq ${head.seq} ends in ${head.chain_hash}, signed ${head.signed_at} by key ` +
+        `${head.key_id}${trusted ? ' (the operator key given)' : ' (the key in the bundle: compare it with the key the operator publishes at GET /api/v1/audit/head)'}`,
     );
   return { problems, facts, links };
 }
@@ -89,7 +91,8 @@ function checkRecords(bundle: AuditBundle, chainAt: Map<string, BundleLink>): Fi
     if (!link) problems.push(`${where}: not on the chain path`);
     else if (link.hash !== hash || link.format !== r.format)
       problems.push(
-        `${where}: its stored fields (kind, created_at, id, snapshot, subject, record hash) do not give the chained link: a field was edited`,
+        `${where}: its stored fields (kind, created_at, id, snapshot, subject, record hash) do not give the ` +
+          `chained link: a field was edited`,
       );
     let body: Record<string, unknown>;
     try {
@@ -114,7 +117,8 @@ function checkSettlements(bundle: AuditBundle, orders: OrderStates): Findings {
     const final = states.at(-1)!.state;
     const settlement = final.settlement as { transaction?: string } | null;
     facts.push(
-      `order ${id}: ${final.state}, ${final.amount_atomic} atomic units from ${final.payer}${settlement?.transaction ? `, transaction ${settlement.transaction}` : ''}`,
+      `order ${id}: ${final.state}, ${final.amount_atomic} atomic units from ` +
+        `${final.payer}${settlement?.transaction ? `, transaction ${settlement.transaction}` : ''}`,
     );
     if (
       bundle.settlements?.[id] !== undefined &&

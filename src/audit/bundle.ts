@@ -26,7 +26,10 @@ export interface AuditBundle {
   /** Every link from the first selected record up to the signed head, in order. */
   chain: { prev_chain_hash: string; links: BundleLink[] };
   signed_head: SignedHead;
-  /** Each order's settlement as stored (transaction, block, proof logs when present); also chained in its order_state records. */
+  /**
+   * Each order's settlement as stored (transaction, block, proof logs when present); also chained in its order_state
+   * records.
+   */
   settlements: Record<string, unknown>;
   /**
    * The refunds that paid the selected orders back, by id: the refund as stored (a split refund and each of its

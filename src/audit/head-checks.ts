@@ -54,7 +54,8 @@ export function expectedHeads(
   expected.checkpoints.delete(GENESIS_CHAIN_HASH);
   if (stored.length && !operatorKey)
     expected.notes.push(
-      `${stored.length} signed heads were compared with the chain without checking their signatures: no operator key here (give --public-key)`,
+      `${stored.length} signed heads were compared with the chain without checking their signatures: no ` +
+        `operator key here (give --public-key)`,
     );
   return expected;
 }
@@ -69,7 +70,8 @@ export function headsAtRecord(expected: ExpectedHeads, r: Linked, linked: string
   for (const h of expected.wanted.get(r.seq) ?? []) {
     if (h.signed.head.chain_hash !== r.chain_hash || linked !== h.signed.head.chain_hash) {
       problems.push(
-        `the chain at seq ${r.seq} does not end in the signed head's ${h.signed.head.chain_hash} (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to here was rewritten`,
+        `the chain at seq ${r.seq} does not end in the signed head's ${h.signed.head.chain_hash} (head ` +
+          `${h.source}, signed ${h.signed.head.signed_at}): the log up to here was rewritten`,
       );
     }
   }
@@ -99,7 +101,9 @@ export function headsNotReached(expected: ExpectedHeads): ChainProblem[] {
     for (const h of hs) {
       problems.push({
         seq: '?',
-        problem: `the chain does not end in the signed head's ${hash} at any record (head ${h.source}, signed ${h.signed.head.signed_at}): the log up to it was rewritten or records were deleted`,
+        problem:
+          `the chain does not end in the signed head's ${hash} at any record (head ${h.source}, signed ` +
+          `${h.signed.head.signed_at}): the log up to it was rewritten or records were deleted`,
       });
     }
   }

@@ -50,7 +50,8 @@ export async function signCurrentHead(db: Database, signer: HeadSigner): Promise
   if (kept) return { head: JSON.parse(kept.document), signature: kept.signature, public_key: signer.publicKeyPem };
   const signed = signer.sign(head.seq, head.chain_hash);
   await db.query(
-    'INSERT INTO audit_signed_heads (seq, chain_hash, document, signature) VALUES ($1, $2, $3, $4) ON CONFLICT (seq) DO NOTHING',
+    'INSERT INTO audit_signed_heads (seq, chain_hash, document, signature) VALUES ($1, $2, $3, $4) ON ' +
+      'CONFLICT (seq) DO NOTHING',
     [head.seq, head.chain_hash, JSON.stringify(signed.head), signed.signature],
   );
   return signed;

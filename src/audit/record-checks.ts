@@ -25,7 +25,8 @@ export function linkProblems(r: StoredRecord, walk: ChainWalk): string[] {
     problems.push(`format ${r.format} where format 2 links are required: a stored field was edited`);
   if (linkHash(r.prev_chain_hash, r) !== r.chain_hash) {
     problems.push(
-      "chain_hash does not follow from the previous link and this record's stored fields (kind, created_at, id, snapshot, subject, record hash): a stored field was edited",
+      "chain_hash does not follow from the previous link and this record's stored fields (kind, created_at, " +
+        'id, snapshot, subject, record hash): a stored field was edited',
     );
   }
   return problems;

@@ -62,7 +62,9 @@ export async function replayRecordText(
   if (!snapshot)
     return {
       ...report,
-      problem: `snapshot ${record.snapshot_hash} is missing, was edited (its files no longer hash to it), or no longer opens`,
+      problem:
+        `snapshot ${record.snapshot_hash} is missing, was edited (its files no longer hash to it), or no ` +
+        `longer opens`,
     };
   let replayed: EvaluationRecord;
   if (record.kind === 'refund_evaluation') {

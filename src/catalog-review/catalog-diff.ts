@@ -24,7 +24,10 @@ export interface CatalogDiff {
   prices_change: boolean;
 }
 
-/** What an edit changes: per product the fields, the rules, and the price of the same grid of configurations before and after. */
+/**
+ * What an edit changes: per product the fields, the rules, and the price of the same grid of configurations before and
+ * after.
+ */
 export async function diffSnapshots(
   before: Snapshot,
   after: Snapshot,

@@ -6,7 +6,10 @@ export interface FieldChange {
   after?: unknown;
 }
 
-/** The leaves that differ between two parsed documents, as JSON pointers; a value that appears or disappears has no before or after. */
+/**
+ * The leaves that differ between two parsed documents, as JSON pointers; a value that appears or disappears has no
+ * before or after.
+ */
 export function fieldChanges(before: unknown, after: unknown, pointer = ''): FieldChange[] {
   if (isDeepStrictEqual(before, after)) return [];
   if (isObject(before) && isObject(after)) {

@@ -15,7 +15,8 @@ export async function snapshotFilesAtGitRef(ref: string, catalogDir: string, rul
       run('git', ['-C', dir, ...args], { maxBuffer: 64 * 1024 * 1024 }).then((r) => r.stdout);
     await git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`).catch(() => {
       throw new Error(
-        `${ref} is not a commit in the git repository of ${dir}: give a branch, tag or commit (e.g. HEAD, main), or a folder that holds catalog/ and rules/`,
+        `${ref} is not a commit in the git repository of ${dir}: give a branch, tag or commit (e.g. HEAD, ` +
+          `main), or a folder that holds catalog/ and rules/`,
       );
     });
     // Paths relative to the folder, as ls-tree shows them when run inside it.

@@ -107,7 +107,10 @@ function row(
   return result;
 }
 
-/** Parameters that quote rules read (as the params fact or in a derived fact): only these can move a price between their bounds. */
+/**
+ * Parameters that quote rules read (as the params fact or in a derived fact): only these can move a price between their
+ * bounds.
+ */
 function parametersRulesRead(snapshot: Snapshot | undefined): Set<string> {
   const names = new Set<string>();
   const visit = (node: unknown): void => {

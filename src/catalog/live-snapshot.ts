@@ -20,7 +20,8 @@ export interface ReloadError {
  * The snapshot being served, kept equal to what is on disk under catalog/ and rules/.
  * File-system events make a reload fast; a periodic content-hash check makes it certain (events can be lost: a full
  * inotify queue, a network file system, and mtimes do not change within the same tick).
- * An invalid edit keeps the last good snapshot and reports its errors. Emits 'reloaded' (snapshot) and 'rejected' (diagnostics).
+ * An invalid edit keeps the last good snapshot and reports its errors. Emits 'reloaded' (snapshot) and 'rejected'
+ * (diagnostics).
  */
 export class LiveSnapshot extends EventEmitter {
   private directories?: DirectoryWatch;

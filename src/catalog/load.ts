@@ -13,7 +13,10 @@ const productFileValidator = cachedValidator<Product & { unlisted_parameters?: R
 
 export const CATALOG_FILE = 'catalog/catalog.yaml';
 
-/** Builds the catalog from its files (path → text, paths like catalog/products/x.yaml), or says file:line:column what is wrong. */
+/**
+ * Builds the catalog from its files (path → text, paths like catalog/products/x.yaml), or says file:line:column what is
+ * wrong.
+ */
 export function loadCatalog(files: SourceFile[]): { catalog?: Catalog; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   const settingsFile = files.find((f) => f.path === CATALOG_FILE);
@@ -70,7 +73,8 @@ function productOf(
     diagnostics.push(
       file.at(
         '/fulfillment/provider',
-        `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) nor the operator (${settings.provider}) named in ${CATALOG_FILE}`,
+        `fulfillment provider ${String(provider)} is neither the panel provider (${settings.panel_provider}) ` +
+          `nor the operator (${settings.provider}) named in ${CATALOG_FILE}`,
         'value',
         'unknown_provider',
       ),
@@ -140,7 +144,8 @@ function checkUpgradePaths(
     diagnostics.push(
       settingsFile.at(
         pointer,
-        `upgrade path names unknown product ${id}; list it under products and give it a file catalog/products/${id}.yaml, or remove it here`,
+        `upgrade path names unknown product ${id}; list it under products and give it a file ` +
+          `catalog/products/${id}.yaml, or remove it here`,
         at,
         'unknown_upgrade_product',
       ),
@@ -202,7 +207,8 @@ function checkDescriptors(
     out.push(
       file.at(
         '/pricing/pricing_status',
-        `pricing.pricing_status (${pricing.pricing_status}) differs from the product's pricing_status (${product.pricing_status})`,
+        `pricing.pricing_status (${pricing.pricing_status}) differs from the product's pricing_status ` +
+          `(${product.pricing_status})`,
         'value',
         'pricing_status',
       ),

@@ -2,7 +2,9 @@ import type { ParameterDescriptor } from './types.js';
 
 const isoDuration = '^P(?!$)(\\d+Y)?(\\d+M)?(\\d+W)?(\\d+D)?(T(?=\\d)(\\d+H)?(\\d+M)?(\\d+(\\.\\d+)?S)?)?$';
 
-/** The JSON Schema that a product's parameter descriptors stand for; requests are validated against it with no coercion. */
+/**
+ * The JSON Schema that a product's parameter descriptors stand for; requests are validated against it with no coercion.
+ */
 export function parametersSchema(descriptors: Record<string, ParameterDescriptor>): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
   for (const [name, d] of Object.entries(descriptors)) properties[name] = descriptorSchema(d);

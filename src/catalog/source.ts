@@ -64,7 +64,10 @@ export class SourceFile {
     return this.parsed().lines.linePos(Math.min(offset, this.text.trimEnd().length));
   }
 
-  /** Diagnostic at the node a JSON pointer names, or at its key when `at` is 'key'; falls back to the nearest existing parent. */
+  /**
+   * Diagnostic at the node a JSON pointer names, or at its key when `at` is 'key'; falls back to the nearest existing
+   * parent.
+   */
   at(pointer: string, message: string, at: 'value' | 'key' = 'value', code?: string): Diagnostic {
     const segments = pointer
       .split('/')

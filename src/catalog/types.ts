@@ -37,7 +37,10 @@ export interface Product {
 /** A product plus what only the service needs to know about it. */
 export interface CatalogProduct {
   product: Product;
-  /** Parameters accepted in quotes and orders: the published ones plus unlisted ones (spec 2.3, instant-stream transfer_gb). */
+  /**
+   * Parameters accepted in quotes and orders: the published ones plus unlisted ones (spec 2.3, instant-stream
+   * transfer_gb).
+   */
   acceptedParameters: Record<string, ParameterDescriptor>;
   file: string;
 }
@@ -54,7 +57,9 @@ export interface CatalogSettings {
   products: string[];
   /** Upgrade paths: a service of the key's product can become one of the listed products. */
   upgrades?: Record<string, string[]>;
-  /** Extensions of paid time (POST /services/{id}/extend): how long after its expiry a service may still be extended. */
+  /**
+   * Extensions of paid time (POST /services/{id}/extend): how long after its expiry a service may still be extended.
+   */
   extensions?: { grace_hours?: number };
   /** What one API key, and one paying address, may hold at once (checked by rules of the buyer stage). */
   buyer_limits?: { per_key?: BuyerLimit; per_payer?: BuyerLimit };

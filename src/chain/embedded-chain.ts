@@ -73,7 +73,9 @@ export interface EmbeddedChain {
    * calls share the work: one round of reads and one journal append serves every caller that came before it.
    */
   checkpoint(): Promise<void>;
-  /** The first block of this run of the node: earlier blocks are gone from it, their token logs are in `archivedLogs`. */
+  /**
+   * The first block of this run of the node: earlier blocks are gone from it, their token logs are in `archivedLogs`.
+   */
   firstLiveBlock: bigint;
   /** The token's logs of blocks before `firstLiveBlock`, kept across restarts as a real chain keeps its history. */
   archivedLogs(filter: { fromBlock: bigint; toBlock: bigint; topics: Array<Hex | Hex[] | null> }): ArchivedLog[];

@@ -21,7 +21,9 @@ import {
 } from './state.js';
 import { ledgerDelta, ledgerEvents, USDC_ADDRESS } from './token.js';
 
-/** Above this many new blocks (anvil_mine), a checkpoint asks the dev accounts' counts instead of reading every block. */
+/**
+ * Above this many new blocks (anvil_mine), a checkpoint asks the dev accounts' counts instead of reading every block.
+ */
 const MAX_BLOCKS_READ = 64n;
 
 type Block = RpcBlock<'latest', true>;
@@ -105,7 +107,8 @@ export class LedgerSync {
   /**
    * The logs from fromBlock to the head, and its blocks; after a long run of blocks (anvil_mine) the counts are asked
    * instead of reading every block. 'latest' may be past the head: a count ahead of the saved ledger is harmless
-   * (counts only grow, and the next checkpoint saves what those transactions did), and it needs no old state from anvil.
+   * (counts only grow, and the next checkpoint saves what those transactions did), and it needs no old state from
+   * anvil.
    */
   private async readRange(fromBlock: bigint, found: NewBlocks): Promise<void> {
     const { head } = found;

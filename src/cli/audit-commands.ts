@@ -166,7 +166,8 @@ export const auditCommands: Record<string, Command> = {
     if (out) {
       await writeFile(out, text);
       print(
-        `${bundle.records.length} records, ${Object.keys(bundle.snapshots).length} snapshots, chain to signed head seq ${bundle.signed_head.head.seq}: written to ${out}`,
+        `${bundle.records.length} records, ${Object.keys(bundle.snapshots).length} snapshots, chain to ` +
+          `signed head seq ${bundle.signed_head.head.seq}: written to ${out}`,
       );
     } else {
       process.stdout.write(text);

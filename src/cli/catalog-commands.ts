@@ -65,12 +65,14 @@ export const catalogCommands: Record<string, Command> = {
     reportDiagnostics(diagnostics, files);
     if (!snapshot) {
       process.stderr.write(
-        `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'}: the service would refuse this catalog and keep serving the last good one\n`,
+        `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'}: the service would refuse this ` +
+          `catalog and keep serving the last good one\n`,
       );
       return 1;
     }
     print(
-      `catalog_version ${snapshot.catalog.settings.catalog_version}, ${snapshot.catalog.products.length} products, content hash ${snapshot.hash}: ok`,
+      `catalog_version ${snapshot.catalog.settings.catalog_version}, ${snapshot.catalog.products.length} ` +
+        `products, content hash ${snapshot.hash}: ok`,
     );
     return 0;
   },
@@ -200,17 +202,20 @@ function printPreview(
     `  total ${output.amount} ${output.currency} (${output.total_atomic} atomic units, ${output.decimals} decimals)`,
   );
   print(
-    `  agents can order it: ${output.agent_orderable ? 'yes' : `no (${output.not_orderable_reasons.map((r) => r.code).join(', ')})`}`,
+    `  agents can order it: ` +
+      `${output.agent_orderable ? 'yes' : `no (${output.not_orderable_reasons.map((r) => r.code).join(', ')})`}`,
   );
   print(`  rules fired: ${fired.join(', ') || 'none'}`);
   if (!stop) return;
   const { refund, stopAfter } = stop;
   print(
-    `  stopped after ${stopAfter} h: refund ${atomicToAmount(refund.amount_atomic, 6)} ${output.currency} (${refund.amount_atomic} atomic units; minimum ${refund.minimum_atomic})`,
+    `  stopped after ${stopAfter} h: refund ${atomicToAmount(refund.amount_atomic, 6)} ${output.currency} ` +
+      `(${refund.amount_atomic} atomic units; minimum ${refund.minimum_atomic})`,
   );
   for (const l of refund.lines)
     print(
-      `    ${(l.direction === 'deduct' ? '- ' : '+ ') + l.code.padEnd(18)} ${l.quantity} ${l.unit} x ${l.rate} = ${l.amount} ${output.currency}`,
+      `    ${(l.direction === 'deduct' ? '- ' : '+ ') + l.code.padEnd(18)} ${l.quantity} ${l.unit} x ` +
+        `${l.rate} = ${l.amount} ${output.currency}`,
     );
 }
 
@@ -250,7 +255,9 @@ function parseValue(text: string): unknown {
   }
 }
 
-/** The version to compare with: a folder holding catalog/ and rules/, a git commit, or what the running service serves. */
+/**
+ * The version to compare with: a folder holding catalog/ and rules/, a git commit, or what the running service serves.
+ */
 async function previousVersion(
   config: Config,
   against: string | undefined,
@@ -266,7 +273,8 @@ async function previousVersion(
   const running = await DataDirLock.holder(config.dataDir);
   if (!running?.base_url)
     throw new Error(
-      `no service is running on DATA_DIR ${config.dataDir}: start it, or compare with --against REF (e.g. HEAD) or --against DIR`,
+      `no service is running on DATA_DIR ${config.dataDir}: start it, or compare with --against REF (e.g. ` +
+        `HEAD) or --against DIR`,
     );
   const health = await fetch(`${running.base_url}/health`).then(
     (r) => r.json() as Promise<{ catalog?: { content_hash?: string } }>,
@@ -312,7 +320,8 @@ function rowText(r: PriceRow): string {
   const change =
     r.change_atomic === undefined
       ? ''
-      : `${r.change_atomic.startsWith('-') ? '' : '+'}${r.change_atomic} atomic${r.change_percent === undefined ? '' : ` (${r.change_percent.startsWith('-') ? '' : '+'}${r.change_percent}%)`}`;
+      : `${r.change_atomic.startsWith('-') ? '' : '+'}${r.change_atomic} ` +
+        `atomic${r.change_percent === undefined ? '' : ` (${r.change_percent.startsWith('-') ? '' : '+'}${r.change_percent}%)`}`;
   const orderability = r.orderability ? `  ${r.orderability.replace(/_/g, ' ')}` : '';
   return `    ${describe(r.configuration)}${r.billing ? ` billing=${r.billing}` : ''}: ${point(r.before)} -> ${point(r.after)}  ${change}${orderability}`;
 }
@@ -340,7 +349,8 @@ export function diffText(diff: CatalogDiff, label: string, rowLimit: number): st
     const becomes = p.changed_rows.filter((r) => r.orderability === 'becomes_orderable').length;
     const stops = p.changed_rows.filter((r) => r.orderability === 'stops_being_orderable').length;
     out.push(
-      `  prices: ${p.changed_rows.length} of ${p.configurations} configurations change; ${becomes} become orderable, ${stops} stop being orderable`,
+      `  prices: ${p.changed_rows.length} of ${p.configurations} configurations change; ${becomes} become ` +
+        `orderable, ${stops} stop being orderable`,
     );
     for (const r of p.changed_rows.slice(0, rowLimit)) out.push(rowText(r));
     if (p.changed_rows.length > rowLimit)

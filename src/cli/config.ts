@@ -61,7 +61,9 @@ export interface Config {
   audit: { signingKey?: string; signingKeyFile?: string; headIntervalMs: number };
   events: EventSettings;
   testHooks: TestHooks;
-  /** ERC-6492 factories a not-yet-deployed wallet's signature may deploy with (sign-in and payments); none by default. */
+  /**
+   * ERC-6492 factories a not-yet-deployed wallet's signature may deploy with (sign-in and payments); none by default.
+   */
   eip6492Factories: string[];
   /** Web origins (besides this service's own) whose pages may call the MCP endpoint. */
   mcpAllowedOrigins: string[];
@@ -333,7 +335,8 @@ function refundKeyFile(file: string): `0x${string}` {
             ? 'is a directory'
             : `cannot be read (${code ?? (e as Error).message})`;
     throw new SettingError(
-      `X402_REFUND_KEY_FILE names ${file}, which ${why}: point it at the file holding the refund hot wallet's 0x private key, or unset it (refunds then wait)`,
+      `X402_REFUND_KEY_FILE names ${file}, which ${why}: point it at the file holding the refund hot ` +
+        `wallet's 0x private key, or unset it (refunds then wait)`,
     );
   }
   return refundKey(text.trim(), `X402_REFUND_KEY_FILE ${file}`);
@@ -466,7 +469,8 @@ function refuseTestHooks(r: SettingsReader): void {
   if (set.length) {
     const them = set.length > 1 ? 'them' : 'it';
     throw new SettingError(
-      `${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with AUDIO_API_ENV=production: unset ${them}`,
+      `${set.join(', ')} ${set.length > 1 ? 'are test hooks' : 'is a test hook'} and cannot be set with ` +
+        `AUDIO_API_ENV=production: unset ${them}`,
     );
   }
 }

@@ -33,7 +33,8 @@ export class DataDirLock {
         const holder = await DataDirLock.holder(dataDir);
         if (holder)
           throw new Error(
-            `another serve (pid ${holder.pid}) is already using DATA_DIR ${dataDir}; stop it first or set DATA_DIR to another directory`,
+            `another serve (pid ${holder.pid}) is already using DATA_DIR ${dataDir}; stop it first or set ` +
+              `DATA_DIR to another directory`,
           );
         await rm(file, { force: true });
       } finally {

@@ -40,7 +40,8 @@ async function openDatabase(config: Config): Promise<{ database: PreflightDataba
     await db.close();
     return {
       database: noDatabase(
-        `the PostgreSQL of ${config.databaseUrl ? 'DATABASE_URL' : 'the serve on DATA_DIR'} (${where(url)}) could not be used: ${reached}`,
+        `the PostgreSQL of ${config.databaseUrl ? 'DATABASE_URL' : 'the serve on DATA_DIR'} (${where(url)}) ` +
+          `could not be used: ${reached}`,
         'check that it runs, accepts connections from this host and that the URL’s user and password are right',
       ),
       close: async () => {},

@@ -64,7 +64,9 @@ export async function previewExtension(
   print(`  price for ${input.paid_hours + hours} h  ${evaluation.total.output.amount} USDC`);
   print(`  price for ${input.paid_hours} h (paid) ${evaluation.paid.output.amount} USDC`);
   print(
-    `  charged ${amount} USDC (${evaluation.amount_atomic} atomic units; at least ${atomicToAmount(evaluation.minimum_atomic, 6)}, at most ${atomicToAmount(evaluation.maximum_atomic, 6)})`,
+    `  charged ${amount} USDC (${evaluation.amount_atomic} atomic units; at least ` +
+      `${atomicToAmount(evaluation.minimum_atomic, 6)}, at most ` +
+      `${atomicToAmount(evaluation.maximum_atomic, 6)})`,
   );
   print(`  catalog on disk: ${snapshot.hash}`);
   return 0;

@@ -174,7 +174,10 @@ CATALOG_DIR (./catalog), RULES_DIR (./rules), LOG_FORMAT (json|pretty), LOG_LEVE
 export function helpFor(name: string): string | undefined {
   if (Object.hasOwn(commandHelp, name)) return commandHelp[name];
   if (!isGroup(name)) return undefined;
-  return `usage: agent-audio ${name} <subcommand> [flags]     (${groups[name]}; each has --help)\n\n${listing(members(name))}`;
+  return (
+    `usage: agent-audio ${name} <subcommand> [flags]     (${groups[name]}; each has ` +
+    `--help)\n\n${listing(members(name))}`
+  );
 }
 
 export const isGroup = (name: string): boolean => Object.hasOwn(groups, name);

@@ -29,7 +29,8 @@ export async function servedOwnershipProofs(settings: ProofSettings): Promise<st
       else
         log.warn(
           { component: 'discovery', origin, pay_to: payTo },
-          `X402_OWNERSHIP_PROOFS: ${proof.slice(0, 12)}… is not X402_PAY_TO's signature of ${origin}, so it is not published; make one with agent-audio ownership-proof`,
+          `X402_OWNERSHIP_PROOFS: ${proof.slice(0, 12)}… is not X402_PAY_TO's signature of ${origin}, so it ` +
+            `is not published; make one with agent-audio ownership-proof`,
         );
     }
     return valid;

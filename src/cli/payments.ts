@@ -132,7 +132,8 @@ async function productionPayments(options: PaymentOptions, receipts: OfferReceip
       ? { wallet: refundWallet(settings.rpcUrl!, Number(network.split(':')[1]), asset as Address, options.refundKey) }
       : {
           missingReason:
-            'refunds are not sent yet: this deployment has no refund wallet (the operator sets X402_REFUND_KEY); the refund is kept and sent once it has one',
+            'refunds are not sent yet: this deployment has no refund wallet (the operator sets ' +
+            'X402_REFUND_KEY); the refund is kept and sent once it has one',
         },
     stop: async () => gateway.close(),
   };
@@ -163,7 +164,9 @@ async function embeddedPayments(options: PaymentOptions, receipts: OfferReceipts
       configured: true,
       protocol: 'x402',
       network: chain.network,
-      reason: `development: an embedded local chain (chain id ${chain.chainId}) with test USDC; see dev.json for a funded buyer wallet`,
+      reason:
+        `development: an embedded local chain (chain id ${chain.chainId}) with test USDC; see dev.json for a ` +
+        `funded buyer wallet`,
     },
     gateway: new PaymentGateway(
       facilitator,

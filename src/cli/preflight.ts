@@ -113,7 +113,8 @@ function payToCheck(config: Config): CheckResult {
   if (refunds && isAddressEqual(refunds, payTo as Address))
     return fail(
       'payTo',
-      `X402_PAY_TO ${payTo} is the refund wallet: the hot wallet whose key this service holds would receive every payment`,
+      `X402_PAY_TO ${payTo} is the refund wallet: the hot wallet whose key this service holds would receive ` +
+        `every payment`,
       'give refunds a separate hot wallet (X402_REFUND_KEY_FILE) holding only what refunds need',
       true,
     );
@@ -149,7 +150,8 @@ async function chainIdCheck(config: Config, chain: ChainReader): Promise<CheckRe
   if (actual !== expected)
     return fail(
       'chain id',
-      `X402_RPC_URL is chain id ${actual}, but X402_NETWORK ${network} is chain id ${expected}: payments would be looked for and refunds sent on another chain than buyers pay on`,
+      `X402_RPC_URL is chain id ${actual}, but X402_NETWORK ${network} is chain id ${expected}: payments ` +
+        `would be looked for and refunds sent on another chain than buyers pay on`,
       `point X402_RPC_URL at a node of ${network}, or set X402_NETWORK to the network you sell on`,
       true,
     );
@@ -191,7 +193,8 @@ async function assetCheck(config: Config, chain: ChainReader): Promise<CheckResu
     if (name !== domain.name || version !== domain.version)
       return fail(
         'asset',
-        `the token at ${asset} answers name "${name}" version "${version}", but the 402 advertises ${advertised} for ${network}: every payment would be signed for the wrong EIP-712 domain and refused`,
+        `the token at ${asset} answers name "${name}" version "${version}", but the 402 advertises ` +
+          `${advertised} for ${network}: every payment would be signed for the wrong EIP-712 domain and refused`,
         `set X402_NETWORK to the network this token is on, or X402_ASSET to ${network}'s USDC`,
         true,
       );
@@ -199,7 +202,8 @@ async function assetCheck(config: Config, chain: ChainReader): Promise<CheckResu
   } catch (e) {
     return fail(
       'asset',
-      `the contract at ${asset} does not answer name() and version() (${why(e)}): it is not an EIP-3009 token like USDC`,
+      `the contract at ${asset} does not answer name() and version() (${why(e)}): it is not an EIP-3009 ` +
+        `token like USDC`,
       `set X402_ASSET to the USDC contract of ${network}, or unset it for the network's USDC`,
       true,
     );
@@ -392,7 +396,8 @@ async function catalogCheck(config: Config): Promise<{ result: CheckResult; hash
     return {
       result: fail(
         'catalog',
-        `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'} in ${config.catalogDir} and ${config.rulesDir}, first: ${formatDiagnostic(diagnostics[0])}`,
+        `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'} in ${config.catalogDir} and ` +
+          `${config.rulesDir}, first: ${formatDiagnostic(diagnostics[0])}`,
         'agent-audio catalog check shows each with its line; the service refuses this catalog',
       ),
     };
@@ -455,7 +460,8 @@ async function databaseChecks(db: Database): Promise<CheckResult[]> {
   const migrations = unknown.length
     ? warn(
         'migrations',
-        `${unknown.length} migrations applied that this version does not have (${unknown.at(-1)}): a newer version migrated this database`,
+        `${unknown.length} migrations applied that this version does not have (${unknown.at(-1)}): a newer ` +
+          `version migrated this database`,
         'run the same version as the other instances',
       )
     : pending.length
@@ -487,7 +493,8 @@ async function hostsCheck(config: Config, db: Database): Promise<CheckResult> {
   if (!live.length)
     return fail(
       'streaming hosts',
-      `none of ${hosts.length} hosts is up with a fresh heartbeat (${hosts.map((h) => `${h.id} ${h.state}, heartbeat ${age(h)}`).join('; ')}): nothing can be sold`,
+      `none of ${hosts.length} hosts is up with a fresh heartbeat ` +
+        `(${hosts.map((h) => `${h.id} ${h.state}, heartbeat ${age(h)}`).join('; ')}): nothing can be sold`,
       'start or fix the hosts (hosts list); undrain one that should take services',
     );
   const others = hosts.filter((h) => !live.includes(h));

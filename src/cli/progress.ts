@@ -4,7 +4,9 @@ const INTERVAL_MS = 1000;
 export interface Progress {
   /** Whether progress is shown at all: with --progress, or by default when stderr is a terminal. */
   enabled: boolean;
-  /** Writes the line to stderr if enabled and it is time (or `last`); stdout, and so --json output, is never touched. */
+  /**
+   * Writes the line to stderr if enabled and it is time (or `last`); stdout, and so --json output, is never touched.
+   */
   report(line: string, last?: boolean): void;
 }
 

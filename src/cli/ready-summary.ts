@@ -5,7 +5,8 @@ import type { RunningService } from './serve/index.js';
 /**
  * What an operator needs once serve is up: where it answers, where the development credentials are, the addresses of
  * its local chain and Icecast, and what to try next. As lines for a terminal (the first two are also what scripts
- * read: "serving on URL" or, for a streaming host, "streaming on URL"; "metrics on URL") and as the fields of one structured 'ready' log entry.
+ * read: "serving on URL" or, for a streaming host, "streaming on URL"; "metrics on URL") and as the fields of one
+ * structured 'ready' log entry.
  */
 export function readySummary(
   config: Config,

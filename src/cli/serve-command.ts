@@ -19,7 +19,8 @@ export const serveCommands: Record<string, Command> = {
       log.warn({ signal }, 'second stop signal: exiting now (PostgreSQL is told to shut down fast)');
       process.exit(130);
     });
-    // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not die of it.
+    // @x402/evm leaves a rejected promise unawaited when the chain is unreachable (its asset cache); a server must not
+    // die of it.
     process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
     // Loaded here only: the other commands (audit, keys, catalog…) start without the service's modules, in a
     // fraction of the time.

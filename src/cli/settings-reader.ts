@@ -5,7 +5,8 @@ import { resolve } from 'node:path';
 export class SettingError extends Error {}
 
 /**
- * Reads environment variables as typed settings. Each read names its variable (kept in `names`, which docs/configuration.md's
+ * Reads environment variables as typed settings. Each read names its variable (kept in `names`, which
+ * docs/configuration.md's
  * configuration table is checked against); an empty variable counts as unset.
  */
 export class SettingsReader {

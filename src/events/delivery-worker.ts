@@ -233,7 +233,8 @@ export class DeliveryWorker {
   private async record(client: Client, delivery: Due, outcome: PostOutcome): Promise<void> {
     if (outcome.ok) {
       await client.query(
-        `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), lease_until = NULL, last_status = $2, last_error = NULL WHERE id = $1`,
+        `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), lease_until = NULL, ` +
+          `last_status = $2, last_error = NULL WHERE id = $1`,
         [delivery.delivery_id, outcome.status],
       );
       await client.query('UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = $1', [delivery.endpoint_id]);
@@ -255,7 +256,8 @@ export class DeliveryWorker {
     const {
       rows: [endpoint],
     } = await client.query(
-      'UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures',
+      'UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING ' +
+        'consecutive_failures',
       [delivery.endpoint_id],
     );
     if (endpoint && endpoint.consecutive_failures >= this.options.disableAfterFailures) {
@@ -263,11 +265,13 @@ export class DeliveryWorker {
         `UPDATE webhook_endpoints SET disabled_at = now(), disabled_reason = $2 WHERE id = $1 AND disabled_at IS NULL`,
         [
           delivery.endpoint_id,
-          `disabled after ${endpoint.consecutive_failures} failed deliveries in a row (last: ${outcome.error ?? 'no answer'}); register it again when it answers`,
+          `disabled after ${endpoint.consecutive_failures} failed deliveries in a row (last: ` +
+            `${outcome.error ?? 'no answer'}); register it again when it answers`,
         ],
       );
       await client.query(
-        `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint disabled' WHERE endpoint_id = $1 AND state = 'pending'`,
+        `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint disabled' WHERE endpoint_id ` +
+          `= $1 AND state = 'pending'`,
         [delivery.endpoint_id],
       );
     }

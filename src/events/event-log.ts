@@ -99,7 +99,9 @@ export async function recordMountEvent(
 }
 
 /** Columns of a stored event: what agents see and its position (tx, seq). */
-export const EVENT_COLUMNS = `tx::text AS tx, seq::text AS seq, id, type, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, service_id, order_id, data`;
+export const EVENT_COLUMNS =
+  `tx::text AS tx, seq::text AS seq, id, type, to_char(created_at AT TIME ZONE 'UTC', ` +
+  `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, service_id, order_id, data`;
 
 /**
  * Readers go through events in (tx, seq) order and show only those whose transaction is older than every transaction

@@ -33,7 +33,8 @@ export class SecretBox {
       return Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
     } catch {
       throw new Error(
-        `the secret of webhook endpoint ${endpointId} was sealed with another WEBHOOK_SECRETS_KEY (every instance needs the same key)`,
+        `the secret of webhook endpoint ${endpointId} was sealed with another WEBHOOK_SECRETS_KEY (every ` +
+          `instance needs the same key)`,
       );
     }
   }

@@ -13,7 +13,8 @@ export type ExtendHint = (service: {
 }) => Promise<Record<string, unknown> | undefined>;
 
 /**
- * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service and expiry time
+ * service.expiring for this host's active (or suspended) services that expire within `leadSeconds`: once per service
+ * and expiry time
  * (an upgrade or renewal that moves expires_at arms it again). With `extendHint`, the event also says how to extend.
  */
 export async function recordExpiringServices(

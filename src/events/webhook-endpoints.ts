@@ -58,7 +58,8 @@ export class WebhookEndpoints {
       throw new ApiError(
         503,
         'webhooks_not_configured',
-        "Webhooks are not configured on this deployment (the operator has not set WEBHOOK_SECRETS_KEY). Follow the service's events over SSE (GET /services/{id}/events) instead.",
+        'Webhooks are not configured on this deployment (the operator has not set WEBHOOK_SECRETS_KEY). ' +
+          "Follow the service's events over SSE (GET /services/{id}/events) instead.",
       );
     }
     return this.box;
@@ -71,7 +72,8 @@ export class WebhookEndpoints {
     const id = randomId('whk_');
     const secret = newSecret();
     const [endpoint] = await this.db.query<WebhookEndpoint & Record<string, unknown>>(
-      `INSERT INTO webhook_endpoints (id, api_key_id, service_id, url, events, secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${PUBLIC_COLUMNS}`,
+      `INSERT INTO webhook_endpoints (id, api_key_id, service_id, url, events, secret) VALUES ($1, $2, $3, ` +
+        `$4, $5, $6) RETURNING ${PUBLIC_COLUMNS}`,
       [id, apiKeyId, fields.serviceId ?? null, fields.url, fields.events ?? null, this.sealer().seal(secret, id)],
     );
     return { endpoint, secret };
@@ -83,7 +85,8 @@ export class WebhookEndpoints {
     const plain = await this.db.query<
       { id: string; secret: string; previous_secret: string | null } & Record<string, unknown>
     >(
-      "SELECT id, secret, previous_secret FROM webhook_endpoints WHERE secret NOT LIKE 'sealed:%' OR previous_secret NOT LIKE 'sealed:%'",
+      "SELECT id, secret, previous_secret FROM webhook_endpoints WHERE secret NOT LIKE 'sealed:%' OR " +
+        "previous_secret NOT LIKE 'sealed:%'",
     );
     for (const row of plain) {
       const seal = (stored: string | null) =>
@@ -98,7 +101,8 @@ export class WebhookEndpoints {
 
   async list(apiKeyId: string): Promise<WebhookEndpoint[]> {
     return this.db.query<WebhookEndpoint & Record<string, unknown>>(
-      `SELECT ${PUBLIC_COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`,
+      `SELECT ${PUBLIC_COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 AND deleted_at IS NULL ORDER BY ` +
+        `created_at, id`,
       [apiKeyId],
     );
   }
@@ -107,12 +111,14 @@ export class WebhookEndpoints {
   async remove(apiKeyId: string, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
       const { rows } = await client.query(
-        'UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1 AND api_key_id = $2 AND deleted_at IS NULL RETURNING id',
+        'UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1 AND api_key_id = $2 AND deleted_at IS ' +
+          'NULL RETURNING id',
         [id, apiKeyId],
       );
       if (!rows.length) return false;
       await client.query(
-        "UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted' WHERE endpoint_id = $1 AND state = 'pending'",
+        "UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted' WHERE endpoint_id = " +
+          "$1 AND state = 'pending'",
         [id],
       );
       return true;

@@ -16,7 +16,8 @@ export function auditRoutes(router: Router, deps: AuditRouteDeps): void {
       throw new ApiError(
         503,
         'audit_signing_not_configured',
-        'This deployment has no operator signing key, so it publishes no signed audit head. Ask the operator to set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE.',
+        'This deployment has no operator signing key, so it publishes no signed audit head. Ask the operator ' +
+          'to set AUDIT_SIGNING_KEY or AUDIT_SIGNING_KEY_FILE.',
       );
     }
     const signed = await deps.auditHead.latestCheckpoint();
@@ -26,7 +27,9 @@ export function auditRoutes(router: Router, deps: AuditRouteDeps): void {
       signed_head: signed,
       key_id: deps.auditHead.signer.keyId,
       public_key: deps.auditHead.signer.publicKeyPem,
-      note: 'Keep this document. `agent-audio audit verify --head FILE` (or an exported bundle) later proves the log up to this link (chain_hash) was not rewritten.',
+      note:
+        'Keep this document. `agent-audio audit verify --head FILE` (or an exported bundle) later proves the ' +
+        'log up to this link (chain_hash) was not rewritten.',
     };
   });
 }

@@ -97,7 +97,9 @@ function withCheckout(body: AvailabilityDocument, checkout: CheckoutStatus): Ava
     for (const product of body.products) {
       if (!product.available_now) continue;
       product.available_now = false;
-      product.reason = `Machine payment is unavailable now (${checkout.reason ?? 'no facilitator can take a payment'}); nothing can be paid until it is back. Retry in a minute.`;
+      product.reason =
+        `Machine payment is unavailable now (${checkout.reason ?? 'no facilitator can take a payment'}); ` +
+        `nothing can be paid until it is back. Retry in a minute.`;
     }
   }
   return body;

@@ -11,7 +11,8 @@ const GRACE_MS = 2000;
 /**
  * At most `max` open connections per client address, an IPv6 client by its /64 (0: no cap). A connection over the cap
  * gets one answer, 429 too_many_connections with Connection: close, to whatever it asks first, and is closed; one that
- * asks nothing is dropped after 2 s. Connections from `exempt` addresses (Icecast's callbacks, a local reverse proxy) are not counted.
+ * asks nothing is dropped after 2 s. Connections from `exempt` addresses (Icecast's callbacks, a local reverse proxy)
+ * are not counted.
  */
 export class ConnectionCap {
   private readonly open = new Map<string, number>();
@@ -53,7 +54,8 @@ export class ConnectionCap {
     throw new ApiError(
       429,
       'too_many_connections',
-      `This address already has ${this.max} connections open to this service, the most allowed. Reuse an open connection (keep-alive) or close some, then retry.`,
+      `This address already has ${this.max} connections open to this service, the most allowed. Reuse an ` +
+        `open connection (keep-alive) or close some, then retry.`,
       { retryable: true, headers: { 'Retry-After': '1', Connection: 'close' } },
     );
   }

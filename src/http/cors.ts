@@ -22,7 +22,10 @@ const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
  * answered before rate limits and authentication; every other answer, errors and 402 included, exposes the payment
  * headers and X-Request-Id.
  */
-/** Any origin may call, and read the payment headers and X-Request-Id (set before the route: routes that write their own answer, MCP and SSE, send them with it). */
+/**
+ * Any origin may call, and read the payment headers and X-Request-Id (set before the route: routes that write their own
+ * answer, MCP and SSE, send them with it).
+ */
 export function allowAnyOrigin(res: ServerResponse): void {
   // The same for every origin, so no Vary: Origin (a cache may keep one copy for all).
   res.setHeader('Access-Control-Allow-Origin', '*');

@@ -16,7 +16,10 @@ export interface EnvelopeParts {
   rateLimiter?: RateLimiter;
   /** Counts and times the answered request. */
   record?: (answered: AnsweredRequest, started: bigint) => void;
-  /** Icecast's callbacks: answered by their own routes, without CORS or rate limits (other paths under the prefix go on). */
+  /**
+   * Icecast's callbacks: answered by their own routes, without CORS or rate limits (other paths under the prefix go
+   * on).
+   */
   internal?: { prefix: string; routes: Middleware };
 }
 

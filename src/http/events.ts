@@ -107,7 +107,9 @@ export function eventRoutes(router: Router, deps: EventRouteDeps): void {
       ok: true,
       webhook: rotated.endpoint,
       secret: rotated.secret,
-      secret_note: `Shown only now. Until ${rotated.endpoint.previous_secret_valid_until} deliveries carry a v1 signature for the new and for the previous secret.`,
+      secret_note:
+        `Shown only now. Until ${rotated.endpoint.previous_secret_valid_until} deliveries carry a v1 signature ` +
+        `for the new and for the previous secret.`,
     };
   });
 
@@ -125,7 +127,8 @@ async function createWebhook(ctx: Context, deps: EventRouteDeps, events: Events)
     throw new ApiError(
       404,
       'service_not_found',
-      'There is no service with this id for your API key. Use service.service_id from your order, or leave service_id out for every service of your key.',
+      'There is no service with this id for your API key. Use service.service_id from your order, or leave ' +
+        'service_id out for every service of your key.',
     );
   }
   const refused = await events.policy.refuse(body.url);
@@ -141,7 +144,8 @@ async function createWebhook(ctx: Context, deps: EventRouteDeps, events: Events)
     throw new ApiError(
       409,
       'webhook_limit_reached',
-      `This API key already has ${events.maxEndpointsPerKey} webhook endpoints, the most allowed. Delete one (DELETE /webhooks/{webhook_id}) first.`,
+      `This API key already has ${events.maxEndpointsPerKey} webhook endpoints, the most allowed. Delete one ` +
+        `(DELETE /webhooks/{webhook_id}) first.`,
     );
   }
   const created = await events.endpoints.create(key.id, {
@@ -197,7 +201,8 @@ async function resumePosition(ctx: Context, feed: EventFeed, serviceId: string):
     throw new ApiError(
       422,
       'unknown_last_event_id',
-      `${lastId.slice(0, 100)} is not an event of this service. Send the id of an event you received from it, or no Last-Event-ID to receive every event from the first.`,
+      `${lastId.slice(0, 100)} is not an event of this service. Send the id of an event you received from ` +
+        `it, or no Last-Event-ID to receive every event from the first.`,
     );
   }
   return position;

@@ -11,7 +11,10 @@ import {
 
 export const ICECAST_CALLBACK_PREFIX = '/internal';
 
-/** Icecast's URL-authentication callbacks; only Icecast knows the credentials. A failure answers 500, which Icecast treats as a refusal. */
+/**
+ * Icecast's URL-authentication callbacks; only Icecast knows the credentials. A failure answers 500, which Icecast
+ * treats as a refusal.
+ */
 export function icecastCallbackRoutes(decider: MountDecider, credentials: { user: string; password: string }): Router {
   const router = new Router({ prefix: ICECAST_CALLBACK_PREFIX });
   router.post('/icecast/:action', async (ctx) => {

@@ -17,7 +17,9 @@ export function idempotencyKey(ctx: Context, required: boolean): string | undefi
     required ? 400 : 422,
     required ? 'idempotency_key_missing' : 'idempotency_key_invalid',
     present
-      ? 'The Idempotency-Key header must be 1 to 255 printable ASCII characters, e.g. a UUID. Send a valid one and keep it for every retry of the same request.'
-      : 'This operation needs an Idempotency-Key header (1 to 255 printable ASCII characters, e.g. a new UUID). Reuse the same key when you retry the same request so it is not performed twice.',
+      ? 'The Idempotency-Key header must be 1 to 255 printable ASCII characters, e.g. a UUID. Send a valid one ' +
+          'and keep it for every retry of the same request.'
+      : 'This operation needs an Idempotency-Key header (1 to 255 printable ASCII characters, e.g. a new ' +
+          'UUID). Reuse the same key when you retry the same request so it is not performed twice.',
   );
 }

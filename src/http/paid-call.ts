@@ -4,7 +4,9 @@ import type { PaidCall } from '../operations/index.js';
 import type { PlacedOrder } from '../orders/index.js';
 import { discoveryOf, type PaidOperationName } from './paid-operations.js';
 
-/** A paid REST call as the operations take it: its PAYMENT-SIGNATURE, the public URL it buys, its bazaar declaration. */
+/**
+ * A paid REST call as the operations take it: its PAYMENT-SIGNATURE, the public URL it buys, its bazaar declaration.
+ */
 export async function paidCall(
   ctx: Context,
   deps: { publicBaseUrl: () => string; live?: LiveSnapshot },

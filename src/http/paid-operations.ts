@@ -22,7 +22,9 @@ export interface PaidOperation {
   /** The route under /api/v1, in the bazaar's ":param" form. */
   routeTemplate: string;
   description: string;
-  /** The request body's JSON Schema: the server's own request schema, with the catalog's parameter schemas per product. */
+  /**
+   * The request body's JSON Schema: the server's own request schema, with the catalog's parameter schemas per product.
+   */
   inputSchema: Record<string, unknown>;
   inputExample: Record<string, unknown>;
   pathParams?: Record<string, unknown>;
@@ -207,7 +209,8 @@ function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidO
       method: 'POST',
       routeTemplate: '/orders',
       description:
-        'Order a live stream or AutoDJ and pay with x402 (send Authorization: Bearer <agent API key> and an Idempotency-Key).',
+        'Order a live stream or AutoDJ and pay with x402 (send Authorization: Bearer <agent API key> and an ' +
+        'Idempotency-Key).',
       inputSchema: orderInputSchema(snapshot, billing),
       inputExample: example,
       outputSchema: orderResponseSchema,
@@ -241,7 +244,9 @@ function build(snapshot: Snapshot, billing: Map<string, BillingOption[]>): PaidO
       method: 'POST',
       routeTemplate: '/services/:service_id/extend',
       description:
-        "Add paid hours to a service you own (its expiry moves by that much), or bring back one that expired within the grace period (it then runs the hours bought from its return), paid with x402. At least the product's minimum duration_hours.",
+        'Add paid hours to a service you own (its expiry moves by that much), or bring back one that expired ' +
+        'within the grace period (it then runs the hours bought from its return), paid with x402. At least ' +
+        "the product's minimum duration_hours.",
       inputSchema: extendRequestSchema,
       inputExample: { duration_hours: 1 },
       pathParams: {
@@ -268,7 +273,8 @@ export function billingSchema(orderable: string[], billing?: Map<string, Billing
     enum: offered,
     default: 'one_time',
     description:
-      "one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in the product's billing_options." +
+      'one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in ' +
+      "the product's billing_options." +
       (refused.length
         ? ` Not offered to agents: ${refused.map((o) => `${o.billing} (${o.product}: ${o.reason})`).join('; ')}`
         : ''),

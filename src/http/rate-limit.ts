@@ -31,7 +31,8 @@ class Buckets {
 }
 
 /**
- * Token buckets per client address (an IPv6 client by its /64, see limitKey) and per API key (the bearer token as sent, before it is checked), in this
+ * Token buckets per client address (an IPv6 client by its /64, see limitKey) and per API key (the bearer token as sent,
+ * before it is checked), in this
  * instance's memory: with N instances behind one address a client gets up to N times the rate.
  */
 export class RateLimiter {
@@ -56,7 +57,8 @@ export class RateLimiter {
       throw new ApiError(
         429,
         'rate_limited',
-        `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same Idempotency-Key for orders.`,
+        `Too many requests. Wait ${wait} s (Retry-After) and retry the same request; reuse the same ` +
+          `Idempotency-Key for orders.`,
         { retryable: true, retryAfterSeconds: wait },
       );
     }

@@ -108,7 +108,8 @@ export const quoteResponseSchema = {
         id: {
           type: 'string',
           description:
-            'Stable across retries with the same Idempotency-Key. Put it in metadata.quote_id of POST /orders to lock this price until expires_at_quote.',
+            'Stable across retries with the same Idempotency-Key. Put it in metadata.quote_id of POST ' +
+            '/orders to lock this price until expires_at_quote.',
         },
         product: {
           type: 'object',

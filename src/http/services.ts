@@ -139,7 +139,8 @@ function mediaRoutes(router: Router, deps: ServiceRouteDeps, owned: Owned): void
       throw new ApiError(
         404,
         'file_not_found',
-        `There is no file ${ctx.params.name.slice(0, 128)} on this service. GET /services/{service_id}/files lists them.`,
+        `There is no file ${ctx.params.name.slice(0, 128)} on this service. GET /services/{service_id}/files ` +
+          `lists them.`,
       );
     }
     ctx.body = { ok: true, deleted: ctx.params.name };

@@ -12,7 +12,9 @@ export interface Credentials {
   signIn?: string;
   /** Whether a PAYMENT-SIGNATURE came too (it is not used for a sign-in: the challenge says nothing was charged). */
   paymentSent?: boolean;
-  /** The request's method and the public URL of its resource: a sign-in is accepted only for those it was issued for. */
+  /**
+   * The request's method and the public URL of its resource: a sign-in is accepted only for those it was issued for.
+   */
   method: string;
   resourceUrl: string;
   /** What the resource is, shown in the sign-in challenge. */

@@ -39,7 +39,8 @@ export class SelfServiceKeys {
       throw new ApiError(
         403,
         'agent_signup_disabled',
-        'This service does not issue keys to wallets (self-service sign-up is off). Ask the operator for an agent API key.',
+        'This service does not issue keys to wallets (self-service sign-up is off). Ask the operator for an ' +
+          'agent API key.',
       );
     }
   }
@@ -75,7 +76,8 @@ export class SelfServiceKeys {
         throw new ApiError(
           409,
           'key_limit_reached',
-          `This wallet holds ${counts.wallet_live} live keys (at most ${live}). Revoke one you no longer use with DELETE /keys/{key_id} (GET /keys lists them), or keep using one you have.`,
+          `This wallet holds ${counts.wallet_live} live keys (at most ${live}). Revoke one you no longer use ` +
+            `with DELETE /keys/{key_id} (GET /keys lists them), or keep using one you have.`,
         );
       }
       return this.keys.create(name, { address, ip, expiresAt }, client);

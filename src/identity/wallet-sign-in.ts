@@ -92,7 +92,9 @@ export class WalletSignIn {
         nonce,
         issuedAt: issuedAt.toISOString(),
         expirationTime: expiresAt.toISOString(),
-        statement: `Sign in to ${origin.host} for ${request.method.toUpperCase()} ${new URL(uri).pathname} with this wallet.`,
+        statement:
+          `Sign in to ${origin.host} for ${request.method.toUpperCase()} ${new URL(uri).pathname} with this ` +
+          `wallet.`,
         resources: [uri],
       },
       supportedChains: [{ chainId: this.options.network, type: 'eip191' }],
@@ -101,7 +103,8 @@ export class WalletSignIn {
     return {
       x402Version: 2,
       error:
-        'Sign in with your wallet: sign extensions["sign-in-with-x"] and send it in the SIGN-IN-WITH-X header. Nothing is to be paid.',
+        'Sign in with your wallet: sign extensions["sign-in-with-x"] and send it in the SIGN-IN-WITH-X ' +
+        'header. Nothing is to be paid.',
       resource: { url: request.resourceUrl, description, mimeType: 'application/json' },
       // x402 clients (wrapFetchWithSIWx) take the chain to sign for from accepts[0].network. This entry's scheme is no
       // payment scheme, its amount is 0 and its payTo nobody: a paying client finds nothing it can pay.
@@ -135,20 +138,25 @@ export class WalletSignIn {
   ): Promise<ApiError> {
     const required = await this.paymentRequired(request, description);
     const unpaid = paymentSent
-      ? 'Nothing was charged: this request needs a signed-in wallet, not a payment, and the PAYMENT-SIGNATURE sent was not used. '
+      ? 'Nothing was charged: this request needs a signed-in wallet, not a payment, and the PAYMENT-SIGNATURE ' +
+        'sent was not used. '
       : '';
     const route = `${request.method.toUpperCase()} ${new URL(request.resourceUrl).pathname}`;
     const message =
       `${unpaid}${alternative}Sign in with your wallet: sign the SIWX challenge in the PAYMENT-REQUIRED header ` +
       `(extensions["sign-in-with-x"], CAIP-122/EIP-4361, chain ${this.options.network}; its accepts entry of scheme ` +
-      `"${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X header of this ` +
-      `same request (${route}) within ${this.challengeSeconds} s; each challenge is accepted once, for the method and path it ` +
+      `"${SIGN_IN_SCHEME}" is not a payment) and send the signed message, base64 JSON, in the SIGN-IN-WITH-X ` +
+      `header of this ` +
+      `same request (${route}) within ${this.challengeSeconds} s; each challenge is accepted once, for the ` +
+      `method and path it ` +
       'was issued for. The x402 client helpers wrapFetchWithSIWx and createSIWxClientHook do this.';
     const paymentRequired = encodePaymentRequiredHeader(required);
     return new ApiError(402, 'authentication_required', message, { paymentRequired, bearerChallenge: true });
   }
 
-  /** The wallet (lower-case 0x address) a SIGN-IN-WITH-X header proves for this request; otherwise the 401 saying why. */
+  /**
+   * The wallet (lower-case 0x address) a SIGN-IN-WITH-X header proves for this request; otherwise the 401 saying why.
+   */
   async verify(header: string, request: SignInRequest): Promise<string> {
     const payload = readPayload(header);
     if (payload.chainId !== this.options.network || payload.type !== 'eip191') {
@@ -253,7 +261,8 @@ function wrongResource(reason: string, target: SignInTarget): ApiError {
     401,
     'siwx_wrong_resource',
     `${reason}, not for ${route}: a sign-in proves one request to the method and ` +
-      `path its challenge was issued for. Ask ${route} again without SIGN-IN-WITH-X for a fresh challenge of its own, sign it ` +
+      `path its challenge was issued for. Ask ${route} again without SIGN-IN-WITH-X for a fresh challenge of ` +
+      `its own, sign it ` +
       'and send it once.',
   );
 }

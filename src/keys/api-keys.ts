@@ -14,7 +14,9 @@ export interface ApiKey {
   expires_at?: Date | null;
 }
 
-/** A self-service key's owner: the wallet it was issued to (lower-case 0x address) and the client address that asked. */
+/**
+ * A self-service key's owner: the wallet it was issued to (lower-case 0x address) and the client address that asked.
+ */
 export interface KeyWallet {
   address: string;
   ip: string;
@@ -72,7 +74,8 @@ export class ApiKeys {
     const id = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
     const sql =
-      'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, name, created_at, revoked_at, expires_at';
+      'INSERT INTO api_keys (id, name, secret_hash, wallet_address, created_from_ip, expires_at) VALUES ($1, ' +
+      '$2, $3, $4, $5, $6) RETURNING id, name, created_at, revoked_at, expires_at';
     const params = [
       id,
       name,
@@ -90,7 +93,8 @@ export class ApiKeys {
   /** The keys issued to this wallet, revoked ones too (never their secrets). */
   listForWallet(address: string): Promise<ApiKey[]> {
     return this.db.query<ApiKey & Record<string, unknown>>(
-      'SELECT id, name, created_at, revoked_at, expires_at FROM api_keys WHERE wallet_address = $1 ORDER BY created_at, id',
+      'SELECT id, name, created_at, revoked_at, expires_at FROM api_keys WHERE wallet_address = $1 ORDER BY ' +
+        'created_at, id',
       [address],
     );
   }
@@ -98,7 +102,8 @@ export class ApiKeys {
   /** Revokes one of this wallet's keys; false when it has no such live key. */
   async revokeForWallet(address: string, id: string): Promise<boolean> {
     const rows = await this.db.query(
-      'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND wallet_address = $2 AND revoked_at IS NULL RETURNING id',
+      'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND wallet_address = $2 AND revoked_at IS NULL ' +
+        'RETURNING id',
       [id, address],
     );
     return rows.length === 1;
@@ -158,7 +163,8 @@ export class ApiKeys {
 
   /**
    * Like authenticate, but a token this process already verified is not looked up again. Only for operations whose
-   * database write refuses a revoked key in the same statement (quotes, order claims), so revocation still acts at once.
+   * database write refuses a revoked key in the same statement (quotes, order claims), so revocation still acts at
+   * once.
    */
   async authenticateForWrite(authorization: string | undefined): Promise<ApiKey> {
     const token = bearerToken(authorization);
@@ -198,7 +204,8 @@ function unauthorized(authorization: string | undefined): ApiError {
     401,
     authorization ? 'invalid_api_key' : 'authentication_required',
     authorization
-      ? 'The API key is not valid, expired or was revoked. Send a valid agent API key as "Authorization: Bearer <key>"; ask the operator for a new key if yours was revoked.'
+      ? 'The API key is not valid, expired or was revoked. Send a valid agent API key as "Authorization: ' +
+          'Bearer <key>"; ask the operator for a new key if yours was revoked.'
       : 'This operation needs an agent API key: send it as "Authorization: Bearer <key>".',
     { bearerChallenge: true },
   );

@@ -13,13 +13,21 @@ import type { ServiceRecords, ServiceRow } from '../services/index.js';
  * it, so one signed message serves one call; the create_api_key tool turns that one call into a key.
  */
 export interface Caller {
-  /** The caller's key, for a write that refuses a revoked key itself (quotes, orders), as the REST routes use it; 401 without a valid one. */
+  /**
+   * The caller's key, for a write that refuses a revoked key itself (quotes, orders), as the REST routes use it; 401
+   * without a valid one.
+   */
   keyForWrite(): Promise<ApiKey>;
-  /** A service the caller may read and manage (one its key ordered, or one its signed-in wallet paid for), or undefined; 401 or the sign-in challenge otherwise. */
+  /**
+   * A service the caller may read and manage (one its key ordered, or one its signed-in wallet paid for), or undefined;
+   * 401 or the sign-in challenge otherwise.
+   */
   ownedService(services: ServiceRecords | undefined, serviceId: string): Promise<ServiceRow | undefined>;
   /** The error to answer when such a write found the key revoked meanwhile (any other error unchanged). */
   revokedDuring(e: unknown): unknown;
-  /** The wallet signed in on this request (an API key does not stand for one); the sign-in challenge, or 401, otherwise. */
+  /**
+   * The wallet signed in on this request (an API key does not stand for one); the sign-in challenge, or 401, otherwise.
+   */
   signedInWallet(description: string): Promise<string>;
   /** What self-service key limits count this caller against: its address, IPv6 by its /64 (as POST /keys). */
   clientAddress: string;

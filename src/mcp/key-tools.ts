@@ -16,8 +16,10 @@ export interface KeyTool {
 
 const CREATE_DESCRIPTION =
   'Sign in once, then use a key: turns one wallet sign-in into an agent API key bound to that wallet, so every later ' +
-  "call needs no signature. Call it with a SIGN-IN-WITH-X header on the MCP connection's HTTP requests; without one the " +
-  'result is an error whose structuredContent is a PaymentRequired carrying extensions["sign-in-with-x"], the message ' +
+  "call needs no signature. Call it with a SIGN-IN-WITH-X header on the MCP connection's HTTP requests; " +
+  'without one the ' +
+  'result is an error whose structuredContent is a PaymentRequired carrying extensions["sign-in-with-x"], ' +
+  'the message ' +
   'to sign (nothing is charged). Returns api_key, shown only once: send it as the "Authorization: Bearer <api_key>" ' +
   'header of the connection for quote, order, extend_service, stop_service and every other tool. The key expires ' +
   'after expires_in_hours (default 24) and has the limits of keys a wallet gets over REST (POST /api/v1/keys): keys ' +
@@ -54,7 +56,9 @@ export const keyTools: KeyTool[] = [
             created_at: key.created_at.toISOString(),
             expires_at: (key.expires_at ?? expiresAt).toISOString(),
           },
-          note: 'The api_key is shown only now: keep it. Send it as the "Authorization: Bearer <api_key>" header of the MCP connection\'s HTTP requests.',
+          note:
+            'The api_key is shown only now: keep it. Send it as the "Authorization: Bearer <api_key>" header ' +
+            "of the MCP connection's HTTP requests.",
         },
       };
     },

@@ -89,7 +89,11 @@ export function mcpServer(deps: KeyToolDeps, exchange: Exchange, version: string
       supportedProtocolVersions: [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS],
       cacheHints: CACHE_HINTS,
       instructions:
-        'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: list_products → quote → order (paid) → service_status / service_usage. A wallet without an API key signs in once with create_api_key and uses the key it returns for every other call. Every failure is a tool result with isError and the REST error document {ok:false, error:{code, message, retryable, request_id}}; the message says what to do next.',
+        'Buy live audio streams and temporary AutoDJ and pay with x402 v2 (USDC on Base). Flow: ' +
+        'list_products → quote → order (paid) → service_status / service_usage. A wallet without an API key ' +
+        'signs in once with create_api_key and uses the key it returns for every other call. Every failure ' +
+        'is a tool result with isError and the REST error document {ok:false, error:{code, message, ' +
+        'retryable, request_id}}; the message says what to do next.',
     },
   );
   server.setRequestHandler('tools/list', () => ({ tools: listTools(deps.live.current, deps.paymentTerms) }));
@@ -101,7 +105,8 @@ export function mcpServer(deps: KeyToolDeps, exchange: Exchange, version: string
         throw new ApiError(
           404,
           'tool_not_found',
-          `There is no tool ${JSON.stringify(name).slice(0, 100)}. tools/list names every tool: ${tools.map((t) => t.name).join(', ')}.`,
+          `There is no tool ${JSON.stringify(name).slice(0, 100)}. tools/list names every tool: ` +
+            `${tools.map((t) => t.name).join(', ')}.`,
         );
       }
       const payment = tool.paid ? paymentOfCall(tool.name, meta, httpPaymentHeader) : undefined;

@@ -23,8 +23,11 @@ const idempotencyKey = (required: boolean) => ({
   maxLength: 255,
   pattern: idempotencyKeyPattern,
   description: required
-    ? 'A new unique value (e.g. a UUID) per purchase, as the Idempotency-Key header of the REST API. Send the same key when you retry the same call (also with the payment): you get the same order and are never charged twice.'
-    : 'Optional, as the Idempotency-Key header of POST /quotes: the same arguments with the same key give the same quote.',
+    ? 'A new unique value (e.g. a UUID) per purchase, as the Idempotency-Key header of the REST API. Send the ' +
+      'same key when you retry the same call (also with the payment): you get the same order and are never ' +
+      'charged twice.'
+    : 'Optional, as the Idempotency-Key header of POST /quotes: the same arguments with the same key give the ' +
+      'same quote.',
 });
 const serviceId = {
   type: 'string',
@@ -87,7 +90,8 @@ export const argumentSchemas = {
         type: 'string',
         pattern: '^evt_[A-Za-z0-9_-]{4,80}$',
         description:
-          'The id of the last event you have: only later ones are returned. Leave it out for every event from the first.',
+          'The id of the last event you have: only later ones are returned. Leave it out for every event ' +
+          'from the first.',
       },
       wait_seconds: {
         type: 'integer',
@@ -164,7 +168,10 @@ function withProducts(schema: Schema, ids: string[]): Schema {
   return { ...schema, properties: { ...properties, product_id: productId } };
 }
 
-/** One branch per product: its product_id and the JSON Schema its parameters are validated with (as Parameters_* in /openapi.json). */
+/**
+ * One branch per product: its product_id and the JSON Schema its parameters are validated with (as Parameters_* in
+ * /openapi.json).
+ */
 function withParameters(schema: Schema, products: Snapshot['catalog']['products']): Schema {
   if (!products.length) return schema;
   return {

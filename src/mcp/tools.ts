@@ -68,10 +68,27 @@ export interface Tool {
 
 const productId = new RegExp(productIdPattern);
 const PAYMENT_HOW =
-  'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in _meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API key>" on the HTTP transport.';
-const ORDER_DESCRIPTION = `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and the service with its listener and broadcast URLs. ${PAYMENT_HOW}`;
-const EXTEND_DESCRIPTION = `Adds duration_hours of paid time to a service you bought (as POST /api/v1/services/{service_id}/extend): the expiry moves from the current expiry, the stream and listeners stay connected; an expired service comes back within the grace period (same mount and credentials) and runs for the hours bought from the moment it comes back. duration_hours is at least the product's minimum duration_hours (1 h in most products). The price is the product's price for the new total of hours minus its price for the hours paid, at least the order minimum. The payment is made out for this service (resource mcp://tool/extend_service?service_id=…): it pays no other. ${PAYMENT_HOW}`;
-const UPGRADE_DESCRIPTION = `Turns a service into another product for its remaining time (as POST /api/v1/services/{service_id}/upgrade). The payment is made out for this service (resource mcp://tool/upgrade_service?service_id=…): it pays no other. ${PAYMENT_HOW}`;
+  'Paid with x402 v2 (USDC): called without a payment it returns an error result whose structuredContent is ' +
+  'the x402 PaymentRequired; sign a PaymentPayload for it and call again with the same arguments (same ' +
+  'idempotency_key) and the payload in params._meta["x402/payment"]. The settlement is in ' +
+  '_meta["x402/payment-response"] of the result. The official x402 client refuses payments above $1 unless ' +
+  'setSpendControls raises maxAmountPerPayment; many orders cost more. Needs "Authorization: Bearer <API ' +
+  'key>" on the HTTP transport.';
+const ORDER_DESCRIPTION =
+  `Orders a product (as POST /api/v1/orders, the same orders, idempotency and receipts): returns the order and ` +
+  `the service with its listener and broadcast URLs. ${PAYMENT_HOW}`;
+const EXTEND_DESCRIPTION =
+  `Adds duration_hours of paid time to a service you bought (as POST /api/v1/services/{service_id}/extend): ` +
+  `the expiry moves from the current expiry, the stream and listeners stay connected; an expired service comes ` +
+  `back within the grace period (same mount and credentials) and runs for the hours bought from the moment it ` +
+  `comes back. duration_hours is at least the product's minimum duration_hours (1 h in most products). The ` +
+  `price is the product's price for the new total of hours minus its price for the hours paid, at least the ` +
+  `order minimum. The payment is made out for this service (resource mcp://tool/extend_service?service_id=…): ` +
+  `it pays no other. ${PAYMENT_HOW}`;
+const UPGRADE_DESCRIPTION =
+  `Turns a service into another product for its remaining time (as POST ` +
+  `/api/v1/services/{service_id}/upgrade). The payment is made out for this service (resource ` +
+  `mcp://tool/upgrade_service?service_id=…): it pays no other. ${PAYMENT_HOW}`;
 
 export const tools: Tool[] = [
   {
@@ -87,7 +104,8 @@ export const tools: Tool[] = [
     title: 'Describe a product',
     readOnly: true,
     description:
-      'One product (as GET /api/v1/products/{product_id}), with parameters_schema: the JSON Schema its parameters are validated with. Public.',
+      'One product (as GET /api/v1/products/{product_id}), with parameters_schema: the JSON Schema its ' +
+      'parameters are validated with. Public.',
     run: async ({ args }, deps) => {
       const id = args.product_id as string;
       const snapshot = deps.live.current;
@@ -107,7 +125,9 @@ export const tools: Tool[] = [
     title: 'Quote a configuration',
     readOnly: true,
     description:
-      'The exact USDC price of a product configuration, with its breakdown and expiry (as POST /api/v1/quotes); creates no order. Put quote.id in metadata.quote_id of the order tool to pay this price until expires_at_quote. Needs "Authorization: Bearer <API key>" on the HTTP transport.',
+      'The exact USDC price of a product configuration, with its breakdown and expiry (as POST ' +
+      '/api/v1/quotes); creates no order. Put quote.id in metadata.quote_id of the order tool to pay this ' +
+      'price until expires_at_quote. Needs "Authorization: Bearer <API key>" on the HTTP transport.',
     run: async ({ args, caller }, deps) => {
       const key = await caller.keyForWrite();
       const { idempotency_key: idempotencyKey, product_id: product, parameters } = args;
@@ -175,7 +195,8 @@ export const tools: Tool[] = [
     title: 'Service usage',
     readOnly: true,
     description:
-      'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service (as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
+      'Listeners, listener-hours, bytes, transfer used against bought, the source and storage of a service ' +
+      '(as GET /api/v1/services/{service_id}/usage). Needs the API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       return { body: await usage(deps, await owned(args.service_id, caller, deps)) };
     },
@@ -213,7 +234,12 @@ export const tools: Tool[] = [
     title: 'Stop a service and get the unused share back',
     readOnly: false,
     description:
-      'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, source and listeners are cut at once and for good, and every unused hour you paid for, at the rate you bought it (the base fee of the order and the transfer used are kept, nothing below the minimum) is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven on chain, then sent with its transaction and a signed receipt). Calling it again returns the same refund. Needs the API key that ordered it, or the paying wallet signed in.',
+      'Stops a service you bought before it expires (as POST /api/v1/services/{service_id}/stop): its mount, ' +
+      'source and listeners are cut at once and for good, and every unused hour you paid for, at the rate ' +
+      'you bought it (the base fee of the order and the transfer used are kept, nothing below the minimum) ' +
+      'is refunded in USDC to the wallet that paid. Returns the refund: amount, status (pending until proven ' +
+      'on chain, then sent with its transaction and a signed receipt). Calling it again returns the same ' +
+      'refund. Needs the API key that ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       return { body: await stop(deps, await owned(args.service_id, caller, deps)) };
     },
@@ -223,7 +249,13 @@ export const tools: Tool[] = [
     title: 'Events of a service',
     readOnly: true,
     description:
-      'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, service.stopped, refund.sent, refund.failed, track.changed, service.moved. Returns those after last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ordered it, or the paying wallet signed in.',
+      'The events of a service you bought, in order (as GET /api/v1/services/{service_id}/events streams ' +
+      'them): order.paid, service.active, source.connected, source.disconnected, listeners.threshold, ' +
+      'service.expiring, service.suspended, service.expired, upgrade.applied, service.extended, ' +
+      'service.stopped, refund.sent, refund.failed, track.changed, service.moved. Returns those after ' +
+      'last_event_id, waiting up to wait_seconds for one when there is none yet; call again with the last id ' +
+      'to follow the service. Webhooks (POST /api/v1/webhooks) push the same events. Needs the API key that ' +
+      'ordered it, or the paying wallet signed in.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       const events = await eventsAfter(deps, service.id, args.last_event_id, args.wait_seconds ?? 20);
@@ -242,7 +274,9 @@ export const tools: Tool[] = [
     title: 'Set the AutoDJ playlist',
     readOnly: false,
     description:
-      'Sets the AutoDJ playlist of a service to files already uploaded (PUT /api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the API key that ordered it.',
+      'Sets the AutoDJ playlist of a service to files already uploaded (PUT ' +
+      '/api/v1/services/{service_id}/files/{name}), as PUT /api/v1/services/{service_id}/playlist. Needs the ' +
+      'API key that ordered it.',
     run: async ({ args, caller }, deps) => {
       const service = await owned(args.service_id, caller, deps);
       return { body: await setPlaylist(deps, service, args.playlist, args.shuffle) };
@@ -281,7 +315,8 @@ async function eventsAfter(deps: McpDeps, serviceId: string, lastEventId: string
     throw new ApiError(
       422,
       'unknown_last_event_id',
-      `${lastEventId} is not an event of this service. Send the id of an event you received from it, or no last_event_id for every event from the first.`,
+      `${lastEventId} is not an event of this service. Send the id of an event you received from it, or no ` +
+        `last_event_id for every event from the first.`,
     );
   }
   let events = await feed.read(serviceId, after);

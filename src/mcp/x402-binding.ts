@@ -56,7 +56,8 @@ function misplaced(tool: string, what: string): ApiError {
     400,
     'payment_not_in_meta',
     `${what}; nothing was charged. Over MCP this server takes x402Version ${X402_VERSION} only, in the tools/call ` +
-      `request itself: put the PaymentPayload object (x402Version ${X402_VERSION}, signed for one of the accepts of the ` +
+      `request itself: put the PaymentPayload object (x402Version ${X402_VERSION}, signed for one of the ` +
+      `accepts of the ` +
       `PaymentRequired that the ${tool} tool returns when called without a payment) in ` +
       `params._meta["${PAYMENT_META_KEY}"], and call the ${tool} tool again with the same arguments (the same ` +
       'idempotency_key).',

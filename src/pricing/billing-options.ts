@@ -6,7 +6,10 @@ import type { Snapshot } from './snapshot-shape.js';
 export type Billing = NonNullable<PriceInput['billing']>;
 export const BILLINGS: Billing[] = ['one_time', 'quote', 'monthly', 'annual'];
 
-/** Whether an agent can order a product with one billing, and, when the price does not depend on parameters, for how much. */
+/**
+ * Whether an agent can order a product with one billing, and, when the price does not depend on parameters, for how
+ * much.
+ */
 export interface BillingOption {
   billing: Billing;
   agent_orderable: boolean;
@@ -60,7 +63,10 @@ async function build(snapshot: Snapshot): Promise<Map<string, BillingOption[]>> 
         agent_orderable: !notOrderable && !outOfRange,
         ...(fixedPrice && { price }),
         ...(outOfRange && {
-          reason: `Costs ${amount.toFixed()} USDC, outside the agent order limits (${minimum} to ${maximum} ${snapshot.catalog.settings.order_limits.currency}): agents cannot order it with billing ${billing}.`,
+          reason:
+            `Costs ${amount.toFixed()} USDC, outside the agent order limits (${minimum} to ${maximum} ` +
+            `${snapshot.catalog.settings.order_limits.currency}): agents cannot order it with billing ` +
+            `${billing}.`,
         }),
         ...(!outOfRange && notOrderable && { reason: notOrderable }),
       });

@@ -47,7 +47,8 @@ export async function productBoundProblems(snapshot: Snapshot, entry: CatalogPro
     problems.push(
       ...problem(
         '/pricing',
-        `the cheapest configuration ${JSON.stringify(cheapest.parameters)} costs ${cheapest.total.toFixed()}, below the order minimum ${minimum}`,
+        `the cheapest configuration ${JSON.stringify(cheapest.parameters)} costs ` +
+          `${cheapest.total.toFixed()}, below the order minimum ${minimum}`,
       ),
     );
   }
@@ -55,7 +56,8 @@ export async function productBoundProblems(snapshot: Snapshot, entry: CatalogPro
     problems.push(
       ...problem(
         '/pricing',
-        `the dearest configuration ${JSON.stringify(dearest.parameters)} costs ${dearest.total.toFixed()}, above the order maximum ${maximum}`,
+        `the dearest configuration ${JSON.stringify(dearest.parameters)} costs ${dearest.total.toFixed()}, ` +
+          `above the order maximum ${maximum}`,
       ),
     );
   }

@@ -56,7 +56,9 @@ export async function evaluatePrice(snapshot: Snapshot, input: PriceInput): Prom
       rejection: {
         status: 422,
         code: 'invalid_parameters',
-        message: `The parameters of ${input.product_id} are not valid: ${problems.map((p) => `${p.pointer} ${p.message}`).join('; ')}. Fix them as listed in error.details and send the request again; GET /products/${input.product_id} describes every parameter.`,
+        message:
+          `The parameters of ${input.product_id} are not valid: ` +
+          `${problems.map((p) => `${p.pointer} ${p.message}`).join('; ')}. Fix them as listed in error.details and send the request again; GET /products/${input.product_id} describes every parameter.`,
       },
     };
   }

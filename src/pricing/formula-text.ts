@@ -25,21 +25,25 @@ export function checkFormulaText(catalog: Catalog, sources: SourceFile[]): Diagn
       const rate = field === undefined ? undefined : pricing[field];
       if (field === undefined || typeof rate !== 'string') {
         problem(
-          `the formula charges ${parameter} x ${amount} ${currency}, but no rate of this product prices ${parameter}: remove the term or add the rate`,
+          `the formula charges ${parameter} x ${amount} ${currency}, but no rate of this product prices ` +
+            `${parameter}: remove the term or add the rate`,
         );
         continue;
       }
       const charged = atomicToAmount(rate, decimalsOf(entry));
       if (currency !== pricing.currency || !new Decimal(amount).equals(charged)) {
         problem(
-          `the formula says ${parameter} x ${amount} ${currency}, but pricing.${field} "${rate}" charges ${charged} ${pricing.currency}: make the text say ${parameter} x ${charged} ${pricing.currency}, or change the rate`,
+          `the formula says ${parameter} x ${amount} ${currency}, but pricing.${field} "${rate}" charges ` +
+            `${charged} ${pricing.currency}: make the text say ${parameter} x ${charged} ${pricing.currency}, ` +
+            `or change the rate`,
         );
       }
     }
     for (const [parameter, field] of rateOf) {
       if (typeof pricing[field] === 'string' && parameter in entry.acceptedParameters && !mentioned.has(parameter)) {
         problem(
-          `pricing.${field} charges for ${parameter}, but the formula does not say so: add (${parameter} x ${atomicToAmount(pricing[field] as string, decimalsOf(entry))} ${pricing.currency})`,
+          `pricing.${field} charges for ${parameter}, but the formula does not say so: add (${parameter} x ` +
+            `${atomicToAmount(pricing[field] as string, decimalsOf(entry))} ${pricing.currency})`,
         );
       }
     }

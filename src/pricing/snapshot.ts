@@ -75,7 +75,8 @@ export async function openSnapshot(files: SnapshotFiles): Promise<{ snapshot?: S
       diagnostics.push(
         source(entry.file).at(
           '/orderable/agent',
-          `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ${verdict.notOrderable.map((r) => r.code).join(', ')}`,
+          `an agent-orderable product must be agent-visible, ready, have approved pricing and accept x402: ` +
+            `${verdict.notOrderable.map((r) => r.code).join(', ')}`,
           'value',
           'not_orderable',
         ),

@@ -30,7 +30,10 @@ export type UpgradeEvaluation =
       /** The current product for the same hours: what the unused time is worth now. */
       current?: Priced;
       currentInput?: PriceInput;
-      /** What is taken off: the current product's price for the time without its transfer, at most the unused share of what was paid. */
+      /**
+       * What is taken off: the current product's price for the time without its transfer, at most the unused share of
+       * what was paid.
+       */
       credit_atomic: string;
       minimum_atomic: string;
       /** What the agent pays: the target price minus the credit, at least the order minimum. */
@@ -76,7 +79,8 @@ export async function evaluateUpgrade(snapshot: Snapshot, input: UpgradeInput): 
         currentPrice.output.lines.find((l) => l.code === 'transfer')?.amount_atomic ?? 0,
       )
     : new Decimal(0);
-  // Each payment covered its own hours (an upgrade, only what was left then); the unused share of each is credited at most.
+  // Each payment covered its own hours (an upgrade, only what was left then); the unused share of each is credited at
+  // most.
   const unusedPaid = input.paid.reduce(
     (sum, p) =>
       Number(p.hours) > 0

@@ -6,7 +6,9 @@ import type { RuleSpec } from './types.js';
 /** Facts that are the same in every run for one product of one snapshot. */
 export const snapshotFacts = ['product', 'settings'];
 
-/** One rule's result as the stage reads it: json-rules-engine's RuleResult, or a decision reused from an earlier run. */
+/**
+ * One rule's result as the stage reads it: json-rules-engine's RuleResult, or a decision reused from an earlier run.
+ */
 export interface RuleOutcome {
   name: string;
   result: boolean;
@@ -16,7 +18,10 @@ export interface RuleOutcome {
   event?: { type: string; params?: Record<string, unknown> };
 }
 
-/** How many distinct key fact values (e.g. billings x packages) one product keeps decisions for; more are decided per run. */
+/**
+ * How many distinct key fact values (e.g. billings x packages) one product keeps decisions for; more are decided per
+ * run.
+ */
 const MAX_DECISIONS = 64;
 
 interface Decision {

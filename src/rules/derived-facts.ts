@@ -3,7 +3,10 @@ import { compareDecimal } from './operators.js';
 import { readPath } from './path.js';
 import type { DerivedFactSpec } from './types.js';
 
-/** Picks one item of a catalog list (e.g. the smallest covering package), as declared in a rules file. Null when none fits. */
+/**
+ * Picks one item of a catalog list (e.g. the smallest covering package), as declared in a rules file. Null when none
+ * fits.
+ */
 export function deriveFact(spec: DerivedFactSpec, facts: Record<string, unknown>): unknown {
   const list = readPath(facts, spec.from);
   if (!Array.isArray(list)) return null;

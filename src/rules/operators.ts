@@ -11,7 +11,10 @@ const comparisons: Record<string, Comparison> = {
   decimalGreaterThanInclusive: (o) => o >= 0,
 };
 
-/** Money and quantities are compared as decimals, never as JavaScript numbers; a value that is not a decimal never matches. */
+/**
+ * Money and quantities are compared as decimals, never as JavaScript numbers; a value that is not a decimal never
+ * matches.
+ */
 export function compareDecimal(operator: string, left: unknown, right: unknown): boolean {
   const a = toDecimal(left);
   const b = toDecimal(right);

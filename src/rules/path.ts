@@ -1,6 +1,8 @@
 const splitCache = new Map<string, string[]>();
 
-/** Reads a dotted path ("pricing.base_atomic"); json-rules-engine's default JSONPath resolver costs about twice as much. */
+/**
+ * Reads a dotted path ("pricing.base_atomic"); json-rules-engine's default JSONPath resolver costs about twice as much.
+ */
 export function readPath(value: unknown, path: string): unknown {
   let segments = splitCache.get(path);
   if (!segments) {

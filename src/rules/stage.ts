@@ -24,7 +24,10 @@ interface ProductRules {
   product: unknown;
   settings: unknown;
   decided: DecidedRules;
-  /** Rules whose conditions read other per-run facts (parameters, holdings, usage): json-rules-engine runs them every time. */
+  /**
+   * Rules whose conditions read other per-run facts (parameters, holdings, usage): json-rules-engine runs them every
+   * time.
+   */
   pool?: EnginePool;
 }
 
@@ -152,7 +155,8 @@ export class Stage {
     const value = atomic ? toDecimal(given) : toDecimal(given)?.times(scale(decimals));
     if (!value || value.isNegative() || (atomic && !value.isInteger())) {
       throw new RuleEvaluationError(
-        `rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate (rate_atomic must be a whole number of atomic units)`,
+        `rule ${rule}: rate ${JSON.stringify(p.rate_atomic ?? p.rate)} is not a non-negative rate ` +
+          `(rate_atomic must be a whole number of atomic units)`,
       );
     }
     const rate = { value, rate: atomicToAmount(value, decimals), rate_atomic: plain(value) };

@@ -212,7 +212,9 @@ function translateUnanswered(e: unknown): unknown {
   return new ApiError(
     503,
     'store_unavailable',
-    'The database did not confirm the change: it may or may not have been saved. Retry the same request with the same Idempotency-Key in a few seconds (safe: a change already saved is not made twice), or read the record to see whether it was.',
+    'The database did not confirm the change: it may or may not have been saved. Retry the same request with ' +
+      'the same Idempotency-Key in a few seconds (safe: a change already saved is not made twice), or read the ' +
+      'record to see whether it was.',
     { retryable: true, retryAfterSeconds: 2 },
   );
 }
@@ -226,7 +228,8 @@ function translate(e: unknown): unknown {
     return new ApiError(
       503,
       'store_unavailable',
-      'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same Idempotency-Key) in a few seconds.',
+      'The database is unavailable for a moment. Nothing was changed: retry the same request (with the same ' +
+        'Idempotency-Key) in a few seconds.',
       { retryable: true, retryAfterSeconds: 2 },
     );
   }

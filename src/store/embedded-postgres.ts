@@ -92,7 +92,9 @@ async function postgresUserIds(): Promise<{ uid: number; gid: number } | undefin
   return { uid, gid };
 }
 
-/** Servers of this process still running: told to shut down fast (SIGINT) if this process exits without stopping them. */
+/**
+ * Servers of this process still running: told to shut down fast (SIGINT) if this process exits without stopping them.
+ */
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of running) child.kill('SIGINT');
@@ -155,7 +157,9 @@ export async function allowTraversal(dir: string): Promise<void> {
     const { mode } = await stat(parent);
     if (!(mode & 0o001)) {
       throw new Error(
-        `DATA_DIR ${dir} is inside ${parent} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}), which the postgres and icecast2 users cannot enter when serve runs as root: set DATA_DIR to a directory outside it (e.g. /var/lib/agent-audio), or allow passing through with "chmod o+x ${parent}"`,
+        `DATA_DIR ${dir} is inside ${parent} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}), which ` +
+          `the postgres and icecast2 users cannot enter when serve runs as root: set DATA_DIR to a directory ` +
+          `outside it (e.g. /var/lib/agent-audio), or allow passing through with "chmod o+x ${parent}"`,
       );
     }
     if (parent === dirname(parent)) break;

@@ -3,7 +3,9 @@ import type { Database } from '../../store/index.js';
 import { cachedProbe } from '../cached-probe.js';
 import type { Foundation } from './foundation.js';
 
-/** How long GET /health answers the chain's state from its last probe (unauthenticated: a flood must not reach the RPC). */
+/**
+ * How long GET /health answers the chain's state from its last probe (unauthenticated: a flood must not reach the RPC).
+ */
 const HEALTH_CHAIN_PROBE_MS = 5000;
 
 /**
