@@ -6,8 +6,9 @@ const commandHelp: Record<string, string> = {
 
 Starts the service: PostgreSQL (embedded in DATA_DIR unless DATABASE_URL is set), migrations, the catalog with hot
 reload, HTTP on HOST:PORT, Prometheus metrics; in development also a local chain and Icecast, and DATA_DIR/dev.json
-with a working agent API key. Prints "serving on URL" and a summary when ready. SIGINT (Ctrl-C) or SIGTERM stops it
-and its children in order; a second Ctrl-C exits at once (PostgreSQL still gets a fast shutdown).
+with a working agent API key. Prints "serving on URL" (a host: "streaming on" its Icecast's URL) and a summary when
+ready. SIGINT (Ctrl-C) or SIGTERM stops it and its children in order; a second Ctrl-C exits at once (PostgreSQL
+still gets a fast shutdown).
   --role all     the API and a streaming host in one process (the default)
   --role api     the HTTP API only: places orders on the pool's live hosts, runs no Icecast
   --role host    a streaming host only: its Icecast, registered in PostgreSQL with a heartbeat; HOST:PORT answers
