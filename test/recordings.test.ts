@@ -90,9 +90,9 @@ after(async () => {
 describe('recordings of live shows and the podcast feed', { skip }, () => {
   test('recording storage is priced by the rules: more than the included storage is a price line', async () => {
     const parameters = { duration_hours: 2, max_listeners: 5, bitrate_kbps: 64 };
-    const plain = await request(service, 'POST', '/quotes', { body: { product_id: 'instant-stream', parameters } });
+    const plain = await request(service, 'POST', '/quotes', { body: { product_id: 'event-stream', parameters } });
     const more = await request(service, 'POST', '/quotes', {
-      body: { product_id: 'instant-stream', parameters: { ...parameters, recording: true, recording_storage_gb: 5 } },
+      body: { product_id: 'event-stream', parameters: { ...parameters, recording: true, recording_storage_gb: 5 } },
     });
     assert.equal(plain.status, 200, JSON.stringify(plain.body));
     assert.equal(more.status, 200, JSON.stringify(more.body));
@@ -106,7 +106,7 @@ describe('recordings of live shows and the podcast feed', { skip }, () => {
     );
     const tooLong = await request(service, 'POST', '/quotes', {
       body: {
-        product_id: 'instant-stream',
+        product_id: 'event-stream',
         parameters: { ...parameters, duration_hours: 720, recording_storage_gb: 1 },
       },
     });
