@@ -273,8 +273,7 @@ export function billingSchema(orderable: string[], billing?: Map<string, Billing
     enum: offered,
     default: 'one_time',
     description:
-      'one_time (or quote) for products priced per order; monthly or annual for subscriptions, as listed in ' +
-      "the product's billing_options." +
+      "How this order is paid, one of the product's billing_options." +
       (refused.length
         ? ` Not offered to agents: ${refused.map((o) => `${o.billing} (${o.product}: ${o.reason})`).join('; ')}`
         : ''),
@@ -308,7 +307,6 @@ function exampleOrderResponse(request: Record<string, unknown>): Record<string, 
       billing: request.billing ?? 'one_time',
       configuration: request.parameters ?? {},
       amount: { amount: '2.37', amount_atomic: '2370000', currency: 'USDC', decimals: 6 },
-      quote_id: null,
       evaluation_id: 'ev_0123456789ab',
       payment: {
         protocol: 'x402',
@@ -317,9 +315,7 @@ function exampleOrderResponse(request: Record<string, unknown>): Record<string, 
         transaction: '0x' + '0'.repeat(64),
         block_number: '1',
       },
-      failure: null,
       created_at: '2026-01-01T00:00:00.000Z',
-      settled_at: '2026-01-01T00:00:02.000Z',
     },
     service: {
       service_id: 'svc0123456789',
@@ -327,7 +323,6 @@ function exampleOrderResponse(request: Record<string, unknown>): Record<string, 
       stream_url: 'https://stream.example.com/svc0123456789',
       expires_at: '2026-01-01T02:00:00.000Z',
       limits: request.parameters ?? {},
-      endpoints: { listen: 'https://stream.example.com/svc0123456789' },
     },
     idempotent_replay: false,
   };
