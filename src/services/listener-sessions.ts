@@ -98,7 +98,7 @@ export class ListenerSessions {
   /** Called in the admission's transaction; the session closes when its row in listeners goes (a trigger). */
   static async open(client: Client, serviceId: string, session: NewListenerSession): Promise<void> {
     const agent = session.userAgent.slice(0, MAX_AGENT);
-    const facts = listenerFacts(session.ip, agent);
+    const facts = await listenerFacts(session.ip, agent);
     await client.query(
       `INSERT INTO listener_sessions
          (service_id, client_id, protocol, client_network, user_agent, country, device_class, platform)

@@ -130,7 +130,7 @@ async function addPlaces(client: Client, adds: Extract<PlaceChange, { kind: 'add
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`,
     [serviceIds, clientIds, column((c) => c.ip), times],
   );
-  const facts = adds.map((c) => listenerFacts(c.ip, c.session.userAgent.slice(0, MAX_AGENT)));
+  const facts = await Promise.all(adds.map((c) => listenerFacts(c.ip, c.session.userAgent.slice(0, MAX_AGENT))));
   await client.query(
     `INSERT INTO listener_sessions
        (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { isIPv4, isIPv6 } from 'node:net';
@@ -16,7 +16,7 @@ export class CountryTable {
     private readonly names: string[],
   ) {}
 
-  static load(directory = packageDirectory()): CountryTable {
+  static async load(directory = packageDirectory()): Promise<CountryTable> {
     const names: string[] = [];
     const index = new Map<string, number>();
     const codeOf = (code: string) => {
@@ -24,8 +24,8 @@ export class CountryTable {
       if (i === undefined) index.set(code, (i = names.push(code) - 1));
       return i;
     };
-    const v4 = readRanges(join(directory, 'geo-whois-asn-country-ipv4-num.csv'), codeOf);
-    const v6 = readRanges(join(directory, 'geo-whois-asn-country-ipv6-num.csv'), codeOf);
+    const v4 = await readRanges(join(directory, 'geo-whois-asn-country-ipv4-num.csv'), codeOf);
+    const v6 = await readRanges(join(directory, 'geo-whois-asn-country-ipv6-num.csv'), codeOf);
     return new CountryTable(v4, v6, names);
   }
 
@@ -63,14 +63,19 @@ interface Ranges {
   codes: Uint16Array;
 }
 
-function readRanges(file: string, codeOf: (code: string) => number): Ranges {
-  const text = readFileSync(file, 'latin1');
-  const lines = text.split('\n');
+// Parsed in slices with a turn of the event loop between them: the files are 25 MB, and a host parsing them in one
+// go stopped admitting and relaying for a second or two.
+const SLICE = 20_000;
+
+async function readRanges(file: string, codeOf: (code: string) => number): Promise<Ranges> {
+  const lines = (await readFile(file, 'latin1')).split('\n');
   const starts = new Float64Array(lines.length);
   const ends = new Float64Array(lines.length);
   const codes = new Uint16Array(lines.length);
   let n = 0;
-  for (const line of lines) {
+  for (let i = 0; i < lines.length; i++) {
+    if (i % SLICE === SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+    const line = lines[i];
     const a = line.indexOf(',');
     const b = line.indexOf(',', a + 1);
     if (a < 0 || b < 0 || line.length - b !== 3) continue;
@@ -98,9 +103,9 @@ function packageDirectory(): string {
   return dirname(require.resolve('@ip-location-db/geo-whois-asn-country/package.json'));
 }
 
-let shared: CountryTable | undefined;
-/** The table, read on first use (about half a second) and kept. */
-export function countries(): CountryTable {
+let shared: Promise<CountryTable> | undefined;
+/** The table, read on first use (about half a second of CPU, spread over slices) and kept. */
+export function countries(): Promise<CountryTable> {
   shared ??= CountryTable.load();
   return shared;
 }

@@ -9,6 +9,6 @@ export interface ListenerFacts {
 }
 
 /** The country of the listener's network (its /24 or /48, not its address) and its user agent's device. */
-export function listenerFacts(ip: string, userAgent: string): ListenerFacts {
-  return { country: countries().countryOf(ip), ...deviceOf(userAgent) };
+export async function listenerFacts(ip: string, userAgent: string): Promise<ListenerFacts> {
+  return { country: (await countries()).countryOf(ip), ...deviceOf(userAgent) };
 }
