@@ -56,17 +56,17 @@ describe('catalog diff', () => {
     assert.match(out, /^instant-stream: changed$/m);
     assert.match(out, /^ {2}\/pricing\/per_gb_atomic: "15000" -> "10000"$/m);
     assert.match(out, /^ {2}\/pricing\/formula: ".*0\.015 USDC\)" -> ".*0\.01 USDC\)"$/m);
-    // transfer_gb 0 costs the same; 25, 50, 75 and 100 GB each cost 0.005 USDC less per GB.
-    assert.match(out, /^ {2}prices: 80 of 100 configurations change; 0 become orderable, 0 stop being orderable$/m);
+    // transfer_gb 0 costs the same; 25, 50, 75 and 100 GB each cost 0.005 USDC less per GB, with recording or without.
+    assert.match(out, /^ {2}prices: 160 of 200 configurations change; 0 become orderable, 0 stop being orderable$/m);
     assert.match(
       out,
-      /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=25: 0\.645 -> 0\.52 {2}-125000 atomic \(-19\.38%\)$/m,
+      /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=25 recording=false: 0\.645 -> 0\.52 {2}-125000 atomic \(-19\.38%\)$/m,
     );
     assert.match(
       out,
-      /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=100: 1\.77 -> 1\.27 {2}-500000 atomic \(-28\.25%\)$/m,
+      /^ {4}duration_hours=1 max_listeners=1 bitrate_kbps=16 transfer_gb=100 recording=false: 1\.77 -> 1\.27 {2}-500000 atomic \(-28\.25%\)$/m,
     );
-    assert.match(out, /^event-stream: unchanged \(200 configurations, same prices\)$/m);
+    assert.match(out, /^event-stream: unchanged \(2000 configurations, same prices\)$/m);
     assert.match(out, /^prices change$/m);
   });
 
@@ -78,16 +78,17 @@ describe('catalog diff', () => {
     const diff = JSON.parse(result.stdout);
     assert.equal(diff.prices_change, true);
     const product = diff.products.find((p: any) => p.product_id === 'instant-stream');
-    assert.equal(product.changed_rows.length, 80);
+    assert.equal(product.changed_rows.length, 160);
     const row = product.changed_rows.find(
       (r: any) =>
         r.configuration.duration_hours === 720 &&
         r.configuration.transfer_gb === 100 &&
         r.configuration.max_listeners === 50 &&
-        r.configuration.bitrate_kbps === 128,
+        r.configuration.bitrate_kbps === 128 &&
+        r.configuration.recording === false,
     );
     assert.deepEqual(row, {
-      configuration: { duration_hours: 720, max_listeners: 50, bitrate_kbps: 128, transfer_gb: 100 },
+      configuration: { duration_hours: 720, max_listeners: 50, bitrate_kbps: 128, transfer_gb: 100, recording: false },
       before: { priced: true, total_atomic: '16150000', amount: '16.15', orderable: true },
       after: { priced: true, total_atomic: '15650000', amount: '15.65', orderable: true },
       change_atomic: '-500000',
@@ -140,7 +141,7 @@ describe('catalog diff', () => {
     assert.match(result.stdout, /^rules:\n {2}transfer \(rules\/pricing\.json\): changed$/m);
     assert.match(
       result.stdout,
-      /^instant-stream: changed\n {2}rule transfer changed \(fired for this product\)\n {2}prices: 0 of 100 configurations change/m,
+      /^instant-stream: changed\n {2}rule transfer changed \(fired for this product\)\n {2}prices: 0 of 200 configurations change/m,
     );
     assert.match(result.stdout, /^radio-local: unchanged/m);
     assert.match(result.stdout, /^no price changes$/m);
@@ -165,7 +166,7 @@ describe('catalog diff', () => {
     );
     assert.equal(result.code, 3, result.stderr);
     assert.match(result.stdout, /compared with git HEAD/);
-    assert.match(result.stdout, /^ {2}prices: 80 of 100 configurations change/m);
+    assert.match(result.stdout, /^ {2}prices: 160 of 200 configurations change/m);
     const unknown = await cli(['catalog', 'diff', '--against', 'no-such-ref'], env());
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no-such-ref is not a commit/);
@@ -204,7 +205,7 @@ describe('catalog diff against the running service', () => {
       );
       assert.equal(result.code, 3, result.stderr);
       assert.match(result.stdout, /compared with served sha256:[0-9a-f]{64}/);
-      assert.match(result.stdout, /^ {2}prices: 80 of 100 configurations change/m);
+      assert.match(result.stdout, /^ {2}prices: 160 of 200 configurations change/m);
     } finally {
       await edited.remove();
     }

@@ -124,7 +124,15 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     assert.doesNotMatch(encoderPeer, new RegExp(`pid=${service.process.pid},`), 'serve holds no public connection');
 
     // The admission saw the listener's own address, which Icecast itself does not see (it sees HAProxy's).
-    const { rows } = await db.query('SELECT ip FROM listeners WHERE service_id = $1', [svc.service_id]);
+    // A place is written to PostgreSQL shortly after its admission (in batches), not before Icecast answers.
+    const rows = await waitFor(
+      "the listener's place",
+      async () => {
+        const found = await db.query('SELECT ip FROM listeners WHERE service_id = $1', [svc.service_id]);
+        return found.rows.length ? found.rows : undefined;
+      },
+      10_000,
+    );
     assert.deepEqual(
       rows.map((r) => r.ip),
       ['127.0.0.2'],

@@ -742,17 +742,19 @@ describe('/openapi.json', () => {
     const hlsUrl = paid.body.service.endpoints.hls_url;
     const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, hlsUrl);
     const mediaText = await (await fetch(media)).text();
-    const segment = await fetch(
-      new URL(
-        mediaText
-          .split('\n')
-          .filter((line) => line.startsWith('seg'))
-          .at(-1)!,
-        media,
-      ),
+    // The playlist names each segment on the segment server (nginx); serve answers the same name under /hls too.
+    const published = new URL(
+      mediaText
+        .split('\n')
+        .filter((line) => line && !line.startsWith('#'))
+        .at(-1)!,
+      media,
     );
-    assert.equal(segment.headers.get('content-type'), 'video/mp2t');
-    await segment.arrayBuffer();
+    for (const address of [published, new URL(published.pathname.split('/').at(-1)!, media)]) {
+      const segment = await fetch(address);
+      assert.equal(segment.headers.get('content-type'), 'video/mp2t', address.href);
+      await segment.arrayBuffer();
+    }
     const hlsOperations = ['index.m3u8', 'live.m3u8', '{segment}'];
     for (const operation of hlsOperations) checked.add(`GET /hls/{service_id}/${operation} 200`);
     const hls = (operation: string, path: string) =>

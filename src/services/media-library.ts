@@ -186,36 +186,36 @@ export class MediaLibrary {
    * decoded; the read through the file copies packets without decoding them (its length, bounded by the file's size:
    * audio-bounds.ts); a file of a minute or less is then decoded whole, a longer one in a few windows of 5 s.
    */
-  private async probe(
-    path: string,
-    sizeBytes: number,
-    boughtSeconds: number | undefined,
-  ): Promise<{ format: string; duration: number | null; artist: string | null; title: string | null }> {
-    const unsupported = (e: unknown) => {
-      if (!(e instanceof UnsupportedAudioError)) throw e;
-      if (e.playlist)
-        throw new ApiError(
-          415,
-          'playlist_not_accepted',
-          'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.',
-        );
-      throw notAudio('its first bytes are not one of these formats');
+  private async probe(path: string, sizeBytes: number, boughtSeconds: number | undefined): Promise<ProbedAudio> {
+    const run: Runner = (command, args, timeoutMs = this.limits.probeTimeoutMs) =>
+      runOnAudio(command, path, args, { timeoutMs }).catch(unsupportedAudio);
+    const { info, stream, format } = await this.declared(run, sizeBytes, boughtSeconds);
+    const check = {
+      run,
+      format,
+      limit: boughtSeconds === undefined ? [] : ['-t', String(boughtSeconds + 1)],
+      readMs: decodeTimeLimitMs(sizeBytes, { baseMs: this.limits.decodeBaseMs, maxMs: this.limits.probeTimeoutMs }),
+      sizeBytes,
+      boughtSeconds,
     };
-    const run = (command: string, args: (input: string[]) => string[], timeoutMs = this.limits.probeTimeoutMs) =>
-      runOnAudio(command, path, args, { timeoutMs }).catch(unsupported);
-    let info: {
-      streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>;
-      format?: { format_name?: string; duration?: string; tags?: Record<string, string> };
+    let duration = await this.readThrough(check, stream);
+    if (duration <= WHOLE_DECODE_SECONDS) duration = await this.decodeWhole(check);
+    else await this.decodeWindows(check, path);
+    // MP3, WAV and FLAC carry tags on the file; Ogg and Opus on the stream.
+    const tags = { ...lowerKeys(stream.tags), ...lowerKeys(info.format?.tags) };
+    return {
+      format: info.format?.format_name ?? format,
+      duration: Math.round(duration * 1000) / 1000,
+      artist: tags.artist ?? null,
+      title: tags.title ?? null,
     };
-    const probed = await run(this.tools.ffprobe, (input) => [
-      '-v',
-      'error',
-      ...input,
-      '-show_streams',
-      '-show_format',
-      '-of',
-      'json',
-    ]);
+  }
+
+  /** What ffprobe declares, checked against the limits before anything is decoded. */
+  private async declared(run: Runner, sizeBytes: number, boughtSeconds: number | undefined) {
+    const args = (input: string[]) => ['-v', 'error', ...input, '-show_streams', '-show_format', '-of', 'json'];
+    const probed = await run(this.tools.ffprobe, args);
+    let info: ProbeInfo;
     try {
       info = JSON.parse(probed.stdout);
     } catch {
@@ -225,80 +225,48 @@ export class MediaLibrary {
     if (probed.code !== 0 || !stream || !info.format?.format_name) throw notAudio('ffprobe found no audio stream');
     const refused = declaredProblem(stream, info.format.duration, sizeBytes, boughtSeconds);
     if (refused) throw beyondLimits(refused);
+    return { info, stream, format: probed.format };
+  }
 
-    const limit = boughtSeconds === undefined ? [] : ['-t', String(boughtSeconds + 1)];
-    const toNull = (extra: string[]) => (input: string[]) => [
-      '-nostdin',
-      '-v',
-      'error',
-      ...input,
-      '-map',
-      '0:a:0',
-      ...extra,
-      '-f',
-      'null',
-      '-progress',
-      'pipe:1',
-      '-nostats',
-      '-',
-    ];
-    const endOf = (run: AudioRun) => {
-      const outTimeUs = Number([...run.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
-      return run.code === 0 && /^progress=end$/m.test(run.stdout) && outTimeUs > 0 ? outTimeUs / 1e6 : undefined;
-    };
-    const readMs = decodeTimeLimitMs(sizeBytes, {
-      baseMs: this.limits.decodeBaseMs,
-      maxMs: this.limits.probeTimeoutMs,
-    });
-    const tooSlow = (ms: number) =>
-      beyondLimits(
-        `checking it took more than the ${ms / 1000} s allowed for a file of ${sizeBytes} bytes: it holds far more packets or audio than real audio of that size`,
-      );
-    // Its length: every packet read and copied, none decoded.
-    const read = await run(this.tools.ffmpeg, toNull(['-c', 'copy', ...limit]), readMs);
-    if (read.timedOut) throw tooSlow(readMs);
-    let duration = endOf(read);
-    if (duration === undefined) throw notAudio(`it does not read as ${probed.format} to its end`);
-    if (boughtSeconds !== undefined && duration > boughtSeconds)
-      throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
-    const measured = declaredProblem({ ...stream, duration: String(duration) }, undefined, sizeBytes, boughtSeconds);
+  /** Its length: every packet read and copied, none decoded. */
+  private async readThrough(check: AudioCheck, stream: DeclaredStream): Promise<number> {
+    const read = await check.run(this.tools.ffmpeg, toNull(['-c', 'copy', ...check.limit]), check.readMs);
+    if (read.timedOut) throw tooSlow(check);
+    const duration = endOf(read);
+    if (duration === undefined) throw notAudio(`it does not read as ${check.format} to its end`);
+    refuseLonger(check, duration);
+    const measured = declaredProblem(
+      { ...stream, duration: String(duration) },
+      undefined,
+      check.sizeBytes,
+      check.boughtSeconds,
+    );
     if (measured) throw beyondLimits(measured.replace('declares', 'holds'));
+    return duration;
+  }
 
-    if (duration <= WHOLE_DECODE_SECONDS) {
-      // Short: decoded whole, which proves it is audio (not just a header in front of something else) to its end.
-      const decoded = await run(this.tools.ffmpeg, toNull(limit), readMs);
-      if (decoded.timedOut) throw tooSlow(readMs);
-      const decodedSeconds = endOf(decoded);
-      if (decodedSeconds === undefined) throw notAudio(`it does not decode as ${probed.format}`);
-      if (boughtSeconds !== undefined && decodedSeconds > boughtSeconds)
-        throw beyondLimits(`it plays longer than the ${boughtSeconds / 3600} h this service was bought for`);
-      duration = decodedSeconds;
-    } else {
-      // Long: decoded in windows of a few seconds — at its start, then cut out of it at a few places to its end.
-      const first = await run(this.tools.ffmpeg, toNull(['-t', String(WINDOW_SECONDS)]), WINDOW_TIMEOUT_MS);
-      if (endOf(first) === undefined) throw notAudio(`its start does not decode as ${probed.format}`);
-      for (const window of this.windows(path, probed.format, sizeBytes)) {
-        const decoded = await runOnAudioBytes(
-          this.tools.ffmpeg,
-          window.bytes,
-          probed.format,
-          toNull(['-t', String(WINDOW_SECONDS)]),
-          { timeoutMs: WINDOW_TIMEOUT_MS },
-        );
-        if (endOf(decoded) === undefined)
-          throw notAudio(`the part of it at byte ${window.at} does not decode as ${probed.format}`);
-      }
+  /** Short: decoded whole, which proves it is audio (not just a header in front of something else) to its end. */
+  private async decodeWhole(check: AudioCheck): Promise<number> {
+    const decoded = await check.run(this.tools.ffmpeg, toNull(check.limit), check.readMs);
+    if (decoded.timedOut) throw tooSlow(check);
+    const decodedSeconds = endOf(decoded);
+    if (decodedSeconds === undefined) throw notAudio(`it does not decode as ${check.format}`);
+    refuseLonger(check, decodedSeconds);
+    return decodedSeconds;
+  }
+
+  /** Long: decoded in windows of a few seconds — at its start, then cut out of it at a few places to its end. */
+  private async decodeWindows(check: AudioCheck, path: string): Promise<void> {
+    const window = toNull(['-t', String(WINDOW_SECONDS)]);
+    const first = await check.run(this.tools.ffmpeg, window, WINDOW_TIMEOUT_MS);
+    if (endOf(first) === undefined) throw notAudio(`its start does not decode as ${check.format}`);
+    for (const part of this.windows(path, check.format, check.sizeBytes)) {
+      const decoded = await runOnAudioBytes(this.tools.ffmpeg, part.bytes, check.format, window, {
+        timeoutMs: WINDOW_TIMEOUT_MS,
+      });
+      if (endOf(decoded) === undefined)
+        throw notAudio(`the part of it at byte ${part.at} does not decode as ${check.format}`);
     }
-    const tagsOf = (tags?: Record<string, string>) =>
-      Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-    // MP3, WAV and FLAC carry tags on the file; Ogg and Opus on the stream.
-    const tags = { ...tagsOf(stream.tags), ...tagsOf(info.format.tags) };
-    return {
-      format: info.format.format_name,
-      duration: Math.round(duration * 1000) / 1000,
-      artist: tags.artist ?? null,
-      title: tags.title ?? null,
-    };
   }
 
   /** The windows cut out of a long file after its start: its header's bytes, then WINDOW_BYTES from each offset. */
@@ -342,3 +310,69 @@ function notAudio(why: string): ApiError {
     `The file is not audio that the AutoDJ can play (${why}). Upload an audio file: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.`,
   );
 }
+
+type ProbedAudio = { format: string; duration: number | null; artist: string | null; title: string | null };
+type ProbeInfo = {
+  streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>;
+  format?: { format_name?: string; duration?: string; tags?: Record<string, string> };
+};
+type Runner = (command: string, args: (input: string[]) => string[], timeoutMs?: number) => Promise<AudioRun>;
+/** One file's check: how it is run and the bounds it is held to. */
+interface AudioCheck {
+  run: Runner;
+  format: AudioFormat;
+  limit: string[];
+  readMs: number;
+  sizeBytes: number;
+  boughtSeconds: number | undefined;
+}
+
+function unsupportedAudio(e: unknown): never {
+  if (!(e instanceof UnsupportedAudioError)) throw e;
+  if (e.playlist)
+    throw new ApiError(
+      415,
+      'playlist_not_accepted',
+      'The file is a playlist (HLS, m3u, pls, concat or similar), not audio. ' +
+        'Upload the audio file itself: MP3, AAC, M4A, Ogg (Vorbis or Opus), FLAC or WAV.',
+    );
+  throw notAudio('its first bytes are not one of these formats');
+}
+
+/** ffmpeg reading the first audio stream to nowhere, reporting its progress. */
+const toNull = (extra: string[]) => (input: string[]) => [
+  '-nostdin',
+  '-v',
+  'error',
+  ...input,
+  '-map',
+  '0:a:0',
+  ...extra,
+  '-f',
+  'null',
+  '-progress',
+  'pipe:1',
+  '-nostats',
+  '-',
+];
+
+/** The seconds a run of toNull got through, when it finished cleanly. */
+function endOf(run: AudioRun): number | undefined {
+  const outTimeUs = Number([...run.stdout.matchAll(/^out_time_us=(\d+)$/gm)].at(-1)?.[1]);
+  return run.code === 0 && /^progress=end$/m.test(run.stdout) && outTimeUs > 0 ? outTimeUs / 1e6 : undefined;
+}
+
+function tooSlow(check: AudioCheck): ApiError {
+  return beyondLimits(
+    `checking it took more than the ${check.readMs / 1000} s allowed for a file of ${check.sizeBytes} bytes: ` +
+      'it holds far more packets or audio than real audio of that size',
+  );
+}
+
+function refuseLonger(check: AudioCheck, seconds: number): void {
+  if (check.boughtSeconds !== undefined && seconds > check.boughtSeconds)
+    throw beyondLimits(`it plays longer than the ${check.boughtSeconds / 3600} h this service was bought for`);
+}
+
+const lowerKeys = (tags?: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
