@@ -2,7 +2,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, writeFile } from 'node:fs/promises';
-import net, { type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ForwardedClaim } from './front-door.js';
@@ -10,6 +9,8 @@ import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildPacingLua } from './haproxy-pacing.js';
 import type { SourceEndListener } from './source-end.js';
+import { accepts, freePort, isFree } from './local-ports.js';
+import { systemUserIds } from './system-user.js';
 
 export interface HaproxySupervisorOptions {
   /** haproxy.cfg goes here (0600: it holds the ticket key). */
@@ -145,7 +146,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     const luaPath = join(this.options.dataDir, 'pacing.lua');
     await writeFile(luaPath, pacing, { mode: 0o600 });
     await writeFile(this.configPath, config, { mode: 0o600 });
-    const owner = runAsIds();
+    const owner = systemUserIds('haproxy');
     if (owner)
       for (const path of [this.options.dataDir, luaPath, this.configPath]) await chown(path, owner.uid, owner.gid);
   }
@@ -156,7 +157,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     const binary = this.options.binary ?? 'haproxy';
     // setpriv switches to the haproxy user itself, before --pdeathsig: a credential change (HAProxy's own `user`
     // directive) would clear it, and a HAProxy left behind by a killed serve would hold the public port.
-    const owner = runAsIds();
+    const owner = systemUserIds('haproxy');
     const switchUser = owner ? [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--init-groups'] : [];
     const args = ['-c', RAISE_LIMIT_AND_EXEC, 'haproxy', 'setpriv', ...switchUser, '--pdeathsig', 'SIGKILL', '--'];
     args.push(binary);
@@ -231,46 +232,4 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       }
     }, delay);
   }
-}
-
-/** When we are root: the haproxy user's ids (HAProxy runs as it). */
-function runAsIds(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => spawnSync('id', [flag, 'haproxy'], { encoding: 'utf8' });
-  const [uid, gid] = [id('-u'), id('-g')];
-  if (uid.status !== 0 || gid.status !== 0) return undefined;
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-/** Whether something accepts TCP connections there now (the probe is closed at once). */
-function accepts(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function isFree(host: string, port: number): Promise<boolean> {
-  const server = net.createServer();
-  const bound = await new Promise<boolean>((resolve) => {
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => resolve(true));
-  });
-  if (bound) await new Promise((resolve) => server.close(resolve));
-  return bound;
-}
-
-async function freePort(host: string): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }

@@ -1,10 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, writeFile } from 'node:fs/promises';
-import net, { type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildHlsFileServerConfig } from './hls-file-server-config.js';
+import { accepts, freePort } from './local-ports.js';
+import { systemUserIds } from './system-user.js';
 
 export interface HlsFileServerOptions {
   /** nginx.conf, its pid file and temporary paths go here. */
@@ -108,12 +109,12 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
       maxConnections,
     });
     await writeFile(this.configPath, config, { mode: 0o600 });
-    const owner = runAsIds();
+    const owner = systemUserIds('www-data');
     if (owner) for (const path of [runDir, this.configPath]) await chown(path, owner.uid, owner.gid);
   }
 
   private async launch(): Promise<number> {
-    const owner = runAsIds();
+    const owner = systemUserIds('www-data');
     const switchUser = owner ? [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--init-groups'] : [];
     const args = ['-c', RAISE_LIMIT_AND_EXEC, 'nginx', 'setpriv', ...switchUser, '--pdeathsig', 'SIGKILL', '--'];
     const nginxArgs = ['-p', this.options.runDir, '-c', this.configPath, '-e', 'stderr'];
@@ -180,35 +181,4 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
       }
     }, delay);
   }
-}
-
-/** When we are root: www-data's ids (nginx runs as it, reading the segments ffmpeg writes 0644). */
-function runAsIds(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => spawnSync('id', [flag, 'www-data'], { encoding: 'utf8' });
-  const [uid, gid] = [id('-u'), id('-g')];
-  if (uid.status !== 0 || gid.status !== 0) return undefined;
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-function accepts(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function freePort(host: string): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }

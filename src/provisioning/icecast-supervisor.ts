@@ -1,13 +1,13 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildIcecastConfig } from './icecast-config.js';
 import { IcecastAdmin } from './icecast-admin.js';
+import { freePort, isFree } from './local-ports.js';
 
 export interface IcecastSupervisorOptions {
   /**
@@ -313,25 +313,4 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     await this.childExited;
     clearTimeout(escalate);
   }
-}
-
-async function isFree(host: string, port: number): Promise<boolean> {
-  const server = createServer();
-  const bound = await new Promise<boolean>((resolve) => {
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => resolve(true));
-  });
-  if (bound) await new Promise((resolve) => server.close(resolve));
-  return bound;
-}
-
-async function freePort(host: string): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
