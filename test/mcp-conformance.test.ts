@@ -9,9 +9,10 @@ import { root, runNode, scratchDir, startService, type Service } from './support
 
 /**
  * The MCP endpoint against the MCP conformance suite and its DNS rebinding protection. The 2025 eras: the suite 0.1.13
- * (a devDependency, the last release that runs on Node 20). The 2026-07-28 revision: the suite 0.2.0-alpha.12, the first
- * with its scenarios (0.1.16 has none), under Node 22, both installed from npm into a folder of their own. The service is reached under its public name too
- * (PUBLIC_BASE_URL) and allows one more browser origin (MCP_ALLOWED_ORIGINS).
+ * (a devDependency, the last release that runs on Node 20) and 0.1.16 (under Node 22). The 2026-07-28 revision: the
+ * suite 0.2.0-alpha.12, the first with its scenarios (0.1.16 has none), under Node 22. Those under Node 22 are
+ * installed from npm into a folder of their own. The service is reached under its public name too (PUBLIC_BASE_URL)
+ * and allows one more browser origin (MCP_ALLOWED_ORIGINS).
  */
 const PUBLIC_ORIGIN = 'https://audio.example.com';
 const ALLOWED_ORIGIN = 'https://inspector.example.com';
@@ -50,6 +51,9 @@ const EXCLUDED: Record<string, string> = {
   'prompts-get-embedded-resource': 'the prompts capability is not advertised',
   'prompts-get-with-image': 'the prompts capability is not advertised',
 };
+
+/** The last 2025-era suite, which needs Node 22; the test installs them (once per machine). */
+const SUITE_2025_NODE_22 = ['@modelcontextprotocol/conformance@0.1.16', 'node@22'];
 
 /** The modern suite and the Node it needs; the test installs them (once per machine). */
 const MODERN_SUITE = ['@modelcontextprotocol/conformance@0.2.0-alpha.12', 'node@22'];
@@ -152,32 +156,50 @@ function post(headers: { host?: string; origin?: string }): Promise<{ status: nu
   });
 }
 
-describe('MCP conformance and DNS rebinding protection', () => {
-  test("the conformance suite's server scenarios pass, but for capabilities this server does not advertise", {
-    timeout: 400_000,
-  }, async () => {
-    const listed = await conformance(['list']);
-    const scenarios = [...listed.stdout.split('Client scenarios')[0].matchAll(/^\s+- (\S+)$/gm)].map((m) => m[1]);
-    assert.ok(scenarios.includes('dns-rebinding-protection') && scenarios.includes('tools-list'), listed.stdout);
-    for (const name of Object.keys(EXCLUDED))
-      assert.ok(scenarios.includes(name), `excluded ${name} is a scenario of the suite`);
+/** A 2025-era suite's server scenarios against the endpoint: every one it lists passes, but for EXCLUDED. */
+async function passes2025Suite(suite: (args: string[]) => Promise<{ stdout: string }>): Promise<void> {
+  const listed = await suite(['list']);
+  const scenarios = [...listed.stdout.split('Client scenarios')[0].matchAll(/^\s+- (\S+)(?: \[[^\]]*\])?$/gm)].map(
+    (m) => m[1],
+  );
+  assert.ok(scenarios.includes('dns-rebinding-protection') && scenarios.includes('tools-list'), listed.stdout);
+  for (const name of Object.keys(EXCLUDED))
+    assert.ok(scenarios.includes(name), `excluded ${name} is a scenario of the suite`);
 
-    const out = await scratchDir('mcp-conformance-');
-    await conformance(['server', '--url', mcpUrl.href, '--suite', 'all', '-o', out]);
-    const checksOf = await checksIn(out);
-    const ran = scenarios.filter((s) => !(s in EXCLUDED));
-    assert.ok(ran.length >= 6, `${ran}`);
-    for (const scenario of ran) {
-      const checks = checksOf.get(scenario);
-      assert.ok(checks, `scenario ${scenario} ran`);
-      const failed = checks.filter((c) => c.status === 'FAILURE');
-      assert.deepEqual(failed, [], `${scenario}: ${JSON.stringify(failed)}`);
-    }
-    const rebinding = checksOf.get('dns-rebinding-protection')!;
-    assert.deepEqual(rebinding.map((c) => [c.id, c.status]).sort(), [
-      ['localhost-host-rebinding-rejected', 'SUCCESS'],
-      ['localhost-host-valid-accepted', 'SUCCESS'],
-    ]);
+  const out = await scratchDir('mcp-conformance-');
+  await suite(['server', '--url', mcpUrl.href, '--suite', 'all', '-o', out]);
+  const checksOf = await checksIn(out);
+  const ran = scenarios.filter((s) => !(s in EXCLUDED));
+  assert.ok(ran.length >= 6, `${ran}`);
+  for (const scenario of ran) {
+    const checks = checksOf.get(scenario);
+    assert.ok(checks, `scenario ${scenario} ran`);
+    const failed = checks.filter((c) => c.status === 'FAILURE');
+    assert.deepEqual(failed, [], `${scenario}: ${JSON.stringify(failed)}`);
+  }
+  const rebinding = checksOf.get('dns-rebinding-protection')!;
+  assert.deepEqual(rebinding.map((c) => [c.id, c.status]).sort(), [
+    ['localhost-host-rebinding-rejected', 'SUCCESS'],
+    ['localhost-host-valid-accepted', 'SUCCESS'],
+  ]);
+}
+
+describe('MCP conformance and DNS rebinding protection', () => {
+  test(
+    "the conformance suite's server scenarios pass, but for capabilities this server does not advertise",
+    {
+      timeout: 400_000,
+    },
+    () => passes2025Suite(conformance),
+  );
+
+  test('the suite 0.1.16 (under Node 22) passes its 2025 server scenarios too, but for the same capabilities', {
+    timeout: 900_000,
+  }, async () => {
+    const dir = await npmScratch('mcp-conformance', SUITE_2025_NODE_22);
+    const node = join(dir, 'node_modules/node/bin/node');
+    const suite = join(dir, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+    await passes2025Suite((args) => run(node, [suite, ...args], root, 600_000));
   });
 
   test('the 2026-07-28 scenarios of the suite pass under Node 22, but for what this server does not offer', {
