@@ -87,9 +87,14 @@ describe('listener limit', () => {
     );
 
     await refusal(svc.stream_url);
-    const events = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage.events.filter(
-      (e: any) => e.code === 'listener_limit_reached',
-    );
+    // Places and refusals reach PostgreSQL shortly after the admission decides (in batches), not before it answers.
+    const limitEvents = async () =>
+      (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage.events.filter(
+        (e: any) => e.code === 'listener_limit_reached',
+      );
+    await waitFor('the refusal in the history', async () => ((await limitEvents()).length ? true : undefined), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const events = await limitEvents();
     assert.equal(events.length, 1, 'two refusals within a minute: one event');
     assert.match(
       events[0].reason,
