@@ -179,8 +179,16 @@ describe('service life cycle', { skip, concurrency: true }, () => {
     });
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     assert.equal(resumed.body.service.status, 'active', 'an upgrade ends the suspension');
-    source(svc.broadcast_url);
-    await listen(svc.stream_url);
+    // As encoders do, it connects again when refused: a host may hear of the upgrade a moment after the API answers.
+    let again = source(svc.broadcast_url);
+    const reconnect = setInterval(() => {
+      if (again.exitCode !== null || again.signalCode !== null) again = source(svc.broadcast_url);
+    }, 2_000);
+    try {
+      await listen(svc.stream_url);
+    } finally {
+      clearInterval(reconnect);
+    }
   });
 
   test('an upgrade is paid with x402, keeps the listener connected and resumes a suspended service', async () => {
