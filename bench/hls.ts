@@ -15,68 +15,12 @@ import { TestWallet } from '../test/support/wallet.js';
 import { writeMarkedSection } from './docs.js';
 import { CdnEdge } from './hls-cdn.js';
 import { timesToFirstSound } from './first-sound.js';
+import { Player } from './hls-player.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
 
 const listeners = Number(process.env.HLS_LISTENERS ?? 500);
 const seconds = Number(process.env.SECONDS ?? 60);
 const root = fileURLToPath(new URL('../', import.meta.url));
-
-/** A segment line of a media playlist (an address at nginx, or beside the playlist without it): its number. */
-const SEGMENT = /(?:^|\/)seg(\d+)-[^/]*\.ts$/;
-
-/** A player: its session's playlist every 2 s (half the target duration); from the first the last three segments
- * (as hls.js starts), then each new segment once. */
-class Player {
-  readonly fetched = new Set<number>();
-  bytes = 0;
-  failures = 0;
-  retries = 0;
-  lastSegment?: string;
-  private media?: URL;
-  /** `segmentVia` maps a segment's address (nginx's) to where this player fetches it (a CDN edge in front). */
-  constructor(
-    private readonly master: string,
-    private readonly segmentVia: (url: URL) => URL = (url) => url,
-  ) {}
-
-  async run(until: number): Promise<void> {
-    const text = await (await fetch(this.master)).text();
-    this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
-    // As players do, a retryable refusal (a burst of admissions on a loaded machine) is tried again.
-    for (let tries = 0; !(await this.poll().catch(() => false)) && tries < 20; tries++) {
-      this.retries++;
-      await sleep(500 + Math.random() * 1000);
-    }
-    await sleep(Math.random() * 2000);
-    while (Date.now() < until) {
-      await this.poll().catch(() => {
-        this.failures++;
-      });
-      await sleep(2000);
-    }
-  }
-
-  private async poll(): Promise<boolean> {
-    const answer = await fetch(this.media!);
-    const playlist = await answer.text();
-    if (answer.status !== 200) {
-      if (JSON.parse(playlist).error?.retryable) return false;
-      throw new Error(`live.m3u8 answered ${answer.status}: ${playlist}`);
-    }
-    const segments = playlist.split('\n').filter((l) => SEGMENT.test(l));
-    for (const uri of this.fetched.size ? segments : segments.slice(-3)) {
-      const number = Number(SEGMENT.exec(uri)![1]);
-      if (this.fetched.has(number)) continue;
-      const answer = await fetch(this.segmentVia(new URL(uri, this.media!)));
-      const body = Buffer.from(await answer.arrayBuffer());
-      if (answer.status !== 200) throw new Error(`segment ${uri} answered ${answer.status}`);
-      this.bytes += body.length;
-      this.fetched.add(number);
-      this.lastSegment = new URL(uri, this.media!).href;
-    }
-    return true;
-  }
-}
 
 /** The segmenter's ffmpeg (below serve, writing into DATA_DIR/hls). */
 async function segmenterPid(dataDir: string): Promise<number> {

@@ -1,0 +1,147 @@
+/**
+ * The data planes the listener-capacity benchmark compares, each carrying the same listeners of the same streams:
+ * the anchor (Icecast alone, bench/bare-icecast.ts) and a host started as `serve` does it (ICECAST_PROXY=haproxy or
+ * front-door: proxy, Icecast, serve's callbacks, PostgreSQL).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buy } from '../test/support/purchase.js';
+import { roomyCatalog, startService, type Service } from '../test/support/service.js';
+import { TestWallet } from '../test/support/wallet.js';
+import { startBareIcecast } from './bare-icecast.js';
+import type { ListenerFleet } from './listener-fleet.js';
+import { type Burst, type CpuSampler, type Held, holdListeners, summarizeBurst } from './listener-hold.js';
+import { startMp3Sources } from './mp3-sources.js';
+import { pool } from './pool.js';
+import { namedTreesCpu, treeCpu } from './process-cpu.js';
+import { drain, waitLive } from './streaming.js';
+
+export interface Shape {
+  root: string;
+  streams: number;
+  places: number;
+  kbps: number;
+  holdSeconds: number;
+  fleet: ListenerFleet;
+  signal: AbortSignal;
+}
+
+export interface PlaneResult {
+  plane: 'anchor' | 'haproxy' | 'front-door';
+  burst: Burst;
+  /** One more listener per full stream: how many were admitted (must be none); absent for the anchor (no cap). */
+  extra?: { admitted: number; tried: number };
+  held: Held;
+  /** % of one core of every process of the data plane while the listeners are held. */
+  hostCores: number;
+}
+
+interface Streams {
+  listen: string[];
+  broadcast: string[];
+}
+
+/**
+ * Sources on every stream; then every place opened at once; then, when the plane caps streams (`probeFull`), one
+ * more listener per stream; then the hold. `settle` waits until the plane has finished admitting.
+ */
+async function carry(
+  shape: Shape,
+  streams: Streams,
+  cpu: CpuSampler,
+  settle: () => Promise<void>,
+  probeFull: boolean,
+): Promise<{ burst: Burst; held: Held; extra?: PlaneResult['extra'] }> {
+  const sources = await startMp3Sources(shape.root, streams.broadcast, shape.kbps);
+  try {
+    if (sources.refused) throw new Error(`${sources.refused} sources were refused`);
+    await Promise.all(streams.listen.map((u) => waitLive(u, shape.signal)));
+    await settle();
+    const opened = await shape.fleet.open(streams.listen.flatMap((u) => Array(shape.places).fill(u)));
+    const burst = summarizeBurst(opened);
+    await settle();
+    let extra: PlaneResult['extra'];
+    if (probeFull) {
+      const more = await shape.fleet.open(streams.listen);
+      extra = { admitted: more.answers.filter((a) => a.status === 200).length, tried: more.answers.length };
+      await settle();
+    }
+    const held = await holdListeners(shape.fleet, opened, shape.holdSeconds, shape.kbps * 125, cpu);
+    return { burst, held, extra };
+  } finally {
+    await shape.fleet.closeAll();
+    await sources.stop();
+  }
+}
+
+export async function measureAnchor(shape: Shape): Promise<PlaneResult> {
+  const listeners = shape.streams * shape.places;
+  const icecast = await startBareIcecast(listeners + shape.streams + 550, shape.streams + 10);
+  try {
+    const mounts = Array.from({ length: shape.streams }, (_, i) => `/anchor-${i}.mp3`);
+    const streams = { listen: mounts.map(icecast.listenUrl), broadcast: mounts.map(icecast.broadcastUrl) };
+    const cpu = async () => ({ icecast: (await treeCpu(icecast.pid))?.self ?? Number.NaN });
+    const { burst, held } = await carry(shape, streams, cpu, () => sleep(2000), false);
+    return { plane: 'anchor', burst, held, hostCores: held.cores.icecast };
+  } finally {
+    await icecast.stop();
+  }
+}
+
+/** serve, its proxy, Icecast, PostgreSQL and the nginx of its HLS segments; the dev chain (anvil) is no host's. */
+export function hostCpu(pid: number): CpuSampler {
+  return async () => {
+    const serve = (await treeCpu(pid))?.self ?? Number.NaN;
+    const proxy = (await namedTreesCpu(pid, ['haproxy'])) ?? 0;
+    const icecast = (await namedTreesCpu(pid, ['icecast2'])) ?? Number.NaN;
+    const postgres = (await namedTreesCpu(pid, ['postgres'])) ?? Number.NaN;
+    const nginx = (await namedTreesCpu(pid, ['nginx'])) ?? 0;
+    return { serve, proxy, icecast, postgres, nginx, host: serve + proxy + icecast + postgres + nginx };
+  };
+}
+
+async function buyStreams(service: Service, shape: Shape): Promise<Streams> {
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const bought = await pool(
+    Array.from({ length: shape.streams }, (_, i) => i),
+    4,
+    async () => {
+      const r = await buy(service, wallet, {
+        product_id: 'instant-stream',
+        email: 'bench@example.com',
+        station_name: 'Bench',
+        parameters: { duration_hours: 1, max_listeners: shape.places, bitrate_kbps: shape.kbps },
+      });
+      if (r.status !== 200) throw new Error(`buying answered ${r.status}: ${JSON.stringify(r.body)}`);
+      return r.body.service as { broadcast_url: string; stream_url: string };
+    },
+  );
+  return { listen: bought.map((b) => b.stream_url), broadcast: bought.map((b) => b.broadcast_url) };
+}
+
+export async function measureHost(shape: Shape, plane: 'haproxy' | 'front-door'): Promise<PlaneResult> {
+  let service: Service | undefined;
+  try {
+    service = await startService({
+      ICECAST_PROXY: plane,
+      RATE_LIMIT_PER_IP: '0',
+      RATE_LIMIT_PER_KEY: '0',
+      ICECAST_MAX_SOURCES: String(shape.streams + 10),
+      ICECAST_MAX_LISTENERS: String(shape.streams * shape.places + 500),
+      ...(await roomyCatalog()),
+    });
+    const origin = new URL(service.metricsUrl).origin;
+    console.error(`[listener-capacity] ${plane}: buying ${shape.streams} instant-streams of ${shape.places} places`);
+    const streams = await buyStreams(service, shape);
+    const settle = async () => {
+      await sleep(2000); // the listener_removes of the probes before
+      await drain(origin, shape.signal);
+    };
+    const { burst, held, extra } = await carry(shape, streams, hostCpu(service.process.pid!), settle, true);
+    return { plane, burst, held, extra, hostCores: held.cores.host };
+  } finally {
+    await service?.stop();
+  }
+}
