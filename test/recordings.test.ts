@@ -3,6 +3,8 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Parser from 'rss-parser';
 import { createApiKey } from './support/api-key.js';
 import { buy } from './support/purchase.js';
@@ -224,6 +226,39 @@ describe('recordings of live shows and the podcast feed', { skip }, () => {
     );
     assert.equal((await request({ ...service, apiKey: 'sk_nobody' }, 'GET', base)).status, 401);
     assert.equal((await get(recording.download_url)).status, 200, 'still there');
+  });
+
+  test('usage counts the recordings in the storage bought, over REST and MCP; the profile links the stats', async () => {
+    const rest = await owner('GET', '/usage');
+    assert.equal(rest.status, 200, JSON.stringify(rest.body));
+    assert.deepEqual(rest.body.usage.recording_storage, {
+      included_mb: 500,
+      recording_storage_gb: 0,
+      bought_bytes: 500 * 1024 * 1024,
+      used_bytes: recording.size_bytes,
+      recordings: 1,
+    });
+    const agent = new Client({ name: 'recordings-test', version: '1.0.0' });
+    const headers = { authorization: `Bearer ${service.apiKey}` };
+    await agent.connect(
+      new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers } }),
+    );
+    try {
+      const tool: any = await agent.callTool({ name: 'service_usage', arguments: { service_id: svc.service_id } });
+      assert.deepEqual(tool.structuredContent.usage.recording_storage, rest.body.usage.recording_storage);
+      assert.equal(tool.structuredContent.usage.stats_url, rest.body.usage.stats_url);
+    } finally {
+      await agent.close();
+    }
+    const links = (await owner('GET', '/profile')).body.profile.links;
+    const base = `${service.baseUrl}/services/${svc.service_id}`;
+    assert.equal(links.stats, rest.body.usage.stats_url);
+    assert.equal(links.stats_csv, `${base}/stats.csv`);
+    assert.equal(links.podcast_feed, svc.endpoints.podcast_feed);
+    const csv = await fetch(links.stats_csv, { headers });
+    assert.equal(csv.status, 200);
+    assert.match(await csv.text(), /^date,dimension,key,unique_listeners/);
+    assert.equal((await request(service, 'GET', links.recordings.slice(service.baseUrl.length))).status, 200);
   });
 
   test('recordings survive a restart; recording is refused with the reason when the storage is full', {

@@ -12,6 +12,7 @@ import type { OrderService } from '../orders/index.js';
 import type { PaymentTerms } from '../payments/index.js';
 import type { MountDecider } from '../provisioning/index.js';
 import type { QuoteService } from '../quotes/index.js';
+import type { RecordingStorageUsage } from '../recordings/index.js';
 import type { Refunds } from '../refunds/index.js';
 import type { HlsManager } from '../hls/index.js';
 import type { ListenPages } from '../listen/index.js';
@@ -86,6 +87,8 @@ export interface AppDeps {
   listenerSessions?: ListenerSessions;
   /** The public listen pages. */
   listen?: ListenPages;
+  /** The recordings' storage, in the usage document. */
+  recordingStorage?: RecordingStorageUsage;
   /** Where and in what payments are made, for /.well-known/x402 (none while machine payment is not configured). */
   paymentTerms?: PaymentTerms;
   /** payTo's signatures of the site's origin, in /.well-known/x402 and OpenAPI x-discovery (src/http/ownership-proof.ts). */

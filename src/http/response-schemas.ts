@@ -502,6 +502,18 @@ export const usageResponseSchema = {
           properties: { expires_at: { type: ['string', 'null'] }, remaining_seconds: { type: ['integer', 'null'] } },
         },
         storage: { type: 'object', properties: { used_mb: { type: 'number' }, bought_mb: { type: 'number' } } },
+        recording_storage: {
+          type: 'object',
+          description: 'Where the product records: the storage for recordings, and what they take.',
+          required: ['included_mb', 'recording_storage_gb', 'bought_bytes', 'used_bytes', 'recordings'],
+          properties: {
+            included_mb: { type: 'number', description: "The product's limits.recording_storage_mb." },
+            recording_storage_gb: { type: 'number', description: 'Bought on top with the order (0: none).' },
+            bought_bytes: { type: 'integer', description: 'Included and bought together.' },
+            used_bytes: { type: 'integer' },
+            recordings: { type: 'integer' },
+          },
+        },
         measured_at: { type: ['string', 'null'] },
         events: {
           type: 'array',

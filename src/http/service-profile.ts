@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { ApiError } from '../errors/index.js';
 import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
-import type { ListenPages } from '../listen/index.js';
+import { type ListenPages, ownerLinks } from '../listen/index.js';
 import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
 import { ARTWORK_LIMITS, checkArtwork, type ProfileChanges, type StationProfile } from '../station-profile/index.js';
 import { callerOf } from './caller.js';
@@ -108,7 +108,10 @@ async function ownedProfile(ctx: Context, deps: ServiceProfileDeps) {
 function profileDocument(service: ServiceRow, profile: StationProfile, deps: ServiceProfileDeps) {
   const page = `${deps.publicBaseUrl()}/listen/${service.id}`;
   const artwork = profile.artwork && { ...profile.artwork, url: `${page}/artwork/${profile.artwork.name}` };
-  return { ok: true, profile: { ...profile, artwork, listen_page: page } };
+  return {
+    ok: true,
+    profile: { ...profile, artwork, listen_page: page, links: ownerLinks(deps.publicBaseUrl(), service.id) },
+  };
 }
 
 /** The request's body as an image: its Content-Length declared and within the artwork's limit. */

@@ -4,6 +4,7 @@ import { ApiError } from '../errors/index.js';
 import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { OrderService } from '../orders/index.js';
+import type { RecordingStorageUsage } from '../recordings/index.js';
 import type { Refunds } from '../refunds/index.js';
 import { extend, setPlaylist, status, stop, upgrade, usage } from '../operations/index.js';
 import {
@@ -42,6 +43,8 @@ export interface ServiceRouteDeps {
   nowPlaying?: NowPlaying;
   /** Listener sessions (GET /services/{id}/listeners). */
   listenerSessions?: ListenerSessions;
+  /** The recordings' storage, in the usage document. */
+  recordingStorage?: RecordingStorageUsage;
   /** Why machine payment is off, for the 503 of an upgrade or an extension. */
   checkout?: CheckoutStatus;
 }
@@ -69,9 +72,7 @@ export function serviceRoutes(router: Router, deps: ServiceRouteDeps): void {
 
   router.get('/services/:service_id/usage', async (ctx) => {
     const service = await owned(ctx);
-    const answer = await usage(deps, service);
-    const statsUrl = `${deps.publicBaseUrl()}/services/${service.id}/stats`;
-    ctx.body = { ...answer, usage: { ...answer.usage, stats_url: statsUrl } };
+    ctx.body = await usage(deps, service);
   });
 
   changeRoutes(router, deps, owned);

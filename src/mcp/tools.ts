@@ -22,6 +22,7 @@ import {
   type OperationDeps,
   type PaidCall,
 } from '../operations/index.js';
+import type { RecordingStorageUsage } from '../recordings/index.js';
 import type { ServiceRow } from '../services/index.js';
 import type { Caller } from './caller.js';
 import type { ToolName } from './tool-schemas.js';
@@ -41,6 +42,8 @@ export type McpDeps = OperationDeps & {
   paymentTerms?: PaymentTerms;
   /** Wallet sign-in: a service's tools then also accept the wallet that paid for it. */
   callers?: Callers;
+  /** The recordings' storage, in the usage document. */
+  recordingStorage?: RecordingStorageUsage;
 };
 
 export interface ToolCall {

@@ -6,7 +6,7 @@ export { upgrade, type UpgradeCall } from './upgrade.js';
 export { extend, type ExtendCall } from './extend.js';
 export { stop } from './stop.js';
 export { requestRefund, recordedRefund, type RefundAnswer } from './refund-request.js';
-export { usage } from './usage.js';
+export { usage, type UsageDeps } from './usage.js';
 export { status } from './status.js';
 export { setPlaylist } from './playlist.js';
 export { ownedService } from './owned-service.js';

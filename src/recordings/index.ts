@@ -10,4 +10,9 @@ export {
   type RecordingSetting,
   RecordingStore,
 } from './recording-store.js';
+export {
+  type RecordingStorageFigures,
+  type RecordingStorageUsage,
+  recordingStorageUsage,
+} from './storage-usage.js';
 export { type IncludedStorage, includedStorageOf, recordingStorageBytes, storageProblem } from './storage.js';

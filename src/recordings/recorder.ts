@@ -131,6 +131,7 @@ export class Recorder {
       if (mount && !this.captures.has(service.id) && this.liveHolds(service)) await this.begin(service, mount);
     }
     for (const capture of this.captures.values()) await this.follow(capture, wanted.get(capture.show.service_id)!);
+    if (await this.store.pauseLost()) this.options.log.info({}, 'shows of a lost host paused');
     await this.finishShows();
     if (this.passes++ % 60 === 0) await this.removeEnded();
   }
@@ -180,7 +181,7 @@ export class Recorder {
     if (this.captures.get(capture.show.service_id) === capture) this.captures.delete(capture.show.service_id);
     this.restDue.set(capture.show.service_id, Date.now() + 2000);
     await this.store
-      .paused(capture.show.id, await sizeOf(capture.file))
+      .paused(capture.show.id, this.options.hostId(), await sizeOf(capture.file))
       .catch((err) => this.options.log.warn({ err }, 'could not pause a recording'));
     if (said.trim()) this.options.log.debug?.({ recording_id: capture.show.id, ffmpeg: said.trim() }, 'capture ended');
   }

@@ -102,6 +102,15 @@ export class RecordingStore {
     return used;
   }
 
+  /** The bytes a service's recordings take, and how many there are. */
+  async footprint(serviceId: string): Promise<{ usedBytes: number; count: number }> {
+    const [row] = await this.db.query<{ used: number; count: number }>(
+      'SELECT coalesce(sum(size_bytes), 0)::float8 AS used, count(*)::int AS count FROM recordings WHERE service_id = $1',
+      [serviceId],
+    );
+    return { usedBytes: row.used, count: row.count };
+  }
+
   /** Removes the row; the caller removes the file (a row never names a file that is gone). */
   async remove(serviceId: string, id: string): Promise<Recording | undefined> {
     const [row] = await this.db.query<RecordingRow>(
@@ -118,18 +127,35 @@ export class RecordingStore {
       `INSERT INTO recordings (id, service_id, host_id, file_name, content_type) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (service_id) WHERE ended_at IS NULL
        DO UPDATE SET paused_at = NULL, host_id = $3,
-         sessions = recordings.sessions + CASE WHEN recordings.paused_at IS NULL THEN 0 ELSE 1 END
+         sessions = recordings.sessions
+           + CASE WHEN recordings.paused_at IS NULL AND recordings.host_id = $3 THEN 0 ELSE 1 END
        RETURNING ${COLUMNS}`,
       [id, serviceId, hostId, `.recording-${id}.${extension}`, contentType],
     );
     return recordingOf(row);
   }
 
-  async paused(id: string, sizeBytes: number): Promise<void> {
-    await this.db.query('UPDATE recordings SET paused_at = now(), size_bytes = $2 WHERE id = $1 AND ended_at IS NULL', [
-      id,
-      sizeBytes,
-    ]);
+  /** The capture on `hostId` ended (not one another host took over since). */
+  async paused(id: string, hostId: string, sizeBytes: number): Promise<void> {
+    await this.db.query(
+      'UPDATE recordings SET paused_at = now(), size_bytes = $3 WHERE id = $1 AND host_id = $2 AND ended_at IS NULL',
+      [id, hostId, sizeBytes],
+    );
+  }
+
+  /**
+   * Shows being recorded on a host found down, or of a service moved off the host that recorded it: nobody pauses
+   * them there, so they are paused now. A source back within the gap (on the new host) continues the show.
+   */
+  async pauseLost(): Promise<number> {
+    const rows = await this.db.query(
+      `UPDATE recordings r SET paused_at = now() FROM services s
+       WHERE s.id = r.service_id AND r.ended_at IS NULL AND r.paused_at IS NULL
+         AND (s.host_id IS DISTINCT FROM r.host_id
+              OR EXISTS (SELECT 1 FROM streaming_hosts h WHERE h.id = r.host_id AND h.state = 'down'))
+       RETURNING r.id`,
+    );
+    return rows.length;
   }
 
   /** False when the recording was deleted meanwhile. */

@@ -4,6 +4,7 @@ import { createRequestListener, type CheckoutStatus, type ConnectionCap } from '
 import { McpEndpoint } from '../../mcp/index.js';
 import type { OrderRecovery } from '../../orders/index.js';
 import { QuoteService } from '../../quotes/index.js';
+import { includedStorageOf, recordingStorageUsage } from '../../recordings/index.js';
 import type { RefundWorker } from '../../refunds/index.js';
 import type { IcecastDecider } from '../../services/index.js';
 import type { Events } from '../events.js';
@@ -95,6 +96,12 @@ function sharedParts({ log, db, live, audit, keys, metrics, http }: Foundation, 
     media: parts.api.media,
     metrics,
     nowPlaying: parts.api.nowPlaying,
+    ...(parts.listen && {
+      recordingStorage: recordingStorageUsage(
+        parts.listen.recordings,
+        includedStorageOf(() => live.current.catalog.products),
+      ),
+    }),
     version: serviceVersion,
     logError: (fields: Record<string, unknown>, message: string) => log.error(fields, message),
     ...(sold.paymentTerms && { paymentTerms: sold.paymentTerms }),

@@ -38,6 +38,19 @@ const profileResponse = {
         },
         artwork: artwork,
         listen_page: { type: 'string', description: 'The public listen page it appears on.' },
+        links: {
+          type: 'object',
+          description:
+            "The owner's pages about the station: listener statistics (stats, and stats_csv for a spreadsheet), " +
+            'recordings, podcast_feed and usage.',
+          properties: {
+            stats: { type: 'string' },
+            stats_csv: { type: 'string' },
+            recordings: { type: 'string' },
+            podcast_feed: { type: 'string' },
+            usage: { type: 'string' },
+          },
+        },
       },
     },
   },
