@@ -437,6 +437,24 @@ describe('extension rules: minimum, past expiry, races', () => {
     const stopped = await stop(svc.service_id);
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     assert.equal(stopped.body.ended.reason, 'stopped');
+    // What is left of the hours bought comes back at the rate they were bought; the order's hour is all used.
+    const usage = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
+    const [{ record }] = (
+      await db.query<{ record: string }>('SELECT record FROM audit_records WHERE id = $1', [usage.refund.evaluation_id])
+    ).rows;
+    const payments = JSON.parse(record).input.payments as Array<{ kind: string; hours: string; unused_hours: string }>;
+    assert.deepEqual(
+      payments.map((p) => [p.kind, p.hours]),
+      [
+        ['order', '1'],
+        ['extension', '0.003'],
+      ],
+    );
+    assert.equal(payments[0].unused_hours, '0');
+    const unusedMs = expiresAt - Date.parse(stopped.body.ended.stopped_at);
+    assert.ok(Math.abs(Number(payments[1].unused_hours) * 3_600_000 - unusedMs) < 50, JSON.stringify(payments));
+    const unusedMicro = BigInt(Math.round(Number(payments[1].unused_hours) * 1e6));
+    assert.equal(BigInt(stopped.body.refund.amount.amount_atomic), (270_000n * unusedMicro) / 3_000n);
   });
 
   test('an expired service extended by more than the time since its expiry also runs every hour bought from its return', {

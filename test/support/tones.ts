@@ -28,15 +28,32 @@ export function tone(seconds: number, title: string, encoding: string[]): Promis
   ]);
 }
 
-/** CRC-8 (poly 0x07) of a FLAC frame header and CRC-16 (poly 0x8005) of a whole frame. */
-function crc(bytes: Buffer, width: 8 | 16, poly: number): number {
+const crcTables = new Map<string, Uint16Array>();
+
+/** The CRC of every byte value, so that hours of frames are summed a byte, not a bit, at a time. */
+function crcTable(width: 8 | 16, poly: number): Uint16Array {
+  const key = `${width}:${poly}`;
+  let table = crcTables.get(key);
+  if (table) return table;
   const top = 1 << (width - 1);
   const mask = (1 << width) - 1;
-  let value = 0;
-  for (const byte of bytes) {
-    value ^= byte << (width - 8);
+  table = new Uint16Array(256);
+  for (let byte = 0; byte < 256; byte++) {
+    let value = byte << (width - 8);
     for (let bit = 0; bit < 8; bit++) value = value & top ? ((value << 1) ^ poly) & mask : (value << 1) & mask;
+    table[byte] = value;
   }
+  crcTables.set(key, table);
+  return table;
+}
+
+/** CRC-8 (poly 0x07) of a FLAC frame header and CRC-16 (poly 0x8005) of a whole frame. */
+function crc(bytes: Buffer, width: 8 | 16, poly: number): number {
+  const table = crcTable(width, poly);
+  const mask = (1 << width) - 1;
+  let value = 0;
+  for (let i = 0; i < bytes.length; i++)
+    value = ((value << 8) & mask) ^ table[((value >> (width - 8)) ^ bytes[i]) & 0xff];
   return value;
 }
 
@@ -54,12 +71,13 @@ function utf8Number(n: number): Buffer {
 }
 
 /**
- * Silence as a FLAC of `seconds` at 8, 16, 44.1 or 48 kHz with 1 or 2 channels, written directly (constant subframes
- * in the largest blocks: about 18 bytes a frame), so hours take a fraction of a second to make; `sizeBytes` pads it
- * with a PADDING metadata block to that size. Its frame numbers and total length are right: it plays for `seconds`.
+ * Silence as a FLAC of `seconds` at 8, 16, 44.1, 48, 96 or 192 kHz with 1 to 8 channels, written directly (constant
+ * subframes in the largest blocks: about 18 bytes a frame in stereo), so hours take a fraction of a second to make;
+ * `sizeBytes` pads it with PADDING metadata blocks to that size. Its frame numbers and total length are right: it plays
+ * for `seconds`.
  */
-export function flacSilence(options: { seconds: number; rate: number; channels: 1 | 2; sizeBytes?: number }): Buffer {
-  const rateCode = { 8000: 4, 16000: 5, 44100: 9, 48000: 10 }[options.rate];
+export function flacSilence(options: { seconds: number; rate: number; channels: number; sizeBytes?: number }): Buffer {
+  const rateCode = { 8000: 4, 16000: 5, 44100: 9, 48000: 10, 96000: 11, 192000: 3 }[options.rate];
   if (!rateCode) throw new Error(`flacSilence: no rate code for ${options.rate}`);
   const block = 65535;
   const total = Math.round(options.seconds * options.rate);
@@ -69,27 +87,35 @@ export function flacSilence(options: { seconds: number; rate: number; channels: 
   // sample rate (20 bits), channels - 1 (3), bits per sample - 1 (5), total samples (36)
   const packed = (BigInt(options.rate) << 44n) | (BigInt(options.channels - 1) << 41n) | (15n << 36n) | BigInt(total);
   streamInfo.writeBigUInt64BE(packed, 10);
-  const frames: Buffer[] = [];
+  // Written into one buffer: hours at 192 kHz are some 200,000 frames.
+  const audio = Buffer.alloc(Math.ceil(total / block) * (15 + 3 * options.channels));
+  let at = 0;
   for (let n = 0, done = 0; done < total; n++) {
     const size = Math.min(block, total - done);
-    const header = Buffer.concat([
-      Buffer.from([0xff, 0xf8, (7 << 4) | rateCode, ((options.channels - 1) << 4) | (4 << 1)]),
-      utf8Number(n),
-      Buffer.from([(size - 1) >> 8, (size - 1) & 0xff]),
-    ]);
-    const body = Buffer.concat([header, Buffer.from([crc(header, 8, 0x07)]), Buffer.alloc(3 * options.channels)]);
-    const sum = Buffer.alloc(2);
-    sum.writeUInt16BE(crc(body, 16, 0x8005));
-    frames.push(body, sum);
+    const start = at;
+    audio.set([0xff, 0xf8, (7 << 4) | rateCode, ((options.channels - 1) << 4) | (4 << 1)], at);
+    at += 4;
+    const number = utf8Number(n);
+    audio.set(number, at);
+    at += number.length;
+    audio.set([(size - 1) >> 8, (size - 1) & 0xff], at);
+    at += 2;
+    audio[at] = crc(audio.subarray(start, at), 8, 0x07);
+    at += 1 + 3 * options.channels;
+    audio.writeUInt16BE(crc(audio.subarray(start, at), 16, 0x8005), at);
+    at += 2;
     done += size;
   }
-  const audio = Buffer.concat(frames);
   const blocks = [Buffer.from([0x00, 0, 0, 34]), streamInfo];
-  const padding = (options.sizeBytes ?? 0) - (4 + 38 + audio.length + 4);
-  if (padding > 0) {
-    if (padding >= 1 << 24) throw new Error('flacSilence: at most 16 MB of padding');
-    const head = Buffer.from([0x81, padding >> 16, (padding >> 8) & 0xff, padding & 0xff]);
-    blocks.push(head, Buffer.alloc(padding));
-  } else blocks[0][0] = 0x80;
-  return Buffer.concat([Buffer.from('fLaC', 'latin1'), ...blocks, audio]);
+  // A metadata block holds less than 16 MB: more padding goes in several blocks, each with its 4-byte header.
+  const most = (1 << 24) - 1;
+  let padding = (options.sizeBytes ?? 0) - (4 + 38 + at + 4);
+  while (padding > 0) {
+    const size = padding > most ? Math.min(most, padding - 8) : padding;
+    const last = size === padding ? 0x80 : 0;
+    blocks.push(Buffer.from([last | 1, size >> 16, (size >> 8) & 0xff, size & 0xff]), Buffer.alloc(size));
+    padding -= size + 4;
+  }
+  if (blocks.length === 2) blocks[0][0] = 0x80;
+  return Buffer.concat([Buffer.from('fLaC', 'latin1'), ...blocks, audio.subarray(0, at)]);
 }
