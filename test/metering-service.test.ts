@@ -120,10 +120,13 @@ async function listenWhenLive(svc: Bought, source: ChildProcess): Promise<RawLis
             `${sourceErrors.get(source)?.()}; the service: ${JSON.stringify(record.service)}`,
         );
       }
+      // Kept or closed by its answer, not by a guess at how soon it comes: a listener closed before a late 200 was
+      // still sent Icecast's burst, which counts as sent to listeners (tens of KB when the host is slow to answer).
       const l = await listenTo(svc.stream_url).catch(() => undefined);
-      await sleep(300);
-      if (l?.status() === 200) return l;
+      const status = l && (await waitFor('an answer', () => l.status() || undefined, 5_000).catch(() => 0));
+      if (status === 200) return l;
       l?.close();
+      await sleep(300);
       return undefined;
     },
     20_000,
@@ -266,6 +269,16 @@ async function listenTo(url: string): Promise<RawListener> {
   return listener;
 }
 
+/** The access-log lines of the stream's listeners, to tell which connection a difference came from. */
+async function listenerLines(svc: Bought): Promise<string> {
+  const log = await readFile(join(service.dataDir, 'icecast', 'access.log'), 'utf8').catch(() => '');
+  const path = new URL(svc.stream_url).pathname;
+  return `\n${log
+    .split('\n')
+    .filter((line) => line.includes(`GET ${path} `))
+    .join('\n')}`;
+}
+
 /** Two seconds of a 64 kbps stream: what a loaded machine was seen to hold in the sockets from Icecast to a listener. */
 const IN_SOCKETS_ALLOWANCE = 2 * (64_000 / 8);
 const within = (measured: number, truth: number, share: number) => Math.abs(measured - truth) <= truth * share;
@@ -320,7 +333,7 @@ const exactUsageSuite = () =>
       assert.ok(
         u.bytes.sent_to_listeners >= received * 0.98 &&
           u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
-        `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)`,
+        `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)${await listenerLines(svc)}`,
       );
       assert.ok(
         within(u.bytes.read_from_source, sent, 0.02),
@@ -354,7 +367,7 @@ const exactUsageSuite = () =>
       assert.ok(
         u.bytes.sent_to_listeners >= received * 0.98 &&
           u.bytes.sent_to_listeners <= received * 1.02 + inFlightAllowance,
-        `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)`,
+        `sent_to_listeners ${u.bytes.sent_to_listeners} vs received ${received} (2 % + ${inFlightAllowance} bytes in flight)${await listenerLines(svc)}`,
       );
       // The cut closes the source's connection with what the relay had written still in its sockets: Icecast counts
       // what it read, the relay what it wrote (0.7 s of this stream once, with both cores busy).

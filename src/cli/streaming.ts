@@ -9,6 +9,7 @@ import {
   type ForwardedClaim,
   type IcecastAdmin,
 } from '../provisioning/index.js';
+import type { ListenerEnd, ListenerEndListener } from '../provisioning/listener-end.js';
 import type { SourceEnd, SourceEndListener } from '../provisioning/source-end.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
@@ -32,6 +33,8 @@ export interface Streaming {
   accessLogPath(): string | undefined;
   /** Calls `listener` with the exact bytes of each source connection the proxy carried, when it closes. */
   onSourceEnd(listener: SourceEndListener): void;
+  /** Calls `listener` with the bytes the proxy sent each listener, when it closes (HAProxy only). */
+  onListenerEnd(listener: ListenerEndListener): void;
   /** Whether Icecast answers its admin API now. */
   health(): Promise<{ ok: boolean; error?: string; url?: string }>;
   /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
@@ -55,6 +58,11 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   const sourceEnded = (end: SourceEnd) => {
     for (const listener of sourceEndListeners) listener(end);
   };
+  const listenerEndListeners: ListenerEndListener[] = [];
+  const listenerEnded = (end: ListenerEnd) => {
+    for (const listener of listenerEndListeners) listener(end);
+  };
+  const ends = { sourceEnded, listenerEnded };
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
@@ -67,6 +75,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
     onSourceEnd: (listener) => void sourceEndListeners.push(listener),
+    onListenerEnd: (listener) => void listenerEndListeners.push(listener),
     health: () => icecastHealth(supervisor, installed),
     async start(callbackBaseUrl) {
       if (!installed) return;
@@ -90,7 +99,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       logIcecastEvents(supervisor, log);
       await supervisor.start();
       if (settings.proxy === 'haproxy')
-        haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log, sourceEnded);
+        haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log, ends);
       else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings, sourceEnded);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
@@ -185,7 +194,7 @@ async function startHaproxy(
   settings: StreamingSettings,
   dataDir: string,
   log: Logger,
-  onSourceEnd: SourceEndListener,
+  ends: { sourceEnded: SourceEndListener; listenerEnded: ListenerEndListener },
 ): Promise<HaproxySupervisor> {
   const haproxy = new HaproxySupervisor({
     dataDir: join(dataDir, 'haproxy'),
@@ -194,7 +203,8 @@ async function startHaproxy(
     upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
     icecastClients: settings.maxSources + settings.maxListeners + 50,
     inFlight: settings.frontDoorInFlight,
-    onSourceEnd,
+    onSourceEnd: ends.sourceEnded,
+    onListenerEnd: ends.listenerEnded,
   });
   haproxy.on('exited', ({ expected, ...e }) => {
     if (expected) log.debug?.({ component: 'haproxy', ...e }, 'haproxy stopped');

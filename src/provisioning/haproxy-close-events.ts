@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
+import { PROXY_USER, type ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener } from './source-end.js';
 
 // A close may be reported before the admission that registers it is answered; it is kept this long for it.
@@ -20,8 +21,14 @@ export class HaproxyCloseEvents {
   private readonly waiting = new Map<string, () => void>();
   private readonly early = new Map<string, number>();
 
-  /** `onSourceEnd` is told each source connection's exact body bytes from its line. */
-  constructor(private readonly onSourceEnd?: SourceEndListener) {}
+  /**
+   * `onSourceEnd` is told each source connection's exact body bytes from its line, `onListenerEnd` each listener's
+   * bytes sent.
+   */
+  constructor(
+    private readonly onSourceEnd?: SourceEndListener,
+    private readonly onListenerEnd?: ListenerEndListener,
+  ) {}
 
   get port(): number {
     return this.socket?.address().port ?? 0;
@@ -59,12 +66,16 @@ export class HaproxyCloseEvents {
   }
 
   private onMessage(text: string): void {
-    const [secret = '', ticket = ''] = text.trim().split(' ');
+    const fields = text.trim().split(' ');
+    const [secret = '', ticket = '', sent = ''] = fields;
     const given = Buffer.from(secret);
     const wanted = Buffer.from(this.secret);
     if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return;
-    if (ticket === '-') return this.sourceLine(text.trim().split(' '));
+    if (ticket === '-') return this.sourceLine(fields);
     if (!ticket) return;
+    const bytes = Number(sent);
+    if (this.onListenerEnd && sent && Number.isSafeInteger(bytes) && bytes >= 0)
+      this.onListenerEnd({ user: `${PROXY_USER}${ticket}`, bytes });
     const left = this.waiting.get(ticket);
     if (left) {
       this.waiting.delete(ticket);

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
 import { FREE_SLOT, SET_TICKET, SOURCE_HEAD, TAKE_SLOT } from './haproxy-pacing.js';
+import { PROXY_USER } from './listener-end.js';
 
 /**
  * HAProxy (Debian's 2.6) in front of Icecast instead of the front door (ICECAST_PROXY=haproxy): it holds the
@@ -34,8 +35,6 @@ export interface HaproxyConfigOptions {
   /** Seconds a connection waits in HAProxy's queue for a place in Icecast (`timeout queue`). */
   queueTimeoutSeconds: number;
 }
-
-export const PROXY_USER = 'proxy-';
 
 function bindAddress({ host, port }: { host: string; port: number }): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;

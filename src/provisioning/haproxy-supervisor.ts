@@ -8,6 +8,7 @@ import type { ForwardedClaim } from './front-door.js';
 import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildPacingLua } from './haproxy-pacing.js';
+import type { ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener } from './source-end.js';
 import { accepts, freePort, isFree } from './local-ports.js';
 import { systemUserIds } from './system-user.js';
@@ -33,6 +34,8 @@ export interface HaproxySupervisorOptions {
   restartDelayMs?: { min: number; max: number };
   /** Told the exact bytes of each source connection (HAProxy's end-of-connection line), the meter's final figure. */
   onSourceEnd?: SourceEndListener;
+  /** Told the bytes HAProxy sent to each listener when its connection closes (the meter's final figure). */
+  onListenerEnd?: ListenerEndListener;
 }
 
 export interface HaproxyStartedEvent {
@@ -71,7 +74,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
 
   constructor(private readonly options: HaproxySupervisorOptions) {
     super();
-    this.closeEvents = new HaproxyCloseEvents(options.onSourceEnd);
+    this.closeEvents = new HaproxyCloseEvents(options.onSourceEnd, options.onListenerEnd);
   }
 
   get port(): number {

@@ -9,7 +9,9 @@
 // that refresh to the end (the end is placed between the last poll that saw the source and the first that did not).
 //
 // Bytes sent to listeners: with an access log, the exact bytes of every finished listener (its log line) plus,
-// while listeners are connected, the session's stats counter minus what its finished listeners took.
+// while listeners are connected, the session's stats counter minus what its finished listeners took. Behind HAProxy
+// a finished listener's figure is HAProxy's bytes sent to it (listenerEnded): Icecast's line counts what it wrote to
+// HAProxy, tens of KB more than reached the listener when it left. Such a line waits a few seconds for that report.
 //
 // Listener time comes from the access log (exact whole seconds per finished listener) plus the
 // `Connected` seconds of listeners still connected (listclients). Without an access log the meter
@@ -20,6 +22,7 @@
 
 import { AccessLogReader, type AccessLogEntry, type AccessLogPosition } from './access-log.js';
 import type { IcecastAdmin, ListenerInfo, MountStats } from './icecast-admin.js';
+import type { ListenerEnd } from './listener-end.js';
 import type { SourceEnd } from './source-end.js';
 
 export interface MountSnapshot {
@@ -91,7 +94,18 @@ export interface MountMeterState {
   /** Time of the last stats observation (ms since epoch), for integration. */
   lastPollAt: number | null;
   mounts: Record<string, MountCounters>;
+  /** Finished listeners' lines read but waiting for their proxy's count (endedAt as ISO 8601 in JSON). */
+  held?: HeldEntry[];
 }
+
+/** An access-log line waiting for its proxy's report, since `since` (ms since epoch). */
+export interface HeldEntry {
+  entry: AccessLogEntry;
+  since: number;
+}
+
+/** An entry whose bytes are the proxy's: Icecast's own figure is kept for its session's counter. */
+type CountedEntry = AccessLogEntry & { icecastBytes?: number };
 
 export interface MountMeterOptions {
   /** Needed for poll(); the observe*() methods work without it. */
@@ -107,6 +121,8 @@ export interface MountMeterOptions {
   now?: () => number;
   /** Our own readers of the mounts (the HLS segmenter): never counted as listeners, their bytes never as sent. */
   internal?: InternalListeners;
+  /** Listeners (by their logged user) whose proxy reports the bytes it sent them (listenerEnded). */
+  reportedByProxy?: (user: string | null) => boolean;
 }
 
 /** Our own listeners, counted by Icecast like any other; only authenticated ones carry the agent (see the decider). */
@@ -157,10 +173,16 @@ export class MountMeter {
   private readonly internalConnected = new Map<string, number>();
   /** Source ends reported before the meter saw their session, per mount (kept until a poll closes it). */
   private readonly pendingEnds = new Map<string, SourceEnd>();
+  private readonly reportedByProxy?: (user: string | null) => boolean;
+  /** Listener ends the proxy reported, by user, with when they came (their lines may be read later). */
+  private readonly listenerEnds = new Map<string, { bytes: number; at: number }>();
+  /** Lines of listeners whose proxy has not reported yet. */
+  private held: HeldEntry[];
 
   constructor(options: MountMeterOptions = {}) {
     this.admin = options.admin;
     this.internal = options.internal;
+    this.reportedByProxy = options.reportedByProxy;
     this.askClients = options.listClients ?? true;
     this.now = options.now ?? Date.now;
     const state = options.state;
@@ -171,6 +193,10 @@ export class MountMeter {
         ? new AccessLogReader({ path: options.accessLogPath, start: state?.accessLog ?? undefined })
         : null);
     this.lastPollAt = state?.lastPollAt ?? null;
+    this.held = (state?.held ?? []).map(({ entry, since }) => ({
+      entry: { ...entry, endedAt: new Date(entry.endedAt) },
+      since,
+    }));
     this.logPosition = this.accessLog?.position ?? null;
     for (const [mount, counters] of Object.entries(state?.mounts ?? {})) {
       this.mounts.set(mount, {
@@ -195,7 +221,8 @@ export class MountMeter {
   private async pollNow(): Promise<MeterPoll> {
     const admin = this.admin;
     if (!admin) throw new Error('MountMeter.poll() needs options.admin');
-    const entries = this.accessLog ? await this.accessLog.read() : [];
+    const read = this.accessLog ? await this.accessLog.read() : [];
+    const entries = this.settle(read, this.now());
     const position = this.accessLog?.position ?? null;
     let stats: MountStats[];
     try {
@@ -227,22 +254,56 @@ export class MountMeter {
   }
 
   /**
+   * The proxy's count of a listener that left: its access-log line (read before or after) is counted with these
+   * bytes. Kept a minute for a line still to come.
+   */
+  listenerEnded(end: ListenerEnd): void {
+    const at = this.now();
+    if (this.listenerEnds.size >= MAX_LISTENER_ENDS) {
+      for (const [user, e] of this.listenerEnds)
+        if (at - e.at > LISTENER_END_KEPT_MS || this.listenerEnds.size >= MAX_LISTENER_ENDS)
+          this.listenerEnds.delete(user);
+    }
+    this.listenerEnds.set(end.user, { bytes: end.bytes, at });
+  }
+
+  /**
+   * The lines to count now, in the order read: a proxied listener's with its proxy's bytes, or held until they come
+   * (at most LISTENER_END_WAIT_MS, then with Icecast's figure: a lost datagram, a listener HAProxy still holds).
+   */
+  private settle(read: readonly AccessLogEntry[], at: number): CountedEntry[] {
+    const waiting = [...this.held, ...read.map((entry) => ({ entry, since: at }))];
+    this.held = [];
+    const ready: CountedEntry[] = [];
+    for (const w of waiting) {
+      const { entry } = w;
+      const proxied = entry.kind === 'listener' && (this.reportedByProxy?.(entry.user) ?? false);
+      const end = proxied ? this.listenerEnds.get(entry.user!) : undefined;
+      if (end) {
+        this.listenerEnds.delete(entry.user!);
+        ready.push({ ...entry, bytes: end.bytes, icecastBytes: entry.bytes });
+      } else if (proxied && at - w.since < LISTENER_END_WAIT_MS) this.held.push(w);
+      else ready.push(entry);
+    }
+    return ready;
+  }
+
+  /**
    * Counts finished listeners (access-log entries of kind listener with a 2xx status). `position` is the
    * access-log position just after these entries; toJSON() saves it.
    */
-  ingest(entries: readonly AccessLogEntry[], position?: AccessLogPosition | null): void {
+  ingest(entries: readonly CountedEntry[], position?: AccessLogPosition | null): void {
     if (position !== undefined) this.logPosition = position ? { ...position } : null;
     for (const e of entries) {
       if (e.kind !== 'listener' || e.status < 200 || e.status > 299) continue;
       const c = this.counters(e.mount);
-      if (this.internal?.isInternalAgent(e.userAgent)) {
-        // Out of the session's counter too, or the connected listeners' share would still hold its bytes.
-        if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
-        continue;
-      }
+      // The session's counter is Icecast's: what it wrote for this listener leaves it, whoever counted the listener.
+      const written = e.icecastBytes ?? e.bytes;
+      if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + written;
+      // Out of the session's counter too, or the connected listeners' share would still hold its bytes.
+      if (this.internal?.isInternalAgent(e.userAgent)) continue;
       c.finishedListeners++;
       c.finishedListenerBytes += e.bytes;
-      if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + e.bytes;
       if (this.accessLog) c.closedListenerSeconds += e.durationSeconds;
     }
   }
@@ -351,6 +412,7 @@ export class MountMeter {
       mounts: Object.fromEntries(
         [...this.mounts].map(([m, c]) => [m, { ...c, session: c.session ? { ...c.session } : null }]),
       ),
+      ...(this.held.length > 0 && { held: this.held.map((h) => ({ entry: { ...h.entry }, since: h.since })) }),
     };
   }
 
@@ -453,6 +515,10 @@ export class MountMeter {
   }
 }
 
+/** How long a proxied listener's line waits for its proxy's count, and how long a count waits for its line. */
+const LISTENER_END_WAIT_MS = 5000;
+const LISTENER_END_KEPT_MS = 60_000;
+const MAX_LISTENER_ENDS = 20_000;
 /** Icecast refreshes a source's counters every 5 s. */
 const REFRESH_MS = 5000;
 /** How long after the proxy accepted a source Icecast may start its session (the front door's slot timeout, and more). */

@@ -10,6 +10,7 @@ import {
   type MountSnapshot,
   type SourceBudgetState,
 } from '../provisioning/index.js';
+import { reportedByProxy, type ListenerEnd } from '../provisioning/listener-end.js';
 import type { SourceEnd } from '../provisioning/source-end.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
@@ -106,6 +107,11 @@ export class IcecastUsageMeter implements UsageMeter {
     this.meter?.sourceEnded(end);
   }
 
+  /** The bytes HAProxy sent a listener that left: its finished line's figure (MountMeter.listenerEnded). */
+  listenerEnded(end: ListenerEnd): void {
+    this.meter?.listenerEnded(end);
+  }
+
   usage(service: ServiceRow): MountUsage {
     const s = this.meter?.snapshot(service.mount) as MountSnapshot | undefined;
     const rate = this.rates.rate(service.mount);
@@ -149,7 +155,13 @@ export class IcecastUsageMeter implements UsageMeter {
       listClients: (mount: string) => this.admin()!.listClients(mount),
     };
     const state = row && { state: row.state };
-    return new MountMeter({ admin, accessLogPath: this.accessLogPath(), internal: this.internal, ...state });
+    return new MountMeter({
+      admin,
+      accessLogPath: this.accessLogPath(),
+      internal: this.internal,
+      reportedByProxy,
+      ...state,
+    });
   }
 }
 

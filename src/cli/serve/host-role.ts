@@ -72,6 +72,7 @@ export async function startStreamingHost(
     internal: ownReaders(hls, parts.recorder),
   });
   stream.onSourceEnd((end) => meter.sourceEnded(end));
+  stream.onListenerEnd((end) => meter.listenerEnded(end));
   const worker = new LifecycleWorker({
     db,
     live,
