@@ -1,15 +1,7 @@
 import { ApiError } from '../errors/index.js';
 import { provisionedEvent } from '../events/index.js';
 import type { Logger } from '../log/index.js';
-import type {
-  AuthorizationLedger,
-  ExpectedPayment,
-  PaymentEvidence,
-  PaymentGateway,
-  PaymentPayload,
-  PaymentRequirements,
-  TransferProof,
-} from '../payments/index.js';
+import type { Checkout, PaymentEvidence, PaymentRecord, TransferProof } from '../payments/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { firstExpiry, type ServiceRecords, type ServiceRow } from '../services/index.js';
 import { timedOut, type Client, type Database } from '../store/index.js';
@@ -22,8 +14,8 @@ export interface AdvanceDeps {
   db: Database;
   orders: OrderStore;
   services: ServiceRecords;
-  gateway: PaymentGateway;
-  ledger: AuthorizationLedger;
+  /** Settles payments and says what the chain shows of them. */
+  checkout: Checkout;
   live: LiveSnapshot;
   log: Logger;
 }
@@ -36,8 +28,8 @@ export interface AdvanceDeps {
 export class SettlementPending extends Error {
   constructor(
     message: string,
-    /** The unix time after which the authorization can no longer be used: the latest the outcome can be known. */
-    readonly validBefore?: string,
+    /** The unix time from which the payment can no longer be settled: the latest the outcome can be known. */
+    readonly validUntil?: string,
   ) {
     super(message);
   }
@@ -69,14 +61,12 @@ export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'reque
 type Advanced = { order: OrderRow; service?: ServiceRow };
 
 async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<Advanced> {
-  const payload = order.payment as unknown as PaymentPayload;
-  const requirements = order.requirements as unknown as PaymentRequirements;
-
+  const payment = paymentRecordOf(order);
   if (origin === 'recovery') {
-    const before = await findOnChain(order, deps);
+    const before = await deps.checkout.evidence(payment);
     if (before.kind !== 'unused') return conclude(order, before, deps);
-    // The facilitator refuses an authorization this close to its end; it may still land from an earlier attempt.
-    if (BigInt(order.valid_before) * 1000n <= BigInt(Date.now() + 6000))
+    // The facilitator refuses a payment this close to its end; it may still land from an earlier attempt.
+    if (BigInt(payment.validUntil) * 1000n <= BigInt(Date.now() + 6000))
       return expiredOrPending(order, undefined, deps);
   }
 
@@ -84,7 +74,7 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   try {
     // With several facilitators: a payment sent to one before goes to that one only (its outcome there may be
     // unknown), and the one it is sent to is recorded before it leaves.
-    result = await deps.gateway.settle(payload, requirements, {
+    result = await deps.checkout.settle(payment, {
       sentTo: order.facilitator,
       record: async (url) => {
         await deps.orders.sentTo(order.id, url);
@@ -94,17 +84,17 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
   } catch (e) {
     deps.log.warn({ order_id: order.id, err: e }, 'settlement outcome unknown');
     deps.metrics?.settlements.inc({ result: 'unknown' });
-    const found = await findOnChain(order, deps).catch(() => undefined);
+    const found = await deps.checkout.evidence(payment).catch(() => undefined);
     if (found && found.kind !== 'unused') return conclude(order, found, deps);
-    throw new SettlementPending((e as Error).message, order.valid_before);
+    throw new SettlementPending((e as Error).message, payment.validUntil);
   }
   deps.metrics?.settlements.inc({ result: result.success ? 'settled' : 'refused' });
   if (result.success) crashPoint('after_chain_settle');
   // The facilitator's word is checked against the chain: its transaction first, else a search from the claim.
   const evidence =
     (result.success && result.transaction
-      ? await deps.ledger.evidenceOfTransaction(result.transaction, expectedPayment(order)).catch(() => undefined)
-      : undefined) ?? (await findOnChain(order, deps).catch(() => ({ kind: 'not_visible_yet' }) as const));
+      ? await deps.checkout.evidenceOfTransaction(result.transaction, payment).catch(() => undefined)
+      : undefined) ?? (await deps.checkout.evidence(payment).catch(() => ({ kind: 'not_visible_yet' }) as const));
   if (evidence.kind !== 'unused') return conclude(order, evidence, deps);
   if (result.success) {
     deps.log.warn(
@@ -113,7 +103,7 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
     );
     throw new SettlementPending(
       `the facilitator reported transaction ${result.transaction}, which the chain does not show yet`,
-      order.valid_before,
+      payment.validUntil,
     );
   }
   return expiredOrPending(order, result, deps);
@@ -121,7 +111,7 @@ async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'r
 
 /**
  * A refusal ends an order only when the chain proves nothing can be charged any more: the authorization unused at a
- * block past its validBefore. Until then a facilitator's "no" (settlement_pending, a timeout reported as a failure,
+ * block past its valid-until. Until then a facilitator's "no" (settlement_pending, a timeout reported as a failure,
  * any error after it broadcast) may still become a transfer, and the order waits for recovery.
  */
 async function expiredOrPending(
@@ -130,7 +120,7 @@ async function expiredOrPending(
   deps: AdvanceDeps,
 ): Promise<never> {
   const reason = refusal ? (refusal.errorReason ?? 'settlement_failed') : 'authorization_expired';
-  const expired = await deps.ledger.expiredUnused(order.payer, order.nonce, order.valid_before).catch(() => false);
+  const expired = await deps.checkout.expiredUnused(paymentRecordOf(order)).catch(() => false);
   if (expired) {
     const message = refusal
       ? (refusal.errorMessage ?? reason)
@@ -145,28 +135,22 @@ async function expiredOrPending(
   }
   throw new SettlementPending(
     refusal ? `the facilitator answered ${reason}` : 'the authorization has not been used yet',
-    order.valid_before,
+    order.payment_valid_until,
   );
 }
 
-function expectedPayment(order: OrderRow): ExpectedPayment {
+/** The order's payment as payments/ settles and proves it. */
+function paymentRecordOf(order: OrderRow): PaymentRecord {
   return {
+    payload: order.payment,
+    requirements: order.requirements,
     payer: order.payer,
-    nonce: order.nonce,
+    reference: order.payment_reference,
+    validUntil: order.payment_valid_until,
     payTo: order.pay_to,
-    amount: order.amount_atomic,
-    // Legacy orders claimed before heights were recorded: the last day of Base blocks (2 s each).
-    fromBlock: order.claim_block !== null ? BigInt(order.claim_block) : -1n,
+    amountAtomic: order.amount_atomic,
+    fromBlock: order.claim_block !== null ? BigInt(order.claim_block) : null,
   };
-}
-
-async function findOnChain(order: OrderRow, deps: AdvanceDeps): Promise<PaymentEvidence> {
-  const expected = expectedPayment(order);
-  if (expected.fromBlock < 0n) {
-    const latest = await deps.ledger.latestBlock();
-    expected.fromBlock = latest > 43_200n ? latest - 43_200n : 0n;
-  }
-  return deps.ledger.evidence(expected);
 }
 
 /** Records what the chain proved: paid (→ provisioning → active), or not paid and never will be (→ failed). */
@@ -224,7 +208,7 @@ class ProvisioningFailed extends Error {
  * whose statements run while the chain state is saved.
  */
 async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: AdvanceDeps): Promise<Advanced> {
-  const saved = deps.ledger.saved().then(
+  const saved = deps.checkout.saved().then(
     () => undefined,
     (e: unknown) => e as Error,
   );

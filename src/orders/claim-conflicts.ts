@@ -13,7 +13,7 @@ export class ExtensionInFlight extends ClaimConflict {}
 /** The payment-identifier already belongs to another order of this API key (orders_payment_id). */
 export class PaymentIdTaken extends ClaimConflict {}
 
-/** The authorization (payer, nonce) already paid for an order; any other unique violation is reported as this. */
+/** The authorization (payer, reference) already paid for an order; any other unique violation is reported as this. */
 export class AuthorizationUsed extends ClaimConflict {}
 
 const conflictByConstraint: Record<string, new (message: string, options: ErrorOptions) => ClaimConflict> = {

@@ -1,4 +1,4 @@
-export { OrderService, type PlaceOrder, type PlacedOrder } from './order-service.js';
+export { OrderService, type OrderServiceOptions, type PlaceOrder, type PlacedOrder } from './order-service.js';
 export { OrderStore, refundUndelivered, refundChargedFailed } from './order-store.js';
 export {
   ORDER_TRANSITIONS,

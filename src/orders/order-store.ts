@@ -30,8 +30,10 @@ export interface OrderRow {
   asset: string;
   pay_to: string;
   payer: string;
-  nonce: string;
-  valid_before: string;
+  /** What the payer can spend only once, as payments/ reads it (the EIP-3009 nonce of an exact EVM payment). */
+  payment_reference: string;
+  /** Unix seconds from which the payment can no longer be settled. */
+  payment_valid_until: string;
   /** The chain's height when the payment was verified; proof of payment is searched from there. */
   claim_block: string | null;
   /** The streaming host the order was placed on when its payment was claimed (null: claimed before placement). */
@@ -56,6 +58,30 @@ export interface AuditEntry {
 }
 
 const keyTaken = new Error('idempotency key taken');
+
+/**
+ * The payment's reference and valid-until columns keep the names of the first scheme (EIP-3009's nonce and
+ * validBefore): the audit chain hashes order rows under those names. Only this store spells them.
+ */
+type StoredOrder = Omit<OrderRow, 'payment_reference' | 'payment_valid_until'> & {
+  nonce: string;
+  valid_before: string;
+};
+
+/** An order as PostgreSQL returns it, its payment columns named for what they mean. */
+function orderOf(row: unknown): OrderRow;
+function orderOf(row: unknown | undefined): OrderRow | undefined;
+function orderOf(row: unknown): OrderRow | undefined {
+  if (!row) return undefined;
+  const { nonce, valid_before, ...rest } = row as StoredOrder;
+  return { ...rest, payment_reference: nonce, payment_valid_until: valid_before };
+}
+
+/** The columns of a new order as PostgreSQL names them. */
+function storedOf(order: NewOrder & Pick<OrderRow, 'host_id'>): Record<string, unknown> {
+  const { payment_reference, payment_valid_until, ...rest } = order;
+  return { ...rest, nonce: payment_reference, valid_before: payment_valid_until };
+}
 
 /**
  * Orders paid or being paid, not provisioned yet: what they will add to their Icecast is already spoken for. An
@@ -143,26 +169,26 @@ export class OrderStore {
   }
 
   /**
-   * byKey, and in the same statement the id of the order that used this authorization (payer and nonce) if any: a
+   * byKey, and in the same statement the id of the order that used this payment (payer and reference) if any: a
    * paid request needs both before its payment is verified, in one round trip.
    */
   async lookUp(
     apiKeyId: string,
     idempotencyKey: string,
-    authorization?: { payer: string; nonce: string },
+    authorization?: { payer: string; reference: string },
   ): Promise<{ order?: OrderRow; authorizationUsedBy?: string }> {
     const payer = authorization?.payer.toLowerCase() ?? null;
-    const nonce = authorization?.nonce.toLowerCase() ?? null;
+    const nonce = authorization?.reference.toLowerCase() ?? null;
     const found = await this.keyLookups.call({ apiKeyId, idempotencyKey, payer, nonce });
     if (!found.keyValid) throw new KeyRevoked();
     const authorizationUsedBy = found.usedBy ?? undefined;
     if (found.orderId === null) return { authorizationUsedBy };
     // Still bound to the key: a failed payment may have released it in between.
-    const [order] = await this.db.query<OrderRow & Record<string, unknown>>(
+    const [order] = await this.db.query(
       'SELECT * FROM orders WHERE id = $1 AND api_key_id = $2 AND idempotency_key = $3',
       [found.orderId, apiKeyId, idempotencyKey],
     );
-    return { order, authorizationUsedBy };
+    return { order: orderOf(order), authorizationUsedBy };
   }
 
   /**
@@ -197,24 +223,25 @@ export class OrderStore {
   });
 
   async byId(id: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>('SELECT * FROM orders WHERE id = $1', [id]);
-    return row;
+    const [row] = await this.db.query('SELECT * FROM orders WHERE id = $1', [id]);
+    return orderOf(row);
   }
 
   async byPaymentId(apiKeyId: string, paymentId: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
-      'SELECT * FROM orders WHERE api_key_id = $1 AND payment_id = $2',
-      [apiKeyId, paymentId],
-    );
-    return row;
+    const [row] = await this.db.query('SELECT * FROM orders WHERE api_key_id = $1 AND payment_id = $2', [
+      apiKeyId,
+      paymentId,
+    ]);
+    return orderOf(row);
   }
 
-  async byAuthorization(payer: string, nonce: string): Promise<OrderRow | undefined> {
-    const [row] = await this.db.query<OrderRow & Record<string, unknown>>(
-      'SELECT * FROM orders WHERE payer = $1 AND nonce = $2',
-      [payer.toLowerCase(), nonce.toLowerCase()],
-    );
-    return row;
+  /** The order paid with this payment (payer and reference). */
+  async byPayment(payer: string, reference: string): Promise<OrderRow | undefined> {
+    const [row] = await this.db.query('SELECT * FROM orders WHERE payer = $1 AND nonce = $2', [
+      payer.toLowerCase(),
+      reference.toLowerCase(),
+    ]);
+    return orderOf(row);
   }
 
   /** The evaluations that priced a service: its order's, then each paid upgrade's, oldest first. */
@@ -256,7 +283,7 @@ export class OrderStore {
       return await this.db.transaction(
         async (client, active) => {
           if (!active.length) throw new KeyRevoked();
-          const placed = { ...order, ...(await admit?.(client)) };
+          const placed = storedOf({ ...order, ...(await admit?.(client)) });
           const columns = Object.keys(placed);
           const values = Object.values(placed);
           // One statement: the evaluation record is appended for the inserted row only, after it, so the chain head is
@@ -276,7 +303,7 @@ export class OrderStore {
           );
           if (!row) throw keyTaken;
           const { appended_seq: _, ...claimed } = row;
-          return claimed as OrderRow;
+          return orderOf(claimed);
         },
         { sql, params },
       );
@@ -296,12 +323,12 @@ export class OrderStore {
                  paid_event AS (${paid.sql})
                  SELECT * FROM paid`;
     const params = [order.id, settlement, ...paid.params];
-    const record = async (c: Client) => (await c.query(sql, params)).rows[0] as OrderRow | undefined;
+    const record = async (c: Client) => orderOf((await c.query(sql, params)).rows[0]);
     const row = client ? await record(client) : await this.db.transaction(record);
     if (row) return row;
     return (
       client
-        ? ((await client.query('SELECT * FROM orders WHERE id = $1', [order.id])).rows[0] as OrderRow)
+        ? orderOf((await client.query('SELECT * FROM orders WHERE id = $1', [order.id])).rows[0])
         : await this.byId(order.id)
     )!;
   }
@@ -322,7 +349,7 @@ export class OrderStore {
        SELECT * FROM active`,
       [id, ...provisioned.params],
     );
-    return row as OrderRow | undefined;
+    return orderOf(row);
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { PaymentRequirements, VerifyResponse } from '../payments/index.js';
+import type { PaymentRequirements } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
 
 /** The official x402 client refuses to pay more than this (atomic USDC) unless its spend controls are raised. */
@@ -14,12 +14,12 @@ export const placeMessages = {
     `The payment accepted other terms than this request costs now (${amountAtomic} atomic USDC to ${requirements.payTo} on ${requirements.network}). Pay exactly the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
   wrongResource: (paidFor: unknown, resourceUrl: string) =>
     `The payment was made out for ${describeResource(paidFor)}, not for ${resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`,
-  validTooLong: (validBefore: string, maxTimeoutSeconds: number, slackSeconds: number, latestAccepted: bigint) =>
-    `The payment authorization is valid until ${validBefore}, later than this service accepts (now + maxTimeoutSeconds ${maxTimeoutSeconds} s + ${slackSeconds} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`,
+  validTooLong: (validUntil: string, maxTimeoutSeconds: number, slackSeconds: number, latestAccepted: bigint) =>
+    `The payment authorization is valid until ${validUntil}, later than this service accepts (now + maxTimeoutSeconds ${maxTimeoutSeconds} s + ${slackSeconds} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`,
   cannotBeValid: (refusal: string) =>
     `The payment cannot be valid: ${refusal}. Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header with the wallet it names as from, and retry with the same Idempotency-Key.`,
-  refused: (v: VerifyResponse) =>
-    `The payment was refused (${v.invalidReason ?? 'invalid'}${v.invalidMessage ? `: ${v.invalidMessage}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
+  refused: (reason: string, message?: string) =>
+    `The payment was refused (${reason}${message ? `: ${message}` : ''}). Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
   /** The payment was not taken: why, and what to do. */
   notTaken: (failure: string) =>
     `The payment was not taken (${failure}). Nothing was charged and nothing was ordered. Sign a new payment (a new authorization) for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
@@ -41,13 +41,13 @@ export const placeMessages = {
   keyReleased: 'Another request with this Idempotency-Key just finished without charging. Retry this same request.',
   serviceStopped:
     'The service was stopped by its owner while this payment was being settled. The payment was taken and is refunded in full automatically (GET /orders/{order_id} shows the refund); nothing was changed.',
-  settlementPending: (orderId: string, why: string, validBefore?: string) =>
-    `The payment for order ${orderId} is being settled but its outcome is not known yet (${why}). Do not sign a new payment: you will not be charged twice. Retry this same request with the same PAYMENT-SIGNATURE and Idempotency-Key in a few seconds, or read GET /orders/${orderId}. ${untilExpiry(validBefore)}`,
+  settlementPending: (orderId: string, why: string, validUntil?: string) =>
+    `The payment for order ${orderId} is being settled but its outcome is not known yet (${why}). Do not sign a new payment: you will not be charged twice. Retry this same request with the same PAYMENT-SIGNATURE and Idempotency-Key in a few seconds, or read GET /orders/${orderId}. ${untilExpiry(validUntil)}`,
 };
 
 /** When the outcome is known at the latest: the transfer shows on chain, or the authorization expires unused. */
-function untilExpiry(validBefore?: string): string {
-  const when = validBefore ? new Date(Number(validBefore) * 1000).toISOString() : 'its validBefore';
+function untilExpiry(validUntil?: string): string {
+  const when = validUntil ? new Date(Number(validUntil) * 1000).toISOString() : 'its validBefore';
   return `It is known at the latest once the authorization expires (${when}): either the transfer shows on chain and the order is delivered (or refunded in full), or nothing was charged and the answer says so.`;
 }
 

@@ -23,7 +23,7 @@ export class OrderRecovery {
     private readonly log: Logger,
     private readonly options: { intervalMs: number; leaseSeconds: number },
   ) {
-    this.task = new PeriodicTask('order recovery', () => this.runOnce(), options.intervalMs, log);
+    this.task = new PeriodicTask('order recovery', () => this.runOnce(), { intervalMs: options.intervalMs, log });
   }
 
   start(): void {
@@ -62,7 +62,7 @@ export class OrderRecovery {
   /** No new pass; facilitator calls still waiting give up (the service is stopping), then the orders under way end. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.deps.gateway.close();
+    this.deps.checkout.close();
     await this.task.stop();
     await Promise.all(this.inFlight.values());
   }

@@ -5,9 +5,8 @@ import {
   upgradeRecord,
   type PriceRecordText,
 } from '../audit/index.js';
-import type { ApiError } from '../errors/index.js';
 import { randomId } from '../ids/index.js';
-import type { DiscoveryDeclaration, PaymentPayload, PaymentRequirements, SentPayment } from '../payments/index.js';
+import type { DiscoveryDeclaration, Offer, PaymentPayload, SentPayment, VerifiedPayment } from '../payments/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import type { ServiceRow, StreamLoad } from '../services/index.js';
 import type { PricedExtension } from './extension-price.js';
@@ -39,7 +38,7 @@ export interface Attempt extends PlaceOrder {
   /** The PAYMENT-SIGNATURE read by payments/; undefined when there is none or it is not a payment it takes. */
   sent?: SentPayment;
   paymentId?: string;
-  /** The order that already used the sent authorization (payer and nonce), read with the Idempotency-Key. */
+  /** The order that already used the sent authorization (payer and reference), read with the Idempotency-Key. */
   authorizationUsedBy?: string;
 }
 
@@ -54,17 +53,6 @@ export interface Sale {
   demand: StreamLoad;
   extension?: PricedExtension;
   upgrade?: PricedUpgrade;
-}
-
-/** The 402 answer's terms, and how to refuse a payment with them (an ApiError carrying PAYMENT-REQUIRED). */
-export interface Offer {
-  requirements: PaymentRequirements;
-  paymentRequired: (code: string, message: string, status?: number) => Promise<ApiError>;
-}
-
-/** A payment the facilitator vouched for; its proof is searched on the chain from claimBlock. */
-export interface VerifiedPayment extends SentPayment {
-  claimBlock: bigint;
 }
 
 /** The audit record of the evaluation that priced the sale, as the claim appends it to the chain. */
@@ -153,8 +141,8 @@ export function newOrderOf(
     asset: requirements.asset,
     pay_to: requirements.payTo,
     payer: payment.payer.toLowerCase(),
-    nonce: payment.reference.toLowerCase(),
-    valid_before: payment.validUntil,
+    payment_reference: payment.reference.toLowerCase(),
+    payment_valid_until: payment.validUntil,
     claim_block: payment.claimBlock.toString(),
     payment: storedPayment(payment.payload),
     requirements: requirements as unknown as Record<string, unknown>,

@@ -29,3 +29,12 @@ export { PaymentPrecheck, type CodeLookup } from './payment-precheck.js';
 export { TRANSFER_WITH_AUTHORIZATION_TYPES } from './transfer-digest.js';
 export type { SentPayment } from './sent-payment.js';
 export { declareRefundExtension, REFUND_EXTENSION, type RefundTermsInfo } from './refund-extension.js';
+export {
+  Checkout,
+  VALID_UNTIL_SLACK_SECONDS,
+  type CheckoutOptions,
+  type PaymentRecord,
+  type SettleAnswer,
+} from './checkout.js';
+export { isRefusal, type Offer, type PaymentRefusal, type VerifiedPayment } from './payment-refusal.js';
+export type { SettlementRoute } from './payment-gateway.js';

@@ -1,6 +1,6 @@
 import { HostPlacement } from '../../hosts/index.js';
 import { inFlightOrders, OrderRecovery, OrderService, OrderStore } from '../../orders/index.js';
-import { PaymentPrecheck } from '../../payments/index.js';
+import { Checkout, PaymentPrecheck } from '../../payments/index.js';
 import type { ServiceRecords } from '../../services/index.js';
 import { sellsStreams, type Foundation } from './foundation.js';
 
@@ -13,18 +13,25 @@ export function sales(base: Foundation, services: ServiceRecords) {
   if (!(pay.gateway && pay.ledger && sellsStreams(base))) return {};
   const store = new OrderStore(db);
   const { leaseSeconds, recoveryIntervalMs } = config.orders;
-  const deps = { db, orders: store, services, gateway: pay.gateway, ledger: pay.ledger, live, log, metrics };
+  const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
+  const checkout = new Checkout({ gateway: pay.gateway, ledger: pay.ledger, precheck });
+  const deps = { db, orders: store, services, checkout, live, log, metrics };
   const placement = new HostPlacement(db, {
     downAfterSeconds: config.streaming.downAfterSeconds,
     fallbackLimits: stream.limits,
     inFlight: inFlightOrders(live),
   });
-  const precheck = new PaymentPrecheck(chainChecks, config.eip6492Factories);
-  const orders = new OrderService(db, live, audit, store, services, pay.gateway, deps, {
+  const orders = new OrderService({
+    db,
+    live,
+    audit,
+    orders: store,
+    services,
+    checkout,
+    advance: deps,
     leaseSeconds,
     waitForInFlightMs: 3000,
     placement,
-    precheck,
     refundAfterMs: config.refunds.provisionTimeoutMs,
   });
   const recovery = new OrderRecovery(store, deps, log, { intervalMs: recoveryIntervalMs, leaseSeconds });

@@ -1,0 +1,2 @@
+export { upgradeStillFits } from './upgrade-sale.js';
+export { extensionStillFits } from './extension-sale.js';
