@@ -4,8 +4,9 @@
  * docs/api.md states ("Stop it, get the unused share back"), on a timeline it keeps itself, with integer arithmetic and
  * nothing imported from the refund code:
  *  - the order's base fee is kept once; every other atomic unit paid buys hours, at the rate of the payment it is in;
- *  - a payment's hours are the order's first hours, an extension's hours follow the expiry it extended, an upgrade's
- *    are the time that was left when it was bought (its hours: that time rounded up to 1/100 h, at least 1 h);
+ *  - a payment's hours are the order's first hours, an extension's hours follow the expiry it extended (or, bought
+ *    after the service expired, run from that moment), an upgrade's are the time that was left when it was bought
+ *    (its hours: that time rounded up to 1/100 h, at least 1 h);
  *  - each payment gets back its amount less its base fee, times its hours not yet run at the stop (counted in whole
  *    millionths of an hour) over the hours it paid for, rounded down to the atomic unit;
  *  - each wallet gets what its own payments get back, nothing below the catalog's minimum refund.
@@ -47,7 +48,7 @@ before(async () => {
 interface Case {
   order: { centihours: number; hourlyPart: number; wallet: number };
   steps: Array<
-    | { kind: 'extension'; after: number; centihours: number; amount: number; wallet: number }
+    | { kind: 'extension'; after: number; lapsedMs: number; centihours: number; amount: number; wallet: number }
     | { kind: 'upgrade'; after: number; amount: number; wallet: number }
   >;
   stopAfter: number;
@@ -66,6 +67,8 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
       fc.record({
         kind: fc.constant('extension' as const),
         after: fraction,
+        // Mostly bought while the service runs; else this long after it expired (within the 24 h grace period).
+        lapsedMs: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 24 * HOUR_MS })),
         centihours: fc.integer({ min: 1, max: 72_000 }),
         amount: fc.integer({ min: 1, max: 20_000_000 }),
         wallet,
@@ -117,17 +120,20 @@ function timeline(c: Case): { bought: Bought[]; expiry: number; stop: number } {
     if (step.kind === 'extension') {
       const ms = step.centihours * 36_000;
       const id = `ord_${i + 1}`;
+      // A service extended after it expired runs the hours bought from its return.
+      if (step.lapsedMs > 0) now = expiry + step.lapsedMs;
+      const from = Math.max(expiry, now);
       bought.push({
         id,
         kind: 'extension',
         amount: BigInt(step.amount),
         base: 0n,
         centihours: step.centihours,
-        from: expiry,
-        to: expiry + ms,
+        from,
+        to: from + ms,
         wallet: WALLETS[step.wallet],
       });
-      expiry += ms;
+      expiry = from + ms;
     } else {
       // Priced for the time left, rounded up to 1/100 h, at least the product's minimum duration (1 h).
       const centihours = Math.max(100, Math.ceil((expiry - now) / 36_000));
