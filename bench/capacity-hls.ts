@@ -13,6 +13,7 @@ import { startFfmpegSource, waitFor } from '../test/support/streaming.js';
 import { TestWallet } from '../test/support/wallet.js';
 import type { PlayersReport } from './hls-players.js';
 import { hostCpu } from './capacity-planes.js';
+import { coresOver } from './listener-hold.js';
 import { stopProcess } from './streaming.js';
 
 const PLAYERS_PER_CHILD = 1000;
@@ -91,13 +92,7 @@ export async function measureHls(root: string, players: number, seconds: number,
       startPlayers(root, stream.hls, Math.floor(players / children) + (i < players % children ? 1 : 0), until),
     );
     await sleep((RAMP_SECONDS + 12) * 1000);
-    const cpu = hostCpu(service.process.pid!);
-    const [c0, t0] = [await cpu(), performance.now()];
-    await sleep(seconds * 1000);
-    const [c1, t1] = [await cpu(), performance.now()];
-    const window = (t1 - t0) / 1000;
-    const cores: Record<string, number> = {};
-    for (const k of Object.keys(c1)) cores[k] = ((c1[k] - c0[k]) / window) * 100;
+    const { cores, seconds: window } = await coresOver(hostCpu(service.process.pid!), seconds);
     return { players, report: sum(await Promise.all(reports)), seconds: window, cores };
   } finally {
     source?.kill('SIGKILL');

@@ -11,7 +11,7 @@ import { roomyCatalog, startService, type Service } from '../test/support/servic
 import { TestWallet } from '../test/support/wallet.js';
 import { startBareIcecast } from './bare-icecast.js';
 import type { ListenerFleet } from './listener-fleet.js';
-import { type Burst, type CpuSampler, type Held, holdListeners, summarizeBurst } from './listener-hold.js';
+import { type Burst, type CpuSampler, coresOver, type Held, holdListeners, summarizeBurst } from './listener-hold.js';
 import { startMp3Sources } from './mp3-sources.js';
 import { pool } from './pool.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
@@ -29,12 +29,16 @@ export interface Shape {
 
 export interface PlaneResult {
   plane: 'anchor' | 'haproxy' | 'front-door';
+  /** % of one core per process group with the sources on and no listener. */
+  idle: Record<string, number>;
   burst: Burst;
   /** One more listener per full stream: how many were admitted (must be none); absent for the anchor (no cap). */
   extra?: { admitted: number; tried: number };
   held: Held;
   /** % of one core of every process of the data plane while the listeners are held. */
   hostCores: number;
+  /** When more than 2,000 listeners were opened: a second burst of 2,000 alone, on the first streams. */
+  burst2000?: Burst;
 }
 
 interface Streams {
@@ -42,33 +46,54 @@ interface Streams {
   broadcast: string[];
 }
 
+interface Plane {
+  cpu: CpuSampler;
+  /** Waits until the plane has finished admitting (its callbacks stand still). */
+  settle: () => Promise<void>;
+  /** The plane caps each stream at its places (a host; not the anchor). */
+  capped: boolean;
+}
+
+const IDLE_SECONDS = 10;
+/** The issue's second burst: 2,000 listeners at once, within 2 s. */
+const SMALL_BURST = 2000;
+
+/** Every place opened at once on `urls`, then closed again once all are answered. */
+async function burstAlone(shape: Shape, plane: Plane, urls: string[]): Promise<Burst> {
+  await shape.fleet.closeAll();
+  await plane.settle();
+  const burst = summarizeBurst(await shape.fleet.open(urls));
+  await shape.fleet.closeAll();
+  return burst;
+}
+
 /**
- * Sources on every stream; then every place opened at once; then, when the plane caps streams (`probeFull`), one
- * more listener per stream; then the hold. `settle` waits until the plane has finished admitting.
+ * Sources on every stream, their idle cost; then every place opened at once; on a capped plane one more listener per
+ * stream; then the hold; on a capped plane with more than 2,000 places, a burst of 2,000 alone.
  */
-async function carry(
-  shape: Shape,
-  streams: Streams,
-  cpu: CpuSampler,
-  settle: () => Promise<void>,
-  probeFull: boolean,
-): Promise<{ burst: Burst; held: Held; extra?: PlaneResult['extra'] }> {
+async function carry(shape: Shape, streams: Streams, plane: Plane): Promise<Omit<PlaneResult, 'plane' | 'hostCores'>> {
   const sources = await startMp3Sources(shape.root, streams.broadcast, shape.kbps);
   try {
     if (sources.refused) throw new Error(`${sources.refused} sources were refused`);
     await Promise.all(streams.listen.map((u) => waitLive(u, shape.signal)));
-    await settle();
-    const opened = await shape.fleet.open(streams.listen.flatMap((u) => Array(shape.places).fill(u)));
+    await plane.settle();
+    const idle = (await coresOver(plane.cpu, IDLE_SECONDS)).cores;
+    const urls = streams.listen.flatMap((u) => Array(shape.places).fill(u));
+    const opened = await shape.fleet.open(urls);
     const burst = summarizeBurst(opened);
-    await settle();
+    await plane.settle();
     let extra: PlaneResult['extra'];
-    if (probeFull) {
+    if (plane.capped) {
       const more = await shape.fleet.open(streams.listen);
       extra = { admitted: more.answers.filter((a) => a.status === 200).length, tried: more.answers.length };
-      await settle();
+      await plane.settle();
     }
-    const held = await holdListeners(shape.fleet, opened, shape.holdSeconds, shape.kbps * 125, cpu);
-    return { burst, held, extra };
+    const held = await holdListeners(shape.fleet, opened, shape.holdSeconds, shape.kbps * 125, plane.cpu);
+    const burst2000 =
+      plane.capped && urls.length > SMALL_BURST
+        ? await burstAlone(shape, plane, urls.slice(0, SMALL_BURST))
+        : undefined;
+    return { idle, burst, extra, held, burst2000 };
   } finally {
     await shape.fleet.closeAll();
     await sources.stop();
@@ -82,8 +107,8 @@ export async function measureAnchor(shape: Shape): Promise<PlaneResult> {
     const mounts = Array.from({ length: shape.streams }, (_, i) => `/anchor-${i}.mp3`);
     const streams = { listen: mounts.map(icecast.listenUrl), broadcast: mounts.map(icecast.broadcastUrl) };
     const cpu = async () => ({ icecast: (await treeCpu(icecast.pid))?.self ?? Number.NaN });
-    const { burst, held } = await carry(shape, streams, cpu, () => sleep(2000), false);
-    return { plane: 'anchor', burst, held, hostCores: held.cores.icecast };
+    const carried = await carry(shape, streams, { cpu, settle: () => sleep(2000), capped: false });
+    return { plane: 'anchor', ...carried, hostCores: carried.held.cores.icecast };
   } finally {
     await icecast.stop();
   }
@@ -139,8 +164,8 @@ export async function measureHost(shape: Shape, plane: 'haproxy' | 'front-door')
       await sleep(2000); // the listener_removes of the probes before
       await drain(origin, shape.signal);
     };
-    const { burst, held, extra } = await carry(shape, streams, hostCpu(service.process.pid!), settle, true);
-    return { plane, burst, held, extra, hostCores: held.cores.host };
+    const carried = await carry(shape, streams, { cpu: hostCpu(service.process.pid!), settle, capped: true });
+    return { plane, ...carried, hostCores: carried.held.cores.host };
   } finally {
     await service?.stop();
   }

@@ -56,19 +56,19 @@ async function oneRun(index: number): Promise<CapacityRun> {
 
 const results: CapacityRun[] = [];
 for (let i = 0; i < runs; i++) results.push(await oneRun(i));
+const load = loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
 const section = [
   '## Listener capacity: a host against Icecast alone (`npm run bench:listener-capacity`)',
   '',
-  `Machine: ${availableParallelism()} cores, load average ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')} at the end (shared with other work unless said otherwise). ${streams} streams of ${places} places at`,
-  `${KBPS} kbps (raw source clients replaying an MP3 in a child process); ${listeners} listeners opened at once by raw`,
-  'clients in child processes of their own (several sockets each), held for ' +
-    `${holdSeconds} s; "in real time" = received ≥ 95 % of the bitrate over the hold. The anchor is Icecast alone with`,
-  "serve's limits but no proxy and no callbacks; a host is `serve` with its proxy, Icecast, PostgreSQL (the dev chain",
-  'is left out). CPU is % of one core from /proc over the hold; "whole plane" sums every process of the data plane;',
-  "its CPU per 1,000 held listeners is compared with the anchor's. HLS: players fetch their session's playlist from",
-  'serve every 2 s and each new segment once from nginx, in child processes.',
+  `Machine: ${availableParallelism()} cores, load average ${load} at the end. ${streams} streams of ${places} places`,
+  `at ${KBPS} kbps (raw source clients replaying an MP3 in a child process); ${listeners} listeners opened at once by`,
+  `raw clients in child processes of their own, then held ${holdSeconds} s; "in real time" = received ≥ 95 % of the`,
+  "bitrate over the hold. The anchor: Icecast alone with serve's limits, no proxy, no callbacks. A host: `serve` with",
+  'its proxy, Icecast and PostgreSQL (the dev chain left out). CPU: % of one core from /proc; "whole plane" sums every',
+  "process of the data plane, and its CPU per 1,000 held listeners is set beside the anchor's. HLS: players fetch their",
+  "session's playlist from serve every 2 s and each new segment once from nginx, in child processes.",
   '',
   ...results.map(runTable),
   targetsTable(results),

@@ -14,6 +14,7 @@ export interface Burst {
   /** Seconds from the open until the last admitted listener's answer. */
   allAdmittedSeconds: number;
   p50Seconds: number;
+  p90Seconds: number;
 }
 
 export interface Held {
@@ -43,11 +44,26 @@ export function summarizeBurst(opened: Opened): Burst {
     admitted: admittedAt.length,
     refused,
     allAdmittedSeconds: admittedAt.at(-1) ?? Number.NaN,
-    p50Seconds: admittedAt[Math.floor(admittedAt.length / 2)] ?? Number.NaN,
+    p50Seconds: admittedAt[Math.floor(admittedAt.length * 0.5)] ?? Number.NaN,
+    p90Seconds: admittedAt[Math.floor(admittedAt.length * 0.9)] ?? Number.NaN,
   };
 }
 
 export const refusedCount = (b: Burst) => Object.values(b.refused).reduce((n, k) => n + k, 0);
+
+/** % of one core per process group over the next `seconds`. */
+export async function coresOver(
+  cpu: CpuSampler,
+  seconds: number,
+): Promise<{ cores: Record<string, number>; seconds: number }> {
+  const [c0, t0] = [await cpu(), performance.now()];
+  await sleep(seconds * 1000);
+  const [c1, t1] = [await cpu(), performance.now()];
+  const window = (t1 - t0) / 1000;
+  const cores: Record<string, number> = {};
+  for (const k of Object.keys(c1)) cores[k] = ((c1[k] - c0[k]) / window) * 100;
+  return { cores, seconds: window };
+}
 
 /** Holds the admitted listeners of `opened` for `seconds` and measures them against `bytesPerSecond`. */
 export async function holdListeners(
