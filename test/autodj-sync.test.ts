@@ -37,13 +37,7 @@ test('a sync from an old read neither stops a new AutoDJ nor starts one of an en
   } as unknown as Database;
   const media = { list: async () => [], pathOf: (_id: string, name: string) => name } as unknown as MediaLibrary;
   // Nothing listens on port 9: the encoders fail and are started again, which this test does not look at.
-  const djs = new AutoDjManager(
-    db,
-    media,
-    () => 'http://127.0.0.1:9',
-    () => undefined,
-    log,
-  );
+  const djs = new AutoDjManager({ db, media, icecastUrl: () => 'http://127.0.0.1:9', admin: () => undefined, log });
   const older = autodjService('svc_older');
   const bought = autodjService('svc_bought');
   try {

@@ -179,10 +179,10 @@ describe('host monitor', () => {
       ['/here1', 0],
       ['/here2', 0],
     ]);
-    const reconciler = new HostReconciler(
-      store.db,
-      'fenced',
-      {
+    const reconciler = new HostReconciler({
+      db: store.db,
+      hostId: 'fenced',
+      workers: {
         admin: () => ({
           listMounts: async () => [...icecast].map((mount) => ({ mount })),
           killSource: async (mount: string) => icecast.delete(mount),
@@ -195,9 +195,9 @@ describe('host monitor', () => {
         sourceEpoch: (mount) => admittedAt.get(mount),
         leaseHeld: () => leaseHeld,
       },
-      quiet,
-      60_000,
-    );
+      log: quiet,
+      intervalMs: 60_000,
+    });
     await reconciler.pass();
     assert.deepEqual([...icecast].sort(), ['/here1', '/here2'], 'the mount of a service placed elsewhere is cut');
     // here1 moved away and back while its old source stayed connected: a new epoch, the old source goes.

@@ -18,9 +18,7 @@ function countedTask(kickGapMs: number) {
       started.push(Date.now());
       if (started.length === 1) await firstHeld;
     },
-    HOUR_MS,
-    quiet,
-    kickGapMs,
+    { intervalMs: HOUR_MS, log: quiet, kickGapMs },
   );
   return { task, started, releaseFirst };
 }

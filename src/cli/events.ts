@@ -48,7 +48,7 @@ export async function events(
   const endpoints = new WebhookEndpoints(db, settings.secretGraceSeconds, secrets);
   const sealed = await endpoints.sealStoredSecrets();
   if (sealed) log.info({ endpoints: sealed }, 'webhook secrets stored in the clear are sealed now');
-  const worker = new DeliveryWorker(db, policy, settings.delivery, log, secrets);
+  const worker = new DeliveryWorker({ db, policy, options: settings.delivery, log, secrets });
   const sourceEvents = new SourceEventGate(db, settings.sourceWindowSeconds, log);
   feed.onDeliveries(() => worker.wake());
   let stopped: Promise<void> | undefined;

@@ -81,6 +81,17 @@ export function retryDelaySeconds(
   return plain * (0.8 + 0.4 * random());
 }
 
+/** What a DeliveryWorker works with. */
+export interface DeliveryWorkerDeps {
+  db: Database;
+  /** Which endpoint addresses may be called, checked at each delivery. */
+  policy: WebhookUrlPolicy;
+  options: DeliveryOptions;
+  log: Logger;
+  /** Opens the endpoints' sealed signing secrets; without it, only secrets stored in the clear can sign. */
+  secrets?: SecretBox;
+}
+
 /**
  * Delivers the webhook outbox (webhook_deliveries) at least once. Every instance runs one, making up to `concurrency`
  * deliveries at a time: a delivery is claimed with a lease, so instances share the work, and one whose instance died
@@ -98,13 +109,19 @@ export class DeliveryWorker {
   /** Deliveries being made, by delivery id: whether their endpoint is slow, and when they end. */
   private readonly inFlight = new Map<string, { slow: boolean; done: Promise<void> }>();
 
-  constructor(
-    private readonly db: Database,
-    private readonly policy: WebhookUrlPolicy,
-    private readonly options: DeliveryOptions,
-    private readonly log: Logger,
-    private readonly secrets: SecretBox | undefined,
-  ) {}
+  private readonly db: Database;
+  private readonly policy: WebhookUrlPolicy;
+  private readonly options: DeliveryOptions;
+  private readonly log: Logger;
+  private readonly secrets: SecretBox | undefined;
+
+  constructor(deps: DeliveryWorkerDeps) {
+    this.db = deps.db;
+    this.policy = deps.policy;
+    this.options = deps.options;
+    this.log = deps.log;
+    this.secrets = deps.secrets;
+  }
 
   start(): void {
     this.started = true;

@@ -48,7 +48,7 @@ export class HostMonitor {
     private readonly log: Logger,
     private readonly options: HostMonitorOptions,
   ) {
-    this.task = new PeriodicTask('host monitor', () => this.pass(), options.intervalMs, log);
+    this.task = new PeriodicTask('host monitor', () => this.pass(), { intervalMs: options.intervalMs, log });
   }
 
   start(): void {

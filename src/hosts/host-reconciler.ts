@@ -42,6 +42,16 @@ export interface HostWorkers {
   titlesSent?: Map<string, string>;
 }
 
+/** Where a HostReconciler runs and what it drives. */
+export interface HostReconcilerOptions {
+  db: Database;
+  hostId: string;
+  workers: HostWorkers;
+  log: Logger;
+  /** How often it reconciles without being woken (HOST_RECONCILE_INTERVAL_MS). */
+  intervalMs: number;
+}
+
 const LIVE_ON_HOST = `SELECT ${SERVICE_ROW_COLUMNS}, host_epoch FROM services
   WHERE host_id = $1 AND status IN ('active', 'suspended')`;
 const NOTIFIED = `SELECT ${SERVICE_ROW_COLUMNS}, host_epoch FROM services WHERE id = ANY($1)`;
@@ -74,16 +84,24 @@ export class HostReconciler {
   private notified = new Set<string>();
   private notifiedAll = false;
 
-  constructor(
-    private readonly db: Database,
-    private readonly hostId: string,
-    private readonly workers: HostWorkers,
-    private readonly log: Logger,
-    /** How often it reconciles without being woken (HOST_RECONCILE_INTERVAL_MS). */
-    private readonly intervalMs: number,
-  ) {
-    this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), intervalMs, log, WOKEN_PASS_GAP_MS);
-    this.titles = workers.titlesSent ?? new Map();
+  private readonly db: Database;
+  private readonly hostId: string;
+  private readonly workers: HostWorkers;
+  private readonly log: Logger;
+  private readonly intervalMs: number;
+
+  constructor(options: HostReconcilerOptions) {
+    this.db = options.db;
+    this.hostId = options.hostId;
+    this.workers = options.workers;
+    this.log = options.log;
+    this.intervalMs = options.intervalMs;
+    this.task = new PeriodicTask('host reconcile', () => this.passOrListenAnew(), {
+      intervalMs: this.intervalMs,
+      log: this.log,
+      kickGapMs: WOKEN_PASS_GAP_MS,
+    });
+    this.titles = this.workers.titlesSent ?? new Map();
   }
 
   start(): void {

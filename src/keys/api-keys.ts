@@ -47,12 +47,10 @@ export class ApiKeys {
    * while that notification channel is down nothing is cached. Returns the function that stops listening.
    */
   async listenForRevocations(): Promise<() => Promise<void>> {
-    this.revocations = new ChannelListener(
-      this.db,
-      REVOCATION_CHANNEL,
-      (id) => this.forget(id),
-      () => this.forgetAll(),
-    );
+    this.revocations = new ChannelListener(this.db, REVOCATION_CHANNEL, {
+      onNotified: (id) => this.forget(id),
+      onLost: () => this.forgetAll(),
+    });
     await this.revocations.start();
     return () => this.revocations!.stop();
   }

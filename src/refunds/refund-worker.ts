@@ -21,7 +21,7 @@ export class RefundWorker {
     private readonly log: Logger,
     private readonly options: { intervalMs: number; leaseSeconds: number },
   ) {
-    this.task = new PeriodicTask('refund worker', () => this.runOnce(), options.intervalMs, log);
+    this.task = new PeriodicTask('refund worker', () => this.runOnce(), { intervalMs: options.intervalMs, log });
   }
 
   start(): void {

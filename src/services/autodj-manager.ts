@@ -13,6 +13,18 @@ const OWN_DISCONNECT_MS = 2000;
 /** After this long a yielded mount without a source means the live encoder left unheard. */
 const LIVE_CHECK_MS = 10_000;
 
+/** What an AutoDjManager works with. */
+export interface AutoDjDeps {
+  db: Database;
+  media: MediaLibrary;
+  /** Where AutoDJ connects as a source. */
+  icecastUrl: () => string;
+  admin: () => IcecastAdmin | undefined;
+  log: Logger;
+  /** Told each track AutoDJ plays, for the mount's metadata and the now-playing record. */
+  nowPlaying?: NowPlaying;
+}
+
 /**
  * One AutoDJ per active AutoDJ service on this instance's Icecast: temporary-autodj always, event-stream with
  * autodj: true while no live encoder is connected. It plays the playlist (or every uploaded file) and updates the
@@ -23,14 +35,7 @@ export class AutoDjManager {
   /** Services whose live encoder holds the mount (and since when): AutoDJ waits until it leaves. */
   private readonly liveSources = new Map<string, number>();
 
-  constructor(
-    private readonly db: Database,
-    private readonly media: MediaLibrary,
-    private readonly icecastUrl: () => string,
-    private readonly admin: () => IcecastAdmin | undefined,
-    private readonly log: Logger,
-    private readonly nowPlaying?: NowPlaying,
-  ) {}
+  constructor(private readonly deps: AutoDjDeps) {}
 
   static wanted(service: ServiceRow): boolean {
     return service.status === 'active' && (service.product_id === 'temporary-autodj' || service.limits.autodj === true);
@@ -56,7 +61,7 @@ export class AutoDjManager {
 
   /** Which of these services PostgreSQL has active and not expired now. */
   private async stillActive(services: ServiceRow[]): Promise<Set<string>> {
-    const rows = await this.db.query<{ id: string }>(
+    const rows = await this.deps.db.query<{ id: string }>(
       `SELECT id FROM services WHERE id = ANY($1::text[]) AND status = 'active'
          AND (expires_at IS NULL OR expires_at > now())`,
       [services.map((s) => s.id)],
@@ -93,7 +98,8 @@ export class AutoDjManager {
   private async noticeLiveEncodersGone(services: ServiceRow[]): Promise<void> {
     const waiting = services.filter((s) => Date.now() - (this.liveSources.get(s.id) ?? Date.now()) > LIVE_CHECK_MS);
     if (!waiting.length) return;
-    const mounts = await this.admin()
+    const mounts = await this.deps
+      .admin()
       ?.listMounts()
       .catch(() => undefined);
     if (!mounts) return;
@@ -102,7 +108,8 @@ export class AutoDjManager {
   }
 
   private async hasSource(mount: string): Promise<boolean> {
-    const mounts = await this.admin()
+    const mounts = await this.deps
+      .admin()
       ?.listMounts()
       .catch(() => undefined);
     return mounts?.some((m) => m.mount === mount) ?? false;
@@ -119,7 +126,7 @@ export class AutoDjManager {
   }
 
   private start(service: ServiceRow): void {
-    const base = new URL(this.icecastUrl());
+    const base = new URL(this.deps.icecastUrl());
     const dj = new AutoDj({
       sourceUrl: `icecast://${AUTODJ_USER}:${encodeURIComponent(service.source_password)}@${base.host}${service.mount}`,
       bitrateKbps: Number(service.limits.bitrate_kbps ?? 128),
@@ -130,33 +137,36 @@ export class AutoDjManager {
           ? { title: track.title, artist: track.artist ?? null }
           : { title: basename(track.path), artist: null };
         // Recorded before Icecast hears it: the stats poll then sees a title already playing, not a live change.
-        await this.nowPlaying
+        await this.deps.nowPlaying
           ?.record(service.id, { ...named, source: 'autodj' })
-          .catch((err) => this.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));
-        await this.admin()
+          .catch((err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));
+        await this.deps
+          .admin()
           ?.updateMetadata(service.mount, songText(named))
           .catch(() => false);
       },
     });
     dj.on('trackError', ({ path, error }) =>
-      this.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'),
+      this.deps.log.warn({ service_id: service.id, path, err: error }, 'AutoDJ skipped a file'),
     );
     dj.on('encoderExited', ({ code, stderr }) => {
       // After stop() the encoder's exit is the plan, not news; what it printed says why (e.g. the mount was taken).
-      if (dj.isRunning) this.log.info({ service_id: service.id, code, stderr }, 'AutoDJ encoder exited; restarting');
+      if (dj.isRunning)
+        this.deps.log.info({ service_id: service.id, code, stderr }, 'AutoDJ encoder exited; restarting');
     });
     dj.start();
     this.running.set(service.id, dj);
-    this.log.info({ service_id: service.id }, 'AutoDJ started');
+    this.deps.log.info({ service_id: service.id }, 'AutoDJ started');
   }
 
   /** The current playlist as file paths: the chosen order, or every uploaded file by name. */
   private async playlist(serviceId: string): Promise<string[]> {
-    const [row] = await this.db.query<{ playlist: string[] | null }>('SELECT playlist FROM services WHERE id = $1', [
-      serviceId,
-    ]);
-    const files = (await this.media.list(serviceId)).map((f) => f.name);
+    const [row] = await this.deps.db.query<{ playlist: string[] | null }>(
+      'SELECT playlist FROM services WHERE id = $1',
+      [serviceId],
+    );
+    const files = (await this.deps.media.list(serviceId)).map((f) => f.name);
     const chosen = (row?.playlist ?? []).filter((name) => files.includes(name));
-    return (chosen.length ? chosen : files).map((name) => this.media.pathOf(serviceId, name));
+    return (chosen.length ? chosen : files).map((name) => this.deps.media.pathOf(serviceId, name));
   }
 }

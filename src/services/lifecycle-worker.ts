@@ -83,7 +83,7 @@ export class LifecycleWorker {
   private lastDecisions = new Map<string, RememberedDecisions>();
 
   constructor(private readonly deps: LifecycleDeps) {
-    this.task = new PeriodicTask('life-cycle tick', () => this.tick(), deps.intervalMs, deps.log);
+    this.task = new PeriodicTask('life-cycle tick', () => this.tick(), { intervalMs: deps.intervalMs, log: deps.log });
   }
 
   start(): void {

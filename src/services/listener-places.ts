@@ -59,13 +59,11 @@ export class ListenerPlaces {
     private readonly fullPassMs = 30_000,
   ) {
     this.writer = new PlaceWriter(db, log);
-    this.channel = new ChannelListener(
-      db,
-      ADMISSION_CHANNEL,
-      (serviceId) => this.notified(serviceId),
-      () => this.unload(),
-      () => void this.readAgain(),
-    );
+    this.channel = new ChannelListener(db, ADMISSION_CHANNEL, {
+      onNotified: (serviceId) => this.notified(serviceId),
+      onLost: () => this.unload(),
+      onListening: () => void this.readAgain(),
+    });
   }
 
   /** True while admissions are answered from memory. */

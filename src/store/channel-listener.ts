@@ -2,6 +2,16 @@ import type { Client, Database } from './database.js';
 
 const RECONNECT_MS = 1000;
 
+/** What a ChannelListener tells its owner. */
+export interface ChannelHandlers {
+  /** A notification on the channel, with its payload. */
+  onNotified: (payload: string) => void;
+  /** The connection is down: notifications may be lost from now on. */
+  onLost: () => void;
+  /** Listening again (after start or a reconnect). */
+  onListening?: () => void;
+}
+
 /**
  * Holds a LISTEN on a channel that triggers notify (e.g. an API key revoked, migration 017), on a connection of its
  * own. `listening` is true only while that connection is up: notifications sent while it is down are lost, so
@@ -16,9 +26,7 @@ export class ChannelListener {
   constructor(
     private readonly db: Database,
     private readonly channel: string,
-    private readonly onNotified: (payload: string) => void,
-    private readonly onLost: () => void,
-    private readonly onListening?: () => void,
+    private readonly handlers: ChannelHandlers,
   ) {}
 
   async start(): Promise<void> {
@@ -30,12 +38,12 @@ export class ChannelListener {
       client.on('error', lost);
       client.on('end', lost);
       client.on('notification', (n) => {
-        if (n.channel === this.channel && n.payload) this.onNotified(n.payload);
+        if (n.channel === this.channel && n.payload) this.handlers.onNotified(n.payload);
       });
       await client.query(`LISTEN ${this.channel}`);
       this.client = client;
       this.listening = true;
-      this.onListening?.();
+      this.handlers.onListening?.();
     } catch (err) {
       if (client) this.lose(client, err as Error);
       else this.scheduleRetry();
@@ -53,7 +61,7 @@ export class ChannelListener {
   private lose(client: Client, err?: Error): void {
     if (this.client === client) this.client = undefined;
     this.listening = false;
-    this.onLost();
+    this.handlers.onLost();
     client.removeAllListeners('notification');
     client.removeAllListeners('end');
     client.removeAllListeners('error');

@@ -1,5 +1,13 @@
 import type { Logger } from '../log/index.js';
 
+export interface PeriodicTaskOptions {
+  intervalMs: number;
+  /** Where failed passes are logged. */
+  log: Logger;
+  /** A kick runs a pass no sooner than this after the previous one began: kicks in a burst share passes. */
+  kickGapMs?: number;
+}
+
 /**
  * A pass that runs at start and then `intervalMs` after the end of the previous one (never two at once), until
  * stopped. A failed pass is logged and the next one runs as usual: workers must survive a database blip.
@@ -12,14 +20,19 @@ export class PeriodicTask {
   private running?: Promise<unknown>;
   private started = false;
 
+  private readonly intervalMs: number;
+  private readonly log: Logger;
+  private readonly kickGapMs: number;
+
   constructor(
     private readonly name: string,
     private readonly pass: () => Promise<unknown>,
-    private readonly intervalMs: number,
-    private readonly log: Logger,
-    /** A kick runs a pass no sooner than this after the previous one began: kicks in a burst share passes. */
-    private readonly kickGapMs = 0,
-  ) {}
+    { intervalMs, log, kickGapMs = 0 }: PeriodicTaskOptions,
+  ) {
+    this.intervalMs = intervalMs;
+    this.log = log;
+    this.kickGapMs = kickGapMs;
+  }
 
   start(): void {
     this.started = true;

@@ -90,10 +90,10 @@ export async function startStreamingHost(
     extendHint: extendHint(live, () => http.publicBaseUrl),
   });
   worker.start();
-  const reconciler = new HostReconciler(
+  const reconciler = new HostReconciler({
     db,
-    stream.hostId(),
-    {
+    hostId: stream.hostId(),
+    workers: {
       admin: () => stream.admin(),
       autodj,
       relays,
@@ -102,8 +102,8 @@ export async function startStreamingHost(
       titlesSent,
     },
     log,
-    config.streaming.reconcileIntervalMs,
-  );
+    intervalMs: config.streaming.reconcileIntervalMs,
+  });
   if (lease)
     lease.onLost = () => {
       // Cut off long enough to be counted down: its services may have moved, their notifications lost on the way.
@@ -129,7 +129,7 @@ async function joinHostPool({ config, log, db, stream, shutdown }: Foundation, l
   // partition nor a beat hung on a silent connection keeps the host from taking its lease again once it heals.
   const beats = new Database(db.url, { max: 1, timeoutMs: lease.beatTimeoutMs, name: 'agent-audio host beats' });
   const beat = () => lease.beat(() => beatStreamingHost(beats, id));
-  const heartbeat = new PeriodicTask('host heartbeat', beat, heartbeatMs, log);
+  const heartbeat = new PeriodicTask('host heartbeat', beat, { intervalMs: heartbeatMs, log });
   heartbeat.start();
   shutdown.push(async () => {
     await heartbeat.stop();

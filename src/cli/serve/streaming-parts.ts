@@ -49,14 +49,14 @@ export function streamingParts(base: Foundation) {
   const api = apiParts(base, hostDb, { media, nowPlaying }, titlesSent);
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, api.nowPlaying, () => http.publicBaseUrl);
-  const autodj = new AutoDjManager(
-    hostDb,
+  const autodj = new AutoDjManager({
+    db: hostDb,
     media,
-    () => stream.localUrl() ?? stream.publicUrl(),
-    () => stream.admin(),
+    icecastUrl: () => stream.localUrl() ?? stream.publicUrl(),
+    admin: () => stream.admin(),
     log,
     nowPlaying,
-  );
+  });
   const relays = new RelayManager(hostDb, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
   const recorder = hosting(base) ? liveShowRecorder(base, hostDb, media, autodj) : undefined;
   return {
