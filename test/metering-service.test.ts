@@ -154,6 +154,7 @@ const budgetSuite = () =>
 
       // Back-to-back 8 s sessions at 320 kbps (10×) until the mount refuses one.
       let sessions = 0;
+      const hops: string[] = [];
       let refusedAfter: number | undefined;
       let whenRefused: any;
       const hopping = (async () => {
@@ -162,6 +163,7 @@ const budgetSuite = () =>
           const began = Date.now();
           const code = await exitOf(encoder(hopper.broadcast_url, 320, ['-t', '8']), 30_000);
           const lasted = Date.now() - began;
+          hops.push(`${code}/${lasted} ms`);
           if (code !== 0 && lasted < 3000) {
             refusedAfter = sessions;
             whenRefused = await usage(hopper.service_id);
@@ -178,7 +180,7 @@ const budgetSuite = () =>
       const hopperUsage = whenRefused;
       const hopperRecord = await record(hopper.service_id);
       console.log(
-        `budget: 48 kbps on 32 cut after ${greedyCutAfter} ms (window ${WINDOW_SECONDS} s); 320 kbps 8 s sessions refused at session ${refusedAfter}; ` +
+        `budget: 48 kbps on 32 cut after ${greedyCutAfter} ms (window ${WINDOW_SECONDS} s); 320 kbps 8 s sessions refused at session ${refusedAfter} (exit/lasted: ${hops.join(', ')}); ` +
           `hopper budget ${JSON.stringify(hopperUsage.source.bitrate_budget)}`,
       );
 
