@@ -34,6 +34,11 @@ const listeners = streams * places;
 
 // Two descriptors per listener in a proxy, one in Icecast and in the listeners' children, and room for the rest.
 await ensureOpenFiles(2 * listeners + 5000);
+const loadAverage = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+const loadAtStart = loadAverage();
 
 async function oneRun(index: number): Promise<CapacityRun> {
   const signal = AbortSignal.timeout(60 * 60_000);
@@ -56,19 +61,17 @@ async function oneRun(index: number): Promise<CapacityRun> {
 
 const results: CapacityRun[] = [];
 for (let i = 0; i < runs; i++) results.push(await oneRun(i));
-const load = loadavg()
-  .map((l) => l.toFixed(2))
-  .join(' ');
 const section = [
   '## Listener capacity: a host against Icecast alone (`npm run bench:listener-capacity`)',
   '',
-  `Machine: ${availableParallelism()} cores, load average ${load} at the end. ${streams} streams of ${places} places`,
-  `at ${KBPS} kbps (raw source clients replaying an MP3 in a child process); ${listeners} listeners opened at once by`,
-  `raw clients in child processes of their own, then held ${holdSeconds} s; "in real time" = received ≥ 95 % of the`,
-  "bitrate over the hold. The anchor: Icecast alone with serve's limits, no proxy, no callbacks. A host: `serve` with",
-  'its proxy, Icecast and PostgreSQL (the dev chain left out). CPU: % of one core from /proc; "whole plane" sums every',
-  "process of the data plane, and its CPU per 1,000 held listeners is set beside the anchor's. HLS: players fetch their",
-  "session's playlist from serve every 2 s and each new segment once from nginx, in child processes.",
+  `Machine: ${availableParallelism()} cores, load average ${loadAtStart} at the start, ${loadAverage()} at the end.`,
+  `${streams} streams of ${places} places at ${KBPS} kbps (raw source clients replaying an MP3 in a child process);`,
+  `${listeners} listeners opened at once by raw clients in child processes of their own, then held ${holdSeconds} s;`,
+  '"in real time" = received ≥ 95 % of the bitrate over the hold. The anchor: Icecast alone with serve\'s limits, no proxy, no',
+  'callbacks. A host: `serve` with its proxy, Icecast and PostgreSQL (the dev chain left out). CPU: % of one core from',
+  '/proc; "whole plane" sums every process of the data plane, and its CPU per 1,000 held listeners is set beside the',
+  "anchor's. HLS: players fetch their session's playlist from serve every 2 s and each new segment once from nginx, in",
+  'child processes.',
   '',
   ...results.map(runTable),
   targetsTable(results),
