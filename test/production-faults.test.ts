@@ -43,7 +43,7 @@ async function runFault(
   { service, switchTo, payTo }: Deployment,
   fault: string,
   buyer: (typeof ROLES.buyers)[number],
-): Promise<{ counts: Awaited<ReturnType<typeof tallyOnChain>>; purchases: AgentPurchase[] }> {
+): Promise<{ counts: Awaited<ReturnType<typeof tallyOnChain>>; purchases: AgentPurchase[]; settles: number }> {
   const facilitator = await startFacilitator(chain.rpcUrl, { fault });
   cleanups.push(() => facilitator.stop());
   switchTo(facilitator.url);
@@ -55,9 +55,13 @@ async function runFault(
   const bought = Date.now();
   const counts = await tallyOnChain(service, chain, purchases);
   await facilitator.stop();
+  const settles = facilitator
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('"msg":"settle"')).length;
   if (process.env.DEBUG_FAULTS) console.log(facilitator.output(), service.output());
   console.log(
-    `fault ${fault}: purchases ${counts.purchases}, charged ${counts.charged}, delivered ${counts.delivered}, refunded ${counts.refunded}, double charges ${counts.doubleCharges}, paid and not delivered ${counts.paidNotDelivered} (${bought - started} ms buying, ${Date.now() - bought} ms settling)`,
+    `fault ${fault}: purchases ${counts.purchases}, charged ${counts.charged}, delivered ${counts.delivered}, refunded ${counts.refunded}, double charges ${counts.doubleCharges}, paid and not delivered ${counts.paidNotDelivered} (settle calls ${settles}; ${bought - started} ms buying, ${Date.now() - bought} ms settling)`,
   );
   const received = (await chain.chain.usdcBalance(payTo)) - sellerBefore;
   assert.equal(
@@ -67,7 +71,7 @@ async function runFault(
   );
   assert.equal(counts.doubleCharges, 0, `${fault}: nobody is charged twice`);
   assert.equal(counts.paidNotDelivered, 0, `${fault}: nothing paid stays undelivered and unrefunded`);
-  return { counts, purchases };
+  return { counts, purchases, settles };
 }
 
 interface Deployment {
@@ -129,6 +133,24 @@ describe('faults of a facilitator over HTTP, 20 purchases each, 4 at a time', { 
         );
       }
     }
+    const verify = await deployment.service.cli(['audit', 'verify']);
+    assert.equal(verify.code, 0, verify.stderr);
+  });
+
+  test('a settle that waits for its receipt longer than an order lease: recovery races it, the chain decides', async () => {
+    // The facilitator's own 30 s receipt wait, the service's default timeout (15 s), 3 s leases: recovery sends the
+    // payment again while the first settle still waits; that second one is refused (its transfer reverts).
+    const deployment = await productionBehindSwitch({ X402_MAX_TIMEOUT_SECONDS: '30' });
+    const fault = 'slow-settle:4000';
+    const { counts, purchases, settles } = await runFault(deployment, fault, ROLES.buyers[0]);
+    const undelivered = purchases.filter((p) => p.final.status !== 200).map((p) => [p.answers, p.final.body]);
+    assert.equal(counts.delivered, PURCHASES, `${fault}: every purchase delivered ${JSON.stringify(undelivered)}`);
+    assert.equal(counts.charged, PURCHASES, `${fault}: each charged once`);
+    assert.ok(
+      purchases.every((p) => p.answers.every((a) => a.code !== 'payment_failed')),
+      `${fault}: nobody was told nothing was charged`,
+    );
+    assert.ok(settles > PURCHASES, `${fault}: recovery sent payments again while their first settle waited`);
     const verify = await deployment.service.cli(['audit', 'verify']);
     assert.equal(verify.code, 0, verify.stderr);
   });

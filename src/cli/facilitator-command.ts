@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { jsonLogger } from '../log/index.js';
 import { readFacilitatorAuthPublicKey } from '../payments/facilitator-auth.js';
-import { landAfterMs } from '../payments/facilitator-faults.js';
+import { landAfterMs, receiptWaitMs } from '../payments/facilitator-faults.js';
 import { startFacilitatorServer } from '../payments/facilitator-server.js';
 import { createFacilitator } from '../payments/index.js';
 import type { Command } from './command-line.js';
@@ -55,6 +55,7 @@ export const facilitatorCommands: Record<string, Command> = {
       ...setup,
       mineLateReceipts: isLoopback(setup.rpcUrl),
       holdBroadcastMs: landAfterMs(fault),
+      confirmationTimeoutMs: receiptWaitMs(fault),
     });
     const stopped = stopRequested(() => process.exit(1));
     const server = await startFacilitatorServer({

@@ -26,8 +26,9 @@ its own key, which pays the gas. Services reach it through X402_FACILITATOR_URL.
   FACILITATOR_RPC_URL    the chain's RPC endpoint (it sends transactions)
   FACILITATOR_KEY_FILE   a file holding the gas wallet's 0x private key
   X402_NETWORK           the network it settles on (eip155:8453)
-  FACILITATOR_FAULT      tests only, refused in production: pending-200:MS, pending-500:MS, settle-hang,
-                         settle-refused, wrong-transaction, unsupported-network, down:MS
+  FACILITATOR_FAULT      tests only, refused in production: pending-200:MS, pending-500:MS, pending-circle:MS,
+                         pending-202:MS, slow-settle:MS, settle-hang, settle-refused, wrong-transaction[:0xHASH],
+                         unsupported-network, down:MS
 exit 0: stopped by a signal, 1: could not start, 2: a setting is missing`,
   doctor: `usage: agent-audio doctor [--json]
 

@@ -39,7 +39,7 @@ export async function startFacilitatorServer(options: {
       return send(res, 200, refusal(body, 'unexpected_settle_error', 'the facilitator could not settle'));
     }
     if (fault?.kind === 'wrong-transaction') {
-      const transaction = lastTransaction ?? `0x${randomBytes(32).toString('hex')}`;
+      const transaction = fault.transaction ?? lastTransaction ?? `0x${randomBytes(32).toString('hex')}`;
       return send(res, 200, { success: true, transaction, network: body.paymentRequirements.network });
     }
     const result = await facilitator.settle(body.paymentPayload, body.paymentRequirements);
@@ -50,7 +50,8 @@ export async function startFacilitatorServer(options: {
       return;
     }
     const pending = !result.success && result.errorReason === 'settlement_pending';
-    send(res, pending && fault?.kind === 'pending-500' ? 500 : 200, result);
+    if (pending) return sendPending(res, result, fault);
+    send(res, 200, result);
   };
 
   const routes: Record<string, (body: Body, res: ServerResponse) => Promise<void>> = {
@@ -134,6 +135,15 @@ function refusal(body: Body, errorReason: string, errorMessage: string): SettleR
     transaction: '',
     network: body.paymentRequirements.network,
   } as SettleResponse;
+}
+
+/** A settlement still in flight, in the shape of the facilitator the fault imitates. */
+function sendPending(res: ServerResponse, result: SettleResponse, fault: FacilitatorFault | undefined): void {
+  const paymentId = `pay_${randomBytes(12).toString('hex')}`;
+  if (fault?.kind === 'pending-500') return send(res, 500, result);
+  if (fault?.kind === 'pending-circle') return send(res, 200, { ...result, paymentId });
+  if (fault?.kind === 'pending-202') return send(res, 202, { paymentId, status: 'pending', retryAfterMs: 1000 });
+  send(res, 200, result);
 }
 
 function send(res: ServerResponse, status: number, value: unknown): void {

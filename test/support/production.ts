@@ -231,7 +231,8 @@ export interface AgentPurchase {
   key: string;
   signatures: string[];
   orderIds: Set<string>;
-  answers: Array<{ status: number; code?: string }>;
+  /** Each answer: its status and error code, the order it names, how long it took (with the 402 before it). */
+  answers: Array<{ status: number; code?: string; orderId?: string; ms: number }>;
   final: { status: number; headers: Headers; body: any };
 }
 
@@ -252,36 +253,50 @@ export async function agentBuysStream(
     answers: [],
     final: undefined!,
   };
+  let asked = performance.now();
   const note = (answer: AgentPurchase['final']) => {
     const orderId = answer.body?.order?.id ?? answer.body?.error?.details?.[0]?.order_id;
     if (orderId) purchase.orderIds.add(orderId);
-    purchase.answers.push({ status: answer.status, code: answer.body?.error?.code });
+    const ms = Math.round(performance.now() - asked);
+    purchase.answers.push({ status: answer.status, code: answer.body?.error?.code, orderId, ms });
     purchase.final = answer;
     return answer;
+  };
+  const timed = <T>(work: () => Promise<T>) => {
+    asked = performance.now();
+    return work();
   };
   const resend = () =>
     request(service, 'POST', '/orders', {
       body: SMALL_STREAM,
       headers: { 'idempotency-key': purchase.key, 'payment-signature': purchase.signatures.at(-1)! },
     });
-  let answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
+  let answer = note(
+    await slot(() => timed(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures))),
+  );
   let paidAgain = false;
   for (let round = 0; round < 120 && answer.status !== 200; round++) {
     const code = answer.body?.error?.code;
     if ((code === 'payment_failed' || code === 'payment_rejected') && !paidAgain) {
       paidAgain = true;
-      answer = note(await slot(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures)));
+      answer = note(
+        await slot(() => timed(() => buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures))),
+      );
     } else if (code === 'settlement_pending' && purchase.orderIds.size) {
       // As the answer suggests: follow the order (a cheap read), then ask again once its outcome is known.
       const id = [...purchase.orderIds].at(-1)!;
       await orderWhen(service, id, (state) => state !== 'settling', 30_000, 1000);
-      answer = note(await slot(() => resend()));
+      answer = note(await slot(() => timed(resend)));
     } else if (['settlement_pending', 'payment_network_unavailable', 'idempotency_in_progress'].includes(code)) {
       // As Retry-After says, shortened: the authorizations of these tests are valid for 10 s only.
       await new Promise((r) => setTimeout(r, Math.min(Number(answer.headers.get('retry-after') ?? 1), 2) * 1000));
       answer = note(
         await slot(() =>
-          purchase.signatures.length ? resend() : buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures),
+          timed(() =>
+            purchase.signatures.length
+              ? resend()
+              : buy(service, wallet, SMALL_STREAM, purchase.key, purchase.signatures),
+          ),
         ),
       );
     } else break;
