@@ -24,7 +24,8 @@ before(async () => {
   template = original.replace('amount_atomic: "490000"', 'amount_atomic: "__PRICE__"');
   assert.notEqual(template, original);
   await git('git', ['init', '-q'], { cwd: catalog.dir });
-  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+  // Each of the hundreds of edits reloads the catalog, pricing every configuration of the product edited.
+  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir }, { hot: true });
 });
 after(async () => {
   await service?.stop();
