@@ -1,6 +1,7 @@
 import { hostPoolReport, type HostLease } from '../../hosts/index.js';
 import type { Database } from '../../store/index.js';
 import { cachedProbe } from '../cached-probe.js';
+import { refundHealth } from './refund-health.js';
 import type { Foundation } from './foundation.js';
 
 /**
@@ -9,8 +10,9 @@ import type { Foundation } from './foundation.js';
 const HEALTH_CHAIN_PROBE_MS = 5000;
 
 /**
- * GET /health's checks: the database, the chain (from a probe a few seconds old at most), this instance's Icecast
- * (when it runs one) and the pool's hosts (ok when one at least is live and up).
+ * GET /health's checks: the database, the chain (from a probe a few seconds old at most), in production the
+ * facilitators and whether refunds can be sent, this instance's Icecast (when it runs one) and the pool's hosts (ok
+ * when one at least is live and up).
  */
 export function healthCheck(base: Foundation, lease?: HostLease) {
   const { db, pay, stream, config } = base;
@@ -19,10 +21,13 @@ export function healthCheck(base: Foundation, lease?: HostLease) {
     cachedProbe(HEALTH_CHAIN_PROBE_MS, () =>
       timed(() => pay.ledger!.latestBlock().then((block) => ({ block: String(block) }))),
     );
+  const wallet = pay.refunds.wallet;
+  const refunds = config.production && config.payments.rpcUrl && wallet && refundHealth(config.payments.rpcUrl, wallet);
   return async () => ({
     ...(await checkDatabase(db)),
     ...(chainProbe && { chain: await chainProbe() }),
     ...(pay.facilitatorHealth && { facilitator: await pay.facilitatorHealth() }),
+    ...(refunds && { refunds: await refunds() }),
     // Production without its X402_* settings: quotes work, nothing can be paid.
     ...(config.production && !pay.checkout.configured && { payments: { ok: false, error: pay.checkout.reason } }),
     ...(config.role !== 'api' && { icecast: await stream.health() }),
