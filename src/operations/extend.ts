@@ -1,4 +1,4 @@
-import type { PlacedOrder } from '../orders/index.js';
+import { ExtensionSale, type PlacedOrder } from '../orders/index.js';
 import type { ServiceRow } from '../services/index.js';
 import type { OperationDeps, PaidCall } from './operation-deps.js';
 import { place } from './place.js';
@@ -16,6 +16,6 @@ export function extend(
   deps: OperationDeps,
   { service, idempotencyKey, hours, payment }: ExtendCall,
 ): Promise<PlacedOrder> {
-  const request = { extension_of: service.id, duration_hours: hours };
-  return place(deps, { apiKeyId: service.api_key_id, idempotencyKey, request, extensionOf: service }, payment);
+  const sale = new ExtensionSale(service, hours);
+  return place(deps, { apiKeyId: service.api_key_id, idempotencyKey, sale }, payment);
 }

@@ -1,4 +1,4 @@
-import type { OrderRequest, PlacedOrder } from '../orders/index.js';
+import { NewStreamSale, type OrderRequest, type PlacedOrder } from '../orders/index.js';
 import type { OperationDeps, PaidCall } from './operation-deps.js';
 import { place } from './place.js';
 
@@ -10,6 +10,9 @@ export interface OrderCall {
 }
 
 /** Buys a new service. */
-export function order(deps: OperationDeps, { payment, ...sale }: OrderCall): Promise<PlacedOrder> {
-  return place(deps, sale, payment);
+export function order(
+  deps: OperationDeps,
+  { payment, apiKeyId, idempotencyKey, request }: OrderCall,
+): Promise<PlacedOrder> {
+  return place(deps, { apiKeyId, idempotencyKey, sale: new NewStreamSale(request) }, payment);
 }

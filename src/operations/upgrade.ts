@@ -1,4 +1,4 @@
-import type { PlacedOrder } from '../orders/index.js';
+import { UpgradeSale, type PlacedOrder } from '../orders/index.js';
 import type { ServiceRow } from '../services/index.js';
 import type { OperationDeps, PaidCall } from './operation-deps.js';
 import { place } from './place.js';
@@ -16,6 +16,6 @@ export function upgrade(
   deps: OperationDeps,
   { service, idempotencyKey, productId, payment }: UpgradeCall,
 ): Promise<PlacedOrder> {
-  const request = { upgrade_of: service.id, product_id: productId };
-  return place(deps, { apiKeyId: service.api_key_id, idempotencyKey, request, upgradeOf: service }, payment);
+  const sale = new UpgradeSale(service, productId);
+  return place(deps, { apiKeyId: service.api_key_id, idempotencyKey, sale }, payment);
 }

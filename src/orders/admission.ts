@@ -11,18 +11,13 @@ import {
   type HostLoad,
 } from './buyer-limits.js';
 import type { ClaimLocks } from './order-store.js';
+import type { Demand } from './sale-kind.js';
 import { RecentCount } from './recent-count.js';
 
 export interface AdmissionOptions {
   db: Database;
   /** Places new streams on the pool's hosts; without it (no streaming) nothing is counted. */
   placement?: HostPlacement;
-}
-
-/** What a sale asks of capacity: its load, and the host it must stay on (an upgrade's or extension's service's). */
-export interface Demand {
-  load: StreamLoad;
-  ownHost?: string;
 }
 
 /**

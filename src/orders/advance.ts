@@ -6,6 +6,7 @@ import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { firstExpiry, type ServiceRecords, type ServiceRow } from '../services/index.js';
 import { timedOut, type Client, type Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
+import { provisioningOf } from './order-kind.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf } from './service-limits.js';
 
@@ -218,7 +219,7 @@ async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: A
       throw new SettlementPending(`the chain state that proves the payment could not be saved: ${saveError.message}`);
   };
   const settle = async (): Promise<Advanced> =>
-    (isNewStream(order) ? await settleIntoNewService(order, proof, deps, chainStateSaved) : undefined) ??
+    (provisioningOf(order).newStream ? await settleIntoNewService(order, proof, deps, chainStateSaved) : undefined) ??
     (await deps.db.transaction(async (client) => {
       const recorded = await recordPaidAndProvision(client, order, proof, deps);
       await chainStateSaved();
@@ -244,10 +245,6 @@ async function settleAndProvision(order: OrderRow, proof: TransferProof, deps: A
     throw done.provisioningError;
   }
   return { order: done.order, service: done.service };
-}
-
-function isNewStream(order: OrderRow): boolean {
-  return !order.upgrade_of && !order.extension_of;
 }
 
 function settlementOf(order: OrderRow, proof: TransferProof): Record<string, unknown> {
@@ -316,7 +313,7 @@ async function recordPaid(client: Client, order: OrderRow, proof: TransferProof,
   // An upgrade's claim locks the service, then inserts its order (unique: one upgrade in flight per service). Lock in
   // that order here too: settling first would hold the in-flight order's new row version while waiting for the
   // service, and a concurrent claim waiting on that version would deadlock with us.
-  const target = order.upgrade_of ?? order.extension_of;
+  const target = provisioningOf(order).serviceOf(order);
   if (target) await deps.services.lock(client, target);
   const settled = await deps.orders.settled(order, settlementOf(order, proof), client);
   // A crash here loses the uncommitted settlement: recovery finds the transfer on chain again.
@@ -341,7 +338,8 @@ async function provisionWith(
   deps: AdvanceDeps,
 ): Promise<{ order: OrderRow; service: ServiceRow }> {
   const limits = serviceLimitsOf(deps.live.current.catalog.byId.get(order.product_id)?.product, order.configuration);
-  if (!order.extension_of && !order.upgrade_of) {
+  const provisioning = provisioningOf(order);
+  if (provisioning.newStream) {
     // The usual case: the new service, the activation and its event in one round trip (the INSERT from $2 on).
     const insert = deps.services.newServiceInsert(order, limits, expiryOf(order), 2);
     const created = await deps.orders.activateWithNewService(
@@ -352,16 +350,7 @@ async function provisionWith(
     );
     if (created) return { order: created.order ?? (await notActivated(client, order)), service: created.service };
   }
-  const service = order.extension_of
-    ? await deps.services.applyExtension(
-        client,
-        order.extension_of,
-        order.id,
-        Number(order.configuration.duration_hours),
-      )
-    : order.upgrade_of
-      ? await deps.services.applyUpgrade(client, order.upgrade_of, order.product_id, limits)
-      : await deps.services.ofOrder(client, order.id);
+  const service = await provisioning.apply(client, order, deps.services, limits);
   const active = await deps.orders.activate(client, order.id, provisionedEvent(order, service));
   return { order: active ?? (await notActivated(client, order)), service };
 }

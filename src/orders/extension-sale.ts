@@ -64,7 +64,7 @@ export const extensionProvisioning: Provisioning = {
  * refuses it here, before any money moves, and a stop that comes later waits for this order's lock and sees it. An
  * upgrade claimed but not applied yet would change the product under it: refused too (see refuseWhileOtherPaid).
  */
-export async function extensionStillFits(client: Client, snapshot: Snapshot, priced: ServiceRow): Promise<void> {
+async function extensionStillFits(client: Client, snapshot: Snapshot, priced: ServiceRow): Promise<void> {
   const {
     rows: [now],
   } = await client.query(

@@ -14,3 +14,7 @@ export { extendHint } from './extension-price.js';
 export { crashPoint, type CrashPoint } from './crash-point.js';
 export { newcomerLimits } from './buyer-limits.js';
 export { inFlightByHost, inFlightOrders } from './in-flight-load.js';
+export { NewStreamSale } from './new-stream-sale.js';
+export { UpgradeSale } from './upgrade-sale.js';
+export { ExtensionSale } from './extension-sale.js';
+export type { SaleKind, PricedSale, Demand, Provisioning } from './sale-kind.js';

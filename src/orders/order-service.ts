@@ -3,27 +3,21 @@ import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { ApiError } from '../errors/index.js';
 import type { HostPlacement } from '../hosts/index.js';
 import { isRefusal, type Checkout, type Offer, type SentPayment, type VerifiedPayment } from '../payments/index.js';
-import { atomicToAmount } from '../rules/index.js';
-import type { ServiceRecords, ServiceRow, StreamLoad } from '../services/index.js';
+import type { ServiceRecords, ServiceRow } from '../services/index.js';
 import type { Client, Database } from '../store/index.js';
-import { Admission, type Demand } from './admission.js';
+import { Admission } from './admission.js';
 import { advance, type AdvanceDeps } from './advance.js';
 import { takesBuyerLocks } from './buyer-limits.js';
 import { ClaimConflict, PaymentIdTaken } from './claim-conflicts.js';
 import { crashPoint, pausePoint } from './crash-point.js';
-import { priceExtension } from './extension-price.js';
 import { claimConflictError, notDelivered } from './not-delivered.js';
 import { OrderAnswers, retryNow, type PlacedOrder } from './order-answers.js';
 import { orderDocument } from './order-document.js';
-import type { OrderRequest } from './order-price.js';
 import type { ClaimLocks, OrderRow, OrderStore } from './order-store.js';
 import { refusalError } from './payment-refusal-error.js';
 import { placeMessages as m } from './place-messages.js';
 import { PriceMemo } from './price-memo.js';
 import { auditEntryOf, newOrderOf, type Attempt, type PlaceOrder, type Sale } from './sale.js';
-import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
-import { extensionStillFits, upgradeStillFits } from './service-still-fits.js';
-import { priceUpgrade } from './upgrade-price.js';
 
 export type { PlaceOrder, PlacedOrder };
 
@@ -73,7 +67,7 @@ export class OrderService {
     if ('placed' in attempt) return attempt.placed;
     const sale = await this.priceSale(attempt);
     const buyer = { apiKeyId: attempt.apiKeyId, payer: attempt.sent?.payer };
-    await this.admission.beforePayment(sale.snapshot, buyer, demandOf(attempt, sale));
+    await this.admission.beforePayment(sale.snapshot, buyer, sale.demand);
     const offer = await this.offerFor(attempt, sale);
     const sent = await this.acceptPayment(attempt, offer);
     if ('placed' in sent) return sent.placed;
@@ -91,7 +85,7 @@ export class OrderService {
    */
   private async replayOf(input: PlaceOrder): Promise<Attempt | Replayed> {
     const { checkout, orders } = this.options;
-    const requestHash = sha256(canonicalJson(input.request));
+    const requestHash = sha256(canonicalJson(input.sale.request));
     const sent = input.paymentSignature ? checkout.read(input.paymentSignature) : undefined;
     const signed = sent && { payer: sent.payer, reference: sent.reference };
     const found = await orders.lookUp(input.apiKeyId, input.idempotencyKey, signed);
@@ -113,40 +107,22 @@ export class OrderService {
     return found?.id;
   }
 
-  /** The price of an order, an upgrade or an extension, and what it will add to this instance's Icecast. */
+  /** The price of the sale, and what it asks of capacity, on the snapshot served now. */
   private async priceSale(attempt: Attempt): Promise<Sale> {
-    const { request, extensionOf, upgradeOf } = attempt;
     const { db, live } = this.options;
     const snapshot = live.current;
-    const extension =
-      extensionOf && 'extension_of' in request
-        ? await priceExtension(snapshot, extensionOf, request.duration_hours)
-        : undefined;
-    const upgrade =
-      upgradeOf && 'upgrade_of' in request
-        ? await priceUpgrade(snapshot, upgradeOf, request.product_id, db)
-        : undefined;
-    const { priced, amountAtomic, quoteId } =
-      extension ?? upgrade ?? (await this.prices.price(snapshot, request as OrderRequest, attempt.apiKeyId, db));
-    const billing = 'billing' in request ? request.billing : 'one_time';
-    // An extension's order carries its own hours only; the service keeps its limits.
-    const configuration = extension ? { duration_hours: extension.input.extend_hours } : priced.output.configuration;
-    const demand = extensionOf
-      ? revivalLoadOf(extensionOf)
-      : streamLoadOf(serviceLimitsOf(priced.product, configuration), upgradeOf);
-    return { snapshot, priced, amountAtomic, quoteId, billing, configuration, demand, extension, upgrade };
+    const priced = await attempt.sale.price({ snapshot, db, apiKeyId: attempt.apiKeyId, prices: this.prices });
+    return { ...priced, snapshot, demand: attempt.sale.demand(priced) };
   }
 
   /** The payment terms for the sale, and its 402 answers: each carries them in PAYMENT-REQUIRED. */
   private offerFor(attempt: Attempt, sale: Sale): Promise<Offer> {
-    const { amountAtomic, extension, priced } = sale;
-    const hours = extension ? `${extension.input.extend_hours} more hours of ` : '';
     const resource = {
       url: attempt.resourceUrl,
-      description: `${hours}${priced.product.name} (${priced.product.id}) for ${atomicToAmount(amountAtomic, 6)} USDC`,
+      description: sale.description,
       ...(attempt.discovery && { serviceName: attempt.discovery.serviceName, tags: attempt.discovery.tags }),
     };
-    return this.options.checkout.offer(amountAtomic, resource, attempt.discovery?.declaration);
+    return this.options.checkout.offer(sale.amountAtomic, resource, attempt.discovery?.declaration);
   }
 
   /**
@@ -191,7 +167,7 @@ export class OrderService {
   ): Promise<Claimed | Replayed> {
     const { audit, orders, leaseSeconds } = this.options;
     await audit.saveSnapshot(sale.snapshot);
-    const entry = auditEntryOf(attempt, sale);
+    const entry = auditEntryOf(sale);
     const order = newOrderOf(attempt, sale, offer, payment, entry.id);
     let claimed: OrderRow | undefined;
     const locks = this.claimLocks(attempt, sale, payment.payer);
@@ -204,7 +180,7 @@ export class OrderService {
       return { placed: await this.claimRefused(e, attempt, payment) };
     }
     // This instance's own sale is seen at once; other instances' within a second.
-    if (claimed && !attempt.upgradeOf && !attempt.extensionOf) this.admission.countSale(claimed, sale.demand);
+    if (claimed && attempt.sale.newStream) this.admission.countSale(claimed, sale.demand.load);
     else this.admission.forget();
     if (claimed) return { order: claimed, evaluationHash: entry.hash };
     const winner = await orders.byKey(attempt.apiKeyId, attempt.idempotencyKey);
@@ -217,10 +193,10 @@ export class OrderService {
    * service first, then these, in stillFits).
    */
   private claimLocks(attempt: Attempt, sale: Sale, payer: string): ClaimLocks {
-    if (attempt.upgradeOf || attempt.extensionOf) return {};
+    if (!attempt.sale.newStream) return {};
     return {
-      placement: this.admission.placesStreams(sale.demand),
-      ...(takesBuyerLocks(sale.snapshot, sale.demand) && { buyer: { payer: payer.toLowerCase() } }),
+      placement: this.admission.placesStreams(sale.demand.load),
+      ...(takesBuyerLocks(sale.snapshot, sale.demand.load) && { buyer: { payer: payer.toLowerCase() } }),
     };
   }
 
@@ -232,10 +208,9 @@ export class OrderService {
     payer: string,
     locked: ClaimLocks,
   ): Promise<{ host_id: string | null }> {
-    if (attempt.upgradeOf) await upgradeStillFits(client, attempt.upgradeOf);
-    if (attempt.extensionOf) await extensionStillFits(client, this.options.live.current, attempt.extensionOf);
+    await attempt.sale.stillFits(client, this.options.live.current);
     const buyer = { apiKeyId: attempt.apiKeyId, payer };
-    return this.admission.atClaim(client, sale.snapshot, buyer, demandOf(attempt, sale), locked);
+    return this.admission.atClaim(client, sale.snapshot, buyer, sale.demand, locked);
   }
 
   /** Why the claim failed, as the agent reads it; the order already paid with this payment-identifier is a replay. */
@@ -280,15 +255,4 @@ export class OrderService {
     const evaluations = await this.options.orders.evaluationsOf(service);
     return { evaluation_id: evaluations.at(-1)?.evaluation_id ?? null, evaluations };
   }
-}
-
-/** What the sale asks of capacity: its load, on its service's host for an upgrade or an extension. */
-function demandOf(attempt: Attempt, sale: Sale): Demand {
-  const ownHost = (attempt.upgradeOf ?? attempt.extensionOf)?.host_id ?? undefined;
-  return { load: sale.demand, ...(ownHost && { ownHost }) };
-}
-
-/** An extension brings an expired service back on its Icecast (a stream again); otherwise it adds nothing there. */
-function revivalLoadOf(service: ServiceRow): StreamLoad {
-  return service.status === 'expired' ? streamLoadOf(service.limits) : { sources: 0, listeners: 0 };
 }

@@ -1,31 +1,17 @@
-import {
-  canonicalJson,
-  extensionRecord,
-  priceRecordText,
-  upgradeRecord,
-  type PriceRecordText,
-} from '../audit/index.js';
 import { randomId } from '../ids/index.js';
 import type { DiscoveryDeclaration, Offer, PaymentPayload, SentPayment, VerifiedPayment } from '../payments/index.js';
 import type { Snapshot } from '../pricing/index.js';
-import type { ServiceRow, StreamLoad } from '../services/index.js';
-import type { PricedExtension } from './extension-price.js';
-import type { OrderRequest, Priced } from './order-price.js';
 import type { AuditEntry, NewOrder } from './order-store.js';
-import type { PricedUpgrade } from './upgrade-price.js';
+import type { Demand, PricedSale, SaleKind } from './sale-kind.js';
 
 // What OrderService.place learns, step by step, about one sale; the order row and audit record it claims.
 
-/** What a paid operation asks to buy (POST /orders, an upgrade, an extension, an MCP order). */
+/** What a paid operation asks to buy (POST /orders, an upgrade, an extension, an MCP order) and how it pays. */
 export interface PlaceOrder {
   apiKeyId: string;
   idempotencyKey: string;
-  /** The order; for an upgrade { upgrade_of, product_id }, for an extension { extension_of, duration_hours }. */
-  request: OrderRequest | { upgrade_of: string; product_id: string } | { extension_of: string; duration_hours: number };
-  /** The service an upgrade applies to. */
-  upgradeOf?: ServiceRow;
-  /** The service an extension adds paid time to. */
-  extensionOf?: ServiceRow;
+  /** What is sold: a new stream, an upgrade or an extension (sale-kind.ts). */
+  sale: SaleKind;
   paymentSignature?: string;
   resourceUrl: string;
   /** How the 402 describes this operation to discovery (x402 bazaar): its declaration, service name and tags. */
@@ -38,53 +24,22 @@ export interface Attempt extends PlaceOrder {
   /** The PAYMENT-SIGNATURE read by payments/; undefined when there is none or it is not a payment it takes. */
   sent?: SentPayment;
   paymentId?: string;
-  /** The order that already used the sent authorization (payer and reference), read with the Idempotency-Key. */
+  /** The order that already used the sent payment (payer and reference), read with the Idempotency-Key. */
   authorizationUsedBy?: string;
 }
 
-/** What the sale costs and what it will need on the Icecast, priced on one snapshot. */
-export interface Sale {
+/** What the sale costs and what it needs of capacity, priced on one snapshot. */
+export interface Sale extends PricedSale {
   snapshot: Snapshot;
-  priced: Priced;
-  amountAtomic: string;
-  quoteId?: string;
-  billing: OrderRequest['billing'];
-  configuration: Record<string, unknown>;
-  demand: StreamLoad;
-  extension?: PricedExtension;
-  upgrade?: PricedUpgrade;
+  demand: Demand;
 }
 
 /** The audit record of the evaluation that priced the sale, as the claim appends it to the chain. */
-export function auditEntryOf(attempt: Attempt, sale: Sale): AuditEntry {
+export function auditEntryOf(sale: Sale): AuditEntry {
   const id = randomId('ev_', 12);
-  const { snapshot, extension, upgrade, priced, billing } = sale;
-  const request = attempt.request as OrderRequest;
-  const record = extension
-    ? extensionRecord(id, snapshot.hash, extension.input, extension.evaluation, new Date())
-    : upgrade
-      ? upgradeRecord(id, snapshot.hash, upgrade.input, upgrade.evaluation, new Date())
-      : { record: { kind: 'order_price' }, ...orderPriceText(snapshot.hash, request, billing, priced)(id, new Date()) };
+  const { snapshot } = sale;
+  const record = sale.evidence(id, snapshot.hash, new Date());
   return { id, kind: record.record.kind, snapshotHash: snapshot.hash, text: record.text, hash: record.hash };
-}
-
-/** The evaluation record's text of each price PriceMemo keeps (the same Priced for the same sale), less id and time. */
-const orderPriceTexts = new WeakMap<Priced, { input: string; text: PriceRecordText }>();
-
-/** priceRecord's text and hash of an order's price, serialized once per memoized price and filled per order. */
-function orderPriceText(
-  snapshotHash: string,
-  request: OrderRequest,
-  billing: OrderRequest['billing'],
-  priced: Priced,
-): PriceRecordText {
-  const input = { product_id: request.product_id, parameters: request.parameters ?? {}, billing };
-  const key = `${snapshotHash} ${canonicalJson(input)}`;
-  const known = orderPriceTexts.get(priced);
-  if (known?.input === key) return known.text;
-  const text = priceRecordText(snapshotHash, input, priced, 'order_price');
-  orderPriceTexts.set(priced, { input: key, text });
-  return text;
 }
 
 /**
@@ -130,9 +85,8 @@ export function newOrderOf(
     request_hash: attempt.requestHash,
     product_id: sale.priced.output.product_id,
     billing: sale.billing,
-    request: attempt.request as unknown as Record<string, unknown>,
-    upgrade_of: attempt.upgradeOf?.id ?? null,
-    ...(attempt.extensionOf && { extension_of: attempt.extensionOf.id }),
+    request: attempt.sale.request as Record<string, unknown>,
+    ...attempt.sale.changes,
     configuration: sale.configuration,
     amount_atomic: sale.amountAtomic,
     quote_id: sale.quoteId ?? null,

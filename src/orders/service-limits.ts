@@ -12,8 +12,8 @@ export function serviceLimitsOf(
   return limits;
 }
 
-/** What an order adds to its Icecast: a new stream, or an upgrade's extra listener places. */
-export function streamLoadOf(limits: Record<string, unknown>, upgradeOf?: Pick<ServiceRow, 'limits'>): StreamLoad {
-  if (!upgradeOf) return { sources: 1, listeners: listenerCapOf(limits) };
-  return { sources: 0, listeners: Math.max(0, listenerCapOf(limits) - listenerCapOf(upgradeOf.limits)) };
+/** What an order adds to its Icecast: a new stream, or the extra listener places of one that replaces `replaces`. */
+export function streamLoadOf(limits: Record<string, unknown>, replaces?: Pick<ServiceRow, 'limits'>): StreamLoad {
+  if (!replaces) return { sources: 1, listeners: listenerCapOf(limits) };
+  return { sources: 0, listeners: Math.max(0, listenerCapOf(limits) - listenerCapOf(replaces.limits)) };
 }

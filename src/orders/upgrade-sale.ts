@@ -59,7 +59,7 @@ export const upgradeProvisioning: Provisioning = {
  * An upgrade was priced on the service as it was then; under the service's row lock at claim time it must still be
  * that service, so that parallel upgrades cannot each be charged for the same change.
  */
-export async function upgradeStillFits(client: Client, priced: ServiceRow): Promise<void> {
+async function upgradeStillFits(client: Client, priced: ServiceRow): Promise<void> {
   const {
     rows: [now],
   } = await client.query('SELECT product_id, limits, status FROM services WHERE id = $1 FOR UPDATE', [priced.id]);

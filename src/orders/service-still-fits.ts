@@ -1,2 +1,0 @@
-export { upgradeStillFits } from './upgrade-sale.js';
-export { extensionStillFits } from './extension-sale.js';
