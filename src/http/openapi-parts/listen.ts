@@ -1,44 +1,9 @@
 import { listenerAggregatesSchema } from '../response-schemas.js';
 import { nowPlayingSchema } from '../schemas.js';
+import { error, ok, rateLimited, ref } from './common.js';
+import { owner, ownerErrors, serviceIdParameter } from './owner-access.js';
 import type { OpenApiPart } from './part.js';
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const error = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
-const ok = (description: string, schemaName: string) => ({
-  description,
-  content: { 'application/json': { schema: ref(schemaName) } },
-});
-const id = {
-  name: 'service_id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string', pattern: '^[a-zA-Z0-9_-]{8,120}$' },
-  description: 'service.service_id from your order.',
-};
-const rateLimited = error(
-  'rate_limited (too many requests from this address or API key; Retry-After says when to ' +
-    'retry) or too_many_connections.',
-);
-// The key it was ordered with, or the wallet that paid for it, signed in; {}: without credentials, the sign-in 402.
-const owner = { security: [{ agentApiKey: [] }, { siwx: [] }, {}], tags: ['Services'] };
-const ownerErrors = {
-  401: error('No valid API key: send "Authorization: Bearer <AGENT_API_KEY>", or sign in with the wallet that paid.'),
-  402: {
-    description:
-      'authentication_required: no credentials were sent. PAYMENT-REQUIRED carries the wallet sign-in ' +
-      'challenge (see GET /services/{service_id}).',
-    headers: {
-      'PAYMENT-REQUIRED': {
-        description: 'x402 v2 PaymentRequired (sign-in only), Base64-encoded JSON.',
-        schema: { type: 'string' },
-      },
-    },
-    content: { 'application/json': { schema: ref('PaymentRequired') } },
-  },
-  404: error('service_not_found: no such service for this API key or wallet.'),
-  429: rateLimited,
-  503: error('not_available: streaming is off on this deployment (retryable).'),
-};
 const publicErrors = {
   404: error('stream_not_found: no stream at this address.'),
   410: error('stream_ended: the stream was stopped, expired or could not be set up.'),
@@ -209,7 +174,7 @@ export const part: OpenApiPart = {
       get: {
         ...owner,
         operationId: 'getNowPlaying',
-        parameters: [id],
+        parameters: [serviceIdParameter],
         summary:
           'What the service plays now and its last 20 tracks, each with when it started and where the title ' +
           'came from.',
@@ -222,7 +187,7 @@ export const part: OpenApiPart = {
       put: {
         ...owner,
         operationId: 'setNowPlaying',
-        parameters: [id],
+        parameters: [serviceIdParameter],
         summary:
           "Set what plays now, for sources that send no metadata; listeners' players get it as the stream's " +
           'title too.',
@@ -240,7 +205,7 @@ export const part: OpenApiPart = {
         ...owner,
         operationId: 'listListeners',
         parameters: [
-          id,
+          serviceIdParameter,
           {
             name: 'limit',
             in: 'query',
@@ -269,7 +234,7 @@ export const part: OpenApiPart = {
         tags: ['Listen'],
         security: [],
         operationId: 'getPublicListen',
-        parameters: [id],
+        parameters: [serviceIdParameter],
         summary:
           "The public JSON of a service's listen page: station name, stream and HLS addresses, now playing, " +
           'history, listener count, time left.',
