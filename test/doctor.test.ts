@@ -129,6 +129,8 @@ test('a healthy production deployment: every check ok, exit 0, and the readable 
   );
   assert.match(check(report, 'postgres').message, /^PostgreSQL (1[5-9]|[2-9]\d)\./);
   const text = await cli(['doctor'], service.env);
+  // The report as an operator reads it (docs/deployment.md shows one).
+  console.log(text.stdout);
   assert.equal(text.code, 0);
   assert.match(text.stdout, /^ok {4}environment/m);
   assert.match(text.stdout, /\n\nall ok\n$/);
@@ -238,10 +240,20 @@ test('the refund wallet: none of its own funds fails, a few refunds warns', asyn
   assert.match(check(fewReport, 'refund wallet').message, /5 USDC \(5 typical refunds of 1 USDC/);
 });
 
-test('PUBLIC_BASE_URL must reach this API', async () => {
-  const report = await doctor({ PUBLIC_BASE_URL: 'http://127.0.0.1:1' });
-  assert.deepEqual(notOk(report), { 'public URL': 'fail' });
-  assert.match(check(report, 'public URL').message, /http:\/\/127\.0\.0\.1:1\/api\/v1\/health did not answer/);
+test('PUBLIC_BASE_URL must reach this API: not nothing, not another server, not another catalog', async () => {
+  const shipped = await copyCatalog();
+  const [down, elsewhere, otherCatalog] = await Promise.all([
+    doctor({ PUBLIC_BASE_URL: 'http://127.0.0.1:1' }),
+    doctor({ PUBLIC_BASE_URL: facilitator.url }),
+    // This doctor reads the shipped catalog; the API at PUBLIC_BASE_URL serves the test's roomier copy.
+    doctor({ CATALOG_DIR: shipped.catalogDir, RULES_DIR: shipped.rulesDir }),
+  ]);
+  assert.deepEqual(notOk(down), { 'public URL': 'fail' });
+  assert.match(check(down, 'public URL').message, /http:\/\/127\.0\.0\.1:1\/api\/v1\/health did not answer/);
+  assert.equal(check(elsewhere, 'public URL').status, 'fail');
+  assert.match(check(elsewhere, 'public URL').message, /\/api\/v1\/health did not answer: HTTP 404/);
+  assert.deepEqual(notOk(otherCatalog), { 'public URL': 'warn' });
+  assert.match(check(otherCatalog, 'public URL').message, /answers with another catalog \(\S+, here \S+\)/);
 });
 
 test('PostgreSQL unreachable; a database without migrations; hosts: none live, and one live beside a stale one', async () => {

@@ -19,7 +19,7 @@ import { openSse } from './support/sse.js';
 import { connectListener, exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { copyTemplateCluster } from './support/template-data-dir.js';
 import { tone } from './support/tones.js';
-import { TestWallet } from './support/wallet.js';
+import { authorizationOf, TestWallet } from './support/wallet.js';
 
 /**
  * The deployment an operator makes: an external PostgreSQL, an API instance (`serve --role api`) and a streaming host
@@ -93,12 +93,17 @@ describe('production: an API and a streaming host over an external PostgreSQL, p
       async () => (await request(api, 'GET', '/availability')).body?.agent_checkout?.available === true || undefined,
       20_000,
     );
+    const quoted = await request(api, 'POST', '/quotes', {
+      body: { product_id: SMALL_STREAM.product_id, parameters: SMALL_STREAM.parameters },
+    });
+    assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
+    const quote = quoted.body.quote;
     const sellerBefore = await balance(ROLES.payTo.address);
     const buyerBefore = await balance(wallet.address);
     const answer = await waitFor(
       'a stream sold',
       async () => {
-        const a = await buy(api, wallet, SMALL_STREAM);
+        const a = await buy(api, wallet, { ...SMALL_STREAM, metadata: { quote_id: quote.id } });
         return a.status === 200 ? a : a.body?.error?.code === 'capacity_exhausted' ? undefined : a;
       },
       20_000,
@@ -106,6 +111,7 @@ describe('production: an API and a streaming host over an external PostgreSQL, p
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     bought = answer.body;
     const price = BigInt(bought.order.amount.amount_atomic);
+    assert.equal(price, BigInt(quote.price.amount_atomic), 'the order paid the quoted price');
     assert.equal((await balance(ROLES.payTo.address)) - sellerBefore, price, 'the seller received the price');
     assert.equal(buyerBefore - (await balance(wallet.address)), price, 'the buyer paid it once');
     assert.equal(new URL(bought.service.stream_url).port, String(listenPort), 'listeners go to ICECAST_LISTEN');
@@ -207,16 +213,34 @@ describe('production: an API and a streaming host over an external PostgreSQL, p
     cleanups.push(() => slow.stop());
     switchTo(slow.url);
     const buyerBefore = await balance(wallet.address);
-    const first = await buy(api, wallet, SMALL_STREAM);
+    const sent: string[] = [];
+    const first = await buy(api, wallet, SMALL_STREAM, randomUUID(), sent);
     assert.equal(first.status, 503, JSON.stringify(first.body));
     const orderId = first.body.error.details[0].order_id;
-    // What an earlier version did with a settlement_pending answer: the order failed, "nothing was charged".
+    // What an earlier version did with a settlement_pending answer: the order failed, "nothing was charged". The
+    // refund worker is made to believe it looked on chain already: audit verify asks the token itself.
     const db = new Database(postgres.url);
     cleanups.push(() => db.close());
-    await db.query(
-      "UPDATE orders SET state = 'failed', failure = 'settlement_pending: taken at its word' WHERE id = $1 AND state = 'settling'",
+    const failed = await db.query(
+      "UPDATE orders SET state = 'failed', failure = 'settlement_pending: taken at its word', chain_checked_at = now() WHERE id = $1 AND state = 'settling' RETURNING id",
       [orderId],
     );
+    assert.equal(failed.length, 1, 'the order was still settling');
+    const { from, nonce } = authorizationOf(sent[0]);
+    await waitFor(
+      'the transfer landed',
+      async () => (await chain.chain.authorizationState(from, nonce)) || undefined,
+      30_000,
+    );
+    const limbo = await api.cli(['audit', 'verify']);
+    assert.equal(limbo.code, 1, limbo.stdout);
+    assert.match(
+      limbo.stderr,
+      new RegExp(
+        `order ${orderId}: failed \\("nothing was charged"\\), but its payment authorization moved \\d+ atomic units to 0x[0-9a-fA-F]{40} in transaction 0x[0-9a-f]{64}: charged on chain, neither delivered nor refunded`,
+      ),
+    );
+    await db.query('UPDATE orders SET chain_checked_at = NULL WHERE id = $1', [orderId]);
     const refunded = await orderWhen(api, orderId, (s) => s === 'refunded', 30_000);
     assert.equal(refunded.state, 'refunded', JSON.stringify(refunded.body));
     assert.match(refunded.body.order.failure, /went through on chain all the same/);

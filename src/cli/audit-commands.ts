@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 // The chain's own modules, not the audit index: list, show, verify and head start without the pricing and rules
 // modules that replaying needs (the commands that replay load the index when they run).
 import { AuditLog } from '../audit/audit-log.js';
+import type { ChainProblem } from '../audit/chain-problem.js';
 import { signCurrentHead } from '../audit/head-publisher.js';
 import { loadSigningKey, type SignedCheckpoint, type SignedHead } from '../audit/signing.js';
 import {
@@ -40,6 +41,19 @@ function keptHead(
   kept: { signed_head?: SignedHead | SignedCheckpoint } & Partial<SignedHead | SignedCheckpoint>,
 ): SignedHead | SignedCheckpoint {
   return (kept?.signed_head ?? kept) as SignedHead | SignedCheckpoint;
+}
+
+/** Failed orders the token shows charged, where an RPC is configured (X402_RPC_URL); a note when it cannot tell. */
+async function failedOnChain(config: Config, db: CommandDatabase, notes: string[]): Promise<ChainProblem[]> {
+  const { rpcUrl, asset } = config.payments;
+  if (!rpcUrl || !asset) return [];
+  const { chargedFailedOrders } = await import('./failed-orders-on-chain.js');
+  try {
+    return (await chargedFailedOrders(db, { rpcUrl, asset })).problems;
+  } catch (e) {
+    notes.push(`failed orders not looked up on chain (X402_RPC_URL): ${(e as Error).message.split('\n')[0]}`);
+    return [];
+  }
 }
 
 export const auditCommands: Record<string, Command> = {
@@ -122,9 +136,14 @@ export const auditCommands: Record<string, Command> = {
     const heads = await Promise.all(
       options(args, '--head').map(async (file) => keptHead(JSON.parse(await readFile(file, 'utf8')))),
     );
-    const { checked, problems, notes } = await withDatabase(config, (db) =>
-      new AuditLog(db).verify({ operatorKey, heads, provisionBoundMs: config.refunds.provisionTimeoutMs }),
-    );
+    const { checked, problems, notes } = await withDatabase(config, async (db) => {
+      const verified = await new AuditLog(db).verify({
+        operatorKey,
+        heads,
+        provisionBoundMs: config.refunds.provisionTimeoutMs,
+      });
+      return { ...verified, problems: [...verified.problems, ...(await failedOnChain(config, db, verified.notes))] };
+    });
     for (const p of problems) process.stderr.write(`seq ${p.seq}${p.id ? ` (${p.id})` : ''}: ${p.problem}\n`);
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
     const broken = problems.filter((p) => !p.undelivered).length;
