@@ -19,9 +19,10 @@ import { loadArtifacts } from './contracts.js';
 import { writeAnvilGenesis } from './genesis.js';
 import { LedgerSync } from './ledger-sync.js';
 import { StateJournal, type ArchivedLog, type ChainState } from './state.js';
-import { MULTICALL3_ADDRESS, tokenAbi, USDC_ADDRESS } from './token.js';
+import { USDC_NETWORKS, type UsdcNetwork } from './networks.js';
+import { MULTICALL3_ADDRESS, tokenAbi } from './token.js';
 
-export const EMBEDDED_CHAIN_ID = 8453;
+export const EMBEDDED_CHAIN_ID = USDC_NETWORKS.base.chainId;
 
 /**
  * anvil options that keep it fast over a long uptime (bench/orders.ts, "chain slowdown": settle latency
@@ -46,6 +47,8 @@ export interface EmbeddedChainOptions {
   checkpointIntervalMs?: number;
   /** anvil options instead of EMBEDDED_ANVIL_ARGS (for comparisons). */
   anvilArgs?: readonly string[];
+  /** The network it runs as, with that network's chain id and USDC address (default Base). */
+  network?: UsdcNetwork;
   /** Called if anvil dies while the chain has not been stopped. */
   onUnexpectedExit?: (code: number | null) => void;
 }
@@ -99,25 +102,27 @@ export function localViemChain(chainId: number, rpcUrl: string): Chain {
  */
 export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise<EmbeddedChain> {
   const { checkpointIntervalMs = 1000 } = options;
-  const { journal, state } = await StateJournal.open(join(options.dataDir, 'chain-state.jsonl'));
+  const network = options.network ?? USDC_NETWORKS.base;
+  const { journal, state } = await StateJournal.open(join(options.dataDir, stateFileOf(network)));
   // Block numbers go on from the last saved block, so heights recorded before a restart still mean the same block.
   const firstLiveBlock = BigInt(state.height) === 0n ? 0n : BigInt(state.height) + 1n;
   const history = state.logs.filter((log) => BigInt(log.blockNumber) < firstLiveBlock);
-  const anvil = await launchAnvil(options, state, firstLiveBlock).catch(async (error) => {
+  const anvil = await launchAnvil(options, network, state, firstLiveBlock).catch(async (error) => {
     await journal.close();
     throw error;
   });
-  const { viemChain, publicClient, minter } = clients(anvil.rpcUrl);
-  const ledger = new LedgerSync(anvil.rpcUrl, journal, state, firstLiveBlock);
+  const { viemChain, publicClient, minter } = clients(anvil.rpcUrl, network.chainId);
+  const token = network.usdc;
+  const ledger = new LedgerSync(anvil.rpcUrl, journal, state, firstLiveBlock, token);
   const checkpoint = coalesce(() => ledger.sync());
   const timer = setInterval(() => checkpoint().catch(() => undefined), checkpointIntervalMs);
   timer.unref();
 
   const usdcBalance = (address: Address) =>
-    publicClient.readContract({ address: USDC_ADDRESS, abi: tokenAbi, functionName: 'balanceOf', args: [address] });
+    publicClient.readContract({ address: token, abi: tokenAbi, functionName: 'balanceOf', args: [address] });
   const mintUsdc = async (to: Address, atomic: bigint): Promise<Hex> => {
     const hash = await minter.writeContract({
-      address: USDC_ADDRESS,
+      address: token,
       abi: tokenAbi,
       functionName: 'mint',
       args: [to, atomic],
@@ -143,9 +148,9 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
 
   return {
     rpcUrl: anvil.rpcUrl,
-    chainId: EMBEDDED_CHAIN_ID,
-    network: `eip155:${EMBEDDED_CHAIN_ID}`,
-    usdcAddress: USDC_ADDRESS,
+    chainId: network.chainId,
+    network: network.network,
+    usdcAddress: token,
     multicall3Address: MULTICALL3_ADDRESS,
     accounts: DEV_ROLES,
     pid: anvil.pid,
@@ -155,7 +160,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     usdcBalance,
     authorizationState: (authorizer, nonce) =>
       publicClient.readContract({
-        address: USDC_ADDRESS,
+        address: token,
         abi: tokenAbi,
         functionName: 'authorizationState',
         args: [authorizer, nonce],
@@ -177,13 +182,18 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
 }
 
 /** anvil on a genesis holding the saved ledger, numbering blocks on from the last saved one. */
-async function launchAnvil(options: EmbeddedChainOptions, state: ChainState, firstLiveBlock: bigint) {
+async function launchAnvil(
+  options: EmbeddedChainOptions,
+  network: UsdcNetwork,
+  state: ChainState,
+  firstLiveBlock: bigint,
+) {
   const genesisFile = join(options.dataDir, 'anvil-genesis.json');
-  await writeAnvilGenesis(genesisFile, state, loadArtifacts());
+  await writeAnvilGenesis(genesisFile, state, loadArtifacts(), { address: network.usdc, name: network.domain.name });
   return startAnvil({
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
-    chainId: EMBEDDED_CHAIN_ID,
+    chainId: network.chainId,
     loadStateFile: genesisFile,
     extraArgs: [
       ...(options.anvilArgs ?? EMBEDDED_ANVIL_ARGS),
@@ -193,9 +203,14 @@ async function launchAnvil(options: EmbeddedChainOptions, state: ChainState, fir
   });
 }
 
+/** Each network's ledger in a file of its own: a data dir rehearsing on Base Sepolia keeps its Base ledger apart. */
+function stateFileOf(network: UsdcNetwork): string {
+  return network.chainId === EMBEDDED_CHAIN_ID ? 'chain-state.jsonl' : `chain-state-${network.chainId}.jsonl`;
+}
+
 /** A reading client and the minter's wallet client on the chain at rpcUrl. */
-function clients(rpcUrl: string) {
-  const viemChain = localViemChain(EMBEDDED_CHAIN_ID, rpcUrl);
+function clients(rpcUrl: string, chainId: number) {
+  const viemChain = localViemChain(chainId, rpcUrl);
   const publicClient: PublicClient = createPublicClient<Transport, Chain>({
     chain: viemChain,
     transport: http(rpcUrl),

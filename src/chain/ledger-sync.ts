@@ -4,6 +4,7 @@ import {
   numberToHex,
   parseEventLogs,
   toEventSelector,
+  type Address,
   type Hex,
   type RpcBlock,
   type RpcLog,
@@ -19,7 +20,7 @@ import {
   type StateDelta,
   type StateJournal,
 } from './state.js';
-import { ledgerDelta, ledgerEvents, USDC_ADDRESS } from './token.js';
+import { ledgerDelta, ledgerEvents } from './token.js';
 
 /**
  * Above this many new blocks (anvil_mine), a checkpoint asks the dev accounts' counts instead of reading every block.
@@ -38,8 +39,6 @@ interface NewBlocks {
 
 const devAddresses = new Map(DEV_ACCOUNTS.map(({ address }) => [address.toLowerCase(), address]));
 const ledgerTopics = ledgerEvents.map((event) => toEventSelector(event));
-const isLedgerLog = (log: RpcLog) =>
-  log.address.toLowerCase() === USDC_ADDRESS.toLowerCase() && ledgerTopics.includes(log.topics[0] as Hex);
 
 /**
  * Keeps the embedded chain's ledger in the journal. Everything up to syncedBlock is in the journal (and in `state`).
@@ -53,7 +52,12 @@ export class LedgerSync {
     private readonly journal: StateJournal,
     private readonly state: ChainState,
     private syncedBlock: bigint,
+    private readonly token: Address,
   ) {}
+
+  private isLedgerLog(log: RpcLog): boolean {
+    return log.address.toLowerCase() === this.token.toLowerCase() && ledgerTopics.includes(log.topics[0] as Hex);
+  }
 
   async sync(): Promise<void> {
     const found = await this.newBlocks();
@@ -97,7 +101,7 @@ export class LedgerSync {
       nextReceipts.every((receipt) => receipt.blockHash === nextBlock.hash)
     ) {
       found.blocks.push(nextBlock);
-      for (const receipt of nextReceipts) found.logs.push(...receipt.logs.filter(isLedgerLog));
+      for (const receipt of nextReceipts) found.logs.push(...receipt.logs.filter((log) => this.isLedgerLog(log)));
       fromBlock = next + 1n;
     }
     if (fromBlock <= head) await this.readRange(fromBlock, found);
@@ -118,7 +122,7 @@ export class LedgerSync {
         method: 'eth_getLogs',
         params: [
           {
-            address: USDC_ADDRESS,
+            address: this.token,
             topics: [ledgerTopics],
             fromBlock: numberToHex(fromBlock),
             toBlock: numberToHex(head),

@@ -51,6 +51,9 @@ const BALANCES_SLOT = 0n;
 const ALLOWANCES_SLOT = 1n;
 const TOTAL_SUPPLY_SLOT = 2n;
 const AUTHORIZATIONS_SLOT = 3n;
+const NAME_SLOT = 4n;
+/** What name() answers when the genesis stores none. */
+const DEFAULT_NAME = 'USD Coin';
 
 const word = (value: bigint | string): Hex => numberToHex(BigInt(value), { size: 32 });
 
@@ -58,6 +61,20 @@ function mappingSlot(key: Hex, keyType: 'address' | 'bytes32', slot: bigint | He
   const layout: readonly AbiParameter[] = [{ type: keyType }, { type: 'uint256' }];
   const values: readonly unknown[] = [key, BigInt(slot)];
   return keccak256(encodeAbiParameters(layout, values));
+}
+
+/**
+ * The token's name in storage when it is not the default: Solidity keeps a string under 32 bytes in its slot, the
+ * bytes left-aligned and twice the length in the lowest byte.
+ */
+export function nameStorage(name: string): Record<Hex, Hex> {
+  if (name === DEFAULT_NAME) return {};
+  const bytes = Buffer.from(name, 'utf8');
+  if (bytes.length > 31) throw new Error(`a token name of ${bytes.length} bytes does not fit in one slot`);
+  const slot = Buffer.alloc(32);
+  bytes.copy(slot);
+  slot[31] = bytes.length * 2;
+  return { [word(NAME_SLOT)]: `0x${slot.toString('hex')}` };
 }
 
 /** The token's storage for a ledger state, as anvil's state file wants it. */

@@ -1,13 +1,6 @@
 import type { Address, Hex } from 'viem';
-import { assetDomain } from '../chain/networks.js';
-import {
-  DEV_ACCOUNTS,
-  DEV_ROLES,
-  EMBEDDED_CHAIN_ID,
-  startEmbeddedChain,
-  USDC_ADDRESS,
-  type EmbeddedChain,
-} from '../chain/index.js';
+import { assetDomain, usdcNetwork, type UsdcNetwork } from '../chain/networks.js';
+import { DEV_ACCOUNTS, DEV_ROLES, startEmbeddedChain, USDC_ADDRESS, type EmbeddedChain } from '../chain/index.js';
 import type { CheckoutStatus } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import { RefundWallet } from '../refunds/index.js';
@@ -68,15 +61,23 @@ export async function payments(options: PaymentOptions): Promise<Payments> {
   const settings = options.settings;
   const receipts = options.operatorKey && new OfferReceipts(options.operatorKey, settings.maxTimeoutSeconds);
   if (options.production) return productionPayments(options, receipts);
+  const network = embeddedNetwork(settings.network);
   if (settings.chainRpcUrl)
     return attachToChain(
-      settings.chainRpcUrl,
+      { rpcUrl: settings.chainRpcUrl, network },
       settings.devFacilitatorAccount,
       settings.maxTimeoutSeconds,
       receipts,
       options.refundKey,
     );
-  return embeddedPayments(options, receipts);
+  return embeddedPayments(options, network, receipts);
+}
+
+/** The network the development chain runs as: Base by default, Base Sepolia to rehearse (X402_NETWORK=base-sepolia). */
+function embeddedNetwork(network: string): UsdcNetwork {
+  const known = usdcNetwork(network);
+  if (!known) throw new Error(`X402_NETWORK: the embedded chain runs as base or base-sepolia, not ${network}`);
+  return known;
 }
 
 /** Production: the remote facilitators, the token read over X402_RPC_URL, refunds from X402_REFUND_KEY's wallet. */
@@ -140,12 +141,17 @@ async function productionPayments(options: PaymentOptions, receipts: OfferReceip
 }
 
 /** Development: an embedded anvil chain with our USDC and the official facilitator in-process. */
-async function embeddedPayments(options: PaymentOptions, receipts: OfferReceipts | undefined): Promise<Payments> {
+async function embeddedPayments(
+  options: PaymentOptions,
+  network: UsdcNetwork,
+  receipts: OfferReceipts | undefined,
+): Promise<Payments> {
   const settings = options.settings;
   const logWindow = settings.logWindowBlocks;
   const { maxTimeoutSeconds } = settings;
   const chain: EmbeddedChain = await startEmbeddedChain({
     dataDir: options.dataDir,
+    network,
     onUnexpectedExit: (code) => options.log.error({ component: 'anvil', code }, 'the embedded chain exited'),
   });
   await chain.ensureFunded(chain.accounts.buyer.address, DEV_BUYER_FUNDS);
@@ -196,17 +202,17 @@ async function embeddedPayments(options: PaymentOptions, receipts: OfferReceipts
  * Each instance settles from its own dev account (DEV_FACILITATOR_ACCOUNT) so their transaction nonces never clash.
  */
 function attachToChain(
-  rpcUrl: string,
+  { rpcUrl, network: usdc }: { rpcUrl: string; network: UsdcNetwork },
   facilitatorAccount: number,
   maxTimeoutSeconds: number,
   receipts?: OfferReceipts,
   refundKey?: Hex,
 ): Payments {
-  const network = `eip155:${EMBEDDED_CHAIN_ID}` as const;
+  const { network, chainId, usdc: asset } = usdc;
   const facilitator = createFacilitator({
     mode: 'embedded',
     rpcUrl,
-    chainId: EMBEDDED_CHAIN_ID,
+    chainId,
     privateKey: DEV_ACCOUNTS[facilitatorAccount].privateKey,
   });
   return {
@@ -219,17 +225,17 @@ function attachToChain(
     },
     gateway: new PaymentGateway(
       facilitator,
-      { network, asset: USDC_ADDRESS, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds },
+      { network, asset, payTo: DEV_ROLES.payTo.address, maxTimeoutSeconds },
       receipts,
     ),
-    ledger: new AuthorizationLedger(rpcUrl, USDC_ADDRESS, { mineIdle: true }),
+    ledger: new AuthorizationLedger(rpcUrl, asset, { mineIdle: true }),
     dev: {
-      chain: { rpc_url: rpcUrl, chain_id: EMBEDDED_CHAIN_ID },
+      chain: { rpc_url: rpcUrl, chain_id: chainId },
       buyer: { address: DEV_ROLES.buyer.address, private_key: DEV_ROLES.buyer.privateKey },
     },
     // Instances on one chain share the dev refund wallet: the refund nonce keeps two of them from paying twice.
     refunds: {
-      wallet: refundWallet(rpcUrl, EMBEDDED_CHAIN_ID, USDC_ADDRESS, refundKey ?? DEV_ROLES.refunds.privateKey),
+      wallet: refundWallet(rpcUrl, chainId, asset, refundKey ?? DEV_ROLES.refunds.privateKey),
     },
     stop: async () => {},
   };

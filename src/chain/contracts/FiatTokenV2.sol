@@ -5,10 +5,10 @@ pragma solidity ^0.8.20;
 /// ERC-20 + EIP-3009 with the same EIP-712 domain, type hashes and revert strings,
 /// so the x402 facilitator behaves as it does against the real token.
 /// The runtime code is installed with anvil_setCode, so no constructor ever runs:
-/// name/symbol/version are constants and the domain separator is computed per call.
+/// symbol/version are constants, the name is "USD Coin" (Base's USDC) unless the genesis stores
+/// another (Base Sepolia's is "USDC"), and the domain separator is computed per call.
 /// Storage layout (slots 0-3) is relied upon by src/chain/state.ts; append only.
 contract FiatTokenV2 {
-    string public constant name = "USD Coin";
     string public constant symbol = "USDC";
     string public constant version = "2";
     uint8 public constant decimals = 6;
@@ -35,6 +35,7 @@ contract FiatTokenV2 {
     mapping(address => mapping(address => uint256)) private _allowances;
     uint256 private _totalSupply;
     mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
+    string private _name;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
@@ -42,12 +43,16 @@ contract FiatTokenV2 {
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
     event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
 
+    function name() public view returns (string memory) {
+        return bytes(_name).length == 0 ? "USD Coin" : _name;
+    }
+
     function DOMAIN_SEPARATOR() public view returns (bytes32) {
         return
             keccak256(
                 abi.encode(
                     EIP712_DOMAIN_TYPEHASH,
-                    keccak256(bytes(name)),
+                    keccak256(bytes(name())),
                     keccak256(bytes(version)),
                     block.chainid,
                     address(this)
