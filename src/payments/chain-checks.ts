@@ -36,12 +36,15 @@ const MAX_REMEMBERED = 10_000;
  */
 export class ChainChecks {
   private readonly code = new Map<string, { has: boolean; until: number }>();
-  private window = { start: 0, total: 0, byAddress: new Map<string, number>() };
+  private readonly all: MinuteLog;
+  private readonly byAddress = new Map<string, MinuteLog>();
 
   constructor(
     private readonly node: ChainNode,
     readonly limits: ChainCheckLimits = DEFAULT_CHAIN_CHECK_LIMITS,
-  ) {}
+  ) {
+    this.all = new MinuteLog(limits.globalPerMinute);
+  }
 
   /** Whether the address holds contract code (a smart wallet), from the cache when it was asked recently. */
   async hasCode(address: Address): Promise<boolean> {
@@ -64,22 +67,56 @@ export class ChainChecks {
     return this.node.call({ ...request, gas: this.limits.gasCap }).catch(() => undefined);
   }
 
+  /** Counts a read against both budgets, each over the last 60 s (a fixed minute would allow twice as many across its end). */
   private spend(address: string): void {
     const now = Date.now();
-    if (now - this.window.start >= WINDOW_MS) this.window = { start: now, total: 0, byAddress: new Map() };
-    const used = this.window.byAddress.get(address) ?? 0;
-    const wait = Math.max(1, Math.ceil((this.window.start + WINDOW_MS - now) / 1000));
     const { perAddressPerMinute: perAddress, globalPerMinute: global } = this.limits;
-    if (used >= perAddress)
-      throw busy(`This address needed ${used} on-chain signature checks this minute (at most ${perAddress}).`, wait);
-    if (this.window.total >= global)
-      throw busy(`This service made its ${global} on-chain signature checks of this minute.`, wait);
-    if (this.window.byAddress.size < MAX_REMEMBERED) this.window.byAddress.set(address, used + 1);
-    this.window.total++;
+    const mine = this.byAddress.get(address) ?? new MinuteLog(perAddress);
+    const addressWait = mine.waitMs(now);
+    if (addressWait > 0)
+      throw busy(
+        `This address needed ${perAddress} on-chain signature checks in the last minute (at most ${perAddress}).`,
+        addressWait,
+      );
+    const globalWait = this.all.waitMs(now);
+    if (globalWait > 0)
+      throw busy(`This service made its ${global} on-chain signature checks of the last minute.`, globalWait);
+    this.all.add(now);
+    mine.add(now);
+    if (!this.byAddress.has(address) && this.roomForAnother(now)) this.byAddress.set(address, mine);
+  }
+
+  /** Whether one more address can be tracked: those with no read in the last minute are forgotten first. */
+  private roomForAnother(now: number): boolean {
+    if (this.byAddress.size < MAX_REMEMBERED) return true;
+    for (const [key, log] of this.byAddress) if (log.waitMs(now) === 0 && log.isEmpty()) this.byAddress.delete(key);
+    return this.byAddress.size < MAX_REMEMBERED;
   }
 }
 
-function busy(reason: string, wait: number): ApiError {
+/** The times of the reads of the last 60 s, oldest first: one more fits while fewer than `limit` are kept. */
+class MinuteLog {
+  private readonly times: number[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  /** 0 when one more read fits now, else how long until the oldest leaves the minute (ms). */
+  waitMs(now: number): number {
+    while (this.times.length && this.times[0] <= now - WINDOW_MS) this.times.shift();
+    return this.times.length < this.limit ? 0 : this.times[0] + WINDOW_MS - now;
+  }
+
+  add(now: number): void {
+    this.times.push(now);
+  }
+
+  isEmpty(): boolean {
+    return this.times.length === 0;
+  }
+}
+
+function busy(reason: string, waitMs: number): ApiError {
+  const wait = Math.max(1, Math.ceil(waitMs / 1000));
   const message =
     `${reason} Signatures by plain wallets (EOA) are checked without the chain; a smart-wallet signature ` +
     `needs the chain. Wait ${wait} s (Retry-After) and sign a fresh challenge or payment.`;
