@@ -112,9 +112,12 @@ function assertAnsweredInTime(fault: string, purchases: AgentPurchase[], timeout
   console.log(`fault ${fault}: first answers within ${slowest} ms (facilitator timeout ${timeoutMs} ms)`);
   // The 402 and the paid request on a machine shared with other test files: far under the SDK's own 90 s.
   assert.ok(slowest < timeoutMs + 20_000, `${fault}: the slowest first answer took ${slowest} ms`);
+  // Delivered when the chain already shows the transfer the hanging facilitator sent; else pending, with its order;
+  // or, when the verify itself outlasts the timeout on a loaded machine, the retryable "nothing was charged" of a
+  // payment never sent to settle (delivered on its retry).
   for (const a of first.filter((a) => a.status !== 200)) {
-    assert.equal(a.code, 'settlement_pending', JSON.stringify(a));
-    assert.ok(a.orderId, 'a pending answer names its order');
+    assert.ok(['settlement_pending', 'payment_network_unavailable'].includes(a.code!), JSON.stringify(a));
+    if (a.code === 'settlement_pending') assert.ok(a.orderId, 'a pending answer names its order');
   }
 }
 
