@@ -101,6 +101,17 @@ export class IcecastDecider implements MountDecider {
     return (await this.servedHere(mount)) !== undefined;
   }
 
+  /**
+   * Whether a mount whose source came or went is served here. Icecast's bookkeeping callbacks are answered even when
+   * PostgreSQL does not answer in time: then whether this host let the mount's source in says it.
+   */
+  private async stillServesHere(mount: string, admittedHere: boolean): Promise<boolean> {
+    return this.servesHere(mount).catch((err) => {
+      this.log.warn({ err, mount }, 'could not read where the mount is served; going by the source this host let in');
+      return admittedHere;
+    });
+  }
+
   /** The host epoch of the service whose source was let in on this mount, undefined when none was. */
   sourceEpoch(mount: string): number | undefined {
     return this.sourceEpochs.get(mount);
@@ -196,19 +207,24 @@ export class IcecastDecider implements MountDecider {
 
   async mountAdded({ mount }: { mount: string }): Promise<void> {
     if (this.unleased()) return this.places?.sourceConnected(mount);
-    if (!(await this.servesHere(mount))) return;
+    if (!(await this.stillServesHere(mount, this.sourceEpochs.has(mount)))) return;
     this.log.info({ mount }, 'source connected');
     this.places?.sourceConnected(mount);
     await this.recordSource(mount, 'source.connected');
   }
 
   async mountRemoved({ mount }: { mount: string }): Promise<void> {
-    this.sourceEpochs.delete(mount);
+    const admittedHere = this.sourceEpochs.delete(mount);
     if (this.unleased()) return this.places?.sourceDisconnected(mount);
-    if (!(await this.servesHere(mount))) return;
+    if (!(await this.stillServesHere(mount, admittedHere))) return;
     this.log.info({ mount }, 'source disconnected');
     await this.recordSource(mount, 'source.disconnected');
-    const [service] = await this.db.query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount]);
+    const [service] = await this.db
+      .query<{ id: string }>('SELECT id FROM services WHERE mount = $1', [mount])
+      .catch((err) => {
+        this.log.warn({ err, mount }, 'could not read whose AutoDJ may take the freed mount; its next pass will');
+        return [];
+      });
     // Not awaited: it may ask Icecast's admin API, which should not wait on Icecast's own callback.
     if (service)
       void this.autodj
