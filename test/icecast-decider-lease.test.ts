@@ -42,8 +42,9 @@ test('without its lease, every Icecast callback is answered from memory, without
   await decider.mountRemoved({ mount });
   assert.deepEqual(asked, [], 'no query');
 
-  // With its lease the same callback reads PostgreSQL (whether the service is still on this host).
+  // With its lease the same callback reads PostgreSQL (whether the service is still on this host); when PostgreSQL
+  // does not answer, it is still answered, going by the source this host let in (none here).
   leaseLost = false;
-  await assert.rejects(decider.mountRemoved({ mount }), /cut off/);
+  await decider.mountRemoved({ mount });
   assert.equal(asked.length, 1);
 });
