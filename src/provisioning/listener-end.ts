@@ -17,3 +17,10 @@ export const PROXY_USER = 'proxy-';
 
 /** Whether a listener's access-log line will be followed (or was preceded) by its proxy's own count. */
 export const reportedByProxy = (user: string | null): boolean => user?.startsWith(PROXY_USER) ?? false;
+
+/**
+ * The key of a listener's place as Icecast lists it: HAProxy's ticket (its user name) for a listener HAProxy admitted
+ * before Icecast gave it an id, else Icecast's client id (the id its listener_add named).
+ */
+export const placeKey = (listener: { id: string; user?: string }): string =>
+  listener.user && reportedByProxy(listener.user) ? listener.user : listener.id;
