@@ -6,52 +6,24 @@
 // they read nothing until every one has its answer, so that this process, on the same cores, measures admissions
 // rather than its own receiving of audio (the service then relays next to nothing during the burst).
 // Env: ADMISSION_STREAMS (40), ADMISSION_PLACES (50), NO_WRITE_DOCS=1.
-import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { buy } from '../test/support/purchase.js';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
-import { TestWallet } from '../test/support/wallet.js';
+import { buyStreams, type BoughtStream } from './bought-streams.js';
 import { writeMarkedSection } from './docs.js';
+import { listenWithin } from './listener-within.js';
+import { startMp3Sources, type Sources } from './mp3-sources.js';
 import { percentile } from './percentile.js';
-import { pool } from './pool.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
-import { callbackMetrics, drain, openListener, stopProcess, waitLive, type OpenListener } from './streaming.js';
+import { callbackMetrics, drain, waitLive, type OpenListener } from './streaming.js';
 
 const streams = Number(process.env.ADMISSION_STREAMS ?? 40);
 const places = Number(process.env.ADMISSION_PLACES ?? 50);
 const root = fileURLToPath(new URL('../', import.meta.url));
 const ANSWER_TIMEOUT_MS = 90_000;
-
-interface Bought {
-  broadcast_url: string;
-  stream_url: string;
-}
-
-/** A listener whose answer never comes within the timeout counts as refused ("no answer"). */
-async function listen(url: string, readFrom?: Promise<void>): Promise<OpenListener> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<OpenListener>((resolve) => {
-    timer = setTimeout(
-      () =>
-        resolve({
-          status: 0,
-          error: 'no answer',
-          at: performance.now(),
-          bytes: () => 0,
-          tail: () => Buffer.alloc(0),
-          close: () => undefined,
-        }),
-      ANSWER_TIMEOUT_MS,
-    );
-  });
-  const answer = await Promise.race([openListener(url, readFrom), timeout]);
-  clearTimeout(timer);
-  return answer;
-}
 
 function tally(answers: OpenListener[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -60,38 +32,6 @@ function tally(answers: OpenListener[]): Record<string, number> {
     out[key] = (out[key] ?? 0) + 1;
   }
   return out;
-}
-
-async function startSources(urls: string[]): Promise<{ stop(): Promise<void> }> {
-  const mp3 = join(tmpdir(), `admission-bench-${process.pid}.mp3`);
-  const made = spawnSync('ffmpeg', [
-    ...['-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-ac', '1'],
-    ...['-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '64k', '-write_xing', '0', '-id3v2_version', '0'],
-    ...['-f', 'mp3', '-y', mp3],
-  ]);
-  if (made.status !== 0) throw new Error(`ffmpeg could not make the test MP3: ${made.stderr}`);
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'bench/streaming-sources.ts'), mp3, '8000', ...urls],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stderr!.on('data', (d) => {
-    out = (out + d).slice(-4000);
-  });
-  const ready = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the sources did not connect within 60 s:\n${out}`)), 60_000);
-    child.stdout!.on('data', (d) => {
-      const r = /^ready (\d+) (\d+)/m.exec(String(d));
-      if (r) {
-        clearTimeout(timer);
-        resolve(`${r[1]} admitted, ${r[2]} refused`);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the sources child exited with ${code}:\n${out}`)));
-  });
-  console.error(`[admission] sources: ${ready}`);
-  return { stop: () => stopProcess(child) };
 }
 
 interface Cpu {
@@ -111,7 +51,7 @@ async function cpuNow(pid: number): Promise<Cpu> {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 let service: Service | undefined;
-let sources: { stop(): Promise<void> } | undefined;
+let sources: Sources | undefined;
 const signal = AbortSignal.timeout(15 * 60_000);
 try {
   service = await startService({
@@ -121,25 +61,15 @@ try {
     ICECAST_MAX_LISTENERS: String(streams * places + 500),
     ...(await roomyCatalog()),
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const origin = new URL(service.metricsUrl).origin;
   console.error(`[admission] buying ${streams} instant-streams of ${places} places`);
-  const bought = await pool(
-    Array.from({ length: streams }, (_, i) => i),
-    4,
-    async () => {
-      const r = await buy(service!, wallet, {
-        product_id: 'instant-stream',
-        email: 'bench@example.com',
-        station_name: 'Bench',
-        parameters: { duration_hours: 1, max_listeners: places, bitrate_kbps: 64 },
-      });
-      if (r.status !== 200) throw new Error(`buying answered ${r.status}: ${JSON.stringify(r.body)}`);
-      return r.body.service as Bought;
-    },
+  const bought = await buyStreams(service, { count: streams, places, kbps: 64 });
+  sources = await startMp3Sources(
+    root,
+    bought.map((b) => b.broadcast_url),
+    64,
   );
-  sources = await startSources(bought.map((b) => b.broadcast_url));
+  console.error(`[admission] sources: ${sources.admitted} admitted, ${sources.refused} refused`);
   await Promise.all(bought.map((b) => waitLive(b.stream_url, signal)));
   await sleep(2000); // the probes' listener_remove
   await drain(origin, signal);
@@ -183,7 +113,11 @@ try {
 }
 
 /** One burst of every place at once on `bought`; its table row and what holding the listeners cost. */
-async function burst(service: Service, bought: Bought[], readAfter: boolean): Promise<{ row: string; held: string }> {
+async function burst(
+  service: Service,
+  bought: BoughtStream[],
+  readAfter: boolean,
+): Promise<{ row: string; held: string }> {
   const origin = new URL(service.metricsUrl).origin;
   const opened: OpenListener[] = [];
   try {
@@ -196,7 +130,9 @@ async function burst(service: Service, bought: Bought[], readAfter: boolean): Pr
     const burstDone = new Promise<void>((resolve) => {
       burstOver = resolve;
     });
-    const answers = await Promise.all(urls.map((url) => listen(url, readAfter ? burstDone : undefined)));
+    const answers = await Promise.all(
+      urls.map((url) => listenWithin(url, ANSWER_TIMEOUT_MS, readAfter ? burstDone : undefined)),
+    );
     burstOver();
     opened.push(...answers);
     const times = Float64Array.from(answers.map((a) => a.at - started)).sort();
@@ -217,7 +153,7 @@ async function burst(service: Service, bought: Bought[], readAfter: boolean): Pr
     const count = callbacks1.count - callbacks0.count;
 
     // One more listener per stream: every stream is full, so each must be refused.
-    const extra = await Promise.all(bought.map((b) => listen(b.stream_url)));
+    const extra = await Promise.all(bought.map((b) => listenWithin(b.stream_url, ANSWER_TIMEOUT_MS)));
     opened.push(...extra);
     const extraAdmitted = extra.filter((a) => a.status === 200).length;
 

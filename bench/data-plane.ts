@@ -6,20 +6,18 @@
 // configuration, and the bytes the listeners received against 64 kbps.
 // npm run bench:data-plane. Env: DATA_PLANE_STREAMS (20), DATA_PLANE_PLACES (50), DATA_PLANE_HOLD_SECONDS (15),
 // DATA_PLANE_PROXIES (front-door,haproxy), NO_WRITE_DOCS=1.
-import { spawn, spawnSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { buy } from '../test/support/purchase.js';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
-import { TestWallet } from '../test/support/wallet.js';
+import { buyStreams } from './bought-streams.js';
 import { writeMarkedSection } from './docs.js';
+import { listenWithin } from './listener-within.js';
+import { startMp3Sources, type Sources } from './mp3-sources.js';
 import { percentile } from './percentile.js';
-import { pool } from './pool.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
-import { drain, openListener, stopProcess, waitLive, type OpenListener } from './streaming.js';
+import { drain, waitLive, type OpenListener } from './streaming.js';
 
 const streams = Number(process.env.DATA_PLANE_STREAMS ?? 20);
 const places = Number(process.env.DATA_PLANE_PLACES ?? 50);
@@ -46,57 +44,9 @@ async function cpuNow(pid: number): Promise<Cpu> {
   };
 }
 
-async function listen(url: string): Promise<OpenListener> {
-  let timer: NodeJS.Timeout | undefined;
-  const none: OpenListener = {
-    status: 0,
-    error: 'no answer',
-    at: performance.now(),
-    bytes: () => 0,
-    tail: () => Buffer.alloc(0),
-    close: () => undefined,
-  };
-  const timeout = new Promise<OpenListener>((resolve) => {
-    timer = setTimeout(() => resolve(none), ANSWER_TIMEOUT_MS);
-  });
-  const answer = await Promise.race([openListener(url), timeout]);
-  clearTimeout(timer);
-  return answer;
-}
-
-async function startSources(urls: string[]): Promise<{ stop(): Promise<void> }> {
-  const mp3 = join(tmpdir(), `data-plane-bench-${process.pid}.mp3`);
-  const made = spawnSync('ffmpeg', [
-    ...['-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-ac', '1'],
-    ...['-ar', '44100', '-c:a', 'libmp3lame', '-b:a', '64k', '-write_xing', '0', '-id3v2_version', '0'],
-    ...['-f', 'mp3', '-y', mp3],
-  ]);
-  if (made.status !== 0) throw new Error(`ffmpeg could not make the test MP3: ${made.stderr}`);
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'bench/streaming-sources.ts'), mp3, String(BYTES_PER_SECOND), ...urls],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stderr!.on('data', (d) => {
-    out = (out + d).slice(-4000);
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the sources did not connect within 60 s:\n${out}`)), 60_000);
-    child.stdout!.on('data', (d) => {
-      if (/^ready (\d+) (\d+)/m.test(String(d))) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the sources child exited with ${code}:\n${out}`)));
-  });
-  return { stop: () => stopProcess(child) };
-}
-
 async function run(proxy: Proxy): Promise<{ row: string }> {
   let service: Service | undefined;
-  let sources: { stop(): Promise<void> } | undefined;
+  let sources: Sources | undefined;
   const opened: OpenListener[] = [];
   try {
     service = await startService({
@@ -107,25 +57,14 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
       ICECAST_MAX_LISTENERS: String(streams * places + 500),
       ...(await roomyCatalog()),
     });
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const origin = new URL(service.metricsUrl).origin;
     console.error(`[data-plane] ${proxy}: buying ${streams} instant-streams of ${places} places`);
-    const bought = await pool(
-      Array.from({ length: streams }, (_, i) => i),
-      4,
-      async () => {
-        const r = await buy(service!, wallet, {
-          product_id: 'instant-stream',
-          email: 'bench@example.com',
-          station_name: 'Bench',
-          parameters: { duration_hours: 1, max_listeners: places, bitrate_kbps: 64 },
-        });
-        if (r.status !== 200) throw new Error(`buying answered ${r.status}: ${JSON.stringify(r.body)}`);
-        return r.body.service as { broadcast_url: string; stream_url: string };
-      },
+    const bought = await buyStreams(service, { count: streams, places, kbps: 64 });
+    sources = await startMp3Sources(
+      root,
+      bought.map((b) => b.broadcast_url),
+      64,
     );
-    sources = await startSources(bought.map((b) => b.broadcast_url));
     await Promise.all(bought.map((b) => waitLive(b.stream_url, signal)));
     await sleep(2000);
     await drain(origin, signal);
@@ -133,7 +72,7 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
     console.error(`[data-plane] ${proxy}: ${streams * places} listeners at once`);
     const started = performance.now();
     const answers = await Promise.all(
-      bought.flatMap((b) => Array.from({ length: places }, () => listen(b.stream_url))),
+      bought.flatMap((b) => Array.from({ length: places }, () => listenWithin(b.stream_url, ANSWER_TIMEOUT_MS))),
     );
     opened.push(...answers);
     const times = Float64Array.from(answers.map((a) => a.at - started)).sort();
@@ -144,7 +83,7 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
       refused[key] = (refused[key] ?? 0) + 1;
     }
     await drain(origin, signal);
-    const extra = await Promise.all(bought.map((b) => listen(b.stream_url)));
+    const extra = await Promise.all(bought.map((b) => listenWithin(b.stream_url, ANSWER_TIMEOUT_MS)));
     opened.push(...extra);
 
     await sleep(2000);
@@ -192,7 +131,8 @@ const section = [
   `then the listeners held ${HOLD_SECONDS} s: CPU from /proc (% of one core), each beside Icecast's own in the same`,
   'configuration; "in real time" = listeners that received ≥ 95 % of 64 kbps over the hold.',
   '',
-  '| Data plane | admitted | refused | p50 | last answer | one more per stream admitted | in real time | serve CPU (× Icecast) | proxy CPU (× Icecast) | Icecast CPU | PostgreSQL CPU |',
+  '| Data plane | admitted | refused | p50 | last answer | one more per stream admitted | in real time | ' +
+    'serve CPU (× Icecast) | proxy CPU (× Icecast) | Icecast CPU | PostgreSQL CPU |',
   '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ...rows.map((r) => r.row),
   '',

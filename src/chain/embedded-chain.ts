@@ -113,7 +113,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
   });
   const { viemChain, publicClient, minter } = clients(anvil.rpcUrl, network.chainId);
   const token = network.usdc;
-  const ledger = new LedgerSync(anvil.rpcUrl, journal, state, firstLiveBlock, token);
+  const ledger = new LedgerSync({ rpcUrl: anvil.rpcUrl, journal, state, syncedBlock: firstLiveBlock, token });
   const checkpoint = coalesce(() => ledger.sync());
   const timer = setInterval(() => checkpoint().catch(() => undefined), checkpointIntervalMs);
   timer.unref();

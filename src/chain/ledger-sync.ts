@@ -40,6 +40,17 @@ interface NewBlocks {
 const devAddresses = new Map(DEV_ACCOUNTS.map(({ address }) => [address.toLowerCase(), address]));
 const ledgerTopics = ledgerEvents.map((event) => toEventSelector(event));
 
+export interface LedgerSyncOptions {
+  rpcUrl: string;
+  journal: StateJournal;
+  /** The ledger as the journal holds it, kept up to date with it. */
+  state: ChainState;
+  /** Everything up to this block is in the journal already. */
+  syncedBlock: bigint;
+  /** The token whose events make the ledger. */
+  token: Address;
+}
+
 /**
  * Keeps the embedded chain's ledger in the journal. Everything up to syncedBlock is in the journal (and in `state`).
  * Each round reads the head after it starts, so it covers every transaction mined before its callers called (see
@@ -47,13 +58,19 @@ const ledgerTopics = ledgerEvents.map((event) => toEventSelector(event));
  * and nonces of the new blocks' transactions, so no state is read.
  */
 export class LedgerSync {
-  constructor(
-    private readonly rpcUrl: string,
-    private readonly journal: StateJournal,
-    private readonly state: ChainState,
-    private syncedBlock: bigint,
-    private readonly token: Address,
-  ) {}
+  private readonly rpcUrl: string;
+  private readonly journal: StateJournal;
+  private readonly state: ChainState;
+  private syncedBlock: bigint;
+  private readonly token: Address;
+
+  constructor(options: LedgerSyncOptions) {
+    this.rpcUrl = options.rpcUrl;
+    this.journal = options.journal;
+    this.state = options.state;
+    this.syncedBlock = options.syncedBlock;
+    this.token = options.token;
+  }
 
   private isLedgerLog(log: RpcLog): boolean {
     return log.address.toLowerCase() === this.token.toLowerCase() && ledgerTopics.includes(log.topics[0] as Hex);

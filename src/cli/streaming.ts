@@ -54,15 +54,10 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   // ICECAST_PROXY=haproxy puts HAProxy where the front door would be (and wins over ICECAST_FRONT_DOOR=false).
   const proxied = settings.proxy === 'haproxy' || settings.frontDoor;
   const publicPort = () => haproxy?.port ?? frontDoor?.port ?? supervisor?.port;
-  const sourceEndListeners: SourceEndListener[] = [];
-  const sourceEnded = (end: SourceEnd) => {
-    for (const listener of sourceEndListeners) listener(end);
-  };
-  const listenerEndListeners: ListenerEndListener[] = [];
-  const listenerEnded = (end: ListenerEnd) => {
-    for (const listener of listenerEndListeners) listener(end);
-  };
-  const ends = { sourceEnded, listenerEnded };
+  const sourceEnds = fanOut<SourceEnd>();
+  const listenerEnds = fanOut<ListenerEnd>();
+  const sourceEnded = sourceEnds.emit;
+  const ends = { sourceEnded, listenerEnded: listenerEnds.emit };
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
@@ -74,8 +69,8 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
-    onSourceEnd: (listener) => void sourceEndListeners.push(listener),
-    onListenerEnd: (listener) => void listenerEndListeners.push(listener),
+    onSourceEnd: sourceEnds.add,
+    onListenerEnd: listenerEnds.add,
     health: () => icecastHealth(supervisor, installed),
     async start(callbackBaseUrl) {
       if (!installed) return;
@@ -103,22 +98,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings, sourceEnded);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
-      if (host.lastPort && host.lastPort !== port) {
-        log.warn(
-          { component: 'icecast', port, previous_port: host.lastPort },
-          'the previous icecast port is taken; service addresses move to the new one',
-        );
-      }
-      log.info(
-        {
-          component: 'icecast',
-          url: supervisor.baseUrl,
-          front_door_port: frontDoor?.port,
-          haproxy_port: haproxy?.port,
-          host_id: host.id,
-        },
-        'icecast started',
-      );
+      logStarted(log, { url: supervisor.baseUrl, port, host, frontDoor: frontDoor?.port, haproxy: haproxy?.port });
     },
     async stop() {
       await frontDoor?.stop();
@@ -126,6 +106,32 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       await supervisor?.stop();
     },
   };
+}
+
+/** Listeners of one kind of end, called in the order they were added. */
+function fanOut<T>(): { add(listener: (end: T) => void): void; emit(end: T): void } {
+  const listeners: Array<(end: T) => void> = [];
+  return {
+    add: (listener) => void listeners.push(listener),
+    emit: (end) => {
+      for (const listener of listeners) listener(end);
+    },
+  };
+}
+
+function logStarted(
+  log: Logger,
+  started: { url: string; port: number; host: { id: string; lastPort?: number }; frontDoor?: number; haproxy?: number },
+): void {
+  const { url, port, host } = started;
+  if (host.lastPort && host.lastPort !== port) {
+    log.warn(
+      { component: 'icecast', port, previous_port: host.lastPort },
+      'the previous icecast port is taken; service addresses move to the new one',
+    );
+  }
+  const ports = { front_door_port: started.frontDoor, haproxy_port: started.haproxy };
+  log.info({ component: 'icecast', url, ...ports, host_id: host.id }, 'icecast started');
 }
 
 async function icecastHealth(supervisor: IcecastSupervisor | undefined, installed: boolean) {
