@@ -246,6 +246,72 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     assert.ok(cutAfterExpiry - expiresAt <= 1000, `cut ${cutAfterExpiry - expiresAt} ms after expires_at`);
   });
 
+  test("HAProxy asks serve, not Icecast: a burst gets exactly the cap, the rest Icecast's own 401", async () => {
+    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const cap = 15;
+    const bought = await buy(service, wallet, {
+      product_id: 'instant-stream',
+      email: 'haproxy@example.com',
+      station_name: 'Burst FM',
+      parameters: { duration_hours: 1, max_listeners: cap, bitrate_kbps: 64 },
+    });
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    const svc = bought.body.service;
+    const url = new URL(svc.stream_url);
+    const path = url.pathname + url.search;
+    const source = startFfmpegSource(svc.broadcast_url);
+    try {
+      const first = await waitFor(
+        'the mount to go live',
+        async () => {
+          const l = await listen(Number(url.port), path, '127.0.1.1');
+          if ((await answered(l)) === 200) return l;
+          l.socket.destroy();
+          return undefined;
+        },
+        20_000,
+      );
+      const icecastXml = await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8');
+      assert.doesNotMatch(icecastXml, /listener_add/, 'Icecast is not told to ask about listeners');
+      // The rest at once, each from an address of its own (serve sees each one's).
+      const burst = await Promise.all(
+        Array.from({ length: 3 * cap }, (_, i) => listen(Number(url.port), path, `127.0.2.${i + 1}`)),
+      );
+      const statuses = await Promise.all(burst.map((l) => answered(l)));
+      const count = (status: number) => statuses.filter((s) => s === status).length;
+      assert.equal(count(200), cap - 1, `answers: ${JSON.stringify(statuses)}`);
+      assert.equal(count(401), 2 * cap + 1, `answers: ${JSON.stringify(statuses)}`);
+      const refused = burst[statuses.indexOf(401)];
+      await refused.closed;
+      const text = refused.received().toString('latin1');
+      assert.match(text, /^HTTP\/1\.0 401 Authentication Required\r\nServer: Icecast 2\.4\.4\r\n/);
+      assert.match(text, /WWW-Authenticate: Basic realm="Icecast2 Server"\r\n/);
+      assert.ok(text.endsWith('\r\n\r\nYou need to authenticate\r\n'), JSON.stringify(text));
+      // Every admission was HAProxy's request to serve; Icecast's auth thread asked nothing.
+      const metrics = await (await fetch(service.metricsUrl)).text();
+      const asked = (action: string) =>
+        Number(
+          new RegExp(`icecast_callback_duration_seconds_count\\{action="${action}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0,
+        );
+      assert.equal(asked('listener_add'), 0);
+      assert.ok(asked('proxy_listener_add') >= 3 * cap + 1, `asked ${asked('proxy_listener_add')}`);
+      const ips = await waitFor(
+        'the places written',
+        async () => {
+          const found = await db.query('SELECT ip FROM listeners WHERE service_id = $1', [svc.service_id]);
+          return found.rows.length === cap ? found.rows.map((r) => r.ip as string) : undefined;
+        },
+        10_000,
+      );
+      assert.equal(new Set(ips).size, cap, "each place has its listener's own address");
+      assert.ok(ips.every((ip) => ip.startsWith('127.0.')) && !ips.includes('127.0.0.254'));
+      for (const l of [first, ...burst]) l.socket.destroy();
+    } finally {
+      source.kill('SIGKILL');
+    }
+  });
+
   test('a paid stream reaches listeners through HAProxy, with their address, its cap, and HAProxy supervised', async () => {
     const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
@@ -301,9 +367,12 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     const icecastPort = Number(/<port>(\d+)<\/port>/.exec(icecastXml)![1]);
     assert.notEqual(icecastPort, port);
 
-    // A forged ticket straight to Icecast's loopback port is refused, however it names its address.
+    // Straight to Icecast's loopback port from an address other than HAProxy's and serve's: closed unanswered,
+    // whatever ticket it forges (Icecast no longer asks about listeners: it takes connections only from those two).
     const forged = `Basic ${Buffer.from('proxy-1:203.0.113.9 AAAA').toString('base64')}`;
-    assert.equal(await answered(await listen(icecastPort, path, '127.0.0.1', forged)), 401);
+    const direct = await listen(icecastPort, path, '127.0.0.2', forged);
+    await direct.closed;
+    assert.equal(direct.received().length, 0, 'Icecast answered a connection it should not accept');
 
     // The cap is exact: the second listener is admitted, the third refused.
     const second = await listen(port, path, '127.0.0.3');

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
 import {
+  HAPROXY_SOURCE_ADDRESS,
   HaproxySupervisor,
   IcecastFrontDoor,
   IcecastSupervisor,
@@ -84,6 +85,9 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         maxSources: limits.sources,
         maxClients: limits.sources + limits.listeners + 50,
         listenerRemove: settings.proxy !== 'haproxy',
+        // HAProxy asks serve about listeners itself; Icecast takes connections only from it and from serve.
+        listenerAdd: settings.proxy !== 'haproxy',
+        allowIps: settings.proxy === 'haproxy' ? ['127.0.0.1', HAPROXY_SOURCE_ADDRESS] : undefined,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
         ...(!proxied && {
@@ -94,7 +98,10 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
       logIcecastEvents(supervisor, log);
       await supervisor.start();
       if (settings.proxy === 'haproxy')
-        haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log, ends);
+        haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log, {
+          ...ends,
+          admission: { callbackBaseUrl, callbackAuth: callbackCredentials },
+        });
       else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings, sourceEnded);
       const port = publicPort()!;
       rememberStreamingHost(dataDir, host.id, port);
@@ -200,7 +207,11 @@ async function startHaproxy(
   settings: StreamingSettings,
   dataDir: string,
   log: Logger,
-  ends: { sourceEnded: SourceEndListener; listenerEnded: ListenerEndListener },
+  ends: {
+    sourceEnded: SourceEndListener;
+    listenerEnded: ListenerEndListener;
+    admission: { callbackBaseUrl: string; callbackAuth: { user: string; password: string } };
+  },
 ): Promise<HaproxySupervisor> {
   const haproxy = new HaproxySupervisor({
     dataDir: join(dataDir, 'haproxy'),
@@ -208,6 +219,8 @@ async function startHaproxy(
     ...(settings.listen ? { port: settings.listen.port } : { preferredPort }),
     upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
     icecastClients: settings.maxSources + settings.maxListeners + 50,
+    admission: ends.admission,
+    sourceAddress: HAPROXY_SOURCE_ADDRESS,
     inFlight: settings.frontDoorInFlight,
     onSourceEnd: ends.sourceEnded,
     onListenerEnd: ends.listenerEnded,

@@ -1,20 +1,25 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
+import { ADMIT, REFUSE } from './haproxy-admission.js';
 import { FREE_SLOT, SET_TICKET, SOURCE_HEAD, TAKE_SLOT } from './haproxy-pacing.js';
 import { PROXY_USER } from './listener-end.js';
 
 /**
  * HAProxy (Debian's 2.6) in front of Icecast instead of the front door (ICECAST_PROXY=haproxy): it holds the
- * listeners' and sources' connections and carries their bytes, and serve only answers Icecast's callbacks.
+ * listeners' and sources' connections and carries their bytes; it asks serve whether to admit each listener
+ * (haproxy-admission.ts) and serve answers Icecast's source callbacks.
  *
- * Icecast 2.4.4 does not read X-Forwarded-For (its binary has no such string; the `ip` of a callback is the peer of
- * its socket), and the `headers` option of its URL auth would need the callback form parsed for new fields. What it
- * does pass to listener_add is the listener's HTTP Basic credentials: HAProxy replaces a listener's Authorization with
- * `proxy-<uuid>` (a user name of its own per connection: Icecast refuses a second listener of a mount with the same
- * one) and `<address> <HMAC-SHA256(key, "<uuid> <address>")>`, computed with its `hmac` converter. serve holds the key
- * (generated per run, written only into the 0600 config): a connection made to Icecast's loopback port directly
- * cannot name an address, and the claim is checked in constant time.
+ * Each listener gets a ticket: `proxy-<uuid>` (a user name of its own per connection, which Icecast logs and lists,
+ * so that its place, its access-log line and HAProxy's close line are matched) and `<address> <HMAC-SHA256(key,
+ * "<uuid> <address>")>`, computed with HAProxy's `hmac` converter. serve holds the key (generated per run, written
+ * only into the 0600 config) and checks the claim in constant time before it admits; the ticket replaces any
+ * Authorization the listener sent on its way into Icecast. Icecast 2.4.4 itself never sees the listener's address
+ * (it does not read X-Forwarded-For), only HAProxy's own source address, which is the only one besides serve's it
+ * accepts connections from (its allow-ip file).
  */
+/** HAProxy's own address towards Icecast: a loopback address no other program of the host uses by default. */
+export const HAPROXY_SOURCE_ADDRESS = '127.0.0.254';
+
 export interface HaproxyConfigOptions {
   /** Where listeners and encoders connect. */
   bind: { host: string; port: number };
@@ -30,6 +35,10 @@ export interface HaproxyConfigOptions {
   closeEvents: { port: number; secret: string };
   /** The pacing of listeners into Icecast (haproxy-pacing.ts), loaded by HAProxy from this file. */
   pacingLuaPath: string;
+  /** The admission of listeners by serve (haproxy-admission.ts), loaded by HAProxy from this file. */
+  admissionLuaPath: string;
+  /** The loopback address HAProxy connects to Icecast from (Icecast accepts only it and serve's). */
+  sourceAddress?: string;
   /** Listen backlog of the public socket (the kernel caps it at net.core.somaxconn). */
   backlog: number;
   /** Seconds a connection waits in HAProxy's queue for a place in Icecast (`timeout queue`). */
@@ -50,6 +59,7 @@ global
   # The end of each connection, to serve (a listener's place is freed at once).
   log 127.0.0.1:${o.closeEvents.port} len 256 format raw local0 info
   lua-load ${o.pacingLuaPath}
+  lua-load ${o.admissionLuaPath}
 
 defaults
   no log
@@ -85,12 +95,20 @@ ${sourceRules()}
   tcp-request content accept unless { var(txn.listener) -m bool }
   # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
   tcp-request content set-var(txn.ticket) uuid
-  tcp-request content set-var(sess.ticket) var(txn.ticket)
   tcp-request content set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
   tcp-request content set-var(txn.sig) var(txn.claim),hmac(sha256,${o.ticketKey}),base64
-  tcp-request content set-var-fmt(txn.basic) "${PROXY_USER}%[var(txn.ticket)]:%[src] %[var(txn.sig)]"
+  tcp-request content set-var-fmt(txn.src) "%[src]"
+  tcp-request content set-var-fmt(txn.ticket_user) "${PROXY_USER}%[var(txn.ticket)]"
+  tcp-request content set-var-fmt(txn.ticket_pass) "%[src] %[var(txn.sig)]"
+  tcp-request content set-var-fmt(txn.basic) "%[var(txn.ticket_user)]:%[var(txn.ticket_pass)]"
   tcp-request content set-var(txn.authorization) var(txn.basic),base64
-  # In Icecast at most a few at once until it answers (its one auth thread, its backlog of 5): the rest wait here.
+  # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here.
+  tcp-request content lua.${ADMIT}
+  tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
+  # Only an admitted listener's close frees a place (its line names the ticket).
+  tcp-request content set-var(sess.ticket) var(txn.ticket)
+  # In Icecast at most a few at once until it answers (its backlog of 5, its bound of 100 waiting for its auth
+  # thread, which no longer calls back for listeners but still hands each on): the rest wait here.
   tcp-request content lua.${TAKE_SLOT}
   tcp-request content lua.${SET_TICKET}
   # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
@@ -106,15 +124,17 @@ backend listeners
   tcp-response content accept if { res.len gt 0 }
   # A SYN lost on Icecast's backlog of 5 is a failed connect: tried again rather than passed on.
   retries 5
-  server icecast ${bindAddress(o.upstream)} maxconn ${o.serverMaxConnections}
+  server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 
 backend raw
   # Sources (PUT, SOURCE) and admin requests, byte for byte.
   mode tcp
   retries 5
-  server icecast ${bindAddress(o.upstream)} maxconn ${o.serverMaxConnections}
+  server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 `;
 }
+
+const sourceOf = (o: HaproxyConfigOptions) => (o.sourceAddress ? ` source ${o.sourceAddress}` : '');
 
 /** A source (PUT or SOURCE to a mount) has its mount and head length noted for its end-of-connection line. */
 function sourceRules(): string {

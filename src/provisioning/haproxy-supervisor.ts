@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ForwardedClaim } from './front-door.js';
 import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
+import { buildAdmissionLua } from './haproxy-admission.js';
 import { buildPacingLua } from './haproxy-pacing.js';
 import type { ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener } from './source-end.js';
@@ -25,7 +26,11 @@ export interface HaproxySupervisorOptions {
   upstream: () => { host: string; port: number } | undefined;
   /** Icecast's `<clients>` limit: at most this many connections to it at once. */
   icecastClients: number;
-  /** Listeners in Icecast at once until it answers (< 100: it refuses more waiting for auth). */
+  /** Where HAProxy asks serve to admit a listener (its callback server) and with which credentials. */
+  admission: { callbackBaseUrl: string; callbackAuth: { user: string; password: string }; timeoutMs?: number };
+  /** The loopback address HAProxy connects to Icecast from (the one Icecast accepts besides serve's). */
+  sourceAddress?: string;
+  /** Listeners in Icecast at once until it answers (< 100: it refuses more waiting for its auth thread). */
   inFlight?: number;
   backlog?: number;
   queueTimeoutSeconds?: number;
@@ -134,6 +139,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     const hardLimit = Number(spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
     // Two descriptors per connection (client and Icecast side), and some for HAProxy itself.
     const maxConnections = Math.max(64, Math.min(this.options.icecastClients + 100, Math.floor((hardLimit - 200) / 2)));
+    const admissionLuaPath = join(this.options.dataDir, 'admission.lua');
     const config = buildHaproxyConfig({
       bind: { host: this.options.host, port: this.currentPort },
       upstream,
@@ -142,16 +148,23 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       serverMaxConnections: Math.min(this.options.icecastClients, maxConnections),
       closeEvents: { port: this.closeEvents.port, secret: this.closeEvents.secret },
       pacingLuaPath: join(this.options.dataDir, 'pacing.lua'),
+      admissionLuaPath,
+      sourceAddress: this.options.sourceAddress,
       backlog: this.options.backlog ?? 4096,
       queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 60,
     });
     const pacing = buildPacingLua({ inFlight: this.options.inFlight ?? 32, intervalMs: 1, slotTimeoutS: 10 });
     const luaPath = join(this.options.dataDir, 'pacing.lua');
+    const { admission } = this.options;
     await writeFile(luaPath, pacing, { mode: 0o600 });
+    await writeFile(admissionLuaPath, buildAdmissionLua({ ...admission, timeoutMs: admission.timeoutMs ?? 15_000 }), {
+      mode: 0o600,
+    });
     await writeFile(this.configPath, config, { mode: 0o600 });
     const owner = systemUserIds('haproxy');
     if (owner)
-      for (const path of [this.options.dataDir, luaPath, this.configPath]) await chown(path, owner.uid, owner.gid);
+      for (const path of [this.options.dataDir, luaPath, admissionLuaPath, this.configPath])
+        await chown(path, owner.uid, owner.gid);
   }
 
   private async launch(): Promise<HaproxyStartedEvent> {

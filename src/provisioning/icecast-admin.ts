@@ -29,6 +29,8 @@ export interface ListenerInfo {
   ip: string;
   userAgent: string;
   connectedSeconds: number;
+  /** The HTTP Basic user it connected with, when it sent one (HAProxy's ticket for the listeners it admitted). */
+  user?: string;
 }
 
 export class IcecastAdminError extends Error {
@@ -99,6 +101,7 @@ export class IcecastAdmin {
         ip: childText(listener, 'ip') ?? '',
         userAgent: childText(listener, 'useragent') ?? '',
         connectedSeconds: toNumber(childText(listener, 'connected')),
+        user: childText(listener, 'username'),
       }));
   }
 

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { ICECAST_CALLBACK_ACTIONS, type IcecastCallbackAction } from './icecast-config.js';
+import { PROXY_USER } from './listener-end.js';
 
 // Icecast posts a form for each callback (fields seen on 2.4.4):
 //   stream_auth      action mount ip server port user pass
@@ -74,12 +75,37 @@ function isAction(action: string): action is IcecastCallbackAction {
 const refuse = (message: string): Decision => ({ accept: false, message });
 const ACCEPTED: Decision = { accept: true };
 
+/**
+ * HAProxy's own admission of a listener (haproxy-admission.ts), in place of Icecast's listener_add: the same form,
+ * asked many at once rather than one at a time by Icecast's auth thread. `user` and `pass` are HAProxy's signed ticket
+ * (the decider checks the signature and frees the place when HAProxy reports the close); the ticket is the place's
+ * client id, since Icecast gives the listener its own id only after this.
+ */
+export const PROXY_LISTENER_ADD = 'proxy_listener_add';
+
+function proxiedListener(form: Record<string, string>, decider: MountDecider): Decision | Promise<Decision> {
+  const parsed = parseMount(form.mount ?? '');
+  if (!parsed) return refuse('invalid mount');
+  const user = form.user ?? '';
+  if (!user.startsWith(PROXY_USER) || !/^[0-9a-fA-F-]{36}$/.test(user.slice(PROXY_USER.length)))
+    return refuse('invalid ticket');
+  return decider.authorizeListener({
+    ...parsed,
+    clientId: user,
+    ip: form.ip ?? '',
+    userAgent: form.agent ?? '',
+    user,
+    pass: form.pass ?? '',
+  });
+}
+
 /** Turns one Icecast callback into a call on the decider. Decider errors propagate (the caller answers 500). */
 export async function handleIcecastCallback(
   action: string,
   form: Record<string, string>,
   decider: MountDecider,
 ): Promise<Decision> {
+  if (action === PROXY_LISTENER_ADD) return proxiedListener(form, decider);
   if (!isAction(action)) return refuse('unknown action');
   if (form.action !== undefined && form.action !== action) return refuse('action mismatch');
   const parsed = parseMount(form.mount ?? '');

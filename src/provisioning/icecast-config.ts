@@ -31,6 +31,14 @@ export interface IcecastConfigOptions {
    * listener_removes would only share its one auth thread (and its 100-waiting bound) with the admissions.
    */
   listenerRemove?: boolean;
+  /**
+   * false: no listener_add callback (HAProxy asks serve itself, many at once). Icecast 2.4.4's URL auth then admits a
+   * listener without a request (auth_url.c returns AUTH_OK when no listener_add is set), its one auth thread only
+   * handing the listener on; stream_auth, mount_add and mount_remove remain for sources.
+   */
+  listenerAdd?: boolean;
+  /** A file of the addresses Icecast accepts connections from (one a line); without it, any. */
+  allowIpFile?: string;
 }
 
 export function icecastCallbackUrl(callbackBaseUrl: string, action: IcecastCallbackAction): string {
@@ -46,6 +54,12 @@ export function escapeXml(value: string | number): string {
     .replace(/'/g, '&apos;');
 }
 
+function wantsCallback(o: IcecastConfigOptions, action: IcecastCallbackAction): boolean {
+  if (action === 'listener_remove') return o.listenerRemove !== false && o.listenerAdd !== false;
+  if (action === 'listener_add') return o.listenerAdd !== false;
+  return true;
+}
+
 const randomSecret = () => randomBytes(24).toString('base64url');
 
 /** Builds icecast.xml: loopback only, every mount governed by URL auth through the default mount. */
@@ -54,7 +68,7 @@ export function buildIcecastConfig(o: IcecastConfigOptions): string {
   const x = escapeXml;
   const option = (name: string, value: string) => `      <option name="${x(name)}" value="${x(value)}"/>`;
   const authOptions = [
-    ...ICECAST_CALLBACK_ACTIONS.filter((a) => a !== 'listener_remove' || o.listenerRemove !== false).map((a) =>
+    ...ICECAST_CALLBACK_ACTIONS.filter((a) => wantsCallback(o, a)).map((a) =>
       option(a, icecastCallbackUrl(o.callbackBaseUrl, a)),
     ),
     option('auth_header', 'icecast-auth-user: 1'),
@@ -101,7 +115,7 @@ ${authOptions.join('\n')}
     <pidfile>${x(join(o.dir, 'icecast.pid'))}</pidfile>
     <webroot>${x(join(shareDir, 'web'))}</webroot>
     <adminroot>${x(join(shareDir, 'admin'))}</adminroot>
-  </paths>
+${o.allowIpFile ? `    <allow-ip>${x(o.allowIpFile)}</allow-ip>\n` : ''}  </paths>
   <logging>
     <accesslog>access.log</accesslog>
     <errorlog>error.log</errorlog>

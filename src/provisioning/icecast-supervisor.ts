@@ -39,6 +39,10 @@ export interface IcecastSupervisorOptions {
   restartDelayMs?: { min: number; max: number };
   /** Whether Icecast calls listener_remove (not when the proxy in front reports closes itself). */
   listenerRemove?: boolean;
+  /** Whether Icecast calls listener_add (not when the proxy in front asks serve itself). */
+  listenerAdd?: boolean;
+  /** Only these addresses may connect to Icecast (its allow-ip file); any when unset. */
+  allowIps?: string[];
 }
 
 export interface IcecastStartedEvent {
@@ -191,7 +195,13 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       maxClients: this.options.maxClients ?? 1000,
       maxSources: this.options.maxSources ?? 100,
       listenerRemove: this.options.listenerRemove,
+      listenerAdd: this.options.listenerAdd,
+      allowIpFile: this.options.allowIps && join(this.options.dataDir, 'allowed-ips'),
     });
+    if (this.options.allowIps)
+      await writeFile(join(this.options.dataDir, 'allowed-ips'), `${this.options.allowIps.join('\n')}\n`, {
+        mode: 0o644,
+      });
     await writeFile(this.configPath, config, { mode: 0o600 });
     if (this.owner) await chown(this.configPath, this.owner.uid, this.owner.gid);
   }

@@ -83,8 +83,13 @@ export {
 } from './source-budget.js';
 export { mp3SampleRate, mp3EncoderArgs } from './mp3-encoding.js';
 export { IcecastFrontDoor, FRONT_DOOR_USER, type FrontDoorOptions, type ForwardedClaim } from './front-door.js';
-export { buildHaproxyConfig, claimProxied, type HaproxyConfigOptions } from './haproxy-config.js';
-export { PROXY_USER, reportedByProxy, type ListenerEnd, type ListenerEndListener } from './listener-end.js';
+export {
+  buildHaproxyConfig,
+  claimProxied,
+  HAPROXY_SOURCE_ADDRESS,
+  type HaproxyConfigOptions,
+} from './haproxy-config.js';
+export { placeKey, PROXY_USER, reportedByProxy, type ListenerEnd, type ListenerEndListener } from './listener-end.js';
 export {
   HaproxySupervisor,
   type HaproxySupervisorOptions,

@@ -6,7 +6,7 @@ import {
 } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import type { IcecastAdmin, MountSnapshot, SourceBudgetState } from '../provisioning/index.js';
+import { placeKey, type IcecastAdmin, type MountSnapshot, type SourceBudgetState } from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-records.js';
@@ -233,7 +233,7 @@ export class LifecycleWorker {
     const seen = new Map<string, string[]>();
     for (const service of services) {
       const clients = live.has(service.mount)
-        ? (await admin.listClients(service.mount).catch(() => undefined))?.map((c) => c.id)
+        ? (await admin.listClients(service.mount).catch(() => undefined))?.map(placeKey)
         : [];
       if (clients === undefined) continue;
       checked.push(service.id);
