@@ -22,7 +22,7 @@
 
 import { AccessLogReader, type AccessLogEntry, type AccessLogPosition } from './access-log.js';
 import type { IcecastAdmin, ListenerInfo, MountStats } from './icecast-admin.js';
-import type { ListenerEnd } from './listener-end.js';
+import { placeKey, type ListenerEnd } from './listener-end.js';
 import type { SourceEnd } from './source-end.js';
 
 export interface MountSnapshot {
@@ -64,6 +64,11 @@ interface SessionState {
   finishedBytes?: number;
   /** The source has gone and its unreported last seconds were added. */
   closed?: boolean;
+  /**
+   * Once closed: what the listeners connected when the source went were sent (the stats counter's share), counted
+   * until their access-log lines come, so that the count does not drop between the cut and their lines.
+   */
+  unfinished?: number;
   /** The proxy's exact figure for the session's connection (sourceEnded), once reported. */
   exactRead?: number | null;
   /** The estimated end added at the close (taken back when the exact figure comes after it). */
@@ -116,8 +121,13 @@ export interface MountMeterOptions {
   accessLog?: AccessLogReader;
   /** Restored state (from toJSON()). */
   state?: MountMeterState;
-  /** Ask listclients for each mount with listeners on every poll (connected seconds). Default true. */
+  /** Ask listclients for mounts with listeners (connected seconds). Default true. */
   listClients?: boolean;
+  /**
+   * A mount's listclients is asked again when its listeners may have changed (its count in the stats, a finished
+   * listener's line), else at most this long after the last answer (ms). Default 30 s; 0 asks on every poll.
+   */
+  clientsRefreshMs?: number;
   now?: () => number;
   /** Our own readers of the mounts (the HLS segmenter): never counted as listeners, their bytes never as sent. */
   internal?: InternalListeners;
@@ -139,6 +149,18 @@ export interface MeterPoll {
   /** Access-log entries counted by this poll (listeners that finished). */
   entries: AccessLogEntry[];
   snapshots: MountSnapshot[];
+  /**
+   * The client ids Icecast listed on every live mount in this poll (its listclients, our own readers included; none
+   * for a mount without listeners); null for a mount whose listeners were not listed again (they seem unchanged
+   * since the last poll that listed them) or whose listclients failed.
+   */
+  connected: Map<string, string[] | null>;
+}
+
+/** A mount's last listclients answer and when it came. */
+interface ClientsSeen {
+  clients: ListenerInfo[];
+  at: number;
 }
 
 const emptyCounters = (): MountCounters => ({
@@ -164,6 +186,9 @@ export class MountMeter {
   private readonly mounts = new Map<string, MountCounters>();
   /** Connected listeners' seconds from the last listclients per mount; not persisted (they reach the log). */
   private readonly liveSeconds = new Map<string, number>();
+  /** The last listclients answer per mount, while the mount has listeners. */
+  private readonly clientsSeen = new Map<string, ClientsSeen>();
+  private readonly clientsRefreshMs: number;
   private lastPollAt: number | null;
   /** The access-log position matching the counted entries (the reader may be ahead during a poll). */
   private logPosition: AccessLogPosition | null;
@@ -184,6 +209,7 @@ export class MountMeter {
     this.internal = options.internal;
     this.reportedByProxy = options.reportedByProxy;
     this.askClients = options.listClients ?? true;
+    this.clientsRefreshMs = options.clientsRefreshMs ?? CLIENTS_REFRESH_MS;
     this.now = options.now ?? Date.now;
     const state = options.state;
     if (state && state.version !== 1) throw new Error(`unknown mount meter state version ${String(state.version)}`);
@@ -233,11 +259,19 @@ export class MountMeter {
     }
     const at = this.now();
     const clients = new Map<string, ListenerInfo[] | null>();
+    const listed = new Map<string, string[] | null>();
     if (this.askClients) {
+      const finished = new Set(read.map((e) => e.mount));
       const wanted = stats.filter((s) => s.listeners > 0 || (this.liveSeconds.get(s.mount) ?? 0) > 0);
       await Promise.all(
         wanted.map(async (s) => {
-          clients.set(s.mount, await admin.listClients(s.mount).catch(() => null));
+          const seen = this.clientsSeen.get(s.mount);
+          if (seen && this.unchanged(s, seen, finished, at)) return clients.set(s.mount, this.aged(seen, at));
+          const list = await admin.listClients(s.mount).catch(() => null);
+          clients.set(s.mount, list);
+          listed.set(s.mount, list && list.map(placeKey));
+          if (list) this.clientsSeen.set(s.mount, { clients: list, at });
+          else this.clientsSeen.delete(s.mount);
         }),
       );
     }
@@ -250,7 +284,28 @@ export class MountMeter {
       if (list) this.observeClients(mount, list);
       else this.liveSeconds.delete(mount); // unknown: rather count nothing than twice
     }
-    return { at, stats, entries, snapshots: this.snapshot() };
+    for (const mount of this.clientsSeen.keys()) if (!clients.has(mount)) this.clientsSeen.delete(mount);
+    const connected = new Map<string, string[] | null>();
+    for (const s of stats) {
+      const asked = clients.has(s.mount) || !this.askClients;
+      connected.set(s.mount, asked ? (listed.get(s.mount) ?? null) : []);
+    }
+    return { at, stats, entries, snapshots: this.snapshot(), connected };
+  }
+
+  /**
+   * Whether a mount's listeners are those of its last listclients: the same count in the stats, no listener of it
+   * finished since (a leave and a join between two polls keep the count), and that answer is recent.
+   */
+  private unchanged(s: MountStats, seen: ClientsSeen, finished: ReadonlySet<string>, at: number): boolean {
+    return s.listeners === seen.clients.length && !finished.has(s.mount) && at - seen.at < this.clientsRefreshMs;
+  }
+
+  /** The last listclients answer as it would be now: every listener connected that much longer. */
+  private aged(seen: ClientsSeen, at: number): ListenerInfo[] {
+    // Whole seconds, as Icecast counts them.
+    const seconds = Math.round((at - seen.at) / 1000);
+    return seen.clients.map((l) => ({ ...l, connectedSeconds: l.connectedSeconds + seconds }));
   }
 
   /**
@@ -302,6 +357,7 @@ export class MountMeter {
       if (c.session && !c.session.closed) c.session.finishedBytes = (c.session.finishedBytes ?? 0) + written;
       // Out of the session's counter too, or the connected listeners' share would still hold its bytes.
       if (this.internal?.isInternalAgent(e.userAgent)) continue;
+      if (c.session?.closed && c.session.unfinished) c.session.unfinished = Math.max(0, c.session.unfinished - written);
       c.finishedListeners++;
       c.finishedListenerBytes += e.bytes;
       if (this.accessLog) c.closedListenerSeconds += e.durationSeconds;
@@ -419,6 +475,7 @@ export class MountMeter {
   /** Drops a mount's counters (e.g. once its usage has been billed and the mount retired). */
   forget(mount: string): boolean {
     this.liveSeconds.delete(mount);
+    this.clientsSeen.delete(mount);
     this.pendingEnds.delete(mount);
     return this.mounts.delete(mount);
   }
@@ -459,6 +516,7 @@ export class MountMeter {
    * measured rate × the time until it ended.
    */
   private closeSession(mount: string, c: MountCounters, session: SessionState, endedAt: number): void {
+    session.unfinished = this.connectedListenerBytes(mount, c);
     session.closed = true;
     const pending = this.pendingEnds.get(mount);
     if (pending && sessionOf(session, pending)) session.exactRead = pending.bytes;
@@ -489,10 +547,14 @@ export class MountMeter {
     return c;
   }
 
-  /** Bytes the session's connected listeners took so far: its stats counter minus its finished listeners. */
+  /**
+   * Bytes the session's connected listeners took so far: its stats counter minus its finished listeners (once the
+   * source has gone, what those connected then took, until their lines are counted).
+   */
   private connectedListenerBytes(mount: string, c: MountCounters): number {
     const s = c.session;
-    if (!c.sourceConnected || c.listeners === 0 || !s || s.closed) return 0;
+    if (s?.closed) return s.unfinished ?? 0;
+    if (!c.sourceConnected || c.listeners === 0 || !s) return 0;
     return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0) - (this.internal?.connectedBytes(mount) ?? 0));
   }
 
@@ -515,6 +577,8 @@ export class MountMeter {
   }
 }
 
+/** At most this long between two listclients of a mount whose listeners seem unchanged. */
+const CLIENTS_REFRESH_MS = 30_000;
 /** How long a proxied listener's line waits for its proxy's count, and how long a count waits for its line. */
 const LISTENER_END_WAIT_MS = 5000;
 const LISTENER_END_KEPT_MS = 60_000;

@@ -15,6 +15,7 @@ import type { SourceEnd } from '../provisioning/source-end.js';
 import type { Database } from '../store/index.js';
 import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
 import { ListenerSessions } from './listener-sessions.js';
+import { RecentListenerEnds } from './recent-listener-ends.js';
 import type { NowPlaying } from './now-playing.js';
 import type { ServiceRow } from './service-records.js';
 
@@ -46,6 +47,10 @@ export class IcecastUsageMeter implements UsageMeter {
   private polledAt = Date.now();
   /** Polls failed in a row: one alone is logged at debug level (see poll). */
   private failedPolls = 0;
+  /** The listeners this process counted as finished lately, by when they ended (see listenerBytesEndedBy). */
+  private recentEnds?: RecentListenerEnds;
+  /** What the last successful poll listed of each live mount's clients (MeterPoll.connected). */
+  private connected?: ReadonlyMap<string, string[] | null>;
 
   private readonly db: Database;
   private readonly icecastUrl: () => string;
@@ -72,7 +77,11 @@ export class IcecastUsageMeter implements UsageMeter {
     if (!admin) return false;
     try {
       const meter = this.meter ?? (this.meter = await this.restore());
+      this.recentEnds ??= new RecentListenerEnds(this.internal);
+      this.connected = undefined;
       const poll = await meter.poll();
+      this.connected = poll.connected;
+      this.recentEnds.record(poll.entries, poll.at);
       this.rates.observe(poll.stats, poll.at);
       this.polledAt = poll.at;
       // The listeners' sessions get their bytes in the transaction that moves the access log's position past them.
@@ -102,6 +111,14 @@ export class IcecastUsageMeter implements UsageMeter {
     }
   }
 
+  /**
+   * The clients Icecast listed on each live mount in the last poll (null: not listed again, or unknown); undefined
+   * when that poll failed. A mount absent has no source.
+   */
+  icecastClients(): ReadonlyMap<string, string[] | null> | undefined {
+    return this.connected;
+  }
+
   /** The proxy's exact bytes of a source connection that closed (MountMeter.sourceEnded). */
   sourceEnded(end: SourceEnd): void {
     this.meter?.sourceEnded(end);
@@ -110,6 +127,16 @@ export class IcecastUsageMeter implements UsageMeter {
   /** The bytes HAProxy sent a listener that left: its finished line's figure (MountMeter.listenerEnded). */
   listenerEnded(end: ListenerEnd): void {
     this.meter?.listenerEnded(end);
+  }
+
+  /**
+   * Bytes counted for the mount's finished listeners whose connection ended by `at` (their access-log lines: a cut
+   * listener's come after the cut), while this process still keeps what it counted after `at`.
+   */
+  listenerBytesEndedBy(service: ServiceRow, at: Date): number | undefined {
+    const finished = this.meter?.snapshot(service.mount)?.finishedListenerBytes ?? 0;
+    const after = this.recentEnds?.endedAfter(service.mount, at.getTime());
+    return after === undefined || !this.accessLogPath() ? undefined : finished - after;
   }
 
   usage(service: ServiceRow): MountUsage {

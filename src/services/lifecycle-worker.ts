@@ -13,6 +13,7 @@ import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-r
 import type { ListenerPlaces } from './listener-places.js';
 import { recordServiceEvent } from './service-events.js';
 import { showServiceReason, transitionService, type ServiceStatus } from './service-transitions.js';
+import { TransferRenewals } from './transfer-renewal.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
@@ -21,6 +22,8 @@ export type MountUsage = Pick<
   'listeners' | 'peakListeners' | 'listenerSeconds' | 'bytesSent' | 'bytesRead' | 'sourceConnected' | 'sourceSince'
 > & {
   sourceKbps: number | null;
+  /** The part of bytesSent that HLS listeners took (counted as it is served). */
+  hlsBytesSent?: number;
   /** The source's bitrate budget is used up: it is cut, and refused until refusedUntil. */
   sourceOverBitrate: boolean;
   sourceBudget?: {
@@ -36,6 +39,11 @@ export interface UsageMeter {
   /** Reads Icecast once; false when it could not be read (the last known usage then stands). */
   poll(): Promise<boolean>;
   usage(service: ServiceRow): MountUsage | undefined;
+  /**
+   * Bytes counted so far for the service's finished (non-HLS) listeners whose connection ended by `at`; undefined when
+   * that can no longer be told (see TransferRenewals).
+   */
+  listenerBytesEndedBy?(service: ServiceRow, at: Date): number | undefined;
 }
 
 export interface AutoDjControl {
@@ -59,6 +67,11 @@ export interface LifecycleDeps {
   relays?: { stop(serviceId: string): Promise<void> };
   /** HLS renditions and sessions end with their service. */
   hls?: { sync(services: ServiceRow[]): Promise<void> };
+  /**
+   * The clients Icecast listed per live mount in the meter's poll of this pass (null: not listed, so not checked);
+   * without it, each pass asks Icecast for the mounts and every live service's clients itself.
+   */
+  icecastClients?: () => ReadonlyMap<string, string[] | null> | undefined;
   /** The host's listener places in memory: told what Icecast reports on each pass. */
   places?: Pick<ListenerPlaces, 'observeIcecast'>;
   log: Logger;
@@ -81,6 +94,7 @@ export class LifecycleWorker {
   private leaderConnection?: Client;
   /** Per service of the last pass: the decisions and the facts they were made on (see decisionsFor). */
   private lastDecisions = new Map<string, RememberedDecisions>();
+  private readonly renewals = new TransferRenewals();
 
   constructor(private readonly deps: LifecycleDeps) {
     this.task = new PeriodicTask('life-cycle tick', () => this.tick(), { intervalMs: deps.intervalMs, log: deps.log });
@@ -111,7 +125,8 @@ export class LifecycleWorker {
     this.lastDecisions = new Map();
     if (fresh) await this.reconcileListeners(services);
     const usages = services.map((service) => (fresh ? this.deps.meter.usage(service) : undefined));
-    const facts = services.map((service, i) => usageFactsOf(service, usages[i], measuredAt));
+    const settled = await this.renewals.settle(this.deps.db, services, usages, this.deps.meter);
+    const facts = settled.map((service, i) => usageFactsOf(service, usages[i], measuredAt));
     const changed = services.flatMap((service, i) =>
       usages[i] && !sameUsage(service.usage, facts[i]) ? [{ id: service.id, usage: facts[i] }] : [],
     );
@@ -150,9 +165,10 @@ export class LifecycleWorker {
 
   /**
    * What the life-cycle rules decide for a service. They are a pure function of the snapshot's rules and the facts, so
-   * the last pass's decisions stand while the facts they read are the same (the usage's measured_at aside, when no
-   * rule reads it): with many live services and nothing changing, the rules do not run again for each of them every
-   * pass. Time enters the facts as `expired`, so paid time still ends on the pass it should.
+   * the last pass's decisions stand while the facts they read are the same (the usage figures no rule names aside,
+   * such as listener hours that grow every pass while listeners are held): with many live services and nothing
+   * changing, the rules do not run again for each of them every pass. Time enters the facts as `expired`, so paid
+   * time still ends on the pass it should.
    */
   private async decisionsFor(
     service: ServiceRow,
@@ -162,8 +178,7 @@ export class LifecycleWorker {
     const snapshot = this.deps.live.current;
     const stage = snapshot.rules.lifecycle;
     const facts = { service: serviceFacts(service), usage };
-    const { measured_at: _measuredAt, ...steady } = usage;
-    const key = JSON.stringify({ ...facts, usage: readsMeasuredAt(stage) ? usage : steady });
+    const key = JSON.stringify({ ...facts, usage: readUsage(stage, usage) });
     const last = remembered.get(service.id);
     const decisions =
       last && last.stage === stage && last.key === key
@@ -223,18 +238,13 @@ export class LifecycleWorker {
 
   /** Listener rows whose listener_remove callback was lost (service down, Icecast restarted) are dropped. */
   private async reconcileListeners(services: ServiceRow[]): Promise<void> {
-    const admin = this.deps.admin();
-    if (!admin) return;
-    const mounts = await admin.listMounts().catch(() => undefined);
-    if (!mounts) return;
-    const live = new Set(mounts.map((m) => m.mount));
+    const clientsOf = await this.icecastClients();
+    if (!clientsOf) return;
     const checked: string[] = [];
     const connected: string[] = [];
     const seen = new Map<string, string[]>();
     for (const service of services) {
-      const clients = live.has(service.mount)
-        ? (await admin.listClients(service.mount).catch(() => undefined))?.map(placeKey)
-        : [];
+      const clients = await clientsOf(service.mount);
       if (clients === undefined) continue;
       checked.push(service.id);
       seen.set(service.id, clients);
@@ -249,6 +259,23 @@ export class LifecycleWorker {
        AND NOT (service_id || ' ' || client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`,
       [checked, connected],
     );
+  }
+
+  /**
+   * Each live service's clients as Icecast lists them now (none when its mount is not live; undefined: not known or
+   * not checked this pass). From the meter's poll when it listed them: with many listeners and nothing changing, a
+   * pass asks Icecast nothing more.
+   */
+  private async icecastClients(): Promise<((mount: string) => Promise<string[] | undefined>) | undefined> {
+    const polled = this.deps.icecastClients?.();
+    if (polled) return async (mount) => (polled.has(mount) ? (polled.get(mount) ?? undefined) : []);
+    const admin = this.deps.admin();
+    if (!admin) return undefined;
+    const mounts = await admin.listMounts().catch(() => undefined);
+    if (!mounts) return undefined;
+    const live = new Set(mounts.map((m) => m.mount));
+    return async (mount) =>
+      live.has(mount) ? (await admin.listClients(mount).catch(() => undefined))?.map(placeKey) : [];
   }
 
   private async lead(): Promise<boolean> {
@@ -341,16 +368,36 @@ interface RememberedDecisions {
   decisions: ServiceDecision[];
 }
 
-const measuredAtReaders = new WeakMap<Stage, boolean>();
+const stageTexts = new WeakMap<Stage, { text: string; whole: boolean; named: Map<string, boolean> }>();
 
-/** Whether any rule (a condition, a derived fact, a reason's template) reads the usage's measured_at. */
-function readsMeasuredAt(stage: Stage): boolean {
-  let reads = measuredAtReaders.get(stage);
-  if (reads === undefined) {
-    reads = JSON.stringify([stage.rules, stage.derivedFacts]).includes('measured_at');
-    measuredAtReaders.set(stage, reads);
+/**
+ * The usage figures any rule of the stage may read (a condition, a derived fact, a reason's template): those whose
+ * name appears in its rules. A name inside a longer one counts too, so a figure is left out only when nothing can
+ * read it.
+ */
+function readUsage(stage: Stage, usage: Record<string, unknown>): Record<string, unknown> {
+  let known = stageTexts.get(stage);
+  if (!known) {
+    const read = [stage.rules, stage.derivedFacts];
+    known = { text: JSON.stringify(read), whole: readsWhole(read), named: new Map() };
+    stageTexts.set(stage, known);
   }
-  return reads;
+  if (known.whole) return usage;
+  const read: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(usage)) {
+    let named = known.named.get(name);
+    if (named === undefined) known.named.set(name, (named = known.text.includes(name)));
+    if (named) read[name] = value;
+  }
+  return read;
+}
+
+/** Whether a condition reads the usage fact as a whole (no path into it). */
+function readsWhole(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const o = value as Record<string, unknown>;
+  if ((o.fact === 'usage' && o.path === undefined) || o.from === 'usage') return true;
+  return Object.values(o).some(readsWhole);
 }
 
 function serviceFacts(service: ServiceRow): Record<string, unknown> {

@@ -85,6 +85,7 @@ export async function startStreamingHost(
     admin: () => stream.admin(),
     // The meter's state (meter_state.icecast_url) is keyed by the host id: it survives a change of address.
     meter: withHlsUsage(meter, hls.totals),
+    icecastClients: () => meter.icecastClients(),
     intervalMs: config.lifecycleIntervalMs,
     expiringLeadSeconds: config.events.expiringLeadSeconds,
     extendHint: extendHint(live, () => http.publicBaseUrl),
