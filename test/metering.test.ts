@@ -251,6 +251,71 @@ describe('mount meter without icecast', () => {
   });
 });
 
+describe('mount meter: listclients while listeners are held', () => {
+  it('asks a mount for its clients again only when they may have changed, or after the refresh time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'meter-clients-'));
+    const logPath = join(dir, 'access.log');
+    await writeFile(logPath, '');
+    let now = T + 1000;
+    let listeners = 2;
+    const asked: string[] = [];
+    const clients = () =>
+      Array.from({ length: listeners }, (_, i) => ({
+        id: String(i + 1),
+        ip: '',
+        userAgent: '',
+        connectedSeconds: Math.round((now - T) / 1000),
+      }));
+    const admin = {
+      stats: async () => [stat('/a', 0, 0, T, listeners), stat('/b', 0, 0, T, 0)],
+      listClients: async (mount: string) => {
+        asked.push(mount);
+        return clients();
+      },
+    };
+    const meter = new MountMeter({ admin, accessLogPath: logPath, now: () => now, clientsRefreshMs: 10_000 });
+    try {
+      let poll = await meter.poll();
+      assert.deepEqual(asked, ['/a'], 'a mount without listeners is not asked');
+      assert.deepEqual(
+        [...poll.connected],
+        [
+          ['/a', ['1', '2']],
+          ['/b', []],
+        ],
+      );
+      for (let i = 0; i < 3; i++) {
+        now += 1000;
+        poll = await meter.poll();
+      }
+      assert.deepEqual(asked, ['/a'], 'the same count and no finished listener: not asked again');
+      assert.equal(poll.connected.get('/a'), null, 'not listed again: nothing to reconcile');
+      assert.equal(meter.snapshot('/a')!.listenerSeconds, 2 * 4, 'their seconds go on growing');
+
+      now += 1000;
+      listeners = 3;
+      poll = await meter.poll();
+      assert.deepEqual(asked, ['/a', '/a'], 'a listener more: asked');
+      assert.deepEqual(poll.connected.get('/a'), ['1', '2', '3']);
+
+      // One left and another came between two polls: the same count, but the one who left has its line.
+      now += 1000;
+      await appendFile(logPath, logLine('/a', 1000, { duration: 6 }));
+      await meter.poll();
+      assert.equal(asked.length, 3, "a finished listener's line: asked");
+
+      now += 9000;
+      await meter.poll();
+      assert.equal(asked.length, 3);
+      now += 1000;
+      await meter.poll();
+      assert.equal(asked.length, 4, 'asked again after the refresh time');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('mount meter with our own reader (the HLS segmenter)', () => {
   it('leaves it out of the listeners, their time and the bytes sent', () => {
     let ourBytes = 4000;
