@@ -1,5 +1,5 @@
 import type { Client, Database } from '../store/index.js';
-import { ListenerSessions, type NewListenerSession } from './listener-sessions.js';
+import { clientNetwork, ListenerSessions, type NewListenerSession } from './listener-sessions.js';
 import { recordServiceEvent } from './service-events.js';
 import { listenerCapOf, type ServiceRow } from './service-records.js';
 
@@ -35,7 +35,7 @@ export async function admitListener(
     await client.query('INSERT INTO listeners (service_id, client_id, ip) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
       service.id,
       clientId,
-      ip,
+      clientNetwork(ip),
     ]);
     await ListenerSessions.open(client, service.id, { clientId, ip, ...session });
     return { accept: true, service };

@@ -128,7 +128,7 @@ async function addPlaces(client: Client, adds: Extract<PlaceChange, { kind: 'add
   await client.query(
     `INSERT INTO listeners (service_id, client_id, ip, connected_at)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`,
-    [serviceIds, clientIds, column((c) => c.ip), times],
+    [serviceIds, clientIds, column((c) => clientNetwork(c.ip)), times],
   );
   const facts = await Promise.all(adds.map((c) => listenerFacts(c.ip, c.session.userAgent.slice(0, MAX_AGENT))));
   await client.query(
