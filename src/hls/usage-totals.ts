@@ -110,7 +110,9 @@ export function withHlsUsage(meter: UsageMeter, totals: HlsUsageTotals): UsageMe
         peakListeners: hls.peak,
         listenerSeconds: usage.listenerSeconds + hls.seconds,
         bytesSent: usage.bytesSent + hls.bytes,
+        hlsBytesSent: hls.bytes,
       };
     },
+    listenerBytesEndedBy: meter.listenerBytesEndedBy && ((service, at) => meter.listenerBytesEndedBy?.(service, at)),
   };
 }

@@ -29,6 +29,8 @@ export interface ServiceRow {
   playlist: string[] | null;
   shuffle: boolean;
   transfer_offset_bytes: string;
+  /** When the transfer allowance was last renewed (an upgrade); null if never. */
+  transfer_renewed_at?: Date | null;
   /** When its owner stopped it (POST /services/{id}/stop); it is then expired for good and never extended again. */
   stopped_at?: Date | null;
 }
@@ -63,7 +65,8 @@ export interface StreamingEndpoint {
  * (not the host's address, nor the row's own timestamps).
  */
 export const SERVICE_ROW_COLUMNS = `id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits,
-  expires_at, icecast_url, host_id, status_reason, usage, playlist, shuffle, transfer_offset_bytes, stopped_at`;
+  expires_at, icecast_url, host_id, status_reason, usage, playlist, shuffle, transfer_offset_bytes, transfer_renewed_at,
+  stopped_at`;
 
 /** A service row with its host's current public address (the address its URLs are derived from). */
 const WITH_HOST_URL = 's.*, h.public_url AS host_url FROM services s LEFT JOIN streaming_hosts h ON h.id = s.host_id';
@@ -288,7 +291,9 @@ export class ServiceRecords {
 
   /**
    * A paid upgrade: the service becomes the new product with the new limits (its paid time unchanged), its bought
-   * transfer counts again from now, and a suspension ends. Icecast is not touched: the source and listeners stay.
+   * transfer counts again from now (from the bytes counted now; the life-cycle worker adds those of listeners that
+   * ended before and are counted late: TransferRenewals), and a suspension ends. Icecast is not touched: the source
+   * and listeners stay.
    */
   async applyUpgrade(
     client: Client,
@@ -309,7 +314,11 @@ export class ServiceRecords {
       from: (before as ServiceRow).status,
       reason,
       set: { product_id: productId, limits },
-      compute: { transfer_offset_bytes: "coalesce((usage->>'bytes_sent')::bigint, 0)" },
+      compute: {
+        transfer_offset_bytes: "coalesce((usage->>'bytes_sent')::bigint, 0)",
+        // In milliseconds, as the life-cycle worker reads it back and names it when it raises the offset.
+        transfer_renewed_at: "date_trunc('milliseconds', clock_timestamp())",
+      },
     });
     return after!;
   }
