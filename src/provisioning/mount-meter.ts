@@ -9,7 +9,8 @@
 // that refresh to the end (the end is placed between the last poll that saw the source and the first that did not).
 //
 // Bytes sent to listeners: with an access log, the exact bytes of every finished listener (its log line) plus,
-// while listeners are connected, the session's stats counter minus what its finished listeners took. Behind HAProxy
+// while listeners are connected, the session's stats counter minus what its finished listeners took (when the source
+// goes, what those still connected took stands until their lines come: a cut does not lower the count). Behind HAProxy
 // a finished listener's figure is HAProxy's bytes sent to it (listenerEnded): Icecast's line counts what it wrote to
 // HAProxy, tens of KB more than reached the listener when it left. Such a line waits a few seconds for that report.
 //
