@@ -20,7 +20,7 @@ export interface Holding {
   nextExpiry?: Date;
 }
 
-const IN_FLIGHT = `o.state IN ('settling', 'provisioning') AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
+const IN_FLIGHT = `o.state IN ('settling', 'provisioning') AND o.retention_of IS NULL AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
 // The live services (one row however many a buyer holds), then the paid orders not provisioned yet.
 const held = (
   scope: 'key' | 'payer',

@@ -17,4 +17,6 @@ export { inFlightByHost, inFlightOrders } from './in-flight-load.js';
 export { NewStreamSale } from './new-stream-sale.js';
 export { UpgradeSale } from './upgrade-sale.js';
 export { ExtensionSale } from './extension-sale.js';
+export { RetentionSale } from './retention-sale.js';
+export { RETENTION_PRODUCT } from './retention-price.js';
 export type { SaleKind, PricedSale, Demand, Provisioning } from './sale-kind.js';

@@ -25,6 +25,8 @@ export interface OrderRow {
   upgrade_of: string | null;
   /** For an extension: the service it adds paid time to (the hours are configuration.duration_hours). */
   extension_of?: string | null;
+  /** For a retention: the service whose recordings it keeps (configuration.recording_ids, retention_days). */
+  retention_of?: string | null;
   evaluation_id: string | null;
   network: string;
   asset: string;
@@ -88,7 +90,7 @@ function storedOf(order: NewOrder & Pick<OrderRow, 'host_id'>): Record<string, u
  * extension in flight is left out: it adds no stream, except when it brings an expired service back (rare and brief).
  */
 export const IN_FLIGHT_ORDERS_SQL = `SELECT product_id, configuration, upgrade_of, host_id FROM orders o
-  WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL
+  WHERE state IN ('settling', 'provisioning') AND extension_of IS NULL AND retention_of IS NULL
     AND NOT EXISTS (SELECT 1 FROM services s WHERE s.order_id = o.id)`;
 
 export type InFlightOrder = Pick<OrderRow, 'product_id' | 'configuration' | 'upgrade_of' | 'host_id'>;

@@ -186,6 +186,11 @@ export interface CallbackServerOptions {
   onError?: (error: unknown) => void;
   /** Each answered callback, with the seconds it took (e.g. for a metric). */
   onAnswered?: (action: string, seconds: number) => void;
+  /**
+   * A listener HAProxy asked about was refused, with the reason (Icecast logs the refusals of its own callbacks; these
+   * it never sees). At most one a second per mount.
+   */
+  onProxiedRefusal?: (mount: string, message: string) => void;
 }
 
 export interface CallbackServer {
@@ -224,6 +229,21 @@ async function settledWithin(pending: Set<Promise<void>>, ms: number): Promise<v
   clearTimeout(timer);
 }
 
+const REFUSAL_LOG_MS = 1000;
+
+/** Calls `tell` at most once a `REFUSAL_LOG_MS` per mount (a full stream asked in a loop is one line a second). */
+function throttledPerMount(tell: (mount: string, message: string) => void): (mount: string, message: string) => void {
+  const toldAt = new Map<string, number>();
+  return (target, message) => {
+    const mount = target.split('?')[0];
+    const now = Date.now();
+    if (now - (toldAt.get(mount) ?? 0) < REFUSAL_LOG_MS) return;
+    if (toldAt.size > 10_000) toldAt.clear();
+    toldAt.set(mount, now);
+    tell(mount, message);
+  };
+}
+
 /** A bare node:http server for the callbacks, for tests and until the main app mounts the handler. */
 export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
   const {
@@ -233,7 +253,9 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
     auth,
     onError = (e) => console.error('icecast callback failed:', e),
     onAnswered,
+    onProxiedRefusal,
   } = options;
+  const refusalTold = onProxiedRefusal && throttledPerMount(onProxiedRefusal);
 
   // Callbacks being answered: closing waits for them, as they may still read the database that closes after.
   const answering = new Set<Promise<void>>();
@@ -247,8 +269,10 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
     if (req.method !== 'POST' || !match) return void res.writeHead(404).end();
     if (auth && !hasBasicCredentials(req.headers.authorization, auth)) return void res.writeHead(401).end();
     try {
-      const decision = await handleIcecastCallback(match[1], await readCallbackForm(req), decider);
+      const form = await readCallbackForm(req);
+      const decision = await handleIcecastCallback(match[1], form, decider);
       res.writeHead(200, icecastResponseHeaders(decision)).end();
+      if (match[1] === PROXY_LISTENER_ADD && !decision.accept) refusalTold?.(form.mount ?? '', decision.message ?? '');
       onAnswered?.(match[1], (performance.now() - started) / 1000);
     } catch (error) {
       onError(error);

@@ -14,7 +14,8 @@ export async function callbackEndpoint(dataDir: string): Promise<CallbackEndpoin
   const user = option('username');
   const password = option('password').replace(/&amp;/g, '&');
   return {
-    base: option('listener_add').replace(/\/listener_add$/, ''),
+    // stream_auth is asked in every mode (with ICECAST_PROXY=haproxy Icecast asks no listener_add).
+    base: option('stream_auth').replace(/\/stream_auth$/, ''),
     authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
   };
 }

@@ -150,6 +150,7 @@ async function callbackBaseUrl({ log, http, shutdown, metrics, stream }: Foundat
     auth: stream.callbackCredentials,
     onError: (err) => log.error({ err }, 'icecast callback failed; Icecast refuses the client'),
     onAnswered: (action, seconds) => metrics.icecastCallbacks.labels(action).observe(seconds),
+    onProxiedRefusal: (mount, reason) => log.info({ component: 'haproxy', mount, reason }, 'listener refused'),
   });
   shutdown.push(() => server.close());
   return server.url;
