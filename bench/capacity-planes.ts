@@ -3,17 +3,13 @@
  * the anchor (Icecast alone, bench/bare-icecast.ts) and a host started as `serve` does it (ICECAST_PROXY=haproxy or
  * front-door: proxy, Icecast, serve's callbacks, PostgreSQL).
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buy } from '../test/support/purchase.js';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
-import { TestWallet } from '../test/support/wallet.js';
 import { startBareIcecast } from './bare-icecast.js';
+import { buyStreams } from './bought-streams.js';
 import type { ListenerFleet } from './listener-fleet.js';
 import { type Burst, type CpuSampler, coresOver, type Held, holdListeners, summarizeBurst } from './listener-hold.js';
 import { startMp3Sources } from './mp3-sources.js';
-import { pool } from './pool.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
 import { drain, waitLive } from './streaming.js';
 
@@ -126,23 +122,8 @@ export function hostCpu(pid: number): CpuSampler {
   };
 }
 
-async function buyStreams(service: Service, shape: Shape): Promise<Streams> {
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-  const bought = await pool(
-    Array.from({ length: shape.streams }, (_, i) => i),
-    4,
-    async () => {
-      const r = await buy(service, wallet, {
-        product_id: 'instant-stream',
-        email: 'bench@example.com',
-        station_name: 'Bench',
-        parameters: { duration_hours: 1, max_listeners: shape.places, bitrate_kbps: shape.kbps },
-      });
-      if (r.status !== 200) throw new Error(`buying answered ${r.status}: ${JSON.stringify(r.body)}`);
-      return r.body.service as { broadcast_url: string; stream_url: string };
-    },
-  );
+async function boughtStreams(service: Service, shape: Shape): Promise<Streams> {
+  const bought = await buyStreams(service, { count: shape.streams, places: shape.places, kbps: shape.kbps });
   return { listen: bought.map((b) => b.stream_url), broadcast: bought.map((b) => b.broadcast_url) };
 }
 
@@ -159,7 +140,7 @@ export async function measureHost(shape: Shape, plane: 'haproxy' | 'front-door')
     });
     const origin = new URL(service.metricsUrl).origin;
     console.error(`[listener-capacity] ${plane}: buying ${shape.streams} instant-streams of ${shape.places} places`);
-    const streams = await buyStreams(service, shape);
+    const streams = await boughtStreams(service, shape);
     const settle = async () => {
       await sleep(2000); // the listener_removes of the probes before
       await drain(origin, shape.signal);

@@ -84,7 +84,10 @@ async function rpcCall(url: string, method: string, params: unknown[]): Promise<
   return ((await answer.json()) as { result: string }).result;
 }
 
-/** An order's proof is searched from the height at verify less this margin (src/orders/order-service.ts). */
+/**
+ * An order's proof is searched from the height at verify less this margin (REORG_MARGIN_BLOCKS in
+ * src/payments/checkout.ts).
+ */
 const CLAIM_REORG_MARGIN = 5n;
 
 /**

@@ -12,14 +12,14 @@ import { SettingError, SettingsReader } from './settings-reader.js';
 
 export { SettingError };
 
-/**
- * Every setting of the service, read once from the environment at start and passed down. Nothing under src/ reads
- * process.env but this module and the CLI entry. A bad value stops the start with one sentence naming the variable.
- */
 /** What a serve process runs (serve --role): the HTTP API, a streaming host, or both (the embedded default). */
 export type ServeRole = 'api' | 'host' | 'all';
 export const SERVE_ROLES: readonly ServeRole[] = ['api', 'host', 'all'];
 
+/**
+ * Every setting of the service, read once from the environment at start and passed down. Nothing under src/ reads
+ * process.env but this module and the CLI entry. A bad value stops the start with one sentence naming the variable.
+ */
 export interface Config {
   dataDir: string;
   /** serve --role; 'all' unless the command line says otherwise. */

@@ -1,3 +1,9 @@
+/**
+ * CORS for browser agents on the public API (not on Icecast's internal callbacks). Any origin may call: access is
+ * granted by the bearer key or the payment, never by cookies, so no credentials mode is offered. Preflights are
+ * answered before rate limits and authentication; every other answer, errors and 402 included, exposes the payment
+ * headers and X-Request-Id.
+ */
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 
@@ -16,12 +22,6 @@ const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
 const ALLOWED_HEADERS = CORS_ALLOWED_HEADERS.join(', ');
 const EXPOSED_HEADERS = CORS_EXPOSED_HEADERS.join(', ');
 
-/**
- * CORS for browser agents on the public API (not on Icecast's internal callbacks). Any origin may call: access is
- * granted by the bearer key or the payment, never by cookies, so no credentials mode is offered. Preflights are
- * answered before rate limits and authentication; every other answer, errors and 402 included, exposes the payment
- * headers and X-Request-Id.
- */
 /**
  * Any origin may call, and read the payment headers and X-Request-Id (set before the route: routes that write their own
  * answer, MCP and SSE, send them with it).

@@ -1,12 +1,13 @@
 import { ApiError } from '../errors/index.js';
 import { provisionedEvent } from '../events/index.js';
 import type { Logger } from '../log/index.js';
-import type { Checkout, PaymentEvidence, PaymentRecord, TransferProof } from '../payments/index.js';
+import type { Checkout, PaymentEvidence, TransferProof } from '../payments/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
 import { firstExpiry, type ServiceRecords, type ServiceRow } from '../services/index.js';
 import { timedOut, type Client, type Database } from '../store/index.js';
 import { crashPoint } from './crash-point.js';
 import { provisioningOf } from './order-kind.js';
+import { paymentOf } from './order-payment.js';
 import type { OrderRow, OrderStore } from './order-store.js';
 import { serviceLimitsOf } from './service-limits.js';
 
@@ -62,7 +63,7 @@ export async function advance(order: OrderRow, deps: AdvanceDeps, origin: 'reque
 type Advanced = { order: OrderRow; service?: ServiceRow };
 
 async function settle(order: OrderRow, deps: AdvanceDeps, origin: 'request' | 'recovery'): Promise<Advanced> {
-  const payment = paymentRecordOf(order);
+  const payment = paymentOf(order);
   if (origin === 'recovery') {
     const before = await deps.checkout.evidence(payment);
     if (before.kind !== 'unused') return conclude(order, before, deps);
@@ -121,7 +122,7 @@ async function expiredOrPending(
   deps: AdvanceDeps,
 ): Promise<never> {
   const reason = refusal ? (refusal.errorReason ?? 'settlement_failed') : 'authorization_expired';
-  const expired = await deps.checkout.expiredUnused(paymentRecordOf(order)).catch(() => false);
+  const expired = await deps.checkout.expiredUnused(paymentOf(order)).catch(() => false);
   if (expired) {
     const message = refusal
       ? (refusal.errorMessage ?? reason)
@@ -138,20 +139,6 @@ async function expiredOrPending(
     refusal ? `the facilitator answered ${reason}` : 'the authorization has not been used yet',
     order.payment_valid_until,
   );
-}
-
-/** The order's payment as payments/ settles and proves it. */
-function paymentRecordOf(order: OrderRow): PaymentRecord {
-  return {
-    payload: order.payment,
-    requirements: order.requirements,
-    payer: order.payer,
-    reference: order.payment_reference,
-    validUntil: order.payment_valid_until,
-    payTo: order.pay_to,
-    amountAtomic: order.amount_atomic,
-    fromBlock: order.claim_block !== null ? BigInt(order.claim_block) : null,
-  };
 }
 
 /** Records what the chain proved: paid (→ provisioning → active), or not paid and never will be (→ failed). */

@@ -201,7 +201,6 @@ export async function keyHoldings(db: Database, snapshot: Snapshot, apiKeyId: st
   return (await holdings(db, snapshot, apiKeyId, undefined))[0];
 }
 
-/** What the key holds, and the payer when one is given (verified), from one statement. */
 /**
  * The statement that reads what the key and the payer hold (checkBuyerLimits at claim), its parameters numbered from
  * `first`, for a caller that sends it with another read; hand its rows back in BuyerCheck.held.
@@ -211,6 +210,7 @@ export function heldStatement(apiKeyId: string, payer: string, first: number): [
   return [sql, [apiKeyId, payer.toLowerCase()]];
 }
 
+/** What the key holds, and the payer when one is given (verified), from one statement. */
 async function holdings(
   db: Database,
   snapshot: Snapshot,

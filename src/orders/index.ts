@@ -1,5 +1,13 @@
 export { OrderService, type OrderServiceOptions, type PlaceOrder, type PlacedOrder } from './order-service.js';
-export { OrderStore, refundUndelivered, refundChargedFailed } from './order-store.js';
+export {
+  OrderStore,
+  refundUndelivered,
+  refundChargedFailed,
+  failedOrders,
+  chainChecked,
+  type OrderRow,
+} from './order-store.js';
+export { paymentOf } from './order-payment.js';
 export {
   ORDER_TRANSITIONS,
   IllegalOrderTransition,

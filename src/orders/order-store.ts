@@ -158,6 +158,25 @@ export async function refundChargedFailed(
   return ((await client.query(REFUND_CHARGED_FAILED, [id, settlement, transaction])).rowCount ?? 0) > 0;
 }
 
+/**
+ * Failed orders, each of which told its buyer that nothing was charged: all of them, or (`unchecked`) those the chain
+ * has not yet shown taken or never takeable, the longest unchanged first.
+ */
+export async function failedOrders(db: Database, unchecked?: { limit: number }): Promise<OrderRow[]> {
+  const rows = unchecked
+    ? await db.query(
+        "SELECT * FROM orders WHERE state = 'failed' AND chain_checked_at IS NULL ORDER BY updated_at LIMIT $1",
+        [unchecked.limit],
+      )
+    : await db.query("SELECT * FROM orders WHERE state = 'failed' ORDER BY id");
+  return rows.map((row) => orderOf(row));
+}
+
+/** The chain shows that a failed order's payment was never taken and never can be: it is not asked again. */
+export async function chainChecked(db: Database, id: string): Promise<void> {
+  await db.query('UPDATE orders SET chain_checked_at = now() WHERE id = $1', [id]);
+}
+
 /** Orders in PostgreSQL. Every state change is committed before the side effect that follows it. */
 export class OrderStore {
   constructor(private readonly db: Database) {}

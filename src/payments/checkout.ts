@@ -1,5 +1,5 @@
 import { ApiError } from '../errors/index.js';
-import type { AuthorizationLedger, ExpectedPayment, PaymentEvidence } from './authorization-ledger.js';
+import type { AuthorizationLedger, PaymentEvidence } from './authorization-ledger.js';
 import {
   PaymentGateway,
   type DiscoveryDeclaration,
@@ -10,6 +10,7 @@ import {
   type SettlementRoute,
 } from './payment-gateway.js';
 import type { PaymentIdentifier } from './payment-identifier.js';
+import { evidenceOnChain, expectedOf, expiredUnusedOnChain, type PaymentOnChain } from './payment-on-chain.js';
 import type { PaymentPrecheck } from './payment-precheck.js';
 import type { Offer, PaymentRefusal, VerifiedPayment } from './payment-refusal.js';
 import type { ReceiptFacts } from './receipts.js';
@@ -18,8 +19,6 @@ import type { SentPayment } from './sent-payment.js';
 /** How much later than now + maxTimeoutSeconds a payment may expire: clocks of payer and service differ. */
 export const VALID_UNTIL_SLACK_SECONDS = 30;
 const REORG_MARGIN_BLOCKS = 5n;
-/** Orders claimed before heights were recorded are searched over the last day of Base blocks (2 s each). */
-const LEGACY_SEARCH_BLOCKS = 43_200n;
 
 export interface CheckoutOptions {
   gateway: PaymentGateway;
@@ -30,16 +29,9 @@ export interface CheckoutOptions {
 }
 
 /** A payment as an order keeps it, to settle it and to find its proof later (payTo and amount from its terms). */
-export interface PaymentRecord {
+export interface PaymentRecord extends PaymentOnChain {
   payload: Record<string, unknown>;
   requirements: Record<string, unknown>;
-  payer: string;
-  reference: string;
-  validUntil: string;
-  payTo: string;
-  amountAtomic: string;
-  /** The height its proof is searched from; null for orders claimed before heights were recorded. */
-  fromBlock: bigint | null;
 }
 
 /** The facilitator's answer to a settlement, before the chain is asked. */
@@ -149,13 +141,8 @@ export class Checkout {
   }
 
   /** What the chain shows of the payment since its claim: paid (with its proof), unused, cancelled, spent elsewhere. */
-  async evidence(record: PaymentRecord): Promise<PaymentEvidence> {
-    const expected = expectedOf(record);
-    if (record.fromBlock === null) {
-      const latest = await this.ledger.latestBlock();
-      expected.fromBlock = latest > LEGACY_SEARCH_BLOCKS ? latest - LEGACY_SEARCH_BLOCKS : 0n;
-    }
-    return this.ledger.evidence(expected);
+  evidence(record: PaymentRecord): Promise<PaymentEvidence> {
+    return evidenceOnChain(this.ledger, record);
   }
 
   /** The evidence in a transaction the facilitator named as the settlement; undefined when it does not show it. */
@@ -165,7 +152,7 @@ export class Checkout {
 
   /** True only when the chain shows the payment was not taken and never can be (unused, past its valid until). */
   expiredUnused(record: PaymentRecord): Promise<boolean> {
-    return this.ledger.expiredUnused(record.payer, record.reference, record.validUntil);
+    return expiredUnusedOnChain(this.ledger, record);
   }
 
   /** Resolves once the chain state that proves the payments seen so far would survive a restart of the chain. */
@@ -188,16 +175,6 @@ export class Checkout {
   get signsReceipts(): boolean {
     return !!this.gateway.receipts;
   }
-}
-
-function expectedOf(record: PaymentRecord): ExpectedPayment {
-  return {
-    payer: record.payer,
-    nonce: record.reference,
-    payTo: record.payTo,
-    amount: record.amountAtomic,
-    fromBlock: record.fromBlock ?? -1n,
-  };
 }
 
 /** What a resource URL names, whatever instance it was asked at: the path of an http(s) URL, any other URL whole. */

@@ -36,5 +36,11 @@ export {
   type PaymentRecord,
   type SettleAnswer,
 } from './checkout.js';
+export {
+  evidenceOnChain,
+  expiredUnusedOnChain,
+  takenOnChain,
+  type PaymentOnChain,
+} from './payment-on-chain.js';
 export { isRefusal, type Offer, type PaymentRefusal, type VerifiedPayment } from './payment-refusal.js';
 export type { SettlementRoute } from './payment-gateway.js';

@@ -1,24 +1,8 @@
-import { refundChargedFailed } from '../orders/index.js';
-import type { ExpectedPayment, TransferProof } from '../payments/index.js';
+import { chainChecked, failedOrders, paymentOf, refundChargedFailed, type OrderRow } from '../orders/index.js';
+import { evidenceOnChain, expiredUnusedOnChain, type TransferProof } from '../payments/index.js';
 import { computeRefund } from './refund-computation.js';
 import type { RefundDeps } from './refund-deps.js';
 import type { RefundRow } from './refund-store.js';
-
-/** A log search from before a claim height was recorded: the last day of Base blocks (2 s each). */
-const LEGACY_SEARCH_BLOCKS = 43_200n;
-
-interface FailedOrder {
-  id: string;
-  api_key_id: string;
-  service_id: string | null;
-  network: string;
-  payer: string;
-  nonce: string;
-  pay_to: string;
-  amount_atomic: string;
-  valid_before: string;
-  claim_block: string | null;
-}
 
 /**
  * A failed order said "nothing was charged". That is true only once the chain shows its authorization can no longer be
@@ -29,47 +13,23 @@ interface FailedOrder {
 export async function refundChargedFailedOrders(deps: RefundDeps, limit = 10): Promise<RefundRow[]> {
   const ledger = deps.ledger;
   if (!ledger) return [];
-  const failed = await deps.db.query<FailedOrder & Record<string, unknown>>(
-    `SELECT o.id, o.api_key_id, coalesce(o.upgrade_of, o.extension_of) AS service_id, o.network, o.payer, o.nonce,
-            o.pay_to, o.amount_atomic::text AS amount_atomic, o.valid_before::text AS valid_before,
-            o.claim_block::text AS claim_block
-     FROM orders o WHERE o.state = 'failed' AND o.chain_checked_at IS NULL
-     ORDER BY o.updated_at LIMIT $1`,
-    [limit],
-  );
   const refunds: RefundRow[] = [];
-  for (const order of failed) {
-    const evidence = await ledger.evidence(await expected(order, deps)).catch(() => undefined);
+  for (const order of await failedOrders(deps.db, { limit })) {
+    const payment = paymentOf(order);
+    const evidence = await evidenceOnChain(ledger, payment).catch(() => undefined);
     if (!evidence || evidence.kind === 'not_visible_yet') continue;
     if (evidence.kind === 'paid') {
       const refund = await refundInFull(deps, order, evidence.proof);
       if (refund) refunds.push(await computeRefund(deps, refund.id));
-    } else if (evidence.kind !== 'unused' || (await unusable(deps, order))) {
-      await deps.db.query('UPDATE orders SET chain_checked_at = now() WHERE id = $1', [order.id]);
+    } else if (evidence.kind !== 'unused' || (await expiredUnusedOnChain(ledger, payment).catch(() => false))) {
+      await chainChecked(deps.db, order.id);
     }
   }
   return refunds;
 }
 
-async function expected(order: FailedOrder, deps: RefundDeps): Promise<ExpectedPayment> {
-  let fromBlock = order.claim_block !== null ? BigInt(order.claim_block) : -1n;
-  if (fromBlock < 0n) {
-    const latest = await deps.ledger!.latestBlock();
-    fromBlock = latest > LEGACY_SEARCH_BLOCKS ? latest - LEGACY_SEARCH_BLOCKS : 0n;
-  }
-  return { payer: order.payer, nonce: order.nonce, payTo: order.pay_to, amount: order.amount_atomic, fromBlock };
-}
-
-function unusable(deps: RefundDeps, order: FailedOrder): Promise<boolean> {
-  return deps.ledger!.expiredUnused(order.payer, order.nonce, order.valid_before).catch(() => false);
-}
-
 /** The order becomes refunded with the proof of the payment it took, and its full refund enters the outbox. */
-async function refundInFull(
-  deps: RefundDeps,
-  order: FailedOrder,
-  proof: TransferProof,
-): Promise<RefundRow | undefined> {
+async function refundInFull(deps: RefundDeps, order: OrderRow, proof: TransferProof): Promise<RefundRow | undefined> {
   const settlement = {
     success: true,
     transaction: proof.transaction,
@@ -79,7 +39,7 @@ async function refundInFull(
   };
   const refund = await deps.db.transaction(async (client) => {
     const refunded = await refundChargedFailed(client, order.id, settlement, proof.transaction);
-    return refunded ? deps.store.insertFailure(client, order, new Date()) : undefined;
+    return refunded ? deps.store.insertFailure(client, failureOf(order), new Date()) : undefined;
   });
   if (refund) {
     deps.log.warn(
@@ -88,4 +48,9 @@ async function refundInFull(
     );
   }
   return refund;
+}
+
+/** The refund's order, and the service it was for: an upgrade's or an extension's (a new stream's never started). */
+function failureOf(order: OrderRow): { id: string; api_key_id: string; service_id: string | null } {
+  return { id: order.id, api_key_id: order.api_key_id, service_id: order.upgrade_of ?? order.extension_of ?? null };
 }
