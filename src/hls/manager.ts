@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors/index.js';
@@ -7,7 +7,8 @@ import type { Logger } from '../log/index.js';
 import type { HlsFileServer, InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
 import { admitListener, type InternalReaders, type ListenerPlaces, type ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
-import { masterPlaylist, newForSession, parsePublished, publish, segmentNumbers } from './playlist.js';
+import { LivePlaylist, type PublishedPlaylist } from './live-playlist.js';
+import { masterPlaylist, newForSession, parsePublished } from './playlist.js';
 import { Rendition } from './rendition.js';
 import { startSegmentServer, type SegmentServerSettings } from './segment-server.js';
 import { sharedSession, takePlaylistFetch, tooFast } from './session-pace.js';
@@ -61,6 +62,8 @@ export interface MediaPlaylist {
 export class HlsManager implements InternalReaders, InternalListeners {
   private readonly secret = randomBytes(24).toString('base64url');
   private readonly renditions = new Map<string, Rendition>();
+  /** Each running rendition's media playlist as sessions are answered it. */
+  private readonly playlists = new Map<string, LivePlaylist>();
   private readonly sessions = new HlsSessions();
   private readonly signer: HlsSigner;
   /** Tokens of sessions found shared (session-pace.ts), refused until their service ends: token → service. */
@@ -165,25 +168,20 @@ export class HlsManager implements InternalReaders, InternalListeners {
    * listed under names shared by every listener; `segmentBytes` is what the session fetches from them.
    */
   async mediaPlaylist(serviceId: string, token: string, client: HlsClient): Promise<MediaPlaylist> {
-    const service = await this.serviceFor(serviceId);
-    await this.checkToken(service, token);
+    const service = await this.serviceFor(serviceId, 'memory');
+    const known = this.sessions.get(token);
+    // An open session's token was checked when it was admitted (a token is signed for one service).
+    if (known?.serviceId !== service.id) await this.checkToken(service, token);
     if (this.shared.has(token)) throw sharedSession();
-    const session = this.sessions.get(token) ?? (await this.admit(service, token, client));
+    const session = known ?? (await this.admit(service, token, client));
     await this.pace(session);
-    const text = await this.readyFor(service, session);
-    const numbers = segmentNumbers(text);
-    const tags = new Map<number, string>();
-    for (const n of numbers) tags.set(n, await this.signer.segmentTag(service.id, n));
-    const rendition = this.renditions.get(service.id);
-    const fresh = newForSession(numbers, session.newestShown);
-    const sizes = await Promise.all(fresh.map((n) => sizeOf(rendition?.dir, n)));
-    if (this.fileServer) await rendition?.published.publish(numbers, tags);
-    const base = this.fileServer ? `${this.fileServer.publicUrl}/hls/${encodeURIComponent(service.id)}/` : '';
+    const playlist = await this.readyFor(service, session);
+    const fresh = newForSession(playlist.numbers, session.newestShown);
     return {
-      body: publish(text, tags, base),
+      body: playlist.body,
       session,
-      segmentBytes: sizes.reduce((a, b) => a + b, 0),
-      newest: numbers.at(-1),
+      segmentBytes: fresh.reduce((sum, n) => sum + (playlist.sizes.get(n) ?? 0), 0),
+      newest: playlist.numbers.at(-1),
     };
   }
 
@@ -194,7 +192,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
     if (!published || !tag || !timingSafeEqual(tag, Buffer.from(published.tag))) {
       throw new ApiError(404, 'hls_segment_not_found', `No segment ${name}: take segment addresses from the playlist.`);
     }
-    const service = await this.serviceFor(serviceId, true);
+    const service = await this.serviceFor(serviceId, 'pass');
     const rendition = this.renditions.get(service.id);
     const file = rendition && join(rendition.dir, `seg${published.number}.ts`);
     const body = file && (await readFile(file).catch(() => undefined));
@@ -238,7 +236,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
   }
 
   /** The rendition's playlist; a session admitted by this request gives its place back if there is none. */
-  private async readyFor(service: ServiceRow, session: HlsSession): Promise<string> {
+  private async readyFor(service: ServiceRow, session: HlsSession): Promise<PublishedPlaylist> {
     try {
       return await this.ready(service);
     } catch (err) {
@@ -249,13 +247,20 @@ export class HlsManager implements InternalReaders, InternalListeners {
   }
 
   /**
-   * The service if it is live. Playlists read it from the database, so a stop shows at once; segments (as many again)
-   * may use the last life-cycle pass's view, a second old at most: without a playlist a player fetches none for long.
+   * The service if it is live. The multivariant playlist reads it from the database. Media playlists (a player's
+   * every few seconds) read the host's listener places in memory, which PostgreSQL's notifications keep current, so
+   * a stop shows there too; segments (served here without nginx) may use the last life-cycle pass's view, a second
+   * old at most: without a playlist a player fetches none for long. Expiry is the clock's.
    */
-  private async serviceFor(serviceId: string, cached = false): Promise<ServiceRow> {
+  private async serviceFor(serviceId: string, from: 'database' | 'memory' | 'pass' = 'database'): Promise<ServiceRow> {
     // Answered without PostgreSQL, which a host without its lease may not reach: the service may have moved.
     if (this.options.leaseHeld && !this.options.leaseHeld()) throw leaseLost(serviceId);
-    const known = cached ? this.active.get(serviceId) : undefined;
+    const known =
+      from === 'pass'
+        ? this.active.get(serviceId)
+        : from === 'memory'
+          ? await this.options.places?.activeService(serviceId)
+          : undefined;
     if (known && (!known.expires_at || known.expires_at.getTime() > Date.now())) return known;
     const [row] = await this.options.db.query<ServiceRow & Record<string, unknown>>(
       'SELECT * FROM services WHERE id = $1',
@@ -274,13 +279,13 @@ export class HlsManager implements InternalReaders, InternalListeners {
   }
 
   /** The rendition's media playlist, starting the rendition if it does not run and waiting for its first segment. */
-  private async ready(service: ServiceRow): Promise<string> {
-    const rendition = this.renditionOf(service);
+  private async ready(service: ServiceRow): Promise<PublishedPlaylist> {
+    const { rendition, live } = this.renditionOf(service);
     rendition.lastUsedAt = Date.now();
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
-      const text = await rendition.playlist();
-      if (text) return text;
+      const playlist = await live.get();
+      if (playlist) return playlist;
       if (Date.now() > deadline) break;
       await sleep(200);
     }
@@ -291,9 +296,10 @@ export class HlsManager implements InternalReaders, InternalListeners {
     });
   }
 
-  private renditionOf(service: ServiceRow): Rendition {
+  private renditionOf(service: ServiceRow): { rendition: Rendition; live: LivePlaylist } {
     const running = this.renditions.get(service.id);
-    if (running) return running;
+    const live = this.playlists.get(service.id);
+    if (running && live) return { rendition: running, live };
     const icecastUrl = this.options.icecastUrl();
     if (!icecastUrl) {
       const message = 'Streaming is not running on this host right now; retry shortly.';
@@ -309,9 +315,15 @@ export class HlsManager implements InternalReaders, InternalListeners {
       },
       this.options.log,
     );
+    const playlist = new LivePlaylist(rendition, {
+      tagOf: (n) => this.signer.segmentTag(service.id, n),
+      base: this.fileServer ? `${this.fileServer.publicUrl}/hls/${encodeURIComponent(service.id)}/` : '',
+      link: this.fileServer !== undefined,
+    });
     this.renditions.set(service.id, rendition);
+    this.playlists.set(service.id, playlist);
     this.options.log.info({ service_id: service.id }, 'HLS rendition started');
-    return rendition;
+    return { rendition, live: playlist };
   }
 
   /**
@@ -383,6 +395,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private async stopRendition(serviceId: string): Promise<void> {
     const rendition = this.renditions.get(serviceId);
     this.renditions.delete(serviceId);
+    this.playlists.delete(serviceId);
     if (!rendition) return;
     await rendition.stop();
     this.options.log.info({ service_id: serviceId }, 'HLS rendition stopped');
@@ -405,10 +418,4 @@ function leaseLost(serviceId: string): ApiError {
       `read the service record (GET /services/${serviceId}) for where its stream is served now.`,
     { retryable: true, retryAfterSeconds: 5 },
   );
-}
-
-/** A segment file's size; 0 once it is gone. */
-async function sizeOf(dir: string | undefined, number: number): Promise<number> {
-  if (!dir) return 0;
-  return (await stat(join(dir, `seg${number}.ts`)).catch(() => undefined))?.size ?? 0;
 }

@@ -137,6 +137,16 @@ export class ListenerPlaces {
     return { accept: true, service: entry.service };
   }
 
+  /**
+   * A live service of this host as memory holds it (kept current by notifications), for HLS playlists to check it
+   * without a query; undefined when memory does not hold it or cannot be trusted (the caller asks the database).
+   */
+  async activeService(serviceId: string): Promise<ServiceRow | undefined> {
+    if (!this.live) return undefined;
+    await this.refreshing.get(serviceId);
+    return this.live ? this.byId.get(serviceId)?.service : undefined;
+  }
+
   /** Frees the places of these clients (they left). */
   async release(where: Where, clientIds: string[]): Promise<void> {
     const serviceId = this.idOf(where) ?? (await this.lookUpId(where));

@@ -1,0 +1,83 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { publish, segmentNumbers } from './playlist.js';
+import type { Rendition } from './rendition.js';
+
+/** How long a playlist read from the rendition's file is answered before the file is read again. */
+export const PLAYLIST_FRESH_MS = 250;
+
+/** A rendition's media playlist as every session is answered it, built once per playlist ffmpeg writes. */
+export interface PublishedPlaylist {
+  /** ffmpeg's own text (segments under the names it wrote). */
+  written: string;
+  numbers: number[];
+  /** What sessions are sent: segments under their published names, at the file server's address. */
+  body: string;
+  bodyBytes: number;
+  /** Each listed segment's size in bytes (0 once gone before it was measured). */
+  sizes: Map<number, number>;
+}
+
+export interface PublishOptions {
+  /** The tag of a segment's published name (signing.ts). */
+  tagOf: (number: number) => Promise<string>;
+  /** Where segment addresses start (the file server's directory of the rendition, or '' beside the playlist). */
+  base: string;
+  /** Whether the file server serves them: they are then linked under their published names first. */
+  link: boolean;
+}
+
+/**
+ * The rendition's media playlist, shared by its sessions: a live.m3u8 answer costs no file read, no signing and no
+ * stat; the file is read again at most every PLAYLIST_FRESH_MS (a target duration is 4 s), and what it lists is
+ * published (tags, links, sizes) once, when ffmpeg writes a new one.
+ */
+export class LivePlaylist {
+  private current?: PublishedPlaylist;
+  private readAt = 0;
+  private reading?: Promise<PublishedPlaylist | undefined>;
+
+  constructor(
+    private readonly rendition: Rendition,
+    private readonly options: PublishOptions,
+  ) {}
+
+  /** The playlist once it lists a segment; undefined before (or while the source is away). */
+  get(now = Date.now()): Promise<PublishedPlaylist | undefined> {
+    if (this.current && now - this.readAt < PLAYLIST_FRESH_MS) return Promise.resolve(this.current);
+    this.reading ??= this.read().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async read(): Promise<PublishedPlaylist | undefined> {
+    const startedAt = Date.now();
+    const written = await this.rendition.playlist();
+    if (!written) {
+      this.current = undefined;
+      return undefined;
+    }
+    if (written !== this.current?.written) this.current = await this.build(written);
+    this.readAt = startedAt;
+    return this.current;
+  }
+
+  private async build(written: string): Promise<PublishedPlaylist> {
+    const { tagOf, base, link } = this.options;
+    const numbers = segmentNumbers(written);
+    const tags = new Map<number, string>();
+    for (const n of numbers) tags.set(n, await tagOf(n));
+    const known = this.current?.sizes;
+    const sizes = new Map<number, number>();
+    for (const n of numbers) sizes.set(n, known?.get(n) ?? (await this.sizeOf(n)));
+    if (link) await this.rendition.published.publish(numbers, tags);
+    const body = publish(written, tags, base);
+    return { written, numbers, body, bodyBytes: Buffer.byteLength(body), sizes };
+  }
+
+  /** A segment file's size; 0 once it is gone. */
+  private async sizeOf(number: number): Promise<number> {
+    return (await stat(join(this.rendition.dir, `seg${number}.ts`)).catch(() => undefined))?.size ?? 0;
+  }
+}
