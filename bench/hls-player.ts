@@ -12,6 +12,10 @@ export class Player {
   bytes = 0;
   failures = 0;
   retries = 0;
+  /** Media playlists refused with a retryable error (a busy machine's 503, a 429 to wait). */
+  refused = 0;
+  /** Media playlists answered 200. */
+  playlists = 0;
   lastSegment?: string;
   private media?: URL;
   /** `segmentVia` maps a segment's address (nginx's) to where this player fetches it (a CDN edge in front). */
@@ -20,7 +24,9 @@ export class Player {
     private readonly segmentVia: (url: URL) => URL = (url) => url,
   ) {}
 
-  async run(until: number): Promise<void> {
+  /** Plays until `until` (ms since the epoch, or read again at each reload). */
+  async run(until: number | (() => number)): Promise<void> {
+    const end = typeof until === 'number' ? () => until : until;
     const text = await (await fetch(this.master)).text();
     this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
     // As players do, a retryable refusal (a burst of admissions on a loaded machine) is tried again.
@@ -29,7 +35,7 @@ export class Player {
       await sleep(500 + Math.random() * 1000);
     }
     await sleep(Math.random() * 2000);
-    while (Date.now() < until) {
+    while (Date.now() < end()) {
       await this.poll().catch(() => {
         this.failures++;
       });
@@ -41,9 +47,11 @@ export class Player {
     const answer = await fetch(this.media!);
     const playlist = await answer.text();
     if (answer.status !== 200) {
+      this.refused++;
       if (JSON.parse(playlist).error?.retryable) return false;
       throw new Error(`live.m3u8 answered ${answer.status}: ${playlist}`);
     }
+    this.playlists++;
     const segments = playlist.split('\n').filter((l) => SEGMENT.test(l));
     for (const uri of this.fetched.size ? segments : segments.slice(-3)) {
       const number = Number(SEGMENT.exec(uri)![1]);
