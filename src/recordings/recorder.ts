@@ -5,9 +5,9 @@ import { dirname } from 'node:path';
 import type { Logger } from '../log/index.js';
 import type { IcecastAdmin, MountSummary } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
-import { audioDuration } from './audio-duration.js';
 import { startCapture, streamFormatOf } from './capture.js';
 import { type PlayedTitle, type Recording, RecordingStore, SETTING_SQL } from './recording-store.js';
+import { ShowParts } from './show-parts.js';
 import { type IncludedStorage, recordingStorageBytes, storageProblem } from './storage.js';
 
 export const RECORDER_USER = 'recorder';
@@ -45,6 +45,8 @@ interface Capture {
   mount: string;
   /** The file's size when this session began, and now. */
   sizeAtStart: number;
+  /** The show's bytes in files of hosts that recorded it before this one. */
+  partsBytes: number;
   size: number;
   show: Recording;
   file: string;
@@ -60,6 +62,7 @@ interface Capture {
  */
 export class Recorder {
   readonly store: RecordingStore;
+  private readonly parts: ShowParts;
   private readonly secret = randomBytes(24).toString('base64url');
   private readonly captures = new Map<string, Capture>();
   /** Services whose capture ended lately: not restarted at once (the mount may still be listed a moment). */
@@ -72,6 +75,7 @@ export class Recorder {
 
   constructor(private readonly options: RecorderOptions) {
     this.store = new RecordingStore(options.db);
+    this.parts = new ShowParts(options.db, options.pathOf);
   }
 
   /** Shows this host was recording when it stopped are paused: a source back within the gap continues them. */
@@ -151,7 +155,9 @@ export class Recorder {
     const format = streamFormatOf(mount.contentType);
     if (!base || !format || (this.restDue.get(service.id) ?? 0) > Date.now()) return;
     if (storageProblem(this.bought(service), await this.store.usedBytes(service.id))) return;
+    await this.parts.takeOver(service.id, this.options.hostId());
     const show = await this.store.openShow(service.id, this.options.hostId(), format.contentType, format.extension);
+    const partsBytes = await this.parts.partsBytes(show.id);
     const file = this.options.pathOf(service.id, show.file_name);
     await mkdir(dirname(file), { recursive: true });
     const source = { url: new URL(service.mount, base).href, user: RECORDER_USER, secret: this.secret };
@@ -166,6 +172,7 @@ export class Recorder {
       child,
       mount: service.mount,
       sizeAtStart: size,
+      partsBytes,
       size,
       show,
       file,
@@ -181,7 +188,7 @@ export class Recorder {
     if (this.captures.get(capture.show.service_id) === capture) this.captures.delete(capture.show.service_id);
     this.restDue.set(capture.show.service_id, Date.now() + 2000);
     await this.store
-      .paused(capture.show.id, this.options.hostId(), await sizeOf(capture.file))
+      .paused(capture.show.id, this.options.hostId(), capture.partsBytes + (await sizeOf(capture.file)))
       .catch((err) => this.options.log.warn({ err }, 'could not pause a recording'));
     if (said.trim()) this.options.log.debug?.({ recording_id: capture.show.id, ffmpeg: said.trim() }, 'capture ended');
   }
@@ -196,9 +203,13 @@ export class Recorder {
     const size = await sizeOf(capture.file);
     capture.size = size;
     capture.titles = await this.titlesSince(capture);
-    if (!(await this.store.grew(capture.show.id, size, capture.titles))) {
+    const hostId = this.options.hostId();
+    const fence = await this.parts.grew(capture.show.id, hostId, capture.partsBytes + size, capture.titles);
+    if (fence === 'moved') return this.endCapture(capture);
+    if (fence === 'deleted') {
       this.deletedLive.add(service.id);
-      return this.endCapture(capture);
+      await this.endCapture(capture);
+      return this.parts.removeFiles(service.id, capture.show.id);
     }
     if (!storageProblem(this.bought(service), await this.store.usedBytes(service.id))) return;
     await this.store.noteStop(capture.show.id, 'storage_full');
@@ -232,10 +243,8 @@ export class Recorder {
   private async finishShows(): Promise<void> {
     for (const show of await this.store.overShows(this.options.gapSeconds ?? 60)) {
       if (this.captures.get(show.service_id)?.show.id === show.id) continue;
-      const file = this.options.pathOf(show.service_id, show.file_name);
-      const sizeBytes = await sizeOf(file);
-      await this.store.end(show.id, { durationSeconds: await audioDuration(file), sizeBytes });
-      this.options.log.info({ recording_id: show.id, bytes: sizeBytes }, 'recorded show ended');
+      const ended = await this.parts.finish(show.id, this.options.hostId());
+      if (ended) this.options.log.info({ recording_id: show.id, bytes: ended.sizeBytes }, 'recorded show ended');
     }
   }
 
