@@ -138,7 +138,7 @@ describe('discovery', () => {
     for (const p of body.products) assert.equal(p.available_now, p.agent_orderable, p.product_id);
     assert.deepEqual(
       body.products.filter((p: any) => p.agent_orderable).map((p: any) => p.product_id),
-      ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj'],
+      ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj', 'audio-storage-api'],
     );
     for (const p of body.products) assert.ok(p.reason.length > 0);
   });

@@ -91,6 +91,7 @@ describe('MCP', () => {
       'list_products',
       'order',
       'quote',
+      'retain_recordings',
       'revoke_api_key',
       'service_events',
       'service_status',

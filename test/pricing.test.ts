@@ -116,7 +116,11 @@ describe('pricing rules', () => {
     };
     assert.deepEqual(await codes('radio-directo'), [422, 'product_not_quotable']);
     assert.deepEqual(await codes('temporary-audio'), [409, 'product_planned']);
-    assert.deepEqual(await codes('audio-storage-api'), [409, 'product_planned']);
+    assert.deepEqual(
+      await codes('audio-storage-api'),
+      [422, 'invalid_parameters'],
+      'priced per service, with parameters',
+    );
     assert.deepEqual(await codes('streaming-boost-relay'), [409, 'pricing_pending']);
     assert.equal(await codes('nope'), 'unknown_product');
   });
@@ -143,7 +147,14 @@ describe('pricing rules', () => {
 
   test('orderability: the orderable products are exactly those of the spec', () => {
     const orderable = [...snapshot.verdicts].filter(([, v]) => v.notOrderable.length === 0).map(([id]) => id);
-    assert.deepEqual(orderable, ['radio-directo', 'instant-stream', 'event-stream', 'temporary-autodj']);
+    // audio-storage-api: retention of a service's recordings, sold per service (not with POST /orders).
+    assert.deepEqual(orderable, [
+      'radio-directo',
+      'instant-stream',
+      'event-stream',
+      'temporary-autodj',
+      'audio-storage-api',
+    ]);
     assert.deepEqual(
       snapshot.verdicts.get('radio-local')!.notOrderable.map((r) => r.code),
       ['not_agent_orderable', 'no_machine_payment'],

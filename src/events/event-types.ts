@@ -10,6 +10,7 @@ export const EVENT_TYPES = [
   'service.expired',
   'upgrade.applied',
   'service.extended',
+  'recordings.retained',
   'service.stopped',
   'refund.sent',
   'refund.failed',

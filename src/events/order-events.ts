@@ -10,6 +10,7 @@ interface PaidOrder {
   payer: string;
   upgrade_of: string | null;
   extension_of?: string | null;
+  retention_of?: string | null;
   configuration?: Record<string, unknown>;
   settlement: Record<string, unknown> | null;
 }
@@ -28,7 +29,7 @@ export function orderPaidEvent(order: PaidOrder): NewEvent {
     type: 'order.paid',
     orderId: order.id,
     apiKeyId: order.api_key_id,
-    ...((order.upgrade_of ?? order.extension_of) && { serviceId: (order.upgrade_of ?? order.extension_of)! }),
+    ...(serviceOf(order) && { serviceId: serviceOf(order)! }),
     data: {
       product_id: order.product_id,
       amount_atomic: order.amount_atomic,
@@ -41,25 +42,38 @@ export function orderPaidEvent(order: PaidOrder): NewEvent {
         extension_of: order.extension_of,
         duration_hours: order.configuration?.duration_hours,
       }),
+      ...(order.retention_of && { retention_of: order.retention_of }),
     },
   };
 }
 
+/** The service an upgrade, extension or retention changes (none for a new service's order). */
+const serviceOf = (order: Pick<PaidOrder, 'upgrade_of' | 'extension_of' | 'retention_of'>) =>
+  order.upgrade_of ?? order.extension_of ?? order.retention_of;
+
 /**
  * service.active for a new service, upgrade.applied for an upgrade, service.extended for an extension (with the
- * hours added); recorded in the statement that activates the order.
+ * hours added), recordings.retained for a retention (the recordings and days); recorded in the statement that
+ * activates the order.
  */
 export function provisionedEvent(
   order: {
     id: string;
     upgrade_of: string | null;
     extension_of?: string | null;
+    retention_of?: string | null;
     configuration?: Record<string, unknown>;
   },
   service: ProvisionedService,
 ): NewEvent {
   return {
-    type: order.extension_of ? 'service.extended' : order.upgrade_of ? 'upgrade.applied' : 'service.active',
+    type: order.retention_of
+      ? 'recordings.retained'
+      : order.extension_of
+        ? 'service.extended'
+        : order.upgrade_of
+          ? 'upgrade.applied'
+          : 'service.active',
     serviceId: service.id,
     orderId: order.id,
     data: {
@@ -68,6 +82,10 @@ export function provisionedEvent(
       expires_at: service.expires_at?.toISOString() ?? null,
       limits: service.limits,
       ...(order.extension_of && { added_hours: order.configuration?.duration_hours }),
+      ...(order.retention_of && {
+        retention_days: order.configuration?.retention_days,
+        recording_ids: order.configuration?.recording_ids,
+      }),
     },
   };
 }

@@ -32,6 +32,7 @@ import { keyRoutes } from './keys.js';
 import { listenRoutes, siteIconRoutes } from './listen.js';
 import { serviceProfileRoutes } from './service-profile.js';
 import { recordingRoutes } from './recordings.js';
+import { recordingRetentionRoutes } from './recording-retention.js';
 import { serviceStatsRoutes } from './service-stats.js';
 import { orderRoutes } from './orders.js';
 import { serviceRoutes } from './services.js';
@@ -139,6 +140,7 @@ function createApp(deps: AppDeps, envelopeParts: EnvelopeParts): Koa {
   listenRoutes(router, deps);
   serviceProfileRoutes(router, { ...deps, callers: deps.identity?.callers });
   recordingRoutes(router, { ...deps, callers: deps.identity?.callers });
+  recordingRetentionRoutes(router, { ...deps, callers: deps.identity?.callers });
   serviceStatsRoutes(router, { ...deps, callers: deps.identity?.callers });
   auditRoutes(router, deps);
   hlsRoutes(router, deps.hls);

@@ -36,6 +36,7 @@ export function recordingDocument(apiBaseUrl: string, r: Recording) {
     titles: r.titles,
     source_sessions: r.sessions,
     stop_reason: r.stop_reason,
+    kept_until: r.kept_until?.toISOString() ?? null,
     download_url: downloadUrl(apiBaseUrl, r),
   };
 }

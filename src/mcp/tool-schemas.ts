@@ -6,6 +6,7 @@ import {
   playlistSchema,
   productIdPattern,
   quoteRequestSchema,
+  retentionRequestSchema,
   upgradeRequestSchema,
 } from '../operations/request-schemas.js';
 import { SnapshotCache, type Snapshot } from '../pricing/index.js';
@@ -79,6 +80,11 @@ export const argumentSchemas = {
     'service_id',
     'idempotency_key',
   ]),
+  retain_recordings: withFields(
+    retentionRequestSchema,
+    { service_id: serviceId, idempotency_key: idempotencyKey(true) },
+    ['service_id', 'idempotency_key'],
+  ),
   set_playlist: withFields(playlistSchema, { service_id: serviceId }, ['service_id']),
   service_events: {
     type: 'object',

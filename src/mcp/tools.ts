@@ -1,7 +1,7 @@
 import { parametersSchema } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import type { OrderRequest } from '../orders/index.js';
+import { RETENTION_PRODUCT, type OrderRequest } from '../orders/index.js';
 import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Metrics } from '../observability/index.js';
@@ -13,6 +13,7 @@ import {
   extend,
   order,
   productIdPattern,
+  retainRecordings,
   setPlaylist,
   status,
   stop,
@@ -88,6 +89,12 @@ const EXTEND_DESCRIPTION =
   `price is the product's price for the new total of hours minus its price for the hours paid, at least the ` +
   `order minimum. The payment is made out for this service (resource mcp://tool/extend_service?service_id=…): ` +
   `it pays no other. ${PAYMENT_HOW}`;
+const RETAIN_DESCRIPTION =
+  `Keeps a service's finished recordings past the service's end for retention_days more days (as POST ` +
+  `/api/v1/services/{service_id}/recordings/retention, the audio-storage-api product): all of them, or those in ` +
+  `recording_ids. The price is the product's base plus ceil(GiB) x days x its GB-day rate; buying again adds ` +
+  `days. Not refunded once applied. The payment is made out for this service (resource ` +
+  `mcp://tool/retain_recordings?service_id=…): it pays no other. ${PAYMENT_HOW}`;
 const UPGRADE_DESCRIPTION =
   `Turns a service into another product for its remaining time (as POST ` +
   `/api/v1/services/{service_id}/upgrade). The payment is made out for this service (resource ` +
@@ -229,6 +236,26 @@ export const tools: Tool[] = [
       const payment = paidCall(deps, sent, 'extend_service', EXTEND_DESCRIPTION, service.product_id, service.id);
       const call = { service, idempotencyKey: args.idempotency_key, hours: args.duration_hours, payment };
       const placed = await extend(deps, call);
+      return { body: placed.body, paymentResponse: placed.paymentResponse };
+    },
+  },
+  {
+    name: 'retain_recordings',
+    title: "Keep a service's recordings past its end",
+    readOnly: false,
+    paid: true,
+    description: RETAIN_DESCRIPTION,
+    run: async ({ args, caller, payment: sent }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      const payment = paidCall(deps, sent, 'retain_recordings', RETAIN_DESCRIPTION, RETENTION_PRODUCT, service.id);
+      const call = {
+        service,
+        idempotencyKey: args.idempotency_key,
+        days: args.retention_days,
+        recordingIds: args.recording_ids,
+        payment,
+      };
+      const placed = await retainRecordings(deps, call);
       return { body: placed.body, paymentResponse: placed.paymentResponse };
     },
   },

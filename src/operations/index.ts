@@ -4,6 +4,7 @@ export type { OperationDeps, PaidCall } from './operation-deps.js';
 export { order, type OrderCall } from './order.js';
 export { upgrade, type UpgradeCall } from './upgrade.js';
 export { extend, type ExtendCall } from './extend.js';
+export { retainRecordings, type RetainRecordingsCall } from './retain-recordings.js';
 export { stop } from './stop.js';
 export { requestRefund, recordedRefund, type RefundAnswer } from './refund-request.js';
 export { usage, type UsageDeps } from './usage.js';

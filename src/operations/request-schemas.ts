@@ -72,6 +72,29 @@ export const extendRequestSchema = {
   },
 };
 
+export const retentionRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['retention_days'],
+  properties: {
+    retention_days: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        "Days to keep the recordings past the later of the service's end and now (the audio-storage-api product's retention_days bounds: 1 to 365 in the shipped catalog). Buying again adds days.",
+    },
+    recording_ids: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 500,
+      uniqueItems: true,
+      items: { type: 'string', pattern: '^rec_[A-Za-z0-9_-]{8,40}$' },
+      description:
+        'Which finished recordings to keep (recording_id of GET /services/{service_id}/recordings); all the finished ones when left out.',
+    },
+  },
+};
+
 export const upgradeRequestSchema = {
   type: 'object',
   additionalProperties: false,

@@ -1,6 +1,7 @@
 import { canonicalJson, priceRecordText, type PriceRecordText } from '../audit/index.js';
 import { atomicToAmount } from '../rules/index.js';
 import type { OrderRequest, Priced } from './order-price.js';
+import { refuseRetentionOrder } from './retention-price.js';
 import type { Demand, PricedSale, PricingContext, Provisioning, SaleKind } from './sale-kind.js';
 import { serviceLimitsOf, streamLoadOf } from './service-limits.js';
 
@@ -12,6 +13,7 @@ export class NewStreamSale implements SaleKind {
   constructor(readonly request: OrderRequest) {}
 
   async price({ snapshot, db, apiKeyId, prices }: PricingContext): Promise<PricedSale> {
+    refuseRetentionOrder(this.request.product_id);
     const { priced, amountAtomic, quoteId } = await prices.price(snapshot, this.request, apiKeyId, db);
     const { billing } = this.request;
     const request = this.request;

@@ -80,7 +80,7 @@ export class OrderAnswers {
 
   /** The service an order bought or changed. */
   serviceOf(order: OrderRow): Promise<ServiceRow | undefined> {
-    const target = order.upgrade_of ?? order.extension_of;
+    const target = order.upgrade_of ?? order.extension_of ?? order.retention_of;
     return target ? this.options.services.byId(target) : this.options.services.forOrder(order.id);
   }
 

@@ -5,8 +5,9 @@ import type { OrderRequest, Priced } from './order-price.js';
 import type { OrderRow } from './order-store.js';
 import type { PriceMemo } from './price-memo.js';
 
-// A kind of sale (a new stream, an upgrade, an extension) is one implementation of SaleKind for selling it and one of
-// Provisioning for delivering the order it sold; order-kind.ts finds an order's. A new kind starts here.
+// A kind of sale (a new stream, an upgrade, an extension, a retention of recordings) is one implementation of
+// SaleKind for selling it and one of Provisioning for delivering the order it sold; order-kind.ts finds an order's. A
+// new kind starts here.
 
 /** What a sale is priced on. */
 export interface PricingContext {
@@ -48,7 +49,7 @@ export interface SaleKind {
   /** The request body as the order keeps it; its hash tells a replay from another request under the same key. */
   readonly request: object;
   /** The order's columns naming the service this sale changes (none for a new stream). */
-  readonly changes: { upgrade_of: string | null; extension_of?: string };
+  readonly changes: { upgrade_of: string | null; extension_of?: string; retention_of?: string };
   price(context: PricingContext): Promise<PricedSale>;
   /** What the priced sale needs from the hosts and counts against the buyer's limits. */
   demand(sale: PricedSale): Demand;

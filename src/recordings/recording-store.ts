@@ -22,6 +22,8 @@ export interface Recording {
   titles: PlayedTitle[];
   sessions: number;
   stop_reason: string | null;
+  /** Kept until then past the service's end (a retention bought); null: it ends with its service. */
+  kept_until: Date | null;
 }
 
 /** Whether a service records, and whether its feed and finished items are public. */
@@ -42,10 +44,11 @@ interface RecordingRow extends Record<string, unknown> {
   titles: PlayedTitle[];
   sessions: number;
   stop_reason: string | null;
+  kept_until: Date | null;
 }
 
 const COLUMNS = `id, service_id, file_name, content_type, started_at, ended_at, duration_seconds::float8 AS duration_seconds,
-  size_bytes::float8 AS size_bytes, titles, sessions, stop_reason`;
+  size_bytes::float8 AS size_bytes, titles, sessions, stop_reason, kept_until`;
 
 const recordingOf = (row: RecordingRow): Recording => ({
   ...row,
@@ -190,12 +193,18 @@ export class RecordingStore {
     await this.db.query('UPDATE recordings SET stop_reason = $2 WHERE id = $1', [id, reason]);
   }
 
-  /** Recordings of services over for good: stopped, failed, or expired past the grace an extension has. */
+  /**
+   * Recordings of services over for good (stopped, failed, or expired past the grace an extension has), unless kept
+   * longer (kept_until, bought as retention) or a retention of the service is being paid right now.
+   */
   async ofEndedServices(graceHours: number): Promise<Pick<Recording, 'id' | 'service_id' | 'file_name'>[]> {
     return this.db.query(
       `SELECT r.id, r.service_id, r.file_name FROM recordings r JOIN services s ON s.id = r.service_id
-       WHERE s.stopped_at IS NOT NULL OR s.status = 'failed'
-          OR (s.expires_at IS NOT NULL AND s.expires_at < now() - make_interval(hours => $1::int))`,
+       WHERE (s.stopped_at IS NOT NULL OR s.status = 'failed'
+              OR (s.expires_at IS NOT NULL AND s.expires_at < now() - make_interval(hours => $1::int)))
+         AND (r.kept_until IS NULL OR r.kept_until < now())
+         AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.retention_of = r.service_id
+                         AND o.state IN ('settling', 'provisioning'))`,
       [graceHours],
     );
   }

@@ -1,4 +1,6 @@
+import { retentionRequestSchema } from '../../operations/request-schemas.js';
 import { recordingSettingSchema } from '../recordings.js';
+import { idempotencyHeader, paidResponse, paymentRequired, paymentSignatureHeader } from './common.js';
 import type { OpenApiPart } from './part.js';
 
 const error = (description: string) => ({
@@ -70,6 +72,12 @@ const recordingSchema = {
     },
     source_sessions: { type: 'integer', minimum: 1, description: 'Source connections the show was made of.' },
     stop_reason: { type: ['string', 'null'], description: 'storage_full when it stopped because the storage was.' },
+    kept_until: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description:
+        "Kept until then past the service's end (retention bought with POST /services/{service_id}/recordings/retention); null: deleted with the service.",
+    },
     download_url: { type: 'string', format: 'uri', description: 'The audio; range requests supported.' },
   },
 };
@@ -110,7 +118,8 @@ const tag =
   'Live shows kept: with recording on (order parameter `recording: true`, or PUT /services/{id}/recording), each ' +
   'live show (source connection; a drop under a minute continues it) becomes a recording of the audio as sent, ' +
   "counted against the service's recording storage, listed in a podcast feed (endpoints.podcast_feed) and on the " +
-  'listen page. Recordings end with the service (deleted once it cannot be extended any more).';
+  'listen page. Recordings end with the service (deleted once it cannot be extended any more) unless retention ' +
+  'is bought for them (POST /services/{service_id}/recordings/retention, the audio-storage-api product).';
 
 /** OpenAPI for the Recordings tag (merged into /openapi.json by src/http/openapi.ts). */
 export const part: OpenApiPart = {
@@ -120,6 +129,7 @@ export const part: OpenApiPart = {
     RecordingSetting: settingSchema,
     RecordingList: listSchema,
     RecordingSettingRequest: recordingSettingSchema,
+    RetentionRequest: retentionRequestSchema,
   },
   paths: {
     '/services/{service_id}/recordings': {
@@ -212,6 +222,44 @@ export const part: OpenApiPart = {
           402: signIn,
           429: rateLimited,
           404: error('recording_not_found or service_not_found.'),
+          503: unavailable,
+        },
+      },
+    },
+    '/services/{service_id}/recordings/retention': {
+      post: {
+        ...owner,
+        operationId: 'retainRecordings',
+        summary:
+          "Keep the service's finished recordings past its end (the audio-storage-api product), paid with x402 like an order.",
+        description:
+          'First call: 402 with PAYMENT-REQUIRED naming the price: the product base plus ceil(bytes / 1 GiB) x ' +
+          'retention_days x pricing.per_gb_day_atomic (catalog rules; replayable from the audit chain). The ' +
+          "recordings priced (configuration.recording_ids, storage_bytes) are kept until the later of the service's " +
+          'end and the payment, plus retention_days (kept_until on each); buying again adds days. Downloads and the ' +
+          'podcast feed keep working after the service ended; not refunded once applied, nor by a stop. The answer ' +
+          'also lists the finished recordings with their kept_until.',
+        parameters: [
+          serviceId,
+          { ...idempotencyHeader(true), description: 'A new value per purchase; reuse it when you retry it.' },
+          paymentSignatureHeader,
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/RetentionRequest' } } },
+        },
+        responses: {
+          200: paidResponse('The order (configuration: recording_ids, storage_bytes, storage_gb, retention_days).'),
+          400: error('idempotency_key_missing or malformed, payment_id_invalid.'),
+          401: unauthorized,
+          402: paymentRequired,
+          404: notFound,
+          409: error(
+            'no_recordings, recording_gone (a recording priced was deleted: nothing is charged), ' +
+              'retention_in_progress, amount_out_of_range, product_not_orderable, payment_already_used.',
+          ),
+          422: error('invalid_request: error.details points at the problem (retention_days outside its bounds).'),
+          429: rateLimited,
           503: unavailable,
         },
       },

@@ -1,0 +1,286 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { access, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import Parser from 'rss-parser';
+import { createApiKey } from './support/api-key.js';
+import { buy, payFor } from './support/purchase.js';
+import { copyCatalog, request, type Service, startService } from './support/service.js';
+import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
+import { requireStreamingTools } from './support/system-tools.js';
+import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+
+// Recordings kept past their service (the audio-storage-api product): three services each record one live show; the
+// owner buys retention for the first one's on chain, the second's is left to end with its service, and the third's is
+// deleted while a paid retention for it waits for the service's row. After the stops, the kept show still downloads
+// and is in the podcast feed, the other is gone; once kept_until passes, the kept one is deleted too (file and row).
+const skip = requireStreamingTools(['icecast2', 'ffmpeg']);
+const GIB = 1024 ** 3;
+
+let service: Service;
+let catalog: Awaited<ReturnType<typeof copyCatalog>>;
+let wallet: TestWallet;
+let db: pg.Client;
+const sources: ChildProcess[] = [];
+/** kept: retention bought; ended: none; raced: deleted while its retention is being paid. */
+const svcs: Record<'kept' | 'ended' | 'raced', any> = { kept: undefined, ended: undefined, raced: undefined };
+const shows: Record<string, any> = {};
+
+const owner = (svc: any, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  request(service, method, `/services/${svc.service_id}${path}`, { body, headers });
+const retentionPath = (svc: any) => `/services/${svc.service_id}/recordings/retention`;
+
+function toneSource(url: string, seconds: number): ChildProcess {
+  const args = ['-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`];
+  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
+  const child = spawn('ffmpeg', [...args, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
+  sources.push(child);
+  return child;
+}
+
+async function recordShow(svc: any): Promise<any> {
+  const source = toneSource(svc.broadcast_url, 5);
+  (await listenWhenLive(svc.stream_url, 30_000)).close();
+  assert.equal(await exitOf(source, 40_000), 0, 'the source sent its tone');
+  return waitFor(
+    'the show to end a minute after its source',
+    async () => {
+      const items = (await owner(svc, 'GET', '/recordings')).body.recordings;
+      return items.length === 1 && items[0].status === 'complete' && items[0];
+    },
+    150_000,
+  );
+}
+
+/** The price by the catalog's numbers, computed here: base + ceil(bytes / GiB) x days x the GB-day rate. */
+async function expectedAtomic(bytes: number, days: number): Promise<bigint> {
+  const product = await readFile(join(catalog.catalogDir, 'products', 'audio-storage-api.yaml'), 'utf8');
+  const base = BigInt(/base_atomic: "(\d+)"/.exec(product)![1]);
+  const rate = BigInt(/per_gb_day_atomic: "(\d+)"/.exec(product)![1]);
+  const gb = BigInt(Math.max(1, Math.ceil(bytes / GIB)));
+  return base + gb * BigInt(days) * rate;
+}
+
+before(async () => {
+  if (skip) return;
+  catalog = await copyCatalog();
+  service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
+  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  db = new pg.Client({ connectionString: lock.database_url });
+  await db.connect();
+  for (const name of Object.keys(svcs) as Array<keyof typeof svcs>) {
+    const bought = await buy(service, wallet, {
+      product_id: 'instant-stream',
+      email: 'owner@example.com',
+      station_name: `Station ${name}`,
+      parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64, recording: true },
+    });
+    assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    svcs[name] = bought.body.service;
+  }
+  const recorded = await Promise.all(Object.values(svcs).map((svc) => recordShow(svc)));
+  for (const [i, name] of Object.keys(svcs).entries()) shows[name] = recorded[i];
+});
+
+after(async () => {
+  for (const source of sources) source.kill('SIGKILL');
+  await db?.end();
+  await service?.stop();
+  await catalog?.remove();
+});
+
+describe('recordings kept past their service (audio-storage-api)', { skip, timeout: 600_000 }, () => {
+  test('the product is orderable for agents in USDC, but only per service: POST /orders refuses it', async () => {
+    const product = await request(service, 'GET', '/products/audio-storage-api');
+    assert.equal(product.status, 200, JSON.stringify(product.body));
+    const p = product.body.product ?? product.body;
+    assert.equal(p.status, 'available');
+    assert.equal(p.pricing.currency, 'USDC');
+    const ordered = await request(service, 'POST', '/orders', {
+      body: {
+        product_id: 'audio-storage-api',
+        email: 'a@example.com',
+        station_name: 'x',
+        parameters: { storage_gb: 1, retention_days: 30, gb_days: 30 },
+      },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    assert.equal(ordered.status, 409, JSON.stringify(ordered.body));
+    assert.equal(ordered.body.error.code, 'product_not_orderable');
+    assert.match(ordered.body.error.message, /recordings\/retention/);
+    assert.equal(ordered.headers.get('payment-required'), null);
+  });
+
+  test('a stranger cannot buy retention for someone else’s service; bad days are refused before payment', async () => {
+    const other = await createApiKey(service, 'stranger');
+    const stranger = await request({ ...service, apiKey: other.api_key }, 'POST', retentionPath(svcs.kept), {
+      body: { retention_days: 30 },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    assert.equal(stranger.status, 404, JSON.stringify(stranger.body));
+    assert.equal(stranger.body.error.code, 'service_not_found');
+    for (const days of [0, 366]) {
+      const refused = await owner(
+        svcs.kept,
+        'POST',
+        '/recordings/retention',
+        { retention_days: days },
+        {
+          'idempotency-key': randomUUID(),
+        },
+      );
+      assert.equal(refused.status, 422, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.details[0].pointer, '/retention_days');
+    }
+  });
+
+  test('retention is priced by the rules, paid on chain and kept until the service end + days; again adds days', async () => {
+    const days = 200;
+    const unpaid = await owner(
+      svcs.kept,
+      'POST',
+      '/recordings/retention',
+      { retention_days: days },
+      {
+        'idempotency-key': randomUUID(),
+      },
+    );
+    assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
+    const offered = decodePaymentRequiredHeader(unpaid.headers.get('payment-required')!).accepts[0];
+    const expected = await expectedAtomic(shows.kept.size_bytes, days);
+    assert.equal(expected, 270000n + 1n * 200n * 2000n, 'a show of a few kB is 1 GB');
+    assert.equal(offered.amount, expected.toString());
+    const { asset, payTo } = offered;
+    const sellerBefore = await wallet.balanceOf(asset, payTo);
+
+    const paid = await payFor(service, wallet, retentionPath(svcs.kept), { retention_days: days });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    const order = paid.body.order;
+    assert.equal(order.product_id, 'audio-storage-api');
+    assert.equal(order.amount.amount_atomic, expected.toString());
+    assert.deepEqual(order.configuration.recording_ids, [shows.kept.recording_id]);
+    assert.equal(order.configuration.storage_bytes, shows.kept.size_bytes);
+    assert.equal(order.configuration.storage_gb, 1);
+    assert.equal(await wallet.balanceOf(asset, payTo), sellerBefore + expected, 'the transfer is on chain');
+    const keptUntil = new Date(svcs.kept.expires_at).getTime() + days * 86_400_000;
+    assert.equal(paid.body.recordings[0].kept_until, new Date(keptUntil).toISOString());
+
+    const replay = await service.cli(['audit', 'replay', order.evaluation_id]);
+    assert.equal(replay.code, 0, replay.stdout + replay.stderr);
+    const preview = await service.cli([
+      'catalog',
+      'preview',
+      'audio-storage-api',
+      '--param',
+      'storage_gb=1',
+      '--param',
+      `retention_days=${days}`,
+      '--param',
+      `gb_days=${days}`,
+    ]);
+    assert.match(preview.stdout, new RegExp(`\\(${expected} atomic units`), preview.stdout + preview.stderr);
+
+    const more = await payFor(service, wallet, retentionPath(svcs.kept), { retention_days: 10 });
+    assert.equal(more.status, 200, JSON.stringify(more.body));
+    assert.equal(more.body.recordings[0].kept_until, new Date(keptUntil + 10 * 86_400_000).toISOString());
+    const listed = (await owner(svcs.kept, 'GET', '/recordings')).body.recordings;
+    assert.equal(listed[0].kept_until, more.body.recordings[0].kept_until);
+  });
+
+  test('a recording deleted while its paid retention waits for the service is refused at claim: nothing charged', async () => {
+    const key = randomUUID();
+    const body = { retention_days: 30, recording_ids: [shows.raced.recording_id] };
+    const unpaid = await owner(svcs.raced, 'POST', '/recordings/retention', body, { 'idempotency-key': key });
+    assert.equal(unpaid.status, 402, JSON.stringify(unpaid.body));
+    const header = unpaid.headers.get('payment-required')!;
+    const { asset, payTo } = decodePaymentRequiredHeader(header).accepts[0];
+    const signature = await wallet.pay(header);
+    const sellerBefore = await wallet.balanceOf(asset, payTo);
+    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const deleter = new pg.Client({ connectionString: lock.database_url });
+    await deleter.connect();
+    try {
+      // The owner's deletion holds the service row while the paid request is priced (the recording still there) and
+      // claimed: the claim waits for the row, then finds the recording gone.
+      await deleter.query('BEGIN');
+      await deleter.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [svcs.raced.service_id]);
+      await deleter.query('DELETE FROM recordings WHERE id = $1', [shows.raced.recording_id]);
+      const pending = owner(svcs.raced, 'POST', '/recordings/retention', body, {
+        'idempotency-key': key,
+        'payment-signature': signature,
+      });
+      await waitFor(
+        'the claim to wait for the service row',
+        async () =>
+          (
+            await db.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM services WHERE id = $1 FOR UPDATE%'",
+            )
+          ).rows.length > 0,
+        20_000,
+      );
+      await deleter.query('COMMIT');
+      const paid = await pending;
+      assert.equal(paid.status, 409, JSON.stringify(paid.body));
+      assert.equal(paid.body.error.code, 'recording_gone');
+    } finally {
+      await deleter.end();
+    }
+    assert.equal(await wallet.balanceOf(asset, payTo), sellerBefore, 'nothing charged');
+    const orders = await db.query('SELECT id FROM orders WHERE retention_of = $1', [svcs.raced.service_id]);
+    assert.equal(orders.rows.length, 0, 'no order was claimed');
+  });
+
+  test('after the stops the kept show downloads and is in the feed; the other is gone; kept_until past: gone too', {
+    timeout: 300_000,
+  }, async () => {
+    const endedFile = await fileOf(shows.ended.recording_id);
+    const keptFile = await fileOf(shows.kept.recording_id);
+    for (const svc of [svcs.kept, svcs.ended]) {
+      const stopped = await owner(svc, 'POST', '/stop');
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    }
+    await waitFor(
+      'the recording without retention deleted with its service',
+      async () => (await owner(svcs.ended, 'GET', '/recordings')).body.recordings.length === 0,
+      120_000,
+    );
+    assert.equal((await fetch(shows.ended.download_url)).status, 404);
+    await assert.rejects(access(endedFile), 'its file is gone');
+
+    const kept = (await owner(svcs.kept, 'GET', '/recordings')).body.recordings;
+    assert.equal(kept.length, 1, 'the kept one is still listed after the same pass');
+    const download = await fetch(kept[0].download_url);
+    assert.equal(download.status, 200);
+    assert.equal((await download.arrayBuffer()).byteLength, shows.kept.size_bytes);
+    const feed: any = await new Parser().parseString(await (await fetch(svcs.kept.endpoints.podcast_feed)).text());
+    assert.deepEqual(
+      feed.items.map((i: any) => i.guid),
+      [shows.kept.recording_id],
+    );
+
+    await access(keptFile);
+    await db.query("UPDATE recordings SET kept_until = now() - interval '1 second' WHERE id = $1", [
+      shows.kept.recording_id,
+    ]);
+    await waitFor(
+      'the kept recording deleted once kept_until passed',
+      async () => (await owner(svcs.kept, 'GET', '/recordings')).body.recordings.length === 0,
+      120_000,
+    );
+    await assert.rejects(access(keptFile), 'its file is gone');
+  });
+});
+
+/** Where a recording's audio is on the media storage. */
+async function fileOf(recordingId: string): Promise<string> {
+  const { rows } = await db.query('SELECT service_id, file_name FROM recordings WHERE id = $1', [recordingId]);
+  const path = join(service.dataDir, 'media', rows[0].service_id, rows[0].file_name);
+  await access(path);
+  return path;
+}
