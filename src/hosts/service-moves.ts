@@ -85,7 +85,8 @@ export async function hostLoad(
  * keeps its mount and source credentials, gets the next host epoch (fencing: callbacks of the old host refuse it from
  * now on), and its expiry is credited with the time it was unavailable (from the lost host's last heartbeat to now).
  * The new host's Icecast counts the mount's bytes from zero: the transfer used on the old host is carried in
- * transfer_offset_bytes (negative by as much), so the transfer still bought is what it was.
+ * transfer_offset_bytes (negative by as much), so the transfer still bought is what it was; a renewal's late counts
+ * (TransferRenewals) are the lost host's, and no longer looked for.
  * The move is recorded and the owner gets service.moved; both hosts' reconcilers hear of it from the trigger on
  * services (migration 050).
  * Room on `to` is counted under the lock with the orders in flight on it: a move never takes a place a paid order
@@ -119,7 +120,8 @@ export async function moveService(
     `WITH lost AS (SELECT GREATEST(0, ceil(extract(epoch FROM now() - $4::timestamptz)))::int AS seconds)
      UPDATE services s SET host_id = $2, host_epoch = s.host_epoch + 1, updated_at = now(),
             expires_at = s.expires_at + make_interval(secs => lost.seconds),
-            transfer_offset_bytes = s.transfer_offset_bytes - coalesce((s.usage->>'bytes_sent')::bigint, 0)
+            transfer_offset_bytes = s.transfer_offset_bytes - coalesce((s.usage->>'bytes_sent')::bigint, 0),
+            transfer_renewed_at = NULL
        FROM lost
       WHERE s.id = $1 AND s.host_id = $3 AND s.host_epoch = $5 AND s.${HOLDS_A_PLACE}
         AND (s.expires_at IS NULL OR s.expires_at > now())
