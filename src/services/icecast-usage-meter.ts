@@ -6,6 +6,7 @@ import {
   type IcecastAdmin,
   type InternalListeners,
   type SourceBudgetOptions,
+  type MeterPoll,
   type MountMeterState,
   type MountSnapshot,
   type SourceBudgetState,
@@ -49,6 +50,8 @@ export class IcecastUsageMeter implements UsageMeter {
   private failedPolls = 0;
   /** The listeners this process counted as finished lately, by when they ended (see listenerBytesEndedBy). */
   private recentEnds?: RecentListenerEnds;
+  /** When the meter's state was last saved, and its sources' sessions then. */
+  private saved?: { at: number; shape: string };
   /** What the last successful poll listed of each live mount's clients (MeterPoll.connected). */
   private connected?: ReadonlyMap<string, string[] | null>;
 
@@ -84,15 +87,17 @@ export class IcecastUsageMeter implements UsageMeter {
       this.recentEnds.record(poll.entries, poll.at);
       this.rates.observe(poll.stats, poll.at);
       this.polledAt = poll.at;
-      // The listeners' sessions get their bytes in the transaction that moves the access log's position past them.
-      await this.db.transaction(async (client) => {
-        await client.query(
-          `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
-           ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
-          [this.icecastUrl(), meter.toJSON()],
-        );
-        await ListenerSessions.attribute(client, poll.entries);
-      });
+      if (this.mustSave(poll))
+        // The listeners' sessions get their bytes in the transaction that moves the access log's position past them.
+        await this.db.transaction(async (client) => {
+          await client.query(
+            `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
+             ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
+            [this.icecastUrl(), meter.toJSON()],
+          );
+          await ListenerSessions.attribute(client, poll.entries);
+          this.saved = { at: poll.at, shape: shapeOf(poll) };
+        });
       await this.nowPlaying
         ?.observe(poll.stats)
         .catch((err) => this.log.warn({ err }, 'could not record what plays now'));
@@ -117,6 +122,27 @@ export class IcecastUsageMeter implements UsageMeter {
    */
   icecastClients(): ReadonlyMap<string, string[] | null> | undefined {
     return this.connected;
+  }
+
+  /** Saves the state of the last poll (at shutdown, once no poll runs). */
+  async save(): Promise<void> {
+    if (!this.meter) return;
+    await this.db.query(
+      `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
+       ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
+      [this.icecastUrl(), this.meter.toJSON()],
+    );
+  }
+
+  /**
+   * Whether this poll's state is saved: listeners finished (their sessions get their bytes with the log's position),
+   * a source came or went, or the last save is STATE_SAVE_MS old. A state saved a few polls ago is as good to restart
+   * from: its counters and the log position it holds go together, and Icecast's counters are totals of each source
+   * session, so what came after it is counted again from them.
+   */
+  private mustSave(poll: MeterPoll): boolean {
+    const saved = this.saved;
+    return !saved || poll.entries.length > 0 || poll.at - saved.at >= STATE_SAVE_MS || shapeOf(poll) !== saved.shape;
   }
 
   /** The proxy's exact bytes of a source connection that closed (MountMeter.sourceEnded). */
@@ -190,6 +216,14 @@ export class IcecastUsageMeter implements UsageMeter {
       ...state,
     });
   }
+}
+
+/** At most this long between two saves of the meter's state while nothing but its counters changes. */
+const STATE_SAVE_MS = 5000;
+
+/** The sources' sessions a poll saw: a mount's source that came, went or reconnected changes it. */
+function shapeOf(poll: MeterPoll): string {
+  return poll.snapshots.map((s) => `${s.mount} ${s.sourceConnected} ${s.sourceSessions}`).join('\n');
 }
 
 /** The budget saved with the service's last usage (see usageFactsOf), to carry on from it after a restart. */

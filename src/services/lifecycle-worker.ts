@@ -83,6 +83,8 @@ export interface LifecycleDeps {
 }
 
 const GB = new Decimal(1_000_000_000);
+/** How long an expired service's usage is still updated (finalUsage), with a margin over its query's minute. */
+const FINAL_USAGE_MS = 70_000;
 
 /**
  * Runs the life-cycle rules (rules/lifecycle.json) over the services of one Icecast, about once a second, and carries
@@ -94,6 +96,9 @@ export class LifecycleWorker {
   private leaderConnection?: Client;
   /** Per service of the last pass: the decisions and the facts they were made on (see decisionsFor). */
   private lastDecisions = new Map<string, RememberedDecisions>();
+  /** The live services of the last pass, and until when an ended one's usage is still updated (finalUsage). */
+  private livePreviously = new Set<string>();
+  private finalUntil = 0;
   private readonly renewals = new TransferRenewals();
 
   constructor(private readonly deps: LifecycleDeps) {
@@ -143,13 +148,14 @@ export class LifecycleWorker {
         if (decision.kind === 'transition') break;
       }
     }
-    if (fresh) await this.finalUsage(measuredAt);
-    await recordExpiringServices(
-      this.deps.db,
-      this.deps.hostId(),
-      this.deps.expiringLeadSeconds,
-      this.deps.extendHint,
-    ).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
+    if (fresh && this.endedLately(services)) await this.finalUsage(measuredAt);
+    if (this.expiringAmong(services))
+      await recordExpiringServices(
+        this.deps.db,
+        this.deps.hostId(),
+        this.deps.expiringLeadSeconds,
+        this.deps.extendHint,
+      ).catch((err) => this.deps.log.warn({ err }, 'could not record service.expiring'));
     const stillActive = done.length
       ? await this.deps.db.query<ServiceRow & Record<string, unknown>>(
           `SELECT ${SERVICE_ROW_COLUMNS} FROM services WHERE host_id = $1 AND status = 'active'`,
@@ -195,6 +201,27 @@ export class LifecycleWorker {
           ).decisions;
     this.lastDecisions.set(service.id, { stage, key, decisions });
     return decisions;
+  }
+
+  /**
+   * Whether a service may have expired within the last minute: one of the last pass's services is no longer live, or
+   * this worker began leading less than a minute ago. Otherwise no service of the host has a final usage to update.
+   */
+  private endedLately(services: ServiceRow[]): boolean {
+    const live = new Set(services.map((s) => s.id));
+    const now = Date.now();
+    if ([...this.livePreviously].some((id) => !live.has(id))) this.finalUntil = now + FINAL_USAGE_MS;
+    this.livePreviously = live;
+    return now < this.finalUntil;
+  }
+
+  /** Whether a service of the pass is within the lead of its expiry (the others have no service.expiring due). */
+  private expiringAmong(services: ServiceRow[]): boolean {
+    const now = Date.now();
+    const lead = this.deps.expiringLeadSeconds * 1000;
+    return services.some(
+      (s) => s.expires_at && s.expires_at.getTime() > now - 1000 && s.expires_at.getTime() <= now + lead + 1000,
+    );
   }
 
   /**
@@ -299,6 +326,8 @@ export class LifecycleWorker {
       connection.release(true);
     });
     this.leaderConnection = connection;
+    // Services may have expired while another instance led.
+    this.finalUntil = Date.now() + FINAL_USAGE_MS;
     return true;
   }
 

@@ -115,6 +115,7 @@ export async function startStreamingHost(
   shutdown.push(async () => {
     await reconciler.stop();
     await worker.stop();
+    await meter.save().catch((err) => log.warn({ err }, 'could not save the usage meter'));
     await autodj.stopAll();
     await relays.stopAll();
   });
