@@ -11,14 +11,14 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { roomyCatalog, startService, type Service } from '../test/support/service.js';
-import { buyStreams, type BoughtStream } from './bought-streams.js';
+import type { Service } from '../test/support/service.js';
+import type { BoughtStream } from './bought-streams.js';
 import { writeMarkedSection } from './docs.js';
+import { hostCpu, type HostCpu } from './host-cpu.js';
 import { listenWithin } from './listener-within.js';
-import { startMp3Sources, type Sources } from './mp3-sources.js';
+import { liveStreams, type LiveStreams } from './live-streams.js';
 import { percentile } from './percentile.js';
-import { namedTreesCpu, treeCpu } from './process-cpu.js';
-import { callbackMetrics, drain, waitLive, type OpenListener } from './streaming.js';
+import { callbackMetrics, drain, type OpenListener } from './streaming.js';
 
 const streams = Number(process.env.ADMISSION_STREAMS ?? 40);
 const places = Number(process.env.ADMISSION_PLACES ?? 50);
@@ -34,45 +34,15 @@ function tally(answers: OpenListener[]): Record<string, number> {
   return out;
 }
 
-interface Cpu {
-  service: number;
-  postgres: number;
-  icecast: number;
-}
-
-async function cpuNow(pid: number): Promise<Cpu> {
-  return {
-    service: (await treeCpu(pid))?.self ?? Number.NaN,
-    postgres: (await namedTreesCpu(pid, ['postgres'])) ?? Number.NaN,
-    icecast: (await namedTreesCpu(pid, ['icecast2'])) ?? Number.NaN,
-  };
-}
-
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
-let service: Service | undefined;
-let sources: Sources | undefined;
+let live: LiveStreams | undefined;
 const signal = AbortSignal.timeout(15 * 60_000);
 try {
-  service = await startService({
-    RATE_LIMIT_PER_IP: '0',
-    RATE_LIMIT_PER_KEY: '0',
-    ICECAST_MAX_SOURCES: String(streams + 10),
-    ICECAST_MAX_LISTENERS: String(streams * places + 500),
-    ...(await roomyCatalog()),
-  });
-  const origin = new URL(service.metricsUrl).origin;
-  console.error(`[admission] buying ${streams} instant-streams of ${places} places`);
-  const bought = await buyStreams(service, { count: streams, places, kbps: 64 });
-  sources = await startMp3Sources(
-    root,
-    bought.map((b) => b.broadcast_url),
-    64,
-  );
-  console.error(`[admission] sources: ${sources.admitted} admitted, ${sources.refused} refused`);
-  await Promise.all(bought.map((b) => waitLive(b.stream_url, signal)));
-  await sleep(2000); // the probes' listener_remove
-  await drain(origin, signal);
+  console.error(`[admission] ${streams} instant-streams of ${places} places, a source on each`);
+  live = await liveStreams(root, { count: streams, places, kbps: 64 }, signal);
+  const { service, bought } = live;
+  console.error(`[admission] sources: ${live.sources.admitted} admitted, ${live.sources.refused} refused`);
 
   const rows = [];
   for (const readAfter of [false, true]) rows.push(await burst(service, bought, readAfter));
@@ -108,8 +78,7 @@ try {
   if (!process.env.NO_WRITE_DOCS)
     await writeMarkedSection(join(root, 'docs/benchmarks.md'), 'bench/admission.ts', section);
 } finally {
-  await sources?.stop();
-  await service?.stop();
+  await live?.stop();
 }
 
 /** One burst of every place at once on `bought`; its table row and what holding the listeners cost. */
@@ -122,7 +91,7 @@ async function burst(
   const opened: OpenListener[] = [];
   try {
     const callbacks0 = await callbackMetrics(origin);
-    const cpu0 = await cpuNow(service.process.pid!);
+    const cpu0 = await hostCpu(service.process.pid!);
     console.error(`[admission] ${streams * places} listeners at once`);
     const started = performance.now();
     const urls = bought.flatMap((b) => Array.from({ length: places }, () => b.stream_url));
@@ -148,7 +117,7 @@ async function burst(
     for (const [, at, n] of pending) deepest.set(at, Math.max(deepest.get(at) ?? 0, Number(n)));
     console.error(`[admission] Icecast auth queue, deepest per second: ${[...deepest.values()].slice(-40).join(' ')}`);
     await drain(origin, signal);
-    const cpu1 = await cpuNow(service.process.pid!);
+    const cpu1 = await hostCpu(service.process.pid!);
     const callbacks1 = await callbackMetrics(origin);
     const count = callbacks1.count - callbacks0.count;
 
@@ -159,10 +128,10 @@ async function burst(
 
     // Held: what carrying them costs (the front door relays every byte Icecast sends them).
     const HOLD_SECONDS = 10;
-    const held0 = await cpuNow(service.process.pid!);
+    const held0 = await hostCpu(service.process.pid!);
     await sleep(HOLD_SECONDS * 1000);
-    const held1 = await cpuNow(service.process.pid!);
-    const cores = (k: keyof Cpu) => `${(((held1[k] - held0[k]) / HOLD_SECONDS) * 100).toFixed(1)} %`;
+    const held1 = await hostCpu(service.process.pid!);
+    const cores = (k: keyof HostCpu) => `${(((held1[k] - held0[k]) / HOLD_SECONDS) * 100).toFixed(1)} %`;
     const receiving = answers.filter((a) => a.status === 200 && a.bytes() > 0).length;
     const perCallback = (s: number) => (count ? ((s * 1000) / count).toFixed(3) : 'n/a');
     const refused = tally(answers.filter((a) => a.status !== 200));
@@ -177,11 +146,11 @@ async function burst(
       } | ${seconds(percentile(times, 0.5))} | ${seconds(percentile(times, 0.9))} | ` +
       `${seconds(times[times.length - 1])} | ${extraAdmitted} / ${extra.length} | ${count} | ` +
       `${count ? (((callbacks1.sum - callbacks0.sum) / count) * 1000).toFixed(3) : 'n/a'} | ` +
-      `${perCallback(cpu1.service - cpu0.service)} | ${perCallback(cpu1.postgres - cpu0.postgres)} | ` +
+      `${perCallback(cpu1.serve - cpu0.serve)} | ${perCallback(cpu1.postgres - cpu0.postgres)} | ` +
       `${perCallback(cpu1.icecast - cpu0.icecast)} |`;
     const held =
       `${label}: the ${admitted} admitted listeners then held ${HOLD_SECONDS} s (${receiving} receiving audio): ` +
-      `serve ${cores('service')}, Icecast ${cores('icecast')}, PostgreSQL ${cores('postgres')} of one core.`;
+      `serve ${cores('serve')}, Icecast ${cores('icecast')}, PostgreSQL ${cores('postgres')} of one core.`;
     return { row, held };
   } finally {
     for (const a of opened) a.close();

@@ -10,14 +10,12 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { roomyCatalog, startService, type Service } from '../test/support/service.js';
-import { buyStreams } from './bought-streams.js';
 import { writeMarkedSection } from './docs.js';
+import { hostCpu, type HostCpu } from './host-cpu.js';
 import { listenWithin } from './listener-within.js';
-import { startMp3Sources, type Sources } from './mp3-sources.js';
+import { liveStreams, type LiveStreams } from './live-streams.js';
 import { percentile } from './percentile.js';
-import { namedTreesCpu, treeCpu } from './process-cpu.js';
-import { drain, waitLive, type OpenListener } from './streaming.js';
+import { drain, type OpenListener } from './streaming.js';
 
 const streams = Number(process.env.DATA_PLANE_STREAMS ?? 20);
 const places = Number(process.env.DATA_PLANE_PLACES ?? 50);
@@ -28,46 +26,14 @@ const BYTES_PER_SECOND = 8000; // 64 kbps
 const signal = AbortSignal.timeout(20 * 60_000);
 
 type Proxy = 'front-door' | 'haproxy';
-interface Cpu {
-  serve: number;
-  proxy: number;
-  icecast: number;
-  postgres: number;
-}
-
-async function cpuNow(pid: number): Promise<Cpu> {
-  return {
-    serve: (await treeCpu(pid))?.self ?? Number.NaN,
-    proxy: (await namedTreesCpu(pid, ['haproxy'])) ?? 0,
-    icecast: (await namedTreesCpu(pid, ['icecast2'])) ?? Number.NaN,
-    postgres: (await namedTreesCpu(pid, ['postgres'])) ?? Number.NaN,
-  };
-}
 
 async function run(proxy: Proxy): Promise<{ row: string }> {
-  let service: Service | undefined;
-  let sources: Sources | undefined;
+  let live: LiveStreams | undefined;
   const opened: OpenListener[] = [];
   try {
-    service = await startService({
-      ICECAST_PROXY: proxy,
-      RATE_LIMIT_PER_IP: '0',
-      RATE_LIMIT_PER_KEY: '0',
-      ICECAST_MAX_SOURCES: String(streams + 10),
-      ICECAST_MAX_LISTENERS: String(streams * places + 500),
-      ...(await roomyCatalog()),
-    });
-    const origin = new URL(service.metricsUrl).origin;
-    console.error(`[data-plane] ${proxy}: buying ${streams} instant-streams of ${places} places`);
-    const bought = await buyStreams(service, { count: streams, places, kbps: 64 });
-    sources = await startMp3Sources(
-      root,
-      bought.map((b) => b.broadcast_url),
-      64,
-    );
-    await Promise.all(bought.map((b) => waitLive(b.stream_url, signal)));
-    await sleep(2000);
-    await drain(origin, signal);
+    console.error(`[data-plane] ${proxy}: ${streams} instant-streams of ${places} places, a source on each`);
+    live = await liveStreams(root, { count: streams, places, kbps: 64, env: { ICECAST_PROXY: proxy } }, signal);
+    const { service, bought, origin } = live;
 
     console.error(`[data-plane] ${proxy}: ${streams * places} listeners at once`);
     const started = performance.now();
@@ -88,14 +54,14 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
 
     await sleep(2000);
     const bytes0 = admitted.map((a) => a.bytes());
-    const cpu0 = await cpuNow(service.process.pid!);
+    const cpu0 = await hostCpu(service.process.pid!);
     await sleep(HOLD_SECONDS * 1000);
-    const cpu1 = await cpuNow(service.process.pid!);
+    const cpu1 = await hostCpu(service.process.pid!);
     const rates = admitted.map((a, i) => (a.bytes() - bytes0[i]) / HOLD_SECONDS / BYTES_PER_SECOND);
     const realTime = rates.filter((r) => r >= 0.95).length;
-    const core = (k: keyof Cpu) => ((cpu1[k] - cpu0[k]) / HOLD_SECONDS) * 100;
+    const core = (k: keyof HostCpu) => ((cpu1[k] - cpu0[k]) / HOLD_SECONDS) * 100;
     const icecast = core('icecast');
-    const ratio = (k: keyof Cpu) => (icecast > 0 ? `${(core(k) / icecast).toFixed(2)}×` : 'n/a');
+    const ratio = (k: keyof HostCpu) => (icecast > 0 ? `${(core(k) / icecast).toFixed(2)}×` : 'n/a');
     const row =
       `| ${proxy === 'haproxy' ? 'HAProxy (`ICECAST_PROXY=haproxy`)' : 'front door in serve (default)'} | ` +
       `${admitted.length} / ${answers.length} | ` +
@@ -112,8 +78,7 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
     return { row };
   } finally {
     for (const a of opened) a.close();
-    await sources?.stop();
-    await service?.stop();
+    await live?.stop();
   }
 }
 
