@@ -16,6 +16,8 @@ export interface PublishedPlaylist {
   bodyBytes: number;
   /** Each listed segment's size in bytes (0 once gone before it was measured). */
   sizes: Map<number, number>;
+  /** Each listed segment's tag (its published name). */
+  tags: Map<number, string>;
 }
 
 export interface PublishOptions {
@@ -66,14 +68,16 @@ export class LivePlaylist {
   private async build(written: string): Promise<PublishedPlaylist> {
     const { tagOf, base, link } = this.options;
     const numbers = segmentNumbers(written);
+    // A segment still listed keeps the tag and size it was published with: only the new ones are signed and measured.
     const tags = new Map<number, string>();
-    for (const n of numbers) tags.set(n, await tagOf(n));
-    const known = this.current?.sizes;
     const sizes = new Map<number, number>();
-    for (const n of numbers) sizes.set(n, known?.get(n) ?? (await this.sizeOf(n)));
+    for (const n of numbers) {
+      tags.set(n, this.current?.tags.get(n) ?? (await tagOf(n)));
+      sizes.set(n, this.current?.sizes.get(n) ?? (await this.sizeOf(n)));
+    }
     if (link) await this.rendition.published.publish(numbers, tags);
     const body = publish(written, tags, base);
-    return { written, numbers, body, bodyBytes: Buffer.byteLength(body), sizes };
+    return { written, numbers, body, bodyBytes: Buffer.byteLength(body), sizes, tags };
   }
 
   /** A segment file's size; 0 once it is gone. */
