@@ -154,5 +154,5 @@ CREATE TABLE audit_signed_heads (
   created_at timestamptz NOT NULL DEFAULT now()
 );
 
--- At most one upgrade of a service is being paid at a time (issue 11: three parallel upgrades were each charged).
+-- At most one upgrade of a service is being paid at a time (otherwise parallel upgrades were each charged).
 CREATE UNIQUE INDEX orders_one_upgrade_in_flight ON orders (upgrade_of) WHERE upgrade_of IS NOT NULL AND state IN ('settling', 'provisioning');

@@ -1,4 +1,4 @@
--- record_quotes of 008 with a shorter hold of the chain head (issue 10): the head row is the one row every quote and
+-- record_quotes of 008 with a shorter hold of the chain head: the head row is the one row every quote and
 -- order of every instance locks in turn, so only what needs the previous link runs while it is held. Key checks,
 -- idempotency look-ups and the quotes' own rows come first, without the head; then, holding it, each record's link is
 -- computed and all records of the batch go into audit_records in one INSERT. Links and records are exactly those of

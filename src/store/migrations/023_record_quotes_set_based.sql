@@ -1,4 +1,4 @@
--- record_quotes of 018 with less work per quote (issue 10): the API keys of a batch are checked once per key (not once
+-- record_quotes of 018 with less work per quote: the API keys of a batch are checked once per key (not once
 -- per quote), the batch's quotes go into their table in one INSERT (not one per quote), and quotes created by the call
 -- come back without their request hash and response (the caller has them; only an earlier quote's are sent back).
 -- The order of work is that of 018: key checks, idempotency look-ups and the quotes' rows first, then, holding the chain

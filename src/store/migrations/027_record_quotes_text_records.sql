@@ -1,4 +1,4 @@
--- record_quotes of 023 taking each quote's record text and response as plain text parameters (issue 10): inside the
+-- record_quotes of 023 taking each quote's record text and response as plain text parameters: inside the
 -- batch's jsonb they were escaped by the caller and parsed again here (the record alone is ~2.7 kB of JSON, most of a
 -- quote's bytes). p_records[i] and p_responses[i] belong to p_quotes' i-th element (1-based); an element without one
 -- keeps it in the jsonb as before ("record", "response"), so a caller of 023's form gets the same answer. Records,

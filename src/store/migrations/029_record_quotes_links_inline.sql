@@ -1,4 +1,4 @@
--- record_quotes of 027 with each record's chain link written out in the function (issue 10): the links were two SQL
+-- record_quotes of 027 with each record's chain link written out in the function: the links were two SQL
 -- function calls per record (audit_entry_hash, audit_chain_hash) and a to_char of the batch's time per record, all under
 -- the chain head. Measured on record_quotes alone (batches of 10, 3 alternations): PostgreSQL CPU 77.5 / 80 / 72.5 ->
 -- 70 / 72.5 / 67.5 us per quote, wall time per quote 114 / 107 / 96 -> 95 / 89 / 80 us. The links are the same bytes

@@ -1,5 +1,5 @@
--- What each Icecast host, API key and paying address holds, kept up to date instead of summed at every purchase
--- (issue 10). A purchase checks capacity and buyer limits five times (key before payment; host, key and payer in the
+-- What each Icecast host, API key and paying address holds, kept up to date instead of summed at every purchase.
+-- A purchase checks capacity and buyer limits five times (key before payment; host, key and payer in the
 -- claim), and each check summed every live service of its holder: PostgreSQL's CPU per purchase grew with the number
 -- of live services, from 12.7 to 22.3 ms over 1,200 purchases of one key (docs/benchmarks.md). Now a check reads one
 -- counter row and the few services whose time is up but whose status the life-cycle worker has not changed yet.

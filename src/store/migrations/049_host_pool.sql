@@ -1,4 +1,4 @@
--- A pool of streaming hosts (issue 24). Each host registers what it carries and beats while it runs; placement reads
+-- A pool of streaming hosts. Each host registers what it carries and beats while it runs; placement reads
 -- this, and a host whose heartbeat is older than the bound is marked down and its services are moved.
 ALTER TABLE streaming_hosts
   ADD COLUMN state          text NOT NULL DEFAULT 'up' CHECK (state IN ('up', 'draining', 'down')),

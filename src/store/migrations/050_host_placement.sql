@@ -1,4 +1,4 @@
--- Placement across the host pool (issue 24). An order is placed on a host when its payment is claimed, under the
+-- Placement across the host pool. An order is placed on a host when its payment is claimed, under the
 -- placement lock: the host is recorded with the order, so that every instance counts the order on that host until
 -- its service exists (the service is then created there).
 ALTER TABLE orders ADD COLUMN host_id text;

@@ -1,4 +1,4 @@
--- Losing a host (issue 24): the services of a host that missed its heartbeat are moved to hosts with room. Each move
+-- Losing a host: the services of a host that missed its heartbeat are moved to hosts with room. Each move
 -- is kept: where from and to, the host epoch it gave the service, how long the stream was unavailable and the time
 -- credited for it (added to expires_at). Operators read it to audit moves; nothing is derived from it.
 CREATE TABLE service_moves (

@@ -1,4 +1,4 @@
--- A woken host reconciler reads only the services it is told about (issue 20 §3): each read every live service of its
+-- A woken host reconciler reads only the services it is told about: each read every live service of its
 -- host, which grew with them and cost more per sale than the sale's own statements. The payload of host_services
 -- becomes '<host id> <service id>' (service ids hold no space); a payload of the host id alone still asks for a full
 -- pass (the owner's title, src/services/now-playing.ts). Sent at commit, once per service, host and transaction.

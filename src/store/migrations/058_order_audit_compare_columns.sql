@@ -1,6 +1,6 @@
 -- The order-state audit trigger built the order's audited state as JSON twice per UPDATE (NEW's and OLD's) only to
 -- skip updates that change no audited field (a lease, an attempt count). Compare those fields as they are instead and
--- build the JSON once, for the record it appends (issue 20 §3). The fields are order_audit_state's (migration 008); the
+-- build the JSON once, for the record it appends. The fields are order_audit_state's (migration 008); the
 -- numbers and times compare as that state writes them (numeric as text, times at the microsecond they are stored in).
 CREATE OR REPLACE FUNCTION orders_audit() RETURNS trigger
 LANGUAGE plpgsql AS $$
