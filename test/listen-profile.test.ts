@@ -179,6 +179,7 @@ describe('station profile and listen page', { skip }, () => {
     const image = await publicGet(preview.image!);
     assert.equal(image.status, 200);
     assert.match(image.headers.get('content-type')!, /^image\/(png|jpeg|webp)$/);
+    await renderPreview(preview as { title: string; description: string; image: string });
     const icon = /<link rel="icon" type="image\/png" sizes="32x32" href="([^"]+)">/.exec(html)![1];
     const png = await publicGet(decode(icon));
     assert.equal(png.status, 200);
@@ -302,6 +303,42 @@ describe('station profile and listen page', { skip }, () => {
     }
   });
 });
+
+/**
+ * The card a chat app draws from the tags (a "summary" card: the image in a square beside the title, the description
+ * and the site), drawn in Chromium and kept as a screenshot: the image loads and the text fits.
+ */
+async function renderPreview(preview: { title: string; description: string; image: string }): Promise<void> {
+  const text = (value: string) => value.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const card = `<!doctype html><meta charset="utf-8"><title>A chat</title>
+    <style>body{font:14px system-ui;margin:16px}.card{display:flex;gap:12px;width:480px;border:1px solid #ccc;
+    border-radius:8px;padding:12px}.card img{width:96px;height:96px;object-fit:cover;border-radius:4px}
+    .card p{margin:4px 0;white-space:pre-line}.site{color:#666}</style>
+    <div class="card"><img id="image" src="${text(preview.image)}" alt=""><div>
+    <p class="site">${text(new URL(svc.endpoints.listen_page).host)}</p><p id="title"><b>${text(preview.title)}</b></p>
+    <p id="description">${text(preview.description)}</p></div></div>`;
+  const page = await newPage({ viewport: { width: 540, height: 180 }, deviceScaleFactor: 1 });
+  try {
+    await page.goto(await foreignSite(card));
+    await page.waitForFunction(() => (document.querySelector('#image') as HTMLImageElement).complete);
+    const drawn = await page.evaluate(() => {
+      const fits = (id: string) => {
+        const el = document.getElementById(id)!;
+        return el.scrollWidth <= el.clientWidth && el.scrollHeight <= el.clientHeight + 1;
+      };
+      return {
+        imageWidth: (document.querySelector('#image') as HTMLImageElement).naturalWidth,
+        fits: fits('title') && fits('description'),
+      };
+    });
+    assert.ok(drawn.imageWidth > 0, 'the preview image loads from its og:image address');
+    assert.ok(drawn.fits, 'title and description fit the card');
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'link-preview.png') });
+  } finally {
+    await page.context().close();
+  }
+}
 
 function playing(): boolean {
   const audio = document.querySelector<HTMLAudioElement>('#player')!;
