@@ -1,7 +1,16 @@
 import { Decimal } from '../rules/index.js';
 import type { Database } from '../store/index.js';
-import type { MountUsage, UsageMeter } from './lifecycle-worker.js';
 import type { ServiceRow } from './service-records.js';
+
+/** What a renewal reads of a service's usage this pass (MountUsage). */
+interface RenewalUsage {
+  hlsBytesSent?: number;
+}
+
+/** What a renewal asks the meter (UsageMeter.listenerBytesEndedBy). */
+interface EndedByMeter {
+  listenerBytesEndedBy?(service: ServiceRow, at: Date): number | undefined;
+}
 
 /**
  * How long after a renewal the bytes of connections that ended before it may still be counted: a listener's
@@ -28,8 +37,8 @@ export class TransferRenewals {
   async settle(
     db: Database,
     services: ServiceRow[],
-    usages: ReadonlyArray<MountUsage | undefined>,
-    meter: Pick<UsageMeter, 'listenerBytesEndedBy'>,
+    usages: ReadonlyArray<RenewalUsage | undefined>,
+    meter: EndedByMeter,
     now = Date.now(),
   ): Promise<ServiceRow[]> {
     const raised: Array<{ id: string; offset_bytes: string; renewed_at: string }> = [];
@@ -54,8 +63,8 @@ export class TransferRenewals {
   /** The service's offset once the bytes that belong before its renewal are all in, when that is more than it holds. */
   private offsetOf(
     service: ServiceRow,
-    usage: MountUsage | undefined,
-    meter: Pick<UsageMeter, 'listenerBytesEndedBy'>,
+    usage: RenewalUsage | undefined,
+    meter: EndedByMeter,
     now: number,
   ): string | undefined {
     const renewedAt = service.transfer_renewed_at;
