@@ -238,7 +238,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
   /** The rendition's playlist; a session admitted by this request gives its place back if there is none. */
   private async readyFor(service: ServiceRow, session: HlsSession): Promise<PublishedPlaylist> {
     try {
-      return await this.ready(service);
+      // A session waiting here for the rendition's first segment is fetching: not ended as idle meanwhile.
+      return await this.ready(service, () => this.sessions.seen(session, 0));
     } catch (err) {
       const ended = session.newestShown === undefined ? this.sessions.end(session.token) : undefined;
       if (ended) await this.endSessions([ended]);
@@ -279,7 +280,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
   }
 
   /** The rendition's media playlist, starting the rendition if it does not run and waiting for its first segment. */
-  private async ready(service: ServiceRow): Promise<PublishedPlaylist> {
+  private async ready(service: ServiceRow, waiting: () => void): Promise<PublishedPlaylist> {
     const { rendition, live } = this.renditionOf(service);
     rendition.lastUsedAt = Date.now();
     const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -287,6 +288,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
       const playlist = await live.get();
       if (playlist) return playlist;
       if (Date.now() > deadline) break;
+      waiting();
       await sleep(200);
     }
     const message = 'The stream has no audio to segment yet (is its source connected?); retry in a few seconds.';
