@@ -39,7 +39,10 @@ export class PlayerFleet {
       });
       this.children.push(child);
       ready.push(messageOf<{ type: string }>(child, 'ready').then(() => {}));
-      this.finished.push(messageOf<GroupDone>(child, 'done'));
+      const finished = messageOf<GroupDone>(child, 'done');
+      // Awaited by done(); a group stopped after a failure elsewhere must not hide that failure.
+      finished.catch(() => {});
+      this.finished.push(finished);
     }
     await Promise.all(ready);
   }

@@ -31,7 +31,12 @@ export async function cpuOf(pid: number): Promise<number> {
 
 /** The newest segment's number, from the rendition's own playlist file (read without taking a listener place). */
 export async function newestSegment(dir: string): Promise<number> {
-  const playlist = await readFile(join(dir, 'live.m3u8'), 'utf8');
+  // ffmpeg renames a new playlist over the old one, and a segmenter that reconnects renews the directory.
+  let playlist = '';
+  for (let tries = 0; !playlist.includes('#EXTINF') && tries < 50; tries++) {
+    playlist = await readFile(join(dir, 'live.m3u8'), 'utf8').catch(() => '');
+    if (!playlist.includes('#EXTINF')) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
   const numbers = [...playlist.matchAll(/^seg(\d+)\.ts$/gm)].map((m) => Number(m[1]));
   return Math.max(...numbers);
 }
