@@ -38,8 +38,11 @@ interface Raw {
   closed: Promise<void>;
 }
 
-/** A listener on a raw socket from `from` (a loopback address other than Icecast's view of HAProxy, 127.0.0.1). */
-function listen(port: number, path: string, from = '127.0.0.2', authorization?: string): Promise<Raw> {
+/**
+ * A listener on a raw socket from `from`: a loopback address outside 127.0.0.0/24 (HAProxy's own 127.0.0.254 and
+ * serve's 127.0.0.1), since serve keeps a listener's network (/24), not its address.
+ */
+function listen(port: number, path: string, from = '127.0.2.2', authorization?: string): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
     sockets.push(socket);
@@ -276,7 +279,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
       assert.doesNotMatch(icecastXml, /listener_add/, 'Icecast is not told to ask about listeners');
       // The rest at once, each from an address of its own (serve sees each one's).
       const burst = await Promise.all(
-        Array.from({ length: 3 * cap }, (_, i) => listen(Number(url.port), path, `127.0.2.${i + 1}`)),
+        Array.from({ length: 3 * cap }, (_, i) => listen(Number(url.port), path, `127.0.${i + 10}.1`)),
       );
       const statuses = await Promise.all(burst.map((l) => answered(l)));
       const count = (status: number) => statuses.filter((s) => s === status).length;
@@ -304,8 +307,8 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
         },
         10_000,
       );
-      assert.equal(new Set(ips).size, cap, "each place has its listener's own address");
-      assert.ok(ips.every((ip) => ip.startsWith('127.0.')) && !ips.includes('127.0.0.254'));
+      assert.equal(new Set(ips).size, cap, "each place has its listener's own network");
+      assert.ok(!ips.includes('127.0.0.0/24'), JSON.stringify(ips));
       for (const l of [first, ...burst]) l.socket.destroy();
     } finally {
       source.kill('SIGKILL');
@@ -361,7 +364,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     );
     assert.deepEqual(
       rows.map((r) => r.ip),
-      ['127.0.0.2'],
+      ['127.0.2.0/24'],
     );
     const icecastXml = await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8');
     const icecastPort = Number(/<port>(\d+)<\/port>/.exec(icecastXml)![1]);
@@ -375,9 +378,9 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     assert.equal(direct.received().length, 0, 'Icecast answered a connection it should not accept');
 
     // The cap is exact: the second listener is admitted, the third refused.
-    const second = await listen(port, path, '127.0.0.3');
+    const second = await listen(port, path, '127.0.3.2');
     assert.equal(await answered(second), 200);
-    assert.equal(await answered(await listen(port, path, '127.0.0.4')), 401);
+    assert.equal(await answered(await listen(port, path, '127.0.4.2')), 401);
 
     // A listener that leaves frees its place at once: HAProxy reports the close (Icecast is not asked for
     // listener_remove in this mode, and the life-cycle worker frees unlisted places only after 10 s).
@@ -387,7 +390,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     const third = await waitFor(
       'the place freed',
       async () => {
-        const l = await listen(port, path, '127.0.0.5');
+        const l = await listen(port, path, '127.0.5.2');
         if ((await answered(l)) === 200) return l;
         l.socket.destroy();
         return undefined;
@@ -398,7 +401,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
     const ips = await db.query('SELECT ip FROM listeners WHERE service_id = $1 ORDER BY ip', [svc.service_id]);
     assert.deepEqual(
       ips.rows.map((r) => r.ip),
-      ['127.0.0.2', '127.0.0.5'],
+      ['127.0.2.0/24', '127.0.5.0/24'],
     );
 
     // HAProxy killed: its listeners are cut, the host starts it again on the same port.

@@ -93,26 +93,7 @@ frontend public
   tcp-request content set-var(txn.listener) bool(true) if { method GET } !{ path_beg /admin }
 ${sourceRules()}
   tcp-request content accept unless { var(txn.listener) -m bool }
-  # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
-  tcp-request content set-var(txn.ticket) uuid
-  tcp-request content set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
-  tcp-request content set-var(txn.sig) var(txn.claim),hmac(sha256,${o.ticketKey}),base64
-  tcp-request content set-var-fmt(txn.src) "%[src]"
-  tcp-request content set-var-fmt(txn.ticket_user) "${PROXY_USER}%[var(txn.ticket)]"
-  tcp-request content set-var-fmt(txn.ticket_pass) "%[src] %[var(txn.sig)]"
-  tcp-request content set-var-fmt(txn.basic) "%[var(txn.ticket_user)]:%[var(txn.ticket_pass)]"
-  tcp-request content set-var(txn.authorization) var(txn.basic),base64
-  # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here.
-  tcp-request content lua.${ADMIT}
-  tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
-  # Only an admitted listener's close frees a place (its line names the ticket).
-  tcp-request content set-var(sess.ticket) var(txn.ticket)
-  # In Icecast at most a few at once until it answers (its backlog of 5, its bound of 100 waiting for its auth
-  # thread, which no longer calls back for listeners but still hands each on): the rest wait here.
-  tcp-request content lua.${TAKE_SLOT}
-  tcp-request content lua.${SET_TICKET}
-  # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
-  tcp-request content reject unless { var(txn.ticket_set) -m found }
+${listenerRules(o.ticketKey)}
   use_backend listeners if { var(txn.listener) -m bool }
   default_backend raw
 
@@ -135,6 +116,33 @@ backend raw
 }
 
 const sourceOf = (o: HaproxyConfigOptions) => (o.sourceAddress ? ` source ${o.sourceAddress}` : '');
+
+/**
+ * A listener's GET: its signed ticket (its address), serve's answer, its turn into Icecast, and its head rewritten with
+ * the ticket in place of any Authorization it sent.
+ */
+function listenerRules(ticketKey: string): string {
+  return `  # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
+  tcp-request content set-var(txn.ticket) uuid
+  tcp-request content set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
+  tcp-request content set-var(txn.sig) var(txn.claim),hmac(sha256,${ticketKey}),base64
+  tcp-request content set-var-fmt(txn.src) "%[src]"
+  tcp-request content set-var-fmt(txn.ticket_user) "${PROXY_USER}%[var(txn.ticket)]"
+  tcp-request content set-var-fmt(txn.ticket_pass) "%[src] %[var(txn.sig)]"
+  tcp-request content set-var-fmt(txn.basic) "%[var(txn.ticket_user)]:%[var(txn.ticket_pass)]"
+  tcp-request content set-var(txn.authorization) var(txn.basic),base64
+  # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here.
+  tcp-request content lua.${ADMIT}
+  tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
+  # Only an admitted listener's close frees a place (its line names the ticket).
+  tcp-request content set-var(sess.ticket) var(txn.ticket)
+  # In Icecast at most a few at once until it answers (its backlog of 5, its bound of 100 waiting for its auth
+  # thread, which no longer calls back for listeners but still hands each on): the rest wait here.
+  tcp-request content lua.${TAKE_SLOT}
+  tcp-request content lua.${SET_TICKET}
+  # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
+  tcp-request content reject unless { var(txn.ticket_set) -m found }`;
+}
 
 /** A source (PUT or SOURCE to a mount) has its mount and head length noted for its end-of-connection line. */
 function sourceRules(): string {
