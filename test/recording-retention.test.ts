@@ -4,6 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { PaymentRequired } from '@x402/core/types';
 import pg from 'pg';
 import Parser from 'rss-parser';
 import { createApiKey } from './support/api-key.js';
@@ -185,11 +188,29 @@ describe('recordings kept past their service (audio-storage-api)', { skip, timeo
     ]);
     assert.match(preview.stdout, new RegExp(`\\(${expected} atomic units`), preview.stdout + preview.stderr);
 
-    const more = await payFor(service, wallet, retentionPath(svcs.kept), { retention_days: 10 });
-    assert.equal(more.status, 200, JSON.stringify(more.body));
-    assert.equal(more.body.recordings[0].kept_until, new Date(keptUntil + 10 * 86_400_000).toISOString());
+    // Ten days more over MCP: the same operation, paid with _meta["x402/payment"].
+    const agent = new Client({ name: 'retention-test', version: '1.0.0' });
+    const headers = { authorization: `Bearer ${service.apiKey}` };
+    await agent.connect(
+      new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), { requestInit: { headers } }),
+    );
+    try {
+      const args = { service_id: svcs.kept.service_id, retention_days: 10, idempotency_key: randomUUID() };
+      const unpaidTool: any = await agent.callTool({ name: 'retain_recordings', arguments: args });
+      const required = unpaidTool.structuredContent as PaymentRequired;
+      assert.equal(required.accepts[0].amount, (await expectedAtomic(shows.kept.size_bytes, 10)).toString());
+      const paidTool: any = await agent.callTool({
+        name: 'retain_recordings',
+        arguments: args,
+        _meta: { 'x402/payment': await wallet.client.createPaymentPayload(required) },
+      });
+      assert.equal(paidTool.isError, undefined, JSON.stringify(paidTool));
+      assert.equal(paidTool.structuredContent.order.product_id, 'audio-storage-api');
+    } finally {
+      await agent.close();
+    }
     const listed = (await owner(svcs.kept, 'GET', '/recordings')).body.recordings;
-    assert.equal(listed[0].kept_until, more.body.recordings[0].kept_until);
+    assert.equal(listed[0].kept_until, new Date(keptUntil + 10 * 86_400_000).toISOString(), 'the days add up');
   });
 
   test('a recording deleted while its paid retention waits for the service is refused at claim: nothing charged', async () => {

@@ -1,6 +1,6 @@
 import { declareDiscoveryExtension } from '@x402/extensions/bazaar';
 import { parametersSchema } from '../catalog/index.js';
-import type { PlaceOrder } from '../orders/index.js';
+import { type PlaceOrder, RETENTION_PRODUCT } from '../orders/index.js';
 import {
   billingOptions,
   BILLINGS,
@@ -171,10 +171,10 @@ function orderableById(snapshot: Snapshot): Map<string, OrderableProduct> {
   return orderableCache.get(snapshot, () => new Map(orderableProducts(snapshot).map((p) => [p.id, p])));
 }
 
-/** Products an agent can order now, with the JSON Schema of their parameters. */
+/** Products an agent can order now with POST /orders (retention is bought per service), with their parameters. */
 export function orderableProducts(snapshot: Snapshot) {
   return snapshot.catalog.products
-    .filter((p) => snapshot.verdicts.get(p.product.id)!.notOrderable.length === 0)
+    .filter((p) => snapshot.verdicts.get(p.product.id)!.notOrderable.length === 0 && p.product.id !== RETENTION_PRODUCT)
     .map((p) => ({ id: p.product.id, parameters: parametersSchema(p.acceptedParameters) }));
 }
 

@@ -9,6 +9,7 @@ import {
   retentionRequestSchema,
   upgradeRequestSchema,
 } from '../operations/request-schemas.js';
+import { RETENTION_PRODUCT } from '../orders/index.js';
 import { SnapshotCache, type Snapshot } from '../pricing/index.js';
 
 type Schema = Record<string, unknown>;
@@ -137,7 +138,10 @@ export function publishedSchemas(snapshot: Snapshot): Record<ToolName, Schema> {
 function build(snapshot: Snapshot): Record<ToolName, Schema> {
   const entries = snapshot.catalog.products;
   const quotable = entries.filter((p) => !snapshot.verdicts.get(p.product.id)?.rejection);
-  const orderable = entries.filter((p) => snapshot.verdicts.get(p.product.id)?.notOrderable.length === 0);
+  // Retention is bought per service (retain_recordings), not with the order tool.
+  const orderable = entries.filter(
+    (p) => snapshot.verdicts.get(p.product.id)?.notOrderable.length === 0 && p.product.id !== RETENTION_PRODUCT,
+  );
   const all = entries.map((p) => p.product.id);
   return {
     ...argumentSchemas,
