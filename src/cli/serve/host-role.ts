@@ -46,7 +46,7 @@ export async function startStreamingHost(
 ): Promise<void> {
   const { config, log, live, stream, http, shutdown } = base;
   await stream.start(await callbackBaseUrl(base, decider));
-  const { hostDb: db, hls, autodj, relays, nowPlaying, places, lease, titlesSent } = parts;
+  const { hostDb: db, hls, autodj, relays, places, lease, titlesSent } = parts;
   if (stream.available && lease) await joinHostPool(base, lease);
   if (!(stream.available && hls)) return;
   await hls.start();
@@ -61,18 +61,7 @@ export async function startStreamingHost(
     await parts.recorder.start();
     shutdown.push(() => parts.recorder!.stop());
   }
-  const meter = new IcecastUsageMeter({
-    db,
-    icecastUrl: () => stream.hostId(),
-    admin: () => stream.admin(),
-    accessLogPath: () => stream.accessLogPath(),
-    log,
-    budget: config.streaming.sourceBudget,
-    nowPlaying,
-    internal: ownReaders(hls, parts.recorder),
-  });
-  stream.onSourceEnd((end) => meter.sourceEnded(end));
-  stream.onListenerEnd((end) => meter.listenerEnded(end));
+  const meter = usageMeter(base, parts);
   const worker = new LifecycleWorker({
     db,
     live,
@@ -119,6 +108,23 @@ export async function startStreamingHost(
     await autodj.stopAll();
     await relays.stopAll();
   });
+}
+
+/** The host's usage meter, fed by the proxy's reports of sources and listeners that ended. */
+function usageMeter({ config, log, stream }: Foundation, parts: StreamingParts): IcecastUsageMeter {
+  const meter = new IcecastUsageMeter({
+    db: parts.hostDb,
+    icecastUrl: () => stream.hostId(),
+    admin: () => stream.admin(),
+    accessLogPath: () => stream.accessLogPath(),
+    log,
+    budget: config.streaming.sourceBudget,
+    nowPlaying: parts.nowPlaying,
+    internal: ownReaders(parts.hls, parts.recorder),
+  });
+  stream.onSourceEnd((end) => meter.sourceEnded(end));
+  stream.onListenerEnd((end) => meter.listenerEnded(end));
+  return meter;
 }
 
 /** Registers this host with what it carries and keeps its heartbeat (and with it its lease) while it runs. */
