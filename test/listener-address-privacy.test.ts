@@ -83,9 +83,14 @@ describe("a listener's address", { skip }, () => {
     await waitFor('the source on air', onAir, 40_000);
     const listener = await listenerFrom(svc.stream_url);
     await waitFor('the listener to receive audio', () => listener.received() > 20_000, 30_000);
-    const current = (await request(service, 'GET', `/services/${svc.service_id}/listeners`)).body.current;
-    const mine = current.filter((s: { user_agent: string }) => s.user_agent === 'privacy-check/1');
-    assert.equal(mine.length, 1, JSON.stringify(current));
+    // Places are written to PostgreSQL behind the admissions, in batches: the listing shows the session shortly after.
+    const listed = async () => {
+      const current = (await request(service, 'GET', `/services/${svc.service_id}/listeners`)).body.current;
+      const mine = current.filter((s: { user_agent: string }) => s.user_agent === 'privacy-check/1');
+      return mine.length ? mine : undefined;
+    };
+    const mine = await waitFor('the session listed', listed, 15_000);
+    assert.equal(mine.length, 1, JSON.stringify(mine));
     assert.equal(mine[0].client_network, '127.0.0.0/24', 'the session has its network');
     assert.deepEqual(await columnsHolding(ADDRESS), [], 'no column holds the address while it listens');
 

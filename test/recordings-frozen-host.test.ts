@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { buy } from './support/purchase.js';
 import { request, scratchDir, type Service, startService } from './support/service.js';
 import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { liveToneSource, playedSeconds } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // A streaming host that freezes (SIGSTOP: a stalled VM, not a crash) while it records a show, and wakes up after
@@ -35,41 +36,11 @@ const frozen: number[] = [];
 
 const owner = (serviceId: string, method: string, path: string, body?: unknown) =>
   request({ baseUrl: a.baseUrl, apiKey: a.apiKey }, method, `/services/${serviceId}${path}`, { body });
-const recordingsOf = async (serviceId: string) => (await owner(serviceId, 'GET', '/recordings')).body.recordings;
-
-function toneSource(url: string, seconds: number, frequency: number): ChildProcess {
-  const input = [
-    '-nostdin',
-    '-loglevel',
-    'error',
-    '-re',
-    '-f',
-    'lavfi',
-    '-i',
-    `sine=frequency=${frequency}:d=${seconds}`,
-  ];
-  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
-  const child = spawn('ffmpeg', [...input, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
+const keep = (child: ChildProcess) => {
   children.push(child);
   return child;
-}
-
-/** The playing time of the MP3 at `url`, decoded to the end by ffmpeg. */
-async function playedSeconds(url: string): Promise<number> {
-  const bytes = Buffer.from(await (await fetch(url, { signal: AbortSignal.timeout(30_000) })).arrayBuffer());
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'ffmpeg',
-      ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-'],
-      (err, stdout) => {
-        if (err) return reject(err);
-        const times = [...stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
-        resolve(times[times.length - 1] / 1e6);
-      },
-    );
-    child.stdin!.end(bytes);
-  });
-}
+};
+const recordingsOf = async (serviceId: string) => (await owner(serviceId, 'GET', '/recordings')).body.recordings;
 
 /** The bytes of every file recordings have in a service's media directory. */
 async function recordingBytes(dir: string): Promise<number> {
@@ -145,7 +116,7 @@ async function recordingOnB() {
   await cli(['hosts', 'undrain', 'host-a']);
   const svc = bought.body.service;
   const startedAt = Date.now();
-  const source = toneSource(svc.broadcast_url, 120, 440);
+  const source = keep(liveToneSource(svc.broadcast_url, 120, 440));
   (await listenWhenLive(svc.stream_url, 30_000)).close();
   await waitFor('B records the show', async () => (await recordingsOf(svc.service_id))[0]?.size_bytes > 0);
   const set = await owner(svc.service_id, 'PUT', '/now-playing', { title: 'On B' });
@@ -183,7 +154,7 @@ describe('a frozen host that wakes up after its show moved', { skip }, () => {
     );
     // The owner starts an encoder on A; the first one is still connected to the frozen host, its audio waiting in
     // B's sockets (killed, it would reset the connection and Icecast would drop what it had not read).
-    const again = toneSource(moved.service.broadcast_url, BACK_SECONDS, 880);
+    const again = keep(liveToneSource(moved.service.broadcast_url, BACK_SECONDS, 880));
     (await listenWhenLive(moved.service.stream_url, 30_000)).close();
     const set = await owner(svc.service_id, 'PUT', '/now-playing', { title: 'On A' });
     assert.equal(set.status, 200, JSON.stringify(set.body));

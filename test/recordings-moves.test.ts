@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { buy } from './support/purchase.js';
 import { request, scratchDir, type Service, startService } from './support/service.js';
 import { exitOf, hasMpegFrame, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { liveToneSource, playedSeconds } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // Recordings where a show does not simply start and stop on one host: a service with AutoDJ records only its live
@@ -35,42 +36,11 @@ let autodjShow: { serviceId: string; recordingId: string };
 
 const owner = (serviceId: string, method: string, path: string, body?: unknown) =>
   request({ baseUrl: a.baseUrl, apiKey: a.apiKey }, method, `/services/${serviceId}${path}`, { body });
-const recordingsOf = async (serviceId: string) => (await owner(serviceId, 'GET', '/recordings')).body.recordings;
-
-/** A source that sends a tone of `seconds` at the pace of playback, then hangs up. */
-function toneSource(url: string, seconds: number): ChildProcess {
-  const input = [
-    '-nostdin',
-    '-loglevel',
-    'error',
-    '-re',
-    '-f',
-    'lavfi',
-    '-i',
-    `sine=frequency=440:duration=${seconds}`,
-  ];
-  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
-  const child = spawn('ffmpeg', [...input, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
+const keep = (child: ChildProcess) => {
   children.push(child);
   return child;
-}
-
-/** The playing time of an MP3 file at `url`, decoded to the end by ffmpeg. */
-async function playedSeconds(url: string): Promise<number> {
-  const bytes = Buffer.from(await (await fetch(url, { signal: AbortSignal.timeout(30_000) })).arrayBuffer());
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'ffmpeg',
-      ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-'],
-      (err, stdout) => {
-        if (err) return reject(err);
-        const times = [...stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
-        resolve(times[times.length - 1] / 1e6);
-      },
-    );
-    child.stdin!.end(bytes);
-  });
-}
+};
+const recordingsOf = async (serviceId: string) => (await owner(serviceId, 'GET', '/recordings')).body.recordings;
 
 async function buyStream(parameters: Record<string, unknown>, product = 'event-stream') {
   const bought = await buy({ baseUrl: a.baseUrl, apiKey: a.apiKey }, wallet, {
@@ -98,7 +68,7 @@ async function recordingOnB(count: number, seconds: number) {
   const startedAt = Date.now();
   const shows = await Promise.all(
     services.map(async (svc) => {
-      const source = toneSource(svc.broadcast_url, seconds);
+      const source = keep(liveToneSource(svc.broadcast_url, seconds));
       (await listenWhenLive(svc.stream_url, 30_000)).close();
       return { svc, source };
     }),
@@ -178,7 +148,7 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
     filler.close();
     assert.deepEqual(await recordingsOf(svc.service_id), [], 'AutoDJ is not recorded');
 
-    const live = toneSource(svc.broadcast_url, LIVE_SECONDS);
+    const live = keep(liveToneSource(svc.broadcast_url, LIVE_SECONDS));
     assert.equal(await exitOf(live, (LIVE_SECONDS + 30) * 1000), 0, 'the live encoder sent its show');
     const [show] = await waitFor('the live show recorded', async () => {
       const items = await recordingsOf(svc.service_id);
@@ -215,7 +185,7 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
       },
       (DOWN_AFTER_SECONDS + 30) * 1000,
     );
-    const again = toneSource(moved[0].service.broadcast_url, BACK_SECONDS);
+    const again = keep(liveToneSource(moved[0].service.broadcast_url, BACK_SECONDS));
     assert.equal(await exitOf(again, (BACK_SECONDS + 30) * 1000), 0, 'the encoder sent its show on host A');
 
     const [continued, ended] = await Promise.all([

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,6 +11,7 @@ import { buy } from './support/purchase.js';
 import { copyCatalog, request, type Service, startService } from './support/service.js';
 import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { liveToneSource, mp3Seconds } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // Live shows kept as recordings: an ffmpeg source sends a tone of known length to broadcast_url, drops for 20 s and
@@ -30,33 +31,9 @@ const owner = (method: string, path: string, body?: unknown) =>
 const get = (url: string, headers: Record<string, string> = {}) =>
   fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
 
-/** A source that sends a tone of exactly `seconds` at the pace of playback, then hangs up. */
-function toneSource(url: string, seconds: number): ChildProcess {
-  const args = ['-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`];
-  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
-  const child = spawn('ffmpeg', [...args, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
-  sources.push(child);
-  return child;
-}
-
-/** The playing time of MP3 bytes, decoded to the end by ffmpeg. */
-function decodedSeconds(bytes: Buffer): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'ffmpeg',
-      ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-'],
-      (err, stdout) => {
-        if (err) return reject(err);
-        const times = [...stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
-        resolve(times[times.length - 1] / 1e6);
-      },
-    );
-    child.stdin!.end(bytes);
-  });
-}
-
 async function sendSession(seconds: number): Promise<void> {
-  const source = toneSource(svc.broadcast_url, seconds);
+  const source = liveToneSource(svc.broadcast_url, seconds);
+  sources.push(source);
   (await listenWhenLive(svc.stream_url, 30_000)).close();
   assert.equal(await exitOf(source, (seconds + 30) * 1000), 0, 'the source sent its tone');
 }
@@ -166,7 +143,7 @@ describe('recordings of live shows and the podcast feed', { skip }, () => {
     assert.equal(whole.headers.get('content-type'), 'audio/mpeg');
     const bytes = Buffer.from(await whole.arrayBuffer());
     assert.equal(bytes.length, recording.size_bytes);
-    const decoded = await decodedSeconds(bytes);
+    const decoded = await mp3Seconds(bytes);
     assert.ok(Math.abs(decoded - (SESSIONS[0] + SESSIONS[1])) <= 1, `the file plays ${decoded} s`);
     const part = await get(recording.download_url, { range: 'bytes=1000-4999' });
     assert.equal(part.status, 206);

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
@@ -26,6 +26,43 @@ export function tone(seconds: number, title: string, encoding: string[]): Promis
     ...encoding,
     'pipe:1',
   ]);
+}
+
+/** A live source: a tone of `seconds` sent as 64 kbps MP3 at the pace of playback to `url`, then it hangs up. */
+export function liveToneSource(url: string, seconds: number, frequency = 440): ChildProcess {
+  const input = [
+    '-nostdin',
+    '-loglevel',
+    'error',
+    '-re',
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=${frequency}:d=${seconds}`,
+  ];
+  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
+  return spawn('ffmpeg', [...input, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** The playing time of MP3 bytes, decoded to the end by ffmpeg. */
+export function mp3Seconds(bytes: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'ffmpeg',
+      ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-'],
+      (err, stdout) => {
+        if (err) return reject(err);
+        const times = [...stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
+        resolve(times[times.length - 1] / 1e6);
+      },
+    );
+    child.stdin!.end(bytes);
+  });
+}
+
+/** The playing time of the MP3 file at `url`. */
+export async function playedSeconds(url: string): Promise<number> {
+  return mp3Seconds(Buffer.from(await (await fetch(url, { signal: AbortSignal.timeout(30_000) })).arrayBuffer()));
 }
 
 const crcTables = new Map<string, Uint16Array>();
