@@ -70,6 +70,19 @@ async function call(
   return { status: response.status, headers: response.headers, body: check(method, template, response.status, body) };
 }
 
+/** Marks a recorded show finished, as the recorder does a minute after its source left. */
+async function endShow(recordingId: string): Promise<void> {
+  const pg = (await import('pg')).default;
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  const client = new pg.Client({ connectionString: lock.database_url });
+  await client.connect();
+  try {
+    await client.query('UPDATE recordings SET ended_at = now() WHERE id = $1', [recordingId]);
+  } finally {
+    await client.end();
+  }
+}
+
 function check(method: string, template: string, status: number, body: unknown): any {
   const operation = document.paths[template]?.[method.toLowerCase()];
   assert.ok(operation, `${method} ${template} is in the document`);
@@ -775,6 +788,21 @@ describe('/openapi.json', () => {
     const feed = await fetch(paid.body.service.endpoints.podcast_feed);
     assert.match(await feed.text(), /<rss version="2.0"/);
     checked.add('GET /services/{service_id}/podcast.xml 200');
+    // Retention is sold on finished shows; a show is finished a minute after its source leaves. This test checks the
+    // document's shapes, so it ends the show in the database (test/recording-retention.test.ts takes the real path).
+    const retentionOp = '/services/{service_id}/recordings/retention';
+    const retention = `${recordings}/retention`;
+    const keyed = (body: unknown, key: string) => ({ body, headers: { 'idempotency-key': key } });
+    const unfinished = await call('POST', retentionOp, retention, keyed({ retention_days: 30 }, 'openapi-keep-409'));
+    assert.equal(unfinished.status, 409, JSON.stringify(unfinished.body));
+    await endShow(recording.recording_id);
+    const days = { retention_days: 30 };
+    assert.equal((await call('POST', retentionOp, retention, keyed(days, 'openapi-keep'))).status, 402);
+    const noDays = keyed({ retention_days: 0 }, 'openapi-keep-422');
+    assert.equal((await call('POST', retentionOp, retention, noDays)).status, 422);
+    const kept = await payFor(service, wallet, retention, days, 'openapi-retention-paid');
+    check('POST', retentionOp, kept.status, kept.body);
+    assert.equal(kept.status, 200, JSON.stringify(kept.body));
     const fileOp = '/services/{service_id}/recordings/{recording_id}';
     assert.equal((await call('GET', fileOp, `${recordings}/rec_nosuchrecording`, { auth: false })).status, 404);
     const deleteOp = '/services/{service_id}/recordings/{recording_id}';
