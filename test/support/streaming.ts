@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import net from 'node:net';
+import { liveSine } from './tones.js';
 
 export interface Listener {
   status: number;
@@ -37,29 +38,7 @@ export function connectListener(url: string): Promise<Listener> {
 }
 
 export function startFfmpegSource(url: string, kbps = 64): ChildProcess {
-  return spawn(
-    'ffmpeg',
-    [
-      '-nostdin',
-      '-loglevel',
-      'error',
-      '-re',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=440',
-      '-c:a',
-      'libmp3lame',
-      '-b:a',
-      `${kbps}k`,
-      '-content_type',
-      'audio/mpeg',
-      '-f',
-      'mp3',
-      url,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  return liveSine(url, { kbps });
 }
 
 export async function waitFor<T>(

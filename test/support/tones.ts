@@ -14,22 +14,53 @@ export async function ffmpegOutput(args: string[]): Promise<Buffer> {
 
 /** A tone of `seconds` made by ffmpeg, tagged with this title (artist "Test Band"), encoded as `encoding` says. */
 export function tone(seconds: number, title: string, encoding: string[]): Promise<Buffer> {
-  return ffmpegOutput([
-    '-f',
-    'lavfi',
-    '-i',
-    `sine=frequency=523:duration=${seconds}`,
-    '-metadata',
-    `title=${title}`,
-    '-metadata',
-    'artist=Test Band',
-    ...encoding,
-    'pipe:1',
-  ]);
+  return sine({ seconds, frequency: 523, tags: { title, artist: 'Test Band' } }, encoding);
 }
 
 /** A live source: a tone of `seconds` sent as 64 kbps MP3 at the pace of playback to `url`, then it hangs up. */
 export function liveToneSource(url: string, seconds: number, frequency = 440): ChildProcess {
+  return liveSine(url, { seconds, frequency });
+}
+
+/** ffmpeg's output options for MP3 at `kbps` (the format named, so that it can go to a pipe). */
+export function mp3(kbps = 64): string[] {
+  return ['-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-f', 'mp3'];
+}
+
+/** What a sine is made of: its pitch, its length and the tags written with it. */
+export interface Sine {
+  seconds: number;
+  frequency?: number;
+  tags?: Record<string, string>;
+}
+
+/**
+ * A sine of `seconds` at `frequency` Hz (440 unless given) made by ffmpeg with these tags, encoded as `encoding` says,
+ * written to `output` (its bytes are returned when that is the standard output).
+ */
+export function sine(what: Sine, encoding: string[], output = 'pipe:1'): Promise<Buffer> {
+  const tags = Object.entries(what.tags ?? {}).flatMap(([key, value]) => ['-metadata', `${key}=${value}`]);
+  const input = `sine=frequency=${what.frequency ?? 440}:duration=${what.seconds}`;
+  return ffmpegOutput(['-f', 'lavfi', '-i', input, ...tags, ...encoding, output]);
+}
+
+/** A still image from an ffmpeg video source (e.g. `color=c=blue:s=32x32`), a PNG unless `encoding` says otherwise. */
+export function stillImage(source: string, encoding = ['-c:v', 'png', '-f', 'image2pipe']): Promise<Buffer> {
+  return ffmpegOutput(['-f', 'lavfi', '-i', source, '-frames:v', '1', ...encoding, 'pipe:1']);
+}
+
+/** How a live sine is sent: its pitch, length (endless unless given), bitrate, sample rate, options before the codec. */
+export interface LiveSine {
+  frequency?: number;
+  seconds?: number;
+  kbps?: number;
+  sampleRate?: number;
+  beforeCodec?: string[];
+}
+
+/** A live source: a sine sent as MP3 (64 kbps unless given) at the pace of playback to `url`, an Icecast source URL. */
+export function liveSine(url: string, how: LiveSine = {}): ChildProcess {
+  const length = how.seconds === undefined ? '' : `:d=${how.seconds}`;
   const input = [
     '-nostdin',
     '-loglevel',
@@ -38,9 +69,11 @@ export function liveToneSource(url: string, seconds: number, frequency = 440): C
     '-f',
     'lavfi',
     '-i',
-    `sine=frequency=${frequency}:d=${seconds}`,
+    `sine=frequency=${how.frequency ?? 440}${length}`,
   ];
-  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
+  const rate = how.sampleRate === undefined ? [] : ['-ar', String(how.sampleRate)];
+  const codec = ['-c:a', 'libmp3lame', '-b:a', `${how.kbps ?? 64}k`, ...rate];
+  const encode = [...(how.beforeCodec ?? []), ...codec, '-content_type', 'audio/mpeg', '-f', 'mp3', url];
   return spawn('ffmpeg', [...input, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
