@@ -21,6 +21,7 @@ import {
 import { PcmPacer } from '../src/provisioning/pcm-pacer.js';
 import { connectListener, hasMpegFrame, waitFor, type Listener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { sine } from './support/tones.js';
 
 // ---------- pieces that need no Icecast ----------
 
@@ -225,22 +226,7 @@ describe('autodj end to end', () => {
       await Promise.all(
         make.map(async ([name, hz, artist, title, codec]) => {
           files[title] = join(audio, name);
-          const made = spawnSync('ffmpeg', [
-            '-nostdin',
-            '-loglevel',
-            'error',
-            '-f',
-            'lavfi',
-            '-i',
-            `sine=frequency=${hz}:duration=2`,
-            '-metadata',
-            `artist=${artist}`,
-            '-metadata',
-            `title=${title}`,
-            ...codec,
-            files[title],
-          ]);
-          assert.equal(made.status, 0, made.stderr?.toString());
+          await sine({ seconds: 2, frequency: hz, tags: { artist, title } }, [...codec], files[title]);
         }),
       );
       for (const [name, title, codec] of [
@@ -248,22 +234,7 @@ describe('autodj end to end', () => {
         ['foxtrot.aac', 'Foxtrot', ['-f', 'adts']],
       ] as const) {
         files[title] = join(audio, name);
-        const made = spawnSync('ffmpeg', [
-          '-nostdin',
-          '-loglevel',
-          'error',
-          '-f',
-          'lavfi',
-          '-i',
-          'sine=frequency=330:duration=1',
-          '-metadata',
-          `title=${title}`,
-          '-c:a',
-          'aac',
-          ...codec,
-          files[title],
-        ]);
-        assert.equal(made.status, 0, made.stderr?.toString());
+        await sine({ seconds: 1, frequency: 330, tags: { title } }, ['-c:a', 'aac', ...codec], files[title]);
       }
       // Stored before uploads were checked: playlists under audio names that point at another file on the disk.
       files.hls = join(audio, 'innocent.mp3');
