@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { openSnapshot, readSnapshotFiles, snapshotHash, type Snapshot, type SnapshotFiles } from '../pricing/index.js';
 import { DirectoryWatch } from './directory-watch.js';
+import { fileStats, isRacy, type FileStats } from './file-stats.js';
 import { formatDiagnostic, type Diagnostic } from './source.js';
 
 export class CatalogInvalidError extends Error {
@@ -18,8 +19,9 @@ export interface ReloadError {
 
 /**
  * The snapshot being served, kept equal to what is on disk under catalog/ and rules/.
- * File-system events make a reload fast; a periodic content-hash check makes it certain (events can be lost: a full
- * inotify queue, a network file system, and mtimes do not change within the same tick).
+ * File-system events make a reload fast; a periodic check makes it certain (events can be lost: a full inotify queue,
+ * a network file system). The check reads and hashes the files only when their stat changed since the last read, or
+ * is too recent to tell (mtimes do not change within the same tick).
  * An invalid edit keeps the last good snapshot and reports its errors. Emits 'reloaded' (snapshot) and 'rejected'
  * (diagnostics).
  */
@@ -35,6 +37,9 @@ export class LiveSnapshot extends EventEmitter {
   lastDiagnostics: Diagnostic[] = [];
   lastError?: ReloadError;
   private rejectedHash?: string;
+  /** The files' stat taken before the last read the periodic check made, and when that read began. */
+  private checked?: { stats: FileStats; readAt: number };
+  private readFailed = false;
 
   private constructor(
     private snapshot: Snapshot,
@@ -56,19 +61,34 @@ export class LiveSnapshot extends EventEmitter {
   }
 
   /**
-   * Reloads on file-system events (after debounceMs of quiet) and compares content hashes every checkIntervalMs.
+   * Reloads on file-system events (after debounceMs of quiet) and checks the files every checkIntervalMs.
    * Resolves once the directories are watched.
    */
   watch({ debounceMs = 50, checkIntervalMs = 500 } = {}): Promise<void> {
     // Watches are armed again before each read, so that an edit made while the files are read makes an event.
-    const rearmAndReload = () => void this.directories!.rearm().then(() => this.reload());
+    const rearmAndReload = () => this.directories!.rearm().then(() => this.reload());
     this.directories = new DirectoryWatch([this.catalogDir, this.rulesDir], () => {
       clearTimeout(this.debounce);
-      this.debounce = setTimeout(rearmAndReload, debounceMs);
+      this.debounce = setTimeout(() => void rearmAndReload(), debounceMs);
     });
-    this.interval = setInterval(rearmAndReload, checkIntervalMs);
+    this.interval = setInterval(() => this.check(rearmAndReload), checkIntervalMs);
     this.interval.unref();
     return this.directories.rearm();
+  }
+
+  /** The periodic check: reads the files again unless their stat shows they are what the last check read. */
+  private check(rearmAndReload: () => Promise<unknown>): void {
+    const stats = fileStats([this.catalogDir, this.rulesDir]);
+    const last = this.checked;
+    if (last && last.stats.signature === stats.signature && !isRacy(stats, last.readAt)) return;
+    const readAt = Date.now();
+    this.readFailed = false;
+    void rearmAndReload().then(
+      () => {
+        this.checked = this.readFailed ? undefined : { stats, readAt };
+      },
+      () => undefined,
+    );
   }
 
   /** Reads the files again; returns true when a new snapshot is now served. Calls while one waits share it. */
@@ -130,6 +150,7 @@ export class LiveSnapshot extends EventEmitter {
           // Checked every interval: report a lasting read error once, not twice a second.
           if (this.lastDiagnostics[0]?.message !== diagnostic.message) this.reject([diagnostic]);
           this.rejectedHash = undefined;
+          this.readFailed = true;
           return undefined;
         }
         await new Promise((resolve) => setTimeout(resolve, 20));
