@@ -92,6 +92,24 @@ describe("a listener's bytes sent, behind HAProxy", () => {
     assert.equal(meter.snapshot('/m')!.finishedListenerBytes, 60_000);
   });
 
+  test("Icecast's line of a listener on a mount without authentication names its ticket before its agent", async () => {
+    const { meter, poll, write } = await meterAt('agent');
+    const ticket = 'proxy-0b6f5c1e-2d3a-4f5b-8c7d-9e0f1a2b3c4d';
+    await write(line('-', 80_000, `${ticket} VLC/3.0.18 LibVLC/3.0.18`) + line('-', 5_000, 'proxy-x player'));
+    let p = await poll(T + 30_000);
+    assert.deepEqual(
+      p.entries.map((e) => [e.user, e.userAgent, e.bytes]),
+      [[null, 'proxy-x player', 5_000]],
+      "only a ticket's exact shape is one",
+    );
+    meter.listenerEnded({ user: ticket, bytes: 64_000 });
+    p = await poll(T + 30_250);
+    assert.deepEqual(
+      p.entries.map((e) => [e.user, e.userAgent, e.bytes]),
+      [[ticket, 'VLC/3.0.18 LibVLC/3.0.18', 64_000]],
+    );
+  });
+
   test('a held line is kept in the saved state, with the log position past it', async () => {
     const { meter, options, poll, write } = await meterAt('saved');
     await write(line('proxy-c', 50_000, 'saved'));

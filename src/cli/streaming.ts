@@ -11,7 +11,12 @@ import {
   type IcecastAdmin,
 } from '../provisioning/index.js';
 import type { ListenerEnd, ListenerEndListener } from '../provisioning/listener-end.js';
-import type { SourceEnd, SourceEndListener } from '../provisioning/source-end.js';
+import type {
+  SourceEnd,
+  SourceEndListener,
+  SourcePresence,
+  SourcePresenceListener,
+} from '../provisioning/source-end.js';
 import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 import type { StreamingSettings } from './config.js';
@@ -26,6 +31,11 @@ export interface Streaming {
   publicUrl(): string;
   /** Icecast's own loopback address (for our readers of the mounts), undefined until it runs. */
   localUrl(): string | undefined;
+  /**
+   * Where serve's own sources (AutoDJ, relays) connect: Icecast itself, or HAProxy when it decides sources (Icecast
+   * then takes no other source credentials than its own), undefined until it runs.
+   */
+  sourceUrl(): string | undefined;
   /** A listener's real address, from the front door's ticket in its callback credentials (see provisioning). */
   claimForwarded(user: string, pass: string): ForwardedClaim;
   /** This Icecast's stable identity (STREAMING_HOST_ID, or kept in DATA_DIR); services belong to it. */
@@ -36,6 +46,8 @@ export interface Streaming {
   onSourceEnd(listener: SourceEndListener): void;
   /** Calls `listener` with the bytes the proxy sent each listener, when it closes (HAProxy only). */
   onListenerEnd(listener: ListenerEndListener): void;
+  /** Calls `listener` when Icecast took a source HAProxy let in, and when it left (HAProxy only: Icecast's mount_add). */
+  onSourcePresence(listener: SourcePresenceListener): void;
   /** Whether Icecast answers its admin API now. */
   health(): Promise<{ ok: boolean; error?: string; url?: string }>;
   /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
@@ -57,8 +69,11 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   const publicPort = () => haproxy?.port ?? frontDoor?.port ?? supervisor?.port;
   const sourceEnds = fanOut<SourceEnd>();
   const listenerEnds = fanOut<ListenerEnd>();
+  const sourcePresence = fanOut<SourcePresence>();
   const sourceEnded = sourceEnds.emit;
-  const ends = { sourceEnded, listenerEnded: listenerEnds.emit };
+  const ends = { sourceEnded, listenerEnded: listenerEnds.emit, sourcePresence: sourcePresence.emit };
+  // HAProxy decides sources: an admitted one reaches Icecast with this password in place of the buyer's.
+  const icecastSourcePassword = settings.proxy === 'haproxy' ? randomBytes(24).toString('base64url') : undefined;
   return {
     available: installed,
     reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
@@ -66,12 +81,14 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     callbackCredentials,
     publicUrl: () => settings.publicUrl ?? `http://${reachableHost(settings.listen?.host)}:${publicPort() ?? 0}`,
     localUrl: () => supervisor?.baseUrl,
+    sourceUrl: () => (haproxy ? `http://${reachableHost(settings.listen?.host)}:${haproxy.port}` : supervisor?.baseUrl),
     claimForwarded: (user, pass) => (haproxy ?? frontDoor)?.claim(user, pass),
     hostId: () => host.id,
     admin: () => supervisor?.admin,
     accessLogPath: () => supervisor?.accessLogPath,
     onSourceEnd: sourceEnds.add,
     onListenerEnd: listenerEnds.add,
+    onSourcePresence: sourcePresence.add,
     health: () => icecastHealth(supervisor, installed),
     async start(callbackBaseUrl) {
       if (!installed) return;
@@ -88,6 +105,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         // HAProxy asks serve about listeners itself; Icecast takes connections only from it and from serve.
         listenerAdd: settings.proxy !== 'haproxy',
         allowIps: settings.proxy === 'haproxy' ? ['127.0.0.1', HAPROXY_SOURCE_ADDRESS] : undefined,
+        proxySourcePassword: icecastSourcePassword,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
         ...(!proxied && {
@@ -101,6 +119,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         haproxy = await startHaproxy(supervisor, host.lastPort, settings, dataDir, log, {
           ...ends,
           admission: { callbackBaseUrl, callbackAuth: callbackCredentials },
+          icecastSourcePassword: icecastSourcePassword!,
         });
       else if (settings.frontDoor) frontDoor = await openFrontDoor(supervisor, host.lastPort, settings, sourceEnded);
       const port = publicPort()!;
@@ -210,7 +229,9 @@ async function startHaproxy(
   ends: {
     sourceEnded: SourceEndListener;
     listenerEnded: ListenerEndListener;
+    sourcePresence: SourcePresenceListener;
     admission: { callbackBaseUrl: string; callbackAuth: { user: string; password: string } };
+    icecastSourcePassword: string;
   },
 ): Promise<HaproxySupervisor> {
   const haproxy = new HaproxySupervisor({
@@ -220,10 +241,12 @@ async function startHaproxy(
     upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
     icecastClients: settings.maxSources + settings.maxListeners + 50,
     admission: ends.admission,
+    icecastSourcePassword: ends.icecastSourcePassword,
     sourceAddress: HAPROXY_SOURCE_ADDRESS,
     inFlight: settings.frontDoorInFlight,
     onSourceEnd: ends.sourceEnded,
     onListenerEnd: ends.listenerEnded,
+    onSourcePresence: ends.sourcePresence,
   });
   haproxy.on('exited', ({ expected, ...e }) => {
     if (expected) log.debug?.({ component: 'haproxy', ...e }, 'haproxy stopped');

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { parseMount } from './icecast-callbacks.js';
+import { proxiedAgent } from './listener-end.js';
 
 export interface AccessLogEntry {
   /** The request path without its query string, e.g. `/test-abc`. */
@@ -110,16 +111,17 @@ export function parseAccessLogLine(line: string): Omit<AccessLogEntry, 'offset' 
   const endedAt = parseClfDate(date);
   if (!endedAt) return null;
   const q = rawPath.indexOf('?');
+  const agent = proxiedAgent(userAgent);
   return {
     mount: q === -1 ? rawPath : rawPath.slice(0, q),
     ip,
-    user: user === '-' ? null : user,
+    user: user === '-' ? (agent.user ?? null) : user,
     method,
     kind: method === 'GET' ? 'listener' : method === 'PUT' || method === 'SOURCE' ? 'source' : 'other',
     status: Number(status),
     bytes: bytes === '-' ? 0 : Number(bytes),
     referer: referer === '-' ? null : referer,
-    userAgent,
+    userAgent: agent.userAgent,
     durationSeconds: Math.max(0, Number(duration)),
     endedAt,
   };

@@ -1,7 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
 import { PROXY_USER, type ListenerEndListener } from './listener-end.js';
-import type { SourceEndListener } from './source-end.js';
+import { HaproxySources } from './haproxy-sources.js';
+import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 
 // A close may be reported before the admission that registers it is answered; it is kept this long for it.
 const EARLY_CLOSE_MS = 60_000;
@@ -12,6 +13,7 @@ const MAX_EARLY_CLOSES = 20_000;
  * haproxy-config.ts) comes to this loopback UDP socket: the listener's place is freed at once, as the front door
  * frees it, rather than when Icecast's auth thread gets to a listener_remove (which HAProxy mode does not ask for:
  * after a blip those callbacks filled Icecast's queue of 100 and the listeners coming back were answered "busy").
+ * Sources' lines come here too (`<secret> + <id> <mount>` when Icecast took one, haproxy-sources.ts).
  * The secret is written only into the 0600 config, so no other local process can free a place. A datagram lost
  * leaves the place to the life-cycle worker, which frees places Icecast no longer lists.
  */
@@ -20,15 +22,19 @@ export class HaproxyCloseEvents {
   private socket?: dgram.Socket;
   private readonly waiting = new Map<string, () => void>();
   private readonly early = new Map<string, number>();
+  private readonly sources: HaproxySources;
 
   /**
    * `onSourceEnd` is told each source connection's exact body bytes from its line, `onListenerEnd` each listener's
-   * bytes sent.
+   * bytes sent, `onSourcePresence` each source Icecast took and each one's end.
    */
   constructor(
-    private readonly onSourceEnd?: SourceEndListener,
+    onSourceEnd?: SourceEndListener,
     private readonly onListenerEnd?: ListenerEndListener,
-  ) {}
+    onSourcePresence?: SourcePresenceListener,
+  ) {
+    this.sources = new HaproxySources(onSourcePresence, onSourceEnd);
+  }
 
   get port(): number {
     return this.socket?.address().port ?? 0;
@@ -50,6 +56,7 @@ export class HaproxyCloseEvents {
     this.socket = undefined;
     this.waiting.clear();
     this.early.clear();
+    this.sources.clear();
   }
 
   /** Runs `left` when the connection with this ticket closes (at once if it already has). */
@@ -63,6 +70,7 @@ export class HaproxyCloseEvents {
     const lefts = [...this.waiting.values()];
     this.waiting.clear();
     for (const left of lefts) left();
+    this.sources.allGone();
   }
 
   private onMessage(text: string): void {
@@ -71,7 +79,8 @@ export class HaproxyCloseEvents {
     const given = Buffer.from(secret);
     const wanted = Buffer.from(this.secret);
     if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return;
-    if (ticket === '-') return this.sourceLine(fields);
+    if (ticket === '+') return this.sources.started(fields[2] ?? '', fields[3] ?? '');
+    if (ticket === '-') return this.sources.ended(fields.slice(3));
     if (!ticket) return;
     const bytes = Number(sent);
     if (this.onListenerEnd && sent && Number.isSafeInteger(bytes) && bytes >= 0)
@@ -82,15 +91,6 @@ export class HaproxyCloseEvents {
       return left();
     }
     this.rememberEarly(ticket);
-  }
-
-  /** `<secret> - <sent> <mount> <head length> <bytes read> <ms>`: a source's exact usage (Icecast accepted it or not). */
-  private sourceLine([, , , mount = '-', head, read, ms]: string[]): void {
-    const [headBytes, readBytes, duration] = [head, read, ms].map(Number);
-    if (!this.onSourceEnd || !mount.startsWith('/') || ![headBytes, readBytes, duration].every(Number.isFinite)) return;
-    const closedAt = Date.now();
-    const bytes = Math.max(0, readBytes - headBytes);
-    this.onSourceEnd({ mount, bytes, openedAt: closedAt - Math.max(0, duration), closedAt });
   }
 
   private rememberEarly(ticket: string): void {

@@ -1,19 +1,19 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
-import { ADMIT, REFUSE } from './haproxy-admission.js';
+import { ADMIT, ADMIT_SOURCE, REFUSE, SET_SOURCE_AUTH, SOURCE_STARTED } from './haproxy-admission.js';
 import { FREE_SLOT, SET_TICKET, SOURCE_HEAD, TAKE_SLOT } from './haproxy-pacing.js';
 import { PROXY_USER } from './listener-end.js';
 
 /**
  * HAProxy (Debian's 2.6) in front of Icecast instead of the front door (ICECAST_PROXY=haproxy): it holds the
- * listeners' and sources' connections and carries their bytes; it asks serve whether to admit each listener
- * (haproxy-admission.ts) and serve answers Icecast's source callbacks.
+ * listeners' and sources' connections and carries their bytes; it asks serve whether to admit each listener and each
+ * source (haproxy-admission.ts), so that Icecast's mounts need no authentication and its one auth thread is never used.
  *
  * Each listener gets a ticket: `proxy-<uuid>` (a user name of its own per connection, which Icecast logs and lists,
  * so that its place, its access-log line and HAProxy's close line are matched) and `<address> <HMAC-SHA256(key,
  * "<uuid> <address>")>`, computed with HAProxy's `hmac` converter. serve holds the key (generated per run, written
- * only into the 0600 config) and checks the claim in constant time before it admits; the ticket replaces any
- * Authorization the listener sent on its way into Icecast. Icecast 2.4.4 itself never sees the listener's address
+ * only into the 0600 config) and checks the claim in constant time before it admits. On its way into Icecast the
+ * listener's Authorization is dropped and its user name goes before its User-Agent (haproxy-pacing.ts). Icecast 2.4.4 itself never sees the listener's address
  * (it does not read X-Forwarded-For), only HAProxy's own source address, which is the only one besides serve's it
  * accepts connections from (its allow-ip file).
  */
@@ -58,6 +58,8 @@ global
   tune.lua.session-timeout 120s
   # The end of each connection, to serve (a listener's place is freed at once).
   log 127.0.0.1:${o.closeEvents.port} len 256 format raw local0 info
+  # Lua's lines to serve (a source taken by Icecast) carry the secret: not on stderr too.
+  quiet
   lua-load ${o.pacingLuaPath}
   lua-load ${o.admissionLuaPath}
 
@@ -84,8 +86,8 @@ frontend public
   maxconn ${o.maxConnections}
   log global
   # %B (bytes sent to the client) makes HAProxy log at the end of the connection, not at Icecast's answer.
-  # A source's line adds its mount, head length, bytes read (%U) and duration (%Tt): its exact usage.
-  log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B %[var(sess.source_mount)] %[var(sess.source_head)] %U %Tt"
+  # A source's line adds its mount, head length, bytes read (%U), duration (%Tt) and id: its exact usage, its end.
+  log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B %[var(sess.source_mount)] %[var(sess.source_head)] %U %Tt %[var(sess.source_id)]"
   # The request head, then (listeners) the wait for a turn into Icecast. Lua's sleeps wake up only in the frontend's
   # rules (HAProxy 2.6 arms their timer for the frontend's inspection, not the backend's), so all of this is here.
   tcp-request inspect-delay ${o.queueTimeoutSeconds}s
@@ -108,8 +110,13 @@ backend listeners
   server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 
 backend raw
-  # Sources (PUT, SOURCE) and admin requests, byte for byte.
+  # Sources (PUT, SOURCE) and admin requests, byte for byte but for an admitted source's credentials.
   mode tcp
+  # Icecast's answer to a source: serve hears at once that Icecast took it (a Lua line through the log).
+  log global
+  tcp-response inspect-delay 15s
+  tcp-response content lua.${SOURCE_STARTED} if { var(sess.source_id) -m found } { res.len gt 0 }
+  tcp-response content accept if { res.len gt 0 }
   retries 5
   server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 `;
@@ -119,36 +126,41 @@ const sourceOf = (o: HaproxyConfigOptions) => (o.sourceAddress ? ` source ${o.so
 
 /**
  * A listener's GET: its signed ticket (its address), serve's answer, its turn into Icecast, and its head rewritten with
- * the ticket in place of any Authorization it sent.
+ * the ticket's user name before its agent and without any Authorization it sent.
  */
 function listenerRules(ticketKey: string): string {
-  return `  # A listener's GET carries a signed ticket of its address instead of any Authorization it sent.
+  return `  # A listener's GET is asked about with a signed ticket of its address.
   tcp-request content set-var(txn.ticket) uuid
   tcp-request content set-var-fmt(txn.claim) "%[var(txn.ticket)] %[src]"
   tcp-request content set-var(txn.sig) var(txn.claim),hmac(sha256,${ticketKey}),base64
   tcp-request content set-var-fmt(txn.src) "%[src]"
   tcp-request content set-var-fmt(txn.ticket_user) "${PROXY_USER}%[var(txn.ticket)]"
   tcp-request content set-var-fmt(txn.ticket_pass) "%[src] %[var(txn.sig)]"
-  tcp-request content set-var-fmt(txn.basic) "%[var(txn.ticket_user)]:%[var(txn.ticket_pass)]"
-  tcp-request content set-var(txn.authorization) var(txn.basic),base64
   # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here.
   tcp-request content lua.${ADMIT}
   tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
   # Only an admitted listener's close frees a place (its line names the ticket).
   tcp-request content set-var(sess.ticket) var(txn.ticket)
-  # In Icecast at most a few at once until it answers (its backlog of 5, its bound of 100 waiting for its auth
-  # thread, which no longer calls back for listeners but still hands each on): the rest wait here.
+  # In Icecast at most a few at once until it answers (its listen backlog of 5): the rest wait here.
   tcp-request content lua.${TAKE_SLOT}
   tcp-request content lua.${SET_TICKET}
   # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
   tcp-request content reject unless { var(txn.ticket_set) -m found }`;
 }
 
-/** A source (PUT or SOURCE to a mount) has its mount and head length noted for its end-of-connection line. */
+/**
+ * A source (PUT or SOURCE to a mount): its mount, id and head length noted for its lines to serve; serve decides, and
+ * an admitted one goes on with Icecast's own source credentials instead of its own (a refused one gets Icecast's 401).
+ */
 function sourceRules(): string {
   const source = '{ method PUT SOURCE } !{ path_beg /admin }';
   return `  tcp-request content set-var(sess.source_mount) path if ${source}
-  tcp-request content lua.${SOURCE_HEAD} if ${source}`;
+  tcp-request content set-var(sess.source_id) uuid if ${source}
+  tcp-request content lua.${SOURCE_HEAD} if ${source}
+  tcp-request content lua.${ADMIT_SOURCE} if ${source}
+  tcp-request content use-service lua.${REFUSE} if ${source} !{ var(txn.admitted) -m bool }
+  tcp-request content lua.${SET_SOURCE_AUTH} if ${source}
+  tcp-request content reject if ${source} !{ var(txn.source_auth_set) -m found }`;
 }
 
 /** Reads a listener_add's credentials: HAProxy's signed ticket gives the listener's address; a forged one is refused. */

@@ -1,6 +1,8 @@
 /**
  * What HAProxy's Lua (Debian's HAProxy is built with Lua 5.3) does to a listener on its way into Icecast: its request
- * head gets the signed ticket (haproxy-config.ts) in place of any Authorization it sent, and it is paced: at most
+ * head loses any Authorization it sent and gets its ticket's user name (haproxy-config.ts) before its User-Agent (the
+ * mount has no authentication, so Icecast records no user: its listclients and access log keep the agent), and it is
+ * paced: at most
  * `inFlight` connections in Icecast at once until it answers them, and one at most every `intervalMs`.
  * HAProxy's own `maxconn` cannot do this: it counts a connection for its whole life, and a listener stays for hours.
  * This bound is released at Icecast's answer (its auth thread has called back by then), so a burst of thousands waits
@@ -77,16 +79,19 @@ core.register_action("${SOURCE_HEAD}", { "tcp-req" }, function(txn)
   if stop then txn:set_var("sess.source_head", stop + 3) end
 end)
 
--- The request head with its Authorization lines replaced by the signed ticket (txn.authorization).
+-- The request head without the listener's Authorization and with its ticket (txn.ticket_user) before its agent.
 core.register_action("${SET_TICKET}", { "tcp-req" }, function(txn)
   local data = txn.req:data()
   local stop = data and data:find("\\r\\n\\r\\n", 1, true)
   if not stop then return end
-  local kept = {}
+  local kept, agent = {}, ""
   for line in (data:sub(1, stop + 1)):gmatch("(.-)\\r\\n") do
-    if not line:lower():find("^authorization%s*:") then kept[#kept + 1] = line end
+    local lower = line:lower()
+    local value = lower:find("^user%-agent%s*:") and line:match("^[^:]*:%s*(.-)%s*$")
+    if value then agent = value
+    elseif not lower:find("^authorization%s*:") then kept[#kept + 1] = line end
   end
-  kept[#kept + 1] = "Authorization: Basic " .. txn:get_var("txn.authorization")
+  kept[#kept + 1] = "User-Agent: " .. txn:get_var("txn.ticket_user") .. " " .. agent
   local head = table.concat(kept, "\\r\\n") .. "\\r\\n\\r\\n"
   if txn.req:set(head, 0, stop + 3) == #head then txn:set_var("txn.ticket_set", true) end
 end)

@@ -10,7 +10,7 @@ import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildAdmissionLua } from './haproxy-admission.js';
 import { buildPacingLua } from './haproxy-pacing.js';
 import type { ListenerEndListener } from './listener-end.js';
-import type { SourceEndListener } from './source-end.js';
+import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 import { accepts, freePort, isFree } from './local-ports.js';
 import { systemUserIds } from './system-user.js';
 
@@ -26,8 +26,10 @@ export interface HaproxySupervisorOptions {
   upstream: () => { host: string; port: number } | undefined;
   /** Icecast's `<clients>` limit: at most this many connections to it at once. */
   icecastClients: number;
-  /** Where HAProxy asks serve to admit a listener (its callback server) and with which credentials. */
+  /** Where HAProxy asks serve to admit a listener or a source (its callback server) and with which credentials. */
   admission: { callbackBaseUrl: string; callbackAuth: { user: string; password: string }; timeoutMs?: number };
+  /** Icecast's source password (IcecastSupervisorOptions.proxySourcePassword): an admitted source's credentials. */
+  icecastSourcePassword: string;
   /** The loopback address HAProxy connects to Icecast from (the one Icecast accepts besides serve's). */
   sourceAddress?: string;
   /** Listeners in Icecast at once until it answers (< 100: it refuses more waiting for its auth thread). */
@@ -41,6 +43,8 @@ export interface HaproxySupervisorOptions {
   onSourceEnd?: SourceEndListener;
   /** Told the bytes HAProxy sent to each listener when its connection closes (the meter's final figure). */
   onListenerEnd?: ListenerEndListener;
+  /** Told when Icecast took a source HAProxy let in, and when its connection closed (mount_add, mount_remove). */
+  onSourcePresence?: SourcePresenceListener;
 }
 
 export interface HaproxyStartedEvent {
@@ -79,7 +83,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
 
   constructor(private readonly options: HaproxySupervisorOptions) {
     super();
-    this.closeEvents = new HaproxyCloseEvents(options.onSourceEnd, options.onListenerEnd);
+    this.closeEvents = new HaproxyCloseEvents(options.onSourceEnd, options.onListenerEnd, options.onSourcePresence);
   }
 
   get port(): number {
@@ -157,9 +161,13 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     const luaPath = join(this.options.dataDir, 'pacing.lua');
     const { admission } = this.options;
     await writeFile(luaPath, pacing, { mode: 0o600 });
-    await writeFile(admissionLuaPath, buildAdmissionLua({ ...admission, timeoutMs: admission.timeoutMs ?? 15_000 }), {
-      mode: 0o600,
+    const lua = buildAdmissionLua({
+      ...admission,
+      timeoutMs: admission.timeoutMs ?? 15_000,
+      sourceAuth: { user: 'source', password: this.options.icecastSourcePassword },
+      logSecret: this.closeEvents.secret,
     });
+    await writeFile(admissionLuaPath, lua, { mode: 0o600 });
     await writeFile(this.configPath, config, { mode: 0o600 });
     const owner = systemUserIds('haproxy');
     if (owner)

@@ -2,6 +2,7 @@
 // tiny parser at the bottom of this file rather than a dependency.
 import http from 'node:http';
 import https from 'node:https';
+import { proxiedAgent } from './listener-end.js';
 
 export interface MountSummary {
   mount: string;
@@ -96,13 +97,16 @@ export class IcecastAdmin {
     const source = root.children.find((e) => e.name === 'source');
     return (source?.children ?? [])
       .filter((e) => e.name === 'listener')
-      .map((listener) => ({
-        id: childText(listener, 'id') ?? '',
-        ip: childText(listener, 'ip') ?? '',
-        userAgent: childText(listener, 'useragent') ?? '',
-        connectedSeconds: toNumber(childText(listener, 'connected')),
-        user: childText(listener, 'username'),
-      }));
+      .map((listener) => {
+        const agent = proxiedAgent(childText(listener, 'useragent') ?? '');
+        return {
+          id: childText(listener, 'id') ?? '',
+          ip: childText(listener, 'ip') ?? '',
+          userAgent: agent.userAgent,
+          connectedSeconds: toNumber(childText(listener, 'connected')),
+          user: childText(listener, 'username') ?? agent.user,
+        };
+      });
   }
 
   /** False when the mount or client does not exist. */

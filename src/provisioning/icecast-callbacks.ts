@@ -99,6 +99,30 @@ function proxiedListener(form: Record<string, string>, decider: MountDecider): D
   });
 }
 
+/**
+ * HAProxy's own question about a source (haproxy-admission.ts), in place of Icecast's stream_auth: the source's mount,
+ * its Authorization header as it sent it, and its address.
+ */
+export const PROXY_STREAM_AUTH = 'proxy_stream_auth';
+
+/** The user and password of an HTTP Basic Authorization header ('' for both when it is not one). */
+export function basicCredentials(header: string): { user: string; pass: string } {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  const decoded = m ? Buffer.from(m[1], 'base64').toString('utf8') : '';
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? { user: '', pass: '' } : { user: decoded.slice(0, colon), pass: decoded.slice(colon + 1) };
+}
+
+function proxiedSource(form: Record<string, string>, decider: MountDecider): Decision | Promise<Decision> {
+  const parsed = parseMount(form.mount ?? '');
+  if (!parsed || Object.keys(parsed.query).length > 0) return refuse('invalid mount');
+  return decider.authorizeSource({
+    mount: parsed.mount,
+    ...basicCredentials(form.authorization ?? ''),
+    ip: form.ip ?? '',
+  });
+}
+
 /** Turns one Icecast callback into a call on the decider. Decider errors propagate (the caller answers 500). */
 export async function handleIcecastCallback(
   action: string,
@@ -106,6 +130,7 @@ export async function handleIcecastCallback(
   decider: MountDecider,
 ): Promise<Decision> {
   if (action === PROXY_LISTENER_ADD) return proxiedListener(form, decider);
+  if (action === PROXY_STREAM_AUTH) return proxiedSource(form, decider);
   if (!isAction(action)) return refuse('unknown action');
   if (form.action !== undefined && form.action !== action) return refuse('action mismatch');
   const parsed = parseMount(form.mount ?? '');

@@ -39,6 +39,13 @@ export interface IcecastConfigOptions {
   listenerAdd?: boolean;
   /** A file of the addresses Icecast accepts connections from (one a line); without it, any. */
   allowIpFile?: string;
+  /**
+   * Set when the proxy in front (HAProxy) decides every source and listener itself: the mounts get no authentication
+   * at all (Icecast 2.4.4 puts every client of an authenticated mount through its one auth thread, callbacks or not),
+   * and a source the proxy let in reaches Icecast as user \`source\` with this password, which only Icecast's and the
+   * proxy's 0600 configs hold.
+   */
+  proxySourcePassword?: string;
 }
 
 export function icecastCallbackUrl(callbackBaseUrl: string, action: IcecastCallbackAction): string {
@@ -62,9 +69,8 @@ function wantsCallback(o: IcecastConfigOptions, action: IcecastCallbackAction): 
 
 const randomSecret = () => randomBytes(24).toString('base64url');
 
-/** Builds icecast.xml: loopback only, every mount governed by URL auth through the default mount. */
-export function buildIcecastConfig(o: IcecastConfigOptions): string {
-  const shareDir = o.shareDir ?? '/usr/share/icecast2';
+/** The default mount's URL auth: every callback Icecast is to make, with its credentials. */
+function urlAuthentication(o: IcecastConfigOptions): string {
   const x = escapeXml;
   const option = (name: string, value: string) => `      <option name="${x(name)}" value="${x(value)}"/>`;
   const authOptions = [
@@ -75,9 +81,18 @@ export function buildIcecastConfig(o: IcecastConfigOptions): string {
     option('timelimit_header', 'icecast-auth-timelimit:'),
     ...(o.callbackAuth ? [option('username', o.callbackAuth.user), option('password', o.callbackAuth.password)] : []),
   ];
+  return `    <authentication type="url">
+${authOptions.join('\n')}
+    </authentication>
+`;
+}
 
-  // The global source and relay passwords are never used (stream_auth replaces the source one and
-  // we run no relays) but Icecast ships "hackme" defaults, so they get unguessable values.
+/** Builds icecast.xml: loopback only, every mount governed through the default mount by URL auth or by the proxy. */
+export function buildIcecastConfig(o: IcecastConfigOptions): string {
+  const shareDir = o.shareDir ?? '/usr/share/icecast2';
+  const x = escapeXml;
+  // Without a proxy deciding sources the global source password is never used (stream_auth replaces it), and the
+  // relay one never is (we run no Icecast relays), but Icecast ships "hackme" defaults: they get unguessable values.
   return `<icecast>
   <location>loopback</location>
   <hostname>${x(o.host)}</hostname>
@@ -92,7 +107,7 @@ export function buildIcecastConfig(o: IcecastConfigOptions): string {
     <burst-size>65535</burst-size>
   </limits>
   <authentication>
-    <source-password>${x(randomSecret())}</source-password>
+    <source-password>${x(o.proxySourcePassword ?? randomSecret())}</source-password>
     <relay-password>${x(randomSecret())}</relay-password>
     <admin-user>${x(o.adminUser)}</admin-user>
     <admin-password>${x(o.adminPassword)}</admin-password>
@@ -104,10 +119,7 @@ export function buildIcecastConfig(o: IcecastConfigOptions): string {
   <mount type="default">
     <public>0</public>
     <hidden>1</hidden>
-    <authentication type="url">
-${authOptions.join('\n')}
-    </authentication>
-  </mount>
+${o.proxySourcePassword === undefined ? urlAuthentication(o) : ''}  </mount>
   <fileserve>0</fileserve>
   <paths>
     <basedir>${x(shareDir)}</basedir>

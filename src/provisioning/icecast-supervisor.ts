@@ -43,6 +43,8 @@ export interface IcecastSupervisorOptions {
   listenerAdd?: boolean;
   /** Only these addresses may connect to Icecast (its allow-ip file); any when unset. */
   allowIps?: string[];
+  /** The proxy in front decides sources and listeners; its sources come in with this password (icecast-config.ts). */
+  proxySourcePassword?: string;
 }
 
 export interface IcecastStartedEvent {
@@ -197,6 +199,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       listenerRemove: this.options.listenerRemove,
       listenerAdd: this.options.listenerAdd,
       allowIpFile: this.options.allowIps && join(this.options.dataDir, 'allowed-ips'),
+      proxySourcePassword: this.options.proxySourcePassword,
     });
     if (this.options.allowIps)
       await writeFile(join(this.options.dataDir, 'allowed-ips'), `${this.options.allowIps.join('\n')}\n`, {

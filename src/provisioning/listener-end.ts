@@ -15,6 +15,18 @@ export type ListenerEndListener = (end: ListenerEnd) => void;
 /** The user name HAProxy gives each listener's connection in front of Icecast (haproxy-config.ts). */
 export const PROXY_USER = 'proxy-';
 
+/**
+ * A listener HAProxy let in reaches Icecast with its ticket (\`proxy-<uuid>\`) before its own User-Agent: its mount has
+ * no authentication (so Icecast records no user name), while its access-log line and listclients keep the agent.
+ */
+const PROXIED_AGENT = /^(proxy-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?: (.*))?$/s;
+
+/** The user (HAProxy's ticket) and the listener's own agent from the agent Icecast saw; no user for other clients. */
+export function proxiedAgent(agent: string): { user?: string; userAgent: string } {
+  const m = PROXIED_AGENT.exec(agent);
+  return m ? { user: m[1], userAgent: m[2] ?? '' } : { userAgent: agent };
+}
+
 /** Whether a listener's access-log line will be followed (or was preceded) by its proxy's own count. */
 export const reportedByProxy = (user: string | null): boolean => user?.startsWith(PROXY_USER) ?? false;
 

@@ -23,3 +23,14 @@ export function sourceMountOf(head: string): string | undefined {
   const path = target.split('?')[0];
   return path.startsWith('/') && !path.startsWith('/admin') ? path : undefined;
 }
+
+/**
+ * A source the proxy let in was taken by Icecast (present) or its connection closed (not present): what Icecast's
+ * mount_add and mount_remove told, when Icecast is not asked (HAProxy decides sources itself).
+ */
+export interface SourcePresence {
+  mount: string;
+  present: boolean;
+}
+
+export type SourcePresenceListener = (event: SourcePresence) => void;

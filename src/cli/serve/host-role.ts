@@ -45,6 +45,7 @@ export async function startStreamingHost(
   decider?: IcecastDecider,
 ): Promise<void> {
   const { config, log, live, stream, http, shutdown } = base;
+  if (decider) stream.onSourcePresence(sourcePresenceTo(decider, log));
   await stream.start(await callbackBaseUrl(base, decider));
   const { hostDb: db, hls, autodj, relays, places, lease, titlesSent } = parts;
   if (stream.available && lease) await joinHostPool(base, lease);
@@ -108,6 +109,22 @@ export async function startStreamingHost(
     await autodj.stopAll();
     await relays.stopAll();
   });
+}
+
+/**
+ * A source HAProxy let in came or went: what Icecast's mount_add and mount_remove tell the decider otherwise, one at a
+ * time per mount as Icecast's auth thread asked them (a source that comes and goes at once is noted in that order).
+ */
+function sourcePresenceTo(decider: IcecastDecider, log: Foundation['log']) {
+  const queues = new Map<string, Promise<void>>();
+  return ({ mount, present }: { mount: string; present: boolean }) => {
+    const note = () => (present ? decider.mountAdded({ mount }) : decider.mountRemoved({ mount }));
+    const done = (queues.get(mount) ?? Promise.resolve())
+      .then(note)
+      .catch((err) => log.warn({ err, mount }, `could not note the source ${present ? 'connected' : 'disconnected'}`))
+      .finally(() => queues.get(mount) === done && queues.delete(mount));
+    queues.set(mount, done);
+  };
 }
 
 /** The host's usage meter, fed by the proxy's reports of sources and listeners that ended. */

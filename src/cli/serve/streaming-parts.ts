@@ -37,6 +37,7 @@ export function streamingParts(base: Foundation) {
         places,
         leaseHeld: () => lease?.held ?? true,
         segmentServer: { listen: config.streaming.hlsListen, publicUrl: config.streaming.hlsPublicUrl },
+        apiUrl: () => http.baseUrl,
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
@@ -52,12 +53,17 @@ export function streamingParts(base: Foundation) {
   const autodj = new AutoDjManager({
     db: hostDb,
     media,
-    icecastUrl: () => stream.localUrl() ?? stream.publicUrl(),
+    icecastUrl: () => stream.sourceUrl() ?? stream.publicUrl(),
     admin: () => stream.admin(),
     log,
     nowPlaying,
   });
-  const relays = new RelayManager(hostDb, () => stream.localUrl() ?? stream.publicUrl(), log, config.relayFirstRetryMs);
+  const relays = new RelayManager(
+    hostDb,
+    () => stream.sourceUrl() ?? stream.publicUrl(),
+    log,
+    config.relayFirstRetryMs,
+  );
   const recorder = hosting(base) ? liveShowRecorder(base, hostDb, media, autodj) : undefined;
   return {
     hostDb,
