@@ -37,7 +37,6 @@ export function streamingParts(base: Foundation) {
         places,
         leaseHeld: () => lease?.held ?? true,
         segmentServer: { listen: config.streaming.hlsListen, publicUrl: config.streaming.hlsPublicUrl },
-        apiUrl: () => http.baseUrl,
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
