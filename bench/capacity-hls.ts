@@ -84,7 +84,7 @@ export async function measureHls(root: string, players: number, seconds: number,
     const stream = await buyOne(service, players, kbps);
     source = startFfmpegSource(stream.broadcast, kbps);
     const master = await (await fetch(stream.hls)).text();
-    const media = new URL(master.split('\n').find((l) => l.startsWith('live.m3u8'))!, stream.hls);
+    const media = new URL(master.split('\n').find((l) => l.includes('live.m3u8?session='))!, stream.hls);
     await waitFor('the rendition', async () => (await fetch(media)).status === 200, 60_000);
     const until = Date.now() + (RAMP_SECONDS + 12 + seconds + 4) * 1000;
     const children = Math.ceil(players / PLAYERS_PER_CHILD);

@@ -28,7 +28,7 @@ export class Player {
   async run(until: number | (() => number)): Promise<void> {
     const end = typeof until === 'number' ? () => until : until;
     const text = await (await fetch(this.master)).text();
-    this.media = new URL(text.split('\n').find((l) => l.startsWith('live.m3u8'))!, this.master);
+    this.media = new URL(text.split('\n').find((l) => l.includes('live.m3u8?session='))!, this.master);
     // As players do, a retryable refusal (a burst of admissions on a loaded machine) is tried again.
     for (let tries = 0; !(await this.poll().catch(() => false)) && tries < 20; tries++) {
       this.retries++;

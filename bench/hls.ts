@@ -84,7 +84,7 @@ async function prepare(service: Service): Promise<{ run: Run; source: ChildProce
   const source = startFfmpegSource(svc.broadcast_url, 128);
   const hlsUrl: string = svc.endpoints.hls_url;
   const master = await (await fetch(hlsUrl)).text();
-  const warmUp = new URL(master.split('\n').find((l) => l.startsWith('live.m3u8'))!, hlsUrl);
+  const warmUp = new URL(master.split('\n').find((l) => l.includes('live.m3u8?session='))!, hlsUrl);
   await waitFor('the rendition', async () => (await fetch(warmUp)).status === 200, 60_000);
   const run: Run = {
     service,

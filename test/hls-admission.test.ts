@@ -79,12 +79,17 @@ describe('HLS admission', { skip }, () => {
   });
 
   test('a made-up or forged session is refused and starts nothing', async () => {
-    const base = `${service.baseUrl}/hls/${svc.service_id}/live.m3u8?session=`;
-    const genuine = new URL(await master()).searchParams.get('session')!;
+    const media = new URL(await master());
+    const genuine = media.searchParams.get('session')!;
+    // At nginx's address (where players fetch it) and at serve's.
+    const bases = [
+      `${media.origin}${media.pathname}?session=`,
+      `${service.baseUrl}/hls/${svc.service_id}/live.m3u8?session=`,
+    ];
     const forged = genuine.slice(0, 22) + randomBytes(12).toString('base64url');
     const other = randomBytes(16).toString('base64url') + genuine.slice(22);
     for (const token of [randomBytes(16).toString('base64url'), forged, other, '']) {
-      for (const method of ['GET', 'HEAD']) {
+      for (const [method, base] of bases.flatMap((b) => [['GET', b] as const, ['HEAD', b] as const])) {
         const answer = await fetch(base + token, { method });
         assert.equal(answer.status, 400, `${method} ${token}`);
         assert.equal(answer.headers.get('cache-control'), 'no-store');
@@ -139,6 +144,44 @@ describe('HLS admission', { skip }, () => {
     assert.equal(await own.poll(), 200);
     await waitFor('its place to show', async () => (await holders()) === 1, 5_000);
     await waitFor('the place to be freed', async () => (await holders()) === 0, 15_000);
+  });
+
+  test("after its first, a session's playlists are nginx's; its place is held while it fetches and no longer", async () => {
+    const url = await master();
+    assert.match(url, new RegExp(`^http://127\\.0\\.0\\.1:\\d+/hls/${svc.service_id}/live\\.m3u8\\?session=`));
+    assert.equal(listeningProcess(url), 'nginx');
+    const before = (await usage()).bytes.sent_to_listeners;
+    const player = new HlsPlayer(url);
+    const servedBy: string[] = [];
+    // Six reloads 2 s apart (12 s, beyond the 8 s a silent session keeps its place): nginx answers all but the first,
+    // which serve admits; the place stays while nginx's log shows the session fetching.
+    for (let i = 0; i < 6; i++) {
+      assert.equal(await player.poll(), 200);
+      servedBy.push(player.servedBy!);
+      await sleep(2000);
+      assert.equal(await holders(), 1, `the place held after fetch ${i + 1}`);
+    }
+    assert.deepEqual(servedBy, ['serve', 'nginx', 'nginx', 'nginx', 'nginx', 'nginx']);
+    // Its usage, counted from nginx's log: its playlists and the segments they gave it, to the byte.
+    await waitFor(
+      'its bytes in the usage',
+      async () => (await usage()).bytes.sent_to_listeners - before === player.bytes,
+      10_000,
+    ).catch(async (e) => {
+      throw new Error(
+        `${e.message}: ${(await usage()).bytes.sent_to_listeners - before} counted, ${player.bytes} sent`,
+      );
+    });
+    // It stops fetching: its place is freed, and nginx no longer answers its address. Two other players take the two
+    // places; the ended session's address is then refused (by serve, which nginx asks again).
+    await waitFor('the place to be freed', async () => (await holders()) === 0, 15_000);
+    const others = [new HlsPlayer(await master()), new HlsPlayer(await master())];
+    for (const other of others) assert.equal(await other.poll(), 200);
+    const again = await fetch(url);
+    assert.equal(again.status, 403);
+    assert.equal(again.headers.get('x-hls-playlist-server'), null, 'not answered from a link');
+    assert.equal(JSON.parse(await again.text()).error.code, 'listener_limit_reached');
+    await waitFor('their places to be freed', async () => (await holders()) === 0, 15_000);
   });
 
   test('segments: one address for every listener, kept by caches; playlists kept by none', async () => {

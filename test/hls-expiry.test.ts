@@ -40,7 +40,10 @@ describe('HLS at expiry', { skip }, () => {
       },
       40_000,
     );
-    const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, svc.endpoints.hls_url);
+    const media = new URL(
+      master.split('\n').find((line) => line.includes('live.m3u8?session='))!,
+      svc.endpoints.hls_url,
+    );
     // Its media playlist takes a place and starts the rendition (503 until the source is up).
     await waitFor(
       'the media playlist',

@@ -753,7 +753,7 @@ describe('/openapi.json', () => {
       40_000,
     );
     const hlsUrl = paid.body.service.endpoints.hls_url;
-    const media = new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, hlsUrl);
+    const media = new URL(master.split('\n').find((line) => line.includes('live.m3u8?session='))!, hlsUrl);
     const mediaText = await (await fetch(media)).text();
     // The playlist names each segment on the segment server (nginx); serve answers the same name under /hls too.
     const published = new URL(
@@ -763,7 +763,7 @@ describe('/openapi.json', () => {
         .at(-1)!,
       media,
     );
-    for (const address of [published, new URL(published.pathname.split('/').at(-1)!, media)]) {
+    for (const address of [published, new URL(published.pathname.split('/').at(-1)!, hlsUrl)]) {
       const segment = await fetch(address);
       assert.equal(segment.headers.get('content-type'), 'video/mp2t', address.href);
       await segment.arrayBuffer();

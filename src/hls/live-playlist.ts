@@ -1,7 +1,7 @@
-import { stat } from 'node:fs/promises';
+import { rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { publish, segmentNumbers } from './playlist.js';
-import type { Rendition } from './rendition.js';
+import { PUBLISHED_PLAYLIST, type Rendition } from './rendition.js';
 
 /** How long a playlist read from the rendition's file is answered before the file is read again. */
 export const PLAYLIST_FRESH_MS = 250;
@@ -18,7 +18,13 @@ export interface PublishedPlaylist {
   sizes: Map<number, number>;
   /** Each listed segment's tag (its published name). */
   tags: Map<number, string>;
+  /** When it was written to PUBLISHED_PLAYLIST, and the ETag nginx answers it with; unset when not written. */
+  writtenAt?: number;
+  etag?: string;
 }
+
+/** Playlists written earlier that a fetch logged late may have been answered. */
+const VERSIONS_KEPT = 8;
 
 export interface PublishOptions {
   /** The tag of a segment's published name (signing.ts). */
@@ -27,6 +33,8 @@ export interface PublishOptions {
   base: string;
   /** Whether the file server serves them: they are then linked under their published names first. */
   link: boolean;
+  /** Whether the file server answers sessions' playlists too: each new one is then written to PUBLISHED_PLAYLIST. */
+  write?: boolean;
 }
 
 /**
@@ -38,6 +46,8 @@ export class LivePlaylist {
   private current?: PublishedPlaylist;
   private readAt = 0;
   private reading?: Promise<PublishedPlaylist | undefined>;
+  /** The playlists written, oldest first. */
+  private readonly versions: PublishedPlaylist[] = [];
 
   constructor(
     private readonly rendition: Rendition,
@@ -60,7 +70,9 @@ export class LivePlaylist {
       this.current = undefined;
       return undefined;
     }
-    if (written !== this.current?.written) this.current = await this.build(written);
+    // A playlist not yet written to its file (the directory was being renewed) is written again.
+    const unwritten = this.options.write && this.current?.writtenAt === undefined;
+    if (written !== this.current?.written || unwritten) this.current = await this.build(written);
     this.readAt = startedAt;
     return this.current;
   }
@@ -77,7 +89,32 @@ export class LivePlaylist {
     }
     if (link) await this.rendition.published.publish(numbers, tags);
     const body = publish(written, tags, base);
-    return { written, numbers, body, bodyBytes: Buffer.byteLength(body), sizes, tags };
+    const published: PublishedPlaylist = { written, numbers, body, bodyBytes: Buffer.byteLength(body), sizes, tags };
+    if (this.options.write) await this.writeFile(published).catch(() => {});
+    return published;
+  }
+
+  /**
+   * The playlist nginx answered a fetch with: by the ETag it logged, else the one written last before the fetch was
+   * logged (what a session was given decides which segments it is counted).
+   */
+  answered(etag: string, at: number): PublishedPlaylist | undefined {
+    const byTag = this.versions.findLast((v) => v.etag === etag);
+    return byTag ?? this.versions.findLast((v) => (v.writtenAt ?? 0) <= at) ?? this.versions[0];
+  }
+
+  /** Written beside ffmpeg's, under a temporary name first: nginx opens either the old one or the new one. */
+  private async writeFile(published: PublishedPlaylist): Promise<void> {
+    const file = join(this.rendition.dir, PUBLISHED_PLAYLIST);
+    const temporary = `${file}.tmp`;
+    await writeFile(temporary, published.body, { mode: 0o644 });
+    await rename(temporary, file);
+    const written = await stat(file);
+    published.writtenAt = Date.now();
+    // nginx's ETag of a file: its modification time in seconds and its size, in hex.
+    published.etag = `"${Math.floor(written.mtimeMs / 1000).toString(16)}-${written.size.toString(16)}"`;
+    this.versions.push(published);
+    if (this.versions.length > VERSIONS_KEPT) this.versions.shift();
   }
 
   /** A segment file's size; 0 once it is gone. */

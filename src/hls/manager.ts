@@ -1,17 +1,31 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { HlsFileServer, InternalListeners, ListenerAuthRequest } from '../provisioning/index.js';
+import type {
+  HlsFileServer,
+  HlsPlaylistSettings,
+  InternalListeners,
+  ListenerAuthRequest,
+} from '../provisioning/index.js';
 import { admitListener, type InternalReaders, type ListenerPlaces, type ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import { LivePlaylist, type PublishedPlaylist } from './live-playlist.js';
 import { masterPlaylist, newForSession, parsePublished } from './playlist.js';
+import { PlaylistFetchLog, type PlaylistFetch } from './playlist-fetch-log.js';
 import { Rendition } from './rendition.js';
 import { startSegmentServer, type SegmentServerSettings } from './segment-server.js';
-import { sharedSession, takePlaylistFetch, tooFast } from './session-pace.js';
+import {
+  PLAYLIST_BURST,
+  PLAYLIST_INTERVAL_MS,
+  refuseOverRate,
+  sharedSession,
+  takePlaylistFetch,
+  tooFast,
+} from './session-pace.js';
+import { SessionLinks } from './session-links.js';
 import { HlsSessions, presentMs, type HlsSession } from './sessions.js';
 import { HlsSigner } from './signing.js';
 import { HlsUsageTotals } from './usage-totals.js';
@@ -32,6 +46,16 @@ export interface HlsManagerOptions {
   leaseHeld?: () => boolean;
   /** Where segments are served (segment-server.ts): nginx unless false. */
   segmentServer?: SegmentServerSettings;
+  /** serve's own API address (…/api/v1): with it, nginx answers admitted sessions' media playlists too. */
+  apiUrl?: () => string;
+}
+
+/** What nginx says of a media playlist request it passed on (hls-playlist-config.ts). */
+export interface PassedOn {
+  /** The client's address (serve sees nginx's). */
+  ip?: string;
+  /** nginx found the session fetching faster than one player. */
+  overRate: boolean;
 }
 
 /** Who fetches: the listener session keeps its network and user agent, never the full address. */
@@ -42,6 +66,8 @@ export interface HlsClient {
 
 /** A rendition nobody fetched for this long is stopped (started again by the next request). */
 const RENDITION_IDLE_MS = 60_000;
+/** How often the renditions' playlists are read and, when ffmpeg wrote a new one, published to nginx. */
+const REFRESH_MS = 250;
 /** How long a first request waits for the rendition's first segment. */
 const READY_TIMEOUT_MS = 12_000;
 /** A media playlist as answered to a session, with what it counts once sent. */
@@ -76,6 +102,12 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private readonly admissions = new Map<string, Promise<void>>();
   /** nginx serving the segments; undefined: serve answers them (hlsRoutes). */
   private fileServer?: HlsFileServer;
+  /** While nginx answers admitted sessions' playlists: their links, its log of them, the secret it passes on. */
+  private links?: SessionLinks;
+  private fetchLog?: PlaylistFetchLog;
+  private readonly gate = randomBytes(24).toString('base64url');
+  private refreshTimer?: NodeJS.Timeout;
+  private linksCleared = false;
 
   constructor(private readonly options: HlsManagerOptions) {
     this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
@@ -94,11 +126,60 @@ export class HlsManager implements InternalReaders, InternalListeners {
     };
     this.timer = setInterval(sweep, 1000);
     this.timer.unref();
-    this.fileServer = await startSegmentServer(this.options.dir, this.options.segmentServer, this.options.log);
+    const playlists = await this.playlistSettings();
+    this.fileServer = await startSegmentServer(
+      this.options.dir,
+      this.options.segmentServer,
+      this.options.log,
+      playlists,
+    );
+    if (!this.fileServer || !playlists) this.links = undefined;
+    else {
+      this.fetchLog = new PlaylistFetchLog(playlists.logPath);
+      this.refreshTimer = setInterval(() => this.refresh(), REFRESH_MS);
+      this.refreshTimer.unref();
+    }
+  }
+
+  /** nginx's part in answering playlists: none without serve's address or without nginx. */
+  private async playlistSettings(): Promise<HlsPlaylistSettings | undefined> {
+    const api = this.options.apiUrl?.();
+    if (!api || this.options.segmentServer === false) return undefined;
+    const url = new URL(api);
+    const host = ['0.0.0.0', '[::]'].includes(url.hostname)
+      ? url.hostname === '[::]'
+        ? '[::1]'
+        : '127.0.0.1'
+      : url.hostname;
+    const base = dirname(this.options.dir);
+    this.links = new SessionLinks(join(base, 'hls-sessions'), this.options.dir);
+    await this.links.clear();
+    return {
+      sessionsDir: join(base, 'hls-sessions'),
+      logPath: join(base, 'hls-file-server', 'playlists.log'),
+      serve: { hostPort: `${host}:${url.port}`, prefix: url.pathname.replace(/\/+$/, '') },
+      gateSecret: this.gate,
+      ratePerSecond: 1000 / PLAYLIST_INTERVAL_MS,
+      burst: PLAYLIST_BURST - 1,
+    };
+  }
+
+  /** What nginx says of a request it passed on, when it is nginx (its secret): the client and its pace. */
+  passedOn(gate: string | undefined, client: string | undefined, overRate: string | undefined): PassedOn | undefined {
+    if (!gate || !this.links) return undefined;
+    const [a, b] = [Buffer.from(gate), Buffer.from(this.gate)];
+    if (a.length !== b.length || !timingSafeEqual(a, b)) return undefined;
+    return { ip: client || undefined, overRate: overRate === '1' };
+  }
+
+  /** The running renditions' playlists with sessions, published as soon as ffmpeg writes a new one. */
+  private refresh(): void {
+    for (const [id, live] of this.playlists) if (this.sessions.hasAny(id)) live.get().catch(() => {});
   }
 
   async stopAll(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.refreshTimer);
     await Promise.all([...this.renditions.keys()].map((id) => this.stopRendition(id)));
     await this.fileServer?.stop();
   }
@@ -154,7 +235,9 @@ export class HlsManager implements InternalReaders, InternalListeners {
   /** The multivariant playlist: names the media playlist under a token signed for this service. Takes no place. */
   async master(serviceId: string): Promise<string> {
     const service = await this.serviceFor(serviceId);
-    return masterPlaylist(await this.signer.token(service.id), Number(service.limits.bitrate_kbps ?? 128));
+    const base =
+      this.links && this.fileServer ? `${this.fileServer.publicUrl}/hls/${encodeURIComponent(service.id)}/` : '';
+    return masterPlaylist(await this.signer.token(service.id), Number(service.limits.bitrate_kbps ?? 128), base);
   }
 
   /** What a HEAD of the media playlist checks: the service is live and the token ours. No place, no rendition. */
@@ -167,15 +250,17 @@ export class HlsManager implements InternalReaders, InternalListeners {
    * one player's pace (session-pace.ts), and the rendition starts for an admitted listener only. Its segments are
    * listed under names shared by every listener; `segmentBytes` is what the session fetches from them.
    */
-  async mediaPlaylist(serviceId: string, token: string, client: HlsClient): Promise<MediaPlaylist> {
+  async mediaPlaylist(serviceId: string, token: string, client: HlsClient, overRate = false): Promise<MediaPlaylist> {
     const service = await this.serviceFor(serviceId, 'memory');
     const known = this.sessions.get(token);
     // An open session's token was checked when it was admitted (a token is signed for one service).
     if (known?.serviceId !== service.id) await this.checkToken(service, token);
     if (this.shared.has(token)) throw sharedSession();
     const session = known ?? (await this.admit(service, token, client));
-    await this.pace(session);
+    await this.pace(session, overRate && known !== undefined);
     const playlist = await this.readyFor(service, session);
+    // Its next fetches are nginx's to answer, while the session holds its place.
+    await this.links?.open(service.id, token);
     const fresh = newForSession(playlist.numbers, session.newestShown);
     return {
       body: playlist.body,
@@ -214,9 +299,33 @@ export class HlsManager implements InternalReaders, InternalListeners {
     if (newest !== undefined) session.newestShown = Math.max(session.newestShown ?? newest, newest);
   }
 
-  /** One player's pace; a session fetched faster again and again is shared: it ends and its token is refused. */
-  private async pace(session: HlsSession): Promise<void> {
-    const taken = takePlaylistFetch(session);
+  /**
+   * Counts the playlists nginx answered since the last read: each keeps its session present and adds its body and
+   * the segments it gave the session (the playlist it was answered is known by its ETag).
+   */
+  private async readFetches(): Promise<void> {
+    for (const fetched of (await this.fetchLog?.read()) ?? []) this.countFetch(fetched);
+  }
+
+  private countFetch(f: PlaylistFetch): void {
+    const session = this.sessions.get(f.token);
+    if (session?.serviceId !== f.serviceId || (f.status !== 200 && f.status !== 304)) return;
+    const rendition = this.renditions.get(f.serviceId);
+    if (rendition) rendition.lastUsedAt = Date.now();
+    const answered = f.status === 200 ? this.playlists.get(f.serviceId)?.answered(f.etag, f.at) : undefined;
+    const fresh = answered ? newForSession(answered.numbers, session.newestShown) : [];
+    const segmentBytes = fresh.reduce((sum, n) => sum + (answered?.sizes.get(n) ?? 0), 0);
+    this.sessions.seen(session, f.bytes + segmentBytes, f.at);
+    const newest = answered?.numbers.at(-1);
+    if (newest !== undefined) session.newestShown = Math.max(session.newestShown ?? newest, newest);
+  }
+
+  /**
+   * One player's pace; a session fetched faster again and again is shared: it ends and its token is refused. A fetch
+   * nginx found too fast (`overRate`) is refused here: nginx keeps the pace of the fetches it answers itself.
+   */
+  private async pace(session: HlsSession, overRate: boolean): Promise<void> {
+    const taken = overRate ? refuseOverRate(session) : takePlaylistFetch(session);
     if (taken === 'ok') return;
     if (taken === 'wait') throw tooFast(session);
     this.shared.set(session.token, session.serviceId);
@@ -321,6 +430,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
       tagOf: (n) => this.signer.segmentTag(service.id, n),
       base: this.fileServer ? `${this.fileServer.publicUrl}/hls/${encodeURIComponent(service.id)}/` : '',
       link: this.fileServer !== undefined,
+      write: this.links !== undefined,
     });
     this.renditions.set(service.id, rendition);
     this.playlists.set(service.id, playlist);
@@ -363,6 +473,8 @@ export class HlsManager implements InternalReaders, InternalListeners {
 
   /** Ends sessions not seen within twice the segment length (their places are freed) and idle renditions. */
   private async sweep(): Promise<void> {
+    await this.readFetches();
+    await this.unlinkWithoutLease();
     await this.endSessions(this.sessions.endIdle());
     for (const [id, rendition] of this.renditions) {
       const idle = !this.sessions.hasAny(id) && Date.now() - rendition.lastUsedAt > RENDITION_IDLE_MS;
@@ -370,8 +482,20 @@ export class HlsManager implements InternalReaders, InternalListeners {
     }
   }
 
+  /** A host without its lease serves no HLS: nginx's links go until it is back (serve answers meanwhile). */
+  private async unlinkWithoutLease(): Promise<void> {
+    const held = !this.options.leaseHeld || this.options.leaseHeld();
+    if (held || !this.links) this.linksCleared = false;
+    else if (!this.linksCleared) {
+      this.linksCleared = true;
+      await this.links.clear();
+    }
+  }
+
   private async endSessions(ended: HlsSession[]): Promise<void> {
     if (!ended.length) return;
+    // nginx stops answering them first: their next fetch reaches serve.
+    if (this.links) await Promise.all(ended.map((s) => this.links!.close(s.serviceId, s.token)));
     const clientIds = ended.map((s) => `hls:${s.token}`);
     // The owner's session statistics get each session's exact bytes and the listening time the usage counts
     // (presentMs); deleting its place would close the session with the idle wait in it.
@@ -398,6 +522,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
     const rendition = this.renditions.get(serviceId);
     this.renditions.delete(serviceId);
     this.playlists.delete(serviceId);
+    await this.links?.closeService(serviceId);
     if (!rendition) return;
     await rendition.stop();
     this.options.log.info({ service_id: serviceId }, 'HLS rendition stopped');

@@ -7,15 +7,18 @@ export const LIVE_START_SEGMENTS = 3;
 const WRITTEN = /^seg(\d{1,12})\.ts$/;
 const PUBLISHED = /^seg(\d{1,12})-([A-Za-z0-9_-]{12})\.ts$/;
 
-/** The multivariant playlist of a session: its one media playlist, with the session's token. */
-export function masterPlaylist(token: string, bitrateKbps: number): string {
+/**
+ * The multivariant playlist of a session: its one media playlist, with the session's token, beside it or at `base`
+ * (nginx's directory of the service, ending in /, where nginx answers the playlists).
+ */
+export function masterPlaylist(token: string, bitrateKbps: number, base = ''): string {
   const kbps = Math.max(32, Math.min(256, bitrateKbps));
   return [
     '#EXTM3U',
     '#EXT-X-VERSION:3',
     '#EXT-X-INDEPENDENT-SEGMENTS',
     `#EXT-X-STREAM-INF:BANDWIDTH=${kbps * 1100},CODECS="mp4a.40.2"`,
-    `${MEDIA_PLAYLIST}?session=${token}`,
+    `${base}${MEDIA_PLAYLIST}?session=${token}`,
     '',
   ].join('\n');
 }

@@ -8,6 +8,8 @@ import { PublishedSegments } from './published-segments.js';
 import { HLS_LIST_SIZE, HLS_SEGMENT_SECONDS, HLS_SEGMENTER_AGENT, HLS_SEGMENTER_USER } from './url.js';
 
 export const MEDIA_PLAYLIST = 'live.m3u8';
+/** The playlist as sessions are answered it (segments under their published names), written by live-playlist.ts. */
+export const PUBLISHED_PLAYLIST = 'published.m3u8';
 
 export interface RenditionSource {
   /** Icecast's loopback address, e.g. http://127.0.0.1:8000 */

@@ -17,6 +17,8 @@ export interface PlaylistAllowance {
   allowance: number;
   allowanceAt: number;
   refusals: number;
+  /** The last refusal of a fetch nginx found too fast (refuseOverRate). */
+  refusedAt?: number;
 }
 
 /** Takes one playlist fetch: 'ok', 'wait' (the 429 is tooFast) or 'shared' (the session ends). */
@@ -28,6 +30,19 @@ export function takePlaylistFetch(pace: PlaylistAllowance, now = Date.now()): 'o
     pace.allowance -= 1;
     return 'ok';
   }
+  pace.refusals += 1;
+  return pace.refusals >= SHARED_AFTER_REFUSALS ? 'shared' : 'wait';
+}
+
+/**
+ * A fetch nginx found faster than one player (its own bucket of the same pace, hls-playlist-config.ts) and passed on:
+ * refused, to wait ('wait') or for good once refused again and again with no rest of a full burst between ('shared').
+ */
+export function refuseOverRate(pace: PlaylistAllowance, now = Date.now()): 'wait' | 'shared' {
+  if (now - (pace.refusedAt ?? 0) > PLAYLIST_BURST * PLAYLIST_INTERVAL_MS) pace.refusals = 0;
+  pace.refusedAt = now;
+  pace.allowance = 0;
+  pace.allowanceAt = now;
   pace.refusals += 1;
   return pace.refusals >= SHARED_AFTER_REFUSALS ? 'shared' : 'wait';
 }

@@ -10,7 +10,8 @@ const PLAYLIST_TYPE = 'application/vnd.apple.mpegurl';
  * Public HLS of a service (no key: like the Icecast URL, anyone with the address may listen, within the bought
  * places). GET /hls/{service_id}/index.m3u8 names a media playlist under a token signed for one listener session
  * (live.m3u8?session=…), which takes its place when fetched; its segments have the same addresses for every listener
- * and are served by nginx (src/hls/segment-server.ts), or by the route below where nginx is not installed.
+ * and are served by nginx (src/hls/segment-server.ts), or by the route below where nginx is not installed. Where
+ * nginx runs, players fetch live.m3u8 from it: it answers admitted sessions itself and passes the rest on to here.
  * Playlists are never cached; segments may be, by any cache.
  */
 export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
@@ -36,7 +37,10 @@ export function hlsRoutes(router: Router, hls: HlsManager | undefined): void {
       playlist(ctx, '');
       return;
     }
-    const answer = await hls!.mediaPlaylist(checked(ctx), tokenOf(ctx), clientOf(ctx));
+    // Passed on by nginx (the session's first fetch, an ended or too fast one): it names the client and its pace.
+    const passed = hls!.passedOn(ctx.get('x-hls-gate'), ctx.get('x-hls-client'), ctx.get('x-hls-over-rate'));
+    const client = { ...clientOf(ctx), ...(passed?.ip && { ip: passed.ip }) };
+    const answer = await hls!.mediaPlaylist(checked(ctx), tokenOf(ctx), client, passed?.overRate);
     playlist(ctx, answer.body);
     // Counted once the body has been written in full (a client that went away mid-answer is not charged).
     ctx.res.once('finish', () => hls!.delivered(answer, Buffer.byteLength(answer.body)));

@@ -1,3 +1,5 @@
+import { type HlsPlaylistSettings, playlistHttpBlock, playlistLocations } from './hls-playlist-config.js';
+
 export interface HlsFileServerConfigOptions {
   bind: { host: string; port: number };
   /** The renditions' directory: DATA_DIR/hls/{service_id}/seg<N>-<tag>.ts are served from it. */
@@ -9,6 +11,8 @@ export interface HlsFileServerConfigOptions {
   /** Connections at once (the worker's open files allow twice this). */
   maxConnections: number;
   backlog?: number;
+  /** Session playlists served from files, serve asked only for what a file cannot answer (hls-playlist-config.ts). */
+  playlists?: HlsPlaylistSettings;
 }
 
 /** A segment's public path, the only thing served: anything else is a 404 no cache keeps. */
@@ -17,7 +21,7 @@ const SEGMENT_PATH = '^/hls/(?<sid>[A-Za-z0-9_-]{8,120})/(?<seg>seg[0-9]{1,12}-[
 /**
  * nginx.conf for the HLS segment server: one worker (the machine's other core is Icecast's and serve's), files sent
  * with sendfile, every segment with a public Cache-Control and open CORS (browser players fetch from another origin
- * than the page). No access log: HLS usage is counted from the personal playlist requests serve answers.
+ * than the page). With `playlists`, admitted sessions' media playlists too (hls-playlist-config.ts), each logged.
  */
 export function buildHlsFileServerConfig(o: HlsFileServerConfigOptions): string {
   const q = (value: string) => JSON.stringify(value);
@@ -35,6 +39,7 @@ events {
 http {
   access_log off;
   server_tokens off;
+${o.playlists ? playlistHttpBlock(o.playlists) : ''}
   sendfile on;
   tcp_nopush on;
   keepalive_timeout 30s;
@@ -42,7 +47,7 @@ http {
   open_file_cache max=1000 inactive=10s;
   open_file_cache_errors off;
 ${temp.join('\n')}
-  types { video/mp2t ts; }
+  types { video/mp2t ts; application/vnd.apple.mpegurl m3u8; }
   default_type application/octet-stream;
   server {
     listen ${host}:${o.bind.port} backlog=${o.backlog ?? 4096};
@@ -55,7 +60,7 @@ ${temp.join('\n')}
       # A segment gone (or a wrong tag) is a 404 no cache keeps: the name may be published later.
       error_page 404 @missing;
     }
-    location @missing {
+${o.playlists ? playlistLocations(o.playlists) : ''}    location @missing {
       add_header Cache-Control "no-store" always;
       return 404;
     }

@@ -4,6 +4,7 @@ import { chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildHlsFileServerConfig } from './hls-file-server-config.js';
+import type { HlsPlaylistSettings } from './hls-playlist-config.js';
 import { accepts, freePort } from './local-ports.js';
 import { systemUserIds } from './system-user.js';
 
@@ -18,6 +19,8 @@ export interface HlsFileServerOptions {
   /** Where players reach it (HLS_PUBLIC_URL, a CDN say); by default its own address. */
   publicUrl?: string;
   segmentMaxAgeSeconds: number;
+  /** Admitted sessions' media playlists served too (hls-playlist-config.ts). */
+  playlists?: HlsPlaylistSettings;
   maxConnections?: number;
   binary?: string;
   startTimeoutMs?: number;
@@ -107,6 +110,7 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
       runDir,
       segmentMaxAgeSeconds: this.options.segmentMaxAgeSeconds,
       maxConnections,
+      playlists: this.options.playlists,
     });
     await writeFile(this.configPath, config, { mode: 0o600 });
     const owner = systemUserIds('www-data');

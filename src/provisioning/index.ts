@@ -97,3 +97,4 @@ export {
   type HaproxyStartedEvent,
 } from './haproxy-supervisor.js';
 export { HlsFileServer, hlsFileServerInstalled, type HlsFileServerOptions } from './hls-file-server.js';
+export type { HlsPlaylistSettings } from './hls-playlist-config.js';

@@ -17,6 +17,8 @@ export class HlsPlayer {
   playlist = '';
   readonly refusals: { status: number; code?: string; retryable?: boolean }[] = [];
   readonly segments = new Set<number>();
+  /** Who answered the last playlist: 'nginx' (from the session's link) or 'serve' (passed on, or serve's address). */
+  servedBy?: string;
   private newest?: number;
 
   constructor(readonly mediaUrl: string) {}
@@ -31,6 +33,7 @@ export class HlsPlayer {
       return response.status;
     }
     this.answered++;
+    this.servedBy = response.headers.get('x-hls-playlist-server') ?? 'serve';
     this.playlist = text;
     this.bytes += Buffer.byteLength(text);
     const listed = segmentLines(text).map((uri) => ({ uri, n: Number(SEGMENT.exec(uri)![1]) }));
@@ -51,7 +54,7 @@ export class HlsPlayer {
 
 /** The media playlist's address named by a multivariant playlist. */
 export function mediaUrlOf(master: string, masterUrl: string): string {
-  return new URL(master.split('\n').find((line) => line.startsWith('live.m3u8'))!, masterUrl).href;
+  return new URL(master.split('\n').find((line) => line.includes('live.m3u8?session='))!, masterUrl).href;
 }
 
 /** The name of the process listening on `url`'s port on this machine (ss), undefined when none is found. */
