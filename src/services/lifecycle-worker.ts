@@ -135,7 +135,7 @@ export class LifecycleWorker {
     const changed = services.flatMap((service, i) =>
       usages[i] && !sameUsage(service.usage, facts[i]) ? [{ id: service.id, usage: facts[i] }] : [],
     );
-    await this.saveUsage(changed, fresh && usages.every(Boolean) ? measuredAt : undefined);
+    await this.saveUsage(changed, fresh && services.length && usages.every(Boolean) ? measuredAt : undefined);
     for (const [i, service] of services.entries()) {
       const usage = usages[i];
       const usageFacts = facts[i];
@@ -170,11 +170,12 @@ export class LifecycleWorker {
   }
 
   /**
-   * What the life-cycle rules decide for a service. They are a pure function of the snapshot's rules and the facts, so
-   * the last pass's decisions stand while the facts they read are the same (the usage figures no rule names aside,
-   * such as listener hours that grow every pass while listeners are held): with many live services and nothing
-   * changing, the rules do not run again for each of them every pass. Time enters the facts as `expired`, so paid
-   * time still ends on the pass it should.
+   * What the life-cycle rules decide for a service. Which rules fire is a pure function of the snapshot's rules and
+   * the facts their conditions read, so a pass where none fired stands while those facts are the same (the usage
+   * figures no condition names aside, such as listener hours that grow every pass while listeners are held, or a live
+   * source's bitrate, which only a reason quotes): with many live services and nothing changing, the rules do not run
+   * again for each of them every pass. Decisions are evaluated afresh, their reasons quoting the latest figures. Time
+   * enters the facts as `expired`, so paid time still ends on the pass it should.
    */
   private async decisionsFor(
     service: ServiceRow,
@@ -187,7 +188,7 @@ export class LifecycleWorker {
     const key = JSON.stringify({ ...facts, usage: readUsage(stage, usage) });
     const last = remembered.get(service.id);
     const decisions =
-      last && last.stage === stage && last.key === key
+      last && last.stage === stage && last.key === key && last.decisions.length === 0
         ? last.decisions
         : (
             await stage.evaluate(
@@ -400,14 +401,13 @@ interface RememberedDecisions {
 const stageTexts = new WeakMap<Stage, { text: string; whole: boolean; named: Map<string, boolean> }>();
 
 /**
- * The usage figures any rule of the stage may read (a condition, a derived fact, a reason's template): those whose
- * name appears in its rules. A name inside a longer one counts too, so a figure is left out only when nothing can
- * read it.
+ * The usage figures the stage's conditions and derived facts may read: those whose name appears in them. A name inside
+ * a longer one counts too, so a figure is left out only when no condition can read it.
  */
 function readUsage(stage: Stage, usage: Record<string, unknown>): Record<string, unknown> {
   let known = stageTexts.get(stage);
   if (!known) {
-    const read = [stage.rules, stage.derivedFacts];
+    const read = [stage.rules.map((rule) => rule.conditions), stage.derivedFacts];
     known = { text: JSON.stringify(read), whole: readsWhole(read), named: new Map() };
     stageTexts.set(stage, known);
   }
