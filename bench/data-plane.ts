@@ -69,7 +69,8 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
         Object.entries(refused)
           .map(([k, n]) => `${n}× ${k}`)
           .join(', ') || '0'
-      } | ${(percentile(times, 0.5) / 1000).toFixed(2)} s | ${(times[times.length - 1] / 1000).toFixed(2)} s | ` +
+      } | ${(percentile(times, 0.5) / 1000).toFixed(2)} s | ${(percentile(times, 0.95) / 1000).toFixed(2)} s | ` +
+      `${(times[times.length - 1] / 1000).toFixed(2)} s | ` +
       `${extra.filter((a) => a.status === 200).length} / ${extra.length} | ${realTime} / ${admitted.length} | ` +
       `${core('serve').toFixed(1)} % (${ratio('serve')}) | ` +
       `${proxy === 'haproxy' ? `${core('proxy').toFixed(1)} % (${ratio('proxy')})` : 'in serve'} | ` +
@@ -96,9 +97,9 @@ const section = [
   `then the listeners held ${HOLD_SECONDS} s: CPU from /proc (% of one core), each beside Icecast's own in the same`,
   'configuration; "in real time" = listeners that received ≥ 95 % of 64 kbps over the hold.',
   '',
-  '| Data plane | admitted | refused | p50 | last answer | one more per stream admitted | in real time | ' +
+  '| Data plane | admitted | refused | p50 | p95 | last answer | one more per stream admitted | in real time | ' +
     'serve CPU (× Icecast) | proxy CPU (× Icecast) | Icecast CPU | PostgreSQL CPU |',
-  '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ...rows.map((r) => r.row),
   '',
 ].join('\n');
