@@ -119,12 +119,24 @@ export class Recorder {
     return bytes;
   }
 
-  /** One look at what should record and what does. */
+  /**
+   * One look at what should record and what does. Icecast's mounts are asked for only while a service here records,
+   * and shows are paused or ended only while one is open: a host that records nothing spends two statements a pass.
+   */
   async pass(): Promise<void> {
+    const wanted = await this.wantedServices();
+    if (wanted.size || this.captures.size || this.deletedLive.size) await this.record(wanted);
+    if (await this.openShows()) {
+      if (await this.store.pauseLost()) this.options.log.info({}, 'shows of a lost host paused');
+      await this.finishShows();
+    }
+    if (this.passes++ % 60 === 0) await this.removeEnded();
+  }
+
+  private async record(wanted: Map<string, RecordedService>): Promise<void> {
     const admin = this.options.admin();
     const mounts = admin ? await admin.listMounts().catch(() => [] as MountSummary[]) : [];
     const live = new Map(mounts.map((m) => [m.mount, m]));
-    const wanted = await this.wantedServices();
     for (const [id, capture] of this.captures) {
       if (!wanted.has(id)) await this.endCapture(capture);
     }
@@ -135,9 +147,14 @@ export class Recorder {
       if (mount && !this.captures.has(service.id) && this.liveHolds(service)) await this.begin(service, mount);
     }
     for (const capture of this.captures.values()) await this.follow(capture, wanted.get(capture.show.service_id)!);
-    if (await this.store.pauseLost()) this.options.log.info({}, 'shows of a lost host paused');
-    await this.finishShows();
-    if (this.passes++ % 60 === 0) await this.removeEnded();
+  }
+
+  /** Whether any host has a show not ended (recordings_open indexes them). */
+  private async openShows(): Promise<boolean> {
+    const [row] = await this.options.db.query<{ open: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM recordings WHERE ended_at IS NULL) AS open',
+    );
+    return row?.open === true;
   }
 
   private async wantedServices(): Promise<Map<string, RecordedService>> {
