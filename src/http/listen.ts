@@ -89,6 +89,15 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
     ctx.set('Content-Security-Policy', "default-src 'none'");
   });
 
+  router.get('/listen/:service_id/track-artwork/:name', async (ctx) => {
+    const image = await trackArtwork(deps, ctx.params.service_id, ctx.params.name);
+    ctx.type = image.type;
+    ctx.body = image.bytes;
+    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Content-Security-Policy', "default-src 'none'");
+  });
+
   router.get('/listen/:service_id/now-playing', async (ctx) => {
     const found = await lookup(deps, ctx.params.service_id);
     if (found.kind !== 'on_air') throw noStream(found);
@@ -162,6 +171,17 @@ async function artwork(deps: ListenRouteDeps, serviceId: string, name: string) {
   const bytes = await readFile(deps.media.pathOf(serviceId, artworkFileOf(name))).catch(() => undefined);
   if (!bytes) throw missing();
   return { type: stored.content_type, bytes };
+}
+
+/** The cover picture of one of the service's uploaded files, by the name the now-playing JSON gives it. */
+async function trackArtwork(deps: ListenRouteDeps, serviceId: string, name: string) {
+  const missing = () =>
+    new ApiError(404, 'artwork_not_found', "There is no such track artwork. The listen page's JSON names it.");
+  if (!deps.media || !/^[a-zA-Z0-9_-]{8,120}$/.test(serviceId)) throw missing();
+  const stored = await deps.media.trackArtwork(serviceId, name);
+  const bytes = stored && (await readFile(stored.path).catch(() => undefined));
+  if (!stored || !bytes) throw missing();
+  return { type: stored.type, bytes };
 }
 
 function lookup(deps: ListenRouteDeps, serviceId: string): Promise<ListenLookup> {

@@ -1,9 +1,9 @@
 import {
   listenAddresses,
   type NowPlaying,
+  type PlayedTrack,
   type ServiceRecords,
   type ServiceRow,
-  type Track,
 } from '../services/index.js';
 import { RecordingStore } from '../recordings/index.js';
 import { type StationProfile, StationProfiles } from '../station-profile/index.js';
@@ -14,6 +14,8 @@ export interface PublicTrack {
   title: string;
   artist: string | null;
   started_at: string;
+  /** The cover picture the track's file carries (AutoDJ's uploads); null for live titles and files without one. */
+  artwork_url: string | null;
 }
 
 /** The public JSON beside the listen page, and what the page shows. No credentials, no owner data. */
@@ -51,7 +53,14 @@ export type ListenLookup =
   | { kind: 'off_air'; status: 503; reason: string };
 
 const SERVICE_ID = /^[a-zA-Z0-9_-]{8,120}$/;
-const publicTrack = (t: Track): PublicTrack => ({ title: t.title, artist: t.artist, started_at: t.started_at });
+const publicTrack =
+  (page: string) =>
+  (t: PlayedTrack): PublicTrack => ({
+    title: t.title,
+    artist: t.artist,
+    started_at: t.started_at,
+    artwork_url: t.artwork ? `${page}/track-artwork/${t.artwork}` : null,
+  });
 
 /** Reads a service for the public: its listen page's state, or why there is none. */
 export class ListenPages {
@@ -88,7 +97,7 @@ export class ListenPages {
     const [facts, profile, history] = await Promise.all([
       this.orderFacts(service),
       this.profiles.get(service.id),
-      this.nowPlaying.history(service.id),
+      this.nowPlaying.played(service.id),
     ]);
     const shown = profile.show_time_left ?? facts.show_time_left === 'true';
     const remaining = service.expires_at
@@ -96,6 +105,7 @@ export class ListenPages {
       : null;
     const document = this.services.document(service);
     const addresses = listenAddresses(this.apiBaseUrl(), service.id);
+    const tracks = history.map(publicTrack(addresses.listen_page));
     return {
       service_id: service.id,
       station_name: profile.name || facts.station_name || 'Live stream',
@@ -105,8 +115,8 @@ export class ListenPages {
       on_air: service.usage?.source_connected === true,
       stream_url: document.stream_url,
       hls_url: document.endpoints?.hls_url ?? null,
-      now_playing: history[0] ? publicTrack(history[0]) : null,
-      history: history.map(publicTrack),
+      now_playing: tracks[0] ?? null,
+      history: tracks,
       listeners: { current: facts.listeners },
       expires_at: shown ? (service.expires_at?.toISOString() ?? null) : null,
       remaining_seconds: shown ? remaining : null,

@@ -66,9 +66,15 @@ ${options.embed ? embedBody(view, options) : pageBody(view, options)}
 `;
 }
 
+/**
+ * The playing track's cover picture when it has one, else the station's artwork (player.js switches them as tracks
+ * change; data-fallback is the service's own icon, for a station without artwork).
+ */
 function artImg(view: PublicListenView, options: PageOptions, side: number): string {
-  // Decorative beside the station's name (its alt would repeat the name to a screen reader).
-  return `<img class="art" id="art" src="${escapeHtml(artworkOf(view, options.assetsUrl).url)}" alt="" width="${side}" height="${side}">`;
+  const src = view.now_playing?.artwork_url ?? artworkOf(view, options.assetsUrl).url;
+  const fallback = `${options.assetsUrl}/station.png`;
+  // Decorative beside the station's name and the title (its alt would repeat them to a screen reader).
+  return `<img class="art" id="art" src="${escapeHtml(src)}" data-fallback="${escapeHtml(fallback)}" alt="" width="${side}" height="${side}">`;
 }
 
 function nowPlaying(view: PublicListenView, label: boolean): string {

@@ -136,9 +136,10 @@ export class AutoDjManager {
         const named = track.title
           ? { title: track.title, artist: track.artist ?? null }
           : { title: basename(track.path), artist: null };
+        const artwork = await this.deps.media.artworkOf(service.id, basename(track.path)).catch(() => null);
         // Recorded before Icecast hears it: the stats poll then sees a title already playing, not a live change.
         await this.deps.nowPlaying
-          ?.record(service.id, { ...named, source: 'autodj' })
+          ?.record(service.id, { ...named, source: 'autodj', artwork })
           .catch((err) => this.deps.log.warn({ err, service_id: service.id }, 'could not record what AutoDJ plays'));
         await this.deps
           .admin()

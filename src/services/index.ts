@@ -30,7 +30,15 @@ export { RelayManager, RELAY_USER } from './relay-manager.js';
 export type { StreamLoad } from './stream-load.js';
 export { storageOf, replacePlaylist } from './playlist.js';
 export { liveHoldingSql, type HolderScope } from './live-holdings.js';
-export { NowPlaying, songText, TRACK_HISTORY, type Track, type NewTrack, type TrackSource } from './now-playing.js';
+export {
+  NowPlaying,
+  songText,
+  TRACK_HISTORY,
+  type Track,
+  type NewTrack,
+  type PlayedTrack,
+  type TrackSource,
+} from './now-playing.js';
 export {
   ListenerSessions,
   clientNetwork,

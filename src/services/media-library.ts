@@ -1,5 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -22,6 +22,14 @@ import {
 } from './audio-bounds.js';
 import { ProbeSlots } from './probe-slots.js';
 import type { ServiceRow } from './service-records.js';
+import {
+  extractTrackArtwork,
+  pictureStreamOf,
+  type ProbedStream,
+  TRACK_ARTWORK_NAME,
+  type TrackArtwork,
+  trackArtworkFileOf,
+} from './track-artwork.js';
 import { receiveUpload } from './upload-receiver.js';
 import { overQuota, UploadReservations } from './upload-reservations.js';
 
@@ -139,30 +147,11 @@ export class MediaLibrary {
         expectedBytes: declaredLength,
         idleTimeoutMs: this.limits.idleTimeoutMs,
       });
-      const probe = await this.probes.run(service.api_key_id, received, () =>
-        this.probe(partial, received, boughtSecondsOf(service.limits)),
-      );
-      return await this.db.transaction(async (client) => {
-        await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [service.id]);
-        const {
-          rows: [{ used }],
-        } = await client.query(
-          'SELECT coalesce(sum(size_bytes), 0)::float8 AS used FROM service_files WHERE service_id = $1 AND name <> $2',
-          [service.id, name],
-        );
-        if (used + received > quota) throw overQuota(service, quota - used);
-        const {
-          rows: [row],
-        } = await client.query(
-          `INSERT INTO service_files (service_id, name, size_bytes, format, duration_seconds, artist, title) VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (service_id, name) DO UPDATE SET size_bytes = $3, format = $4, duration_seconds = $5, artist = $6, title = $7, created_at = now()
-           RETURNING name, size_bytes::float8 AS size_bytes, format, duration_seconds::float8 AS duration_seconds, artist, title, created_at`,
-          [service.id, name, received, probe.format, probe.duration, probe.artist, probe.title],
-        );
-        await client.query('DELETE FROM upload_reservations WHERE id = $1', [reservation]);
-        await rename(partial, this.pathOf(service.id, name));
-        return row as MediaFile;
+      const probe = await this.probes.run(service.api_key_id, received, async () => {
+        const audio = await this.probe(partial, received, boughtSecondsOf(service.limits));
+        return { ...audio, artwork: await this.artworkIn(partial, audio.picture) };
       });
+      return await this.keep({ service, name, received, quota, reservation, partial }, probe);
     } finally {
       clearInterval(renewal);
       await rm(partial, { force: true });
@@ -170,12 +159,96 @@ export class MediaLibrary {
     }
   }
 
+  /** Keeps a checked upload: within the quota under the service's lock, its picture beside it, then in place. */
+  private async keep(upload: Received, probe: ProbedAudio & { artwork: TrackArtwork | undefined }): Promise<MediaFile> {
+    const { service, name, received, quota, partial } = upload;
+    const { file, previousArtwork } = await this.db.transaction(async (client) => {
+      await client.query('SELECT 1 FROM services WHERE id = $1 FOR UPDATE', [service.id]);
+      const {
+        rows: [{ used, previous }],
+      } = await client.query(
+        `SELECT coalesce(sum(size_bytes) FILTER (WHERE name <> $2), 0)::float8 AS used,
+           max(artwork_name) FILTER (WHERE name = $2) AS previous FROM service_files WHERE service_id = $1`,
+        [service.id, name],
+      );
+      if (used + received > quota) throw overQuota(service, quota - used);
+      const {
+        rows: [row],
+      } = await client.query(
+        `INSERT INTO service_files (service_id, name, size_bytes, format, duration_seconds, artist, title, artwork_name, artwork_type)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         ON CONFLICT (service_id, name) DO UPDATE SET size_bytes = $3, format = $4, duration_seconds = $5, artist = $6,
+           title = $7, artwork_name = $8, artwork_type = $9, created_at = now()
+         RETURNING name, size_bytes::float8 AS size_bytes, format, duration_seconds::float8 AS duration_seconds, artist, title, created_at`,
+        [service.id, name, received, probe.format, probe.duration, probe.artist, probe.title].concat([
+          probe.artwork?.name ?? null,
+          probe.artwork?.type ?? null,
+        ]),
+      );
+      await client.query('DELETE FROM upload_reservations WHERE id = $1', [upload.reservation]);
+      if (probe.artwork) await this.writeArtwork(service.id, probe.artwork);
+      await rename(partial, this.pathOf(service.id, name));
+      return { file: row as MediaFile, previousArtwork: previous as string | null };
+    });
+    if (previousArtwork !== (probe.artwork?.name ?? null)) await this.dropUnusedArtwork(service.id, previousArtwork);
+    return file;
+  }
+
+  /** The picture written whole under its content's name (the same picture of another track is the same file). */
+  private async writeArtwork(serviceId: string, artwork: TrackArtwork): Promise<void> {
+    const partial = this.pathOf(serviceId, `${PARTIAL_PREFIX}${randomId('', 9)}`);
+    try {
+      await writeFile(partial, artwork.bytes);
+      await rename(partial, this.pathOf(serviceId, trackArtworkFileOf(artwork.name)));
+    } finally {
+      await rm(partial, { force: true });
+    }
+  }
+
+  /** The cover picture in the file, when ffprobe listed one; a picture that cannot be read is no reason to refuse the audio. */
+  private async artworkIn(path: string, stream: number | undefined): Promise<TrackArtwork | undefined> {
+    if (stream === undefined) return undefined;
+    return extractTrackArtwork(this.tools.ffmpeg, path, stream, this.limits.probeTimeoutMs).catch(() => undefined);
+  }
+
+  /** Removes a track picture's file once no file of the service names it. */
+  private async dropUnusedArtwork(serviceId: string, artwork: string | null): Promise<void> {
+    if (!artwork) return;
+    const [{ used }] = await this.db.query<{ used: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM service_files WHERE service_id = $1 AND artwork_name = $2) AS used',
+      [serviceId, artwork],
+    );
+    if (!used) await rm(this.pathOf(serviceId, trackArtworkFileOf(artwork)), { force: true });
+  }
+
+  /** The cover picture of an uploaded file (by its file name), or null. */
+  async artworkOf(serviceId: string, fileName: string): Promise<string | null> {
+    const [row] = await this.db.query<{ artwork_name: string | null }>(
+      'SELECT artwork_name FROM service_files WHERE service_id = $1 AND name = $2',
+      [serviceId, fileName],
+    );
+    return row?.artwork_name ?? null;
+  }
+
+  /** A track picture of the service by its public name, as the listen page serves it; undefined when none is. */
+  async trackArtwork(serviceId: string, name: string): Promise<{ type: string; path: string } | undefined> {
+    if (!TRACK_ARTWORK_NAME.test(name)) return undefined;
+    const [row] = await this.db.query<{ artwork_type: string }>(
+      'SELECT artwork_type FROM service_files WHERE service_id = $1 AND artwork_name = $2 LIMIT 1',
+      [serviceId, name],
+    );
+    return row && { type: row.artwork_type, path: this.pathOf(serviceId, trackArtworkFileOf(name)) };
+  }
+
   async remove(serviceId: string, name: string): Promise<boolean> {
-    const rows = await this.db.query('DELETE FROM service_files WHERE service_id = $1 AND name = $2 RETURNING name', [
-      serviceId,
-      name,
-    ]);
-    if (rows.length) await rm(this.pathOf(serviceId, name), { force: true });
+    const rows = await this.db.query<{ artwork_name: string | null }>(
+      'DELETE FROM service_files WHERE service_id = $1 AND name = $2 RETURNING artwork_name',
+      [serviceId, name],
+    );
+    if (rows.length) {
+      await rm(this.pathOf(serviceId, name), { force: true });
+      await this.dropUnusedArtwork(serviceId, rows[0].artwork_name);
+    }
     return rows.length === 1;
   }
 
@@ -208,6 +281,7 @@ export class MediaLibrary {
       duration: Math.round(duration * 1000) / 1000,
       artist: tags.artist ?? null,
       title: tags.title ?? null,
+      picture: pictureStreamOf(info.streams),
     };
   }
 
@@ -311,12 +385,28 @@ function notAudio(why: string): ApiError {
   );
 }
 
-type ProbedAudio = { format: string; duration: number | null; artist: string | null; title: string | null };
+type ProbedAudio = {
+  format: string;
+  duration: number | null;
+  artist: string | null;
+  title: string | null;
+  /** The stream of its cover picture, if it has one. */
+  picture: number | undefined;
+};
 type ProbeInfo = {
-  streams?: Array<DeclaredStream & { codec_type?: string; tags?: Record<string, string> }>;
+  streams?: Array<DeclaredStream & ProbedStream & { tags?: Record<string, string> }>;
   format?: { format_name?: string; duration?: string; tags?: Record<string, string> };
 };
 type Runner = (command: string, args: (input: string[]) => string[], timeoutMs?: number) => Promise<AudioRun>;
+/** An upload received whole and checked, waiting to be kept. */
+interface Received {
+  service: ServiceRow;
+  name: string;
+  received: number;
+  quota: number;
+  reservation: string;
+  partial: string;
+}
 /** One file's check: how it is run and the bounds it is held to. */
 interface AudioCheck {
   run: Runner;

@@ -15,6 +15,13 @@ export interface NewTrack {
   title: string;
   artist?: string | null;
   source: TrackSource;
+  /** The name of the file's cover picture (AutoDJ's tracks; live sources send titles only). */
+  artwork?: string | null;
+}
+
+/** A track with the name of its cover picture, as the listen page shows it. */
+export interface PlayedTrack extends Track {
+  artwork: string | null;
 }
 
 /** How many tracks a service keeps (and shows as its history). */
@@ -111,6 +118,15 @@ export class NowPlaying {
     return rows.map(trackOf);
   }
 
+  /** The history with each track's cover picture. */
+  async played(serviceId: string, limit = TRACK_HISTORY): Promise<PlayedTrack[]> {
+    const rows = await this.db.query<TrackRow & { artwork_name: string | null } & Record<string, unknown>>(
+      `SELECT ${TRACK_COLUMNS}, artwork_name FROM now_playing WHERE service_id = $1 ORDER BY id DESC LIMIT $2`,
+      [serviceId, limit],
+    );
+    return rows.map((row) => ({ ...trackOf(row), artwork: row.artwork_name }));
+  }
+
   /** Records a new track; returns it, or null when it is the one already playing. */
   async record(serviceId: string, track: NewTrack): Promise<Track | null> {
     const title = clean(track.title);
@@ -125,9 +141,9 @@ export class NowPlaying {
       const {
         rows: [row],
       } = await client.query(
-        `INSERT INTO now_playing (service_id, title, artist, source) VALUES ($1, $2, $3, $4)
+        `INSERT INTO now_playing (service_id, title, artist, source, artwork_name) VALUES ($1, $2, $3, $4, $5)
          RETURNING ${TRACK_COLUMNS}`,
-        [serviceId, title, artist, track.source],
+        [serviceId, title, artist, track.source, track.artwork ?? null],
       );
       await client.query(
         `DELETE FROM now_playing WHERE service_id = $1 AND id < (SELECT min(id) FROM (

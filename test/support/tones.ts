@@ -1,4 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
@@ -17,9 +20,48 @@ export function tone(seconds: number, title: string, encoding: string[]): Promis
   return sine({ seconds, frequency: 523, tags: { title, artist: 'Test Band' } }, encoding);
 }
 
+/** A PNG of `side` px drawn by ffmpeg (its test pattern unless `source` names another lavfi source), as artwork. */
+export function picture(side: number, source = 'testsrc'): Promise<Buffer> {
+  const input = ['-f', 'lavfi', '-i', `${source}=size=${side}x${side}`];
+  return ffmpegOutput([...input, '-frames:v', '1', '-c:v', 'png', '-f', 'image2pipe', 'pipe:1']);
+}
+
+/**
+ * A 64 kbps MP3 tone of `seconds` tagged with this title (artist "Test Band"), carrying `cover` (PNG or JPEG bytes)
+ * as its front cover in an ID3 APIC frame. Written to a file: ffmpeg's MP3 muxer writes no readable picture to a pipe.
+ */
+export async function mp3WithCover(seconds: number, title: string, cover: Buffer): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'mp3-cover-'));
+  try {
+    await writeFile(join(dir, 'cover'), cover);
+    const input = ['-f', 'lavfi', '-i', `sine=frequency=523:duration=${seconds}`, '-i', join(dir, 'cover')];
+    const tags = [
+      '-metadata',
+      `title=${title}`,
+      '-metadata',
+      'artist=Test Band',
+      '-metadata:s:v',
+      'comment=Cover (front)',
+    ];
+    const streams = ['-map', '0:a', '-map', '1:v', '-c:a', 'libmp3lame', '-b:a', '64k', '-c:v', 'copy'];
+    await ffmpegOutput([...input, ...streams, '-disposition:v', 'attached_pic', ...tags, join(dir, 'out.mp3')]);
+    return await readFile(join(dir, 'out.mp3'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** A live source: a tone of `seconds` sent as 64 kbps MP3 at the pace of playback to `url`, then it hangs up. */
 export function liveToneSource(url: string, seconds: number, frequency = 440): ChildProcess {
   return liveSine(url, { seconds, frequency });
+}
+
+/**
+ * What an ffmpeg lavfi source gives (e.g. `anullsrc=r=48000:cl=stereo` with `-t 4` in `encoding`), encoded as
+ * `encoding` says, written to `output` (its bytes are returned when that is the standard output).
+ */
+export function lavfi(source: string, encoding: string[], output = 'pipe:1'): Promise<Buffer> {
+  return ffmpegOutput(['-f', 'lavfi', '-i', source, ...encoding, output]);
 }
 
 /** ffmpeg's output options for MP3 at `kbps` (the format named, so that it can go to a pipe). */
@@ -40,13 +82,12 @@ export interface Sine {
  */
 export function sine(what: Sine, encoding: string[], output = 'pipe:1'): Promise<Buffer> {
   const tags = Object.entries(what.tags ?? {}).flatMap(([key, value]) => ['-metadata', `${key}=${value}`]);
-  const input = `sine=frequency=${what.frequency ?? 440}:duration=${what.seconds}`;
-  return ffmpegOutput(['-f', 'lavfi', '-i', input, ...tags, ...encoding, output]);
+  return lavfi(`sine=frequency=${what.frequency ?? 440}:duration=${what.seconds}`, [...tags, ...encoding], output);
 }
 
 /** A still image from an ffmpeg video source (e.g. `color=c=blue:s=32x32`), a PNG unless `encoding` says otherwise. */
 export function stillImage(source: string, encoding = ['-c:v', 'png', '-f', 'image2pipe']): Promise<Buffer> {
-  return ffmpegOutput(['-f', 'lavfi', '-i', source, '-frames:v', '1', ...encoding, 'pipe:1']);
+  return lavfi(source, ['-frames:v', '1', ...encoding]);
 }
 
 /** How a live sine is sent: its pitch, length (endless unless given), bitrate, sample rate, options before the codec. */

@@ -31,9 +31,19 @@ const track = {
 };
 const publicTrack = {
   type: 'object',
-  required: ['title', 'artist', 'started_at'],
+  required: ['title', 'artist', 'started_at', 'artwork_url'],
   additionalProperties: false,
-  properties: { title: { type: 'string' }, artist: nullableString, started_at: dateTime },
+  properties: {
+    title: { type: 'string' },
+    artist: nullableString,
+    started_at: dateTime,
+    artwork_url: {
+      type: ['string', 'null'],
+      description:
+        "The cover picture (PNG or JPEG) the track's uploaded file carries; null for live titles (sources send " +
+        "titles only) and files without one: the page shows the station's artwork then.",
+    },
+  },
 };
 const session = {
   type: 'object',

@@ -138,8 +138,8 @@
     var description = el('description');
     if (description && next.description) text('description', next.description);
     var art = el('art');
-    if (art && next.artwork_url && art.getAttribute('src') !== next.artwork_url)
-      art.setAttribute('src', next.artwork_url);
+    var picture = art && ((track && track.artwork_url) || next.artwork_url || art.getAttribute('data-fallback'));
+    if (picture && art.getAttribute('src') !== picture) art.setAttribute('src', picture);
     var timeLeft = el('time-left');
     if (timeLeft) timeLeft.hidden = !next.show_time_left;
     text('title', track ? track.title : 'Nothing announced yet');
