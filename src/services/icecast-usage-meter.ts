@@ -51,7 +51,7 @@ export class IcecastUsageMeter implements UsageMeter {
   /** The listeners this process counted as finished lately, by when they ended (see listenerBytesEndedBy). */
   private recentEnds?: RecentListenerEnds;
   /** When the meter's state was last saved, and its sources' sessions then. */
-  private saved?: { at: number; shape: string };
+  private saved?: { at: number; shape: string; counters: string };
   /** What the last successful poll listed of each live mount's clients (MeterPoll.connected). */
   private connected?: ReadonlyMap<string, string[] | null>;
 
@@ -87,16 +87,17 @@ export class IcecastUsageMeter implements UsageMeter {
       this.recentEnds.record(poll.entries, poll.at);
       this.rates.observe(poll.stats, poll.at);
       this.polledAt = poll.at;
-      if (this.mustSave(poll))
+      if (this.mustSave(poll, meter))
         // The listeners' sessions get their bytes in the transaction that moves the access log's position past them.
         await this.db.transaction(async (client) => {
+          const state = meter.toJSON();
           await client.query(
             `INSERT INTO meter_state (icecast_url, state) VALUES ($1, $2)
              ON CONFLICT (icecast_url) DO UPDATE SET state = $2, updated_at = now()`,
-            [this.icecastUrl(), meter.toJSON()],
+            [this.icecastUrl(), state],
           );
           await ListenerSessions.attribute(client, poll.entries);
-          this.saved = { at: poll.at, shape: shapeOf(poll) };
+          this.saved = { at: poll.at, shape: shapeOf(poll), counters: countersOf(state) };
         });
       await this.nowPlaying
         ?.observe(poll.stats)
@@ -140,9 +141,18 @@ export class IcecastUsageMeter implements UsageMeter {
    * from: its counters and the log position it holds go together, and Icecast's counters are totals of each source
    * session, so what came after it is counted again from them.
    */
-  private mustSave(poll: MeterPoll): boolean {
+  private mustSave(poll: MeterPoll, meter: MountMeter): boolean {
     const saved = this.saved;
-    return !saved || poll.entries.length > 0 || poll.at - saved.at >= STATE_SAVE_MS || shapeOf(poll) !== saved.shape;
+    if (!saved || poll.entries.length > 0 || shapeOf(poll) !== saved.shape) return true;
+    if (poll.at - saved.at < STATE_SAVE_MS) return false;
+    // Nothing connected and no counter moved since the last save: the saved state is this one (its poll time aside,
+    // which counts nothing while nobody is connected). Looked at again STATE_SAVE_MS later.
+    const idle = poll.snapshots.every((s) => !s.sourceConnected && s.listeners === 0);
+    if (idle && countersOf(meter.toJSON()) === saved.counters) {
+      this.saved = { ...saved, at: poll.at };
+      return false;
+    }
+    return true;
   }
 
   /** The proxy's exact bytes of a source connection that closed (MountMeter.sourceEnded). */
@@ -220,6 +230,11 @@ export class IcecastUsageMeter implements UsageMeter {
 
 /** At most this long between two saves of the meter's state while nothing but its counters changes. */
 const STATE_SAVE_MS = 5000;
+
+/** The meter's state less the time of its last poll. */
+function countersOf(state: MountMeterState): string {
+  return JSON.stringify({ ...state, lastPollAt: undefined });
+}
 
 /** The sources' sessions a poll saw: a mount's source that came, went or reconnected changes it. */
 function shapeOf(poll: MeterPoll): string {

@@ -99,6 +99,7 @@ export class LifecycleWorker {
   /** The live services of the last pass, and until when an ended one's usage is still updated (finalUsage). */
   private livePreviously = new Set<string>();
   private finalUntil = 0;
+  private hadServices = true;
   private readonly renewals = new TransferRenewals();
 
   constructor(private readonly deps: LifecycleDeps) {
@@ -119,12 +120,14 @@ export class LifecycleWorker {
   /** One pass; returns the decisions carried out (for tests and logs). */
   async tick(): Promise<{ service: string; decision: ServiceDecision }[]> {
     if (!(await this.lead())) return [];
-    const fresh = await this.deps.meter.poll();
+    // A host that carried nothing on the last pass, and has no final usage to count, has nothing to measure.
+    const fresh = this.hadServices || Date.now() < this.finalUntil ? await this.deps.meter.poll() : false;
     const measuredAt = new Date().toISOString();
     const services = await this.deps.db.query<ServiceRow & Record<string, unknown>>(
       `SELECT ${SERVICE_ROW_COLUMNS} FROM services WHERE host_id = $1 AND status IN ('active', 'suspended')`,
       [this.deps.hostId()],
     );
+    this.hadServices = services.length > 0;
     const done: { service: string; decision: ServiceDecision }[] = [];
     const remembered = this.lastDecisions;
     this.lastDecisions = new Map();
