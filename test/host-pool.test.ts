@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +17,7 @@ import {
   within,
 } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { mp3, sine } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 requireStreamingTools();
@@ -127,21 +127,6 @@ async function mountTitle(host: Service, streamUrl: string): Promise<string | un
   return source?.children.find((e) => e.name === 'title')?.text;
 }
 
-/** An MP3 tone the AutoDJ plays. */
-function toneMp3(): Buffer {
-  const out = spawnSync(
-    'ffmpeg',
-    ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-c:a', 'libmp3lame', '-b:a', '64k'].concat([
-      '-f',
-      'mp3',
-      'pipe:1',
-    ]),
-    { maxBuffer: 10 * 1024 * 1024 },
-  );
-  assert.equal(out.status, 0, out.stderr?.toString());
-  return out.stdout;
-}
-
 describe('a pool of streaming hosts behind two API instances', { timeout: 600_000 }, () => {
   test('serve takes --role api, host or all', async () => {
     const wrong = await api1.cli(['serve', '--role', 'relay']);
@@ -187,7 +172,7 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
     onBorC = second;
 
     const upload = await request(api2, 'PUT', `/services/${autodj.service.service_id}/files/tone.mp3`, {
-      rawBody: toneMp3(),
+      rawBody: await sine({ seconds: 20 }, mp3()),
       headers: { 'content-type': 'application/octet-stream' },
     });
     assert.equal(upload.status, 201, JSON.stringify(upload.body));
