@@ -2,7 +2,9 @@
 // Runs the tests' CommonJS bundle of the CLI (test/support/prebuilt-cli.ts) as node runs a main script, with V8's
 // code cache: `node [flags] cached-entry.cjs BUNDLE ARGS…` is `node [flags] BUNDLE ARGS…`, less the compiling. The
 // first `serve` to get a second past "serving on" saves the code V8 compiled for the bundle (its start and first
-// passes) beside it, once per bundle, node version and flags; later serve and CLI processes start from it. Node 20
+// passes) beside it, once per bundle, node version and flags; later serve and CLI processes start from it. The
+// `facilitator` command keeps a cache of its own, saved the same way by the first to print "facilitator on": it runs
+// with node's default flags, which no serve of npm test shares, and compiles other code than serve. Node 20
 // keeps no such cache by itself. A cache V8 refuses (another V8, other flags) is only slower: V8 compiles as usual.
 // With CACHED_ENTRY_REPORT=1, stderr says whether the cache was used.
 const { createHash } = require('node:crypto');
@@ -16,7 +18,9 @@ process.argv.splice(1, 1);
 const flags = createHash('sha256')
   .update(`${process.version}\0${process.execArgv.join('\0')}`)
   .digest('hex');
-const cacheFile = `${bundle}.${flags.slice(0, 16)}.v8-cache`;
+const command = process.argv[2];
+const facilitator = command === 'facilitator';
+const cacheFile = `${bundle}.${flags.slice(0, 16)}${facilitator ? '.facilitator' : ''}.v8-cache`;
 
 let cachedData;
 try {
@@ -31,12 +35,12 @@ const script = new vm.Script(Module.wrap(readFileSync(bundle, 'utf8')), {
 });
 const used = cachedData && !script.cachedDataRejected;
 if (process.env.CACHED_ENTRY_REPORT === '1') process.stderr.write(`code cache: ${used ? 'used' : 'not used'}\n`);
-if (process.argv[2] === 'serve' && !used) saveWhenServing();
+if ((command === 'serve' || facilitator) && !used) saveWhenServing(facilitator ? 'facilitator on ' : 'serving on ');
 
-function saveWhenServing() {
+function saveWhenServing(line) {
   const write = process.stdout.write;
   process.stdout.write = function (chunk, ...rest) {
-    if (String(chunk).includes('serving on ')) {
+    if (String(chunk).includes(line)) {
       process.stdout.write = write;
       setTimeout(save, 1000).unref();
     }
