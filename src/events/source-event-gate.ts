@@ -63,6 +63,11 @@ export class SourceEventGate {
 
   /** Records the held states whose window has ended; returns how many. */
   async flush(): Promise<number> {
+    // Most flushes find nothing held: one look, before a transaction that locks what it finds.
+    const [held] = await this.db.query<{ any: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM source_event_gates WHERE held_type IS NOT NULL) AS any',
+    );
+    if (!held?.any) return 0;
     return this.db.transaction(async (client) => {
       const { rows } = await client.query<Held>(
         `SELECT service_id, held_type, last_type FROM source_event_gates
