@@ -32,7 +32,7 @@ export async function catalogCommand(argv: string[], env: Record<string, string>
  * Collects the text the command prints. Only strings are taken: the test runner's own report to its parent goes
  * through process.stdout as serialized buffers, and passes through untouched.
  */
-function capture(into: { stdout: string; stderr: string }): () => void {
+export function capture(into: { stdout: string; stderr: string }): () => void {
   const streams = { stdout: process.stdout, stderr: process.stderr };
   const originals = { stdout: process.stdout.write, stderr: process.stderr.write };
   for (const key of ['stdout', 'stderr'] as const) {
