@@ -70,9 +70,9 @@ function rows(r: Report): string[] {
     `| … in real time (got ≥ 95 % of the ${d.lastSeq - d.firstSeq} segments made meanwhile, from their first) | ` +
       `${kept} (${pct(kept / d.listeners)}); ${late} admitted after the window began |`,
     `| playlists answered / segments fetched in the window | ${d.playlists} / ${d.segments} |`,
-    `| serve's CPU (playlists only) | ${pct(d.serveCpu / d.window)} of one core; ` +
-      `${per1000(d.serveCpu, d.playlists)} per 1,000 playlists; **${per1000(netServeCpu(r), d.playlists)} beyond its idle CPU** |`,
-    `| nginx's CPU (every segment) | ${d.nginx ? `${pct(d.nginxCpu / d.window)} of one core; **${per1000(d.nginxCpu, d.segments)} per 1,000 segments**` : 'not installed'} |`,
+    `| serve's CPU (sessions' first playlists; the others counted from nginx's log) | ${pct(d.serveCpu / d.window)} of one core; ` +
+      `${per1000(d.serveCpu, d.playlists)} per 1,000 playlists fetched; **${per1000(netServeCpu(r), d.playlists)} beyond its idle CPU** |`,
+    `| nginx's CPU (playlists and segments) | ${d.nginx ? `${pct(d.nginxCpu / d.window)} of one core; **${per1000(d.nginxCpu, d.playlists + d.segments)} per 1,000 requests**` : 'not installed'} |`,
     `| PostgreSQL's CPU meanwhile | ${pct(d.pgCpu / d.window)} of one core |`,
     `| rendition's CPU with them | ${pct(d.renditionCpu / d.window)} of one core |`,
     `| serve at 5,000 players of one stream (extrapolated from this run, not measured) | ${extrapolated(r)} |`,
@@ -106,8 +106,8 @@ export function hlsSection(r: Report): string {
     `Machine: ${r.machine}`,
     '(shared with other work: CPU seconds, not wall time, are the measure). One instant-stream at 128 kbps fed by',
     "ffmpeg; its rendition (MP3 decode, AAC encode, ffmpeg's HLS muxer, 4 s MPEG-TS segments); players (in child",
-    "processes of 500) fetch their session's playlist from serve every 2 s and each new segment once from nginx, on",
-    'this machine, over loopback.',
+    "processes of 500) fetch their session's playlist every 2 s and each new segment once, all from nginx (serve admits",
+    "a session's first playlist, then reads nginx's log of the others), on this machine, over loopback.",
     '',
     '| measure | value |',
     '|:--|--:|',

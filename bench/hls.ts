@@ -1,6 +1,6 @@
 // HLS capacity on this machine (npm run bench:hls): the CPU of one rendition; N HLS players of one 128 kbps stream
-// (in child processes, bench/hls-fleet.ts), how many keep real time, serve's CPU per 1,000 playlists it answered and
-// nginx's per 1,000 segments, extrapolated to 5,000 players; as many again through a CDN edge; the listen page's
+// (in child processes, bench/hls-fleet.ts), how many keep real time, serve's CPU per 1,000 playlists fetched and
+// nginx's per 1,000 requests, extrapolated to 5,000 players; as many again through a CDN edge; the listen page's
 // time to first sound in Chromium. Writes its section of docs/benchmarks.md.
 // npm run bench:hls -- [--players 500] [--seconds 60] [--no-edge] [--no-first-sound] [--cpu-prof DIR]
 // (HLS_LISTENERS and SECONDS still set the first two; NO_WRITE_DOCS=1 leaves the docs alone.)

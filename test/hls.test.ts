@@ -69,7 +69,11 @@ describe('HLS', { skip }, () => {
     assert.equal(master.headers.get('cache-control'), 'no-store');
     assert.equal(master.headers.get('access-control-allow-origin'), '*');
     const [mediaUri] = uris(master.text);
-    assert.match(mediaUri, /^live\.m3u8\?session=[A-Za-z0-9_-]{38}$/);
+    // It is fetched from nginx, which answers it itself once serve admitted the session.
+    const mediaAddress = `^http://127\\.0\\.0\\.1:\\d+/hls/${svc.service_id}/live\\.m3u8\\?session=([A-Za-z0-9_-]{38})$`;
+    const token = new RegExp(mediaAddress).exec(mediaUri)?.[1];
+    assert.ok(token, mediaUri);
+    assert.equal(listeningProcess(mediaUri), 'nginx');
     let mediaUrl = new URL(mediaUri, hlsUrl).href;
 
     // Its media playlist takes the place and starts the rendition (503 until the source is up). A player's bytes
@@ -180,7 +184,8 @@ describe('HLS', { skip }, () => {
     const again = (await request(service, 'GET', `/services/${svc.service_id}`)).body.service;
     assert.equal(again.endpoints.hls_url, `${service.baseUrl}/hls/${svc.service_id}/index.m3u8`);
     encoder = startFfmpegSource(again.broadcast_url);
-    mediaUrl = `${service.baseUrl}/hls/${svc.service_id}/${mediaUri}`;
+    // The old session's address at serve (nginx is on a new port too).
+    mediaUrl = `${service.baseUrl}/hls/${svc.service_id}/live.m3u8?session=${token}`;
     const resumed = await waitFor(
       'the HLS playlist after the restart',
       async () => {
@@ -196,7 +201,16 @@ describe('HLS', { skip }, () => {
     const another = await get(newHlsUrl);
     assert.equal((await get(new URL(uris(another.text)[0], newHlsUrl).href)).status, 403, 'the place is taken again');
 
-    // Stopped: the playlist answers 410 with an error document, the rendition's files and ffmpeg are gone.
+    // nginx answers the session at its own address meanwhile (serve linked it when it answered).
+    const atNginx = new URL(uris(another.text)[0]);
+    atNginx.searchParams.set('session', token);
+    const linked = await fetch(atNginx);
+    assert.equal(linked.status, 200);
+    assert.equal(linked.headers.get('x-hls-playlist-server'), 'nginx');
+    await linked.arrayBuffer();
+
+    // Stopped: the playlist answers 410 with an error document (nginx no longer answers the session: it asks serve),
+    // the rendition's files and ffmpeg are gone.
     const stopped = await request(service, 'POST', `/services/${svc.service_id}/stop`, {
       headers: { 'idempotency-key': 'stop-hls-test' },
     });
@@ -206,6 +220,17 @@ describe('HLS', { skip }, () => {
       assert.equal(gone.status, 410);
       assert.equal(JSON.parse(gone.text).error.code, 'service_not_active');
     }
+    // nginx's link goes once serve learns of the stop (its notification, checked every 250 ms).
+    const revoked = await waitFor(
+      'nginx to stop answering the session',
+      async () => {
+        const answer = await get(atNginx.href);
+        return answer.status !== 200 && answer;
+      },
+      1000,
+    );
+    assert.equal(revoked.status, 410);
+    assert.equal(JSON.parse(revoked.text).error.code, 'service_not_active');
     const dir = join(service.dataDir, 'hls', svc.service_id);
     await waitFor('the rendition to be removed', () => !existsSync(dir) && !segmenterRunning(dir), 15_000);
   });

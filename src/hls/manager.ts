@@ -108,6 +108,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private readonly gate = randomBytes(24).toString('base64url');
   private refreshTimer?: NodeJS.Timeout;
   private linksCleared = false;
+  private revoking?: Promise<void>;
 
   constructor(private readonly options: HlsManagerOptions) {
     this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
@@ -172,9 +173,34 @@ export class HlsManager implements InternalReaders, InternalListeners {
     return { ip: client || undefined, overRate: overRate === '1' };
   }
 
-  /** The running renditions' playlists with sessions, published as soon as ffmpeg writes a new one. */
+  /**
+   * The running renditions' playlists with sessions, published as soon as ffmpeg writes a new one; and the sessions
+   * of a service that ended (stopped, expired, moved) ended with it, so that nginx stops answering them at once.
+   */
   private refresh(): void {
     for (const [id, live] of this.playlists) if (this.sessions.hasAny(id)) live.get().catch(() => {});
+    if (this.revoking) return;
+    this.revoking = this.endSessionsOfEnded()
+      .catch((err) => this.options.log.warn({ err }, 'HLS: ending the sessions of ended services failed'))
+      .finally(() => {
+        this.revoking = undefined;
+      });
+  }
+
+  /** Services with sessions checked in memory (kept current by notifications); one not found there, in PostgreSQL. */
+  private async endSessionsOfEnded(): Promise<void> {
+    const now = Date.now();
+    for (const id of this.sessions.serviceIds()) {
+      const known = await this.options.places?.activeService(id);
+      if (known && (!known.expires_at || known.expires_at.getTime() > now)) continue;
+      const live = await this.serviceFor(id, 'database').then(
+        () => true,
+        (err: ApiError) => err.code === 'host_lease_lost',
+      );
+      if (live) continue;
+      await this.endSessions(this.sessions.endIdle(now, (serviceId) => serviceId === id));
+      await this.stopRendition(id);
+    }
   }
 
   async stopAll(): Promise<void> {
