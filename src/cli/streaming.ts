@@ -243,7 +243,6 @@ async function startHaproxy(
     admission: ends.admission,
     icecastSourcePassword: ends.icecastSourcePassword,
     sourceAddress: HAPROXY_SOURCE_ADDRESS,
-    inFlight: settings.frontDoorInFlight,
     onSourceEnd: ends.sourceEnded,
     onListenerEnd: ends.listenerEnded,
     onSourcePresence: ends.sourcePresence,

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
 import { ADMIT, ADMIT_SOURCE, REFUSE, SET_SOURCE_AUTH, SOURCE_STARTED } from './haproxy-admission.js';
-import { FREE_SLOT, SET_TICKET, SOURCE_HEAD, TAKE_SLOT } from './haproxy-pacing.js';
+import { SET_TICKET, SOURCE_HEAD } from './haproxy-head.js';
 import { PROXY_USER } from './listener-end.js';
 
 /**
@@ -13,7 +13,7 @@ import { PROXY_USER } from './listener-end.js';
  * so that its place, its access-log line and HAProxy's close line are matched) and `<address> <HMAC-SHA256(key,
  * "<uuid> <address>")>`, computed with HAProxy's `hmac` converter. serve holds the key (generated per run, written
  * only into the 0600 config) and checks the claim in constant time before it admits. On its way into Icecast the
- * listener's Authorization is dropped and its user name goes before its User-Agent (haproxy-pacing.ts). Icecast 2.4.4 itself never sees the listener's address
+ * listener's Authorization is dropped and its user name goes before its User-Agent (haproxy-head.ts). Icecast 2.4.4 itself never sees the listener's address
  * (it does not read X-Forwarded-For), only HAProxy's own source address, which is the only one besides serve's it
  * accepts connections from (its allow-ip file).
  */
@@ -33,8 +33,8 @@ export interface HaproxyConfigOptions {
   serverMaxConnections: number;
   /** Where HAProxy reports a listener's closed connection (haproxy-close-events.ts). */
   closeEvents: { port: number; secret: string };
-  /** The pacing of listeners into Icecast (haproxy-pacing.ts), loaded by HAProxy from this file. */
-  pacingLuaPath: string;
+  /** The rewriting of request heads (haproxy-head.ts), loaded by HAProxy from this file. */
+  headLuaPath: string;
   /** The admission of listeners by serve (haproxy-admission.ts), loaded by HAProxy from this file. */
   admissionLuaPath: string;
   /** The loopback address HAProxy connects to Icecast from (Icecast accepts only it and serve's). */
@@ -54,13 +54,13 @@ export function buildHaproxyConfig(o: HaproxyConfigOptions): string {
 global
   maxconn ${o.maxConnections}
   # Started as the haproxy user when serve runs as root (setpriv, haproxy-supervisor.ts).
-  # A listener may wait its turn for Icecast longer than Lua's default 4 s (sleeping does not count, running does).
+  # Room for serve's answer under a burst beyond Lua's default 4 s.
   tune.lua.session-timeout 120s
   # The end of each connection, to serve (a listener's place is freed at once).
   log 127.0.0.1:${o.closeEvents.port} len 256 format raw local0 info
   # Lua's lines to serve (a source taken by Icecast) carry the secret: not on stderr too.
   quiet
-  lua-load ${o.pacingLuaPath}
+  lua-load ${o.headLuaPath}
   lua-load ${o.admissionLuaPath}
 
 defaults
@@ -80,7 +80,7 @@ frontend public
   # TCP throughout: a source's PUT or SOURCE has no length (Icecast reads it raw), which HTTP would read as an empty
   # body; and in TCP mode HAProxy reads a listener's side all along and sees it close at once (in HTTP mode it noticed
   # only at its next write, up to half a second later for a 64 kbps stream: a place freed late is a listener coming
-  # back after a blip refused). Once the request head is in, a listener's is rewritten by Lua (haproxy-pacing.ts).
+  # back after a blip refused). Once the request head is in, a listener's is rewritten by Lua (haproxy-head.ts).
   mode tcp
   bind ${bindAddress(o.bind)} backlog ${o.backlog}
   maxconn ${o.maxConnections}
@@ -88,8 +88,7 @@ frontend public
   # %B (bytes sent to the client) makes HAProxy log at the end of the connection, not at Icecast's answer.
   # A source's line adds its mount, head length, bytes read (%U), duration (%Tt) and id: its exact usage, its end.
   log-format "${o.closeEvents.secret} %[var(sess.ticket)] %B %[var(sess.source_mount)] %[var(sess.source_head)] %U %Tt %[var(sess.source_id)]"
-  # The request head, then (listeners) the wait for a turn into Icecast. Lua's sleeps wake up only in the frontend's
-  # rules (HAProxy 2.6 arms their timer for the frontend's inspection, not the backend's), so all of this is here.
+  # The request head, then serve's answer (the Lua actions yield while they wait for it).
   tcp-request inspect-delay ${o.queueTimeoutSeconds}s
   tcp-request content reject if !HTTP
   tcp-request content set-var(txn.listener) bool(true) if { method GET } !{ path_beg /admin }
@@ -101,10 +100,6 @@ ${listenerRules(o.ticketKey)}
 
 backend listeners
   mode tcp
-  # Icecast's first bytes are its answer (after its callback): the slot is freed then, not at the connect.
-  tcp-response inspect-delay 15s
-  tcp-response content lua.${FREE_SLOT} if { res.len gt 0 }
-  tcp-response content accept if { res.len gt 0 }
   # A SYN lost on Icecast's backlog of 5 is a failed connect: tried again rather than passed on.
   retries 5
   server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
@@ -125,7 +120,7 @@ backend raw
 const sourceOf = (o: HaproxyConfigOptions) => (o.sourceAddress ? ` source ${o.sourceAddress}` : '');
 
 /**
- * A listener's GET: its signed ticket (its address), serve's answer, its turn into Icecast, and its head rewritten with
+ * A listener's GET: its signed ticket (its address), serve's answer, and its head rewritten with
  * the ticket's user name before its agent and without any Authorization it sent.
  */
 function listenerRules(ticketKey: string): string {
@@ -141,8 +136,6 @@ function listenerRules(ticketKey: string): string {
   tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
   # Only an admitted listener's close frees a place (its line names the ticket).
   tcp-request content set-var(sess.ticket) var(txn.ticket)
-  # In Icecast at most a few at once until it answers (its listen backlog of 5): the rest wait here.
-  tcp-request content lua.${TAKE_SLOT}
   tcp-request content lua.${SET_TICKET}
   # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
   tcp-request content reject unless { var(txn.ticket_set) -m found }`;

@@ -8,7 +8,7 @@ import type { ForwardedClaim } from './front-door.js';
 import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildAdmissionLua } from './haproxy-admission.js';
-import { buildPacingLua } from './haproxy-pacing.js';
+import { buildHeadLua } from './haproxy-head.js';
 import type { ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 import { accepts, freePort, isFree } from './local-ports.js';
@@ -32,8 +32,6 @@ export interface HaproxySupervisorOptions {
   icecastSourcePassword: string;
   /** The loopback address HAProxy connects to Icecast from (the one Icecast accepts besides serve's). */
   sourceAddress?: string;
-  /** Listeners in Icecast at once until it answers (< 100: it refuses more waiting for its auth thread). */
-  inFlight?: number;
   backlog?: number;
   queueTimeoutSeconds?: number;
   binary?: string;
@@ -151,16 +149,15 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       maxConnections,
       serverMaxConnections: Math.min(this.options.icecastClients, maxConnections),
       closeEvents: { port: this.closeEvents.port, secret: this.closeEvents.secret },
-      pacingLuaPath: join(this.options.dataDir, 'pacing.lua'),
+      headLuaPath: join(this.options.dataDir, 'head.lua'),
       admissionLuaPath,
       sourceAddress: this.options.sourceAddress,
       backlog: this.options.backlog ?? 4096,
       queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 60,
     });
-    const pacing = buildPacingLua({ inFlight: this.options.inFlight ?? 32, intervalMs: 1, slotTimeoutS: 10 });
-    const luaPath = join(this.options.dataDir, 'pacing.lua');
+    const luaPath = join(this.options.dataDir, 'head.lua');
     const { admission } = this.options;
-    await writeFile(luaPath, pacing, { mode: 0o600 });
+    await writeFile(luaPath, buildHeadLua(), { mode: 0o600 });
     const lua = buildAdmissionLua({
       ...admission,
       timeoutMs: admission.timeoutMs ?? 15_000,
