@@ -10,14 +10,23 @@ export interface CallbackEndpoint {
 
 export async function callbackEndpoint(dataDir: string): Promise<CallbackEndpoint> {
   const xml = await readFile(join(dataDir, 'icecast', 'icecast.xml'), 'utf8');
+  // With ICECAST_PROXY=haproxy Icecast calls nothing back: HAProxy's Lua holds the callback server and credentials.
+  if (!xml.includes('<option name="stream_auth"')) return proxiedEndpoint(dataDir);
   const option = (name: string) => new RegExp(`<option name="${name}" value="([^"]*)"/>`).exec(xml)![1];
   const user = option('username');
   const password = option('password').replace(/&amp;/g, '&');
   return {
-    // stream_auth is asked in every mode (with ICECAST_PROXY=haproxy Icecast asks no listener_add).
     base: option('stream_auth').replace(/\/stream_auth$/, ''),
     authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
   };
+}
+
+/** The callback server and credentials HAProxy's admission Lua asks with (src/provisioning/haproxy-admission.ts). */
+async function proxiedEndpoint(dataDir: string): Promise<CallbackEndpoint> {
+  const lua = await readFile(join(dataDir, 'haproxy', 'admission.lua'), 'utf8');
+  const [, url, authorization] =
+    /local URL, SOURCE_URL = "([^"]+)"[\s\S]*?local AUTHORIZATION, TIMEOUT = "([^"]+)"/.exec(lua)!;
+  return { base: url.replace(/\/proxy_listener_add$/, ''), authorization };
 }
 
 /** One listener callback as Icecast makes it; true when the answer admits. */
