@@ -21,6 +21,7 @@ import {
 } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { mp3, sine } from './support/tones.js';
 
 const skip = requireStreamingTools();
 
@@ -311,25 +312,7 @@ describe('service life cycle', { skip, concurrency: true }, () => {
 
   test('event-stream with autodj: AutoDJ fills the mount and yields to the live encoder, then takes over again', async () => {
     const svc = await stream({ duration_hours: 1, max_listeners: 5, bitrate_kbps: 64, autodj: true }, 'event-stream');
-    const song = spawnSync(
-      'ffmpeg',
-      [
-        '-v',
-        'error',
-        '-f',
-        'lavfi',
-        '-i',
-        'sine=frequency=660:duration=3',
-        '-c:a',
-        'libmp3lame',
-        '-b:a',
-        '64k',
-        '-f',
-        'mp3',
-        'pipe:1',
-      ],
-      { maxBuffer: 1 << 24 },
-    ).stdout;
+    const song = await sine({ seconds: 3, frequency: 660 }, mp3());
     assert.equal(
       (
         await request(service, 'PUT', `/services/${svc.service_id}/files/fill.mp3`, {
@@ -358,27 +341,7 @@ describe('service life cycle', { skip, concurrency: true }, () => {
 describe('service life cycle: Icecast restarts', { skip }, () => {
   test('AutoDJ plays an uploaded file; after Icecast is killed the mount comes back', async () => {
     const svc = await stream({ duration_hours: 1, bitrate_kbps: 64, storage_mb: 5 }, 'temporary-autodj');
-    const song = spawnSync(
-      'ffmpeg',
-      [
-        '-v',
-        'error',
-        '-f',
-        'lavfi',
-        '-i',
-        'sine=frequency=660:duration=4',
-        '-metadata',
-        'title=Loop',
-        '-c:a',
-        'libmp3lame',
-        '-b:a',
-        '64k',
-        '-f',
-        'mp3',
-        'pipe:1',
-      ],
-      { maxBuffer: 1 << 24 },
-    ).stdout;
+    const song = await sine({ seconds: 4, frequency: 660, tags: { title: 'Loop' } }, mp3());
     const upload = await request(service, 'PUT', `/services/${svc.service_id}/files/loop.mp3`, {
       rawBody: song,
       headers: { 'content-type': 'audio/mpeg' },

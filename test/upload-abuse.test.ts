@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -7,16 +6,9 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { flacSilence } from './support/tones.js';
+import { flacSilence, lavfi } from './support/tones.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
-
-/** ffmpeg's output for these arguments (the output goes to stdout). */
-function ffmpeg(args: string[]): Buffer {
-  const out = spawnSync('ffmpeg', ['-v', 'error', ...args, 'pipe:1'], { maxBuffer: 64 * 1024 * 1024 });
-  assert.equal(out.status, 0, String(out.stderr));
-  return out.stdout;
-}
 
 /** The FLAC's metadata (with the STREAMINFO's offset) and its audio frames. */
 function splitFlac(file: Buffer): { header: Buffer; streamInfo: number; frames: Buffer } {
@@ -40,27 +32,14 @@ function setTotalSamples(header: Buffer, streamInfo: number, total: bigint): voi
 }
 
 // 4 s of stereo silence at 48 kHz in the largest FLAC blocks: a few hundred bytes of frames.
-const silence = () =>
+const silence = async () =>
   splitFlac(
-    ffmpeg([
-      '-f',
-      'lavfi',
-      '-i',
-      'anullsrc=r=48000:cl=stereo',
-      '-t',
-      '4',
-      '-c:a',
-      'flac',
-      '-frame_size',
-      '65535',
-      '-f',
-      'flac',
-    ]),
+    await lavfi('anullsrc=r=48000:cl=stereo', ['-t', '4', '-c:a', 'flac', '-frame_size', '65535', '-f', 'flac']),
   );
 
 /** A small FLAC that says it holds 50 hours of stereo 48 kHz audio. */
-function declaresHours(): Buffer {
-  const { header, streamInfo, frames } = silence();
+async function declaresHours(): Promise<Buffer> {
+  const { header, streamInfo, frames } = await silence();
   setTotalSamples(header, streamInfo, 50n * 3600n * 48_000n);
   return Buffer.concat([header, frames]);
 }
@@ -110,7 +89,7 @@ describe('audio checks cost what the file is worth to a station', () => {
     });
 
   test('declared properties far beyond real audio or the time bought are refused before any decode', async () => {
-    const long = await put(attacker, 'hours.flac', declaresHours());
+    const long = await put(attacker, 'hours.flac', await declaresHours());
     assert.equal(long.status, 422, JSON.stringify(long.body));
     assert.equal(long.body.error.code, 'audio_beyond_limits');
     assert.match(long.body.error.message, /declares 50 h of audio, longer than the 1 h this service was bought for/);
@@ -118,16 +97,12 @@ describe('audio checks cost what the file is worth to a station', () => {
     const wide = await put(
       attacker,
       'wide.wav',
-      ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=8000:cl=hexadecagonal', '-t', '0.1', '-f', 'wav']),
+      await lavfi('anullsrc=r=8000:cl=hexadecagonal', ['-t', '0.1', '-f', 'wav']),
     );
     assert.equal(wide.body.error.code, 'audio_beyond_limits', JSON.stringify(wide.body));
     assert.match(wide.body.error.message, /16 audio channels; at most 2/);
 
-    const fast = await put(
-      attacker,
-      'fast.wav',
-      ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=384000:cl=mono', '-t', '0.1', '-f', 'wav']),
-    );
+    const fast = await put(attacker, 'fast.wav', await lavfi('anullsrc=r=384000:cl=mono', ['-t', '0.1', '-f', 'wav']));
     assert.equal(fast.body.error.code, 'audio_beyond_limits', JSON.stringify(fast.body));
     assert.match(fast.body.error.message, /384000 Hz; at most 48000/);
     assert.deepEqual(
@@ -142,7 +117,7 @@ describe('audio checks cost what the file is worth to a station', () => {
     const surround = await put(
       attacker,
       'surround.flac',
-      ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=48000:cl=7.1', '-t', '0.2', '-f', 'flac']),
+      await lavfi('anullsrc=r=48000:cl=7.1', ['-t', '0.2', '-f', 'flac']),
     );
     assert.equal(surround.status, 422, JSON.stringify(surround.body));
     assert.equal(surround.body.error.code, 'audio_beyond_limits');
@@ -153,7 +128,7 @@ describe('audio checks cost what the file is worth to a station', () => {
     const hiRes = await put(
       attacker,
       'hires.flac',
-      ffmpeg(['-f', 'lavfi', '-i', 'anullsrc=r=96000:cl=stereo', '-t', '0.2', '-f', 'flac']),
+      await lavfi('anullsrc=r=96000:cl=stereo', ['-t', '0.2', '-f', 'flac']),
     );
     assert.equal(hiRes.status, 422, JSON.stringify(hiRes.body));
     assert.equal(hiRes.body.error.code, 'audio_beyond_limits');
@@ -162,7 +137,7 @@ describe('audio checks cost what the file is worth to a station', () => {
     const stereo = await put(
       attacker,
       'stereo.flac',
-      ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000:duration=0.5', '-ac', '2', '-f', 'flac']),
+      await lavfi('sine=frequency=440:sample_rate=48000:duration=0.5', ['-ac', '2', '-f', 'flac']),
     );
     assert.equal(stereo.status, 201, JSON.stringify(stereo.body));
   });
