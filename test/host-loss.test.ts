@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
+import { hostsCommand } from './support/hosts-command.js';
 import { openSse } from './support/sse.js';
 import {
   assertListenerRefused,
@@ -60,7 +61,7 @@ let shared: Record<string, string>;
 /** Buys a stream through `through`, placed on the host at `origin`: the hosts in `drain` take none meanwhile. */
 async function buyOn(through: Service, origin: string, drain: string[], stationName: string) {
   for (const id of drain) {
-    const drained = await a.cli(['hosts', 'drain', id]);
+    const drained = await hostsCommand(a, ['hosts', 'drain', id]);
     assert.equal(drained.code, 0, drained.stderr);
   }
   const bought = await buy({ baseUrl: through.baseUrl, apiKey: a.apiKey }, wallet, {
@@ -70,7 +71,7 @@ async function buyOn(through: Service, origin: string, drain: string[], stationN
     parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
   });
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  for (const id of drain) assert.equal((await a.cli(['hosts', 'undrain', id])).code, 0);
+  for (const id of drain) assert.equal((await hostsCommand(a, ['hosts', 'undrain', id])).code, 0);
   assert.equal(new URL(bought.body.service.stream_url).origin, origin, `placed on ${origin}`);
   return bought.body.service;
 }
@@ -267,7 +268,9 @@ test('a host cut off from PostgreSQL cuts its mounts on its own; back, it refuse
   await waitFor(
     'C to beat again',
     async () => {
-      const listed = JSON.parse((await a.cli(['hosts', 'list', '--json'])).stdout) as Array<Record<string, unknown>>;
+      const listed = JSON.parse((await hostsCommand(a, ['hosts', 'list', '--json'])).stdout) as Array<
+        Record<string, unknown>
+      >;
       const hostC = listed.find((h) => h.id === 'host-c')!;
       return hostC.state === 'up' && hostC.live === true;
     },

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { callbackEndpoint, listenerCallback } from './support/icecast-callbacks.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
+import { hostsCommand } from './support/hosts-command.js';
 import { exitOf, listenWhenLive, startFfmpegSource, waitFor, within } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { startTcpPartition, type StartupParameters, type TcpPartition } from './support/tcp-partition.js';
@@ -101,7 +102,7 @@ async function startBothRoles(database: URL, chainRpcUrl: string): Promise<Servi
     partitionB.heal();
     await both.stop();
   });
-  assert.equal((await a.cli(['hosts', 'drain', 'host-b'])).code, 0);
+  assert.equal((await hostsCommand(a, ['hosts', 'drain', 'host-b'])).code, 0);
   return both;
 }
 after(async () => {
@@ -110,14 +111,14 @@ after(async () => {
 
 /** Buys a stream through A, placed on C (A is drained meanwhile). */
 async function buyOnC(stationName: string) {
-  assert.equal((await a.cli(['hosts', 'drain', 'host-a'])).code, 0);
+  assert.equal((await hostsCommand(a, ['hosts', 'drain', 'host-a'])).code, 0);
   const bought = await buy(a, wallet, {
     product_id: 'event-stream',
     email: 'agent@example.com',
     station_name: stationName,
     parameters: { duration_hours: 3, max_listeners: 5, bitrate_kbps: 64 },
   });
-  assert.equal((await a.cli(['hosts', 'undrain', 'host-a'])).code, 0);
+  assert.equal((await hostsCommand(a, ['hosts', 'undrain', 'host-a'])).code, 0);
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
   assert.equal(new URL(bought.body.service.stream_url).origin, originC, 'placed on C');
   return bought.body.service as { service_id: string; stream_url: string; broadcast_url: string };

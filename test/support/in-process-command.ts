@@ -18,6 +18,18 @@ export function runInProcess(command: Command, args: string[], env: Record<strin
 
 let queue: Promise<unknown> = Promise.resolve();
 
+/** `GROUP NAME ARGS…` (audit verify, hosts drain…) from the group's commands, in this process. */
+export function groupCommandInProcess(
+  commands: Record<string, Command>,
+  argv: string[],
+  env: Record<string, string>,
+): Promise<CliResult> {
+  const [group, name, ...args] = argv;
+  const command = commands[`${group} ${name}`];
+  if (!command) throw new Error(`no command ${group} ${name}`);
+  return runInProcess(command, args, env);
+}
+
 async function runNow(command: Command, args: string[], env: Record<string, string>): Promise<CliResult> {
   const captured = { stdout: '', stderr: '' };
   const restore = capture(captured);
