@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFile, chmod, mkdtemp, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +21,7 @@ import {
   type MountStats,
   type SourceAuthRequest,
 } from '../src/provisioning/index.js';
-import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
+import { exitOf, rawListener, startFfmpegSource, waitFor, type RawListener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
 // ---------- pieces that need no Icecast ----------
@@ -438,29 +438,7 @@ class OpenDecider implements MountDecider {
 }
 
 function startSource(port: number, mount: string, kbps: number): ChildProcess {
-  return spawn(
-    'ffmpeg',
-    [
-      '-nostdin',
-      '-loglevel',
-      'error',
-      '-re',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=440',
-      '-c:a',
-      'libmp3lame',
-      '-b:a',
-      `${kbps}k`,
-      '-content_type',
-      'audio/mpeg',
-      '-f',
-      'mp3',
-      `icecast://source:${SOURCE_PASS}@127.0.0.1:${port}${mount}`,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  return startFfmpegSource(`icecast://source:${SOURCE_PASS}@127.0.0.1:${port}${mount}`, kbps);
 }
 
 /** A listener on a raw socket: counts every byte it receives, response headers included (as Icecast does). */

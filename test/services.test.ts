@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
-import { tone } from './support/tones.js';
+import { sine, tone } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -142,24 +141,8 @@ describe('services', () => {
         headers: { 'content-type': 'application/octet-stream' },
       });
     assert.equal((await put('tagged.mp3', await tone(2, 'Tagged Song', MP3))).status, 201);
-    const plain = spawnSync(
-      'ffmpeg',
-      [
-        '-v',
-        'error',
-        '-f',
-        'lavfi',
-        '-i',
-        'sine=frequency=330:duration=2',
-        '-map_metadata',
-        '-1',
-        '-f',
-        'wav',
-        'pipe:1',
-      ],
-      { maxBuffer: 8 * 1024 * 1024 },
-    );
-    assert.equal((await put('plain-tone.wav', plain.stdout)).status, 201);
+    const plain = await sine({ seconds: 2, frequency: 330 }, ['-map_metadata', '-1', '-f', 'wav']);
+    assert.equal((await put('plain-tone.wav', plain)).status, 201);
     const playlist = { playlist: ['tagged.mp3', 'plain-tone.wav'], shuffle: false };
     assert.equal((await api('PUT', `/services/${id}/playlist`, { body: playlist })).status, 200);
     const history = await waitFor(
