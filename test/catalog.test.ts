@@ -191,6 +191,16 @@ describe('catalog check reports each problem once, at its cause', () => {
     ]);
   });
 
+  test('an AutoDJ a product includes is a yes or no, checked where it is written', async () => {
+    const file = 'catalog/products/temporary-autodj.yaml';
+    const text = await readFile(join(copy.dir, file), 'utf8');
+    const result = await checkWith(file, (t) => t.replace('  autodj: true', '  autodj: always'));
+    assert.equal(result.code, 1);
+    assert.deepEqual(diagnosticLines(result.stderr), [
+      `catalog/products/temporary-autodj.yaml:${lineOf(text, '  autodj: true')}:11: must be boolean`,
+    ]);
+  });
+
   test('an unknown product in the upgrade paths is reported once, where it is named', async () => {
     const file = 'catalog/catalog.yaml';
     const text = await readFile(join(copy.dir, file), 'utf8');

@@ -140,7 +140,12 @@ export const productFileSchema = {
     },
     parameters: parameterMap,
     unlisted_parameters: parameterMap,
-    limits: { type: 'object' },
+    limits: {
+      type: 'object',
+      properties: {
+        autodj: { type: 'boolean', description: 'Every service of this product has an AutoDJ, whatever was ordered.' },
+      },
+    },
     fulfillment: {
       type: 'object',
       properties: {

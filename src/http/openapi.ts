@@ -1,3 +1,4 @@
+import { autoDjOffer } from '../catalog/index.js';
 import type { BillingOption, Snapshot } from '../pricing/index.js';
 import { KeyedSnapshotCache } from '../pricing/index.js';
 import { openApiParts } from './openapi-parts/index.js';
@@ -80,7 +81,7 @@ function build(snapshot: Snapshot, version: string, billing?: Map<string, Billin
     paths: {
       ...discoveryPaths,
       ...orderPaths(paymentInfo),
-      ...servicePaths(paymentInfo),
+      ...servicePaths(paymentInfo, autoDjOffer(snapshot.catalog)),
       ...Object.assign({}, ...parts.map((p) => p.paths)),
     },
   };

@@ -4,6 +4,7 @@ import { evaluateUpgrade, type Snapshot, type UpgradeEvaluation, type UpgradeInp
 import type { ServiceRow } from '../services/index.js';
 import type { Database } from '../store/index.js';
 import type { OrderPrice } from './order-price.js';
+import { serviceLimitsOf } from './service-limits.js';
 
 export type PricedUpgrade = OrderPrice & {
   input: UpgradeInput;
@@ -60,7 +61,8 @@ export async function priceUpgrade(
   };
   const evaluation = await evaluateUpgrade(snapshot, input);
   if (evaluation.outcome === 'refused') throw new ApiError(409, 'upgrade_not_possible', evaluation.message);
-  if (changesNothing(service, targetId, evaluation.target.output.configuration)) {
+  const target = snapshot.catalog.byId.get(targetId)?.product;
+  if (changesNothing(service, targetId, serviceLimitsOf(target, evaluation.target.output.configuration))) {
     throw new ApiError(
       409,
       'upgrade_changes_nothing',
@@ -70,14 +72,17 @@ export async function priceUpgrade(
   return { priced: evaluation.target, amountAtomic: evaluation.amount_atomic, input, evaluation };
 }
 
-/** Same product, same limits (the paid time is never changed by an upgrade), and no used-up transfer to renew. */
+/**
+ * Same product, same limits as the upgrade would give (the paid time is never changed by an upgrade), and no used-up
+ * transfer to renew.
+ */
 export function changesNothing(
   service: Pick<ServiceRow, 'product_id' | 'limits' | 'status'>,
   targetId: string,
-  configuration: Record<string, unknown>,
+  limits: Record<string, unknown>,
 ): boolean {
   if (service.product_id !== targetId || service.status === 'suspended') return false;
   const { duration_hours: _a, ...before } = service.limits;
-  const { duration_hours: _b, ...after } = configuration;
+  const { duration_hours: _b, ...after } = limits;
   return canonicalJson(before) === canonicalJson(after);
 }

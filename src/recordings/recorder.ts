@@ -3,6 +3,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../log/index.js';
+import { hasAutoDj } from '../services/has-autodj.js';
 import type { IcecastAdmin, MountSummary } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { startCapture, streamFormatOf } from './capture.js';
@@ -236,8 +237,7 @@ export class Recorder {
 
   /** Whether the owner's live encoder holds the mount (with AutoDJ, it does only while it is live). */
   private liveHolds(service: RecordedService): boolean {
-    const withAutoDj = service.product_id === 'temporary-autodj' || service.limits.autodj === true;
-    return !withAutoDj || (this.options.autodj?.isLive(service.id) ?? false);
+    return !hasAutoDj(service) || (this.options.autodj?.isLive(service.id) ?? false);
   }
 
   private bought(service: RecordedService): number {

@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import type { Logger } from '../log/index.js';
 import { AutoDj, type IcecastAdmin } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
+import { hasAutoDj } from './has-autodj.js';
 import type { MediaLibrary } from './media-library.js';
 import { songText, type NowPlaying } from './now-playing.js';
 import type { ServiceRow } from './service-records.js';
@@ -26,9 +27,8 @@ export interface AutoDjDeps {
 }
 
 /**
- * One AutoDJ per active AutoDJ service on this instance's Icecast: temporary-autodj always, event-stream with
- * autodj: true while no live encoder is connected. It plays the playlist (or every uploaded file) and updates the
- * mount's metadata on each track.
+ * One AutoDJ per active service with an AutoDJ (hasAutoDj) on this instance's Icecast, while no live encoder of its
+ * own is connected. It plays the playlist (or every uploaded file) and updates the mount's metadata on each track.
  */
 export class AutoDjManager {
   private readonly running = new Map<string, AutoDj>();
@@ -38,7 +38,7 @@ export class AutoDjManager {
   constructor(private readonly deps: AutoDjDeps) {}
 
   static wanted(service: ServiceRow): boolean {
-    return service.status === 'active' && (service.product_id === 'temporary-autodj' || service.limits.autodj === true);
+    return service.status === 'active' && hasAutoDj(service);
   }
 
   /**

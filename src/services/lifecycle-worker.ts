@@ -10,6 +10,7 @@ import { placeKey, type IcecastAdmin, type MountSnapshot, type SourceBudgetState
 import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-records.js';
+import { hasAutoDj } from './has-autodj.js';
 import type { ListenerPlaces } from './listener-places.js';
 import { recordServiceEvent } from './service-events.js';
 import { showServiceReason, transitionService, type ServiceStatus } from './service-transitions.js';
@@ -441,7 +442,7 @@ function serviceFacts(service: ServiceRow): Record<string, unknown> {
     expires_at: expiresAt?.toISOString() ?? null,
     expired: expiresAt ? expiresAt.getTime() <= Date.now() : false,
     bitrate_kbps: service.limits.bitrate_kbps ?? null,
-    autodj: service.limits.autodj === true || service.product_id === 'temporary-autodj',
+    autodj: hasAutoDj(service),
   };
 }
 

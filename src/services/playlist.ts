@@ -8,7 +8,8 @@ export function storageOf(media: MediaLibrary | undefined, service: ServiceRow):
     throw new ApiError(
       409,
       'storage_not_included',
-      'This service has no AutoDJ storage. Storage comes with temporary-autodj, and with event-stream ordered with autodj: true.',
+      'This service has no AutoDJ storage. Storage comes with an AutoDJ: order a product whose limits say autodj: true ' +
+        '(GET /products), or one that takes the order parameter autodj, with autodj: true.',
     );
   }
   if (service.status !== 'active')

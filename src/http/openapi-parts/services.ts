@@ -188,13 +188,32 @@ const ownerPaths = {
       responses: { 200: ok('Files', 'Files'), ...common },
     },
   },
-  '/services/{service_id}/files/{name}': {
+  '/services/{service_id}/playlist': {
+    put: {
+      ...owner,
+      operationId: 'setServicePlaylist',
+      parameters: [id],
+      summary: 'Set the AutoDJ play order (uploaded file names) and shuffle; takes effect at the next track.',
+      requestBody: { required: true, content: { 'application/json': { schema: ref('Playlist') } } },
+      responses: {
+        200: ok('The playlist', 'PlaylistResponse'),
+        ...common,
+        409: noStorage,
+        422: error('unknown_files: a name is not an uploaded file (error.details points at it), or invalid_request.'),
+      },
+    },
+  },
+};
+
+/** The Services tag's paths: a service's record, its paid upgrade and extension, stop, usage and AutoDJ files. */
+/** Uploading and deleting one AutoDJ file; `autoDjOffer` names the products that come with an AutoDJ. */
+function filePath(autoDjOffer: string) {
+  return {
     put: {
       ...owner,
       operationId: 'uploadServiceFile',
       parameters: [id, name],
-      summary:
-        'Upload an audio file for AutoDJ (temporary-autodj, or event-stream ordered with autodj: true). The body is the file itself.',
+      summary: `Upload an audio file for AutoDJ (${autoDjOffer}). The body is the file itself.`,
       description:
         'Send Content-Length: the size is reserved against storage_mb (stored files and uploads in progress count in full) before the body is read; an upload that does not fit is refused with 413 and nothing is kept. Accepted: MP3, AAC (ADTS), M4A, Ogg (Vorbis, Opus), FLAC, WAV, and only if the file decodes to its end; playlists of any kind are refused with 415. At most 2 uploads at once per service (429). There is no total time limit; an upload with no byte for 30 s is stopped (408, retryable). Uploading the same name replaces the file.',
       requestBody: {
@@ -230,30 +249,15 @@ const ownerPaths = {
         409: noStorage,
       },
     },
-  },
-  '/services/{service_id}/playlist': {
-    put: {
-      ...owner,
-      operationId: 'setServicePlaylist',
-      parameters: [id],
-      summary: 'Set the AutoDJ play order (uploaded file names) and shuffle; takes effect at the next track.',
-      requestBody: { required: true, content: { 'application/json': { schema: ref('Playlist') } } },
-      responses: {
-        200: ok('The playlist', 'PlaylistResponse'),
-        ...common,
-        409: noStorage,
-        422: error('unknown_files: a name is not an uploaded file (error.details points at it), or invalid_request.'),
-      },
-    },
-  },
-};
+  };
+}
 
-/** The Services tag's paths: a service's record, its paid upgrade and extension, stop, usage and AutoDJ files. */
-export function servicePaths(paymentInfo: Record<string, unknown>) {
+export function servicePaths(paymentInfo: Record<string, unknown>, autoDjOffer: string) {
   return {
     '/services/{service_id}': serviceRecord,
     '/services/{service_id}/upgrade': upgradePath(paymentInfo),
     '/services/{service_id}/extend': extendPath(paymentInfo),
     ...ownerPaths,
+    '/services/{service_id}/files/{name}': filePath(autoDjOffer),
   };
 }
