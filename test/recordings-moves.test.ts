@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, scratchDir, type Service, startService } from './support/service.js';
 import { exitOf, hasMpegFrame, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { liveToneSource, playedSeconds } from './support/tones.js';
+import { liveToneSource, playedSeconds, sine } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // Recordings where a show does not simply start and stop on one host: a service with AutoDJ records only its live
@@ -30,6 +30,7 @@ let a: Service;
 let b: Service;
 let wallet: TestWallet;
 let shared: Record<string, string>;
+let mediaDir: string;
 const children: ChildProcess[] = [];
 /** The AutoDJ service's recording of its live show (test 2), checked complete at the end. */
 let autodjShow: { serviceId: string; recordingId: string };
@@ -76,6 +77,10 @@ async function recordingOnB(count: number, seconds: number) {
   return { startedAt, shows };
 }
 
+/** The files a show has in its service's media directory (every host's part, whatever host wrote it). */
+const showFiles = async (serviceId: string, recordingId: string) =>
+  (await readdir(join(mediaDir, serviceId))).filter((name) => name.startsWith(`.recording-${recordingId}.`));
+
 const complete = (serviceId: string, timeoutMs: number) =>
   waitFor(
     'the show to end a minute after its last source',
@@ -88,7 +93,7 @@ const complete = (serviceId: string, timeoutMs: number) =>
 
 before(async () => {
   if (skip) return;
-  const mediaDir = await scratchDir('recordings-media-');
+  mediaDir = await scratchDir('recordings-media-');
   a = await startService({ ...pool, MEDIA_DIR: mediaDir, STREAMING_HOST_ID: 'host-a' });
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
   const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
@@ -132,11 +137,7 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
       autodj: true,
       recording: true,
     });
-    const file = spawnSync(
-      'ffmpeg',
-      ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=660:duration=3', '-c:a', 'libmp3lame', '-f', 'mp3', '-'],
-      { maxBuffer: 1 << 24 },
-    ).stdout;
+    const file = await sine({ seconds: 3, frequency: 660 }, ['-c:a', 'libmp3lame', '-f', 'mp3']);
     assert.ok(file.length > 1000);
     const put = await request(a, 'PUT', `/services/${svc.service_id}/files/fill.mp3`, {
       rawBody: file,
@@ -164,9 +165,9 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
     b = await startService({ ...pool, ...shared, STREAMING_HOST_ID: 'host-b' });
     const {
       startedAt,
-      shows: [back, gone],
-    } = await recordingOnB(2, 120);
-    for (const { svc } of [back, gone]) {
+      shows: [back, gone, dropped],
+    } = await recordingOnB(3, 120);
+    for (const { svc } of [back, gone, dropped]) {
       await waitFor('B records the show', async () => (await recordingsOf(svc.service_id))[0]?.size_bytes > 24_000);
     }
     b.process.kill('SIGKILL');
@@ -177,7 +178,7 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
       'the services to move to host A',
       async () => {
         const read = await Promise.all(
-          [back, gone].map(async ({ svc }) => (await owner(svc.service_id, 'GET', '')).body),
+          [back, gone, dropped].map(async ({ svc }) => (await owner(svc.service_id, 'GET', '')).body),
         );
         return (
           read.every((r) => new URL(r.service.broadcast_url).host !== new URL(back.svc.broadcast_url).host) && read
@@ -186,7 +187,10 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
       (DOWN_AFTER_SECONDS + 30) * 1000,
     );
     const again = keep(liveToneSource(moved[0].service.broadcast_url, BACK_SECONDS));
+    const droppedAgain = keep(liveToneSource(moved[2].service.broadcast_url, BACK_SECONDS));
     assert.equal(await exitOf(again, (BACK_SECONDS + 30) * 1000), 0, 'the encoder sent its show on host A');
+    assert.equal(await exitOf(droppedAgain, (BACK_SECONDS + 30) * 1000), 0, 'and the one of the show deleted');
+    await deletedBetweenSessions(dropped.svc.service_id);
 
     const [continued, ended] = await Promise.all([
       complete(back.svc.service_id, 150_000),
@@ -205,6 +209,27 @@ describe('recordings with AutoDJ and across a lost host', { skip }, () => {
     const feed = await (await fetch(`${a.baseUrl}/services/${gone.svc.service_id}/podcast.xml`)).text();
     assert.ok(feed.includes(ended.download_url), 'listed in its feed');
   });
+
+  /**
+   * An open show deleted between its source's sessions, no capture running anywhere: B's part and A's file go with
+   * it, and the storage it took is free again.
+   */
+  async function deletedBetweenSessions(serviceId: string): Promise<void> {
+    const [open] = await waitFor('the show paused on A', async () => {
+      const items = await recordingsOf(serviceId);
+      return items[0]?.source_sessions === 2 && items[0].status === 'recording' && items;
+    });
+    await waitFor(
+      'the paused show in two files',
+      async () => (await showFiles(serviceId, open.recording_id)).length === 2,
+    );
+    const used = async () => (await owner(serviceId, 'GET', '/recordings')).body.recording.storage.used_bytes;
+    assert.ok((await used()) > 24_000);
+    const deleted = await owner(serviceId, 'DELETE', `/recordings/${open.recording_id}`);
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    assert.deepEqual(await showFiles(serviceId, open.recording_id), [], "every host's part removed");
+    assert.equal(await used(), 0);
+  }
 
   test('the AutoDJ service recorded its live show alone', { timeout: 120_000 }, async () => {
     const show = await complete(autodjShow.serviceId, 100_000);

@@ -1,7 +1,6 @@
-import { rm } from 'node:fs/promises';
 import type Router from '@koa/router';
 import { ApiError } from '../errors/index.js';
-import { type RecordingSetting, type RecordingStore, storageProblem } from '../recordings/index.js';
+import { type RecordingSetting, type RecordingStore, removeShowFiles, storageProblem } from '../recordings/index.js';
 import type { ServiceRow } from '../services/index.js';
 import {
   ownedRecordings,
@@ -61,7 +60,7 @@ export function recordingRoutes(router: Router, deps: RecordingRouteDeps): void 
     const id = RECORDING.exec(ctx.params.recording_id)?.[1];
     const removed = id && (await store.remove(service.id, id));
     if (!removed) throw recordingNotFound();
-    await rm(media.pathOf(service.id, removed.file_name), { force: true });
+    await removeShowFiles((serviceId, name) => media.pathOf(serviceId, name), service.id, removed.id);
     ctx.body = { ok: true, deleted: recordingDocument(deps.publicBaseUrl(), removed) };
   });
 

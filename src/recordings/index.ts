@@ -12,6 +12,7 @@ export {
   type RetainedRecording,
 } from './recording-retention.js';
 export { RECORDER_AGENT, RECORDER_USER, Recorder, type RecorderOptions } from './recorder.js';
+export { removeShowFiles } from './show-parts.js';
 export {
   type PlayedTitle,
   type Recording,

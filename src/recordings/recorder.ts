@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../log/index.js';
 import { hasAutoDj } from '../services/has-autodj.js';
@@ -8,7 +8,7 @@ import type { IcecastAdmin, MountSummary } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
 import { startCapture, streamFormatOf } from './capture.js';
 import { type PlayedTitle, type Recording, RecordingStore, SETTING_SQL } from './recording-store.js';
-import { ShowParts } from './show-parts.js';
+import { removeShowFiles, ShowParts } from './show-parts.js';
 import { type IncludedStorage, recordingStorageBytes, storageProblem } from './storage.js';
 
 export const RECORDER_USER = 'recorder';
@@ -267,7 +267,7 @@ export class Recorder {
 
   private async removeEnded(): Promise<void> {
     for (const item of await this.store.ofEndedServices(this.options.graceHours())) {
-      await rm(this.options.pathOf(item.service_id, item.file_name), { force: true });
+      await removeShowFiles(this.options.pathOf, item.service_id, item.id);
       await this.store.remove(item.service_id, item.id);
     }
   }

@@ -77,10 +77,7 @@ export class ShowParts {
 
   /** Removes every file of a show whose row is gone (a show deleted while it recorded). */
   async removeFiles(serviceId: string, id: string): Promise<void> {
-    const dir = dirname(this.pathOf(serviceId, 'x'));
-    const names = await readdir(dir).catch(() => [] as string[]);
-    const ours = names.filter((name) => name.startsWith(`.recording-${id}.`));
-    await Promise.all(ours.map((name) => rm(join(dir, name), { force: true })));
+    await removeShowFiles(this.pathOf, serviceId, id);
   }
 
   /**
@@ -128,6 +125,22 @@ export class ShowParts {
       throw err;
     }
   }
+}
+
+/**
+ * Removes every file a show has on the media storage every host shares: the one its row names, the parts earlier
+ * hosts wrote and a join in progress (all named `.recording-{id}.…`), whoever wrote them and whether or not a capture
+ * still runs somewhere.
+ */
+export async function removeShowFiles(
+  pathOf: (serviceId: string, name: string) => string,
+  serviceId: string,
+  id: string,
+): Promise<void> {
+  const dir = dirname(pathOf(serviceId, 'x'));
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const ours = names.filter((name) => name.startsWith(`.recording-${id}.`));
+  await Promise.all(ours.map((name) => rm(join(dir, name), { force: true })));
 }
 
 /** A file name of the show no host has written yet (every file of a show starts `.recording-{id}.`). */
