@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Parser from 'rss-parser';
 import { createApiKey } from './support/api-key.js';
+import { CHROMIUM, launchChromium } from './support/browser.js';
 import { buy } from './support/purchase.js';
 import { copyCatalog, request, type Service, startService } from './support/service.js';
 import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
@@ -16,8 +17,9 @@ import { TestWallet } from './support/wallet.js';
 
 // Live shows kept as recordings: an ffmpeg source sends a tone of known length to broadcast_url, drops for 20 s and
 // comes back; the show is one recording of the time sent, downloaded whole and by ranges, listed in the podcast feed
-// that a real RSS parser reads, kept across a restart; strangers cannot list or delete it.
-const skip = requireStreamingTools(['icecast2', 'ffmpeg']);
+// that a real RSS parser reads, played from the listen page in Chromium, kept across a restart; strangers cannot list
+// or delete it.
+const skip = requireStreamingTools(['icecast2', 'ffmpeg', CHROMIUM]);
 const SESSIONS = [6, 4];
 
 let service: Service;
@@ -189,6 +191,35 @@ describe('recordings of live shows and the podcast feed', { skip }, () => {
     assert.ok(archive.includes(`<audio controls preload="none" src="${recording.download_url}"`), archive);
     assert.ok(archive.includes(`href="${svc.endpoints.podcast_feed}"`));
     assert.match(archive, /aria-labelledby="show-0"/);
+  });
+
+  test('in Chromium the listed show plays from the page', { timeout: 90_000 }, async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(svc.endpoints.listen_page);
+      const show = page.locator('#archive audio').first();
+      assert.equal(await show.getAttribute('src'), recording.download_url);
+      await show.evaluate((audio: HTMLAudioElement) => audio.play());
+      await page.waitForFunction(
+        () => {
+          const audio = document.querySelector<HTMLAudioElement>('#archive audio')!;
+          return audio.error !== null || audio.currentTime > 2;
+        },
+        undefined,
+        { timeout: 30_000 },
+      );
+      const played = await show.evaluate((audio: HTMLAudioElement) => ({
+        error: audio.error && `${audio.error.code} ${audio.error.message}`,
+        at: audio.currentTime,
+        duration: audio.duration,
+      }));
+      assert.equal(played.error, null);
+      assert.ok(played.at > 2, `played to ${played.at} s`);
+      assert.ok(Math.abs(played.duration - recording.duration_seconds) <= 1, `${played.duration} s long`);
+    } finally {
+      await browser.close();
+    }
   });
 
   test('strangers neither list nor delete; the owner deletes', async () => {
