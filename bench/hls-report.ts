@@ -52,6 +52,9 @@ const per1000 = (cpu: number, n: number) => (n ? `${((cpu / n) * 1000).toFixed(3
  * once a target duration (as hls.js does on a live edge that moved) and once every 2 s (as the bench's players do).
  */
 function extrapolated(r: Report): string {
+  // Below its idle CPU: what the players cost serve is within this run's noise; the idle CPU is the bound.
+  if (netServeCpu(r) <= 0)
+    return `${pct(r.quiet.serve)} of one core (its idle CPU: the players' cost is within the noise)`;
   const perPlaylist = netServeCpu(r) / Math.max(1, r.direct.playlists);
   const at = (perSecond: number) => pct(r.quiet.serve + perPlaylist * perSecond);
   return `${at(5000 / HLS_SEGMENT_SECONDS)} of one core (one playlist per ${HLS_SEGMENT_SECONDS} s); ${at(5000 / 2)} (one per 2 s)`;

@@ -48,6 +48,8 @@ export interface HlsManagerOptions {
   segmentServer?: SegmentServerSettings;
   /** serve's own API address (…/api/v1): with it, nginx answers admitted sessions' media playlists too. */
   apiUrl?: () => string;
+  /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES): nginx believes them too. */
+  trustedProxies?: string[];
 }
 
 /** What nginx says of a media playlist request it passed on (hls-playlist-config.ts). */
@@ -162,6 +164,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
       gateSecret: this.gate,
       ratePerSecond: 1000 / PLAYLIST_INTERVAL_MS,
       burst: PLAYLIST_BURST - 1,
+      trustedProxies: this.options.trustedProxies ?? [],
     };
   }
 

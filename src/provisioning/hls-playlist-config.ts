@@ -10,6 +10,8 @@ export interface HlsPlaylistSettings {
   /** One player's pace: fetches a second and how many more at once (session-pace.ts). */
   ratePerSecond: number;
   burst: number;
+  /** Proxies (TRUSTED_PROXIES, a CDN's) whose X-Forwarded-For names the client nginx passes on to serve. */
+  trustedProxies: string[];
 }
 
 /** The session token of a GET or HEAD (empty otherwise: no file, no rate bucket, serve answers). */
@@ -26,6 +28,8 @@ export function playlistHttpBlock(p: HlsPlaylistSettings): string {
     default 0;
   }
   limit_req_zone $hls_session zone=hls_sessions:10m rate=${p.ratePerSecond}r/s;
+${p.trustedProxies.map((a) => `  set_real_ip_from ${a};\n`).join('')}  real_ip_header X-Forwarded-For;
+  real_ip_recursive on;
   log_format hls_playlist '$msec $hls_session $sid $status $body_bytes_sent $sent_http_etag';
 `;
 }

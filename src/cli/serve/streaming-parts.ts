@@ -38,6 +38,7 @@ export function streamingParts(base: Foundation) {
         leaseHeld: () => lease?.held ?? true,
         segmentServer: { listen: config.streaming.hlsListen, publicUrl: config.streaming.hlsPublicUrl },
         apiUrl: () => http.baseUrl,
+        trustedProxies: [...config.trustedProxies],
       })
     : undefined;
   const hlsEndpoint = (s: { id: string }): Record<string, string> =>
