@@ -11,6 +11,7 @@ import { buy, payFor } from './support/purchase.js';
 import { root, scratchDir, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
+import { mp3, sine, stillImage } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // /openapi.json describes what the service really answers: every real answer of every operation (status and body)
@@ -107,8 +108,7 @@ async function ownerProfileAndStats(serviceId: string) {
   const put = await call('PUT', '/services/{service_id}/profile', profile, { body: { description: 'Documented.' } });
   assert.equal(put.body.profile.description, 'Documented.');
   assert.equal((await call('PUT', '/services/{service_id}/profile', profile, { body: { colour: 'red' } })).status, 422);
-  const ffmpeg = '-v error -f lavfi -i color=c=blue:s=32x32 -frames:v 1 -c:v png -f image2pipe -';
-  const png = spawnSync('ffmpeg', ffmpeg.split(' ')).stdout;
+  const png = await stillImage('color=c=blue:s=32x32');
   const artwork = (raw: Buffer, type: string) =>
     call('PUT', '/services/{service_id}/profile/artwork', `${profile}/artwork`, {
       raw,
@@ -433,30 +433,11 @@ describe('/openapi.json', () => {
     check('POST', '/orders', autodj.status, autodj.body);
     assert.equal(autodj.status, 200, JSON.stringify(autodj.body));
     const dj = autodj.body.service.service_id;
-    const tone = spawnSync(
-      'ffmpeg',
-      [
-        '-v',
-        'error',
-        '-f',
-        'lavfi',
-        '-i',
-        'sine=frequency=440:duration=1',
-        '-c:a',
-        'libmp3lame',
-        '-b:a',
-        '64k',
-        '-f',
-        'mp3',
-        'pipe:1',
-      ],
-      { maxBuffer: 1 << 24 },
-    );
-    assert.equal(tone.status, 0, String(tone.stderr));
+    const tone = await sine({ seconds: 1 }, mp3());
     assert.equal(
       (
         await call('PUT', '/services/{service_id}/files/{name}', `/services/${dj}/files/tone.mp3`, {
-          raw: tone.stdout,
+          raw: tone,
           headers: { 'content-type': 'audio/mpeg' },
         })
       ).status,
