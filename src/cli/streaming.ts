@@ -101,9 +101,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         callbackAuth: callbackCredentials,
         maxSources: limits.sources,
         maxClients: limits.sources + limits.listeners + 50,
-        listenerRemove: settings.proxy !== 'haproxy',
-        // HAProxy asks serve about listeners itself; Icecast takes connections only from it and from serve.
-        listenerAdd: settings.proxy !== 'haproxy',
+        // HAProxy asks serve about listeners and sources itself; Icecast takes connections only from it and serve.
         allowIps: settings.proxy === 'haproxy' ? ['127.0.0.1', HAPROXY_SOURCE_ADDRESS] : undefined,
         proxySourcePassword: icecastSourcePassword,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the

@@ -26,17 +26,6 @@ export interface IcecastConfigOptions {
   callbackAuth?: { user: string; password: string };
   /** Where the Debian package keeps web/ and admin/ (the XSL templates admin and status pages need). */
   shareDir?: string;
-  /**
-   * false: no listener_remove callback. HAProxy reports each listener's close to serve at once; Icecast's
-   * listener_removes would only share its one auth thread (and its 100-waiting bound) with the admissions.
-   */
-  listenerRemove?: boolean;
-  /**
-   * false: no listener_add callback (HAProxy asks serve itself, many at once). Icecast 2.4.4's URL auth then admits a
-   * listener without a request (auth_url.c returns AUTH_OK when no listener_add is set), its one auth thread only
-   * handing the listener on; stream_auth, mount_add and mount_remove remain for sources.
-   */
-  listenerAdd?: boolean;
   /** A file of the addresses Icecast accepts connections from (one a line); without it, any. */
   allowIpFile?: string;
   /**
@@ -61,12 +50,6 @@ export function escapeXml(value: string | number): string {
     .replace(/'/g, '&apos;');
 }
 
-function wantsCallback(o: IcecastConfigOptions, action: IcecastCallbackAction): boolean {
-  if (action === 'listener_remove') return o.listenerRemove !== false && o.listenerAdd !== false;
-  if (action === 'listener_add') return o.listenerAdd !== false;
-  return true;
-}
-
 const randomSecret = () => randomBytes(24).toString('base64url');
 
 /** The default mount's URL auth: every callback Icecast is to make, with its credentials. */
@@ -74,9 +57,7 @@ function urlAuthentication(o: IcecastConfigOptions): string {
   const x = escapeXml;
   const option = (name: string, value: string) => `      <option name="${x(name)}" value="${x(value)}"/>`;
   const authOptions = [
-    ...ICECAST_CALLBACK_ACTIONS.filter((a) => wantsCallback(o, a)).map((a) =>
-      option(a, icecastCallbackUrl(o.callbackBaseUrl, a)),
-    ),
+    ...ICECAST_CALLBACK_ACTIONS.map((a) => option(a, icecastCallbackUrl(o.callbackBaseUrl, a))),
     option('auth_header', 'icecast-auth-user: 1'),
     option('timelimit_header', 'icecast-auth-timelimit:'),
     ...(o.callbackAuth ? [option('username', o.callbackAuth.user), option('password', o.callbackAuth.password)] : []),

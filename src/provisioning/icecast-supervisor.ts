@@ -37,10 +37,6 @@ export interface IcecastSupervisorOptions {
    */
   stopTimeoutMs?: number;
   restartDelayMs?: { min: number; max: number };
-  /** Whether Icecast calls listener_remove (not when the proxy in front reports closes itself). */
-  listenerRemove?: boolean;
-  /** Whether Icecast calls listener_add (not when the proxy in front asks serve itself). */
-  listenerAdd?: boolean;
   /** Only these addresses may connect to Icecast (its allow-ip file); any when unset. */
   allowIps?: string[];
   /** The proxy in front decides sources and listeners; its sources come in with this password (icecast-config.ts). */
@@ -196,8 +192,6 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       dir: this.options.dataDir,
       maxClients: this.options.maxClients ?? 1000,
       maxSources: this.options.maxSources ?? 100,
-      listenerRemove: this.options.listenerRemove,
-      listenerAdd: this.options.listenerAdd,
       allowIpFile: this.options.allowIps && join(this.options.dataDir, 'allowed-ips'),
       proxySourcePassword: this.options.proxySourcePassword,
     });
