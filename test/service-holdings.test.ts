@@ -242,6 +242,40 @@ describe('service holdings (migration 030)', () => {
   });
 });
 
+describe('services sold before AutoDJ was a limit (migration 074)', () => {
+  test('a temporary-autodj service gets autodj: true; other products and an explicit flag are left alone', async () => {
+    const sold = [
+      ['svc_dj_old', 'temporary-autodj', { storage_mb: 5 }],
+      ['svc_dj_new', 'temporary-autodj', { storage_mb: 5, autodj: true }],
+      ['svc_ev_off', 'event-stream', { max_listeners: 3, autodj: false }],
+      ['svc_plain', 'instant-stream', { max_listeners: 3 }],
+    ] as const;
+    for (const [id, product, limits] of sold) {
+      await store.db.query(
+        `INSERT INTO orders (id, api_key_id, request_hash, product_id, billing, request, configuration, amount_atomic, network, asset, pay_to, payer, nonce, valid_before, payment, requirements, state)
+                 VALUES ($1, 'key_a', 'h', $2, 'one_time', '{}', '{}', 1, 'eip155:8453', '0xa', '0xb', '0xdj', $1, 1, '{}', '{}', 'active')`,
+        [`o_${id}`, product],
+      );
+      await store.db.query(
+        `INSERT INTO services (id, order_id, api_key_id, product_id, status, mount, source_user, source_password, limits, expires_at)
+                 VALUES ($1, $2, 'key_a', $3, 'active', '/' || $1, 'source', 'pw', $4, now() + interval '1 hour')`,
+        [id, `o_${id}`, product, limits],
+      );
+    }
+    await store.db.query(await readFile(`${migrations}074_autodj_limit.sql`, 'utf8'));
+    const rows = await store.db.query<{ id: string; limits: Record<string, unknown> }>(
+      'SELECT id, limits FROM services WHERE id = ANY($1) ORDER BY id',
+      [sold.map(([id]) => id)],
+    );
+    assert.deepEqual(Object.fromEntries(rows.map((row) => [row.id, row.limits])), {
+      svc_dj_old: { storage_mb: 5, autodj: true },
+      svc_dj_new: { storage_mb: 5, autodj: true },
+      svc_ev_off: { max_listeners: 3, autodj: false },
+      svc_plain: { max_listeners: 3 },
+    });
+  });
+});
+
 /** How many rows of `services` a query read, from its plan as run (EXPLAIN ANALYZE), with $1 bound to `holder`. */
 async function servicesRowsRead(sql: string, holder: string): Promise<number> {
   const [
