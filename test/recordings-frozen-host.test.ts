@@ -68,6 +68,35 @@ function descendantsOf(pid: number): number[] {
   return found;
 }
 
+/** Sets the title of a mount on a host's Icecast directly, with its admin credentials (as an encoder's updinfo would). */
+async function setIcecastTitle(host: Service, mount: string, title: string): Promise<void> {
+  const names = (await readdir(host.dataDir, { recursive: true })) as string[];
+  const config = await readFile(join(host.dataDir, names.find((name) => name.endsWith('icecast.xml'))!), 'utf8');
+  const value = (tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(config)![1];
+  const query = new URLSearchParams({ mount, mode: 'updinfo', song: title });
+  const answer = await fetch(`http://127.0.0.1:${value('port')}/admin/metadata?${query}`, {
+    headers: {
+      authorization: `Basic ${Buffer.from(`${value('admin-user')}:${value('admin-password')}`).toString('base64')}`,
+    },
+    signal: AbortSignal.timeout(10_000),
+  });
+  assert.equal(answer.status, 200, await answer.text());
+}
+
+/**
+ * The model of a show's titles: each title announced while it recorded (now playing's history), once, in order; a
+ * title is one announcement (its start), so a song played twice is there twice, a title told twice is not.
+ */
+function assertTitlesOfShow(titles: Array<{ title: string; started_at: string }>, history: typeof titles): void {
+  const starts = titles.map((t) => t.started_at);
+  assert.equal(new Set(starts).size, starts.length, `each announcement once: ${JSON.stringify(titles)}`);
+  const announced = [...history].reverse().filter((t) => starts.includes(t.started_at));
+  assert.deepEqual(
+    titles.map((t) => [t.title, t.started_at]),
+    announced.map((t) => [t.title, t.started_at]),
+  );
+}
+
 const signal = (pids: number[], name: NodeJS.Signals) => {
   for (const pid of pids) {
     try {
@@ -164,6 +193,9 @@ describe('a frozen host that wakes up after its show moved', { skip }, () => {
     const showDir = join(mediaDir, svc.service_id);
     const beforeWaking = await recordingBytes(showDir);
     signal(hostProcesses, 'SIGCONT');
+    // B's Icecast still has the first encoder's mount: a title set there now is one B's serve has never seen when it
+    // wakes. It is not news of the service, which plays on A.
+    await setIcecastTitle(b, new URL(svc.stream_url).pathname, 'Stale on B');
     await sleep(3000);
     signal([b.process.pid!], 'SIGCONT');
     frozen.length = 0;
@@ -190,6 +222,12 @@ describe('a frozen host that wakes up after its show moved', { skip }, () => {
       ['On B', 'On A'],
       `${JSON.stringify(show.titles)}; now playing: ${JSON.stringify(history)}`,
     );
+    assert.deepEqual(
+      history.map((t: { title: string }) => t.title),
+      ['On A', 'On B'],
+      'the woken host told nothing of a service it no longer has',
+    );
+    assertTitlesOfShow(show.titles, history);
     const bytes = Buffer.from(await (await fetch(show.download_url)).arrayBuffer());
     assert.equal(bytes.length, show.size_bytes);
     const played = await playedSeconds(show.download_url);

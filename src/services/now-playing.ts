@@ -85,6 +85,8 @@ export class NowPlaying {
     /** The owner's title last sent to each mount of this host, kept with the host reconciler's (which then skips it). */
     private readonly titlesSent?: Map<string, string>,
     private readonly eventWindowMs = TRACK_EVENT_WINDOW_MS,
+    /** The host whose Icecast observe() reads: only titles of services placed on it are taken. */
+    private readonly hostId?: () => string,
   ) {}
 
   /**
@@ -217,14 +219,17 @@ export class NowPlaying {
 
   /**
    * The titles Icecast reports per mount (a live encoder's metadata update, ICY or updinfo): a title that differs from
-   * what plays now is a new live track. AutoDJ's own titles come back the same way and are not a change.
+   * what plays now is a new live track. AutoDJ's own titles come back the same way and are not a change. Only the
+   * mounts of services placed on this host count: a host that froze and wakes after its service moved still lists
+   * the mount with its old title, which is not news (it would be told again after the new host's titles).
    */
   async observe(stats: MountStats[]): Promise<void> {
     const titled = stats.filter((s) => s.title && s.title !== this.seen.get(s.mount));
     if (!titled.length) return;
     const services = await this.db.query<{ id: string; mount: string }>(
-      "SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'",
-      [titled.map((s) => s.mount)],
+      `SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'
+         AND ($2::text IS NULL OR host_id = $2)`,
+      [titled.map((s) => s.mount), this.hostId?.() ?? null],
     );
     // A title counts as seen once it is recorded: a write that fails is tried again on the next poll, not lost.
     for (const s of titled)

@@ -47,7 +47,13 @@ export function streamingParts(base: Foundation) {
   const media = new MediaLibrary(hostDb, config.mediaDir, config.uploads);
   // The owner's titles this process sent to its Icecast: the host reconciler does not send them again.
   const titlesSent = new Map<string, string>();
-  const nowPlaying = new NowPlaying(hostDb, () => stream.admin(), titlesSent);
+  const nowPlaying = new NowPlaying(
+    hostDb,
+    () => stream.admin(),
+    titlesSent,
+    undefined,
+    () => stream.hostId(),
+  );
   const api = apiParts(base, hostDb, { media, nowPlaying }, titlesSent);
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, api.nowPlaying, () => http.publicBaseUrl);
