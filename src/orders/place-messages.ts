@@ -1,5 +1,8 @@
-import type { PaymentRequirements } from '../payments/index.js';
+import { AUTHORIZATION_FIELDS, type PaymentRequirements } from '../payments/index.js';
 import { atomicToAmount } from '../rules/index.js';
+
+/** The scheme's names for an authorization's expiry and its one-time reference (payments/ knows the scheme). */
+const { expiry, reference } = AUTHORIZATION_FIELDS;
 
 /** The official x402 client refuses to pay more than this (atomic USDC) unless its spend controls are raised. */
 const CLIENT_DEFAULT_CAP_ATOMIC = 1_000_000n;
@@ -15,7 +18,7 @@ export const placeMessages = {
   wrongResource: (paidFor: unknown, resourceUrl: string) =>
     `The payment was made out for ${describeResource(paidFor)}, not for ${resourceUrl}, the resource this request is sold as. Nothing was charged. Sign a new payment for the resource named in this PAYMENT-REQUIRED header (resource.url) and retry with the same Idempotency-Key.`,
   validTooLong: (validUntil: string, maxTimeoutSeconds: number, slackSeconds: number, latestAccepted: bigint) =>
-    `The payment authorization is valid until ${validUntil}, later than this service accepts (now + maxTimeoutSeconds ${maxTimeoutSeconds} s + ${slackSeconds} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose validBefore is at most now + ${maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`,
+    `The payment authorization is valid until ${validUntil}, later than this service accepts (now + maxTimeoutSeconds ${maxTimeoutSeconds} s + ${slackSeconds} s clock slack = ${latestAccepted}). Nothing was charged. Sign a new payment whose ${expiry} is at most now + ${maxTimeoutSeconds} seconds and retry with the same Idempotency-Key.`,
   cannotBeValid: (refusal: string) =>
     `The payment cannot be valid: ${refusal}. Nothing was charged. Sign a new payment for the requirements in this PAYMENT-REQUIRED header with the wallet it names as from, and retry with the same Idempotency-Key.`,
   refused: (reason: string, message?: string) =>
@@ -23,8 +26,7 @@ export const placeMessages = {
   /** The payment was not taken: why, and what to do. */
   notTaken: (failure: string) =>
     `The payment was not taken (${failure}). Nothing was charged and nothing was ordered. Sign a new payment (a new authorization) for the requirements in this PAYMENT-REQUIRED header and retry with the same Idempotency-Key.`,
-  paymentAlreadyUsed:
-    'This payment authorization already paid for another order. Sign a new payment (new nonce) for this request.',
+  paymentAlreadyUsed: `This payment authorization already paid for another order. Sign a new payment (new ${reference}) for this request.`,
   upgradeInProgress:
     'Another upgrade of this service is being paid right now; nothing was charged for this one. Read the service (GET /services/{service_id}) in a moment and ask again if it still needs an upgrade.',
   extensionInProgress:
@@ -47,7 +49,7 @@ export const placeMessages = {
 
 /** When the outcome is known at the latest: the transfer shows on chain, or the authorization expires unused. */
 function untilExpiry(validUntil?: string): string {
-  const when = validUntil ? new Date(Number(validUntil) * 1000).toISOString() : 'its validBefore';
+  const when = validUntil ? new Date(Number(validUntil) * 1000).toISOString() : `its ${expiry}`;
   return `It is known at the latest once the authorization expires (${when}): either the transfer shows on chain and the order is delivered (or refunded in full), or nothing was charged and the answer says so.`;
 }
 

@@ -43,4 +43,5 @@ export {
   type PaymentOnChain,
 } from './payment-on-chain.js';
 export { isRefusal, type Offer, type PaymentRefusal, type VerifiedPayment } from './payment-refusal.js';
+export { AUTHORIZATION_FIELDS } from './payment-shape.js';
 export type { SettlementRoute } from './payment-gateway.js';

@@ -55,3 +55,9 @@ const exactEvmPaymentValidator = cachedValidator(exactEvmPaymentSchema);
 export function isExactEvmPayment(payload: unknown): boolean {
   return exactEvmPaymentValidator()(payload);
 }
+
+/**
+ * What the accepted scheme calls the parts of a payment an agent may have to sign again, for messages that say what to
+ * change: an exact EVM payment's EIP-3009 authorization names its expiry validBefore and its one-time reference nonce.
+ */
+export const AUTHORIZATION_FIELDS = { expiry: 'validBefore', reference: 'nonce' } as const;
