@@ -441,7 +441,6 @@ function startSource(port: number, mount: string, kbps: number): ChildProcess {
   return startFfmpegSource(`icecast://source:${SOURCE_PASS}@127.0.0.1:${port}${mount}`, kbps);
 }
 
-/** A listener on a raw socket: counts every byte it receives, response headers included (as Icecast does). */
 describe('metering end to end', () => {
   const processes: ChildProcess[] = [];
   const sockets: RawListener[] = [];
