@@ -92,6 +92,8 @@ export const part: OpenApiPart = {
         summary: "A session's sliding media playlist: takes the session's place; segment addresses are shared.",
         description:
           `${presence} The first fetch starts the rendition and waits for its first segment (a few seconds). ` +
+          "index.m3u8 names it at the HLS server's address (a CDN's or the streaming host's, as segments), which " +
+          "answers a session's later fetches itself; here it answers the same. " +
           'Fetched at most once a second (a few at once): a session fetched faster again and again is one shared by players, and ends.',
         parameters: [serviceId, session],
         responses: {
