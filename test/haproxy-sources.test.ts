@@ -174,13 +174,19 @@ describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', {
     for (const l of listeners) assert.equal(await statusOf(l), 200);
     assert.equal(await statusOf(await raw(publicPort, get(path), '127.0.6.1')), 401, 'the third is refused');
     await sleep(11_000);
-    const places = await db.query('SELECT ip FROM listeners WHERE service_id = $1 ORDER BY ip', [svc.service_id]);
-    assert.deepEqual(
-      places.rows.map((r) => r.ip),
-      ['127.0.4.0/24', '127.0.5.0/24'],
-    );
+    const places = async () =>
+      (await db.query('SELECT ip FROM listeners WHERE service_id = $1 ORDER BY ip', [svc.service_id])).rows.map(
+        (r) => r.ip as string,
+      );
+    assert.deepEqual(await places(), ['127.0.4.0/24', '127.0.5.0/24']);
     assert.equal(await statusOf(await raw(publicPort, get(path), '127.0.7.1')), 401, 'still full after 11 s');
-    for (const l of listeners) assert.ok(!l.socket.destroyed, 'the listeners are still served');
+    // One leaves: its place is freed at once, and the passes that list Icecast's clients again (their count changed)
+    // keep the other's place, found by the ticket before its agent.
+    listeners[0].socket.destroy();
+    await waitFor("the leaver's place freed", async () => (await places()).length < 2 || undefined, 10_000);
+    await sleep(4000);
+    assert.deepEqual(await places(), ['127.0.5.0/24']);
+    assert.ok(!listeners[1].socket.destroyed, 'the other listener is still served');
 
     // The encoder hangs up: serve hears its end from HAProxy's close line.
     encoder.kill('SIGKILL');
