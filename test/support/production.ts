@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { DEV_ACCOUNTS, startEmbeddedChain, type EmbeddedChain } from '../../src/chain/index.js';
+import { keysCommands } from '../../src/cli/keys-commands.js';
+import { groupCommandInProcess } from './in-process-command.js';
 import { prebuiltEntry } from './prebuilt-cli.js';
 import { buy } from './purchase.js';
 import { request, root, roomyCatalog, scratchDir, startService, type Service } from './service.js';
@@ -143,7 +145,12 @@ export async function startProduction(
     },
     { args },
   );
-  const created = await service.cli(['keys', 'create', '--name', 'production test agent']);
+  // In this process (the keys commands' CLI runs are tested in test/api.test.ts): a CLI process costs half a second.
+  const created = await groupCommandInProcess(
+    keysCommands,
+    ['keys', 'create', '--name', 'production test agent'],
+    service.env,
+  );
   service.apiKey = JSON.parse(created.stdout).api_key;
   return service;
 }
