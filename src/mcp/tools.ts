@@ -1,7 +1,7 @@
 import { parametersSchema } from '../catalog/index.js';
 import { ApiError } from '../errors/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import { RETENTION_PRODUCT, type OrderRequest } from '../orders/index.js';
+import { RETENTION_PRODUCT, type OrderRequest, type PlacedOrder } from '../orders/index.js';
 import type { Callers } from '../identity/index.js';
 import type { ApiKeys } from '../keys/index.js';
 import type { Metrics } from '../observability/index.js';
@@ -99,6 +99,40 @@ const UPGRADE_DESCRIPTION =
   `Turns a service into another product for its remaining time (as POST ` +
   `/api/v1/services/{service_id}/upgrade). The payment is made out for this service (resource ` +
   `mcp://tool/upgrade_service?service_id=…): it pays no other. ${PAYMENT_HOW}`;
+
+/** What sets one paid tool on a service apart: the product its payment is made out for, and the operation it calls. */
+interface PaidServiceTool {
+  name: ToolName;
+  title: string;
+  description: string;
+  soldAs: (args: ToolCall['args'], service: ServiceRow) => string;
+  place: (deps: McpDeps, args: ToolCall['args'], call: OwnedPaidCall) => Promise<PlacedOrder>;
+}
+
+/** The part every paid call on a service has: the service, checked to be the caller's, the key and the payment. */
+interface OwnedPaidCall {
+  service: ServiceRow;
+  idempotencyKey: string;
+  payment: PaidCall;
+}
+
+/** A paid tool on a service the caller owns: the payment is made out for that service and passed to the operation. */
+function paidServiceTool(tool: PaidServiceTool): Tool {
+  const { name, title, description } = tool;
+  return {
+    name,
+    title,
+    description,
+    readOnly: false,
+    paid: true,
+    run: async ({ args, caller, payment: sent }, deps) => {
+      const service = await owned(args.service_id, caller, deps);
+      const payment = paidCall(deps, sent, name, description, tool.soldAs(args, service), service.id);
+      const placed = await tool.place(deps, args, { service, idempotencyKey: args.idempotency_key, payment });
+      return { body: placed.body, paymentResponse: placed.paymentResponse };
+    },
+  };
+}
 
 export const tools: Tool[] = [
   {
@@ -211,54 +245,28 @@ export const tools: Tool[] = [
       return { body: await usage(deps, await owned(args.service_id, caller, deps)) };
     },
   },
-  {
+  paidServiceTool({
     name: 'upgrade_service',
     title: 'Upgrade a service',
-    readOnly: false,
-    paid: true,
     description: UPGRADE_DESCRIPTION,
-    run: async ({ args, caller, payment: sent }, deps) => {
-      const service = await owned(args.service_id, caller, deps);
-      const payment = paidCall(deps, sent, 'upgrade_service', UPGRADE_DESCRIPTION, args.product_id, service.id);
-      const call = { service, idempotencyKey: args.idempotency_key, productId: args.product_id, payment };
-      const placed = await upgrade(deps, call);
-      return { body: placed.body, paymentResponse: placed.paymentResponse };
-    },
-  },
-  {
+    soldAs: (args) => args.product_id,
+    place: (deps, args, call) => upgrade(deps, { ...call, productId: args.product_id }),
+  }),
+  paidServiceTool({
     name: 'extend_service',
     title: 'Extend a service',
-    readOnly: false,
-    paid: true,
     description: EXTEND_DESCRIPTION,
-    run: async ({ args, caller, payment: sent }, deps) => {
-      const service = await owned(args.service_id, caller, deps);
-      const payment = paidCall(deps, sent, 'extend_service', EXTEND_DESCRIPTION, service.product_id, service.id);
-      const call = { service, idempotencyKey: args.idempotency_key, hours: args.duration_hours, payment };
-      const placed = await extend(deps, call);
-      return { body: placed.body, paymentResponse: placed.paymentResponse };
-    },
-  },
-  {
+    soldAs: (_args, service) => service.product_id,
+    place: (deps, args, call) => extend(deps, { ...call, hours: args.duration_hours }),
+  }),
+  paidServiceTool({
     name: 'retain_recordings',
     title: "Keep a service's recordings past its end",
-    readOnly: false,
-    paid: true,
     description: RETAIN_DESCRIPTION,
-    run: async ({ args, caller, payment: sent }, deps) => {
-      const service = await owned(args.service_id, caller, deps);
-      const payment = paidCall(deps, sent, 'retain_recordings', RETAIN_DESCRIPTION, RETENTION_PRODUCT, service.id);
-      const call = {
-        service,
-        idempotencyKey: args.idempotency_key,
-        days: args.retention_days,
-        recordingIds: args.recording_ids,
-        payment,
-      };
-      const placed = await retainRecordings(deps, call);
-      return { body: placed.body, paymentResponse: placed.paymentResponse };
-    },
-  },
+    soldAs: () => RETENTION_PRODUCT,
+    place: (deps, args, call) =>
+      retainRecordings(deps, { ...call, days: args.retention_days, recordingIds: args.recording_ids }),
+  }),
   {
     name: 'stop_service',
     title: 'Stop a service and get the unused share back',
