@@ -6,13 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { nonPublicAddress, publicHttpOnly, RefusedUrl, safeGet, type Resolver } from '../src/ssrf/index.js';
-import { spawnSync } from 'node:child_process';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { relayCatalog } from './support/relay-catalog.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { mp3, sine } from './support/tones.js';
 
 requireStreamingTools();
 
@@ -216,25 +216,7 @@ describe('streaming-boost-relay made orderable in a test catalog', () => {
   });
 
   test('a paid relay pulls its upstream into the mount; a redirect to a forbidden address is refused when connecting', async () => {
-    const song = spawnSync(
-      'ffmpeg',
-      [
-        '-v',
-        'error',
-        '-f',
-        'lavfi',
-        '-i',
-        'sine=frequency=330:duration=30',
-        '-c:a',
-        'libmp3lame',
-        '-b:a',
-        '64k',
-        '-f',
-        'mp3',
-        'pipe:1',
-      ],
-      { maxBuffer: 1 << 24 },
-    ).stdout;
+    const song = await sine({ seconds: 30, frequency: 330 }, mp3());
     const inner = http.createServer((_req, res) => res.end('internal')).listen(0, '127.0.0.1');
     await once(inner, 'listening');
     const upstream = http
