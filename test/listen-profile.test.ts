@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync } from 'node:child_process';
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +12,7 @@ import { buy } from './support/purchase.js';
 import { request, root, scratchDir, startService, type Service } from './support/service.js';
 import { listenWhenLive, startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { stillImage } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // The listen page as an owner would post it: the station's profile and artwork, link previews, the favicon, the page
@@ -37,20 +38,21 @@ const publicGet = (url: string) => fetch(url, { signal: AbortSignal.timeout(30_0
 const publicState = async () => ((await (await publicGet(svc.endpoints.now_playing_public)).json()) as any).listen;
 
 /** Real images from a real encoder (ffmpeg): a fractal as artwork, and the ones the checks refuse. */
-function makeImages(dir: string): void {
-  const image = (input: string, file: string, ...codec: string[]) =>
-    execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', input, '-frames:v', '1', ...codec, join(dir, file)]);
-  image('mandelbrot=s=512x512', 'art.png');
-  image('mandelbrot=s=300x200', 'art.jpg');
-  image('mandelbrot=s=256x256', 'art.webp', '-c:v', 'libwebp');
-  image('color=c=red:s=8x8', 'tiny.png');
-  image('color=c=gray:s=1024x1024,noise=alls=100:allf=t+u', 'huge.png');
+async function makeImages(dir: string): Promise<void> {
+  const images: Record<string, Promise<Buffer>> = {
+    'art.png': stillImage('mandelbrot=s=512x512'),
+    'art.jpg': stillImage('mandelbrot=s=300x200', ['-c:v', 'mjpeg', '-f', 'image2pipe']),
+    'art.webp': stillImage('mandelbrot=s=256x256', ['-c:v', 'libwebp', '-f', 'webp']),
+    'tiny.png': stillImage('color=c=red:s=8x8'),
+    'huge.png': stillImage('color=c=gray:s=1024x1024,noise=alls=100:allf=t+u'),
+  };
+  for (const [file, bytes] of Object.entries(images)) await writeFile(join(dir, file), await bytes);
 }
 
 before(async () => {
   if (skip) return;
   images = await scratchDir('listen-images-');
-  makeImages(images);
+  await makeImages(images);
   service = await startService();
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { buy, payFor } from './support/purchase.js';
 import { copyCatalog, request, type Service, startService } from './support/service.js';
 import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { liveToneSource } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
 // Recordings kept past their service (the audio-storage-api product): three services each record one live show; the
@@ -37,9 +38,7 @@ const owner = (svc: any, method: string, path: string, body?: unknown, headers?:
 const retentionPath = (svc: any) => `/services/${svc.service_id}/recordings/retention`;
 
 function toneSource(url: string, seconds: number): ChildProcess {
-  const args = ['-nostdin', '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`];
-  const encode = ['-c:a', 'libmp3lame', '-b:a', '64k', '-content_type', 'audio/mpeg', '-f', 'mp3', url];
-  const child = spawn('ffmpeg', [...args, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = liveToneSource(url, seconds);
   sources.push(child);
   return child;
 }

@@ -8,6 +8,7 @@ import { buy } from './support/purchase.js';
 import { scratchDir, type Service, startService, request } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { decodedSeconds, sine } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 
 // An Ogg live source whose metadata changes start a new logical stream (a chained Ogg: each title its own link, as
@@ -30,25 +31,11 @@ const sockets: Socket[] = [];
 
 /** One Ogg file of several links, one per title, as an encoder sends a show whose titles change. */
 async function chainedOgg(codec: keyof typeof CODECS): Promise<Buffer> {
-  const dir = await scratchDir('chained-ogg-');
-  const links = LINKS.map((link, i) => {
-    const file = join(dir, `${i}.ogg`);
-    const tone = `sine=frequency=${330 + 110 * i}:duration=${link.seconds}`;
-    execFileSync('ffmpeg', [
-      '-v',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      tone,
-      ...CODECS[codec],
-      '-metadata',
-      `title=${link.title}`,
-      file,
-    ]);
-    return file;
-  });
-  return Buffer.concat(await Promise.all(links.map((file) => readFile(file))));
+  const encoding = [...CODECS[codec], '-f', 'ogg'];
+  const links = LINKS.map((link, i) =>
+    sine({ seconds: link.seconds, frequency: 330 + 110 * i, tags: { title: link.title } }, encoding),
+  );
+  return Buffer.concat(await Promise.all(links));
 }
 
 /** A source as libshout sends one: PUT with Expect: 100-continue, then the bytes at the pace of playback. */
@@ -78,16 +65,6 @@ async function sendPaced(broadcastUrl: string, bytes: Buffer, seconds: number): 
   }
   await new Promise((resolve) => setTimeout(resolve, 500));
   socket.end();
-}
-
-/** The playing time of Ogg bytes, decoded to the end by ffmpeg. */
-function decodedSeconds(bytes: Buffer): number {
-  const out = execFileSync('ffmpeg', ['-v', 'error', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-'], {
-    input: bytes,
-    stdio: ['pipe', 'pipe', 'ignore'],
-  }).toString();
-  const times = [...out.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
-  return times[times.length - 1] / 1e6;
 }
 
 /** The duration ffprobe states for Ogg bytes (its format's, from the granule positions it reads). */
@@ -137,7 +114,7 @@ describe('recordings of chained Ogg sources', { skip }, () => {
     );
     for (const { bytes } of shows) {
       assert.equal(logicalStreams(bytes), LINKS.length, 'one logical stream per title');
-      assert.ok(decodedSeconds(bytes) >= SHOW_SECONDS - 0.1, 'the source plays the whole show');
+      assert.ok((await decodedSeconds(bytes)) >= SHOW_SECONDS - 0.1, 'the source plays the whole show');
       assert.ok((await probedSeconds(bytes)) < SHOW_SECONDS - 2, 'where ffprobe reads one link only');
     }
     await Promise.all(shows.map(({ svc, bytes }) => sendPaced(svc.broadcast_url, bytes, SHOW_SECONDS)));
@@ -153,7 +130,7 @@ describe('recordings of chained Ogg sources', { skip }, () => {
       );
       assert.equal(recording.content_type, 'audio/ogg');
       const file = Buffer.from(await (await fetch(recording.download_url)).arrayBuffer());
-      const played = decodedSeconds(file);
+      const played = await decodedSeconds(file);
       assert.ok(Math.abs(played - SHOW_SECONDS) <= 1, `${codec}: the file plays ${played} s of ${SHOW_SECONDS}`);
       assert.ok(
         Math.abs(recording.duration_seconds - SHOW_SECONDS) <= 1,

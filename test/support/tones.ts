@@ -20,10 +20,9 @@ export function tone(seconds: number, title: string, encoding: string[]): Promis
   return sine({ seconds, frequency: 523, tags: { title, artist: 'Test Band' } }, encoding);
 }
 
-/** A PNG of `side` px drawn by ffmpeg (its test pattern unless `source` names another lavfi source), as artwork. */
+/** A square PNG of `side` px drawn by ffmpeg (its test pattern unless `source` names another lavfi source). */
 export function picture(side: number, source = 'testsrc'): Promise<Buffer> {
-  const input = ['-f', 'lavfi', '-i', `${source}=size=${side}x${side}`];
-  return ffmpegOutput([...input, '-frames:v', '1', '-c:v', 'png', '-f', 'image2pipe', 'pipe:1']);
+  return stillImage(`${source}=size=${side}x${side}`);
 }
 
 /**
@@ -132,6 +131,20 @@ export function mp3Seconds(bytes: Buffer): Promise<number> {
     );
     child.stdin!.end(bytes);
   });
+}
+
+/** The playing time of audio bytes in any container ffmpeg recognises (Ogg, say), decoded to the end. */
+export async function decodedSeconds(bytes: Buffer): Promise<number> {
+  const child = execFile('ffmpeg', ['-v', 'error', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-']);
+  let out = '';
+  child.stdout!.on('data', (chunk) => {
+    out += chunk;
+  });
+  const closed = new Promise((resolve, reject) => child.on('close', resolve).on('error', reject));
+  child.stdin!.end(bytes);
+  await closed;
+  const times = [...out.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
+  return times[times.length - 1] / 1e6;
 }
 
 /** The playing time of the MP3 file at `url`. */
