@@ -1,6 +1,6 @@
 // Bitrate budget and exact usage through the running service: real HTTP, PostgreSQL, chain, Icecast and ffmpeg.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { shortLivedCatalog } from './support/short-catalog.js';
 import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { liveSine } from './support/tones.js';
 
 const skip = requireStreamingTools();
 /**
@@ -72,32 +73,7 @@ function encoder(
   extra: string[] = [],
   sampleRate = kbps < 32 ? 22050 : 44100,
 ): ChildProcess {
-  const child = spawn(
-    'ffmpeg',
-    [
-      '-nostdin',
-      '-loglevel',
-      'error',
-      '-re',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=440',
-      ...extra,
-      '-c:a',
-      'libmp3lame',
-      '-b:a',
-      `${kbps}k`,
-      '-ar',
-      String(sampleRate),
-      '-content_type',
-      'audio/mpeg',
-      '-f',
-      'mp3',
-      url,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const child = liveSine(url, { kbps, sampleRate, beforeCodec: extra });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString('utf8')).slice(-2000);

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { cli, copyCatalog, request, root, scratchDir, serveEntry, startService } from './support/service.js';
@@ -12,6 +11,7 @@ import { plain, spawnServe, type ServeProcess } from './support/terminal.js';
 import { copyTemplateCluster } from './support/template-data-dir.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { sine } from './support/tones.js';
 
 // Operators at a terminal: readable logs on a TTY and JSON otherwise, a summary once ready, Ctrl-C (SIGINT to the
 // whole process group) stopping everything within seconds with one line saying so, and a CLI that explains itself.
@@ -144,15 +144,11 @@ function ctrlCWithAutoDj(): void {
     });
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
     const id = bought.body.service.service_id;
-    const tone = spawnSync(
-      'ffmpeg',
-      ['-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20', '-f', 'wav', 'pipe:1'],
-      { maxBuffer: 16 << 20 },
-    );
+    const tone = await sine({ seconds: 20 }, ['-f', 'wav']);
     assert.equal(
       (
         await request(service, 'PUT', `/services/${id}/files/tone.wav`, {
-          rawBody: tone.stdout,
+          rawBody: tone,
           headers: { 'content-type': 'application/octet-stream' },
         })
       ).status,

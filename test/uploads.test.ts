@@ -11,7 +11,7 @@ import { buildRawRequest, sendRaw } from './support/raw-http.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { audioChecks } from './support/audio-checks.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
-import { ffmpegOutput, tone } from './support/tones.js';
+import { sine, tone } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
@@ -216,17 +216,7 @@ function autodjUploads(): void {
     };
     // MP4 cannot be written to a pipe without fragmenting: write a real file, with its index at the end.
     const m4a = join(await scratchDir('upload-m4a-'), 'three.m4a');
-    await ffmpegOutput([
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=523:duration=1.5',
-      '-metadata',
-      'title=Three',
-      '-c:a',
-      'aac',
-      m4a,
-    ]);
+    await sine({ seconds: 1.5, frequency: 523, tags: { title: 'Three' } }, ['-c:a', 'aac'], m4a);
     made['three.m4a'][0] = await readFile(m4a);
 
     for (const [name, [body, format]] of Object.entries(made)) {
