@@ -196,11 +196,12 @@ export class HlsManager implements InternalReaders, InternalListeners {
     for (const id of this.sessions.serviceIds()) {
       const known = await this.options.places?.activeService(id);
       if (known && (!known.expires_at || known.expires_at.getTime() > now)) continue;
-      const live = await this.serviceFor(id, 'database').then(
-        () => true,
-        (err: ApiError) => err.code === 'host_lease_lost',
+      // Only an answer that it ended ends them: a database that did not answer leaves them to the next check.
+      const ended = await this.serviceFor(id, 'database').then(
+        () => false,
+        (err: unknown) => err instanceof ApiError && err.code === 'service_not_active',
       );
-      if (live) continue;
+      if (!ended) continue;
       await this.endSessions(this.sessions.endIdle(now, (serviceId) => serviceId === id));
       await this.stopRendition(id);
     }
