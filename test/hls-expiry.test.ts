@@ -76,10 +76,11 @@ describe('HLS at expiry', { skip }, () => {
     assert.equal((await fetch(svc.endpoints.hls_url)).status, 410);
     await waitFor('the rendition to be removed', () => !existsSync(dir), 15_000);
     const usage = await waitFor(
-      'the HLS place to be freed',
+      'the HLS place to be freed and the service expired',
       async () => {
         const u = (await request(service, 'GET', `/services/${svc.service_id}/usage`)).body.usage;
-        return u.listeners.current === 0 && u;
+        // The place goes at the clock's expiry; the status once the life-cycle pass marks it.
+        return u.listeners.current === 0 && u.status === 'expired' && u;
       },
       15_000,
     );
