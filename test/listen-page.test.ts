@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
 import { buy } from './support/purchase.js';
 import { request, root, startService, type Service } from './support/service.js';
+import { setIcecastTitle } from './support/icecast-title.js';
 import { openSse } from './support/sse.js';
 import { listenWhenLive, rawListener, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
@@ -128,6 +129,11 @@ describe('listen page', { skip }, () => {
       await owner('PUT', '/now-playing', { title: 'Second Song' });
       const got = await owner('GET', '/now-playing');
       assert.deepEqual(got.body.history.map((t: any) => t.title).slice(0, 2), ['Second Song', 'First Song']);
+      // Stats read just before the second title was set still name the first: an echo of ours, not a live change.
+      await setIcecastTitle(service, new URL(svc.stream_url).pathname, 'Ann - First Song');
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const after = await owner('GET', '/now-playing');
+      assert.deepEqual(after.body.history.map((t: any) => t.title).slice(0, 2), ['Second Song', 'First Song']);
       assert.equal(got.body.now_playing.artist, null);
       const event = await waitFor(
         'track.changed',

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
 import { request, scratchDir, type Service, startService } from './support/service.js';
+import { setIcecastTitle } from './support/icecast-title.js';
 import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource, playedSeconds } from './support/tones.js';
@@ -66,21 +67,6 @@ function descendantsOf(pid: number): number[] {
   };
   walk(pid);
   return found;
-}
-
-/** Sets the title of a mount on a host's Icecast directly, with its admin credentials (as an encoder's updinfo would). */
-async function setIcecastTitle(host: Service, mount: string, title: string): Promise<void> {
-  const names = (await readdir(host.dataDir, { recursive: true })) as string[];
-  const config = await readFile(join(host.dataDir, names.find((name) => name.endsWith('icecast.xml'))!), 'utf8');
-  const value = (tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(config)![1];
-  const query = new URLSearchParams({ mount, mode: 'updinfo', song: title });
-  const answer = await fetch(`http://127.0.0.1:${value('port')}/admin/metadata?${query}`, {
-    headers: {
-      authorization: `Basic ${Buffer.from(`${value('admin-user')}:${value('admin-password')}`).toString('base64')}`,
-    },
-    signal: AbortSignal.timeout(10_000),
-  });
-  assert.equal(answer.status, 200, await answer.text());
 }
 
 /**

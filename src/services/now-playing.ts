@@ -236,11 +236,21 @@ export class NowPlaying {
       if (!services.some((service) => service.mount === s.mount)) this.seen.set(s.mount, s.title!);
     for (const service of services) {
       const title = titled.find((s) => s.mount === service.mount)!.title!;
-      const playing = await this.current(service.id);
-      if (!playing || songText(playing) !== clean(title))
+      if (!(await this.sentByUs(service.id, clean(title))))
         await this.record(service.id, { ...splitSong(title), source: 'live' });
       this.seen.set(service.mount, title);
     }
+  }
+
+  /**
+   * Whether a title Icecast reports is what plays now, or one this service sent to its mount itself (the owner's or
+   * AutoDJ's, still in the history): stats read just before a newer title was set, or the last owner's title that the
+   * new host gives a moved mount, are echoes, not a live track.
+   */
+  private async sentByUs(serviceId: string, song: string): Promise<boolean> {
+    const [playing, ...before] = await this.history(serviceId);
+    if (!playing || songText(playing) === song) return Boolean(playing);
+    return before.some((track) => track.source !== 'live' && songText(track) === song);
   }
 }
 
