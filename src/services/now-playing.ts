@@ -65,6 +65,16 @@ const clean = (text: string) =>
     .trim()
     .slice(0, MAX_TEXT);
 
+export interface NowPlayingOptions {
+  /** Icecast's admin API: a title the owner sets reaches listeners' players too (ICY metadata). */
+  admin?: () => IcecastAdmin | undefined;
+  /** The owner's title last sent to each mount of this host, kept with the host reconciler's (which then skips it). */
+  titlesSent?: Map<string, string>;
+  eventWindowMs?: number;
+  /** The host whose Icecast observe() reads: only titles of services placed on it are taken. */
+  hostId?: () => string;
+}
+
 /**
  * What each service plays now and played before (the last TRACK_HISTORY tracks). A change is stored at once; its event
  * track.changed goes in the same transaction unless the service had one less than TRACK_EVENT_WINDOW_MS ago: then a
@@ -78,16 +88,16 @@ export class NowPlaying {
   /** Services whose latest track waits for the end of their event window, by service id. */
   private readonly trailing = new Map<string, NodeJS.Timeout>();
 
+  private readonly admin: () => IcecastAdmin | undefined;
+  private readonly eventWindowMs: number;
+
   constructor(
     private readonly db: Database,
-    /** Icecast's admin API: a title the owner sets reaches listeners' players too (ICY metadata). */
-    private readonly admin: () => IcecastAdmin | undefined = () => undefined,
-    /** The owner's title last sent to each mount of this host, kept with the host reconciler's (which then skips it). */
-    private readonly titlesSent?: Map<string, string>,
-    private readonly eventWindowMs = TRACK_EVENT_WINDOW_MS,
-    /** The host whose Icecast observe() reads: only titles of services placed on it are taken. */
-    private readonly hostId?: () => string,
-  ) {}
+    private readonly options: NowPlayingOptions = {},
+  ) {
+    this.admin = options.admin ?? (() => undefined);
+    this.eventWindowMs = options.eventWindowMs ?? TRACK_EVENT_WINDOW_MS;
+  }
 
   /**
    * The owner's title (PUT now-playing), also sent to the mount so players that read ICY metadata show it: by this
@@ -106,7 +116,7 @@ export class NowPlaying {
         ?.updateMetadata(service.mount, song)
         .catch(() => false)
     ) {
-      this.titlesSent?.set(service.mount, song);
+      this.options.titlesSent?.set(service.mount, song);
     }
     return added ?? (await this.current(service.id))!;
   }
@@ -229,7 +239,7 @@ export class NowPlaying {
     const services = await this.db.query<{ id: string; mount: string }>(
       `SELECT id, mount FROM services WHERE mount = ANY($1) AND status = 'active'
          AND ($2::text IS NULL OR host_id = $2)`,
-      [titled.map((s) => s.mount), this.hostId?.() ?? null],
+      [titled.map((s) => s.mount), this.options.hostId?.() ?? null],
     );
     // A title counts as seen once it is recorded: a write that fails is tried again on the next poll, not lost.
     for (const s of titled)

@@ -47,13 +47,11 @@ export function streamingParts(base: Foundation) {
   const media = new MediaLibrary(hostDb, config.mediaDir, config.uploads);
   // The owner's titles this process sent to its Icecast: the host reconciler does not send them again.
   const titlesSent = new Map<string, string>();
-  const nowPlaying = new NowPlaying(
-    hostDb,
-    () => stream.admin(),
+  const nowPlaying = new NowPlaying(hostDb, {
+    admin: () => stream.admin(),
     titlesSent,
-    undefined,
-    () => stream.hostId(),
-  );
+    hostId: () => stream.hostId(),
+  });
   const api = apiParts(base, hostDb, { media, nowPlaying }, titlesSent);
   const listenerSessions = new ListenerSessions(db);
   const listen = new ListenPages(db, services, api.nowPlaying, () => http.publicBaseUrl);
@@ -121,7 +119,7 @@ function apiParts(
   if (hostDb === db || config.role === 'host') return hostSide;
   return {
     media: new MediaLibrary(db, config.mediaDir, config.uploads),
-    nowPlaying: new NowPlaying(db, () => stream.admin(), titlesSent),
+    nowPlaying: new NowPlaying(db, { admin: () => stream.admin(), titlesSent }),
   };
 }
 
