@@ -14,17 +14,9 @@ import { hasMpegFrame, startFfmpegSource, waitFor } from './support/streaming.js
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 
-// Issue 35 §1, first step: with ICECAST_PROXY=haproxy the host runs HAProxy in front of Icecast instead of the
+// With ICECAST_PROXY=haproxy the host runs HAProxy in front of Icecast instead of the
 // front door in serve. Listeners and the source go through HAProxy; serve only answers Icecast's callbacks.
-requireStreamingTools();
-const haproxyInstalled = (() => {
-  try {
-    execFileSync('sh', ['-c', 'command -v haproxy']);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+requireStreamingTools(['icecast2', 'ffmpeg', 'haproxy']);
 
 let service: Service;
 let db: pg.Client;
@@ -146,9 +138,7 @@ async function closedAt(inode: number, timeoutMs: number): Promise<number | unde
   return undefined;
 }
 
-describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', {
-  skip: !haproxyInstalled && 'haproxy not installed',
-}, () => {
+describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
   before(async () => {
     // Life-cycle passes every 250 ms: the expiry cut times the data plane, not the default pass of once a second.
     service = await startService({ ICECAST_PROXY: 'haproxy', LIFECYCLE_INTERVAL_MS: '250' });

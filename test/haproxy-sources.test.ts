@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -14,15 +14,7 @@ import { TestWallet } from './support/wallet.js';
 
 // With ICECAST_PROXY=haproxy, Icecast's mounts have no authentication: HAProxy asks serve about every source and
 // listener, and Icecast's one auth thread is never used. These tests hold the source's guarantees end to end.
-requireStreamingTools();
-const haproxyInstalled = (() => {
-  try {
-    execFileSync('sh', ['-c', 'command -v haproxy']);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+requireStreamingTools(['icecast2', 'ffmpeg', 'haproxy']);
 
 let service: Service;
 let db: pg.Client;
@@ -94,9 +86,7 @@ const sourceEvents = async (serviceId: string) =>
     ])
   ).rows.map((r) => r.type as string);
 
-describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', {
-  skip: !haproxyInstalled && 'haproxy not installed',
-}, () => {
+describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', () => {
   before(async () => {
     service = await startService({ ICECAST_PROXY: 'haproxy', LIFECYCLE_INTERVAL_MS: '250' });
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));

@@ -82,20 +82,12 @@ export function listenRoutes(router: Router, deps: ListenRouteDeps): void {
 
   router.get('/listen/:service_id/artwork/:name', async (ctx) => {
     const image = await artwork(deps, ctx.params.service_id, ctx.params.name);
-    ctx.type = image.type;
-    ctx.body = image.bytes;
-    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Content-Security-Policy', "default-src 'none'");
+    sendImage(ctx, image);
   });
 
   router.get('/listen/:service_id/track-artwork/:name', async (ctx) => {
     const image = await trackArtwork(deps, ctx.params.service_id, ctx.params.name);
-    ctx.type = image.type;
-    ctx.body = image.bytes;
-    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Content-Security-Policy', "default-src 'none'");
+    sendImage(ctx, image);
   });
 
   router.get('/listen/:service_id/now-playing', async (ctx) => {
@@ -182,6 +174,15 @@ async function trackArtwork(deps: ListenRouteDeps, serviceId: string, name: stri
   const bytes = stored && (await readFile(stored.path).catch(() => undefined));
   if (!stored || !bytes) throw missing();
   return { type: stored.type, bytes };
+}
+
+/** An image stored with the service's media: kept by caches for good (its name changes with it), never sniffed. */
+function sendImage(ctx: Context, image: { type: string; bytes: Buffer }): void {
+  ctx.type = image.type;
+  ctx.body = image.bytes;
+  ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Content-Security-Policy', "default-src 'none'");
 }
 
 function lookup(deps: ListenRouteDeps, serviceId: string): Promise<ListenLookup> {
