@@ -18,7 +18,7 @@ function autodjService(id: string): ServiceRow {
     mount: `/live-${id}`,
     source_password: 'secret',
     shuffle: false,
-    limits: { bitrate_kbps: 64 },
+    limits: { bitrate_kbps: 64, autodj: true },
   } as unknown as ServiceRow;
 }
 
