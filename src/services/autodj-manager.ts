@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/index.js';
 import { AutoDj, type IcecastAdmin } from '../provisioning/index.js';
 import type { Database } from '../store/index.js';
@@ -11,6 +12,8 @@ import type { ServiceRow } from './service-records.js';
 export const AUTODJ_USER = 'autodj';
 /** A mount freed this soon after AutoDJ yielded is AutoDJ's own disconnect, not the live encoder leaving. */
 const OWN_DISCONNECT_MS = 2000;
+/** How long a yield waits for Icecast to let go of the mount AutoDJ left. */
+const MOUNT_RELEASE_WAIT_MS = 3000;
 /** After this long a yielded mount without a source means the live encoder left unheard. */
 const LIVE_CHECK_MS = 10_000;
 
@@ -69,10 +72,17 @@ export class AutoDjManager {
     return new Set(rows.map((row) => row.id));
   }
 
-  /** The service's own encoder asks for the mount: AutoDJ steps aside first, so Icecast can give it the mount. */
-  async yieldTo(serviceId: string): Promise<void> {
-    this.liveSources.set(serviceId, Date.now());
-    await this.stop(serviceId);
+  /**
+   * The service's own encoder asks for the mount: AutoDJ steps aside first, so Icecast can give it the mount. Its
+   * encoder gone, Icecast still holds the mount until its source thread reads the hang-up; the encoder admitted before
+   * that would be told the mount is in use.
+   */
+  async yieldTo(service: Pick<ServiceRow, 'id' | 'mount'>): Promise<void> {
+    this.liveSources.set(service.id, Date.now());
+    if (!this.running.has(service.id)) return;
+    await this.stop(service.id);
+    const deadline = Date.now() + MOUNT_RELEASE_WAIT_MS;
+    while (Date.now() < deadline && (await this.hasSource(service.mount))) await sleep(50);
   }
 
   isLive(serviceId: string): boolean {

@@ -155,7 +155,7 @@ export class IcecastDecider implements MountDecider {
     }
     if (!sameSecret(user, service.source_user)) return refuse('wrong source credentials');
     // The service's own encoder wins the mount: AutoDJ (if any) steps aside before Icecast checks the mount is free.
-    if (this.autodj && AutoDjManager.wanted(service)) await this.autodj.yieldTo(service.id);
+    if (this.autodj && AutoDjManager.wanted(service)) await this.autodj.yieldTo(service);
     return { accept: true };
   }
 

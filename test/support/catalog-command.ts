@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { catalogCommands } from '../../src/cli/catalog-commands.js';
 import { configFromEnv } from '../../src/cli/config.js';
 import type { CliResult } from './service.js';
@@ -15,36 +16,41 @@ export async function catalogCommand(argv: string[], env: Record<string, string>
   if (!command) throw new Error(`no catalog command ${group} ${name}`);
   const config = configFromEnv({ ...process.env, ...env }, false);
   const captured = { stdout: '', stderr: '' };
-  const restore = capture(captured);
-  let code: number;
-  try {
-    code = await command(config, args).catch((e: Error) => {
+  const code = await capturing(captured, () =>
+    command(config, args).catch((e: Error) => {
       process.stderr.write(`error: ${e.message}\n`);
       return 1;
-    });
-  } finally {
-    restore();
-  }
+    }),
+  );
   return { code, ...captured };
 }
 
 /**
- * Collects the text the command prints. Only strings are taken: the test runner's own report to its parent goes
- * through process.stdout as serialized buffers, and passes through untouched.
+ * Runs `run` with the text it prints collected into `into`. Only writes made from within `run`'s asynchronous context
+ * are taken (tests of one file run side by side, and their console.log goes on to the runner); only strings: the test
+ * runner's own report to its parent goes through process.stdout as serialized buffers, and passes through untouched.
  */
-export function capture(into: { stdout: string; stderr: string }): () => void {
-  const streams = { stdout: process.stdout, stderr: process.stderr };
-  const originals = { stdout: process.stdout.write, stderr: process.stderr.write };
+export function capturing<T>(into: Output, run: () => Promise<T>): Promise<T> {
+  installCapture();
+  return outputs.run(into, run);
+}
+
+type Output = { stdout: string; stderr: string };
+
+const outputs = new AsyncLocalStorage<Output>();
+let installed = false;
+
+function installCapture(): void {
+  if (installed) return;
+  installed = true;
   for (const key of ['stdout', 'stderr'] as const) {
-    const original = originals[key];
-    streams[key].write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
-      if (typeof chunk !== 'string') return (original as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+    const original = process[key].write;
+    process[key].write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
+      const into = outputs.getStore();
+      if (!into || typeof chunk !== 'string')
+        return (original as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
       into[key] += chunk;
       return true;
     } as typeof process.stdout.write;
   }
-  return () => {
-    process.stdout.write = originals.stdout;
-    process.stderr.write = originals.stderr;
-  };
 }

@@ -146,12 +146,17 @@ export async function startProduction(
     { args },
   );
   // In this process (the keys commands' CLI runs are tested in test/api.test.ts): a CLI process costs half a second.
-  const created = await groupCommandInProcess(
-    keysCommands,
-    ['keys', 'create', '--name', 'production test agent'],
-    service.env,
-  );
-  service.apiKey = JSON.parse(created.stdout).api_key;
+  try {
+    const created = await groupCommandInProcess(
+      keysCommands,
+      ['keys', 'create', '--name', 'production test agent'],
+      service.env,
+    );
+    service.apiKey = JSON.parse(created.stdout).api_key;
+  } catch (e) {
+    await service.stop();
+    throw e;
+  }
   return service;
 }
 
