@@ -1,8 +1,8 @@
 #!/bin/sh
-# Installs the system programs the streaming side needs (Debian/Ubuntu): icecast2, haproxy (in front of Icecast with
-# ICECAST_PROXY=haproxy), nginx (nginx-light: serves HLS segments) and ffmpeg (with ffprobe), and
-# chromium for the listen page's browser test. Idempotent: does nothing when they are already there. Works as root,
-# or through sudo otherwise.
+# Installs the system programs the streaming side needs (Debian/Ubuntu): icecast2, haproxy (in front of Icecast by
+# default, ICECAST_PROXY), nginx (nginx-light: serves HLS segments) and ffmpeg (with ffprobe), and chromium for the
+# listen page's browser test. Idempotent: does nothing when they are already there. Works as root, or through sudo
+# otherwise.
 set -eu
 
 if command -v icecast2 >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 \

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -52,6 +53,11 @@ const refused: Array<[Record<string, string>, RegExp]> = [
     { WEBHOOK_LEASE_SECONDS: '5' },
     /^WEBHOOK_LEASE_SECONDS must be a whole number 6 or more \(longer than the 5 s delivery timeout\), got "5"$/,
   ],
+  [{ ICECAST_PROXY: 'nginx' }, /^ICECAST_PROXY must be one of haproxy, front-door, got "nginx"$/],
+  [
+    { ICECAST_FRONT_DOOR: 'false' },
+    /^ICECAST_FRONT_DOOR must be on with ICECAST_PROXY=haproxy \(off needs ICECAST_PROXY=front-door\), got "false"$/,
+  ],
   [{ AUDIO_API_ENV: 'prod' }, /^AUDIO_API_ENV must be one of production, development, got "prod"$/],
   [{ RELAY_FIRST_RETRY_MS: '0' }, /^RELAY_FIRST_RETRY_MS must be a whole number from 10 to 300000, got "0"$/],
   [{ HOST_RECONCILE_INTERVAL_MS: '50' }, /^HOST_RECONCILE_INTERVAL_MS must be a whole number 100 or more, got "50"$/],
@@ -94,8 +100,27 @@ test('defaults, and values read as their types', () => {
   assert.equal(config.streaming.maxSources, 7);
   assert.equal(config.signup.enabled, false);
   assert.equal(config.streaming.sourceBudget.windowSeconds, 12.5);
+  assert.deepEqual(config.streaming.recording, { gapSeconds: 60, cleanupIntervalSeconds: 60 });
   assert.equal(config.production, false);
   assert.equal(config.port, 8080);
+  assert.equal(config.streaming.proxy, 'haproxy');
+  const fallback = configFromEnv({ ICECAST_PROXY: 'front-door', ICECAST_FRONT_DOOR: 'off' }).streaming;
+  assert.deepEqual([fallback.proxy, fallback.frontDoor], ['front-door', false]);
+});
+
+test('serve on a machine without haproxy stops at once and says to run setup or choose the front door', async (t) => {
+  // /usr/bin has node and icecast2; Debian puts haproxy in /usr/sbin.
+  const path = '/usr/bin:/bin';
+  const found = spawnSync('sh', ['-c', 'command -v icecast2 && ! command -v haproxy'], { env: { PATH: path } });
+  if (found.status !== 0) return t.skip(`this machine has no icecast2, or has haproxy, in ${path}`);
+  const run = await cli(['serve'], { DATA_DIR: await scratchDir('audio-no-haproxy-'), PATH: path }, 60_000);
+  assert.equal(run.code, 1, run.stderr);
+  assert.equal(
+    run.stderr,
+    'error: haproxy is not installed, and ICECAST_PROXY=haproxy (the default) puts it in front of Icecast: run npm ' +
+      "run setup (it installs Debian's haproxy), or set ICECAST_PROXY=front-door to carry listeners through serve " +
+      'itself\n',
+  );
 });
 
 test('serve stops at once on a bad setting, with the sentence and no stack trace', async () => {

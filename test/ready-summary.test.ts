@@ -31,4 +31,14 @@ test('a streaming host prints its Icecast, not an API address', () => {
   assert.equal(fields.base_url, undefined);
   assert.equal(fields.streaming_host, 'pool-a');
   assert.equal(fields.icecast_url, 'http://127.0.0.1:8000');
+  assert.equal(fields.streaming_proxy, 'haproxy');
+  assert.ok(lines.includes('  Icecast    http://127.0.0.1:8000 (through HAProxy)'), lines.join('\n'));
+});
+
+test("the summary says what carries the listeners: HAProxy by default, else serve's front door", () => {
+  const host = { baseUrl: 'http://127.0.0.1:3001/api/v1', metricsUrl: 'm', icecastUrl: 'http://127.0.0.1:8000', stop };
+  const frontDoor = configFromEnv({ DATA_DIR: '/tmp/ready-summary-data', ICECAST_PROXY: 'front-door' });
+  const { lines, fields } = readySummary(frontDoor, host, 1);
+  assert.equal(fields.streaming_proxy, 'front-door');
+  assert.ok(lines.includes("  Icecast    http://127.0.0.1:8000 (through serve's front door)"), lines.join('\n'));
 });

@@ -210,7 +210,7 @@ function onATerminal(): void {
     assert.ok(shown.some((l) => l.includes('dev.json') && l.includes(dataDir)));
     assert.ok(shown.some((l) => /^ {2}API key +/.test(l) && l.endsWith(dev.api_key)));
     assert.ok(shown.some((l) => /^ {2}chain RPC +/.test(l) && l.endsWith(dev.chain.rpc_url)));
-    assert.ok(shown.some((l) => /^ {2}Icecast +http:\/\/127\.0\.0\.1:\d+$/.test(l)));
+    assert.ok(shown.some((l) => /^ {2}Icecast +http:\/\/127\.0\.0\.1:\d+ \(through HAProxy\)$/.test(l)));
     assert.ok(shown.some((l) => /^ready in .*npm run demo/.test(l)));
 
     const pressed = performance.now();

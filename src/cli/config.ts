@@ -161,11 +161,14 @@ export interface StreamingSettings {
   sourceBudget: SourceBudgetOptions;
   /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
   admissionFullPassMs: number;
-  /** Listeners and sources reach Icecast through provisioning/front-door.ts (a deep backlog, paced into Icecast). */
+  /**
+   * With ICECAST_PROXY=front-door: listeners and sources reach Icecast through provisioning/front-door.ts (a deep
+   * backlog, paced into Icecast); off puts Icecast itself on the public port.
+   */
   frontDoor: boolean;
   /** Connections the front door lets into Icecast at once. */
   frontDoorInFlight: number;
-  /** ICECAST_PROXY: what holds the public port in front of Icecast, the front door or HAProxy (haproxy-config.ts). */
+  /** ICECAST_PROXY: what holds the public port in front of Icecast, HAProxy (haproxy-config.ts) or the front door. */
   proxy: 'front-door' | 'haproxy';
   /** ICECAST_LISTEN: where listeners and encoders connect (the front door, or Icecast itself without it). */
   listen?: { host: string; port: number };
@@ -376,6 +379,15 @@ function readFacilitator(r: SettingsReader): FacilitatorSettings {
 }
 
 function readStreaming(r: SettingsReader): StreamingSettings {
+  const proxy = r.choice('ICECAST_PROXY', ['haproxy', 'front-door'] as const, 'haproxy');
+  const frontDoor = r.flag('ICECAST_FRONT_DOOR', true);
+  // Off means Icecast itself on the public port: with HAProxy there, the setting would be silently ignored.
+  if (!frontDoor && proxy === 'haproxy')
+    throw r.refuse(
+      'ICECAST_FRONT_DOOR',
+      'on with ICECAST_PROXY=haproxy (off needs ICECAST_PROXY=front-door)',
+      r.text('ICECAST_FRONT_DOOR')!,
+    );
   return {
     publicUrl: r.url('ICECAST_PUBLIC_URL'),
     hostId: r.custom('STREAMING_HOST_ID', hostId),
@@ -387,12 +399,12 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     queryTimeoutMs: r.whole('HOST_QUERY_TIMEOUT_MS', 10_000, 100),
     reconcileIntervalMs: r.whole('HOST_RECONCILE_INTERVAL_MS', 5000, 100),
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
-    frontDoor: r.flag('ICECAST_FRONT_DOOR', true),
+    frontDoor,
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
     listen: r.custom('ICECAST_LISTEN', listenAddress),
     hlsListen: r.custom('HLS_LISTEN', listenAddress),
     hlsPublicUrl: r.url('HLS_PUBLIC_URL'),
-    proxy: r.choice('ICECAST_PROXY', ['front-door', 'haproxy'] as const, 'front-door'),
+    proxy,
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),
       tolerance: r.number('SOURCE_BITRATE_TOLERANCE', undefined, 1, 4),

@@ -1,6 +1,9 @@
 import { relative } from 'node:path';
 import type { Config } from './config.js';
 import type { RunningService } from './serve/index.js';
+import { streamingProxy } from './streaming.js';
+
+const THROUGH = { haproxy: 'through HAProxy', 'front-door': "through serve's front door", none: 'Icecast itself' };
 
 /**
  * What an operator needs once serve is up: where it answers, where the development credentials are, the addresses of
@@ -21,7 +24,7 @@ export function readySummary(
     ['dev.json', devFile && `${devFile} (base URL, API key, chain, a funded buyer wallet)`],
     ['API key', service.dev?.apiKey],
     ['chain RPC', service.chainRpcUrl],
-    ['Icecast', service.icecastUrl],
+    ['Icecast', service.icecastUrl && `${service.icecastUrl} (${THROUGH[streamingProxy(config.streaming)]})`],
     ['data', config.dataDir],
   ];
   const lines = [
@@ -36,7 +39,7 @@ export function readySummary(
     // Not the API key: log lines end up in collectors; it is in dev.json (and on the terminal's own lines).
     ...(service.dev && { dev_file: service.dev.file }),
     ...(service.chainRpcUrl && { chain_rpc_url: service.chainRpcUrl }),
-    ...(service.icecastUrl && { icecast_url: service.icecastUrl }),
+    ...(service.icecastUrl && { icecast_url: service.icecastUrl, streaming_proxy: streamingProxy(config.streaming) }),
     data_dir: config.dataDir,
     startup_seconds: Number(seconds.toFixed(1)),
     ...(next && { next }),

@@ -55,16 +55,36 @@ export interface Streaming {
   stop(): Promise<void>;
 }
 
+const installed = (program: string) => spawnSync('sh', ['-c', `command -v ${program}`]).status === 0;
+
+/**
+ * Why this host cannot start its streaming with these settings, if it cannot: HAProxy (the default proxy) is not
+ * installed where Icecast is. Without icecast2 there is no streaming to start (see `available`).
+ */
+export function missingProxy(settings: StreamingSettings): string | undefined {
+  if (settings.proxy !== 'haproxy' || !installed('icecast2') || installed('haproxy')) return undefined;
+  return (
+    'haproxy is not installed, and ICECAST_PROXY=haproxy (the default) puts it in front of Icecast: run npm run ' +
+    "setup (it installs Debian's haproxy), or set ICECAST_PROXY=front-door to carry listeners through serve itself"
+  );
+}
+
+/** What holds the public streaming port: HAProxy, serve's front door, or Icecast itself ('none'). */
+export function streamingProxy(settings: StreamingSettings): 'haproxy' | 'front-door' | 'none' {
+  if (settings.proxy === 'haproxy') return 'haproxy';
+  return settings.frontDoor ? 'front-door' : 'none';
+}
+
 /** The Icecast data plane, supervised by serve; unavailable (with the reason) when icecast2 is not installed. */
 export function streaming(dataDir: string, log: Logger, settings: StreamingSettings): Streaming {
   const callbackCredentials = { user: 'icecast', password: randomBytes(18).toString('base64url') };
-  const installed = spawnSync('sh', ['-c', 'command -v icecast2']).status === 0;
+  const icecastInstalled = installed('icecast2');
   const limits = { sources: settings.maxSources, listeners: settings.maxListeners };
   const host = loadStreamingHost(dataDir, settings.hostId);
   let supervisor: IcecastSupervisor | undefined;
   let frontDoor: IcecastFrontDoor | undefined;
   let haproxy: HaproxySupervisor | undefined;
-  // ICECAST_PROXY=haproxy puts HAProxy where the front door would be (and wins over ICECAST_FRONT_DOOR=false).
+  // ICECAST_PROXY=haproxy puts HAProxy where the front door would be (config refuses ICECAST_FRONT_DOOR=false with it).
   const proxied = settings.proxy === 'haproxy' || settings.frontDoor;
   const publicPort = () => haproxy?.port ?? frontDoor?.port ?? supervisor?.port;
   const sourceEnds = fanOut<SourceEnd>();
@@ -75,8 +95,8 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
   // HAProxy decides sources: an admitted one reaches Icecast with this password in place of the buyer's.
   const icecastSourcePassword = settings.proxy === 'haproxy' ? randomBytes(24).toString('base64url') : undefined;
   return {
-    available: installed,
-    reason: installed ? undefined : 'icecast2 is not installed (run npm run setup)',
+    available: icecastInstalled,
+    reason: icecastInstalled ? undefined : 'icecast2 is not installed (run npm run setup)',
     limits,
     callbackCredentials,
     publicUrl: () => settings.publicUrl ?? `http://${reachableHost(settings.listen?.host)}:${publicPort() ?? 0}`,
@@ -89,9 +109,10 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
     onSourceEnd: sourceEnds.add,
     onListenerEnd: listenerEnds.add,
     onSourcePresence: sourcePresence.add,
-    health: () => icecastHealth(supervisor, installed),
+    health: () =>
+      icecastHealth(supervisor, icecastInstalled, { proxy: streamingProxy(settings), public_port: publicPort() }),
     async start(callbackBaseUrl) {
-      if (!installed) return;
+      if (!icecastInstalled) return;
       await mkdir(dataDir, { recursive: true });
       await allowTraversal(dataDir);
       // Icecast counts sources, listeners and our own admin requests as clients.
@@ -158,11 +179,16 @@ function logStarted(
   log.info({ component: 'icecast', url, ...ports, host_id: host.id }, 'icecast started');
 }
 
-async function icecastHealth(supervisor: IcecastSupervisor | undefined, installed: boolean) {
+/** Whether Icecast answers its admin API, with what holds the public port in front of it. */
+async function icecastHealth(
+  supervisor: IcecastSupervisor | undefined,
+  installed: boolean,
+  front: { proxy: string; public_port?: number },
+) {
   if (!supervisor) return { ok: false, error: installed ? 'not started' : 'icecast2 is not installed' };
   try {
     await supervisor.admin.listMounts();
-    return { ok: true, url: supervisor.baseUrl };
+    return { ok: true, url: supervisor.baseUrl, ...front };
   } catch (e) {
     return { ok: false, error: (e as Error).message };
   }

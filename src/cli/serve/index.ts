@@ -6,6 +6,7 @@ import { treatAsPublic } from '../../ssrf/index.js';
 import type { Config } from '../config.js';
 import { refuseWhatLosesMoney, warnPreflight } from '../preflight.js';
 import { Shutdown } from '../shutdown.js';
+import { missingProxy } from '../streaming.js';
 import { serviceVersion } from '../version.js';
 import { startApiWorkers } from './api-role.js';
 import { startApplication } from './application.js';
@@ -36,6 +37,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningService
   try {
     // What would lose money (payTo, the RPC's chain, the token's domain) stops the start before anything runs.
     if (config.production) await refuseWhatLosesMoney(config);
+    const noProxy = config.role === 'api' ? undefined : missingProxy(config.streaming);
+    if (noProxy) throw new Error(noProxy);
     armCrashPoints({ crashAt: config.testHooks.orderCrashAt, pauseAt: config.testHooks.orderPauseAt });
     treatAsPublic(config.testHooks.ssrfPublicAddresses);
     const { base, signer, connections, lock, store } = await startFoundation(config, log, shutdown);
