@@ -162,6 +162,11 @@ export interface StreamingSettings {
   /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
   admissionFullPassMs: number;
   /**
+   * A recorded show goes on after a source drop shorter than `gapSeconds`; the recordings of services over for good
+   * are looked for every `cleanupIntervalSeconds`.
+   */
+  recording: { gapSeconds: number; cleanupIntervalSeconds: number };
+  /**
    * With ICECAST_PROXY=front-door: listeners and sources reach Icecast through provisioning/front-door.ts (a deep
    * backlog, paced into Icecast); off puts Icecast itself on the public port.
    */
@@ -399,6 +404,10 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     queryTimeoutMs: r.whole('HOST_QUERY_TIMEOUT_MS', 10_000, 100),
     reconcileIntervalMs: r.whole('HOST_RECONCILE_INTERVAL_MS', 5000, 100),
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
+    recording: {
+      gapSeconds: r.whole('RECORDING_GAP_SECONDS', 60, 1),
+      cleanupIntervalSeconds: r.whole('RECORDING_CLEANUP_INTERVAL_SECONDS', 60, 1),
+    },
     frontDoor,
     frontDoorInFlight: r.whole('ICECAST_FRONT_DOOR_IN_FLIGHT', 32, 1, 90, 'Icecast refuses listeners past 100 waiting'),
     listen: r.custom('ICECAST_LISTEN', listenAddress),

@@ -32,6 +32,8 @@ export interface RecorderOptions {
   /** A show goes on after a source drop shorter than this. */
   gapSeconds?: number;
   intervalMs?: number;
+  /** How often recordings of services over for good are looked for (a pass's interval at the least). */
+  cleanupIntervalMs?: number;
 }
 
 interface RecordedService extends Record<string, unknown> {
@@ -131,7 +133,11 @@ export class Recorder {
       if (await this.store.pauseLost()) this.options.log.info({}, 'shows of a lost host paused');
       await this.finishShows();
     }
-    if (this.passes++ % 60 === 0) await this.removeEnded();
+    if (this.passes++ % this.passesPerCleanup() === 0) await this.removeEnded();
+  }
+
+  private passesPerCleanup(): number {
+    return Math.max(1, Math.round((this.options.cleanupIntervalMs ?? 60_000) / (this.options.intervalMs ?? 1000)));
   }
 
   private async record(wanted: Map<string, RecordedService>): Promise<void> {

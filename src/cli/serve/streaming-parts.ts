@@ -89,7 +89,8 @@ export function streamingParts(base: Foundation) {
 }
 
 /** Records the live shows of this host's services into the media storage every host shares. */
-function liveShowRecorder({ log, live, stream }: Foundation, db: Database, media: MediaLibrary, autodj: AutoDjManager) {
+function liveShowRecorder(base: Foundation, db: Database, media: MediaLibrary, autodj: AutoDjManager) {
+  const { log, live, stream, config } = base;
   return new Recorder({
     db,
     log,
@@ -100,6 +101,8 @@ function liveShowRecorder({ log, live, stream }: Foundation, db: Database, media
     autodj,
     included: includedStorageOf(() => live.current.catalog.products),
     graceHours: () => live.current.catalog.settings.extensions?.grace_hours ?? 24,
+    gapSeconds: config.streaming.recording.gapSeconds,
+    cleanupIntervalMs: config.streaming.recording.cleanupIntervalSeconds * 1000,
   });
 }
 
