@@ -73,11 +73,11 @@ describe('listener limit', () => {
     assert.equal(over.status, 401);
     // Icecast 2.4.4 (Debian) answers every refused listener with its own 401 "You need to authenticate" and only
     // logs the icecast-auth-message we send (auth_url.c); an Icecast that forwards it shows the listener the same text.
-    // With ICECAST_PROXY=haproxy, HAProxy asks serve and answers the same 401: serve logs the reason.
+    // With HAProxy (the default ICECAST_PROXY), HAProxy asks serve and answers the same 401: serve logs the reason.
     const said = await waitFor(
       'the message in the log',
       async () => {
-        if (process.env.ICECAST_PROXY === 'haproxy')
+        if ((process.env.ICECAST_PROXY || 'haproxy') === 'haproxy')
           return /"msg":"listener refused".*"reason":"([^"]*)"|"reason":"([^"]*)".*"msg":"listener refused"/
             .exec(service.output())
             ?.slice(1)
