@@ -110,14 +110,14 @@ describe('metrics', () => {
         return [{ state: 'active', status: 'active', n: 1 }];
       },
     } as unknown as Database;
-    const metrics = new Metrics(db, 60_000);
+    const metrics = new Metrics(db, { gaugeCacheMs: 60_000 });
     await metrics.registry.metrics();
     // Orders by state, services by status, listeners, services awaiting a move, and the streaming hosts (two gauges
     // share one cached query).
     assert.equal(queries, 5);
     await Promise.all([metrics.registry.metrics(), metrics.registry.metrics()]);
     assert.equal(queries, 5);
-    const fresh = new Metrics(db, 0);
+    const fresh = new Metrics(db, { gaugeCacheMs: 0 });
     await fresh.registry.metrics();
     await sleep(5);
     await fresh.registry.metrics();

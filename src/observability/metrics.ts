@@ -7,6 +7,11 @@ import { clientGone } from './client-gone.js';
 
 const CLIENT_CLOSED_REQUEST = 499;
 
+export interface MetricsOptions {
+  gaugeCacheMs?: number;
+  hostDownAfterSeconds?: number;
+}
+
 /** Prometheus metrics of one instance; gauges read from PostgreSQL when scraped, so they are the same on every instance. */
 export class Metrics {
   readonly registry = new Registry();
@@ -73,8 +78,11 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** The gauges below read PostgreSQL; a scrape within gaugeCacheMs of the last one reuses its rows. */
-  constructor(db: Database, gaugeCacheMs = 5000, hostDownAfterSeconds = 30) {
+  /**
+   * The gauges below read PostgreSQL; a scrape within gaugeCacheMs of the last one reuses its rows. The host gauges
+   * count a host live while its last heartbeat is within hostDownAfterSeconds, the bound of the host monitor.
+   */
+  constructor(db: Database, { gaugeCacheMs = 5000, hostDownAfterSeconds = 30 }: MetricsOptions = {}) {
     const registry = this.registry;
     const count = <T extends Record<string, unknown>>(sql: string) => cached(gaugeCacheMs, () => db.query<T>(sql));
     const ordersByState = count<{ state: string; n: number }>(

@@ -33,7 +33,7 @@ export async function startFoundation(config: Config, log: Logger, shutdown: Shu
   // Icecast calls back from 127.0.0.1 (see startStreamingHost), so loopback is not capped; nor are trusted proxies.
   const connections = new ConnectionCap(config.http.connectionsPerIp, new Set(['127.0.0.1', ...config.trustedProxies]));
   const http = await openHttpServer(config, connections, shutdown);
-  const metrics = new Metrics(store.db, undefined, config.streaming.downAfterSeconds);
+  const metrics = new Metrics(store.db, { hostDownAfterSeconds: config.streaming.downAfterSeconds });
   const chainChecks = pay.ledger && new ChainChecks(pay.ledger);
   const base: Foundation = {
     config,
