@@ -22,6 +22,9 @@ const pool = {
   HOST_HEARTBEAT_MS: '500',
   LIFECYCLE_INTERVAL_MS: '250',
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
+  // A show's gap outlasts the move to the other host and the source's return there with room for a loaded machine,
+  // at half of production's minute.
+  RECORDING_GAP_SECONDS: '30',
 };
 const LIVE_SECONDS = 6;
 const BACK_SECONDS = 5;
@@ -83,7 +86,7 @@ const showFiles = async (serviceId: string, recordingId: string) =>
 
 const complete = (serviceId: string, timeoutMs: number) =>
   waitFor(
-    'the show to end a minute after its last source',
+    'the show to end the gap after its last source',
     async () => {
       const items = await recordingsOf(serviceId);
       return items.length === 1 && items[0].status === 'complete' && items[0];
