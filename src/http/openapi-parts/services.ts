@@ -205,7 +205,6 @@ const ownerPaths = {
   },
 };
 
-/** The Services tag's paths: a service's record, its paid upgrade and extension, stop, usage and AutoDJ files. */
 /** Uploading and deleting one AutoDJ file; `autoDjOffer` names the products that come with an AutoDJ. */
 function filePath(autoDjOffer: string) {
   return {
@@ -252,6 +251,7 @@ function filePath(autoDjOffer: string) {
   };
 }
 
+/** The Services tag's paths: a service's record, its paid upgrade and extension, stop, usage and AutoDJ files. */
 export function servicePaths(paymentInfo: Record<string, unknown>, autoDjOffer: string) {
   return {
     '/services/{service_id}': serviceRecord,
