@@ -63,7 +63,7 @@ async function run(proxy: Proxy): Promise<{ row: string }> {
     const icecast = core('icecast');
     const ratio = (k: keyof HostCpu) => (icecast > 0 ? `${(core(k) / icecast).toFixed(2)}×` : 'n/a');
     const row =
-      `| ${proxy === 'haproxy' ? 'HAProxy (`ICECAST_PROXY=haproxy`)' : 'front door in serve (default)'} | ` +
+      `| ${proxy === 'haproxy' ? 'HAProxy (default)' : 'front door in serve (`ICECAST_PROXY=front-door`)'} | ` +
       `${admitted.length} / ${answers.length} | ` +
       `${
         Object.entries(refused)
