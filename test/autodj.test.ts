@@ -172,7 +172,7 @@ function longestSilenceMs(mp3: Buffer): number {
   return longest * 10;
 }
 
-describe('autodj end to end', () => {
+describe('AutoDJ on a real Icecast (supervisor and callbacks in the test process)', () => {
   const djs: AutoDj[] = [];
   const listeners: Listener[] = [];
   let callbacks: CallbackServer;

@@ -274,7 +274,7 @@ function processGone(pid: number): boolean {
   }
 }
 
-describe('icecast end to end', () => {
+describe('a real Icecast and its URL-auth callbacks (supervisor in the test process)', () => {
   const decider = new TestDecider();
   const processes: ChildProcess[] = [];
   const listeners: Listener[] = [];
