@@ -1,7 +1,7 @@
 import { catalogHelp } from './catalog-help.js';
 
 /** What every command prints for --help: usage line first, then what it does, its flags and its exit codes. */
-const commandHelp: Record<string, string> = {
+export const commandHelp: Record<string, string> = {
   serve: `usage: agent-audio serve [--role api|host|all]
 
 Starts the service: PostgreSQL (embedded in DATA_DIR unless DATABASE_URL is set), migrations, the catalog with hot
@@ -160,11 +160,21 @@ function listing(names: string[]): string {
 
 const members = (group: string) => Object.keys(commandHelp).filter((c) => c.startsWith(`${group} `));
 
+/** What each command outside a group is for, beside its synopsis in the overview. */
+const standalone: Record<string, string> = {
+  serve: 'start the service',
+  doctor: 'check the production configuration before selling',
+  facilitator: 'an x402 facilitator that settles with its own gas wallet',
+  'ownership-proof': "sign the site's origin with payTo's key (discovery)",
+};
+
+const standaloneListing = Object.entries(standalone)
+  .map(([name, about]) => `  ${synopsis(name).padEnd(48)} ${about}`)
+  .join('\n');
+
 export const usage = `usage: agent-audio <command> [flags]     (agent-audio <command> --help, or agent-audio help <command>: one command)
 
-  serve                      start the service
-  doctor [--json]            check the production configuration before selling
-  ownership-proof --key-file FILE [--origin URL]   sign the site's origin with payTo's key (discovery)
+${standaloneListing}
 ${Object.entries(groups)
   .map(([group, about]) => `\n${group}: ${about}\n${listing(members(group))}`)
   .join('\n')}
