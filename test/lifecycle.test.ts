@@ -309,6 +309,43 @@ describe('service life cycle', { concurrency: true }, () => {
     assert.ok(Date.parse(written.usage.measured_at) > Date.parse(idle.usage.measured_at));
   });
 
+  test('a listener held on a live source: passes leave its row alone until it is due for a refresh', async () => {
+    const svc = await stream({ duration_hours: 0.05, max_listeners: 2, bitrate_kbps: 64 });
+    source(svc.broadcast_url);
+    const listener = await listen(svc.stream_url);
+    const row = async () =>
+      (await db.query('SELECT xmin::text AS version, usage FROM services WHERE id = $1', [svc.service_id])).rows[0];
+    // Its row once the listener, the source, their bytes and the source's measured bitrate are all on it.
+    const held = await waitFor(
+      'the usage of a held listener to be written',
+      async () => {
+        const r = await row();
+        const u = r.usage ?? {};
+        return u.listeners === 1 && u.source_connected && u.bytes_sent > 0 && u.bytes_read > 0 && u.source_kbps
+          ? r
+          : undefined;
+      },
+      30_000,
+    );
+    await workerPasses(svc.service_id, 6);
+    const later = await row();
+    assert.ok(listener.received().length > 0 && later.usage.listeners === 1, 'the listener is still held');
+    // Every pass measured a bit more audio sent and read; only the refresh may write it.
+    const refreshed = Date.parse(later.usage.measured_at) - Date.parse(held.usage.measured_at);
+    if (later.version !== held.version)
+      assert.ok(refreshed >= 30_000, `rewritten ${refreshed} ms after the last write: ${JSON.stringify(later.usage)}`);
+    const shown = await usage(svc.service_id);
+    assert.ok(Date.parse(shown.measured_at) > Date.parse(held.usage.measured_at), 'the document shows the last pass');
+    listener.close();
+    await listener.ended;
+    // The listener's leaving is written on the next passes: its count, and its last bytes.
+    const left = await waitFor('the listener to leave the row', async () => {
+      const r = await row();
+      return r.usage.listeners === 0 ? r : undefined;
+    });
+    assert.ok(left.usage.bytes_sent >= later.usage.bytes_sent);
+  });
+
   test('event-stream with autodj: AutoDJ fills the mount and yields to the live encoder, then takes over again', async () => {
     const svc = await stream({ duration_hours: 1, max_listeners: 5, bitrate_kbps: 64, autodj: true }, 'event-stream');
     const song = await sine({ seconds: 3, frequency: 660 }, mp3());

@@ -15,6 +15,7 @@ import type { ListenerPlaces } from './listener-places.js';
 import { recordServiceEvent } from './service-events.js';
 import { showServiceReason, transitionService, type ServiceStatus } from './service-transitions.js';
 import { TransferRenewals } from './transfer-renewal.js';
+import { usageWorthWriting } from './usage-write.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /** What Icecast says a mount used, cumulative over the service's life (counters survive source reconnects). */
@@ -137,7 +138,7 @@ export class LifecycleWorker {
     const settled = await this.renewals.settle(this.deps.db, services, usages, this.deps.meter);
     const facts = settled.map((service, i) => usageFactsOf(service, usages[i], measuredAt));
     const changed = services.flatMap((service, i) =>
-      usages[i] && !sameUsage(service.usage, facts[i]) ? [{ id: service.id, usage: facts[i] }] : [],
+      usages[i] && usageWorthWriting(service.usage, facts[i]) ? [{ id: service.id, usage: facts[i] }] : [],
     );
     await this.saveUsage(changed, fresh && services.length && usages.every(Boolean) ? measuredAt : undefined);
     for (const [i, service] of services.entries()) {
@@ -248,10 +249,11 @@ export class LifecycleWorker {
   }
 
   /**
-   * The usages that changed, in one statement for the whole pass (a round trip per service cost more than the rest).
-   * A pass that measured every live service of the host also records when (`passMeasuredAt`, table usage_passes): an
-   * idle service's row is then not rewritten every second (each rewrite is a new row version, WAL and a trigger, for
-   * every live service, every pass), and its usage document shows the later of its row's measured_at and the pass's.
+   * The usages worth writing (usageWorthWriting), in one statement for the whole pass (a round trip per service cost
+   * more than the rest). A pass that measured every live service of the host also records when (`passMeasuredAt`,
+   * table usage_passes): an idle service's row is then not rewritten every second, nor a streaming one's between its
+   * refreshes (each rewrite is a new row version, WAL and a trigger, for every live service, every pass), and its
+   * usage document shows the later of its row's measured_at and the pass's.
    */
   private async saveUsage(
     usages: Array<{ id: string; usage: Record<string, unknown> }>,
@@ -477,29 +479,4 @@ function usageFactsOf(service: ServiceRow, usage: MountUsage | undefined, measur
     }),
     measured_at: measuredAt,
   };
-}
-
-/**
- * Whether a new usage is what the row already holds, apart from when it was measured (the budget's own time of
- * observation included: a full budget refills to the same level from any earlier time, any other level changes).
- */
-function sameUsage(stored: Record<string, unknown> | null, next: Record<string, unknown>): boolean {
-  if (!stored) return false;
-  const ignored = (key: string, path: string) =>
-    key === 'measured_at' || (path === 'source_budget.state' && key === 'at');
-  return sameValue(stored, next, '', ignored);
-}
-
-/** Deep equality of JSON values whatever the order of their keys (jsonb does not keep it), less the ignored keys. */
-function sameValue(a: unknown, b: unknown, path: string, ignored: (key: string, path: string) => boolean): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  for (const key of keys) {
-    if (ignored(key, path)) continue;
-    const [x, y] = [(a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]];
-    if (!sameValue(x, y, path ? `${path}.${key}` : key, ignored)) return false;
-  }
-  return true;
 }

@@ -429,8 +429,9 @@ function encoderHints(kbps: number): Record<string, string> {
 
 /**
  * When the service's usage was last measured. The life-cycle pass measures every live service of its host but rewrites
- * a service's row only when its usage changed, and records once per pass when it measured them all (usage_passes): a
- * live service that was measured at least once is as fresh as its host's last such pass.
+ * a service's row only when a reader would see the change (usageWorthWriting: a held listener's or a live source's
+ * growing bytes at most every 30 s), and records once per pass when it measured them all (usage_passes): a live service
+ * that was measured at least once is as fresh as its host's last such pass.
  */
 function measuredAt(service: ServiceRow, passMeasuredAt: Date | null): string | null {
   const own = typeof service.usage?.measured_at === 'string' ? service.usage.measured_at : null;
