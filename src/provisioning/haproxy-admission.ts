@@ -1,4 +1,5 @@
 import { PROXY_LISTENER_ADD, PROXY_STREAM_AUTH } from './icecast-callbacks.js';
+import { metadataLua } from './haproxy-metadata.js';
 
 /**
  * HAProxy admits listeners itself, by asking serve (ICECAST_PROXY=haproxy): a Lua action posts the listener's mount
@@ -13,7 +14,8 @@ import { PROXY_LISTENER_ADD, PROXY_STREAM_AUTH } from './icecast-callbacks.js';
  * send them; admitted, its Authorization is replaced by Icecast's own source credentials (\`sourceAuth\`, known only
  * to Icecast's and HAProxy's 0600 files), so no source reaches Icecast without serve's yes. When Icecast answers it
  * (200, or 100 Continue: the mount is reserved for it by then), a line \`<secret> + <source id> <mount>\` goes to
- * serve through HAProxy's log, as its end-of-connection line does when it closes (haproxy-close-events.ts).
+ * serve through HAProxy's log, as its end-of-connection line does when it closes (haproxy-close-events.ts). An
+ * encoder's title update is asked about the same way (haproxy-metadata.ts).
  */
 export interface AdmissionOptions {
   /** serve's callback server, e.g. http://127.0.0.1:4567. */
@@ -149,6 +151,9 @@ core.register_action("${ADMIT}", { "tcp-req" }, function(txn)
 end)
 
 ${SOURCE_ACTIONS}
+
+${metadataLua(base)}
+
 core.register_service("${REFUSE}", "tcp", function(applet)
   applet:send(REFUSAL_HEAD .. os.date("!Date: %a, %d %b %Y %H:%M:%S GMT\\r\\n") .. REFUSAL_TAIL)
 end)

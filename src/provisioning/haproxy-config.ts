@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
 import { ADMIT, ADMIT_SOURCE, REFUSE, SET_SOURCE_AUTH, SOURCE_STARTED } from './haproxy-admission.js';
 import { SET_TICKET, SOURCE_HEAD } from './haproxy-head.js';
+import { ADMIT_METADATA, SET_METADATA_HEAD } from './haproxy-metadata.js';
 import { PROXY_USER } from './listener-end.js';
 
 /**
@@ -91,8 +92,13 @@ frontend public
   # The request head, then serve's answer (the Lua actions yield while they wait for it).
   tcp-request inspect-delay ${o.queueTimeoutSeconds}s
   tcp-request content reject if !HTTP
-  tcp-request content set-var(txn.listener) bool(true) if { method GET } !{ path_beg /admin }
+  # Icecast reads a method in any case ("get" is its GET): so do these rules.
+  tcp-request content set-var(txn.method) method,upper
+  tcp-request content set-var(txn.listener) bool(true) if { var(txn.method) -m str GET } !{ path_beg /admin }
 ${sourceRules()}
+${metadataRules()}
+  # Nothing else reaches Icecast: no other /admin request, no STATS, no method Icecast would answer 400.
+  tcp-request content use-service lua.${REFUSE} unless ${ASKED_ABOUT}
   tcp-request content accept unless { var(txn.listener) -m bool }
 ${listenerRules(o.ticketKey)}
   use_backend listeners if { var(txn.listener) -m bool }
@@ -105,7 +111,7 @@ backend listeners
   server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 
 backend raw
-  # Sources (PUT, SOURCE) and admin requests, byte for byte but for an admitted source's credentials.
+  # Sources (PUT, SOURCE) and encoders' title updates, byte for byte but for the credentials serve admitted.
   mode tcp
   # Icecast's answer to a source: serve hears at once that Icecast took it (a Lua line through the log).
   log global
@@ -146,7 +152,7 @@ function listenerRules(ticketKey: string): string {
  * an admitted one goes on with Icecast's own source credentials instead of its own (a refused one gets Icecast's 401).
  */
 function sourceRules(): string {
-  const source = '{ method PUT SOURCE } !{ path_beg /admin }';
+  const source = '{ var(txn.method) -m str PUT SOURCE } !{ path_beg /admin }';
   return `  tcp-request content set-var(sess.source_mount) path if ${source}
   tcp-request content set-var(sess.source_id) uuid if ${source}
   tcp-request content lua.${SOURCE_HEAD} if ${source}
@@ -155,6 +161,22 @@ function sourceRules(): string {
   tcp-request content lua.${SET_SOURCE_AUTH} if ${source}
   tcp-request content reject if ${source} !{ var(txn.source_auth_set) -m found }`;
 }
+
+/**
+ * An encoder's title update (haproxy-metadata.ts): serve decides; an admitted one goes on rebuilt with Icecast's own
+ * source credentials, a refused one gets Icecast's 401.
+ */
+function metadataRules(): string {
+  return `  tcp-request content set-var(txn.metadata) bool(true) if { var(txn.method) -m str GET } { path /admin/metadata }
+  tcp-request content lua.${ADMIT_METADATA} if { var(txn.metadata) -m bool }
+  tcp-request content use-service lua.${REFUSE} if { var(txn.metadata) -m bool } !{ var(txn.admitted) -m bool }
+  tcp-request content lua.${SET_METADATA_HEAD} if { var(txn.metadata) -m bool }
+  tcp-request content reject if { var(txn.metadata) -m bool } !{ var(txn.metadata_set) -m found }`;
+}
+
+// What serve is asked about: a listener, a source, a title update.
+const ASKED_ABOUT =
+  '{ var(txn.listener) -m bool } or { var(sess.source_mount) -m found } or { var(txn.metadata) -m bool }';
 
 /** Reads a listener_add's credentials: HAProxy's signed ticket gives the listener's address; a forged one is refused. */
 export function claimProxied(

@@ -5,7 +5,7 @@ import { ICECAST_CALLBACK_ACTIONS, type IcecastCallbackAction } from './icecast-
 import { PROXY_USER } from './listener-end.js';
 
 // Icecast posts a form for each callback (fields seen on 2.4.4):
-//   stream_auth      action mount ip server port user pass
+//   stream_auth      action mount ip server port user pass (+ admin=1 for a request to /admin on the mount)
 //   mount_add/remove action mount server port
 //   listener_add     action server port client mount(+query) user pass ip agent
 //   listener_remove  the same + duration (seconds)
@@ -51,6 +51,8 @@ export interface MountEvent {
 /** What the caller decides; provisioning's data plane knows nothing about orders or the database. */
 export interface MountDecider {
   authorizeSource(request: SourceAuthRequest): Decision | Promise<Decision>;
+  /** An encoder's title update (/admin/metadata) with the mount's source credentials; without it, as a source. */
+  authorizeMetadata?(request: SourceAuthRequest): Decision | Promise<Decision>;
   authorizeListener(request: ListenerAuthRequest): Decision | Promise<Decision>;
   listenerLeft(event: ListenerLeftEvent): void | Promise<void>;
   mountAdded(event: MountEvent): void | Promise<void>;
@@ -113,14 +115,22 @@ export function basicCredentials(header: string): { user: string; pass: string }
   return colon === -1 ? { user: '', pass: '' } : { user: decoded.slice(0, colon), pass: decoded.slice(colon + 1) };
 }
 
-function proxiedSource(form: Record<string, string>, decider: MountDecider): Decision | Promise<Decision> {
+/** The mount, Basic credentials and address HAProxy sends about a source or a title update; null for a bad mount. */
+function proxiedSourceRequest(form: Record<string, string>): SourceAuthRequest | null {
   const parsed = parseMount(form.mount ?? '');
-  if (!parsed || Object.keys(parsed.query).length > 0) return refuse('invalid mount');
-  return decider.authorizeSource({
-    mount: parsed.mount,
-    ...basicCredentials(form.authorization ?? ''),
-    ip: form.ip ?? '',
-  });
+  if (!parsed || Object.keys(parsed.query).length > 0) return null;
+  return { mount: parsed.mount, ...basicCredentials(form.authorization ?? ''), ip: form.ip ?? '' };
+}
+
+/**
+ * HAProxy's question about an encoder's title update (`GET /admin/metadata?mount=…&mode=updinfo`, haproxy-metadata.ts),
+ * in place of the stream_auth Icecast asks for it (with `admin=1`) when its mounts authenticate: the mount named in the
+ * query, the Authorization as sent, and the address.
+ */
+export const PROXY_METADATA_AUTH = 'proxy_metadata_auth';
+
+function titleUpdate(decider: MountDecider, request: SourceAuthRequest): Decision | Promise<Decision> {
+  return decider.authorizeMetadata ? decider.authorizeMetadata(request) : decider.authorizeSource(request);
 }
 
 /** Turns one Icecast callback into a call on the decider. Decider errors propagate (the caller answers 500). */
@@ -130,7 +140,11 @@ export async function handleIcecastCallback(
   decider: MountDecider,
 ): Promise<Decision> {
   if (action === PROXY_LISTENER_ADD) return proxiedListener(form, decider);
-  if (action === PROXY_STREAM_AUTH) return proxiedSource(form, decider);
+  if (action === PROXY_STREAM_AUTH || action === PROXY_METADATA_AUTH) {
+    const request = proxiedSourceRequest(form);
+    if (!request) return refuse('invalid mount');
+    return action === PROXY_STREAM_AUTH ? decider.authorizeSource(request) : titleUpdate(decider, request);
+  }
   if (!isAction(action)) return refuse('unknown action');
   if (form.action !== undefined && form.action !== action) return refuse('action mismatch');
   const parsed = parseMount(form.mount ?? '');
@@ -139,10 +153,13 @@ export async function handleIcecastCallback(
   const text = (name: string) => form[name] ?? '';
 
   switch (action) {
-    case 'stream_auth':
+    case 'stream_auth': {
       // A source sending a query string is not one of ours.
       if (Object.keys(query).length > 0) return refuse('invalid mount');
-      return decider.authorizeSource({ mount, user: text('user'), pass: text('pass'), ip: text('ip') });
+      const request = { mount, user: text('user'), pass: text('pass'), ip: text('ip') };
+      // Icecast asks with admin=1 for a request on the mount's admin page (an encoder's title update), not a source.
+      return text('admin') === '1' ? titleUpdate(decider, request) : decider.authorizeSource(request);
+    }
     case 'listener_add': {
       const clientId = text('client');
       if (!/^\d+$/.test(clientId)) return refuse('invalid client id');

@@ -139,7 +139,20 @@ export class IcecastDecider implements MountDecider {
     return decision;
   }
 
-  private async checkSource({ mount, user, pass }: { mount: string; user: string; pass: string }): Promise<Decision> {
+  /**
+   * A title update an encoder sends (Icecast's /admin/metadata) with the mount's source credentials: the rules a
+   * source is let in by, but it takes no mount, so AutoDJ keeps playing.
+   */
+  async authorizeMetadata(request: { mount: string; user: string; pass: string }): Promise<Decision> {
+    if (this.unleased()) return refuse(LEASE_LOST);
+    if ((await this.servedHere(request.mount)) === undefined) return refuse(MOVED_AWAY);
+    return this.checkSource(request, false);
+  }
+
+  private async checkSource(
+    { mount, user, pass }: { mount: string; user: string; pass: string },
+    takesMount = true,
+  ): Promise<Decision> {
     const service = await this.live(mount);
     if (!service) return refuse('no active service on this mount');
     if (!sameSecret(pass, service.source_password)) return refuse('wrong source credentials');
@@ -155,7 +168,7 @@ export class IcecastDecider implements MountDecider {
     }
     if (!sameSecret(user, service.source_user)) return refuse('wrong source credentials');
     // The service's own encoder wins the mount: AutoDJ (if any) steps aside before Icecast checks the mount is free.
-    if (this.autodj && AutoDjManager.wanted(service)) await this.autodj.yieldTo(service);
+    if (takesMount && this.autodj && AutoDjManager.wanted(service)) await this.autodj.yieldTo(service);
     return { accept: true };
   }
 
