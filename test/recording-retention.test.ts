@@ -24,8 +24,11 @@ import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 const skip = requireStreamingTools(['icecast2', 'ffmpeg']);
 const GIB = 1024 ** 3;
 // No source comes back here, so a show may end 5 s after its source rather than production's minute; the deletions
-// are looked for every second rather than every minute.
+// are looked for every second rather than every minute. The waits for them are bounded well below that minute, so
+// that a service ignoring the settings fails them (always the show's end; most of the time the deletions).
 const RECORDING = { RECORDING_GAP_SECONDS: '5', RECORDING_CLEANUP_INTERVAL_SECONDS: '1' };
+const SHOW_END_MS = 45_000;
+const DELETION_MS = 20_000;
 
 let service: Service;
 let catalog: Awaited<ReturnType<typeof copyCatalog>>;
@@ -56,7 +59,7 @@ async function recordShow(svc: any): Promise<any> {
       const items = (await owner(svc, 'GET', '/recordings')).body.recordings;
       return items.length === 1 && items[0].status === 'complete' && items[0];
     },
-    150_000,
+    SHOW_END_MS,
   );
 }
 
@@ -271,7 +274,7 @@ describe('recordings kept past their service (audio-storage-api)', { skip, timeo
     await waitFor(
       'the recording without retention deleted with its service',
       async () => (await owner(svcs.ended, 'GET', '/recordings')).body.recordings.length === 0,
-      120_000,
+      DELETION_MS,
     );
     assert.equal((await fetch(shows.ended.download_url)).status, 404);
     await assert.rejects(access(endedFile), 'its file is gone');
@@ -294,7 +297,7 @@ describe('recordings kept past their service (audio-storage-api)', { skip, timeo
     await waitFor(
       'the kept recording deleted once kept_until passed',
       async () => (await owner(svcs.kept, 'GET', '/recordings')).body.recordings.length === 0,
-      120_000,
+      DELETION_MS,
     );
     await assert.rejects(access(keptFile), 'its file is gone');
   });
