@@ -6,7 +6,7 @@ import type { ApiKeys } from '../keys/index.js';
 import { type ListenPages, ownerLinks } from '../listen/index.js';
 import type { MediaLibrary, ServiceRecords, ServiceRow } from '../services/index.js';
 import { ARTWORK_LIMITS, checkArtwork, type ProfileChanges, type StationProfile } from '../station-profile/index.js';
-import { callerOf } from './caller.js';
+import { ownedServiceOf } from './owned-service.js';
 import { bodyReader } from './request-body.js';
 
 export interface ServiceProfileDeps {
@@ -45,7 +45,6 @@ export const profileSchema = {
   },
 };
 const readProfile = bodyReader<ProfileChanges>(profileSchema, 'station profile');
-const SERVICE_ID = /^[a-zA-Z0-9_-]{8,120}$/;
 
 /**
  * The station's profile, for its owner (API key or the paying wallet, as for every service route): name,
@@ -80,20 +79,7 @@ export function serviceProfileRoutes(router: Router, deps: ServiceProfileDeps): 
 }
 
 async function ownedProfile(ctx: Context, deps: ServiceProfileDeps) {
-  const notFound = () =>
-    new ApiError(
-      404,
-      'service_not_found',
-      'There is no service with this id for your API key or wallet. Use service.service_id from your order; GET /services lists yours.',
-    );
-  const id = ctx.params.service_id;
-  // Before the caller: a wallet's sign-in challenge names the requested URL, which must stay short.
-  if (!SERVICE_ID.test(id) || !deps.services) throw notFound();
-  const caller = await callerOf(ctx, deps, 'A service bought with this API key or paid by this wallet');
-  const service: ServiceRow | undefined = await (caller.kind === 'wallet'
-    ? deps.services.paidBy(caller.address, id)
-    : deps.services.owned(caller.key.id, id));
-  if (!service) throw notFound();
+  const service = await ownedServiceOf(ctx, deps);
   if (!deps.listen || !deps.media) {
     throw new ApiError(
       503,

@@ -4,6 +4,7 @@ import { credentialsOf } from '../identity/index.js';
 import { limitKey } from '../transport/index.js';
 import type { Callers } from '../identity/index.js';
 import { KeyRevoked, type ApiKey, type ApiKeys } from '../keys/index.js';
+import { ownedService } from '../operations/index.js';
 import type { ServiceRecords, ServiceRow } from '../services/index.js';
 
 /**
@@ -46,9 +47,7 @@ export function identify(
       const caller = await signIn.callers.resolve(
         credentialsOf(ctx, signIn.publicBaseUrl(), 'A service bought with this API key or paid by this wallet'),
       );
-      return caller.kind === 'wallet'
-        ? services?.paidBy(caller.address, serviceId)
-        : services?.owned(caller.key.id, serviceId);
+      return ownedService(services, caller, serviceId);
     },
     revokedDuring: (e) => (e instanceof KeyRevoked ? keys.revokedDuringRequest(authorization) : e),
     signedInWallet: async (description) => {
