@@ -61,6 +61,32 @@ export class HostMonitor {
 
   /** One pass, or nothing when another instance runs one now. */
   async pass(): Promise<MonitorPass | undefined> {
+    const work = await this.work().catch((err) => {
+      this.reachableSince = undefined;
+      throw err;
+    });
+    this.reachableSince ??= Date.now();
+    if (!(work.late && this.mayMarkDown()) && !work.stranded) return { markedDown: [], moved: [], stranded: 0 };
+    return this.lockedPass();
+  }
+
+  /**
+   * Whether a pass has anything to do, in one statement on any connection: a host up with a heartbeat past the bound,
+   * or a live service on a host down. At rest that is all a pass asks; the lock and the work follow only when it has.
+   */
+  private async work(): Promise<{ late: boolean; stranded: boolean }> {
+    const [row] = await this.db.query<{ late: boolean; stranded: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM streaming_hosts
+                       WHERE state <> 'down' AND heartbeat_at < now() - make_interval(secs => $1)) AS late,
+              EXISTS (SELECT 1 FROM services s JOIN streaming_hosts h ON h.id = s.host_id
+                       WHERE h.state = 'down' AND s.${HOLDS_A_PLACE} AND (s.expires_at IS NULL OR s.expires_at > now()))
+                AS stranded`,
+      [this.options.downAfterSeconds],
+    );
+    return row;
+  }
+
+  private async lockedPass(): Promise<MonitorPass | undefined> {
     const connection = await this.db.dedicated().catch((err) => {
       this.reachableSince = undefined;
       throw err;

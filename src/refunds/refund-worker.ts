@@ -5,6 +5,7 @@ import type { RefundDeps } from './refund-deps.js';
 import { retryDelaySeconds, sendRefund } from './refund-sending.js';
 import { refundChargedFailedOrders } from './charged-failed-orders.js';
 import { refundUndeliveredOrders } from './undelivered-orders.js';
+import { refundWork } from './refund-work.js';
 import { PeriodicTask } from '../tasks/index.js';
 
 /**
@@ -34,13 +35,23 @@ export class RefundWorker {
   }
 
   async runOnce(): Promise<number> {
-    await refundUndeliveredOrders(this.deps).catch((err) =>
-      this.log.warn({ err }, 'could not refund undelivered orders'),
-    );
-    await refundChargedFailedOrders(this.deps).catch((err) =>
-      this.log.warn({ err }, 'could not look up failed orders on chain'),
-    );
-    const due = await this.deps.store.leaseDue(10, this.options.leaseSeconds);
+    const work = await refundWork(this.deps.db);
+    const made = [
+      ...(work.provisioning
+        ? await refundUndeliveredOrders(this.deps).catch((err) => {
+            this.log.warn({ err }, 'could not refund undelivered orders');
+            return [];
+          })
+        : []),
+      ...(work.unchecked
+        ? await refundChargedFailedOrders(this.deps).catch((err) => {
+            this.log.warn({ err }, 'could not look up failed orders on chain');
+            return [];
+          })
+        : []),
+    ];
+    // The refunds this pass made are sent by it, as those it found due.
+    const due = work.due || made.length ? await this.deps.store.leaseDue(10, this.options.leaseSeconds) : [];
     for (const refund of due) {
       try {
         if (refund.status === 'computing') {
