@@ -86,7 +86,8 @@ function logicalStreams(bytes: Buffer): number {
 
 before(async () => {
   if (skip) return;
-  // One source session per show: its end need not wait production's minute for the source to come back.
+  // One source session per show: its end need not wait production's minute for the source to come back (the wait for
+  // it is bounded below that minute).
   service = await startService({ RECORDING_GAP_SECONDS: '10' });
   const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
@@ -127,7 +128,7 @@ describe('recordings of chained Ogg sources', { skip }, () => {
           const items = (await request(service, 'GET', path)).body.recordings;
           return items.length === 1 && items[0].status === 'complete' && items[0];
         },
-        150_000,
+        45_000,
       );
       assert.equal(recording.content_type, 'audio/ogg');
       const file = Buffer.from(await (await fetch(recording.download_url)).arrayBuffer());
