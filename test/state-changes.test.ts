@@ -28,6 +28,11 @@ const WRITERS: Array<{ what: string; pattern: RegExp; files: string[] }> = [
     pattern: /UPDATE orders\b[^`'"]*\bSET\s+state\s*=/i,
     files: ['orders/order-transitions.ts'],
   },
+  {
+    what: 'any column of an order (its state by the transitions, the rest by its store)',
+    pattern: /UPDATE orders\b/i,
+    files: ['orders/order-store.ts', 'orders/order-transitions.ts'],
+  },
   { what: "a service's reason", pattern: /SET status_reason\s*=/i, files: ['services/service-transitions.ts'] },
   { what: "a service's host", pattern: /SET host_id\s*=/i, files: ['hosts/service-moves.ts'] },
 ];
