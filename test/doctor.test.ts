@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -122,10 +123,12 @@ test('a healthy production deployment: every check ok, exit 0, and the readable 
       'postgres',
       'migrations',
       'streaming hosts',
+      'streaming proxy',
       'catalog',
       'webhook secrets',
     ],
   );
+  assert.match(check(report, 'streaming proxy').message, /^HAProxy holds the public streaming port/);
   assert.match(check(report, 'asset').message, /answers name "USD Coin" version "2"/);
   assert.match(
     check(report, 'refund wallet').message,
@@ -157,6 +160,20 @@ test('warnings only exit 3: no webhook secrets key, no PUBLIC_BASE_URL, no refun
   assert.equal(report.status, 'warn');
   assert.match(check(report, 'webhook secrets').fix!, /openssl rand -base64 32/);
   assert.match(check(report, 'refund wallet').fix!, /X402_REFUND_KEY_FILE/);
+});
+
+test('streaming proxy: the front door warns; no haproxy beside icecast2 fails and says what to do', async () => {
+  const frontDoor = await doctor({ ICECAST_PROXY: 'front-door' });
+  assert.deepEqual(notOk(frontDoor), { 'streaming proxy': 'warn' });
+  assert.match(check(frontDoor, 'streaming proxy').fix!, /install haproxy \(npm run setup\)/);
+  // /usr/bin has node and icecast2; Debian puts haproxy in /usr/sbin.
+  const path = '/usr/bin:/bin';
+  const layout = spawnSync('sh', ['-c', 'command -v icecast2 && ! command -v haproxy'], { env: { PATH: path } });
+  if (layout.status !== 0) return;
+  const missing = await doctor({ PATH: path }, true);
+  assert.deepEqual(notOk(missing), { 'streaming proxy': 'fail' });
+  assert.equal(missing.run.code, 1);
+  assert.match(check(missing, 'streaming proxy').fix!, /npm run setup .*or set ICECAST_PROXY=front-door/);
 });
 
 test('the facilitator: unreachable, or not listing exact on our network', async () => {

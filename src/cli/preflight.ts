@@ -12,6 +12,7 @@ import { facilitatorJwt, readFacilitatorAuthKey, type FacilitatorAuthKey } from 
 import { openSnapshot, readSnapshotFiles } from '../pricing/index.js';
 import type { Database } from '../store/index.js';
 import type { Config } from './config.js';
+import { installed, streamingProxy } from './streaming-proxy.js';
 
 /**
  * What an operator checks before a single sale (`agent-audio doctor`), and serve at its start in production: each
@@ -508,6 +509,29 @@ async function hostsCheck(config: Config, db: Database): Promise<CheckResult> {
   return ok('streaming hosts', summary);
 }
 
+/** This machine as a streaming host: whether what ICECAST_PROXY puts in front of Icecast is installed beside it. */
+function streamingProxyCheck(config: Config): CheckResult {
+  const name = 'streaming proxy';
+  if (!installed('icecast2'))
+    return ok(name, 'no icecast2 on this machine: it can run the API only (serve --role api)');
+  const proxy = streamingProxy(config.streaming);
+  if (proxy === 'haproxy' && installed('haproxy'))
+    return ok(name, 'HAProxy holds the public streaming port and carries the audio (ICECAST_PROXY=haproxy)');
+  if (proxy === 'haproxy')
+    return fail(
+      name,
+      'haproxy is not installed: a streaming host (serve --role host or all) refuses to start on this machine',
+      "run npm run setup (it installs Debian's haproxy), or set ICECAST_PROXY=front-door",
+    );
+  return warn(
+    name,
+    proxy === 'front-door'
+      ? "ICECAST_PROXY=front-door: every listener's and source's bytes go through serve's one thread"
+      : 'ICECAST_FRONT_DOOR=false: Icecast itself holds the public port (a listen backlog of 5)',
+    'install haproxy (npm run setup) and leave ICECAST_PROXY and ICECAST_FRONT_DOOR unset',
+  );
+}
+
 /** The database the checks read, or the failed check that says why there is none. */
 export type PreflightDatabase = { db: Database } | { problem: CheckResult };
 
@@ -525,7 +549,18 @@ export async function preflight(config: Config, database: PreflightDatabase): Pr
       ? databaseChecks(db).then(async (checks) => [...checks, await hostsCheck(config, db)])
       : [(database as { problem: CheckResult }).problem],
   ]);
-  return [environmentCheck(config), ...facilitators, ...money, refunds, publicUrl, ...stored, catalog.result, secrets];
+  const proxy = streamingProxyCheck(config);
+  return [
+    environmentCheck(config),
+    ...facilitators,
+    ...money,
+    refunds,
+    publicUrl,
+    ...stored,
+    proxy,
+    catalog.result,
+    secrets,
+  ];
 }
 
 /** ok, warn, FAIL: one line per check, what to do under it. */
@@ -575,6 +610,7 @@ export function warnPreflight(config: Config, log: Logger, db: Database): () => 
         publicBaseUrlCheck(config, catalog.hash),
         databaseChecks(db),
         hostsCheck(config, db),
+        streamingProxyCheck(config),
         webhookSecretsCheck(config),
       ])
     ).flat();

@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import type { Config } from './config.js';
 import type { RunningService } from './serve/index.js';
-import { streamingProxy } from './streaming.js';
+import { streamingProxy } from './streaming-proxy.js';
 
 const THROUGH = { haproxy: 'through HAProxy', 'front-door': "through serve's front door", none: 'Icecast itself' };
 

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
@@ -21,6 +20,7 @@ import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 import type { StreamingSettings } from './config.js';
 import { loadStreamingHost, rememberStreamingHost } from './streaming-host.js';
+import { installed, streamingProxy } from './streaming-proxy.js';
 
 export interface Streaming {
   available: boolean;
@@ -53,26 +53,6 @@ export interface Streaming {
   /** Starts Icecast once the HTTP server that answers its callbacks is listening. */
   start(callbackBaseUrl: string): Promise<void>;
   stop(): Promise<void>;
-}
-
-const installed = (program: string) => spawnSync('sh', ['-c', `command -v ${program}`]).status === 0;
-
-/**
- * Why this host cannot start its streaming with these settings, if it cannot: HAProxy (the default proxy) is not
- * installed where Icecast is. Without icecast2 there is no streaming to start (see `available`).
- */
-export function missingProxy(settings: StreamingSettings): string | undefined {
-  if (settings.proxy !== 'haproxy' || !installed('icecast2') || installed('haproxy')) return undefined;
-  return (
-    'haproxy is not installed, and ICECAST_PROXY=haproxy (the default) puts it in front of Icecast: run npm run ' +
-    "setup (it installs Debian's haproxy), or set ICECAST_PROXY=front-door to carry listeners through serve itself"
-  );
-}
-
-/** What holds the public streaming port: HAProxy, serve's front door, or Icecast itself ('none'). */
-export function streamingProxy(settings: StreamingSettings): 'haproxy' | 'front-door' | 'none' {
-  if (settings.proxy === 'haproxy') return 'haproxy';
-  return settings.frontDoor ? 'front-door' : 'none';
 }
 
 /** The Icecast data plane, supervised by serve; unavailable (with the reason) when icecast2 is not installed. */

@@ -45,7 +45,8 @@ export async function startStreamingHost(
   decider?: IcecastDecider,
 ): Promise<void> {
   const { config, log, live, stream, http, shutdown } = base;
-  if (decider) stream.onSourcePresence(sourcePresenceTo(decider, log));
+  const presence = { stopping: false };
+  if (decider) stream.onSourcePresence(sourcePresenceTo(decider, log, presence));
   await stream.start(await callbackBaseUrl(base, decider));
   const { hostDb: db, hls, autodj, relays, places, lease, titlesSent } = parts;
   if (stream.available && lease) await joinHostPool(base, lease);
@@ -103,6 +104,9 @@ export async function startStreamingHost(
     };
   reconciler.start();
   shutdown.push(async () => {
+    // The sources this stop cuts (AutoDJ's, relays') are not noted gone: the places' writer stops before HAProxy's
+    // lines about them arrive (behind the front door, Icecast's mount_remove finds the callback server closed).
+    presence.stopping = true;
     await reconciler.stop();
     await worker.stop();
     await meter.save().catch((err) => log.warn({ err }, 'could not save the usage meter'));
@@ -115,10 +119,13 @@ export async function startStreamingHost(
  * A source HAProxy let in came or went: what Icecast's mount_add and mount_remove tell the decider otherwise, one at a
  * time per mount as Icecast's auth thread asked them (a source that comes and goes at once is noted in that order).
  */
-function sourcePresenceTo(decider: IcecastDecider, log: Foundation['log']) {
+function sourcePresenceTo(decider: IcecastDecider, log: Foundation['log'], host: { stopping: boolean }) {
   const queues = new Map<string, Promise<void>>();
   return ({ mount, present }: { mount: string; present: boolean }) => {
-    const note = () => (present ? decider.mountAdded({ mount }) : decider.mountRemoved({ mount }));
+    const note = async () => {
+      if (host.stopping) return;
+      await (present ? decider.mountAdded({ mount }) : decider.mountRemoved({ mount }));
+    };
     const done = (queues.get(mount) ?? Promise.resolve())
       .then(note)
       .catch((err) => log.warn({ err, mount }, `could not note the source ${present ? 'connected' : 'disconnected'}`))

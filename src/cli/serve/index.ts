@@ -6,7 +6,7 @@ import { treatAsPublic } from '../../ssrf/index.js';
 import type { Config } from '../config.js';
 import { refuseWhatLosesMoney, warnPreflight } from '../preflight.js';
 import { Shutdown } from '../shutdown.js';
-import { missingProxy } from '../streaming.js';
+import { missingProxy } from '../streaming-proxy.js';
 import { serviceVersion } from '../version.js';
 import { startApiWorkers } from './api-role.js';
 import { startApplication } from './application.js';
