@@ -83,6 +83,8 @@ export class AutoDjManager {
     await this.stop(service.id);
     const deadline = Date.now() + MOUNT_RELEASE_WAIT_MS;
     while (Date.now() < deadline && (await this.hasSource(service.mount))) await sleep(50);
+    // The news of AutoDJ's disconnect may come after this wait: it must still read as AutoDJ's own.
+    this.liveSources.set(service.id, Date.now());
   }
 
   isLive(serviceId: string): boolean {
