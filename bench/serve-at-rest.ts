@@ -1,11 +1,13 @@
-// What serve costs at rest (npx tsx bench/serve-at-rest.ts): a host in HAProxy mode with no service, then with 50 and
-// 200 live instant-streams (raw sources, no listener), each measured over a window: CPU of serve, Icecast, HAProxy and
-// PostgreSQL from /proc, and PostgreSQL's statements per second by statement (pg_stat_statements, loaded into the
-// bench's own copy of the cluster). REST_BEFORE=DIR measures an older checkout of the code (its bin/agent-audio.mjs,
+// What serve and PostgreSQL cost at rest (npx tsx bench/serve-at-rest.ts): a host in HAProxy mode with no service,
+// then with 50 and 200 live instant-streams (raw sources), each with REST_LISTENERS listeners held by raw clients in
+// child processes of their own, each measured over a window: CPU of serve, Icecast, HAProxy and PostgreSQL from /proc,
+// PostgreSQL's statements per second by statement (pg_stat_statements, loaded into the bench's own copy of the
+// cluster), its transactions and the rows written per second by table (pg_stat_database, pg_stat_user_tables). REST_BEFORE=DIR measures an older checkout of the code (its bin/agent-audio.mjs,
 // e.g. `git archive COMMIT | tar -x -C DIR` with a node_modules link) in the same run, first; REST_AFTER=DIR another
 // instead of this checkout. REST_PROFILE=1 prints
 // where serve's busy time goes in each window (V8 CPU profile, inclusive time).
-// Env: REST_STEPS (0,50,200), REST_SECONDS (30), REST_SETTLE (75), REST_BEFORE, REST_AFTER, REST_PROFILE (0).
+// Env: REST_STEPS (0,50,200), REST_LISTENERS (5), REST_SECONDS (30), REST_SETTLE (75), REST_BEFORE, REST_AFTER,
+// REST_PROFILE (0).
 import { spawn } from 'node:child_process';
 import { appendFile, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,12 +21,14 @@ import { copyTemplateCluster } from '../test/support/template-data-dir.js';
 import { TestWallet } from '../test/support/wallet.js';
 import { formatSummary, summarizeFile } from './cpu-profile-summary.js';
 import { hostCpu } from './host-cpu.js';
+import { ListenerFleet } from './listener-fleet.js';
 import { startMp3Sources, type Sources } from './mp3-sources.js';
 import { pool } from './pool.js';
 import { drain, waitLive } from './streaming.js';
 
 const steps = (process.env.REST_STEPS ?? '0,50,200').split(',').map(Number);
 const windowSeconds = Number(process.env.REST_SECONDS ?? 30);
+const listenersPerStream = Number(process.env.REST_LISTENERS ?? 5);
 const profile = process.env.REST_PROFILE === '1';
 /** The first window waits this long after the start: a new leader counts expired services' final usage for 70 s. */
 const settleSeconds = Number(process.env.REST_SETTLE ?? 75);
@@ -35,8 +39,12 @@ const signal = AbortSignal.timeout(60 * 60_000);
 interface Step {
   streams: number;
   cores: Record<string, number>;
+  listeners: number;
   statementsPerSecond: number;
   statements: Array<[string, number]>;
+  transactionsPerSecond: number;
+  /** Rows inserted, updated or deleted per second, by table. */
+  writes: Array<[string, number]>;
   profile?: string;
 }
 
@@ -56,6 +64,7 @@ async function startServe(codeRoot: string, profileDir?: string): Promise<Servic
     RATE_LIMIT_PER_IP: '0',
     RATE_LIMIT_PER_KEY: '0',
     ICECAST_MAX_SOURCES: String(Math.max(...steps) + 10),
+    ICECAST_MAX_LISTENERS: String(Math.max(...steps) * listenersPerStream + 500),
     ...(await roomyCatalog()),
   };
   const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
@@ -112,7 +121,7 @@ async function buyStreams(service: Service, count: number): Promise<{ listen: st
         product_id: 'instant-stream',
         email: 'bench@example.com',
         station_name: 'Bench',
-        parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: KBPS },
+        parameters: { duration_hours: 1, max_listeners: Math.max(5, listenersPerStream), bitrate_kbps: KBPS },
       });
       if (r.status !== 200) throw new Error(`buying answered ${r.status}: ${JSON.stringify(r.body)}`);
       return r.body.service as { broadcast_url: string; stream_url: string };
@@ -121,7 +130,7 @@ async function buyStreams(service: Service, count: number): Promise<{ listen: st
   return { listen: bought.map((b) => b.stream_url), broadcast: bought.map((b) => b.broadcast_url) };
 }
 
-const OWN = /pg_stat_statements|pg_stat_database/;
+const OWN = /pg_stat_statements|pg_stat_database|pg_stat_user_tables|pg_stat_clear_snapshot/;
 
 async function statements(db: pg.Client): Promise<Array<[string, number]>> {
   const { rows } = await db.query<{ query: string; calls: string }>(
@@ -130,31 +139,54 @@ async function statements(db: pg.Client): Promise<Array<[string, number]>> {
   return rows.filter((r) => !OWN.test(r.query)).map((r) => [r.query.replace(/\s+/g, ' '), Number(r.calls)]);
 }
 
-/** One window at rest: CPU per process (% of a core) and PostgreSQL's statements per second. */
-async function measure(service: Service, db: pg.Client, streams: number, profiled: boolean): Promise<Step> {
+/** PostgreSQL's committed transactions and row writes per table, since it started (pg_stat_* lag by up to 1 s). */
+async function pgCounters(db: pg.Client): Promise<{ xacts: number; writes: Map<string, number> }> {
+  await db.query('SELECT pg_stat_clear_snapshot()');
+  const {
+    rows: [row],
+  } = await db.query(
+    'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
+  const { rows } = await db.query<{ relname: string; n: string }>(
+    'SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS n FROM pg_stat_user_tables',
+  );
+  return { xacts: Number(row.n), writes: new Map(rows.map((r) => [r.relname, Number(r.n)])) };
+}
+
+/** One window at rest: CPU per process (% of a core) and PostgreSQL's statements, transactions and row writes. */
+async function measure(service: Service, db: pg.Client, streams: number, listeners: number, profiled: boolean) {
   const origin = new URL(service.baseUrl).origin;
   await drain(origin, signal).catch(() => 0);
   await sleep(3000);
   await db.query('SELECT pg_stat_statements_reset()');
   const pid = service.process.pid!;
-  const [c0, t0, at0] = [await hostCpu(pid), performance.now(), process.hrtime.bigint()];
+  const [p0, c0, t0, at0] = [await pgCounters(db), await hostCpu(pid), performance.now(), process.hrtime.bigint()];
   await sleep(windowSeconds * 1000);
   const [c1, t1, at1] = [await hostCpu(pid), performance.now(), process.hrtime.bigint()];
   const seconds = (t1 - t0) / 1000;
+  const p1 = await pgCounters(db);
   const byStatement = (await statements(db)).map(([q, n]) => [q, n / seconds] as [string, number]);
   const cores = Object.fromEntries(
     Object.keys(c1).map((k) => [k, ((c1[k as keyof typeof c1] - c0[k as keyof typeof c0]) / seconds) * 100]),
   );
+  const writes = [...p1.writes]
+    .map(([table, n]) => [table, (n - (p0.writes.get(table) ?? 0)) / seconds] as [string, number])
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]);
   return {
     streams,
+    listeners,
     cores,
     statementsPerSecond: byStatement.reduce((n, [, r]) => n + r, 0),
     statements: byStatement,
+    // The three transactions of the window's first counter read are left out.
+    transactionsPerSecond: (p1.xacts - p0.xacts - 3) / seconds,
+    writes,
     profile: profiled ? `${Number(at0 / 1000n)} ${Number(at1 / 1000n)}` : undefined,
-  };
+  } satisfies Step;
 }
 
-async function variant(codeRoot: string): Promise<Step[]> {
+async function variant(codeRoot: string, fleet: ListenerFleet): Promise<Step[]> {
   const profileDir = profile ? await mkdtemp(join(tmpdir(), 'rest-profile-')) : undefined;
   const service = await startServe(codeRoot, profileDir);
   const db = new pg.Client(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
@@ -165,24 +197,36 @@ async function variant(codeRoot: string): Promise<Step[]> {
   await sleep(settleSeconds * 1000);
   try {
     let live = 0;
+    let listening = 0;
     for (const target of steps) {
       if (target > live) {
         const bought = await buyStreams(service, target - live);
         const started = await startMp3Sources(root, bought.broadcast, KBPS);
         sources.push(started);
         if (started.admitted !== bought.broadcast.length) throw new Error(`sources: ${JSON.stringify(started)}`);
-        await waitLive(bought.listen[0], signal);
+        await Promise.all(bought.listen.map((u) => waitLive(u, signal)));
         live = target;
+        listening += await hold(fleet, bought.listen);
       }
-      results.push(await measure(service, db, live, profile));
+      results.push(await measure(service, db, live, listening, profile));
     }
   } finally {
+    await fleet.closeAll();
     await db.end();
     for (const s of sources) await s.stop();
     await service.stop();
   }
   if (profileDir) await attachProfiles(profileDir, results);
   return results;
+}
+
+/** Opens REST_LISTENERS listeners on each stream; returns how many were admitted. */
+async function hold(fleet: ListenerFleet, listen: string[]): Promise<number> {
+  if (!listenersPerStream) return 0;
+  const opened = await fleet.open(listen.flatMap((u) => Array(listenersPerStream).fill(u)));
+  // Past their admission: their sessions, the new peaks and the sources' events are written by then.
+  await sleep(10_000);
+  return opened.answers.filter((a) => a.status === 200).length;
 }
 
 async function attachProfiles(dir: string, results: Step[]): Promise<void> {
@@ -237,17 +281,19 @@ function byPass(profile: RawProfile, from: number, to: number): Array<[string, n
 }
 
 const pct = (n: number) => n.toFixed(2);
+const rowsWritten = (r: Step) => r.writes.reduce((n, [, w]) => n + w, 0);
 
 function report(name: string, results: Step[]): void {
   console.log(`\n== ${name}`);
   for (const r of results) {
     const c = r.cores;
     console.log(
-      `${r.streams} streams (% of a core): serve ${pct(c.serve)}, icecast ${pct(c.icecast)}, ` +
+      `${r.streams} streams, ${r.listeners} listeners (% of a core): serve ${pct(c.serve)}, icecast ${pct(c.icecast)}, ` +
         `haproxy ${pct(c.proxy)}, postgres ${pct(c.postgres)}; serve ÷ icecast ${(c.serve / c.icecast).toFixed(2)}; ` +
         `CPU-s per minute: serve ${((c.serve * 60) / 100).toFixed(2)}, postgres ${((c.postgres * 60) / 100).toFixed(2)}; ` +
-        `statements/s ${r.statementsPerSecond.toFixed(1)}`,
+        `statements/s ${r.statementsPerSecond.toFixed(1)}, transactions/s ${r.transactionsPerSecond.toFixed(1)}`,
     );
+    console.log(`  rows written/s: ${r.writes.map(([t, n]) => `${t} ${n.toFixed(2)}`).join(', ') || 'none'}`);
     for (const [q, n] of r.statements.slice(0, 30)) console.log(`  ${n.toFixed(2).padStart(7)}/s  ${q.slice(0, 150)}`);
     if (r.profile) console.log(r.profile);
   }
@@ -258,10 +304,11 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(' ')}; windows of ${windowSeconds} s`,
 );
-const before = process.env.REST_BEFORE ? await variant(process.env.REST_BEFORE) : undefined;
+const fleet = await ListenerFleet.start(root, Math.max(...steps) * listenersPerStream);
+const before = process.env.REST_BEFORE ? await variant(process.env.REST_BEFORE, fleet) : undefined;
 if (before) report(`before (${process.env.REST_BEFORE})`, before);
 const afterRoot = process.env.REST_AFTER ?? root;
-const after = await variant(afterRoot);
+const after = await variant(afterRoot, fleet).finally(() => fleet.stop());
 report(`after (${afterRoot})`, after);
 if (before) {
   console.log('\nafter ÷ before:');
