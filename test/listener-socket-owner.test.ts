@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { stationOnAir, type OnAir } from './support/on-air.js';
@@ -23,11 +25,15 @@ requireStreamingTools(['icecast2', 'ffmpeg', 'haproxy']);
 const HELD = 20;
 let service: Service;
 let station: OnAir;
+/** serve's PostgreSQL: its pool opens and closes connections of its own accord, so they are left out of the count. */
+let postgresPort: number;
 const listeners: RawListener[] = [];
 
 before(async () => {
   // Empty: the default, whatever the environment running the tests says.
   service = await startService({ ICECAST_PROXY: '' });
+  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  postgresPort = Number(new URL(lock.database_url).port);
   station = await stationOnAir(service, HELD + 5, 'Owner FM');
 });
 after(async () => {
@@ -36,18 +42,34 @@ after(async () => {
   await service?.stop();
 });
 
-/** serve's established TCP connections, once the count has held still for a second (admissions' requests closed). */
-async function settledServeSockets(): Promise<TcpSocket[]> {
-  const pid = service.process.pid!;
-  let last = establishedBy(tcpSockets(), pid);
-  for (let i = 0; i < 30; i++) {
+/** One of serve's connections, with the process at its other end ('elsewhere': not on this machine, or gone). */
+interface ServeSocket extends TcpSocket {
+  peer: string;
+}
+
+/** serve's established TCP connections but those to its PostgreSQL, each with the process at its other end. */
+function serveSockets(): ServeSocket[] {
+  const all = tcpSockets();
+  return establishedBy(all, service.process.pid!)
+    .filter((s) => s.remote !== postgresPort)
+    .map((s) => ({ ...s, peer: peerOf(all, s)?.owner?.name ?? 'elsewhere' }));
+}
+
+/** serve's connections once their count has held still for 3 s (HAProxy's admission requests to serve closed). */
+async function settledServeSockets(): Promise<ServeSocket[]> {
+  let last = serveSockets();
+  let still = 0;
+  for (let i = 0; i < 30 && still < 3; i++) {
     await sleep(1000);
-    const now = establishedBy(tcpSockets(), pid);
-    if (now.length === last.length) return now;
+    const now = serveSockets();
+    still = now.length === last.length ? still + 1 : 0;
     last = now;
   }
   return last;
 }
+
+/** The connections that would carry audio: to HAProxy or Icecast. */
+const dataPath = (sockets: ServeSocket[]) => sockets.filter((s) => s.peer === 'haproxy' || s.peer === 'icecast2');
 
 test('the default proxy is HAProxy, and /health/details says so', async () => {
   const details = (await (await fetch(service.metricsUrl.replace(/\/metrics$/, '/health/details'))).json()) as {
@@ -86,22 +108,27 @@ test("the listeners' and the encoder's connections are held by HAProxy; serve ho
   assert.ok(fromHaproxy.length >= HELD + 1, `HAProxy's connections to Icecast: ${fromHaproxy.length}`);
   for (const s of fromHaproxy) assert.equal(peerOf(all, s)?.owner?.name, 'icecast2');
 
-  // serve: nothing on the public port, and as many connections as before the listeners came (none kept to Icecast).
+  // serve: nothing on the public port, no more connections to HAProxy or Icecast than before the listeners came, and
+  // about as many in all (the chain's RPC and this test's own HTTP requests come and go; 20 listeners relayed by
+  // serve would be 40 more).
   const serveNow = await settledServeSockets();
   assert.deepEqual(
     serveNow.filter((s) => s.local === station.publicPort || s.remote === station.publicPort),
     [],
     'serve holds no connection of the public port',
   );
-  const toIcecast = (sockets: TcpSocket[]) => sockets.filter((s) => s.remote === station.icecastPort).length;
+  const shown = (sockets: ServeSocket[]) => sockets.map((s) => `${s.local}->${s.remote} ${s.peer}`).join(', ');
   console.log(
-    `serve's TCP connections: ${before.length} with no listener, ${serveNow.length} with ${HELD} held ` +
-      `(to Icecast: ${toIcecast(before)}, ${toIcecast(serveNow)})`,
+    `serve's TCP connections (but to PostgreSQL): ${before.length} with no listener, ${serveNow.length} with ` +
+      `${HELD} held; to HAProxy or Icecast ${dataPath(before).length} and ${dataPath(serveNow).length}`,
   );
   assert.ok(
-    serveNow.length <= before.length,
-    `serve holds ${serveNow.length} connections with ${HELD} listeners, ${before.length} without`,
+    dataPath(serveNow).length <= dataPath(before).length,
+    `serve's connections to HAProxy or Icecast: ${shown(dataPath(serveNow))}; before: ${shown(dataPath(before))}`,
   );
-  assert.equal(toIcecast(serveNow), toIcecast(before), "serve's connections to Icecast");
+  assert.ok(
+    serveNow.length <= before.length + 2,
+    `serve holds ${serveNow.length} connections with ${HELD} listeners, ${before.length} without: ${shown(serveNow)}`,
+  );
   for (const l of listeners) assert.ok(!l.socket.destroyed, 'every listener is still held');
 });
