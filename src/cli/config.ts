@@ -175,7 +175,7 @@ export interface StreamingSettings {
   frontDoorInFlight: number;
   /** ICECAST_PROXY: what holds the public port in front of Icecast, HAProxy (haproxy-config.ts) or the front door. */
   proxy: 'front-door' | 'haproxy';
-  /** ICECAST_LISTEN: where listeners and encoders connect (the front door, or Icecast itself without it). */
+  /** ICECAST_LISTEN: where listeners and encoders connect (HAProxy, the front door, or Icecast itself). */
   listen?: { host: string; port: number };
   /** HLS_LISTEN: where nginx serves HLS segments (provisioning/hls-file-server.ts); by default a free port. */
   hlsListen?: { host: string; port: number };
