@@ -30,13 +30,16 @@ export class PlaceWriter {
   private queue: PlaceChange[] = [];
   private running?: Promise<void>;
   private retry?: NodeJS.Timeout;
+  private stopped = false;
 
   constructor(
     private readonly db: Database,
     private readonly log: Logger,
   ) {}
 
+  /** After stop() a change is dropped: its pool may be closed; the next start's reconciliation repairs the rows. */
   push(change: PlaceChange): void {
+    if (this.stopped) return;
     this.queue.push(change);
     if (!this.retry) this.startDrain();
   }
@@ -64,6 +67,7 @@ export class PlaceWriter {
   }
 
   stop(): Promise<void> {
+    this.stopped = true;
     clearTimeout(this.retry);
     this.retry = undefined;
     return this.flush();
