@@ -36,6 +36,11 @@ export interface ListenerAuthRequest {
   /** HTTP Basic credentials the listener sent, '' when none. */
   user: string;
   pass: string;
+  /**
+   * How long a full stream waits for a place to be freed before refusing: a listener through HAProxy may come back
+   * before HAProxy reports that its earlier connection closed (after a blip, every listener at once).
+   */
+  waitForPlaceMs?: number;
 }
 export interface ListenerLeftEvent {
   mount: string;
@@ -98,8 +103,12 @@ function proxiedListener(form: Record<string, string>, decider: MountDecider): D
     userAgent: form.agent ?? '',
     user,
     pass: form.pass ?? '',
+    waitForPlaceMs: PROXIED_PLACE_WAIT_MS,
   });
 }
+
+/** A close HAProxy has seen reaches serve within a few milliseconds; this bounds a loaded host's delay. */
+const PROXIED_PLACE_WAIT_MS = 2000;
 
 /**
  * HAProxy's own question about a source (haproxy-admission.ts), in place of Icecast's stream_auth: the source's mount,

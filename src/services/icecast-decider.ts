@@ -185,7 +185,7 @@ export class IcecastDecider implements MountDecider {
     // The places in memory hold only this host's services; without them the database says whether it serves here.
     if (!this.places && !(await this.servesHere(mount))) return refuse(MOVED_AWAY);
     const admitted = this.places
-      ? await this.places.admit({ mount }, clientId, ip, session)
+      ? await this.places.admit({ mount }, clientId, ip, session, request.waitForPlaceMs)
       : await admitListener(this.db, { mount }, clientId, ip, session);
     if (!admitted.accept) return refuse(admitted.message);
     // Its place is freed when the front door sees it go, before Icecast's listener_remove: after a blip the

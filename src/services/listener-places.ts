@@ -51,6 +51,8 @@ export class ListenerPlaces {
   private readonly refusalRecordedAt = new Map<string, number>();
   /** Mounts whose source left (mount_remove) and has not come back (mount_add). */
   private readonly sourceGone = new Set<string>();
+  /** Admissions waiting for a place of a full service to be freed, by service id. */
+  private readonly awaitingPlace = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly db: Database,
@@ -110,8 +112,17 @@ export class ListenerPlaces {
     await this.pass();
   }
 
-  /** Takes a place for `clientId` on the service, or refuses: the service is not live here, or all places are taken. */
-  async admit(where: Where, clientId: string, ip: string, session: SessionFacts): Promise<Admission> {
+  /**
+   * Takes a place for `clientId` on the service, or refuses: the service is not live here, or all places are taken.
+   * A full service refuses after `waitForPlaceMs` in which no place was freed.
+   */
+  async admit(
+    where: Where,
+    clientId: string,
+    ip: string,
+    session: SessionFacts,
+    waitForPlaceMs = 0,
+  ): Promise<Admission> {
     if (!this.live) {
       await this.writer.flush();
       return admitListener(this.db, where, clientId, ip, session, this.hostId());
@@ -127,6 +138,9 @@ export class ListenerPlaces {
       return { accept: false, message: 'the stream is not on the air' };
     const taken = entry.places.size - (entry.places.has(clientId) ? 1 : 0);
     if (taken >= entry.cap) {
+      const waitFrom = Date.now();
+      if (waitForPlaceMs > 0 && (await this.placeFreed(entry.service.id, waitForPlaceMs)))
+        return this.admit(where, clientId, ip, session, waitForPlaceMs - (Date.now() - waitFrom));
       this.recordRefusal(entry);
       return { accept: false, service: entry.service, message: capRefusalMessage(entry.cap) };
     }
@@ -157,6 +171,7 @@ export class ListenerPlaces {
       if (this.passing) this.releasedDuringPass.add(`${serviceId} ${clientId}`);
     }
     this.writer.push({ kind: 'remove', serviceId, clientIds });
+    this.wakeAwaiting(serviceId);
     if (!this.live) await this.writer.flush();
   }
 
@@ -197,7 +212,29 @@ export class ListenerPlaces {
       if (this.passing) this.releasedDuringPass.add(`${serviceId} ${clientId}`);
     }
     this.writer.push({ kind: 'remove-icecast', serviceId });
+    this.wakeAwaiting(serviceId);
     if (!this.live) await this.writer.flush();
+  }
+
+  /** True once a place of the service is freed within `ms`, false when none was. */
+  private placeFreed(serviceId: string, ms: number): Promise<boolean> {
+    const waiters = this.awaitingPlace.get(serviceId) ?? new Set<() => void>();
+    this.awaitingPlace.set(serviceId, waiters);
+    return new Promise((resolve) => {
+      const done = (freed: boolean) => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (!waiters.size && this.awaitingPlace.get(serviceId) === waiters) this.awaitingPlace.delete(serviceId);
+        resolve(freed);
+      };
+      const wake = () => done(true);
+      const timer = setTimeout(() => done(false), ms);
+      waiters.add(wake);
+    });
+  }
+
+  private wakeAwaiting(serviceId: string): void {
+    for (const wake of [...(this.awaitingPlace.get(serviceId) ?? [])]) wake();
   }
 
   /** Every place written to the database (tests, and before a database-side admission). */
