@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { USAGE_REFRESH_MS, usageWorthWriting } from '../src/services/usage-write.js';
+import { USAGE_GROWTH_SHOWN, USAGE_REFRESH_MS, usageWorthWriting } from '../src/services/usage-write.js';
 
 const at = Date.parse('2026-01-01T00:00:00Z');
 const stored = {
@@ -56,4 +56,12 @@ test('the last bytes of listeners who left, or of a source that ended, and a fig
   assert.equal(usageWorthWriting(idle, { ...idle, bytes_read: 501_000 }, soon), true);
   const fresh = { ...stored, bytes_sent: 0, transfer_used_gb: '0', listener_hours: '0' };
   assert.equal(usageWorthWriting(fresh, grown, soon), true, 'the first bytes sent');
+});
+
+test('a total that grew by more than its share (a young stream) is written at once', () => {
+  const soon = at + 1000;
+  const more = Math.round(stored.bytes_read * (1 + USAGE_GROWTH_SHOWN)) + 1;
+  assert.equal(usageWorthWriting(stored, { ...grown, bytes_read: more }, soon), true);
+  const hours = (Number(stored.listener_hours) * (1 + USAGE_GROWTH_SHOWN) + 0.001).toFixed(6);
+  assert.equal(usageWorthWriting(stored, { ...grown, listener_hours: hours }, soon), true);
 });

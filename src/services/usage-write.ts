@@ -6,16 +6,22 @@ export const USAGE_REFRESH_MS = 30_000;
 
 type Usage = Record<string, unknown>;
 
-/** Figures that grow on their own while the service streams, each with what makes it grow. */
-const GROWING: Array<[path: string, driven: (u: Usage) => boolean]> = [
-  ['listener_hours', listened],
-  ['bytes_sent', listened],
-  ['transfer_used_gb', listened],
-  ['bytes_read', sourced],
-  ['source_kbps', sourced],
-  ['source_budget.remaining_bytes', () => true],
-  ['source_budget.state.level', () => true],
-  ['source_budget.state.bytesRead', sourced],
+/**
+ * A total (bytes, listener-hours) that grew by more than this share of what the row holds is written at once: a young
+ * stream's figures are shown close behind, an old one's within USAGE_REFRESH_MS.
+ */
+export const USAGE_GROWTH_SHOWN = 0.1;
+
+/** Figures that grow on their own while the service streams, with what makes each grow and whether it is a total. */
+const GROWING: Array<[path: string, driven: (u: Usage) => boolean, total: boolean]> = [
+  ['listener_hours', listened, true],
+  ['bytes_sent', listened, true],
+  ['transfer_used_gb', listened, true],
+  ['bytes_read', sourced, true],
+  ['source_kbps', sourced, false],
+  ['source_budget.remaining_bytes', () => true, false],
+  ['source_budget.state.level', () => true, false],
+  ['source_budget.state.bytesRead', sourced, true],
 ];
 const GROWING_PATHS = new Set(GROWING.map(([path]) => path));
 
@@ -31,19 +37,20 @@ function sourced(u: Usage): boolean {
  * Whether a pass rewrites a service's usage row (each rewrite is a new row version and WAL): when what a reader sees
  * changed, not every time a held listener's bytes or a live source's grew. Written at once when a figure other than
  * the growing ones changed (listeners, peak, source connected or since, over bitrate, refused until…), when a growing
- * figure changed while nothing makes it grow (the last bytes of listeners who left, of a source that ended) or went
- * from or to zero; else at most every USAGE_REFRESH_MS (the bitrate budget's level included: whether the source is
- * over, and until when it is refused, are written at once).
+ * figure changed while nothing makes it grow (the last bytes of listeners who left, of a source that ended), went
+ * from or to zero, or a total grew by more than USAGE_GROWTH_SHOWN; else at most every USAGE_REFRESH_MS (the bitrate
+ * budget's level included: whether the source is over, and until when it is refused, are written at once).
  */
 export function usageWorthWriting(stored: Usage | null | undefined, next: Usage, now = Date.now()): boolean {
   if (!stored) return true;
   if (!sameValue(stored, next, '', (path) => path === 'measured_at' || GROWING_PATHS.has(path))) return true;
   let grew = false;
-  for (const [path, driven] of GROWING) {
+  for (const [path, driven, total] of GROWING) {
     const [was, is] = [valueAt(stored, path), valueAt(next, path)];
     if (sameValue(was, is, path, () => false)) continue;
     if (!driven(stored) && !driven(next)) return true;
     if (isZero(was) !== isZero(is)) return true;
+    if (total && Math.abs(Number(is) - Number(was)) > USAGE_GROWTH_SHOWN * Math.abs(Number(was))) return true;
     grew = true;
   }
   const writtenAt = Date.parse(String(stored.measured_at));
