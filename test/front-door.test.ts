@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
@@ -83,3 +84,43 @@ test('listeners get the cap exactly, each place with its own network; serve hold
   );
   assert.ok(serveToIcecast.length >= PLACES + 1, `serve's connections to Icecast: ${serveToIcecast.length}`);
 });
+
+test("the buyer's source credentials send a title through the front door, and no other admin command", async () => {
+  const broadcast = new URL(station.broadcastUrl);
+  const authorization = `Basic ${Buffer.from(`${decodeURIComponent(broadcast.username)}:${decodeURIComponent(broadcast.password)}`).toString('base64')}`;
+  const mount = encodeURIComponent(broadcast.pathname);
+  const ask = async (requestLine: string) => {
+    const answer = await rawRequest(station.publicPort, `${requestLine}\r\nAuthorization: ${authorization}\r\n\r\n`);
+    return Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
+  };
+  assert.equal(await ask(`GET /admin/metadata?mount=${mount}&mode=updinfo&song=Door%20Song HTTP/1.0`), 200);
+  for (const line of [
+    `GET /admin/killsource?mount=${mount} HTTP/1.0`,
+    `GET /admin/listclients?mount=${mount} HTTP/1.0`,
+    `GET /admin/moveclients?mount=${mount}&destination=/elsewhere HTTP/1.0`,
+    `GET /admin/metadata?mount=${mount}&mode=updinfo&MOUNT=/other&song=x HTTP/1.0`,
+    `GET /admin.cgi?mode=updinfo&song=x HTTP/1.0`,
+    `STATS / HTTP/1.0`,
+    `DELETE ${broadcast.pathname} HTTP/1.0`,
+  ])
+    assert.equal(await ask(line), 401, line);
+  // The source is still on the air: the refused killsource never reached Icecast.
+  const admitted = listeners[0];
+  const before = admitted.received().length;
+  await waitFor('audio after the refused commands', () => admitted.received().length > before + 8000, 10_000);
+  assert.equal(station.encoder.exitCode, null);
+});
+
+/** Sends `text` on a new connection to the port and resolves with what comes back until the other side closes. */
+function rawRequest(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
+    let got = '';
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+    socket.on('data', (chunk) => {
+      got += chunk.toString('latin1');
+    });
+    socket.on('close', () => resolve(got));
+    socket.on('error', reject);
+  });
+}

@@ -180,6 +180,10 @@ export class IcecastFrontDoor {
       release();
       return void socket.end('HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n');
     }
+    if (!passesToIcecast(head.toString('latin1', 0, head.indexOf('\r\n')))) {
+      release();
+      return void socket.end('HTTP/1.0 401 Authentication Required\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n');
+    }
     const ticketId = String(++this.nextTicket);
     const ticket: Ticket = { ip: (socket.remoteAddress ?? '').replace(/^::ffff:/, ''), release };
     const rewritten = this.rewrite(head, ticketId, ticket);
@@ -254,7 +258,7 @@ export class IcecastFrontDoor {
     const text = head.toString('latin1');
     const lines = text.split('\r\n');
     const [method = '', target = ''] = lines[0].split(' ');
-    if (method !== 'GET' || target.startsWith('/admin')) return Buffer.from(`${text}\r\n\r\n`, 'latin1');
+    if (method.toUpperCase() !== 'GET' || target.startsWith('/admin')) return Buffer.from(`${text}\r\n\r\n`, 'latin1');
     this.tickets.set(ticketId, ticket);
     // A user name of its own per listener: Icecast refuses a second listener of a mount with the same one.
     const credentials = Buffer.from(`${FRONT_DOOR_USER}${ticketId}:${this.secret}`).toString('base64');
@@ -280,4 +284,28 @@ function finish(socket: net.Socket, left: () => void, lingerMs: number): void {
   if (lingerMs === 0) return void socket.destroy();
   socket.end();
   setTimeout(() => socket.destroy(), lingerMs).unref();
+}
+
+/**
+ * What the public port passes on to Icecast: listeners, sources, and an encoder's title update. Icecast asks serve
+ * about any other command on a mount's admin page (killsource, listclients, moveclients…) the way it asks about a
+ * title update, so with the buyer's source credentials those would pass too: they stop here. Icecast reads a
+ * method in any case.
+ */
+export function passesToIcecast(requestLine: string): boolean {
+  const [method = '', target = ''] = requestLine.split(' ');
+  const verb = method.toUpperCase();
+  if (verb !== 'GET' && verb !== 'PUT' && verb !== 'SOURCE') return false;
+  if (!target.startsWith('/admin')) return true;
+  const keys = [...new URLSearchParams(target.slice(target.indexOf('?') + 1))].map(([key, value]) => [
+    key.toLowerCase(),
+    value,
+  ]);
+  const only = (key: string) => keys.filter(([k]) => k === key).map(([, value]) => value);
+  return (
+    verb === 'GET' &&
+    target.startsWith('/admin/metadata?') &&
+    only('mount').length === 1 &&
+    only('mode').join() === 'updinfo'
+  );
 }

@@ -18,6 +18,8 @@ export interface OnAir {
   encoderSocket: TcpSocket;
   /** Icecast's own loopback port (behind whatever holds the public port). */
   icecastPort: number;
+  /** The buyer's source URL, credentials in it. */
+  broadcastUrl: string;
 }
 
 /** Buys a 64 kbps stream of `places` listener places and puts an ffmpeg encoder on it, until a listener gets 200. */
@@ -52,5 +54,13 @@ export async function stationOnAir(service: Service, places: number, station_nam
   );
   const icecastXml = await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8');
   const icecastPort = Number(/<port>(\d+)<\/port>/.exec(icecastXml)![1]);
-  return { serviceId: svc.service_id, publicPort, path, encoder, encoderSocket, icecastPort };
+  return {
+    serviceId: svc.service_id,
+    publicPort,
+    path,
+    encoder,
+    encoderSocket,
+    icecastPort,
+    broadcastUrl: svc.broadcast_url,
+  };
 }
