@@ -6,8 +6,8 @@
 // e.g. `git archive COMMIT | tar -x -C DIR` with a node_modules link) in the same run, first; REST_AFTER=DIR another
 // instead of this checkout. REST_PROFILE=1 prints
 // where serve's busy time goes in each window (V8 CPU profile, inclusive time).
-// Env: REST_STEPS (0,50,200), REST_LISTENERS (5), REST_SECONDS (30), REST_SETTLE (75), REST_BEFORE, REST_AFTER,
-// REST_PROFILE (0).
+// Env: REST_STEPS (0,50,200), REST_LISTENERS (5), REST_AGE (10), REST_SECONDS (30), REST_SETTLE (75), REST_BEFORE,
+// REST_AFTER, REST_PROFILE (0).
 import { spawn } from 'node:child_process';
 import { appendFile, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -29,6 +29,8 @@ import { drain, waitLive } from './streaming.js';
 const steps = (process.env.REST_STEPS ?? '0,50,200').split(',').map(Number);
 const windowSeconds = Number(process.env.REST_SECONDS ?? 30);
 const listenersPerStream = Number(process.env.REST_LISTENERS ?? 5);
+/** How long listeners are held before the window: a young stream's usage is written more often (usage-write.ts). */
+const ageSeconds = Number(process.env.REST_AGE ?? 10);
 const profile = process.env.REST_PROFILE === '1';
 /** The first window waits this long after the start: a new leader counts expired services' final usage for 70 s. */
 const settleSeconds = Number(process.env.REST_SETTLE ?? 75);
@@ -225,7 +227,7 @@ async function hold(fleet: ListenerFleet, listen: string[]): Promise<number> {
   if (!listenersPerStream) return 0;
   const opened = await fleet.open(listen.flatMap((u) => Array(listenersPerStream).fill(u)));
   // Past their admission: their sessions, the new peaks and the sources' events are written by then.
-  await sleep(10_000);
+  await sleep(ageSeconds * 1000);
   return opened.answers.filter((a) => a.status === 200).length;
 }
 
