@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { hasMpegFrame, startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { tcpSockets, peerOf as peerSocket, type TcpSocket } from './support/tcp-sockets.js';
 import { TestWallet } from './support/wallet.js';
 
 // With ICECAST_PROXY=haproxy the host runs HAProxy in front of Icecast instead of the
@@ -67,52 +68,6 @@ function peerOf(port: number, localPort: number): { name: string; pid: number } 
 }
 
 const alive = (pid: number) => existsSync(`/proc/${pid}`);
-
-/** A TCP socket of this machine as the kernel lists it (/proc/net/tcp, tcp6), with the process that holds it. */
-interface TcpSocket {
-  local: number;
-  remote: number;
-  /** The kernel's state: '01' established. */
-  state: string;
-  inode: number;
-  owner?: { pid: number; name: string };
-}
-
-const port = (hexAddress: string) => Number.parseInt(hexAddress.split(':')[1], 16);
-
-/** Every TCP socket, its owner found by its inode among the descriptors of every process (/proc/<pid>/fd). */
-function tcpSockets(): TcpSocket[] {
-  const owners = new Map<number, { pid: number; name: string }>();
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-        const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
-        if (inode) owners.set(Number(inode), { pid: Number(pid), name });
-      }
-    } catch {
-      // A process that ended meanwhile.
-    }
-  }
-  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((file) =>
-    readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .slice(1)
-      .map((line) => line.trim().split(/\s+/))
-      .map(([, local, remote, state, , , , , , inode]) => ({
-        local: port(local),
-        remote: port(remote),
-        state,
-        inode: Number(inode),
-        owner: owners.get(Number(inode)),
-      })),
-  );
-}
-
-/** The socket at the other end of `s` (same ports swapped), on this machine. */
-const peer = (all: TcpSocket[], s: TcpSocket) =>
-  all.find((o) => o.local === s.remote && o.remote === s.local && o.state === '01');
 
 /** The encoder's connection to the public port, once it has one. */
 function encoderSocket(pid: number, publicPort: number): TcpSocket | undefined {
@@ -195,7 +150,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
       ['listener', listenerSocket],
       ['encoder', sourceSocket],
     ] as const) {
-      const end = s && peer(first, s);
+      const end = s && peerSocket(first, s);
       assert.equal(end?.owner?.name, 'haproxy', `the ${who}'s peer: ${JSON.stringify(end)}`);
     }
     assert.equal(
@@ -208,7 +163,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
     const intoIcecast = (all: TcpSocket[]) => all.filter((s) => s.remote === icecastPort && s.state === '01');
     const fromHaproxy = intoIcecast(first).filter((s) => s.owner?.name === 'haproxy');
     assert.ok(fromHaproxy.length >= 2, `HAProxy's connections to Icecast: ${fromHaproxy.length}`);
-    for (const s of fromHaproxy) assert.equal(peer(first, s)?.owner?.name, 'icecast2');
+    for (const s of fromHaproxy) assert.equal(peerSocket(first, s)?.owner?.name, 'icecast2');
     await sleep(1500);
     const later = new Set(intoIcecast(tcpSockets()).map((s) => s.inode));
     const heldByNode = intoIcecast(first).filter((s) => s.owner?.name !== 'haproxy' && later.has(s.inode));
