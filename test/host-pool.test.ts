@@ -113,14 +113,19 @@ async function order(through: Service, body: Record<string, unknown>) {
   return { host, service };
 }
 
-/** The title a mount's Icecast shows (its /admin/stats, with the admin password in the host's DATA_DIR). */
+/**
+ * The title a mount's Icecast shows: its /admin/stats on Icecast's own loopback port (the public port takes no admin
+ * request), with the admin password in the host's DATA_DIR.
+ */
 async function mountTitle(host: Service, streamUrl: string): Promise<string | undefined> {
-  const config = parseXml(await readFile(join(host.dataDir, 'icecast', 'icecast.xml'), 'utf8'));
+  const xml = await readFile(join(host.dataDir, 'icecast', 'icecast.xml'), 'utf8');
+  const config = parseXml(xml);
   const password = config.children
     .find((e) => e.name === 'authentication')!
     .children.find((e) => e.name === 'admin-password')!.text;
-  const { origin, pathname } = new URL(streamUrl);
-  const response = await fetch(`${origin}/admin/stats?mount=${encodeURIComponent(pathname)}`, {
+  const icecastPort = Number(/<port>(\d+)<\/port>/.exec(xml)![1]);
+  const { pathname } = new URL(streamUrl);
+  const response = await fetch(`http://127.0.0.1:${icecastPort}/admin/stats?mount=${encodeURIComponent(pathname)}`, {
     headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` },
   });
   const source = parseXml(await response.text()).children.find((e) => e.name === 'source');
