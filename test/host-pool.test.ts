@@ -3,7 +3,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { parseXml } from '../src/provisioning/index.js';
 import { buy } from './support/purchase.js';
 import { openSse } from './support/sse.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
@@ -16,6 +15,7 @@ import {
   waitFor,
   within,
 } from './support/streaming.js';
+import { icecastTitle } from './support/icecast-title.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
@@ -111,25 +111,6 @@ async function order(through: Service, body: Record<string, unknown>) {
   const host = [...hostUrls].find(([, url]) => new URL(url).origin === origin)?.[0];
   assert.ok(host, `${service.stream_url} is on one of the pool's hosts`);
   return { host, service };
-}
-
-/**
- * The title a mount's Icecast shows: its /admin/stats on Icecast's own loopback port (the public port takes no admin
- * request), with the admin password in the host's DATA_DIR.
- */
-async function mountTitle(host: Service, streamUrl: string): Promise<string | undefined> {
-  const xml = await readFile(join(host.dataDir, 'icecast', 'icecast.xml'), 'utf8');
-  const config = parseXml(xml);
-  const password = config.children
-    .find((e) => e.name === 'authentication')!
-    .children.find((e) => e.name === 'admin-password')!.text;
-  const icecastPort = Number(/<port>(\d+)<\/port>/.exec(xml)![1]);
-  const { pathname } = new URL(streamUrl);
-  const response = await fetch(`http://127.0.0.1:${icecastPort}/admin/stats?mount=${encodeURIComponent(pathname)}`, {
-    headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` },
-  });
-  const source = parseXml(await response.text()).children.find((e) => e.name === 'source');
-  return source?.children.find((e) => e.name === 'title')?.text;
 }
 
 describe('a pool of streaming hosts behind two API instances', { timeout: 600_000 }, () => {
@@ -288,7 +269,8 @@ describe('a pool of streaming hosts behind two API instances', { timeout: 600_00
       await waitFor(
         "the owner's title on host B's mount",
         async () => {
-          if ((await mountTitle(hosts.b, service.stream_url)) === 'Pool Band - Pool Song') return true;
+          if ((await icecastTitle(hosts.b, new URL(service.stream_url).pathname)) === 'Pool Band - Pool Song')
+            return true;
           await sleep(200);
           return false;
         },

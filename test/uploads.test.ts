@@ -5,7 +5,6 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { parseXml } from '../src/provisioning/index.js';
 import { buy } from './support/purchase.js';
 import { buildRawRequest, sendRaw } from './support/raw-http.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
@@ -13,6 +12,7 @@ import { audioChecks } from './support/audio-checks.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { sine, tone } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
+import { icecastTitle } from './support/icecast-title.js';
 import { requireStreamingTools } from './support/system-tools.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
@@ -233,19 +233,12 @@ function autodjUploads(): void {
     // Every track's title shows on the mount as the AutoDJ plays it, and nothing is skipped.
     const streamUrl = (await request(service, 'GET', `/services/${id}`)).body.service.stream_url as string;
     const listener = await connectListener(streamUrl);
-    const config = parseXml(await readFile(join(service.dataDir, 'icecast', 'icecast.xml'), 'utf8'));
-    const admin = config.children.find((e) => e.name === 'authentication')!.children;
-    const auth = `Basic ${Buffer.from(`${admin.find((e) => e.name === 'admin-user')!.text}:${admin.find((e) => e.name === 'admin-password')!.text}`).toString('base64')}`;
     const mount = new URL(streamUrl).pathname;
-    const stats = `${new URL(streamUrl).origin}/admin/stats?mount=${encodeURIComponent(mount)}`;
     const titles = new Set<string>();
     await waitFor(
       'every title on air',
       async () => {
-        const source = parseXml(await (await fetch(stats, { headers: { authorization: auth } })).text()).children.find(
-          (e) => e.name === 'source',
-        );
-        const title = source?.children.find((e) => e.name === 'title')?.text;
+        const title = await icecastTitle(service, mount);
         if (title) titles.add(title.replace(/^Test Band - /, ''));
         // ADTS has no tags: the AutoDJ shows the file name.
         return ['One', 'two.aac', 'Three', 'Four', 'Five', 'Six', 'Seven'].every((t) => titles.has(t));
