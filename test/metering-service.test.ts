@@ -15,7 +15,7 @@ import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveSine } from './support/tones.js';
 
-const skip = requireStreamingTools();
+requireStreamingTools();
 /**
  * Shorter than the default 30 s, so the 1.5× source is cut sooner; stricter for the compliant ones. Icecast counts the
  * bytes read in 5 s steps: each step takes 5 s of the window at once, and a compliant source must keep over half.
@@ -29,7 +29,6 @@ const processes: ChildProcess[] = [];
 const cleanups: Array<() => void> = [];
 
 before(async () => {
-  if (skip) return;
   catalog = await shortLivedCatalog();
   service = await startService({
     CATALOG_DIR: catalog.catalogDir,
@@ -111,7 +110,7 @@ async function listenWhenLive(svc: Bought, source: ChildProcess): Promise<RawLis
 const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
 const budgetSuite = () =>
-  describe('source bitrate budget', { skip }, () => {
+  describe('source bitrate budget', () => {
     test('compliant sources keep streaming; 1.5× and reconnecting abusers are cut, and a cut source is refused', {
       timeout: 240_000,
     }, async () => {
@@ -262,7 +261,7 @@ const IN_SOCKETS_ALLOWANCE = 2 * (64_000 / 8);
 const within = (measured: number, truth: number, share: number) => Math.abs(measured - truth) <= truth * share;
 
 const exactUsageSuite = () =>
-  describe('usage is exact once connections close', { skip }, () => {
+  describe('usage is exact once connections close', () => {
     test('bytes sent to a listener and read from the source match what they counted, and listeners.current drops at once', {
       timeout: 150_000,
     }, async () => {
@@ -359,7 +358,7 @@ const exactUsageSuite = () =>
 
 // Every test here watches streams over real time (three budget windows, an expiry, counts relative to what a stream
 // carried): they run side by side, not one after the other.
-describe('metering through the running service', { skip, concurrency: true }, () => {
+describe('metering through the running service', { concurrency: true }, () => {
   budgetSuite();
   exactUsageSuite();
 });

@@ -20,7 +20,7 @@ describe('test support', () => {
         return true;
       },
     );
-    assert.equal(requireStreamingTools(['sh']), false);
+    assert.doesNotThrow(() => requireStreamingTools(['sh']));
   });
 
   test('a migrated template cluster is what a first start makes: every migration applied, none left', async () => {
