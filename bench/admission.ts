@@ -59,8 +59,8 @@ try {
     'anything else refused: a status, a reset, or no answer within 90 s). Then one more listener per stream, all full:',
     'each must be refused. Twice: the listeners reading their audio at once, as players do; then, all closed, the',
     'same burst with listeners that read nothing until every one has its answer (this process shares the 2 cores: it',
-    'then measures the admissions rather than its own receiving of 2,000 streams, and the front door relays almost',
-    'nothing meanwhile). ms in the callback handler = the mean of icecast_callback_duration_seconds.',
+    'then measures the admissions rather than its own receiving of 2,000 streams). The proxy in front of Icecast is',
+    '`ICECAST_PROXY` (HAProxy by default). ms in the callback handler = the mean of icecast_callback_duration_seconds.',
     'CPU per callback = CPU seconds from /proc/<pid>/stat over the burst (until the',
     "service's callback count stands still) ÷ callbacks the service's /metrics counted (listener_add, and the",
     "listener_remove of refused ones): serve's own process, its PostgreSQL (all backends), its Icecast.",
@@ -126,7 +126,7 @@ async function burst(
     opened.push(...extra);
     const extraAdmitted = extra.filter((a) => a.status === 200).length;
 
-    // Held: what carrying them costs (the front door relays every byte Icecast sends them).
+    // Held: what carrying them costs serve (with the front door it relays every byte Icecast sends them).
     const HOLD_SECONDS = 10;
     const held0 = await hostCpu(service.process.pid!);
     await sleep(HOLD_SECONDS * 1000);
