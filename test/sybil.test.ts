@@ -208,7 +208,7 @@ describe('capacity kept for established payers', () => {
       assert.equal(ended.status, 200, JSON.stringify(ended.body));
     }
     // The host holds the veteran's last service and the race winner's: one newcomer place is free, seen by orders once
-    // their count of the host (at most a second old before payment, docs/deployment.md) is read again.
+    // their count of the host (at most a second old before payment, docs/streaming-hosts.md) is read again.
     await new Promise((r) => setTimeout(r, 1100));
     const { agent, wallet } = await newcomer();
     const long = { ...order(), parameters: { ...order().parameters, duration_hours: 20 } };

@@ -13,7 +13,7 @@ still gets a fast shutdown).
   --role api     the HTTP API only: places orders on the pool's live hosts, runs no Icecast
   --role host    a streaming host only: its Icecast, registered in PostgreSQL with a heartbeat; HOST:PORT answers
                  its Icecast's callbacks (keep it on loopback); runs AutoDJ, relays, HLS and the life cycle of the
-                 services placed on it (docs/deployment.md)
+                 services placed on it (docs/streaming-hosts.md)
   LOG_FORMAT=json|pretty   log lines as JSON (default when stdout is not a terminal) or readable (default on a terminal)
   LOG_LEVEL=debug          also the output of PostgreSQL and the other programs serve runs (default: info)
 Configuration: environment variables, see docs/configuration.md.
