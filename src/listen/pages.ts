@@ -127,7 +127,7 @@ export function unavailablePageHtml(title: string, message: string, embed: boole
 `;
 }
 
-/** The iframe a site pastes to embed the player (the oEmbed `html`, and docs/api.md's snippet). */
+/** The iframe a site pastes to embed the player (the oEmbed `html`, and docs/stations.md's snippet). */
 export function embedSnippet(
   view: Pick<PublicListenView, 'listen_embed' | 'station_name'>,
   width: number = EMBED_SIZE.width,

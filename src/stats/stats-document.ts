@@ -46,7 +46,7 @@ const hoursOf = (seconds: Decimal.Value) => new Decimal(seconds).dividedBy(3600)
 const averageOf = (seconds: Decimal.Value, listeners: number) =>
   listeners ? new Decimal(seconds).dividedBy(listeners).toDecimalPlaces(1).toNumber() : null;
 
-/** A service's listener statistics per UTC day of the range (see docs/api.md, Listener statistics). */
+/** A service's listener statistics per UTC day of the range (see docs/stations.md, Listener statistics). */
 export async function serviceStats(db: Database, serviceId: string, range: DayRange): Promise<ServiceStats> {
   const queries = new StatsQueries(db);
   const [figures, peaks, tracks, totals] = await Promise.all([

@@ -6,7 +6,7 @@ import type { OpenApiPart } from './part.js';
 const hours = {
   type: 'string',
   pattern: '^\\d+(\\.\\d{1,6})?$',
-  description: 'Listener-hours (decimal string): the listening time of sessions, as defined in docs/api.md.',
+  description: 'Listener-hours (decimal string): the listening time of sessions, as defined in docs/stations.md.',
 };
 const breakdown = {
   type: 'array',
@@ -116,7 +116,7 @@ export const part: OpenApiPart = {
           'by protocol, device class, platform and country, top tracks.',
         description:
           'From the listener sessions (GET /services/{service_id}/listeners); listening hours are the same ' +
-          "figure as the usage's listener_hours. Definitions: docs/api.md, Listener statistics.",
+          "figure as the usage's listener_hours. Definitions: docs/stations.md, Listener statistics.",
         responses: { 200: ok('The statistics', 'ListenerStats'), ...statsErrors },
       },
     },
