@@ -6,4 +6,5 @@ export interface KeptTimes {
 export function readTimes(path?: string): KeptTimes;
 export function slowestFirst(files: string[], times: Map<string, number>): string[];
 export function mergedTimes(previous: KeptTimes, measured: Map<string, number>, files: string[]): Record<string, number>;
-export function writeTimes(ms: Record<string, number>, path?: string): void;
+export function readCpu(path?: string): Map<string, number>;
+export function writeTimes(ms: Record<string, number>, path?: string, cpuMs?: Record<string, number>): void;

@@ -7,7 +7,8 @@ export const TIMES_FILE = 'test/file-times.json';
 
 const ABOUT =
   "Written by npm test after a run of every test file: each file's wall time in ms (the mean of the last two runs " +
-  'it passed in), read by scripts/test-order.mjs to start the slowest first. Generated: do not edit.';
+  'it passed in), read by scripts/test-order.mjs to start the slowest first, and beside it (cpu_ms) the CPU of its ' +
+  'process and the descendants it waited for (`node scripts/test.mjs --times` prints both). Generated: do not edit.';
 
 /**
  * The recorded times by file name (test/x.test.ts), none when there is no file; `measured` is false while they are
@@ -50,6 +51,17 @@ export function mergedTimes(previous, measured, files) {
   return merged;
 }
 
-export function writeTimes(ms, path = TIMES_FILE) {
-  writeFileSync(path, `${JSON.stringify({ about: ABOUT, measured: true, ms }, null, 2)}\n`);
+/** Each file's CPU in ms as kept beside its wall time (scripts/child-cpu.mjs measures it), none before a run kept it. */
+export function readCpu(path = TIMES_FILE) {
+  try {
+    const { cpu_ms } = JSON.parse(readFileSync(path, 'utf8'));
+    return new Map(Object.entries(cpu_ms ?? {}).filter(([, value]) => Number.isFinite(value)));
+  } catch {
+    return new Map();
+  }
+}
+
+export function writeTimes(ms, path = TIMES_FILE, cpuMs = undefined) {
+  const kept = { about: ABOUT, measured: true, ms, ...(cpuMs && { cpu_ms: cpuMs }) };
+  writeFileSync(path, `${JSON.stringify(kept, null, 2)}\n`);
 }

@@ -5,9 +5,15 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { tsImport } from 'tsx/esm/api';
-import { readTimes, slowestFirst } from './test-order.mjs';
+import { readCpu, readTimes, slowestFirst } from './test-order.mjs';
+import { timesTable } from './times-table.mjs';
 
 const args = process.argv.slice(2);
+// --times: the kept wall and CPU of each file (test/file-times.json), slowest first, and nothing run.
+if (args.includes('--times')) {
+  process.stdout.write(timesTable(readTimes().times, readCpu()));
+  process.exit(0);
+}
 // --list: the files in the order they would start, and nothing run.
 const listOnly = args.includes('--list');
 const files = args.filter((arg) => arg !== '--list');
