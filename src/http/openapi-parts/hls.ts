@@ -118,7 +118,8 @@ export const part: OpenApiPart = {
         parameters: [serviceId, segment],
         responses: {
           200: {
-            description: 'MPEG-TS with AAC; names are never reused (Cache-Control: public, max-age=86400, immutable).',
+            description:
+              'MPEG-TS with AAC; names are never reused (Cache-Control: public, max-age=32: about its life on the host).',
             headers: { 'Cache-Control': { schema: { type: 'string' } } },
             content: { 'video/mp2t': { schema: { type: 'string', format: 'binary' } } },
           },
