@@ -1,6 +1,7 @@
 import { CATALOG_FILE, SourceFile } from '../catalog/index.js';
 import type { Snapshot } from '../pricing/index.js';
 import { fieldChanges, type FieldChange } from './field-changes.js';
+import { startPricing } from './price-points.js';
 import { changes, priceTable, type PriceRow } from './price-table.js';
 import { ruleChanges, type RuleChange } from './rule-changes.js';
 
@@ -33,6 +34,7 @@ export async function diffSnapshots(
   after: Snapshot,
   onProgress?: (productId: string, done: number, total: number) => void,
 ): Promise<CatalogDiff> {
+  startPricing();
   const rules = ruleChanges(before.files, after.files);
   const ids = [...new Set([...after.catalog.settings.products, ...before.catalog.settings.products])];
   const products: ProductDiff[] = [];
@@ -40,7 +42,7 @@ export async function diffSnapshots(
     const old = before.catalog.byId.get(id);
     const now = after.catalog.byId.get(id);
     const table = await priceTable(id, before, after, onProgress && ((done, total) => onProgress(id, done, total)));
-    const fields = fieldChanges(parsed(before, old?.file), parsed(after, now?.file));
+    const fields = fileChanges(before, old?.file, after, now?.file);
     const fired = rules.filter((r) => table.firedRules.has(r.rule));
     const changed_rows = table.rows.filter(changes);
     const status = !old
@@ -62,11 +64,22 @@ export async function diffSnapshots(
   return {
     before_hash: before.hash,
     after_hash: after.hash,
-    settings: fieldChanges(parsed(before, CATALOG_FILE), parsed(after, CATALOG_FILE)),
+    settings: fileChanges(before, CATALOG_FILE, after, CATALOG_FILE),
     rules,
     products,
     prices_change: products.some((p) => p.changed_rows.length > 0),
   };
+}
+
+/** The fields that differ between two files; none without parsing them when their texts are the same. */
+function fileChanges(
+  before: Snapshot,
+  file: string | undefined,
+  after: Snapshot,
+  otherFile: string | undefined,
+): FieldChange[] {
+  if (file !== undefined && file === otherFile && before.files[file] === after.files[file]) return [];
+  return fieldChanges(parsed(before, file), parsed(after, otherFile));
 }
 
 function parsed(snapshot: Snapshot, file: string | undefined): unknown {

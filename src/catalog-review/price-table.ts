@@ -1,11 +1,9 @@
 import { SourceFile, type CatalogProduct } from '../catalog/index.js';
-import { configurations, evaluatePrice, thresholds, type Snapshot } from '../pricing/index.js';
-import { Decimal, RuleEvaluationError } from '../rules/index.js';
+import { configurations, SnapshotCache, thresholds, type Snapshot } from '../pricing/index.js';
+import { Decimal } from '../rules/index.js';
+import { type Billing, type PricePoint, pricePoint } from './price-points.js';
 
-/** What one configuration costs on one version of the catalog. */
-export type PricePoint =
-  | { priced: true; total_atomic: string; amount: string; orderable: boolean }
-  | { priced: false; code: string };
+export type { PricePoint };
 
 export interface PriceRow {
   configuration: Record<string, unknown>;
@@ -47,11 +45,12 @@ export async function priceTable(
   const firedRules = new Set<string>();
   const rows: PriceRow[] = [];
   const total = grid.size * billings.length;
-  for (const configuration of grid.values()) {
+  for (const [configurationKey, configuration] of grid) {
     for (const billing of billings) {
-      const b = await pricePoint(before, id, configuration, billing, firedRules);
-      const a = await pricePoint(after, id, configuration, billing, firedRules);
-      rows.push(row(configuration, billing, b, a));
+      const b = await pricePoint(before, id, configuration, configurationKey, billing);
+      const a = await pricePoint(after, id, configuration, configurationKey, billing);
+      for (const rule of [...b.fired, ...a.fired]) firedRules.add(rule);
+      rows.push(row(configuration, billing, b.point, a.point));
       onProgress?.(rows.length, total);
     }
   }
@@ -63,34 +62,13 @@ export function changes(row: PriceRow): boolean {
   return row.orderability !== undefined || (row.change_atomic !== undefined && row.change_atomic !== '0');
 }
 
-function billingsOf(entry: CatalogProduct | undefined): (undefined | 'monthly' | 'annual')[] {
+function billingsOf(entry: CatalogProduct | undefined): Billing[] {
   return entry?.product.billing_type === 'subscription' ? ['monthly', 'annual'] : [undefined];
-}
-
-async function pricePoint(
-  snapshot: Snapshot | undefined,
-  id: string,
-  parameters: Record<string, unknown>,
-  billing: 'monthly' | 'annual' | undefined,
-  fired: Set<string>,
-): Promise<PricePoint> {
-  if (!snapshot?.catalog.byId.has(id)) return { priced: false, code: 'no_such_product' };
-  try {
-    const evaluation = await evaluatePrice(snapshot, { product_id: id, parameters, ...(billing && { billing }) });
-    if (evaluation.outcome === 'unknown_product') return { priced: false, code: 'no_such_product' };
-    if (evaluation.outcome === 'rejected') return { priced: false, code: evaluation.rejection.code };
-    for (const t of [...evaluation.trace.product, ...evaluation.trace.quote]) if (t.result) fired.add(t.rule);
-    const { total_atomic, amount, agent_orderable } = evaluation.output;
-    return { priced: true, total_atomic, amount, orderable: agent_orderable };
-  } catch (e) {
-    if (e instanceof RuleEvaluationError) return { priced: false, code: 'rule_error' };
-    throw e;
-  }
 }
 
 function row(
   configuration: Record<string, unknown>,
-  billing: 'monthly' | 'annual' | undefined,
+  billing: Billing,
   before: PricePoint,
   after: PricePoint,
 ): PriceRow {
@@ -112,6 +90,12 @@ function row(
  * bounds.
  */
 function parametersRulesRead(snapshot: Snapshot | undefined): Set<string> {
+  return snapshot ? rulesRead.get(snapshot, () => readByRules(snapshot)) : new Set();
+}
+
+const rulesRead = new SnapshotCache<Set<string>>();
+
+function readByRules(snapshot: Snapshot): Set<string> {
   const names = new Set<string>();
   const visit = (node: unknown): void => {
     if (Array.isArray(node)) {
@@ -125,7 +109,7 @@ function parametersRulesRead(snapshot: Snapshot | undefined): Set<string> {
     if (typeof record.param === 'string') names.add(record.param);
     Object.values(record).forEach(visit);
   };
-  for (const [path, text] of Object.entries(snapshot?.files ?? {})) {
+  for (const [path, text] of Object.entries(snapshot.files)) {
     if (path.startsWith('rules/')) visit(new SourceFile(path, text).value);
   }
   return names;
