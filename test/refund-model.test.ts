@@ -1,7 +1,7 @@
 /**
  * Refunds against a model of their own, with random services: an order, extensions and upgrades (paid by up to three
  * wallets, at random times while the service runs) and a stop at a random time. The model is written from the rule
- * docs/api.md states ("Stop it, get the unused share back"), on a timeline it keeps itself, with integer arithmetic and
+ * docs/services.md states ("Stopping a service and its refund"), on a timeline it keeps itself, with integer arithmetic and
  * nothing imported from the refund code:
  *  - the order's base fee is kept once; every other atomic unit paid buys hours, at the rate of the payment it is in;
  *  - a payment's hours are the order's first hours, an extension's hours follow the expiry it extended (or, bought
