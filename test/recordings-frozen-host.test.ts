@@ -25,10 +25,12 @@ const pool = {
   HOST_HEARTBEAT_MS: '500',
   LIFECYCLE_INTERVAL_MS: '250',
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
-  // A show's gap outlasts the move to the other host and the source's return there with room for a loaded machine,
-  // at half of production's minute.
-  RECORDING_GAP_SECONDS: '30',
+  // A show's gap outlasts the move to the other host and the source's return there (3–4 s), and after A's part the
+  // 9 s in which B wakes and writes, with room for a loaded machine: the show is still open when B's serve wakes.
+  RECORDING_GAP_SECONDS: '20',
 };
+/** The wait for a show's end after its last source: a service that ignored the gap (production's minute) fails it. */
+const SHOW_END_MS = 45_000;
 const BACK_SECONDS = 8;
 
 let a: Service;
@@ -200,7 +202,7 @@ describe('a frozen host that wakes up after its show moved', () => {
         const items = await recordingsOf(svc.service_id);
         return items.length === 1 && items[0].status === 'complete' && items[0];
       },
-      150_000,
+      SHOW_END_MS,
     );
     assert.equal(show.source_sessions, 2, 'one show over two hosts');
     assert.equal(show.size_bytes, beforeWaking, "B's part as it was when A took the show over, and A's part");

@@ -22,10 +22,12 @@ const pool = {
   HOST_HEARTBEAT_MS: '500',
   LIFECYCLE_INTERVAL_MS: '250',
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
-  // A show's gap outlasts the move to the other host and the source's return there with room for a loaded machine,
-  // at half of production's minute.
-  RECORDING_GAP_SECONDS: '30',
+  // A show's gap outlasts the move to the other host and the source's return there (3–4 s) with room for a loaded
+  // machine, at a quarter of production's minute.
+  RECORDING_GAP_SECONDS: '15',
 };
+/** The wait for a show's end after its last source: a service that ignored the gap (production's minute) fails it. */
+const SHOW_END_MS = 45_000;
 const LIVE_SECONDS = 6;
 const BACK_SECONDS = 5;
 
@@ -195,8 +197,8 @@ describe('recordings with AutoDJ and across a lost host', () => {
     await deletedBetweenSessions(dropped.svc.service_id);
 
     const [continued, ended] = await Promise.all([
-      complete(back.svc.service_id, 150_000),
-      complete(gone.svc.service_id, 150_000),
+      complete(back.svc.service_id, SHOW_END_MS),
+      complete(gone.svc.service_id, SHOW_END_MS),
     ]);
     assert.equal(continued.source_sessions, 2, 'one show over two hosts');
     const played = await playedSeconds(continued.download_url);
