@@ -37,8 +37,8 @@ async function retryUntilSettled(service: Service, key: string, signature: strin
   throw new Error('the order never settled');
 }
 
-// Each crash point has its own data directory, PostgreSQL and chain: two run at a time.
-describe('an instance killed (SIGKILL) between two steps of an order', { concurrency: 2 }, () => {
+// Each crash point has its own data directory, PostgreSQL and chain: the four run at once, their waits overlapping.
+describe('an instance killed (SIGKILL) between two steps of an order', { concurrency: 4 }, () => {
   for (const point of ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision']) {
     test(`${point}: after a restart the retry gets the order, charged exactly once`, async () => {
       const dataDir = await scratchDir('audio-crash-');

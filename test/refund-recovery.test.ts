@@ -35,7 +35,8 @@ async function start(dataDir: string, extra: Record<string, string> = {}) {
   return service;
 }
 
-describe('a refund survives SIGKILL between its steps and never pays twice', () => {
+// Each crash point has its own data directory, PostgreSQL and chain: the three run at once, their waits overlapping.
+describe('a refund survives SIGKILL between its steps and never pays twice', { concurrency: 3 }, () => {
   for (const point of ['refund_after_stop', 'refund_after_broadcast', 'refund_after_proof']) {
     test(`killed at ${point}: after a restart the refund is sent exactly once`, async () => {
       const dataDir = await scratchDir('audio-refund-crash-');
