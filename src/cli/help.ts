@@ -66,7 +66,8 @@ exit 0: revoked, 1: no active key with this id, 2: no ID`,
 
 The latest audit records (price evaluations and order states), newest first, as JSON.
   --limit N        at most N records (default 20)
-  --kind K         only records of this kind (e.g. quote, order, upgrade, extension, order_state)
+  --kind K         only records of this kind (quote_price, order_price, upgrade_price, extension_price,
+                   order_state, refund_evaluation, refund_sent)
   --product P      only evaluations of this product
   --key ID         only records made for this API key id
   --since T, --until T   a time window (2026-11-23 or 2026-11-23T15:00:00Z)
