@@ -7,6 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** A segment line of a media playlist (an address at nginx, or beside the playlist without it): its number. */
 export const SEGMENT = /(?:^|\/)seg(\d+)-[^/]*\.ts$/;
 
+/** Refusals seen in this process, by status and error code: the first of each kind is printed. */
+const refusalsSeen = new Set<string>();
+function noteRefusal(status: number, body: string): void {
+  const kind = `${status} ${body.match(/"code":"([^"]+)"/)?.[1] ?? body.slice(0, 60)}`;
+  if (refusalsSeen.has(kind)) return;
+  refusalsSeen.add(kind);
+  console.error(`[hls-player] first refusal of its kind: ${kind}: ${body.slice(0, 300)}`);
+}
+
 export class Player {
   readonly fetched = new Set<number>();
   bytes = 0;
@@ -48,6 +57,7 @@ export class Player {
     const playlist = await answer.text();
     if (answer.status !== 200) {
       this.refused++;
+      noteRefusal(answer.status, playlist);
       if (JSON.parse(playlist).error?.retryable) return false;
       throw new Error(`live.m3u8 answered ${answer.status}: ${playlist}`);
     }

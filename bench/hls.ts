@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buy } from '../test/support/purchase.js';
-import { copyCatalog, startService, type Service } from '../test/support/service.js';
+import { copyCatalog, startService, withoutCapacityReserve, type Service } from '../test/support/service.js';
 import { startFfmpegSource, waitFor } from '../test/support/streaming.js';
 import { TestWallet } from '../test/support/wallet.js';
 import { writeMarkedSection } from './docs.js';
@@ -55,6 +55,8 @@ async function startBenchService(catalogDir: string, rulesDir: string): Promise<
   const settings = join(catalogDir, 'catalog.yaml');
   const roomy = '$1: { live_services: 100000, listener_places: 10000000 }';
   await writeFile(settings, (await readFile(settings, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, roomy));
+  // One wallet without paid history buys the whole host's places.
+  await withoutCapacityReserve(catalogDir);
   const profile = flags['cpu-prof'];
   if (profile) await mkdir(profile, { recursive: true });
   return startService({

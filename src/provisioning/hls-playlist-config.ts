@@ -28,6 +28,13 @@ export function playlistHttpBlock(p: HlsPlaylistSettings): string {
     default 0;
   }
   limit_req_zone $hls_session zone=hls_sessions:10m rate=${p.ratePerSecond}r/s;
+  # Connections to serve are kept (a burst of admissions opens no connection each); closed before serve's own
+  # keep-alive (5 s) closes them, so no request is sent on a connection serve is closing.
+  upstream hls_serve {
+    server ${p.serve.hostPort};
+    keepalive 32;
+    keepalive_timeout 4s;
+  }
 ${p.trustedProxies.map((a) => `  set_real_ip_from ${a};\n`).join('')}  real_ip_header X-Forwarded-For;
   real_ip_recursive on;
   log_format hls_playlist '$msec $hls_session $sid $status $body_bytes_sent $sent_http_etag';
@@ -44,7 +51,10 @@ export function playlistLocations(p: HlsPlaylistSettings): string {
   const q = (value: string) => JSON.stringify(value);
   const pass = (
     overRate: string,
-  ) => `      proxy_pass http://${p.serve.hostPort}${p.serve.prefix}/hls/$sid/live.m3u8$is_args$args;
+  ) => `      proxy_pass http://hls_serve${p.serve.prefix}/hls/$sid/live.m3u8$is_args$args;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host ${q(p.serve.hostPort)};
       proxy_set_header X-HLS-Gate ${q(p.gateSecret)};
       proxy_set_header X-HLS-Client $remote_addr;
       proxy_set_header X-HLS-Over-Rate ${q(overRate)};
@@ -74,7 +84,7 @@ ${pass('1')}
       default_type application/json;
       add_header Cache-Control "no-store" always;
       add_header Retry-After "3" always;
-      return 503 '{"ok":false,"error":{"code":"streaming_unavailable","message":"The HLS service is restarting; retry in a few seconds.","retryable":true},"request_id":"$request_id"}';
+      return 503 '{"ok":false,"error":{"code":"streaming_unavailable","message":"The HLS service is busy or restarting; retry in a few seconds.","retryable":true},"request_id":"$request_id"}';
     }
 `;
 }
