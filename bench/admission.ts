@@ -5,14 +5,16 @@
 // Two bursts on the same streams: the listeners read their audio at once, as players do; then (all closed first)
 // they read nothing until every one has its answer, so that this process, on the same cores, measures admissions
 // rather than its own receiving of audio (the service then relays next to nothing during the burst).
-// Env: ADMISSION_STREAMS (40), ADMISSION_PLACES (50), NO_WRITE_DOCS=1.
-import { readFile } from 'node:fs/promises';
-import { availableParallelism, loadavg } from 'node:os';
+// Env: ADMISSION_STREAMS (40), ADMISSION_PLACES (50), NO_WRITE_DOCS=1, ADMISSION_PROFILE=1 (a V8 CPU profile of serve,
+// summed over the bursts). `--runs n`: each burst n times on the same streams, a row each.
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Service } from '../test/support/service.js';
 import type { BoughtStream } from './bought-streams.js';
+import { formatSummary, summarizeFile } from './cpu-profile-summary.js';
 import { writeMarkedSection } from './docs.js';
 import { hostCpu, type HostCpu } from './host-cpu.js';
 import { listenWithin } from './listener-within.js';
@@ -24,6 +26,13 @@ const streams = Number(process.env.ADMISSION_STREAMS ?? 40);
 const places = Number(process.env.ADMISSION_PLACES ?? 50);
 const root = fileURLToPath(new URL('../', import.meta.url));
 const ANSWER_TIMEOUT_MS = 90_000;
+const runsAt = process.argv.indexOf('--runs');
+const runs = runsAt === -1 ? 1 : Number(process.argv[runsAt + 1]);
+const profileDir =
+  process.env.ADMISSION_PROFILE === '1' ? await mkdtemp(join(tmpdir(), 'admission-profile-')) : undefined;
+if (profileDir) process.env.TEST_NODE_FLAGS = `--cpu-prof --cpu-prof-dir=${profileDir}`;
+/** The bursts' spans on the monotonic clock (µs), for the profile. */
+const windows: Array<[number, number]> = [];
 
 function tally(answers: OpenListener[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -45,7 +54,8 @@ try {
   console.error(`[admission] sources: ${live.sources.admitted} admitted, ${live.sources.refused} refused`);
 
   const rows = [];
-  for (const readAfter of [false, true]) rows.push(await burst(service, bought, readAfter));
+  for (let run = 0; run < runs; run++)
+    for (const readAfter of [false, true]) rows.push(await burst(service, bought, readAfter));
   const machine =
     `Machine: ${availableParallelism()} cores, load average ${loadavg()
       .map((l) => l.toFixed(2))
@@ -80,6 +90,12 @@ try {
 } finally {
   await live?.stop();
 }
+if (profileDir) {
+  const [file] = (await readdir(profileDir)).filter((f) => f.endsWith('.cpuprofile'));
+  for (const [from, to] of windows)
+    if (file) console.log(`${from} ${to}\n${formatSummary(await summarizeFile(join(profileDir, file), from, to, 60))}`);
+  console.log(`profile: ${profileDir}`);
+}
 
 /** One burst of every place at once on `bought`; its table row and what holding the listeners cost. */
 async function burst(
@@ -94,6 +110,7 @@ async function burst(
     const cpu0 = await hostCpu(service.process.pid!);
     console.error(`[admission] ${streams * places} listeners at once`);
     const started = performance.now();
+    const from = Number(process.hrtime.bigint() / 1000n);
     const urls = bought.flatMap((b) => Array.from({ length: places }, () => b.stream_url));
     let burstOver: () => void = () => undefined;
     const burstDone = new Promise<void>((resolve) => {
@@ -117,6 +134,7 @@ async function burst(
     for (const [, at, n] of pending) deepest.set(at, Math.max(deepest.get(at) ?? 0, Number(n)));
     console.error(`[admission] Icecast auth queue, deepest per second: ${[...deepest.values()].slice(-40).join(' ')}`);
     await drain(origin, signal);
+    windows.push([from, Number(process.hrtime.bigint() / 1000n)]);
     const cpu1 = await hostCpu(service.process.pid!);
     const callbacks1 = await callbackMetrics(origin);
     const count = callbacks1.count - callbacks0.count;

@@ -1,8 +1,9 @@
 import type { Logger } from '../log/index.js';
-import { listenerFacts } from '../stats/index.js';
+import type { ListenerFacts } from '../stats/index.js';
 import type { Client, Database } from '../store/index.js';
 import { clientNetwork, type NewListenerSession } from './listener-sessions.js';
 import { recordCapRefusal } from './listener-admission.js';
+import { factsKey, SessionFactsCache } from './session-facts-cache.js';
 
 /** A change to the listeners table (and its sessions) that memory has already made. */
 export type PlaceChange =
@@ -20,17 +21,27 @@ export type PlaceChange =
 
 const MAX_AGENT = 400;
 const RETRY_MS = 500;
+/**
+ * How long a change waits for others to share its transaction: a burst of admissions is written in a few batches
+ * rather than one transaction per answer, whose round trips would cost serve more than the answers.
+ */
+const GATHER_MS = 20;
+/** A batch this large is written at once. */
+const BATCH_CHANGES = 500;
 
 /**
  * Writes the listener places that memory granted and released, in order and in batches, behind the answers: Icecast
  * waits for no database write. The rows are the owner's statistics and the other instances' view; a crash loses at
- * most the last batch, which the life-cycle worker's reconciliation with Icecast's listclients repairs.
+ * most the last batch, which the life-cycle worker's reconciliation with Icecast's listclients repairs. A change waits
+ * up to GATHER_MS for others to share its transaction.
  */
 export class PlaceWriter {
   private queue: PlaceChange[] = [];
   private running?: Promise<void>;
   private retry?: NodeJS.Timeout;
+  private gathering?: NodeJS.Timeout;
   private stopped = false;
+  private readonly facts = new SessionFactsCache();
 
   constructor(
     private readonly db: Database,
@@ -41,7 +52,9 @@ export class PlaceWriter {
   push(change: PlaceChange): void {
     if (this.stopped) return;
     this.queue.push(change);
-    if (!this.retry) this.startDrain();
+    if (this.retry || this.running) return;
+    if (this.queue.length >= BATCH_CHANGES) this.startDrain();
+    else this.gathering ??= setTimeout(() => this.startDrain(), GATHER_MS);
   }
 
   /** Resolves once every change pushed so far is committed (or, on a database error, has been tried). */
@@ -59,6 +72,8 @@ export class PlaceWriter {
    * at once, and clearing it from inside would leave an ended promise in `running` that flush() awaits for ever.
    */
   private startDrain(): void {
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
     if (this.running || !this.queue.length) return;
     const running = this.drain().finally(() => {
       if (this.running === running) this.running = undefined;
@@ -68,6 +83,8 @@ export class PlaceWriter {
 
   stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
     clearTimeout(this.retry);
     this.retry = undefined;
     return this.flush();
@@ -78,7 +95,10 @@ export class PlaceWriter {
       const batch = this.queue;
       this.queue = [];
       try {
-        await this.db.transaction((client) => writeChanges(client, batch));
+        const facts = await this.facts.of(
+          batch.flatMap((c) => (c.kind === 'add' ? [{ ip: c.ip, userAgent: c.session.userAgent }] : [])),
+        );
+        await this.db.transaction((client) => writeChanges(client, batch, facts), LOOSE_COMMIT);
       } catch (err) {
         this.queue = [...batch, ...this.queue];
         this.log.warn({ err, changes: batch.length }, 'listener places: could not write; retrying');
@@ -94,22 +114,26 @@ export class PlaceWriter {
   }
 }
 
+// Listener rows are state Icecast also holds: a crash that loses the last commit is repaired by reconciliation.
+// Sent with the BEGIN, in its round trip.
+const LOOSE_COMMIT = { sql: 'SET LOCAL synchronous_commit = off', params: [] };
+
+type Add = Extract<PlaceChange, { kind: 'add' }>;
+
 /** Consecutive changes of one kind go in one statement; the order between kinds is kept. */
-async function writeChanges(client: Client, changes: PlaceChange[]): Promise<void> {
-  // Listener rows are state Icecast also holds: a crash that loses the last commit is repaired by reconciliation.
-  await client.query('SET LOCAL synchronous_commit = off');
+async function writeChanges(client: Client, changes: PlaceChange[], facts: Map<string, ListenerFacts>): Promise<void> {
   for (let i = 0; i < changes.length; ) {
     const kind = changes[i].kind;
     let j = i;
     while (j < changes.length && changes[j].kind === kind) j++;
-    await writeRun(client, changes.slice(i, j));
+    await writeRun(client, changes.slice(i, j), facts);
     i = j;
   }
 }
 
-async function writeRun(client: Client, run: PlaceChange[]): Promise<void> {
+async function writeRun(client: Client, run: PlaceChange[], facts: Map<string, ListenerFacts>): Promise<void> {
   const adds = run.filter((c) => c.kind === 'add');
-  if (adds.length) return addPlaces(client, adds);
+  if (adds.length) return addPlaces(client, adds, facts);
   for (const change of run) {
     if (change.kind === 'remove')
       await client.query('DELETE FROM listeners WHERE service_id = $1 AND client_id = ANY($2::text[])', [
@@ -124,35 +148,34 @@ async function writeRun(client: Client, run: PlaceChange[]): Promise<void> {
   }
 }
 
-async function addPlaces(client: Client, adds: Extract<PlaceChange, { kind: 'add' }>[]): Promise<void> {
-  const column = <T>(pick: (c: (typeof adds)[number]) => T) => adds.map(pick);
-  const serviceIds = column((c) => c.serviceId);
-  const clientIds = column((c) => c.clientId);
-  const times = column((c) => new Date(c.at).toISOString());
+/** The places and their sessions in one statement: one round trip, whatever the batch's size. */
+async function addPlaces(client: Client, adds: Add[], facts: Map<string, ListenerFacts>): Promise<void> {
+  const column = <T>(pick: (c: Add) => T) => adds.map(pick);
+  const fact = (c: Add) => facts.get(factsKey(c.ip, c.session.userAgent)) as ListenerFacts;
   await client.query(
-    `INSERT INTO listeners (service_id, client_id, ip, connected_at)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`,
-    [serviceIds, clientIds, column((c) => clientNetwork(c.ip)), times],
-  );
-  const facts = await Promise.all(adds.map((c) => listenerFacts(c.ip, c.session.userAgent.slice(0, MAX_AGENT))));
-  await client.query(
-    `INSERT INTO listener_sessions
-       (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)
-     SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
                             $7::text[], $8::text[], $9::text[])
-       AS u (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)
+         AS u (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)
+     ), places AS (
+       INSERT INTO listeners (service_id, client_id, ip, connected_at)
+       SELECT service_id, client_id, client_network, started_at FROM u ON CONFLICT DO NOTHING
+     )
+     INSERT INTO listener_sessions
+       (service_id, client_id, protocol, client_network, user_agent, started_at, country, device_class, platform)
+     SELECT u.* FROM u
      WHERE NOT EXISTS (SELECT 1 FROM listener_sessions ls
                        WHERE ls.service_id = u.service_id AND ls.client_id = u.client_id AND ls.ended_at IS NULL)`,
     [
-      serviceIds,
-      clientIds,
+      column((c) => c.serviceId),
+      column((c) => c.clientId),
       column((c) => c.session.protocol),
       column((c) => clientNetwork(c.ip)),
       column((c) => c.session.userAgent.slice(0, MAX_AGENT)),
-      times,
-      facts.map((f) => f.country),
-      facts.map((f) => f.device_class),
-      facts.map((f) => f.platform),
+      column((c) => new Date(c.at).toISOString()),
+      column((c) => fact(c).country),
+      column((c) => fact(c).device_class),
+      column((c) => fact(c).platform),
     ],
   );
 }
