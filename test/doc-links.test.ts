@@ -54,9 +54,33 @@ const documents = [
   ...readdirSync('docs').flatMap((name) => (name.endsWith('.md') ? [`docs/${name}`] : [])),
 ];
 
+/** The files below `dir` (recursively) whose names end with one of `endings`. */
+function filesBelow(dir: string, endings: string[]): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true }).flatMap((entry) =>
+    entry.isFile() && endings.some((ending) => entry.name.endsWith(ending)) ? [join(entry.parentPath, entry.name)] : [],
+  );
+}
+
+/** Where `files` name a document of this repository (`docs/name.md`) that is not there, as `file: docs/name.md`. */
+function missingDocuments(files: string[]): string[] {
+  return files.flatMap((file) =>
+    [...new Set(readFileSync(file, 'utf8').match(/\bdocs\/[a-z0-9-]+\.md\b/g) ?? [])].flatMap((named) =>
+      existsSync(named) ? [] : [`${file}: ${named}`],
+    ),
+  );
+}
+
 describe('links of the documents', () => {
   test('every relative link of README.md and docs/*.md resolves to a file, and its anchor to a heading', () => {
     assert.deepEqual(brokenLinks(documents), []);
+  });
+
+  test('every docs/NAME.md that the code, tests, scripts and documents name is there', () => {
+    const named = [
+      ...documents,
+      ...['src', 'test', 'scripts', 'bench'].flatMap((dir) => filesBelow(dir, ['.ts', '.mjs'])),
+    ].filter((file) => file !== join('test', 'doc-links.test.ts'));
+    assert.deepEqual(missingDocuments(named), []);
   });
 
   test('the check finds a missing file and a missing heading, and passes code and headings GitHub numbers', async () => {
@@ -76,6 +100,9 @@ describe('links of the documents', () => {
         ].join('\n'),
       );
       assert.deepEqual(brokenLinks([page]), [`${page}: gone.md (no such file)`, `${page}: #nowhere (no such heading)`]);
+      const source = join(folder, 'source.ts');
+      await writeFile(source, '// see docs/api.md and docs/gone-away.md\n');
+      assert.deepEqual(missingDocuments([source]), [`${source}: docs/gone-away.md`]);
     } finally {
       await rm(folder, { recursive: true, force: true });
     }
