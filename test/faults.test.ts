@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { createPublicClient, http, parseAbi, parseEventLogs } from 'viem';
 import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
 import { freePort, startEmbeddedPostgres, type RunningPostgres } from '../src/store/index.js';
+import { auditCommand } from './support/audit-command.js';
 import { request, roomyCatalog, scratchDir, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { copyTemplateCluster } from './support/template-data-dir.js';
@@ -133,7 +134,8 @@ describe('faults', () => {
     assert.equal(after.status, 200, 'the service recovered without a restart');
     const health = await request(service, 'GET', '/health', { auth: false });
     assert.equal(health.body.checks.database.ok, true);
-    const verify = await service.cli(['audit', 'verify']);
+    // In this process: test/audit-trail.test.ts runs the command's own.
+    const verify = await auditCommand(['audit', 'verify'], service.env);
     assert.equal(verify.code, 0, `the audit chain is intact: ${verify.stderr}`);
   });
 
@@ -202,15 +204,23 @@ describe('faults', () => {
     };
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const points = ['after_claim', 'after_chain_settle', 'after_settled', 'after_provision'];
+    // Every doomed instance starts with the survivor, when no order is in flight for their first recovery pass to
+    // take over, and runs no other pass: only the survivor recovers the orders of the one killed. They settle from one
+    // gas wallet, one instance at a time.
     const doomedAt = (point: string) =>
-      startService({ ...attachEnv, DEV_FACILITATOR_ACCOUNT: '8', ORDER_CRASH_AT: point });
-    // The first doomed instance starts with the survivor: no order is in flight yet for it to take over.
-    const [revived, firstDoomed] = await Promise.all([startService(attachEnv), doomedAt(points[0])]);
+      startService({
+        ...attachEnv,
+        DEV_FACILITATOR_ACCOUNT: '8',
+        ORDER_CRASH_AT: point,
+        ORDER_RECOVERY_INTERVAL_MS: String(3_600_000),
+      });
+    const [revived, ...allDoomed] = await Promise.all([startService(attachEnv), ...points.map(doomedAt)]);
     cleanup.push(() => revived.stop());
+    for (const doomed of allDoomed) cleanup.push(() => doomed.stop());
 
-    for (const point of points) {
+    for (const [index, point] of points.entries()) {
       // The first of the 20 purchases to reach this point kills the instance; the others are wherever they are.
-      const doomed = point === points[0] ? firstDoomed : await doomedAt(point);
+      const doomed = allDoomed[index];
       const agent = { baseUrl: doomed.baseUrl, apiKey: owner.apiKey };
       const purchases = await Promise.all(
         Array.from({ length: 20 }, async (_, i) => {
