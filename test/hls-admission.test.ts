@@ -17,6 +17,13 @@ import { PLAYLIST_BURST, SHARED_AFTER_REFUSALS } from '../src/hls/session-pace.j
 // player's pace; HEAD and the multivariant playlist take none and start no encoder; segments have one address for
 // every listener, which any cache may keep.
 requireStreamingTools(['icecast2', 'ffmpeg']);
+/**
+ * A session that fetched nothing keeps its place 4 s here (HLS_PRESENCE_SECONDS) rather than twice a segment (8 s):
+ * still twice the 2 s players here reload at, and the waits for places to be freed are half as long.
+ */
+const PRESENCE_SECONDS = 4;
+/** The wait for an idle session's place to be freed: shorter than the default 8 s, so a service ignoring it fails. */
+const FREED_MS = 7_500;
 
 let service: Service;
 let encoder: ChildProcess | undefined;
@@ -24,7 +31,7 @@ let svc: any;
 let dir: string;
 
 before(async () => {
-  service = await startService();
+  service = await startService({ HLS_PRESENCE_SECONDS: String(PRESENCE_SECONDS) });
   svc = await buyInstantStream(service, 'Guarded FM', { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 });
   dir = join(service.dataDir, 'hls', svc.service_id);
   encoder = startFfmpegSource(svc.broadcast_url);
@@ -142,7 +149,7 @@ describe('HLS admission', () => {
     const own = new HlsPlayer(await master());
     assert.equal(await own.poll(), 200);
     await waitFor('its place to show', async () => (await holders()) === 1, 5_000);
-    await waitFor('the place to be freed', async () => (await holders()) === 0, 15_000);
+    await waitFor('the place to be freed', async () => (await holders()) === 0, FREED_MS);
   });
 
   test("after its first, a session's playlists are nginx's; its place is held while it fetches and no longer", async () => {
@@ -152,7 +159,7 @@ describe('HLS admission', () => {
     const before = (await usage()).bytes.sent_to_listeners;
     const player = new HlsPlayer(url);
     const servedBy: string[] = [];
-    // Six reloads 2 s apart (12 s, beyond the 8 s a silent session keeps its place): nginx answers all but the first,
+    // Six reloads 2 s apart (12 s, beyond the 4 s a silent session keeps its place): nginx answers all but the first,
     // which serve admits; the place stays while nginx's log shows the session fetching.
     for (let i = 0; i < 6; i++) {
       assert.equal(await player.poll(), 200);

@@ -7,6 +7,7 @@ import type { LogOptions } from '../log/index.js';
 import type { SourceBudgetOptions } from '../provisioning/index.js';
 import type { UploadLimits } from '../services/index.js';
 import { namedNetwork, USDC_NETWORKS, usdcNetwork } from '../chain/networks.js';
+import { HLS_SEGMENT_SECONDS } from '../hls/url.js';
 import { parseFacilitatorFault, type FacilitatorFault } from '../payments/facilitator-faults.js';
 import { SettingError, SettingsReader } from './settings-reader.js';
 
@@ -181,6 +182,8 @@ export interface StreamingSettings {
   hlsListen?: { host: string; port: number };
   /** HLS_PUBLIC_URL: where players fetch segments from (a CDN in front of HLS_LISTEN), when not that address. */
   hlsPublicUrl?: string;
+  /** How long an HLS session that fetched nothing keeps its place (twice a segment's length by default). */
+  hlsPresenceMs: number;
 }
 
 export interface EventSettings {
@@ -413,6 +416,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     listen: r.custom('ICECAST_LISTEN', listenAddress),
     hlsListen: r.custom('HLS_LISTEN', listenAddress),
     hlsPublicUrl: r.url('HLS_PUBLIC_URL'),
+    hlsPresenceMs: r.whole('HLS_PRESENCE_SECONDS', 2 * HLS_SEGMENT_SECONDS, 2, 600) * 1000,
     proxy,
     sourceBudget: {
       windowSeconds: r.number('SOURCE_BITRATE_WINDOW_SECONDS', undefined, 5, 3600),

@@ -50,6 +50,8 @@ export interface HlsManagerOptions {
   apiUrl?: () => string;
   /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES): nginx believes them too. */
   trustedProxies?: string[];
+  /** How long a session that fetched nothing keeps its place (PRESENCE_MS unless given). */
+  presenceMs?: number;
 }
 
 /** What nginx says of a media playlist request it passed on (hls-playlist-config.ts). */
@@ -92,7 +94,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private readonly renditions = new Map<string, Rendition>();
   /** Each running rendition's media playlist as sessions are answered it. */
   private readonly playlists = new Map<string, LivePlaylist>();
-  private readonly sessions = new HlsSessions();
+  private readonly sessions: HlsSessions;
   private readonly signer: HlsSigner;
   /** Tokens of sessions found shared (session-pace.ts), refused until their service ends: token → service. */
   private readonly shared = new Map<string, string>();
@@ -113,6 +115,7 @@ export class HlsManager implements InternalReaders, InternalListeners {
   private revoking?: Promise<void>;
 
   constructor(private readonly options: HlsManagerOptions) {
+    this.sessions = new HlsSessions(options.presenceMs);
     this.totals = new HlsUsageTotals(options.db, this.sessions, options.hostId);
     this.signer = new HlsSigner(options.db);
   }

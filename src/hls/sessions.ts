@@ -35,6 +35,8 @@ export class HlsSessions {
   private readonly byToken = new Map<string, HlsSession>();
   private readonly pending = new Map<string, UsageDelta>();
 
+  constructor(private readonly presenceMs = PRESENCE_MS) {}
+
   get(token: string): HlsSession | undefined {
     return this.byToken.get(token);
   }
@@ -62,11 +64,11 @@ export class HlsSessions {
     this.delta(session.serviceId).bytes += bytes;
   }
 
-  /** Ends the sessions not seen within PRESENCE_MS (or all of a service's): their time is counted. */
+  /** Ends the sessions not seen within the presence time (or all of a service's): their time is counted. */
   endIdle(now = Date.now(), serviceGone: (serviceId: string) => boolean = () => false): HlsSession[] {
     const ended: HlsSession[] = [];
     for (const session of this.byToken.values()) {
-      if (now - session.lastSeenAt <= PRESENCE_MS && !serviceGone(session.serviceId)) continue;
+      if (now - session.lastSeenAt <= this.presenceMs && !serviceGone(session.serviceId)) continue;
       this.byToken.delete(session.token);
       this.delta(session.serviceId).listenerMs += presentMs(session, now);
       ended.push(session);

@@ -37,6 +37,7 @@ export function streamingParts(base: Foundation) {
         places,
         leaseHeld: () => lease?.held ?? true,
         segmentServer: { listen: config.streaming.hlsListen, publicUrl: config.streaming.hlsPublicUrl },
+        presenceMs: config.streaming.hlsPresenceMs,
         apiUrl: () => http.baseUrl,
         trustedProxies: [...config.trustedProxies],
       })
