@@ -6,24 +6,46 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { publishedSchemas, schemaText } from '../src/catalog/index.js';
+import { changes, priceTable } from '../src/catalog-review/price-table.js';
+import {
+  evaluatePrice,
+  openSnapshot,
+  readSnapshotFiles,
+  type Snapshot,
+  type SnapshotFiles,
+} from '../src/pricing/index.js';
 import { createAjv } from '../src/schema/ajv.js';
 import { catalogCommand } from './support/catalog-command.js';
 import { cli, copyCatalog, root, startService, type Service } from './support/service.js';
 
 type Copy = Awaited<ReturnType<typeof copyCatalog>>;
 let copy: Copy;
+/**
+ * The running service the default comparison reads, started while the other tests run (most of its start is waiting):
+ * on a copy of its own, which the edits of those tests leave alone.
+ */
+let served: Promise<{ service: Service; copy: Copy }>;
 before(async () => {
   copy = await copyCatalog();
+  served = copyCatalog().then(async (own) => ({
+    copy: own,
+    service: await startService({ CATALOG_DIR: own.catalogDir, RULES_DIR: own.rulesDir }),
+  }));
+  served.catch(() => {}); // reported by the test that awaits it
 });
 after(async () => {
   await copy.remove();
+  const started = await served.catch(() => undefined);
+  await started?.service.stop();
+  await started?.copy.remove();
 });
 
 const env = () => ({ CATALOG_DIR: copy.catalogDir, RULES_DIR: copy.rulesDir });
 /**
  * The same command run in this process (support/catalog-command.ts), for the variations of a behaviour a real CLI run
- * of this file covers: diff as text and --json, against a folder, a git ref and the running service, its errors;
- * preview as text, and a configuration it cannot price.
+ * of this file covers: diff as --json and as text (against the running service), against a folder, a git ref, its
+ * errors; preview as text, and a configuration it cannot price. Diffs in one process reuse the prices of the catalog
+ * versions they share, as an editor's would.
  */
 const inProcess = (args: string[]) => catalogCommand(args, env());
 
@@ -49,7 +71,7 @@ const cheaperTransfer = (t: string) =>
 describe('catalog diff', () => {
   test('a cheaper transfer rate in the shipped catalog shows the price table and exits 3', async () => {
     const result = await withEdit('catalog/products/instant-stream.yaml', cheaperTransfer, () =>
-      cli(['catalog', 'diff', '--against', root], env(), 300_000),
+      inProcess(['catalog', 'diff', '--against', root]),
     );
     assert.equal(result.code, 3, result.stderr);
     const out = result.stdout;
@@ -183,17 +205,70 @@ describe('catalog diff', () => {
   });
 });
 
-describe('catalog diff against the running service', () => {
-  let service: Service;
-  before(async () => {
-    service = await startService(env());
-  });
-  after(async () => {
-    await service.stop();
+describe('the price table', () => {
+  const shipped = () => readSnapshotFiles(join(root, 'catalog'), join(root, 'rules'));
+  const opened = async (files: SnapshotFiles) => {
+    const { snapshot, diagnostics } = await openSnapshot(files);
+    assert.ok(snapshot, JSON.stringify(diagnostics));
+    return snapshot;
+  };
+  /** Each side of every row, priced again on its own by the function orders are priced with. */
+  const assertPricedAsOrders = async (before: Snapshot, after: Snapshot, ids: string[]) => {
+    for (const id of ids) {
+      const table = await priceTable(id, before, after);
+      assert.ok(table.rows.length > 0, id);
+      for (const row of table.rows) {
+        for (const [side, snapshot] of [
+          ['before', before],
+          ['after', after],
+        ] as const) {
+          const input = { product_id: id, parameters: row.configuration, ...(row.billing && { billing: row.billing }) };
+          const evaluation = await evaluatePrice(snapshot, input);
+          const expected =
+            evaluation.outcome === 'priced'
+              ? {
+                  priced: true,
+                  total_atomic: evaluation.output.total_atomic,
+                  amount: evaluation.output.amount,
+                  orderable: evaluation.output.agent_orderable,
+                }
+              : {
+                  priced: false,
+                  code: evaluation.outcome === 'rejected' ? evaluation.rejection.code : 'no_such_product',
+                };
+          assert.deepEqual(row[side], expected, `${id} ${side} ${JSON.stringify(input)}`);
+        }
+      }
+    }
+  };
+  const small = ['radio-directo', 'radio-local', 'radio-local-plus', 'instant-stream', 'streaming-boost-relay'];
+  const smallToo = ['temporary-audio', 'audio-storage-api'];
+
+  test('every price, changed or not, is the one orders get on that side, when the settings and a product change', async () => {
+    const files = shipped();
+    const edited = { ...files };
+    edited['catalog/catalog.yaml'] = files['catalog/catalog.yaml'].replace('EUR_USDC: "1.08"', 'EUR_USDC: "1.10"');
+    edited['catalog/products/instant-stream.yaml'] = cheaperTransfer(files['catalog/products/instant-stream.yaml']);
+    const before = await opened(files);
+    const after = await opened(edited);
+    await assertPricedAsOrders(before, after, [...small, ...smallToo]);
+    // The exchange rate is read for the subscriptions priced in EUR: each of their prices changes.
+    const radio = await priceTable('radio-directo', before, after);
+    assert.equal(radio.rows.filter(changes).length, radio.configurations);
   });
 
+  test('every price is the one orders get on that side, when one product changes and the others are priced once', async () => {
+    const files = shipped();
+    const edited = { ...files };
+    edited['catalog/products/instant-stream.yaml'] = cheaperTransfer(files['catalog/products/instant-stream.yaml']);
+    await assertPricedAsOrders(await opened(files), await opened(edited), [...small, ...smallToo]);
+  });
+});
+
+describe('catalog diff against the running service', () => {
   test('by default it compares with what the service serves', async () => {
-    // The service watches the copy; the edited files live elsewhere, so what is served stays the shipped catalog.
+    const { service } = await served;
+    // The service watches its copy; the edited files live elsewhere, so what is served stays the shipped catalog.
     const edited = await copyCatalog();
     try {
       const path = join(edited.catalogDir, 'products/instant-stream.yaml');
