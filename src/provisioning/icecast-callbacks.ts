@@ -1,7 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { ICECAST_CALLBACK_ACTIONS, type IcecastCallbackAction } from './icecast-config.js';
+import { RequestReader, wireResponse, type WireRequest } from './callback-wire.js';
 import { PROXY_USER } from './listener-end.js';
 
 // Icecast posts a form for each callback (fields seen on 2.4.4):
@@ -295,44 +296,79 @@ function throttledPerMount(tell: (mount: string, message: string) => void): (mou
   };
 }
 
-/** A bare node:http server for the callbacks, for tests and until the main app mounts the handler. */
-export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
-  const {
-    decider,
-    host = '127.0.0.1',
-    port = 0,
-    auth,
-    onError = (e) => console.error('icecast callback failed:', e),
-    onAnswered,
-    onProxiedRefusal,
-  } = options;
-  const refusalTold = onProxiedRefusal && throttledPerMount(onProxiedRefusal);
+/** Answers one callback request: 404 off the callback paths, 401 without the credentials, else the decision. */
+type Answer = (request: WireRequest) => Promise<{ status: number; headers: Record<string, string>; close?: boolean }>;
 
-  // Callbacks being answered: closing waits for them, as they may still read the database that closes after.
-  const answering = new Set<Promise<void>>();
-  const server = http.createServer((req, res) => {
-    const answer = answerCallback(req, res).finally(() => answering.delete(answer));
-    answering.add(answer);
-  });
-  const answerCallback = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+function callbackAnswer(options: CallbackServerOptions): Answer {
+  const { decider, auth, onError = (e) => console.error('icecast callback failed:', e), onAnswered } = options;
+  const refusalTold = options.onProxiedRefusal && throttledPerMount(options.onProxiedRefusal);
+  return async (request) => {
     const started = performance.now();
-    const match = /^\/icecast\/([a-z_]+)$/.exec(req.url ?? '');
-    if (req.method !== 'POST' || !match) return void res.writeHead(404).end();
-    if (auth && !hasBasicCredentials(req.headers.authorization, auth)) return void res.writeHead(401).end();
+    const match = /^\/icecast\/([a-z_]+)$/.exec(request.target);
+    if (request.method !== 'POST' || !match) return { status: 404, headers: {} };
+    if (auth && !hasBasicCredentials(request.authorization, auth)) return { status: 401, headers: {}, close: true };
     try {
-      const form = await readCallbackForm(req);
+      const form = Object.fromEntries(new URLSearchParams(request.body.toString('utf8')));
       const decision = await handleIcecastCallback(match[1], form, decider);
-      res.writeHead(200, icecastResponseHeaders(decision)).end();
       if (match[1] === PROXY_LISTENER_ADD && !decision.accept) refusalTold?.(form.mount ?? '', decision.message ?? '');
       onAnswered?.(match[1], (performance.now() - started) / 1000);
+      return { status: 200, headers: icecastResponseHeaders(decision) };
     } catch (error) {
       onError(error);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
+      return { status: 500, headers: {} };
     }
   };
-  // Icecast opens a new connection per callback; don't keep idle ones around.
-  server.keepAliveTimeout = 1000;
+}
+
+// An idle connection is closed after this; HAProxy keeps its idle ones for a few seconds only.
+const IDLE_MS = 60_000;
+
+/**
+ * Serves one connection: its requests answered in order (the next waits for the one before), kept open until the
+ * client closes it, asks to, sends something malformed, or stays idle IDLE_MS.
+ */
+function serveConnection(socket: net.Socket, answer: Answer, answering: Set<Promise<void>>): void {
+  const reader = new RequestReader(MAX_FORM_BYTES);
+  let queue = Promise.resolve();
+  socket.setNoDelay(true);
+  socket.setTimeout(IDLE_MS, () => socket.destroy());
+  socket.on('error', () => undefined);
+  socket.on('data', (chunk: Buffer) => {
+    let requests: WireRequest[];
+    try {
+      requests = reader.push(chunk);
+    } catch {
+      // Malformed (WireError) or not: nothing more is read from this connection.
+      socket.removeAllListeners('data');
+      queue = queue.then(() => void socket.end(wireResponse(400, {}, true)));
+      return;
+    }
+    for (const request of requests) {
+      const answered = queue.then(async () => {
+        if (socket.destroyed) return;
+        const { status, headers, close = request.close } = await answer(request);
+        if (close) socket.removeAllListeners('data');
+        if (close) socket.end(wireResponse(status, headers, true));
+        else socket.write(wireResponse(status, headers, false));
+      });
+      queue = answered.finally(() => answering.delete(answered));
+      answering.add(answered);
+    }
+  });
+}
+
+/** A bare HTTP server for the callbacks (callback-wire.ts), for tests and until the main app mounts the handler. */
+export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
+  const { host = '127.0.0.1', port = 0 } = options;
+  const answer = callbackAnswer(options);
+  // Callbacks being answered: closing waits for them, as they may still read the database that closes after.
+  const answering = new Set<Promise<void>>();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    serveConnection(socket, answer, answering);
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -345,7 +381,7 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
       }).then(() => settledWithin(answering, CLOSE_WAIT_MS)),
   };
 }
