@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runAgent } from '../scripts/agent.js';
 import { USDC_ADDRESS } from '../src/chain/token.js';
 import { startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile } from './support/dev-file.js';
 
 requireStreamingTools();
 let service: Service;
@@ -23,7 +22,7 @@ after(() => service?.stop());
 
 test('an agent with only the base URL and a funded wallet discovers, signs in for a key, buys and extends over MCP, ' +
   'hears the events, reads its usage as the wallet, stops and gets its refund', { timeout: 300_000 }, async () => {
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const keysBefore = (await service.cli(['keys', 'list'])).stdout;
   const steps: string[] = [];

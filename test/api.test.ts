@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
+import { devFile } from './support/dev-file.js';
 
 let service: Service;
 let catalog: Awaited<ReturnType<typeof copyCatalog>>;
@@ -646,7 +647,7 @@ describe('limits', () => {
   // It shares the first service's database and chain (an instance of its own, not a second PostgreSQL and anvil).
   test('an API key past its rate gets 429 with Retry-After', async () => {
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service);
     const slow = await startService({
       RATE_LIMIT_PER_KEY: '2',
       RATE_LIMIT_PER_IP: '0',

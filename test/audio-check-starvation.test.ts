@@ -5,7 +5,7 @@
  * ffprobe and ffmpeg, two audio-check slots as on a two-core host.
  */
 import assert from 'node:assert/strict';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -14,7 +14,7 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { flacSilence, tone } from './support/tones.js';
-import { TestWallet } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
@@ -33,8 +33,7 @@ before(
       // The 9 MB files of the second test count as large, as the attack's 123 MB ones do by default.
       UPLOAD_PROBE_LARGE_MB: '8',
     });
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const wallet = await buyerWallet(service);
     const buyer = async (name: string, hours: number, storageMb: number, price: string): Promise<Buyer> => {
       // A free key for each: the CLI's keys are the same kind of key POST /keys gives anyone.
       const apiKey = JSON.parse((await service.cli(['keys', 'create', '--name', name])).stdout).api_key as string;

@@ -8,17 +8,18 @@ import { buy, payFor } from './support/purchase.js';
 import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile, type DevFile } from './support/dev-file.js';
 
 requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
-let dev: { buyer: { address: string; private_key: `0x${string}` }; chain: { rpc_url: string } };
+let dev: DevFile;
 let db: pg.Client;
 
 before(async () => {
   service = await startService();
-  dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(service);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
   db = new pg.Client({ connectionString: lock.database_url });

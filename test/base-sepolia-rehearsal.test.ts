@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { createPublicClient, http, parseAbi, type Address } from 'viem';
+import { createPublicClient, http, parseAbi } from 'viem';
 import { USDC_NETWORKS } from '../src/chain/networks.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile, type DevFile } from './support/dev-file.js';
 
 /**
  * Development rehearsing on Base Sepolia (X402_NETWORK=base-sepolia): the embedded chain runs as chain id 84532 with
@@ -24,11 +23,11 @@ const ORDER = {
 };
 
 let service: Service;
-let dev: { chain: { rpc_url: string; chain_id: number }; buyer: { address: Address; private_key: `0x${string}` } };
+let dev: DevFile;
 
 before(async () => {
   service = await startService({ X402_NETWORK: 'base-sepolia' });
-  dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(service);
 });
 after(() => service?.stop());
 

@@ -8,6 +8,7 @@ import { buy } from './support/purchase.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { waitFor } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // One key may hold 2 live services and 10 listener places, one paying address 4 services: a buyer cannot take
 // every stream of the deployment (which itself has room for far more).
@@ -27,7 +28,7 @@ before(async () => {
   assert.notEqual(limited, text, 'the shipped catalog sets buyer_limits');
   await writeFile(settings, limited);
   service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   payer = dev.buyer.address;
 });

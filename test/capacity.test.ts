@@ -15,6 +15,7 @@ import { buy } from './support/purchase.js';
 import { shortLivedCatalog } from './support/short-catalog.js';
 import { waitFor } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile, buyerWallet } from './support/dev-file.js';
 
 // A deployment whose Icecast carries 2 streams and 25 listeners: no stream or listener place is sold beyond that.
 let service: Service;
@@ -33,7 +34,7 @@ before(async () => {
     CATALOG_DIR: catalog.catalogDir,
     RULES_DIR: catalog.rulesDir,
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   buyer = dev.buyer.address;
 });
@@ -149,8 +150,7 @@ describe('stream capacity', () => {
       RULES_DIR: catalog.rulesDir,
     });
     try {
-      const dev = JSON.parse(await readFile(join(single.dataDir, 'dev.json'), 'utf8'));
-      const payer = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const payer = await buyerWallet(single);
       const brief = { ...order(1), parameters: { duration_hours: 0.002, max_listeners: 1, bitrate_kbps: 64 } };
       const bought = await buy(single, payer, brief, newKey());
       assert.equal(bought.status, 200, JSON.stringify(bought.body));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { recoverMessageAddress, type Hex } from 'viem';
@@ -9,7 +9,8 @@ import { DEV_ROLES } from '../src/chain/index.js';
 import { npmScratch } from './support/npm-scratch.js';
 import { buy } from './support/purchase.js';
 import { cli, scratchDir, startService, type Service } from './support/service.js';
-import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { decodePaymentRequiredHeader } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 /**
  * What the crawlers of x402 agents find with nothing but the site's origin: agentcash's discovery runtime
@@ -31,8 +32,7 @@ let discovery: any;
 before(async () => {
   service = await startService();
   origin = new URL(service.baseUrl).origin;
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const wallet = await buyerWallet(service);
   const bought = await buy(service, wallet, orderBody);
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
   serviceId = bought.body.service.service_id;

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { validateDiscoveryExtension } from '@x402/extensions/bazaar';
 import {
@@ -12,6 +10,7 @@ import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
 import { request, startService, type JsonResponse, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // What an agent with only the base URL finds: CORS for browser agents, the x402 extensions on every 402
 // (payment-identifier, bazaar), /.well-known/x402, and a public /health without operator details.
@@ -21,8 +20,7 @@ let wallet: TestWallet;
 let origin: string;
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
   origin = new URL(service.baseUrl).origin;
 });
 after(() => service?.stop());

@@ -16,6 +16,7 @@ import { connectListener, startFfmpegSource, waitFor, type Listener } from './su
 import { TestWallet } from './support/wallet.js';
 import { socketOwner, startReceiver, type Delivery } from './support/webhook-receiver.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile, buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -46,8 +47,7 @@ const cleanups: (() => unknown)[] = [];
 before(async () => {
   catalog = await shortLivedCatalog();
   service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, ...eventEnv });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
 });
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
@@ -330,7 +330,7 @@ describe('events', () => {
 
   test('a delivery continues on another instance after the one delivering it is killed', async () => {
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service);
     const second = await startService({
       ...eventEnv,
       CATALOG_DIR: catalog.catalogDir,

@@ -25,6 +25,7 @@ import {
 } from './support/streaming.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -63,7 +64,7 @@ before(async () => {
     RULES_DIR: catalog.rulesDir,
     LIFECYCLE_INTERVAL_MS: '250',
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));

@@ -44,6 +44,7 @@ import {
 import { buildRawRequest, sendRaw, type HeaderValue } from './support/raw-http.js';
 import { startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile, type DevFile } from './support/dev-file.js';
 
 const RUNS = positiveInt(process.env.FUZZ_RUNS, 200);
 const DEFAULT_SEED = 20_261_126;
@@ -80,7 +81,7 @@ function seedFrom(text: string): number {
 
 let service: Service;
 let origin: string;
-let dev: { api_key: string; chain: { rpc_url: string }; buyer: { private_key: `0x${string}` } };
+let dev: DevFile;
 let databaseUrl: string;
 const RUN = `fz${process.pid.toString(36)}${Date.now().toString(36)}`;
 
@@ -114,7 +115,7 @@ before(async () => {
   // Rate limits off: the fuzzer sends a few hundred requests a second with one key, and 429 would hide what is behind.
   service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' });
   origin = new URL(service.baseUrl).origin;
-  dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(service);
   databaseUrl = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url;
   const ask = await send({
     method: 'POST',

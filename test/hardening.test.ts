@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, readdir, readFile } from 'node:fs/promises';
+import { chmod, readdir } from 'node:fs/promises';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import type { Database } from '../src/store/index.js';
 import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 import { buy } from './support/purchase.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 let service: Service;
 let behindProxy: Service;
@@ -75,7 +76,7 @@ describe('PAYMENT-REQUIRED resource.url', () => {
       'https://audio.example.com/edge/api/v1/orders',
     );
 
-    const dev = JSON.parse(await readFile(join(behindProxy.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(behindProxy);
     const paid = await buy(behindProxy, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), order);
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
     assert.equal(

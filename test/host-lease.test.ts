@@ -9,6 +9,7 @@ import { exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { startTcpPartition, type TcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // A host's lease: an API instance (PostgreSQL's and the chain's) sells streams on host C, an instance of
 // both roles that reaches PostgreSQL through a TCP partition. Cut off, C's lease runs out: it cuts its mounts, refuses
@@ -77,7 +78,7 @@ test('without its lease a host refuses HLS and says so; once healed it takes the
   const api = await startService(pool, { args: ['--role', 'api'] });
   cleanups.push(() => api.stop());
   const lock = JSON.parse(await readFile(join(api.dataDir, 'serve.lock'), 'utf8'));
-  const dev = JSON.parse(await readFile(join(api.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(api);
   const database = new URL(lock.database_url);
   const partition: TcpPartition = await startTcpPartition({ host: database.hostname, port: Number(database.port) });
   cleanups.push(() => partition.close());

@@ -19,6 +19,7 @@ import { icecastTitle } from './support/icecast-title.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -56,7 +57,7 @@ before(
     api1 = await startService({ ...catalog, ...pool, MEDIA_DIR: media }, { args: ['--role', 'api'] });
     running.push(api1);
     const lock = JSON.parse(await readFile(join(api1.dataDir, 'serve.lock'), 'utf8'));
-    const dev = JSON.parse(await readFile(join(api1.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(api1);
     wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const shared = {
       ...catalog,

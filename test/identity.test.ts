@@ -10,12 +10,13 @@ import { request, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader, signingInFetch } from './support/siwx.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile, type DevFile } from './support/dev-file.js';
 
 // A: the service agents talk to. B: a second instance on the same PostgreSQL behind the same public address (as behind
 // a load balancer), with short challenges (to see them expire) and self-service sign-up turned off.
 let a: Service;
 let b: Service;
-let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
+let dev: DevFile;
 // Short enough to wait for, long enough for a loaded machine to answer B in time (B checks A's challenges' age by it).
 const CHALLENGE_SECONDS_B = 6;
 /** Challenges from B issued at the start and checked at the end, so they expire while the other tests run. */
@@ -28,7 +29,7 @@ before(async () => {
     AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9',
   });
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
-  dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(a);
   b = await startService({
     DATABASE_URL: lock.database_url,
     CHAIN_RPC_URL: dev.chain.rpc_url,

@@ -22,6 +22,7 @@ import {
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -46,8 +47,7 @@ before(async () => {
     LIFECYCLE_INTERVAL_MS: '250',
     SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
   db = new pg.Client({ connectionString: lock.database_url });
   await db.connect();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -10,8 +10,8 @@ import { request, root, startService, type Service } from './support/service.js'
 import { setIcecastTitle } from './support/icecast-title.js';
 import { openSse } from './support/sse.js';
 import { listenWhenLive, rawListener, startFfmpegSource, waitFor } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // A bought stream's public side: the listen page in a real browser, its JSON, now playing, listener statistics.
 const CHROMIUM = '/usr/bin/chromium';
@@ -30,8 +30,7 @@ const publicGet = (url: string) => fetch(url, { signal: AbortSignal.timeout(30_0
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const wallet = await buyerWallet(service);
   const bought = await buy(service, wallet, {
     product_id: 'instant-stream',
     email: 'owner@example.com',

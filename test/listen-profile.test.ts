@@ -13,7 +13,7 @@ import { request, root, scratchDir, startService, type Service } from './support
 import { listenWhenLive, startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { stillImage } from './support/tones.js';
-import { TestWallet } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // The listen page as an owner would post it: the station's profile and artwork, link previews, the favicon, the page
 // without script, accessibility (axe-core in Chromium), both colour schemes, and the embed inside another site.
@@ -53,8 +53,7 @@ before(async () => {
   images = await scratchDir('listen-images-');
   await makeImages(images);
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const wallet = await buyerWallet(service);
   const bought = await buy(service, wallet, {
     product_id: 'instant-stream',
     email: 'owner@example.com',

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -9,7 +9,7 @@ import { request, root, startService, type Service } from './support/service.js'
 import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3WithCover, picture, tone } from './support/tones.js';
-import { TestWallet } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // Now playing with the cover picture an uploaded track carries: copied out at upload, named in the public JSON while
 // AutoDJ plays the track, served as the same bytes, shown by the page in Chromium, and the station's artwork again
@@ -45,8 +45,7 @@ const pictures = async () => (await readdir(mediaDir())).filter((name) => name.s
 before(async () => {
   cover = await picture(64);
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const wallet = await buyerWallet(service);
   const bought = await buy(service, wallet, {
     product_id: 'temporary-autodj',
     email: 'dj@example.com',

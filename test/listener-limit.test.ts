@@ -7,8 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // A listener over the bought cap is refused with a message that says the listener limit is reached.
 requireStreamingTools();
@@ -45,8 +45,7 @@ function refusal(url: string): Promise<{ status: number; statusMessage: string; 
 
 describe('listener limit', () => {
   test('a listener over the cap is refused with "listener limit reached", and the owner sees it', async () => {
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const wallet = await buyerWallet(service);
     const bought = await buy(service, wallet, {
       product_id: 'instant-stream',
       email: 'ops@example.com',

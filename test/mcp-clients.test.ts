@@ -13,6 +13,7 @@ import { USDC_ADDRESS } from '../src/chain/token.js';
 import { request, root, runNode, scratchDir, startService, type CliResult, type Service } from './support/service.js';
 import { TestWallet, encodePaymentSignatureHeader } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile } from './support/dev-file.js';
 
 /**
  * Real MCP clients that pay with x402 against the real service: mcpc (@apify/mcpc, x402 v2) and x402-mcp (x402 v1),
@@ -28,7 +29,7 @@ let agent: Client;
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   rpcUrl = dev.chain.rpc_url;
   wallet = new TestWallet(buyerKey, rpcUrl);

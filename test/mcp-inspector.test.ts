@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { npmScratch, run } from './support/npm-scratch.js';
 import { usdcBalance } from './support/refund-chain.js';
 import { root, scratchDir, startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 /**
  * The MCP endpoint through the MCP Inspector's command line (@modelcontextprotocol/inspector 2.12, which needs
@@ -36,7 +36,7 @@ let sent: { method: string; version?: string }[] = [];
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   rpcUrl = dev.chain.rpc_url;
   wallet = new TestWallet(dev.buyer.private_key, rpcUrl);
   const dir = await npmScratch('mcp-inspector', INSPECTOR);

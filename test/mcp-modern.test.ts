@@ -12,6 +12,7 @@ import { request, startService, type Service } from './support/service.js';
 import { signedHeader } from './support/siwx.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 /**
  * The MCP endpoint in the 2026-07-28 revision (no session, no initialize: protocol version and client capabilities in
@@ -30,7 +31,7 @@ const clients: Client[] = [];
 before(async () => {
   // Two live keys per wallet: the key tests below make four, two of them revoked or expired.
   service = await startService({ AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2' });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
   databaseUrl = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url;

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -15,6 +13,7 @@ import { signedHeader } from './support/siwx.js';
 import { TestWallet } from './support/wallet.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -40,7 +39,7 @@ async function mcpClientWith(headers: Record<string, string>): Promise<Client> {
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   agent = await mcpClient(service.apiKey);

@@ -14,6 +14,7 @@ import { exitOf, rawListener, waitFor, type RawListener } from './support/stream
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveSine } from './support/tones.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools();
 /**
@@ -36,8 +37,7 @@ before(async () => {
     LIFECYCLE_INTERVAL_MS: '250',
     SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
 });
 after(async () => {
   for (const c of cleanups) c();

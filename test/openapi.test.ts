@@ -13,6 +13,7 @@ import { challengeOf, signedHeader } from './support/siwx.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { mp3, sine, stillImage } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile, buyerWallet } from './support/dev-file.js';
 
 // /openapi.json describes what the service really answers: every real answer of every operation (status and body)
 // validates against the response the document states for it, and Redocly's recommended rules find no error.
@@ -24,8 +25,7 @@ let document: any;
 let validators: (schema: unknown) => (value: unknown) => string | undefined;
 before(async () => {
   service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1' });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
   origin = new URL(service.baseUrl).origin;
   document = await (await fetch(`${service.baseUrl}/openapi.json`)).json();
   // Not strict: OpenAPI's own keywords (example, discriminator) and type unions are part of the document.
@@ -498,7 +498,7 @@ describe('/openapi.json', () => {
       reason: 'customer_request',
       idempotencyKey: refundKey,
     };
-    const buyerKey = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key;
+    const buyerKey = (await devFile(service)).buyer.private_key;
     const signedBy = async (key: `0x${string}`, request: typeof unsigned) => ({
       ...request,
       payerSignature: await privateKeyToAccount(key).signTypedData(refundRequestTypedData(request)),
@@ -581,9 +581,7 @@ describe('/openapi.json', () => {
     );
 
     // Services: by key, and by the wallet that paid for them.
-    const buyer = privateKeyToAccount(
-      JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8')).buyer.private_key,
-    );
+    const buyer = privateKeyToAccount((await devFile(service)).buyer.private_key);
     assert.equal((await call('GET', '/services', '/services')).status, 200);
     assert.ok(
       (

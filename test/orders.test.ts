@@ -20,23 +20,19 @@ import { OrderStore } from '../src/orders/index.js';
 import { Database } from '../src/store/index.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile, type DevFile } from './support/dev-file.js';
 
 requireStreamingTools();
 
 let service: Service;
 let wallet: TestWallet;
-let dev: {
-  base_url: string;
-  api_key: string;
-  chain: { rpc_url: string; chain_id: number };
-  buyer: { address: string; private_key: `0x${string}` };
-};
+let dev: DevFile;
 const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
 before(async () => {
   service = await startService();
-  dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(service);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
 });
 after(async () => {

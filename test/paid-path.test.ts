@@ -7,8 +7,8 @@ import { numberToHex, pad, parseAbi, toEventSelector, type Hex, type Transaction
 import { AuthorizationLedger, SettledReceipts } from '../src/payments/index.js';
 import { buy } from './support/purchase.js';
 import { startService, type Service } from './support/service.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -77,8 +77,7 @@ describe('a paid order', () => {
 
   test('a new stream is settled and provisioned in one statement, chained as settling → active', async () => {
     service = await startService();
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-    const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+    const wallet = await buyerWallet(service);
     const bought = await buy(service, wallet, {
       product_id: 'instant-stream',
       email: 'paid@example.com',

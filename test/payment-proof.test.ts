@@ -6,6 +6,7 @@ import { startRangeLimitedRpc } from './support/rpc-proxy.js';
 import { Database } from '../src/store/index.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { authorizationOf, decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // A buyer who lies: it signs a payment, sends the order, and then cancels the authorization on chain, or spends its
 // nonce on another transfer. authorizationState(payer, nonce) is then true although nothing was paid.
@@ -36,7 +37,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function start(env: Record<string, string>, dataDir?: string) {
   const service = await startService(env, { dataDir });
   running.push(service);
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   return {
     service,
     rpcUrl: dev.chain.rpc_url as string,

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -10,6 +8,7 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // A payment's signature covers only the transfer; the resource it was made out for (resource.url, which the payer's
 // client shows and keeps) must be the operation it pays, or one payment could buy another thing of the same price.
@@ -21,8 +20,7 @@ let agent: Client;
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
   agent = new Client({ name: 'test-agent', version: '1.0.0' });
   await agent.connect(
     new StreamableHTTPClientTransport(new URL(`${service.baseUrl}/mcp`), {

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile, buyerWallet } from './support/dev-file.js';
 
 // The request-path caches must never answer with something the database or the catalog no longer says.
 let service: Service;
@@ -20,8 +21,7 @@ before(async () => {
   assert.notEqual(limited, text, 'the shipped catalog sets buyer_limits');
   await writeFile(settings, limited);
   service = await startService({ CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
 });
 after(async () => {
   await service?.stop();
@@ -107,7 +107,7 @@ describe('request-path caches', () => {
 describe('authentication cache', () => {
   test('a key revoked through one instance is refused by another that cached it, within a bound', async () => {
     const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service);
     const second = await startService({
       DATABASE_URL: lock.database_url,
       CHAIN_RPC_URL: dev.chain.rpc_url,

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { createPublicKey } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   decodeSignedOffers,
@@ -14,6 +12,7 @@ import {
 } from '@x402/extensions/offer-receipt';
 import { request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // An agent keeps proof of what it bought: a signed offer with every 402 and a signed receipt with the order,
 // checked here with the offer-receipt extension's own client-side helpers.
@@ -22,8 +21,7 @@ let service: Service;
 let wallet: TestWallet;
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
 });
 after(() => service?.stop());
 

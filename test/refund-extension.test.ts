@@ -12,6 +12,7 @@ import { mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { chainOwnerDevFile } from './support/dev-file.js';
 
 // The typed data as docs/api.md gives it to a client, written out here apart from the server's own copy.
 const TYPES = {
@@ -80,7 +81,7 @@ let stranger: Account;
 let wallet: TestWallet;
 before(async () => {
   service = await startService({ REFUND_INTERVAL_MS: '200' });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await chainOwnerDevFile(service);
   rpc = dev.chain.rpc_url;
   refundWallet = dev.refund_wallet.address;
   db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);

@@ -10,6 +10,7 @@ import { mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { chainOwnerDevFile } from './support/dev-file.js';
 
 const body = {
   product_id: 'instant-stream',
@@ -36,7 +37,7 @@ before(async () => {
     ORDER_LEASE_SECONDS: '2',
     ORDER_PAUSE_AT: 'after_claim:2500',
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await chainOwnerDevFile(service);
   rpc = dev.chain.rpc_url;
   refundWallet = dev.refund_wallet.address;
   db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);

@@ -13,6 +13,7 @@ import { createApiKey } from './support/api-key.js';
 import { cli, request, scratchDir, startService, type Service } from './support/service.js';
 import { connectListener, exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { chainOwnerDevFile, type DevFile } from './support/dev-file.js';
 
 const body = {
   product_id: 'instant-stream',
@@ -22,7 +23,7 @@ const body = {
 };
 
 let service: Service;
-let dev: { chain: { rpc_url: string }; refund_wallet: { address: string } };
+let dev: Required<DevFile>;
 let wallet: TestWallet;
 let db: Database;
 before(async () => {
@@ -32,7 +33,7 @@ before(async () => {
     REFUND_INTERVAL_MS: '200',
     REFUND_PROVISION_TIMEOUT_SECONDS: '2',
   });
-  dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  dev = await chainOwnerDevFile(service);
   db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
   // A payer of its own that nothing tops up, so that its balance shows exactly what moved.
   const payer = DEV_ACCOUNTS[6];

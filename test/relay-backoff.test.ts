@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -9,8 +8,8 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { relayCatalog } from './support/relay-catalog.js';
 import { waitFor } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // A relay whose upstream answers 200 with bytes that are not audio is retried with a doubling wait, not twice a
 // second forever, and the service record says why it is not streaming.
@@ -62,8 +61,7 @@ describe('relay upstream that is not audio', () => {
       .listen(0, '127.0.0.2');
     await once(upstream, 'listening');
     try {
-      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const wallet = await buyerWallet(service);
       const url = `http://127.0.0.2:${(upstream.address() as AddressInfo).port}/live.mp3`;
       const bought = await buy(service, wallet, {
         product_id: 'streaming-boost-relay',

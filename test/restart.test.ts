@@ -21,6 +21,7 @@ import {
 } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // Paid streams outlive restarts of serve: a service belongs to its streaming host by the host's id, its addresses
 // follow the host's current address, and the life-cycle worker and the capacity count still cover it.
@@ -51,8 +52,7 @@ after(async () => {
 });
 
 async function wallet(): Promise<TestWallet> {
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  return new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  return buyerWallet(service);
 }
 
 interface Bought {

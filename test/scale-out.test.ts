@@ -7,6 +7,7 @@ import { request, startService, type Service } from './support/service.js';
 import { connectListener, startFfmpegSource, waitFor } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { devFile } from './support/dev-file.js';
 
 requireStreamingTools();
 const running: Service[] = [];
@@ -18,7 +19,7 @@ test('three instances on one PostgreSQL behave as one: 50 identical paid request
   const first = await startService();
   running.push(first);
   const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
-  const dev = JSON.parse(await readFile(join(first.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(first);
   const second = await startService({
     DATABASE_URL: lock.database_url,
     CHAIN_RPC_URL: dev.chain.rpc_url,

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
@@ -8,6 +6,7 @@ import { namedTreesCpu, treeCpu } from '../bench/process-cpu.js';
 import { startSellerReference, type SellerReference } from '../bench/seller-reference.js';
 import { root, startService, type Service } from './support/service.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // The benchmark's paid-purchase reference (a seller on @x402/express that commits each order), on a real service's
 // chain and PostgreSQL: it must really settle and really commit, or the ratio against it means nothing.
@@ -26,7 +25,7 @@ let terms: PaymentRequirements;
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const unpaid = await fetch(`${service.baseUrl}/orders`, {
     method: 'POST',

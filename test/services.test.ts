@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
@@ -8,6 +8,7 @@ import { waitFor } from './support/streaming.js';
 import { sine, tone } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
@@ -18,8 +19,7 @@ let live: any;
 
 before(async () => {
   service = await startService();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
   autodj = (
     await buy(service, wallet, {
       product_id: 'temporary-autodj',

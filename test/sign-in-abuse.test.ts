@@ -18,19 +18,20 @@ import { startCountingRpc } from './support/rpc-proxy.js';
 import { request, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile, type DevFile } from './support/dev-file.js';
 
 // A owns the chain and the database. C, the service under test, shares both and reaches the chain only through a
 // proxy that counts every RPC call it makes.
 let a: Service;
 let c: Service;
 let proxy: Awaited<ReturnType<typeof startCountingRpc>>;
-let dev: { buyer: { private_key: Hex }; chain: { rpc_url: string } };
+let dev: DevFile;
 let databaseUrl: string;
 
 before(async () => {
   a = await startService();
   databaseUrl = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8')).database_url;
-  dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(a);
   proxy = await startCountingRpc(dev.chain.rpc_url);
   c = await startService({ DATABASE_URL: databaseUrl, CHAIN_RPC_URL: proxy.url, DEV_FACILITATOR_ACCOUNT: '5' });
 });

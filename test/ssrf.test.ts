@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { nonPublicAddress, publicHttpOnly, RefusedUrl, safeGet, type Resolver } from '../src/ssrf/index.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { relayCatalog } from './support/relay-catalog.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools();
 
@@ -242,8 +240,7 @@ describe('streaming-boost-relay made orderable in a test catalog', () => {
     await once(upstream, 'listening');
     const port = (upstream.address() as AddressInfo).port;
     try {
-      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const wallet = await buyerWallet(service);
       const relayOrder = (url: string) =>
         buy(service, wallet, {
           product_id: 'streaming-boost-relay',

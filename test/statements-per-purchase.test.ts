@@ -8,6 +8,7 @@ import { buy } from './support/purchase.js';
 import { startService, type Service } from './support/service.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // Every round trip to PostgreSQL is CPU on both sides of a paid purchase. A second instance reaches the
 // first one's PostgreSQL through a forwarder that counts the round trips it asks for (a Sync of the extended protocol,
@@ -85,7 +86,7 @@ test(`a paid purchase takes at most ${MOST_PER_PURCHASE} round trips to PostgreS
   const first = await startService();
   running.push(first);
   const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
-  const dev = JSON.parse(await readFile(join(first.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(first);
   const database = new URL(lock.database_url);
   const forwarder = await countingForwarder({ host: database.hostname, port: Number(database.port) });
   cleanups.push(forwarder.close);

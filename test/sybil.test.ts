@@ -8,6 +8,7 @@ import { cli, copyCatalog, request, startService, type JsonResponse, type Servic
 import { buy } from './support/purchase.js';
 import { mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // Free keys and wallets multiply buyer limits; the capacity reserve keeps the last part of a host for wallets with
 // paid history. Here the host has 6 stream slots and 60 listener places, newcomers may fill half of them, and a wallet
@@ -36,7 +37,7 @@ before(async () => {
     ICECAST_MAX_SOURCES: '6',
     ICECAST_MAX_LISTENERS: '60',
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   rpcUrl = dev.chain.rpc_url;
   veteran = new TestWallet(dev.buyer.private_key, rpcUrl);
 });

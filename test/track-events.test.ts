@@ -6,8 +6,8 @@ import pg from 'pg';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools(['icecast2']);
 
@@ -21,8 +21,7 @@ describe('track.changed is coalesced per service and its history capped', () => 
   before(
     async () => {
       service = await startService();
-      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const wallet = await buyerWallet(service);
       const bought = await buy(service, wallet, {
         product_id: 'instant-stream',
         email: 'owner@example.com',

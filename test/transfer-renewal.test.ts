@@ -12,6 +12,7 @@ import { shortLivedCatalog } from './support/short-catalog.js';
 import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
+import { buyerWallet } from './support/dev-file.js';
 
 // A renewal of used-up transfer (an upgrade of a suspended service) starts the new allowance empty: bytes of the
 // listeners cut at the suspension belong to the old allowance even when they are counted after the renewal.
@@ -34,8 +35,7 @@ before(async () => {
     ICECAST_PROXY: 'haproxy',
     LIFECYCLE_INTERVAL_MS: '250',
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  wallet = await buyerWallet(service);
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
   db = new pg.Client({ connectionString: lock.database_url });
   await db.connect();

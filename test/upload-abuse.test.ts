@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
-import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { flacSilence, lavfi } from './support/tones.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
@@ -59,8 +57,7 @@ describe('audio checks cost what the file is worth to a station', () => {
         UPLOAD_PROBE_QUEUE: '4',
         UPLOADS_PER_SERVICE: '4',
       });
-      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const wallet = await buyerWallet(service);
       const buyer = async (name: string, hours = 1) => {
         const apiKey = JSON.parse((await service.cli(['keys', 'create', '--name', name])).stdout).api_key as string;
         const bought = await buy({ ...service, apiKey }, wallet, {

@@ -11,9 +11,9 @@ import { request, scratchDir, startService, type Service } from './support/servi
 import { audioChecks } from './support/audio-checks.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { sine, tone } from './support/tones.js';
-import { TestWallet } from './support/wallet.js';
 import { icecastTitle } from './support/icecast-title.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { buyerWallet } from './support/dev-file.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
@@ -96,8 +96,7 @@ describe('uploads', { concurrency: true }, () => {
 /** A serve with these settings, and a way to buy AutoDJ services (5 MB of storage each) on it. */
 async function uploadService(env: Record<string, string>) {
   const service = await startService(env);
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const wallet = await buyerWallet(service);
   const autodj = (station: string) =>
     buy(service, wallet, {
       product_id: 'temporary-autodj',
@@ -438,8 +437,7 @@ function crashedUpload(): void {
     const env = { UPLOAD_RESERVATION_LEASE_MS: '3000' };
     let service = await startService(env);
     try {
-      const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-      const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+      const wallet = await buyerWallet(service);
       const bought = await buy(service, wallet, {
         product_id: 'temporary-autodj',
         email: 'dj@example.com',

@@ -9,6 +9,7 @@ import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { startReceiver } from './support/webhook-receiver.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 const env = {
   WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1',
@@ -58,7 +59,7 @@ test('webhook secrets are sealed at rest; one stored in the clear before is seal
   service = await startService(env, { dataDir: service.dataDir });
   assert.match(await stored(service, webhook.id), /^sealed:v1:/);
 
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service);
   const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), {
     product_id: 'instant-stream',
     email: 'ops@example.com',

@@ -6,7 +6,7 @@ import { buy } from './purchase.js';
 import type { Service } from './service.js';
 import { startFfmpegSource, waitFor } from './streaming.js';
 import { establishedBy, rawListener, tcpSockets, type TcpSocket } from './tcp-sockets.js';
-import { TestWallet } from './wallet.js';
+import { buyerWallet } from './dev-file.js';
 
 /** A bought stream with an encoder on its broadcast_url, live: where listeners connect, and the encoder's socket. */
 export interface OnAir {
@@ -24,8 +24,7 @@ export interface OnAir {
 
 /** Buys a 64 kbps stream of `places` listener places and puts an ffmpeg encoder on it, until a listener gets 200. */
 export async function stationOnAir(service: Service, places: number, station_name: string): Promise<OnAir> {
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
-  const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
+  const wallet = await buyerWallet(service);
   const bought = await buy(service, wallet, {
     product_id: 'instant-stream',
     email: 'owner@example.com',
