@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
 import { ADMIT, ADMIT_SOURCE, REFUSE, SET_SOURCE_AUTH, SOURCE_STARTED } from './haproxy-admission.js';
 import { SET_TICKET, SOURCE_HEAD } from './haproxy-head.js';
@@ -182,7 +182,7 @@ const ASKED_ABOUT =
 export function claimProxied(
   user: string,
   pass: string,
-  ticketKey: string,
+  ticketKey: KeyObject,
   whenClosed: (ticket: string, left: () => void) => void,
 ): ForwardedClaim {
   if (!user.startsWith(PROXY_USER)) return undefined;
@@ -191,9 +191,7 @@ export function claimProxied(
   if (space <= 0) return 'impostor';
   const ip = pass.slice(0, space);
   const given = Buffer.from(pass.slice(space + 1));
-  const wanted = Buffer.from(
-    createHmac('sha256', Buffer.from(ticketKey, 'base64')).update(`${ticket} ${ip}`).digest('base64'),
-  );
+  const wanted = Buffer.from(createHmac('sha256', ticketKey).update(`${ticket} ${ip}`).digest('base64'));
   if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return 'impostor';
   return { ip, whenGone: (left) => whenClosed(ticket, left) };
 }

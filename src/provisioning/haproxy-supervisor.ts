@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -68,6 +68,8 @@ const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"
  */
 export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private readonly ticketKey = randomBytes(32).toString('base64');
+  /** The same key, imported once: each listener's claim is checked with it. */
+  private readonly ticketKeyObject = createSecretKey(Buffer.from(this.ticketKey, 'base64'));
   private readonly closeEvents: HaproxyCloseEvents;
   private currentPort = 0;
   private child?: ChildProcess;
@@ -98,7 +100,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
 
   /** A listener_add's credentials: the address HAProxy signed, 'impostor' for a forged ticket. */
   claim(user: string, pass: string): ForwardedClaim {
-    return claimProxied(user, pass, this.ticketKey, (ticket, left) => this.closeEvents.whenClosed(ticket, left));
+    return claimProxied(user, pass, this.ticketKeyObject, (ticket, left) => this.closeEvents.whenClosed(ticket, left));
   }
 
   async start(): Promise<void> {
