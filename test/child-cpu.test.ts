@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { childCpuAccount, reapedChildrenTicks } from '../scripts/child-cpu.mjs';
+import { readCpu, readTimes, writeTimes } from '../scripts/test-order.mjs';
 import { runSummary, timesTable } from '../scripts/times-table.mjs';
 
 /** Burns this much CPU (user time), whatever the load, then exits. */
@@ -69,4 +73,18 @@ test('the table of kept times and the end of a run say how busy the cores were',
   assert.match(lines[3], /11\.0\s+4\.5\s+sum over 2 files/);
   const summary = runSummary({ wallMs: 100_000, fileWallMs: 400_000, cpuMs: 150_000, cores: 2 });
   assert.match(summary, /100\.0 s wall, 400\.0 s .* 150\.0 s .* = 0\.75/);
+});
+
+test('the kept file holds each CPU beside the wall times, which the run order reads as before', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'child-cpu-'));
+  try {
+    const path = join(dir, 'times.json');
+    writeTimes({ 'test/a.test.ts': 2000 }, path, { 'test/a.test.ts': 900 });
+    assert.deepEqual(readCpu(path), new Map([['test/a.test.ts', 900]]));
+    assert.deepEqual(readTimes(path).times, new Map([['test/a.test.ts', 2000]]));
+    writeTimes({ 'test/a.test.ts': 2000 }, path);
+    assert.deepEqual(readCpu(path), new Map());
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
