@@ -42,7 +42,10 @@ report.pipe(process.stdout, { end: false });
 await finished(report);
 const measured = await times;
 process.stdout.write(fileTimesText(measured));
-await cpu.settled();
+// A file's process may exit after the run reported it; a process that never started has no exit to wait for.
+let giveUp;
+await Promise.race([cpu.settled(), new Promise((resolve) => (giveUp = setTimeout(resolve, 10_000)))]);
+clearTimeout(giveUp);
 const cpuMs = new Map([...cpu.seconds].map(([file, seconds]) => [file, seconds * 1000]));
 process.stdout.write(
   runSummary({
