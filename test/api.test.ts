@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
 import { devFile } from './support/dev-file.js';
+import { connectDatabase, serveLock } from './support/serve-lock.js';
 
 let service: Service;
 let catalog: Awaited<ReturnType<typeof copyCatalog>>;
@@ -33,9 +34,7 @@ const instant = {
 /** The service's own database, for checks of what it stored. */
 async function withDatabase<T>(use: (client: import('pg').Client) => Promise<T>): Promise<T> {
   const pg = (await import('pg')).default;
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   try {
     return await use(client);
   } finally {
@@ -646,7 +645,7 @@ describe('limits', () => {
   // 60 requests against 2/s with a burst of 4 stay limited unless sending them takes more than 28 s.
   // It shares the first service's database and chain (an instance of its own, not a second PostgreSQL and anvil).
   test('an API key past its rate gets 429 with Retry-After', async () => {
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const lock = await serveLock(service);
     const dev = await devFile(service);
     const slow = await startService({
       RATE_LIMIT_PER_KEY: '2',

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { canonicalJson, sha256 } from '../src/audit/index.js';
 import { request, startService, type Service } from './support/service.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 // The audit chain head is the one row every quote and order of every instance locks in turn: a batch of quotes holds
 // it only while its records are linked, not while its quotes' own rows are checked and written (migration 018).
@@ -13,9 +12,7 @@ let service: Service;
 const clients: pg.Client[] = [];
 
 async function connect(): Promise<pg.Client> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   clients.push(client);
   return client;
 }

@@ -9,6 +9,7 @@ import { cli, request, scratchDir, startService, type Service } from './support/
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { devFile, type DevFile } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -21,9 +22,7 @@ before(async () => {
   service = await startService();
   dev = await devFile(service);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(service);
 });
 after(async () => {
   await db?.end();

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { postWebhook, verifySignature, webhookUrlPolicy } from '../src/events/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { createApiKey } from './support/api-key.js';
@@ -17,6 +15,7 @@ import { TestWallet } from './support/wallet.js';
 import { socketOwner, startReceiver, type Delivery } from './support/webhook-receiver.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { devFile, buyerWallet } from './support/dev-file.js';
+import { connectDatabase, serveLock } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -98,9 +97,7 @@ const listen = (url: string) =>
 
 /** The outbox row of an event for the endpoint at `url`, once no worker holds it any more (delivered or failed). */
 async function deliveryState(url: string, eventId: string): Promise<{ state: string; attempts: number }> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   try {
     return await waitFor('the delivery to leave the pending outbox', async () => {
       const { rows } = await client.query<{ state: string; attempts: number }>(
@@ -329,7 +326,7 @@ describe('events', () => {
   });
 
   test('a delivery continues on another instance after the one delivering it is killed', async () => {
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const lock = await serveLock(service);
     const dev = await devFile(service);
     const second = await startService({
       ...eventEnv,

@@ -26,6 +26,7 @@ import {
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { devFile } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -67,9 +68,7 @@ before(async () => {
   const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(service);
 });
 after(async () => {
   for (const l of listeners) l.close();
@@ -282,9 +281,7 @@ describe('extending a service', () => {
     const sellerBefore = await wallet.balanceOf(asset, payTo);
     // A stop holds the service row (uncommitted) while the paid extension arrives: the extension's claim waits for the
     // row, then sees the stop and refuses, before the payment is settled.
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-    const stopper = new pg.Client({ connectionString: lock.database_url });
-    await stopper.connect();
+    const stopper = await connectDatabase(service);
     try {
       await stopper.query('BEGIN');
       await stopper.query('UPDATE services SET stopped_at = now() WHERE id = $1', [svc.service_id]);

@@ -9,6 +9,7 @@ import { startService, type Service } from './support/service.js';
 import { hasMpegFrame, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { peerOf, rawListener, tcpSockets, type RawListener } from './support/tcp-sockets.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 // ICECAST_PROXY=front-door, the fallback where HAProxy cannot be installed: serve's own front door
 // (src/provisioning/front-door.ts) holds the public port and relays every byte; Icecast asks serve about each
@@ -23,9 +24,7 @@ const listeners: RawListener[] = [];
 
 before(async () => {
   service = await startService({ ICECAST_PROXY: 'front-door' });
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(service);
   station = await stationOnAir(service, PLACES, 'Door FM');
 });
 after(async () => {

@@ -22,7 +22,6 @@
  * FUZZ_SLOW_MS (default 2000) prints requests slower than that. Rate limits are switched off for the fuzzed service.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -45,6 +44,7 @@ import { buildRawRequest, sendRaw, type HeaderValue } from './support/raw-http.j
 import { startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { devFile, type DevFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 const RUNS = positiveInt(process.env.FUZZ_RUNS, 200);
 const DEFAULT_SEED = 20_261_126;
@@ -116,7 +116,7 @@ before(async () => {
   service = await startService({ RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' });
   origin = new URL(service.baseUrl).origin;
   dev = await devFile(service);
-  databaseUrl = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url;
+  databaseUrl = (await serveLock(service)).database_url;
   const ask = await send({
     method: 'POST',
     path: '/orders',

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { HostLease } from '../src/hosts/index.js';
 import { buy } from './support/purchase.js';
@@ -10,6 +8,7 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { startTcpPartition, type TcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // A host's lease: an API instance (PostgreSQL's and the chain's) sells streams on host C, an instance of
 // both roles that reaches PostgreSQL through a TCP partition. Cut off, C's lease runs out: it cuts its mounts, refuses
@@ -77,7 +76,7 @@ test('a lease ends once, when its last written beat is too old, even one written
 test('without its lease a host refuses HLS and says so; once healed it takes the lease again', async () => {
   const api = await startService(pool, { args: ['--role', 'api'] });
   cleanups.push(() => api.stop());
-  const lock = JSON.parse(await readFile(join(api.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(api);
   const dev = await devFile(api);
   const database = new URL(lock.database_url);
   const partition: TcpPartition = await startTcpPartition({ host: database.hostname, port: Number(database.port) });

@@ -22,6 +22,7 @@ import { startTcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 import { startReceiver } from './support/webhook-receiver.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // Losing a host: two instances on one PostgreSQL and chain, each the streaming host of its own Icecast.
 // The host of a live stream is killed; the stream moves to the other host within the bound, its owner is told the
@@ -93,7 +94,7 @@ function movedToA(serviceId: string, timeoutMs: number) {
 test('a lost host: its stream moves to a host with room, is credited, and the host does not take it back', async () => {
   a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
   cleanups.push(() => a.stop());
-  const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(a);
   const dev = await devFile(a);
   shared = { DATABASE_URL: lock.database_url, CHAIN_RPC_URL: dev.chain.rpc_url, DEV_FACILITATOR_ACCOUNT: '4' };
   b = await startService({ ...pool, ...shared, STREAMING_HOST_ID: 'host-b' });

@@ -14,6 +14,7 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { startTcpPartition, type StartupParameters, type TcpPartition } from './support/tcp-partition.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // A streaming host whose PostgreSQL connections a network partition cut. When the partition ends, the
 // connections that were waiting for an answer may stay open and silent (half-open): a pass waiting on one must give
@@ -48,7 +49,7 @@ const cleanups: Array<() => unknown> = [];
 before(async () => {
   a = await startService({ ...pool, STREAMING_HOST_ID: 'host-a' });
   cleanups.push(() => a.stop());
-  const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(a);
   const dev = await devFile(a);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   databaseUrl = lock.database_url;

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
@@ -20,6 +18,7 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -56,7 +55,7 @@ before(
     const media = await scratchDir('audio-pool-media-');
     api1 = await startService({ ...catalog, ...pool, MEDIA_DIR: media }, { args: ['--role', 'api'] });
     running.push(api1);
-    const lock = JSON.parse(await readFile(join(api1.dataDir, 'serve.lock'), 'utf8'));
+    const lock = await serveLock(api1);
     const dev = await devFile(api1);
     wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const shared = {

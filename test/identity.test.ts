@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { part } from '../src/http/openapi-parts/identity.js';
@@ -11,6 +9,7 @@ import { challengeOf, signedHeader, signingInFetch } from './support/siwx.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile, type DevFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // A: the service agents talk to. B: a second instance on the same PostgreSQL behind the same public address (as behind
 // a load balancer), with short challenges (to see them expire) and self-service sign-up turned off.
@@ -28,7 +27,7 @@ before(async () => {
     AGENT_SIGNUP_LIVE_KEYS_PER_WALLET: '2',
     AGENT_SIGNUP_KEYS_PER_IP_PER_HOUR: '9',
   });
-  const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(a);
   dev = await devFile(a);
   b = await startService({
     DATABASE_URL: lock.database_url,

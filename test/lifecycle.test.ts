@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -23,6 +22,7 @@ import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
 import { buyerWallet } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -48,9 +48,7 @@ before(async () => {
     SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
   });
   wallet = await buyerWallet(service);
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(service);
 });
 after(async () => {
   for (const l of listeners) l.close();

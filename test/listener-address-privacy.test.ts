@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buyInstantStream } from './support/live-stream.js';
 import { request, type Service, startService } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 // The statistics keep a listener's network (/24 or /48) and never its address: a listener connecting from an
 // address of its own (127.0.0.77, a loopback address no other row names) is looked for in every text column of
@@ -22,9 +21,7 @@ let db: pg.Client;
 
 before(async () => {
   service = await startService();
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(service);
 });
 after(async () => {
   await db?.end();

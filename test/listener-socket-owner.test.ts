@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
@@ -15,6 +14,7 @@ import {
   type RawListener,
   type TcpSocket,
 } from './support/tcp-sockets.js';
+import { serveLock } from './support/serve-lock.js';
 
 // With the default settings, the audio of listeners and sources goes through no Node process: the kernel says which
 // process holds each connection (/proc/net/tcp and the socket inodes in /proc/<pid>/fd). HAProxy holds the
@@ -32,7 +32,7 @@ const listeners: RawListener[] = [];
 before(async () => {
   // Empty: the default, whatever the environment running the tests says.
   service = await startService({ ICECAST_PROXY: '' });
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(service);
   postgresPort = Number(new URL(lock.database_url).port);
   station = await stationOnAir(service, HELD + 5, 'Owner FM');
 });

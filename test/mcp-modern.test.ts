@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { PaymentRequired } from '@x402/core/types';
@@ -13,6 +11,7 @@ import { signedHeader } from './support/siwx.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 /**
  * The MCP endpoint in the 2026-07-28 revision (no session, no initialize: protocol version and client capabilities in
@@ -34,7 +33,7 @@ before(async () => {
   const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);
-  databaseUrl = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url;
+  databaseUrl = (await serveLock(service)).database_url;
 });
 after(async () => {
   for (const client of clients) await client.close().catch(() => {});

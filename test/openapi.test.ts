@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -14,6 +14,7 @@ import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { mp3, sine, stillImage } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile, buyerWallet } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 // /openapi.json describes what the service really answers: every real answer of every operation (status and body)
 // validates against the response the document states for it, and Redocly's recommended rules find no error.
@@ -74,9 +75,7 @@ async function call(
 /** Marks a recorded show finished, as the recorder does a minute after its source left. */
 async function endShow(recordingId: string): Promise<void> {
   const pg = (await import('pg')).default;
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   try {
     await client.query('UPDATE recordings SET ended_at = now() WHERE id = $1', [recordingId]);
   } finally {

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { request, root, runNode, startService, type JsonResponse, type Service } from './support/service.js';
 import { buy } from './support/purchase.js';
 import {
@@ -21,6 +19,7 @@ import { Database } from '../src/store/index.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { devFile, type DevFile } from './support/dev-file.js';
+import { connectDatabase, serveLock } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -189,9 +188,7 @@ describe('POST /orders without payment', () => {
       'quote_not_found',
     );
 
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-    const db = new pg.Client({ connectionString: lock.database_url });
-    await db.connect();
+    const db = await connectDatabase(service);
     try {
       await db.query("UPDATE quotes SET expires_at = now() - interval '1 second' WHERE id = $1", [q.body.quote.id]);
     } finally {
@@ -284,7 +281,7 @@ describe('a paid order', () => {
   test('Idempotency-Key look-ups made in one turn go to PostgreSQL as one statement and each gets its own answer', async () => {
     const created = JSON.parse((await service.cli(['keys', 'create', '--name', 'revoked-in-a-batch'])).stdout);
     assert.equal((await service.cli(['keys', 'revoke', created.id])).code, 0);
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const lock = await serveLock(service);
     const db = new Database(lock.database_url, { max: 2 });
     try {
       const statements: string[] = [];

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { numberToHex, pad, parseAbi, toEventSelector, type Hex, type TransactionReceipt } from 'viem';
@@ -9,6 +7,7 @@ import { buy } from './support/purchase.js';
 import { startService, type Service } from './support/service.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { buyerWallet } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 requireStreamingTools();
 
@@ -85,9 +84,7 @@ describe('a paid order', () => {
       parameters: { duration_hours: 1, max_listeners: 2, bitrate_kbps: 64 },
     });
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-    db = new pg.Client({ connectionString: lock.database_url });
-    await db.connect();
+    db = await connectDatabase(service);
     const { rows } = await db.query<{ state: string; transaction: string | null; tx: string }>(
       `SELECT record::jsonb ->> 'state' AS state, record::jsonb -> 'settlement' ->> 'transaction' AS transaction,
               xmin::text AS tx

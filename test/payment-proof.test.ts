@@ -7,6 +7,7 @@ import { Database } from '../src/store/index.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { authorizationOf, decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // A buyer who lies: it signs a payment, sends the order, and then cancels the authorization on chain, or spends its
 // nonce on another transfer. authorizationState(payer, nonce) is then true although nothing was paid.
@@ -275,7 +276,7 @@ async function killWithBothLies() {
 
 /** Waits (bounded) until the order paid with this signature is claimed: its row saved, waiting to settle. */
 async function waitUntilClaimed(service: Service, signature: string): Promise<void> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(service);
   const db = new Database(lock.database_url, { max: 1 });
   try {
     const nonce = authorizationOf(signature).nonce;

@@ -6,6 +6,7 @@ import { buy } from './support/purchase.js';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { devFile, buyerWallet } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // The request-path caches must never answer with something the database or the catalog no longer says.
 let service: Service;
@@ -106,7 +107,7 @@ describe('request-path caches', () => {
 
 describe('authentication cache', () => {
   test('a key revoked through one instance is refused by another that cached it, within a bound', async () => {
-    const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+    const lock = await serveLock(service);
     const dev = await devFile(service);
     const second = await startService({
       DATABASE_URL: lock.database_url,

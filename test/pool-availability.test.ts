@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { copyCatalog, request, startService, type Service } from './support/service.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 // /availability on a pool of hosts says what an order sent now would meet: one host holds a whole stream, placement
 // puts a new one on the host with the most free listener places, and the capacity reserve is checked on that host.
@@ -24,9 +25,7 @@ before(async () => {
     { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir, HOST_DOWN_AFTER_SECONDS: '3600' },
     { args: ['--role', 'api'] },
   );
-  const lock = JSON.parse(await readFile(join(api.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(api);
   // Newcomers may fill half of each: 1 slot and 24 places of "wide", 5 slots and 20 places of "narrow".
   await db.query(
     `INSERT INTO streaming_hosts (id, public_url, max_sources, max_listeners, heartbeat_at, started_at)

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { verifyReceiptSignatureJWS } from '@x402/extensions/offer-receipt';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -13,6 +11,7 @@ import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { chainOwnerDevFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // The typed data as docs/api.md gives it to a client, written out here apart from the server's own copy.
 const TYPES = {
@@ -84,7 +83,7 @@ before(async () => {
   const dev = await chainOwnerDevFile(service);
   rpc = dev.chain.rpc_url;
   refundWallet = dev.refund_wallet.address;
-  db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
+  db = new Database((await serveLock(service)).database_url);
   // A payer of its own that nothing tops up, so that its balance shows exactly what moved.
   payer = privateKeyToAccount(DEV_ACCOUNTS[6].privateKey);
   stranger = privateKeyToAccount(DEV_ACCOUNTS[7].privateKey);

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DEV_ACCOUNTS, DEV_ROLES, USDC_ADDRESS, USDC_NAME, USDC_VERSION } from '../src/chain/index.js';
 import { RefundWallet, refundNonce } from '../src/refunds/index.js';
@@ -11,6 +9,7 @@ import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { chainOwnerDevFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 const body = {
   product_id: 'instant-stream',
@@ -40,7 +39,7 @@ before(async () => {
   const dev = await chainOwnerDevFile(service);
   rpc = dev.chain.rpc_url;
   refundWallet = dev.refund_wallet.address;
-  db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
+  db = new Database((await serveLock(service)).database_url);
   await mintUsdc(rpc, payer.address, 20_000_000n);
   wallet = new TestWallet(payer.privateKey, rpc);
   // Every order waits ORDER_PAUSE_AT after its claim: the four services the tests stop are bought at once.

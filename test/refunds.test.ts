@@ -14,6 +14,7 @@ import { cli, request, scratchDir, startService, type Service } from './support/
 import { connectListener, exitOf, startFfmpegSource, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { chainOwnerDevFile, type DevFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 const body = {
   product_id: 'instant-stream',
@@ -34,7 +35,7 @@ before(async () => {
     REFUND_PROVISION_TIMEOUT_SECONDS: '2',
   });
   dev = await chainOwnerDevFile(service);
-  db = new Database(JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8')).database_url);
+  db = new Database((await serveLock(service)).database_url);
   // A payer of its own that nothing tops up, so that its balance shows exactly what moved.
   const payer = DEV_ACCOUNTS[6];
   await mintUsdc(dev.chain.rpc_url, payer.address, 5_000_000n);

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
@@ -8,6 +6,7 @@ import { connectListener, startFfmpegSource, waitFor } from './support/streaming
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 requireStreamingTools();
 const running: Service[] = [];
@@ -18,7 +17,7 @@ after(async () => {
 test('three instances on one PostgreSQL behave as one: 50 identical paid requests settle once, revocation acts everywhere', async () => {
   const first = await startService();
   running.push(first);
-  const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(first);
   const dev = await devFile(first);
   const second = await startService({
     DATABASE_URL: lock.database_url,

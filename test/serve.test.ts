@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { programsUsing } from './support/processes.js';
 import { cli, copyCatalog, request, scratchDir, startService, type Service } from './support/service.js';
+import { serveLock } from './support/serve-lock.js';
 
 const started: Service[] = [];
 after(async () => {
@@ -136,7 +137,7 @@ describe('serve', () => {
 
   test('with DATABASE_URL a second instance shares the database and the idempotency scope', async () => {
     const first = await running();
-    const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
+    const lock = await serveLock(first);
     const second = await start({ DATABASE_URL: lock.database_url });
     assert.equal((await request(second, 'GET', '/health', { auth: false })).body.checks.database.ok, true);
     const pgPid = await postgresPid(first.dataDir);

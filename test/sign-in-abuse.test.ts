@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { x402Client, x402HTTPClient } from '@x402/core/client';
@@ -19,6 +18,7 @@ import { request, startService, type Service } from './support/service.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile, type DevFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // A owns the chain and the database. C, the service under test, shares both and reaches the chain only through a
 // proxy that counts every RPC call it makes.
@@ -30,7 +30,7 @@ let databaseUrl: string;
 
 before(async () => {
   a = await startService();
-  databaseUrl = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8')).database_url;
+  databaseUrl = (await serveLock(a)).database_url;
   dev = await devFile(a);
   proxy = await startCountingRpc(dev.chain.rpc_url);
   c = await startService({ DATABASE_URL: databaseUrl, CHAIN_RPC_URL: proxy.url, DEV_FACILITATOR_ACCOUNT: '5' });

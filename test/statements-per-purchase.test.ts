@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
@@ -9,6 +7,7 @@ import { startService, type Service } from './support/service.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { serveLock } from './support/serve-lock.js';
 
 // Every round trip to PostgreSQL is CPU on both sides of a paid purchase. A second instance reaches the
 // first one's PostgreSQL through a forwarder that counts the round trips it asks for (a Sync of the extended protocol,
@@ -85,7 +84,7 @@ after(async () => {
 test(`a paid purchase takes at most ${MOST_PER_PURCHASE} round trips to PostgreSQL`, async () => {
   const first = await startService();
   running.push(first);
-  const lock = JSON.parse(await readFile(join(first.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(first);
   const dev = await devFile(first);
   const database = new URL(lock.database_url);
   const forwarder = await countingForwarder({ host: database.hostname, port: Number(database.port) });

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buy } from './support/purchase.js';
@@ -8,6 +6,7 @@ import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { buyerWallet } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 requireStreamingTools(['icecast2']);
 
@@ -30,9 +29,7 @@ describe('track.changed is coalesced per service and its history capped', () => 
       });
       assert.equal(bought.status, 200, JSON.stringify(bought.body));
       serviceId = bought.body.service.service_id;
-      const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-      db = new pg.Client({ connectionString: lock.database_url });
-      await db.connect();
+      db = await connectDatabase(service);
     },
     { timeout: 180_000 },
   );

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
@@ -13,6 +11,7 @@ import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './sup
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
 import { buyerWallet } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 // A renewal of used-up transfer (an upgrade of a suspended service) starts the new allowance empty: bytes of the
 // listeners cut at the suspension belong to the old allowance even when they are counted after the renewal.
@@ -36,9 +35,7 @@ before(async () => {
     LIFECYCLE_INTERVAL_MS: '250',
   });
   wallet = await buyerWallet(service);
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  db = new pg.Client({ connectionString: lock.database_url });
-  await db.connect();
+  db = await connectDatabase(service);
 });
 after(async () => {
   for (const s of sockets) s.destroy();

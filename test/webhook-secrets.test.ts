@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
-import pg from 'pg';
 import { verifySignature } from '../src/events/index.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { startReceiver } from './support/webhook-receiver.js';
 import { TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { connectDatabase } from './support/serve-lock.js';
 
 const env = {
   WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1',
@@ -22,9 +20,7 @@ after(async () => {
 });
 
 async function stored(service: Service, id: string): Promise<string> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   try {
     return (await client.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [id])).rows[0].secret;
   } finally {
@@ -33,9 +29,7 @@ async function stored(service: Service, id: string): Promise<string> {
 }
 
 async function storeInTheClear(service: Service, id: string, secret: string): Promise<void> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   await client
     .query('UPDATE webhook_endpoints SET secret = $2 WHERE id = $1', [id, secret])
     .finally(() => client.end());

@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ApiKeys } from '../../src/keys/index.js';
 import { Database } from '../../src/store/index.js';
 import type { Service } from './service.js';
+import { serveLock } from './serve-lock.js';
 
 /**
  * A new API key on the running service's database, made by the call `keys create --name NAME` makes, without the
@@ -10,7 +9,7 @@ import type { Service } from './service.js';
  * The same fields as the command prints.
  */
 export async function createApiKey(service: Service, name: string): Promise<{ id: string; api_key: string }> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
+  const lock = await serveLock(service);
   const db = new Database(lock.database_url, { max: 1 });
   try {
     const { key, token } = await new ApiKeys(db).create(name);

@@ -1,7 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import pg from 'pg';
 import type { Service } from './service.js';
+import { connectDatabase } from './serve-lock.js';
 
 /**
  * Moves a service's paid end to `seconds` from now in its database, as a clock running faster would: the tests of what
@@ -10,9 +8,7 @@ import type { Service } from './service.js';
  * does (migration 051); the life-cycle worker, the event watch and HLS read expires_at from the database.
  */
 export async function expireIn(service: Pick<Service, 'dataDir'>, serviceId: string, seconds: number): Promise<Date> {
-  const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
-  const client = new pg.Client({ connectionString: lock.database_url });
-  await client.connect();
+  const client = await connectDatabase(service);
   try {
     const { rows } = await client.query<{ expires_at: Date }>(
       // Whole milliseconds, as the API and the events write it.
