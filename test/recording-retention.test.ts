@@ -23,10 +23,10 @@ import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 // and is in the podcast feed, the other is gone; once kept_until passes, the kept one is deleted too (file and row).
 requireStreamingTools(['icecast2', 'ffmpeg']);
 const GIB = 1024 ** 3;
-// No source comes back here, so a show may end 5 s after its source rather than production's minute; the deletions
+// No source comes back here, so a show may end 3 s after its source rather than production's minute; the deletions
 // are looked for every second rather than every minute. The waits for them are bounded well below that minute, so
 // that a service ignoring the settings fails them (always the show's end; most of the time the deletions).
-const RECORDING = { RECORDING_GAP_SECONDS: '5', RECORDING_CLEANUP_INTERVAL_SECONDS: '1' };
+const RECORDING = { RECORDING_GAP_SECONDS: '3', RECORDING_CLEANUP_INTERVAL_SECONDS: '1' };
 const SHOW_END_MS = 45_000;
 const DELETION_MS = 20_000;
 
@@ -54,7 +54,7 @@ async function recordShow(svc: any): Promise<any> {
   (await listenWhenLive(svc.stream_url, 30_000)).close();
   assert.equal(await exitOf(source, 40_000), 0, 'the source sent its tone');
   return waitFor(
-    'the show to end 5 s after its source',
+    'the show to end 3 s after its source',
     async () => {
       const items = (await owner(svc, 'GET', '/recordings')).body.recordings;
       return items.length === 1 && items[0].status === 'complete' && items[0];

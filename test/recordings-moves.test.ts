@@ -22,12 +22,12 @@ const pool = {
   HOST_HEARTBEAT_MS: '500',
   LIFECYCLE_INTERVAL_MS: '250',
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
-  // A show's gap outlasts the move to the other host and the source's return there (3–4 s) with room for a loaded
-  // machine, at a quarter of production's minute.
-  RECORDING_GAP_SECONDS: '15',
+  // A show's gap outlasts the move to the other host and the source's return there with room for a loaded machine,
+  // at half of production's minute.
+  RECORDING_GAP_SECONDS: '30',
 };
 /** The wait for a show's end after its last source: a service that ignored the gap (production's minute) fails it. */
-const SHOW_END_MS = 45_000;
+const SHOW_END_MS = 50_000;
 const LIVE_SECONDS = 6;
 const BACK_SECONDS = 5;
 
