@@ -29,7 +29,8 @@ before(async () => {
   copy = await copyCatalog();
   served = copyCatalog().then(async (own) => ({
     copy: own,
-    service: await startService({ CATALOG_DIR: own.catalogDir, RULES_DIR: own.rulesDir }),
+    // The API alone serves the catalog: no streaming host is needed to read what it serves.
+    service: await startService({ CATALOG_DIR: own.catalogDir, RULES_DIR: own.rulesDir }, { args: ['--role', 'api'] }),
   }));
   served.catch(() => {}); // reported by the test that awaits it
 });
