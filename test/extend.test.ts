@@ -9,9 +9,9 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { recordExpiringServices, type ExtendHint } from '../src/events/index.js';
 import { buy, payFor } from './support/purchase.js';
 import { createApiKey } from './support/api-key.js';
-import { request, startService, type Service } from './support/service.js';
+import { request, type Service } from './support/service.js';
 import { expireIn } from './support/expiry.js';
-import { shortLivedCatalog } from './support/short-catalog.js';
+import { shortLivedCatalog, startShortLivedService } from './support/short-catalog.js';
 import { challengeOf, signedHeader } from './support/siwx.js';
 import { openSse } from './support/sse.js';
 import {
@@ -41,13 +41,13 @@ let catalog: Awaited<ReturnType<typeof shortLivedCatalog>>;
 const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
-before(async () => {
-  catalog = await shortLivedCatalog();
-  const settings = join(catalog.catalogDir, 'catalog.yaml');
+/** A grace period of GRACE_MS, and the upgrade target dearer by the hour than the service it upgrades. */
+async function graceAndDearerUpgrade(catalogDir: string): Promise<void> {
+  const settings = join(catalogDir, 'catalog.yaml');
   await writeFile(settings, (await readFile(settings, 'utf8')).replace('grace_hours: 24', 'grace_hours: 0.01'));
   // The upgrade target dearer by the hour than the service it upgrades (0.10 vs 0.02 USDC/h): an extension priced at
   // the old product's rate must not end up as hours of the new one.
-  const eventStream = join(catalog.catalogDir, 'products/event-stream.yaml');
+  const eventStream = join(catalogDir, 'products/event-stream.yaml');
   const dearer = (await readFile(eventStream, 'utf8')).replace('per_hour_atomic: "20000"', 'per_hour_atomic: "100000"');
   await writeFile(
     eventStream,
@@ -60,11 +60,10 @@ before(async () => {
       )
       .replace('duration_hours: { minimum: 1, maximum: 720 }', 'duration_hours: { minimum: 1, maximum: 100 }'),
   );
-  service = await startService({
-    CATALOG_DIR: catalog.catalogDir,
-    RULES_DIR: catalog.rulesDir,
-    LIFECYCLE_INTERVAL_MS: '250',
-  });
+}
+
+before(async () => {
+  ({ catalog, service } = await startShortLivedService({}, graceAndDearerUpgrade));
   const dev = await devFile(service);
   buyerKey = dev.buyer.private_key;
   wallet = new TestWallet(buyerKey, dev.chain.rpc_url);

@@ -5,9 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buy, payFor } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
+import { request, type Service } from './support/service.js';
 import { expireIn } from './support/expiry.js';
-import { shortLivedCatalog } from './support/short-catalog.js';
+import { shortLivedCatalog, startShortLivedService } from './support/short-catalog.js';
 import {
   connectListener,
   exitOf,
@@ -40,13 +40,7 @@ const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
 before(async () => {
-  catalog = await shortLivedCatalog();
-  service = await startService({
-    CATALOG_DIR: catalog.catalogDir,
-    RULES_DIR: catalog.rulesDir,
-    LIFECYCLE_INTERVAL_MS: '250',
-    SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
-  });
+  ({ catalog, service } = await startShortLivedService({ SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS) }));
   wallet = await buyerWallet(service);
   db = await connectDatabase(service);
 });

@@ -8,8 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { expireIn } from './support/expiry.js';
 import { buy } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
-import { shortLivedCatalog } from './support/short-catalog.js';
+import { request, type Service } from './support/service.js';
+import { shortLivedCatalog, startShortLivedService } from './support/short-catalog.js';
 import { exitOf, rawListener, waitFor, type RawListener } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
@@ -30,13 +30,7 @@ const processes: ChildProcess[] = [];
 const cleanups: Array<() => void> = [];
 
 before(async () => {
-  catalog = await shortLivedCatalog();
-  service = await startService({
-    CATALOG_DIR: catalog.catalogDir,
-    RULES_DIR: catalog.rulesDir,
-    LIFECYCLE_INTERVAL_MS: '250',
-    SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS),
-  });
+  ({ catalog, service } = await startShortLivedService({ SOURCE_BITRATE_WINDOW_SECONDS: String(WINDOW_SECONDS) }));
   wallet = await buyerWallet(service);
 });
 after(async () => {

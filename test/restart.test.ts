@@ -9,7 +9,7 @@ import { programsUsing } from './support/processes.js';
 import { buy } from './support/purchase.js';
 import { request, startService, withoutCapacityReserve, type Service } from './support/service.js';
 import { expireIn } from './support/expiry.js';
-import { shortLivedCatalog } from './support/short-catalog.js';
+import { shortLivedCatalog, startShortLivedService } from './support/short-catalog.js';
 import {
   connectListener,
   exitOf,
@@ -34,15 +34,8 @@ const processes: ChildProcess[] = [];
 const listeners: Listener[] = [];
 
 before(async () => {
-  catalog = await shortLivedCatalog();
-  await withoutCapacityReserve(catalog.catalogDir); // one wallet fills this 2-slot host
-  env = {
-    CATALOG_DIR: catalog.catalogDir,
-    RULES_DIR: catalog.rulesDir,
-    LIFECYCLE_INTERVAL_MS: '250',
-    ICECAST_MAX_SOURCES: '2',
-  };
-  service = await startService(env);
+  // One wallet fills this 2-slot host.
+  ({ catalog, env, service } = await startShortLivedService({ ICECAST_MAX_SOURCES: '2' }, withoutCapacityReserve));
 });
 after(async () => {
   for (const l of listeners) l.close();

@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buy, payFor } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
-import { shortLivedCatalog } from './support/short-catalog.js';
+import { request, type Service } from './support/service.js';
+import { shortLivedCatalog, startShortLivedService } from './support/short-catalog.js';
 import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
@@ -26,14 +26,8 @@ const sockets: net.Socket[] = [];
 const listeners: Listener[] = [];
 
 before(async () => {
-  catalog = await shortLivedCatalog();
   // Behind HAProxy a finished listener's access-log line waits (up to 5 s) for HAProxy's count of the bytes it sent.
-  service = await startService({
-    CATALOG_DIR: catalog.catalogDir,
-    RULES_DIR: catalog.rulesDir,
-    ICECAST_PROXY: 'haproxy',
-    LIFECYCLE_INTERVAL_MS: '250',
-  });
+  ({ catalog, service } = await startShortLivedService({ ICECAST_PROXY: 'haproxy' }));
   wallet = await buyerWallet(service);
   db = await connectDatabase(service);
 });

@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { copyCatalog } from './service.js';
+import { copyCatalog, startService } from './service.js';
 
 /**
  * A catalog copy whose instant-stream can be bought for seconds, so tests see a service expire without waiting an
@@ -20,4 +20,23 @@ export async function shortLivedCatalog() {
       ),
   );
   return copy;
+}
+
+/**
+ * A service on a short-lived catalog copy (edited first by `adjust`), its life-cycle worker looking every 250 ms so an
+ * expiry shows at once, `env` on top; with the environment it was started with, to start it again.
+ */
+export async function startShortLivedService(
+  env: Record<string, string> = {},
+  adjust: (catalogDir: string) => Promise<void> = async () => {},
+) {
+  const catalog = await shortLivedCatalog();
+  await adjust(catalog.catalogDir);
+  const started = {
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    LIFECYCLE_INTERVAL_MS: '250',
+    ...env,
+  };
+  return { catalog, env: started, service: await startService(started) };
 }
