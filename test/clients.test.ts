@@ -292,7 +292,7 @@ describe('clients', { concurrency: true }, () => {
         log += d;
       });
       try {
-        const deadline = Date.now() + 60_000;
+        const deadline = Date.now() + 120_000; // it starts beside the other groups of clients
         while (!/Prism is listening/.test(log)) {
           assert.ok(Date.now() < deadline && prism.exitCode === null, `prism did not start:\n${log.slice(-2000)}`);
           await new Promise((resolve) => setTimeout(resolve, 100));
