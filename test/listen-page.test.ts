@@ -5,13 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
-import { buy } from './support/purchase.js';
 import { request, root, startService, type Service } from './support/service.js';
 import { setIcecastTitle } from './support/icecast-title.js';
 import { openSse } from './support/sse.js';
 import { listenWhenLive, rawListener, startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { buyerWallet } from './support/dev-file.js';
+import { boughtService } from './support/live-stream.js';
 
 // A bought stream's public side: the listen page in a real browser, its JSON, now playing, listener statistics.
 const CHROMIUM = '/usr/bin/chromium';
@@ -30,15 +29,12 @@ const publicGet = (url: string) => fetch(url, { signal: AbortSignal.timeout(30_0
 
 before(async () => {
   service = await startService();
-  const wallet = await buyerWallet(service);
-  const bought = await buy(service, wallet, {
+  svc = await boughtService(service, {
     product_id: 'instant-stream',
     email: 'owner@example.com',
     station_name: 'Listen <FM>',
     parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
   });
-  assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  svc = bought.body.service;
   encoder = startFfmpegSource(svc.broadcast_url);
   (await listenWhenLive(svc.stream_url, 30_000)).close();
 });

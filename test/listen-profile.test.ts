@@ -8,12 +8,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { CHROMIUM, launchChromium } from './support/browser.js';
-import { buy } from './support/purchase.js';
 import { request, root, scratchDir, startService, type Service } from './support/service.js';
 import { listenWhenLive, startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { stillImage } from './support/tones.js';
-import { buyerWallet } from './support/dev-file.js';
+import { boughtService } from './support/live-stream.js';
 
 // The listen page as an owner would post it: the station's profile and artwork, link previews, the favicon, the page
 // without script, accessibility (axe-core in Chromium), both colour schemes, and the embed inside another site.
@@ -53,16 +52,13 @@ before(async () => {
   images = await scratchDir('listen-images-');
   await makeImages(images);
   service = await startService();
-  const wallet = await buyerWallet(service);
-  const bought = await buy(service, wallet, {
+  svc = await boughtService(service, {
     product_id: 'instant-stream',
     email: 'owner@example.com',
     station_name: 'Harbour Radio',
     metadata: { station_description: 'Songs from the order' },
     parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
   });
-  assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  svc = bought.body.service;
   encoder = startFfmpegSource(svc.broadcast_url);
   (await listenWhenLive(svc.stream_url, 30_000)).close();
   browser = await launchChromium();

@@ -4,12 +4,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { CHROMIUM, launchChromium } from './support/browser.js';
-import { buy } from './support/purchase.js';
 import { request, root, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3WithCover, picture, tone } from './support/tones.js';
-import { buyerWallet } from './support/dev-file.js';
+import { boughtService } from './support/live-stream.js';
 
 // Now playing with the cover picture an uploaded track carries: copied out at upload, named in the public JSON while
 // AutoDJ plays the track, served as the same bytes, shown by the page in Chromium, and the station's artwork again
@@ -45,15 +44,12 @@ const pictures = async () => (await readdir(mediaDir())).filter((name) => name.s
 before(async () => {
   cover = await picture(64);
   service = await startService();
-  const wallet = await buyerWallet(service);
-  const bought = await buy(service, wallet, {
+  svc = await boughtService(service, {
     product_id: 'temporary-autodj',
     email: 'dj@example.com',
     station_name: 'Cover FM',
     parameters: { duration_hours: 1, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
   });
-  assert.equal(bought.status, 200, JSON.stringify(bought.body));
-  svc = bought.body.service;
   for (const [name, body] of [
     ['a-covered.mp3', await mp3WithCover(8, 'Covered Song', cover)],
     ['b-plain.mp3', await tone(8, 'Plain Song', ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'])],

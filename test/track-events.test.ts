@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { buyerWallet } from './support/dev-file.js';
 import { connectDatabase } from './support/serve-lock.js';
+import { boughtService } from './support/live-stream.js';
 
 requireStreamingTools(['icecast2']);
 
@@ -20,15 +19,14 @@ describe('track.changed is coalesced per service and its history capped', () => 
   before(
     async () => {
       service = await startService();
-      const wallet = await buyerWallet(service);
-      const bought = await buy(service, wallet, {
-        product_id: 'instant-stream',
-        email: 'owner@example.com',
-        station_name: 'Burst FM',
-        parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
-      });
-      assert.equal(bought.status, 200, JSON.stringify(bought.body));
-      serviceId = bought.body.service.service_id;
+      serviceId = (
+        await boughtService(service, {
+          product_id: 'instant-stream',
+          email: 'owner@example.com',
+          station_name: 'Burst FM',
+          parameters: { duration_hours: 1, max_listeners: 5, bitrate_kbps: 64 },
+        })
+      ).service_id;
       db = await connectDatabase(service);
     },
     { timeout: 180_000 },

@@ -14,6 +14,7 @@ import { sine, tone } from './support/tones.js';
 import { icecastTitle } from './support/icecast-title.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { buyerWallet } from './support/dev-file.js';
+import { boughtService } from './support/live-stream.js';
 
 requireStreamingTools(['ffmpeg', 'ffprobe', 'icecast2']);
 
@@ -437,15 +438,14 @@ function crashedUpload(): void {
     const env = { UPLOAD_RESERVATION_LEASE_MS: '3000' };
     let service = await startService(env);
     try {
-      const wallet = await buyerWallet(service);
-      const bought = await buy(service, wallet, {
-        product_id: 'temporary-autodj',
-        email: 'dj@example.com',
-        station_name: 'Crash FM',
-        parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
-      });
-      assert.equal(bought.status, 200, JSON.stringify(bought.body));
-      const id = bought.body.service.service_id;
+      const id = (
+        await boughtService(service, {
+          product_id: 'temporary-autodj',
+          email: 'dj@example.com',
+          station_name: 'Crash FM',
+          parameters: { duration_hours: 2, bitrate_kbps: 64, storage_mb: 5, listeners: 3 },
+        })
+      ).service_id;
       const dir = join(service.dataDir, 'media', id);
       const large = await tone(27.5, 'Large', ['-ac', '2', '-f', 'wav']); // more than half the 5 MB
       const url = new URL(service.baseUrl);

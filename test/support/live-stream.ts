@@ -15,3 +15,10 @@ export async function buyInstantStream(service: Service, stationName: string, pa
   assert.equal(bought.status, 200, JSON.stringify(bought.body));
   return bought.body.service;
 }
+
+/** Any order bought with the development buyer's wallet, which must succeed; the service it created. */
+export async function boughtService(service: Service, order: Record<string, unknown>) {
+  const bought = await buy(service, await buyerWallet(service), order);
+  assert.equal(bought.status, 200, JSON.stringify(bought.body));
+  return bought.body.service;
+}
