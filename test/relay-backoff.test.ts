@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buy } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
-import { relayCatalog } from './support/relay-catalog.js';
+import { request, type Service } from './support/service.js';
+import { relayCatalog, startRelayService } from './support/relay-catalog.js';
 import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { buyerWallet } from './support/dev-file.js';
@@ -24,15 +24,7 @@ let service: Service;
 let catalog: Awaited<ReturnType<typeof relayCatalog>>;
 
 before(async () => {
-  catalog = await relayCatalog();
-  // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
-  service = await startService({
-    CATALOG_DIR: catalog.catalogDir,
-    RULES_DIR: catalog.rulesDir,
-    SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2',
-    LIFECYCLE_INTERVAL_MS: '250',
-    RELAY_FIRST_RETRY_MS: String(FIRST_RETRY_MS),
-  });
+  ({ catalog, service } = await startRelayService({ RELAY_FIRST_RETRY_MS: String(FIRST_RETRY_MS) }));
 });
 after(async () => {
   await service?.stop();

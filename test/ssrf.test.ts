@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { nonPublicAddress, publicHttpOnly, RefusedUrl, safeGet, type Resolver } from '../src/ssrf/index.js';
 import { buy } from './support/purchase.js';
-import { request, startService, type Service } from './support/service.js';
-import { relayCatalog } from './support/relay-catalog.js';
+import { request, type Service } from './support/service.js';
+import { relayCatalog, startRelayService } from './support/relay-catalog.js';
 import { connectListener, hasMpegFrame, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { mp3, sine } from './support/tones.js';
@@ -167,14 +167,7 @@ describe('streaming-boost-relay made orderable in a test catalog', () => {
   let service: Service;
   let catalog: Awaited<ReturnType<typeof relayCatalog>>;
   before(async () => {
-    catalog = await relayCatalog();
-    // This machine has no public network: 127.0.0.2 stands in for a public upstream (test-only setting).
-    service = await startService({
-      CATALOG_DIR: catalog.catalogDir,
-      RULES_DIR: catalog.rulesDir,
-      SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2',
-      LIFECYCLE_INTERVAL_MS: '250',
-    });
+    ({ catalog, service } = await startRelayService());
   });
   after(async () => {
     await service?.stop();

@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { copyCatalog } from './service.js';
+import { copyCatalog, startService } from './service.js';
 
 /** A copy of the catalog in which streaming-boost-relay (not orderable in the shipped one) is priced and orderable by agents. */
 export async function relayCatalog(): Promise<Awaited<ReturnType<typeof copyCatalog>>> {
@@ -23,4 +23,20 @@ export async function relayCatalog(): Promise<Awaited<ReturnType<typeof copyCata
       .replace('machine: []\n  machine_payment_available: false', 'machine: [x402]\n  machine_payment_available: true'),
   );
   return catalog;
+}
+
+/**
+ * A service on the relay catalog whose relays may fetch from 127.0.0.2, standing in for a public upstream on a machine
+ * without public network (test-only setting), its life-cycle worker looking every 250 ms; `env` on top.
+ */
+export async function startRelayService(env: Record<string, string> = {}) {
+  const catalog = await relayCatalog();
+  const service = await startService({
+    CATALOG_DIR: catalog.catalogDir,
+    RULES_DIR: catalog.rulesDir,
+    SSRF_TEST_PUBLIC_ADDRESSES: '127.0.0.2',
+    LIFECYCLE_INTERVAL_MS: '250',
+    ...env,
+  });
+  return { catalog, service };
 }
