@@ -351,7 +351,7 @@ function serveConnection(socket: net.Socket, answer: Answer, answering: Set<Prom
         if (close) socket.end(wireResponse(status, headers, true));
         else socket.write(wireResponse(status, headers, false));
       });
-      queue = answered.finally(() => answering.delete(answered));
+      queue = answered.catch(() => undefined).finally(() => answering.delete(answered));
       answering.add(answered);
     }
   });
