@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { autoDjOffer, type Catalog, type Product } from '../src/catalog/index.js';
 import { buildOpenApiDocument } from '../src/http/openapi.js';
 import { serviceLimitsOf } from '../src/orders/service-limits.js';
-import { openSnapshot, readSnapshotFiles, type Snapshot } from '../src/pricing/index.js';
+import { type Snapshot } from '../src/pricing/index.js';
 import { hasAutoDj } from '../src/services/has-autodj.js';
-import { root } from './support/service.js';
+import { shippedSnapshot } from './support/shipped-snapshot.js';
 
 // Which services have an AutoDJ is read from the catalog: no product is named in the code that decides it.
 let snapshot: Snapshot;
 
 before(async () => {
-  const opened = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
-  assert.deepEqual(opened.diagnostics, []);
-  snapshot = opened.snapshot!;
+  snapshot = await shippedSnapshot();
 });
 
 const product = (id: string): Product => snapshot.catalog.byId.get(id)!.product;

@@ -4,23 +4,20 @@ import { before, describe, test } from 'node:test';
 import { canonicalJson, extensionRecord, replayRecordText } from '../src/audit/index.js';
 import {
   evaluateExtension,
-  openSnapshot,
-  readSnapshotFiles,
   type ExtensionEvaluation,
   type ExtensionInput,
   type Snapshot,
 } from '../src/pricing/index.js';
 import { readFile, writeFile } from 'node:fs/promises';
-import { cli, copyCatalog, root } from './support/service.js';
+import { cli, copyCatalog } from './support/service.js';
 import { priceExtension } from '../src/orders/extension-price.js';
 import type { ServiceRow } from '../src/services/index.js';
+import { shippedSnapshot } from './support/shipped-snapshot.js';
 
 let snapshot: Snapshot;
 
 before(async () => {
-  const opened = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
-  assert.deepEqual(opened.diagnostics, []);
-  snapshot = opened.snapshot!;
+  snapshot = await shippedSnapshot();
 });
 
 const stream = { duration_hours: 1, max_listeners: 10, bitrate_kbps: 64 };

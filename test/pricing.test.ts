@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { join } from 'node:path';
-import {
-  evaluatePrice,
-  openSnapshot,
-  readSnapshotFiles,
-  type PriceEvaluation,
-  type Snapshot,
-} from '../src/pricing/index.js';
-import { root } from './support/service.js';
+import { evaluatePrice, type PriceEvaluation, type Snapshot } from '../src/pricing/index.js';
+import { shippedSnapshot } from './support/shipped-snapshot.js';
 
 let snapshot: Snapshot;
 
 before(async () => {
-  const opened = await openSnapshot(readSnapshotFiles(join(root, 'catalog'), join(root, 'rules')));
-  assert.deepEqual(opened.diagnostics, []);
-  snapshot = opened.snapshot!;
+  snapshot = await shippedSnapshot();
 });
 
 async function price(product_id: string, parameters: Record<string, unknown>) {
