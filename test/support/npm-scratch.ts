@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { outputOf } from './child-output.js';
 
 /**
  * npm packages installed into a folder of their own, for real clients that cannot go into our package.json: their peer
@@ -48,36 +49,16 @@ export interface Ran {
 }
 
 /** Runs a command to its end (killed after timeoutMs) and collects its output. */
-export function run(
+export async function run(
   command: string,
   args: string[],
   cwd: string,
   timeoutMs = 120_000,
   env: Record<string, string> = {},
 ): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${command} ${args.join(' ')} timed out\n${stderr}`));
-    }, timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (command === 'npm' && code !== 0)
-        reject(new Error(`npm ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`));
-      else resolve({ code, stdout, stderr });
-    });
-  });
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const ran = await outputOf(child, `${command} ${args.join(' ')}`, timeoutMs);
+  if (command === 'npm' && ran.code !== 0)
+    throw new Error(`npm ${args.join(' ')} failed (${ran.code}):\n${ran.stderr.slice(-2000)}`);
+  return ran;
 }

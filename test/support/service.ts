@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync, inflateSync } from 'node:zlib';
+import { outputOf } from './child-output.js';
 import { prebuiltEntry } from './prebuilt-cli.js';
 import { copyTemplateCluster } from './template-data-dir.js';
 
@@ -28,29 +29,12 @@ export async function cli(args: string[], env: Record<string, string> = {}, time
 
 /** Runs node with these arguments in the project folder and collects its output. */
 export function runNode(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`node ${args.join(' ')} timed out\n${stderr}`));
-    }, timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return outputOf(child, `node ${args.join(' ')}`, timeoutMs);
 }
 
 const scratchDirs = new Set<string>();
