@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS } from './support/browser.js';
 import { request, root, startService, type Service } from './support/service.js';
 import { setIcecastTitle } from './support/icecast-title.js';
 import { openSse } from './support/sse.js';
@@ -13,7 +14,6 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { boughtService } from './support/live-stream.js';
 
 // A bought stream's public side: the listen page in a real browser, its JSON, now playing, listener statistics.
-const CHROMIUM = '/usr/bin/chromium';
 requireStreamingTools(['icecast2', 'ffmpeg', CHROMIUM]);
 const ARTIFACTS = join(root, 'test-artifacts');
 
@@ -237,17 +237,7 @@ describe('listen page', () => {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required',
-      ],
+      args: ['--headless', ...CHROMIUM_ARGS],
     });
     browser = context.browser() ?? undefined;
     try {
