@@ -26,6 +26,7 @@ import {
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { devFile } from './support/dev-file.js';
+import { claimWaitsForServiceRow } from './support/row-lock.js';
 import { connectDatabase } from './support/serve-lock.js';
 
 requireStreamingTools();
@@ -288,16 +289,7 @@ describe('extending a service', () => {
         body: { duration_hours: 1 },
         headers: { 'idempotency-key': key, 'payment-signature': signature },
       });
-      await waitFor(
-        'the claim to wait for the service row',
-        async () =>
-          (
-            await db.query(
-              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM services WHERE id = $1 FOR UPDATE%'",
-            )
-          ).rows.length > 0,
-        10_000,
-      );
+      await claimWaitsForServiceRow(db, 10_000);
       await stopper.query('COMMIT');
       const paid = await pending;
       assert.equal(paid.status, 409, JSON.stringify(paid.body));
