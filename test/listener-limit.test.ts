@@ -4,11 +4,10 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
 import { connectListener, hasMpegFrame, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
-import { buyerWallet } from './support/dev-file.js';
+import { boughtService } from './support/live-stream.js';
 
 // A listener over the bought cap is refused with a message that says the listener limit is reached.
 requireStreamingTools();
@@ -45,15 +44,12 @@ function refusal(url: string): Promise<{ status: number; statusMessage: string; 
 
 describe('listener limit', () => {
   test('a listener over the cap is refused with "listener limit reached", and the owner sees it', async () => {
-    const wallet = await buyerWallet(service);
-    const bought = await buy(service, wallet, {
+    const svc = await boughtService(service, {
       product_id: 'instant-stream',
       email: 'ops@example.com',
       station_name: 'Cap FM',
       parameters: { duration_hours: 1, max_listeners: 1, bitrate_kbps: 64 },
     });
-    assert.equal(bought.status, 200, JSON.stringify(bought.body));
-    const svc = bought.body.service;
     encoder = startFfmpegSource(svc.broadcast_url);
     const first = await waitFor(
       'the mount to go live',
