@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { npmScratch, run } from './support/npm-scratch.js';
+import { devFile } from './support/dev-file.js';
 import { request, root, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 
@@ -19,7 +20,7 @@ let dev: { buyer: { private_key: `0x${string}` }; chain: { rpc_url: string } };
 before(async () => {
   // As docs/api.md tells a developer who tries webhooks on this machine (its example is checked below).
   service = await startService({ WEBHOOK_ALLOW_INSECURE_LOOPBACK: '1' });
-  dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  dev = await devFile(service.dataDir);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   origin = new URL(service.baseUrl).origin;
 });

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createPublicClient, http, parseAbi, parseEventLogs } from 'viem';
 import { startEmbeddedChain, type EmbeddedChain } from '../src/chain/index.js';
@@ -10,6 +8,7 @@ import { request, roomyCatalog, scratchDir, startService, type Service } from '.
 import { waitFor } from './support/streaming.js';
 import { copyTemplateCluster } from './support/template-data-dir.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 /** These tests drive load from one address; the per-client rate limits are tested elsewhere. */
@@ -193,7 +192,7 @@ describe('faults', () => {
   });
 
   test('an instance killed at each order state boundary with 20 purchases in flight: each paid authorization has exactly one service, nothing unpaid', async () => {
-    const dev = JSON.parse(await readFile(join(owner.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(owner.dataDir);
     const attachEnv = {
       ...roomy,
       DATABASE_URL: pg.url,

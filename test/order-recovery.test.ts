@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 const running: Service[] = [];
 after(async () => {
@@ -43,7 +42,7 @@ describe('an instance killed (SIGKILL) between two steps of an order', { concurr
     test(`${point}: after a restart the retry gets the order, charged exactly once`, async () => {
       const dataDir = await scratchDir('audio-crash-');
       const doomed = await start(dataDir, { ORDER_CRASH_AT: point });
-      const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+      const dev = await devFile(dataDir);
       const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
       const key = `crash-${point}`;
       const ask = await request(doomed, 'POST', '/orders', { body, headers: { 'idempotency-key': key } });
@@ -62,7 +61,7 @@ describe('an instance killed (SIGKILL) between two steps of an order', { concurr
       assert.equal(await doomed.stop(), null, 'killed by a signal');
 
       const revived = await start(dataDir, {});
-      const revivedDev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+      const revivedDev = await devFile(dataDir);
       const chain = new TestWallet(dev.buyer.private_key, revivedDev.chain.rpc_url);
       const response = await retryUntilSettled(revived, key, signature);
       assert.equal(response.status, 200, JSON.stringify(response.body));
@@ -90,7 +89,7 @@ let recovered: { dataDir: string; service: { service_id: string; expires_at: str
 async function orderOnNewInstance() {
   const dataDir = await scratchDir('audio-crash-ext-');
   const first = await start(dataDir, {});
-  const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(dataDir);
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const ask = await request(first, 'POST', '/orders', { body, headers: { 'idempotency-key': 'ext-order' } });
   const ordered = await retryUntilSettled(first, 'ext-order', await wallet.pay(ask.headers.get('payment-required')!));
@@ -103,14 +102,11 @@ describe('an instance killed while an extension is being paid', () => {
   test('after_settled: the recovery loop finishes the extension by itself; the retry gets it, charged exactly once', async () => {
     // The active service an earlier test recovered (its instance stopped), or one bought here when run alone.
     const { dataDir, service: svc } = recovered ?? (await orderOnNewInstance());
-    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(dataDir);
 
     const doomed = await start(dataDir, { ORDER_CRASH_AT: 'after_settled' });
     // Each start runs the chain on a new port.
-    const paying = new TestWallet(
-      dev.buyer.private_key,
-      JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')).chain.rpc_url,
-    );
+    const paying = new TestWallet(dev.buyer.private_key, (await devFile(dataDir)).chain.rpc_url);
     const path = `/services/${svc.service_id}/extend`;
     const extension = { body: { duration_hours: 2 }, headers: { 'idempotency-key': 'ext-crash' } };
     const ask = await request(doomed, 'POST', path, extension);
@@ -129,7 +125,7 @@ describe('an instance killed while an extension is being paid', () => {
     assert.equal(await doomed.stop(), null, 'killed by a signal');
 
     const revived = await start(dataDir, {});
-    const revivedDev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const revivedDev = await devFile(dataDir);
     const chain = new TestWallet(dev.buyer.private_key, revivedDev.chain.rpc_url);
     const moved = Date.parse(svc.expires_at) + 2 * 3_600_000;
     // Nobody retries: the recovery loop alone applies the paid extension.

@@ -16,6 +16,7 @@ import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // Recordings kept past their service (the audio-storage-api product): three services each record one live show; the
 // owner buys retention for the first one's on chain, the second's is left to end with its service, and the third's is
@@ -75,7 +76,7 @@ async function expectedAtomic(bytes: number, days: number): Promise<bigint> {
 before(async () => {
   catalog = await copyCatalog();
   service = await startService({ ...RECORDING, CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service.dataDir);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
   db = new pg.Client({ connectionString: lock.database_url });

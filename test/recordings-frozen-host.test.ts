@@ -12,6 +12,7 @@ import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource, playedSeconds } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // A streaming host that freezes (SIGSTOP: a stalled VM, not a crash) while it records a show, and wakes up after
 // the service moved and the show went on on another host. Its Icecast and its capture wake a little before serve
@@ -102,7 +103,7 @@ before(async () => {
   mediaDir = await scratchDir('recordings-frozen-');
   a = await startService({ ...pool, MEDIA_DIR: mediaDir, STREAMING_HOST_ID: 'host-a' });
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
-  const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(a.dataDir);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   b = await startService({
     ...pool,

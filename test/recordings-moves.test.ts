@@ -10,6 +10,7 @@ import { exitOf, hasMpegFrame, listenWhenLive, waitFor } from './support/streami
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource, playedSeconds, sine } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // Recordings where a show does not simply start and stop on one host: a service with AutoDJ records only its live
 // encoder's show; a host lost while it records leaves a show that continues on the host the service moves to when
@@ -100,7 +101,7 @@ before(async () => {
   mediaDir = await scratchDir('recordings-media-');
   a = await startService({ ...pool, MEDIA_DIR: mediaDir, STREAMING_HOST_ID: 'host-a' });
   const lock = JSON.parse(await readFile(join(a.dataDir, 'serve.lock'), 'utf8'));
-  const dev = JSON.parse(await readFile(join(a.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(a.dataDir);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   shared = {
     MEDIA_DIR: mediaDir,

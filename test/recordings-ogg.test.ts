@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -10,6 +10,7 @@ import { waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { decodedSeconds, sine } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // An Ogg live source whose metadata changes start a new logical stream (a chained Ogg: each title its own link, as
 // Ogg encoders announce titles): the recording's duration is the whole show, every link of it, for Vorbis and Opus.
@@ -89,7 +90,7 @@ before(async () => {
   // One source session per show: its end need not wait production's minute for the source to come back (the wait for
   // it is bounded below that minute).
   service = await startService({ RECORDING_GAP_SECONDS: '5' });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service.dataDir);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
 });
 

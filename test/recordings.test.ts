@@ -14,6 +14,7 @@ import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource, mp3Seconds } from './support/tones.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // Live shows kept as recordings: an ffmpeg source sends a tone of known length to broadcast_url, drops for 3 s and
 // comes back within the gap (15 s here, a minute in production); the show is one recording of the time sent,
@@ -58,7 +59,7 @@ async function start(dataDir?: string): Promise<Service> {
 before(async () => {
   catalog = await copyCatalog();
   service = await start();
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service.dataDir);
   const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const bought = await buy(service, wallet, {
     product_id: 'instant-stream',

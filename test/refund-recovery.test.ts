@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { DEV_ACCOUNTS, DEV_ROLES, USDC_ADDRESS, USDC_NAME, USDC_VERSION } from '../src/chain/index.js';
 import { RefundWallet } from '../src/refunds/index.js';
@@ -9,6 +7,7 @@ import { mintUsdc, usdcBalance } from './support/refund-chain.js';
 import { request, scratchDir, startService, type Service } from './support/service.js';
 import { exitOf, waitFor } from './support/streaming.js';
 import { TestWallet } from './support/wallet.js';
+import { chainOwnerDevFile, devFile } from './support/dev-file.js';
 
 const running: Service[] = [];
 after(async () => {
@@ -41,7 +40,7 @@ describe('a refund survives SIGKILL between its steps and never pays twice', { c
     test(`killed at ${point}: after a restart the refund is sent exactly once`, async () => {
       const dataDir = await scratchDir('audio-refund-crash-');
       const doomed = await start(dataDir, { ORDER_CRASH_AT: point });
-      const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+      const dev = await chainOwnerDevFile(dataDir);
       const payer = DEV_ACCOUNTS[6];
       await mintUsdc(dev.chain.rpc_url, payer.address, 5_000_000n);
       await mintUsdc(dev.chain.rpc_url, dev.refund_wallet.address, 1_000_000n);
@@ -56,7 +55,7 @@ describe('a refund survives SIGKILL between its steps and never pays twice', { c
       assert.equal(await exitOf(doomed.process, 30_000), null, 'killed by a signal');
 
       const revived = await start(dataDir);
-      const rpc = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8')).chain.rpc_url;
+      const rpc = (await devFile(dataDir)).chain.rpc_url;
       const usage = await waitFor(
         'the refund sent after recovery',
         async () => {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
@@ -12,6 +11,7 @@ import { copyTemplateCluster } from './support/template-data-dir.js';
 import { TestWallet } from './support/wallet.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { sine } from './support/tones.js';
+import { devFile } from './support/dev-file.js';
 
 // Operators at a terminal: readable logs on a TTY and JSON otherwise, a summary once ready, Ctrl-C (SIGINT to the
 // whole process group) stopping everything within seconds with one line saying so, and a CLI that explains itself.
@@ -68,7 +68,7 @@ function jsonLogs(): void {
     );
     const ready = entries.filter((e) => e.msg === 'ready');
     assert.equal(ready.length, 1, serve.stderr());
-    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(dataDir);
     assert.equal(ready[0].base_url, dev.base_url);
     assert.equal(ready[0].dev_file, join(dataDir, 'dev.json'));
     assert.ok(!JSON.stringify(ready[0]).includes(dev.api_key), 'the API key stays out of the logs');
@@ -134,7 +134,7 @@ function ctrlCWithAutoDj(): void {
     const serve = spawnServe({ DATA_DIR: dataDir, LIFECYCLE_INTERVAL_MS: '250' }, { entry: await serveEntry() });
     running.push(serve);
     await serve.waitFor(/metrics on \S+/);
-    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(dataDir);
     const service = { baseUrl: dev.base_url, apiKey: dev.api_key };
     const bought = await buy(service, new TestWallet(dev.buyer.private_key, dev.chain.rpc_url), {
       product_id: 'temporary-autodj',
@@ -205,7 +205,7 @@ function onATerminal(): void {
       shown.join('\n'),
     );
     assert.ok(!shown.some((l) => /initdb|database system is ready/.test(l)), 'PostgreSQL output is at debug level');
-    const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(dataDir);
     assert.ok(shown.includes(`serving on ${dev.base_url}`));
     assert.ok(shown.some((l) => l.includes('dev.json') && l.includes(dataDir)));
     assert.ok(shown.some((l) => /^ {2}API key +/.test(l) && l.endsWith(dev.api_key)));
