@@ -9,7 +9,7 @@ import { HaproxyCloseEvents } from './haproxy-close-events.js';
 import { buildHaproxyConfig, claimProxied } from './haproxy-config.js';
 import { buildAdmissionLua } from './haproxy-admission.js';
 import { buildHeadLua } from './haproxy-head.js';
-import type { ListenerEndListener } from './listener-end.js';
+import { PROXY_QUEUE_SECONDS, type ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 import { accepts, freePort, isFree } from './local-ports.js';
 import { systemUserIds } from './system-user.js';
@@ -155,7 +155,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       admissionLuaPath,
       sourceAddress: this.options.sourceAddress,
       backlog: this.options.backlog ?? 4096,
-      queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? 60,
+      queueTimeoutSeconds: this.options.queueTimeoutSeconds ?? PROXY_QUEUE_SECONDS,
     });
     const luaPath = join(this.options.dataDir, 'head.lua');
     const { admission } = this.options;

@@ -89,7 +89,15 @@ export {
   HAPROXY_SOURCE_ADDRESS,
   type HaproxyConfigOptions,
 } from './haproxy-config.js';
-export { placeKey, PROXY_USER, reportedByProxy, type ListenerEnd, type ListenerEndListener } from './listener-end.js';
+export {
+  listclientsLagMs,
+  placeKey,
+  PROXY_QUEUE_SECONDS,
+  PROXY_USER,
+  reportedByProxy,
+  type ListenerEnd,
+  type ListenerEndListener,
+} from './listener-end.js';
 export {
   HaproxySupervisor,
   type HaproxySupervisorOptions,

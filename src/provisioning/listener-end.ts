@@ -15,6 +15,19 @@ export type ListenerEndListener = (end: ListenerEnd) => void;
 /** The user name HAProxy gives each listener's connection in front of Icecast (haproxy-config.ts). */
 export const PROXY_USER = 'proxy-';
 
+/** How long a listener HAProxy admitted may wait in its queue for a place in Icecast (`timeout queue`). */
+export const PROXY_QUEUE_SECONDS = 60;
+
+/**
+ * How long after its admission a listener may still be missing from Icecast's listclients without having left. Icecast
+ * asks about a listener it already holds, so a moment suffices; HAProxy asks before its queue, where a listener
+ * admitted in a burst may wait until `timeout queue`. Freeing its place sooner would let one more listener in than
+ * the stream's cap once the queued one reaches Icecast.
+ */
+export function listclientsLagMs(clientId: string): number {
+  return clientId.startsWith(PROXY_USER) ? (PROXY_QUEUE_SECONDS + 10) * 1000 : 10_000;
+}
+
 /**
  * A listener HAProxy let in reaches Icecast with its ticket (\`proxy-<uuid>\`) before its own User-Agent: its mount has
  * no authentication (so Icecast records no user name), while its access-log line and listclients keep the agent.

@@ -6,7 +6,14 @@ import {
 } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { LiveSnapshot } from '../catalog/live-snapshot.js';
-import { placeKey, type IcecastAdmin, type MountSnapshot, type SourceBudgetState } from '../provisioning/index.js';
+import {
+  listclientsLagMs,
+  placeKey,
+  PROXY_USER,
+  type IcecastAdmin,
+  type MountSnapshot,
+  type SourceBudgetState,
+} from '../provisioning/index.js';
 import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-records.js';
@@ -286,12 +293,13 @@ export class LifecycleWorker {
     }
     this.deps.places?.observeIcecast(seen);
     if (!checked.length) return;
-    // A listener admitted a moment ago may not be in listclients yet: only rows older than that are stale. One
-    // statement for every service of the pass.
+    // A listener admitted a moment ago may not be in listclients yet (one HAProxy admitted may still wait in its
+    // queue): only rows older than that are stale. One statement for every service of the pass.
     await this.deps.db.query(
-      `DELETE FROM listeners WHERE service_id = ANY($1::text[]) AND connected_at < now() - interval '10 seconds'
+      `DELETE FROM listeners WHERE service_id = ANY($1::text[])
+       AND connected_at < now() - CASE WHEN client_id LIKE $3 THEN $4::int ELSE $5::int END * interval '1 millisecond'
        AND NOT (service_id || ' ' || client_id = ANY($2::text[])) AND client_id NOT LIKE 'hls:%'`,
-      [checked, connected],
+      [checked, connected, `${PROXY_USER}%`, listclientsLagMs(PROXY_USER), listclientsLagMs('')],
     );
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from '../log/index.js';
+import { listclientsLagMs } from '../provisioning/index.js';
 import { ChannelListener, type Database } from '../store/index.js';
 import { admitListener, capRefusalMessage, type Admission } from './listener-admission.js';
 import type { NewListenerSession } from './listener-sessions.js';
@@ -16,8 +17,6 @@ interface Entry {
 }
 
 type Where = { mount: string } | { serviceId: string };
-/** A listener admitted this recently may not be in Icecast's listclients yet (as the life-cycle worker assumes). */
-const LISTCLIENTS_LAG_MS = 10_000;
 type SessionFacts = Pick<NewListenerSession, 'userAgent' | 'protocol'>;
 const REFUSAL_EVENT_MS = 60_000;
 
@@ -195,7 +194,7 @@ export class ListenerPlaces {
       const places = this.byId.get(serviceId)?.places;
       const present = new Set(clientIds);
       for (const [clientId, at] of places ?? [])
-        if (!clientId.startsWith('hls:') && !present.has(clientId) && now - at > LISTCLIENTS_LAG_MS)
+        if (!clientId.startsWith('hls:') && !present.has(clientId) && now - at > listclientsLagMs(clientId))
           places!.delete(clientId);
     }
   }
