@@ -11,6 +11,7 @@ import { request, roomyCatalog, startService, type Service } from './support/ser
 import { listenWhenLive, startFfmpegSource, waitFor, type Listener } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // Admission at the scale of a host: Icecast's listener callbacks are answered from memory kept
 // current by PostgreSQL's notifications. The full pass that would also catch a change is set to an hour here, so
@@ -37,7 +38,7 @@ before(async () => {
     ADMISSION_FULL_PASS_SECONDS: '3600',
     LIFECYCLE_INTERVAL_MS: '3600000',
   });
-  const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+  const dev = await devFile(service.dataDir);
   wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
   const lock = JSON.parse(await readFile(join(service.dataDir, 'serve.lock'), 'utf8'));
   db = new pg.Client({ connectionString: lock.database_url });

@@ -14,6 +14,7 @@ import { hasMpegFrame, startFfmpegSource, waitFor } from './support/streaming.js
 import { requireStreamingTools } from './support/system-tools.js';
 import { tcpSockets, peerOf as peerSocket, type TcpSocket } from './support/tcp-sockets.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // With ICECAST_PROXY=haproxy the host runs HAProxy in front of Icecast instead of the
 // front door in serve. Listeners and the source go through HAProxy; serve only answers Icecast's callbacks.
@@ -108,7 +109,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
   });
 
   test("a source's and a listener's connections are held by HAProxy and Icecast, and a source is cut within 1 s of a stop and of expiry", async () => {
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service.dataDir);
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const bought = (station_name: string) =>
       buy(service, wallet, {
@@ -195,7 +196,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
   });
 
   test("HAProxy asks serve, not Icecast: a burst gets exactly the cap, the rest Icecast's own 401", async () => {
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service.dataDir);
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const cap = 15;
     const bought = await buy(service, wallet, {
@@ -261,7 +262,7 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
   });
 
   test('a paid stream reaches listeners through HAProxy, with their address, its cap, and HAProxy supervised', async () => {
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service.dataDir);
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const bought = await buy(service, wallet, {
       product_id: 'instant-stream',

@@ -11,6 +11,7 @@ import { startService, type Service } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { TestWallet } from './support/wallet.js';
+import { devFile } from './support/dev-file.js';
 
 // With ICECAST_PROXY=haproxy, Icecast's mounts have no authentication: HAProxy asks serve about every source and
 // listener, and Icecast's one auth thread is never used. These tests hold the source's guarantees end to end.
@@ -110,7 +111,7 @@ describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', () 
     for (const path of [luaPath, join(service.dataDir, 'icecast', 'icecast.xml')])
       assert.equal((await stat(path)).mode & 0o077, 0, `${path} is private`);
 
-    const dev = JSON.parse(await readFile(join(service.dataDir, 'dev.json'), 'utf8'));
+    const dev = await devFile(service.dataDir);
     const wallet = new TestWallet(dev.buyer.private_key, dev.chain.rpc_url);
     const bought = await buy(service, wallet, {
       product_id: 'instant-stream',
