@@ -17,6 +17,7 @@ import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource } from './support/tones.js';
 import { decodePaymentRequiredHeader, TestWallet } from './support/wallet.js';
 import { devFile } from './support/dev-file.js';
+import { claimWaitsForServiceRow } from './support/row-lock.js';
 
 // Recordings kept past their service (the audio-storage-api product): three services each record one live show; the
 // owner buys retention for the first one's on chain, the second's is left to end with its service, and the third's is
@@ -240,16 +241,7 @@ describe('recordings kept past their service (audio-storage-api)', { timeout: 60
         'idempotency-key': key,
         'payment-signature': signature,
       });
-      await waitFor(
-        'the claim to wait for the service row',
-        async () =>
-          (
-            await db.query(
-              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM services WHERE id = $1 FOR UPDATE%'",
-            )
-          ).rows.length > 0,
-        20_000,
-      );
+      await claimWaitsForServiceRow(db, 20_000);
       await deleter.query('COMMIT');
       const paid = await pending;
       assert.equal(paid.status, 409, JSON.stringify(paid.body));
