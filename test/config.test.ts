@@ -151,6 +151,14 @@ test("serve names DATABASE_URL, not an agent's retry advice, when that PostgreSQ
   assert.doesNotMatch(run.stderr, /Idempotency-Key|secret/);
 });
 
+test("a verify's timeout is the facilitator timeout unless set on its own", () => {
+  const shared = configFromEnv({ X402_FACILITATOR_TIMEOUT_MS: '1500' }).payments;
+  assert.deepEqual([shared.facilitatorTimeoutMs, shared.facilitatorVerifyTimeoutMs], [1500, 1500]);
+  const own = configFromEnv({ X402_FACILITATOR_TIMEOUT_MS: '1500', X402_FACILITATOR_VERIFY_TIMEOUT_MS: '15000' });
+  assert.deepEqual([own.payments.facilitatorTimeoutMs, own.payments.facilitatorVerifyTimeoutMs], [1500, 15000]);
+  assert.throws(() => configFromEnv({ X402_FACILITATOR_VERIFY_TIMEOUT_MS: '5' }), SettingError);
+});
+
 test('named networks set the chain and its USDC; a CAIP-2 id of a known network gets its USDC too', () => {
   const base = configFromEnv({ X402_NETWORK: 'base' }).payments;
   assert.equal(base.network, 'eip155:8453');

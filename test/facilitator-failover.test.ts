@@ -235,6 +235,8 @@ describe('facilitators as production offers them', { concurrency: 5 }, () => {
     // and every payment would go to the second (nothing would test the rule).
     const { service, payTo } = await production(`${hanging.url},${spare.url}`, {
       X402_FACILITATOR_TIMEOUT_MS: '3000',
+      // The first's verify answers (only its settle hangs): on a loaded machine it may take past 3 s.
+      X402_FACILITATOR_VERIFY_TIMEOUT_MS: '15000',
       X402_MAX_TIMEOUT_SECONDS: '30',
     });
     const wallet = new TestWallet(ROLES.buyers[1].privateKey, chain.rpcUrl);
@@ -269,7 +271,8 @@ describe('facilitators as production offers them', { concurrency: 5 }, () => {
     const hung = [buy(service, wallet, SMALL_STREAM), buy(service, wallet, SMALL_STREAM)].map((p) =>
       p.catch((e: Error) => ({ status: 0, body: { error: e.message } })),
     );
-    const both = await until(async () => hang.settles() >= 4, 10_000);
+    // One after the other, the second resend would wait out the first's 15 s hang: before 15 s both came side by side.
+    const both = await until(async () => hang.settles() >= 4, 14_000);
     assert.ok(both, `recovery sent both hung orders again at once (${hang.settles()} settlements reached it)`);
     const started = performance.now();
     await service.stop('SIGTERM');

@@ -129,6 +129,9 @@ describe('faults of a facilitator over HTTP, 20 purchases each, 4 at a time', { 
     // (the agent is then told, truly, that nothing was charged, and pays again).
     const deployment = await productionBehindSwitch({
       X402_FACILITATOR_TIMEOUT_MS: String(timeoutMs),
+      // Only the settle is held by these faults: a verify slowed past 1.5 s by a loaded machine would tell its agent,
+      // truly, that nothing was charged, where this test asks that each be told its settlement is pending.
+      X402_FACILITATOR_VERIFY_TIMEOUT_MS: '15000',
       X402_MAX_TIMEOUT_SECONDS: '30',
       // Six faults of 20 purchases each, every one a stream held for an hour: more than the default 100 slots.
       ICECAST_MAX_SOURCES: '200',

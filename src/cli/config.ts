@@ -111,6 +111,8 @@ export interface PaymentSettings {
   devFacilitatorAccount: number;
   /** How long one verify or settle at the remote facilitator may take before its outcome counts as unknown. */
   facilitatorTimeoutMs: number;
+  /** A verify's own bound: it changes nothing on chain, so its timeout may differ from a settle's. */
+  facilitatorVerifyTimeoutMs: number;
   /** X402_FACILITATOR_AUTH_KEY_FILE: an API key (CDP's JSON) that signs a JWT for every facilitator request. */
   facilitatorAuthKeyFile?: string;
   /** X402_OWNERSHIP_PROOFS: payTo's signatures of the public origin (agent-audio ownership-proof makes one). */
@@ -373,6 +375,12 @@ function readPayments(r: SettingsReader): PaymentSettings {
     chainRpcUrl: r.url('CHAIN_RPC_URL'),
     devFacilitatorAccount: r.whole('DEV_FACILITATOR_ACCOUNT', 4, 0, 9),
     facilitatorTimeoutMs: r.whole('X402_FACILITATOR_TIMEOUT_MS', 15_000, 100, 600_000),
+    facilitatorVerifyTimeoutMs: r.whole(
+      'X402_FACILITATOR_VERIFY_TIMEOUT_MS',
+      r.whole('X402_FACILITATOR_TIMEOUT_MS', 15_000, 100, 600_000),
+      100,
+      600_000,
+    ),
     ownershipProofs: r.custom('X402_OWNERSHIP_PROOFS', proofList) ?? [],
   };
 }

@@ -110,6 +110,7 @@ async function productionPayments(options: PaymentOptions, receipts: OfferReceip
     mode: 'remote',
     url: settings.facilitatorUrl!,
     timeoutMs: settings.facilitatorTimeoutMs,
+    verifyTimeoutMs: settings.facilitatorVerifyTimeoutMs,
     network,
     auth: settings.facilitatorAuthKeyFile ? facilitatorAuthKey(settings.facilitatorAuthKeyFile) : undefined,
     log: (fields, message) => options.log.warn({ component: 'facilitators', ...fields }, message),

@@ -50,8 +50,10 @@ export interface RemoteFacilitatorConfig {
   mode: 'remote';
   /** One address, or several separated by commas (X402_FACILITATOR_URL): tried in this order. */
   url: string | string[];
-  /** How long one call may take (X402_FACILITATOR_TIMEOUT_MS). */
+  /** How long one settle or /supported may take (X402_FACILITATOR_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** How long one verify may take (X402_FACILITATOR_VERIFY_TIMEOUT_MS; timeoutMs when unset). */
+  verifyTimeoutMs?: number;
   /** The network payments are taken on: a facilitator whose /supported lacks it is skipped. */
   network?: string;
   /** An API key that signs a JWT for every request (X402_FACILITATOR_AUTH_KEY_FILE), for hosted facilitators. */
@@ -93,14 +95,24 @@ export function embeddedFacilitatorConfig(
 
 export function createFacilitator(config: FacilitatorConfig): Facilitator {
   if (config.mode === 'remote') {
-    const members = facilitatorUrls(config.url).map((url) => ({
-      url,
-      client: new HTTPFacilitatorClient({
+    const members = facilitatorUrls(config.url).map((url) => {
+      const client = (timeoutMs: number | undefined) =>
+        new HTTPFacilitatorClient({
+          url,
+          timeoutMs,
+          ...(config.auth && { createAuthHeaders: facilitatorAuthHeaders(config.auth, url) }),
+        });
+      const settling = client(config.timeoutMs);
+      const verifying = config.verifyTimeoutMs === config.timeoutMs ? settling : client(config.verifyTimeoutMs);
+      return {
         url,
-        timeoutMs: config.timeoutMs,
-        ...(config.auth && { createAuthHeaders: facilitatorAuthHeaders(config.auth, url) }),
-      }),
-    }));
+        client: {
+          verify: verifying.verify.bind(verifying),
+          settle: settling.settle.bind(settling),
+          getSupported: settling.getSupported.bind(settling),
+        },
+      };
+    });
     const pool = new FacilitatorPool(
       members,
       { scheme: 'exact', network: config.network ?? 'eip155:8453' },
