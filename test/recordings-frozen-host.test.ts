@@ -27,11 +27,12 @@ const pool = {
   LIFECYCLE_INTERVAL_MS: '250',
   WEBHOOK_SECRETS_KEY: randomBytes(32).toString('base64'),
   // A show's gap outlasts the move to the other host and the source's return there (3–4 s), and after A's part the
-  // 9 s in which B wakes and writes, with room for a loaded machine: the show is still open when B's serve wakes.
-  RECORDING_GAP_SECONDS: '20',
+  // 9 s in which B wakes and writes, with room for a loaded machine (20 s left B's capture a second file under load):
+  // the show is still open when B's serve wakes.
+  RECORDING_GAP_SECONDS: '30',
 };
 /** The wait for a show's end after its last source: a service that ignored the gap (production's minute) fails it. */
-const SHOW_END_MS = 45_000;
+const SHOW_END_MS = 55_000;
 const BACK_SECONDS = 8;
 
 let a: Service;
