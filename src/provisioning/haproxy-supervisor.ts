@@ -11,7 +11,7 @@ import { buildAdmissionLua } from './haproxy-admission.js';
 import { buildHeadLua } from './haproxy-head.js';
 import { PROXY_QUEUE_SECONDS, type ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
-import { accepts, freePort, isFree } from './local-ports.js';
+import { freePort, isFree, listensOn } from './local-ports.js';
 import { systemUserIds } from './system-user.js';
 
 export interface HaproxySupervisorOptions {
@@ -46,7 +46,8 @@ export interface HaproxySupervisorOptions {
 }
 
 export interface HaproxyStartedEvent {
-  pid: number;
+  /** HAProxy's processes (one unless the open-files limit needs more, see processesFor). */
+  pids: number[];
   port: number;
   startMs: number;
 }
@@ -58,6 +59,8 @@ export type HaproxySupervisorEvents = {
 };
 
 const HEALTHY_RUN_MS = 30_000;
+/** More processes than this would share two cores for little: past it a host holds fewer connections. */
+const MAX_PROCESSES = 4;
 // Raise the open-files limit to the hard limit, then exec so that HAProxy keeps this process id.
 const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"';
 
@@ -65,6 +68,12 @@ const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"
  * Runs HAProxy in front of Icecast (see haproxy-config.ts) the way IcecastSupervisor runs Icecast: its config
  * generated in DATA_DIR, started in the foreground in a process group of its own, ended by the kernel if serve dies
  * (setpriv --pdeathsig), restarted with a backoff on the same port if it dies, stopped with serve.
+ *
+ * HAProxy holds two descriptors per connection. When the open-files limit cannot hold every connection Icecast may
+ * carry, several HAProxy processes run from one config and listen on the same port (HAProxy binds with
+ * SO_REUSEPORT; the kernel spreads new connections among them), each with its share of the connections to Icecast.
+ * They are one proxy: when one dies, the others are stopped too and all are started again, so that every listener's
+ * place is freed at once (their connections are gone) and none is freed that is still held.
  */
 export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private readonly ticketKey = randomBytes(32).toString('base64');
@@ -72,8 +81,8 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private readonly ticketKeyObject = createSecretKey(Buffer.from(this.ticketKey, 'base64'));
   private readonly closeEvents: HaproxyCloseEvents;
   private currentPort = 0;
-  private child?: ChildProcess;
-  private childExited?: Promise<void>;
+  private children: ChildProcess[] = [];
+  private childrenExited: Promise<void>[] = [];
   private output = '';
   private stopped = true;
   private launching = false;
@@ -90,8 +99,8 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     return this.currentPort;
   }
 
-  get pid(): number | undefined {
-    return this.child?.pid;
+  get pids(): number[] {
+    return this.children.flatMap((child) => (child.pid ? [child.pid] : []));
   }
 
   get configPath(): string {
@@ -128,28 +137,37 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     this.stopped = true;
     clearTimeout(this.restartTimer);
     this.closeEvents.stop();
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    // SIGTERM is HAProxy's hard stop: every connection closes at once, as Icecast's stop would close them.
-    child.kill('SIGTERM');
-    const escalate = setTimeout(() => child.kill('SIGKILL'), 2000);
-    await this.childExited;
+    await this.stopChildren();
+  }
+
+  /** SIGTERM is HAProxy's hard stop: every connection closes at once, as Icecast's stop would close them. */
+  private async stopChildren(): Promise<void> {
+    const children = this.children;
+    const exited = this.childrenExited;
+    this.children = [];
+    this.childrenExited = [];
+    const running = children.filter((child) => child.exitCode === null && child.signalCode === null);
+    for (const child of running) child.kill('SIGTERM');
+    const escalate = setTimeout(() => {
+      for (const child of running) child.kill('SIGKILL');
+    }, 2000);
+    await Promise.all(exited);
     clearTimeout(escalate);
   }
 
-  private async writeConfig(): Promise<void> {
+  /** Writes the config every process runs from; returns how many processes share the port. */
+  private async writeConfig(): Promise<number> {
     const upstream = this.options.upstream();
     if (!upstream) throw new Error('icecast is not running');
     const hardLimit = Number(spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
-    // Two descriptors per connection (client and Icecast side), and some for HAProxy itself.
-    const maxConnections = Math.max(64, Math.min(this.options.icecastClients + 100, Math.floor((hardLimit - 200) / 2)));
+    const { processes, maxConnections, serverMaxConnections } = processesFor(this.options.icecastClients, hardLimit);
     const admissionLuaPath = join(this.options.dataDir, 'admission.lua');
     const config = buildHaproxyConfig({
       bind: { host: this.options.host, port: this.currentPort },
       upstream,
       ticketKey: this.ticketKey,
       maxConnections,
-      serverMaxConnections: Math.min(this.options.icecastClients, maxConnections),
+      serverMaxConnections,
       closeEvents: { port: this.closeEvents.port, secret: this.closeEvents.secret },
       headLuaPath: join(this.options.dataDir, 'head.lua'),
       admissionLuaPath,
@@ -172,49 +190,54 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     if (owner)
       for (const path of [this.options.dataDir, luaPath, admissionLuaPath, this.configPath])
         await chown(path, owner.uid, owner.gid);
+    return processes;
   }
 
   private async launch(): Promise<HaproxyStartedEvent> {
     const began = performance.now();
-    await this.writeConfig();
+    const processes = await this.writeConfig();
+    this.output = '';
+    this.launching = true;
+    try {
+      for (let i = 0; i < processes; i++) this.spawnOne();
+      await Promise.all(this.children.map((child) => this.waitUntilListening(child)));
+    } catch (error) {
+      await this.stopChildren();
+      throw new Error(`${(error as Error).message}\nhaproxy output: ${this.output.trim() || '(none)'}`);
+    } finally {
+      this.launching = false;
+    }
+    this.launchedAt = Date.now();
+    return { pids: this.pids, port: this.currentPort, startMs: Math.round(performance.now() - began) };
+  }
+
+  private spawnOne(): void {
     const binary = this.options.binary ?? 'haproxy';
     // setpriv switches to the haproxy user itself, before --pdeathsig: a credential change (HAProxy's own `user`
     // directive) would clear it, and a HAProxy left behind by a killed serve would hold the public port.
     const owner = systemUserIds('haproxy');
     const switchUser = owner ? [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--init-groups'] : [];
     const args = ['-c', RAISE_LIMIT_AND_EXEC, 'haproxy', 'setpriv', ...switchUser, '--pdeathsig', 'SIGKILL', '--'];
-    args.push(binary);
-    const child = spawn('sh', [...args, '-db', '-f', this.configPath], {
+    const child = spawn('sh', [...args, binary, '-db', '-f', this.configPath], {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
-    this.child = child;
-    this.output = '';
-    this.launching = true;
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-4000);
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
-    this.childExited = new Promise((resolve) => {
-      child.once('exit', () => resolve());
-      child.once('error', (error) => {
-        keep(Buffer.from(String(error)));
-        resolve();
-      });
-    });
+    this.children.push(child);
+    this.childrenExited.push(
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.once('error', (error) => {
+          keep(Buffer.from(String(error)));
+          resolve();
+        });
+      }),
+    );
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
-    try {
-      await this.waitUntilListening(child);
-    } catch (error) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await this.childExited;
-      throw new Error(`${(error as Error).message}\nhaproxy output: ${this.output.trim() || '(none)'}`);
-    } finally {
-      this.launching = false;
-    }
-    this.launchedAt = Date.now();
-    return { pid: child.pid!, port: this.currentPort, startMs: Math.round(performance.now() - began) };
   }
 
   private async waitUntilListening(child: ChildProcess): Promise<void> {
@@ -222,20 +245,21 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null)
         throw new Error(`haproxy exited while starting (code ${child.exitCode}, signal ${child.signalCode})`);
-      if (await accepts(this.options.host, this.currentPort)) return;
+      if (child.pid && (await listensOn(child.pid, this.currentPort))) return;
       if (Date.now() > deadline) throw new Error(`haproxy did not listen on port ${this.currentPort} in time`);
       await sleep(25);
     }
   }
 
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    if (child !== this.child) return;
-    this.child = undefined;
+    if (!this.children.includes(child)) return;
     this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped });
     if (this.stopped || this.launching) return;
-    this.closeEvents.allClosed();
-    if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
-    this.scheduleRestart();
+    void this.stopChildren().then(() => {
+      this.closeEvents.allClosed();
+      if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
+      this.scheduleRestart();
+    });
   }
 
   private scheduleRestart(): void {
@@ -255,4 +279,20 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
       }
     }, delay);
   }
+}
+
+/**
+ * How many HAProxy processes a host runs, and the connections each holds: all Icecast's clients and some room (for
+ * refusals on their way out), two descriptors each and some for HAProxy itself, within the open-files hard limit.
+ */
+export function processesFor(
+  icecastClients: number,
+  hardLimit: number,
+): { processes: number; maxConnections: number; serverMaxConnections: number } {
+  const perProcess = Math.max(64, Math.floor((hardLimit - 200) / 2));
+  const wanted = icecastClients + 100;
+  const processes = Math.min(MAX_PROCESSES, Math.ceil(wanted / perProcess));
+  const maxConnections = Math.max(64, Math.min(Math.ceil(wanted / processes), perProcess));
+  const serverMaxConnections = Math.max(1, Math.min(Math.floor(icecastClients / processes), maxConnections));
+  return { processes, maxConnections, serverMaxConnections };
 }

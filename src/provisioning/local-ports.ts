@@ -1,3 +1,4 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import net, { type AddressInfo } from 'node:net';
 
 /** Whether the port can be bound there now (the probe is closed at once). */
@@ -33,4 +34,35 @@ export function accepts(host: string, port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
+}
+
+const LISTEN = '0A';
+
+/** Inodes of the sockets listening on this TCP port, as the kernel lists them (/proc/net/tcp and tcp6). */
+async function listeningInodes(port: number): Promise<Set<string>> {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await readFile(table, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[3] === LISTEN && fields[1]?.endsWith(`:${hexPort}`)) inodes.add(fields[9]);
+    }
+  }
+  return inodes;
+}
+
+/**
+ * Whether this process itself listens on the port. Several processes may listen on one port (SO_REUSEPORT), so a
+ * connection that succeeds says nothing about a given one of them.
+ */
+export async function listensOn(pid: number, port: number): Promise<boolean> {
+  const inodes = await listeningInodes(port);
+  if (inodes.size === 0) return false;
+  const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
+  for (const fd of fds) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    if (inodes.has(target.slice('socket:['.length, -1)) && target.startsWith('socket:[')) return true;
+  }
+  return false;
 }

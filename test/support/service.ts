@@ -121,6 +121,8 @@ export interface StartOptions {
    * a few requests: it runs with node's default flags, as in production, optimizing compiler included.
    */
   hot?: boolean;
+  /** serve's open-files limit, soft and hard (prlimit): what a host with a low limit does. */
+  openFiles?: number;
 }
 
 /**
@@ -135,7 +137,11 @@ export async function startService(env: Record<string, string> = {}, options: St
   const fullEnv = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...env };
   const entry = options.hot ? await prebuiltEntry() : await serveEntry();
   const args = [...entry, 'serve', ...(options.args ?? [])];
-  const child = spawn(process.execPath, args, {
+  // prlimit execs node itself: the child's pid is serve's.
+  const [command, commandArgs] = options.openFiles
+    ? ['prlimit', [`--nofile=${options.openFiles}:${options.openFiles}`, '--', process.execPath, ...args]]
+    : [process.execPath, args];
+  const child = spawn(command, commandArgs, {
     cwd: root,
     env: { ...process.env, ...fullEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
