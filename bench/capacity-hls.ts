@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from '../test/support/purchase.js';
-import { copyCatalog, startService, type Service } from '../test/support/service.js';
+import { copyCatalog, startService, type Service, withoutCapacityReserve } from '../test/support/service.js';
 import { startFfmpegSource, waitFor } from '../test/support/streaming.js';
 import { TestWallet } from '../test/support/wallet.js';
 import type { PlayersReport } from './hls-players.js';
@@ -17,7 +17,8 @@ import { coresOver } from './listener-hold.js';
 import { stopProcess } from './streaming.js';
 
 const PLAYERS_PER_CHILD = 1000;
-const RAMP_SECONDS = 8;
+/** Players start over this long: 100 sessions a second, each admitted by serve (their first playlist). */
+const rampSeconds = (players: number) => Math.max(8, Math.ceil(players / 100));
 
 export interface HlsResult {
   players: number;
@@ -35,6 +36,7 @@ async function oneBigStreamCatalog(): Promise<{ env: Record<string, string>; rem
   const settings = join(catalog.catalogDir, 'catalog.yaml');
   const roomy = '$1: { live_services: 100000, listener_places: 10000000 }';
   await writeFile(settings, (await readFile(settings, 'utf8')).replace(/(per_key|per_payer): \{[^}]*\}/g, roomy));
+  await withoutCapacityReserve(catalog.catalogDir);
   return { env: { CATALOG_DIR: catalog.catalogDir, RULES_DIR: catalog.rulesDir }, remove: catalog.remove };
 }
 
@@ -52,10 +54,10 @@ async function buyOne(service: Service, players: number, kbps: number): Promise<
   return { hls: bought.body.service.endpoints.hls_url, broadcast: bought.body.service.broadcast_url };
 }
 
-function startPlayers(root: string, hls: string, count: number, until: number): Promise<PlayersReport> {
+function startPlayers(root: string, hls: string, count: number, ramp: number, until: number): Promise<PlayersReport> {
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--import', 'tsx', join(root, 'bench/hls-players.ts'), hls, String(count), String(RAMP_SECONDS), String(until)],
+    ['--import', 'tsx', join(root, 'bench/hls-players.ts'), hls, String(count), String(ramp), String(until)],
     { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let out = '';
@@ -80,18 +82,25 @@ export async function measureHls(root: string, players: number, seconds: number,
   let service: Service | undefined;
   let source: ChildProcess | undefined;
   try {
-    service = await startService({ ...catalog.env, RATE_LIMIT_PER_IP: '0', RATE_LIMIT_PER_KEY: '0' });
+    service = await startService({
+      ...catalog.env,
+      RATE_LIMIT_PER_IP: '0',
+      RATE_LIMIT_PER_KEY: '0',
+      // The host's listener places bound what the deployment sells (5,000 by default).
+      ICECAST_MAX_LISTENERS: String(players + 500),
+    });
     const stream = await buyOne(service, players, kbps);
     source = startFfmpegSource(stream.broadcast, kbps);
     const master = await (await fetch(stream.hls)).text();
     const media = new URL(master.split('\n').find((l) => l.includes('live.m3u8?session='))!, stream.hls);
     await waitFor('the rendition', async () => (await fetch(media)).status === 200, 60_000);
-    const until = Date.now() + (RAMP_SECONDS + 12 + seconds + 4) * 1000;
+    const ramp = rampSeconds(players);
+    const until = Date.now() + (ramp + 12 + seconds + 4) * 1000;
     const children = Math.ceil(players / PLAYERS_PER_CHILD);
     const reports = Array.from({ length: children }, (_, i) =>
-      startPlayers(root, stream.hls, Math.floor(players / children) + (i < players % children ? 1 : 0), until),
+      startPlayers(root, stream.hls, Math.floor(players / children) + (i < players % children ? 1 : 0), ramp, until),
     );
-    await sleep((RAMP_SECONDS + 12) * 1000);
+    await sleep((ramp + 12) * 1000);
     const { cores, seconds: window } = await coresOver(hostCpu(service.process.pid!), seconds);
     return { players, report: sum(await Promise.all(reports)), seconds: window, cores };
   } finally {

@@ -71,7 +71,9 @@ async function carry(shape: Shape, streams: Streams, plane: Plane): Promise<Omit
   const sources = await startMp3Sources(shape.root, streams.broadcast, shape.kbps);
   try {
     if (sources.refused) throw new Error(`${sources.refused} sources were refused`);
-    await Promise.all(streams.listen.map((u) => waitLive(u, shape.signal)));
+    // A few at a time: 200 probes at once overflow the anchor's listen backlog of 5 again and again.
+    for (let i = 0; i < streams.listen.length; i += 10)
+      await Promise.all(streams.listen.slice(i, i + 10).map((u) => waitLive(u, shape.signal)));
     await plane.settle();
     const idle = (await coresOver(plane.cpu, IDLE_SECONDS)).cores;
     const urls = streams.listen.flatMap((u) => Array(shape.places).fill(u));

@@ -32,8 +32,9 @@ const KBPS = 32;
 const root = fileURLToPath(new URL('../', import.meta.url));
 const listeners = streams * places;
 
-// Two descriptors per listener in a proxy, one in Icecast and in the listeners' children, and room for the rest.
-await ensureOpenFiles(2 * listeners + 5000);
+// One descriptor per listener in Icecast and in the listeners' children, two in the front door's serve (HAProxy
+// spreads its own over as many processes as the limit needs), and room for the rest.
+await ensureOpenFiles((planes.includes('front-door') ? 2 : 1) * listeners + 5000);
 const loadAverage = () =>
   loadavg()
     .map((l) => l.toFixed(2))
@@ -48,7 +49,11 @@ async function oneRun(index: number): Promise<CapacityRun> {
     console.error(`[listener-capacity] run ${index + 1}: the anchor, ${listeners} listeners on Icecast alone`);
     const anchor = await measureAnchor(shape);
     const hosts = [];
-    for (const plane of planes) hosts.push(await measureHost(shape, plane));
+    console.error(`[listener-capacity] anchor: ${JSON.stringify(anchor)}`);
+    for (const plane of planes) {
+      hosts.push(await measureHost(shape, plane));
+      console.error(`[listener-capacity] ${plane}: ${JSON.stringify(hosts.at(-1))}`);
+    }
     await fleet.stop();
     const hls = hlsPlayers > 0 ? await measureHls(root, hlsPlayers, holdSeconds, KBPS) : undefined;
     const run = { anchor, hosts, hls };

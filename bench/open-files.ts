@@ -1,6 +1,7 @@
 /**
  * The open-files limit a benchmark and everything it starts need (serve's front door holds two descriptors per
- * listener, HAProxy sizes its maxconn to the hard limit, each listener-clients child holds its own sockets). Node
+ * listener, Icecast one, each listener-clients child its own sockets; HAProxy runs as many processes as the hard
+ * limit needs). Node
  * raises its soft limit to the hard one by itself but cannot raise the hard one: when that is too low, the benchmark
  * runs again under `prlimit` if this machine lets it (root with CAP_SYS_RESOURCE), or says what to raise.
  */
