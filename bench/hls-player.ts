@@ -3,6 +3,7 @@
  * (half the target duration); from the first the last three segments (as hls.js starts), then each new segment once.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type RawAnswer, RawHttp } from './raw-http.js';
 
 /** A segment line of a media playlist (an address at nginx, or beside the playlist without it): its number. */
 export const SEGMENT = /(?:^|\/)seg(\d+)-[^/]*\.ts$/;
@@ -27,6 +28,8 @@ export class Player {
   playlists = 0;
   lastSegment?: string;
   private media?: URL;
+  /** One kept connection per server (nginx, a CDN edge), as a player keeps its own. */
+  private readonly connections = new Map<string, RawHttp>();
   /** `segmentVia` maps a segment's address (nginx's) to where this player fetches it (a CDN edge in front). */
   constructor(
     private readonly master: string,
@@ -35,8 +38,15 @@ export class Player {
 
   /** Plays until `until` (ms since the epoch, or read again at each reload). */
   async run(until: number | (() => number)): Promise<void> {
-    const end = typeof until === 'number' ? () => until : until;
-    const text = await (await fetch(this.master)).text();
+    try {
+      await this.play(typeof until === 'number' ? () => until : until);
+    } finally {
+      for (const connection of this.connections.values()) connection.close();
+    }
+  }
+
+  private async play(end: () => number): Promise<void> {
+    const text = (await this.get(new URL(this.master))).body.toString();
     this.media = new URL(text.split('\n').find((l) => l.includes('live.m3u8?session='))!, this.master);
     // As players do, a retryable refusal (a burst of admissions on a loaded machine) is tried again.
     for (let tries = 0; !(await this.poll().catch(() => false)) && tries < 20; tries++) {
@@ -53,8 +63,8 @@ export class Player {
   }
 
   private async poll(): Promise<boolean> {
-    const answer = await fetch(this.media!);
-    const playlist = await answer.text();
+    const answer = await this.get(this.media!);
+    const playlist = answer.body.toString();
     if (answer.status !== 200) {
       this.refused++;
       noteRefusal(answer.status, playlist);
@@ -66,13 +76,21 @@ export class Player {
     for (const uri of this.fetched.size ? segments : segments.slice(-3)) {
       const number = Number(SEGMENT.exec(uri)![1]);
       if (this.fetched.has(number)) continue;
-      const answer = await fetch(this.segmentVia(new URL(uri, this.media!)));
-      const body = Buffer.from(await answer.arrayBuffer());
+      const answer = await this.get(this.segmentVia(new URL(uri, this.media!)));
       if (answer.status !== 200) throw new Error(`segment ${uri} answered ${answer.status}`);
-      this.bytes += body.length;
+      this.bytes += answer.body.length;
       this.fetched.add(number);
       this.lastSegment = new URL(uri, this.media!).href;
     }
     return true;
+  }
+
+  private get(url: URL): Promise<RawAnswer> {
+    let connection = this.connections.get(url.host);
+    if (!connection) {
+      connection = new RawHttp(url.hostname, Number(url.port || 80));
+      this.connections.set(url.host, connection);
+    }
+    return connection.get(url.pathname + url.search);
   }
 }

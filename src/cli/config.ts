@@ -164,6 +164,8 @@ export interface StreamingSettings {
   sourceBudget: SourceBudgetOptions;
   /** How often the host's listener places in memory are read again in full (besides PostgreSQL's notifications). */
   admissionFullPassMs: number;
+  /** How long HAProxy waits for serve's decision on a listener before it refuses the listener. */
+  listenerAdmissionTimeoutMs: number;
   /**
    * A recorded show goes on after a source drop shorter than `gapSeconds`; the recordings of services over for good
    * are looked for every `cleanupIntervalSeconds`.
@@ -415,6 +417,13 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     queryTimeoutMs: r.whole('HOST_QUERY_TIMEOUT_MS', 10_000, 100),
     reconcileIntervalMs: r.whole('HOST_RECONCILE_INTERVAL_MS', 5000, 100),
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
+    listenerAdmissionTimeoutMs: r.whole(
+      'LISTENER_ADMISSION_TIMEOUT_MS',
+      55_000,
+      100,
+      55_000,
+      "below HAProxy's 60 s wait for a listener's request",
+    ),
     recording: {
       gapSeconds: r.whole('RECORDING_GAP_SECONDS', 60, 1),
       cleanupIntervalSeconds: r.whole('RECORDING_CLEANUP_INTERVAL_SECONDS', 60, 1),

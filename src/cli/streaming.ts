@@ -244,7 +244,7 @@ async function startHaproxy(
     ...(settings.listen ? { port: settings.listen.port } : { preferredPort }),
     upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
     icecastClients: settings.maxSources + settings.maxListeners + 50,
-    admission: ends.admission,
+    admission: { ...ends.admission, timeoutMs: settings.listenerAdmissionTimeoutMs },
     icecastSourcePassword: ends.icecastSourcePassword,
     sourceAddress: HAPROXY_SOURCE_ADDRESS,
     onSourceEnd: ends.sourceEnded,

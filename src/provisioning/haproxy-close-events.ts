@@ -4,9 +4,11 @@ import { PROXY_USER, type ListenerEndListener } from './listener-end.js';
 import { HaproxySources } from './haproxy-sources.js';
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 
-// A close may be reported before the admission that registers it is answered; it is kept this long for it.
-const EARLY_CLOSE_MS = 60_000;
-const MAX_EARLY_CLOSES = 20_000;
+// A closed connection's ticket is kept this long for an admission of it answered after the close: a listener HAProxy
+// stopped waiting for while serve was busy (LISTENER_ADMISSION_TIMEOUT_MS, at most 55 s), and the same admission sent
+// again by HAProxy's httpclient, which retries a request that timed out (up to 3 times; not configurable in 2.6).
+const CLOSED_KEPT_MS = 240_000;
+const MAX_CLOSED = 50_000;
 
 /**
  * When a listener's connection through HAProxy closes, HAProxy's end-of-session log line (`<secret> <ticket>`,
@@ -21,7 +23,8 @@ export class HaproxyCloseEvents {
   readonly secret = randomBytes(18).toString('base64url');
   private socket?: dgram.Socket;
   private readonly waiting = new Map<string, () => void>();
-  private readonly early = new Map<string, number>();
+  /** Tickets whose connection closed, and when. */
+  private readonly closed = new Map<string, number>();
   private readonly sources: HaproxySources;
 
   /**
@@ -55,13 +58,13 @@ export class HaproxyCloseEvents {
     this.socket?.close();
     this.socket = undefined;
     this.waiting.clear();
-    this.early.clear();
+    this.closed.clear();
     this.sources.clear();
   }
 
   /** Runs `left` when the connection with this ticket closes (at once if it already has). */
   whenClosed(ticket: string, left: () => void): void {
-    if (this.early.delete(ticket)) return left();
+    if (this.closed.has(ticket)) return left();
     this.waiting.set(ticket, left);
   }
 
@@ -82,23 +85,24 @@ export class HaproxyCloseEvents {
     if (ticket === '+') return this.sources.started(fields[2] ?? '', fields[3] ?? '');
     if (ticket === '-') return this.sources.ended(fields.slice(3));
     if (!ticket) return;
+    this.rememberClosed(ticket);
+    const left = this.waiting.get(ticket);
+    // A listener not admitted, or not yet (it got no audio): only remembered, for an admission answered late.
+    if (!left) return;
+    this.waiting.delete(ticket);
     const bytes = Number(sent);
     if (this.onListenerEnd && sent && Number.isSafeInteger(bytes) && bytes >= 0)
       this.onListenerEnd({ user: `${PROXY_USER}${ticket}`, bytes });
-    const left = this.waiting.get(ticket);
-    if (left) {
-      this.waiting.delete(ticket);
-      return left();
-    }
-    this.rememberEarly(ticket);
+    left();
   }
 
-  private rememberEarly(ticket: string): void {
+  private rememberClosed(ticket: string): void {
     const now = Date.now();
-    if (this.early.size >= MAX_EARLY_CLOSES) {
-      for (const [t, at] of this.early)
-        if (now - at > EARLY_CLOSE_MS || this.early.size >= MAX_EARLY_CLOSES) this.early.delete(t);
+    // Oldest first (a Map keeps the order of insertion): stop at the first one still kept.
+    for (const [t, at] of this.closed) {
+      if (now - at <= CLOSED_KEPT_MS && this.closed.size < MAX_CLOSED) break;
+      this.closed.delete(t);
     }
-    this.early.set(ticket, now);
+    this.closed.set(ticket, now);
   }
 }

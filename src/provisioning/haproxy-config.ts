@@ -137,11 +137,12 @@ function listenerRules(ticketKey: string): string {
   tcp-request content set-var-fmt(txn.src) "%[src]"
   tcp-request content set-var-fmt(txn.ticket_user) "${PROXY_USER}%[var(txn.ticket)]"
   tcp-request content set-var-fmt(txn.ticket_pass) "%[src] %[var(txn.sig)]"
+  # Every listener asked about names its ticket in its close line: a place serve took for an answer HAProxy no
+  # longer waited for (LISTENER_ADMISSION_TIMEOUT_MS) is freed when that listener's refused connection closes.
+  tcp-request content set-var(sess.ticket) var(txn.ticket)
   # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here.
   tcp-request content lua.${ADMIT}
   tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
-  # Only an admitted listener's close frees a place (its line names the ticket).
-  tcp-request content set-var(sess.ticket) var(txn.ticket)
   tcp-request content lua.${SET_TICKET}
   # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
   tcp-request content reject unless { var(txn.ticket_set) -m found }`;

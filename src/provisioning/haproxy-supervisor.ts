@@ -27,7 +27,7 @@ export interface HaproxySupervisorOptions {
   /** Icecast's `<clients>` limit: at most this many connections to it at once. */
   icecastClients: number;
   /** Where HAProxy asks serve to admit a listener or a source (its callback server) and with which credentials. */
-  admission: { callbackBaseUrl: string; callbackAuth: { user: string; password: string }; timeoutMs?: number };
+  admission: { callbackBaseUrl: string; callbackAuth: { user: string; password: string }; timeoutMs: number };
   /** Icecast's source password (IcecastSupervisorOptions.proxySourcePassword): an admitted source's credentials. */
   icecastSourcePassword: string;
   /** The loopback address HAProxy connects to Icecast from (the one Icecast accepts besides serve's). */
@@ -180,7 +180,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     await writeFile(luaPath, buildHeadLua(), { mode: 0o600 });
     const lua = buildAdmissionLua({
       ...admission,
-      timeoutMs: admission.timeoutMs ?? 15_000,
+      timeoutMs: admission.timeoutMs,
       sourceAuth: { user: 'source', password: this.options.icecastSourcePassword },
       logSecret: this.closeEvents.secret,
     });

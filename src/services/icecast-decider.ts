@@ -188,12 +188,14 @@ export class IcecastDecider implements MountDecider {
       ? await this.places.admit({ mount }, clientId, ip, session, request.waitForPlaceMs)
       : await admitListener(this.db, { mount }, clientId, ip, session);
     if (!admitted.accept) return refuse(admitted.message);
-    // Its place is freed when the front door sees it go, before Icecast's listener_remove: after a blip the
-    // listeners coming back may be asked about before Icecast reports that they left.
-    if (claim && this.places)
-      claim.whenGone(() =>
-        this.listenerLeft({ mount, clientId }).catch((err) => this.log.warn({ err, mount }, 'could not free a place')),
-      );
+    // Its place is freed when the proxy sees it go, before Icecast's listener_remove: after a blip the listeners
+    // coming back may be asked about before Icecast reports that they left. Registered for every admitted listener:
+    // HAProxy reports a listener's bytes only for a connection serve waits for.
+    if (claim)
+      claim.whenGone(() => {
+        if (!this.places) return;
+        this.listenerLeft({ mount, clientId }).catch((err) => this.log.warn({ err, mount }, 'could not free a place'));
+      });
     return { accept: true, ...listenerTimeLimit(admitted.service, this.catalog) };
   }
 
