@@ -3,6 +3,8 @@
  * the anchor (Icecast alone, bench/bare-icecast.ts) and a host started as `serve` does it (ICECAST_PROXY=haproxy or
  * front-door: proxy, Icecast, serve's callbacks, PostgreSQL).
  */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
 import { startBareIcecast } from './bare-icecast.js';
@@ -150,6 +152,11 @@ export async function measureHost(shape: Shape, plane: 'haproxy' | 'front-door')
     const carried = await carry(shape, streams, { cpu: hostCpu(service.process.pid!), settle, capped: true });
     return { plane, ...carried, hostCores: carried.held.cores.host };
   } finally {
+    if (service && process.env.LISTENER_CAPACITY_LOG_DIR)
+      await writeFile(
+        join(process.env.LISTENER_CAPACITY_LOG_DIR, `serve-${plane}-${Date.now()}.log`),
+        service.output(),
+      );
     await service?.stop();
   }
 }
