@@ -419,7 +419,7 @@ function readStreaming(r: SettingsReader): StreamingSettings {
     admissionFullPassMs: r.whole('ADMISSION_FULL_PASS_SECONDS', 30, 1) * 1000,
     listenerAdmissionTimeoutMs: r.whole(
       'LISTENER_ADMISSION_TIMEOUT_MS',
-      55_000,
+      15_000,
       100,
       55_000,
       "below HAProxy's 60 s wait for a listener's request",

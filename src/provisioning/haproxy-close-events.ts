@@ -5,7 +5,7 @@ import { HaproxySources } from './haproxy-sources.js';
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 
 // A closed connection's ticket is kept this long for an admission of it answered after the close: a listener HAProxy
-// stopped waiting for while serve was busy (LISTENER_ADMISSION_TIMEOUT_MS, at most 55 s), and the same admission sent
+// stopped waiting for while serve was busy (LISTENER_ADMISSION_TIMEOUT_MS, up to four times), and the same admission sent
 // again by HAProxy's httpclient, which retries a request that timed out (up to 3 times; not configurable in 2.6).
 const CLOSED_KEPT_MS = 240_000;
 const MAX_CLOSED = 50_000;
