@@ -115,18 +115,18 @@ test(`a paid purchase takes at most ${MOST_PER_PURCHASE} round trips to PostgreS
   const idleFrom = forwarder.counter.roundTrips;
   await sleep(IDLE_WATCH_MS);
   const backgroundPerMs = (forwarder.counter.roundTrips - idleFrom) / IDLE_WATCH_MS;
-  const before = forwarder.counter.roundTrips;
-  const began = performance.now();
+  // Each purchase counted alone: a background beat that lands in one of them moves the median by nothing.
+  const counts: number[] = [];
   for (let i = 0; i < PURCHASES; i++) {
+    const before = forwarder.counter.roundTrips;
+    const began = performance.now();
     const bought = await buy(buyer, wallet, body);
     assert.equal(bought.status, 200, JSON.stringify(bought.body));
+    counts.push(forwarder.counter.roundTrips - before - backgroundPerMs * (performance.now() - began));
   }
-  const buying = performance.now() - began;
-  const withBackground = forwarder.counter.roundTrips - before;
-  const perPurchase = (withBackground - backgroundPerMs * buying) / PURCHASES;
-  console.log(
-    `round trips per paid purchase: ${perPurchase.toFixed(2)} ` +
-      `(${(withBackground / PURCHASES).toFixed(2)} with the background of ${(buying / 1000).toFixed(1)} s)`,
-  );
-  assert.ok(perPurchase <= MOST_PER_PURCHASE, `${perPurchase} round trips per purchase`);
+  const sorted = [...counts].sort((a, b) => a - b);
+  const perPurchase = (sorted[(PURCHASES - 1) >> 1] + sorted[PURCHASES >> 1]) / 2;
+  const shown = counts.map((c) => c.toFixed(1)).join(', ');
+  console.log(`round trips per paid purchase: median ${perPurchase.toFixed(2)} (each: ${shown})`);
+  assert.ok(perPurchase <= MOST_PER_PURCHASE, `${perPurchase} round trips per purchase (each: ${shown})`);
 });
