@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { roomyCatalog, startService, type Service } from '../test/support/service.js';
 import { startBareIcecast } from './bare-icecast.js';
 import { buyStreams } from './bought-streams.js';
-import type { ListenerFleet } from './listener-fleet.js';
+import type { ListenerFleet, Opened } from './listener-fleet.js';
 import { type Burst, type CpuSampler, coresOver, type Held, holdListeners, summarizeBurst } from './listener-hold.js';
 import { startMp3Sources } from './mp3-sources.js';
 import { namedTreesCpu, treeCpu } from './process-cpu.js';
@@ -30,8 +30,12 @@ export interface PlaneResult {
   /** % of one core per process group with the sources on and no listener. */
   idle: Record<string, number>;
   burst: Burst;
-  /** One more listener per full stream: how many were admitted (must be none); absent for the anchor (no cap). */
-  extra?: { admitted: number; tried: number };
+  /**
+   * One more listener per stream, counted on the streams whose places were all admitted (full: must be refused) and
+   * apart on the streams with a place left by a listener refused or unanswered (room: may be admitted); absent for the
+   * anchor (no cap).
+   */
+  extra?: { admitted: number; tried: number; roomAdmitted: number; roomTried: number };
   held: Held;
   /** % of one core of every process of the data plane while the listeners are held. */
   hostCores: number;
@@ -84,8 +88,7 @@ async function carry(shape: Shape, streams: Streams, plane: Plane): Promise<Omit
     await plane.settle();
     let extra: PlaneResult['extra'];
     if (plane.capped) {
-      const more = await shape.fleet.open(streams.listen);
-      extra = { admitted: more.answers.filter((a) => a.status === 200).length, tried: more.answers.length };
+      extra = oneMore(opened, await shape.fleet.open(streams.listen), shape.places);
       await plane.settle();
     }
     const held = await holdListeners(shape.fleet, opened, shape.holdSeconds, shape.kbps * 125, plane.cpu);
@@ -98,6 +101,24 @@ async function carry(shape: Shape, streams: Streams, plane: Plane): Promise<Omit
     await shape.fleet.closeAll();
     await sources.stop();
   }
+}
+
+/** The extra listeners' answers split by whether their stream was full (`opened` holds `places` answers a stream). */
+function oneMore(opened: Opened, more: Opened, places: number): NonNullable<PlaneResult['extra']> {
+  const full = (stream: number) =>
+    opened.answers.slice(stream * places, (stream + 1) * places).every((a) => a.status === 200);
+  const extra = { admitted: 0, tried: 0, roomAdmitted: 0, roomTried: 0 };
+  more.answers.forEach((answer, stream) => {
+    const admitted = answer.status === 200 ? 1 : 0;
+    if (full(stream)) {
+      extra.tried++;
+      extra.admitted += admitted;
+    } else {
+      extra.roomTried++;
+      extra.roomAdmitted += admitted;
+    }
+  });
+  return extra;
 }
 
 export async function measureAnchor(shape: Shape): Promise<PlaneResult> {

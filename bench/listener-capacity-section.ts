@@ -33,11 +33,18 @@ function planeRow(p: PlaneResult, anchor: PlaneResult): string {
   const serve = p.plane === 'anchor' ? '—' : `${pct(p.idle.serve)} → ${pct(c.serve)}`;
   return (
     `| ${NAMES[p.plane]} | ${b.admitted} / ${b.listeners} | ${refused || '0'} | ${b.p50Seconds.toFixed(2)} s | ${b.p90Seconds.toFixed(2)} s | ` +
-    `${b.allAdmittedSeconds.toFixed(2)} s | ${p.extra ? `${p.extra.admitted} / ${p.extra.tried}` : 'no cap'} | ` +
+    `${b.allAdmittedSeconds.toFixed(2)} s | ${oneMoreCell(p.extra)} | ` +
     `${p.held.realTime} / ${b.admitted} (slowest ${(p.held.slowest * 100).toFixed(0)} %) | ` +
     `${serve} | ${pct(c.proxy)} | ${pct(c.icecast)} | ${pct(c.postgres)} | ${pct(p.hostCores)} | ` +
     `${perThousand(p).toFixed(2)} % (${ratio(p, anchor).toFixed(2)}×) |`
   );
+}
+
+/** Full streams' extra listeners admitted of tried, and apart those on streams a refused listener left room on. */
+function oneMoreCell(extra: PlaneResult['extra']): string {
+  if (!extra) return 'no cap';
+  const room = extra.roomTried ? ` (on streams with room: ${extra.roomAdmitted} / ${extra.roomTried})` : '';
+  return `${extra.admitted} / ${extra.tried}${room}`;
 }
 
 function burst2000Line(p: PlaneResult): string {
