@@ -6,13 +6,14 @@ import { assetDomain } from '../chain/networks.js';
 import { tokenAbi } from '../chain/token.js';
 import { formatDiagnostic } from '../catalog/index.js';
 import { loadSecretBox } from '../events/index.js';
+import { installed } from '../provisioning/index.js';
 import { hostPoolReport } from '../hosts/index.js';
 import type { Logger } from '../log/index.js';
 import { facilitatorJwt, readFacilitatorAuthKey, type FacilitatorAuthKey } from '../payments/facilitator-auth.js';
 import { openSnapshot, readSnapshotFiles } from '../pricing/index.js';
 import type { Database } from '../store/index.js';
 import type { Config } from './config.js';
-import { installed, streamingProxy } from './streaming-proxy.js';
+import { streamingProxy } from './streaming-proxy.js';
 
 /**
  * What an operator checks before a single sale (`agent-audio doctor`), and serve at its start in production: each

@@ -1,8 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { installed } from '../provisioning/index.js';
 import type { StreamingSettings } from './config.js';
-
-/** Whether `program` is on this machine's PATH, as the supervisors that start it find it. */
-export const installed = (program: string): boolean => spawnSync('sh', ['-c', `command -v ${program}`]).status === 0;
 
 /** What holds the public streaming port: HAProxy, serve's front door, or Icecast itself ('none'). */
 export function streamingProxy(settings: StreamingSettings): 'haproxy' | 'front-door' | 'none' {

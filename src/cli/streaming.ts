@@ -6,6 +6,7 @@ import {
   HaproxySupervisor,
   IcecastFrontDoor,
   IcecastSupervisor,
+  installed,
   type ForwardedClaim,
   type IcecastAdmin,
 } from '../provisioning/index.js';
@@ -20,7 +21,7 @@ import { allowTraversal } from '../store/index.js';
 import { mkdir } from 'node:fs/promises';
 import type { StreamingSettings } from './config.js';
 import { loadStreamingHost, rememberStreamingHost } from './streaming-host.js';
-import { installed, streamingProxy } from './streaming-proxy.js';
+import { streamingProxy } from './streaming-proxy.js';
 
 export interface Streaming {
   available: boolean;

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createSecretKey, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, writeFile } from 'node:fs/promises';
@@ -12,6 +12,7 @@ import { buildHeadLua } from './haproxy-head.js';
 import { PROXY_QUEUE_SECONDS, type ListenerEndListener } from './listener-end.js';
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 import { freePort, isFree, listensOn } from './local-ports.js';
+import { openFilesHardLimit } from './host-system.js';
 import { systemUserIds } from './system-user.js';
 
 export interface HaproxySupervisorOptions {
@@ -159,7 +160,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private async writeConfig(): Promise<number> {
     const upstream = this.options.upstream();
     if (!upstream) throw new Error('icecast is not running');
-    const hardLimit = Number(spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
+    const hardLimit = openFilesHardLimit();
     const { processes, maxConnections, serverMaxConnections } = processesFor(this.options.icecastClients, hardLimit);
     const admissionLuaPath = join(this.options.dataDir, 'admission.lua');
     const config = buildHaproxyConfig({

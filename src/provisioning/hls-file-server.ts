@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { buildHlsFileServerConfig } from './hls-file-server-config.js';
 import type { HlsPlaylistSettings } from './hls-playlist-config.js';
 import { accepts, freePort } from './local-ports.js';
+import { installed, openFilesHardLimit } from './host-system.js';
 import { systemUserIds } from './system-user.js';
 
 export interface HlsFileServerOptions {
@@ -36,7 +37,7 @@ const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$(ulimit -H -n)" 2>/dev/null; exec "$@"
 
 /** Whether nginx is installed (npm run setup installs it). */
 export function hlsFileServerInstalled(binary = 'nginx'): boolean {
-  return spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0;
+  return installed(binary);
 }
 
 /**
@@ -102,7 +103,7 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
   private async writeConfig(): Promise<void> {
     const { runDir } = this.options;
     await mkdir(runDir, { recursive: true, mode: 0o750 });
-    const hardLimit = Number(spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
+    const hardLimit = openFilesHardLimit();
     const maxConnections = Math.max(64, Math.min(this.options.maxConnections ?? 20_000, (hardLimit - 100) >> 1));
     const config = buildHlsFileServerConfig({
       bind: { host: this.options.host, port: this.currentPort },

@@ -1,13 +1,13 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { chown, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildIcecastConfig } from './icecast-config.js';
 import { IcecastAdmin } from './icecast-admin.js';
 import { freePort, isFree } from './local-ports.js';
+import { systemUserIds } from './system-user.js';
 
 export interface IcecastSupervisorOptions {
   /**
@@ -65,8 +65,6 @@ export type IcecastSupervisorEvents = {
   restarted: [IcecastStartedEvent & { attempt: number }];
   restartFailed: [Error];
 };
-
-const execFileAsync = promisify(execFile);
 
 // Raise the open-files limit ($0), then exec the rest so that Icecast keeps this process id.
 const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$0" 2>/dev/null || ulimit -n "$(ulimit -H -n)"; exec "$@"';
@@ -177,8 +175,9 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private async runAsIds(): Promise<{ uid: number; gid: number } | undefined> {
     if (process.getuid?.() !== 0) return undefined;
     const user = this.options.runAsUser ?? 'icecast2';
-    const id = async (flag: string) => Number((await execFileAsync('id', [flag, user])).stdout.trim());
-    return { uid: await id('-u'), gid: await id('-g') };
+    const ids = systemUserIds(user);
+    if (!ids) throw new Error(`the system user ${user} that Icecast runs as does not exist: run npm run setup`);
+    return ids;
   }
 
   private async writeConfig(): Promise<void> {

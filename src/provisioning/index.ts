@@ -105,4 +105,5 @@ export {
   type HaproxyStartedEvent,
 } from './haproxy-supervisor.js';
 export { HlsFileServer, hlsFileServerInstalled, type HlsFileServerOptions } from './hls-file-server.js';
+export { installed, openFilesHardLimit } from './host-system.js';
 export type { HlsPlaylistSettings } from './hls-playlist-config.js';

@@ -1,10 +1,21 @@
-import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
-/** When we are root: the ids of the system user a server we start runs as (undefined: run as ourselves). */
+/**
+ * When we are root: the ids of the system user a server we start runs as (undefined: run as ourselves). Debian's
+ * packages create their users (icecast2, haproxy, www-data) in /etc/passwd.
+ */
 export function systemUserIds(user: string): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => spawnSync('id', [flag, user], { encoding: 'utf8' });
-  const [uid, gid] = [id('-u'), id('-g')];
-  if (uid.status !== 0 || gid.status !== 0) return undefined;
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  let passwd: string;
+  try {
+    passwd = readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of passwd.split('\n')) {
+    const [name, , uid, gid] = line.split(':');
+    if (name === user && /^\d+$/.test(uid ?? '') && /^\d+$/.test(gid ?? ''))
+      return { uid: Number(uid), gid: Number(gid) };
+  }
+  return undefined;
 }
