@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
-import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { buy } from './support/purchase.js';
+import { basic, closeRawClients, rawClient, sourcePut, statusOf } from './support/raw-source.js';
 import { startService, type Service } from './support/service.js';
 import { startFfmpegSource, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
@@ -20,52 +20,8 @@ requireStreamingTools(['icecast2', 'ffmpeg', 'haproxy']);
 let service: Service;
 let db: pg.Client;
 const children: ChildProcess[] = [];
-const sockets: net.Socket[] = [];
-
-interface Raw {
-  socket: net.Socket;
-  received: () => string;
-  closed: Promise<void>;
-}
-
-/** A raw client from `from` that sends `head` (and, for a source, a few bytes of body) to `port`. */
-function raw(port: number, head: string, from: string): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
-    sockets.push(socket);
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', () => undefined);
-    const closed = new Promise<void>((done) => socket.once('close', () => done()));
-    socket.once('error', reject);
-    socket.once('connect', () => {
-      socket.write(head);
-      resolve({ socket, received: () => Buffer.concat(chunks).toString('latin1'), closed });
-    });
-  });
-}
-
-const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
-
-/** A source's PUT as an encoder sends it. */
-const put = (mount: string, authorization: string) =>
-  `PUT ${mount} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nContent-Type: audio/mpeg\r\n` +
-  'Ice-Public: 0\r\n\r\n';
 
 const get = (path: string) => `GET ${path} HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: source-test\r\n\r\n`;
-
-/** The status of the answer once it came, 0 when the connection closed unanswered. */
-async function statusOf(client: Raw, timeoutMs = 15_000): Promise<number> {
-  return waitFor(
-    'an answer',
-    () => {
-      const m = /^HTTP\/1\.\d (\d{3})/.exec(client.received());
-      if (m) return Number(m[1]);
-      return client.socket.destroyed ? -1 : undefined;
-    },
-    timeoutMs,
-  ).then((s) => Math.max(0, s));
-}
 
 /** Icecast's loopback port and admin credentials, from its config. */
 async function icecast(dataDir: string) {
@@ -95,7 +51,7 @@ describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', () 
     await db.connect();
   });
   after(async () => {
-    for (const s of sockets) s.destroy();
+    closeRawClients();
     for (const c of children) c.kill('SIGKILL');
     await db?.end();
     await service?.stop();
@@ -127,14 +83,14 @@ describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', () 
     const [user, pass] = [decodeURIComponent(broadcast.username), decodeURIComponent(broadcast.password)];
 
     // Wrong credentials through HAProxy: Icecast's own 401, and Icecast never saw it (no mount, no event).
-    const wrong = await raw(publicPort, put(mount, basic(user, `${pass}x`)), '127.0.2.1');
+    const wrong = await rawClient(publicPort, sourcePut(mount, basic(user, `${pass}x`)), '127.0.2.1');
     assert.equal(await statusOf(wrong), 401, wrong.received());
     assert.match(wrong.received(), /^HTTP\/1\.0 401 Authentication Required\r\nServer: Icecast 2\.4\.4\r\n/);
     // Icecast's own source credentials from outside are a refusal too: serve knows no such user.
-    const internal = await raw(publicPort, put(mount, basic('source', ice.sourcePassword)), '127.0.2.1');
+    const internal = await rawClient(publicPort, sourcePut(mount, basic('source', ice.sourcePassword)), '127.0.2.1');
     assert.equal(await statusOf(internal), 401);
     // Straight to Icecast from an address other than HAProxy's and serve's, even with its own credentials: closed.
-    const direct = await raw(ice.port, put(mount, basic('source', ice.sourcePassword)), '127.0.0.2');
+    const direct = await rawClient(ice.port, sourcePut(mount, basic('source', ice.sourcePassword)), '127.0.0.2');
     await direct.closed;
     assert.equal(direct.received(), '', 'Icecast answered a connection it should not accept');
     await sleep(500);
@@ -150,7 +106,7 @@ describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', () 
 
     // A second source with the right credentials: Icecast keeps the mount for the first (its 403), and that refusal
     // is not the first one's end.
-    const second = await raw(publicPort, put(mount, basic(user, pass)), '127.0.3.1');
+    const second = await rawClient(publicPort, sourcePut(mount, basic(user, pass)), '127.0.3.1');
     assert.equal(await statusOf(second), 403, second.received());
     await second.closed;
     await sleep(1000);
@@ -161,16 +117,19 @@ describe('sources decided by serve through HAProxy (ICECAST_PROXY=haproxy)', () 
     // no longer lists (it lists HAProxy's listeners by the ticket before their agent).
     const stream = new URL(svc.stream_url);
     const path = stream.pathname + stream.search;
-    const listeners = [await raw(publicPort, get(path), '127.0.4.1'), await raw(publicPort, get(path), '127.0.5.1')];
+    const listeners = [
+      await rawClient(publicPort, get(path), '127.0.4.1'),
+      await rawClient(publicPort, get(path), '127.0.5.1'),
+    ];
     for (const l of listeners) assert.equal(await statusOf(l), 200);
-    assert.equal(await statusOf(await raw(publicPort, get(path), '127.0.6.1')), 401, 'the third is refused');
+    assert.equal(await statusOf(await rawClient(publicPort, get(path), '127.0.6.1')), 401, 'the third is refused');
     await sleep(11_000);
     const places = async () =>
       (await db.query('SELECT ip FROM listeners WHERE service_id = $1 ORDER BY ip', [svc.service_id])).rows.map(
         (r) => r.ip as string,
       );
     assert.deepEqual(await places(), ['127.0.4.0/24', '127.0.5.0/24']);
-    assert.equal(await statusOf(await raw(publicPort, get(path), '127.0.7.1')), 401, 'still full after 11 s');
+    assert.equal(await statusOf(await rawClient(publicPort, get(path), '127.0.7.1')), 401, 'still full after 11 s');
     // One leaves: its place is freed at once, and the passes that list Icecast's clients again (their count changed)
     // keep the other's place, found by the ticket before its agent.
     listeners[0].socket.destroy();

@@ -7,8 +7,8 @@ import { metadataLua } from './haproxy-metadata.js';
  * callback server, as Icecast's listener_add would, with HAProxy's `core.httpclient()` (yieldable: every waiting
  * listener is asked at once, where Icecast 2.4.4 asks one callback at a time from its one auth thread). serve answers
  * from its places in memory, one request at a time, so the cap stays exact. Admitted: on to Icecast (which no longer
- * asks listener_add). Refused, or no answer: the listener gets the 401 Icecast answers a refused listener, byte for
- * byte but for the date.
+ * asks listener_add). Refused: the listener gets the 401 Icecast answers a refused listener, byte for byte but for the
+ * date. No answer in time: a 503 that says the host is busy (nothing was decided; the listener may come back).
  *
  * Sources the same way: a PUT or SOURCE's Authorization, mount and address go to serve as Icecast's stream_auth would
  * send them; admitted, its Authorization is replaced by Icecast's own source credentials (\`sourceAuth\`, known only
@@ -32,6 +32,7 @@ export interface AdmissionOptions {
 
 export const ADMIT = 'icecast_admit';
 export const REFUSE = 'icecast_refuse';
+export const BUSY = 'icecast_busy';
 export const ADMIT_SOURCE = 'icecast_admit_source';
 export const SET_SOURCE_AUTH = 'icecast_set_source_auth';
 export const SOURCE_STARTED = 'icecast_source_started';
@@ -48,6 +49,19 @@ const REFUSAL_TAIL = [
   'You need to authenticate',
   '',
 ];
+
+// serve gave no answer in time (LISTENER_ADMISSION_TIMEOUT_MS) or an error: nothing was decided, so a player or an
+// encoder is told to come back, not that its credentials are wrong (a 401 makes some players ask for a password).
+const BUSY_ANSWER = [
+  'HTTP/1.0 503 Service Unavailable',
+  'Retry-After: 2',
+  'Connection: Close',
+  'Content-Type: text/plain; charset=utf-8',
+  'Cache-Control: no-cache, no-store',
+  '',
+  "The stream's host is busy: try again in a few seconds.",
+  '',
+].join('\r\n');
 
 const lua = (s: string) => JSON.stringify(s);
 
@@ -68,14 +82,13 @@ local function source_head(txn)
   return { stop = stop, target = kept[1]:match("^%S+ (%S+)"), authorization = authorization, kept = kept }
 end
 
--- txn.admitted is set only when serve answered that this source may have its mount.
 core.register_action("${ADMIT_SOURCE}", { "tcp-req" }, function(txn)
   local head = source_head(txn)
   if not head or not head.target then return end
   local body = "action=stream_auth&mount=" .. form_escape(head.target)
     .. "&authorization=" .. form_escape(head.authorization)
     .. "&ip=" .. form_escape(txn.f:src())
-  if serve_admits(SOURCE_URL, body) then txn:set_var("txn.admitted", true) end
+  serve_decides(txn, SOURCE_URL, body)
 end)
 
 -- The admitted source's head with Icecast's source credentials in place of the buyer's.
@@ -102,6 +115,7 @@ local URL, SOURCE_URL = ${lua(base + PROXY_LISTENER_ADD)}, ${lua(base + PROXY_ST
 local AUTHORIZATION, TIMEOUT = ${lua(basicOf(o.callbackAuth))}, ${o.timeoutMs}
 local SOURCE_AUTHORIZATION, LOG_SECRET = ${lua(basicOf(o.sourceAuth))}, ${lua(o.logSecret)}
 local REFUSAL_HEAD, REFUSAL_TAIL = ${lua(`${REFUSAL_HEAD.join('\r\n')}\r\n`)}, ${lua(REFUSAL_TAIL.join('\r\n'))}
+local BUSY_ANSWER = ${lua(BUSY_ANSWER)}
 
 local function form_escape(s)
   return (s:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", c:byte()) end))
@@ -127,18 +141,22 @@ local function target_and_agent(txn)
   return head:match("^%S+ (%S+)"), agent
 end
 
--- Whether serve answers yes to this form (any error or no answer is a no).
-local function serve_admits(url, body)
+-- serve's answer to this form: txn.admitted when it says yes; txn.unanswered when it gave no answer in time (or an
+-- error), so that the client hears the host is busy rather than that it was refused.
+local function serve_decides(txn, url, body)
   local ok, res = pcall(function()
     return core.httpclient():post{ url = url, body = body, timeout = TIMEOUT, headers = {
       ["content-type"] = { "application/x-www-form-urlencoded" },
       ["authorization"] = { AUTHORIZATION },
     } }
   end)
-  return ok and res and res.status == 200 and header(res, "icecast-auth-user") == "1"
+  if not (ok and res and res.status == 200) then
+    txn:set_var("txn.unanswered", true)
+  elseif header(res, "icecast-auth-user") == "1" then
+    txn:set_var("txn.admitted", true)
+  end
 end
 
--- txn.admitted is set only when serve answered that it admits this listener.
 core.register_action("${ADMIT}", { "tcp-req" }, function(txn)
   local target, agent = target_and_agent(txn)
   if not target then return end
@@ -147,7 +165,7 @@ core.register_action("${ADMIT}", { "tcp-req" }, function(txn)
     .. "&pass=" .. form_escape(txn:get_var("txn.ticket_pass"))
     .. "&ip=" .. form_escape(txn:get_var("txn.src"))
     .. "&agent=" .. form_escape(agent)
-  if serve_admits(URL, body) then txn:set_var("txn.admitted", true) end
+  serve_decides(txn, URL, body)
 end)
 
 ${SOURCE_ACTIONS}
@@ -156,6 +174,10 @@ ${metadataLua(base)}
 
 core.register_service("${REFUSE}", "tcp", function(applet)
   applet:send(REFUSAL_HEAD .. os.date("!Date: %a, %d %b %Y %H:%M:%S GMT\\r\\n") .. REFUSAL_TAIL)
+end)
+
+core.register_service("${BUSY}", "tcp", function(applet)
+  applet:send(BUSY_ANSWER)
 end)
 `;
 }

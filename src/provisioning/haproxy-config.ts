@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { ForwardedClaim } from './front-door.js';
-import { ADMIT, ADMIT_SOURCE, REFUSE, SET_SOURCE_AUTH, SOURCE_STARTED } from './haproxy-admission.js';
+import { ADMIT, ADMIT_SOURCE, BUSY, REFUSE, SET_SOURCE_AUTH, SOURCE_STARTED } from './haproxy-admission.js';
 import { SET_TICKET, SOURCE_HEAD } from './haproxy-head.js';
 import { ADMIT_METADATA, SET_METADATA_HEAD } from './haproxy-metadata.js';
 import { PROXY_USER } from './listener-end.js';
@@ -140,8 +140,10 @@ function listenerRules(ticketKey: string): string {
   # Every listener asked about names its ticket in its close line: a place serve took for an answer HAProxy no
   # longer waited for (LISTENER_ADMISSION_TIMEOUT_MS) is freed when that listener's refused connection closes.
   tcp-request content set-var(sess.ticket) var(txn.ticket)
-  # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here.
+  # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here, one serve did not
+  # answer about in time a 503.
   tcp-request content lua.${ADMIT}
+  tcp-request content use-service lua.${BUSY} if { var(txn.unanswered) -m bool }
   tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
   tcp-request content lua.${SET_TICKET}
   # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
@@ -150,7 +152,8 @@ function listenerRules(ticketKey: string): string {
 
 /**
  * A source (PUT or SOURCE to a mount): its mount, id and head length noted for its lines to serve; serve decides, and
- * an admitted one goes on with Icecast's own source credentials instead of its own (a refused one gets Icecast's 401).
+ * an admitted one goes on with Icecast's own source credentials instead of its own (a refused one gets Icecast's 401,
+ * one serve did not answer about in time a 503).
  */
 function sourceRules(): string {
   const source = '{ var(txn.method) -m str PUT SOURCE } !{ path_beg /admin }';
@@ -158,6 +161,7 @@ function sourceRules(): string {
   tcp-request content set-var(sess.source_id) uuid if ${source}
   tcp-request content lua.${SOURCE_HEAD} if ${source}
   tcp-request content lua.${ADMIT_SOURCE} if ${source}
+  tcp-request content use-service lua.${BUSY} if ${source} { var(txn.unanswered) -m bool }
   tcp-request content use-service lua.${REFUSE} if ${source} !{ var(txn.admitted) -m bool }
   tcp-request content lua.${SET_SOURCE_AUTH} if ${source}
   tcp-request content reject if ${source} !{ var(txn.source_auth_set) -m found }`;
@@ -170,6 +174,7 @@ function sourceRules(): string {
 function metadataRules(): string {
   return `  tcp-request content set-var(txn.metadata) bool(true) if { var(txn.method) -m str GET } { path /admin/metadata }
   tcp-request content lua.${ADMIT_METADATA} if { var(txn.metadata) -m bool }
+  tcp-request content use-service lua.${BUSY} if { var(txn.metadata) -m bool } { var(txn.unanswered) -m bool }
   tcp-request content use-service lua.${REFUSE} if { var(txn.metadata) -m bool } !{ var(txn.admitted) -m bool }
   tcp-request content lua.${SET_METADATA_HEAD} if { var(txn.metadata) -m bool }
   tcp-request content reject if { var(txn.metadata) -m bool } !{ var(txn.metadata_set) -m found }`;

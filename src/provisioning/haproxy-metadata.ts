@@ -15,7 +15,7 @@ import { PROXY_METADATA_AUTH } from './icecast-callbacks.js';
 export const ADMIT_METADATA = 'icecast_admit_metadata';
 export const SET_METADATA_HEAD = 'icecast_set_metadata_head';
 
-/** The Lua of the two actions; it uses admission.lua's form_escape, serve_admits and SOURCE_AUTHORIZATION. */
+/** The Lua of the two actions; it uses admission.lua's form_escape, serve_decides and SOURCE_AUTHORIZATION. */
 export function metadataLua(callbackBase: string): string {
   return `local METADATA_URL = ${JSON.stringify(callbackBase + PROXY_METADATA_AUTH)}
 
@@ -51,7 +51,7 @@ core.register_action("${ADMIT_METADATA}", { "tcp-req" }, function(txn)
   local body = "action=metadata_auth&mount=" .. form_escape(request.mount)
     .. "&authorization=" .. form_escape(request.authorization)
     .. "&ip=" .. form_escape(txn.f:src())
-  if serve_admits(METADATA_URL, body) then txn:set_var("txn.admitted", true) end
+  serve_decides(txn, METADATA_URL, body)
 end)
 
 -- The admitted update rebuilt for Icecast: the mount serve said yes to, Icecast's source credentials.
