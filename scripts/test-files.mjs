@@ -6,14 +6,15 @@
 // each with its CPU (scripts/child-cpu.mjs).
 // Usage: node [--enable-source-maps] scripts/test-files.mjs FOLDER CONCURRENCY FILE…
 import childProcess from 'node:child_process';
-import { availableParallelism } from 'node:os';
-import { relative, resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { childCpuAccount, trackSpawns } from './child-cpu.mjs';
 import { collectFileTimes, fileTimesText, sourceName } from './test-file-times.mjs';
 import { mergedTimes, readCpu, readTimes, writeTimes } from './test-order.mjs';
-import { runSummary } from './times-table.mjs';
+import { runSummary, servicesSummary } from './times-table.mjs';
 
 const [folder, concurrency, ...files] = process.argv.slice(2);
 // A file's process is started with its path last; its CPU is known once it exited.
@@ -21,6 +22,9 @@ const cpu = childCpuAccount();
 trackSpawns(childProcess, cpu, (args) => sourceName(folder, relative(process.cwd(), resolve(`${args.at(-1)}`))));
 const { run } = await import('node:test');
 const { spec } = await import('node:test/reporters');
+// The services the files start write what they cost here (test/support/service.ts), for the run's last line.
+const serviceLogDir = mkdtempSync(join(tmpdir(), 'agent-audio-service-cpu-'));
+process.env.TEST_SERVICE_CPU_LOG = join(serviceLogDir, 'services.jsonl');
 const startedAt = Date.now();
 const tests = run({ files, concurrency: Number(concurrency), timeout: 600_000 });
 
@@ -47,14 +51,18 @@ let giveUp;
 await Promise.race([cpu.settled(), new Promise((resolve) => (giveUp = setTimeout(resolve, 10_000)))]);
 clearTimeout(giveUp);
 const cpuMs = new Map([...cpu.seconds].map(([file, seconds]) => [file, seconds * 1000]));
+const filesCpuMs = [...cpuMs.values()].reduce((sum, ms) => sum + ms, 0);
 process.stdout.write(
   runSummary({
     wallMs: Date.now() - startedAt,
     fileWallMs: measured.rows.reduce((sum, row) => sum + row.ms, 0),
-    cpuMs: [...cpuMs.values()].reduce((sum, ms) => sum + ms, 0),
+    cpuMs: filesCpuMs,
     cores: availableParallelism(),
   }),
 );
+const serviceLines = readFileSync(process.env.TEST_SERVICE_CPU_LOG, { encoding: 'utf8', flag: 'a+' });
+rmSync(serviceLogDir, { recursive: true, force: true });
+process.stdout.write(servicesSummary(serviceLines, filesCpuMs));
 if (cpu.shared()) process.stdout.write(`(${cpu.shared()} files ended together and share their CPU by wall time)\n`);
 if (process.env.TEST_FILE_TIMES === 'record') {
   const passing = measured.rows.filter((row) => !row.failed);

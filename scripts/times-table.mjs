@@ -16,6 +16,25 @@ export function runSummary({ wallMs, fileWallMs, cpuMs, cores }) {
   );
 }
 
+/**
+ * What the services the files started and stopped cost (one JSON line each from test/support/service.ts): how many,
+ * their CPU until ready (what a start costs) and until stopped, against the files' CPU.
+ */
+export function servicesSummary(lines, filesCpuMs) {
+  const services = lines
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+  if (!services.length) return '';
+  const ready = services.reduce((sum, s) => sum + s.ready, 0);
+  const total = services.reduce((sum, s) => sum + s.total, 0);
+  const share = filesCpuMs > 0 ? ` (${((total * 100000) / filesCpuMs).toFixed(0)} % of the files' CPU)` : '';
+  return (
+    `${services.length} services stopped by their tests: ${ready.toFixed(1)} s of CPU until ready, ` +
+    `${total.toFixed(1)} s until stopped${share}\n`
+  );
+}
+
 /** The kept times as a table, slowest wall first: wall, CPU and CPU ÷ wall (the cores a file kept busy alone). */
 export function timesTable(times, cpu) {
   const rows = [...times].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));

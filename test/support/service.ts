@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, rmSync } from 'node:fs';
+import { accessSync, appendFileSync, constants, existsSync, rmSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync, inflateSync } from 'node:zlib';
+import { treeCpu } from '../../bench/process-cpu.js';
 import { outputOf } from './child-output.js';
 import { prebuiltEntry } from './prebuilt-cli.js';
 import { copyTemplateCluster } from './template-data-dir.js';
@@ -174,6 +175,7 @@ export async function startService(env: Record<string, string> = {}, options: St
   const dev = JSON.parse(await readFile(join(dataDir, 'dev.json'), 'utf8').catch(() => '{"api_key": ""}')) as {
     api_key: string;
   };
+  const readyCpu = await serviceCpu(child.pid!);
   let stopped: Promise<number | null> | undefined;
   return {
     baseUrl,
@@ -185,14 +187,30 @@ export async function startService(env: Record<string, string> = {}, options: St
     output: () => output,
     cli: (args) => cli(args, fullEnv),
     stop(signal = 'SIGTERM') {
-      if (!stopped) {
+      stopped ??= serviceCpu(child.pid!).then((stopCpu) => {
+        logServiceCpu(readyCpu, stopCpu);
         child.kill(signal);
         const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        stopped = exited.finally(() => clearTimeout(timer));
-      }
+        return exited.finally(() => clearTimeout(timer));
+      });
       return stopped;
     },
   };
+}
+
+/** CPU seconds of a serve and every process below it (PostgreSQL, chain, Icecast…); 0 once it exited. */
+async function serviceCpu(pid: number): Promise<number> {
+  const cpu = await treeCpu(pid);
+  return cpu ? cpu.self + cpu.descendants : 0;
+}
+
+/**
+ * With TEST_SERVICE_CPU_LOG (set by `npm test`), one line per service stopped through stop(): the CPU it took to get
+ * ready and its whole CPU until stopped, summed at the end of the run (what starting services costs the suite).
+ */
+function logServiceCpu(readyCpu: number, stopCpu: number): void {
+  const log = process.env.TEST_SERVICE_CPU_LOG;
+  if (log && stopCpu > 0) appendFileSync(log, `${JSON.stringify({ ready: readyCpu, total: stopCpu })}\n`);
 }
 
 /** The HTTP address serve wrote to its DATA_DIR's lock. */
