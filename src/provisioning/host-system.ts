@@ -1,23 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 
 /**
- * What this machine offers the servers a host starts, read from the file system rather than by starting a shell for
- * each question (serve asks them at every start).
+ * What this machine offers the servers a host starts. serve asks at every start: what a file says is read from the
+ * file rather than from a shell started for each question.
  */
 
-/** Whether `program` is an executable file in a folder of PATH, as the supervisors that start it find it. */
+/** Whether `program` is on this machine's PATH, as the supervisors that start it find it. */
 export function installed(program: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
-    if (!dir) return false;
-    try {
-      accessSync(join(dir, program), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  return spawnSync('sh', ['-c', `command -v ${program}`]).status === 0;
 }
 
 /** The hard limit of open files a server started by serve may raise its own limit to (1,024 when unknown). */
