@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { test } from 'node:test';
 import { startCallbackServer, type MountDecider } from '../src/provisioning/index.js';
@@ -116,6 +118,19 @@ test('the callback server answers chunked requests on a kept connection, refuses
     assert.equal(answer.headers.get('icecast-auth-user'), '1');
     const elsewhere = await fetch(`${server.url}/other`, { method: 'POST', headers: { authorization: good } });
     assert.equal(elsewhere.status, 404);
+  } finally {
+    await server.close();
+  }
+});
+
+test("the callback server's listen backlog holds a burst of HAProxy's admissions (node's default 511 dropped SYNs)", async () => {
+  const server = await startCallbackServer({ decider: decider([]), auth });
+  try {
+    // For a listening socket, ss's Send-Q is its backlog; the kernel caps it at net.core.somaxconn.
+    const line = spawnSync('ss', ['-Hltn', `sport = :${server.port}`], { encoding: 'utf8' }).stdout.trim();
+    const backlog = Number(line.split(/\s+/)[2]);
+    const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+    assert.equal(backlog, Math.min(4096, somaxconn), line);
   } finally {
     await server.close();
   }

@@ -357,6 +357,8 @@ function serveConnection(socket: net.Socket, answer: Answer, answering: Set<Prom
   });
 }
 
+const CALLBACK_BACKLOG = 4096;
+
 /** A bare HTTP server for the callbacks (callback-wire.ts), for tests and until the main app mounts the handler. */
 export async function startCallbackServer(options: CallbackServerOptions): Promise<CallbackServer> {
   const { host = '127.0.0.1', port = 0 } = options;
@@ -372,7 +374,10 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    // HAProxy asks about every listener of a burst at once, each on a connection of its own (its httpclient keeps
+    // none alive): with node's default backlog of 511, the SYNs beyond it were dropped and their admissions came
+    // 15 s later, when HAProxy asked again (the kernel caps the backlog at net.core.somaxconn).
+    server.listen({ port, host, backlog: CALLBACK_BACKLOG }, () => resolve());
   });
   const actualPort = (server.address() as AddressInfo).port;
   return {
