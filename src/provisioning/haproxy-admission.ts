@@ -84,7 +84,7 @@ end
 
 core.register_action("${ADMIT_SOURCE}", { "tcp-req" }, function(txn)
   local head = source_head(txn)
-  if not head or not head.target then return end
+  if not head or not head.target then return txn:set_var("txn.refused", true) end
   local body = "action=stream_auth&mount=" .. form_escape(head.target)
     .. "&authorization=" .. form_escape(head.authorization)
     .. "&ip=" .. form_escape(txn.f:src())
@@ -141,8 +141,8 @@ local function target_and_agent(txn)
   return head:match("^%S+ (%S+)"), agent
 end
 
--- serve's answer to this form: txn.admitted when it says yes; txn.unanswered when it gave no answer in time (or an
--- error), so that the client hears the host is busy rather than that it was refused.
+-- serve's answer to this form: txn.admitted when it says yes, txn.refused when it says no. Neither (no answer in
+-- time, an error, or this action cut short by the inspect-delay) is no decision: the client hears the host is busy.
 local function serve_decides(txn, url, body)
   local ok, res = pcall(function()
     return core.httpclient():post{ url = url, body = body, timeout = TIMEOUT, headers = {
@@ -150,16 +150,13 @@ local function serve_decides(txn, url, body)
       ["authorization"] = { AUTHORIZATION },
     } }
   end)
-  if not (ok and res and res.status == 200) then
-    txn:set_var("txn.unanswered", true)
-  elseif header(res, "icecast-auth-user") == "1" then
-    txn:set_var("txn.admitted", true)
-  end
+  if not (ok and res and res.status == 200) then return end
+  txn:set_var(header(res, "icecast-auth-user") == "1" and "txn.admitted" or "txn.refused", true)
 end
 
 core.register_action("${ADMIT}", { "tcp-req" }, function(txn)
   local target, agent = target_and_agent(txn)
-  if not target then return end
+  if not target then return txn:set_var("txn.refused", true) end
   local body = "action=listener_add&mount=" .. form_escape(target)
     .. "&user=" .. form_escape(txn:get_var("txn.ticket_user"))
     .. "&pass=" .. form_escape(txn:get_var("txn.ticket_pass"))

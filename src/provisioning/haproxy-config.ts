@@ -143,10 +143,10 @@ function listenerRules(ticketKey: string): string {
   # longer waited for (LISTENER_ADMISSION_TIMEOUT_MS) is freed when that listener's refused connection closes.
   tcp-request content set-var(sess.ticket) var(txn.ticket)
   # serve decides, every waiting listener at once; a refused one gets Icecast's own 401 from here, one serve did not
-  # answer about in time a 503.
+  # decide about in time a 503.
   tcp-request content lua.${ADMIT}
-  tcp-request content use-service lua.${BUSY} if { var(txn.unanswered) -m bool }
-  tcp-request content use-service lua.${REFUSE} unless { var(txn.admitted) -m bool }
+  tcp-request content use-service lua.${REFUSE} if { var(txn.refused) -m bool }
+  tcp-request content use-service lua.${BUSY} unless { var(txn.admitted) -m bool }
   tcp-request content lua.${SET_TICKET}
   # Never passed on with its own credentials (a Lua action aborted, a head too long for the buffer).
   tcp-request content reject unless { var(txn.ticket_set) -m found }`;
@@ -163,8 +163,8 @@ function sourceRules(): string {
   tcp-request content set-var(sess.source_id) uuid if ${source}
   tcp-request content lua.${SOURCE_HEAD} if ${source}
   tcp-request content lua.${ADMIT_SOURCE} if ${source}
-  tcp-request content use-service lua.${BUSY} if ${source} { var(txn.unanswered) -m bool }
-  tcp-request content use-service lua.${REFUSE} if ${source} !{ var(txn.admitted) -m bool }
+  tcp-request content use-service lua.${REFUSE} if ${source} { var(txn.refused) -m bool }
+  tcp-request content use-service lua.${BUSY} if ${source} !{ var(txn.admitted) -m bool }
   tcp-request content lua.${SET_SOURCE_AUTH} if ${source}
   tcp-request content reject if ${source} !{ var(txn.source_auth_set) -m found }`;
 }
@@ -176,8 +176,8 @@ function sourceRules(): string {
 function metadataRules(): string {
   return `  tcp-request content set-var(txn.metadata) bool(true) if { var(txn.method) -m str GET } { path /admin/metadata }
   tcp-request content lua.${ADMIT_METADATA} if { var(txn.metadata) -m bool }
-  tcp-request content use-service lua.${BUSY} if { var(txn.metadata) -m bool } { var(txn.unanswered) -m bool }
-  tcp-request content use-service lua.${REFUSE} if { var(txn.metadata) -m bool } !{ var(txn.admitted) -m bool }
+  tcp-request content use-service lua.${REFUSE} if { var(txn.metadata) -m bool } { var(txn.refused) -m bool }
+  tcp-request content use-service lua.${BUSY} if { var(txn.metadata) -m bool } !{ var(txn.admitted) -m bool }
   tcp-request content lua.${SET_METADATA_HEAD} if { var(txn.metadata) -m bool }
   tcp-request content reject if { var(txn.metadata) -m bool } !{ var(txn.metadata_set) -m found }`;
 }

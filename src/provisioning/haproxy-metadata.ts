@@ -47,7 +47,7 @@ end
 -- txn.admitted is set only when serve answered that these are the mount's source credentials.
 core.register_action("${ADMIT_METADATA}", { "tcp-req" }, function(txn)
   local request = metadata_request(txn)
-  if not request then return end
+  if not request then return txn:set_var("txn.refused", true) end
   local body = "action=metadata_auth&mount=" .. form_escape(request.mount)
     .. "&authorization=" .. form_escape(request.authorization)
     .. "&ip=" .. form_escape(txn.f:src())
