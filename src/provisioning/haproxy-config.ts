@@ -107,9 +107,10 @@ ${listenerRules(o.ticketKey)}
 backend listeners
   mode tcp
   # A SYN lost on Icecast's backlog of 5 (its accept thread starved by a burst) is a failed connect: tried again
-  # after 250 ms rather than at the kernel's retransmissions (1 s, then 3 s, 7 s…), up to 60 times (15 s).
+  # after 250 ms rather than at the kernel's retransmissions (1 s, then 3 s, 7 s…), for up to a minute, as long as a
+  # listener may wait for its admission (an admitted listener is not dropped while Icecast catches up or restarts).
   timeout connect 250ms
-  retries 60
+  retries 240
   server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 
 backend raw
