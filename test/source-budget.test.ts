@@ -81,6 +81,34 @@ describe('source bitrate budget', () => {
     assert.ok(back.level >= quiet.capacity(KBPS) * 0.5);
   });
 
+  it('does not cut a source at the bought bitrate when its usage is read late, and still cuts one over it', () => {
+    // Icecast's stats go unanswered for `gap` seconds (a host too busy, serve restarting): the last reading and its
+    // time stand until the next one charges the whole gap at once.
+    const lateReadings = (rate: number, gap: number) => {
+      const budget = new SourceBudget();
+      const readings: SourceBudgetReading[] = [];
+      let lastRead = { bytes: 0, at: T };
+      for (let s = 1; s <= 300; s++) {
+        const unanswered = s > 60 && s <= 60 + gap;
+        if (!unanswered && s % 5 === 0) lastRead = { bytes: s * rate, at: T + s * 1000 };
+        readings.push(budget.observe('svc', KBPS, lastRead.bytes, lastRead.at));
+      }
+      return readings;
+    };
+    for (const gap of [40, 120]) {
+      const honest = lateReadings(BOUGHT * 1.01, gap);
+      assert.equal(
+        honest.find((r) => r.over),
+        undefined,
+        `a source at 1 % over its bitrate was cut after a ${gap} s gap in the readings`,
+      );
+      assert.ok(
+        lateReadings(BOUGHT * 1.5, gap).some((r) => r.over),
+        `a source at 1.5× was not cut (${gap} s gap)`,
+      );
+    }
+  });
+
   it('carries on from a saved state (a restart does not refill the bucket)', () => {
     const budget = new SourceBudget();
     const readings = drive(budget, () => 40_000, 10);

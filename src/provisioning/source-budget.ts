@@ -78,7 +78,10 @@ export class SourceBudget {
     const seconds = Math.max(0, at - state.at) / 1000;
     // A smaller counter means the meter was reset: nothing to charge.
     const read = Math.max(0, bytesRead - state.bytesRead);
-    state.level = Math.min(capacity, state.level + refill * seconds) - read;
+    // The bytes of an interval are taken as read evenly over it, so the bucket is capped after they are charged:
+    // capped before, a reading that comes late (Icecast too busy to answer, serve restarting) would charge every
+    // byte of the gap against at most one window of refill, and cut a source that kept to its bitrate.
+    state.level = Math.min(capacity, state.level + refill * seconds - read);
     state.bytesRead = bytesRead;
     state.at = Math.max(state.at, at);
     if (state.level < 0) state.over = true;
