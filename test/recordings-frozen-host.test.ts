@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { buy } from './support/purchase.js';
 import { request, scratchDir, type Service, startService } from './support/service.js';
 import { setIcecastTitle } from './support/icecast-title.js';
+import { descendantsOf } from './support/processes.js';
 import { exitOf, listenWhenLive, waitFor } from './support/streaming.js';
 import { requireStreamingTools } from './support/system-tools.js';
 import { liveToneSource, playedSeconds } from './support/tones.js';
@@ -55,25 +56,6 @@ async function recordingBytes(dir: string): Promise<number> {
   const names = (await readdir(dir)).filter((name) => name.startsWith('.recording-'));
   const sizes = await Promise.all(names.map(async (name) => (await stat(join(dir, name))).size));
   return sizes.reduce((sum, size) => sum + size, 0);
-}
-
-/** The processes a process started (Icecast, the capture's ffmpeg, ...), and theirs. */
-function descendantsOf(pid: number): number[] {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .map((line) => line.trim().split(/\s+/).map(Number));
-  const found: number[] = [];
-  const walk = (parent: number) => {
-    for (const [child, ppid] of rows) {
-      if (ppid === parent) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(pid);
-  return found;
 }
 
 /**
@@ -159,7 +141,7 @@ async function recordingOnB() {
 describe('a frozen host that wakes up after its show moved', () => {
   test('writes nothing into the show the new host continues', { timeout: 300_000 }, async () => {
     const { svc, source, startedAt } = await recordingOnB();
-    const hostProcesses = descendantsOf(b.process.pid!);
+    const hostProcesses = descendantsOf(b.process.pid!).map((p) => p.pid);
     assert.ok(hostProcesses.length >= 2, 'B runs Icecast and the capture');
     frozen.push(b.process.pid!, ...hostProcesses);
     signal(frozen, 'SIGSTOP');

@@ -81,32 +81,51 @@ describe('source bitrate budget', () => {
     assert.ok(back.level >= quiet.capacity(KBPS) * 0.5);
   });
 
-  it('does not cut a source at the bought bitrate when its usage is read late, and still cuts one over it', () => {
-    // Icecast's stats go unanswered for `gap` seconds (a host too busy, serve restarting): the last reading and its
-    // time stand until the next one charges the whole gap at once.
-    const lateReadings = (rate: number, gap: number) => {
+  it('does not cut a source at the bought bitrate after a stall of the host longer than the window', () => {
+    // Icecast stalls for `gap` seconds from second 60: it neither reads the source (its audio waits in the sockets)
+    // nor answers its stats. When it wakes it reads the backlog at once, but counts it only at its next 5 s refresh:
+    // the first reading after the stall still shows the old total. The meter names the stall (its last reading before,
+    // its first after).
+    const afterStall = (rate: number, gap: number, named = true) => {
       const budget = new SourceBudget();
       const readings: SourceBudgetReading[] = [];
-      let lastRead = { bytes: 0, at: T };
+      let reading = { bytes: 0, at: T };
+      let counted = 0;
+      const stallEnd = 60 + gap;
       for (let s = 1; s <= 300; s++) {
-        const unanswered = s > 60 && s <= 60 + gap;
-        if (!unanswered && s % 5 === 0) lastRead = { bytes: s * rate, at: T + s * 1000 };
-        readings.push(budget.observe('svc', KBPS, lastRead.bytes, lastRead.at));
+        const stalled = s > 60 && s <= stallEnd;
+        if (!stalled && s % 5 === 0) counted = s * rate;
+        if (!stalled) reading = { bytes: s === stallEnd + 1 ? reading.bytes : counted, at: T + s * 1000 };
+        const stall = named && s > stallEnd ? { from: T + 60_000, to: T + (stallEnd + 1) * 1000 } : undefined;
+        readings.push(budget.observe('svc', KBPS, reading.bytes, reading.at, { stall }));
       }
       return readings;
     };
     for (const gap of [40, 120]) {
-      const honest = lateReadings(BOUGHT * 1.01, gap);
       assert.equal(
-        honest.find((r) => r.over),
+        afterStall(BOUGHT * 1.01, gap).find((r) => r.over),
         undefined,
-        `a source at 1 % over its bitrate was cut after a ${gap} s gap in the readings`,
+        `a source at 1 % over its bitrate was cut after a ${gap} s stall`,
       );
       assert.ok(
-        lateReadings(BOUGHT * 1.5, gap).some((r) => r.over),
-        `a source at 1.5× was not cut (${gap} s gap)`,
+        afterStall(BOUGHT * 1.5, gap).some((r) => r.over),
+        `a source at 1.5× was not cut (${gap} s stall)`,
+      );
+      // Not named (a host that never stalled does not credit anything): the same backlog is over the window.
+      assert.ok(
+        afterStall(BOUGHT * 1.01, gap, false).some((r) => r.over),
+        `${gap} s backlog without a stall`,
       );
     }
+    // The credit lasts one window: a source that sent nothing during the stall cannot spend it later.
+    const budget = new SourceBudget();
+    const stall = { from: T, to: T + 120_000 };
+    budget.observe('svc', KBPS, 0, T);
+    const credited = budget.observe('svc', KBPS, 0, T + 120_000, { stall });
+    assert.ok(credited.level > budget.capacity(KBPS), 'the stall is credited');
+    const later = budget.observe('svc', KBPS, 0, T + 120_000 + (budget.windowSeconds + 1) * 1000, { stall });
+    assert.equal(later.level, budget.capacity(KBPS));
+    assert.equal(later.stallCredit, undefined);
   });
 
   it('carries on from a saved state (a restart does not refill the bucket)', () => {
@@ -118,7 +137,7 @@ describe('source bitrate budget', () => {
       JSON.stringify({ level: last.level, bytesRead: last.bytesRead, at: last.at, over: last.over }),
     );
     const restarted = new SourceBudget();
-    const next = restarted.observe('svc', KBPS, last.bytesRead, last.at + 1000, saved);
+    const next = restarted.observe('svc', KBPS, last.bytesRead, last.at + 1000, { restored: saved });
     assert.equal(next.over, true);
     assert.ok(next.level < 0.5 * restarted.capacity(KBPS));
     // Without it, a fresh bucket.

@@ -80,6 +80,7 @@ export {
   type SourceBudgetOptions,
   type SourceBudgetState,
   type SourceBudgetReading,
+  type HostStall,
 } from './source-budget.js';
 export { mp3SampleRate, mp3EncoderArgs } from './mp3-encoding.js';
 export { IcecastFrontDoor, FRONT_DOOR_USER, type FrontDoorOptions, type ForwardedClaim } from './front-door.js';

@@ -7,6 +7,12 @@
 // alternates fast and slow stretches or reconnects. Once over, it stays over (refused) until the bucket has
 // refilled to `resumeFraction` of its capacity.
 //
+// A host that could not read its counters for a while (Icecast's stats unanswered: a stalled or overloaded host) did
+// not read its sources either: their audio waited in the sockets and arrives at once when the host wakes, more than a
+// window of it after a long stall. The refill of that stall is kept above the capacity for one window after the
+// readings resume, so the backlog of a source that kept to its bitrate is paid for; a source that sends more is still
+// cut, a little later.
+//
 // Pure: it decides only from the readings and times passed to observe(). Its state is plain JSON.
 
 export interface SourceBudgetOptions {
@@ -27,6 +33,20 @@ export interface SourceBudgetState {
   at: number;
   /** Emptied and not refilled enough yet. */
   over: boolean;
+  /** Refill of a stall of the host, allowed above the capacity until `until` (ms since epoch). */
+  stallCredit?: { bytes: number; until: number };
+}
+
+/** When the host could not read its counters (ms since epoch): from its last reading before to the first after. */
+export interface HostStall {
+  from: number;
+  to: number;
+}
+
+/** What observe() may know besides the reading: a state saved earlier, the host's latest stall. */
+export interface SourceBudgetContext {
+  restored?: SourceBudgetState;
+  stall?: HostStall;
 }
 
 export interface SourceBudgetReading extends SourceBudgetState {
@@ -62,11 +82,42 @@ export class SourceBudget {
 
   /**
    * Charges what `key` read since the last observation and refills for the time in between. The first observation
-   * of a key starts from `restored` (a state saved earlier) or a full bucket; bytes read before it are not charged.
+   * of a key starts from `context.restored` (a state saved earlier) or a full bucket; bytes read before it are not
+   * charged. A `context.stall` that ended since the key's last observation credits its refill (see the top).
    */
-  observe(key: string, kbps: number, bytesRead: number, at: number, restored?: SourceBudgetState): SourceBudgetReading {
+  observe(key: string, kbps: number, bytesRead: number, at: number, context: SourceBudgetContext = {}) {
     const capacity = this.capacity(kbps);
     const refill = this.refillPerSecond(kbps);
+    const state = this.bucketOf(key, capacity, bytesRead, at, context.restored);
+    const seconds = Math.max(0, at - state.at) / 1000;
+    // A smaller counter means the meter was reset: nothing to charge.
+    const read = Math.max(0, bytesRead - state.bytesRead);
+    const stall = context.stall;
+    if (stall && stall.to > state.at && stall.to <= at) {
+      const stalledSeconds = (stall.to - Math.max(stall.from, state.at)) / 1000;
+      state.stallCredit = { bytes: refill * stalledSeconds, until: stall.to + this.windowSeconds * 1000 };
+    }
+    if (state.stallCredit && at > state.stallCredit.until) delete state.stallCredit;
+    // The bytes of an interval are taken as read evenly over it, so the bucket is capped after they are charged:
+    // capped before, a late reading would charge every byte of the gap against at most one window of refill.
+    state.level = Math.min(capacity + (state.stallCredit?.bytes ?? 0), state.level + refill * seconds - read);
+    state.bytesRead = bytesRead;
+    state.at = Math.max(state.at, at);
+    if (state.level < 0) state.over = true;
+    else if (state.over && state.level >= capacity * this.resumeFraction) state.over = false;
+    const refusedUntil = state.over
+      ? state.at + Math.ceil(((capacity * this.resumeFraction - state.level) / refill) * 1000)
+      : null;
+    return { ...state, capacity, refillPerSecond: refill, refusedUntil } satisfies SourceBudgetReading;
+  }
+
+  private bucketOf(
+    key: string,
+    capacity: number,
+    bytesRead: number,
+    at: number,
+    restored?: SourceBudgetState,
+  ): SourceBudgetState {
     let state = this.buckets.get(key);
     if (!state) {
       state =
@@ -75,21 +126,7 @@ export class SourceBudget {
           : { level: capacity, bytesRead, at, over: false };
       this.buckets.set(key, state);
     }
-    const seconds = Math.max(0, at - state.at) / 1000;
-    // A smaller counter means the meter was reset: nothing to charge.
-    const read = Math.max(0, bytesRead - state.bytesRead);
-    // The bytes of an interval are taken as read evenly over it, so the bucket is capped after they are charged:
-    // capped before, a reading that comes late (Icecast too busy to answer, serve restarting) would charge every
-    // byte of the gap against at most one window of refill, and cut a source that kept to its bitrate.
-    state.level = Math.min(capacity, state.level + refill * seconds - read);
-    state.bytesRead = bytesRead;
-    state.at = Math.max(state.at, at);
-    if (state.level < 0) state.over = true;
-    else if (state.over && state.level >= capacity * this.resumeFraction) state.over = false;
-    const refusedUntil = state.over
-      ? state.at + Math.ceil(((capacity * this.resumeFraction - state.level) / refill) * 1000)
-      : null;
-    return { ...state, capacity, refillPerSecond: refill, refusedUntil };
+    return state;
   }
 
   forget(key: string): void {
@@ -99,7 +136,10 @@ export class SourceBudget {
 
 function validState(s: SourceBudgetState): boolean {
   return (
-    [s.level, s.bytesRead, s.at].every((n) => typeof n === 'number' && Number.isFinite(n)) &&
-    typeof s.over === 'boolean'
+    [s.level, s.bytesRead, s.at].every(finite) &&
+    typeof s.over === 'boolean' &&
+    (s.stallCredit === undefined || [s.stallCredit.bytes, s.stallCredit.until].every(finite))
   );
 }
+
+const finite = (n: unknown) => typeof n === 'number' && Number.isFinite(n);

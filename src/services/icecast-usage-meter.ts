@@ -10,6 +10,7 @@ import {
   type MountMeterState,
   type MountSnapshot,
   type SourceBudgetState,
+  type HostStall,
 } from '../provisioning/index.js';
 import { reportedByProxy, type ListenerEnd } from '../provisioning/listener-end.js';
 import type { SourceEnd } from '../provisioning/source-end.js';
@@ -48,6 +49,8 @@ export class IcecastUsageMeter implements UsageMeter {
   private polledAt = Date.now();
   /** Polls failed in a row: one alone is logged at debug level (see poll). */
   private failedPolls = 0;
+  /** The latest time Icecast's stats went unanswered, once they are read again (SourceBudget's stall credit). */
+  private stall?: HostStall;
   /** The listeners this process counted as finished lately, by when they ended (see listenerBytesEndedBy). */
   private recentEnds?: RecentListenerEnds;
   /** When the meter's state was last saved, and its sources' sessions then. */
@@ -83,6 +86,7 @@ export class IcecastUsageMeter implements UsageMeter {
       this.recentEnds ??= new RecentListenerEnds(this.internal);
       this.connected = undefined;
       const poll = await meter.poll();
+      const previousPoll = this.polledAt;
       this.connected = poll.connected;
       this.recentEnds.record(poll.entries, poll.at);
       this.rates.observe(poll.stats, poll.at);
@@ -103,6 +107,7 @@ export class IcecastUsageMeter implements UsageMeter {
         ?.observe(poll.stats)
         .catch((err) => this.log.warn({ err }, 'could not record what plays now'));
       if (this.failedPolls > 1) this.log.info({ failed_in_a_row: this.failedPolls }, 'Icecast usage is read again');
+      if (this.failedPolls > 0) this.stall = { from: previousPoll, to: poll.at };
       this.failedPolls = 0;
       return true;
     } catch (err) {
@@ -181,7 +186,10 @@ export class IcecastUsageMeter implements UsageMeter {
     const bought = Number(service.limits.bitrate_kbps ?? 0);
     const budget =
       bought > 0 && s
-        ? this.budget.observe(service.id, bought, s.bytesRead, this.polledAt, savedBudget(service))
+        ? this.budget.observe(service.id, bought, s.bytesRead, this.polledAt, {
+            restored: savedBudget(service),
+            stall: this.stall,
+          })
         : undefined;
     return {
       listeners: s?.listeners ?? 0,
@@ -201,7 +209,13 @@ export class IcecastUsageMeter implements UsageMeter {
           windowSeconds: this.budget.windowSeconds,
           tolerance: this.budget.tolerance,
           capacityBytes: Math.round(budget.capacity),
-          state: { level: Math.round(budget.level), bytesRead: budget.bytesRead, at: budget.at, over: budget.over },
+          state: {
+            level: Math.round(budget.level),
+            bytesRead: budget.bytesRead,
+            at: budget.at,
+            over: budget.over,
+            ...(budget.stallCredit && { stallCredit: budget.stallCredit }),
+          },
           refusedUntil: budget.refusedUntil === null ? null : new Date(budget.refusedUntil).toISOString(),
         },
       }),

@@ -24,3 +24,28 @@ export function programsUsing(dir: string): string[] {
     .map(({ name }) => name)
     .sort();
 }
+
+/** The processes a process started (Icecast, the capture's ffmpeg, ...), and theirs, with their program names. */
+export function descendantsOf(pid: number): Array<{ pid: number; name: string }> {
+  const parents = new Map<number, number[]>();
+  const names = new Map<number, string>();
+  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      names.set(Number(entry), stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+      parents.set(parent, [...(parents.get(parent) ?? []), Number(entry)]);
+    } catch {
+      /* gone */
+    }
+  }
+  const found: Array<{ pid: number; name: string }> = [];
+  const walk = (parent: number) => {
+    for (const child of parents.get(parent) ?? []) {
+      found.push({ pid: child, name: names.get(child)! });
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
