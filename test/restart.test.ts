@@ -117,6 +117,10 @@ describe('restarts keep paid streams', () => {
   test('SIGKILL: no orphan is left running, the URLs work again, and expiry still cuts', async () => {
     // Bought long enough to outlive any restart; its end is moved near once it plays again.
     const short = await stream(0.2);
+    // Both of the long stream's places are held when serve is killed: the ends of their connections are never told
+    // (HAProxy dies with serve), and the restarted serve must not count them.
+    await hears(long.stream_url);
+    await hears(long.stream_url);
     const pgPid = Number((await readFile(join(service.dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
     await restart('SIGKILL');
     assert.throws(() => process.kill(pgPid, 0), 'the PostgreSQL of the killed serve was stopped');

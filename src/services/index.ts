@@ -20,7 +20,7 @@ export {
 } from './service-transitions.js';
 export { recordServiceEvent } from './service-events.js';
 export { IcecastDecider, type InternalReaders } from './icecast-decider.js';
-export { admitListener, type Admission } from './listener-admission.js';
+export { admitListener, releaseHostIcecastPlaces, type Admission } from './listener-admission.js';
 export { ListenerPlaces, ADMISSION_CHANNEL } from './listener-places.js';
 export { MediaLibrary, quotaOf, type MediaFile, type UploadLimits } from './media-library.js';
 export { LifecycleWorker, type UsageMeter, type MountUsage, type AutoDjControl } from './lifecycle-worker.js';

@@ -90,3 +90,19 @@ export async function recordCapRefusal(client: Client, serviceId: string, max: n
     { oncePerMinute: true },
   );
 }
+
+/**
+ * Frees the Icecast places of every service on a host whose Icecast and proxy start afresh (serve started, or started
+ * again after a crash): no listener of the ones before is connected to the new ones, and the lines that would have
+ * told of their ends went with them (a listener that left just before a stop, or every one at a crash). Left alone,
+ * such a place would count against its stream until the life-cycle worker's reconciliation, more than a minute later.
+ * HLS sessions end by themselves.
+ */
+export async function releaseHostIcecastPlaces(db: Database, hostId: string): Promise<number> {
+  const released = await db.query(
+    `DELETE FROM listeners l USING services s
+     WHERE l.service_id = s.id AND s.host_id = $1 AND l.client_id NOT LIKE 'hls:%' RETURNING l.client_id`,
+    [hostId],
+  );
+  return released.length;
+}

@@ -4,7 +4,7 @@ import { beatStreamingHost, HostReconciler, registerStreamingHost, type HostLeas
 import { extendHint } from '../../orders/index.js';
 import { startCallbackServer } from '../../provisioning/index.js';
 import { ownReaders } from '../../recordings/index.js';
-import { IcecastDecider, IcecastUsageMeter, LifecycleWorker } from '../../services/index.js';
+import { IcecastDecider, IcecastUsageMeter, LifecycleWorker, releaseHostIcecastPlaces } from '../../services/index.js';
 import { PeriodicTask } from '../../tasks/index.js';
 import { Database } from '../../store/index.js';
 import type { Events } from '../events.js';
@@ -47,6 +47,11 @@ export async function startStreamingHost(
   const { config, log, live, stream, http, shutdown } = base;
   const presence = { stopping: false };
   if (decider) stream.onSourcePresence(sourcePresenceTo(decider, log, presence));
+  if (stream.available) {
+    // Its Icecast and proxy start afresh: no listener of the ones before is connected to them.
+    const released = await releaseHostIcecastPlaces(parts.hostDb, stream.hostId());
+    if (released) log.info({ released }, "listener places of serve's previous run freed");
+  }
   await stream.start(await callbackBaseUrl(base, decider));
   const { hostDb: db, hls, autodj, relays, places, lease, titlesSent } = parts;
   if (stream.available && lease) await joinHostPool(base, lease);
