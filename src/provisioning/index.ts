@@ -1,6 +1,5 @@
 export {
   buildIcecastConfig,
-  ICECAST_PROXY_ADDRESSES,
   icecastCallbackUrl,
   escapeXml,
   ICECAST_CALLBACK_ACTIONS,
