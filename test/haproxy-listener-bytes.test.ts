@@ -15,10 +15,10 @@ before(async () => {
 });
 after(() => rm(dir, { recursive: true, force: true }));
 
-const stats = (sent: number): MountStats[] => [
+const stats = (sent: number, listeners = 1): MountStats[] => [
   {
     mount: '/m',
-    listeners: 1,
+    listeners,
     listenerPeak: 1,
     maxListeners: null,
     totalBytesSent: sent,
@@ -33,11 +33,11 @@ const line = (user: string, bytes: number, agent = 'player') =>
   `127.0.0.1 - ${user} [29/Nov/2026:06:00:30 +0000] "GET /m HTTP/1.1" 200 ${bytes} "-" "${agent}" 20\n`;
 
 /** A meter over its own access log, polled at the times a test sets. */
-async function meterAt(name: string) {
+async function meterAt(name: string, mountStats = stats(500_000)) {
   const path = join(dir, `${name}.log`);
   await writeFile(path, '');
   const clock = { now: T + 30_000 };
-  const admin = { stats: async () => stats(500_000), listClients: async () => [] };
+  const admin = { stats: async () => mountStats, listClients: async () => [] };
   const options = { admin, accessLogPath: path, reportedByProxy, now: () => clock.now, listClients: false };
   const meter = new MountMeter(options);
   const poll = async (at: number, m = meter) => {
@@ -72,6 +72,16 @@ describe("a listener's bytes sent, behind HAProxy", () => {
     assert.deepEqual([s.finishedListeners, s.finishedListenerBytes], [2, 48_000]);
     // The connected listeners' share of Icecast's counter is less what Icecast wrote for the finished ones.
     assert.equal(s.bytesSent, 48_000 + (500_000 - 90_000 - 60_000));
+  });
+
+  test("the only listener left: while its line waits for HAProxy's count, what Icecast wrote for it still counts", async () => {
+    const { meter, poll, write } = await meterAt('gone', stats(90_000, 0));
+    await write(line('proxy-only', 90_000));
+    await poll(T + 30_000);
+    assert.equal(meter.snapshot('/m')!.bytesSent, 90_000, 'not dropped to nothing while held');
+    meter.listenerEnded({ user: 'proxy-only', bytes: 88_500 });
+    await poll(T + 30_250);
+    assert.equal(meter.snapshot('/m')!.bytesSent, 88_500, "then HAProxy's exact count");
   });
 
   test("without a report the line counts with Icecast's figure after 5 s; other listeners never wait", async () => {

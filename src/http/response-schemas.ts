@@ -474,7 +474,12 @@ export const usageResponseSchema = {
         bytes: {
           type: 'object',
           properties: {
-            sent_to_listeners: { type: ['number', 'string'] },
+            sent_to_listeners: {
+              type: ['number', 'string'],
+              description:
+                "Exact for listeners who left (the proxy's count of what it sent them); for those connected, what " +
+                'Icecast wrote for them, so a leaving can lower it by what was still in the proxy.',
+            },
             read_from_source: { type: ['number', 'string'] },
           },
         },

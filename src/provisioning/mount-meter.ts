@@ -9,8 +9,9 @@
 // that refresh to the end (the end is placed between the last poll that saw the source and the first that did not).
 //
 // Bytes sent to listeners: with an access log, the exact bytes of every finished listener (its log line) plus,
-// while listeners are connected, the session's stats counter minus what its finished listeners took (when the source
-// goes, what those still connected took stands until their lines come: a cut does not lower the count). Behind HAProxy
+// while listeners are connected (or a gone listener's line waits for HAProxy's count), the session's stats counter
+// minus what its finished listeners took (when the source goes, what those still connected took stands until their
+// lines come: a cut does not lower the count). Behind HAProxy
 // a finished listener's figure is HAProxy's bytes sent to it (listenerEnded): Icecast's line counts what it wrote to
 // HAProxy, tens of KB more than reached the listener when it left. Such a line waits a few seconds for that report.
 //
@@ -555,7 +556,8 @@ export class MountMeter {
   private connectedListenerBytes(mount: string, c: MountCounters): number {
     const s = c.session;
     if (s?.closed) return s.unfinished ?? 0;
-    if (!c.sourceConnected || c.listeners === 0 || !s) return 0;
+    // A listener gone from the stats whose line waits for HAProxy's count is still in the session's counter.
+    if (!c.sourceConnected || !s || (c.listeners === 0 && !this.held.some((h) => h.entry.mount === mount))) return 0;
     return Math.max(0, s.totalBytesSent - (s.finishedBytes ?? 0) - (this.internal?.connectedBytes(mount) ?? 0));
   }
 
