@@ -54,9 +54,12 @@ function listen(port: number, path: string, from = '127.0.2.2', authorization?: 
   });
 }
 
-/** The listener's answer: its status once Icecast (through HAProxy) has sent it, or 0 if the connection closed. */
+/**
+ * The listener's answer: its status once Icecast (through HAProxy) has sent it, or -1 once the connection closed
+ * without one (at once: a 0 would read as no answer yet, and the wait would last its 15 s).
+ */
 async function answered(l: Raw): Promise<number> {
-  return waitFor('an answer', async () => l.status() || (l.socket.destroyed ? 0 : undefined), 15_000);
+  return waitFor('an answer', async () => l.status() || (l.socket.destroyed ? -1 : undefined), 15_000);
 }
 
 /** The process (name, pid) holding the other end of a TCP connection from `localPort` to `port`. */

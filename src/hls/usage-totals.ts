@@ -22,6 +22,9 @@ interface HlsUsage {
   bytes: number;
 }
 
+/** How often the saved totals are read while nothing changes them here (no HLS listener on this host). */
+const TOTALS_REREAD_MS = 30_000;
+
 /**
  * What HLS listeners used per service: saved totals (hls_usage) + what is not saved yet + open sessions' time.
  * Saved on every life-cycle pass, before the usage is computed.
@@ -30,6 +33,10 @@ export class HlsUsageTotals {
   private saved = new Map<string, Totals>();
   /** Combined peaks seen since the last save. */
   private readonly peaks = new Map<string, number>();
+  /** The services asked about before the last read of the saved totals, and since. */
+  private readFor = new Set<string>();
+  private askedSince = new Set<string>();
+  private readAt = 0;
 
   constructor(
     private readonly db: Database,
@@ -41,7 +48,8 @@ export class HlsUsageTotals {
     const deltas = this.sessions.takeUsage();
     const peaks = new Map(this.peaks);
     this.peaks.clear();
-    for (const id of new Set([...deltas.keys(), ...peaks.keys()])) {
+    const changed = new Set([...deltas.keys(), ...peaks.keys()]);
+    for (const id of changed) {
       const d = deltas.get(id) ?? { bytes: 0, listenerMs: 0, sessions: 0 };
       try {
         await this.db.query(
@@ -58,6 +66,9 @@ export class HlsUsageTotals {
         throw err;
       }
     }
+    if (!changed.size && !this.readDue()) return;
+    this.readAt = Date.now();
+    [this.readFor, this.askedSince] = [this.askedSince, new Set()];
     const rows = await this.db.query<SavedRow>(
       'SELECT h.* FROM hls_usage h JOIN services s ON s.id = h.service_id WHERE s.host_id = $1',
       [this.hostId()],
@@ -75,8 +86,19 @@ export class HlsUsageTotals {
     );
   }
 
+  /**
+   * Whether the saved totals are read again though this host saved nothing since: a service new here (bought, or
+   * moved from a host that saved its totals) is read at once, and the rest every TOTALS_REREAD_MS.
+   */
+  private readDue(): boolean {
+    if (Date.now() - this.readAt >= TOTALS_REREAD_MS) return true;
+    for (const id of this.askedSince) if (!this.readFor.has(id)) return true;
+    return false;
+  }
+
   /** The service's HLS usage now, given its Icecast listeners now (for the combined peak). */
   of(serviceId: string, icecastListeners: number, icecastPeak: number): HlsUsage {
+    this.askedSince.add(serviceId);
     const saved = this.saved.get(serviceId) ?? { bytes: 0, listenerMs: 0, sessions: 0, peak: 0 };
     const unsaved = this.sessions.unsaved(serviceId);
     const open = this.sessions.openOf(serviceId);

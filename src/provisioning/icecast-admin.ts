@@ -177,15 +177,27 @@ export interface XmlElement {
   text: string;
 }
 
+/** The first text of each child's lower-cased name, built once per element (a stats answer reads 11 per mount). */
+const childTexts = new WeakMap<XmlElement, Map<string, string>>();
+
 /** Text of the first child named `name`, compared case-insensitively (Icecast mixes "Listeners" and "listeners"). */
 export function childText(element: XmlElement, name: string): string | undefined {
-  const wanted = name.toLowerCase();
-  return element.children.find((child) => child.name.toLowerCase() === wanted)?.text;
+  let texts = childTexts.get(element);
+  if (!texts) {
+    texts = new Map();
+    for (const child of element.children) {
+      const key = child.name.toLowerCase();
+      if (!texts.has(key)) texts.set(key, child.text);
+    }
+    childTexts.set(element, texts);
+  }
+  return texts.get(name.toLowerCase());
 }
 
 const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
 
 function decodeEntities(text: string): string {
+  if (!text.includes('&')) return text;
   return text.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);/g, (whole, entity: string) => {
     if (entity.startsWith('#x')) return String.fromCodePoint(Number.parseInt(entity.slice(2), 16));
     if (entity.startsWith('#')) return String.fromCodePoint(Number.parseInt(entity.slice(1), 10));
@@ -193,8 +205,9 @@ function decodeEntities(text: string): string {
   });
 }
 
+// Text first, then the element tags (most of an answer), then the rarer forms.
 const TOKEN =
-  /<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!DOCTYPE[^>]*>|<!\[CDATA\[([\s\S]*?)\]\]>|<\/([\w:.-]+)\s*>|<([\w:.-]+)((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>|([^<]+)/y;
+  /([^<]+)|<\/([\w:.-]+)\s*>|<([\w:.-]+)((?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>|<!\[CDATA\[([\s\S]*?)\]\]>|<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!DOCTYPE[^>]*>/y;
 const ATTRIBUTE = /([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
 
 export function parseXml(xml: string): XmlElement {
@@ -205,11 +218,12 @@ export function parseXml(xml: string): XmlElement {
     const at = TOKEN.lastIndex;
     const m = TOKEN.exec(xml);
     if (!m) throw new Error(`invalid XML at offset ${at}`);
-    const [, cdata, closing, opening, attributeText, selfClosing, text] = m;
+    const [, text, closing, opening, attributeText, selfClosing, cdata] = m;
     const current = open[open.length - 1];
     if (opening !== undefined) {
       const element: XmlElement = { name: opening, attributes: {}, children: [], text: '' };
-      for (const a of attributeText.matchAll(ATTRIBUTE)) element.attributes[a[1]] = decodeEntities(a[2] ?? a[3]);
+      if (attributeText)
+        for (const a of attributeText.matchAll(ATTRIBUTE)) element.attributes[a[1]] = decodeEntities(a[2] ?? a[3]);
       current.children.push(element);
       if (!selfClosing) open.push(element);
     } else if (closing !== undefined) {

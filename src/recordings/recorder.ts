@@ -124,12 +124,13 @@ export class Recorder {
 
   /**
    * One look at what should record and what does. Icecast's mounts are asked for only while a service here records,
-   * and shows are paused or ended only while one is open: a host that records nothing spends two statements a pass.
+   * and shows are paused or ended only while one was open when the pass began (a show this pass opens has nothing to
+   * end yet): a host that records nothing spends one statement a pass.
    */
   async pass(): Promise<void> {
-    const wanted = await this.wantedServices();
+    const { wanted, openShows } = await this.look();
     if (wanted.size || this.captures.size || this.deletedLive.size) await this.record(wanted);
-    if (await this.openShows()) {
+    if (openShows) {
       if (await this.store.pauseLost()) this.options.log.info({}, 'shows of a lost host paused');
       await this.finishShows();
     }
@@ -156,22 +157,24 @@ export class Recorder {
     for (const capture of this.captures.values()) await this.follow(capture, wanted.get(capture.show.service_id)!);
   }
 
-  /** Whether any host has a show not ended (recordings_open indexes them). */
-  private async openShows(): Promise<boolean> {
-    const [row] = await this.options.db.query<{ open: boolean }>(
-      'SELECT EXISTS (SELECT 1 FROM recordings WHERE ended_at IS NULL) AS open',
-    );
-    return row?.open === true;
-  }
-
-  private async wantedServices(): Promise<Map<string, RecordedService>> {
-    const rows = await this.options.db.query<RecordedService>(
-      `SELECT s.id, s.product_id, s.mount, s.limits FROM services s LEFT JOIN recording_settings rs ON rs.service_id = s.id
-       WHERE s.host_id = $1 AND s.status = 'active' AND (s.expires_at IS NULL OR s.expires_at > now())
-         AND ${SETTING_SQL}`,
+  /**
+   * The services of this host that should record, and whether any host has a show not ended (recordings_open indexes
+   * them), in one statement: the last row carries the latter.
+   */
+  private async look(): Promise<{ wanted: Map<string, RecordedService>; openShows: boolean }> {
+    const rows = await this.options.db.query<RecordedService & { open_shows: boolean | null }>(
+      `SELECT s.id, s.product_id, s.mount, s.limits, NULL::boolean AS open_shows
+         FROM services s LEFT JOIN recording_settings rs ON rs.service_id = s.id
+        WHERE s.host_id = $1 AND s.status = 'active' AND (s.expires_at IS NULL OR s.expires_at > now())
+          AND ${SETTING_SQL}
+       UNION ALL
+       SELECT NULL, NULL, NULL, NULL, EXISTS (SELECT 1 FROM recordings WHERE ended_at IS NULL)`,
       [this.options.hostId()],
     );
-    return new Map(rows.map((r) => [r.id, r]));
+    const wanted = new Map<string, RecordedService>();
+    for (const { id, product_id, mount, limits } of rows)
+      if (id !== null) wanted.set(id, { id, product_id, mount, limits });
+    return { wanted, openShows: rows.some((r) => r.open_shows === true) };
   }
 
   private async begin(service: RecordedService, mount: MountSummary): Promise<void> {
