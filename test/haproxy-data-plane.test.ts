@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { ICECAST_PROXY_ADDRESSES } from '../src/provisioning/index.js';
 import { expireIn } from './support/expiry.js';
 import { buy } from './support/purchase.js';
 import { request, startService, type Service } from './support/service.js';
@@ -258,6 +259,17 @@ describe('HAProxy in front of Icecast (ICECAST_PROXY=haproxy)', () => {
       );
       assert.equal(new Set(ips).size, cap, "each place has its listener's own network");
       assert.ok(!ips.includes('127.0.0.0/24'), JSON.stringify(ips));
+      // Icecast listens at its port on each of its proxy addresses (a backlog of 5 each), and the listeners just
+      // admitted reached it over several of them.
+      const port = Number(/<port>(\d+)<\/port>/.exec(icecastXml)?.[1]);
+      const listening = execFileSync('ss', ['-ltnpH', `( sport = :${port} )`], { encoding: 'utf8' });
+      const icecastAddresses = [...listening.matchAll(/^LISTEN\s+\d+\s+\d+\s+(\S+):\d+\s.*"icecast2"/gm)].map(
+        (m) => m[1],
+      );
+      assert.deepEqual(icecastAddresses.sort(), [...ICECAST_PROXY_ADDRESSES].sort(), listening);
+      const held = execFileSync('ss', ['-tnH', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' });
+      const used = new Set([...held.matchAll(/(127\.0\.0\.\d+):\d+\s+127\.0\.0\.254:/g)].map((m) => m[1]));
+      assert.ok(used.size >= 2, `HAProxy's connections to Icecast: ${held}`);
       for (const l of [first, ...burst]) l.socket.destroy();
     } finally {
       source.kill('SIGKILL');

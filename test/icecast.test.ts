@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { once } from 'node:events';
 import {
   buildIcecastConfig,
   handleIcecastCallback,
+  ICECAST_PROXY_ADDRESSES,
   icecastResponseHeaders,
   IcecastSupervisor,
   parseMount,
@@ -485,5 +487,63 @@ describe('a real Icecast and its URL-auth callbacks (supervisor in the test proc
     // The kernel kills it at once (pdeathsig); the bound is for a machine busy with the whole suite.
     await waitFor('icecast to die with its parent', () => processGone(pid), 15_000);
     assert.ok(existsSync(join(dataDir, 'orphan', 'icecast.xml')));
+  });
+});
+
+describe('an Icecast listening on several addresses of one port (as HAProxy fronts it)', () => {
+  const more = ICECAST_PROXY_ADDRESSES.slice(1);
+  let dataDir: string;
+  let squatter: net.Server;
+  let taken: number;
+  const supervisors: IcecastSupervisor[] = [];
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'icecast-addresses-'));
+    await chmod(dataDir, 0o755);
+    // Another program on one of the addresses only, at a port free on the others.
+    squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, more[3], resolve));
+    taken = (squatter.address() as net.AddressInfo).port;
+  });
+  after(async () => {
+    for (const s of supervisors) await s.stop();
+    squatter?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const supervisor = (name: string, port: { port?: number; preferredPort?: number }) => {
+    const s = new IcecastSupervisor({
+      dataDir: join(dataDir, name),
+      callbackBaseUrl: 'http://127.0.0.1:9',
+      moreAddresses: more,
+      ...port,
+    });
+    supervisors.push(s);
+    return s;
+  };
+  const icecastAddresses = (port: number) =>
+    [
+      ...execFileSync('ss', ['-ltnpH', `( sport = :${port} )`], { encoding: 'utf8' }).matchAll(
+        /^LISTEN\s+\d+\s+\d+\s+(\S+):\d+\s.*"icecast2"/gm,
+      ),
+    ]
+      .map((m) => m[1])
+      .sort();
+
+  it("does not run when one address is another program's: its listeners would go there", async () => {
+    const fixed = supervisor('fixed', { port: taken });
+    await assert.rejects(
+      fixed.start(),
+      new RegExp(`could not listen on ${more[3].replaceAll('.', '\\.')} at port ${taken}`),
+    );
+    assert.equal(fixed.pid, undefined, 'the Icecast that started is stopped');
+    assert.deepEqual(icecastAddresses(taken), []);
+  });
+
+  it('moves to a port free on every address, and listens on all of them', async () => {
+    const moved = supervisor('moved', { preferredPort: taken });
+    await moved.start();
+    assert.notEqual(moved.port, taken);
+    assert.deepEqual(icecastAddresses(moved.port), [...ICECAST_PROXY_ADDRESSES].sort());
   });
 });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
 import {
   HAPROXY_SOURCE_ADDRESS,
+  ICECAST_PROXY_ADDRESSES,
   HaproxySupervisor,
   IcecastFrontDoor,
   IcecastSupervisor,
@@ -106,6 +107,7 @@ export function streaming(dataDir: string, log: Logger, settings: StreamingSetti
         // HAProxy asks serve about listeners and sources itself; Icecast takes connections only from it and serve.
         allowIps: settings.proxy === 'haproxy' ? ['127.0.0.1', HAPROXY_SOURCE_ADDRESS] : undefined,
         proxySourcePassword: icecastSourcePassword,
+        moreAddresses: settings.proxy === 'haproxy' ? ICECAST_PROXY_ADDRESSES.slice(1) : undefined,
         // The same port as last time keeps every service's stream and broadcast address; when it is taken, the
         // addresses move with the host (services/streaming-hosts.ts). With the front door, that is its port.
         ...(!proxied && {
@@ -243,7 +245,8 @@ async function startHaproxy(
     dataDir: join(dataDir, 'haproxy'),
     host: settings.listen?.host ?? '127.0.0.1',
     ...(settings.listen ? { port: settings.listen.port } : { preferredPort }),
-    upstream: () => (supervisor.port ? { host: '127.0.0.1', port: supervisor.port } : undefined),
+    upstream: () =>
+      supervisor.port ? { host: '127.0.0.1', port: supervisor.port, listenerHosts: supervisor.addresses } : undefined,
     icecastClients: settings.maxSources + settings.maxListeners + 50,
     admission: { ...ends.admission, timeoutMs: settings.listenerAdmissionTimeoutMs },
     icecastSourcePassword: ends.icecastSourcePassword,

@@ -24,8 +24,8 @@ export const HAPROXY_SOURCE_ADDRESS = '127.0.0.254';
 export interface HaproxyConfigOptions {
   /** Where listeners and encoders connect. */
   bind: { host: string; port: number };
-  /** Icecast's own loopback address. */
-  upstream: { host: string; port: number };
+  /** Icecast's own loopback address; `listenerHosts`: its addresses listeners are spread over (default `host`). */
+  upstream: { host: string; port: number; listenerHosts?: readonly string[] };
   /** Base64 of the HMAC key the ticket is signed with. */
   ticketKey: string;
   /** Connections HAProxy holds at once (listeners, sources): HAProxy needs two descriptors for each. */
@@ -111,7 +111,10 @@ backend listeners
   # listener may wait for its admission (an admitted listener is not dropped while Icecast catches up or restarts).
   timeout connect 250ms
   retries 240
-  server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
+  # One server per address Icecast listens on (ICECAST_PROXY_ADDRESSES), each a backlog of its own; Icecast's
+  # \`<clients>\` shared among them.
+  balance leastconn
+${listenerServers(o)}
 
 backend raw
   # Sources (PUT, SOURCE) and encoders' title updates, byte for byte but for the credentials serve admitted.
@@ -124,6 +127,21 @@ backend raw
   retries 5
   server icecast ${bindAddress(o.upstream)}${sourceOf(o)} maxconn ${o.serverMaxConnections}
 `;
+}
+
+function listenerServers(o: HaproxyConfigOptions): string {
+  const hosts = o.upstream.listenerHosts?.length ? o.upstream.listenerHosts : [o.upstream.host];
+  const share = (i: number) =>
+    Math.max(
+      1,
+      Math.floor(o.serverMaxConnections / hosts.length) + (i < o.serverMaxConnections % hosts.length ? 1 : 0),
+    );
+  return hosts
+    .map((host, i) => {
+      const name = i === 0 ? 'icecast' : `icecast-${host}`;
+      return `  server ${name} ${bindAddress({ host, port: o.upstream.port })}${sourceOf(o)} maxconn ${share(i)}`;
+    })
+    .join('\n');
 }
 
 const sourceOf = (o: HaproxyConfigOptions) => (o.sourceAddress ? ` source ${o.sourceAddress}` : '');

@@ -35,7 +35,17 @@ export interface IcecastConfigOptions {
    * proxy's 0600 configs hold.
    */
   proxySourcePassword?: string;
+  /** Further addresses Icecast listens on, at the same port (ICECAST_PROXY_ADDRESSES). */
+  moreAddresses?: readonly string[];
 }
+
+/**
+ * The loopback addresses Icecast listens on, all at its one port, when HAProxy is in front. Icecast 2.4's listen
+ * backlog is 5 and cannot be configured: in a burst of listeners its accept thread, short of CPU, lets more connects
+ * wait than that, and the kernel drops the rest (HAProxy tries each again after 250 ms). Each address is a socket
+ * with a backlog of its own, and HAProxy spreads its listeners over them.
+ */
+export const ICECAST_PROXY_ADDRESSES: readonly string[] = Array.from({ length: 8 }, (_, i) => `127.0.0.${i + 1}`);
 
 export function icecastCallbackUrl(callbackBaseUrl: string, action: IcecastCallbackAction): string {
   return `${callbackBaseUrl.replace(/\/+$/, '')}/icecast/${action}`;
@@ -93,10 +103,7 @@ export function buildIcecastConfig(o: IcecastConfigOptions): string {
     <admin-user>${x(o.adminUser)}</admin-user>
     <admin-password>${x(o.adminPassword)}</admin-password>
   </authentication>
-  <listen-socket>
-    <port>${x(o.port)}</port>
-    <bind-address>${x(o.host)}</bind-address>
-  </listen-socket>
+${[o.host, ...(o.moreAddresses ?? [])].map((address) => listenSocket(address, o.port)).join('\n')}
   <mount type="default">
     <public>0</public>
     <hidden>1</hidden>
@@ -122,4 +129,11 @@ ${o.allowIpFile ? `    <allow-ip>${x(o.allowIpFile)}</allow-ip>\n` : ''}  </path
   </security>
 </icecast>
 `;
+}
+
+function listenSocket(address: string, port: number): string {
+  return `  <listen-socket>
+    <port>${escapeXml(port)}</port>
+    <bind-address>${escapeXml(address)}</bind-address>
+  </listen-socket>`;
 }

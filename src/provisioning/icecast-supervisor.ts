@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildIcecastConfig } from './icecast-config.js';
 import { IcecastAdmin } from './icecast-admin.js';
-import { freePort, isFree } from './local-ports.js';
+import { freePort, isFree, listensOn } from './local-ports.js';
 import { systemUserIds } from './system-user.js';
 
 export interface IcecastSupervisorOptions {
@@ -41,6 +41,11 @@ export interface IcecastSupervisorOptions {
   allowIps?: string[];
   /** The proxy in front decides sources and listeners; its sources come in with this password (icecast-config.ts). */
   proxySourcePassword?: string;
+  /**
+   * Further addresses Icecast listens on, at its one port (ICECAST_PROXY_ADDRESSES). Icecast starts without a socket
+   * it cannot bind, so each is checked to be its own once it answers; else it is stopped and another port tried.
+   */
+  moreAddresses?: readonly string[];
 }
 
 export interface IcecastStartedEvent {
@@ -113,6 +118,11 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     return `http://${this.host}:${this.port}`;
   }
 
+  /** Every address Icecast listens on, all at `port`. */
+  get addresses(): string[] {
+    return [this.host, ...(this.options.moreAddresses ?? [])];
+  }
+
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -149,9 +159,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private async launchOnSomePort(): Promise<IcecastStartedEvent> {
     for (let attempt = 1; ; attempt++) {
       const preferred = attempt === 1 ? this.options.preferredPort : undefined;
-      this.currentPort =
-        this.options.port ??
-        (preferred && (await isFree(this.host, preferred)) ? preferred : await freePort(this.host));
+      this.currentPort = this.options.port ?? (await this.freePortPreferring(preferred));
       this.adminClient = new IcecastAdmin({
         baseUrl: this.baseUrl,
         user: this.adminUser,
@@ -163,6 +171,16 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       } catch (error) {
         if (this.options.port !== undefined || attempt >= 3 || this.stopped) throw error;
       }
+    }
+  }
+
+  private async freePortPreferring(preferred: number | undefined): Promise<number> {
+    const freeEverywhere = async (port: number) =>
+      (await Promise.all(this.addresses.map((address) => isFree(address, port)))).every(Boolean);
+    if (preferred && (await freeEverywhere(preferred))) return preferred;
+    for (;;) {
+      const port = await freePort(this.host);
+      if (await freeEverywhere(port)) return port;
     }
   }
 
@@ -193,6 +211,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       maxSources: this.options.maxSources ?? 100,
       allowIpFile: this.options.allowIps && join(this.options.dataDir, 'allowed-ips'),
       proxySourcePassword: this.options.proxySourcePassword,
+      moreAddresses: this.options.moreAddresses,
     });
     if (this.options.allowIps)
       await writeFile(join(this.options.dataDir, 'allowed-ips'), `${this.options.allowIps.join('\n')}\n`, {
@@ -249,6 +268,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
 
     try {
       await this.waitUntilAnswering(child);
+      await this.checkAddresses(child);
     } catch (error) {
       await this.killChild();
       throw new Error(`${(error as Error).message}\n${await this.diagnostics()}`);
@@ -277,6 +297,14 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
       if (Date.now() > deadline) throw new Error(`icecast did not answer on ${this.baseUrl} in time`);
       await sleep(25);
     }
+  }
+
+  /** Icecast goes on without a listen socket it could not bind: another program's there would get its listeners. */
+  private async checkAddresses(child: ChildProcess): Promise<void> {
+    const more = this.options.moreAddresses ?? [];
+    const own = await Promise.all(more.map((address) => listensOn(child.pid!, this.port, address)));
+    const missing = more.filter((_, i) => !own[i]);
+    if (missing.length) throw new Error(`icecast could not listen on ${missing.join(', ')} at port ${this.port}`);
   }
 
   private async diagnostics(): Promise<string> {

@@ -1,5 +1,6 @@
 export {
   buildIcecastConfig,
+  ICECAST_PROXY_ADDRESSES,
   icecastCallbackUrl,
   escapeXml,
   ICECAST_CALLBACK_ACTIONS,

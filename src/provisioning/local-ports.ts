@@ -38,26 +38,42 @@ export function accepts(host: string, port: number): Promise<boolean> {
 
 const LISTEN = '0A';
 
-/** Inodes of the sockets listening on this TCP port, as the kernel lists them (/proc/net/tcp and tcp6). */
-async function listeningInodes(port: number): Promise<Set<string>> {
+/** The address and port as /proc/net/tcp writes them: an IPv4 address's bytes in the host's (little-endian) order. */
+function procEndpoint(host: string, port: number): string {
+  const address = host
+    .split('.')
+    .reverse()
+    .map((byte) => Number(byte).toString(16).toUpperCase().padStart(2, '0'))
+    .join('');
+  return `${address}:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/**
+ * Inodes of the sockets listening on this TCP port, as the kernel lists them (/proc/net/tcp and tcp6); with `host`
+ * (IPv4), only those bound to that address.
+ */
+async function listeningInodes(port: number, host?: string): Promise<Set<string>> {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const endpoint = host && procEndpoint(host, port);
   const inodes = new Set<string>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     const text = await readFile(table, 'utf8').catch(() => '');
     for (const line of text.split('\n').slice(1)) {
       const fields = line.trim().split(/\s+/);
-      if (fields[3] === LISTEN && fields[1]?.endsWith(`:${hexPort}`)) inodes.add(fields[9]);
+      const local = fields[1] ?? '';
+      if (fields[3] === LISTEN && (endpoint ? local === endpoint : local.endsWith(`:${hexPort}`)))
+        inodes.add(fields[9]);
     }
   }
   return inodes;
 }
 
 /**
- * Whether this process itself listens on the port. Several processes may listen on one port (SO_REUSEPORT), so a
- * connection that succeeds says nothing about a given one of them.
+ * Whether this process itself listens on the port (with `host`: on that IPv4 address). Several processes may listen
+ * on one port (SO_REUSEPORT), so a connection that succeeds says nothing about a given one of them.
  */
-export async function listensOn(pid: number, port: number): Promise<boolean> {
-  const inodes = await listeningInodes(port);
+export async function listensOn(pid: number, port: number, host?: string): Promise<boolean> {
+  const inodes = await listeningInodes(port, host);
   if (inodes.size === 0) return false;
   const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
   for (const fd of fds) {
