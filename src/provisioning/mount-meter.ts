@@ -11,9 +11,9 @@
 // Bytes sent to listeners: with an access log, the exact bytes of every finished listener (its log line) plus,
 // while listeners are connected (or a gone listener's line waits for HAProxy's count), the session's stats counter
 // minus what its finished listeners took (when the source goes, what those still connected took stands until their
-// lines come: a cut does not lower the count). Behind HAProxy
-// a finished listener's figure is HAProxy's bytes sent to it (listenerEnded): Icecast's line counts what it wrote to
-// HAProxy, tens of KB more than reached the listener when it left. Such a line waits a few seconds for that report.
+// lines come: a cut does not lower the count). Behind HAProxy a finished listener's figure is HAProxy's bytes sent to
+// it (listenerEnded): Icecast's line counts what it wrote to HAProxy, tens of KB more than reached the listener when it
+// left. Such a line waits a few seconds for that report.
 //
 // Listener time comes from the access log (exact whole seconds per finished listener) plus the
 // `Connected` seconds of listeners still connected (listclients). Without an access log the meter

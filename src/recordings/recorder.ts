@@ -159,7 +159,7 @@ export class Recorder {
 
   /**
    * The services of this host that should record, and whether any host has a show not ended (recordings_open indexes
-   * them), in one statement: the last row carries the latter.
+   * them), in one statement: a row of its own, without a service, carries the latter.
    */
   private async look(): Promise<{ wanted: Map<string, RecordedService>; openShows: boolean }> {
     const rows = await this.options.db.query<RecordedService & { open_shows: boolean | null }>(
