@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Logger } from '../src/log/index.js';
+import type { IcecastAdmin } from '../src/provisioning/index.js';
 import { AutoDjManager, type MediaLibrary, type ServiceRow } from '../src/services/index.js';
 import type { Database } from '../src/store/index.js';
 import { requireStreamingTools } from './support/system-tools.js';
@@ -61,6 +62,30 @@ test('a sync from an old read neither stops a new AutoDJ nor starts one of an en
     activeInDatabase.add(bought.id);
     await djs.sync([older, bought], new Set([older.id, bought.id]));
     assert.deepEqual(started.slice(3), ['svc_bought']);
+  } finally {
+    await djs.stopAll();
+  }
+});
+
+test("a yield takes the mount from AutoDJ when Icecast is slow to read AutoDJ's hang-up", async () => {
+  const log: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+  const db = { query: async () => [] } as unknown as Database;
+  const media = { list: async () => [], pathOf: (_id: string, name: string) => name } as unknown as MediaLibrary;
+  const service = autodjService('svc_slow');
+  // An Icecast that still lists AutoDJ's source on the mount until it is told to kill it.
+  const killed: string[] = [];
+  const admin = {
+    listMounts: async () => (killed.length ? [] : [{ mount: service.mount }]),
+    killSource: async (mount: string) => (killed.push(mount), true),
+  } as unknown as IcecastAdmin;
+  const djs = new AutoDjManager({ db, media, icecastUrl: () => 'http://127.0.0.1:9', admin: () => admin, log });
+  try {
+    await djs.sync([service]);
+    const asked = Date.now();
+    await djs.yieldTo(service);
+    assert.deepEqual(killed, [service.mount], 'the mount AutoDJ still held was taken from it');
+    assert.ok(Date.now() - asked < 6000, 'the live encoder was answered within its wait');
+    assert.equal(djs.isLive(service.id), true);
   } finally {
     await djs.stopAll();
   }

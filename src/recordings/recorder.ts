@@ -9,6 +9,7 @@ import type { Database } from '../store/index.js';
 import { startCapture, streamFormatOf } from './capture.js';
 import { type PlayedTitle, type Recording, RecordingStore, SETTING_SQL } from './recording-store.js';
 import { removeShowFiles, ShowParts } from './show-parts.js';
+import { cutTornFrame } from './whole-frames.js';
 import { type IncludedStorage, recordingStorageBytes, storageProblem } from './storage.js';
 
 export const RECORDER_USER = 'recorder';
@@ -187,6 +188,8 @@ export class Recorder {
     const partsBytes = await this.parts.partsBytes(show.id);
     const file = this.options.pathOf(service.id, show.file_name);
     await mkdir(dirname(file), { recursive: true });
+    // The session before may have ended inside a frame (its source hung up, or this host was lost while it wrote).
+    await cutTornFrame(file, format.extension);
     const source = { url: new URL(service.mount, base).href, user: RECORDER_USER, secret: this.secret };
     const child = startCapture({ ...source, userAgent: RECORDER_AGENT }, format, file);
     let said = '';

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Database } from '../store/index.js';
 import { audioDuration } from './audio-duration.js';
+import { wholeFramesEnd } from './whole-frames.js';
 
 /** A file an earlier host wrote of a show, and how many of its bytes belong to the show. */
 interface ShowPart {
@@ -114,8 +115,8 @@ export class ShowParts {
     try {
       for (const part of parts) {
         const path = this.pathOf(show.service_id, part.file);
-        // A part lost from the storage leaves the rest of the show playable.
-        const bytes = Math.min(part.bytes, await sizeOf(path));
+        // A part lost from the storage leaves the rest of the show playable; one cut inside a frame loses that frame.
+        const bytes = await wholeFramesEnd(path, Math.min(part.bytes, await sizeOf(path)), extensionOf(show.file_name));
         if (bytes > 0) await pipeline(createReadStream(path, { start: 0, end: bytes - 1 }), out, { end: false });
       }
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
@@ -145,8 +146,10 @@ export async function removeShowFiles(
 
 /** A file name of the show no host has written yet (every file of a show starts `.recording-{id}.`). */
 function newFileName(show: { id: string; file_name: string }): string {
-  return `.recording-${show.id}.${randomBytes(4).toString('hex')}.${show.file_name.split('.').pop()}`;
+  return `.recording-${show.id}.${randomBytes(4).toString('hex')}.${extensionOf(show.file_name)}`;
 }
+
+const extensionOf = (fileName: string) => fileName.split('.').pop() ?? '';
 
 const sizeOf = (file: string) =>
   stat(file).then(

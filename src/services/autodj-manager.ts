@@ -81,8 +81,15 @@ export class AutoDjManager {
     this.liveSources.set(service.id, Date.now());
     if (!this.running.has(service.id)) return;
     await this.stop(service.id);
-    const deadline = Date.now() + MOUNT_RELEASE_WAIT_MS;
-    while (Date.now() < deadline && (await this.hasSource(service.mount))) await sleep(50);
+    // A loaded Icecast can read AutoDJ's hang-up later than the wait: the mount is then taken from it, since only
+    // AutoDJ can hold it while the live encoder waits on this decision.
+    if (!(await this.released(service.mount, MOUNT_RELEASE_WAIT_MS))) {
+      await this.deps
+        .admin()
+        ?.killSource(service.mount)
+        .catch(() => false);
+      await this.released(service.mount, MOUNT_RELEASE_WAIT_MS);
+    }
     // The news of AutoDJ's disconnect may come after this wait: it must still read as AutoDJ's own.
     this.liveSources.set(service.id, Date.now());
   }
@@ -117,6 +124,16 @@ export class AutoDjManager {
     if (!mounts) return;
     const withSource = new Set(mounts.map((m) => m.mount));
     for (const service of waiting) if (!withSource.has(service.mount)) this.liveSources.delete(service.id);
+  }
+
+  /** Whether Icecast let go of the mount within `ms`. */
+  private async released(mount: string, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (await this.hasSource(mount)) {
+      if (Date.now() >= deadline) return false;
+      await sleep(50);
+    }
+    return true;
   }
 
   private async hasSource(mount: string): Promise<boolean> {

@@ -117,16 +117,25 @@ export function liveSine(url: string, how: LiveSine = {}): ChildProcess {
   return spawn('ffmpeg', [...input, ...encode], { stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-/** The playing time of MP3 bytes, decoded to the end by ffmpeg. */
+/** Samples a second that MP3 bytes are decoded to when their playing time is counted. */
+const COUNTED_RATE = 8000;
+
+/**
+ * The playing time of MP3 bytes: the samples ffmpeg decodes from them, counted (not its clock, which a broken frame
+ * makes jump). Bytes that do not decode cleanly — a torn frame, a missing header — are refused with ffmpeg's words.
+ */
 export function mp3Seconds(bytes: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
+    const args = ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-ac', '1', '-ar', String(COUNTED_RATE), '-f', 's16le'];
     const child = execFile(
       'ffmpeg',
-      ['-v', 'error', '-f', 'mp3', '-i', 'pipe:0', '-f', 'null', '-progress', 'pipe:1', '-'],
-      (err, stdout) => {
+      [...args, 'pipe:1'],
+      { encoding: 'buffer', maxBuffer: 1 << 30 },
+      (err, pcm, log) => {
         if (err) return reject(err);
-        const times = [...stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1]));
-        resolve(times[times.length - 1] / 1e6);
+        const errors = String(log).trim();
+        if (errors) return reject(new Error(`the MP3 does not decode cleanly: ${errors.slice(0, 500)}`));
+        resolve(pcm.length / 2 / COUNTED_RATE);
       },
     );
     child.stdin!.end(bytes);
