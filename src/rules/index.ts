@@ -11,3 +11,4 @@ export type {
   ServiceAction,
 } from './types.js';
 export { readPath } from './path.js';
+export { compareDecimal, decimalOperators } from './operators.js';

@@ -17,6 +17,7 @@ import {
 import { Decimal, type ServiceAction, type ServiceDecision, type Stage } from '../rules/index.js';
 import type { Client, Database } from '../store/index.js';
 import { listenerCapOf, SERVICE_ROW_COLUMNS, type ServiceRow } from './service-records.js';
+import { usageDecidingRules } from './decision-key.js';
 import { hasAutoDj } from './has-autodj.js';
 import type { ListenerPlaces } from './listener-places.js';
 import { recordServiceEvent } from './service-events.js';
@@ -197,7 +198,7 @@ export class LifecycleWorker {
     const snapshot = this.deps.live.current;
     const stage = snapshot.rules.lifecycle;
     const facts = { service: serviceFacts(service), usage };
-    const key = JSON.stringify({ ...facts, usage: readUsage(stage, usage) });
+    const key = JSON.stringify({ ...facts, usage: usageDecidingRules(stage, usage) });
     const last = remembered.get(service.id);
     const decisions =
       last && last.stage === stage && last.key === key && last.decisions.length === 0
@@ -410,37 +411,6 @@ interface RememberedDecisions {
   stage: Stage;
   key: string;
   decisions: ServiceDecision[];
-}
-
-const stageTexts = new WeakMap<Stage, { text: string; whole: boolean; named: Map<string, boolean> }>();
-
-/**
- * The usage figures the stage's conditions and derived facts may read: those whose name appears in them. A name inside
- * a longer one counts too, so a figure is left out only when no condition can read it.
- */
-function readUsage(stage: Stage, usage: Record<string, unknown>): Record<string, unknown> {
-  let known = stageTexts.get(stage);
-  if (!known) {
-    const read = [stage.rules.map((rule) => rule.conditions), stage.derivedFacts];
-    known = { text: JSON.stringify(read), whole: readsWhole(read), named: new Map() };
-    stageTexts.set(stage, known);
-  }
-  if (known.whole) return usage;
-  const read: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(usage)) {
-    let named = known.named.get(name);
-    if (named === undefined) known.named.set(name, (named = known.text.includes(name)));
-    if (named) read[name] = value;
-  }
-  return read;
-}
-
-/** Whether a condition reads the usage fact as a whole (no path into it). */
-function readsWhole(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const o = value as Record<string, unknown>;
-  if ((o.fact === 'usage' && o.path === undefined) || o.from === 'usage') return true;
-  return Object.values(o).some(readsWhole);
 }
 
 function serviceFacts(service: ServiceRow): Record<string, unknown> {
