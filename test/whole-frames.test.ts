@@ -42,8 +42,8 @@ const FORMATS = [
     largestFrame: 65_307,
   },
 ];
-/** Where the lost host's part is cut: inside frames at every phase, and once at its very end. */
-const CUTS = [1_001, 4_099, 7_777, 9_500, 12_345, 15_000, 17_003];
+/** Where the lost host's part is cut: at odd places inside its frames, and once at its very end. */
+const CUTS = [1_001, 4_099, 9_500, 15_003];
 
 let dir: string;
 before(async () => {
@@ -67,7 +67,7 @@ for (const format of FORMATS) {
     const next = await lavfi('sine=frequency=660:duration=2', format.encoding);
     const part = join(dir, `part.${format.extension}`);
     await writeFile(part, audio);
-    let tornJoinsBroke = 0;
+    let tornJoinBroke = false;
     for (const cut of [...CUTS.filter((c) => c < audio.length), audio.length]) {
       const end = await wholeFramesEnd(part, cut, format.extension);
       assert.ok(end <= cut && cut - end <= format.largestFrame, `${cut} bytes kept up to ${end}`);
@@ -76,11 +76,11 @@ for (const format of FORMATS) {
       const joined = join(dir, `joined.${format.extension}`);
       await writeFile(joined, Buffer.concat([audio.subarray(0, end), next]));
       assert.equal(await decodeErrors(joined), '', `cut at ${cut}, joined at ${end}`);
-      await writeFile(joined, Buffer.concat([audio.subarray(0, cut), next]));
-      if (end !== cut && (await decodeErrors(joined))) tornJoinsBroke++;
+      if (!tornJoinBroke) await writeFile(joined, Buffer.concat([audio.subarray(0, cut), next]));
+      if (!tornJoinBroke && end !== cut) tornJoinBroke = (await decodeErrors(joined)) !== '';
     }
     // The same parts joined where they were cut do not decode cleanly: what the cut at whole frames prevents.
-    assert.ok(tornJoinsBroke > 0, 'a torn frame breaks the join');
+    assert.ok(tornJoinBroke, 'a torn frame breaks the join');
   });
 }
 
