@@ -84,13 +84,6 @@ export class AuditLog {
     return row;
   }
 
-  async bySeq(seqs: string[]): Promise<StoredRecord[]> {
-    return this.db.query<StoredRecord & Record<string, unknown>>(
-      `SELECT ${columns} FROM audit_records r WHERE r.seq = ANY($1::bigint[]) ORDER BY r.seq`,
-      [seqs],
-    );
-  }
-
   /** The chained states of an order, oldest first. */
   async orderStates(orderId: string): Promise<StoredRecord[]> {
     return this.db.query<StoredRecord & Record<string, unknown>>(

@@ -93,11 +93,6 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     return this.running;
   }
 
-  /** The track on air, to set the metadata again after 'restarted'. */
-  get currentTrack(): AutoDjTrack | undefined {
-    return this.playing;
-  }
-
   get encoderPid(): number | undefined {
     return this.encoder?.child.pid;
   }

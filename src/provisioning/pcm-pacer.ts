@@ -43,10 +43,6 @@ export class PcmPacer {
     this.silence = Buffer.alloc(this.alignDown(options.bytesPerSecond)); // the most one tick may need
   }
 
-  get bufferedMs(): number {
-    return Math.round((this.queuedBytes / this.options.bytesPerSecond) * 1000);
-  }
-
   start(): void {
     if (this.timer) return;
     this.startedAt = performance.now();

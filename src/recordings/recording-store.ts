@@ -161,16 +161,6 @@ export class RecordingStore {
     return rows.length;
   }
 
-  /** False when the recording was deleted meanwhile. */
-  async grew(id: string, sizeBytes: number, titles: PlayedTitle[]): Promise<boolean> {
-    const rows = await this.db.query('UPDATE recordings SET size_bytes = $2, titles = $3 WHERE id = $1 RETURNING id', [
-      id,
-      sizeBytes,
-      JSON.stringify(titles),
-    ]);
-    return rows.length > 0;
-  }
-
   /** Shows paused longer than the gap that keeps one show (on any host: the one that recorded may be gone). */
   async overShows(gapSeconds: number): Promise<Recording[]> {
     const rows = await this.db.query<RecordingRow>(
@@ -179,14 +169,6 @@ export class RecordingStore {
       [gapSeconds],
     );
     return rows.map(recordingOf);
-  }
-
-  async end(id: string, facts: { durationSeconds: number; sizeBytes: number; stopReason?: string }): Promise<void> {
-    await this.db.query(
-      `UPDATE recordings SET ended_at = coalesce(paused_at, now()), duration_seconds = $2, size_bytes = $3,
-       stop_reason = coalesce($4, stop_reason) WHERE id = $1`,
-      [id, facts.durationSeconds.toFixed(3), facts.sizeBytes, facts.stopReason ?? null],
-    );
   }
 
   async noteStop(id: string, reason: string): Promise<void> {

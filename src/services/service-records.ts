@@ -95,22 +95,6 @@ export class ServiceRecords {
     private readonly moreEndpoints: (service: ServiceRow) => Record<string, string> = () => ({}),
   ) {}
 
-  /**
-   * Creates the service of a paid order inside the caller's transaction, on the host the order was placed on (an
-   * order claimed before placement: this instance's); a second call for the same order returns the first service.
-   */
-  async createForOrder(
-    client: Client,
-    order: { id: string; api_key_id: string; product_id: string; host_id?: string | null },
-    limits: Record<string, unknown>,
-    expiresAt: Date | null,
-  ): Promise<ServiceRow> {
-    const insert = this.newServiceInsert(order, limits, expiresAt);
-    const inserted = await client.query(insert.sql, insert.params);
-    if (inserted.rows[0]) return inserted.rows[0] as ServiceRow;
-    return this.ofOrder(client, order.id);
-  }
-
   /** The service an order already has (read in the caller's transaction). */
   async ofOrder(client: Client, orderId: string): Promise<ServiceRow> {
     return (await client.query(`SELECT ${WITH_HOST_URL} WHERE s.order_id = $1`, [orderId])).rows[0] as ServiceRow;
