@@ -84,6 +84,7 @@ export class AutoDjManager {
     // A loaded Icecast can read AutoDJ's hang-up later than the wait: the mount is then taken from it, since only
     // AutoDJ can hold it while the live encoder waits on this decision.
     if (!(await this.released(service.mount, MOUNT_RELEASE_WAIT_MS))) {
+      this.deps.log.warn({ service_id: service.id }, 'Icecast still held the mount AutoDJ left: its source is killed');
       await this.deps
         .admin()
         ?.killSource(service.mount)
