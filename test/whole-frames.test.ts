@@ -84,6 +84,21 @@ for (const format of FORMATS) {
   });
 }
 
+test('a long part is cut at its last whole frame, found in its tail', async () => {
+  for (const format of [FORMATS[0], FORMATS[4]]) {
+    const audio = await lavfi('sine=frequency=440:duration=90', format.encoding);
+    assert.ok(audio.length > 600_000, `${format.name}: ${audio.length} bytes, longer than the tail looked at`);
+    const part = join(dir, `long.${format.extension}`);
+    await writeFile(part, audio);
+    const cut = audio.length - 5_003;
+    const end = await wholeFramesEnd(part, cut, format.extension);
+    assert.ok(end < cut && cut - end <= format.largestFrame, `${format.name}: ${cut} bytes kept up to ${end}`);
+    const joined = join(dir, `long-joined.${format.extension}`);
+    await writeFile(joined, Buffer.concat([audio.subarray(0, end), await lavfi('sine=duration=1', format.encoding)]));
+    assert.equal(await decodeErrors(joined), '', format.name);
+  }
+});
+
 test('a file of a format not known is kept whole, and so is one with no frames', async () => {
   const part = join(dir, 'noise.mp3');
   await writeFile(part, Buffer.alloc(10_000, 0x55));

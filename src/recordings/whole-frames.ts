@@ -3,8 +3,8 @@ import { open, stat, truncate } from 'node:fs/promises';
 /** The length of the frame (or Ogg page) whose header starts at `at`, undefined when no valid header starts there. */
 type FrameLength = (buf: Buffer, at: number) => number | undefined;
 
-/** How far back from a part's end the last whole frame is looked for: many frames of any bitrate we sell. */
-const TAIL_BYTES = 64 * 1024;
+/** How far back from a part's end its last whole frame is looked for: several of the largest (an Ogg page: 65,307). */
+const TAIL_BYTES = 256 * 1024;
 /** Frames in a row that make a run of bytes audio frames rather than a sync pattern inside one. */
 const CHAIN = 3;
 
