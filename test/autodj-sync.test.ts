@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../src/log/index.js';
 import type { IcecastAdmin } from '../src/provisioning/index.js';
 import { AutoDjManager, type MediaLibrary, type ServiceRow } from '../src/services/index.js';
@@ -67,16 +68,27 @@ test('a sync from an old read neither stops a new AutoDJ nor starts one of an en
   }
 });
 
-test("a yield takes the mount from AutoDJ when Icecast is slow to read AutoDJ's hang-up", async () => {
+test("a yield takes the mount from AutoDJ when Icecast is slow to read AutoDJ's hang-up, and keeps the turn", async () => {
   const log: Logger = { info: () => {}, warn: () => {}, error: () => {} };
   const db = { query: async () => [] } as unknown as Database;
   const media = { list: async () => [], pathOf: (_id: string, name: string) => name } as unknown as MediaLibrary;
   const service = autodjService('svc_slow');
-  // An Icecast that still lists AutoDJ's source on the mount until it is told to kill it.
+  // An Icecast that still lists AutoDJ's source on the mount until it is told to kill it, and then reports the mount
+  // freed (its callback), while the live encoder still waits on the decision.
+  // Its answers are slow then (a loaded host): the news of the freed mount is read after the yield has ended.
   const killed: string[] = [];
+  let freed: Promise<void> | undefined;
   const admin = {
-    listMounts: async () => (killed.length ? [] : [{ mount: service.mount }]),
-    killSource: async (mount: string) => (killed.push(mount), true),
+    listMounts: async () => {
+      if (!killed.length) return [{ mount: service.mount }];
+      await sleep(400);
+      return [];
+    },
+    killSource: async (mount: string) => {
+      killed.push(mount);
+      setTimeout(() => (freed = djs.mountFreed(service.id, mount)), 100);
+      return true;
+    },
   } as unknown as IcecastAdmin;
   const djs = new AutoDjManager({ db, media, icecastUrl: () => 'http://127.0.0.1:9', admin: () => admin, log });
   try {
@@ -85,7 +97,9 @@ test("a yield takes the mount from AutoDJ when Icecast is slow to read AutoDJ's 
     await djs.yieldTo(service);
     assert.deepEqual(killed, [service.mount], 'the mount AutoDJ still held was taken from it');
     assert.ok(Date.now() - asked < 6000, 'the live encoder was answered within its wait');
-    assert.equal(djs.isLive(service.id), true);
+    await sleep(200);
+    await freed;
+    assert.equal(djs.isLive(service.id), true, "the mount freed by the kill was AutoDJ's own, not the live one's");
   } finally {
     await djs.stopAll();
   }

@@ -159,6 +159,14 @@ describe('recordings with AutoDJ and across a lost host', () => {
     const [show] = await waitFor('the live show recorded', async () => {
       const items = await recordingsOf(svc.service_id);
       return items.length === 1 && items[0].size_bytes > 0 && items;
+    }).catch(async (err: Error) => {
+      const said = a
+        .output()
+        .split('\n')
+        .filter((line) => /record|capture|autodj|mount|"level":"(warn|error)"/i.test(line));
+      throw new Error(
+        `${err.message}: ${JSON.stringify(await recordingsOf(svc.service_id))}\n${said.slice(-15).join('\n')}`,
+      );
     });
     autodjShow = { serviceId: svc.service_id, recordingId: show.recording_id };
     const back = await listenWhenLive(svc.stream_url, 30_000);

@@ -37,6 +37,8 @@ export class AutoDjManager {
   private readonly running = new Map<string, AutoDj>();
   /** Services whose live encoder holds the mount (and since when): AutoDJ waits until it leaves. */
   private readonly liveSources = new Map<string, number>();
+  /** Services whose AutoDJ is stepping aside right now: the mount freed meanwhile is AutoDJ's own disconnect. */
+  private readonly yielding = new Set<string>();
 
   constructor(private readonly deps: AutoDjDeps) {}
 
@@ -80,19 +82,27 @@ export class AutoDjManager {
   async yieldTo(service: Pick<ServiceRow, 'id' | 'mount'>): Promise<void> {
     this.liveSources.set(service.id, Date.now());
     if (!this.running.has(service.id)) return;
-    await this.stop(service.id);
-    // A loaded Icecast can read AutoDJ's hang-up later than the wait: the mount is then taken from it, since only
-    // AutoDJ can hold it while the live encoder waits on this decision.
-    if (!(await this.released(service.mount, MOUNT_RELEASE_WAIT_MS))) {
-      this.deps.log.warn({ service_id: service.id }, 'Icecast still held the mount AutoDJ left: its source is killed');
-      await this.deps
-        .admin()
-        ?.killSource(service.mount)
-        .catch(() => false);
-      await this.released(service.mount, MOUNT_RELEASE_WAIT_MS);
+    this.yielding.add(service.id);
+    try {
+      await this.stop(service.id);
+      // A loaded Icecast can read AutoDJ's hang-up later than the wait: the mount is then taken from it, since only
+      // AutoDJ can hold it while the live encoder waits on this decision.
+      if (!(await this.released(service.mount, MOUNT_RELEASE_WAIT_MS))) {
+        this.deps.log.warn(
+          { service_id: service.id },
+          'Icecast still held the mount AutoDJ left: its source is killed',
+        );
+        await this.deps
+          .admin()
+          ?.killSource(service.mount)
+          .catch(() => false);
+        await this.released(service.mount, MOUNT_RELEASE_WAIT_MS);
+      }
+    } finally {
+      this.yielding.delete(service.id);
+      // The news of AutoDJ's disconnect may come after this wait: it must still read as AutoDJ's own.
+      this.liveSources.set(service.id, Date.now());
     }
-    // The news of AutoDJ's disconnect may come after this wait: it must still read as AutoDJ's own.
-    this.liveSources.set(service.id, Date.now());
   }
 
   isLive(serviceId: string): boolean {
@@ -100,14 +110,16 @@ export class AutoDjManager {
   }
 
   /**
-   * Icecast reports that the mount has no source any more. Right after a yield that is AutoDJ's own disconnect,
-   * so the live encoder keeps the turn; later it is the live encoder leaving, and AutoDJ takes over again.
+   * Icecast reports that the mount has no source any more. During a yield or right after one (also when the report
+   * is read after the yield ended) that is AutoDJ's own disconnect, so the live encoder keeps the turn; later it is the
+   * live encoder leaving, and AutoDJ takes over again.
    */
   async mountFreed(serviceId: string, mount: string): Promise<void> {
     const since = this.liveSources.get(serviceId);
-    if (since === undefined || Date.now() - since <= OWN_DISCONNECT_MS) return;
+    const own = () => this.yielding.has(serviceId) || this.liveSources.get(serviceId) !== since;
+    if (since === undefined || own() || Date.now() - since <= OWN_DISCONNECT_MS) return;
     // On a loaded host AutoDJ's own disconnect may be reported late: the mount has a source then, the live one.
-    if (await this.hasSource(mount)) return;
+    if ((await this.hasSource(mount)) || own()) return;
     this.liveSources.delete(serviceId);
   }
 
