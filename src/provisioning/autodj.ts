@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mp3EncoderArgs } from './mp3-encoding.js';
 import { PcmPacer } from './pcm-pacer.js';
+import { RestartBackoff, type RestartDelays } from './restart-backoff.js';
 import {
   PCM_ARGS,
   PCM_BYTES_PER_SECOND,
@@ -30,7 +31,7 @@ export interface AutoDjOptions {
   onTrack?: (track: AutoDjTrack) => void | Promise<void>;
   ffmpeg?: string;
   ffprobe?: string;
-  restartDelayMs?: { min: number; max: number };
+  restartDelayMs?: RestartDelays;
 }
 
 export interface EncoderExit {
@@ -56,8 +57,6 @@ interface Running {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** An encoder that ran this long resets the restart backoff. */
-const HEALTHY_RUN_MS = 30_000;
 /** With an empty or unplayable playlist, how often it is read again. */
 const IDLE_POLL_MS = 1000;
 /** PCM queued for an encoder that does not read it (e.g. while connecting) is dropped beyond this. */
@@ -74,8 +73,7 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
   private feeding?: Promise<void>;
   private encoderStderr = '';
   private encoderStartedAt = 0;
-  private restartAttempt = 0;
-  private restartTimer?: NodeJS.Timeout;
+  private readonly restarts: RestartBackoff;
   private playing?: AutoDjTrack;
   /** Picked and being decoded, not on air yet: stop() gives these back so they play after start(). */
   private readonly pickedAhead = new Set<string>();
@@ -83,6 +81,7 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
   constructor(private readonly options: AutoDjOptions) {
     super();
     this.order = new PlayOrder(options.shuffle ?? false);
+    this.restarts = new RestartBackoff(options.restartDelayMs ?? { min: 250, max: 10_000 });
     this.pacer = new PcmPacer((pcm) => this.writeToEncoder(pcm), {
       bytesPerSecond: PCM_BYTES_PER_SECOND,
       frameBytes: PCM_FRAME_BYTES,
@@ -107,7 +106,7 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     if (this.running || this.stopping) throw new Error('autodj already running or stopping');
     this.running = true;
     this.abort = new AbortController();
-    this.restartAttempt = 0;
+    this.restarts.reset();
     this.spawnEncoder();
     this.pacer.start();
     this.feeding = this.feed();
@@ -118,7 +117,7 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     if (!this.running) return this.stopping ?? Promise.resolve();
     this.running = false;
     this.abort.abort();
-    clearTimeout(this.restartTimer);
+    this.restarts.cancel();
     this.pacer.stop();
     this.playing = undefined;
     for (const path of this.pickedAhead) this.order.putBack(path);
@@ -182,15 +181,12 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
     if (this.encoder === running) this.encoder = undefined;
     this.emit('encoderExited', { pid: running.child.pid ?? 0, code, signal, stderr: this.encoderStderr.trim() });
     if (!this.running) return;
-    if (Date.now() - this.encoderStartedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
-    const { min, max } = this.options.restartDelayMs ?? { min: 250, max: 10_000 };
-    const delay = Math.min(max, min * 2 ** this.restartAttempt);
-    const attempt = ++this.restartAttempt;
-    this.restartTimer = setTimeout(() => {
+    this.restarts.ranSince(this.encoderStartedAt);
+    this.restarts.schedule((attempt) => {
       if (!this.running) return;
       this.spawnEncoder();
       this.emit('restarted', { pid: this.encoder?.child.pid ?? 0, attempt });
-    }, delay);
+    });
   }
 
   private async feed(): Promise<void> {

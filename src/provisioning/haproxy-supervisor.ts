@@ -13,6 +13,7 @@ import { PROXY_QUEUE_SECONDS, type ListenerEndListener } from './listener-end.js
 import type { SourceEndListener, SourcePresenceListener } from './source-end.js';
 import { freePort, isFree, listensOn } from './local-ports.js';
 import { openFilesHardLimit } from './host-system.js';
+import { RestartBackoff, type RestartDelays } from './restart-backoff.js';
 import { systemUserIds } from './system-user.js';
 
 export interface HaproxySupervisorOptions {
@@ -37,7 +38,7 @@ export interface HaproxySupervisorOptions {
   queueTimeoutSeconds?: number;
   binary?: string;
   startTimeoutMs?: number;
-  restartDelayMs?: { min: number; max: number };
+  restartDelayMs?: RestartDelays;
   /** Told the exact bytes of each source connection (HAProxy's end-of-connection line), the meter's final figure. */
   onSourceEnd?: SourceEndListener;
   /** Told the bytes HAProxy sent to each listener when its connection closes (the meter's final figure). */
@@ -59,7 +60,6 @@ export type HaproxySupervisorEvents = {
   restartFailed: [Error];
 };
 
-const HEALTHY_RUN_MS = 30_000;
 /** More processes than this would share two cores for little: past it a host holds fewer connections. */
 const MAX_PROCESSES = 4;
 // Raise the open-files limit to the hard limit, then exec so that HAProxy keeps this process id.
@@ -87,13 +87,13 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   private output = '';
   private stopped = true;
   private launching = false;
-  private restartTimer?: NodeJS.Timeout;
-  private restartAttempt = 0;
+  private readonly restarts: RestartBackoff;
   private launchedAt = 0;
 
   constructor(private readonly options: HaproxySupervisorOptions) {
     super();
     this.closeEvents = new HaproxyCloseEvents(options.onSourceEnd, options.onListenerEnd, options.onSourcePresence);
+    this.restarts = new RestartBackoff(options.restartDelayMs);
   }
 
   get port(): number {
@@ -136,7 +136,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.restartTimer);
+    this.restarts.cancel();
     this.closeEvents.stop();
     await this.stopChildren();
   }
@@ -258,16 +258,13 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
     if (this.stopped || this.launching) return;
     void this.stopChildren().then(() => {
       this.closeEvents.allClosed();
-      if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
+      this.restarts.ranSince(this.launchedAt);
       this.scheduleRestart();
     });
   }
 
   private scheduleRestart(): void {
-    const { min, max } = this.options.restartDelayMs ?? { min: 100, max: 10_000 };
-    const delay = Math.min(max, min * 2 ** this.restartAttempt);
-    const attempt = ++this.restartAttempt;
-    this.restartTimer = setTimeout(async () => {
+    this.restarts.schedule(async (attempt) => {
       if (this.stopped) return;
       try {
         const started = await this.launch();
@@ -278,7 +275,7 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
         this.emit('restartFailed', error as Error);
         this.scheduleRestart();
       }
-    }, delay);
+    });
   }
 }
 

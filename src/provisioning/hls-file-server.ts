@@ -7,6 +7,7 @@ import { buildHlsFileServerConfig } from './hls-file-server-config.js';
 import type { HlsPlaylistSettings } from './hls-playlist-config.js';
 import { accepts, freePort } from './local-ports.js';
 import { installed, openFilesHardLimit } from './host-system.js';
+import { RestartBackoff } from './restart-backoff.js';
 import { systemUserIds } from './system-user.js';
 
 export interface HlsFileServerOptions {
@@ -51,8 +52,7 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
   private childExited?: Promise<void>;
   private output = '';
   private stopped = true;
-  private restartTimer?: NodeJS.Timeout;
-  private restartAttempt = 0;
+  private readonly restarts = new RestartBackoff();
 
   constructor(private readonly options: HlsFileServerOptions) {
     super();
@@ -87,7 +87,7 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.restartTimer);
+    this.restarts.cancel();
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
@@ -170,20 +170,18 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
   }
 
   private scheduleRestart(): void {
-    const delay = Math.min(10_000, 100 * 2 ** this.restartAttempt);
-    const attempt = ++this.restartAttempt;
-    this.restartTimer = setTimeout(async () => {
+    this.restarts.schedule(async (attempt) => {
       if (this.stopped) return;
       try {
         const pid = await this.launch();
         if (this.stopped) return void (await this.stop());
-        this.restartAttempt = 0;
+        this.restarts.reset();
         this.emit('restarted', { pid, port: this.currentPort, attempt });
       } catch (error) {
         if (this.stopped) return;
         this.emit('restartFailed', error as Error);
         this.scheduleRestart();
       }
-    }, delay);
+    });
   }
 }

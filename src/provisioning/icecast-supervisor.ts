@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { buildIcecastConfig } from './icecast-config.js';
 import { IcecastAdmin } from './icecast-admin.js';
 import { freePort, isFree, listensOn } from './local-ports.js';
+import { RestartBackoff, type RestartDelays } from './restart-backoff.js';
 import { systemUserIds } from './system-user.js';
 
 export interface IcecastSupervisorOptions {
@@ -36,7 +37,7 @@ export interface IcecastSupervisorOptions {
    * state, and its callbacks go to an API that has closed by then, so the kill loses nothing.
    */
   stopTimeoutMs?: number;
-  restartDelayMs?: { min: number; max: number };
+  restartDelayMs?: RestartDelays;
   /** Only these addresses may connect to Icecast (its allow-ip file); any when unset. */
   allowIps?: string[];
   /** The proxy in front decides sources and listeners; its sources come in with this password (icecast-config.ts). */
@@ -77,8 +78,6 @@ const RAISE_LIMIT_AND_EXEC = 'ulimit -n "$0" 2>/dev/null || ulimit -n "$(ulimit 
 /** How long a starting Icecast is left alone before the first admin request (see waitUntilAnswering). */
 const FIRST_REQUEST_AFTER_MS = 150;
 
-/** A run of Icecast that counts as healthy enough to reset the restart backoff. */
-const HEALTHY_RUN_MS = 30_000;
 /** How long a stopping Icecast gets to end by itself before it is killed (see `stopTimeoutMs`). */
 const STOP_GRACE_MS = 250;
 
@@ -94,14 +93,14 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   private launching = false;
   /** True before start() and after stop(): nothing is restarted. */
   private stopped = true;
-  private restartTimer?: NodeJS.Timeout;
-  private restartAttempt = 0;
+  private readonly restarts: RestartBackoff;
   private launchedAt = 0;
   private owner?: { uid: number; gid: number };
 
   constructor(private readonly options: IcecastSupervisorOptions) {
     super();
     this.host = options.host ?? '127.0.0.1';
+    this.restarts = new RestartBackoff(options.restartDelayMs);
   }
 
   get port(): number {
@@ -142,7 +141,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   async start(): Promise<void> {
     if (!this.stopped) throw new Error('icecast supervisor already started');
     this.stopped = false;
-    this.restartAttempt = 0;
+    this.restarts.reset();
     try {
       this.owner = await this.runAsIds();
       await mkdir(this.options.dataDir, { recursive: true, mode: 0o750 });
@@ -186,7 +185,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.restartTimer);
+    this.restarts.cancel();
     await this.killChild();
   }
 
@@ -318,15 +317,12 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
     // Stopping, Icecast ends by our SIGTERM or by the SIGKILL that follows it: either is the stop asked for.
     this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped });
     if (this.stopped || this.launching) return; // stop() or launch() handles it
-    if (Date.now() - this.launchedAt > HEALTHY_RUN_MS) this.restartAttempt = 0;
+    this.restarts.ranSince(this.launchedAt);
     this.scheduleRestart();
   }
 
   private scheduleRestart(): void {
-    const { min, max } = this.options.restartDelayMs ?? { min: 100, max: 10_000 };
-    const delay = Math.min(max, min * 2 ** this.restartAttempt);
-    const attempt = ++this.restartAttempt;
-    this.restartTimer = setTimeout(async () => {
+    this.restarts.schedule(async (attempt) => {
       try {
         const started = await this.launch();
         if (this.stopped) return;
@@ -336,7 +332,7 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
         this.emit('restartFailed', error as Error);
         this.scheduleRestart();
       }
-    }, delay);
+    });
   }
 
   private async killChild(): Promise<void> {
