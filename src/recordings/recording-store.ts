@@ -32,20 +32,8 @@ export interface RecordingSetting {
   feed_public: boolean;
 }
 
-interface RecordingRow extends Record<string, unknown> {
-  id: string;
-  service_id: string;
-  file_name: string;
-  content_type: string;
-  started_at: Date;
-  ended_at: Date | null;
-  duration_seconds: number | null;
-  size_bytes: number;
-  titles: PlayedTitle[];
-  sessions: number;
-  stop_reason: string | null;
-  kept_until: Date | null;
-}
+/** A row of `recordings`: a recording but for its status, which is read from its end. */
+type RecordingRow = Omit<Recording, 'status'> & Record<string, unknown>;
 
 const COLUMNS = `id, service_id, file_name, content_type, started_at, ended_at, duration_seconds::float8 AS duration_seconds,
   size_bytes::float8 AS size_bytes, titles, sessions, stop_reason, kept_until`;
