@@ -53,6 +53,7 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
   private output = '';
   private stopped = true;
   private readonly restarts = new RestartBackoff();
+  private launchedAt = 0;
 
   constructor(private readonly options: HlsFileServerOptions) {
     super();
@@ -146,6 +147,7 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
       await this.childExited;
       throw new Error(`${(error as Error).message}\nnginx output: ${this.output.trim() || '(none)'}`);
     }
+    this.launchedAt = Date.now();
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
     if (child.exitCode !== null || child.signalCode !== null) this.onExit(child, child.exitCode, child.signalCode);
     return child.pid!;
@@ -166,7 +168,9 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
     if (child !== this.child) return;
     this.child = undefined;
     this.emit('exited', { pid: child.pid ?? 0, code, signal, expected: this.stopped });
-    if (!this.stopped) this.scheduleRestart();
+    if (this.stopped) return;
+    this.restarts.ranSince(this.launchedAt);
+    this.scheduleRestart();
   }
 
   private scheduleRestart(): void {
@@ -175,7 +179,6 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
       try {
         const pid = await this.launch();
         if (this.stopped) return void (await this.stop());
-        this.restarts.reset();
         this.emit('restarted', { pid, port: this.currentPort, attempt });
       } catch (error) {
         if (this.stopped) return;
