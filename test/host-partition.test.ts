@@ -126,10 +126,15 @@ async function buyOnC(stationName: string) {
   return bought.body.service as { service_id: string; stream_url: string; broadcast_url: string };
 }
 
-/** Icecast's listener_add callback to an instance, as its Icecast makes it: true when admitted. */
+/**
+ * Icecast's listener_add callback to an instance, as its Icecast makes it: true when admitted. C's queries give up
+ * after 1 s (HOST_QUERY_TIMEOUT_MS), which a loaded machine can reach with no partition: a callback it could not
+ * decide is asked again, as a player comes back.
+ */
 async function listenerAdmitted(on: Service, mount: string, client: number): Promise<boolean> {
   const endpoint = await callbackEndpoint(on.dataDir);
-  return listenerCallback(endpoint, 'listener_add', { mount, client, ip: '198.51.100.9', agent: 'partition-test' });
+  const listener = { mount, client, ip: '198.51.100.9', agent: 'partition-test' };
+  return listenerCallback(endpoint, 'listener_add', listener, 3);
 }
 
 let nextClient = 2_000_000;
