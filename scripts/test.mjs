@@ -30,8 +30,10 @@ if (listOnly) {
   process.exit(0);
 }
 
+// tsc keeps what it checked in node_modules/.cache (ignored by git): a run after the first checks what changed and
+// what depends on it, about 14 s of CPU where a whole check costs 50.
 const checks = [
-  ['tsc', ['-p', '.']],
+  ['tsc', ['-p', '.', '--incremental', '--tsBuildInfoFile', 'node_modules/.cache/agent-audio/tsc.tsbuildinfo']],
   ['dpdm', ['--no-warning', '--no-tree', '--exit-code', 'circular:1', 'src/**/*.ts']],
   ['biome', ['format', '.']],
 ];
