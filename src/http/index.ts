@@ -1,4 +1,4 @@
-export { createRequestListener, API_PREFIX, type AppDeps } from './app.js';
+export { createRequestListener, API_PREFIX, type AppDeps, type MountedEndpoint } from './app.js';
 export type { CheckoutStatus } from '../operations/discovery-documents.js';
 export { healthDetails, type HealthReport } from './discovery.js';
 export { ICECAST_CALLBACK_PREFIX, createCallbackListener } from './icecast-callbacks.js';

@@ -1,7 +1,12 @@
 import type { HeadPublisher } from '../../audit/index.js';
 import { walletIdentity } from '../../identity/index.js';
-import { createRequestListener, type CheckoutStatus, type ConnectionCap } from '../../http/index.js';
-import { McpEndpoint } from '../../mcp/index.js';
+import {
+  createRequestListener,
+  type CheckoutStatus,
+  type ConnectionCap,
+  type MountedEndpoint,
+} from '../../http/index.js';
+import type { McpEndpoint } from '../../mcp/index.js';
 import type { OrderRecovery } from '../../orders/index.js';
 import { QuoteService } from '../../quotes/index.js';
 import { includedStorageOf, recordingStorageUsage } from '../../recordings/index.js';
@@ -46,7 +51,7 @@ export function serveApi(base: Foundation, api: ApiParts): void {
     },
     config.signup,
   );
-  const mcp = new McpEndpoint({
+  const mcp = loadedOnFirstRequest({
     ...shared,
     callers: identity.callers,
     selfServiceKeys: identity.selfServiceKeys,
@@ -119,4 +124,23 @@ export function startApiWorkers(
   }
   refundWorker.start();
   shutdown.push(() => refundWorker.stop());
+}
+
+/**
+ * The MCP endpoint, with its SDK loaded by the first MCP request rather than by every start, where it was a twentieth
+ * of a start's CPU. A load that failed is tried again by the next request.
+ */
+function loadedOnFirstRequest(deps: ConstructorParameters<typeof McpEndpoint>[0]): MountedEndpoint {
+  let endpoint: Promise<McpEndpoint> | undefined;
+  return {
+    handle: async (ctx) => {
+      endpoint ??= import('../../mcp/index.js')
+        .then((mcp) => new mcp.McpEndpoint(deps))
+        .catch((error: unknown) => {
+          endpoint = undefined;
+          throw error;
+        });
+      return (await endpoint).handle(ctx);
+    },
+  };
 }
