@@ -492,4 +492,41 @@ describe('AutoDJ on a real Icecast (supervisor and callbacks in the test process
     assert.ok(!played.some((t) => t.title === 'Bravo'), `the playlists' target played: ${JSON.stringify(played)}`);
     assert.deepEqual(refused.slice(0, 2), [files.hls, files.concat]);
   });
+
+  it('starts each track decoder beside its probe, and keeps what the decoder wrote before the probe answered', {
+    timeout: 30_000,
+  }, async () => {
+    // Each wrapper takes 1.2 s to start its tool: a track change that waits for the probe and then the decoder takes
+    // longer than the 2 s of the previous track queued, one that runs them side by side does not.
+    const slow = async (tool: string) => {
+      const path = join(dataDir, `slow-${tool}`);
+      await writeFile(path, `#!/bin/sh\nsleep 1.2\nexec ${tool} "$@"\n`, { mode: 0o755 });
+      return path;
+    };
+    const slowDj = new AutoDj({
+      sourceUrl: sourceUrl(MOUNT),
+      bitrateKbps: 32,
+      playlist: () => [files.Alpha, files.Bravo, files.Echo],
+      ffmpeg: await slow('ffmpeg'),
+      ffprobe: await slow('ffprobe'),
+    });
+    djs.push(slowDj);
+    const played: string[] = [];
+    const refused: string[] = [];
+    let silenceAtFirstTrack = 0;
+    slowDj.on('track', (t) => {
+      if (played.length === 0) silenceAtFirstTrack = slowDj.silenceSeconds;
+      played.push(t.title ?? '');
+    });
+    slowDj.on('trackError', ({ path }) => refused.push(path));
+    slowDj.start();
+    await waitFor('Echo to play', () => played.includes('Echo'), 15_000);
+    const silence = slowDj.silenceSeconds - silenceAtFirstTrack;
+    console.log(`silence between tracks: ${Math.round(silence * 1000)} ms`);
+    await slowDj.stop();
+    assert.deepEqual(played.slice(0, 3), ['Alpha', 'Bravo', 'Echo']);
+    assert.deepEqual(refused, []);
+    // Run one after the other, the probe and the decoder leave about 0.7 s of silence at each change.
+    assert.ok(silence < 0.25, `${silence} s of silence between tracks`);
+  });
 });

@@ -57,6 +57,11 @@ interface Running {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+interface Decoding extends Running {
+  /** The end of its stderr, for the error a failed track reports. */
+  stderr: string;
+}
+
 /** With an empty or unplayable playlist, how often it is read again. */
 const IDLE_POLL_MS = 1000;
 /** PCM queued for an encoder that does not read it (e.g. while connecting) is dropped beyond this. */
@@ -220,45 +225,58 @@ export class AutoDj extends EventEmitter<AutoDjEvents> {
 
   /** Decodes one file into the pacer; false when it produced no audio. */
   private async play(path: string): Promise<boolean> {
-    let track: AutoDjTrack;
+    let decoder: Decoding;
     try {
-      track = await probeTrack(path, { ffprobe: this.options.ffprobe, signal: this.abort.signal });
+      decoder = this.startDecoder(path);
     } catch (error) {
-      if (this.running) this.emit('trackError', { path, error: error as Error });
+      this.emit('trackError', { path, error: error as Error }); // not an allowed container, or unreadable
       return false;
     }
-    if (!this.running) return false;
-    let child: ChildProcess;
-    try {
-      child = spawnDecoder(path, this.options.ffmpeg);
-    } catch (error) {
-      this.emit('trackError', { path, error: error as Error }); // replaced since the probe by something not allowed
-      return false;
-    }
-    const decoder = { child, exited: exitOf(child) };
-    this.decoder = decoder;
-    let stderr = '';
+    // The probe runs beside the decoder: a track change waits for the slower of the two, not for both in turn.
+    const probing = probeTrack(path, { ffprobe: this.options.ffprobe, signal: this.abort.signal });
+    probing.catch(() => {}); // awaited by pump, and below
+    const bytes = await this.pump(decoder, probing);
+    if (bytes === 0) decoder.child.kill('SIGKILL'); // the probe refused the file
+    const { code, signal } = await decoder.exited;
+    if (this.decoder === decoder) this.decoder = undefined;
+    if (!this.running || (code === 0 && bytes > 0)) return bytes > 0;
+    const refused = await probing.then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    const reason = decoder.stderr.trim() || `no audio decoded (exit ${code ?? signal})`;
+    this.emit('trackError', { path, error: refused ?? new Error(`${path}: ${reason}`) });
+    return bytes > 0;
+  }
+
+  private startDecoder(path: string): Decoding {
+    const child = spawnDecoder(path, this.options.ffmpeg);
+    const decoder = { child, exited: exitOf(child), stderr: '' };
     child.stderr!.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk).slice(-2000);
+      decoder.stderr = (decoder.stderr + chunk).slice(-2000);
     });
+    this.decoder = decoder;
+    return decoder;
+  }
+
+  /** Feeds the decoder's PCM to the pacer, marked where the track starts once the probe has named it; the bytes fed. */
+  private async pump(decoder: Decoding, probing: Promise<AutoDjTrack>): Promise<number> {
     let bytes = 0;
     try {
-      for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
-        if (bytes === 0) this.pacer.mark(() => this.announce(track));
+      // Read from the start: node discards what a child wrote to a pipe nobody reads when the child exits.
+      for await (const chunk of decoder.child.stdout! as AsyncIterable<Buffer>) {
+        if (bytes === 0) {
+          const track = await probing;
+          this.pacer.mark(() => this.announce(track));
+        }
         bytes += chunk.length;
         await this.pacer.push(chunk);
         if (!this.running) break;
       }
     } catch {
-      // the decoder was killed, or its stdout failed: its exit status tells
+      // the decoder was killed, its stdout failed, or the probe refused the file: play() reports which
     }
-    const { code, signal } = await decoder.exited;
-    if (this.decoder === decoder) this.decoder = undefined;
-    if (this.running && (code !== 0 || bytes === 0)) {
-      const reason = stderr.trim() || `no audio decoded (exit ${code ?? signal})`;
-      this.emit('trackError', { path, error: new Error(`${path}: ${reason}`) });
-    }
-    return bytes > 0;
+    return bytes;
   }
 
   private announce(track: AutoDjTrack): void {
