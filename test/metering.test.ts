@@ -353,6 +353,41 @@ describe('mount meter with our own reader (the HLS segmenter)', () => {
     s = meter.snapshot('/a')!;
     assert.deepEqual(counts(s), [0, 1, 7, 2050, 1]);
   });
+
+  it('keeps it out when polls find the listeners unchanged and do not list them again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'meter-own-'));
+    const logPath = join(dir, 'access.log');
+    await writeFile(logPath, '');
+    let now = T + 1000;
+    let listings = 0;
+    const client = (id: string, userAgent: string) => ({
+      id,
+      ip: '',
+      userAgent,
+      connectedSeconds: Math.round((now - T) / 1000),
+    });
+    const admin = {
+      stats: async () => [stat('/a', 0, 0, T, 3)], // Icecast counts our reader among its clients
+      listClients: async () => {
+        listings++;
+        return [client('1', 'ours'), client('2', 'ua'), client('3', 'ua')];
+      },
+    };
+    const internal = { isInternalAgent: (ua: string) => ua === 'ours', connectedBytes: () => 0 };
+    const meter = new MountMeter({ admin, accessLogPath: logPath, now: () => now, internal, clientsRefreshMs: 10_000 });
+    try {
+      await meter.poll();
+      for (let i = 0; i < 4; i++) {
+        now += 1000;
+        await meter.poll();
+      }
+      assert.equal(listings, 1, 'three clients listed, three counted: not listed again');
+      const s = meter.snapshot('/a')!;
+      assert.deepEqual([s.listeners, s.peakListeners, s.listenerSeconds], [2, 2, 2 * 5]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('source rate monitor without icecast', () => {

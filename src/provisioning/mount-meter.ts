@@ -159,9 +159,21 @@ export interface MeterPoll {
   connected: Map<string, string[] | null>;
 }
 
-/** A mount's last listclients answer and when it came. */
+/** What the meter takes from one listclients answer of a mount. */
+interface ClientsSummary {
+  /** Every client listed, our own readers included (the stats count them too). */
+  total: number;
+  /** Our own readers among them. */
+  own: number;
+  /** The listeners: the rest. */
+  listeners: number;
+  /** The listeners' connected seconds, summed. */
+  connectedSeconds: number;
+}
+
+/** A mount's last listclients answer, summarized, and when it came. */
 interface ClientsSeen {
-  clients: ListenerInfo[];
+  summary: ClientsSummary;
   at: number;
 }
 
@@ -260,7 +272,7 @@ export class MountMeter {
       throw error;
     }
     const at = this.now();
-    const clients = new Map<string, ListenerInfo[] | null>();
+    const clients = new Map<string, ClientsSummary | null>();
     const listed = new Map<string, string[] | null>();
     if (this.askClients) {
       const finished = new Set(read.map((e) => e.mount));
@@ -270,9 +282,10 @@ export class MountMeter {
           const seen = this.clientsSeen.get(s.mount);
           if (seen && this.unchanged(s, seen, finished, at)) return clients.set(s.mount, this.aged(seen, at));
           const list = await admin.listClients(s.mount).catch(() => null);
-          clients.set(s.mount, list);
+          const summary = list && this.summarize(list);
+          clients.set(s.mount, summary);
           listed.set(s.mount, list && list.map(placeKey));
-          if (list) this.clientsSeen.set(s.mount, { clients: list, at });
+          if (summary) this.clientsSeen.set(s.mount, { summary, at });
           else this.clientsSeen.delete(s.mount);
         }),
       );
@@ -280,10 +293,10 @@ export class MountMeter {
     // Applied together, so that no snapshot sees a listener both in the log and among the connected.
     this.ingest(entries, position);
     // Our own readers are known before the stats count (which includes them) is read.
-    for (const [mount, list] of clients) if (list) this.internalConnected.set(mount, this.ownOf(list).length);
+    for (const [mount, summary] of clients) if (summary) this.internalConnected.set(mount, summary.own);
     this.observeStats(stats, at);
-    for (const [mount, list] of clients) {
-      if (list) this.observeClients(mount, list);
+    for (const [mount, summary] of clients) {
+      if (summary) this.applyClients(mount, summary);
       else this.liveSeconds.delete(mount); // unknown: rather count nothing than twice
     }
     for (const mount of this.clientsSeen.keys()) if (!clients.has(mount)) this.clientsSeen.delete(mount);
@@ -300,14 +313,18 @@ export class MountMeter {
    * finished since (a leave and a join between two polls keep the count), and that answer is recent.
    */
   private unchanged(s: MountStats, seen: ClientsSeen, finished: ReadonlySet<string>, at: number): boolean {
-    return s.listeners === seen.clients.length && !finished.has(s.mount) && at - seen.at < this.clientsRefreshMs;
+    return s.listeners === seen.summary.total && !finished.has(s.mount) && at - seen.at < this.clientsRefreshMs;
   }
 
-  /** The last listclients answer as it would be now: every listener connected that much longer. */
-  private aged(seen: ClientsSeen, at: number): ListenerInfo[] {
+  /**
+   * The last listclients answer as it would be now: every listener connected that much longer. Worked out from its
+   * summary, so a poll that finds nothing changed costs nothing per listener held.
+   */
+  private aged(seen: ClientsSeen, at: number): ClientsSummary {
     // Whole seconds, as Icecast counts them.
     const seconds = Math.round((at - seen.at) / 1000);
-    return seen.clients.map((l) => ({ ...l, connectedSeconds: l.connectedSeconds + seconds }));
+    const { summary } = seen;
+    return { ...summary, connectedSeconds: summary.connectedSeconds + seconds * summary.listeners };
   }
 
   /**
@@ -434,21 +451,25 @@ export class MountMeter {
 
   /** Feeds one listclients answer for `mount`. */
   observeClients(mount: string, all: readonly ListenerInfo[]): void {
-    const c = this.counters(mount);
-    const own = this.ownOf(all);
-    const clients = own.length ? all.filter((l) => !own.includes(l)) : all;
-    this.internalConnected.set(mount, own.length);
-    c.listeners = clients.length;
-    c.peakListeners = Math.max(c.peakListeners, clients.length);
-    if (this.accessLog)
-      this.liveSeconds.set(
-        mount,
-        clients.reduce((sum, l) => sum + l.connectedSeconds, 0),
-      );
+    this.applyClients(mount, this.summarize(all));
   }
 
-  private ownOf(clients: readonly ListenerInfo[]): ListenerInfo[] {
-    return this.internal ? clients.filter((l) => this.internal!.isInternalAgent(l.userAgent)) : [];
+  private summarize(all: readonly ListenerInfo[]): ClientsSummary {
+    let own = 0;
+    let connectedSeconds = 0;
+    for (const client of all) {
+      if (this.internal?.isInternalAgent(client.userAgent)) own++;
+      else connectedSeconds += client.connectedSeconds;
+    }
+    return { total: all.length, own, listeners: all.length - own, connectedSeconds };
+  }
+
+  private applyClients(mount: string, summary: ClientsSummary): void {
+    const c = this.counters(mount);
+    this.internalConnected.set(mount, summary.own);
+    c.listeners = summary.listeners;
+    c.peakListeners = Math.max(c.peakListeners, summary.listeners);
+    if (this.accessLog) this.liveSeconds.set(mount, summary.connectedSeconds);
   }
 
   snapshot(): MountSnapshot[];
