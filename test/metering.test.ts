@@ -251,11 +251,17 @@ describe('mount meter without icecast', () => {
   });
 });
 
+/** An empty access log in a directory of its own, which the test removes. */
+async function emptyAccessLog(prefix: string): Promise<{ dir: string; logPath: string }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const logPath = join(dir, 'access.log');
+  await writeFile(logPath, '');
+  return { dir, logPath };
+}
+
 describe('mount meter: listclients while listeners are held', () => {
   it('asks a mount for its clients again only when they may have changed, or after the refresh time', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'meter-clients-'));
-    const logPath = join(dir, 'access.log');
-    await writeFile(logPath, '');
+    const { dir, logPath } = await emptyAccessLog('meter-clients-');
     let now = T + 1000;
     let listeners = 2;
     const asked: string[] = [];
@@ -355,9 +361,7 @@ describe('mount meter with our own reader (the HLS segmenter)', () => {
   });
 
   it('keeps it out when polls find the listeners unchanged and do not list them again', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'meter-own-'));
-    const logPath = join(dir, 'access.log');
-    await writeFile(logPath, '');
+    const { dir, logPath } = await emptyAccessLog('meter-own-');
     let now = T + 1000;
     let listings = 0;
     const client = (id: string, userAgent: string) => ({
