@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { mock, test } from 'node:test';
 import { RestartBackoff } from '../src/provisioning/restart-backoff.js';
 
@@ -75,4 +76,69 @@ test('a cancelled restart never runs', (t) => {
   backoff.cancel();
   mock.timers.tick(5000);
   assert.equal(ran, false);
+});
+
+/** A supervised process whose starts fail `failures` times, then succeed; what it was told, in order. */
+function flakyProcess(failures: number, stopDuringStart = false) {
+  const events = new EventEmitter();
+  const seen: string[] = [];
+  let stopped = false;
+  let starts = 0;
+  events.on('restarted', (started) => seen.push(`restarted ${JSON.stringify(started)}`));
+  events.on('restartFailed', (error: Error) => seen.push(`failed ${error.message}`));
+  const supervised = {
+    events,
+    launch: async () => {
+      starts++;
+      if (stopDuringStart) stopped = true;
+      if (starts <= failures) throw new Error(`start ${starts}`);
+      return { pid: 100 + starts };
+    },
+    stop: async () => {
+      seen.push('stop');
+    },
+    stopped: () => stopped,
+  };
+  return { supervised, seen, starts: () => starts, stop: () => (stopped = true) };
+}
+
+async function tickThrough(ms: number): Promise<void> {
+  for (let waited = 0; waited < ms; waited += 50) {
+    mock.timers.tick(50);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+test('a relaunch tries again after each failed start, with the backoff, until one starts', async (t) => {
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+  t.after(() => mock.timers.reset());
+  const { supervised, seen, starts } = flakyProcess(2);
+  new RestartBackoff({ min: 100, max: 1000 }).relaunch(supervised);
+  await tickThrough(250);
+  assert.equal(starts(), 1, 'the second try waits 200 ms after the first failed');
+  await tickThrough(1000);
+  assert.deepEqual(seen, ['failed start 1', 'failed start 2', 'restarted {"pid":103,"attempt":3}']);
+  await tickThrough(5000);
+  assert.equal(starts(), 3, 'no try after a start succeeded');
+});
+
+test('a relaunch ends at a stop: none after it, and a process started meanwhile is stopped', async (t) => {
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+  t.after(() => mock.timers.reset());
+  const before = flakyProcess(0);
+  before.stop();
+  new RestartBackoff().relaunch(before.supervised);
+  await tickThrough(1000);
+  assert.equal(before.starts(), 0);
+
+  const during = flakyProcess(0, true);
+  new RestartBackoff().relaunch(during.supervised);
+  await tickThrough(1000);
+  assert.deepEqual(during.seen, ['stop']);
+
+  const failedDuring = flakyProcess(5, true);
+  new RestartBackoff().relaunch(failedDuring.supervised);
+  await tickThrough(5000);
+  assert.equal(failedDuring.starts(), 1, 'a start that failed after a stop is not tried again');
+  assert.deepEqual(failedDuring.seen, []);
 });

@@ -9,7 +9,7 @@ export type {
   Product,
   ParameterDescriptor,
 } from './types.js';
-export { productStateSchemas } from './schemas.js';
+export { productRequiredFields, productStateSchemas } from './schemas.js';
 export { autoDjOffer } from './autodj-offer.js';
 export { publishedSchemas, schemaText } from './published-schemas.js';
 // LiveSnapshot, the hot reload of catalog/ and rules/, is imported from ./live-snapshot.js itself: it opens snapshots

@@ -59,6 +59,21 @@ const booleanPair = {
   properties: { human: { type: 'boolean' }, agent: { type: 'boolean' } },
 };
 
+/** The fields every product has, in its catalog file and in the API's product documents alike. */
+export const productRequiredFields = [
+  'id',
+  'name',
+  'type',
+  'billing_type',
+  'status',
+  'pricing_status',
+  'orderable',
+  'pricing',
+  'parameters',
+  'limits',
+  'payment',
+];
+
 /** The product fields whose values the catalog and the API documents share. */
 export const productStateSchemas = {
   billing_type: { enum: ['subscription', 'quote', 'one_time'] },
@@ -72,19 +87,7 @@ export const productFileSchema = {
   $id: 'product-file',
   type: 'object',
   additionalProperties: false,
-  required: [
-    'id',
-    'name',
-    'type',
-    'billing_type',
-    'status',
-    'pricing_status',
-    'orderable',
-    'pricing',
-    'parameters',
-    'limits',
-    'payment',
-  ],
+  required: productRequiredFields,
   properties: {
     id: identifier,
     name: { type: 'string', minLength: 1 },

@@ -1,4 +1,4 @@
-import { productStateSchemas } from '../catalog/index.js';
+import { productRequiredFields, productStateSchemas } from '../catalog/index.js';
 import { productIdPattern } from '../operations/request-schemas.js';
 
 /**
@@ -51,19 +51,7 @@ export const errorSchema = {
 
 export const productSchema = {
   type: 'object',
-  required: [
-    'id',
-    'name',
-    'type',
-    'billing_type',
-    'status',
-    'pricing_status',
-    'orderable',
-    'pricing',
-    'parameters',
-    'limits',
-    'payment',
-  ],
+  required: productRequiredFields,
   properties: {
     id: { type: 'string', pattern: productIdPattern },
     name: { type: 'string' },

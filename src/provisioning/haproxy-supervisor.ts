@@ -264,17 +264,11 @@ export class HaproxySupervisor extends EventEmitter<HaproxySupervisorEvents> {
   }
 
   private scheduleRestart(): void {
-    this.restarts.schedule(async (attempt) => {
-      if (this.stopped) return;
-      try {
-        const started = await this.launch();
-        if (this.stopped) return void (await this.stop());
-        this.emit('restarted', { ...started, attempt });
-      } catch (error) {
-        if (this.stopped) return;
-        this.emit('restartFailed', error as Error);
-        this.scheduleRestart();
-      }
+    this.restarts.relaunch({
+      events: this,
+      launch: () => this.launch(),
+      stop: () => this.stop(),
+      stopped: () => this.stopped,
     });
   }
 }

@@ -174,17 +174,11 @@ export class HlsFileServer extends EventEmitter<HlsFileServerEvents> {
   }
 
   private scheduleRestart(): void {
-    this.restarts.schedule(async (attempt) => {
-      if (this.stopped) return;
-      try {
-        const pid = await this.launch();
-        if (this.stopped) return void (await this.stop());
-        this.emit('restarted', { pid, port: this.currentPort, attempt });
-      } catch (error) {
-        if (this.stopped) return;
-        this.emit('restartFailed', error as Error);
-        this.scheduleRestart();
-      }
+    this.restarts.relaunch({
+      events: this,
+      launch: async () => ({ pid: await this.launch(), port: this.currentPort }),
+      stop: () => this.stop(),
+      stopped: () => this.stopped,
     });
   }
 }

@@ -322,16 +322,11 @@ export class IcecastSupervisor extends EventEmitter<IcecastSupervisorEvents> {
   }
 
   private scheduleRestart(): void {
-    this.restarts.schedule(async (attempt) => {
-      try {
-        const started = await this.launch();
-        if (this.stopped) return;
-        this.emit('restarted', { ...started, attempt });
-      } catch (error) {
-        if (this.stopped) return;
-        this.emit('restartFailed', error as Error);
-        this.scheduleRestart();
-      }
+    this.restarts.relaunch({
+      events: this,
+      launch: () => this.launch(),
+      stop: () => this.stop(),
+      stopped: () => this.stopped,
     });
   }
 

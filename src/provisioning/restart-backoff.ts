@@ -1,3 +1,15 @@
+import type { EventEmitter } from 'node:events';
+
+/** A supervised process to start again: how to start and stop it, whether a stop came, and where to report. */
+export interface Relaunchable {
+  /** Emits `restarted` (what `launch` gave and the attempt's number) and `restartFailed` (the error). */
+  events: EventEmitter;
+  launch(): Promise<object>;
+  stop(): Promise<void>;
+  /** True once a stop came: no further try, and a process a try started meanwhile is stopped. */
+  stopped(): boolean;
+}
+
 export interface RestartDelays {
   /** The first restart's delay, doubled for each one after it (up to `max`). */
   min: number;
@@ -24,6 +36,22 @@ export class RestartBackoff {
     const delay = Math.min(this.delays.max, this.delays.min * 2 ** this.attempt);
     const attempt = ++this.attempt;
     this.timer = setTimeout(() => restart(attempt), delay);
+  }
+
+  /** Starts the process again after this attempt's delay, and again after each failed start, until one succeeds. */
+  relaunch(supervised: Relaunchable): void {
+    this.schedule(async (attempt) => {
+      if (supervised.stopped()) return;
+      try {
+        const started = await supervised.launch();
+        if (supervised.stopped()) return void (await supervised.stop());
+        supervised.events.emit('restarted', { ...started, attempt });
+      } catch (error) {
+        if (supervised.stopped()) return;
+        supervised.events.emit('restartFailed', error as Error);
+        this.relaunch(supervised);
+      }
+    });
   }
 
   /** The process that ended had run since `startedAt` (ms): after a healthy run, the count starts again. */
