@@ -43,7 +43,8 @@ interface Step {
   cores: Record<string, number>;
   listeners: number;
   statementsPerSecond: number;
-  statements: Array<[string, number]>;
+  /** Each statement's text, calls per second and rows per call. */
+  statements: Array<[string, number, number]>;
   transactionsPerSecond: number;
   /** Rows inserted, updated or deleted per second, by table. */
   writes: Array<[string, number]>;
@@ -134,11 +135,14 @@ async function buyStreams(service: Service, count: number): Promise<{ listen: st
 
 const OWN = /pg_stat_statements|pg_stat_database|pg_stat_user_tables|pg_stat_clear_snapshot/;
 
-async function statements(db: pg.Client): Promise<Array<[string, number]>> {
-  const { rows } = await db.query<{ query: string; calls: string }>(
-    'SELECT query, calls FROM pg_stat_statements ORDER BY calls DESC',
+/** Each statement since the last reset: its text, calls and rows per call. */
+async function statements(db: pg.Client): Promise<Array<[string, number, number]>> {
+  const { rows } = await db.query<{ query: string; calls: string; rows: string }>(
+    'SELECT query, calls, rows FROM pg_stat_statements ORDER BY calls DESC',
   );
-  return rows.filter((r) => !OWN.test(r.query)).map((r) => [r.query.replace(/\s+/g, ' '), Number(r.calls)]);
+  return rows
+    .filter((r) => !OWN.test(r.query))
+    .map((r) => [r.query.replace(/\s+/g, ' '), Number(r.calls), Number(r.rows) / Math.max(1, Number(r.calls))]);
 }
 
 /** PostgreSQL's committed transactions and row writes per table, since it started (pg_stat_* lag by up to 1 s). */
@@ -167,7 +171,7 @@ async function measure(service: Service, db: pg.Client, streams: number, listene
   const [c1, t1, at1] = [await hostCpu(pid), performance.now(), process.hrtime.bigint()];
   const seconds = (t1 - t0) / 1000;
   const p1 = await pgCounters(db);
-  const byStatement = (await statements(db)).map(([q, n]) => [q, n / seconds] as [string, number]);
+  const byStatement = (await statements(db)).map(([q, n, rows]) => [q, n / seconds, rows] as [string, number, number]);
   const cores = Object.fromEntries(
     Object.keys(c1).map((k) => [k, ((c1[k as keyof typeof c1] - c0[k as keyof typeof c0]) / seconds) * 100]),
   );
@@ -296,7 +300,8 @@ function report(name: string, results: Step[]): void {
         `statements/s ${r.statementsPerSecond.toFixed(1)}, transactions/s ${r.transactionsPerSecond.toFixed(1)}`,
     );
     console.log(`  rows written/s: ${r.writes.map(([t, n]) => `${t} ${n.toFixed(2)}`).join(', ') || 'none'}`);
-    for (const [q, n] of r.statements.slice(0, 30)) console.log(`  ${n.toFixed(2).padStart(7)}/s  ${q.slice(0, 150)}`);
+    for (const [q, n, rows] of r.statements.slice(0, 30))
+      console.log(`  ${n.toFixed(2).padStart(7)}/s ${rows.toFixed(0).padStart(5)} rows  ${q.slice(0, 140)}`);
     if (r.profile) console.log(r.profile);
   }
 }
